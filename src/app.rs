@@ -1,0 +1,204 @@
+//! Turns parsed command-line arguments and `bridge.toml` into the options of each command
+//! (precedence: flags, then environment, then file, then defaults), and runs it.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::cli::ExportArgs;
+use crate::config::{self, Config, ConfigError, RepositoryConfig};
+use crate::export::{self, ExportOptions};
+use crate::oai::{HarvestRequest, Source};
+use crate::pipeline::Job;
+use crate::render::Limits;
+
+/// Exit code for a bad configuration (sysexits `EX_CONFIG`).
+pub const EXIT_CONFIG: u8 = 78;
+
+fn flag_err(flag: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError {
+        file: "command line".to_owned(),
+        key: flag.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Builds the export options from flags and configuration.
+pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let repo: Option<&RepositoryConfig> = match (&args.repository, &args.base_url) {
+        (Some(name), _) => Some(
+            config
+                .repositories
+                .iter()
+                .find(|r| &r.name == name)
+                .ok_or_else(|| {
+                    flag_err(
+                        "--repository",
+                        format!("no [[repository]] named {name:?} in the configuration"),
+                    )
+                })?,
+        ),
+        (None, Some(_)) => None,
+        (None, None) => match config.repositories.as_slice() {
+            [only] => Some(only),
+            [] => {
+                return Err(flag_err(
+                    "--base-url",
+                    "give --base-url, or --config with a [[repository]]",
+                ));
+            }
+            _ => {
+                return Err(flag_err(
+                    "--repository",
+                    "the configuration has several repositories; choose one with --repository",
+                ));
+            }
+        },
+    };
+
+    let source = match &args.base_url {
+        Some(value) => Source::parse(value).map_err(|m| flag_err("--base-url", m))?,
+        None => repo
+            .map(|r| r.source.clone())
+            .expect("a repository was chosen above"),
+    };
+    let public_url = match &args.public_url {
+        Some(value) => config::directory_url(value).map_err(|m| flag_err("--public-url", m))?,
+        None => repo
+            .and_then(|r| r.public_url.clone())
+            .or_else(|| {
+                let server = config.server.public_url.as_ref()?;
+                let name = repo.map(|r| format!("{}/", r.name))?;
+                server.join(&name).ok()
+            })
+            .ok_or_else(|| {
+                flag_err(
+                    "--public-url",
+                    "is required: the URL where the folder will be served",
+                )
+            })?,
+    };
+    let sets = if args.sets.is_empty() {
+        repo.map(|r| r.sets.clone()).unwrap_or_default()
+    } else {
+        config::validate_sets(args.sets.clone()).map_err(|m| flag_err("--set", m))?
+    };
+    let from = match &args.from {
+        Some(v) => Some(config::parse_date(v).map_err(|m| flag_err("--from", m))?),
+        None => repo.and_then(|r| r.from),
+    };
+    let until = match &args.until {
+        Some(v) => Some(config::parse_date(v).map_err(|m| flag_err("--until", m))?),
+        None => repo.and_then(|r| r.until),
+    };
+    config::check_range(from, until).map_err(|m| flag_err("--from", m))?;
+    let scope: Vec<Url> = if args.scope.is_empty() {
+        repo.map(|r| r.scope.clone()).unwrap_or_default()
+    } else {
+        config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?
+    };
+    let base_limits = repo.map(|r| r.limits).unwrap_or_default();
+    let limits = Limits {
+        max_urls: args.max_urls.unwrap_or(base_limits.max_urls),
+        max_bytes: args.max_bytes.unwrap_or(base_limits.max_bytes),
+    }
+    .validate()
+    .map_err(|m| flag_err("--max-urls / --max-bytes", m))?;
+
+    let mut harvest = config.harvest.clone();
+    if let Some(v) = args.max_attempts {
+        if v == 0 {
+            return Err(flag_err("--max-attempts", "must be at least 1"));
+        }
+        harvest.max_attempts = v;
+    }
+    if let Some(v) = args.request_timeout {
+        if v == 0 {
+            return Err(flag_err("--request-timeout", "must be at least 1"));
+        }
+        harvest.request_timeout = Duration::from_secs(v);
+    }
+    if let Some(v) = args.politeness_delay {
+        harvest.politeness_delay = Duration::from_millis(v);
+    }
+    if let Some(v) = args.retry_after_max {
+        harvest.retry_after_max = Duration::from_secs(v);
+    }
+    if let Some(v) = args.deadline {
+        harvest.deadline = (v > 0).then(|| Duration::from_secs(v));
+    }
+    if let Some(v) = args.max_body_bytes {
+        harvest.max_body_bytes = v;
+    }
+    if let Some(v) = args.backoff_initial {
+        harvest.backoff_initial = Duration::from_millis(v);
+        harvest.backoff_max = harvest.backoff_max.max(harvest.backoff_initial);
+    }
+    if let Some(v) = &args.user_agent {
+        harvest.user_agent = v.clone();
+    }
+
+    Ok(ExportOptions {
+        job: Job {
+            request: HarvestRequest {
+                source,
+                sets,
+                from,
+                until,
+            },
+            scope,
+            limits,
+            gzip: args.gzip || repo.is_some_and(|r| r.gzip),
+            public_url,
+        },
+        harvest,
+        out: args.out.clone(),
+        progress: !args.no_progress,
+    })
+}
+
+/// Runs `export` and prints its summary or error; returns the exit code.
+pub async fn run_export(args: &ExportArgs) -> ExitCode {
+    let options = match export_options(args) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    match export::export(&options).await {
+        Ok(summary) => {
+            print!("{}", summary.render(&options.job));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "error: export of {} failed; {} was left as it was.\n{}",
+                options.job.request.source,
+                options.out.display(),
+                error_chain(&e)
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error and its sources, one per line.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let line = s.to_string();
+        if !text.contains(&line) {
+            text.push_str("\n  caused by: ");
+            text.push_str(&line);
+        }
+        source = s.source();
+    }
+    text
+}

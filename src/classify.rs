@@ -1,0 +1,321 @@
+//! Classifies each `dc:identifier` value: landing page, content file, persistent identifier, or a
+//! named reason why it cannot be published (DESIGN.md "Identifier classes"; Q-21, SM-04, SM-05).
+
+use url::Url;
+
+use crate::scope::Scope;
+
+/// Longest `<loc>` a sitemap may hold: the protocol says "less than 2,048 characters" (SM-05).
+pub const MAX_URL_LEN: usize = 2047;
+
+/// What a `dc:identifier` value is, for publishing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Identifier {
+    /// An http(s) URL inside the scope that is not a content file: a sitemap `<loc>`.
+    LandingPage(Url),
+    /// An http(s) URL inside the scope to a file, with the media type its extension implies.
+    ContentFile {
+        /// The file's URL.
+        url: Url,
+        /// Media type from the extension, e.g. `application/pdf`.
+        media_type: &'static str,
+    },
+    /// A DOI or Handle, normalised to its resolver URL (`https://doi.org/10...`).
+    PersistentId(String),
+    /// Not published, for this reason.
+    Dropped(Drop),
+}
+
+/// Why an identifier, URL or record was not published. Every drop is counted under one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Drop {
+    /// An http(s) URL outside the scope.
+    OutOfScope,
+    /// Not a URL at all: ISBN, URN, citation text, `oai:` identifier...
+    NotAUrl,
+    /// Looks like an http(s) URL but does not parse, or holds whitespace.
+    InvalidUrl,
+    /// Longer than 2,047 characters once percent-encoded.
+    TooLong,
+    /// A DOI or Handle: cited, never a `<loc>`.
+    PersistentId,
+    /// The same URL came from another record (or twice from one); published once.
+    Duplicate,
+    /// A record with `status="deleted"`.
+    Deleted,
+    /// A live record none of whose identifiers could be published.
+    NoUrl,
+}
+
+impl Drop {
+    /// Every reason, in report order.
+    pub const ALL: [Drop; 8] = [
+        Drop::OutOfScope,
+        Drop::NotAUrl,
+        Drop::InvalidUrl,
+        Drop::TooLong,
+        Drop::PersistentId,
+        Drop::Duplicate,
+        Drop::Deleted,
+        Drop::NoUrl,
+    ];
+
+    /// The stable name used in summaries, logs and metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Drop::OutOfScope => "out_of_scope",
+            Drop::NotAUrl => "not_a_url",
+            Drop::InvalidUrl => "invalid_url",
+            Drop::TooLong => "too_long",
+            Drop::PersistentId => "persistent_id",
+            Drop::Duplicate => "duplicate",
+            Drop::Deleted => "deleted",
+            Drop::NoUrl => "no_url",
+        }
+    }
+}
+
+/// Content-file extensions and their media types (DESIGN.md: "by extension").
+const CONTENT_TYPES: &[(&str, &str)] = &[
+    ("pdf", "application/pdf"),
+    ("epub", "application/epub+zip"),
+    ("zip", "application/zip"),
+    ("gz", "application/gzip"),
+    ("tar", "application/x-tar"),
+    ("doc", "application/msword"),
+    (
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    ("xls", "application/vnd.ms-excel"),
+    (
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
+    ("ppt", "application/vnd.ms-powerpoint"),
+    (
+        "pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ),
+    ("odt", "application/vnd.oasis.opendocument.text"),
+    ("ods", "application/vnd.oasis.opendocument.spreadsheet"),
+    ("rtf", "application/rtf"),
+    ("txt", "text/plain"),
+    ("csv", "text/csv"),
+    ("tsv", "text/tab-separated-values"),
+    ("json", "application/json"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("png", "image/png"),
+    ("gif", "image/gif"),
+    ("tif", "image/tiff"),
+    ("tiff", "image/tiff"),
+    ("jp2", "image/jp2"),
+    ("svg", "image/svg+xml"),
+    ("mp3", "audio/mpeg"),
+    ("wav", "audio/wav"),
+    ("flac", "audio/flac"),
+    ("mp4", "video/mp4"),
+    ("m4a", "audio/mp4"),
+    ("webm", "video/webm"),
+    ("mov", "video/quicktime"),
+];
+
+/// The media type of a content file, from the extension of the URL's last path segment.
+pub fn content_type(url: &Url) -> Option<&'static str> {
+    let segment = url.path().rsplit('/').next()?;
+    let (_, ext) = segment.rsplit_once('.')?;
+    CONTENT_TYPES
+        .iter()
+        .find(|(e, _)| ext.eq_ignore_ascii_case(e))
+        .map(|&(_, t)| t)
+}
+
+/// Classifies one `dc:identifier` value against `scope`. Pure; surrounding XML whitespace is
+/// trimmed first (Q-20).
+pub fn classify(value: &str, scope: &Scope) -> Identifier {
+    let value = value.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+    if let Some(pid) = persistent_id(value) {
+        return Identifier::PersistentId(pid);
+    }
+    if !starts_with_ignore_case(value, "http://") && !starts_with_ignore_case(value, "https://") {
+        // `url` would accept `urn:`, `doi:` or `uva-lib:332086` as absolute URIs (Q-21), so the
+        // scheme is checked first, explicitly.
+        return Identifier::Dropped(Drop::NotAUrl);
+    }
+    if value.chars().any(char::is_whitespace) {
+        return Identifier::Dropped(Drop::InvalidUrl);
+    }
+    let Ok(url) = Url::parse(value) else {
+        return Identifier::Dropped(Drop::InvalidUrl);
+    };
+    if url.host_str().is_none_or(str::is_empty) {
+        return Identifier::Dropped(Drop::InvalidUrl);
+    }
+    if url.as_str().len() > MAX_URL_LEN {
+        return Identifier::Dropped(Drop::TooLong);
+    }
+    if !scope.contains(&url) {
+        return Identifier::Dropped(Drop::OutOfScope);
+    }
+    match content_type(&url) {
+        Some(media_type) => Identifier::ContentFile { url, media_type },
+        None => Identifier::LandingPage(url),
+    }
+}
+
+fn starts_with_ignore_case(value: &str, prefix: &str) -> bool {
+    value.len() >= prefix.len()
+        && value.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+}
+
+/// A DOI or Handle in any common spelling, as its resolver URL; `None` otherwise.
+pub fn persistent_id(value: &str) -> Option<String> {
+    const DOI_PREFIXES: &[&str] = &[
+        "doi:",
+        "info:doi/",
+        "https://doi.org/",
+        "http://doi.org/",
+        "https://dx.doi.org/",
+        "http://dx.doi.org/",
+    ];
+    const HDL_PREFIXES: &[&str] = &[
+        "hdl:",
+        "info:hdl/",
+        "https://hdl.handle.net/",
+        "http://hdl.handle.net/",
+    ];
+    let strip = |prefixes: &[&str]| {
+        prefixes
+            .iter()
+            .find(|p| starts_with_ignore_case(value, p))
+            .map(|p| value[p.len()..].trim_start())
+    };
+    let doi = strip(DOI_PREFIXES).or_else(|| value.starts_with("10.").then_some(value));
+    if let Some(doi) = doi.filter(|d| is_doi(d)) {
+        return Some(format!("https://doi.org/{}", encode_pid(doi)));
+    }
+    if let Some(handle) = strip(HDL_PREFIXES).filter(|h| h.contains('/') && !h.starts_with('/')) {
+        return Some(format!("https://hdl.handle.net/{}", encode_pid(handle)));
+    }
+    None
+}
+
+/// `10.NNNN[.N...]/suffix` with a non-empty suffix and no whitespace.
+fn is_doi(s: &str) -> bool {
+    let Some((prefix, suffix)) = s.split_once('/') else {
+        return false;
+    };
+    let Some(registrant) = prefix.strip_prefix("10.") else {
+        return false;
+    };
+    registrant.len() >= 4
+        && registrant.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+        && !suffix.is_empty()
+        && !s.chars().any(char::is_whitespace)
+}
+
+/// Percent-encodes what may not stand raw in a URL path, keeping `/` and existing escapes.
+fn encode_pid(pid: &str) -> String {
+    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+    const PID: &AsciiSet = &CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'<')
+        .add(b'>')
+        .add(b'`')
+        .add(b'#')
+        .add(b'?')
+        .add(b'{')
+        .add(b'}');
+    utf8_percent_encode(pid, PID).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> Scope {
+        Scope::from_base_url(&Url::parse("https://repo.example.edu/oai/request").unwrap()).unwrap()
+    }
+
+    #[track_caller]
+    fn check(value: &str, expected: &str) {
+        let got = match classify(value, &scope()) {
+            Identifier::LandingPage(u) => format!("landing {u}"),
+            Identifier::ContentFile { url, media_type } => format!("file {media_type} {url}"),
+            Identifier::PersistentId(p) => format!("pid {p}"),
+            Identifier::Dropped(d) => format!("drop {}", d.as_str()),
+        };
+        assert_eq!(got, expected, "{value:?}");
+    }
+
+    #[test]
+    fn identifier_classes() {
+        check(
+            "https://repo.example.edu/oai/item/1",
+            "landing https://repo.example.edu/oai/item/1",
+        );
+        check(
+            "  https://repo.example.edu/oai/item/1\n",
+            "landing https://repo.example.edu/oai/item/1",
+        );
+        check(
+            "https://repo.example.edu/oai/files/a.PDF",
+            "file application/pdf https://repo.example.edu/oai/files/a.PDF",
+        );
+        check("https://repo.example.edu/item/1", "drop out_of_scope");
+        check("https://repo.example.edu/oai/../admin", "drop out_of_scope");
+        check("https://elsewhere.example/oai/item/1", "drop out_of_scope");
+        check("urn:nbn:de:kobv:83-opus-12345", "drop not_a_url");
+        check("ISBN 90-9014980-5", "drop not_a_url");
+        check("oai:repo.example.edu:123", "drop not_a_url");
+        check("uva-lib:332086", "drop not_a_url");
+        check("ftp://repo.example.edu/oai/x", "drop not_a_url");
+        check("https://repo.example.edu/oai/a b", "drop invalid_url");
+        check("https://", "drop invalid_url");
+        check("http://[::1", "drop invalid_url");
+    }
+
+    #[test]
+    fn persistent_identifiers_in_every_spelling() {
+        for doi in [
+            "doi:10.1234/ABC.5",
+            "info:doi/10.1234/ABC.5",
+            "10.1234/ABC.5",
+            "https://doi.org/10.1234/ABC.5",
+            "http://dx.doi.org/10.1234/ABC.5",
+            "DOI:10.1234/ABC.5",
+        ] {
+            check(doi, "pid https://doi.org/10.1234/ABC.5");
+        }
+        for hdl in [
+            "hdl:1765/315",
+            "info:hdl/1765/315",
+            "http://hdl.handle.net/1765/315",
+        ] {
+            check(hdl, "pid https://hdl.handle.net/1765/315");
+        }
+        check("10.12/x", "drop not_a_url");
+        check("doi:10.1234/a<b>", "pid https://doi.org/10.1234/a%3Cb%3E");
+    }
+
+    #[test]
+    fn urls_are_percent_encoded_once_and_bounded() {
+        // SM-04: non-ASCII is encoded as UTF-8, existing escapes are kept.
+        check(
+            "https://repo.example.edu/oai/ä",
+            "landing https://repo.example.edu/oai/%C3%A4",
+        );
+        check(
+            "https://repo.example.edu/oai/a%20b",
+            "landing https://repo.example.edu/oai/a%20b",
+        );
+        // SM-05: at most 2,047 characters.
+        let base = "https://repo.example.edu/oai/";
+        let fits = format!("{base}{}", "a".repeat(MAX_URL_LEN - base.len()));
+        check(&fits, &format!("landing {fits}"));
+        check(&format!("{fits}a"), "drop too_long");
+    }
+}

@@ -1,0 +1,109 @@
+//! The command line (clap). Flags override `bridge.toml`, which overrides the defaults.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Publishes OAI-PMH repositories as sitemaps for search engines and FAIR crawlers.
+///
+/// Exit codes: 0 success, 1 failure (nothing was replaced), 2 usage error, 78 bad configuration.
+#[derive(Debug, Parser)]
+#[command(name = "oai-bridge", version, about, long_about = None)]
+pub struct Cli {
+    /// Log format on stderr.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "OAI_BRIDGE_LOG_FORMAT")]
+    pub log_format: LogFormat,
+    /// More log output (-v: debug, -vv: trace). RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only warnings and errors.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Harvest a repository once and write sitemaps and robots.txt to a folder.
+    Export(ExportArgs),
+}
+
+/// `oai-bridge export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Configuration file; its [harvest] settings apply, and a [[repository]] may be chosen.
+    #[arg(long, env = "OAI_BRIDGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Which [[repository]] of the configuration to export (default: the only one).
+    #[arg(long)]
+    pub repository: Option<String>,
+    /// OAI-PMH baseURL, or an OAI Static Repository file (path or URL).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Folder to write; replaced as a whole, atomically, when the export succeeds.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Where the folder will be served (a directory URL); index and robots.txt URLs use it.
+    #[arg(long, env = "OAI_BRIDGE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Harvest only this set (repeatable).
+    #[arg(long = "set", value_name = "SETSPEC")]
+    pub sets: Vec<String>,
+    /// Only records changed at or after this date (YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ).
+    #[arg(long)]
+    pub from: Option<String>,
+    /// Only records changed at or before this date.
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Publish URLs under this prefix instead of the baseURL's directory (repeatable).
+    #[arg(long = "scope", value_name = "PREFIX")]
+    pub scope: Vec<String>,
+    /// Write gzip-compressed shards (sitemap-N.xml.gz).
+    #[arg(long)]
+    pub gzip: bool,
+    /// Most URLs per shard (at most 50000).
+    #[arg(long)]
+    pub max_urls: Option<usize>,
+    /// Most bytes per shard, uncompressed (at most 52428800).
+    #[arg(long)]
+    pub max_bytes: Option<usize>,
+    /// Attempts per request before giving up.
+    #[arg(long)]
+    pub max_attempts: Option<u32>,
+    /// Timeout for one request, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub request_timeout: Option<u64>,
+    /// Pause between requests, in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub politeness_delay: Option<u64>,
+    /// Longest wait a Retry-After header may impose, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub retry_after_max: Option<u64>,
+    /// Limit for the whole harvest, in seconds.
+    #[arg(long, value_name = "SECS")]
+    pub deadline: Option<u64>,
+    /// Largest response body accepted, in bytes (after decompression).
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<u64>,
+    /// First retry delay, in milliseconds (doubles per attempt, with jitter).
+    #[arg(long, value_name = "MS")]
+    pub backoff_initial: Option<u64>,
+    /// User-Agent to send; include a contact address.
+    #[arg(long, env = "OAI_BRIDGE_USER_AGENT")]
+    pub user_agent: Option<String>,
+    /// No live progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+}

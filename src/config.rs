@@ -1,0 +1,494 @@
+//! `bridge.toml` -> a validated [`Config`]: a raw serde layer that rejects unknown keys, then
+//! checks that turn strings into URLs, durations and limits, naming the key when one is wrong.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use url::Url;
+
+use crate::datestamp::Datestamp;
+use crate::oai::{HarvestSettings, Source};
+use crate::render::Limits;
+use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
+
+/// Default listen address of `serve`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default state directory of `serve`.
+pub const DEFAULT_STATE_DIR: &str = "state";
+
+/// A configuration error, naming the file and key.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct ConfigError {
+    /// The configuration file (or `command line`).
+    pub file: String,
+    /// The key, e.g. `[harvest] max_attempts` or `[[repository]] #2 base_url`.
+    pub key: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    server: RawServer,
+    #[serde(default)]
+    harvest: RawHarvest,
+    #[serde(default)]
+    repository: Vec<RawRepository>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    listen: Option<String>,
+    public_url: Option<String>,
+    state_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHarvest {
+    user_agent: Option<String>,
+    request_timeout_secs: Option<u64>,
+    connect_timeout_secs: Option<u64>,
+    max_attempts: Option<u32>,
+    backoff_initial_ms: Option<u64>,
+    backoff_max_secs: Option<u64>,
+    retry_after_max_secs: Option<u64>,
+    politeness_delay_ms: Option<u64>,
+    deadline_secs: Option<u64>,
+    max_body_bytes: Option<u64>,
+    max_empty_pages: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRepository {
+    name: Option<String>,
+    base_url: Option<String>,
+    public_url: Option<String>,
+    #[serde(default)]
+    sets: Vec<String>,
+    #[serde(default)]
+    scope: Vec<String>,
+    from: Option<String>,
+    until: Option<String>,
+    max_urls_per_shard: Option<usize>,
+    max_bytes_per_shard: Option<usize>,
+    gzip: Option<bool>,
+}
+
+/// The validated configuration.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `[server]`.
+    pub server: ServerConfig,
+    /// `[harvest]`: how upstreams are treated.
+    pub harvest: HarvestSettings,
+    /// `[[repository]]`, in file order.
+    pub repositories: Vec<RepositoryConfig>,
+}
+
+/// `[server]`.
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Address `serve` listens on.
+    pub listen: SocketAddr,
+    /// Public URL of the gateway (may include a path prefix).
+    pub public_url: Option<Url>,
+    /// Where generations are kept.
+    pub state_dir: PathBuf,
+}
+
+/// One `[[repository]]`.
+#[derive(Clone, Debug)]
+pub struct RepositoryConfig {
+    /// Short name, used in paths (`/{name}/sitemap.xml`) and logs.
+    pub name: String,
+    /// The upstream: an OAI-PMH baseURL or a Static Repository file.
+    pub source: Source,
+    /// Where this repository's files are published (export); a directory URL.
+    pub public_url: Option<Url>,
+    /// Sets to harvest; empty for all.
+    pub sets: Vec<String>,
+    /// Scope prefixes replacing the default (the baseURL's directory).
+    pub scope: Vec<Url>,
+    /// Lower datestamp bound.
+    pub from: Option<Datestamp>,
+    /// Upper datestamp bound.
+    pub until: Option<Datestamp>,
+    /// Shard limits.
+    pub limits: Limits,
+    /// Write `.xml.gz` shards.
+    pub gzip: bool,
+}
+
+impl Config {
+    /// Reads and validates a configuration file.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            key: "(file)".to_owned(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let base_dir = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, &file, base_dir)
+    }
+
+    /// Parses and validates configuration text; relative file paths are taken from `base_dir`.
+    pub fn parse(text: &str, file: &str, base_dir: &Path) -> Result<Config, ConfigError> {
+        let err = |key: &str, message: String| ConfigError {
+            file: file.to_owned(),
+            key: key.to_owned(),
+            message,
+        };
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let message = e.message().to_owned();
+            let key = e.span().map_or_else(
+                || "(syntax)".to_owned(),
+                |s| format!("line {}", line_of(text, s.start)),
+            );
+            err(&key, message)
+        })?;
+
+        let listen = raw.server.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen = listen.parse().map_err(|e| {
+            err(
+                "[server] listen",
+                format!("{listen:?} is not an address:port: {e}"),
+            )
+        })?;
+        let public_url = raw
+            .server
+            .public_url
+            .as_deref()
+            .map(|u| directory_url(u).map_err(|m| err("[server] public_url", m)))
+            .transpose()?;
+        let server = ServerConfig {
+            listen,
+            public_url,
+            state_dir: base_dir.join(
+                raw.server
+                    .state_dir
+                    .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+            ),
+        };
+
+        let d = HarvestSettings::default();
+        let h = raw.harvest;
+        let harvest = HarvestSettings {
+            user_agent: h.user_agent.unwrap_or(d.user_agent),
+            request_timeout: h
+                .request_timeout_secs
+                .map_or(d.request_timeout, Duration::from_secs),
+            connect_timeout: h
+                .connect_timeout_secs
+                .map_or(d.connect_timeout, Duration::from_secs),
+            max_attempts: h.max_attempts.unwrap_or(d.max_attempts),
+            backoff_initial: h
+                .backoff_initial_ms
+                .map_or(d.backoff_initial, Duration::from_millis),
+            backoff_max: h
+                .backoff_max_secs
+                .map_or(d.backoff_max, Duration::from_secs),
+            retry_after_max: h
+                .retry_after_max_secs
+                .map_or(d.retry_after_max, Duration::from_secs),
+            politeness_delay: h
+                .politeness_delay_ms
+                .map_or(d.politeness_delay, Duration::from_millis),
+            deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
+            max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
+            max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
+        };
+        if harvest.user_agent.trim().is_empty() {
+            return Err(err("[harvest] user_agent", "must not be empty".to_owned()));
+        }
+        if harvest.max_attempts == 0 {
+            return Err(err(
+                "[harvest] max_attempts",
+                "must be at least 1".to_owned(),
+            ));
+        }
+        if harvest.request_timeout.is_zero() {
+            return Err(err(
+                "[harvest] request_timeout_secs",
+                "must be at least 1".to_owned(),
+            ));
+        }
+        if harvest.connect_timeout.is_zero() {
+            return Err(err(
+                "[harvest] connect_timeout_secs",
+                "must be at least 1".to_owned(),
+            ));
+        }
+        if harvest.max_body_bytes < 1024 {
+            return Err(err(
+                "[harvest] max_body_bytes",
+                "must be at least 1024".to_owned(),
+            ));
+        }
+        if harvest.backoff_initial > harvest.backoff_max {
+            return Err(err(
+                "[harvest] backoff_initial_ms",
+                "must not exceed backoff_max_secs".to_owned(),
+            ));
+        }
+
+        let mut repositories: Vec<RepositoryConfig> = Vec::new();
+        for (i, r) in raw.repository.into_iter().enumerate() {
+            let label = match &r.name {
+                Some(name) => format!("[[repository]] {name:?}"),
+                None => format!("[[repository]] #{}", i + 1),
+            };
+            let key = |k: &str| format!("{label} {k}");
+            let name = r
+                .name
+                .clone()
+                .ok_or_else(|| err(&key("name"), "is required".to_owned()))?;
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(err(
+                    &key("name"),
+                    format!("{name:?}: use letters, digits, '-' and '_' only"),
+                ));
+            }
+            if repositories.iter().any(|other| other.name == name) {
+                return Err(err(
+                    &key("name"),
+                    format!("{name:?} is used by two repositories"),
+                ));
+            }
+            let base_url = r
+                .base_url
+                .as_deref()
+                .ok_or_else(|| err(&key("base_url"), "is required".to_owned()))?;
+            let source = match Source::parse(base_url).map_err(|m| err(&key("base_url"), m))? {
+                Source::File(path) if path.is_relative() => Source::File(base_dir.join(path)),
+                other => other,
+            };
+            let repo = RepositoryConfig {
+                name,
+                source,
+                public_url: r
+                    .public_url
+                    .as_deref()
+                    .map(directory_url)
+                    .transpose()
+                    .map_err(|m| err(&key("public_url"), m))?,
+                sets: validate_sets(r.sets).map_err(|m| err(&key("sets"), m))?,
+                scope: parse_scope(&r.scope).map_err(|m| err(&key("scope"), m))?,
+                from: r
+                    .from
+                    .as_deref()
+                    .map(parse_date)
+                    .transpose()
+                    .map_err(|m| err(&key("from"), m))?,
+                until: r
+                    .until
+                    .as_deref()
+                    .map(parse_date)
+                    .transpose()
+                    .map_err(|m| err(&key("until"), m))?,
+                limits: Limits {
+                    max_urls: r.max_urls_per_shard.unwrap_or(MAX_URLS),
+                    max_bytes: r.max_bytes_per_shard.unwrap_or(MAX_BYTES),
+                }
+                .validate()
+                .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
+                gzip: r.gzip.unwrap_or(false),
+            };
+            check_range(repo.from, repo.until).map_err(|m| err(&key("from"), m))?;
+            repositories.push(repo);
+        }
+        Ok(Config {
+            server,
+            harvest,
+            repositories,
+        })
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::parse("", "(defaults)", Path::new(".")).expect("the defaults are valid")
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())]
+        .bytes()
+        .filter(|&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// An absolute http(s) URL naming a directory; a missing trailing `/` is added.
+pub fn directory_url(value: &str) -> Result<Url, String> {
+    let mut url =
+        Url::parse(value).map_err(|e| format!("{value:?} is not an absolute URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("{value:?} must be an http(s) URL"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!("{value:?} must not have a query or fragment"));
+    }
+    if !url.path().ends_with('/') {
+        let path = format!("{}/", url.path());
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// Scope prefixes: absolute http(s) URLs.
+pub fn parse_scope(values: &[String]) -> Result<Vec<Url>, String> {
+    values
+        .iter()
+        .map(|v| {
+            let url = Url::parse(v).map_err(|e| format!("{v:?} is not an absolute URL: {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+                return Err(format!("{v:?} must be an http(s) URL"));
+            }
+            Ok(url)
+        })
+        .collect()
+}
+
+/// Set specs: colon-separated parts of unreserved characters (OAI-40).
+pub fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
+    for set in &sets {
+        let ok = !set.is_empty()
+            && set.split(':').all(|part| {
+                !part.is_empty()
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_.!~*'()".contains(&b))
+            });
+        if !ok {
+            return Err(format!("{set:?} is not a valid setSpec"));
+        }
+    }
+    Ok(sets)
+}
+
+/// A `from`/`until` date: `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`.
+pub fn parse_date(value: &str) -> Result<Datestamp, String> {
+    Datestamp::parse(value)
+        .ok_or_else(|| format!("{value:?} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ"))
+}
+
+/// `from` must not be after `until` (OAI-17).
+pub fn check_range(from: Option<Datestamp>, until: Option<Datestamp>) -> Result<(), String> {
+    match (from, until) {
+        (Some(f), Some(u)) if f.unix() > u.last_second() => {
+            Err(format!("from ({f}) is after until ({u})"))
+        }
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn rejects(text: &str, key: &str, message: &str) {
+        let e = Config::parse(text, "bridge.toml", Path::new("/etc/oai-bridge")).unwrap_err();
+        assert!(e.key.contains(key), "key {:?} should name {key:?}", e.key);
+        assert!(
+            e.message.contains(message),
+            "message {:?} should say {message:?}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
+        assert_eq!(c.harvest, HarvestSettings::default());
+        assert_eq!(c.server.listen.to_string(), DEFAULT_LISTEN);
+        assert!(c.repositories.is_empty());
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        rejects(
+            "[harvest]\nmax_atempts = 3\n",
+            "line 2",
+            "unknown field `max_atempts`",
+        );
+        rejects(
+            "[harvest]\nmax_attempts = 0\n",
+            "[harvest] max_attempts",
+            "at least 1",
+        );
+        rejects(
+            "[server]\nlisten = \"nowhere\"\n",
+            "[server] listen",
+            "not an address",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\n",
+            "[[repository]] \"a\" base_url",
+            "required",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"https://h/oai?verb=Identify\"\n",
+            "base_url",
+            "without verb",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n[[repository]]\nname = \"a\"\nbase_url = \"y.xml\"\n",
+            "name",
+            "used by two",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nmax_urls_per_shard = 60000\n",
+            "max_urls_per_shard",
+            "between",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nsets = [\"a b\"]\n",
+            "sets",
+            "setSpec",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nfrom = \"2020-02-01\"\nuntil = \"2020-01-01\"\n",
+            "from",
+            "after",
+        );
+        rejects(
+            "[[repository]]\nname = \"a/b\"\nbase_url = \"x.xml\"\n",
+            "name",
+            "letters",
+        );
+    }
+
+    #[test]
+    fn relative_files_are_taken_from_the_config_directory() {
+        let c = Config::parse("[[repository]]\nname = \"s\"\nbase_url = \"fixtures/s.xml\"\npublic_url = \"https://h/maps\"\n", "f", Path::new("/etc/ob")).unwrap();
+        assert_eq!(
+            c.repositories[0].source,
+            Source::File(PathBuf::from("/etc/ob/fixtures/s.xml"))
+        );
+        assert_eq!(
+            c.repositories[0].public_url.as_ref().unwrap().as_str(),
+            "https://h/maps/"
+        );
+    }
+
+    #[test]
+    fn the_shipped_bridge_toml_is_valid() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bridge.toml");
+        let config = Config::load(&path).unwrap();
+        assert!(!config.repositories.is_empty());
+    }
+}

@@ -1,0 +1,158 @@
+//! `oai-bridge export`: one harvest into a folder for static hosting, swapped in atomically.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::classify::Drop;
+use crate::oai::{Client, HarvestSettings};
+use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
+use crate::progress::Progress;
+use crate::publish::{PublishError, Staging};
+
+/// Everything an export needs.
+#[derive(Clone, Debug)]
+pub struct ExportOptions {
+    /// What to build.
+    pub job: Job,
+    /// How to treat the upstream.
+    pub harvest: HarvestSettings,
+    /// The folder to write.
+    pub out: PathBuf,
+    /// Show a live progress line when stderr is a terminal.
+    pub progress: bool,
+}
+
+/// Why an export failed; the output folder is then exactly as it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// Harvesting or rendering failed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// Writing the folder failed.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// The HTTP client could not be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+}
+
+/// What an export did.
+#[derive(Clone, Debug)]
+pub struct ExportSummary {
+    /// The generation written.
+    pub built: Built,
+    /// Bytes written.
+    pub bytes: u64,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// The folder written.
+    pub out: PathBuf,
+}
+
+impl FileSink for Staging {
+    type Error = PublishError;
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+        self.write(name, bytes)
+    }
+}
+
+/// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
+/// untouched.
+pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
+    let started = Instant::now();
+    let client = Client::new(options.harvest.clone())?;
+    // Fail on an unusable output folder before spending a harvest on it.
+    drop(Staging::new(&options.out)?);
+    let mut progress = Progress::new(options.progress);
+    let (report, published) = pipeline::harvest(&client, &options.job, &mut progress).await?;
+    let scope = pipeline::scope_for(&options.job, &report.identify.base_url)?;
+    if published.is_empty() {
+        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
+            &published.stats,
+            &scope,
+        ))
+        .into());
+    }
+    let mut staging = Staging::new(&options.out)?;
+    let (shards, index_url) = pipeline::render(&published, &options.job, &mut staging)?;
+    let bytes = staging.bytes();
+    staging.commit()?;
+    let built = Built {
+        report,
+        stats: published.stats.clone(),
+        scope,
+        shards,
+        index_url,
+    };
+    Ok(ExportSummary {
+        built,
+        bytes,
+        elapsed: started.elapsed(),
+        out: options.out.clone(),
+    })
+}
+
+impl ExportSummary {
+    /// The summary printed at the end of an export.
+    pub fn render(&self, job: &Job) -> String {
+        let b = &self.built;
+        let s = &b.stats;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "Exported {} to {}",
+            job.request.source,
+            self.out.display()
+        );
+        let _ = writeln!(
+            out,
+            "  repository      {}",
+            if b.report.identify.repository_name.is_empty() {
+                "(unnamed)"
+            } else {
+                &b.report.identify.repository_name
+            }
+        );
+        let _ = writeln!(out, "  scope           {}", b.scope);
+        let _ = writeln!(out, "  pages           {}", b.report.pages);
+        let _ = writeln!(
+            out,
+            "  records seen    {} ({} distinct, {} deleted)",
+            s.records_seen, s.records, s.deleted
+        );
+        let _ = writeln!(
+            out,
+            "  URLs published  {} in {} shard(s), {} bytes",
+            s.urls,
+            b.shards.len(),
+            self.bytes
+        );
+        let drops: Vec<String> = Drop::ALL
+            .iter()
+            .filter(|r| s.dropped(**r) > 0)
+            .map(|r| format!("{} {}", r.as_str(), s.dropped(*r)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  not published   {}",
+            if drops.is_empty() {
+                "none".to_owned()
+            } else {
+                drops.join(", ")
+            }
+        );
+        let _ = writeln!(out, "  elapsed         {}", human_duration(self.elapsed));
+        let _ = writeln!(out, "  sitemap index   {}", b.index_url);
+        if !b.scope.is_under(&job.public_url) {
+            let _ = writeln!(
+                out,
+                "\nNote: the scope {} is not under the public URL {}. Search engines accept these sitemaps only \
+                 through cross-submission: add this line to the robots.txt of the repository host:\n  Sitemap: {}",
+                b.scope, job.public_url, b.index_url
+            );
+        }
+        out
+    }
+}

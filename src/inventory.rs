@@ -1,0 +1,323 @@
+//! The harvested URL inventory: each record's publishable URLs, kept compactly until the harvest
+//! ends, then resolved into sitemap entries: the newest version of each record wins (OAI-38),
+//! deleted records publish nothing, and each URL is listed once (SM-16), in sorted order so the
+//! same records always give the same files.
+//!
+//! Strings live in one arena and records are 24-byte entries, so a million records cost about
+//! as much memory as their URL text; nothing else of a record is kept.
+
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+use crate::classify::{self, Drop, Identifier};
+use crate::datestamp::Datestamp;
+use crate::oai::parse::Record;
+use crate::scope::Scope;
+
+/// Counts of what was seen and why things were not published.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Record occurrences read (repeats across pages or sets included).
+    pub records_seen: u64,
+    /// Distinct records (by header identifier) after resolving repeats.
+    pub records: u64,
+    /// Distinct records whose newest version is deleted.
+    pub deleted: u64,
+    /// URLs published.
+    pub urls: u64,
+    /// Drops by reason, indexed like [`Drop::ALL`].
+    pub drops: [u64; Drop::ALL.len()],
+}
+
+impl Stats {
+    /// The count for one reason.
+    pub fn dropped(&self, reason: Drop) -> u64 {
+        self.drops[index(reason)]
+    }
+
+    fn drop(&mut self, reason: Drop) {
+        self.drops[index(reason)] += 1;
+    }
+}
+
+fn index(reason: Drop) -> usize {
+    Drop::ALL.iter().position(|r| *r == reason).unwrap_or(0)
+}
+
+/// One record occurrence. The datestamp is packed (`secs * 2 + day flag`, `i64::MIN` for none).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    id_hash: u64,
+    datestamp: i64,
+    url_start: u32,
+    url_count: u16,
+    deleted: bool,
+}
+
+/// A string in the arena.
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+/// Records as they arrive, for one harvest.
+#[derive(Debug)]
+pub struct Inventory {
+    scope: Scope,
+    arena: String,
+    entries: Vec<Entry>,
+    urls: Vec<Span>,
+    stats: Stats,
+}
+
+/// The inventory is held in memory with 32-bit offsets; past this it refuses more text rather
+/// than wrap around.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the harvested URLs exceed {} bytes of text, more than one in-memory inventory holds",
+    u32::MAX
+)]
+pub struct InventoryFull;
+
+fn pack(d: Option<Datestamp>) -> i64 {
+    d.map_or(i64::MIN, Datestamp::pack)
+}
+
+fn unpack(v: i64) -> Option<Datestamp> {
+    (v != i64::MIN).then(|| Datestamp::unpack(v))
+}
+
+impl Inventory {
+    /// An empty inventory whose URLs must lie inside `scope`.
+    pub fn new(scope: Scope) -> Self {
+        Self {
+            scope,
+            arena: String::new(),
+            entries: Vec::new(),
+            urls: Vec::new(),
+            stats: Stats::default(),
+        }
+    }
+
+    /// The scope URLs are checked against.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// Record occurrences so far.
+    pub fn records_seen(&self) -> u64 {
+        self.stats.records_seen
+    }
+
+    /// URLs kept so far, before duplicates are removed.
+    pub fn urls_kept(&self) -> u64 {
+        self.urls.len() as u64
+    }
+
+    /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
+    pub fn add(&mut self, record: &Record) -> Result<(), InventoryFull> {
+        self.stats.records_seen += 1;
+        let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
+        let mut url_count = 0u16;
+        if !record.deleted {
+            for value in &record.dc_identifiers {
+                match classify::classify(value, &self.scope) {
+                    Identifier::LandingPage(url) | Identifier::ContentFile { url, .. } => {
+                        if url_count == u16::MAX {
+                            break;
+                        }
+                        let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                        self.arena.push_str(url.as_str());
+                        u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                        self.urls.push(Span {
+                            start,
+                            len: url.as_str().len() as u32,
+                        });
+                        url_count += 1;
+                    }
+                    Identifier::PersistentId(_) => self.stats.drop(Drop::PersistentId),
+                    Identifier::Dropped(reason) => self.stats.drop(reason),
+                }
+            }
+        }
+        let hasher = BuildHasherDefault::<DefaultHasher>::default();
+        self.entries.push(Entry {
+            id_hash: hasher.hash_one(record.identifier.as_str()),
+            datestamp: pack(record.datestamp),
+            url_start,
+            url_count,
+            deleted: record.deleted,
+        });
+        Ok(())
+    }
+
+    /// Resolves repeats and duplicates into the sorted list of URLs to publish.
+    pub fn finish(self) -> Published {
+        let Inventory {
+            arena,
+            mut entries,
+            urls,
+            mut stats,
+            ..
+        } = self;
+        // Newest datestamp per record wins; on a tie the later occurrence (OAI-38).
+        let mut order: Vec<u32> = (0..entries.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| {
+            (
+                entries[i as usize].id_hash,
+                entries[i as usize].datestamp,
+                i,
+            )
+        });
+        let mut items = Vec::with_capacity(urls.len());
+        let mut i = 0;
+        while i < order.len() {
+            let id = entries[order[i] as usize].id_hash;
+            let mut j = i;
+            while j + 1 < order.len() && entries[order[j + 1] as usize].id_hash == id {
+                j += 1;
+            }
+            let winner = entries[order[j] as usize];
+            stats.records += 1;
+            if winner.deleted {
+                stats.drop(Drop::Deleted);
+                stats.deleted += 1;
+            } else if winner.url_count == 0 {
+                stats.drop(Drop::NoUrl);
+            }
+            let spans = &urls[winner.url_start as usize..][..usize::from(winner.url_count)];
+            items.extend(spans.iter().map(|&span| (span, winner.datestamp)));
+            i = j + 1;
+        }
+        drop(order);
+        entries.clear();
+        entries.shrink_to_fit();
+        drop(urls);
+        let text = |s: Span| &arena[s.start as usize..][..s.len as usize];
+        // Each URL once; the newest datestamp among its records is its lastmod (SM-16).
+        items.sort_unstable_by(|a, b| text(a.0).cmp(text(b.0)).then(b.1.cmp(&a.1)));
+        items.dedup_by(|later, kept| {
+            let same = text(later.0) == text(kept.0);
+            if same {
+                stats.drop(Drop::Duplicate);
+            }
+            same
+        });
+        stats.urls = items.len() as u64;
+        Published {
+            arena,
+            items,
+            stats,
+        }
+    }
+}
+
+/// The resolved inventory: sorted, distinct URLs with their lastmod.
+#[derive(Debug)]
+pub struct Published {
+    arena: String,
+    items: Vec<(Span, i64)>,
+    /// Final counts.
+    pub stats: Stats,
+}
+
+impl Published {
+    /// Number of URLs.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether there is nothing to publish.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The URLs in order, with their lastmod.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
+        self.items
+            .iter()
+            .map(|&(s, d)| (&self.arena[s.start as usize..][..s.len as usize], unpack(d)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use url::Url;
+
+    fn record(id: &str, date: &str, ids: &[&str]) -> Record {
+        Record {
+            identifier: id.to_owned(),
+            datestamp: Datestamp::parse(date),
+            deleted: false,
+            sets: vec![],
+            dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn resolve(records: &[Record]) -> Published {
+        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
+        let mut inventory = Inventory::new(scope);
+        for r in records {
+            inventory.add(r).unwrap();
+        }
+        inventory.finish()
+    }
+
+    fn listing(p: &Published) -> Vec<String> {
+        p.iter()
+            .map(|(u, d)| format!("{u} {}", d.map(|d| d.to_string()).unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn newest_version_wins_and_urls_are_listed_once() {
+        let deleted = Record {
+            deleted: true,
+            ..record("oai:h:3", "2021-01-01", &[])
+        };
+        let p = resolve(&[
+            record(
+                "oai:h:1",
+                "2020-01-01",
+                &["https://h/a", "doi:10.1234/x", "ISBN 1"],
+            ),
+            record(
+                "oai:h:2",
+                "2020-06-01T10:00:00Z",
+                &["https://h/b", "https://h/a", "https://other/x"],
+            ),
+            record("oai:h:3", "2020-01-01", &["https://h/c"]),
+            deleted,
+            // oai:h:1 again, newer, with a different URL (OAI-38).
+            record("oai:h:1", "2022-01-01", &["https://h/d"]),
+            record("oai:h:4", "2020-01-01", &["urn:nbn:x"]),
+        ]);
+        assert_eq!(
+            listing(&p),
+            [
+                "https://h/a 2020-06-01T10:00:00Z",
+                "https://h/b 2020-06-01T10:00:00Z",
+                "https://h/d 2022-01-01"
+            ]
+        );
+        let s = &p.stats;
+        assert_eq!((s.records_seen, s.records, s.deleted, s.urls), (6, 4, 1, 3));
+        assert_eq!(s.dropped(Drop::PersistentId), 1);
+        assert_eq!(s.dropped(Drop::NotAUrl), 2);
+        assert_eq!(s.dropped(Drop::OutOfScope), 1);
+        assert_eq!(s.dropped(Drop::Deleted), 1);
+        assert_eq!(s.dropped(Drop::NoUrl), 1);
+        assert_eq!(s.dropped(Drop::Duplicate), 0);
+    }
+
+    #[test]
+    fn the_same_url_from_two_records_is_one_entry() {
+        let p = resolve(&[
+            record("a", "2020-01-01", &["https://h/x"]),
+            record("b", "2021-01-01", &["https://h/x"]),
+        ]);
+        assert_eq!(listing(&p), ["https://h/x 2021-01-01"]);
+        assert_eq!(p.stats.dropped(Drop::Duplicate), 1);
+    }
+}

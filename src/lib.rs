@@ -1,0 +1,21 @@
+//! oai-bridge makes OAI-PMH repositories visible to search engines and FAIR crawlers: it
+//! harvests `ListRecords` (oai_dc), takes the URLs from `dc:identifier`, keeps those inside the
+//! scope, and publishes shard-split sitemaps with robots.txt.
+//!
+//! The flow, one module per step (see ARCHITECTURE.md): [`oai`] (client, paging, parsing) ->
+//! [`classify`] and [`scope`] -> [`inventory`] -> [`render`] -> [`publish`], tied together by
+//! [`pipeline`] and driven by [`export`].
+
+pub mod app;
+pub mod classify;
+pub mod cli;
+pub mod config;
+pub mod datestamp;
+pub mod export;
+pub mod inventory;
+pub mod oai;
+pub mod pipeline;
+pub mod progress;
+pub mod publish;
+pub mod render;
+pub mod scope;

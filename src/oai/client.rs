@@ -1,0 +1,267 @@
+//! The only reqwest user: one request with timeouts, retries with backoff and jitter, `Retry-After`
+//! in both forms, and a cap on the (decompressed) body size. It re-sends exactly the same URL,
+//! which OAI-PMH makes safe (OAI-25).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use backon::{BackoffBuilder, ExponentialBuilder};
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, RETRY_AFTER};
+
+use super::parse::ParseError;
+use super::{HarvestErrorKind, HarvestSettings};
+
+/// Counters of what the client did, for summaries and metrics.
+#[derive(Debug, Default)]
+pub struct ClientStats {
+    /// Requests sent, retries included.
+    pub requests: AtomicU64,
+    /// Attempts that were retried.
+    pub retries: AtomicU64,
+    /// Waits imposed by a `Retry-After` header.
+    pub retry_after_waits: AtomicU64,
+    /// Bytes received, after decompression.
+    pub bytes: AtomicU64,
+}
+
+/// An HTTP client for one upstream.
+#[derive(Debug)]
+pub struct Client {
+    http: reqwest::Client,
+    settings: HarvestSettings,
+    /// What this client has done so far.
+    pub stats: ClientStats,
+}
+
+/// Why one attempt failed, and whether another may succeed.
+enum Attempt {
+    /// Try again after the backoff delay, or after `wait` when the server said so.
+    Retry {
+        wait: Option<Duration>,
+        cause: HarvestErrorKind,
+    },
+    /// Give up now.
+    Fail(HarvestErrorKind),
+}
+
+impl Client {
+    /// Builds a client: rustls, gzip and deflate, the configured timeouts and `User-Agent`.
+    pub fn new(settings: HarvestSettings) -> Result<Self, reqwest::Error> {
+        let http = reqwest::Client::builder()
+            .user_agent(settings.user_agent.clone())
+            .connect_timeout(settings.connect_timeout)
+            .timeout(settings.request_timeout)
+            .gzip(true)
+            .deflate(true)
+            .redirect(reqwest::redirect::Policy::limited(10))
+            .build()?;
+        Ok(Self {
+            http,
+            settings,
+            stats: ClientStats::default(),
+        })
+    }
+
+    /// The settings this client was built with.
+    pub fn settings(&self) -> &HarvestSettings {
+        &self.settings
+    }
+
+    /// GETs `url` and reads the body with `read`, retrying transient failures (network errors,
+    /// 5xx, 429, cut or garbled bodies) up to `max_attempts`, never past `deadline`.
+    pub async fn fetch<T>(
+        &self,
+        url: &str,
+        deadline: Option<Instant>,
+        read: impl Fn(&[u8]) -> Result<T, ParseError>,
+    ) -> Result<T, HarvestErrorKind> {
+        let mut backoff = ExponentialBuilder::new()
+            .with_jitter()
+            .with_min_delay(self.settings.backoff_initial)
+            .with_max_delay(self.settings.backoff_max)
+            .without_max_times()
+            .build();
+        let max = self.settings.max_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            self.stats.requests.fetch_add(1, Ordering::Relaxed);
+            let outcome = match self.attempt(url).await {
+                Ok((status, body)) => match read(&body) {
+                    Ok(value) => return Ok(value),
+                    Err(e) if e.is_transient() => Attempt::Retry {
+                        wait: None,
+                        cause: parse_kind(e, attempt),
+                    },
+                    Err(e) if status.is_success() => Attempt::Fail(parse_kind(e, attempt)),
+                    // A 4xx/5xx whose body is not an OAI-PMH answer: the status is the news.
+                    Err(_) if status.is_server_error() => Attempt::Retry {
+                        wait: None,
+                        cause: HarvestErrorKind::Status {
+                            status: status.as_u16(),
+                            attempts: attempt,
+                        },
+                    },
+                    Err(_) => Attempt::Fail(HarvestErrorKind::Status {
+                        status: status.as_u16(),
+                        attempts: attempt,
+                    }),
+                },
+                Err(outcome) => outcome,
+            };
+            let (wait, cause) = match outcome {
+                Attempt::Fail(kind) => return Err(kind),
+                Attempt::Retry { wait, cause } => (wait, cause),
+            };
+            if attempt >= max {
+                return Err(with_attempts(cause, attempt));
+            }
+            let delay = match wait {
+                Some(wait) => {
+                    self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
+                    wait.min(self.settings.retry_after_max)
+                }
+                None => backoff.next().unwrap_or(self.settings.backoff_max),
+            };
+            if let Some(deadline) = deadline
+                && Instant::now() + delay > deadline
+            {
+                return Err(HarvestErrorKind::Deadline {
+                    limit: self.settings.deadline.unwrap_or_default(),
+                });
+            }
+            tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
+            self.stats.retries.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(delay).await;
+            attempt += 1;
+        }
+    }
+
+    /// One GET: the status and the whole body when it is worth reading, or why not.
+    async fn attempt(&self, url: &str) -> Result<(StatusCode, Vec<u8>), Attempt> {
+        let response = self
+            .http
+            .get(url)
+            .header(
+                reqwest::header::ACCEPT,
+                "text/xml, application/xml;q=0.9, */*;q=0.5",
+            )
+            .send()
+            .await
+            .map_err(|e| Attempt::Retry {
+                wait: None,
+                cause: request_kind(&e, 1),
+            })?;
+        let status = response.status();
+        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+            // Flow control (OAI-33): wait as told, whatever the body says.
+            let wait = retry_after(response.headers(), SystemTime::now());
+            return Err(Attempt::Retry {
+                wait,
+                cause: HarvestErrorKind::Status {
+                    status: status.as_u16(),
+                    attempts: 1,
+                },
+            });
+        }
+        let mut response = response;
+        let limit = self.settings.max_body_bytes;
+        if response.content_length().is_some_and(|len| len > limit) {
+            return Err(Attempt::Fail(HarvestErrorKind::TooLarge { limit }));
+        }
+        let mut body =
+            Vec::with_capacity(response.content_length().unwrap_or(64 * 1024).min(limit) as usize);
+        loop {
+            match response.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() as u64 + chunk.len() as u64 > limit {
+                        return Err(Attempt::Fail(HarvestErrorKind::TooLarge { limit }));
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    return Err(Attempt::Retry {
+                        wait: None,
+                        cause: request_kind(&e, 1),
+                    });
+                }
+            }
+        }
+        self.stats
+            .bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        Ok((status, body))
+    }
+}
+
+fn parse_kind(source: ParseError, attempts: u32) -> HarvestErrorKind {
+    HarvestErrorKind::Parse { attempts, source }
+}
+
+fn request_kind(e: &reqwest::Error, attempts: u32) -> HarvestErrorKind {
+    // reqwest's Display is terse ("error sending request"); the chain says why.
+    let mut message = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        message.push_str(": ");
+        message.push_str(&s.to_string());
+        source = s.source();
+    }
+    HarvestErrorKind::Request { attempts, message }
+}
+
+fn with_attempts(kind: HarvestErrorKind, n: u32) -> HarvestErrorKind {
+    match kind {
+        HarvestErrorKind::Request { message, .. } => HarvestErrorKind::Request {
+            attempts: n,
+            message,
+        },
+        HarvestErrorKind::Status { status, .. } => HarvestErrorKind::Status {
+            status,
+            attempts: n,
+        },
+        HarvestErrorKind::Parse { source, .. } => HarvestErrorKind::Parse {
+            attempts: n,
+            source,
+        },
+        other => other,
+    }
+}
+
+/// `Retry-After` as a duration from `now`: delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
+/// `None` when absent or unreadable (then the backoff applies).
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    parse_retry_after(value, now)
+}
+
+/// Parses a `Retry-After` value; a date in the past means "now".
+pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_in_both_forms() {
+        // OAI-33: delta-seconds and HTTP-date; anything else falls back to backoff.
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:27:00 GMT").unwrap();
+        assert_eq!(parse_retry_after("2", now), Some(Duration::from_secs(2)));
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:28:00 GMT", now),
+            Some(Duration::from_secs(60))
+        );
+        assert_eq!(
+            parse_retry_after("Wed, 21 Oct 2026 07:00:00 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(parse_retry_after("soon", now), None);
+    }
+}

@@ -1,0 +1,488 @@
+//! The paging loop: `Identify`, then `ListRecords` (oai_dc) per set, following resumption tokens
+//! until the list ends, with loop and empty-page guards. Hands records to the caller one page at
+//! a time, so memory is bounded by the page, not the repository.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use url::Url;
+
+use super::parse::{self, Identify, IdentifyOutcome, ListPage, Quirks, Record};
+use super::{Client, HarvestError, HarvestErrorKind};
+use crate::datestamp::Datestamp;
+
+/// Where the records come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// An OAI-PMH baseURL (which may also turn out to serve a Static Repository file).
+    Oai(Url),
+    /// A local OAI Static Repository file.
+    File(PathBuf),
+}
+
+impl Source {
+    /// Reads a `--base-url` value: an http(s) URL, or else a local path (`file://` allowed).
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let lower = value.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            let url =
+                Url::parse(value).map_err(|e| format!("{value:?} is not a valid URL: {e}"))?;
+            if url.fragment().is_some() {
+                return Err(format!(
+                    "{value:?}: a baseURL cannot have a fragment (#...)"
+                ));
+            }
+            if url.query_pairs().any(|(k, _)| k == "verb") {
+                return Err(format!(
+                    "{value:?}: give the baseURL without verb=...; the bridge adds the OAI-PMH arguments itself"
+                ));
+            }
+            return Ok(Source::Oai(url));
+        }
+        if let Some(path) = value.strip_prefix("file://") {
+            return Ok(Source::File(PathBuf::from(path)));
+        }
+        if lower.contains("://") {
+            return Err(format!(
+                "{value:?}: only http(s) baseURLs and local Static Repository files are supported"
+            ));
+        }
+        Ok(Source::File(PathBuf::from(value)))
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Oai(url) => f.write_str(url.as_str()),
+            Source::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// What to harvest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HarvestRequest {
+    /// The upstream.
+    pub source: Source,
+    /// Sets to harvest, each as its own list; empty for the whole repository.
+    pub sets: Vec<String>,
+    /// Lower datestamp bound, inclusive.
+    pub from: Option<Datestamp>,
+    /// Upper datestamp bound, inclusive.
+    pub until: Option<Datestamp>,
+}
+
+/// One page of records, handed to the caller as soon as it is parsed.
+#[derive(Debug)]
+pub struct PageEvent<'a> {
+    /// The repository's `Identify` (for a Static Repository, the file's).
+    pub identify: &'a Identify,
+    /// Page number within the current list, 1-based.
+    pub page: u64,
+    /// The set being harvested, if any.
+    pub set: Option<&'a str>,
+    /// The page's records.
+    pub records: Vec<Record>,
+    /// The server's `completeListSize` hint, if any.
+    pub complete_list_size: Option<u64>,
+}
+
+/// What a complete harvest saw.
+#[derive(Clone, Debug, Default)]
+pub struct HarvestReport {
+    /// The repository's `Identify`.
+    pub identify: Identify,
+    /// The upstream was an OAI Static Repository.
+    pub is_static: bool,
+    /// Pages read (a Static Repository counts as one).
+    pub pages: u64,
+    /// Records read, deleted ones and repeats included.
+    pub records: u64,
+    /// `responseDate` of the first `ListRecords` response (the server's clock; OAI-10).
+    pub first_response_date: Option<String>,
+    /// Tolerated deviations, summed over all bodies.
+    pub quirks: Quirks,
+}
+
+/// Characters left as they are in a query argument: RFC 3986 unreserved. Everything else is
+/// percent-encoded, so tokens with `+ / = | &` or spaces arrive intact (OAI-05).
+const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+/// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
+/// is percent-encoded exactly once.
+pub fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
+    let mut url = base.as_str().to_owned();
+    let mut sep = if base.query().is_some_and(|q| !q.is_empty()) {
+        '&'
+    } else {
+        '?'
+    };
+    if base.query() == Some("") {
+        url.pop();
+        sep = '?';
+    }
+    for (key, value) in args {
+        url.push(sep);
+        url.push_str(key);
+        url.push('=');
+        url.extend(utf8_percent_encode(value, QUERY_VALUE));
+        sep = '&';
+    }
+    url
+}
+
+/// Harvests every record of `request` and hands them to `on_page` a page at a time. Returns only
+/// when every list reached its end; anything else is an error naming the URL, page and token.
+pub async fn harvest(
+    client: &Client,
+    request: &HarvestRequest,
+    mut on_page: impl FnMut(PageEvent<'_>),
+) -> Result<HarvestReport, HarvestError> {
+    let settings = client.settings();
+    let deadline = settings.deadline.map(|d| Instant::now() + d);
+    let mut report = HarvestReport::default();
+    let base = match &request.source {
+        Source::File(path) => {
+            let (identify, page) = read_static_file(path, settings.max_body_bytes).await?;
+            emit_static(request, &mut report, identify, page, &mut on_page);
+            return Ok(report);
+        }
+        Source::Oai(base) => base,
+    };
+
+    let url = request_url(base, &[("verb", "Identify")]);
+    let outcome = client
+        .fetch(&url, deadline, |body| {
+            Ok(match parse::parse_identify(body)? {
+                IdentifyOutcome::Static(identify) => (
+                    IdentifyOutcome::Static(identify),
+                    Some(parse::parse_list_records(body)?),
+                ),
+                other => (other, None),
+            })
+        })
+        .await
+        .map_err(|kind| HarvestError {
+            url: url.clone(),
+            page: 0,
+            token: None,
+            kind,
+        })?;
+    let identify = match outcome {
+        (IdentifyOutcome::Identify(identify), _) => identify,
+        (IdentifyOutcome::Static(identify), Some(page)) => {
+            emit_static(request, &mut report, identify, page, &mut on_page);
+            return Ok(report);
+        }
+        (IdentifyOutcome::Errors(errors), _) => {
+            let first = errors.into_iter().next().unwrap_or(parse::OaiError {
+                code: String::new(),
+                message: String::new(),
+            });
+            let kind = HarvestErrorKind::Oai {
+                code: first.code,
+                message: first.message,
+            };
+            return Err(HarvestError {
+                url,
+                page: 0,
+                token: None,
+                kind,
+            });
+        }
+        (IdentifyOutcome::Static(_), None) => {
+            unreachable!("a static repository is parsed with its records")
+        }
+    };
+    check_identify(&identify, base, &url)?;
+    let granularity = identify.granularity;
+    report.identify = identify;
+
+    let sets: Vec<Option<&str>> = if request.sets.is_empty() {
+        vec![None]
+    } else {
+        request.sets.iter().map(|s| Some(s.as_str())).collect()
+    };
+    let from = request.from.map(|d| d.in_granularity(granularity, false));
+    let until = request.until.map(|d| d.in_granularity(granularity, true));
+    let mut first_request = true;
+    for set in sets {
+        let mut token: Option<String> = None;
+        let mut seen_tokens = HashSet::new();
+        let mut empty_run = 0u32;
+        for page_no in 1u64.. {
+            let url = match &token {
+                // A follow-up carries only the verb and the token (OAI-03).
+                Some(t) => request_url(base, &[("verb", "ListRecords"), ("resumptionToken", t)]),
+                None => {
+                    let mut args = vec![("verb", "ListRecords"), ("metadataPrefix", "oai_dc")];
+                    args.extend(set.map(|s| ("set", s)));
+                    args.extend(from.as_deref().map(|f| ("from", f)));
+                    args.extend(until.as_deref().map(|u| ("until", u)));
+                    request_url(base, &args)
+                }
+            };
+            if !first_request && !settings.politeness_delay.is_zero() {
+                tokio::time::sleep(settings.politeness_delay).await;
+            }
+            first_request = false;
+            let fail = |kind| HarvestError {
+                url: url.clone(),
+                page: page_no,
+                token: token.clone(),
+                kind,
+            };
+            let page = client
+                .fetch(&url, deadline, parse::parse_list_records)
+                .await
+                .map_err(fail)?;
+            report.quirks.add(&page.quirks);
+            if report.first_response_date.is_none() {
+                report.first_response_date = page.response_date.clone();
+            }
+            if let Some(error) = page.errors.first() {
+                if error.code == "noRecordsMatch" {
+                    if page_no > 1 {
+                        // A token whose follow-up matches nothing: the list is over (OAI-29).
+                        tracing::warn!(
+                            url,
+                            "noRecordsMatch answering a resumptionToken; taking it as the end of the list"
+                        );
+                    }
+                    break;
+                }
+                return Err(fail(HarvestErrorKind::Oai {
+                    code: error.code.clone(),
+                    message: error.message.clone(),
+                }));
+            }
+            let next = page
+                .token
+                .as_ref()
+                .map(|t| t.value.clone())
+                .filter(|t| !t.is_empty());
+            if page.records.is_empty() && next.is_some() {
+                empty_run += 1;
+                if empty_run > settings.max_empty_pages {
+                    return Err(fail(HarvestErrorKind::EmptyPages { count: empty_run }));
+                }
+            } else {
+                empty_run = 0;
+            }
+            report.pages += 1;
+            report.records += page.records.len() as u64;
+            tracing::debug!(
+                url,
+                page = page_no,
+                records = page.records.len(),
+                "page harvested"
+            );
+            on_page(PageEvent {
+                identify: &report.identify,
+                page: page_no,
+                set,
+                records: page.records,
+                complete_list_size: page.token.and_then(|t| t.complete_list_size),
+            });
+            match next {
+                Some(next) => {
+                    if !seen_tokens.insert(next.clone()) {
+                        return Err(fail(HarvestErrorKind::TokenLoop { token: next }));
+                    }
+                    token = Some(next);
+                }
+                None => break,
+            }
+        }
+    }
+    log_quirks(&report.quirks, base.as_str());
+    Ok(report)
+}
+
+/// Protocol checks on `Identify` (OAI-12, OAI-13, OAI-15): fatal only for a version other than 2.0.
+fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), HarvestError> {
+    if !identify.protocol_version.is_empty() && identify.protocol_version != "2.0" {
+        let kind = HarvestErrorKind::UnsupportedProtocol(identify.protocol_version.clone());
+        return Err(HarvestError {
+            url: url.to_owned(),
+            page: 0,
+            token: None,
+            kind,
+        });
+    }
+    if let Some(text) = &identify.granularity_unknown {
+        tracing::warn!(
+            granularity = text.as_str(),
+            "Identify names an unknown granularity; using YYYY-MM-DD"
+        );
+    }
+    if !identify.base_url.is_empty() && identify.base_url != base.as_str() {
+        tracing::warn!(
+            configured = base.as_str(),
+            identify = identify.base_url.as_str(),
+            "Identify's baseURL differs from the configured one; keeping the configured URL"
+        );
+    }
+    Ok(())
+}
+
+async fn read_static_file(
+    path: &PathBuf,
+    limit: u64,
+) -> Result<(Identify, ListPage), HarvestError> {
+    let fail = |kind| HarvestError {
+        url: path.display().to_string(),
+        page: 1,
+        token: None,
+        kind,
+    };
+    let len = tokio::fs::metadata(path)
+        .await
+        .map_err(|e| fail(HarvestErrorKind::File(e)))?
+        .len();
+    if len > limit {
+        return Err(fail(HarvestErrorKind::TooLarge { limit }));
+    }
+    let body = tokio::fs::read(path)
+        .await
+        .map_err(|e| fail(HarvestErrorKind::File(e)))?;
+    let parsed = parse::parse_identify(&body)
+        .and_then(|identify| Ok((identify, parse::parse_list_records(&body)?)))
+        .map_err(|source| {
+            fail(HarvestErrorKind::Parse {
+                attempts: 1,
+                source,
+            })
+        })?;
+    match parsed {
+        (IdentifyOutcome::Static(identify), page) => Ok((identify, page)),
+        (IdentifyOutcome::Identify(_) | IdentifyOutcome::Errors(_), _) => {
+            Err(fail(HarvestErrorKind::Parse {
+                attempts: 1,
+                source: parse::ParseError::NotOai {
+                    what: "an OAI-PMH response, not an OAI Static Repository file".to_owned(),
+                },
+            }))
+        }
+    }
+}
+
+/// A Static Repository is one page: sets and dates are applied here, as its gateway would.
+fn emit_static(
+    request: &HarvestRequest,
+    report: &mut HarvestReport,
+    identify: Identify,
+    page: ListPage,
+    on_page: &mut impl FnMut(PageEvent<'_>),
+) {
+    let wanted = |r: &Record| {
+        (request.sets.is_empty()
+            || r.sets.iter().any(|s| {
+                request
+                    .sets
+                    .iter()
+                    .any(|w| s == w || s.starts_with(&format!("{w}:")))
+            }))
+            && request
+                .from
+                .is_none_or(|f| r.datestamp.is_some_and(|d| d.unix() >= f.unix()))
+            && request
+                .until
+                .is_none_or(|u| r.datestamp.is_some_and(|d| d.unix() <= u.last_second()))
+    };
+    let records: Vec<Record> = page.records.into_iter().filter(wanted).collect();
+    report.identify = identify;
+    report.is_static = true;
+    report.pages = 1;
+    report.records = records.len() as u64;
+    report.first_response_date = page.response_date;
+    report.quirks = page.quirks;
+    log_quirks(&report.quirks, &request.source.to_string());
+    on_page(PageEvent {
+        identify: &report.identify,
+        page: 1,
+        set: None,
+        records,
+        complete_list_size: None,
+    });
+}
+
+fn log_quirks(quirks: &Quirks, source: &str) {
+    if quirks.illegal_chars_removed > 0 {
+        tracing::warn!(
+            source,
+            count = quirks.illegal_chars_removed,
+            "removed characters that XML 1.0 forbids (OAI-46)"
+        );
+    }
+    if quirks.https_namespaces > 0 {
+        tracing::warn!(
+            source,
+            elements = quirks.https_namespaces,
+            "accepted https:// spellings of the OAI/oai_dc/DC namespaces (OAI-43)"
+        );
+    }
+    if quirks.no_namespace {
+        tracing::warn!(source, "the responses carry no OAI-PMH namespace (Q-19)");
+    }
+    if quirks.leading_whitespace {
+        tracing::warn!(source, "whitespace before the XML declaration (OAI-48)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_are_encoded_once_and_appended_to_an_existing_query() {
+        // OAI-04 and OAI-05.
+        let base = Url::parse("https://h/oai?repository=X").unwrap();
+        assert_eq!(
+            request_url(&base, &[("verb", "Identify")]),
+            "https://h/oai?repository=X&verb=Identify"
+        );
+        let base = Url::parse("https://h/oai").unwrap();
+        assert_eq!(
+            request_url(
+                &base,
+                &[
+                    ("verb", "ListRecords"),
+                    ("resumptionToken", "a+b/c=d&e f%|760571")
+                ]
+            ),
+            "https://h/oai?verb=ListRecords&resumptionToken=a%2Bb%2Fc%3Dd%26e%20f%25%7C760571"
+        );
+        let base = Url::parse("https://h/oai?").unwrap();
+        assert_eq!(
+            request_url(&base, &[("verb", "Identify")]),
+            "https://h/oai?verb=Identify"
+        );
+    }
+
+    #[test]
+    fn sources() {
+        assert_eq!(
+            Source::parse("https://h/oai").unwrap(),
+            Source::Oai(Url::parse("https://h/oai").unwrap())
+        );
+        assert_eq!(
+            Source::parse("fixtures/x.xml").unwrap(),
+            Source::File(PathBuf::from("fixtures/x.xml"))
+        );
+        assert!(
+            Source::parse("https://h/oai?verb=Identify")
+                .unwrap_err()
+                .contains("without verb")
+        );
+        assert!(Source::parse("https://h/oai#x").is_err());
+        assert!(Source::parse("ftp://h/x").is_err());
+    }
+}

@@ -1,0 +1,176 @@
+//! The upstream side: talking OAI-PMH to a repository (or reading a Static Repository file),
+//! and turning its responses into records.
+
+pub mod client;
+pub mod harvest;
+pub mod parse;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use client::Client;
+pub use harvest::{HarvestReport, HarvestRequest, PageEvent, Source, harvest};
+
+/// How the harvester treats the upstream: timeouts, retries, flow control, limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HarvestSettings {
+    /// `User-Agent` sent with every request; it should name a contact (OAI-52).
+    pub user_agent: String,
+    /// Timeout for one request, from sending it to the end of its body.
+    pub request_timeout: Duration,
+    /// Timeout for establishing a connection.
+    pub connect_timeout: Duration,
+    /// Attempts per request (the first one included) before the harvest fails.
+    pub max_attempts: u32,
+    /// First backoff delay after a failed attempt; it doubles, with jitter.
+    pub backoff_initial: Duration,
+    /// Longest backoff delay.
+    pub backoff_max: Duration,
+    /// Longest wait a `Retry-After` header may impose; longer values are cut to this.
+    pub retry_after_max: Duration,
+    /// Pause between consecutive requests to the same upstream.
+    pub politeness_delay: Duration,
+    /// Limit for a whole harvest; `None` for no limit.
+    pub deadline: Option<Duration>,
+    /// Largest response body accepted, after decompression.
+    pub max_body_bytes: u64,
+    /// Consecutive pages without records (but with a token) tolerated before failing (OAI-29).
+    pub max_empty_pages: u32,
+}
+
+/// Default `User-Agent`: the product and version, and where to read about it.
+pub const DEFAULT_USER_AGENT: &str = concat!(
+    "oai-bridge/",
+    env!("CARGO_PKG_VERSION"),
+    " (OAI-PMH to sitemaps gateway)"
+);
+
+impl Default for HarvestSettings {
+    fn default() -> Self {
+        Self {
+            user_agent: DEFAULT_USER_AGENT.to_owned(),
+            request_timeout: Duration::from_secs(120),
+            connect_timeout: Duration::from_secs(20),
+            max_attempts: 5,
+            backoff_initial: Duration::from_secs(2),
+            backoff_max: Duration::from_secs(120),
+            retry_after_max: Duration::from_secs(3600),
+            politeness_delay: Duration::ZERO,
+            deadline: None,
+            max_body_bytes: 64 * 1024 * 1024,
+            max_empty_pages: 10,
+        }
+    }
+}
+
+/// A harvest that did not reach the end of its list, with where it stopped.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}\n  while requesting {url}{}", Where(*.page, .token.as_deref()))]
+pub struct HarvestError {
+    /// The request URL (or file path) that failed.
+    pub url: String,
+    /// Page number within the list, 1-based; 0 for `Identify`.
+    pub page: u64,
+    /// The resumption token that was sent, if any.
+    pub token: Option<String>,
+    /// What went wrong.
+    pub kind: HarvestErrorKind,
+}
+
+struct Where<'a>(u64, Option<&'a str>);
+
+impl fmt::Display for Where<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.0, self.1) {
+            (0, _) => f.write_str(" (Identify)"),
+            (page, Some(token)) => {
+                write!(f, " (ListRecords page {page}, resumptionToken {token:?})")
+            }
+            (page, None) => write!(f, " (ListRecords page {page})"),
+        }
+    }
+}
+
+/// The cause of a [`HarvestError`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HarvestErrorKind {
+    /// No response: connection refused or reset, DNS, timeout, a cut body.
+    #[error("request failed after {attempts} attempt(s): {message}")]
+    Request {
+        /// Attempts made.
+        attempts: u32,
+        /// The last cause.
+        message: String,
+    },
+    /// An HTTP status that is not an OAI-PMH answer.
+    #[error("HTTP status {status} after {attempts} attempt(s)")]
+    Status {
+        /// The last status.
+        status: u16,
+        /// Attempts made.
+        attempts: u32,
+    },
+    /// The body is larger than `max_body_bytes`.
+    #[error("response body exceeds the limit of {limit} bytes (harvest.max_body_bytes)")]
+    TooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// The body is not a usable OAI-PMH response.
+    #[error("{source} (after {attempts} attempt(s))")]
+    Parse {
+        /// Attempts made.
+        attempts: u32,
+        /// Why it could not be read.
+        source: parse::ParseError,
+    },
+    /// The repository answered with an OAI-PMH error.
+    #[error("the repository answered OAI-PMH error {code}: {message:?}{}", oai_hint(.code))]
+    Oai {
+        /// The error code, e.g. `badResumptionToken`.
+        code: String,
+        /// The server's message.
+        message: String,
+    },
+    /// The server sent a token it had sent before: the list would never end (OAI-28).
+    #[error(
+        "the repository sent resumptionToken {token:?} a second time; stopping to avoid an endless loop"
+    )]
+    TokenLoop {
+        /// The repeated token.
+        token: String,
+    },
+    /// Too many pages in a row held no records (OAI-29).
+    #[error("{count} pages in a row held no records (harvest.max_empty_pages); stopping")]
+    EmptyPages {
+        /// Empty pages seen in a row.
+        count: u32,
+    },
+    /// The harvest ran past `harvest.deadline_secs`.
+    #[error("the harvest deadline of {limit:?} (harvest.deadline_secs) has passed")]
+    Deadline {
+        /// The configured limit.
+        limit: Duration,
+    },
+    /// `Identify` names a protocol version other than 2.0.
+    #[error("the repository speaks OAI-PMH {0:?}; only 2.0 is supported")]
+    UnsupportedProtocol(String),
+    /// A local Static Repository file could not be read.
+    #[error("cannot read the file: {0}")]
+    File(#[source] std::io::Error),
+}
+
+fn oai_hint(code: &str) -> &'static str {
+    match code {
+        "cannotDisseminateFormat" => {
+            " (every OAI-PMH repository must offer oai_dc; check the baseURL)"
+        }
+        "noSetHierarchy" => " (the repository has no sets; remove --set)",
+        "badResumptionToken" => " (the token expired or is invalid; the list was not finished)",
+        "badArgument" => {
+            " (check --from/--until/--set against the repository's granularity and sets)"
+        }
+        _ => "",
+    }
+}

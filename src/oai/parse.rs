@@ -1,0 +1,751 @@
+//! One OAI-PMH response body -> data: the `ListRecords` records and token, `Identify`, or the OAI
+//! errors it carries. Pure: no IO, no tokio. Namespace-aware (OAI-44), never DTD-loading (OAI-09).
+//!
+//! `ListRecords` pages are read with quick-xml as a stream of events, keeping only what
+//! publishing needs per record; `Identify` is small and read with roxmltree.
+
+use std::borrow::Cow;
+
+use quick_xml::NsReader;
+use quick_xml::events::{BytesStart, Event};
+use quick_xml::name::ResolveResult;
+
+use crate::datestamp::{Datestamp, Granularity};
+
+/// The OAI-PMH namespace; the `https` spelling is accepted on input (OAI-43).
+pub const OAI_NS: &str = "http://www.openarchives.org/OAI/2.0/";
+/// The oai_dc namespace.
+pub const OAI_DC_NS: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
+/// The Dublin Core elements namespace.
+pub const DC_NS: &str = "http://purl.org/dc/elements/1.1/";
+/// The OAI Static Repository namespace.
+pub const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-repository";
+
+/// Deepest element nesting accepted; real oai_dc pages are 6 deep.
+const MAX_DEPTH: usize = 256;
+
+/// One harvested record: only what publishing needs.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// The header identifier (the record's key, never a URL to publish; OAI-37).
+    pub identifier: String,
+    /// The header datestamp; `None` when missing or unparsable (kept, published without lastmod).
+    pub datestamp: Option<Datestamp>,
+    /// `status="deleted"` on the header.
+    pub deleted: bool,
+    /// The header's `setSpec`s.
+    pub sets: Vec<String>,
+    /// Every `dc:identifier` of the oai_dc metadata, trimmed.
+    pub dc_identifiers: Vec<String>,
+}
+
+/// A resumption token as the server sent it. Only the value matters; the rest are hints (OAI-22).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Token {
+    /// The token text with surrounding XML whitespace trimmed; empty ends the list (OAI-21).
+    pub value: String,
+    /// `completeListSize`, if present and a number.
+    pub complete_list_size: Option<u64>,
+    /// `cursor`, if present and a number.
+    pub cursor: Option<u64>,
+}
+
+/// An OAI-PMH `<error>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OaiError {
+    /// The `code` attribute: `badArgument`, `noRecordsMatch`, ...
+    pub code: String,
+    /// The server's message, trimmed.
+    pub message: String,
+}
+
+/// Deviations from the spec that were tolerated while reading a body (I-05), counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Quirks {
+    /// Characters illegal in XML 1.0 that were removed before parsing (OAI-46).
+    pub illegal_chars_removed: u64,
+    /// Elements in an `https://` spelling of the OAI, oai_dc or DC namespace (OAI-43).
+    pub https_namespaces: u64,
+    /// The document carried no OAI namespace at all (Q-19).
+    pub no_namespace: bool,
+    /// Whitespace before the XML declaration (OAI-48).
+    pub leading_whitespace: bool,
+}
+
+impl Quirks {
+    /// Adds another body's counts to these.
+    pub fn add(&mut self, other: &Quirks) {
+        self.illegal_chars_removed += other.illegal_chars_removed;
+        self.https_namespaces += other.https_namespaces;
+        self.no_namespace |= other.no_namespace;
+        self.leading_whitespace |= other.leading_whitespace;
+    }
+}
+
+/// What a `ListRecords` response (or a Static Repository file) holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ListPage {
+    /// The `responseDate` text, trimmed.
+    pub response_date: Option<String>,
+    /// The records, in document order.
+    pub records: Vec<Record>,
+    /// The resumption token element, if any.
+    pub token: Option<Token>,
+    /// OAI errors; when present the other fields are empty.
+    pub errors: Vec<OaiError>,
+    /// Tolerated deviations.
+    pub quirks: Quirks,
+    /// True when the body was an OAI Static Repository, not an OAI-PMH response.
+    pub is_static: bool,
+}
+
+/// What `Identify` says (OAI-12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Identify {
+    /// `repositoryName`.
+    pub repository_name: String,
+    /// `baseURL` as the repository states it.
+    pub base_url: String,
+    /// `protocolVersion`; the bridge speaks 2.0 only.
+    pub protocol_version: String,
+    /// `granularity`, or day granularity when missing or unknown (OAI-13).
+    pub granularity: Granularity,
+    /// The `granularity` text when it was not one of the two forms.
+    pub granularity_unknown: Option<String>,
+    /// `deletedRecord`: `no`, `persistent` or `transient`.
+    pub deleted_record: String,
+    /// `earliestDatestamp`, if parsable (OAI-14).
+    pub earliest_datestamp: Option<Datestamp>,
+    /// `compression` values.
+    pub compression: Vec<String>,
+}
+
+/// A response body that could not be read as OAI-PMH.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ParseError {
+    /// Well-formed or not, the body is not an OAI-PMH document (an HTML page, JSON, ...).
+    #[error("not an OAI-PMH response: {what}")]
+    NotOai {
+        /// What came back instead, e.g. `an HTML page titled "Login"`.
+        what: String,
+    },
+    /// The body ends in the middle of the document (a cut connection).
+    #[error("response is truncated after {len} bytes")]
+    Truncated {
+        /// Bytes received.
+        len: usize,
+    },
+    /// Not well-formed XML.
+    #[error("XML is not well-formed at byte {offset}: {message}")]
+    Xml {
+        /// Byte offset in the body.
+        offset: u64,
+        /// What the XML parser said.
+        message: String,
+    },
+    /// Bytes that are not UTF-8.
+    #[error("response is not valid UTF-8 at byte {offset}")]
+    InvalidUtf8 {
+        /// Byte offset of the first invalid sequence.
+        offset: usize,
+    },
+    /// Elements nested deeper than any OAI-PMH response needs.
+    #[error("elements nested more than {MAX_DEPTH} deep at byte {offset}")]
+    TooDeep {
+        /// Byte offset.
+        offset: u64,
+    },
+    /// A required part is missing or wrong (e.g. `Identify` without `granularity`).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ParseError {
+    /// Whether fetching the same URL again may help (a cut or garbled transfer, a proxy's error
+    /// page), as opposed to a document that is wrong the same way every time.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ParseError::Truncated { .. } | ParseError::NotOai { .. }
+        )
+    }
+}
+
+/// Which namespace an element name resolved to, folding the accepted aliases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ns {
+    Oai,
+    OaiDc,
+    Dc,
+    Static,
+    None,
+    Other,
+}
+
+fn classify_ns(resolved: &ResolveResult<'_>, quirks: &mut Quirks) -> Ns {
+    let ResolveResult::Bound(ns) = resolved else {
+        return Ns::None;
+    };
+    let uri = ns.0;
+    let (https, rest) = if let Some(rest) = uri.strip_prefix("https://") {
+        (true, rest)
+    } else if let Some(rest) = uri.strip_prefix("http://") {
+        (false, rest)
+    } else {
+        return Ns::Other;
+    };
+    let ns = match rest {
+        "www.openarchives.org/OAI/2.0/" => Ns::Oai,
+        "www.openarchives.org/OAI/2.0/oai_dc/" => Ns::OaiDc,
+        "purl.org/dc/elements/1.1/" => Ns::Dc,
+        "www.openarchives.org/OAI/2.0/static-repository" if !https => return Ns::Static,
+        _ => return Ns::Other,
+    };
+    if https {
+        quirks.https_namespaces += 1;
+    }
+    ns
+}
+
+/// Removes a BOM and leading whitespace, removes characters illegal in XML 1.0 (never TAB, LF or
+/// CR; OAI-46) and checks UTF-8. Returns the text to parse.
+pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, ParseError> {
+    let mut body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    if start > 0 {
+        quirks.leading_whitespace = true;
+        body = &body[start..];
+    }
+    let cleaned = remove_illegal_chars(body, quirks);
+    match cleaned {
+        Cow::Borrowed(b) => {
+            std::str::from_utf8(b)
+                .map(Cow::Borrowed)
+                .map_err(|e| ParseError::InvalidUtf8 {
+                    offset: start + e.valid_up_to(),
+                })
+        }
+        Cow::Owned(b) => {
+            String::from_utf8(b)
+                .map(Cow::Owned)
+                .map_err(|e| ParseError::InvalidUtf8 {
+                    offset: e.utf8_error().valid_up_to(),
+                })
+        }
+    }
+}
+
+/// Whether a numeric character reference names a character XML 1.0 allows.
+fn legal_xml_char(c: u32) -> bool {
+    matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+}
+
+/// Length of an illegal construct starting at `body[i]`, or 0: a raw C0 control, raw U+FFFE/U+FFFF,
+/// or a numeric character reference to an illegal code point (`&#x1A;`, `&#55349;`).
+fn illegal_at(body: &[u8], i: usize) -> usize {
+    match body[i] {
+        b if b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r') => 1,
+        0xEF if body.get(i + 1) == Some(&0xBF) && matches!(body.get(i + 2), Some(0xBE | 0xBF)) => 3,
+        b'&' if body.get(i + 1) == Some(&b'#') => {
+            let rest = &body[i + 2..body.len().min(i + 14)];
+            let Some(end) = rest.iter().position(|&b| b == b';') else {
+                return 0;
+            };
+            let digits = &rest[..end];
+            let value = match digits.split_first() {
+                Some((b'x', hex)) => std::str::from_utf8(hex)
+                    .ok()
+                    .and_then(|h| u32::from_str_radix(h, 16).ok()),
+                _ => std::str::from_utf8(digits)
+                    .ok()
+                    .and_then(|d| d.parse::<u32>().ok()),
+            };
+            match value {
+                Some(v) if !legal_xml_char(v) => end + 3,
+                _ => 0,
+            }
+        }
+        _ => 0,
+    }
+}
+
+fn remove_illegal_chars<'a>(body: &'a [u8], quirks: &mut Quirks) -> Cow<'a, [u8]> {
+    let suspicious = |b: &u8| *b < 0x20 || *b == 0xEF || *b == b'&';
+    let mut i = match body.iter().position(suspicious) {
+        Some(i) => i,
+        None => return Cow::Borrowed(body),
+    };
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0;
+    while i < body.len() {
+        let len = illegal_at(body, i);
+        if len > 0 {
+            let out = out.get_or_insert_with(|| Vec::with_capacity(body.len()));
+            out.extend_from_slice(&body[copied..i]);
+            copied = i + len;
+            quirks.illegal_chars_removed += 1;
+            i += len;
+        } else {
+            i += 1;
+        }
+        match body[i.min(body.len())..].iter().position(suspicious) {
+            Some(next) => i += next,
+            None => break,
+        }
+    }
+    match out {
+        Some(mut out) => {
+            out.extend_from_slice(&body[copied..]);
+            Cow::Owned(out)
+        }
+        None => Cow::Borrowed(body),
+    }
+}
+
+/// Describes a body that is not OAI-PMH, for the error message.
+fn describe_non_oai(text: &str, root: Option<&str>) -> String {
+    let lower = text
+        .get(..text.len().min(4096))
+        .unwrap_or(text)
+        .to_ascii_lowercase();
+    if lower.contains("<html") || lower.starts_with("<!doctype html") {
+        let title = lower
+            .find("<title>")
+            .and_then(|s| {
+                text.get(s + 7..)
+                    .and_then(|t| t.find("</").map(|e| t[..e].trim().to_owned()))
+            })
+            .filter(|t| !t.is_empty());
+        return match title {
+            Some(t) => format!("an HTML page titled {t:?}"),
+            None => "an HTML page".to_owned(),
+        };
+    }
+    match root {
+        Some(root) => format!("an XML document with root element <{root}>"),
+        None => {
+            let snippet: String = text.chars().take(80).collect();
+            format!("a body starting {snippet:?}")
+        }
+    }
+}
+
+/// Which text is being collected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Capture {
+    ResponseDate,
+    Error,
+    Identifier,
+    Datestamp,
+    SetSpec,
+    DcIdentifier,
+    Token,
+}
+
+/// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
+/// same way), or an error response of any verb.
+pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
+    let mut page = ListPage::default();
+    let text = prepare(body, &mut page.quirks)?;
+    let text: &str = &text;
+    let mut reader = NsReader::from_str(text);
+    let mut depth = 0usize;
+    let mut root_seen = false;
+    // Depths at which the contexts opened (0 = not inside).
+    let (mut list_depth, mut record_depth, mut header_depth, mut metadata_depth, mut dc_depth) =
+        (0, 0, 0, 0, 0);
+    let mut capture: Option<(Capture, usize)> = None;
+    let mut buf = String::new();
+    let mut record = Record::default();
+    let mut error_code = String::new();
+    let mut token = Token::default();
+    let truncated_or = |e: quick_xml::Error, pos: u64| {
+        use quick_xml::errors::{IllFormedError, SyntaxError};
+        match e {
+            quick_xml::Error::Syntax(
+                SyntaxError::UnclosedTag
+                | SyntaxError::UnclosedComment
+                | SyntaxError::UnclosedCData
+                | SyntaxError::UnclosedPI
+                | SyntaxError::UnclosedXmlDecl
+                | SyntaxError::UnclosedDoctype
+                | SyntaxError::UnclosedDoubleQuotedAttributeValue
+                | SyntaxError::UnclosedSingleQuotedAttributeValue
+                | SyntaxError::InvalidBangMarkup,
+            ) if pos as usize + 1 >= text.len() => ParseError::Truncated { len: body.len() },
+            quick_xml::Error::IllFormed(IllFormedError::MissingEndTag(_)) => {
+                ParseError::Truncated { len: body.len() }
+            }
+            other => ParseError::Xml {
+                offset: pos,
+                message: other.to_string(),
+            },
+        }
+    };
+    loop {
+        let (resolved, event) = match reader.read_resolved_event() {
+            Ok(ok) => ok,
+            Err(e) => {
+                let pos = reader.error_position();
+                return Err(if root_seen {
+                    truncated_or(e, pos)
+                } else {
+                    ParseError::NotOai {
+                        what: describe_non_oai(text, None),
+                    }
+                });
+            }
+        };
+        match event {
+            Event::Start(ref e) | Event::Empty(ref e) => {
+                let empty = matches!(event, Event::Empty(_));
+                let ns = classify_ns(&resolved, &mut page.quirks);
+                let local = e.local_name();
+                let local = local.as_ref();
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(ParseError::TooDeep {
+                        offset: reader.buffer_position(),
+                    });
+                }
+                if !root_seen {
+                    root_seen = true;
+                    match (ns, local) {
+                        (Ns::Oai, "OAI-PMH") => {}
+                        (Ns::None, "OAI-PMH") => page.quirks.no_namespace = true,
+                        (Ns::Static, "Repository") => page.is_static = true,
+                        _ => {
+                            let root = e.name().as_ref().to_owned();
+                            return Err(ParseError::NotOai {
+                                what: describe_non_oai(text, Some(&root)),
+                            });
+                        }
+                    }
+                } else {
+                    let oai = ns == Ns::Oai || (page.quirks.no_namespace && ns == Ns::None);
+                    let container = oai || (page.is_static && ns == Ns::Static);
+                    let capturing = capture.is_some();
+                    let mut start_capture = |c: Capture| {
+                        buf.clear();
+                        capture = Some((c, depth));
+                    };
+                    if capturing {
+                        // Markup inside a captured value: keep collecting its text.
+                    } else if dc_depth > 0 {
+                        if ns == Ns::Dc && local == "identifier" {
+                            start_capture(Capture::DcIdentifier);
+                        }
+                    } else if metadata_depth > 0 {
+                        if ns == Ns::OaiDc && local == "dc" && depth == metadata_depth + 1 {
+                            dc_depth = depth;
+                        }
+                    } else if header_depth > 0 {
+                        match (oai, local) {
+                            (true, "identifier") => start_capture(Capture::Identifier),
+                            (true, "datestamp") => start_capture(Capture::Datestamp),
+                            (true, "setSpec") => start_capture(Capture::SetSpec),
+                            _ => {}
+                        }
+                    } else if record_depth > 0 {
+                        match (oai, local) {
+                            (true, "header") => {
+                                header_depth = depth;
+                                record.deleted = attr(e, "status").as_deref() == Some("deleted");
+                            }
+                            (true, "metadata") => metadata_depth = depth,
+                            _ => {}
+                        }
+                    } else if list_depth > 0 {
+                        match (oai, local) {
+                            (true, "record") => {
+                                record_depth = depth;
+                                record = Record::default();
+                            }
+                            (true, "resumptionToken") => {
+                                token = Token {
+                                    value: String::new(),
+                                    complete_list_size: attr(e, "completeListSize")
+                                        .and_then(|v| v.trim().parse().ok()),
+                                    cursor: attr(e, "cursor").and_then(|v| v.trim().parse().ok()),
+                                };
+                                start_capture(Capture::Token);
+                            }
+                            _ => {}
+                        }
+                    } else if depth == 2 {
+                        match (container, local) {
+                            (true, "ListRecords") => list_depth = depth,
+                            (true, "responseDate") => start_capture(Capture::ResponseDate),
+                            (true, "error") => {
+                                error_code = attr(e, "code").unwrap_or_default();
+                                start_capture(Capture::Error);
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                if empty {
+                    close(
+                        &mut page,
+                        depth,
+                        &mut capture,
+                        &buf,
+                        &mut record,
+                        &mut error_code,
+                        &mut token,
+                        [
+                            &mut list_depth,
+                            &mut record_depth,
+                            &mut header_depth,
+                            &mut metadata_depth,
+                            &mut dc_depth,
+                        ],
+                    );
+                    depth -= 1;
+                }
+            }
+            Event::End(_) => {
+                close(
+                    &mut page,
+                    depth,
+                    &mut capture,
+                    &buf,
+                    &mut record,
+                    &mut error_code,
+                    &mut token,
+                    [
+                        &mut list_depth,
+                        &mut record_depth,
+                        &mut header_depth,
+                        &mut metadata_depth,
+                        &mut dc_depth,
+                    ],
+                );
+                depth = depth.saturating_sub(1);
+            }
+            Event::Text(t) if capture.is_some() => buf.push_str(&t),
+            Event::CData(t) if capture.is_some() => buf.push_str(&t),
+            Event::GeneralRef(r) => {
+                let resolved = match r.resolve_char_ref() {
+                    Ok(Some(c)) => Some(c),
+                    Ok(None) => match &*r {
+                        "amp" => Some('&'),
+                        "lt" => Some('<'),
+                        "gt" => Some('>'),
+                        "apos" => Some('\''),
+                        "quot" => Some('"'),
+                        _ => None,
+                    },
+                    Err(_) => None,
+                };
+                match resolved {
+                    Some(c) if capture.is_some() => buf.push(c),
+                    Some(_) => {}
+                    None => {
+                        return Err(ParseError::Xml {
+                            offset: reader.buffer_position(),
+                            message: format!("undefined entity &{};", &*r),
+                        });
+                    }
+                }
+            }
+            Event::Eof => {
+                if !root_seen {
+                    return Err(ParseError::NotOai {
+                        what: describe_non_oai(text, None),
+                    });
+                }
+                if depth > 0 {
+                    return Err(ParseError::Truncated { len: body.len() });
+                }
+                break;
+            }
+            _ => {}
+        }
+    }
+    if !page.errors.is_empty() {
+        page.records.clear();
+        page.token = None;
+    }
+    Ok(page)
+}
+
+/// Handles the end of the element at `depth`: stores captured text and closes contexts.
+#[allow(clippy::too_many_arguments)]
+fn close(
+    page: &mut ListPage,
+    depth: usize,
+    capture: &mut Option<(Capture, usize)>,
+    buf: &str,
+    record: &mut Record,
+    error_code: &mut String,
+    token: &mut Token,
+    [list, rec, header, metadata, dc]: [&mut usize; 5],
+) {
+    if let Some((what, at)) = *capture {
+        if at != depth {
+            return;
+        }
+        *capture = None;
+        let value = buf.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        match what {
+            Capture::ResponseDate => page.response_date = Some(value.to_owned()),
+            Capture::Error => page.errors.push(OaiError {
+                code: std::mem::take(error_code),
+                message: value.to_owned(),
+            }),
+            Capture::Identifier => record.identifier = value.to_owned(),
+            Capture::Datestamp => record.datestamp = Datestamp::parse(value),
+            Capture::SetSpec => record.sets.push(value.to_owned()),
+            Capture::DcIdentifier => {
+                if !value.is_empty() {
+                    record.dc_identifiers.push(value.to_owned());
+                }
+            }
+            Capture::Token => {
+                token.value = value.to_owned();
+                page.token = Some(std::mem::take(token));
+            }
+        }
+        return;
+    }
+    if *dc == depth {
+        *dc = 0;
+    } else if *metadata == depth {
+        *metadata = 0;
+    } else if *header == depth {
+        *header = 0;
+    } else if *rec == depth {
+        *rec = 0;
+        page.records.push(std::mem::take(record));
+    } else if *list == depth {
+        *list = 0;
+    }
+}
+
+/// The unescaped value of an unprefixed attribute.
+fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
+    e.attributes()
+        .flatten()
+        .find(|a| a.key.as_ref() == name)
+        .and_then(|a| {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(Cow::into_owned)
+        })
+}
+
+/// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
+/// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
+pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
+    let mut quirks = Quirks::default();
+    let text = prepare(body, &mut quirks)?;
+    let doc = match roxmltree::Document::parse(&text) {
+        Ok(doc) => doc,
+        Err(e) => {
+            let looks_xml = text.starts_with("<?xml")
+                || text.starts_with("<OAI-PMH")
+                || text.contains("OAI/2.0/");
+            return Err(
+                if looks_xml && !text.to_ascii_lowercase().contains("<html") {
+                    match e {
+                        roxmltree::Error::UnexpectedEndOfStream => {
+                            ParseError::Truncated { len: body.len() }
+                        }
+                        other => ParseError::Xml {
+                            offset: 0,
+                            message: other.to_string(),
+                        },
+                    }
+                } else {
+                    ParseError::NotOai {
+                        what: describe_non_oai(&text, None),
+                    }
+                },
+            );
+        }
+    };
+    let root = doc.root_element();
+    let fold = |ns: Option<&str>| -> Ns {
+        match ns.map(|n| {
+            n.strip_prefix("https://")
+                .or_else(|| n.strip_prefix("http://"))
+                .unwrap_or(n)
+        }) {
+            Some("www.openarchives.org/OAI/2.0/") => Ns::Oai,
+            Some("www.openarchives.org/OAI/2.0/static-repository") => Ns::Static,
+            None => Ns::None,
+            _ => Ns::Other,
+        }
+    };
+    let root_ns = fold(root.tag_name().namespace());
+    let is_static = match (root_ns, root.tag_name().name()) {
+        (Ns::Oai | Ns::None, "OAI-PMH") => false,
+        (Ns::Static, "Repository") => true,
+        (_, name) => {
+            return Err(ParseError::NotOai {
+                what: describe_non_oai(&text, Some(name)),
+            });
+        }
+    };
+    let errors: Vec<OaiError> = root
+        .children()
+        .filter(|n| n.is_element() && n.tag_name().name() == "error")
+        .map(|n| OaiError {
+            code: n.attribute("code").unwrap_or_default().to_owned(),
+            message: n.text().unwrap_or_default().trim().to_owned(),
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Ok(IdentifyOutcome::Errors(errors));
+    }
+    let identify = root
+        .children()
+        .find(|n| n.is_element() && n.tag_name().name() == "Identify")
+        .ok_or_else(|| ParseError::Invalid("the response has no <Identify> element".to_owned()))?;
+    let field = |name: &str| -> Option<String> {
+        identify
+            .children()
+            .find(|n| n.is_element() && n.tag_name().name() == name)
+            .map(|n| n.text().unwrap_or_default().trim().to_owned())
+    };
+    let granularity_text = field("granularity").unwrap_or_default();
+    let granularity = Granularity::parse(&granularity_text);
+    let result = Identify {
+        repository_name: field("repositoryName").unwrap_or_default(),
+        base_url: field("baseURL").unwrap_or_default(),
+        protocol_version: field("protocolVersion").unwrap_or_default(),
+        granularity: granularity.unwrap_or_default(),
+        granularity_unknown: granularity.is_none().then_some(granularity_text),
+        deleted_record: field("deletedRecord").unwrap_or_default(),
+        earliest_datestamp: field("earliestDatestamp")
+            .as_deref()
+            .and_then(Datestamp::parse),
+        compression: identify
+            .children()
+            .filter(|n| n.is_element() && n.tag_name().name() == "compression")
+            .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
+            .collect(),
+    };
+    Ok(if is_static {
+        IdentifyOutcome::Static(result)
+    } else {
+        IdentifyOutcome::Identify(result)
+    })
+}
+
+/// What an `Identify` request answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdentifyOutcome {
+    /// An OAI-PMH repository.
+    Identify(Identify),
+    /// The URL serves an OAI Static Repository file: this is its `Identify` part, and the same
+    /// body holds all its records.
+    Static(Identify),
+    /// OAI errors.
+    Errors(Vec<OaiError>),
+}

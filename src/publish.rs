@@ -1,0 +1,204 @@
+//! Publishing a generation to a folder: every file is written into a staging folder beside the
+//! target, and the staging folder replaces the target in one step only after everything was
+//! written. Until then, the target is exactly as it was.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Marks a folder as written by `oai-bridge export`, so that a later export may replace it. A
+/// non-empty folder without it is never replaced: `--out ~` must not wipe a home directory.
+pub const MARKER: &str = ".oai-bridge-export";
+
+/// A publishing error, naming the path.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {}: {source}", path.display())]
+pub struct PublishError {
+    /// What was being done.
+    pub action: &'static str,
+    /// Where.
+    pub path: PathBuf,
+    /// The OS error.
+    pub source: io::Error,
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> PublishError + 'a {
+    move |source| PublishError {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// A folder being filled beside its target. Dropped without [`Staging::commit`], it is removed
+/// and the target is untouched.
+#[derive(Debug)]
+pub struct Staging {
+    dir: tempfile::TempDir,
+    target: PathBuf,
+    bytes: u64,
+}
+
+impl Staging {
+    /// Creates the staging folder next to `target` (same file system, so the swap is a rename).
+    /// Fails up front when `target` exists, is not empty and was not written by the bridge.
+    pub fn new(target: &Path) -> Result<Self, PublishError> {
+        let parent = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
+        check_replaceable(target)?;
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let dir = tempfile::Builder::new()
+            .prefix(&format!(".{name}.staging-"))
+            .tempdir_in(&parent)
+            .map_err(io_err("cannot create a staging folder in", &parent))?;
+        set_mode(dir.path(), 0o755).map_err(io_err("cannot set permissions of", dir.path()))?;
+        Ok(Self {
+            dir,
+            target: target.to_owned(),
+            bytes: 0,
+        })
+    }
+
+    /// Writes one file into the staging folder.
+    pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+        let path = self.dir.path().join(name);
+        let mut file = fs::File::create(&path).map_err(io_err("cannot create", &path))?;
+        file.write_all(bytes)
+            .map_err(io_err("cannot write", &path))?;
+        self.bytes += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Makes the staged files durable, then puts the staging folder in the target's place: an
+    /// atomic exchange where the file system supports it, else two renames.
+    pub fn commit(mut self) -> Result<(), PublishError> {
+        self.write(MARKER, b"This folder is written by oai-bridge export and replaced as a whole by the next export.\n")?;
+        for entry in
+            fs::read_dir(self.dir.path()).map_err(io_err("cannot list", self.dir.path()))?
+        {
+            let path = entry
+                .map_err(io_err("cannot list", self.dir.path()))?
+                .path();
+            fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err("cannot sync", &path))?;
+        }
+        let staged = self.dir.keep();
+        let target = self.target;
+        if target.exists() {
+            check_replaceable(&target)?;
+            let exchanged = rustix::fs::renameat_with(
+                rustix::fs::CWD,
+                &staged,
+                rustix::fs::CWD,
+                &target,
+                rustix::fs::RenameFlags::EXCHANGE,
+            );
+            match exchanged {
+                // `staged` now holds the previous generation.
+                Ok(()) => fs::remove_dir_all(&staged)
+                    .map_err(io_err("cannot remove the previous export", &staged))?,
+                Err(_) => {
+                    let old = staged.with_extension("previous");
+                    fs::rename(&target, &old).map_err(io_err("cannot move aside", &target))?;
+                    fs::rename(&staged, &target)
+                        .map_err(io_err("cannot rename the staging folder to", &target))?;
+                    fs::remove_dir_all(&old)
+                        .map_err(io_err("cannot remove the previous export", &old))?;
+                }
+            }
+        } else {
+            fs::rename(&staged, &target)
+                .map_err(io_err("cannot rename the staging folder to", &target))?;
+        }
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::File::open(parent)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err("cannot sync", parent))?;
+        }
+        Ok(())
+    }
+}
+
+fn check_replaceable(target: &Path) -> Result<(), PublishError> {
+    match fs::read_dir(target) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(PublishError {
+            action: "cannot read",
+            path: target.to_owned(),
+            source: e,
+        }),
+        Ok(mut entries) => {
+            if entries.next().is_none() || target.join(MARKER).exists() {
+                Ok(())
+            } else {
+                Err(PublishError {
+                    action: "refusing to replace",
+                    path: target.to_owned(),
+                    source: io::Error::other(format!(
+                        "the folder is not empty and was not written by oai-bridge export (no {MARKER}); choose an empty or new folder"
+                    )),
+                })
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_: &Path, _: u32) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commit_replaces_the_whole_folder_and_drop_leaves_it() {
+        let root = tempfile::tempdir().unwrap();
+        let out = root.path().join("out");
+        let mut first = Staging::new(&out).unwrap();
+        first.write("a.txt", b"1").unwrap();
+        first.write("old.txt", b"x").unwrap();
+        first.commit().unwrap();
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"1");
+
+        let mut abandoned = Staging::new(&out).unwrap();
+        abandoned.write("a.txt", b"2").unwrap();
+        drop(abandoned);
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"1");
+
+        let mut second = Staging::new(&out).unwrap();
+        second.write("a.txt", b"3").unwrap();
+        second.commit().unwrap();
+        assert_eq!(fs::read(out.join("a.txt")).unwrap(), b"3");
+        assert!(!out.join("old.txt").exists());
+        // No staging folders are left behind.
+        assert_eq!(fs::read_dir(root.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_foreign_folder_is_never_replaced() {
+        let root = tempfile::tempdir().unwrap();
+        fs::write(root.path().join("precious.txt"), b"keep").unwrap();
+        let e = Staging::new(root.path()).unwrap_err();
+        assert!(e.to_string().contains("not written by oai-bridge"), "{e}");
+    }
+}

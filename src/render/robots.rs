@@ -1,0 +1,32 @@
+//! robots.txt: allow everything and announce every index with an absolute `Sitemap:` line
+//! (SM-18, RFC 9309).
+
+/// Renders robots.txt announcing `sitemaps` (absolute URLs), one `Sitemap:` line each.
+pub fn render_robots<'a>(sitemaps: impl IntoIterator<Item = &'a str>) -> String {
+    let mut out = String::from("# Written by oai-bridge.\nUser-agent: *\nDisallow:\n\n");
+    for url in sitemaps {
+        out.push_str("Sitemap: ");
+        out.push_str(url);
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sitemap_lines_are_absolute() {
+        let text = render_robots(["https://h/sitemaps/sitemap.xml"]);
+        assert_eq!(
+            text,
+            "# Written by oai-bridge.\nUser-agent: *\nDisallow:\n\nSitemap: https://h/sitemaps/sitemap.xml\n"
+        );
+        assert!(
+            text.lines()
+                .filter(|l| l.starts_with("Sitemap:"))
+                .all(|l| l.starts_with("Sitemap: https://"))
+        );
+    }
+}

@@ -1,0 +1,296 @@
+//! Sitemap shards (`urlset`) split on both limits, counted on the bytes actually written, and the
+//! sitemap index that lists them (SM-01..SM-17).
+
+use std::borrow::Cow;
+
+use crate::datestamp::Datestamp;
+
+/// Most URLs one sitemap may hold, and most sitemaps one index may list (SM-09, SM-10).
+pub const MAX_URLS: usize = 50_000;
+/// Most bytes one sitemap or index may have, uncompressed (SM-09).
+pub const MAX_BYTES: usize = 52_428_800;
+/// Smallest byte limit accepted: a shard must fit its frame and one longest possible entry
+/// (a 2,047-character URL whose every character needs escaping).
+pub const MIN_BYTES: usize = 16 * 1024;
+
+/// Written first in every file, at byte 0 (SM-02).
+const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+const URLSET_CLOSE: &str = "</urlset>\n";
+const INDEX_OPEN: &str = "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+const INDEX_CLOSE: &str = "</sitemapindex>\n";
+
+/// Per-shard limits; both may be set lower than the protocol's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// URLs per shard, 1..=50,000.
+    pub max_urls: usize,
+    /// Bytes per shard, uncompressed, [`MIN_BYTES`]..=52,428,800.
+    pub max_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_urls: MAX_URLS,
+            max_bytes: MAX_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks the limits against the protocol's and the smallest workable size.
+    pub fn validate(self) -> Result<Self, String> {
+        if !(1..=MAX_URLS).contains(&self.max_urls) {
+            return Err(format!(
+                "max_urls must be between 1 and {MAX_URLS}, not {}",
+                self.max_urls
+            ));
+        }
+        if !(MIN_BYTES..=MAX_BYTES).contains(&self.max_bytes) {
+            return Err(format!(
+                "max_bytes must be between {MIN_BYTES} and {MAX_BYTES}, not {}",
+                self.max_bytes
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// One finished sitemap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// The whole file, uncompressed.
+    pub bytes: Vec<u8>,
+    /// URLs in it.
+    pub urls: usize,
+    /// The newest lastmod in it: the index's `lastmod` for this shard.
+    pub newest: Option<Datestamp>,
+}
+
+/// Nothing to publish, or more than one index can list.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RenderError {
+    /// The schemas forbid an empty `urlset` or index (SM-15).
+    #[error("no URLs to publish")]
+    Empty,
+    /// A single index would need more than 50,000 entries; nested indexes are not used (SM-11).
+    #[error("{shards} sitemaps would be needed; one index lists at most {MAX_URLS}")]
+    TooManyShards {
+        /// Shards needed.
+        shards: usize,
+    },
+}
+
+/// Escapes `& ' " < >` in a value (SM-03).
+pub fn escape(value: &str) -> Cow<'_, str> {
+    quick_xml::escape::escape(value)
+}
+
+/// Splits sorted `(url, lastmod)` items into shards, each within `limits`, and hands each one to
+/// `emit` as soon as it is full, so at most one shard is in memory.
+pub fn render_shards<'a, E>(
+    items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
+    limits: Limits,
+    mut emit: impl FnMut(Shard) -> Result<(), E>,
+) -> Result<usize, E> {
+    let frame = XML_DECL.len() + URLSET_OPEN.len() + URLSET_CLOSE.len();
+    let mut shard = new_shard();
+    let mut count = 0;
+    let mut entry = String::with_capacity(256);
+    for (url, lastmod) in items {
+        entry.clear();
+        entry.push_str("<url><loc>");
+        entry.push_str(&escape(url));
+        entry.push_str("</loc>");
+        if let Some(d) = lastmod {
+            use std::fmt::Write;
+            let _ = write!(entry, "<lastmod>{d}</lastmod>");
+        }
+        entry.push_str("</url>\n");
+        let full = shard.urls == limits.max_urls
+            || shard.bytes.len() + entry.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
+        if full && shard.urls > 0 {
+            emit(finish(std::mem::replace(&mut shard, new_shard())))?;
+            count += 1;
+        }
+        shard.bytes.extend_from_slice(entry.as_bytes());
+        shard.urls += 1;
+        shard.newest = shard.newest.max(lastmod);
+    }
+    if shard.urls > 0 {
+        emit(finish(shard))?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+fn new_shard() -> Shard {
+    let mut bytes = Vec::with_capacity(64 * 1024);
+    bytes.extend_from_slice(XML_DECL.as_bytes());
+    bytes.extend_from_slice(URLSET_OPEN.as_bytes());
+    Shard {
+        bytes,
+        urls: 0,
+        newest: None,
+    }
+}
+
+fn finish(mut shard: Shard) -> Shard {
+    shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
+    shard
+}
+
+/// The sitemap index: one `<sitemap>` per shard with its absolute `loc` and newest `lastmod`.
+pub fn render_index<'a>(
+    entries: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
+) -> Result<Vec<u8>, RenderError> {
+    let mut out = String::with_capacity(4096);
+    out.push_str(XML_DECL);
+    out.push_str(INDEX_OPEN);
+    let mut n = 0;
+    for (loc, lastmod) in entries {
+        n += 1;
+        out.push_str("<sitemap><loc>");
+        out.push_str(&escape(loc));
+        out.push_str("</loc>");
+        if let Some(d) = lastmod {
+            out.push_str("<lastmod>");
+            out.push_str(&d.to_string());
+            out.push_str("</lastmod>");
+        }
+        out.push_str("</sitemap>\n");
+    }
+    if n == 0 {
+        return Err(RenderError::Empty);
+    }
+    if n > MAX_URLS {
+        return Err(RenderError::TooManyShards { shards: n });
+    }
+    out.push_str(INDEX_CLOSE);
+    Ok(out.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shards(items: &[(&str, Option<&str>)], limits: Limits) -> Vec<Shard> {
+        let mut out = Vec::new();
+        let items = items
+            .iter()
+            .map(|&(u, d)| (u, d.and_then(Datestamp::parse)));
+        render_shards(items, limits, |s| {
+            out.push(s);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn one_shard_reads_as_the_protocol_shows() {
+        let got = shards(
+            &[
+                ("https://h/p?a=1&b='x'", Some("2020-01-02")),
+                ("https://h/q", None),
+            ],
+            Limits::default(),
+        );
+        assert_eq!(got.len(), 1);
+        // SM-02 declaration at byte 0; SM-03 all five escapes; SM-13 lastmod form.
+        assert_eq!(
+            String::from_utf8(got[0].bytes.clone()).unwrap(),
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n\
+             <url><loc>https://h/p?a=1&amp;b=&apos;x&apos;</loc><lastmod>2020-01-02</lastmod></url>\n\
+             <url><loc>https://h/q</loc></url>\n\
+             </urlset>\n"
+        );
+        assert_eq!(got[0].newest, Datestamp::parse("2020-01-02"));
+    }
+
+    #[test]
+    fn splits_on_the_url_limit() {
+        let urls: Vec<String> = (0..5).map(|i| format!("https://h/{i}")).collect();
+        let items: Vec<(&str, Option<&str>)> = urls.iter().map(|u| (u.as_str(), None)).collect();
+        let got = shards(
+            &items,
+            Limits {
+                max_urls: 2,
+                max_bytes: MAX_BYTES,
+            },
+        );
+        assert_eq!(got.iter().map(|s| s.urls).collect::<Vec<_>>(), [2, 2, 1]);
+    }
+
+    #[test]
+    fn splits_on_the_byte_limit_counting_real_bytes() {
+        // SM-09: bytes, not characters: multi-byte text counts in full.
+        let url = format!("https://h/{}", "%C3%A4".repeat(300));
+        let items: Vec<(&str, Option<&str>)> = (0..40).map(|_| (url.as_str(), None)).collect();
+        let got = shards(
+            &items,
+            Limits {
+                max_urls: MAX_URLS,
+                max_bytes: MIN_BYTES,
+            },
+        );
+        assert!(got.len() > 1);
+        assert!(got.iter().all(|s| s.bytes.len() <= MIN_BYTES));
+        assert_eq!(got.iter().map(|s| s.urls).sum::<usize>(), 40);
+    }
+
+    #[test]
+    fn index_lists_every_shard_with_its_newest_lastmod() {
+        let index = render_index([
+            ("https://b/sitemap-1.xml", Datestamp::parse("2021-01-01")),
+            ("https://b/sitemap-2.xml", None),
+        ])
+        .unwrap();
+        let text = String::from_utf8(index).unwrap();
+        assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<sitemapindex"));
+        assert!(text.contains(
+            "<sitemap><loc>https://b/sitemap-1.xml</loc><lastmod>2021-01-01</lastmod></sitemap>"
+        ));
+        assert!(text.contains("<sitemap><loc>https://b/sitemap-2.xml</loc></sitemap>"));
+        assert_eq!(render_index(std::iter::empty()), Err(RenderError::Empty));
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        assert!(
+            Limits {
+                max_urls: 0,
+                max_bytes: MAX_BYTES
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            Limits {
+                max_urls: 50_001,
+                max_bytes: MAX_BYTES
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            Limits {
+                max_urls: 10,
+                max_bytes: 100
+            }
+            .validate()
+            .is_err()
+        );
+        assert!(
+            Limits {
+                max_urls: 10,
+                max_bytes: MIN_BYTES
+            }
+            .validate()
+            .is_ok()
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! The scope rule: which URLs a sitemap for a repository may list (G-03, SM-07).
+
+use std::fmt;
+
+use url::Url;
+
+/// One scope prefix: scheme, host and port as parsed by `url` (lower-cased, IDNA-normalised,
+/// default port implied) and a path prefix compared after dot-segments were resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Prefix {
+    scheme: String,
+    host: String,
+    port: Option<u16>,
+    path: String,
+}
+
+impl Prefix {
+    fn of(url: &Url, path: &str) -> Option<Self> {
+        Some(Self {
+            scheme: url.scheme().to_owned(),
+            host: url.host_str()?.to_owned(),
+            port: url.port_or_known_default(),
+            path: path.to_owned(),
+        })
+    }
+
+    fn contains(&self, url: &Url) -> bool {
+        url.scheme() == self.scheme
+            && url.host_str() == Some(self.host.as_str())
+            && url.port_or_known_default() == self.port
+            && url.path().starts_with(&self.path)
+    }
+}
+
+impl fmt::Display for Prefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let default_port = match self.scheme.as_str() {
+            "http" => Some(80),
+            "https" => Some(443),
+            _ => None,
+        };
+        match self.port {
+            Some(port) if Some(port) != default_port => {
+                write!(f, "{}://{}:{}{}", self.scheme, self.host, port, self.path)
+            }
+            _ => write!(f, "{}://{}{}", self.scheme, self.host, self.path),
+        }
+    }
+}
+
+/// The URLs a repository's sitemaps may list: one or more prefixes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Scope {
+    prefixes: Vec<Prefix>,
+}
+
+impl Scope {
+    /// The default scope of a baseURL: its scheme, host, port and the directory part of its path
+    /// (up to and including the last `/`); `https://h/oai/request` gives `https://h/oai/`.
+    pub fn from_base_url(base: &Url) -> Option<Self> {
+        let path = base.path();
+        let dir = &path[..path.rfind('/').map_or(0, |i| i + 1)];
+        let dir = if dir.is_empty() { "/" } else { dir };
+        Some(Self {
+            prefixes: vec![Prefix::of(base, dir)?],
+        })
+    }
+
+    /// Scope given as explicit prefixes (`--scope`, `scope = [...]`), each taken literally.
+    /// `None` when a prefix is not an absolute http(s) URL with a host.
+    pub fn from_prefixes(prefixes: &[Url]) -> Option<Self> {
+        let prefixes = prefixes
+            .iter()
+            .map(|p| {
+                matches!(p.scheme(), "http" | "https")
+                    .then(|| Prefix::of(p, p.path()))
+                    .flatten()
+            })
+            .collect::<Option<Vec<_>>>()?;
+        (!prefixes.is_empty()).then_some(Self { prefixes })
+    }
+
+    /// Whether `url` (already parsed, so dot-segments are resolved) lies inside the scope.
+    pub fn contains(&self, url: &Url) -> bool {
+        self.prefixes.iter().any(|p| p.contains(url))
+    }
+
+    /// Whether every prefix lies at or below the directory of `public` (where the sitemaps are
+    /// served). When not, search engines accept the sitemaps only by cross-submission (SM-08).
+    pub fn is_under(&self, public: &Url) -> bool {
+        match Scope::from_base_url(public) {
+            Some(dir) => {
+                let dir = &dir.prefixes[0];
+                self.prefixes.iter().all(|p| {
+                    p.scheme == dir.scheme
+                        && p.host == dir.host
+                        && p.port == dir.port
+                        && p.path.starts_with(&dir.path)
+                })
+            }
+            None => false,
+        }
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.prefixes.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    #[track_caller]
+    fn check(base: &str, candidate: &str, inside: bool) {
+        let scope = Scope::from_base_url(&url(base)).unwrap();
+        assert_eq!(
+            scope.contains(&url(candidate)),
+            inside,
+            "{candidate} in scope of {base} ({scope})"
+        );
+    }
+
+    #[test]
+    fn googles_worked_example() {
+        // G-03: the five cases of Google's 2005 post.
+        check(
+            "https://www.example.com/oaiserver",
+            "https://www.example.com/",
+            true,
+        );
+        check(
+            "https://www.example.com/oaiserver",
+            "https://www.example.com/samples.html",
+            true,
+        );
+        check(
+            "https://www.example.com/oaiserver",
+            "https://www.example.com/images/",
+            true,
+        );
+        check(
+            "https://www.example.com/dataprovider/oaiserver",
+            "https://www.example.com/",
+            false,
+        );
+        check(
+            "https://www.example.com/dataprovider/oaiserver",
+            "https://www.example.com/samples.html",
+            false,
+        );
+        check(
+            "https://www.example.com/dataprovider/oaiserver",
+            "https://www.example.com/images/",
+            false,
+        );
+    }
+
+    #[test]
+    fn directory_host_port_and_scheme() {
+        check("https://h/oai/request", "https://h/oai/item/1", true);
+        check("https://h/oai/request", "https://h/oaiitem/1", false);
+        check("https://h/oai/request", "https://h/oai/../admin", false);
+        check("https://h/oai/request", "http://h/oai/item", false);
+        check("https://h/oai/request", "https://H/oai/item", true);
+        check("https://h/oai/request", "https://h:443/oai/item", true);
+        check("https://h/oai/request", "https://h:8443/oai/item", false);
+        check("https://h/oai/request", "https://other/oai/item", false);
+        check(
+            "https://bücher.example/oai",
+            "https://xn--bcher-kva.example/x",
+            true,
+        );
+        // SM-07: `/catalog/` does not cover `/catalogue/`.
+        check(
+            "http://example.com/catalog/sitemap.xml",
+            "http://example.com/catalogue/x",
+            false,
+        );
+        check(
+            "http://example.com/catalog/sitemap.xml",
+            "http://example.com/catalog/show?item=23",
+            true,
+        );
+        // A query on the baseURL does not change its directory (OAI-04).
+        check(
+            "https://h/cgi/oai2?repository=x",
+            "https://h/cgi/view/1",
+            true,
+        );
+    }
+
+    #[test]
+    fn explicit_prefixes_replace_the_default() {
+        let scope =
+            Scope::from_prefixes(&[url("https://h/handle/"), url("https://files.h/")]).unwrap();
+        assert!(scope.contains(&url("https://h/handle/1/2")));
+        assert!(scope.contains(&url("https://files.h/a.pdf")));
+        assert!(!scope.contains(&url("https://h/oai/")));
+        assert_eq!(scope.to_string(), "https://h/handle/, https://files.h/");
+        assert!(Scope::from_prefixes(&[url("ftp://h/")]).is_none());
+    }
+
+    #[test]
+    fn cross_submission_needed_when_scope_is_not_under_the_public_url() {
+        let scope = Scope::from_base_url(&url("https://repo.example/oai")).unwrap();
+        assert!(scope.is_under(&url("https://repo.example/")));
+        assert!(!scope.is_under(&url("https://repo.example/sitemaps/")));
+        assert!(!scope.is_under(&url("https://bridge.example/")));
+    }
+}
