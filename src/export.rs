@@ -143,6 +143,26 @@ impl ExportSummary {
                 drops.join(", ")
             }
         );
+        let q = &b.report.quirks;
+        let mut quirks = Vec::new();
+        if q.illegal_chars_removed > 0 {
+            quirks.push(format!(
+                "{} characters illegal in XML removed",
+                q.illegal_chars_removed
+            ));
+        }
+        if q.https_namespaces > 0 {
+            quirks.push("https:// namespace spellings accepted".to_owned());
+        }
+        if q.no_namespace {
+            quirks.push("responses without the OAI-PMH namespace accepted".to_owned());
+        }
+        if q.leading_whitespace {
+            quirks.push("whitespace before the XML declaration skipped".to_owned());
+        }
+        if !quirks.is_empty() {
+            let _ = writeln!(out, "  tolerated       {}", quirks.join("; "));
+        }
         let _ = writeln!(out, "  elapsed         {}", human_duration(self.elapsed));
         let _ = writeln!(out, "  sitemap index   {}", b.index_url);
         if !b.scope.is_under(&job.public_url) {

@@ -86,26 +86,34 @@ impl Client {
         let mut attempt = 1;
         loop {
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
-            let outcome = match self.attempt(url).await {
+            let attempt_result = match deadline {
+                Some(at) => match tokio::time::timeout_at(at.into(), self.attempt(url)).await {
+                    Ok(result) => result,
+                    Err(_) => {
+                        return Err(HarvestErrorKind::Deadline {
+                            limit: self.settings.deadline.unwrap_or_default(),
+                        });
+                    }
+                },
+                None => self.attempt(url).await,
+            };
+            let outcome = match attempt_result {
+                // Some servers send OAI errors with a 4xx/5xx status (OAI-32): the body decides.
                 Ok((status, body)) => match read(&body) {
                     Ok(value) => return Ok(value),
-                    Err(e) if e.is_transient() => Attempt::Retry {
+                    Err(e) if status.is_success() && e.is_transient() => Attempt::Retry {
                         wait: None,
                         cause: parse_kind(e, attempt),
                     },
                     Err(e) if status.is_success() => Attempt::Fail(parse_kind(e, attempt)),
-                    // A 4xx/5xx whose body is not an OAI-PMH answer: the status is the news.
-                    Err(_) if status.is_server_error() => Attempt::Retry {
-                        wait: None,
-                        cause: HarvestErrorKind::Status {
-                            status: status.as_u16(),
-                            attempts: attempt,
-                        },
-                    },
-                    Err(_) => Attempt::Fail(HarvestErrorKind::Status {
-                        status: status.as_u16(),
-                        attempts: attempt,
-                    }),
+                    // A 4xx/5xx whose body is no OAI-PMH answer: the status is the news.
+                    Err(_) if status.is_server_error() || status == StatusCode::REQUEST_TIMEOUT => {
+                        Attempt::Retry {
+                            wait: None,
+                            cause: status_kind(status, attempt),
+                        }
+                    }
+                    Err(_) => Attempt::Fail(status_kind(status, attempt)),
                 },
                 Err(outcome) => outcome,
             };
@@ -192,6 +200,13 @@ impl Client {
             .bytes
             .fetch_add(body.len() as u64, Ordering::Relaxed);
         Ok((status, body))
+    }
+}
+
+fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
+    HarvestErrorKind::Status {
+        status: status.as_u16(),
+        attempts,
     }
 }
 

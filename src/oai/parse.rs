@@ -376,7 +376,7 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
                 | SyntaxError::UnclosedDoubleQuotedAttributeValue
                 | SyntaxError::UnclosedSingleQuotedAttributeValue
                 | SyntaxError::InvalidBangMarkup,
-            ) if pos as usize + 1 >= text.len() => ParseError::Truncated { len: body.len() },
+            ) => ParseError::Truncated { len: body.len() },
             quick_xml::Error::IllFormed(IllFormedError::MissingEndTag(_)) => {
                 ParseError::Truncated { len: body.len() }
             }
@@ -748,4 +748,250 @@ pub enum IdentifyOutcome {
     Static(Identify),
     /// OAI errors.
     Errors(Vec<OaiError>),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DC_OPEN: &str = r#"<oai_dc:dc xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/" xmlns:dc="http://purl.org/dc/elements/1.1/">"#;
+
+    fn envelope(inner: &str) -> String {
+        format!(
+            r#"<?xml version="1.0" encoding="UTF-8"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">
+  <responseDate>2026-01-01T00:00:00Z</responseDate>
+  <request verb="ListRecords" metadataPrefix="oai_dc">https://h/oai</request>
+  {inner}
+</OAI-PMH>"#
+        )
+    }
+
+    fn one_record(ids: &str) -> String {
+        envelope(&format!(
+            "<ListRecords><record><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp>\
+             <setSpec>a</setSpec><setSpec>b:c</setSpec></header><metadata>{DC_OPEN}<dc:title>T</dc:title>{ids}</oai_dc:dc></metadata></record>\
+             <resumptionToken completeListSize=\"10\" cursor=\"0\">\n  tok+/= |1  \n</resumptionToken></ListRecords>"
+        ))
+    }
+
+    fn parse(text: &str) -> ListPage {
+        parse_list_records(text.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn reads_header_identifiers_and_token() {
+        let page = parse(&one_record(
+            "<dc:identifier> https://h/x?a=1&amp;b=2 </dc:identifier><dc:identifier>doi:10.1/2</dc:identifier>",
+        ));
+        assert_eq!(page.response_date.as_deref(), Some("2026-01-01T00:00:00Z"));
+        let r = &page.records[0];
+        assert_eq!(r.identifier, "oai:h:1");
+        assert_eq!(
+            r.datestamp.map(|d| d.to_string()).as_deref(),
+            Some("2020-01-02")
+        );
+        assert_eq!(r.sets, ["a", "b:c"]);
+        assert_eq!(r.dc_identifiers, ["https://h/x?a=1&b=2", "doi:10.1/2"]);
+        // OAI-23: trimmed, otherwise untouched; OAI-22: hints read.
+        let token = page.token.unwrap();
+        assert_eq!(token.value, "tok+/= |1");
+        assert_eq!(
+            (token.complete_list_size, token.cursor),
+            (Some(10), Some(0))
+        );
+    }
+
+    #[test]
+    fn namespace_declaration_styles_give_the_same_records() {
+        // OAI-44: prefixed OAI elements, declarations on the record and on each element.
+        let prefixed = r#"<oai:OAI-PMH xmlns:oai="http://www.openarchives.org/OAI/2.0/"><oai:ListRecords><oai:record><oai:header><oai:identifier>oai:h:1</oai:identifier><oai:datestamp>2020-01-02</oai:datestamp></oai:header><oai:metadata><d:dc xmlns:d="http://www.openarchives.org/OAI/2.0/oai_dc/"><e:identifier xmlns:e="http://purl.org/dc/elements/1.1/">https://h/x</e:identifier></d:dc></oai:metadata></oai:record></oai:ListRecords></oai:OAI-PMH>"#;
+        let on_record = r#"<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/" xmlns:dc="http://purl.org/dc/elements/1.1/"><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp></header><metadata><oai_dc:dc><dc:identifier>https://h/x</dc:identifier></oai_dc:dc></metadata></record></ListRecords></OAI-PMH>"#;
+        let default_ns = r#"<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp></header><metadata><dc xmlns="http://www.openarchives.org/OAI/2.0/oai_dc/"><identifier xmlns="http://purl.org/dc/elements/1.1/">https://h/x</identifier><identifier>not dc: oai_dc namespace</identifier></dc></metadata></record></ListRecords></OAI-PMH>"#;
+        let https = r#"<OAI-PMH xmlns="https://www.openarchives.org/OAI/2.0/"><ListRecords><record><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp></header><metadata><oai_dc:dc xmlns:oai_dc="https://www.openarchives.org/OAI/2.0/oai_dc/" xmlns:dc="https://purl.org/dc/elements/1.1/"><dc:identifier>https://h/x</dc:identifier></oai_dc:dc></metadata></record></ListRecords></OAI-PMH>"#;
+        let expected = vec![Record {
+            identifier: "oai:h:1".into(),
+            datestamp: Datestamp::parse("2020-01-02"),
+            dc_identifiers: vec!["https://h/x".into()],
+            ..Record::default()
+        }];
+        for doc in [prefixed, on_record, default_ns, https] {
+            assert_eq!(parse(doc).records, expected, "{doc}");
+        }
+        // OAI-43: the https spellings are counted.
+        assert_eq!(parse(https).quirks.https_namespaces, 9);
+    }
+
+    #[test]
+    fn other_dc_namespaces_are_not_dublin_core() {
+        // OAI-43 bad input: a wrong DC namespace yields no identifiers.
+        let doc = one_record("").replace(
+            "</oai_dc:dc>",
+            r#"<x:identifier xmlns:x="http://dublincore.org/documents/dcmi-namespace/">https://h/y</x:identifier></oai_dc:dc>"#,
+        );
+        assert!(parse(&doc).records[0].dc_identifiers.is_empty());
+    }
+
+    #[test]
+    fn deleted_records_and_the_end_of_the_list() {
+        let doc = envelope(
+            r#"<ListRecords><record><header status="deleted"><identifier>oai:h:9</identifier><datestamp>2021-01-01T00:00:00Z</datestamp></header></record><resumptionToken completeListSize="1" cursor="0"/></ListRecords>"#,
+        );
+        let page = parse(&doc);
+        assert!(page.records[0].deleted);
+        // OAI-21: an empty token (with attributes) ends the list.
+        assert_eq!(page.token.unwrap().value, "");
+    }
+
+    #[test]
+    fn errors_are_data() {
+        let page = parse(&envelope(
+            r#"<error code="badResumptionToken">  expired  </error><error code="badArgument">x</error>"#,
+        ));
+        assert_eq!(
+            page.errors,
+            [
+                OaiError {
+                    code: "badResumptionToken".into(),
+                    message: "expired".into()
+                },
+                OaiError {
+                    code: "badArgument".into(),
+                    message: "x".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn tolerated_deviations_are_counted() {
+        // OAI-48: BOM and leading whitespace.
+        let doc = format!(
+            "\u{feff}\n\n{}",
+            one_record("<dc:identifier>https://h/x</dc:identifier>")
+        );
+        let page = parse(&doc);
+        assert!(page.quirks.leading_whitespace);
+        assert_eq!(page.records.len(), 1);
+        // OAI-46: raw control characters and references to illegal characters go; TAB/LF/CR stay.
+        let doc = one_record("<dc:identifier>https://h/x</dc:identifier>").replace(
+            "<dc:title>T</dc:title>",
+            "<dc:title>a\u{1a}b&#xFFFE;c&#55349;\t\u{fffe}d</dc:title>",
+        );
+        let page = parse(&doc);
+        assert_eq!(page.quirks.illegal_chars_removed, 4);
+        assert_eq!(page.records[0].dc_identifiers, ["https://h/x"]);
+        // Q-19: no namespace at all.
+        let page = parse(
+            "<OAI-PMH><ListRecords><record><header><identifier>i</identifier><datestamp>2020-01-01</datestamp></header></record></ListRecords></OAI-PMH>",
+        );
+        assert!(page.quirks.no_namespace);
+        assert_eq!(page.records[0].identifier, "i");
+    }
+
+    #[test]
+    fn bodies_that_are_not_oai() {
+        let html = parse_list_records(b"<!DOCTYPE html><html><head><title>Service Unavailable</title></head><body>down</body></html>");
+        assert_eq!(
+            html,
+            Err(ParseError::NotOai {
+                what: "an HTML page titled \"Service Unavailable\"".into()
+            })
+        );
+        let json = parse_list_records(br#"{"error": "no"}"#).unwrap_err();
+        assert!(matches!(json, ParseError::NotOai { .. }), "{json:?}");
+        let other = parse_list_records(b"<rss><channel/></rss>").unwrap_err();
+        assert_eq!(
+            other,
+            ParseError::NotOai {
+                what: "an XML document with root element <rss>".into()
+            }
+        );
+        assert!(parse_list_records(b"").is_err());
+    }
+
+    #[test]
+    fn broken_xml_is_an_error_never_an_empty_page() {
+        let doc = one_record("<dc:identifier>https://h/x</dc:identifier>");
+        // OAI-50: a cut body is truncation (worth a retry).
+        let cut = &doc.as_bytes()[..doc.len() * 7 / 10];
+        let e = parse_list_records(cut);
+        assert!(matches!(e, Err(ParseError::Truncated { .. })), "{e:?}");
+        // OAI-09: undefined entities are errors; DTD entities are never expanded.
+        let bogus = doc.replace("<dc:title>T</dc:title>", "<dc:title>&bogus;</dc:title>");
+        assert!(matches!(
+            parse_list_records(bogus.as_bytes()),
+            Err(ParseError::Xml { .. })
+        ));
+        let xxe = doc
+            .replace(
+                "<OAI-PMH",
+                "<!DOCTYPE OAI-PMH [<!ENTITY e SYSTEM \"file:///etc/passwd\">]>\n<OAI-PMH",
+            )
+            .replace("<dc:title>T</dc:title>", "<dc:title>&e;</dc:title>");
+        let e = parse_list_records(xxe.as_bytes()).unwrap_err();
+        assert!(e.to_string().contains("undefined entity &e;"), "{e}");
+        // Q-30: an unescaped `&` is not well-formed.
+        let amp = doc.replace("<dc:title>T</dc:title>", "<dc:title>A & B</dc:title>");
+        assert!(parse_list_records(amp.as_bytes()).is_err());
+        // Invalid UTF-8 is reported with its offset.
+        let mut bytes = doc.clone().into_bytes();
+        let at = doc.find("<dc:title>T").unwrap() + 10;
+        bytes[at] = 0xff;
+        assert_eq!(
+            parse_list_records(&bytes),
+            Err(ParseError::InvalidUtf8 { offset: at })
+        );
+        // Nesting far deeper than any OAI-PMH response.
+        let deep = format!("<OAI-PMH xmlns=\"{OAI_NS}\">{}", "<a>".repeat(1000));
+        assert!(matches!(
+            parse_list_records(deep.as_bytes()),
+            Err(ParseError::TooDeep { .. })
+        ));
+    }
+
+    #[test]
+    fn identify_fields() {
+        let doc = r#"<?xml version="1.0"?>
+<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><responseDate>2026-01-01T00:00:00Z</responseDate>
+<request verb="Identify">https://h/oai</request><Identify><repositoryName>R &amp; D</repositoryName>
+<baseURL> https://h/oai </baseURL><protocolVersion>2.0</protocolVersion><adminEmail>a@h</adminEmail>
+<earliestDatestamp>aaaa-bb-cc</earliestDatestamp><deletedRecord>transient</deletedRecord>
+<granularity>YYYY-MM-DDThh:mm:ssZ</granularity><compression>gzip</compression><compression>deflate</compression></Identify></OAI-PMH>"#;
+        let IdentifyOutcome::Identify(i) = parse_identify(doc.as_bytes()).unwrap() else {
+            panic!("not Identify")
+        };
+        assert_eq!(i.repository_name, "R & D");
+        assert_eq!(i.base_url, "https://h/oai");
+        assert_eq!(i.granularity, Granularity::Seconds);
+        assert_eq!(i.deleted_record, "transient");
+        // OAI-12: an unparsable earliestDatestamp is ignored.
+        assert_eq!(i.earliest_datestamp, None);
+        assert_eq!(i.compression, ["gzip", "deflate"]);
+        let unknown = doc.replace("YYYY-MM-DDThh:mm:ssZ", "seconds");
+        let IdentifyOutcome::Identify(i) = parse_identify(unknown.as_bytes()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (i.granularity, i.granularity_unknown.as_deref()),
+            (Granularity::Day, Some("seconds"))
+        );
+    }
+
+    #[test]
+    fn static_repository_files() {
+        let doc = r#"<Repository xmlns="http://www.openarchives.org/OAI/2.0/static-repository" xmlns:oai="http://www.openarchives.org/OAI/2.0/">
+<Identify><oai:repositoryName>S</oai:repositoryName><oai:baseURL>https://h/oai</oai:baseURL><oai:protocolVersion>2.0</oai:protocolVersion>
+<oai:granularity>YYYY-MM-DD</oai:granularity><oai:deletedRecord>no</oai:deletedRecord><oai:earliestDatestamp>2002-01-01</oai:earliestDatestamp></Identify>
+<ListRecords metadataPrefix="oai_dc"><oai:record><oai:header><oai:identifier>oai:h:1</oai:identifier><oai:datestamp>2002-02-02</oai:datestamp></oai:header>
+<oai:metadata><oai_dc:dc xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/" xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:identifier>https://h/1</dc:identifier></oai_dc:dc></oai:metadata></oai:record></ListRecords></Repository>"#;
+        let IdentifyOutcome::Static(i) = parse_identify(doc.as_bytes()).unwrap() else {
+            panic!("not static")
+        };
+        assert_eq!(i.base_url, "https://h/oai");
+        let page = parse(doc);
+        assert!(page.is_static);
+        assert_eq!(page.records[0].dc_identifiers, ["https://h/1"]);
+        assert_eq!(page.token, None);
+    }
 }
