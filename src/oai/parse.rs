@@ -6,9 +6,8 @@
 
 use std::borrow::Cow;
 
-use quick_xml::NsReader;
+use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
-use quick_xml::name::ResolveResult;
 
 use crate::datestamp::{Datestamp, Granularity};
 
@@ -183,29 +182,100 @@ enum Ns {
     Other,
 }
 
-fn classify_ns(resolved: &ResolveResult<'_>, quirks: &mut Quirks) -> Ns {
-    let ResolveResult::Bound(ns) = resolved else {
-        return Ns::None;
-    };
-    let uri = ns.0;
+/// Classifies a namespace URI, folding the accepted `https://` aliases (OAI-43); the flag says
+/// whether the alias was used.
+fn classify_uri(uri: &str) -> (Ns, bool) {
     let (https, rest) = if let Some(rest) = uri.strip_prefix("https://") {
         (true, rest)
     } else if let Some(rest) = uri.strip_prefix("http://") {
         (false, rest)
     } else {
-        return Ns::Other;
+        return (if uri.is_empty() { Ns::None } else { Ns::Other }, false);
     };
-    let ns = match rest {
-        "www.openarchives.org/OAI/2.0/" => Ns::Oai,
-        "www.openarchives.org/OAI/2.0/oai_dc/" => Ns::OaiDc,
-        "purl.org/dc/elements/1.1/" => Ns::Dc,
-        "www.openarchives.org/OAI/2.0/static-repository" if !https => return Ns::Static,
-        _ => return Ns::Other,
-    };
-    if https {
-        quirks.https_namespaces += 1;
+    match rest {
+        "www.openarchives.org/OAI/2.0/" => (Ns::Oai, https),
+        "www.openarchives.org/OAI/2.0/oai_dc/" => (Ns::OaiDc, https),
+        "purl.org/dc/elements/1.1/" => (Ns::Dc, https),
+        "www.openarchives.org/OAI/2.0/static-repository" if !https => (Ns::Static, false),
+        _ => (Ns::Other, false),
     }
-    ns
+}
+
+/// Namespace bindings in scope, classified once when declared.
+///
+/// Tracked here rather than with quick-xml's `NsReader`: declarations are rare (on the root, the
+/// `oai_dc:dc` element, sometimes a record), yet `NsReader` inspects and resolves every element,
+/// which cost about a fifth of the page parse, the hot path of a harvest.
+#[derive(Debug, Default)]
+struct Scopes {
+    /// (depth of the declaring element, prefix key, prefix, namespace, declared with `https://`).
+    bindings: Vec<(usize, u64, String, Ns, bool)>,
+}
+
+/// A cheap key of a prefix (length and first bytes), so lookups rarely compare whole strings:
+/// resolution runs for every element of every page.
+fn prefix_key(prefix: &str) -> u64 {
+    let b = prefix.as_bytes();
+    let mut key = [0u8; 8];
+    let n = b.len().min(7);
+    key[..n].copy_from_slice(&b[..n]);
+    key[7] = b.len().min(255) as u8;
+    u64::from_le_bytes(key)
+}
+
+impl Scopes {
+    /// Records the `xmlns` declarations of an element at `depth`.
+    fn declare(&mut self, e: &BytesStart<'_>, depth: usize) -> Result<(), quick_xml::Error> {
+        let raw = e.attributes_raw();
+        if raw.is_empty() || memchr::memmem::find(raw.as_bytes(), b"xmlns").is_none() {
+            return Ok(());
+        }
+        for attr in e.attributes() {
+            let attr = attr?;
+            let key: &str = attr.key.as_ref();
+            let prefix = match key.strip_prefix("xmlns") {
+                Some("") => "",
+                Some(rest) => match rest.strip_prefix(':') {
+                    Some(prefix) => prefix,
+                    None => continue,
+                },
+                None => continue,
+            };
+            let uri = attr.normalized_value(quick_xml::XmlVersion::Implicit1_0)?;
+            let (ns, https) = classify_uri(uri.trim());
+            self.bindings
+                .push((depth, prefix_key(prefix), prefix.to_owned(), ns, https));
+        }
+        Ok(())
+    }
+
+    /// Forgets the declarations of elements at `depth` or deeper.
+    fn close(&mut self, depth: usize) {
+        while self.bindings.last().is_some_and(|b| b.0 >= depth) {
+            self.bindings.pop();
+        }
+    }
+
+    /// The namespace and local name of a qualified name; an undeclared prefix is `Other`.
+    fn resolve<'n>(&self, qname: &'n str, quirks: &mut Quirks) -> (Ns, &'n str) {
+        let (prefix, local) = qname.split_once(':').unwrap_or(("", qname));
+        let key = prefix_key(prefix);
+        let found = self
+            .bindings
+            .iter()
+            .rev()
+            .find(|b| b.1 == key && (prefix.len() < 8 || b.2 == prefix));
+        match found {
+            Some(&(_, _, _, ns, https)) => {
+                if https {
+                    quirks.https_namespaces += 1;
+                }
+                (ns, local)
+            }
+            None if prefix.is_empty() => (Ns::None, local),
+            None => (Ns::Other, local),
+        }
+    }
 }
 
 /// Removes a BOM and leading whitespace, removes characters illegal in XML 1.0 (never TAB, LF or
@@ -222,13 +292,14 @@ pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, 
     }
     let cleaned = remove_illegal_chars(body, quirks);
     match cleaned {
-        Cow::Borrowed(b) => {
-            std::str::from_utf8(b)
-                .map(Cow::Borrowed)
-                .map_err(|e| ParseError::InvalidUtf8 {
-                    offset: start + e.valid_up_to(),
-                })
-        }
+        // simdutf8 validates several times faster than std on this hot path; on failure std
+        // finds the offset for the message.
+        Cow::Borrowed(b) => match simdutf8::basic::from_utf8(b) {
+            Ok(text) => Ok(Cow::Borrowed(text)),
+            Err(_) => Err(ParseError::InvalidUtf8 {
+                offset: start + std::str::from_utf8(b).err().map_or(0, |e| e.valid_up_to()),
+            }),
+        },
         Cow::Owned(b) => {
             String::from_utf8(b)
                 .map(Cow::Owned)
@@ -273,8 +344,23 @@ fn illegal_at(body: &[u8], i: usize) -> usize {
     }
 }
 
+/// Whether `body` may hold anything [`illegal_at`] removes. Written branch-free so it vectorises:
+/// it runs over every byte of every page, and almost always finds nothing.
+fn may_hold_illegal(body: &[u8]) -> bool {
+    let control = body.iter().fold(false, |acc, &b| {
+        acc | ((b < 0x20) & (b != b'\t') & (b != b'\n') & (b != b'\r'))
+    });
+    control
+        || memchr::memmem::find(body, b"&#").is_some()
+        || memchr::memchr_iter(0xEF, body).any(|i| illegal_at(body, i) > 0)
+}
+
 fn remove_illegal_chars<'a>(body: &'a [u8], quirks: &mut Quirks) -> Cow<'a, [u8]> {
-    let suspicious = |b: &u8| *b < 0x20 || *b == 0xEF || *b == b'&';
+    if !may_hold_illegal(body) {
+        return Cow::Borrowed(body);
+    }
+    let suspicious =
+        |b: &u8| (*b < 0x20 && !matches!(*b, b'\t' | b'\n' | b'\r')) || *b == 0xEF || *b == b'&';
     let mut i = match body.iter().position(suspicious) {
         Some(i) => i,
         None => return Cow::Borrowed(body),
@@ -352,7 +438,8 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
     let mut page = ListPage::default();
     let text = prepare(body, &mut page.quirks)?;
     let text: &str = &text;
-    let mut reader = NsReader::from_str(text);
+    let mut reader = Reader::from_str(text);
+    let mut scopes = Scopes::default();
     let mut depth = 0usize;
     let mut root_seen = false;
     // Depths at which the contexts opened (0 = not inside).
@@ -387,8 +474,8 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
         }
     };
     loop {
-        let (resolved, event) = match reader.read_resolved_event() {
-            Ok(ok) => ok,
+        let event = match reader.read_event() {
+            Ok(event) => event,
             Err(e) => {
                 let pos = reader.error_position();
                 return Err(if root_seen {
@@ -403,15 +490,17 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
         match event {
             Event::Start(ref e) | Event::Empty(ref e) => {
                 let empty = matches!(event, Event::Empty(_));
-                let ns = classify_ns(&resolved, &mut page.quirks);
-                let local = e.local_name();
-                let local = local.as_ref();
                 depth += 1;
                 if depth > MAX_DEPTH {
                     return Err(ParseError::TooDeep {
                         offset: reader.buffer_position(),
                     });
                 }
+                if let Err(err) = scopes.declare(e, depth) {
+                    return Err(truncated_or(err, reader.buffer_position()));
+                }
+                let qname = e.name();
+                let (ns, local) = scopes.resolve(qname.as_ref(), &mut page.quirks);
                 if !root_seen {
                     root_seen = true;
                     match (ns, local) {
@@ -505,6 +594,7 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
                             &mut dc_depth,
                         ],
                     );
+                    scopes.close(depth);
                     depth -= 1;
                 }
             }
@@ -525,6 +615,7 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
                         &mut dc_depth,
                     ],
                 );
+                scopes.close(depth);
                 depth = depth.saturating_sub(1);
             }
             Event::Text(t) if capture.is_some() => buf.push_str(&t),
