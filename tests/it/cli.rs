@@ -1,1 +1,597 @@
-//! (being written)
+//! The `oai-bridge` binary as a user runs it: the export summary (checked against figures
+//! computed here from the sample repository and from the files written), `--help`, exit codes
+//! (0 success, 1 failure, 2 usage, 78 bad configuration), and what happens to the output folder
+//! when an export fails, is refused, or replaces an earlier one.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use url::Url;
+
+const PUBLIC_URL: &str = "https://repository.northbridge.example/";
+const SAMPLE: &str = "fixtures/sample-repository.xml";
+
+fn crate_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `oai-bridge` from the crate root, with no configuration leaking in from the environment.
+fn bridge() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    cmd.current_dir(crate_root())
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .env_remove("OAI_BRIDGE_USER_AGENT")
+        .env_remove("OAI_BRIDGE_LOG_FORMAT")
+        .env_remove("RUST_LOG");
+    cmd
+}
+
+/// `oai-bridge export --config bridge.toml --out OUT --no-progress -q` plus `args`; `args` must
+/// give `--public-url`.
+fn export(out: &Path, args: &[&str]) -> Output {
+    bridge()
+        .args([
+            "export",
+            "--config",
+            "bridge.toml",
+            "--no-progress",
+            "-q",
+            "--out",
+        ])
+        .arg(out)
+        .args(args)
+        .output()
+        .expect("the oai-bridge binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "exit status {}\n--- stdout\n{}--- stderr\n{}",
+        o.status,
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Every file under `dir`, by relative path, with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let bytes = fs::read(&path).unwrap();
+                out.insert(path.strip_prefix(root).unwrap().to_owned(), bytes);
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Names in `dir`, sorted: shows any staging folder left behind.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+// ---------------------------------------------------------------------------------------------
+// The summary
+
+/// What the sample repository holds, computed here from the XML, independently of the bridge's
+/// classifier: DOIs and Handles in their spellings, http(s) URLs inside the scope (the host
+/// root, as the baseURL is `https://repository.northbridge.example/oai`), the rest.
+#[derive(Debug, Default)]
+struct Expected {
+    records: u64,
+    deleted: u64,
+    urls: u64,
+    drops: BTreeMap<String, u64>,
+}
+
+fn expected_from_sample() -> Expected {
+    const OAI: &str = "http://www.openarchives.org/OAI/2.0/";
+    const DC: &str = "http://purl.org/dc/elements/1.1/";
+    const PID: &[&str] = &[
+        "doi:",
+        "info:doi/",
+        "https://doi.org/",
+        "http://dx.doi.org/",
+        "hdl:",
+        "http://hdl.handle.net/",
+    ];
+    let text = fs::read_to_string(crate_root().join(SAMPLE)).unwrap();
+    let doc = roxmltree::Document::parse(&text).unwrap();
+    let mut e = Expected::default();
+    let mut count_drop = |reason: &str| *e.drops.entry(reason.to_owned()).or_default() += 1;
+    let mut urls = std::collections::BTreeSet::new();
+    let mut records = 0;
+    let mut deleted = 0;
+    for record in doc
+        .descendants()
+        .filter(|n| n.has_tag_name((OAI, "record")))
+    {
+        records += 1;
+        let header = record
+            .children()
+            .find(|n| n.has_tag_name((OAI, "header")))
+            .unwrap();
+        if header.attribute("status") == Some("deleted") {
+            deleted += 1;
+            count_drop("deleted");
+            continue;
+        }
+        for id in record
+            .descendants()
+            .filter(|n| n.has_tag_name((DC, "identifier")))
+        {
+            let v = id.text().unwrap().trim();
+            let bare_doi = v.starts_with("10.") && v.contains('/');
+            if bare_doi || PID.iter().any(|p| v.starts_with(p)) {
+                count_drop("persistent_id");
+            } else if !v.starts_with("http://") && !v.starts_with("https://") {
+                count_drop("not_a_url");
+            } else if v.len() > 2047 {
+                count_drop("too_long");
+            } else if v.starts_with(PUBLIC_URL) {
+                let url = Url::parse(v).unwrap().to_string();
+                if !urls.insert(url) {
+                    count_drop("duplicate");
+                }
+            } else {
+                count_drop("out_of_scope");
+            }
+        }
+    }
+    e.records = records;
+    e.deleted = deleted;
+    e.urls = urls.len() as u64;
+    e
+}
+
+/// The value part of the summary line labelled `label`.
+fn summary_line<'a>(summary: &'a str, label: &str) -> &'a str {
+    summary
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix(label))
+        .unwrap_or_else(|| panic!("no {label:?} line in the summary:\n{summary}"))
+        .trim()
+}
+
+/// The numbers in a line, in order.
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse().unwrap())
+        .collect()
+}
+
+/// `out_of_scope 78, not_a_url 113, ...` as a map.
+fn drops(line: &str) -> BTreeMap<String, u64> {
+    if line == "none" {
+        return BTreeMap::new();
+    }
+    line.split(", ")
+        .map(|part| {
+            let (reason, n) = part.rsplit_once(' ').unwrap_or_else(|| panic!("{part:?}"));
+            (reason.to_owned(), n.parse().unwrap())
+        })
+        .collect()
+}
+
+fn count(haystack: &str, needle: &str) -> u64 {
+    haystack.matches(needle).count() as u64
+}
+
+#[test]
+fn summary_adds_up_against_the_sample_and_the_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = export(&out, &["--public-url", PUBLIC_URL]);
+    assert_exit(&o, 0);
+    let summary = stdout(&o);
+    let expected = expected_from_sample();
+
+    // I-01: records, deletions and every drop reason, as counted from the XML here.
+    let seen = numbers(summary_line(&summary, "records seen"));
+    assert_eq!(
+        seen,
+        [expected.records, expected.records, expected.deleted],
+        "{summary}"
+    );
+    assert_eq!(
+        drops(summary_line(&summary, "not published")),
+        expected.drops,
+        "{summary}"
+    );
+    for reason in [
+        "out_of_scope",
+        "not_a_url",
+        "too_long",
+        "persistent_id",
+        "duplicate",
+        "deleted",
+    ] {
+        assert!(
+            expected.drops.contains_key(reason),
+            "the sample has no {reason}"
+        );
+    }
+
+    // The published figures match the files: <url> elements, shards, bytes.
+    let published = numbers(summary_line(&summary, "URLs published"));
+    let [urls, shards, bytes] = published[..] else {
+        panic!("{summary}")
+    };
+    let files = snapshot(&out);
+    let shard_texts: Vec<String> = files
+        .iter()
+        .filter(|(p, _)| p.to_str().unwrap().starts_with("sitemap-"))
+        .map(|(_, b)| String::from_utf8(b.clone()).unwrap())
+        .collect();
+    assert_eq!(urls, expected.urls);
+    assert_eq!(
+        urls,
+        shard_texts.iter().map(|t| count(t, "<url>")).sum::<u64>()
+    );
+    assert_eq!(shards, shard_texts.len() as u64);
+    let index = String::from_utf8(files[Path::new("sitemap.xml")].clone()).unwrap();
+    assert_eq!(shards, count(&index, "<sitemap>"));
+    // The bytes of the generation: every file but the folder's marker.
+    let written: u64 = files
+        .iter()
+        .filter(|(p, _)| *p != Path::new(".oai-bridge-export"))
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    assert_eq!(bytes, written, "{summary}");
+
+    let elapsed = summary_line(&summary, "elapsed");
+    let seconds = elapsed
+        .strip_suffix(" s")
+        .is_some_and(|s| s.parse::<f64>().is_ok());
+    let minutes = elapsed.contains('m') && elapsed.ends_with('s');
+    assert!(seconds || minutes, "elapsed {elapsed:?}");
+    assert_eq!(
+        summary_line(&summary, "sitemap index"),
+        format!("{PUBLIC_URL}sitemap.xml")
+    );
+    assert_eq!(summary_line(&summary, "scope"), PUBLIC_URL);
+    assert!(summary.starts_with(&format!("Exported {SAMPLE} to {}", out.display())));
+}
+
+#[test]
+fn gzip_summary_counts_shards_and_compressed_bytes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = export(
+        &out,
+        &["--public-url", PUBLIC_URL, "--gzip", "--max-urls", "100"],
+    );
+    assert_exit(&o, 0);
+    let summary = stdout(&o);
+    let published = numbers(summary_line(&summary, "URLs published"));
+    let files = snapshot(&out);
+    let gz = files
+        .keys()
+        .filter(|p| p.to_str().unwrap().ends_with(".xml.gz"))
+        .count() as u64;
+    let written: u64 = files
+        .iter()
+        .filter(|(p, _)| *p != Path::new(".oai-bridge-export"))
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    // 456 URLs at 100 per shard (SM-09 with a lower limit); bytes as stored on disk.
+    assert_eq!(published, [expected_from_sample().urls, 5, written]);
+    assert_eq!(gz, 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// --help and exit codes
+
+#[test]
+fn help_lists_every_export_flag() {
+    use clap::CommandFactory;
+
+    let o = bridge().args(["export", "--help"]).output().unwrap();
+    assert_exit(&o, 0);
+    let help = stdout(&o);
+    // The flags a user reads about in the README, by name...
+    for flag in [
+        "--config",
+        "--repository",
+        "--base-url",
+        "--out",
+        "--public-url",
+        "--set",
+        "--from",
+        "--until",
+        "--scope",
+        "--gzip",
+        "--max-urls",
+        "--max-bytes",
+        "--max-attempts",
+        "--request-timeout",
+        "--politeness-delay",
+        "--retry-after-max",
+        "--deadline",
+        "--max-body-bytes",
+        "--backoff-initial",
+        "--user-agent",
+        "--no-progress",
+        "--log-format",
+        "--verbose",
+        "--quiet",
+    ] {
+        assert!(help.contains(flag), "`export --help` lacks {flag}:\n{help}");
+    }
+    // ...and every argument clap knows of, each with a description.
+    let cli = oai_bridge::cli::Cli::command();
+    let export = cli.find_subcommand("export").unwrap();
+    for arg in cli.get_arguments().chain(export.get_arguments()) {
+        let Some(long) = arg.get_long() else { continue };
+        if long == "help" || long == "version" {
+            continue;
+        }
+        assert!(
+            help.contains(&format!("--{long}")),
+            "`export --help` lacks --{long}"
+        );
+        assert!(arg.get_help().is_some(), "--{long} has no help text");
+    }
+}
+
+#[test]
+fn bad_configuration_exits_78_naming_the_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    // Unknown key in a copy of the shipped bridge.toml; the copy's relative paths would point
+    // into the temp dir, but the file is rejected before any of them is used.
+    let shipped = fs::read_to_string(crate_root().join("bridge.toml")).unwrap();
+    let typo = shipped.replace(
+        "max_empty_pages = 10",
+        "max_empty_pages = 10\nmax_empty_page = 3",
+    );
+    assert_ne!(typo, shipped);
+    let config = tmp.path().join("bridge.toml");
+    fs::write(&config, typo).unwrap();
+    let o = bridge()
+        .args(["export", "--no-progress", "-q", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .args(["--public-url", PUBLIC_URL])
+        .output()
+        .unwrap();
+    assert_exit(&o, 78);
+    let err = stderr(&o);
+    assert!(err.contains("max_empty_page`"), "{err}");
+    assert!(err.contains(&config.display().to_string()), "{err}");
+
+    for (args, key, value) in [
+        (
+            &["--public-url", PUBLIC_URL, "--max-urls", "60000"][..],
+            "--max-urls",
+            "60000",
+        ),
+        (
+            &["--public-url", "not-a-url"][..],
+            "--public-url",
+            "not-a-url",
+        ),
+        (
+            &[
+                "--public-url",
+                PUBLIC_URL,
+                "--from",
+                "2020-02-01",
+                "--until",
+                "2020-01-01",
+            ][..],
+            "--from",
+            "2020-02-01",
+        ),
+    ] {
+        let o = export(&out, args);
+        assert_exit(&o, 78);
+        let err = stderr(&o);
+        assert!(err.contains(key) && err.contains(value), "{args:?}: {err}");
+    }
+    // Nothing was written for any of them.
+    assert_eq!(names(tmp.path()), ["bridge.toml"]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let out = out.to_str().unwrap();
+    for args in [
+        &["export", "--out", out, "--bogus"][..],
+        &["export", "--public-url", PUBLIC_URL][..],
+        &["export", "--out", out, "--max-urls", "many"][..],
+        &["export", "--out", out, "--log-format", "xml"][..],
+        &["exprot", "--out", out][..],
+        &[][..],
+    ] {
+        let o = bridge().args(args).output().unwrap();
+        assert_exit(&o, 2);
+        assert!(!stderr(&o).is_empty(), "{args:?}");
+    }
+    assert!(names(tmp.path()).is_empty());
+}
+
+#[test]
+fn a_missing_static_file_fails_naming_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-repository.xml");
+    let o = export(
+        &tmp.path().join("out"),
+        &[
+            "--base-url",
+            missing.to_str().unwrap(),
+            "--public-url",
+            PUBLIC_URL,
+        ],
+    );
+    assert_exit(&o, 1);
+    assert!(
+        stderr(&o).contains(&missing.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
+    assert!(names(tmp.path()).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The output folder
+
+#[test]
+fn a_failed_export_leaves_the_previous_folder_byte_identical() {
+    // I-02: a harvest that did not reach the end, or found nothing to publish, replaces nothing.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    assert_exit(&export(&out, &["--public-url", PUBLIC_URL]), 0);
+    let before = snapshot(&out);
+    assert!(before.contains_key(Path::new("sitemap-1.xml")));
+
+    // A Static Repository file cut off in the middle of a record.
+    let sample = fs::read(crate_root().join(SAMPLE)).unwrap();
+    let broken_dir = tempfile::tempdir().unwrap();
+    let broken = broken_dir.path().join("broken.xml");
+    fs::write(&broken, &sample[..sample.len() / 2]).unwrap();
+    let o = export(
+        &out,
+        &[
+            "--base-url",
+            broken.to_str().unwrap(),
+            "--public-url",
+            PUBLIC_URL,
+        ],
+    );
+    assert_exit(&o, 1);
+    assert!(stderr(&o).contains("left as it was"), "{}", stderr(&o));
+    assert_eq!(snapshot(&out), before);
+    assert_eq!(names(tmp.path()), ["out"]);
+
+    // Nothing inside the scope: no empty sitemap (SM-15), and the message says what to do.
+    let o = export(
+        &out,
+        &[
+            "--public-url",
+            PUBLIC_URL,
+            "--scope",
+            "https://elsewhere.example/",
+        ],
+    );
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(err.contains("0 of") && err.contains("--scope"), "{err}");
+    assert_eq!(snapshot(&out), before);
+    assert_eq!(names(tmp.path()), ["out"]);
+}
+
+#[test]
+fn a_folder_not_written_by_oai_bridge_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("home");
+    fs::create_dir(&out).unwrap();
+    fs::write(out.join("thesis.tex"), "\\documentclass{article}\n").unwrap();
+    fs::create_dir(out.join("notes")).unwrap();
+    fs::write(out.join("notes/todo.txt"), "everything\n").unwrap();
+    let before = snapshot(&out);
+
+    let o = export(&out, &["--public-url", PUBLIC_URL]);
+    assert_exit(&o, 1);
+    let err = stderr(&o);
+    assert!(
+        err.contains("refusing") && err.contains(&out.display().to_string()),
+        "{err}"
+    );
+    assert_eq!(snapshot(&out), before);
+    assert_eq!(names(tmp.path()), ["home"]);
+}
+
+#[test]
+fn a_second_export_replaces_the_folder_and_leaves_no_staging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    assert_exit(
+        &export(&out, &["--public-url", PUBLIC_URL, "--max-urls", "100"]),
+        0,
+    );
+    assert!(out.join("sitemap-5.xml").exists());
+
+    assert_exit(&export(&out, &["--public-url", PUBLIC_URL]), 0);
+    // The folder is replaced as a whole: the shards of the first export are gone.
+    let after = snapshot(&out);
+    let files: Vec<&str> = after.keys().map(|p| p.to_str().unwrap()).collect();
+    assert_eq!(
+        files,
+        [
+            ".oai-bridge-export",
+            "robots.txt",
+            "sitemap-1.xml",
+            "sitemap.xml"
+        ]
+    );
+    let index = String::from_utf8(after[Path::new("sitemap.xml")].clone()).unwrap();
+    assert_eq!(count(&index, "<sitemap>"), 1);
+    assert_eq!(names(tmp.path()), ["out"]);
+
+    // An empty folder is fine too, and so is an unchanged rerun.
+    let empty = tmp.path().join("empty");
+    fs::create_dir(&empty).unwrap();
+    assert_exit(&export(&empty, &["--public-url", PUBLIC_URL]), 0);
+    assert_eq!(snapshot(&empty), after);
+    assert_eq!(names(tmp.path()), ["empty", "out"]);
+}
+
+#[test]
+fn cross_submission_note_only_when_the_public_url_is_not_above_the_scope() {
+    // SM-07, SM-08: the scope is https://repository.northbridge.example/ (the baseURL's
+    // directory). Served elsewhere, or below it, the sitemaps need a Sitemap: line on the
+    // repository host; served at its root, they do not.
+    let tmp = tempfile::tempdir().unwrap();
+    for (public, note) in [
+        ("https://bridge.example/maps/", true),
+        ("https://repository.northbridge.example/sitemaps/", true),
+        (PUBLIC_URL, false),
+    ] {
+        let out = tmp.path().join("out");
+        let o = export(&out, &["--public-url", public]);
+        assert_exit(&o, 0);
+        let summary = stdout(&o);
+        let line = format!("Sitemap: {public}sitemap.xml");
+        assert_eq!(
+            summary.contains("cross-submission"),
+            note,
+            "{public}:\n{summary}"
+        );
+        assert_eq!(summary.contains(&line), note, "{public}:\n{summary}");
+        // Either way the files point at where they are served (SM-18).
+        let robots = fs::read_to_string(out.join("robots.txt")).unwrap();
+        assert!(robots.lines().any(|l| l == line), "{robots}");
+        let index = fs::read_to_string(out.join("sitemap.xml")).unwrap();
+        assert!(index.contains(&format!("<loc>{public}sitemap-1.xml</loc>")));
+    }
+}

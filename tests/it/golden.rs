@@ -1,1 +1,336 @@
-//! (being written)
+//! Golden files: the export of the bundled sample repository (`fixtures/sample-repository.xml`,
+//! through the shipped `bridge.toml`) must equal `fixtures/golden/sample/` (plain shards) and
+//! `fixtures/golden/sample-gzip/` (`--gzip --max-urls 100`, stored gunzipped, each
+//! `sitemap-N.xml.gz` as `sitemap-N.xml`), file by file, byte for byte.
+//!
+//! After an intended change of the output, regenerate them and review the diff:
+//!
+//! ```text
+//! UPDATE_GOLDEN=1 cargo test --test it golden
+//! git diff fixtures/golden
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const PUBLIC_URL: &str = "https://repository.northbridge.example/";
+const GZIP_ARGS: &[&str] = &["--gzip", "--max-urls", "100"];
+
+fn crate_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `oai-bridge export` on the sample into `out`, from the crate root, and expects success.
+fn export(out: &Path, extra: &[&str]) -> Output {
+    let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        .current_dir(crate_root())
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .env_remove("RUST_LOG")
+        .args(["export", "--config", "bridge.toml", "--out"])
+        .arg(out)
+        .args(["--public-url", PUBLIC_URL, "--no-progress", "-q"])
+        .args(extra)
+        .output()
+        .expect("the oai-bridge binary runs");
+    assert!(
+        output.status.success(),
+        "export {extra:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+/// Every file in `dir`, by name, as written.
+fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| {
+            let entry = entry.unwrap();
+            assert!(
+                entry.file_type().unwrap().is_file(),
+                "{} is not a file",
+                entry.path().display()
+            );
+            let name = entry.file_name().into_string().unwrap();
+            (name, fs::read(entry.path()).unwrap())
+        })
+        .collect()
+}
+
+/// The files as the golden folder keeps them: `.xml.gz` shards gunzipped, under their `.xml` name.
+fn expanded(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    files
+        .iter()
+        .map(|(name, bytes)| match name.strip_suffix(".gz") {
+            Some(stem) => (stem.to_owned(), gunzip(name, bytes)),
+            None => (name.clone(), bytes.clone()),
+        })
+        .collect()
+}
+
+fn gunzip(name: &str, bytes: &[u8]) -> Vec<u8> {
+    // SM-17: gzip, not zip.
+    assert!(bytes.starts_with(&[0x1f, 0x8b]), "{name} is not gzip");
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap_or_else(|e| panic!("{name} does not gunzip: {e}"));
+    out
+}
+
+/// Compares `actual` with the golden folder `fixtures/golden/{name}`, or rewrites the folder
+/// when `UPDATE_GOLDEN` is set.
+fn check_golden(name: &str, actual: &BTreeMap<String, Vec<u8>>) {
+    let dir = crate_root().join("fixtures/golden").join(name);
+    if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0") {
+        if dir.exists() {
+            fs::remove_dir_all(&dir).unwrap();
+        }
+        fs::create_dir_all(&dir).unwrap();
+        for (file, bytes) in actual {
+            fs::write(dir.join(file), bytes).unwrap();
+        }
+        eprintln!("golden: rewrote {}", dir.display());
+        return;
+    }
+    assert!(
+        dir.is_dir(),
+        "{} is missing; create it with UPDATE_GOLDEN=1 cargo test --test it golden",
+        dir.display()
+    );
+    let expected = files(&dir);
+    let mut report = String::new();
+    for file in expected.keys().filter(|f| !actual.contains_key(*f)) {
+        let _ = writeln!(
+            report,
+            "{file}: in the golden folder, not written by the export"
+        );
+    }
+    for file in actual.keys().filter(|f| !expected.contains_key(*f)) {
+        let _ = writeln!(
+            report,
+            "{file}: written by the export, not in the golden folder"
+        );
+    }
+    for (file, want) in &expected {
+        match actual.get(file) {
+            Some(got) if got != want => {
+                let _ = writeln!(report, "{file}: {}", first_difference(want, got));
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        report.is_empty(),
+        "the export differs from {}:\n{report}\nIf the change is intended: UPDATE_GOLDEN=1 cargo \
+         test --test it golden, and review `git diff fixtures/golden`.",
+        dir.display()
+    );
+}
+
+/// The first differing line, numbered from 1, with both sides.
+fn first_difference(expected: &[u8], actual: &[u8]) -> String {
+    let expected = String::from_utf8_lossy(expected);
+    let actual = String::from_utf8_lossy(actual);
+    let mut want = expected.split_inclusive('\n');
+    let mut got = actual.split_inclusive('\n');
+    let show = |line: Option<&str>| match line {
+        None => "<end of file>".to_owned(),
+        Some(l) if l.chars().count() > 300 => {
+            format!(
+                "{:?}... ({} characters)",
+                l.chars().take(300).collect::<String>(),
+                l.len()
+            )
+        }
+        Some(l) => format!("{l:?}"),
+    };
+    for number in 1.. {
+        let (w, g) = (want.next(), got.next());
+        if w != g {
+            return format!(
+                "first difference at line {number}\n  expected: {}\n  actual:   {}",
+                show(w),
+                show(g)
+            );
+        }
+        if w.is_none() {
+            break;
+        }
+    }
+    "differs".to_owned()
+}
+
+#[test]
+fn sample_export_matches_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &[]);
+    let written = files(&out);
+    // H-09: stable names: the index, robots.txt, one shard, the marker; nothing else.
+    let names: Vec<&str> = written.keys().map(String::as_str).collect();
+    assert_eq!(
+        names,
+        [
+            ".oai-bridge-export",
+            "robots.txt",
+            "sitemap-1.xml",
+            "sitemap.xml"
+        ]
+    );
+    check_golden("sample", &expanded(&written));
+}
+
+#[test]
+fn gzip_export_matches_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, GZIP_ARGS);
+    let written = files(&out);
+    let shards: Vec<&str> = written
+        .keys()
+        .map(String::as_str)
+        .filter(|n| n.starts_with("sitemap-"))
+        .collect();
+    // 456 URLs at 100 per shard; every shard compressed, none left plain (SM-17).
+    assert_eq!(
+        shards,
+        [
+            "sitemap-1.xml.gz",
+            "sitemap-2.xml.gz",
+            "sitemap-3.xml.gz",
+            "sitemap-4.xml.gz",
+            "sitemap-5.xml.gz"
+        ]
+    );
+    check_golden("sample-gzip", &expanded(&written));
+}
+
+#[test]
+fn exports_are_deterministic() {
+    // DESIGN "Output is deterministic", H-09: the same records give byte-identical files,
+    // including the gzip bytes (no name, no mtime in the header).
+    for extra in [&[][..], GZIP_ARGS] {
+        let tmp = tempfile::tempdir().unwrap();
+        let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+        export(&a, extra);
+        export(&b, extra);
+        let (first, second) = (files(&a), files(&b));
+        assert_eq!(
+            first.keys().collect::<Vec<_>>(),
+            second.keys().collect::<Vec<_>>(),
+            "{extra:?}"
+        );
+        for (name, bytes) in &first {
+            assert!(
+                &second[name] == bytes,
+                "{name} differs between two exports {extra:?}: {}",
+                first_difference(bytes, &second[name])
+            );
+        }
+    }
+}
+
+#[test]
+fn sample_export_reads_right() {
+    // What the golden files must show, checked on the output itself so that a careless
+    // regeneration cannot bless a regression.
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &[]);
+    let shard = fs::read_to_string(out.join("sitemap-1.xml")).unwrap();
+    let index = fs::read_to_string(out.join("sitemap.xml")).unwrap();
+    let robots = fs::read_to_string(out.join("robots.txt")).unwrap();
+    let host = "https://repository.northbridge.example";
+
+    // SM-02: the declaration at byte 0 of both XML files.
+    for text in [&shard, &index] {
+        assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"));
+    }
+    let doc = roxmltree::Document::parse(&shard).expect("the shard is well-formed");
+    let locs: Vec<(&str, Option<&str>)> = doc
+        .root_element()
+        .children()
+        .filter(|n| n.has_tag_name("url"))
+        .map(|url| {
+            let child = |name: &str| {
+                url.children()
+                    .find(|n| n.has_tag_name(name))
+                    .and_then(|n| n.text())
+            };
+            (child("loc").unwrap(), child("lastmod"))
+        })
+        .collect();
+    let lastmod = |loc: &str| {
+        locs.iter()
+            .find(|(l, _)| *l == loc)
+            .unwrap_or_else(|| panic!("{loc} is not published"))
+            .1
+    };
+
+    // SM-03: `&` escaped in the file, the URL intact once parsed.
+    assert!(shard.contains(&format!("<loc>{host}/items/view?id=42&amp;lang=en</loc>")));
+    assert_eq!(
+        lastmod(&format!("{host}/items/view?id=42&lang=en")),
+        Some("2024-07-15")
+    );
+    // SM-04: non-ASCII percent-encoded as UTF-8.
+    assert!(shard.contains(&format!("<loc>{host}/items/caf%C3%A9-42</loc>")));
+    assert!(!shard.contains("café"));
+    // SM-05: the 2,100-character URL of record 44 is not published, not truncated.
+    assert!(!shard.contains("xxxxxxxxxx"));
+    assert!(locs.iter().all(|(l, _)| l.len() <= 2047));
+    // SM-16: items/42 is listed by records 42 (2024-07-15) and 43 (2025-08-16): once, newest.
+    assert_eq!(
+        locs.iter()
+            .filter(|(l, _)| l.ends_with("/items/42"))
+            .count(),
+        1
+    );
+    assert_eq!(lastmod(&format!("{host}/items/42")), Some("2025-08-16"));
+    // A record's lastmod is its datestamp (record 1: 2016-02-02); deleted record 23 is absent.
+    assert_eq!(lastmod(&format!("{host}/items/1")), Some("2016-02-02"));
+    assert!(!locs.iter().any(|(l, _)| l.ends_with("/items/23")));
+    // SM-13: lastmod is a date or a UTC date-time, never anything else.
+    for (loc, d) in &locs {
+        let d = d.unwrap_or_else(|| panic!("{loc} has no lastmod"));
+        assert!(
+            d.len() == 10
+                && d.as_bytes()
+                    .iter()
+                    .enumerate()
+                    .all(|(i, b)| if i == 4 || i == 7 {
+                        *b == b'-'
+                    } else {
+                        b.is_ascii_digit()
+                    }),
+            "{loc}: lastmod {d}"
+        );
+    }
+    // SM-16: each URL once; and sorted, so the same records always give the same file.
+    let mut sorted: Vec<&str> = locs.iter().map(|(l, _)| *l).collect();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(sorted, locs.iter().map(|(l, _)| *l).collect::<Vec<_>>());
+    // SM-07, G-03: only URLs inside the scope (the baseURL's directory, here the host root).
+    assert!(locs.iter().all(|(l, _)| l.starts_with(&format!("{host}/"))));
+    assert!(!shard.contains("publisher.example.com") && !shard.contains("doi.org"));
+    assert!(!shard.contains("http://repository.northbridge.example/"));
+    // SM-10: the index lists the shard with the newest lastmod in it.
+    let newest = locs.iter().filter_map(|(_, d)| *d).max().unwrap();
+    assert!(index.contains(&format!(
+        "<sitemap><loc>{host}/sitemap-1.xml</loc><lastmod>{newest}</lastmod></sitemap>"
+    )));
+    // SM-18: robots.txt announces the index with an absolute URL.
+    assert!(
+        robots
+            .lines()
+            .any(|l| l == format!("Sitemap: {host}/sitemap.xml"))
+    );
+}
