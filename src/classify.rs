@@ -11,12 +11,13 @@ pub const MAX_URL_LEN: usize = 2047;
 /// What a `dc:identifier` value is, for publishing.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Identifier {
-    /// An http(s) URL inside the scope that is not a content file: a sitemap `<loc>`.
-    LandingPage(Url),
+    /// An http(s) URL inside the scope that is not a content file: a sitemap `<loc>`. The URL
+    /// is in normal form (as `url::Url` serialises it).
+    LandingPage(String),
     /// An http(s) URL inside the scope to a file, with the media type its extension implies.
     ContentFile {
-        /// The file's URL.
-        url: Url,
+        /// The file's URL, in normal form.
+        url: String,
         /// Media type from the extension, e.g. `application/pdf`.
         media_type: &'static str,
     },
@@ -49,7 +50,7 @@ pub enum Drop {
 }
 
 impl Drop {
-    /// Every reason, in report order.
+    /// Every reason, in report order; the first five apply to single identifiers.
     pub const ALL: [Drop; 8] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
@@ -124,12 +125,68 @@ const CONTENT_TYPES: &[(&str, &str)] = &[
 
 /// The media type of a content file, from the extension of the URL's last path segment.
 pub fn content_type(url: &Url) -> Option<&'static str> {
-    let segment = url.path().rsplit('/').next()?;
+    content_type_of_path(url.path())
+}
+
+fn content_type_of_path(path: &str) -> Option<&'static str> {
+    let segment = path.rsplit('/').next()?;
     let (_, ext) = segment.rsplit_once('.')?;
     CONTENT_TYPES
         .iter()
         .find(|(e, _)| ext.eq_ignore_ascii_case(e))
         .map(|&(_, t)| t)
+}
+
+/// Whether `value` is an http(s) URL already in the normal form `url::Url` serialises to, so it
+/// can be classified without parsing: lower-case scheme and ASCII host, no default or empty
+/// port, no user info, a path that starts with `/` and has no dot-segments or escapes, and only
+/// characters the URL standard leaves as they are. Anything else takes the full parse.
+///
+/// Written by hand because it runs for every identifier of every record, and a full parse costs
+/// more than everything else in classifying; `tests::fast_path_agrees_with_url` checks that both
+/// paths give the same answer.
+fn is_normal_http_url(value: &str) -> bool {
+    let (rest, default_port) = match value.strip_prefix("https://") {
+        Some(rest) => (rest, "443"),
+        None => match value.strip_prefix("http://") {
+            Some(rest) => (rest, "80"),
+            None => return false,
+        },
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    let host_ok = host.split('.').all(|label| {
+        !label.is_empty()
+            && !label.starts_with("xn--")
+            && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    })
+        // A host whose last label is a number is parsed as an IPv4 address (`1.2.3` becomes
+        // `1.2.0.3`, `a.0` is rejected), so those take the full parse.
+        && host.rsplit('.').next().is_some_and(|last| {
+            !last.bytes().all(|b| b.is_ascii_digit()) && !last.starts_with("0x")
+        });
+    let port_ok = port.is_none_or(|p| {
+        !p.is_empty()
+            && !p.starts_with('0')
+            && p != default_port
+            && p.parse::<u16>().is_ok()
+            && p.bytes().all(|b| b.is_ascii_digit())
+    });
+    if !host_ok || !port_ok || !path.starts_with('/') {
+        return false;
+    }
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    path.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
+        && query
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?".contains(&b))
+        && !path
+            .split('/')
+            .any(|segment| segment == "." || segment == "..")
 }
 
 /// Classifies one `dc:identifier` value against `scope`. Pure; surrounding XML whitespace is
@@ -143,6 +200,24 @@ pub fn classify(value: &str, scope: &Scope) -> Identifier {
         // `url` would accept `urn:`, `doi:` or `uva-lib:332086` as absolute URIs, so the
         // scheme is checked first, explicitly.
         return Identifier::Dropped(Drop::NotAUrl);
+    }
+    if is_normal_http_url(value) {
+        if value.len() > MAX_URL_LEN {
+            return Identifier::Dropped(Drop::TooLong);
+        }
+        if !scope.contains_normal(value) {
+            return Identifier::Dropped(Drop::OutOfScope);
+        }
+        let after_scheme = &value[value.find("://").map_or(0, |i| i + 3)..];
+        let path = &after_scheme[after_scheme.find('/').unwrap_or(after_scheme.len())..];
+        let path = path.split_once('?').map_or(path, |(p, _)| p);
+        return match content_type_of_path(path) {
+            Some(media_type) => Identifier::ContentFile {
+                url: value.to_owned(),
+                media_type,
+            },
+            None => Identifier::LandingPage(value.to_owned()),
+        };
     }
     if value.chars().any(char::is_whitespace) {
         return Identifier::Dropped(Drop::InvalidUrl);
@@ -160,8 +235,11 @@ pub fn classify(value: &str, scope: &Scope) -> Identifier {
         return Identifier::Dropped(Drop::OutOfScope);
     }
     match content_type(&url) {
-        Some(media_type) => Identifier::ContentFile { url, media_type },
-        None => Identifier::LandingPage(url),
+        Some(media_type) => Identifier::ContentFile {
+            url: url.into(),
+            media_type,
+        },
+        None => Identifier::LandingPage(url.into()),
     }
 }
 
@@ -299,6 +377,74 @@ mod tests {
         }
         check("10.12/x", "drop not_a_url");
         check("doi:10.1234/a<b>", "pid https://doi.org/10.1234/a%3Cb%3E");
+    }
+
+    /// The full-parse path of [`classify`], to compare the fast path with.
+    fn classify_parsed(value: &str, scope: &Scope) -> Identifier {
+        let Ok(url) = Url::parse(value) else {
+            return Identifier::Dropped(Drop::InvalidUrl);
+        };
+        if url.as_str().len() > MAX_URL_LEN {
+            return Identifier::Dropped(Drop::TooLong);
+        }
+        if !scope.contains(&url) {
+            return Identifier::Dropped(Drop::OutOfScope);
+        }
+        match content_type(&url) {
+            Some(media_type) => Identifier::ContentFile {
+                url: url.into(),
+                media_type,
+            },
+            None => Identifier::LandingPage(url.into()),
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// The fast path claims only URLs that `url` leaves unchanged, and classifies them the
+        /// same way the full parse does.
+        #[test]
+        fn fast_path_agrees_with_url(
+            scheme in "(http|https|HTTP)",
+            host in "(repo\\.example\\.edu|REPO\\.example\\.edu|1\\.2\\.3|xn--bcher-kva\\.example|a\\.\\.b|[a-z0-9.-]{1,12})",
+            port in "(|:443|:80|:8080|:0|:99999|:08|:)",
+            path in "(|/|/oai/|/oai/item/[a-zA-Z0-9._~%!$&'()*+,;=:@/ \\[\\]|-]{0,20}|/oai/\\.\\./x|/./a|/oai/f\\.pdf)",
+            query in "(|\\?a=1&b=2|\\?q=%41|\\?x='y'|\\?\\{\\}|#frag|\\?a b)",
+        ) {
+            let value = format!("{scheme}://{host}{port}{path}{query}");
+            let scope = Scope::from_base_url(&Url::parse("https://repo.example.edu/oai/request").unwrap()).unwrap();
+            if is_normal_http_url(&value) {
+                proptest::prop_assert_eq!(Url::parse(&value).map(String::from).ok(), Some(value.clone()));
+                proptest::prop_assert_eq!(classify(&value, &scope), classify_parsed(&value, &scope));
+            }
+        }
+    }
+
+    #[test]
+    fn fast_path_takes_common_urls_only() {
+        for url in [
+            "https://repo.example.edu/items/1",
+            "http://h.example:8080/a/b.pdf?x=1&y=2",
+            "https://h/a(1)/~x",
+        ] {
+            assert!(is_normal_http_url(url), "{url}");
+        }
+        for url in [
+            "HTTPS://h/",
+            "https://H/",
+            "https://h",
+            "https://h:443/",
+            "https://h/a/../b",
+            "https://h/%7e",
+            "https://u@h/",
+            "https://h/a b",
+            "https://1.2.3/",
+            "https://h/ä",
+            "https://h/x#f",
+            "https://h./",
+        ] {
+            assert!(!is_normal_http_url(url), "{url}");
+        }
     }
 
     #[test]

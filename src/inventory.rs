@@ -51,7 +51,13 @@ struct Entry {
     url_start: u32,
     url_count: u16,
     deleted: bool,
+    /// Identifiers not published, by reason (the first [`IDENTIFIER_DROPS`] of [`Drop::ALL`]),
+    /// counted only if this version wins; saturating, as no real record has 255 of one kind.
+    drops: [u8; IDENTIFIER_DROPS],
 }
+
+/// Reasons that apply to single identifiers: the first entries of [`Drop::ALL`].
+const IDENTIFIER_DROPS: usize = 5;
 
 /// A string in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -119,6 +125,13 @@ impl Inventory {
         self.stats.records_seen += 1;
         let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
         let mut url_count = 0u16;
+        let mut drops = [0u8; IDENTIFIER_DROPS];
+        let mut count = |reason: Drop| {
+            let i = index(reason);
+            if i < IDENTIFIER_DROPS {
+                drops[i] = drops[i].saturating_add(1);
+            }
+        };
         if !record.deleted {
             for value in &record.dc_identifiers {
                 match classify::classify(value, &self.scope) {
@@ -127,16 +140,16 @@ impl Inventory {
                             break;
                         }
                         let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
-                        self.arena.push_str(url.as_str());
+                        self.arena.push_str(&url);
                         u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
                         self.urls.push(Span {
                             start,
-                            len: url.as_str().len() as u32,
+                            len: url.len() as u32,
                         });
                         url_count += 1;
                     }
-                    Identifier::PersistentId(_) => self.stats.drop(Drop::PersistentId),
-                    Identifier::Dropped(reason) => self.stats.drop(reason),
+                    Identifier::PersistentId(_) => count(Drop::PersistentId),
+                    Identifier::Dropped(reason) => count(reason),
                 }
             }
         }
@@ -147,6 +160,7 @@ impl Inventory {
             url_start,
             url_count,
             deleted: record.deleted,
+            drops,
         });
         Ok(())
     }
@@ -179,6 +193,9 @@ impl Inventory {
             }
             let winner = entries[order[j] as usize];
             stats.records += 1;
+            for (i, n) in winner.drops.iter().enumerate() {
+                stats.drops[i] += u64::from(*n);
+            }
             if winner.deleted {
                 stats.drop(Drop::Deleted);
                 stats.deleted += 1;
@@ -303,8 +320,9 @@ mod tests {
         );
         let s = &p.stats;
         assert_eq!((s.records_seen, s.records, s.deleted, s.urls), (6, 4, 1, 3));
-        assert_eq!(s.dropped(Drop::PersistentId), 1);
-        assert_eq!(s.dropped(Drop::NotAUrl), 2);
+        // The superseded version of oai:h:1 (with its DOI and ISBN) is not counted.
+        assert_eq!(s.dropped(Drop::PersistentId), 0);
+        assert_eq!(s.dropped(Drop::NotAUrl), 1);
         assert_eq!(s.dropped(Drop::OutOfScope), 1);
         assert_eq!(s.dropped(Drop::Deleted), 1);
         assert_eq!(s.dropped(Drop::NoUrl), 1);

@@ -12,16 +12,21 @@ struct Prefix {
     host: String,
     port: Option<u16>,
     path: String,
+    /// The prefix as text, in the normal form `url::Url` serialises URLs to.
+    text: String,
 }
 
 impl Prefix {
     fn of(url: &Url, path: &str) -> Option<Self> {
-        Some(Self {
+        let mut prefix = Self {
             scheme: url.scheme().to_owned(),
             host: url.host_str()?.to_owned(),
             port: url.port_or_known_default(),
             path: path.to_owned(),
-        })
+            text: String::new(),
+        };
+        prefix.text = prefix.to_string();
+        Some(prefix)
     }
 
     fn contains(&self, url: &Url) -> bool {
@@ -78,6 +83,12 @@ impl Scope {
             })
             .collect::<Option<Vec<_>>>()?;
         (!prefixes.is_empty()).then_some(Self { prefixes })
+    }
+
+    /// Whether a URL in the normal form `url::Url` serialises to lies inside the scope, compared
+    /// as text (each prefix is kept in the same form).
+    pub fn contains_normal(&self, url: &str) -> bool {
+        self.prefixes.iter().any(|p| url.starts_with(&p.text))
     }
 
     /// Whether `url` (already parsed, so dot-segments are resolved) lies inside the scope.
