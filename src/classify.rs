@@ -145,6 +145,18 @@ fn content_type_of_path(path: &str) -> Option<&'static str> {
 /// Written by hand because it runs for every identifier of every record, and a full parse costs
 /// more than everything else in classifying; `tests::fast_path_agrees_with_url` checks that both
 /// paths give the same answer.
+/// Four decimal parts of 0..=255 without leading zeros: an IPv4 host `url` leaves as it is.
+fn is_normal_ipv4(host: &str) -> bool {
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.len() <= 3
+                && (p.len() == 1 || !p.starts_with('0'))
+                && p.parse::<u8>().is_ok()
+        })
+}
+
 fn is_normal_http_url(value: &str) -> bool {
     let (rest, default_port) = match value.strip_prefix("https://") {
         Some(rest) => (rest, "443"),
@@ -165,9 +177,10 @@ fn is_normal_http_url(value: &str) -> bool {
     })
         // A host whose last label is a number is parsed as an IPv4 address (`1.2.3` becomes
         // `1.2.0.3`, `a.0` is rejected), so those take the full parse.
-        && host.rsplit('.').next().is_some_and(|last| {
-            !last.bytes().all(|b| b.is_ascii_digit()) && !last.starts_with("0x")
-        });
+        && (is_normal_ipv4(host)
+            || host.rsplit('.').next().is_some_and(|last| {
+                !last.bytes().all(|b| b.is_ascii_digit()) && !last.starts_with("0x")
+            }));
     let port_ok = port.is_none_or(|p| {
         !p.is_empty()
             && !p.starts_with('0')
@@ -406,7 +419,7 @@ mod tests {
         #[test]
         fn fast_path_agrees_with_url(
             scheme in "(http|https|HTTP)",
-            host in "(repo\\.example\\.edu|REPO\\.example\\.edu|1\\.2\\.3|xn--bcher-kva\\.example|a\\.\\.b|[a-z0-9.-]{1,12})",
+            host in "(repo\\.example\\.edu|REPO\\.example\\.edu|1\\.2\\.3|127\\.0\\.0\\.1|10\\.0\\.0\\.256|1\\.02\\.3\\.4|xn--bcher-kva\\.example|a\\.\\.b|[a-z0-9.-]{1,12})",
             port in "(|:443|:80|:8080|:0|:99999|:08|:)",
             path in "(|/|/oai/|/oai/item/[a-zA-Z0-9._~%!$&'()*+,;=:@/ \\[\\]|-]{0,20}|/oai/\\.\\./x|/./a|/oai/f\\.pdf)",
             query in "(|\\?a=1&b=2|\\?q=%41|\\?x='y'|\\?\\{\\}|#frag|\\?a b)",
@@ -426,6 +439,7 @@ mod tests {
             "https://repo.example.edu/items/1",
             "http://h.example:8080/a/b.pdf?x=1&y=2",
             "https://h/a(1)/~x",
+            "http://127.0.0.1:8080/oai/x",
         ] {
             assert!(is_normal_http_url(url), "{url}");
         }

@@ -157,18 +157,49 @@ impl Datestamp {
     }
 }
 
-/// Writes `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`: valid W3C-DTF and valid `xsd:date`/`xsd:dateTime`.
+impl Datestamp {
+    /// Appends `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ` to `out`: valid W3C-DTF and valid
+    /// `xsd:date`/`xsd:dateTime` (SM-13). Formats digits directly: sitemaps write one per URL.
+    pub fn write_to(self, out: &mut String) {
+        fn push(out: &mut String, value: i64, width: usize) {
+            let mut digits = [b'0'; 8];
+            let mut v = value.unsigned_abs();
+            for slot in digits[..width].iter_mut().rev() {
+                *slot = b'0' + (v % 10) as u8;
+                v /= 10;
+            }
+            out.push_str(std::str::from_utf8(&digits[..width]).expect("ASCII digits"));
+        }
+        let (y, m, d) = civil_from_days(self.secs.div_euclid(86_400));
+        if !(0..=9999).contains(&y) {
+            // Outside the four-digit years of W3C-DTF: never produced from a parsed datestamp.
+            out.push_str(&format!("{y:04}-{m:02}-{d:02}"));
+        } else {
+            push(out, y, 4);
+            out.push('-');
+            push(out, i64::from(m), 2);
+            out.push('-');
+            push(out, i64::from(d), 2);
+        }
+        if !self.day_only {
+            let rem = self.secs.rem_euclid(86_400);
+            out.push('T');
+            push(out, rem / 3600, 2);
+            out.push(':');
+            push(out, rem % 3600 / 60, 2);
+            out.push(':');
+            push(out, rem % 60, 2);
+            out.push('Z');
+        }
+    }
+}
+
+/// Writes `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ` (see [`Datestamp::write_to`]).
 impl fmt::Display for Datestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let days = self.secs.div_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
-        if self.day_only {
-            write!(f, "{y:04}-{m:02}-{d:02}")
-        } else {
-            let rem = self.secs.rem_euclid(86_400);
-            let (hh, mm, ss) = (rem / 3600, rem % 3600 / 60, rem % 60);
-            write!(f, "{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
-        }
+        let mut out = String::with_capacity(20);
+        self.write_to(&mut out);
+        f.write_str(&out)
     }
 }
 

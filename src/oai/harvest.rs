@@ -212,7 +212,6 @@ pub async fn harvest(
     };
     let from = request.from.map(|d| d.in_granularity(granularity, false));
     let until = request.until.map(|d| d.in_granularity(granularity, true));
-    let mut first_request = true;
     for set in sets {
         let mut token: Option<String> = None;
         let mut seen_tokens = HashSet::new();
@@ -229,10 +228,10 @@ pub async fn harvest(
                     request_url(base, &args)
                 }
             };
-            if !first_request && !settings.politeness_delay.is_zero() {
+            // Every ListRecords request follows another request (Identify at least): pause (OAI-52).
+            if !settings.politeness_delay.is_zero() {
                 tokio::time::sleep(settings.politeness_delay).await;
             }
-            first_request = false;
             let fail = |kind| HarvestError {
                 url: url.clone(),
                 page: page_no,

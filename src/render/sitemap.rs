@@ -105,8 +105,9 @@ pub fn render_shards<'a, E>(
         entry.push_str(&escape(url));
         entry.push_str("</loc>");
         if let Some(d) = lastmod {
-            use std::fmt::Write;
-            let _ = write!(entry, "<lastmod>{d}</lastmod>");
+            entry.push_str("<lastmod>");
+            d.write_to(&mut entry);
+            entry.push_str("</lastmod>");
         }
         entry.push_str("</url>\n");
         let full = shard.urls == limits.max_urls
