@@ -1,0 +1,646 @@
+//! A fast, pre-rendering OAI-PMH data provider for the harvest benchmark (benches/harvest/run.sh).
+//!
+//! At start it renders every `ListRecords` page of a synthetic repository into memory (full HTTP
+//! responses, headers included), then serves them over HTTP/1.1 keep-alive on 127.0.0.1 by
+//! copying bytes: serving costs next to nothing, so the harvesters' CPU is what gets measured.
+//!
+//! Records are realistic oai_dc of about 2 KB: title, 1-4 creators, subjects, a long description,
+//! publisher, date, type, format, language, rights, and 2-4 `dc:identifier` values of mixed
+//! classes (landing page inside the baseURL's directory, PDFs inside and outside it, DOIs, URNs,
+//! URLs on other hosts, a few URLs shared by several records); about 2% are deleted. All URLs are
+//! ASCII and canonical, so any correct harvester derives the same URL set from them.
+//!
+//! `--expected-urls FILE` writes that URL set (the distinct in-scope URLs of live records, sorted
+//! bytewise), computed from the generator rather than from the XML, as a third opinion.
+//!
+//! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
+//!                         [--seed S]
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const REPO_HOST: &str = "127.0.0.1";
+const DATE: &str = "2025-06-01T12:00:00Z";
+
+struct Options {
+    records: u64,
+    page_size: u64,
+    port: u16,
+    expected_urls: Option<String>,
+    seed: u64,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        records: 1_000_000,
+        page_size: 500,
+        port: 8765,
+        expected_urls: None,
+        seed: 42,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or_else(|| format!("{a} needs a value"));
+        match a.as_str() {
+            "--records" => o.records = value()?.parse().map_err(|e| format!("--records: {e}"))?,
+            "--page-size" => {
+                o.page_size = value()?.parse().map_err(|e| format!("--page-size: {e}"))?
+            }
+            "--port" => o.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
+            "--seed" => o.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
+            "--expected-urls" => o.expected_urls = Some(value()?),
+            "-h" | "--help" => {
+                println!(
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S]"
+                );
+                std::process::exit(0);
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    if o.page_size == 0 {
+        return Err("--page-size must be at least 1".into());
+    }
+    Ok(o)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deterministic pseudo-random content.
+
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64, id: u64) -> Self {
+        Rng(seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+    }
+    fn next(&mut self) -> u64 {
+        // splitmix64
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    /// True with probability `percent`/100.
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
+        items[self.below(items.len() as u64) as usize]
+    }
+}
+
+const WORDS: &[&str] = &[
+    "analysis", "adaptive", "model", "framework", "evidence", "longitudinal", "study", "cohort",
+    "effects", "climate", "regional", "variability", "network", "distributed", "learning",
+    "protein", "structure", "dynamics", "coastal", "sediment", "transport", "policy", "urban",
+    "mobility", "health", "outcomes", "randomised", "trial", "quantum", "transport", "thermal",
+    "conductivity", "graphene", "soil", "microbial", "community", "governance", "digital",
+    "archive", "heritage", "language", "acquisition", "bilingual", "children", "income",
+    "inequality", "labour", "market", "reform", "energy", "storage", "battery", "lithium",
+    "catalyst", "synthesis", "machine", "translation", "corpus", "annotation", "medieval",
+    "manuscript", "tradition", "ecosystem", "services", "biodiversity", "monitoring", "satellite",
+    "remote", "sensing", "groundwater", "recharge", "estimation", "uncertainty", "bayesian",
+    "inference", "hierarchical", "spatial", "temporal", "patterns", "migration", "routes",
+    "seabirds", "genomic", "variation", "population", "history", "early", "modern", "trade",
+    "ceramics", "excavation", "settlement", "practices", "teacher", "education", "assessment",
+    "curriculum", "mathematics", "reasoning", "proof", "algebraic", "topology", "invariants",
+    "optimisation", "convex", "stochastic", "gradient", "methods", "convergence", "robust",
+    "control", "systems", "wind", "turbine", "fatigue", "loads", "materials", "composite",
+    "damage", "detection", "acoustic", "emission", "signal", "processing", "sparse", "recovery",
+    "imaging", "magnetic", "resonance", "brain", "connectivity", "ageing", "cognition", "memory",
+    "sleep", "quality", "workers", "shift", "nursing", "hospital", "readmission", "risk",
+    "prediction", "fairness", "accountability", "algorithms", "public", "sector", "welfare",
+];
+
+const FIRST: &[&str] = &[
+    "Anna", "Jan", "Maria", "Pieter", "Sofia", "Lukas", "Emma", "Noah", "Chiara", "Mateo",
+    "Aoife", "Søren", "Zoë", "José", "Björn", "Ines", "Kenji", "Amara", "Olga", "Tomasz",
+];
+const LAST: &[&str] = &[
+    "Jansen", "de Vries", "Müller", "Rossi", "García", "Nowak", "O'Brien", "Dubois", "Nielsen",
+    "Kowalski", "Smith", "Okafor", "Tanaka", "Ivanova", "Silva", "Andersson", "Novák", "Brown",
+    "Horváth", "Lefèvre",
+];
+const PUBLISHERS: &[&str] = &[
+    "Northbridge University",
+    "Northbridge University Press",
+    "Faculty of Science, Northbridge University",
+    "Institute for Coastal Research",
+    "Northbridge University Library",
+];
+const TYPES: &[&str] = &[
+    "info:eu-repo/semantics/article",
+    "info:eu-repo/semantics/doctoralThesis",
+    "info:eu-repo/semantics/conferenceObject",
+    "info:eu-repo/semantics/report",
+    "Text",
+];
+const SUBJECTS: &[&str] = &[
+    "Earth sciences", "Oceanography", "Public health", "Computer science", "Linguistics",
+    "Economics", "History", "Archaeology", "Education", "Mathematics", "Engineering",
+    "Neuroscience", "Nursing", "Law", "Political science", "Ecology", "Chemistry", "Physics",
+];
+const LANGS: &[&str] = &["en", "en", "en", "de", "nl", "fr"];
+const RIGHTS: &[&str] = &[
+    "info:eu-repo/semantics/openAccess",
+    "Attribution 4.0 International (CC BY 4.0) https://creativecommons.org/licenses/by/4.0/",
+    "info:eu-repo/semantics/embargoedAccess",
+    "© the authors; all rights reserved",
+];
+
+fn words(r: &mut Rng, out: &mut String, n: usize) {
+    for i in 0..n {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(r.pick(WORDS));
+    }
+}
+
+fn capitalised_words(r: &mut Rng, out: &mut String, n: usize) {
+    let start = out.len();
+    words(r, out, n);
+    // ASCII word lists: upper-casing the first byte keeps the string valid.
+    out[start..start + 1].make_ascii_uppercase();
+}
+
+/// `days` since 1970-01-01 -> (year, month, day) (Howard Hinnant's civil_from_days).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Everything that depends on where the repository is served.
+struct Site {
+    /// `http://127.0.0.1:PORT`
+    origin: String,
+    /// `http://127.0.0.1:PORT/oai/request`
+    base_url: String,
+}
+
+/// Appends one `<record>` for record `id` to `out`; pushes its in-scope URLs onto `urls`.
+fn render_record(out: &mut String, id: u64, seed: u64, site: &Site, urls: &mut Vec<String>) {
+    let mut r = Rng::new(seed, id);
+    let deleted = r.chance(2);
+    // Datestamps between 2010 and 2025.
+    let secs = 1_262_304_000 + r.below(15 * 365 * 86_400) as i64;
+    let (y, mo, d) = civil(secs.div_euclid(86_400));
+    let tod = secs.rem_euclid(86_400);
+    let set = r.below(40);
+    let _ = write!(
+        out,
+        "<record>\n<header{}>\n<identifier>oai:bench.northbridge.example:{id}</identifier>\n\
+         <datestamp>{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z</datestamp>\n\
+         <setSpec>com_{}</setSpec>\n<setSpec>col_{set}</setSpec>\n</header>\n",
+        if deleted { " status=\"deleted\"" } else { "" },
+        tod / 3600,
+        tod / 60 % 60,
+        tod % 60,
+        set / 8,
+    );
+    if deleted {
+        out.push_str("</record>\n");
+        return;
+    }
+    out.push_str(
+        "<metadata>\n<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
+         xmlns:dc=\"http://purl.org/dc/elements/1.1/\" \
+         xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+         xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ \
+         http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
+    );
+    out.push_str("<dc:title>");
+    let n = 6 + r.below(9) as usize;
+    capitalised_words(&mut r, out, n);
+    if r.chance(30) {
+        out.push_str(": ");
+        words(&mut r, out, 4);
+    }
+    out.push_str("</dc:title>\n");
+    for _ in 0..1 + r.below(4) {
+        let _ = writeln!(
+            out,
+            "<dc:creator>{}, {}</dc:creator>",
+            r.pick(LAST).replace('\'', "&apos;"),
+            r.pick(FIRST)
+        );
+    }
+    for _ in 0..2 + r.below(4) {
+        let _ = writeln!(out, "<dc:subject>{}</dc:subject>", r.pick(SUBJECTS));
+    }
+    // The long part: an abstract of 60-110 words in sentences, with the odd escaped character.
+    out.push_str("<dc:description>");
+    let total = 60 + r.below(51) as usize;
+    let mut written = 0;
+    while written < total {
+        let n = (8 + r.below(14) as usize).min(total - written);
+        capitalised_words(&mut r, out, n);
+        written += n;
+        out.push_str(match r.below(20) {
+            0 => " &amp; more. ",
+            1 => " (n &lt; 500). ",
+            _ => ". ",
+        });
+    }
+    out.pop();
+    out.push_str("</dc:description>\n");
+    let _ = writeln!(out, "<dc:publisher>{}</dc:publisher>", r.pick(PUBLISHERS));
+    let _ = writeln!(out, "<dc:date>{y:04}-{mo:02}-{d:02}</dc:date>");
+    let _ = writeln!(out, "<dc:type>{}</dc:type>", r.pick(TYPES));
+    let _ = writeln!(out, "<dc:format>application/pdf</dc:format>");
+
+    // dc:identifier: 2-4 values of mixed classes.
+    let origin = &site.origin;
+    let mut ids: Vec<String> = Vec::with_capacity(4);
+    let mut scoped: Vec<String> = Vec::with_capacity(3);
+    if !r.chance(1) {
+        // The landing page, inside the baseURL's directory (/oai/); some with a query string.
+        let url = if r.chance(10) {
+            format!("{origin}/oai/view?id={id}&lang=en")
+        } else {
+            format!("{origin}/oai/records/{id}")
+        };
+        scoped.push(url.clone());
+        ids.push(url);
+    }
+    if r.chance(50) {
+        let slug = r.pick(WORDS);
+        if r.chance(70) {
+            let url = format!("{origin}/oai/files/{id}/{slug}-{id}.pdf");
+            scoped.push(url.clone());
+            ids.push(url);
+        } else {
+            // Same host, outside the baseURL's directory: out of scope.
+            ids.push(format!("{origin}/bitstream/{id}/{slug}.pdf"));
+        }
+    }
+    if r.chance(1) {
+        // A collection page several records share: published once.
+        let url = format!("{origin}/oai/collections/{}", id % 97);
+        scoped.push(url.clone());
+        ids.push(url);
+    }
+    if ids.len() < 4 && r.chance(70) {
+        ids.push(if r.chance(50) {
+            format!("doi:10.5555/nb.{}.{id}", y)
+        } else {
+            format!("https://doi.org/10.5555/nb.{}.{id}", y)
+        });
+    }
+    if ids.len() < 4 && r.chance(30) {
+        ids.push(format!("https://www.example.org/article/{id}"));
+    }
+    if ids.len() < 4 && r.chance(5) {
+        ids.push(format!("urn:nbn:nl:ui:99-{id}"));
+    }
+    if ids.len() < 4 && r.chance(3) {
+        ids.push(format!("http://hdl.handle.net/99999/{id}"));
+    }
+    while ids.len() < 2 {
+        ids.push(format!("doi:10.5555/nb.{id}"));
+    }
+    for v in &ids {
+        out.push_str("<dc:identifier>");
+        out.push_str(&v.replace('&', "&amp;"));
+        out.push_str("</dc:identifier>\n");
+    }
+    let _ = writeln!(out, "<dc:language>{}</dc:language>", r.pick(LANGS));
+    let _ = writeln!(out, "<dc:rights>{}</dc:rights>", r.pick(RIGHTS));
+    out.push_str("</oai_dc:dc>\n</metadata>\n</record>\n");
+    urls.append(&mut scoped);
+}
+
+fn envelope_open(out: &mut String, site: &Site, request_attrs: &str) {
+    let _ = write!(
+        out,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\" \
+         xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+         xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/ \
+         http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd\">\n\
+         <responseDate>{DATE}</responseDate>\n<request{request_attrs}>{}</request>\n",
+        site.base_url
+    );
+}
+
+fn http_response(status: &str, body: &[u8]) -> Arc<[u8]> {
+    let mut v = Vec::with_capacity(body.len() + 128);
+    let _ = write!(
+        v,
+        "HTTP/1.1 {status}\r\nContent-Type: text/xml; charset=utf-8\r\nContent-Length: {}\r\n\
+         Date: Sun, 01 Jun 2025 12:00:00 GMT\r\n\r\n",
+        body.len()
+    );
+    v.extend_from_slice(body);
+    v.into()
+}
+
+fn token_for(cursor: u64) -> String {
+    // Pipes and a slash, as real servers use, so clients must percent-encode the token.
+    format!("oai_dc|{cursor}|/bench")
+}
+
+fn cursor_of(token: &str) -> Option<u64> {
+    let rest = token.strip_prefix("oai_dc|")?;
+    let (cursor, tail) = rest.split_once('|')?;
+    (tail == "/bench").then(|| cursor.parse().ok()).flatten()
+}
+
+/// All responses, rendered.
+struct Pages {
+    list: Vec<Arc<[u8]>>,
+    identify: Arc<[u8]>,
+    page_size: u64,
+    base_url: String,
+}
+
+fn render_page(o: &Options, site: &Site, page: u64, urls: &mut Vec<String>) -> (Vec<u8>, u64) {
+    let start = page * o.page_size;
+    let end = (start + o.page_size).min(o.records);
+    let mut out = String::with_capacity(((end - start) * 2300) as usize + 1024);
+    let attrs = if page == 0 {
+        " verb=\"ListRecords\" metadataPrefix=\"oai_dc\"".to_owned()
+    } else {
+        format!(
+            " verb=\"ListRecords\" resumptionToken=\"{}\"",
+            token_for(start)
+        )
+    };
+    envelope_open(&mut out, site, &attrs);
+    out.push_str("<ListRecords>\n");
+    let records_start = out.len();
+    for id in start..end {
+        render_record(&mut out, id + 1, o.seed, site, urls);
+    }
+    let record_bytes = (out.len() - records_start) as u64;
+    if end < o.records {
+        let _ = writeln!(
+            out,
+            "<resumptionToken completeListSize=\"{}\" cursor=\"{start}\">{}</resumptionToken>",
+            o.records,
+            token_for(end)
+        );
+    } else if page > 0 {
+        let _ = writeln!(
+            out,
+            "<resumptionToken completeListSize=\"{}\" cursor=\"{start}\"/>",
+            o.records
+        );
+    }
+    out.push_str("</ListRecords>\n</OAI-PMH>\n");
+    (out.into_bytes(), record_bytes)
+}
+
+fn render_all(o: &Options) -> (Pages, Vec<String>) {
+    let site = Site {
+        origin: format!("http://{REPO_HOST}:{}", o.port),
+        base_url: format!("http://{REPO_HOST}:{}/oai/request", o.port),
+    };
+    let pages = o.records.div_ceil(o.page_size).max(1);
+    // Two threads render halves of the pages (the machine has two cores).
+    let half = pages.div_ceil(2);
+    let (mut list, mut urls, mut record_bytes, mut max_page) = (Vec::new(), Vec::new(), 0u64, 0);
+    std::thread::scope(|s| {
+        let work = |from: u64, to: u64| {
+            let site = &site;
+            move || {
+                let mut list = Vec::new();
+                let mut urls = Vec::new();
+                let mut record_bytes = 0;
+                let mut max_page = 0;
+                for p in from..to {
+                    let (body, rb) = render_page(o, site, p, &mut urls);
+                    record_bytes += rb;
+                    max_page = max_page.max(body.len());
+                    list.push(http_response("200 OK", &body));
+                }
+                (list, urls, record_bytes, max_page)
+            }
+        };
+        let a = s.spawn(work(0, half));
+        let b = s.spawn(work(half, pages));
+        for h in [a, b] {
+            let (l, u, rb, mp) = h.join().expect("render thread");
+            list.extend(l);
+            urls.extend(u);
+            record_bytes += rb;
+            max_page = max_page.max(mp);
+        }
+    });
+    let mut identify = String::new();
+    envelope_open(&mut identify, &site, " verb=\"Identify\"");
+    let _ = write!(
+        identify,
+        "<Identify>\n<repositoryName>Northbridge benchmark repository</repositoryName>\n\
+         <baseURL>{}</baseURL>\n<protocolVersion>2.0</protocolVersion>\n\
+         <adminEmail>repository@northbridge.example</adminEmail>\n\
+         <earliestDatestamp>2010-01-01T00:00:00Z</earliestDatestamp>\n\
+         <deletedRecord>persistent</deletedRecord>\n<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>\n\
+         </Identify>\n</OAI-PMH>\n",
+        site.base_url
+    );
+    let total: usize = list.iter().map(|p| p.len()).sum();
+    eprintln!(
+        "oai-bench-server: {} records in {} pages of {}; {:.1} MB in all, {:.0} bytes a record on average, largest page {:.2} MB",
+        o.records,
+        pages,
+        o.page_size,
+        total as f64 / 1e6,
+        record_bytes as f64 / o.records.max(1) as f64,
+        max_page as f64 / 1e6,
+    );
+    (
+        Pages {
+            list,
+            identify: http_response("200 OK", identify.as_bytes()),
+            page_size: o.page_size,
+            base_url: site.base_url,
+        },
+        urls,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP.
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'%' if i + 2 < b.len() => {
+                let hex = |c: u8| (c as char).to_digit(16);
+                match (hex(b[i + 1]), hex(b[i + 2])) {
+                    (Some(h), Some(l)) => {
+                        out.push((h * 16 + l) as u8);
+                        i += 3;
+                        continue;
+                    }
+                    _ => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn oai_error(pages: &Pages, code: &str, message: &str) -> Arc<[u8]> {
+    let site = Site {
+        origin: String::new(),
+        base_url: pages.base_url.clone(),
+    };
+    let mut out = String::new();
+    envelope_open(&mut out, &site, "");
+    let _ = write!(
+        out,
+        "<error code=\"{code}\">{message}</error>\n</OAI-PMH>\n"
+    );
+    http_response("200 OK", out.as_bytes())
+}
+
+fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path != "/oai/request" {
+        return http_response("404 Not Found", b"not found\n");
+    }
+    let mut verb = None;
+    let mut prefix = None;
+    let mut token = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let v = percent_decode(v);
+        match k {
+            "verb" => verb = Some(v),
+            "metadataPrefix" => prefix = Some(v),
+            "resumptionToken" => token = Some(v),
+            _ => return oai_error(pages, "badArgument", "unknown argument"),
+        }
+    }
+    match verb.as_deref() {
+        Some("Identify") => pages.identify.clone(),
+        Some("ListRecords") => match (prefix.as_deref(), token.as_deref()) {
+            (Some("oai_dc"), None) => pages.list[0].clone(),
+            (Some(_), None) => oai_error(pages, "cannotDisseminateFormat", "only oai_dc"),
+            (None, Some(t)) => match cursor_of(t) {
+                Some(c) if c % pages.page_size == 0 && ((c / pages.page_size) as usize) < pages.list.len() => {
+                    pages.list[(c / pages.page_size) as usize].clone()
+                }
+                _ => oai_error(pages, "badResumptionToken", "unknown token"),
+            },
+            _ => oai_error(pages, "badArgument", "metadataPrefix or resumptionToken"),
+        },
+        _ => oai_error(pages, "badVerb", "unsupported verb"),
+    }
+}
+
+async fn serve(mut stream: TcpStream, pages: Arc<Pages>) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut buf = Vec::with_capacity(8192);
+    let mut chunk = [0u8; 8192];
+    loop {
+        // Read one request head.
+        let end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            if buf.len() > 64 * 1024 {
+                return Ok(());
+            }
+            let n = stream.read(&mut chunk).await?;
+            if n == 0 {
+                return Ok(());
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).into_owned();
+        buf.drain(..end);
+        let mut lines = head.split("\r\n");
+        let request_line = lines.next().unwrap_or("");
+        let mut parts = request_line.split(' ');
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let close = lines.any(|l| {
+            let l = l.to_ascii_lowercase();
+            l.starts_with("connection:") && l.contains("close")
+        }) || request_line.ends_with("HTTP/1.0");
+        let response = if method == "GET" {
+            route(&pages, target)
+        } else {
+            http_response("405 Method Not Allowed", b"GET only\n")
+        };
+        stream.write_all(&response).await?;
+        if close {
+            stream.shutdown().await?;
+            return Ok(());
+        }
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let o = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("oai-bench-server: {e}");
+            std::process::exit(2);
+        }
+    };
+    let started = Instant::now();
+    let (pages, mut urls) = render_all(&o);
+    if let Some(path) = &o.expected_urls {
+        urls.sort_unstable();
+        urls.dedup();
+        let set: BTreeSet<&str> = urls.iter().map(String::as_str).collect();
+        let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("expected-urls file"));
+        for u in &set {
+            writeln!(f, "{u}").expect("write expected-urls");
+        }
+        f.flush().expect("write expected-urls");
+        eprintln!("oai-bench-server: {} distinct in-scope URLs written to {path}", set.len());
+    }
+    drop(urls);
+    // Listen only once everything is rendered, so an open port means ready.
+    let listener = TcpListener::bind((REPO_HOST, o.port))
+        .await
+        .unwrap_or_else(|e| {
+            eprintln!("oai-bench-server: cannot listen on {REPO_HOST}:{}: {e}", o.port);
+            std::process::exit(1);
+        });
+    eprintln!(
+        "oai-bench-server: rendered in {:.1} s; serving {} on {REPO_HOST}:{}",
+        started.elapsed().as_secs_f64(),
+        pages.base_url,
+        o.port
+    );
+    let pages = Arc::new(pages);
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let pages = pages.clone();
+        tokio::spawn(async move {
+            let _ = serve(stream, pages).await;
+        });
+    }
+}
