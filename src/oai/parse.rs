@@ -2,12 +2,16 @@
 //! errors it carries. Pure: no IO, no tokio. Namespace-aware (OAI-44), never DTD-loading (OAI-09).
 //!
 //! `ListRecords` pages are read with quick-xml as a stream of events, keeping only what
-//! publishing needs per record; `Identify` is small and read with roxmltree.
+//! publishing needs per record; most pages are first taken by the hand-written scanner in
+//! [`super::scan`], which gives the same result faster and declines anything unusual.
+//! `Identify` is small and read with roxmltree.
 
 use std::borrow::Cow;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
+
+use super::scan;
 
 use crate::datestamp::{Datestamp, Granularity};
 
@@ -21,7 +25,7 @@ pub const DC_NS: &str = "http://purl.org/dc/elements/1.1/";
 pub const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-repository";
 
 /// Deepest element nesting accepted; real oai_dc pages are 6 deep.
-const MAX_DEPTH: usize = 256;
+pub(super) const MAX_DEPTH: usize = 256;
 
 /// One harvested record: only what publishing needs.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -173,7 +177,7 @@ impl ParseError {
 
 /// Which namespace an element name resolved to, folding the accepted aliases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Ns {
+pub(super) enum Ns {
     Oai,
     OaiDc,
     Dc,
@@ -184,7 +188,7 @@ enum Ns {
 
 /// Classifies a namespace URI, folding the accepted `https://` aliases (OAI-43); the flag says
 /// whether the alias was used.
-fn classify_uri(uri: &str) -> (Ns, bool) {
+pub(super) fn classify_uri(uri: &str) -> (Ns, bool) {
     let (https, rest) = if let Some(rest) = uri.strip_prefix("https://") {
         (true, rest)
     } else if let Some(rest) = uri.strip_prefix("http://") {
@@ -311,7 +315,7 @@ pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, 
 }
 
 /// Whether a numeric character reference names a character XML 1.0 allows.
-fn legal_xml_char(c: u32) -> bool {
+pub(super) fn legal_xml_char(c: u32) -> bool {
     matches!(c, 0x9 | 0xA | 0xD | 0x20..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
 }
 
@@ -422,7 +426,7 @@ fn describe_non_oai(text: &str, root: Option<&str>) -> String {
 
 /// Which text is being collected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Capture {
+pub(super) enum Capture {
     ResponseDate,
     Error,
     Identifier,
@@ -435,9 +439,28 @@ enum Capture {
 /// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
 /// same way), or an error response of any verb.
 pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
-    let mut page = ListPage::default();
-    let text = prepare(body, &mut page.quirks)?;
-    let text: &str = &text;
+    let mut quirks = Quirks::default();
+    let text = prepare(body, &mut quirks)?;
+    // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
+    // below reads (or rejects) as the reference.
+    if let Some(page) = scan::scan_list_records(&text, quirks) {
+        return Ok(page);
+    }
+    parse_with_quick_xml(&text, quirks, body.len())
+}
+
+/// [`parse_list_records`] with quick-xml, after [`prepare`]: the reference reader, and the
+/// fallback for every page [`scan::scan_list_records`] declines. `body_len` is the length of the
+/// body as received, for [`ParseError::Truncated`].
+pub(super) fn parse_with_quick_xml(
+    text: &str,
+    quirks: Quirks,
+    body_len: usize,
+) -> Result<ListPage, ParseError> {
+    let mut page = ListPage {
+        quirks,
+        ..ListPage::default()
+    };
     let mut reader = Reader::from_str(text);
     let mut scopes = Scopes::default();
     let mut depth = 0usize;
@@ -463,9 +486,9 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
                 | SyntaxError::UnclosedDoubleQuotedAttributeValue
                 | SyntaxError::UnclosedSingleQuotedAttributeValue
                 | SyntaxError::InvalidBangMarkup,
-            ) => ParseError::Truncated { len: body.len() },
+            ) => ParseError::Truncated { len: body_len },
             quick_xml::Error::IllFormed(IllFormedError::MissingEndTag(_)) => {
-                ParseError::Truncated { len: body.len() }
+                ParseError::Truncated { len: body_len }
             }
             other => ParseError::Xml {
                 offset: pos,
@@ -651,18 +674,23 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
                     });
                 }
                 if depth > 0 {
-                    return Err(ParseError::Truncated { len: body.len() });
+                    return Err(ParseError::Truncated { len: body_len });
                 }
                 break;
             }
             _ => {}
         }
     }
+    Ok(finish(page))
+}
+
+/// Completes a page read to its end: a response with errors holds nothing else.
+pub(super) fn finish(mut page: ListPage) -> ListPage {
     if !page.errors.is_empty() {
         page.records.clear();
         page.token = None;
     }
-    Ok(page)
+    page
 }
 
 /// Handles the end of the element at `depth`: stores captured text and closes contexts.
