@@ -1,12 +1,15 @@
 //! Turns parsed command-line arguments and `bridge.toml` into the options of each command
 //! (precedence: flags, then environment, then file, then defaults), and runs it.
 
+use std::io::Write as _;
+use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use url::Url;
 
-use crate::cli::ExportArgs;
+use crate::cli::{ExportArgs, ServeArgs};
 use crate::config::{self, Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
 use crate::oai::{HarvestRequest, Source};
@@ -201,4 +204,148 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The configuration of `serve`: the file, overridden by environment variables and flags.
+pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
+    let mut config = Config::load(&args.config)?;
+    if let Some(listen) = &args.listen {
+        config.server.listen = listen.parse().map_err(|e| {
+            flag_err(
+                "--listen / OAI_BRIDGE_LISTEN",
+                format!("{listen:?} is not an address:port: {e}"),
+            )
+        })?;
+    }
+    if let Some(url) = &args.public_url {
+        config.server.public_url = Some(
+            config::directory_url(url)
+                .map_err(|m| flag_err("--public-url / OAI_BRIDGE_PUBLIC_URL", m))?,
+        );
+    }
+    if let Some(dir) = &args.state_dir {
+        config.server.state_dir = dir.clone();
+    }
+    if config.repositories.is_empty() {
+        return Err(ConfigError {
+            file: args.config.display().to_string(),
+            key: "[[repository]]".to_owned(),
+            message: "none is configured; serve needs at least one".to_owned(),
+        });
+    }
+    Ok(config)
+}
+
+/// The public URL when none is configured: the listen address, with loopback for "any".
+fn default_public_url(addr: SocketAddr) -> Url {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
+}
+
+/// Runs `serve` until SIGTERM or Ctrl-C; returns the exit code.
+pub async fn run_serve(args: &ServeArgs) -> ExitCode {
+    let config = match serve_config(args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    if args.check_config {
+        println!(
+            "{}: valid; {} repositories:",
+            args.config.display(),
+            config.repositories.len()
+        );
+        for r in &config.repositories {
+            println!(
+                "  {:<16} {} (refresh every {})",
+                r.name,
+                r.source,
+                crate::pipeline::human_duration(r.refresh_interval)
+            );
+        }
+        return ExitCode::SUCCESS;
+    }
+    let listener = match tokio::net::TcpListener::bind(config.server.listen).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("error: cannot listen on {}: {e}", config.server.listen);
+            return ExitCode::FAILURE;
+        }
+    };
+    let addr = listener.local_addr().unwrap_or(config.server.listen);
+    let public_url = match &config.server.public_url {
+        Some(url) => url.clone(),
+        None => {
+            if !addr.ip().is_loopback() {
+                tracing::warn!(
+                    "no [server] public_url: sitemaps will name http://{addr}/; set the URL crawlers use"
+                );
+            }
+            default_public_url(addr)
+        }
+    };
+    let gateway = match crate::server::Gateway::new(&config, public_url.clone()) {
+        Ok(g) => Arc::new(g),
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let local = default_public_url(addr);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "oai-bridge serving on {local}");
+    let _ = writeln!(out, "  status page  {local}");
+    let _ = writeln!(out, "  robots.txt   {public_url}robots.txt");
+    for repo in &gateway.repos {
+        let _ = writeln!(
+            out,
+            "  {:<12} {}{}",
+            repo.config.name,
+            repo.job.public_url,
+            crate::pipeline::INDEX_NAME
+        );
+    }
+    let _ = out.flush();
+    drop(out);
+    crate::server::serve(
+        gateway,
+        listener,
+        config.server.drain_timeout,
+        shutdown_signal(),
+    )
+    .await;
+    ExitCode::SUCCESS
+}
+
+/// Completes on SIGTERM or Ctrl-C (SIGINT).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => {
+            if let Err(e) = r {
+                tracing::warn!("cannot listen for Ctrl-C: {e}");
+                std::future::pending::<()>().await;
+            }
+            tracing::info!("Ctrl-C received");
+        }
+        () = terminate => tracing::info!("SIGTERM received"),
+    }
 }

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Publishes OAI-PMH repositories as sitemaps for search engines and FAIR crawlers.
-///
-/// Exit codes: 0 success, 1 failure (nothing was replaced), 2 usage error, 78 bad configuration.
 #[derive(Debug, Parser)]
-#[command(name = "oai-bridge", version, about, long_about = None)]
+#[command(
+    name = "oai-bridge",
+    version,
+    about,
+    after_help = "Exit codes: 0 success, 1 failure (an export leaves its folder as it was), 2 usage error, 78 bad configuration."
+)]
 pub struct Cli {
     /// Log format on stderr.
     #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "OAI_BRIDGE_LOG_FORMAT")]
@@ -36,8 +39,30 @@ pub enum LogFormat {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the gateway: serve every configured repository's sitemaps, refreshed on a schedule.
+    Serve(ServeArgs),
     /// Harvest a repository once and write sitemaps and robots.txt to a folder.
-    Export(ExportArgs),
+    Export(Box<ExportArgs>),
+}
+
+/// `oai-bridge serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Configuration file.
+    #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
+    pub config: PathBuf,
+    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides [server] listen.
+    #[arg(long, env = "OAI_BRIDGE_LISTEN", value_name = "ADDR:PORT")]
+    pub listen: Option<String>,
+    /// Public URL of the gateway, as crawlers reach it; overrides [server] public_url.
+    #[arg(long, env = "OAI_BRIDGE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Where generations are kept; overrides [server] state_dir.
+    #[arg(long, env = "OAI_BRIDGE_STATE_DIR")]
+    pub state_dir: Option<PathBuf>,
+    /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
+    #[arg(long)]
+    pub check_config: bool,
 }
 
 /// `oai-bridge export`.

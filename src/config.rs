@@ -17,6 +17,17 @@ use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default state directory of `serve`.
 pub const DEFAULT_STATE_DIR: &str = "state";
+/// Default size of the gateway's cache of file bytes.
+pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+/// Default time in-flight requests get to finish at shutdown.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default `Cache-Control: max-age` of sitemap files.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Default time between refreshes of a repository.
+pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
+/// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
+/// so a short interval means back-to-back harvests, not overlapping ones).
+pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A configuration error, naming the file and key.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +58,9 @@ struct RawServer {
     listen: Option<String>,
     public_url: Option<String>,
     state_dir: Option<PathBuf>,
+    cache_bytes: Option<u64>,
+    drain_timeout_secs: Option<u64>,
+    max_age_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -80,6 +94,7 @@ struct RawRepository {
     max_urls_per_shard: Option<usize>,
     max_bytes_per_shard: Option<usize>,
     gzip: Option<bool>,
+    refresh_interval_secs: Option<u64>,
 }
 
 /// The validated configuration.
@@ -102,6 +117,12 @@ pub struct ServerConfig {
     pub public_url: Option<Url>,
     /// Where generations are kept.
     pub state_dir: PathBuf,
+    /// Bytes of file content (plain and gzipped) the gateway keeps in memory.
+    pub cache_bytes: u64,
+    /// Time in-flight requests get to finish at shutdown.
+    pub drain_timeout: Duration,
+    /// `Cache-Control: max-age` of sitemap files and robots.txt.
+    pub max_age: Duration,
 }
 
 /// One `[[repository]]`.
@@ -125,6 +146,8 @@ pub struct RepositoryConfig {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
+    /// Time between refreshes (`serve`).
+    pub refresh_interval: Duration,
 }
 
 impl Config {
@@ -177,7 +200,22 @@ impl Config {
                     .state_dir
                     .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
             ),
+            cache_bytes: raw.server.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
+            drain_timeout: raw
+                .server
+                .drain_timeout_secs
+                .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
+            max_age: raw
+                .server
+                .max_age_secs
+                .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
         };
+        if server.cache_bytes < 1024 * 1024 {
+            return Err(err(
+                "[server] cache_bytes",
+                "must be at least 1048576 (1 MiB)".to_owned(),
+            ));
+        }
 
         let d = HarvestSettings::default();
         let h = raw.harvest;
@@ -305,7 +343,19 @@ impl Config {
                 .validate()
                 .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
                 gzip: r.gzip.unwrap_or(false),
+                refresh_interval: r
+                    .refresh_interval_secs
+                    .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
             };
+            if repo.refresh_interval < MIN_REFRESH_INTERVAL {
+                return Err(err(
+                    &key("refresh_interval_secs"),
+                    format!(
+                        "must be at least {} seconds",
+                        MIN_REFRESH_INTERVAL.as_secs()
+                    ),
+                ));
+            }
             check_range(repo.from, repo.until).map_err(|m| err(&key("from"), m))?;
             repositories.push(repo);
         }
@@ -486,9 +536,120 @@ mod tests {
     }
 
     #[test]
-    fn the_shipped_bridge_toml_is_valid() {
+    fn impossible_server_and_refresh_limits_are_rejected() {
+        rejects(
+            "[server]\ncache_bytes = 10\n",
+            "[server] cache_bytes",
+            "at least",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nrefresh_interval_secs = 0\n",
+            "[[repository]] \"a\" refresh_interval_secs",
+            "at least 1",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nrefresh = 5\n",
+            "line 4",
+            "unknown field `refresh`",
+        );
+        rejects(
+            "[server]\npublic_url = \"ftp://h/\"\n",
+            "[server] public_url",
+            "http",
+        );
+    }
+
+    /// The shipped file parses, serves the sample repository, shows every key, and shows each
+    /// with its default: what it says equals what an empty file gives.
+    #[test]
+    fn the_shipped_bridge_toml_shows_every_key_with_its_default() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("bridge.toml");
-        let config = Config::load(&path).unwrap();
-        assert!(!config.repositories.is_empty());
+        let shipped = Config::load(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let base = path.parent().unwrap();
+        let defaults = Config::parse(
+            "[[repository]]\nname = \"sample\"\nbase_url = \"fixtures/sample-repository.xml\"\n",
+            "defaults",
+            base,
+        )
+        .unwrap();
+        assert_eq!(shipped.harvest, defaults.harvest);
+        let (s, d) = (&shipped.server, &defaults.server);
+        assert_eq!(
+            (
+                s.listen,
+                &s.state_dir,
+                s.cache_bytes,
+                s.drain_timeout,
+                s.max_age
+            ),
+            (
+                d.listen,
+                &d.state_dir,
+                d.cache_bytes,
+                d.drain_timeout,
+                d.max_age
+            )
+        );
+        assert_eq!(
+            s.public_url, None,
+            "public_url defaults to http://{{listen}}/"
+        );
+        let (r, d) = (&shipped.repositories[..], &defaults.repositories[0]);
+        assert_eq!(r.len(), 1);
+        let r = &r[0];
+        assert_eq!(
+            (&r.name, &r.source, &r.sets, &r.scope, r.from, r.until),
+            (&d.name, &d.source, &d.sets, &d.scope, d.from, d.until)
+        );
+        assert_eq!(
+            (
+                r.limits.max_urls,
+                r.limits.max_bytes,
+                r.gzip,
+                r.refresh_interval
+            ),
+            (
+                d.limits.max_urls,
+                d.limits.max_bytes,
+                d.gzip,
+                d.refresh_interval
+            )
+        );
+        for key in [
+            "listen",
+            "public_url",
+            "state_dir",
+            "cache_bytes",
+            "drain_timeout_secs",
+            "max_age_secs",
+            "user_agent",
+            "request_timeout_secs",
+            "connect_timeout_secs",
+            "max_attempts",
+            "backoff_initial_ms",
+            "backoff_max_secs",
+            "retry_after_max_secs",
+            "politeness_delay_ms",
+            "deadline_secs",
+            "max_body_bytes",
+            "max_empty_pages",
+            "name",
+            "base_url",
+            "sets",
+            "scope",
+            "from",
+            "until",
+            "max_urls_per_shard",
+            "max_bytes_per_shard",
+            "gzip",
+            "refresh_interval_secs",
+        ] {
+            let shown = text.lines().any(|l| {
+                l.trim_start_matches(['#', ' '])
+                    .starts_with(&format!("{key} ="))
+            });
+            assert!(shown, "bridge.toml does not show the key {key}");
+        }
     }
 }

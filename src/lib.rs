@@ -4,7 +4,8 @@
 //!
 //! The flow, one module per step (see ARCHITECTURE.md): [`oai`] (client, paging, parsing) ->
 //! [`classify`] and [`scope`] -> [`inventory`] -> [`render`] -> [`publish`], tied together by
-//! [`pipeline`] and driven by [`export`].
+//! [`pipeline`] and driven by [`export`] (once, into a folder) or [`server`] (the gateway, on a
+//! schedule).
 
 pub mod app;
 pub mod classify;
@@ -19,3 +20,4 @@ pub mod progress;
 pub mod publish;
 pub mod render;
 pub mod scope;
+pub mod server;

@@ -23,10 +23,15 @@ fn main() -> ExitCode {
         LogFormat::Text => builder.with_target(false).init(),
         LogFormat::Json => builder.json().init(),
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // `export` harvests one page after another: one thread does it without cross-thread
+    // wake-ups. `serve` answers requests on every core.
+    let runtime = match &cli.command {
+        Command::Export(_) => tokio::runtime::Builder::new_current_thread(),
+        Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+    }
+    .enable_all()
+    .build();
+    let runtime = match runtime {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -36,6 +41,7 @@ fn main() -> ExitCode {
     runtime.block_on(async {
         match &cli.command {
             Command::Export(args) => oai_bridge::app::run_export(args).await,
+            Command::Serve(args) => oai_bridge::app::run_serve(args).await,
         }
     })
 }

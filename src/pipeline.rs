@@ -1,4 +1,4 @@
-//! harvest -> inventory -> rendered files: the steps shared by `export` and (later) the server's
+//! harvest -> inventory -> rendered files: the steps shared by `export` and the server's
 //! refresh. The files go to a [`FileSink`], so the same code fills an export folder or memory.
 
 use std::time::Duration;
@@ -26,6 +26,17 @@ pub trait FileSink {
     type Error: std::error::Error + Send + Sync + 'static;
     /// Stores one file.
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
+
+    /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
+    /// By default the shard is stored as named (gzipped for `.gz`); the server's sink overrides
+    /// this to keep the plain bytes as well, because it answers both spellings.
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<(), Self::Error> {
+        if name.ends_with(".gz") {
+            self.put(name, &gzip(xml))
+        } else {
+            self.put(name, xml)
+        }
+    }
 }
 
 /// What to build.
@@ -193,11 +204,7 @@ pub fn render<S: FileSink>(
     let sink_err = |e: S::Error| PipelineError::Sink(Box::new(e));
     render_shards(published.iter(), job.limits, |shard| {
         let name = format!("sitemap-{}.{ext}", names.len() + 1);
-        if job.gzip {
-            sink.put(&name, &gzip(&shard.bytes)).map_err(sink_err)?;
-        } else {
-            sink.put(&name, &shard.bytes).map_err(sink_err)?;
-        }
+        sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
         entries.push((join(&job.public_url, &name).to_string(), shard.newest));
         names.push(name);
         Ok::<_, PipelineError>(())

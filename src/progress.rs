@@ -11,6 +11,7 @@ pub struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     last_log: Instant,
+    silent: bool,
 }
 
 impl Progress {
@@ -30,6 +31,16 @@ impl Progress {
             bar,
             started: now,
             last_log: now,
+            silent: false,
+        }
+    }
+
+    /// No live line and no periodic log lines: the server's refreshes, which log one line per
+    /// harvest at info (and one per page at debug, from the harvester).
+    pub fn silent() -> Self {
+        Self {
+            silent: true,
+            ..Self::new(false)
         }
     }
 
@@ -42,7 +53,7 @@ impl Progress {
             format!("page {page}, {records} records{of}, {urls} URLs kept, {rate:.0} records/s");
         match &self.bar {
             Some(bar) => bar.set_message(message),
-            None if self.last_log.elapsed() >= Duration::from_secs(5) => {
+            None if !self.silent && self.last_log.elapsed() >= Duration::from_secs(5) => {
                 self.last_log = Instant::now();
                 tracing::info!("{message}");
             }

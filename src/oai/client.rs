@@ -23,6 +23,18 @@ pub struct ClientStats {
     pub retry_after_waits: AtomicU64,
     /// Bytes received, after decompression.
     pub bytes: AtomicU64,
+    /// The latest time (seconds since the Unix epoch) a `Retry-After` asked the client to wait
+    /// until, uncapped; 0 when none did. The server schedules its next refresh after it.
+    pub retry_not_before: AtomicU64,
+}
+
+impl ClientStats {
+    /// When the upstream last asked to be left alone until, if that is still ahead.
+    pub fn retry_not_before(&self) -> Option<SystemTime> {
+        let secs = self.retry_not_before.load(Ordering::Relaxed);
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        (secs > 0 && at > SystemTime::now()).then_some(at)
+    }
 }
 
 /// An HTTP client for one upstream.
@@ -121,6 +133,16 @@ impl Client {
                 Attempt::Fail(kind) => return Err(kind),
                 Attempt::Retry { wait, cause } => (wait, cause),
             };
+            if let Some(wait) = wait {
+                // Remembered uncapped, also when no attempt is left: the next harvest waits.
+                let until = SystemTime::now() + wait;
+                let secs = until
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
+                self.stats
+                    .retry_not_before
+                    .fetch_max(secs, Ordering::Relaxed);
+            }
             if attempt >= max {
                 return Err(with_attempts(cause, attempt));
             }

@@ -5,4 +5,5 @@ mod cli;
 mod faults;
 mod golden;
 mod props;
+mod serve;
 mod server;

@@ -16,7 +16,7 @@
 //! ```
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant, SystemTime};
 
 use percent_encoding::percent_decode_str;
@@ -330,9 +330,12 @@ impl Builder {
         let addr = std_listener.local_addr().expect("the bound address");
         let listener = TcpListener::from_std(std_listener).expect("hand the listener to tokio");
         let base_url = format!("http://{addr}{PATH}");
+        let mut repo = self;
+        let records = RwLock::new(std::mem::take(&mut repo.records));
         let shared = Arc::new(Shared {
             base_url,
-            repo: self,
+            repo,
+            records,
             state: Mutex::new(State::default()),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -429,6 +432,15 @@ impl TestServer {
         self.add_rule(Trigger::Any, None, fault);
     }
 
+    /// Replaces the records: lists started from now on see the new ones.
+    pub fn set_records(&self, records: Vec<TestRecord>) {
+        *self
+            .shared
+            .records
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = records;
+    }
+
     /// Forgets every fault not yet applied.
     pub fn clear_faults(&self) {
         self.shared.state().rules.clear();
@@ -447,6 +459,8 @@ impl TestServer {
 struct Shared {
     base_url: String,
     repo: Builder,
+    /// The records, apart from the builder so that a test can change the repository.
+    records: RwLock<Vec<TestRecord>>,
     state: Mutex<State>,
 }
 
@@ -545,6 +559,12 @@ impl Shared {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state
             .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn records(&self) -> RwLockReadGuard<'_, Vec<TestRecord>> {
+        self.records
+            .read()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
@@ -710,8 +730,8 @@ impl Shared {
             .identify_base_url
             .clone()
             .unwrap_or_else(|| self.base_url.clone());
-        let earliest = repo
-            .records
+        let records = self.records();
+        let earliest = records
             .iter()
             .map(|r| r.datestamp.as_str())
             .min()
@@ -775,8 +795,9 @@ impl Shared {
         };
         let mut xml = String::from("  <ListRecords>\n");
         let mut illegal = matches!(mode, PageMode::IllegalChars);
+        let records = self.records();
         for &i in on_page {
-            let record = &self.repo.records[i];
+            let record = &records[i];
             let with_metadata = !record.deleted || !record.dc_identifiers.is_empty();
             xml.push_str(&record_xml(record, illegal && with_metadata));
             illegal &= !with_metadata;
@@ -844,15 +865,16 @@ impl Shared {
             }
         }
         let set = arg("set");
-        if set.is_some() && self.repo.records.iter().all(|r| r.sets.is_empty()) {
+        let records = self.records();
+        if set.is_some() && records.iter().all(|r| r.sets.is_empty()) {
             return Err((
                 "noSetHierarchy",
                 "this repository does not support sets".to_owned(),
             ));
         }
-        let matching: Vec<usize> = (0..self.repo.records.len())
+        let matching: Vec<usize> = (0..records.len())
             .filter(|&i| {
-                let r = &self.repo.records[i];
+                let r = &records[i];
                 let in_set = set.is_none_or(|s| {
                     r.sets
                         .iter()

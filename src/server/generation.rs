@@ -1,0 +1,492 @@
+//! Generations: the files one successful refresh of a repository produced. Each lives in its own
+//! folder, `{state_dir}/{repo}/{id}/`, with a `manifest.json`; the file `{state_dir}/{repo}/current`
+//! names the one being served. A generation is written into a staging folder, made durable, renamed
+//! into place, and only then named in `current`, so a crash at any point leaves the previous one
+//! intact and a restart serves it at once.
+//!
+//! Every `.xml` file is stored twice, plain and gzipped (`.xml.gz`), so neither `.xml.gz` routes
+//! nor gzip negotiation compress anything per request. Each stored file carries a content hash,
+//! which is its strong ETag, and the time its content last changed: a file whose bytes equal those
+//! of the previous generation keeps its `Last-Modified` (H-03, H-04).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::pipeline::{self, FileSink};
+
+/// Name of the file in a repository's state folder that names the current generation.
+pub const CURRENT: &str = "current";
+/// Name of the manifest in a generation folder.
+pub const MANIFEST: &str = "manifest.json";
+/// Version of the manifest format; another version is not loaded.
+const FORMAT: u32 = 1;
+
+/// Process-wide counter for [`Generation::serial`].
+static SERIAL: AtomicU64 = AtomicU64::new(1);
+
+/// What a generation's harvest found, for the status page and metrics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    /// The upstream (baseURL or file).
+    pub source: String,
+    /// `ListRecords` pages read.
+    pub pages: u64,
+    /// Record occurrences read.
+    pub records_seen: u64,
+    /// Distinct records.
+    pub records: u64,
+    /// Distinct records whose newest version is deleted.
+    pub deleted: u64,
+    /// URLs published.
+    pub urls: u64,
+    /// Identifiers not published, by reason (`Drop::as_str`).
+    pub drops: BTreeMap<String, u64>,
+    /// Shards in the index.
+    pub shards: u64,
+    /// Wall time of the harvest and rendering, in milliseconds.
+    pub build_ms: u64,
+    /// Absolute URL of the sitemap index.
+    pub index_url: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Manifest {
+    format: u32,
+    id: String,
+    /// Seconds since the Unix epoch.
+    created: u64,
+    summary: Summary,
+    files: Vec<StoredFile>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct StoredFile {
+    name: String,
+    len: u64,
+    /// The first 128 bits of the SHA-256 of the bytes, in hex.
+    hash: String,
+    /// Seconds since the Unix epoch.
+    last_modified: u64,
+}
+
+/// One stored file, as the server answers it.
+#[derive(Clone, Debug)]
+pub struct FileMeta {
+    /// File name within the generation, e.g. `sitemap-2.xml.gz`.
+    pub name: String,
+    /// Length in bytes.
+    pub len: u64,
+    /// Strong ETag, quoted.
+    pub etag: String,
+    /// When this content first appeared (whole seconds).
+    pub last_modified: SystemTime,
+}
+
+/// A generation being served. Cheap to share (`Arc`); once replaced it is retired, and its folder
+/// is removed when the last request still holding it finishes.
+#[derive(Debug)]
+pub struct Generation {
+    /// Unique in this process; the cache key, so that bytes of two generations never mix.
+    pub serial: u64,
+    /// Folder name under the repository's state folder.
+    pub id: String,
+    /// The folder.
+    pub dir: PathBuf,
+    /// When it was built.
+    pub created: SystemTime,
+    /// What its harvest found.
+    pub summary: Summary,
+    files: Vec<FileMeta>,
+    by_name: HashMap<String, u32>,
+    retired: AtomicBool,
+}
+
+impl Generation {
+    fn from_manifest(dir: PathBuf, manifest: Manifest) -> Self {
+        let files: Vec<FileMeta> = manifest
+            .files
+            .into_iter()
+            .map(|f| FileMeta {
+                etag: format!("\"{}\"", f.hash),
+                name: f.name,
+                len: f.len,
+                last_modified: from_secs(f.last_modified),
+            })
+            .collect();
+        let by_name = files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), i as u32))
+            .collect();
+        Self {
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+            id: manifest.id,
+            dir,
+            created: from_secs(manifest.created),
+            summary: manifest.summary,
+            files,
+            by_name,
+            retired: AtomicBool::new(false),
+        }
+    }
+
+    /// A file by name, with its index (part of the cache key).
+    pub fn file(&self, name: &str) -> Option<(u32, &FileMeta)> {
+        let index = *self.by_name.get(name)?;
+        Some((index, &self.files[index as usize]))
+    }
+
+    /// All files, in the order they were written.
+    pub fn files(&self) -> &[FileMeta] {
+        &self.files
+    }
+
+    /// Where a file's bytes are.
+    pub fn path(&self, meta: &FileMeta) -> PathBuf {
+        self.dir.join(&meta.name)
+    }
+
+    /// Marks this generation as replaced: its folder goes when the last holder lets go.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        if self.retired.load(Ordering::Acquire)
+            && let Err(e) = fs::remove_dir_all(&self.dir)
+        {
+            tracing::warn!(dir = %self.dir.display(), "cannot remove a retired generation: {e}");
+        }
+    }
+}
+
+/// An error of the generation store, naming the path.
+#[derive(Debug, thiserror::Error)]
+#[error("{action} {}: {source}", path.display())]
+pub struct StoreError {
+    /// What was being done.
+    pub action: &'static str,
+    /// Where.
+    pub path: PathBuf,
+    /// The cause.
+    pub source: io::Error,
+}
+
+fn store_err<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
+/// whatever else is there (staging folders of interrupted refreshes, retired generations).
+/// `Ok(None)` when there is none yet.
+pub fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreError> {
+    let pointer = repo_dir.join(CURRENT);
+    let id = match fs::read_to_string(&pointer) {
+        Ok(id) => id.trim().to_owned(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            remove_all_but(repo_dir, None);
+            return Ok(None);
+        }
+        Err(e) => return Err(store_err("cannot read", &pointer)(e)),
+    };
+    if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
+        return Err(store_err("not a generation id in", &pointer)(
+            io::Error::other(format!("{id:?}")),
+        ));
+    }
+    let dir = repo_dir.join(&id);
+    let manifest_path = dir.join(MANIFEST);
+    let text = fs::read(&manifest_path).map_err(store_err("cannot read", &manifest_path))?;
+    let manifest: Manifest = serde_json::from_slice(&text)
+        .map_err(|e| store_err("cannot parse", &manifest_path)(io::Error::other(e)))?;
+    if manifest.format != FORMAT || manifest.id != id {
+        return Err(store_err("unexpected manifest", &manifest_path)(
+            io::Error::other(format!(
+                "format {} id {:?}, expected format {FORMAT} id {id:?}",
+                manifest.format, manifest.id
+            )),
+        ));
+    }
+    for f in &manifest.files {
+        let path = dir.join(&f.name);
+        let len = fs::metadata(&path)
+            .map_err(store_err("missing file of the generation:", &path))?
+            .len();
+        if len != f.len {
+            return Err(store_err("damaged file of the generation:", &path)(
+                io::Error::other(format!("{len} bytes, the manifest says {}", f.len)),
+            ));
+        }
+    }
+    remove_all_but(repo_dir, Some(&id));
+    Ok(Some(Generation::from_manifest(dir, manifest)))
+}
+
+/// Removes every folder in `repo_dir` except `keep`; failures are only logged.
+fn remove_all_but(repo_dir: &Path, keep: Option<&str>) {
+    let Ok(entries) = fs::read_dir(repo_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && keep.is_none_or(|k| entry.file_name() != k) {
+            let path = entry.path();
+            match fs::remove_dir_all(&path) {
+                Ok(()) => tracing::debug!(dir = %path.display(), "removed a leftover folder"),
+                Err(e) => tracing::warn!(dir = %path.display(), "cannot remove: {e}"),
+            }
+        }
+    }
+}
+
+/// Writes the next generation into a staging folder, then commits it. Dropped without
+/// [`Writer::commit`], the staging folder is removed and nothing else changed.
+#[derive(Debug)]
+pub struct Writer<'a> {
+    repo_dir: PathBuf,
+    staging: tempfile::TempDir,
+    previous: Option<&'a Generation>,
+    now: u64,
+    files: Vec<StoredFile>,
+}
+
+impl<'a> Writer<'a> {
+    /// Starts a generation for the repository whose state folder is `repo_dir`; `previous` is the
+    /// one being served, whose `Last-Modified` times carry over to unchanged files.
+    pub fn new(repo_dir: &Path, previous: Option<&'a Generation>) -> Result<Self, StoreError> {
+        fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
+        let staging = tempfile::Builder::new()
+            .prefix(".staging-")
+            .tempdir_in(repo_dir)
+            .map_err(store_err("cannot create a staging folder in", repo_dir))?;
+        Ok(Self {
+            repo_dir: repo_dir.to_owned(),
+            staging,
+            previous,
+            now: secs(SystemTime::now()),
+            files: Vec::new(),
+        })
+    }
+
+    fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, StoreError> {
+        let path = self.staging.path().join(name);
+        fs::File::create(&path)
+            .and_then(|mut f| {
+                f.write_all(bytes)?;
+                f.sync_all()
+            })
+            .map_err(store_err("cannot write", &path))?;
+        let digest = Sha256::digest(bytes);
+        let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let last_modified = changed.unwrap_or_else(|| {
+            let etag = format!("\"{hash}\"");
+            match self.previous.and_then(|p| p.file(name)) {
+                Some((_, old)) if old.etag == etag && old.len == bytes.len() as u64 => {
+                    secs(old.last_modified)
+                }
+                _ => self.now,
+            }
+        });
+        self.files.push(StoredFile {
+            name: name.to_owned(),
+            len: bytes.len() as u64,
+            hash,
+            last_modified,
+        });
+        Ok(last_modified)
+    }
+
+    /// Bytes written so far.
+    pub fn bytes(&self) -> u64 {
+        self.files.iter().map(|f| f.len).sum()
+    }
+
+    /// Makes the generation durable and current; returns it, ready to serve.
+    pub fn commit(self, summary: Summary) -> Result<Generation, StoreError> {
+        let created = self.now;
+        // Unique within the folder: creation time, then the staging folder's random suffix.
+        let suffix = self
+            .staging
+            .path()
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_start_matches(".staging-")
+                    .to_owned()
+            })
+            .unwrap_or_default();
+        let id = format!("{created}-{suffix}");
+        let manifest = Manifest {
+            format: FORMAT,
+            id: id.clone(),
+            created,
+            summary,
+            files: self.files,
+        };
+        let manifest_path = self.staging.path().join(MANIFEST);
+        let json = serde_json::to_vec_pretty(&manifest)
+            .map_err(|e| store_err("cannot encode", &manifest_path)(io::Error::other(e)))?;
+        write_synced(&manifest_path, &json)?;
+        sync_dir(self.staging.path())?;
+        let staged = self.staging.keep();
+        let dir = self.repo_dir.join(&id);
+        fs::rename(&staged, &dir).map_err(store_err("cannot move into place", &dir))?;
+        // The pointer is replaced by a rename, so it always names a whole generation.
+        let pointer = self.repo_dir.join(CURRENT);
+        let tmp = self.repo_dir.join(format!(".{CURRENT}.tmp"));
+        write_synced(&tmp, format!("{id}\n").as_bytes())?;
+        fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
+        sync_dir(&self.repo_dir)?;
+        Ok(Generation::from_manifest(dir, manifest))
+    }
+}
+
+impl FileSink for Writer<'_> {
+    type Error = StoreError;
+
+    /// Stores the file; an `.xml` file also gets its gzipped sibling. The per-repository
+    /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        if name == "robots.txt" {
+            return Ok(());
+        }
+        let changed = self.store(name, bytes, None)?;
+        if name.ends_with(".xml") {
+            // The sibling changes exactly when the plain file does (the gzip is deterministic).
+            self.store(&format!("{name}.gz"), &pipeline::gzip(bytes), Some(changed))?;
+        }
+        Ok(())
+    }
+
+    /// Shards are kept plain under `.xml` (and gzipped beside), whatever the index calls them.
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<(), StoreError> {
+        self.put(name.strip_suffix(".gz").unwrap_or(name), xml)
+    }
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    fs::File::create(path)
+        .and_then(|mut f| {
+            f.write_all(bytes)?;
+            f.sync_all()
+        })
+        .map_err(store_err("cannot write", path))
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    fs::File::open(dir)
+        .and_then(|f| f.sync_all())
+        .map_err(store_err("cannot sync", dir))
+}
+
+fn secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn from_secs(s: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(dir: &Path, previous: Option<&Generation>, files: &[(&str, &[u8])]) -> Generation {
+        let mut w = Writer::new(dir, previous).unwrap();
+        for (name, bytes) in files {
+            w.put(name, bytes).unwrap();
+        }
+        w.commit(Summary::default()).unwrap()
+    }
+
+    #[test]
+    fn a_committed_generation_loads_back_with_gzip_siblings() {
+        let root = tempfile::tempdir().unwrap();
+        let g = build(
+            root.path(),
+            None,
+            &[("sitemap.xml", b"<a/>"), ("robots.txt", b"x")],
+        );
+        let names: Vec<&str> = g.files().iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["sitemap.xml", "sitemap.xml.gz"]);
+        let loaded = load_current(root.path()).unwrap().unwrap();
+        assert_eq!(loaded.id, g.id);
+        assert_ne!(loaded.serial, g.serial);
+        let (_, plain) = loaded.file("sitemap.xml").unwrap();
+        let (_, gz) = loaded.file("sitemap.xml.gz").unwrap();
+        assert_eq!(fs::read(loaded.path(plain)).unwrap(), b"<a/>");
+        assert_ne!(
+            plain.etag, gz.etag,
+            "H-03: each representation has its own ETag"
+        );
+        assert_eq!(plain.last_modified, gz.last_modified);
+    }
+
+    /// H-04: an unchanged file keeps its Last-Modified across generations; a changed one not.
+    #[test]
+    fn unchanged_files_keep_their_last_modified() {
+        let root = tempfile::tempdir().unwrap();
+        let mut first = Writer::new(root.path(), None).unwrap();
+        first.now -= 3600;
+        first.put("a.xml", b"<same/>").unwrap();
+        first.put("b.xml", b"<old/>").unwrap();
+        let first = first.commit(Summary::default()).unwrap();
+        let second = build(
+            root.path(),
+            Some(&first),
+            &[("a.xml", b"<same/>"), ("b.xml", b"<new/>")],
+        );
+        let lm = |g: &Generation, n: &str| g.file(n).unwrap().1.last_modified;
+        assert_eq!(lm(&second, "a.xml"), lm(&first, "a.xml"));
+        assert_eq!(lm(&second, "a.xml.gz"), lm(&first, "a.xml"));
+        assert!(lm(&second, "b.xml") > lm(&first, "b.xml"));
+    }
+
+    #[test]
+    fn retired_generations_are_removed_when_dropped_and_leftovers_at_load() {
+        let root = tempfile::tempdir().unwrap();
+        let first = build(root.path(), None, &[("a.xml", b"1")]);
+        let second = build(root.path(), Some(&first), &[("a.xml", b"2")]);
+        let first_dir = first.dir.clone();
+        first.retire();
+        drop(first);
+        assert!(!first_dir.exists());
+        // An interrupted refresh leaves a staging folder; the next start removes it.
+        let abandoned = Writer::new(root.path(), Some(&second))
+            .unwrap()
+            .staging
+            .keep();
+        assert!(abandoned.exists());
+        let loaded = load_current(root.path()).unwrap().unwrap();
+        assert_eq!(loaded.id, second.id);
+        assert!(!abandoned.exists());
+        assert!(second.dir.exists(), "the current generation stays");
+    }
+
+    #[test]
+    fn a_damaged_generation_is_an_error_naming_the_file() {
+        let root = tempfile::tempdir().unwrap();
+        let g = build(root.path(), None, &[("a.xml", b"<x/>")]);
+        fs::write(g.dir.join("a.xml"), b"<x").unwrap();
+        let e = load_current(root.path()).unwrap_err();
+        assert!(e.to_string().contains("a.xml"), "{e}");
+        assert!(load_current(&root.path().join("none")).unwrap().is_none());
+    }
+}

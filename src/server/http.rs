@@ -1,0 +1,545 @@
+//! Answering requests. Paths are matched exactly against the routes and the current generation's
+//! file names; a request path never reaches the file system, so `..` and the like are plain 404s.
+//!
+//! Every file answer carries a strong ETag and the time its content last changed; `If-None-Match`
+//! (which wins) and `If-Modified-Since` give 304; HEAD is GET without a body (H-03..H-07).
+//! `.xml` is gzip-encoded when the client accepts it, from the stored `.xml.gz`, with
+//! `Vary: Accept-Encoding`; `.xml.gz` is `application/gzip` with no `Content-Encoding` (H-02).
+//!
+//! The header parsing is written here because it is three small grammars (entity-tag lists,
+//! `Accept-Encoding` with q-values, HTTP-dates via `httpdate`) that the `http` crate leaves to
+//! the application, and the tower-http services that do parse them serve from the file system.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{self, HeaderMap, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use sha2::{Digest, Sha256};
+
+use super::generation::{FileMeta, Generation};
+use super::metrics::Route;
+use super::{Gateway, Repo};
+
+/// The response type of every handler.
+pub type Answer = Response<Full<Bytes>>;
+
+const XML: &str = "application/xml; charset=utf-8";
+const GZIP: &str = "application/gzip";
+const TEXT: &str = "text/plain; charset=utf-8";
+const HTML: &str = "text/html; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// `Retry-After` of a repository that has no generation yet and no refresh due soon.
+const NOT_YET_RETRY: Duration = Duration::from_secs(30);
+
+/// A small file computed once (robots.txt), with its validators.
+#[derive(Clone, Debug)]
+pub struct StaticFile {
+    /// The bytes.
+    pub bytes: Bytes,
+    /// Strong ETag, quoted.
+    pub etag: String,
+    /// When it was made.
+    pub last_modified: SystemTime,
+}
+
+impl StaticFile {
+    /// The file, its ETag being a hash of its bytes.
+    pub fn new(bytes: Bytes, last_modified: SystemTime) -> Self {
+        let digest = Sha256::digest(&bytes);
+        let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        Self {
+            bytes,
+            etag: format!("\"{hash}\""),
+            last_modified,
+        }
+    }
+}
+
+/// What a path names.
+#[derive(Debug, PartialEq, Eq)]
+enum Target<'a> {
+    Status,
+    Robots,
+    Healthz,
+    Readyz,
+    Metrics,
+    /// A file of a repository: the index or a shard (`.xml` or `.xml.gz`).
+    File {
+        repo: &'a str,
+        name: &'a str,
+        shard: bool,
+    },
+    NotFound,
+}
+
+impl Target<'_> {
+    fn route(&self) -> Route {
+        match self {
+            Target::Status => Route::Status,
+            Target::Robots => Route::Robots,
+            Target::Healthz => Route::Healthz,
+            Target::Readyz => Route::Readyz,
+            Target::Metrics => Route::Metrics,
+            Target::File { shard: false, .. } => Route::Index,
+            Target::File { shard: true, .. } => Route::Shard,
+            Target::NotFound => Route::Other,
+        }
+    }
+}
+
+/// Matches a request path, with or without the public URL's path prefix.
+fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
+    let rest = match path.strip_prefix(prefix) {
+        Some(rest) if !prefix.is_empty() && (rest.is_empty() || rest.starts_with('/')) => rest,
+        _ => path,
+    };
+    match rest {
+        "" | "/" => Target::Status,
+        "/robots.txt" => Target::Robots,
+        "/healthz" => Target::Healthz,
+        "/readyz" => Target::Readyz,
+        "/metrics" => Target::Metrics,
+        _ => {
+            let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
+                return Target::NotFound;
+            };
+            if name == "sitemap.xml" {
+                Target::File {
+                    repo,
+                    name,
+                    shard: false,
+                }
+            } else if is_shard_name(name) {
+                Target::File {
+                    repo,
+                    name,
+                    shard: true,
+                }
+            } else {
+                Target::NotFound
+            }
+        }
+    }
+}
+
+/// `sitemap-{n}.xml` or `sitemap-{n}.xml.gz`, n a positive decimal without leading zeros.
+fn is_shard_name(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("sitemap-") else {
+        return false;
+    };
+    let n = rest
+        .strip_suffix(".xml.gz")
+        .or_else(|| rest.strip_suffix(".xml"))
+        .unwrap_or("");
+    !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Answers one request and counts it.
+pub async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
+    let target = route(&gateway.prefix, req.uri().path());
+    let answer = dispatch(gateway, &target, &req).await;
+    let body_bytes = if req.method() == Method::HEAD {
+        0
+    } else {
+        hyper::body::Body::size_hint(answer.body())
+            .exact()
+            .unwrap_or(0)
+    };
+    gateway
+        .metrics
+        .request(target.route(), answer.status().as_u16(), body_bytes);
+    answer
+}
+
+async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Incoming>) -> Answer {
+    if *target == Target::NotFound {
+        return plain(StatusCode::NOT_FOUND, "not found\n");
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        let mut answer = plain(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "only GET and HEAD are supported\n",
+        );
+        answer
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return answer;
+    }
+    let head = req.method() == Method::HEAD;
+    match *target {
+        Target::Status => with_type(
+            StatusCode::OK,
+            HTML,
+            Bytes::from(super::status::render(gateway)),
+        ),
+        Target::Robots => {
+            let file = &gateway.robots;
+            let validators = Validators {
+                etag: &file.etag,
+                last_modified: file.last_modified,
+            };
+            respond(
+                req.headers(),
+                head,
+                &validators,
+                TEXT,
+                None,
+                &gateway.cache_control,
+                || async { Ok(file.bytes.clone()) },
+            )
+            .await
+        }
+        Target::Healthz => plain(StatusCode::OK, "ok\n"),
+        Target::Readyz => {
+            let waiting: Vec<&str> = gateway
+                .repos
+                .iter()
+                .filter(|r| r.current().is_none())
+                .map(|r| r.config.name.as_str())
+                .collect();
+            if waiting.is_empty() {
+                plain(StatusCode::OK, "ready\n")
+            } else {
+                plain(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
+                )
+            }
+        }
+        Target::Metrics => with_type(
+            StatusCode::OK,
+            OPENMETRICS,
+            Bytes::from(gateway.metrics.encode()),
+        ),
+        Target::File { repo, name, shard } => match gateway.repo(repo) {
+            Some(repo) => serve_file(gateway, repo, name, shard, req.headers(), head).await,
+            None => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
+        Target::NotFound => plain(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+async fn serve_file(
+    gateway: &Gateway,
+    repo: &Repo,
+    name: &str,
+    shard: bool,
+    headers: &HeaderMap,
+    head: bool,
+) -> Answer {
+    let gz_route = name.ends_with(".gz");
+    if gz_route && !(shard && repo.config.gzip) {
+        return plain(StatusCode::NOT_FOUND, "not found\n");
+    }
+    let Some(generation) = repo.current() else {
+        return not_yet(repo);
+    };
+    // `.xml`: negotiated; `.xml.gz`: the gzipped bytes as a file of their own.
+    let (stored, content_type, encoding) = if gz_route {
+        (name.to_owned(), GZIP, None)
+    } else if accepts_gzip(headers) {
+        (format!("{name}.gz"), XML, Some("gzip"))
+    } else {
+        (name.to_owned(), XML, None)
+    };
+    let Some((index, meta)) = generation.file(&stored) else {
+        return plain(StatusCode::NOT_FOUND, "not found\n");
+    };
+    let vary = (!gz_route).then_some("Accept-Encoding");
+    let validators = Validators {
+        etag: &meta.etag,
+        last_modified: meta.last_modified,
+    };
+    let mut answer = respond(
+        headers,
+        head,
+        &validators,
+        content_type,
+        vary,
+        &gateway.cache_control,
+        || load(gateway, &generation, index, meta),
+    )
+    .await;
+    if let Some(encoding) = encoding
+        && answer.status() != StatusCode::NOT_MODIFIED
+        && answer.status().is_success()
+    {
+        answer
+            .headers_mut()
+            .insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
+    }
+    answer
+}
+
+/// The bytes of a stored file, from the cache or, once for all concurrent requests, the disk.
+async fn load(
+    gateway: &Gateway,
+    generation: &Arc<Generation>,
+    index: u32,
+    meta: &FileMeta,
+) -> Result<Bytes, Arc<std::io::Error>> {
+    let path = generation.path(meta);
+    gateway
+        .cache
+        .try_get_with((generation.serial, index), async move {
+            tokio::fs::read(&path).await.map(Bytes::from)
+        })
+        .await
+}
+
+struct Validators<'a> {
+    etag: &'a str,
+    last_modified: SystemTime,
+}
+
+/// The common part of every file answer: validators, conditional requests, HEAD.
+async fn respond<F, Fut>(
+    headers: &HeaderMap,
+    head: bool,
+    v: &Validators<'_>,
+    content_type: &'static str,
+    vary: Option<&'static str>,
+    cache_control: &str,
+    body: F,
+) -> Answer
+where
+    F: FnOnce() -> Fut,
+    Fut: Future<Output = Result<Bytes, Arc<std::io::Error>>>,
+{
+    let mut builder = Response::builder()
+        .header(header::ETAG, v.etag)
+        .header(
+            header::LAST_MODIFIED,
+            httpdate::fmt_http_date(v.last_modified),
+        )
+        .header(header::CACHE_CONTROL, cache_control);
+    if let Some(vary) = vary {
+        builder = builder.header(header::VARY, vary);
+    }
+    if not_modified(headers, v) {
+        return builder
+            .status(StatusCode::NOT_MODIFIED)
+            .body(Full::new(Bytes::new()))
+            .expect("valid response");
+    }
+    let bytes = match body().await {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!("cannot read a file of the current generation: {e}");
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the file cannot be read; see the server log\n",
+            );
+        }
+    };
+    let builder = builder.header(header::CONTENT_TYPE, content_type);
+    if head {
+        builder
+            .header(header::CONTENT_LENGTH, bytes.len())
+            .body(Full::new(Bytes::new()))
+    } else {
+        builder.body(Full::new(bytes))
+    }
+    .expect("valid response")
+}
+
+/// H-05: `If-None-Match` decides when present (weak comparison, `*` matches); otherwise
+/// `If-Modified-Since`, when it parses, at or after `Last-Modified`.
+fn not_modified(headers: &HeaderMap, v: &Validators<'_>) -> bool {
+    let inm: Vec<&HeaderValue> = headers.get_all(header::IF_NONE_MATCH).iter().collect();
+    if !inm.is_empty() {
+        let tag = v.etag.trim_start_matches("W/");
+        return inm
+            .iter()
+            .filter_map(|h| h.to_str().ok())
+            .flat_map(|h| h.split(','))
+            .map(str::trim)
+            .any(|t| t == "*" || t.trim_start_matches("W/") == tag);
+    }
+    headers
+        .get(header::IF_MODIFIED_SINCE)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| httpdate::parse_http_date(h).ok())
+        .is_some_and(|since| v.last_modified <= since)
+}
+
+/// `Accept-Encoding` allows gzip: `gzip` (or `x-gzip`) with a non-zero q, or `*` with a
+/// non-zero q when gzip is not listed (RFC 9110 §12.5.3).
+pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let mut star = None;
+    for value in headers.get_all(header::ACCEPT_ENCODING) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let coding = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    k.trim().eq_ignore_ascii_case("q").then(|| v.trim())
+                })
+                .next()
+                .map_or(1.0, |v| v.parse::<f32>().unwrap_or(0.0));
+            if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+                return q > 0.0;
+            }
+            if coding == "*" {
+                star = Some(q > 0.0);
+            }
+        }
+    }
+    star.unwrap_or(false)
+}
+
+/// 503 for a repository without a generation yet (H-08), with a `Retry-After` of the time until
+/// its next refresh is due, or a short wait while one runs.
+fn not_yet(repo: &Repo) -> Answer {
+    let status = repo.status();
+    let wait = match (status.refreshing, status.next_refresh) {
+        (false, Some(next)) => next
+            .duration_since(SystemTime::now())
+            .unwrap_or_default()
+            .max(Duration::from_secs(1)),
+        _ => NOT_YET_RETRY,
+    };
+    let message = match &status.last_error {
+        Some(e) => format!(
+            "{}: no sitemap yet; the last refresh failed:\n{e}\n",
+            repo.config.name
+        ),
+        None => format!(
+            "{}: no sitemap yet; the first harvest is running\n",
+            repo.config.name
+        ),
+    };
+    let mut answer = plain(StatusCode::SERVICE_UNAVAILABLE, &message);
+    answer.headers_mut().insert(
+        header::RETRY_AFTER,
+        HeaderValue::from(wait.as_secs().max(1)),
+    );
+    answer
+}
+
+fn plain(status: StatusCode, text: &str) -> Answer {
+    let mut answer = with_type(status, TEXT, Bytes::from(text.to_owned()));
+    answer
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    answer
+}
+
+fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> Answer {
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, content_type)
+        .body(Full::new(body))
+        .expect("valid response")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_match_exactly_with_or_without_the_prefix() {
+        let file = |repo, name, shard| Target::File { repo, name, shard };
+        assert_eq!(route("", "/"), Target::Status);
+        assert_eq!(route("", "/robots.txt"), Target::Robots);
+        assert_eq!(route("", "/r/sitemap.xml"), file("r", "sitemap.xml", false));
+        assert_eq!(
+            route("", "/r/sitemap-12.xml"),
+            file("r", "sitemap-12.xml", true)
+        );
+        assert_eq!(
+            route("", "/r/sitemap-3.xml.gz"),
+            file("r", "sitemap-3.xml.gz", true)
+        );
+        assert_eq!(
+            route("/maps", "/maps/r/sitemap.xml"),
+            file("r", "sitemap.xml", false)
+        );
+        assert_eq!(
+            route("/maps", "/r/sitemap.xml"),
+            file("r", "sitemap.xml", false)
+        );
+        assert_eq!(route("/maps", "/maps"), Target::Status);
+        assert_eq!(route("/maps", "/maps/robots.txt"), Target::Robots);
+        assert_eq!(route("/maps", "/mapsx/robots.txt"), Target::NotFound);
+        for bad in [
+            "/r/../r/sitemap.xml",
+            "/r/sitemap-0.xml",
+            "/r/sitemap-01.xml",
+            "/r/sitemap-.xml",
+            "/r/sitemap-1.xml.gz.gz",
+            "/r/sitemap.xml.gz",
+            "/r/manifest.json",
+            "/r/sub/sitemap.xml",
+            "/r/%2e%2e/sitemap.xml",
+            "/robots.txt/",
+            "//sitemap.xml",
+            "/r/sitemap-1.XML",
+        ] {
+            // An empty repository name matches no repository: also a 404.
+            let target = route("", bad);
+            assert!(
+                matches!(target, Target::NotFound | Target::File { repo: "", .. }),
+                "{bad} -> {target:?}"
+            );
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (k, v) in pairs {
+            map.append(*k, HeaderValue::from_str(v).unwrap());
+        }
+        map
+    }
+
+    #[test]
+    fn accept_encoding_respects_q_values() {
+        let yes = |v: &str| accepts_gzip(&headers(&[("accept-encoding", v)]));
+        assert!(yes("gzip"));
+        assert!(yes("br, GZIP;q=0.5"));
+        assert!(yes("*"));
+        assert!(yes("x-gzip"));
+        assert!(!yes("gzip;q=0"));
+        assert!(!yes("gzip;q=0.0, *"));
+        assert!(!yes("identity"));
+        assert!(!yes("br, deflate"));
+        assert!(!yes("*;q=0"));
+        assert!(!accepts_gzip(&HeaderMap::new()));
+    }
+
+    /// H-05: If-None-Match wins over If-Modified-Since; a bad date is ignored.
+    #[test]
+    fn conditional_requests() {
+        let lm = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let v = Validators {
+            etag: "\"abc\"",
+            last_modified: lm,
+        };
+        let at = |t: SystemTime| httpdate::fmt_http_date(t);
+        let old = at(lm - Duration::from_secs(10));
+        let new = at(lm);
+        let nm = |pairs: &[(&'static str, &str)]| not_modified(&headers(pairs), &v);
+        assert!(nm(&[("if-none-match", "\"abc\"")]));
+        assert!(nm(&[("if-none-match", "\"x\", W/\"abc\"")]));
+        assert!(nm(&[("if-none-match", "*")]));
+        assert!(nm(&[
+            ("if-none-match", "\"abc\""),
+            ("if-modified-since", &old)
+        ]));
+        assert!(!nm(&[
+            ("if-none-match", "\"zzz\""),
+            ("if-modified-since", &new)
+        ]));
+        assert!(nm(&[("if-modified-since", &new)]));
+        assert!(!nm(&[("if-modified-since", &old)]));
+        assert!(!nm(&[("if-modified-since", "yesterday")]));
+        assert!(!nm(&[]));
+    }
+}

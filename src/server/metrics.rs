@@ -1,0 +1,255 @@
+//! Prometheus metrics (`/metrics`, OpenMetrics text), with conventional names: a `oai_bridge_`
+//! prefix, `_total` on counters, base units (seconds, bytes) in the name.
+
+use std::sync::atomic::AtomicU64;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+/// What a request asked for, as a bounded label (never the raw path).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Route {
+    /// `/`, the status page.
+    Status,
+    /// `/robots.txt`.
+    Robots,
+    /// `/{repo}/sitemap.xml`.
+    Index,
+    /// `/{repo}/sitemap-{n}.xml` or `.xml.gz`.
+    Shard,
+    /// `/healthz`.
+    Healthz,
+    /// `/readyz`.
+    Readyz,
+    /// `/metrics`.
+    Metrics,
+    /// Anything else.
+    Other,
+}
+
+impl Route {
+    /// The label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Status => "status",
+            Route::Robots => "robots",
+            Route::Index => "index",
+            Route::Shard => "shard",
+            Route::Healthz => "healthz",
+            Route::Readyz => "readyz",
+            Route::Metrics => "metrics",
+            Route::Other => "other",
+        }
+    }
+}
+
+impl EncodeLabelValue for Route {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        EncodeLabelValue::encode(&self.as_str(), encoder)
+    }
+}
+
+/// Labels of `oai_bridge_http_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The route.
+    pub route: Route,
+    /// The response status.
+    pub status: u16,
+}
+
+/// Labels of the byte counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    /// The route.
+    pub route: Route,
+}
+
+/// Labels of per-repository metrics.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RepoLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+}
+
+/// Labels of the harvest counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HarvestLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// `success` or `failure`.
+    pub outcome: &'static str,
+}
+
+/// Labels of the drop gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DropLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// Why identifiers were not published (`Drop::as_str`).
+    pub reason: String,
+}
+
+/// Every metric the gateway keeps.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    /// Requests by route and status.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Body bytes sent, by route.
+    pub bytes: Family<RouteLabels, Counter>,
+    /// Refreshes by repository and outcome.
+    pub harvests: Family<HarvestLabels, Counter>,
+    /// Distinct records in the generation being served.
+    pub records: Family<RepoLabels, Gauge>,
+    /// URLs published in the generation being served.
+    pub urls: Family<RepoLabels, Gauge>,
+    /// Identifiers not published, by reason, in the generation being served.
+    pub dropped: Family<DropLabels, Gauge>,
+    /// Unix time of the last successful refresh.
+    pub last_success: Family<RepoLabels, Gauge>,
+    /// Wall time of the last successful refresh.
+    pub last_duration: Family<RepoLabels, Gauge<f64, AtomicU64>>,
+    /// 1 while the last refresh failed and an older generation is served.
+    pub stale: Family<RepoLabels, Gauge>,
+    /// 1 while the repository has a generation to serve.
+    pub serving: Family<RepoLabels, Gauge>,
+    /// Upstream requests retried.
+    pub upstream_retries: Family<RepoLabels, Counter>,
+    /// Waits imposed by an upstream's `Retry-After`.
+    pub retry_after_waits: Family<RepoLabels, Counter>,
+    /// Upstream requests sent.
+    pub upstream_requests: Family<RepoLabels, Counter>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::with_prefix("oai_bridge");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by route and status",
+            requests.clone(),
+        );
+        let bytes = Family::<RouteLabels, Counter>::default();
+        registry.register(
+            "http_response_body_bytes",
+            "Response body bytes sent, by route",
+            bytes.clone(),
+        );
+        let harvests = Family::<HarvestLabels, Counter>::default();
+        registry.register(
+            "harvests",
+            "Refreshes from the upstream, by repository and outcome",
+            harvests.clone(),
+        );
+        let records = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "records",
+            "Distinct records in the generation being served",
+            records.clone(),
+        );
+        let urls = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "urls_published",
+            "URLs in the sitemaps being served",
+            urls.clone(),
+        );
+        let dropped = Family::<DropLabels, Gauge>::default();
+        registry.register(
+            "identifiers_dropped",
+            "dc:identifier values not published in the generation being served, by reason",
+            dropped.clone(),
+        );
+        let last_success = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "last_success_timestamp_seconds",
+            "Unix time of the last successful refresh",
+            last_success.clone(),
+        );
+        let last_duration = Family::<RepoLabels, Gauge<f64, AtomicU64>>::default();
+        registry.register(
+            "last_harvest_duration_seconds",
+            "Wall time of the last successful refresh",
+            last_duration.clone(),
+        );
+        let stale = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "serving_stale",
+            "1 when the last refresh failed and an older generation is served",
+            stale.clone(),
+        );
+        let serving = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "serving",
+            "1 when the repository has a generation to serve",
+            serving.clone(),
+        );
+        let upstream_retries = Family::<RepoLabels, Counter>::default();
+        registry.register(
+            "upstream_retries",
+            "Upstream requests retried after a failure",
+            upstream_retries.clone(),
+        );
+        let retry_after_waits = Family::<RepoLabels, Counter>::default();
+        registry.register(
+            "upstream_retry_after_waits",
+            "Waits imposed by an upstream's Retry-After header",
+            retry_after_waits.clone(),
+        );
+        let upstream_requests = Family::<RepoLabels, Counter>::default();
+        registry.register(
+            "upstream_requests",
+            "Requests sent to the upstream, retries included",
+            upstream_requests.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            bytes,
+            harvests,
+            records,
+            urls,
+            dropped,
+            last_success,
+            last_duration,
+            stale,
+            serving,
+            upstream_retries,
+            retry_after_waits,
+            upstream_requests,
+        }
+    }
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn request(&self, route: Route, status: u16, body_bytes: u64) {
+        self.requests
+            .get_or_create(&RequestLabels { route, status })
+            .inc();
+        if body_bytes > 0 {
+            self.bytes
+                .get_or_create(&RouteLabels { route })
+                .inc_by(body_bytes);
+        }
+    }
+
+    /// The OpenMetrics text.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// Labels for one repository.
+pub fn repo(name: &str) -> RepoLabels {
+    RepoLabels {
+        repository: name.to_owned(),
+    }
+}

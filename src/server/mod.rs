@@ -1,0 +1,333 @@
+//! `oai-bridge serve`: the gateway. Each repository has a current [`Generation`] that a refresh
+//! replaces atomically; requests are answered from it, with bytes from a moka cache bounded by
+//! size. Refreshes run on their own threads, so a harvest never holds up a request.
+//!
+//! - [`generation`]: generations on disk (staging, manifest, `current` pointer) and in memory.
+//! - [`refresh`]: the schedule of each repository and one refresh.
+//! - [`http`]: routing and answering requests (conditional GET, HEAD, gzip negotiation).
+//! - [`status`]: the status page for people.
+//! - [`metrics`]: Prometheus metrics.
+
+pub mod generation;
+pub mod http;
+pub mod metrics;
+pub mod refresh;
+pub mod status;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime};
+
+use bytes::Bytes;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, watch};
+use url::Url;
+
+use crate::config::{Config, RepositoryConfig};
+use crate::oai::{HarvestRequest, HarvestSettings};
+use crate::pipeline::Job;
+use generation::{Generation, StoreError};
+use metrics::Metrics;
+
+/// Longest time a client may take to send a request head (slow clients hold a connection).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Cache key: (generation serial, file index). Bytes of two generations never share a key.
+pub type CacheKey = (u64, u32);
+
+/// Everything the request handlers and refreshes share.
+#[derive(Debug)]
+pub struct Gateway {
+    /// The repositories, in configuration order.
+    pub repos: Vec<Repo>,
+    /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
+    pub cache: moka::future::Cache<CacheKey, Bytes>,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// The public URL of the gateway (a directory URL).
+    pub public_url: Url,
+    /// Its path without the final `/` (`""` at the root): requests may carry it or not.
+    pub prefix: String,
+    /// `Cache-Control` of sitemaps and robots.txt.
+    pub cache_control: String,
+    /// robots.txt, fixed for the life of the process.
+    pub robots: http::StaticFile,
+    /// How upstreams are treated.
+    pub harvest: HarvestSettings,
+    /// When the process started.
+    pub started: SystemTime,
+}
+
+/// One `[[repository]]` being served.
+#[derive(Debug)]
+pub struct Repo {
+    /// Its configuration.
+    pub config: RepositoryConfig,
+    /// What a refresh builds.
+    pub job: Job,
+    /// Its state folder, `{state_dir}/{name}`.
+    pub dir: PathBuf,
+    current: RwLock<Option<Arc<Generation>>>,
+    /// What its refreshes did.
+    pub status: Mutex<RepoStatus>,
+    /// Wakes its schedule for an immediate refresh.
+    pub refresh_now: Notify,
+}
+
+/// The refresh history of a repository, for the status page, metrics and `Retry-After`.
+#[derive(Clone, Debug, Default)]
+pub struct RepoStatus {
+    /// When the last refresh started.
+    pub last_attempt: Option<SystemTime>,
+    /// When the last successful refresh ended.
+    pub last_success: Option<SystemTime>,
+    /// The error of the last refresh, if it failed; cleared by a success.
+    pub last_error: Option<String>,
+    /// Failed refreshes in a row.
+    pub failures: u32,
+    /// A refresh is running.
+    pub refreshing: bool,
+    /// Refreshes ended so far, successful or not.
+    pub completed: u64,
+    /// When the next refresh is due.
+    pub next_refresh: Option<SystemTime>,
+    /// The upstream asked not to be asked before this (`Retry-After`).
+    pub retry_not_before: Option<SystemTime>,
+}
+
+impl Repo {
+    /// The generation being served, if any.
+    pub fn current(&self) -> Option<Arc<Generation>> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Serves `next` from now on; the generation it replaces is retired (its folder goes when
+    /// the last request holding it ends).
+    pub fn swap(&self, next: Generation) {
+        let previous = self
+            .current
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .replace(Arc::new(next));
+        if let Some(previous) = previous {
+            previous.retire();
+        }
+    }
+
+    /// A copy of the refresh history.
+    pub fn status(&self) -> RepoStatus {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn update(&self, f: impl FnOnce(&mut RepoStatus)) {
+        f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The state directory is unusable.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Gateway {
+    /// Sets up the gateway for `config`, published at `public_url`, and loads the persisted
+    /// generation of each repository. A generation that cannot be loaded is logged and left
+    /// for the first refresh to replace.
+    pub fn new(config: &Config, public_url: Url) -> Result<Self, ServeError> {
+        let state_dir = &config.server.state_dir;
+        std::fs::create_dir_all(state_dir).map_err(|source| StoreError {
+            action: "cannot create the state directory",
+            path: state_dir.clone(),
+            source,
+        })?;
+        let metrics = Metrics::default();
+        let mut repos = Vec::new();
+        for rc in &config.repositories {
+            let repo_public = rc
+                .public_url
+                .clone()
+                .unwrap_or_else(|| join_dir(&public_url, &rc.name));
+            let job = Job {
+                request: HarvestRequest {
+                    source: rc.source.clone(),
+                    sets: rc.sets.clone(),
+                    from: rc.from,
+                    until: rc.until,
+                },
+                scope: rc.scope.clone(),
+                limits: rc.limits,
+                gzip: rc.gzip,
+                public_url: repo_public,
+            };
+            let dir = state_dir.join(&rc.name);
+            let current = match generation::load_current(&dir) {
+                Ok(g) => g,
+                Err(e) => {
+                    tracing::warn!(
+                        repository = rc.name,
+                        "the persisted generation cannot be served and waits for the first refresh: {e}"
+                    );
+                    None
+                }
+            };
+            let repo = Repo {
+                config: rc.clone(),
+                job,
+                dir,
+                current: RwLock::new(None),
+                status: Mutex::new(RepoStatus::default()),
+                refresh_now: Notify::new(),
+            };
+            if let Some(g) = current {
+                tracing::info!(
+                    repository = rc.name,
+                    generation = g.id,
+                    urls = g.summary.urls,
+                    "serving the persisted generation"
+                );
+                refresh::record_generation(&metrics, &repo, &g);
+                repo.update(|s| {
+                    s.last_success = Some(g.created);
+                });
+                repo.swap(g);
+            }
+            metrics
+                .serving
+                .get_or_create(&metrics::repo(&rc.name))
+                .set(i64::from(repo.current().is_some()));
+            repos.push(repo);
+        }
+        let indexes: Vec<String> = repos
+            .iter()
+            .map(|r| join_dir(&r.job.public_url, "").join("sitemap.xml"))
+            .map(|u| u.map(String::from).unwrap_or_default())
+            .collect();
+        let robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
+        let cache = moka::future::Cache::builder()
+            .max_capacity(config.server.cache_bytes)
+            .weigher(|_: &CacheKey, v: &Bytes| u32::try_from(v.len()).unwrap_or(u32::MAX))
+            .build();
+        let prefix = public_url.path().trim_end_matches('/').to_owned();
+        Ok(Self {
+            repos,
+            cache,
+            metrics,
+            prefix,
+            cache_control: format!("public, max-age={}", config.server.max_age.as_secs()),
+            robots: http::StaticFile::new(Bytes::from(robots), SystemTime::now()),
+            public_url,
+            harvest: config.harvest.clone(),
+            started: SystemTime::now(),
+        })
+    }
+
+    /// The repository named `name`.
+    pub fn repo(&self, name: &str) -> Option<&Repo> {
+        self.repos.iter().find(|r| r.config.name == name)
+    }
+
+    /// Every repository has a generation to serve.
+    pub fn ready(&self) -> bool {
+        self.repos.iter().all(|r| r.current().is_some())
+    }
+}
+
+/// `base` + `name/`: the directory of a repository under the gateway's public URL.
+fn join_dir(base: &Url, name: &str) -> Url {
+    let mut url = base.clone();
+    if !name.is_empty() {
+        let path = format!("{}{name}/", url.path());
+        url.set_path(&path);
+    }
+    url
+}
+
+/// A running gateway: refresh schedules started, requests answered until `shutdown` completes;
+/// then it stops accepting, gives in-flight requests `drain_timeout` to finish, and stops the
+/// refreshes (an interrupted refresh leaves nothing behind).
+pub async fn serve(
+    gateway: Arc<Gateway>,
+    listener: TcpListener,
+    drain_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let schedules: Vec<_> = (0..gateway.repos.len())
+        .map(|i| tokio::spawn(refresh::schedule(Arc::clone(&gateway), i, stop_rx.clone())))
+        .collect();
+
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(conn) => conn,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let gateway = Arc::clone(&gateway);
+        let service = hyper::service::service_fn(move |req| {
+            let gateway = Arc::clone(&gateway);
+            async move { Ok::<_, std::convert::Infallible>(http::handle(&gateway, req).await) }
+        });
+        let conn = builder
+            .serve_connection(TokioIo::new(stream), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection ended: {e}");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: no new connections; draining in-flight requests");
+    let _ = stop_tx.send(true);
+    if tokio::time::timeout(drain_timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "requests still in flight after the drain timeout of {drain_timeout:?}; closing them"
+        );
+    }
+    for s in schedules {
+        let _ = s.await;
+    }
+    tracing::info!("stopped");
+}

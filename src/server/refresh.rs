@@ -1,0 +1,312 @@
+//! Refreshes: each repository has its own schedule (a task), so one slow or broken upstream never
+//! delays another, and never runs two refreshes at once. A refresh harvests, renders into a new
+//! generation beside the current one and swaps it in only after the list was read to its end; a
+//! refresh that fails leaves the current generation serving (stale-if-error) and says so.
+//!
+//! The work of a refresh runs on a thread of its own with a single-threaded runtime: parsing and
+//! rendering a large repository takes CPU-seconds that must not stall the request handlers.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use tokio::sync::watch;
+
+use super::generation::{Generation, StoreError, Summary, Writer};
+use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
+use super::{Gateway, Repo};
+use crate::app::error_chain;
+use crate::classify::Drop;
+use crate::oai::Client;
+use crate::pipeline::{self, PipelineError};
+use crate::progress::Progress;
+
+/// First retry delay after a failed refresh; it doubles per failure, up to the interval.
+const FAILURE_RETRY: Duration = Duration::from_secs(60);
+
+/// Why a refresh failed; the current generation, if any, keeps serving.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefreshError {
+    /// Harvesting or rendering failed.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// Storing the generation failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The HTTP client could not be built.
+    #[error("cannot set up the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+    /// The refresh thread ended without an answer (it panicked).
+    #[error("the refresh stopped unexpectedly: {0}")]
+    Aborted(String),
+    /// The gateway is shutting down.
+    #[error("interrupted by shutdown")]
+    Shutdown,
+}
+
+/// The schedule of repository `index`: refresh when due, or at once when asked through
+/// `refresh_now`; stop when `stop` turns true.
+pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Receiver<bool>) {
+    let repo = &gateway.repos[index];
+    let interval = repo.config.refresh_interval;
+    // A persisted generation that is still fresh is served until it is due; else refresh now.
+    let mut due = repo
+        .current()
+        .map_or(SystemTime::now(), |g| g.created + interval);
+    loop {
+        repo.update(|s| s.next_refresh = Some(due));
+        let wait = due.duration_since(SystemTime::now()).unwrap_or_default();
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = repo.refresh_now.notified() => {}
+            _ = stop.changed() => return,
+        }
+        if *stop.borrow() {
+            return;
+        }
+        let outcome = refresh(&gateway, index, stop.clone()).await;
+        let status = repo.status();
+        due = match outcome {
+            Ok(()) => SystemTime::now() + interval,
+            Err(RefreshError::Shutdown) => return,
+            Err(_) => {
+                let backoff = FAILURE_RETRY
+                    .saturating_mul(1 << status.failures.saturating_sub(1).min(16))
+                    .min(interval);
+                SystemTime::now() + backoff
+            }
+        };
+        // An upstream's Retry-After wins, even when it is longer than the schedule.
+        if let Some(not_before) = status.retry_not_before {
+            due = due.max(not_before);
+        }
+    }
+}
+
+/// Runs one refresh of repository `index` and records its outcome.
+pub async fn refresh(
+    gateway: &Arc<Gateway>,
+    index: usize,
+    stop: watch::Receiver<bool>,
+) -> Result<(), RefreshError> {
+    let repo = &gateway.repos[index];
+    let name = repo.config.name.clone();
+    let started = SystemTime::now();
+    repo.update(|s| {
+        s.refreshing = true;
+        s.last_attempt = Some(started);
+    });
+    tracing::info!(repository = name, source = %repo.job.request.source, "refresh started");
+
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let worker = Arc::clone(gateway);
+    std::thread::Builder::new()
+        .name(format!("refresh-{name}"))
+        .spawn(move || {
+            let _ = tx.send(build_on_own_runtime(&worker, index, stop));
+        })
+        .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
+    let (result, stats) = match rx.await {
+        Ok(answer) => answer,
+        Err(_) => (
+            Err(RefreshError::Aborted("the refresh thread panicked".into())),
+            UpstreamStats::default(),
+        ),
+    };
+
+    let labels = metrics::repo(&name);
+    let m = &gateway.metrics;
+    m.upstream_requests
+        .get_or_create(&labels)
+        .inc_by(stats.requests);
+    m.upstream_retries
+        .get_or_create(&labels)
+        .inc_by(stats.retries);
+    m.retry_after_waits
+        .get_or_create(&labels)
+        .inc_by(stats.retry_after_waits);
+    let outcome = match result {
+        Ok(generation) => {
+            let s = &generation.summary;
+            tracing::info!(
+                repository = name,
+                generation = generation.id,
+                pages = s.pages,
+                records = s.records,
+                deleted = s.deleted,
+                urls = s.urls,
+                shards = s.shards,
+                seconds = s.build_ms as f64 / 1000.0,
+                "refresh done; serving the new generation"
+            );
+            record_generation(m, repo, &generation);
+            m.last_success
+                .get_or_create(&labels)
+                .set(unix(SystemTime::now()));
+            m.last_duration
+                .get_or_create(&labels)
+                .set(s.build_ms as f64 / 1000.0);
+            repo.swap(generation);
+            repo.update(|st| {
+                st.last_success = Some(SystemTime::now());
+                st.last_error = None;
+                st.failures = 0;
+            });
+            "success"
+        }
+        Err(RefreshError::Shutdown) => {
+            tracing::info!(repository = name, "refresh interrupted by shutdown");
+            repo.update(|st| st.refreshing = false);
+            return Err(RefreshError::Shutdown);
+        }
+        Err(e) => {
+            let message = error_chain(&e);
+            let serving = repo.current().is_some();
+            tracing::error!(
+                repository = name,
+                serving_stale = serving,
+                "refresh failed{}: {message}",
+                if serving {
+                    "; the previous generation keeps serving"
+                } else {
+                    ""
+                }
+            );
+            repo.update(|st| {
+                st.last_error = Some(message);
+                st.failures += 1;
+            });
+            m.stale.get_or_create(&labels).set(i64::from(serving));
+            m.harvests
+                .get_or_create(&HarvestLabels {
+                    repository: name.clone(),
+                    outcome: "failure",
+                })
+                .inc();
+            repo.update(|st| {
+                st.refreshing = false;
+                st.completed += 1;
+                st.retry_not_before = stats.retry_not_before;
+            });
+            return Err(e);
+        }
+    };
+    m.harvests
+        .get_or_create(&HarvestLabels {
+            repository: name,
+            outcome,
+        })
+        .inc();
+    repo.update(|st| {
+        st.refreshing = false;
+        st.completed += 1;
+        st.retry_not_before = stats.retry_not_before;
+    });
+    Ok(())
+}
+
+/// Sets the per-generation gauges of `repo` from `generation`.
+pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
+    let labels = metrics::repo(&repo.config.name);
+    let s = &generation.summary;
+    m.records.get_or_create(&labels).set(s.records as i64);
+    m.urls.get_or_create(&labels).set(s.urls as i64);
+    for reason in Drop::ALL {
+        m.dropped
+            .get_or_create(&DropLabels {
+                repository: repo.config.name.clone(),
+                reason: reason.as_str().to_owned(),
+            })
+            .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
+    }
+    m.stale.get_or_create(&labels).set(0);
+    m.serving.get_or_create(&labels).set(1);
+    m.last_success
+        .get_or_create(&labels)
+        .set(unix(generation.created));
+}
+
+/// What the upstream client did during one refresh.
+#[derive(Debug, Default)]
+struct UpstreamStats {
+    requests: u64,
+    retries: u64,
+    retry_after_waits: u64,
+    retry_not_before: Option<SystemTime>,
+}
+
+fn build_on_own_runtime(
+    gateway: &Gateway,
+    index: usize,
+    mut stop: watch::Receiver<bool>,
+) -> (Result<Generation, RefreshError>, UpstreamStats) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let e = RefreshError::Aborted(format!("cannot start a runtime: {e}"));
+            return (Err(e), UpstreamStats::default());
+        }
+    };
+    let client = match Client::new(gateway.harvest.clone()) {
+        Ok(c) => c,
+        Err(e) => return (Err(e.into()), UpstreamStats::default()),
+    };
+    let result = runtime.block_on(async {
+        tokio::select! {
+            r = build(&gateway.repos[index], &client) => r,
+            _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
+        }
+    });
+    use std::sync::atomic::Ordering::Relaxed;
+    let stats = UpstreamStats {
+        requests: client.stats.requests.load(Relaxed),
+        retries: client.stats.retries.load(Relaxed),
+        retry_after_waits: client.stats.retry_after_waits.load(Relaxed),
+        retry_not_before: client.stats.retry_not_before(),
+    };
+    (result, stats)
+}
+
+/// Harvests and writes the next generation of `repo`; does not swap it in.
+async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError> {
+    let started = Instant::now();
+    let job = &repo.job;
+    let (report, published) = pipeline::harvest(client, job, &mut Progress::silent()).await?;
+    let scope = pipeline::scope_for(job, &report.identify.base_url)?;
+    if published.is_empty() {
+        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
+            &published.stats,
+            &scope,
+        ))
+        .into());
+    }
+    let previous = repo.current();
+    let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
+    let (shards, index_url) = pipeline::render(&published, job, &mut writer)?;
+    let stats = &published.stats;
+    let summary = Summary {
+        source: job.request.source.to_string(),
+        pages: report.pages,
+        records_seen: stats.records_seen,
+        records: stats.records,
+        deleted: stats.deleted,
+        urls: stats.urls,
+        drops: Drop::ALL
+            .iter()
+            .filter(|r| stats.dropped(**r) > 0)
+            .map(|r| (r.as_str().to_owned(), stats.dropped(*r)))
+            .collect(),
+        shards: shards.len() as u64,
+        build_ms: started.elapsed().as_millis() as u64,
+        index_url: index_url.to_string(),
+    };
+    Ok(writer.commit(summary)?)
+}
+
+fn unix(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}

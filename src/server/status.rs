@@ -1,0 +1,154 @@
+//! The status page at `/`, for people: per repository, what is served, how the last refresh
+//! went, and when the next one is due.
+
+use std::fmt::Write as _;
+use std::time::SystemTime;
+
+use super::Gateway;
+use crate::pipeline::human_duration;
+
+/// Renders the status page.
+pub fn render(gateway: &Gateway) -> String {
+    let now = SystemTime::now();
+    let mut out = String::new();
+    out.push_str(concat!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+        "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;",
+        "text-align:left;vertical-align:top}.bad{color:#a00}.ok{color:#070}",
+        "pre{white-space:pre-wrap;margin:0}</style>\n</head>\n<body>\n",
+        "<h1>oai-bridge</h1>\n"
+    ));
+    let _ = writeln!(
+        out,
+        "<p>OAI-PMH to sitemaps gateway {}. Public URL <a href=\"{url}\">{url}</a>; \
+         <a href=\"{robots}\">robots.txt</a> lists every sitemap index. \
+         Up for {}.</p>",
+        env!("CARGO_PKG_VERSION"),
+        human_duration(now.duration_since(gateway.started).unwrap_or_default()),
+        url = escape(gateway.public_url.as_str()),
+        robots = escape(&format!("{}robots.txt", gateway.public_url)),
+    );
+    out.push_str(
+        "<table>\n<tr><th>repository</th><th>serving</th><th>records</th><th>URLs published</th>\
+         <th>not published</th><th>shards</th><th>last success</th><th>last attempt</th>\
+         <th>next refresh</th></tr>\n",
+    );
+    for repo in &gateway.repos {
+        let status = repo.status();
+        let generation = repo.current();
+        let _ = write!(
+            out,
+            "<tr><td><b>{}</b><br><small>{}</small></td>",
+            escape(&repo.config.name),
+            escape(&repo.job.request.source.to_string())
+        );
+        match (&generation, &status.last_error) {
+            (None, _) => out.push_str("<td class=\"bad\">nothing yet (503)</td>"),
+            (Some(g), Some(_)) => {
+                let _ = write!(
+                    out,
+                    "<td class=\"bad\"><a href=\"{}\">index</a>: stale, the last refresh failed</td>",
+                    escape(&g.summary.index_url)
+                );
+            }
+            (Some(g), None) => {
+                let _ = write!(
+                    out,
+                    "<td class=\"ok\"><a href=\"{}\">index</a>: fresh</td>",
+                    escape(&g.summary.index_url)
+                );
+            }
+        }
+        match &generation {
+            Some(g) => {
+                let s = &g.summary;
+                let drops = if s.drops.is_empty() {
+                    "none".to_owned()
+                } else {
+                    s.drops
+                        .iter()
+                        .map(|(reason, n)| format!("{} {n}", escape(reason)))
+                        .collect::<Vec<_>>()
+                        .join("<br>")
+                };
+                let _ = write!(
+                    out,
+                    "<td>{} ({} deleted)</td><td>{}</td><td>{drops}</td><td>{}</td>",
+                    s.records, s.deleted, s.urls, s.shards
+                );
+            }
+            None => out.push_str("<td></td><td></td><td></td><td></td>"),
+        }
+        let when = |t: Option<SystemTime>| t.map_or_else(|| "never".to_owned(), |t| ago(now, t));
+        let _ = write!(
+            out,
+            "<td>{}</td><td>{}",
+            when(status.last_success),
+            when(status.last_attempt)
+        );
+        if status.refreshing {
+            out.push_str("<br><i>refreshing now</i>");
+        }
+        if let Some(e) = &status.last_error {
+            let _ = write!(
+                out,
+                "<br><span class=\"bad\">failed ({} in a row):</span><pre>{}</pre>",
+                status.failures,
+                escape(e)
+            );
+        }
+        let next = match (status.refreshing, status.next_refresh) {
+            (true, _) => "running".to_owned(),
+            (false, Some(t)) => ago(now, t),
+            (false, None) => "not scheduled".to_owned(),
+        };
+        let _ = writeln!(out, "</td><td>{next}</td></tr>");
+    }
+    out.push_str(
+        "</table>\n<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
+         <a href=\"readyz\">readyz</a></p>\n</body>\n</html>\n",
+    );
+    out
+}
+
+/// "3 min ago" or "in 2 h" plus the UTC time.
+fn ago(now: SystemTime, t: SystemTime) -> String {
+    let date = httpdate::fmt_http_date(t);
+    match now.duration_since(t) {
+        Ok(d) => format!("{} ago<br><small>{date}</small>", human_duration(d)),
+        Err(e) => format!(
+            "in {}<br><small>{date}</small>",
+            human_duration(e.duration())
+        ),
+    }
+}
+
+/// Escapes text for HTML content and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,849 @@
+//! `oai-bridge serve`: the real gateway on a pre-bound loopback port, harvesting the local test
+//! repository. Rule ids (H-xx) are those of shared/reference/conformance.md, section 5.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use oai_bridge::config::Config;
+use oai_bridge::server::{self, Gateway};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+use url::Url;
+
+use crate::server::{Fault, TestRecord, TestServer, numbered};
+
+/// A gateway running in this process, on a loopback port bound before it starts.
+struct Running {
+    url: String,
+    gateway: Arc<Gateway>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl Running {
+    /// Starts a gateway for `config` (TOML text; `{state}` is replaced by `state`).
+    async fn start(config: &str, state: &Path) -> Running {
+        let text = config.replace("{state}", &state.display().to_string());
+        let config = Config::parse(&text, "test.toml", Path::new(".")).expect("valid config");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let url = format!("http://{addr}/");
+        let public = config
+            .server
+            .public_url
+            .clone()
+            .unwrap_or_else(|| Url::parse(&url).unwrap());
+        let gateway = Arc::new(Gateway::new(&config, public).unwrap());
+        let (tx, rx) = oneshot::channel();
+        let task = tokio::spawn(server::serve(
+            Arc::clone(&gateway),
+            listener,
+            Duration::from_secs(5),
+            async {
+                let _ = rx.await;
+            },
+        ));
+        Running {
+            url,
+            gateway,
+            stop: Some(tx),
+            task,
+        }
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), &mut self.task)
+            .await
+            .expect("the gateway stops within the drain timeout")
+            .unwrap();
+    }
+
+    /// Waits until every repository has a generation.
+    async fn ready(&self) {
+        let start = Instant::now();
+        while !self.gateway.ready() {
+            let errors: Vec<_> = self
+                .gateway
+                .repos
+                .iter()
+                .map(|r| r.status().last_error)
+                .collect();
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "no generation for every repository; last errors: {errors:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Asks repository `i` for a refresh now and waits until it has ended.
+    async fn refresh(&self, i: usize) {
+        let repo = &self.gateway.repos[i];
+        let before = repo.status().completed;
+        repo.refresh_now.notify_one();
+        wait_for(|| repo.status().completed > before, "the refresh ends").await;
+    }
+
+    async fn get(&self, path: &str) -> Reply {
+        self.request(reqwest::Method::GET, path, &[]).await
+    }
+
+    async fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let mut req = client().request(
+            method,
+            format!("{}{}", self.url, path.trim_start_matches('/')),
+        );
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let response = req.send().await.expect("the gateway answers");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = response.bytes().await.unwrap().to_vec();
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .map_or("", |v| v.to_str().unwrap_or(""))
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8(self.body.clone()).unwrap()
+    }
+}
+
+/// A client that neither decompresses nor follows redirects: the tests see the raw answer.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .no_gzip()
+        .no_deflate()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting until {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A configuration with one repository `r` harvesting `upstream`, 5 URLs a shard.
+fn config(upstream: &TestServer, extra_repo: &str) -> String {
+    format!(
+        "[server]\nstate_dir = \"{{state}}\"\n\
+         [harvest]\nmax_attempts = 1\nbackoff_initial_ms = 10\n\
+         [[repository]]\nname = \"r\"\nbase_url = \"{}\"\nmax_urls_per_shard = 5\n\
+         scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n{extra_repo}",
+        upstream.url()
+    )
+}
+
+/// The `<loc>`s of a sitemap or index.
+fn locs(xml: &str) -> Vec<String> {
+    xml.split("<loc>")
+        .skip(1)
+        .map(|s| s.split("</loc>").next().unwrap().to_owned())
+        .collect()
+}
+
+/// Path of an absolute URL of the gateway.
+fn path_of(url: &str) -> String {
+    Url::parse(url).unwrap().path().to_owned()
+}
+
+/// Every URL the gateway publishes for repository `r`, reading the index and its shards.
+async fn published(g: &Running) -> BTreeSet<String> {
+    let index = g.get("/r/sitemap.xml").await;
+    assert_eq!(index.status, StatusCode::OK);
+    let mut urls = BTreeSet::new();
+    for shard in locs(&index.text()) {
+        let reply = g.get(&path_of(&shard)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{shard}");
+        urls.extend(locs(&reply.text()));
+    }
+    urls
+}
+
+fn expected(n: usize) -> BTreeSet<String> {
+    (1..=n)
+        .map(|i| format!("https://repo.example/record/{i}"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_full_serve_cycle() {
+    let upstream = TestServer::builder(numbered(12))
+        .identify_base_url("https://repo.example/oai")
+        .start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+
+    // H-10: robots.txt is text/plain with absolute Sitemap lines.
+    let robots = g.get("/robots.txt").await;
+    assert_eq!(robots.status, StatusCode::OK);
+    assert!(robots.header("content-type").starts_with("text/plain"));
+    assert!(
+        robots
+            .text()
+            .contains(&format!("Sitemap: {}r/sitemap.xml\n", g.url)),
+        "{}",
+        robots.text()
+    );
+
+    // H-01: XML is application/xml; the index lists 3 shards of at most 5 URLs.
+    let index = g.get("/r/sitemap.xml").await;
+    assert!(index.header("content-type").starts_with("application/xml"));
+    let shards = locs(&index.text());
+    assert_eq!(
+        shards,
+        (1..=3)
+            .map(|n| format!("{}r/sitemap-{n}.xml", g.url))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(published(&g).await, expected(12));
+
+    assert_eq!(g.get("/healthz").await.status, StatusCode::OK);
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    let status = g.get("/").await;
+    assert!(status.header("content-type").starts_with("text/html"));
+    let page = status.text();
+    for want in ["<b>r</b>", "fresh", "12 (0 deleted)", "last success"] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+    let metrics = g.get("/metrics").await.text();
+    for want in [
+        "oai_bridge_http_requests_total{route=\"index\",status=\"200\"}",
+        "oai_bridge_harvests_total{repository=\"r\",outcome=\"success\"} 1",
+        "oai_bridge_urls_published{repository=\"r\"} 12",
+        "oai_bridge_records{repository=\"r\"} 12",
+        "oai_bridge_serving_stale{repository=\"r\"} 0",
+        "oai_bridge_last_success_timestamp_seconds{repository=\"r\"}",
+        "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"out_of_scope\"} 0",
+        "oai_bridge_upstream_requests_total{repository=\"r\"}",
+    ] {
+        assert!(metrics.contains(want), "metrics lack {want:?}:\n{metrics}");
+    }
+    // The generation is on disk, named by `current`.
+    let current = std::fs::read_to_string(state.path().join("r/current")).unwrap();
+    assert!(
+        state
+            .path()
+            .join("r")
+            .join(current.trim())
+            .join("sitemap-3.xml")
+            .exists()
+    );
+    g.stop().await;
+}
+
+/// H-08: until the first generation, 503 with Retry-After; `/readyz` says who is missing; the
+/// status page shows the error. A later refresh that succeeds serves.
+#[tokio::test]
+async fn no_generation_yet_is_503_with_retry_after() {
+    let upstream = TestServer::builder(numbered(3)).start();
+    upstream.fault_always(Fault::Status(500));
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    wait_for(
+        || g.gateway.repos[0].status().completed >= 1,
+        "the first refresh fails",
+    )
+    .await;
+
+    for path in ["/r/sitemap.xml", "/r/sitemap-1.xml"] {
+        let reply = g.get(path).await;
+        assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        let retry: u64 = reply.header("retry-after").parse().unwrap();
+        assert!((1..=3600).contains(&retry), "Retry-After {retry}");
+        assert!(reply.text().contains("HTTP status 500"), "{}", reply.text());
+    }
+    let ready = g.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(ready.text().contains('r'));
+    assert!(g.get("/").await.text().contains("nothing yet"));
+    // Names that can never exist are 404 even now.
+    assert_eq!(g.get("/r/other.xml").await.status, StatusCode::NOT_FOUND);
+
+    upstream.clear_faults();
+    g.refresh(0).await;
+    assert_eq!(published(&g).await, expected(3));
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    g.stop().await;
+}
+
+/// Stale-if-error: a refresh that fails mid-list keeps the previous generation byte-identical,
+/// with the same validators, and says so on the status page and in the metrics.
+#[tokio::test]
+async fn a_failed_refresh_keeps_the_previous_generation() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+    let mut before = Vec::new();
+    for path in ["/r/sitemap.xml", "/r/sitemap-1.xml", "/r/sitemap-3.xml"] {
+        before.push(g.get(path).await);
+    }
+
+    // The repository changes, but the refresh fails on its second page.
+    upstream.set_records(numbered(14));
+    upstream.fault_on_page_always(2, Fault::Status(500));
+    g.refresh(0).await;
+    let status = g.gateway.repos[0].status();
+    assert!(
+        status.last_error.as_deref().unwrap().contains("page 2"),
+        "{status:?}"
+    );
+
+    for (path, old) in ["/r/sitemap.xml", "/r/sitemap-1.xml", "/r/sitemap-3.xml"]
+        .iter()
+        .zip(&before)
+    {
+        let now = g.get(path).await;
+        assert_eq!(now.status, StatusCode::OK);
+        assert_eq!(now.body, old.body, "{path} changed");
+        assert_eq!(now.header("etag"), old.header("etag"));
+        assert_eq!(now.header("last-modified"), old.header("last-modified"));
+    }
+    assert_eq!(
+        g.get("/r/sitemap-4.xml").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(g.get("/").await.text().contains("stale"));
+    let metrics = g.get("/metrics").await.text();
+    assert!(metrics.contains("oai_bridge_serving_stale{repository=\"r\"} 1"));
+    assert!(metrics.contains("oai_bridge_harvests_total{repository=\"r\",outcome=\"failure\"} 1"));
+    // Only one generation folder is on disk.
+    let dirs = std::fs::read_dir(state.path().join("r"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+        .count();
+    assert_eq!(dirs, 1);
+
+    // Once the upstream recovers, the new records are served.
+    upstream.clear_faults();
+    g.refresh(0).await;
+    assert_eq!(published(&g).await, expected(14));
+    assert!(
+        g.get("/metrics")
+            .await
+            .text()
+            .contains("oai_bridge_serving_stale{repository=\"r\"} 0")
+    );
+    g.stop().await;
+}
+
+/// H-03, H-04, H-09: a refresh with unchanged content keeps names, ETags and Last-Modified; a
+/// changed shard gets a new ETag, the unchanged ones keep theirs.
+#[tokio::test]
+async fn validators_follow_content_not_refreshes() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+    let first = g.get("/r/sitemap-1.xml").await;
+    let third = g.get("/r/sitemap-3.xml").await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    g.refresh(0).await;
+    let again = g.get("/r/sitemap-1.xml").await;
+    assert_eq!(again.header("etag"), first.header("etag"));
+    assert_eq!(again.header("last-modified"), first.header("last-modified"));
+
+    // Record 9 (in shard 3: URLs sort as text, 1 10 11 12 2 | 3 4 5 6 7 | 8 9) gets a new
+    // datestamp: only shard 3 and the index change.
+    let mut records = numbered(12);
+    records[8] = TestRecord::new("oai:test:9", "2025-01-01").url("https://repo.example/record/9");
+    upstream.set_records(records);
+    g.refresh(0).await;
+    let first_now = g.get("/r/sitemap-1.xml").await;
+    let third_now = g.get("/r/sitemap-3.xml").await;
+    assert_eq!(first_now.header("etag"), first.header("etag"));
+    assert_ne!(third_now.header("etag"), third.header("etag"));
+    assert!(third_now.text().contains("2025-01-01"));
+    let lm = |r: &Reply| httpdate::parse_http_date(r.header("last-modified")).unwrap();
+    assert!(lm(&third_now) > lm(&third));
+    g.stop().await;
+}
+
+/// H-02, H-05, H-06, H-07, H-08 and exact path matching.
+#[tokio::test]
+async fn conditional_requests_head_gzip_and_errors() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, "gzip = true\n"), state.path()).await;
+    g.ready().await;
+    let get = reqwest::Method::GET;
+    let plain = g.get("/r/sitemap-1.xml").await;
+    let etag = plain.header("etag").to_owned();
+    let lm = plain.header("last-modified").to_owned();
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"'),
+        "strong ETag: {etag}"
+    );
+    assert_eq!(plain.header("vary"), "Accept-Encoding");
+    assert_eq!(plain.header("content-encoding"), "");
+    assert!(plain.header("cache-control").contains("max-age=3600"));
+
+    // If-None-Match wins over If-Modified-Since (H-05); a 304 carries the validators (H-06).
+    let cases: [(&[(&str, &str)], StatusCode); 5] = [
+        (&[("if-none-match", &etag)], StatusCode::NOT_MODIFIED),
+        (
+            &[
+                ("if-none-match", &etag),
+                ("if-modified-since", "Thu, 01 Jan 1970 00:00:00 GMT"),
+            ],
+            StatusCode::NOT_MODIFIED,
+        ),
+        (
+            &[("if-none-match", "\"other\""), ("if-modified-since", &lm)],
+            StatusCode::OK,
+        ),
+        (&[("if-modified-since", &lm)], StatusCode::NOT_MODIFIED),
+        (&[("if-modified-since", "not a date")], StatusCode::OK),
+    ];
+    for (headers, want) in cases {
+        let reply = g.request(get.clone(), "/r/sitemap-1.xml", headers).await;
+        assert_eq!(reply.status, want, "{headers:?}");
+        if want == StatusCode::NOT_MODIFIED {
+            assert!(reply.body.is_empty());
+            for h in ["etag", "cache-control", "vary", "last-modified"] {
+                assert_eq!(reply.header(h), plain.header(h), "304 header {h}");
+            }
+        }
+    }
+
+    // HEAD: the headers of GET, no body (H-07).
+    let head = g
+        .request(reqwest::Method::HEAD, "/r/sitemap-1.xml", &[])
+        .await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert!(head.body.is_empty());
+    for h in [
+        "content-type",
+        "content-length",
+        "etag",
+        "last-modified",
+        "vary",
+        "cache-control",
+    ] {
+        assert_eq!(head.header(h), plain.header(h), "HEAD header {h}");
+    }
+
+    // Negotiated gzip: encoded, its own ETag, same content (H-02, H-03).
+    let gz = g
+        .request(
+            get.clone(),
+            "/r/sitemap-1.xml",
+            &[("accept-encoding", "br, gzip")],
+        )
+        .await;
+    assert_eq!(gz.header("content-encoding"), "gzip");
+    assert_eq!(gz.header("vary"), "Accept-Encoding");
+    assert!(gz.header("content-type").starts_with("application/xml"));
+    assert_ne!(gz.header("etag"), etag);
+    assert_eq!(gunzip(&gz.body), plain.body);
+    let refused = g
+        .request(
+            get.clone(),
+            "/r/sitemap-1.xml",
+            &[("accept-encoding", "gzip;q=0")],
+        )
+        .await;
+    assert_eq!(refused.header("content-encoding"), "");
+    assert_eq!(refused.body, plain.body);
+
+    // .xml.gz is a gzip file, not an encoding (H-02); the index lists .xml.gz shards.
+    let file = g.get("/r/sitemap-1.xml.gz").await;
+    assert_eq!(file.header("content-type"), "application/gzip");
+    assert_eq!(file.header("content-encoding"), "");
+    assert_eq!(&file.body[..2], &[0x1f, 0x8b]);
+    assert_eq!(gunzip(&file.body), plain.body);
+    assert!(
+        g.get("/r/sitemap.xml")
+            .await
+            .text()
+            .contains("sitemap-1.xml.gz</loc>")
+    );
+
+    // 405 with Allow; 404 for unknown paths and repositories (H-08).
+    for method in [
+        reqwest::Method::POST,
+        reqwest::Method::PUT,
+        reqwest::Method::DELETE,
+    ] {
+        let reply = g.request(method, "/r/sitemap.xml", &[]).await;
+        assert_eq!(reply.status, StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(reply.header("allow"), "GET, HEAD");
+    }
+    for path in [
+        "/nope",
+        "/x/sitemap.xml",
+        "/r/sitemap-9.xml",
+        "/r/sitemap-1.xml.gz.gz",
+        "/r/manifest.json",
+        "/r/current",
+    ] {
+        assert_eq!(g.get(path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    // Traversal, sent raw (an HTTP client would normalise the path): a plain 404.
+    for path in [
+        "/r/../r/sitemap.xml",
+        "/r/%2e%2e/current",
+        "/../../etc/passwd",
+    ] {
+        assert_eq!(raw_status(&g.url, path).await, 404, "{path}");
+    }
+    g.stop().await;
+}
+
+/// The status of a request whose path is sent as is.
+async fn raw_status(base: &str, path: &str) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = Url::parse(base).unwrap();
+    let mut stream =
+        tokio::net::TcpStream::connect((addr.host_str().unwrap(), addr.port().unwrap()))
+            .await
+            .unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    answer[9..12].parse().unwrap()
+}
+
+fn gunzip(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+/// A public URL with a path prefix (a reverse-proxied sidecar): the sitemaps name it, and
+/// requests are answered with or without it.
+#[tokio::test]
+async fn a_public_url_with_a_path_prefix() {
+    let upstream = TestServer::builder(numbered(3)).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = config(&upstream, "").replace(
+        "[server]\n",
+        "[server]\npublic_url = \"https://repo.example.org/sitemaps/\"\n",
+    );
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let with = g.get("/sitemaps/r/sitemap.xml").await;
+    let without = g.get("/r/sitemap.xml").await;
+    assert_eq!(with.status, StatusCode::OK);
+    assert_eq!(with.body, without.body);
+    assert_eq!(
+        locs(&with.text()),
+        ["https://repo.example.org/sitemaps/r/sitemap-1.xml"]
+    );
+    assert!(
+        g.get("/sitemaps/robots.txt")
+            .await
+            .text()
+            .contains("Sitemap: https://repo.example.org/sitemaps/r/sitemap.xml")
+    );
+    g.stop().await;
+}
+
+/// Readers that fetch the index and then every shard it lists, while generations are swapped
+/// underneath them, never meet a missing shard or a mix of generations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_during_swaps_never_see_a_missing_shard() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Arc::new(Running::start(&config(&upstream, ""), state.path()).await);
+    g.ready().await;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (g, stop) = (Arc::clone(&g), Arc::clone(&stop));
+        readers.push(tokio::spawn(async move {
+            let mut rounds = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let index = g.get("/r/sitemap.xml").await;
+                assert_eq!(index.status, StatusCode::OK);
+                for shard in locs(&index.text()) {
+                    let reply = g.get(&path_of(&shard)).await;
+                    assert_eq!(reply.status, StatusCode::OK, "{shard}");
+                    assert!(reply.text().ends_with("</urlset>\n"), "a whole shard");
+                }
+                rounds += 1;
+            }
+            rounds
+        }));
+    }
+    // Alternate two versions of the repository with the same number of shards.
+    for round in 0..8 {
+        let day = if round % 2 == 0 { "2023" } else { "2024" };
+        let records = (1..=12)
+            .map(|i| {
+                TestRecord::new(&format!("oai:test:{i}"), &format!("{day}-01-{i:02}"))
+                    .url(&format!("https://repo.example/record/{i}"))
+            })
+            .collect();
+        upstream.set_records(records);
+        g.refresh(0).await;
+        assert!(g.gateway.repos[0].status().last_error.is_none());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        assert!(r.await.unwrap() > 0, "each reader completed rounds");
+    }
+    // Retired generations are gone from disk once no reader holds them.
+    wait_for(
+        || {
+            std::fs::read_dir(state.path().join("r"))
+                .unwrap()
+                .filter(|e| e.as_ref().unwrap().file_type().unwrap().is_dir())
+                .count()
+                == 1
+        },
+        "only the current generation is left on disk",
+    )
+    .await;
+    Arc::into_inner(g).unwrap().stop().await;
+}
+
+/// A restart serves the persisted generation at once, before (and without) the upstream.
+#[tokio::test]
+async fn a_restart_serves_the_persisted_generation_at_once() {
+    let upstream = TestServer::builder(numbered(7)).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = config(&upstream, "");
+    let first = Running::start(&text, state.path()).await;
+    first.ready().await;
+    let index = first.get("/r/sitemap.xml").await;
+    let shard = first.get("/r/sitemap-2.xml").await;
+    first.stop().await;
+
+    // The upstream now hangs on every request.
+    upstream.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let second = Running::start(&text, state.path()).await;
+    assert!(second.gateway.ready(), "ready before any refresh");
+    let again = second.get("/r/sitemap.xml").await;
+    assert_eq!(again.body, index.body);
+    assert_eq!(again.header("etag"), index.header("etag"));
+    assert_eq!(again.header("last-modified"), index.header("last-modified"));
+    assert_eq!(second.get("/r/sitemap-2.xml").await.body, shard.body);
+    assert_eq!(second.get("/readyz").await.status, StatusCode::OK);
+    second.stop().await;
+}
+
+/// Repositories refresh independently: one hanging upstream does not hold up another; and an
+/// upstream's Retry-After is respected even when it is longer than the schedule.
+#[tokio::test]
+async fn repositories_refresh_independently_and_respect_retry_after() {
+    let slow = TestServer::builder(numbered(3)).start();
+    slow.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let fast = TestServer::builder(numbered(4)).start();
+    let busy = TestServer::builder(numbered(2)).start();
+    busy.fault_always(Fault::Unavailable(crate::server::RetryAfter::Seconds(7200)));
+    let state = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n\
+         [[repository]]\nname = \"slow\"\nbase_url = \"{}\"\n\
+         [[repository]]\nname = \"fast\"\nbase_url = \"{}\"\nscope = [\"https://repo.example/\"]\n\
+         [[repository]]\nname = \"busy\"\nbase_url = \"{}\"\nrefresh_interval_secs = 1\n",
+        slow.url(),
+        fast.url(),
+        busy.url()
+    );
+    let g = Running::start(&text, state.path()).await;
+    let fast_repo = &g.gateway.repos[1];
+    wait_for(
+        || fast_repo.current().is_some(),
+        "the fast repository is served",
+    )
+    .await;
+    assert!(
+        g.gateway.repos[0].status().refreshing,
+        "the slow one is still harvesting"
+    );
+    assert_eq!(g.get("/fast/sitemap.xml").await.status, StatusCode::OK);
+    assert_eq!(
+        g.get("/slow/sitemap.xml").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let ready = g.get("/readyz").await;
+    assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(ready.text().contains("slow") && !ready.text().contains("fast"));
+
+    let busy_repo = &g.gateway.repos[2];
+    wait_for(
+        || busy_repo.status().completed >= 1,
+        "the busy repository's refresh fails",
+    )
+    .await;
+    wait_for(|| !busy_repo.status().refreshing, "it is scheduled again").await;
+    let next = busy_repo.status().next_refresh.unwrap();
+    let ahead = next.duration_since(SystemTime::now()).unwrap();
+    assert!(
+        ahead > Duration::from_secs(7000),
+        "the next refresh waits for Retry-After (7200 s), not the 1 s schedule: {ahead:?}"
+    );
+    assert!(
+        g.get("/metrics")
+            .await
+            .text()
+            .contains("oai_bridge_upstream_retry_after_waits_total{repository=\"busy\"}")
+    );
+    g.stop().await;
+}
+
+fn binary() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+}
+
+/// Config errors name the key and exit 78; `--check-config` validates and exits.
+#[test]
+fn config_errors_and_check_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        ("[server]\nlisten = \"nowhere\"\n", "[server] listen"),
+        ("[server]\nlisten_on = \"x\"\n", "unknown field `listen_on`"),
+        (
+            "[[repository]]\nname = \"a\"\nbase_url = \"ftp://x/\"\n",
+            "[[repository]] \"a\" base_url",
+        ),
+        (
+            "[[repository]]\nname = \"a\"\nbase_url = \"a.xml\"\n[[repository]]\nname = \"a\"\nbase_url = \"b.xml\"\n",
+            "used by two repositories",
+        ),
+        (
+            "[[repository]]\nname = \"a\"\nbase_url = \"a.xml\"\nmax_urls_per_shard = 0\n",
+            "max_urls_per_shard",
+        ),
+        ("[server]\n", "none is configured"),
+    ];
+    for (text, want) in cases {
+        let path = dir.path().join("bridge.toml");
+        std::fs::write(&path, text).unwrap();
+        let out = binary()
+            .args(["serve", "--check-config", "--config"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(78), "{text}: {stderr}");
+        assert!(
+            stderr.contains(want),
+            "{text}: {stderr} should name {want:?}"
+        );
+    }
+    let out = binary()
+        .args(["serve", "--check-config", "--public-url", "nope"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"));
+
+    let out = binary()
+        .args(["serve", "--check-config"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("sample"));
+}
+
+/// The shipped configuration serves the sample repository; SIGTERM drains and exits 0.
+#[test]
+fn the_binary_serves_the_sample_and_stops_on_sigterm() {
+    let state = tempfile::tempdir().unwrap();
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    let base = first
+        .trim()
+        .strip_prefix("oai-bridge serving on ")
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let index = runtime.block_on(async {
+        let start = Instant::now();
+        loop {
+            let r = client()
+                .get(format!("{base}sample/sitemap.xml"))
+                .send()
+                .await
+                .unwrap();
+            if r.status() == StatusCode::OK {
+                break r.text().await.unwrap();
+            }
+            assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the sample is served"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    assert!(
+        index.contains(&format!("<loc>{base}sample/sitemap-1.xml</loc>")),
+        "{index}"
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "exits after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+}
