@@ -137,6 +137,43 @@ fn content_type_of_path(path: &str) -> Option<&'static str> {
         .map(|&(_, t)| t)
 }
 
+/// Bytes the URL standard leaves as they are in a path (`NORMAL_PATH`) and in a query
+/// (`NORMAL_QUERY`): ASCII alphanumerics and these punctuation characters.
+const NORMAL_PATH: [bool; 256] = byte_set(b"-._~!$&'()*+,;=:@/");
+const NORMAL_QUERY: [bool; 256] = byte_set(b"-._~!$&()*+,;=:@/?");
+
+const fn byte_set(punctuation: &[u8]) -> [bool; 256] {
+    let mut set = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        set[b] = (b as u8).is_ascii_alphanumeric();
+        b += 1;
+    }
+    let mut i = 0;
+    while i < punctuation.len() {
+        set[punctuation[i] as usize] = true;
+        i += 1;
+    }
+    set
+}
+
+/// Four decimal parts of 0..=255 without leading zeros: an IPv4 host `url` leaves as it is.
+fn is_normal_ipv4(host: &[u8]) -> bool {
+    let mut parts = 0;
+    for part in host.split(|&b| b == b'.') {
+        parts += 1;
+        let ok = !part.is_empty()
+            && part.len() <= 3
+            && (part.len() == 1 || part[0] != b'0')
+            && part.iter().all(u8::is_ascii_digit)
+            && part.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= 255;
+        if !ok || parts > 4 {
+            return false;
+        }
+    }
+    parts == 4
+}
+
 /// Whether `value` is an http(s) URL already in the normal form `url::Url` serialises to, so it
 /// can be classified without parsing: lower-case scheme and ASCII host, no default or empty
 /// port, no user info, a path that starts with `/` and has no dot-segments or escapes, and only
@@ -145,115 +182,173 @@ fn content_type_of_path(path: &str) -> Option<&'static str> {
 /// Written by hand because it runs for every identifier of every record, and a full parse costs
 /// more than everything else in classifying; `tests::fast_path_agrees_with_url` checks that both
 /// paths give the same answer.
-/// Four decimal parts of 0..=255 without leading zeros: an IPv4 host `url` leaves as it is.
-fn is_normal_ipv4(host: &str) -> bool {
-    let parts: Vec<&str> = host.split('.').collect();
-    parts.len() == 4
-        && parts.iter().all(|p| {
-            !p.is_empty()
-                && p.len() <= 3
-                && (p.len() == 1 || !p.starts_with('0'))
-                && p.parse::<u8>().is_ok()
-        })
+#[cfg(test)]
+fn is_normal_http_url(value: &str) -> bool {
+    normal_http_path(value).is_some()
 }
 
-fn is_normal_http_url(value: &str) -> bool {
-    let (rest, default_port) = match value.strip_prefix("https://") {
-        Some(rest) => (rest, "443"),
-        None => match value.strip_prefix("http://") {
-            Some(rest) => (rest, "80"),
-            None => return false,
-        },
+/// For a URL [`is_normal_http_url`] accepts, the byte range of its path (without the query);
+/// `None` for any other value. One pass over the bytes, without allocating.
+fn normal_http_path(value: &str) -> Option<(usize, usize)> {
+    let bytes = value.as_bytes();
+    let (start, default_port): (usize, &[u8]) = if bytes.starts_with(b"https://") {
+        (8, b"443")
+    } else if bytes.starts_with(b"http://") {
+        (7, b"80")
+    } else {
+        return None;
     };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    let (host, port) = match authority.split_once(':') {
-        Some((host, port)) => (host, Some(port)),
+    let rest = &bytes[start..];
+    let authority_len = memchr::memchr(b'/', rest).unwrap_or(rest.len());
+    let authority = &rest[..authority_len];
+    let (host, port) = match memchr::memchr(b':', authority) {
+        Some(i) => (&authority[..i], Some(&authority[i + 1..])),
         None => (authority, None),
     };
-    let host_ok = host.split('.').all(|label| {
-        !label.is_empty()
-            && !label.starts_with("xn--")
-            && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    })
-        // A host whose last label is a number is parsed as an IPv4 address (`1.2.3` becomes
-        // `1.2.0.3`, `a.0` is rejected), so those take the full parse.
-        && (is_normal_ipv4(host)
-            || host.rsplit('.').next().is_some_and(|last| {
-                !last.bytes().all(|b| b.is_ascii_digit()) && !last.starts_with("0x")
-            }));
-    let port_ok = port.is_none_or(|p| {
-        !p.is_empty()
-            && !p.starts_with('0')
-            && p != default_port
-            && p.parse::<u16>().is_ok()
-            && p.bytes().all(|b| b.is_ascii_digit())
-    });
-    if !host_ok || !port_ok || !path.starts_with('/') {
-        return false;
+    // Every label non-empty, no `xn--` label, only lower-case letters, digits and `-`.
+    let mut last = 0;
+    for (i, &b) in host.iter().enumerate() {
+        if b == b'.' {
+            if i == last || host[last..i].starts_with(b"xn--") {
+                return None;
+            }
+            last = i + 1;
+        } else if !(b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            return None;
+        }
     }
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    path.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
-        && query
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?".contains(&b))
-        && !path
-            .split('/')
-            .any(|segment| segment == "." || segment == "..")
+    let last = &host[last..];
+    if last.is_empty() || last.starts_with(b"xn--") {
+        return None;
+    }
+    // A host whose last label is a number is parsed as an IPv4 address (`1.2.3` becomes
+    // `1.2.0.3`, `a.0` is rejected), so those take the full parse.
+    if (last.iter().all(u8::is_ascii_digit) || last.starts_with(b"0x")) && !is_normal_ipv4(host) {
+        return None;
+    }
+    if let Some(p) = port {
+        let ok = !p.is_empty()
+            && p[0] != b'0'
+            && p != default_port
+            && p.len() <= 5
+            && p.iter().all(u8::is_ascii_digit)
+            && p.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0')) <= u32::from(u16::MAX);
+        if !ok {
+            return None;
+        }
+    }
+    let path_start = start + authority_len;
+    let path = &bytes[path_start..];
+    if path.first() != Some(&b'/') {
+        return None;
+    }
+    let path_len = memchr::memchr(b'?', path).unwrap_or(path.len());
+    let (path, query) = path.split_at(path_len);
+    if !path.iter().all(|&b| NORMAL_PATH[usize::from(b)])
+        || !query.iter().skip(1).all(|&b| NORMAL_QUERY[usize::from(b)])
+    {
+        return None;
+    }
+    // No `.` or `..` segment.
+    let mut from = 0;
+    while let Some(i) = memchr::memchr(b'.', &path[from..]) {
+        let at = from + i;
+        let dots = if path.get(at + 1) == Some(&b'.') {
+            2
+        } else {
+            1
+        };
+        if path[at - 1] == b'/' && path.get(at + dots).is_none_or(|&b| b == b'/') {
+            return None;
+        }
+        from = at + dots;
+    }
+    Some((path_start, path_start + path_len))
+}
+
+/// What [`classify`] finds, before anything is copied.
+enum Found<'a> {
+    /// A URL inside the scope, already in normal form: the value itself, and its path's range.
+    Normal(&'a str, (usize, usize)),
+    /// A URL inside the scope that needed the full parse.
+    Parsed(Url),
+    /// A DOI or Handle.
+    PersistentId(Pid<'a>),
+    /// Not published, for this reason.
+    Dropped(Drop),
 }
 
 /// Classifies one `dc:identifier` value against `scope`. Pure; surrounding XML whitespace is
 /// trimmed first.
 pub fn classify(value: &str, scope: &Scope) -> Identifier {
+    match find(value, scope) {
+        Found::Normal(url, (start, end)) => match content_type_of_path(&url[start..end]) {
+            Some(media_type) => Identifier::ContentFile {
+                url: url.to_owned(),
+                media_type,
+            },
+            None => Identifier::LandingPage(url.to_owned()),
+        },
+        Found::Parsed(url) => match content_type(&url) {
+            Some(media_type) => Identifier::ContentFile {
+                url: url.into(),
+                media_type,
+            },
+            None => Identifier::LandingPage(url.into()),
+        },
+        Found::PersistentId(pid) => Identifier::PersistentId(pid.resolver_url()),
+        Found::Dropped(reason) => Identifier::Dropped(reason),
+    }
+}
+
+/// What [`classify`] says of `value`, reduced to what the inventory keeps: the URL to publish
+/// (landing page or content file), borrowed from `value` when it is already in normal form, or
+/// the reason it is not published (a persistent identifier counts as [`Drop::PersistentId`]).
+/// Copies nothing and builds no resolver URL on the common paths.
+pub fn publishable<'a>(value: &'a str, scope: &Scope) -> Result<std::borrow::Cow<'a, str>, Drop> {
+    match find(value, scope) {
+        Found::Normal(url, _) => Ok(std::borrow::Cow::Borrowed(url)),
+        Found::Parsed(url) => Ok(std::borrow::Cow::Owned(url.into())),
+        Found::PersistentId(_) => Err(Drop::PersistentId),
+        Found::Dropped(reason) => Err(reason),
+    }
+}
+
+fn find<'a>(value: &'a str, scope: &Scope) -> Found<'a> {
     let value = value.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
-    if let Some(pid) = persistent_id(value) {
-        return Identifier::PersistentId(pid);
+    if let Some(pid) = pid(value) {
+        return Found::PersistentId(pid);
     }
     if !starts_with_ignore_case(value, "http://") && !starts_with_ignore_case(value, "https://") {
         // `url` would accept `urn:`, `doi:` or `uva-lib:332086` as absolute URIs, so the
         // scheme is checked first, explicitly.
-        return Identifier::Dropped(Drop::NotAUrl);
+        return Found::Dropped(Drop::NotAUrl);
     }
-    if is_normal_http_url(value) {
+    if let Some(path) = normal_http_path(value) {
         if value.len() > MAX_URL_LEN {
-            return Identifier::Dropped(Drop::TooLong);
+            return Found::Dropped(Drop::TooLong);
         }
         if !scope.contains_normal(value) {
-            return Identifier::Dropped(Drop::OutOfScope);
+            return Found::Dropped(Drop::OutOfScope);
         }
-        let after_scheme = &value[value.find("://").map_or(0, |i| i + 3)..];
-        let path = &after_scheme[after_scheme.find('/').unwrap_or(after_scheme.len())..];
-        let path = path.split_once('?').map_or(path, |(p, _)| p);
-        return match content_type_of_path(path) {
-            Some(media_type) => Identifier::ContentFile {
-                url: value.to_owned(),
-                media_type,
-            },
-            None => Identifier::LandingPage(value.to_owned()),
-        };
+        return Found::Normal(value, path);
     }
     if value.chars().any(char::is_whitespace) {
-        return Identifier::Dropped(Drop::InvalidUrl);
+        return Found::Dropped(Drop::InvalidUrl);
     }
     let Ok(url) = Url::parse(value) else {
-        return Identifier::Dropped(Drop::InvalidUrl);
+        return Found::Dropped(Drop::InvalidUrl);
     };
     if url.host_str().is_none_or(str::is_empty) {
-        return Identifier::Dropped(Drop::InvalidUrl);
+        return Found::Dropped(Drop::InvalidUrl);
     }
     if url.as_str().len() > MAX_URL_LEN {
-        return Identifier::Dropped(Drop::TooLong);
+        return Found::Dropped(Drop::TooLong);
     }
     if !scope.contains(&url) {
-        return Identifier::Dropped(Drop::OutOfScope);
+        return Found::Dropped(Drop::OutOfScope);
     }
-    match content_type(&url) {
-        Some(media_type) => Identifier::ContentFile {
-            url: url.into(),
-            media_type,
-        },
-        None => Identifier::LandingPage(url.into()),
-    }
+    Found::Parsed(url)
 }
 
 fn starts_with_ignore_case(value: &str, prefix: &str) -> bool {
@@ -263,6 +358,27 @@ fn starts_with_ignore_case(value: &str, prefix: &str) -> bool {
 
 /// A DOI or Handle in any common spelling, as its resolver URL; `None` otherwise.
 pub fn persistent_id(value: &str) -> Option<String> {
+    pid(value).map(|p| p.resolver_url())
+}
+
+/// A persistent identifier found in a value, not yet spelled as a URL.
+enum Pid<'a> {
+    /// The DOI, from `10.` on.
+    Doi(&'a str),
+    /// The Handle, `prefix/suffix`.
+    Handle(&'a str),
+}
+
+impl Pid<'_> {
+    fn resolver_url(&self) -> String {
+        match self {
+            Pid::Doi(doi) => format!("https://doi.org/{}", encode_pid(doi)),
+            Pid::Handle(handle) => format!("https://hdl.handle.net/{}", encode_pid(handle)),
+        }
+    }
+}
+
+fn pid(value: &str) -> Option<Pid<'_>> {
     const DOI_PREFIXES: &[&str] = &[
         "doi:",
         "info:doi/",
@@ -277,6 +393,13 @@ pub fn persistent_id(value: &str) -> Option<String> {
         "https://hdl.handle.net/",
         "http://hdl.handle.net/",
     ];
+    // Every spelling starts with one of these (a cheap test for the common case of none).
+    if !matches!(
+        value.as_bytes().first().map(u8::to_ascii_lowercase),
+        Some(b'd' | b'h' | b'i' | b'1')
+    ) {
+        return None;
+    }
     let strip = |prefixes: &[&str]| {
         prefixes
             .iter()
@@ -285,10 +408,10 @@ pub fn persistent_id(value: &str) -> Option<String> {
     };
     let doi = strip(DOI_PREFIXES).or_else(|| value.starts_with("10.").then_some(value));
     if let Some(doi) = doi.filter(|d| is_doi(d)) {
-        return Some(format!("https://doi.org/{}", encode_pid(doi)));
+        return Some(Pid::Doi(doi));
     }
     if let Some(handle) = strip(HDL_PREFIXES).filter(|h| h.contains('/') && !h.starts_with('/')) {
-        return Some(format!("https://hdl.handle.net/{}", encode_pid(handle)));
+        return Some(Pid::Handle(handle));
     }
     None
 }
@@ -409,6 +532,72 @@ mod tests {
                 media_type,
             },
             None => Identifier::LandingPage(url.into()),
+        }
+    }
+
+    /// The first, plainer spelling of [`is_normal_http_url`], kept to check the one-pass version.
+    fn is_normal_http_url_reference(value: &str) -> bool {
+        fn is_normal_ipv4(host: &str) -> bool {
+            let parts: Vec<&str> = host.split('.').collect();
+            parts.len() == 4
+                && parts.iter().all(|p| {
+                    !p.is_empty()
+                        && p.len() <= 3
+                        && (p.len() == 1 || !p.starts_with('0'))
+                        && p.parse::<u8>().is_ok()
+                })
+        }
+        let (rest, default_port) = match value.strip_prefix("https://") {
+            Some(rest) => (rest, "443"),
+            None => match value.strip_prefix("http://") {
+                Some(rest) => (rest, "80"),
+                None => return false,
+            },
+        };
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let (host, port) = match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        };
+        let host_ok = host.split('.').all(|label| {
+            !label.is_empty()
+                && !label.starts_with("xn--")
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        }) && (is_normal_ipv4(host)
+            || host.rsplit('.').next().is_some_and(|last| {
+                !last.bytes().all(|b| b.is_ascii_digit()) && !last.starts_with("0x")
+            }));
+        let port_ok = port.is_none_or(|p| {
+            !p.is_empty()
+                && !p.starts_with('0')
+                && p != default_port
+                && p.parse::<u16>().is_ok()
+                && p.bytes().all(|b| b.is_ascii_digit())
+        });
+        if !host_ok || !port_ok || !path.starts_with('/') {
+            return false;
+        }
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        path.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/".contains(&b))
+            && query
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._~!$&()*+,;=:@/?".contains(&b))
+            && !path
+                .split('/')
+                .any(|segment| segment == "." || segment == "..")
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(20000))]
+        /// The one-pass fast-path check answers exactly as its plainer first spelling did.
+        #[test]
+        fn fast_path_check_agrees_with_its_reference(
+            value in "(https?|HTTP)://([a-z0-9.:x+-]|xn--|0x){0,14}(/([a-zA-Z0-9.%?/ #&'=+-]){0,14})?",
+        ) {
+            proptest::prop_assert_eq!(is_normal_http_url(&value), is_normal_http_url_reference(&value), "{}", value);
         }
     }
 

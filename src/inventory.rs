@@ -8,7 +8,7 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
-use crate::classify::{self, Drop, Identifier};
+use crate::classify::{self, Drop};
 use crate::datestamp::Datestamp;
 use crate::oai::parse::Record;
 use crate::scope::Scope;
@@ -73,6 +73,8 @@ pub struct Inventory {
     arena: String,
     entries: Vec<Entry>,
     urls: Vec<Span>,
+    /// Length of the prefix that every URL in the arena shares (0 before the first).
+    common: usize,
     stats: Stats,
 }
 
@@ -101,6 +103,7 @@ impl Inventory {
             arena: String::new(),
             entries: Vec::new(),
             urls: Vec::new(),
+            common: 0,
             stats: Stats::default(),
         }
     }
@@ -134,12 +137,24 @@ impl Inventory {
         };
         if !record.deleted {
             for value in &record.dc_identifiers {
-                match classify::classify(value, &self.scope) {
-                    Identifier::LandingPage(url) | Identifier::ContentFile { url, .. } => {
+                match classify::publishable(value, &self.scope) {
+                    Ok(url) => {
                         if url_count == u16::MAX {
                             break;
                         }
                         let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                        self.common = match self.urls.first() {
+                            None => url.len(),
+                            Some(first) => {
+                                let first =
+                                    &self.arena.as_bytes()[first.start as usize..][..self.common];
+                                first
+                                    .iter()
+                                    .zip(url.as_bytes())
+                                    .take_while(|(a, b)| a == b)
+                                    .count()
+                            }
+                        };
                         self.arena.push_str(&url);
                         u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
                         self.urls.push(Span {
@@ -148,8 +163,7 @@ impl Inventory {
                         });
                         url_count += 1;
                     }
-                    Identifier::PersistentId(_) => count(Drop::PersistentId),
-                    Identifier::Dropped(reason) => count(reason),
+                    Err(reason) => count(reason),
                 }
             }
         }
@@ -169,29 +183,18 @@ impl Inventory {
     pub fn finish(self) -> Published {
         let Inventory {
             arena,
-            mut entries,
+            entries,
             urls,
+            common,
             mut stats,
             ..
         } = self;
-        // Newest datestamp per record wins; on a tie the later occurrence (OAI-38).
-        let mut order: Vec<u32> = (0..entries.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| {
-            (
-                entries[i as usize].id_hash,
-                entries[i as usize].datestamp,
-                i,
-            )
-        });
+        let superseded = superseded(&entries);
         let mut items = Vec::with_capacity(urls.len());
-        let mut i = 0;
-        while i < order.len() {
-            let id = entries[order[i] as usize].id_hash;
-            let mut j = i;
-            while j + 1 < order.len() && entries[order[j + 1] as usize].id_hash == id {
-                j += 1;
+        for (i, winner) in entries.iter().enumerate() {
+            if superseded[i / 64] & (1 << (i % 64)) != 0 {
+                continue;
             }
-            let winner = entries[order[j] as usize];
             stats.records += 1;
             for (i, n) in winner.drops.iter().enumerate() {
                 stats.drops[i] += u64::from(*n);
@@ -203,30 +206,106 @@ impl Inventory {
                 stats.drop(Drop::NoUrl);
             }
             let spans = &urls[winner.url_start as usize..][..usize::from(winner.url_count)];
-            items.extend(spans.iter().map(|&span| (span, winner.datestamp)));
-            i = j + 1;
+            items.extend(spans.iter().map(|&span| Item {
+                key: key(&arena, span, common),
+                span,
+                datestamp: winner.datestamp,
+            }));
         }
-        drop(order);
-        entries.clear();
-        entries.shrink_to_fit();
+        drop(superseded);
+        drop(entries);
         drop(urls);
-        let text = |s: Span| &arena[s.start as usize..][..s.len as usize];
         // Each URL once; the newest datestamp among its records is its lastmod (SM-16).
-        items.sort_unstable_by(|a, b| text(a.0).cmp(text(b.0)).then(b.1.cmp(&a.1)));
+        sort_items(&mut items, &arena, common);
+        let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
         items.dedup_by(|later, kept| {
-            let same = text(later.0) == text(kept.0);
+            // Equal keys and lengths within the key's reach are equal texts, unread.
+            let same = later.key == kept.key
+                && later.span.len == kept.span.len
+                && (later.span.len as usize <= common + KEY_BYTES
+                    || text(later.span) == text(kept.span));
             if same {
                 stats.drop(Drop::Duplicate);
             }
             same
         });
         stats.urls = items.len() as u64;
+        let items = items
+            .into_iter()
+            .map(|item| (item.span, item.datestamp))
+            .collect();
         Published {
             arena,
             items,
             stats,
         }
     }
+}
+
+/// Bytes of a URL, after the prefix all URLs share, that [`Item::key`] holds.
+const KEY_BYTES: usize = 16;
+
+/// A URL to sort: its text's first [`KEY_BYTES`] after the common prefix, big-endian and padded
+/// with zeros, decide most comparisons without reading the arena.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    key: u128,
+    span: Span,
+    datestamp: i64,
+}
+
+/// The sort key of a URL whose first `common` bytes every URL shares. Keys order like the texts
+/// (a shorter text's padding is zeros); equal keys need the whole texts compared.
+fn key(arena: &str, span: Span, common: usize) -> u128 {
+    let text = &arena.as_bytes()[span.start as usize..][..span.len as usize];
+    let rest = text.get(common..).unwrap_or_default();
+    let mut bytes = [0u8; KEY_BYTES];
+    let n = rest.len().min(KEY_BYTES);
+    bytes[..n].copy_from_slice(&rest[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// Sorts by text, and for equal texts newest first. The keys sort almost everything; only runs
+/// of equal keys compare their texts.
+fn sort_items(items: &mut [Item], arena: &str, common: usize) {
+    let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
+    items.sort_unstable_by_key(|item| item.key);
+    for run in items.chunk_by_mut(|a, b| a.key == b.key) {
+        if run.len() > 1 {
+            run.sort_unstable_by(|a, b| {
+                text(a.span)[common..]
+                    .cmp(&text(b.span)[common..])
+                    .then(b.datestamp.cmp(&a.datestamp))
+            });
+        }
+    }
+}
+
+/// A bit set of the entries that a newer version of the same record replaces: the newest
+/// datestamp per record wins, on a tie the later occurrence (OAI-38).
+fn superseded(entries: &[Entry]) -> Vec<u64> {
+    let mut superseded = vec![0u64; entries.len().div_ceil(64)];
+    let mut ids: Vec<(u64, u32)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (e.id_hash, i as u32))
+        .collect();
+    ids.sort_unstable();
+    for group in ids.chunk_by(|a, b| a.0 == b.0) {
+        if group.len() > 1 {
+            let winner = group
+                .iter()
+                .map(|&(_, i)| (entries[i as usize].datestamp, i))
+                .max()
+                .map_or(0, |(_, i)| i);
+            for &(_, i) in group {
+                if i != winner {
+                    superseded[i as usize / 64] |= 1 << (i % 64);
+                }
+            }
+        }
+    }
+    superseded
 }
 
 /// The resolved inventory: sorted, distinct URLs with their lastmod.
