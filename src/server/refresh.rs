@@ -103,6 +103,7 @@ pub async fn refresh(
     std::thread::Builder::new()
         .name(format!("refresh-{name}"))
         .spawn(move || {
+            lower_priority();
             let _ = tx.send(build_on_own_runtime(&worker, index, stop));
         })
         .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
@@ -305,6 +306,20 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
     };
     Ok(writer.commit(summary)?)
 }
+
+/// Refreshes are background work: on Linux, where a thread has a nice value of its own, this
+/// thread yields the CPU to the request handlers when both want it.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) =
+        rustix::process::setpriority_process(Some(rustix::thread::gettid()), REFRESH_NICE)
+    {
+        tracing::debug!("cannot lower the refresh thread's priority: {e}");
+    }
+}
+
+/// Nice value of refresh threads (0 is normal, 19 the lowest priority).
+const REFRESH_NICE: i32 = 10;
 
 fn unix(t: SystemTime) -> i64 {
     t.duration_since(SystemTime::UNIX_EPOCH)
