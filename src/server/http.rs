@@ -286,6 +286,7 @@ async fn load(
     gateway
         .cache
         .try_get_with((generation.serial, index), async move {
+            gateway.metrics.cache_fills.inc();
             tokio::fs::read(&path).await.map(Bytes::from)
         })
         .await

@@ -123,6 +123,8 @@ pub struct Metrics {
     pub retry_after_waits: Family<RepoLabels, Counter>,
     /// Upstream requests sent.
     pub upstream_requests: Family<RepoLabels, Counter>,
+    /// Files read from the state directory into the cache (misses; concurrent misses read once).
+    pub cache_fills: Counter,
 }
 
 impl Default for Metrics {
@@ -206,6 +208,12 @@ impl Default for Metrics {
             "Requests sent to the upstream, retries included",
             upstream_requests.clone(),
         );
+        let cache_fills = Counter::default();
+        registry.register(
+            "cache_fills",
+            "Files read from the state directory into the byte cache",
+            cache_fills.clone(),
+        );
         Self {
             registry,
             requests,
@@ -221,6 +229,7 @@ impl Default for Metrics {
             upstream_retries,
             retry_after_waits,
             upstream_requests,
+            cache_fills,
         }
     }
 }

@@ -30,7 +30,7 @@ use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::Job;
+use crate::pipeline::{INDEX_NAME, Job};
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -222,8 +222,7 @@ impl Gateway {
         }
         let indexes: Vec<String> = repos
             .iter()
-            .map(|r| join_dir(&r.job.public_url, "").join("sitemap.xml"))
-            .map(|u| u.map(String::from).unwrap_or_default())
+            .map(|r| format!("{}{INDEX_NAME}", r.job.public_url))
             .collect();
         let robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
         let cache = moka::future::Cache::builder()
@@ -258,10 +257,8 @@ impl Gateway {
 /// `base` + `name/`: the directory of a repository under the gateway's public URL.
 fn join_dir(base: &Url, name: &str) -> Url {
     let mut url = base.clone();
-    if !name.is_empty() {
-        let path = format!("{}{name}/", url.path());
-        url.set_path(&path);
-    }
+    let path = format!("{}{name}/", url.path());
+    url.set_path(&path);
     url
 }
 

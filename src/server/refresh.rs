@@ -173,10 +173,6 @@ pub async fn refresh(
                     ""
                 }
             );
-            repo.update(|st| {
-                st.last_error = Some(message);
-                st.failures += 1;
-            });
             m.stale.get_or_create(&labels).set(i64::from(serving));
             m.harvests
                 .get_or_create(&HarvestLabels {
@@ -185,6 +181,8 @@ pub async fn refresh(
                 })
                 .inc();
             repo.update(|st| {
+                st.last_error = Some(message);
+                st.failures += 1;
                 st.refreshing = false;
                 st.completed += 1;
                 st.retry_not_before = stats.retry_not_before;

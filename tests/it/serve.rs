@@ -639,6 +639,45 @@ async fn reads_during_swaps_never_see_a_missing_shard() {
     Arc::into_inner(g).unwrap().stop().await;
 }
 
+/// Concurrent requests for a shard that is not cached read it from disk once (moka's
+/// `try_get_with`), and later requests are answered from memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_misses_read_a_file_once() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Arc::new(Running::start(&config(&upstream, ""), state.path()).await);
+    g.ready().await;
+    let fills = || g.gateway.metrics.cache_fills.get();
+    let before = fills();
+    let requests: Vec<_> = (0..32)
+        .map(|_| {
+            let g = Arc::clone(&g);
+            tokio::spawn(async move { g.get("/r/sitemap-2.xml").await })
+        })
+        .collect();
+    let mut bodies = BTreeSet::new();
+    for r in requests {
+        let reply = r.await.unwrap();
+        assert_eq!(reply.status, StatusCode::OK);
+        bodies.insert(reply.body);
+    }
+    assert_eq!(bodies.len(), 1);
+    assert_eq!(fills() - before, 1, "32 concurrent requests, one disk read");
+    // From memory now: even with the file gone from disk, it is served.
+    let current = std::fs::read_to_string(state.path().join("r/current")).unwrap();
+    std::fs::remove_file(
+        state
+            .path()
+            .join("r")
+            .join(current.trim())
+            .join("sitemap-2.xml"),
+    )
+    .unwrap();
+    assert_eq!(g.get("/r/sitemap-2.xml").await.status, StatusCode::OK);
+    assert_eq!(fills() - before, 1);
+    Arc::into_inner(g).unwrap().stop().await;
+}
+
 /// A restart serves the persisted generation at once, before (and without) the upstream.
 #[tokio::test]
 async fn a_restart_serves_the_persisted_generation_at_once() {
