@@ -305,8 +305,7 @@ impl<'a> Writer<'a> {
                 f.sync_all()
             })
             .map_err(store_err("cannot write", &path))?;
-        let digest = Sha256::digest(bytes);
-        let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        let hash = content_hash(bytes);
         let last_modified = changed.unwrap_or_else(|| {
             let etag = format!("\"{hash}\"");
             match self.previous.and_then(|p| p.file(name)) {
@@ -391,6 +390,15 @@ impl FileSink for Writer<'_> {
     fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<(), StoreError> {
         self.put(name.strip_suffix(".gz").unwrap_or(name), xml)
     }
+}
+
+/// The first 128 bits of the SHA-256 of `bytes`, in hex: a file's strong ETag (quoted), the
+/// same across restarts for the same bytes.
+pub fn content_hash(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {

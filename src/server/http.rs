@@ -18,9 +18,8 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use sha2::{Digest, Sha256};
 
-use super::generation::{FileMeta, Generation};
+use super::generation::{FileMeta, Generation, content_hash};
 use super::metrics::Route;
 use super::{Gateway, Repo};
 
@@ -49,11 +48,9 @@ pub struct StaticFile {
 impl StaticFile {
     /// The file, its ETag being a hash of its bytes.
     pub fn new(bytes: Bytes, last_modified: SystemTime) -> Self {
-        let digest = Sha256::digest(&bytes);
-        let hash: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
         Self {
+            etag: format!("\"{}\"", content_hash(&bytes)),
             bytes,
-            etag: format!("\"{hash}\""),
             last_modified,
         }
     }
