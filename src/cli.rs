@@ -51,13 +51,13 @@ pub struct ServeArgs {
     /// Configuration file.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
     pub config: PathBuf,
-    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides [server] listen.
+    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides `[server] listen`.
     #[arg(long, env = "OAI_BRIDGE_LISTEN", value_name = "ADDR:PORT")]
     pub listen: Option<String>,
-    /// Public URL of the gateway, as crawlers reach it; overrides [server] public_url.
+    /// Public URL of the gateway, as crawlers reach it; overrides `[server] public_url`.
     #[arg(long, env = "OAI_BRIDGE_PUBLIC_URL")]
     pub public_url: Option<String>,
-    /// Where generations are kept; overrides [server] state_dir.
+    /// Where generations are kept; overrides `[server] state_dir`.
     #[arg(long, env = "OAI_BRIDGE_STATE_DIR")]
     pub state_dir: Option<PathBuf>,
     /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
@@ -68,10 +68,10 @@ pub struct ServeArgs {
 /// `oai-bridge export`.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Configuration file; its [harvest] settings apply, and a [[repository]] may be chosen.
+    /// Configuration file; its `[harvest]` settings apply, and a `[[repository]]` may be chosen.
     #[arg(long, env = "OAI_BRIDGE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Which [[repository]] of the configuration to export (default: the only one).
+    /// Which `[[repository]]` of the configuration to export (default: the only one).
     #[arg(long)]
     pub repository: Option<String>,
     /// OAI-PMH baseURL, or an OAI Static Repository file (path or URL).
