@@ -98,25 +98,31 @@ pub fn render_shards<'a, E>(
     let frame = XML_DECL.len() + URLSET_OPEN.len() + URLSET_CLOSE.len();
     let mut shard = new_shard();
     let mut count = 0;
-    let mut entry = String::with_capacity(256);
+    let mut date = String::with_capacity(32);
     for (url, lastmod) in items {
-        entry.clear();
-        entry.push_str("<url><loc>");
-        entry.push_str(&escape(url));
-        entry.push_str("</loc>");
+        // Written in place; when it does not fit, it moves to the next shard.
+        let start = shard.bytes.len();
+        let bytes = &mut shard.bytes;
+        bytes.extend_from_slice(b"<url><loc>");
+        bytes.extend_from_slice(escape(url).as_bytes());
+        bytes.extend_from_slice(b"</loc>");
         if let Some(d) = lastmod {
-            entry.push_str("<lastmod>");
-            d.write_to(&mut entry);
-            entry.push_str("</lastmod>");
+            date.clear();
+            d.write_to(&mut date);
+            bytes.extend_from_slice(b"<lastmod>");
+            bytes.extend_from_slice(date.as_bytes());
+            bytes.extend_from_slice(b"</lastmod>");
         }
-        entry.push_str("</url>\n");
+        bytes.extend_from_slice(b"</url>\n");
         let full = shard.urls == limits.max_urls
-            || shard.bytes.len() + entry.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
+            || bytes.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
         if full && shard.urls > 0 {
-            emit(finish(std::mem::replace(&mut shard, new_shard())))?;
+            let mut next = new_shard();
+            next.bytes.extend_from_slice(&shard.bytes[start..]);
+            shard.bytes.truncate(start);
+            emit(finish(std::mem::replace(&mut shard, next)))?;
             count += 1;
         }
-        shard.bytes.extend_from_slice(entry.as_bytes());
         shard.urls += 1;
         shard.newest = shard.newest.max(lastmod);
     }
