@@ -230,10 +230,6 @@ impl Inventory {
             same
         });
         stats.urls = items.len() as u64;
-        let items = items
-            .into_iter()
-            .map(|item| (item.span, item.datestamp))
-            .collect();
         Published {
             arena,
             items,
@@ -312,7 +308,7 @@ fn superseded(entries: &[Entry]) -> Vec<u64> {
 #[derive(Debug)]
 pub struct Published {
     arena: String,
-    items: Vec<(Span, i64)>,
+    items: Vec<Item>,
     /// Final counts.
     pub stats: Stats,
 }
@@ -330,9 +326,13 @@ impl Published {
 
     /// The URLs in order, with their lastmod.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
-        self.items
-            .iter()
-            .map(|&(s, d)| (&self.arena[s.start as usize..][..s.len as usize], unpack(d)))
+        self.items.iter().map(|item| {
+            let s = item.span;
+            (
+                &self.arena[s.start as usize..][..s.len as usize],
+                unpack(item.datestamp),
+            )
+        })
     }
 }
 
