@@ -56,6 +56,14 @@ pub fn scan_list_records(text: &str, quirks: Quirks) -> Option<ListPage> {
         classified: Vec::with_capacity(MAX_CLASSIFIED),
         names: [None; NAME_SLOTS],
         attrs: Vec::with_capacity(8),
+        repeat: RepeatTag {
+            text: "",
+            // No name is empty: matches nothing until a tag is remembered.
+            name_len: 0,
+            attrs: Vec::with_capacity(8),
+            declares: false,
+            empty: false,
+        },
         list: 0,
         record_at: 0,
         header: 0,
@@ -92,10 +100,24 @@ struct Binding<'t> {
 }
 
 /// An attribute of the tag being read.
+#[derive(Clone, Copy)]
 struct Attr<'t> {
     name: &'t str,
     /// The value between the quotes, unnormalised; its references have been checked.
     raw: &'t str,
+}
+
+/// A start tag with attributes as read once, so that the same bytes again (the `oai_dc:dc` tag
+/// with its namespace declarations and schema location opens every record) are not read again:
+/// reading a tag depends on nothing but its bytes.
+struct RepeatTag<'t> {
+    /// From `<` to `>`.
+    text: &'t str,
+    /// Length of the qualified name.
+    name_len: usize,
+    attrs: Vec<Attr<'t>>,
+    declares: bool,
+    empty: bool,
 }
 
 /// The scanner's state. The dispatch fields mirror the locals of the quick-xml reader, so that
@@ -115,6 +137,8 @@ struct Scanner<'t> {
     names: [Option<(&'t str, Option<usize>)>; NAME_SLOTS],
     /// Attributes of the current start tag.
     attrs: Vec<Attr<'t>>,
+    /// The last start tag read that had attributes, whole, with what reading it found.
+    repeat: RepeatTag<'t>,
     // Depths at which the contexts opened (0 = not inside).
     list: usize,
     record_at: usize,
@@ -416,6 +440,58 @@ impl<'t> Scanner<'t> {
             }
         };
         let qname = &text[name_start..name_end];
+        let r = &self.repeat;
+        let (i, declares, empty) = if r.name_len == qname.len()
+            && same(&r.text.as_bytes()[1..=qname.len()], qname.as_bytes())
+            && bytes
+                .get(self.pos..self.pos + r.text.len())
+                .is_some_and(|t| t == r.text.as_bytes())
+        {
+            self.attrs.clear();
+            self.attrs.extend_from_slice(&r.attrs);
+            (self.pos + r.text.len(), r.declares, r.empty)
+        } else {
+            let read = self.attributes(name_end)?;
+            if !self.attrs.is_empty() {
+                let (end, declares, empty) = read;
+                let r = &mut self.repeat;
+                r.text = &text[self.pos..end];
+                r.name_len = qname.len();
+                r.attrs.clear();
+                r.attrs.extend_from_slice(&self.attrs);
+                r.declares = declares;
+                r.empty = empty;
+            }
+            read
+        };
+        self.pos = i;
+        let depth = self.open.len() + 1;
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        if declares {
+            self.declare(depth)?;
+        }
+        let (prefix, local) = match colon {
+            Some(c) => (&qname[..c], &qname[c + 1..]),
+            None => ("", qname),
+        };
+        let ns = self.resolve(prefix)?;
+        self.start(ns, local, depth)?;
+        if empty {
+            self.close(depth);
+            self.forget(depth);
+        } else {
+            self.open.push(qname);
+        }
+        Some(())
+    }
+
+    /// Reads the attributes of the start tag whose name ends at `name_end` into `attrs`: the
+    /// offset after the tag's `>`, whether it declares namespaces, and whether it is empty.
+    fn attributes(&mut self, name_end: usize) -> Option<(usize, bool, bool)> {
+        let text = self.text;
+        let bytes = text.as_bytes();
         self.attrs.clear();
         let mut declares = false;
         let mut i = name_end;
@@ -466,27 +542,7 @@ impl<'t> Scanner<'t> {
                 }
             }
         };
-        self.pos = i;
-        let depth = self.open.len() + 1;
-        if depth > MAX_DEPTH {
-            return None;
-        }
-        if declares {
-            self.declare(depth)?;
-        }
-        let (prefix, local) = match colon {
-            Some(c) => (&qname[..c], &qname[c + 1..]),
-            None => ("", qname),
-        };
-        let ns = self.resolve(prefix)?;
-        self.start(ns, local, depth)?;
-        if empty {
-            self.close(depth);
-            self.forget(depth);
-        } else {
-            self.open.push(qname);
-        }
-        Some(())
+        Some((i, declares, empty))
     }
 
     /// The slot in `names` of the name starting at `bytes[start]`, from its first 8 bytes.
@@ -991,6 +1047,51 @@ mod tests {
             "</a>".repeat(MAX_DEPTH - 1)
         );
         check(&deep);
+    }
+
+    #[test]
+    fn a_repeated_tag_is_taken_only_when_every_byte_repeats() {
+        // The second and third records repeat the first record's tags with attributes, or
+        // nearly: a tag that only starts the same, or ends differently, is read afresh.
+        let dc = |attrs: &str| {
+            format!(
+                "<record><header{attrs}><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp>\
+                 </header><metadata><oai_dc:dc xmlns:oai_dc=\"{OAI_DC_NS}\" xmlns:dc=\"{DC_NS}\"{attrs}>\
+                 <dc:identifier>https://h/x</dc:identifier></oai_dc:dc></metadata></record>"
+            )
+        };
+        let page = |records: &[&str]| {
+            let records: String = records.iter().map(|a| dc(a)).collect();
+            envelope(&format!("<ListRecords>{records}</ListRecords>"))
+        };
+        let same = check(&page(&["", "", ""]));
+        assert_eq!(same.records.len(), 3);
+        let deleted = check(&page(&[
+            " status=\"deleted\"",
+            " status=\"deleted\"",
+            " status=\"deletedx\"",
+            " status=\"deleted\" ",
+        ]));
+        assert_eq!(
+            deleted
+                .records
+                .iter()
+                .map(|r| r.deleted)
+                .collect::<Vec<_>>(),
+            [true, true, false, true]
+        );
+        // The namespaces the repeated tag declares are bound again in every record.
+        assert!(
+            same.records
+                .iter()
+                .all(|r| r.dc_identifiers == ["https://h/x"])
+        );
+        // The same start, then a second attribute of the same name: declined as the first time.
+        declines(&page(&[
+            " status=\"deleted\"",
+            " status=\"deleted\" status=\"x\"",
+        ]))
+        .unwrap_err();
     }
 
     #[test]
