@@ -12,6 +12,7 @@ pub mod classify;
 pub mod cli;
 pub mod config;
 pub mod datestamp;
+pub mod dctype;
 pub mod export;
 pub mod inventory;
 pub mod oai;
