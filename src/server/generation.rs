@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
+use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -83,10 +84,12 @@ pub struct FileMeta {
     pub name: String,
     /// Length in bytes.
     pub len: u64,
-    /// Strong ETag, quoted.
-    pub etag: String,
+    /// Strong ETag, quoted, ready to send.
+    pub etag: HeaderValue,
     /// When this content first appeared (whole seconds).
     pub last_modified: SystemTime,
+    /// The same as an HTTP-date, ready to send.
+    pub last_modified_header: HeaderValue,
 }
 
 /// A generation being served. Cheap to share (`Arc`); once replaced it is retired, and its folder
@@ -113,11 +116,15 @@ impl Generation {
         let files: Vec<FileMeta> = manifest
             .files
             .into_iter()
-            .map(|f| FileMeta {
-                etag: format!("\"{}\"", f.hash),
-                name: f.name,
-                len: f.len,
-                last_modified: from_secs(f.last_modified),
+            .map(|f| {
+                let last_modified = from_secs(f.last_modified);
+                FileMeta {
+                    etag: etag_header(&f.hash),
+                    name: f.name,
+                    len: f.len,
+                    last_modified,
+                    last_modified_header: date_header(last_modified),
+                }
             })
             .collect();
         let by_name = files
@@ -307,7 +314,7 @@ impl<'a> Writer<'a> {
             .map_err(store_err("cannot write", &path))?;
         let hash = content_hash(bytes);
         let last_modified = changed.unwrap_or_else(|| {
-            let etag = format!("\"{hash}\"");
+            let etag = etag_header(&hash);
             match self.previous.and_then(|p| p.file(name)) {
                 Some((_, old)) if old.etag == etag && old.len == bytes.len() as u64 => {
                     secs(old.last_modified)
@@ -399,6 +406,16 @@ pub fn content_hash(bytes: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
+}
+
+/// A content hash as a strong ETag header value.
+pub fn etag_header(hash: &str) -> HeaderValue {
+    HeaderValue::from_str(&format!("\"{hash}\"")).expect("hex digits make a header value")
+}
+
+/// A time as an HTTP-date header value (`Last-Modified`).
+pub fn date_header(t: SystemTime) -> HeaderValue {
+    HeaderValue::from_str(&httpdate::fmt_http_date(t)).expect("an HTTP-date is a header value")
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {

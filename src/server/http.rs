@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::generation::{FileMeta, Generation, content_hash};
+use super::generation::{FileMeta, Generation, content_hash, date_header, etag_header};
 use super::metrics::Route;
 use super::{Gateway, Repo};
 
@@ -40,18 +40,21 @@ pub struct StaticFile {
     /// The bytes.
     pub bytes: Bytes,
     /// Strong ETag, quoted.
-    pub etag: String,
+    pub etag: HeaderValue,
     /// When it was made.
     pub last_modified: SystemTime,
+    /// The same as an HTTP-date.
+    pub last_modified_header: HeaderValue,
 }
 
 impl StaticFile {
     /// The file, its ETag being a hash of its bytes.
     pub fn new(bytes: Bytes, last_modified: SystemTime) -> Self {
         Self {
-            etag: format!("\"{}\"", content_hash(&bytes)),
+            etag: etag_header(&content_hash(&bytes)),
             bytes,
             last_modified,
+            last_modified_header: date_header(last_modified),
         }
     }
 }
@@ -178,6 +181,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             let validators = Validators {
                 etag: &file.etag,
                 last_modified: file.last_modified,
+                last_modified_header: &file.last_modified_header,
             };
             respond(
                 req.headers(),
@@ -250,6 +254,7 @@ async fn serve_file(
     let validators = Validators {
         etag: &meta.etag,
         last_modified: meta.last_modified,
+        last_modified_header: &meta.last_modified_header,
     };
     let mut answer = respond(
         headers,
@@ -290,8 +295,9 @@ async fn load(
 }
 
 struct Validators<'a> {
-    etag: &'a str,
+    etag: &'a HeaderValue,
     last_modified: SystemTime,
+    last_modified_header: &'a HeaderValue,
 }
 
 /// The common part of every file answer: validators, conditional requests, HEAD.
@@ -301,7 +307,7 @@ async fn respond<F, Fut>(
     v: &Validators<'_>,
     content_type: &'static str,
     vary: Option<&'static str>,
-    cache_control: &str,
+    cache_control: &HeaderValue,
     body: F,
 ) -> Answer
 where
@@ -309,14 +315,11 @@ where
     Fut: Future<Output = Result<Bytes, Arc<std::io::Error>>>,
 {
     let mut builder = Response::builder()
-        .header(header::ETAG, v.etag)
-        .header(
-            header::LAST_MODIFIED,
-            httpdate::fmt_http_date(v.last_modified),
-        )
-        .header(header::CACHE_CONTROL, cache_control);
+        .header(header::ETAG, v.etag.clone())
+        .header(header::LAST_MODIFIED, v.last_modified_header.clone())
+        .header(header::CACHE_CONTROL, cache_control.clone());
     if let Some(vary) = vary {
-        builder = builder.header(header::VARY, vary);
+        builder = builder.header(header::VARY, HeaderValue::from_static(vary));
     }
     if not_modified(headers, v) {
         return builder
@@ -334,7 +337,7 @@ where
             );
         }
     };
-    let builder = builder.header(header::CONTENT_TYPE, content_type);
+    let builder = builder.header(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if head {
         builder
             .header(header::CONTENT_LENGTH, bytes.len())
@@ -350,7 +353,7 @@ where
 fn not_modified(headers: &HeaderMap, v: &Validators<'_>) -> bool {
     let inm: Vec<&HeaderValue> = headers.get_all(header::IF_NONE_MATCH).iter().collect();
     if !inm.is_empty() {
-        let tag = v.etag.trim_start_matches("W/");
+        let tag = v.etag.to_str().unwrap_or("");
         return inm
             .iter()
             .filter_map(|h| h.to_str().ok())
@@ -516,9 +519,12 @@ mod tests {
     #[test]
     fn conditional_requests() {
         let lm = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let etag = HeaderValue::from_static("\"abc\"");
+        let lm_header = date_header(lm);
         let v = Validators {
-            etag: "\"abc\"",
+            etag: &etag,
             last_modified: lm,
+            last_modified_header: &lm_header,
         };
         let at = |t: SystemTime| httpdate::fmt_http_date(t);
         let old = at(lm - Duration::from_secs(10));

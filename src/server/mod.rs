@@ -54,7 +54,7 @@ pub struct Gateway {
     /// Its path without the final `/` (`""` at the root): requests may carry it or not.
     pub prefix: String,
     /// `Cache-Control` of sitemaps and robots.txt.
-    pub cache_control: String,
+    pub cache_control: hyper::header::HeaderValue,
     /// robots.txt, fixed for the life of the process.
     pub robots: http::StaticFile,
     /// How upstreams are treated.
@@ -235,7 +235,11 @@ impl Gateway {
             cache,
             metrics,
             prefix,
-            cache_control: format!("public, max-age={}", config.server.max_age.as_secs()),
+            cache_control: hyper::header::HeaderValue::from_str(&format!(
+                "public, max-age={}",
+                config.server.max_age.as_secs()
+            ))
+            .expect("digits make a header value"),
             robots: http::StaticFile::new(Bytes::from(robots), SystemTime::now()),
             public_url,
             harvest: config.harvest.clone(),
