@@ -2,6 +2,7 @@
 //! Pure: they produce bytes and never touch the file system.
 
 pub mod robots;
+pub mod signmap;
 pub mod sitemap;
 
 pub use sitemap::{Limits, RenderError, Shard};

@@ -14,7 +14,7 @@ pub const MAX_BYTES: usize = 52_428_800;
 pub const MIN_BYTES: usize = 16 * 1024;
 
 /// Written first in every file, at byte 0 (SM-02).
-const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+pub const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 const URLSET_CLOSE: &str = "</urlset>\n";
 const INDEX_OPEN: &str = "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
@@ -93,31 +93,63 @@ pub fn escape(value: &str) -> Cow<'_, str> {
 pub fn render_shards<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
     limits: Limits,
+    emit: impl FnMut(Shard) -> Result<(), E>,
+) -> Result<usize, E> {
+    let mut date = String::with_capacity(32);
+    render_urlsets(
+        items,
+        URLSET_OPEN,
+        limits,
+        |bytes, (url, lastmod)| {
+            write_url_start(bytes, url, lastmod, &mut date);
+            bytes.extend_from_slice(b"</url>\n");
+            lastmod
+        },
+        emit,
+    )
+}
+
+/// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one; the caller adds
+/// what else the entry holds and `</url>`.
+pub fn write_url_start(
+    bytes: &mut Vec<u8>,
+    url: &str,
+    lastmod: Option<Datestamp>,
+    date: &mut String,
+) {
+    bytes.extend_from_slice(b"<url><loc>");
+    bytes.extend_from_slice(escape(url).as_bytes());
+    bytes.extend_from_slice(b"</loc>");
+    if let Some(d) = lastmod {
+        date.clear();
+        d.write_to(date);
+        bytes.extend_from_slice(b"<lastmod>");
+        bytes.extend_from_slice(date.as_bytes());
+        bytes.extend_from_slice(b"</lastmod>");
+    }
+}
+
+/// The shard splitter behind every `urlset` kind (sitemaps, Signmaps, ...): `open` is the root's
+/// start tag with its namespaces, `write` appends one whole entry and returns its lastmod.
+/// Entries are counted on the bytes actually written: one that does not fit moves, already
+/// written, to the next shard.
+pub fn render_urlsets<T, E>(
+    items: impl IntoIterator<Item = T>,
+    open: &str,
+    limits: Limits,
+    mut write: impl FnMut(&mut Vec<u8>, T) -> Option<Datestamp>,
     mut emit: impl FnMut(Shard) -> Result<(), E>,
 ) -> Result<usize, E> {
-    let frame = XML_DECL.len() + URLSET_OPEN.len() + URLSET_CLOSE.len();
-    let mut shard = new_shard();
+    let frame = XML_DECL.len() + open.len() + URLSET_CLOSE.len();
+    let mut shard = new_shard(open);
     let mut count = 0;
-    let mut date = String::with_capacity(32);
-    for (url, lastmod) in items {
-        // Written in place; when it does not fit, it moves to the next shard.
+    for item in items {
         let start = shard.bytes.len();
-        let bytes = &mut shard.bytes;
-        bytes.extend_from_slice(b"<url><loc>");
-        bytes.extend_from_slice(escape(url).as_bytes());
-        bytes.extend_from_slice(b"</loc>");
-        if let Some(d) = lastmod {
-            date.clear();
-            d.write_to(&mut date);
-            bytes.extend_from_slice(b"<lastmod>");
-            bytes.extend_from_slice(date.as_bytes());
-            bytes.extend_from_slice(b"</lastmod>");
-        }
-        bytes.extend_from_slice(b"</url>\n");
+        let lastmod = write(&mut shard.bytes, item);
         let full = shard.urls == limits.max_urls
-            || bytes.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
+            || shard.bytes.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
         if full && shard.urls > 0 {
-            let mut next = new_shard();
+            let mut next = new_shard(open);
             next.bytes.extend_from_slice(&shard.bytes[start..]);
             shard.bytes.truncate(start);
             emit(finish(std::mem::replace(&mut shard, next)))?;
@@ -133,10 +165,10 @@ pub fn render_shards<'a, E>(
     Ok(count)
 }
 
-fn new_shard() -> Shard {
+fn new_shard(open: &str) -> Shard {
     let mut bytes = Vec::with_capacity(64 * 1024);
     bytes.extend_from_slice(XML_DECL.as_bytes());
-    bytes.extend_from_slice(URLSET_OPEN.as_bytes());
+    bytes.extend_from_slice(open.as_bytes());
     Shard {
         bytes,
         urls: 0,
