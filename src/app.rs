@@ -12,6 +12,7 @@ use url::Url;
 use crate::cli::{ExportArgs, ServeArgs};
 use crate::config::{self, Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
+use crate::oai::parse::Fields;
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
 use crate::render::Limits;
@@ -146,6 +147,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
         harvest.user_agent = v.clone();
     }
 
+    let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
     Ok(ExportOptions {
         job: Job {
             request: HarvestRequest {
@@ -153,7 +155,9 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 sets,
                 from,
                 until,
+                fields: Fields { extended: signmap },
             },
+            signmap,
             scope,
             limits,
             gzip: args.gzip || repo.is_some_and(|r| r.gzip),

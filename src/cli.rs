@@ -98,6 +98,9 @@ pub struct ExportArgs {
     /// Write gzip-compressed shards (sitemap-N.xml.gz).
     #[arg(long)]
     pub gzip: bool,
+    /// Also write a Signmap: signmap.xml and signmap-N.xml, landing pages with Signposting links.
+    #[arg(long)]
+    pub signmap: bool,
     /// Most URLs per shard (at most 50000).
     #[arg(long)]
     pub max_urls: Option<usize>,

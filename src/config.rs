@@ -94,6 +94,7 @@ struct RawRepository {
     max_urls_per_shard: Option<usize>,
     max_bytes_per_shard: Option<usize>,
     gzip: Option<bool>,
+    signmap: Option<bool>,
     refresh_interval_secs: Option<u64>,
 }
 
@@ -146,6 +147,8 @@ pub struct RepositoryConfig {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
+    /// Also publish a Signmap.
+    pub signmap: bool,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
 }
@@ -343,6 +346,7 @@ impl Config {
                 .validate()
                 .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
                 gzip: r.gzip.unwrap_or(false),
+                signmap: r.signmap.unwrap_or(false),
                 refresh_interval: r
                     .refresh_interval_secs
                     .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),

@@ -66,26 +66,20 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     // Fail on an unusable output folder before spending a harvest on it.
     drop(Staging::new(&options.out)?);
     let mut progress = Progress::new(options.progress);
-    let (report, published) = pipeline::harvest(&client, &options.job, &mut progress).await?;
-    let scope = pipeline::scope_for(&options.job, &report.identify.base_url)?;
-    if published.is_empty() {
+    let harvested = pipeline::harvest(&client, &options.job, &mut progress).await?;
+    let scope = pipeline::scope_for(&options.job, &harvested.report.identify.base_url)?;
+    if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
-            &published.stats,
+            &harvested.published.stats,
             &scope,
         ))
         .into());
     }
     let mut staging = Staging::new(&options.out)?;
-    let (shards, index_url) = pipeline::render(&published, &options.job, &mut staging)?;
+    let (shards, indexes) = pipeline::render(&harvested, &options.job, &mut staging)?;
     let bytes = staging.bytes();
     staging.commit()?;
-    let built = Built {
-        report,
-        stats: published.stats.clone(),
-        scope,
-        shards,
-        index_url,
-    };
+    let built = Built::new(harvested, scope, shards, indexes);
     Ok(ExportSummary {
         built,
         bytes,
@@ -164,6 +158,14 @@ impl ExportSummary {
             let _ = writeln!(out, "  tolerated       {}", quirks.join("; "));
         }
         let _ = writeln!(out, "  elapsed         {}", human_duration(self.elapsed));
+        if let Some((signmap, url)) = &b.signmap {
+            let _ = writeln!(
+                out,
+                "  Signmap         {} records; not published: no_landing_page {}, duplicate {}",
+                signmap.published, signmap.no_landing_page, signmap.duplicate
+            );
+            let _ = writeln!(out, "  Signmap index   {url}");
+        }
         let _ = writeln!(out, "  sitemap index   {}", b.index_url);
         if !b.scope.is_under(&job.public_url) {
             let _ = writeln!(

@@ -22,3 +22,4 @@ pub mod publish;
 pub mod render;
 pub mod scope;
 pub mod server;
+pub mod signposts;

@@ -9,13 +9,16 @@ use std::io::Write;
 use url::Url;
 
 use crate::classify::Drop;
+use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::progress::Progress;
 use crate::render::robots::render_robots;
+use crate::render::signmap::render_signmaps;
 use crate::render::sitemap::{render_index, render_shards};
 use crate::render::{Limits, RenderError};
 use crate::scope::Scope;
+use crate::signposts::{Resolved, SignStats, Signposts};
 
 /// Name of the sitemap index in every generation.
 pub const INDEX_NAME: &str = "sitemap.xml";
@@ -50,6 +53,8 @@ pub struct Job {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
+    /// Also write a Signmap (`signmap.xml` and its shards).
+    pub signmap: bool,
     /// Where the files will be served: a directory URL.
     pub public_url: Url,
 }
@@ -91,6 +96,27 @@ pub struct Built {
     pub shards: Vec<String>,
     /// Absolute URL of the sitemap index.
     pub index_url: Url,
+    /// The Signmap's counts and index URL, when the job made one.
+    pub signmap: Option<(SignStats, Url)>,
+}
+
+impl Built {
+    /// Puts together what a finished build holds; `indexes` as [`render`] returned them.
+    pub fn new(harvested: Harvested, scope: Scope, shards: Vec<String>, indexes: Vec<Url>) -> Self {
+        let mut indexes = indexes.into_iter();
+        let index_url = indexes
+            .next()
+            .expect("render returns the sitemap index first");
+        let signmap = harvested.signposts.map(|s| s.stats).zip(indexes.next());
+        Built {
+            report: harvested.report,
+            stats: harvested.published.stats,
+            scope,
+            shards,
+            index_url,
+            signmap,
+        }
+    }
 }
 
 /// The scope of a job: explicit prefixes, or the directory of the baseURL (for a Static
@@ -115,23 +141,42 @@ pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError>
     }
 }
 
-/// Harvests the job's records into a resolved inventory.
+/// What one harvest gathered, resolved: the URL inventory and, when the job asks for a Signmap,
+/// its records.
+#[derive(Debug)]
+pub struct Harvested {
+    /// What the harvest saw.
+    pub report: HarvestReport,
+    /// The sitemap's URLs.
+    pub published: Published,
+    /// The Signmap's records (`job.signmap`).
+    pub signposts: Option<Resolved>,
+}
+
+/// Harvests the job's records into a resolved inventory (and Signmap records), every profile
+/// from the same pages: records are fetched once however many files are made of them.
 pub async fn harvest(
     client: &Client,
     job: &Job,
     progress: &mut Progress,
-) -> Result<(HarvestReport, Published), PipelineError> {
-    let mut inventory: Option<Inventory> = None;
+) -> Result<Harvested, PipelineError> {
+    let mut inventory: Option<(Inventory, Option<Signposts>)> = None;
     let mut failure: Option<PipelineError> = None;
     let mut urls_kept = 0u64;
+    let new_collectors = |scope: Scope| {
+        let signposts = job
+            .signmap
+            .then(|| Signposts::new(scope.clone(), TypeMap::default()));
+        (Inventory::new(scope), signposts)
+    };
     let report = oai::harvest(client, &job.request, |event| {
         if failure.is_some() {
             return;
         }
-        let inventory = match &mut inventory {
+        let (inventory, signposts) = match &mut inventory {
             Some(inv) => inv,
             None => match scope_for(job, &event.identify.base_url) {
-                Ok(scope) => inventory.insert(Inventory::new(scope)),
+                Ok(scope) => inventory.insert(new_collectors(scope)),
                 Err(e) => {
                     failure = Some(e);
                     return;
@@ -140,6 +185,12 @@ pub async fn harvest(
         };
         for record in &event.records {
             if let Err(e) = inventory.add(record) {
+                failure = Some(e.into());
+                return;
+            }
+            if let Some(s) = signposts
+                && let Err(e) = s.add(record)
+            {
                 failure = Some(e.into());
                 return;
             }
@@ -158,11 +209,22 @@ pub async fn harvest(
     if let Some(e) = failure {
         return Err(e);
     }
-    let inventory = match inventory {
+    let (inventory, signposts) = match inventory {
         Some(inv) => inv,
-        None => Inventory::new(scope_for(job, &report.identify.base_url)?),
+        None => new_collectors(scope_for(job, &report.identify.base_url)?),
     };
-    Ok((report, inventory.finish()))
+    let metadata_base = match &job.request.source {
+        Source::Oai(base) => Some(base.clone()),
+        // A Static Repository is read through a gateway at the baseURL it states, if any.
+        Source::File(_) => Url::parse(&report.identify.base_url)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https")),
+    };
+    Ok(Harvested {
+        published: inventory.finish(),
+        signposts: signposts.map(|s| s.finish(metadata_base)),
+        report,
+    })
 }
 
 /// Says why nothing would be published, as an operator can act on it.
@@ -189,12 +251,17 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
     )
 }
 
-/// Renders shards, index and robots.txt of `published` into `sink`.
+/// Name of the Signmap index.
+pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
+
+/// Renders shards, index and robots.txt of what was harvested into `sink` (and the Signmap's,
+/// when there is one); returns the sitemap shards' names and the index URLs for robots.txt.
 pub fn render<S: FileSink>(
-    published: &Published,
+    harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<(Vec<String>, Url), PipelineError> {
+) -> Result<(Vec<String>, Vec<Url>), PipelineError> {
+    let published = &harvested.published;
     if published.is_empty() {
         return Err(RenderError::Empty.into());
     }
@@ -211,10 +278,25 @@ pub fn render<S: FileSink>(
     })?;
     let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
     sink.put(INDEX_NAME, &index).map_err(sink_err)?;
-    let index_url = join(&job.public_url, INDEX_NAME);
-    sink.put("robots.txt", render_robots([index_url.as_str()]).as_bytes())
-        .map_err(sink_err)?;
-    Ok((names, index_url))
+    let mut indexes = vec![join(&job.public_url, INDEX_NAME)];
+    if let Some(signposts) = harvested.signposts.as_ref().filter(|s| !s.is_empty()) {
+        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        render_signmaps(signposts.entries(), job.limits, |shard| {
+            let name = format!("signmap-{}.xml", entries.len() + 1);
+            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
+            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
+            Ok::<_, PipelineError>(())
+        })?;
+        let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
+        sink.put(SIGNMAP_INDEX_NAME, &index).map_err(sink_err)?;
+        indexes.push(join(&job.public_url, SIGNMAP_INDEX_NAME));
+    }
+    sink.put(
+        "robots.txt",
+        render_robots(indexes.iter().map(Url::as_str)).as_bytes(),
+    )
+    .map_err(sink_err)?;
+    Ok((names, indexes))
 }
 
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.

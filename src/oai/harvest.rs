@@ -73,6 +73,8 @@ pub struct HarvestRequest {
     pub from: Option<Datestamp>,
     /// Upper datestamp bound, inclusive.
     pub until: Option<Datestamp>,
+    /// What to read of each record.
+    pub fields: parse::Fields,
 }
 
 /// One page of records, handed to the caller as soon as it is parsed.
@@ -150,7 +152,8 @@ pub async fn harvest(
     let mut report = HarvestReport::default();
     let base = match &request.source {
         Source::File(path) => {
-            let (identify, page) = read_static_file(path, settings.max_body_bytes).await?;
+            let (identify, page) =
+                read_static_file(path, settings.max_body_bytes, request.fields).await?;
             emit_static(request, &mut report, identify, page, &mut on_page);
             return Ok(report);
         }
@@ -163,7 +166,7 @@ pub async fn harvest(
             Ok(match parse::parse_identify(body)? {
                 IdentifyOutcome::Static(identify) => (
                     IdentifyOutcome::Static(identify),
-                    Some(parse::parse_list_records(body)?),
+                    Some(parse::parse_list_records_with(body, request.fields)?),
                 ),
                 other => (other, None),
             })
@@ -239,7 +242,9 @@ pub async fn harvest(
                 kind,
             };
             let page = client
-                .fetch(&url, deadline, parse::parse_list_records)
+                .fetch(&url, deadline, |body| {
+                    parse::parse_list_records_with(body, request.fields)
+                })
                 .await
                 .map_err(fail)?;
             report.quirks.add(&page.quirks);
@@ -335,6 +340,7 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
 async fn read_static_file(
     path: &PathBuf,
     limit: u64,
+    fields: parse::Fields,
 ) -> Result<(Identify, ListPage), HarvestError> {
     let fail = |kind| HarvestError {
         url: path.display().to_string(),
@@ -353,7 +359,7 @@ async fn read_static_file(
         .await
         .map_err(|e| fail(HarvestErrorKind::File(e)))?;
     let parsed = parse::parse_identify(&body)
-        .and_then(|identify| Ok((identify, parse::parse_list_records(&body)?)))
+        .and_then(|identify| Ok((identify, parse::parse_list_records_with(&body, fields)?)))
         .map_err(|source| {
             fail(HarvestErrorKind::Parse {
                 attempts: 1,

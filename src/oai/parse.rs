@@ -40,6 +40,70 @@ pub struct Record {
     pub sets: Vec<String>,
     /// Every `dc:identifier` of the oai_dc metadata, trimmed.
     pub dc_identifiers: Vec<String>,
+    /// The other oai_dc elements, trimmed, in document order; read only when the harvest asks
+    /// for them ([`Fields::extended`]), empty otherwise.
+    pub dc: Vec<(DcElement, String)>,
+}
+
+/// What to read of each record besides its header and `dc:identifier`s.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fields {
+    /// Also every other Dublin Core element ([`Record::dc`]), for the profiles that need more
+    /// than URLs (Signmaps, OCX, CDIF). Off for plain sitemaps, which then pay nothing for it.
+    pub extended: bool,
+}
+
+/// The Dublin Core elements of oai_dc other than `identifier`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum DcElement {
+    Title,
+    Creator,
+    Subject,
+    Description,
+    Publisher,
+    Contributor,
+    Date,
+    Type,
+    Format,
+    Source,
+    Language,
+    Relation,
+    Coverage,
+    Rights,
+}
+
+impl DcElement {
+    /// The element with this local name in the DC namespace.
+    pub fn from_local(local: &str) -> Option<Self> {
+        Some(match local {
+            "title" => Self::Title,
+            "creator" => Self::Creator,
+            "subject" => Self::Subject,
+            "description" => Self::Description,
+            "publisher" => Self::Publisher,
+            "contributor" => Self::Contributor,
+            "date" => Self::Date,
+            "type" => Self::Type,
+            "format" => Self::Format,
+            "source" => Self::Source,
+            "language" => Self::Language,
+            "relation" => Self::Relation,
+            "coverage" => Self::Coverage,
+            "rights" => Self::Rights,
+            _ => return None,
+        })
+    }
+}
+
+impl Record {
+    /// The values of one extended element, in document order.
+    pub fn dc_values(&self, element: DcElement) -> impl Iterator<Item = &str> {
+        self.dc
+            .iter()
+            .filter(move |(e, _)| *e == element)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// A resumption token as the server sent it. Only the value matters; the rest are hints (OAI-22).
@@ -433,20 +497,26 @@ pub(super) enum Capture {
     Datestamp,
     SetSpec,
     DcIdentifier,
+    Dc(DcElement),
     Token,
 }
 
 /// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
 /// same way), or an error response of any verb.
 pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
+    parse_list_records_with(body, Fields::default())
+}
+
+/// [`parse_list_records`], reading `fields` of each record.
+pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
     // below reads (or rejects) as the reference.
-    if let Some(page) = scan::scan_list_records(&text, quirks) {
+    if let Some(page) = scan::scan_list_records(&text, quirks, fields) {
         return Ok(page);
     }
-    parse_with_quick_xml(&text, quirks, body.len())
+    parse_with_quick_xml(&text, quirks, body.len(), fields)
 }
 
 /// [`parse_list_records`] with quick-xml, after [`prepare`]: the reference reader, and the
@@ -456,6 +526,7 @@ pub(super) fn parse_with_quick_xml(
     text: &str,
     quirks: Quirks,
     body_len: usize,
+    fields: Fields,
 ) -> Result<ListPage, ParseError> {
     let mut page = ListPage {
         quirks,
@@ -550,6 +621,11 @@ pub(super) fn parse_with_quick_xml(
                     } else if dc_depth > 0 {
                         if ns == Ns::Dc && local == "identifier" {
                             start_capture(Capture::DcIdentifier);
+                        } else if ns == Ns::Dc
+                            && fields.extended
+                            && let Some(element) = DcElement::from_local(local)
+                        {
+                            start_capture(Capture::Dc(element));
                         }
                     } else if metadata_depth > 0 {
                         if ns == Ns::OaiDc && local == "dc" && depth == metadata_depth + 1 {
@@ -723,6 +799,11 @@ fn close(
             Capture::DcIdentifier => {
                 if !value.is_empty() {
                     record.dc_identifiers.push(value.to_owned());
+                }
+            }
+            Capture::Dc(element) => {
+                if !value.is_empty() {
+                    record.dc.push((element, value.to_owned()));
                 }
             }
             Capture::Token => {
@@ -932,6 +1013,7 @@ mod tests {
             identifier: "oai:h:1".into(),
             datestamp: Datestamp::parse("2020-01-02"),
             dc_identifiers: vec!["https://h/x".into()],
+            dc: vec![],
             ..Record::default()
         }];
         for doc in [prefixed, on_record, default_ns, https] {

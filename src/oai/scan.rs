@@ -35,17 +35,18 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr2, memmem};
 
 use super::parse::{
-    Capture, ListPage, MAX_DEPTH, Ns, OaiError, Quirks, Record, Token, classify_uri, finish,
-    legal_xml_char,
+    Capture, DcElement, Fields, ListPage, MAX_DEPTH, Ns, OaiError, Quirks, Record, Token,
+    classify_uri, finish, legal_xml_char,
 };
 use crate::datestamp::Datestamp;
 
 /// Reads a page that [`super::parse::prepare`] has prepared: the same [`ListPage`] as the
 /// quick-xml reader, or `None` when the page holds anything this scanner does not handle.
 /// `quirks` are those counted by `prepare`.
-pub fn scan_list_records(text: &str, quirks: Quirks) -> Option<ListPage> {
+pub fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<ListPage> {
     let mut scanner = Scanner {
         text,
+        fields,
         pos: 0,
         page: ListPage {
             quirks,
@@ -124,6 +125,7 @@ struct RepeatTag<'t> {
 /// `start` and `close` read like their counterparts there.
 struct Scanner<'t> {
     text: &'t str,
+    fields: Fields,
     /// Byte offset of the next unread byte.
     pos: usize,
     page: ListPage,
@@ -680,8 +682,12 @@ impl<'t> Scanner<'t> {
             // Markup inside a captured value: keep collecting its text.
             None
         } else if self.dc > 0 {
-            if ns == Ns::Dc && local == "identifier" {
+            if ns != Ns::Dc {
+                None
+            } else if local == "identifier" {
                 start_capture(Capture::DcIdentifier)
+            } else if self.fields.extended {
+                DcElement::from_local(local).and_then(|e| start_capture(Capture::Dc(e)))
             } else {
                 None
             }
@@ -774,6 +780,11 @@ impl<'t> Scanner<'t> {
                         record.dc_identifiers.push(value.to_owned());
                     }
                 }
+                Capture::Dc(element) => {
+                    if !value.is_empty() {
+                        record.dc.push((element, value.to_owned()));
+                    }
+                }
                 Capture::Token => {
                     self.token.value = value.to_owned();
                     page.token = Some(std::mem::take(&mut self.token));
@@ -803,8 +814,8 @@ mod tests {
 
     use super::*;
     use crate::oai::parse::{
-        DC_NS, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_list_records, parse_with_quick_xml,
-        prepare,
+        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_list_records,
+        parse_with_quick_xml, prepare,
     };
 
     /// Both readers on the same prepared text.
@@ -812,8 +823,8 @@ mod tests {
         let mut quirks = Quirks::default();
         let text = prepare(doc.as_bytes(), &mut quirks).unwrap();
         (
-            scan_list_records(&text, quirks),
-            parse_with_quick_xml(&text, quirks, doc.len()),
+            scan_list_records(&text, quirks, Fields::default()),
+            parse_with_quick_xml(&text, quirks, doc.len(), Fields::default()),
         )
     }
 
@@ -850,6 +861,39 @@ mod tests {
              <setSpec>a</setSpec></header><metadata>{DC_OPEN}<dc:title>T</dc:title>{dc}</oai_dc:dc></metadata></record>\
              <resumptionToken completeListSize=\"10\" cursor=\"0\">tok</resumptionToken></ListRecords>"
         ))
+    }
+
+    /// Extended fields: both readers capture every other DC element, in order, trimmed and
+    /// unescaped; without the flag, neither does.
+    #[test]
+    fn extended_fields_are_read_alike() {
+        let doc = one_record(
+            "<dc:type>info:eu-repo/semantics/article</dc:type><dc:creator>M\u{fc}ller, A.</dc:creator>\
+             <dc:rights> https://creativecommons.org/licenses/by/4.0/ </dc:rights><dc:identifier>https://h/x</dc:identifier>\
+             <dc:description>a &lt; b &amp; c</dc:description><dc:unknown>z</dc:unknown><dc:type/>",
+        );
+        let mut quirks = Quirks::default();
+        let text = prepare(doc.as_bytes(), &mut quirks).unwrap();
+        let fields = Fields { extended: true };
+        let fast = scan_list_records(&text, quirks, fields).expect("taken");
+        let reference = parse_with_quick_xml(&text, quirks, doc.len(), fields).unwrap();
+        assert_eq!(fast, reference);
+        let r = &fast.records[0];
+        assert_eq!(
+            r.dc,
+            [
+                (DcElement::Title, "T".to_owned()),
+                (DcElement::Type, "info:eu-repo/semantics/article".to_owned()),
+                (DcElement::Creator, "M\u{fc}ller, A.".to_owned()),
+                (
+                    DcElement::Rights,
+                    "https://creativecommons.org/licenses/by/4.0/".to_owned()
+                ),
+                (DcElement::Description, "a < b & c".to_owned()),
+            ]
+        );
+        assert_eq!(r.dc_identifiers, ["https://h/x"]);
+        assert!(check(&doc).records[0].dc.is_empty());
     }
 
     #[test]
@@ -1672,18 +1716,20 @@ mod tests {
             illegal_chars_removed: 1,
             ..Quirks::default()
         };
-        match scan_list_records(text, quirks) {
-            Some(fast) => {
+        let mut taken = false;
+        for fields in [Fields::default(), Fields { extended: true }] {
+            if let Some(fast) = scan_list_records(text, quirks, fields) {
                 prop_assert_eq!(
                     Ok(fast),
-                    parse_with_quick_xml(text, quirks, text.len()),
-                    "{:?}",
+                    parse_with_quick_xml(text, quirks, text.len(), fields),
+                    "{:?} {:?}",
+                    fields,
                     text
                 );
-                Ok(true)
+                taken = true;
             }
-            None => Ok(false),
         }
+        Ok(taken)
     }
 
     fn config(cases: u32) -> ProptestConfig {

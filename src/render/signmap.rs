@@ -4,6 +4,8 @@
 //! agree on that place; the Signmap prose that puts them inside `<loc>` cannot validate, SP-04).
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
+use std::borrow::Cow;
+
 use super::sitemap::{Limits, Shard, escape, render_urlsets, write_url_start};
 use crate::datestamp::Datestamp;
 
@@ -18,8 +20,8 @@ const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitem
 pub struct Link<'a> {
     /// Relation type: `describedby`, `item`, `cite-as`, `license`, `type`.
     pub rel: &'static str,
-    /// Absolute http(s) URL of the target.
-    pub href: &'a str,
+    /// Absolute http(s) URL of the target (owned when spelled out for this entry).
+    pub href: Cow<'a, str>,
     /// Media type of the target, when known exactly.
     pub media_type: Option<&'a str>,
     /// Profile URI of the media type (for generic types such as `application/xml`, SP-07).
@@ -55,7 +57,7 @@ pub fn render_signmaps<'a, E>(
                 bytes.extend_from_slice(b"<rs:ln rel=\"");
                 bytes.extend_from_slice(link.rel.as_bytes());
                 bytes.extend_from_slice(b"\" href=\"");
-                bytes.extend_from_slice(escape(link.href).as_bytes());
+                bytes.extend_from_slice(escape(&link.href).as_bytes());
                 if let Some(t) = link.media_type {
                     bytes.extend_from_slice(b"\" type=\"");
                     bytes.extend_from_slice(escape(t).as_bytes());
@@ -111,13 +113,14 @@ mod tests {
             links: vec![
                 Link {
                     rel: "describedby",
-                    href: "https://h/oai?verb=GetRecord&identifier=oai:h:1&metadataPrefix=oai_dc",
+                    href: "https://h/oai?verb=GetRecord&identifier=oai:h:1&metadataPrefix=oai_dc"
+                        .into(),
                     media_type: Some("application/xml"),
                     profile: Some("http://www.openarchives.org/OAI/2.0/oai_dc/"),
                 },
                 Link {
                     rel: "cite-as",
-                    href: "https://doi.org/10.1/x",
+                    href: "https://doi.org/10.1/x".into(),
                     media_type: None,
                     profile: None,
                 },
@@ -163,7 +166,7 @@ mod tests {
                     .iter()
                     .map(|h| Link {
                         rel: "item",
-                        href: h,
+                        href: h.into(),
                         media_type: Some("application/pdf"),
                         profile: None,
                     })

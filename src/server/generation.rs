@@ -55,6 +55,22 @@ pub struct Summary {
     pub build_ms: u64,
     /// Absolute URL of the sitemap index.
     pub index_url: String,
+    /// The Signmap, when the repository has one.
+    #[serde(default)]
+    pub signmap: Option<SignmapSummary>,
+}
+
+/// What a generation's Signmap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SignmapSummary {
+    /// Absolute URL of the Signmap index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
+    /// Records whose landing page a newer record has.
+    pub duplicate: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

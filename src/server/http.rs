@@ -107,7 +107,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
             let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
                 return Target::NotFound;
             };
-            if name == "sitemap.xml" {
+            if name == "sitemap.xml" || name == "signmap.xml" {
                 Target::File {
                     repo,
                     name,
@@ -126,9 +126,13 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
     }
 }
 
-/// `sitemap-{n}.xml` or `sitemap-{n}.xml.gz`, n a positive decimal without leading zeros.
+/// `sitemap-{n}.xml` or `signmap-{n}.xml`, or either with `.gz`; n a positive decimal without
+/// leading zeros.
 fn is_shard_name(name: &str) -> bool {
-    let Some(rest) = name.strip_prefix("sitemap-") else {
+    let Some(rest) = name
+        .strip_prefix("sitemap-")
+        .or_else(|| name.strip_prefix("signmap-"))
+    else {
         return false;
     };
     let n = rest
@@ -482,6 +486,8 @@ mod tests {
             "/robots.txt/",
             "//sitemap.xml",
             "/r/sitemap-1.XML",
+            "/r/signmap-0.xml",
+            "/r/sigmap-1.xml",
         ] {
             // An empty repository name matches no repository: also a 404.
             let target = route("", bad);

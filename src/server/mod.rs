@@ -29,8 +29,9 @@ use tokio::sync::{Notify, watch};
 use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
+use crate::oai::parse::Fields;
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::{INDEX_NAME, Job};
+use crate::pipeline::{INDEX_NAME, Job, SIGNMAP_INDEX_NAME};
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -176,7 +177,11 @@ impl Gateway {
                     sets: rc.sets.clone(),
                     from: rc.from,
                     until: rc.until,
+                    fields: Fields {
+                        extended: rc.signmap,
+                    },
                 },
+                signmap: rc.signmap,
                 scope: rc.scope.clone(),
                 limits: rc.limits,
                 gzip: rc.gzip,
@@ -222,7 +227,13 @@ impl Gateway {
         }
         let indexes: Vec<String> = repos
             .iter()
-            .map(|r| format!("{}{INDEX_NAME}", r.job.public_url))
+            .flat_map(|r| {
+                let signmap = r
+                    .config
+                    .signmap
+                    .then(|| format!("{}{SIGNMAP_INDEX_NAME}", r.job.public_url));
+                std::iter::once(format!("{}{INDEX_NAME}", r.job.public_url)).chain(signmap)
+            })
             .collect();
         let robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
         let cache = moka::future::Cache::builder()

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
-use super::generation::{Generation, StoreError, Summary, Writer};
+use super::generation::{Generation, SignmapSummary, StoreError, Summary, Writer};
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::app::error_chain;
@@ -273,22 +273,23 @@ fn build_on_own_runtime(
 async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError> {
     let started = Instant::now();
     let job = &repo.job;
-    let (report, published) = pipeline::harvest(client, job, &mut Progress::silent()).await?;
-    let scope = pipeline::scope_for(job, &report.identify.base_url)?;
-    if published.is_empty() {
+    let harvested = pipeline::harvest(client, job, &mut Progress::silent()).await?;
+    let scope = pipeline::scope_for(job, &harvested.report.identify.base_url)?;
+    if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
-            &published.stats,
+            &harvested.published.stats,
             &scope,
         ))
         .into());
     }
     let previous = repo.current();
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
-    let (shards, index_url) = pipeline::render(&published, job, &mut writer)?;
-    let stats = &published.stats;
+    let (shards, indexes) = pipeline::render(&harvested, job, &mut writer)?;
+    let built = pipeline::Built::new(harvested, scope, shards, indexes);
+    let stats = &built.stats;
     let summary = Summary {
         source: job.request.source.to_string(),
-        pages: report.pages,
+        pages: built.report.pages,
         records_seen: stats.records_seen,
         records: stats.records,
         deleted: stats.deleted,
@@ -298,9 +299,15 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
             .filter(|r| stats.dropped(**r) > 0)
             .map(|r| (r.as_str().to_owned(), stats.dropped(*r)))
             .collect(),
-        shards: shards.len() as u64,
+        shards: built.shards.len() as u64,
         build_ms: started.elapsed().as_millis() as u64,
-        index_url: index_url.to_string(),
+        index_url: built.index_url.to_string(),
+        signmap: built.signmap.as_ref().map(|(s, url)| SignmapSummary {
+            index_url: url.to_string(),
+            published: s.published,
+            no_landing_page: s.no_landing_page,
+            duplicate: s.duplicate,
+        }),
     };
     Ok(writer.commit(summary)?)
 }

@@ -55,6 +55,7 @@ fn whole_repository(server: &TestServer) -> HarvestRequest {
         sets: Vec::new(),
         from: None,
         until: None,
+        fields: Default::default(),
     }
 }
 
@@ -932,6 +933,7 @@ fn job(server: &TestServer) -> Job {
         scope: vec![Url::parse(SCOPE).unwrap()],
         limits: Limits::default(),
         gzip: false,
+        signmap: false,
         public_url: Url::parse(PUBLIC_URL).unwrap(),
     }
 }

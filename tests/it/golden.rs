@@ -1,7 +1,8 @@
 //! Golden files: the export of the bundled sample repository (`fixtures/sample-repository.xml`,
 //! through the shipped `bridge.toml`) must equal `fixtures/golden/sample/` (plain shards) and
 //! `fixtures/golden/sample-gzip/` (`--gzip --max-urls 100`, stored gunzipped, each
-//! `sitemap-N.xml.gz` as `sitemap-N.xml`), file by file, byte for byte.
+//! `sitemap-N.xml.gz` as `sitemap-N.xml`) and `fixtures/golden/sample-signmap/` (`--signmap
+//! --max-urls 100`), file by file, byte for byte.
 //!
 //! After an intended change of the output, regenerate them and review the diff:
 //!
@@ -185,6 +186,68 @@ fn sample_export_matches_golden() {
         ]
     );
     check_golden("sample", &expanded(&written));
+}
+
+/// The Signmap of the sample (`--signmap --max-urls 100`): golden files, and what SP-01..SP-05
+/// require of each entry, checked with a real XML parser.
+#[test]
+fn signmap_export_matches_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &["--signmap", "--max-urls", "100"]);
+    let written = files(&out);
+    let robots = String::from_utf8(written["robots.txt"].clone()).unwrap();
+    assert!(robots.contains(&format!("Sitemap: {PUBLIC_URL}signmap.xml\n")));
+    let sitemap_locs: std::collections::BTreeSet<String> = written
+        .iter()
+        .filter(|(n, _)| n.starts_with("sitemap-"))
+        .flat_map(|(_, b)| locs_of(b))
+        .collect();
+    let mut entries = 0;
+    for (name, bytes) in written.iter().filter(|(n, _)| n.starts_with("signmap-")) {
+        let text = std::str::from_utf8(bytes).unwrap();
+        let doc = roxmltree::Document::parse(text).unwrap();
+        let rs = "http://www.openarchives.org/rs/terms/";
+        for url in doc.root_element().children().filter(|n| n.is_element()) {
+            entries += 1;
+            let kids: Vec<_> = url.children().filter(|n| n.is_element()).collect();
+            // SP-01: the loc is a landing page the sitemap also lists; SP-04: links after it.
+            assert_eq!(kids[0].tag_name().name(), "loc", "{name}");
+            assert!(sitemap_locs.contains(kids[0].text().unwrap()), "{name}");
+            let links: Vec<_> = kids
+                .iter()
+                .filter(|k| k.tag_name().namespace() == Some(rs))
+                .collect();
+            assert!(!links.is_empty(), "every sample record has links");
+            for link in links {
+                let rel = link.attribute("rel").unwrap();
+                let href = link.attribute("href").unwrap();
+                assert!(
+                    ["describedby", "item", "cite-as", "license", "type"].contains(&rel),
+                    "{rel}"
+                );
+                assert!(
+                    href.starts_with("https://") || href.starts_with("http://"),
+                    "SP-03: {href}"
+                );
+                if rel == "describedby" {
+                    assert_eq!(link.attribute("type"), Some("application/xml"));
+                    assert!(href.contains("verb=GetRecord&identifier="), "{href}");
+                }
+            }
+        }
+    }
+    assert_eq!(entries, 307, "every live record with a landing page, once");
+    check_golden("sample-signmap", &expanded(&written));
+}
+
+fn locs_of(bytes: &[u8]) -> Vec<String> {
+    let text = std::str::from_utf8(bytes).unwrap();
+    let doc = roxmltree::Document::parse(text).unwrap();
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "loc")
+        .filter_map(|n| n.text().map(str::to_owned))
+        .collect()
 }
 
 #[test]

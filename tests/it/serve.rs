@@ -551,6 +551,47 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A repository with `signmap = true`: the gateway serves its Signmap and announces it, and a
+/// refresh still reads every page once.
+#[tokio::test]
+async fn the_signmap_is_served_from_the_same_harvest() {
+    let records: Vec<TestRecord> = (1..=7)
+        .map(|i| {
+            TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                .url(&format!("https://repo.example/record/{i}"))
+                .url(&format!("https://repo.example/files/{i}.pdf"))
+                .url(&format!("doi:10.1234/{i}"))
+        })
+        .collect();
+    let upstream = TestServer::builder(records).page_size(3).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, "signmap = true\n"), state.path()).await;
+    g.ready().await;
+    // Three pages, each requested once: the Signmap costs no extra request.
+    assert_eq!(upstream.list_requests().len(), 3);
+    assert!(
+        g.get("/robots.txt")
+            .await
+            .text()
+            .contains(&format!("Sitemap: {}r/signmap.xml", g.url))
+    );
+    let index = g.get("/r/signmap.xml").await;
+    assert_eq!(index.status, StatusCode::OK);
+    let shards = locs(&index.text());
+    assert_eq!(shards.len(), 2, "7 entries, 5 a shard");
+    let first = g.get(&path_of(&shards[0])).await.text();
+    assert!(first.contains("xmlns:rs=\"http://www.openarchives.org/rs/terms/\""));
+    assert!(first.contains(
+        "<url><loc>https://repo.example/record/1</loc><lastmod>2024-05-01</lastmod>\
+         <rs:ln rel=\"describedby\" href=\""
+    ));
+    assert!(first.contains(
+        "<rs:ln rel=\"item\" href=\"https://repo.example/files/1.pdf\" type=\"application/pdf\"/>"
+    ));
+    assert!(first.contains("<rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1234/1\"/>"));
+    g.stop().await;
+}
+
 /// A public URL with a path prefix (a reverse-proxied sidecar): the sitemaps name it, and
 /// requests are answered with or without it.
 #[tokio::test]

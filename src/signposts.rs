@@ -1,0 +1,404 @@
+//! The Signmap's records: for each record, its landing page and the Signposting links that
+//! describe it (SP-01..SP-09), collected as pages arrive and resolved like the URL inventory (the
+//! newest version of a record wins; deleted records publish nothing).
+//!
+//! Per record only what the links need is kept, in one text arena: the header identifier (for
+//! the `describedby` GetRecord URL, spelled out at render time), the landing page, content files,
+//! the persistent identifier, a license URL and the schema.org type.
+
+use std::borrow::Cow;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+
+use url::Url;
+
+use crate::classify::{self, Identifier};
+use crate::datestamp::Datestamp;
+use crate::dctype::TypeMap;
+use crate::inventory::InventoryFull;
+use crate::oai::harvest::request_url;
+use crate::oai::parse::{DcElement, Record};
+use crate::render::signmap::{Entry, Link, media_type};
+use crate::scope::Scope;
+
+/// Profile of the `describedby` link to a record's oai_dc metadata.
+pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
+/// Most `item` links one entry carries; a record with more files lists the first ones, so that
+/// one entry can never outgrow a shard.
+pub const MAX_ITEMS: usize = 50;
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Rel {
+    Item(&'static str),
+    CiteAs,
+    License,
+    Type,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct StoredLink {
+    rel: Rel,
+    href: Span,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Version {
+    id_hash: u64,
+    seq: u32,
+    datestamp: i64,
+    deleted: bool,
+    id: Span,
+    landing: Option<Span>,
+    links_start: u32,
+    links_len: u16,
+}
+
+/// Counts of the Signmap, by outcome.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SignStats {
+    /// Entries published.
+    pub published: u64,
+    /// Live records without a landing page inside the scope (not published).
+    pub no_landing_page: u64,
+    /// Live records whose landing page another, newer record already has (published once).
+    pub duplicate: u64,
+}
+
+/// Collects the Signmap's records during a harvest.
+#[derive(Debug)]
+pub struct Signposts {
+    scope: Scope,
+    types: TypeMap,
+    arena: String,
+    versions: Vec<Version>,
+    links: Vec<StoredLink>,
+}
+
+impl Signposts {
+    /// An empty collection for landing pages inside `scope`.
+    pub fn new(scope: Scope, types: TypeMap) -> Self {
+        Self {
+            scope,
+            types,
+            arena: String::new(),
+            versions: Vec::new(),
+            links: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, text: &str) -> Result<Span, InventoryFull> {
+        let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+        self.arena.push_str(text);
+        u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+        Ok(Span {
+            start,
+            len: text.len() as u32,
+        })
+    }
+
+    /// Adds one record occurrence (its extended fields must have been read).
+    pub fn add(&mut self, record: &Record) -> Result<(), InventoryFull> {
+        let hasher = BuildHasherDefault::<DefaultHasher>::default();
+        let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
+        let links_start = u32::try_from(self.links.len()).map_err(|_| InventoryFull)?;
+        let id = self.push(&record.identifier)?;
+        let mut landing = None;
+        let mut cite_as = false;
+        let mut items = 0;
+        if !record.deleted {
+            for value in &record.dc_identifiers {
+                match classify::classify(value, &self.scope) {
+                    Identifier::LandingPage(url) if landing.is_none() => {
+                        landing = Some(self.push(&url)?);
+                    }
+                    Identifier::ContentFile { url, media_type } if items < MAX_ITEMS => {
+                        items += 1;
+                        let href = self.push(&url)?;
+                        self.links.push(StoredLink {
+                            rel: Rel::Item(media_type),
+                            href,
+                        });
+                    }
+                    Identifier::PersistentId(url) if !cite_as => {
+                        cite_as = true;
+                        let href = self.push(&url)?;
+                        self.links.push(StoredLink {
+                            rel: Rel::CiteAs,
+                            href,
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(license) = record.dc_values(DcElement::Rights).find_map(license_url) {
+                let href = self.push(&license)?;
+                self.links.push(StoredLink {
+                    rel: Rel::License,
+                    href,
+                });
+            }
+            if let Some(t) = self.types.lookup(record.dc_values(DcElement::Type)) {
+                let t = t.to_owned();
+                let href = self.push(&t)?;
+                self.links.push(StoredLink {
+                    rel: Rel::Type,
+                    href,
+                });
+            }
+        }
+        let links_len = u16::try_from(self.links.len() - links_start as usize).unwrap_or(u16::MAX);
+        self.versions.push(Version {
+            id_hash: hasher.hash_one(record.identifier.as_str()),
+            seq,
+            datestamp: record.datestamp.map_or(i64::MIN, Datestamp::pack),
+            deleted: record.deleted,
+            id,
+            landing,
+            links_start,
+            links_len,
+        });
+        Ok(())
+    }
+
+    /// Resolves the newest version of each record and orders the entries by landing page.
+    /// `metadata_base` is the OAI-PMH baseURL for the `describedby` GetRecord links (none for a
+    /// Static Repository without an http(s) baseURL).
+    pub fn finish(mut self, metadata_base: Option<Url>) -> Resolved {
+        let mut stats = SignStats::default();
+        // Newest version first within each record; the later occurrence wins a tie.
+        self.versions.sort_unstable_by(|a, b| {
+            (a.id_hash, b.datestamp, b.seq).cmp(&(b.id_hash, a.datestamp, a.seq))
+        });
+        let arena = &self.arena;
+        let text = |s: Span| &arena[s.start as usize..][..s.len as usize];
+        let mut winners: Vec<Version> = Vec::new();
+        let mut last: Option<(u64, &str)> = None;
+        for v in &self.versions {
+            let id = text(v.id);
+            // Hash collisions between different identifiers are told apart by the text.
+            if last.is_some_and(|(h, i)| h == v.id_hash && i == id) {
+                continue;
+            }
+            last = Some((v.id_hash, id));
+            if v.deleted {
+                continue;
+            }
+            if v.landing.is_none() {
+                stats.no_landing_page += 1;
+                continue;
+            }
+            winners.push(*v);
+        }
+        let landing = |v: &Version| text(v.landing.expect("winners have a landing page"));
+        winners.sort_unstable_by(|a, b| {
+            landing(a)
+                .cmp(landing(b))
+                .then(b.datestamp.cmp(&a.datestamp))
+        });
+        let before = winners.len();
+        winners.dedup_by(|later, kept| landing(later) == landing(kept));
+        stats.duplicate = (before - winners.len()) as u64;
+        stats.published = winners.len() as u64;
+        Resolved {
+            arena: self.arena,
+            links: self.links,
+            winners,
+            metadata_base,
+            stats,
+        }
+    }
+}
+
+/// A `dc:rights` value that is a license URL (`https://creativecommons.org/licenses/by/4.0/`),
+/// in normal form; rights statements in words are not links.
+fn license_url(value: &str) -> Option<String> {
+    let lower = value.get(..8)?.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) || value.contains(' ') {
+        return None;
+    }
+    Url::parse(value)
+        .ok()
+        .filter(|u| u.host_str().is_some())
+        .map(String::from)
+}
+
+/// The Signmap's entries, resolved and sorted.
+#[derive(Debug)]
+pub struct Resolved {
+    arena: String,
+    links: Vec<StoredLink>,
+    winners: Vec<Version>,
+    metadata_base: Option<Url>,
+    /// Counts by outcome.
+    pub stats: SignStats,
+}
+
+impl Resolved {
+    /// No entry to publish.
+    pub fn is_empty(&self) -> bool {
+        self.winners.is_empty()
+    }
+
+    /// The entries, in order of their landing pages.
+    pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
+        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
+        self.winners.iter().map(move |v| {
+            let mut links = Vec::with_capacity(v.links_len as usize + 1);
+            if let Some(base) = &self.metadata_base {
+                let href = request_url(
+                    base,
+                    &[
+                        ("verb", "GetRecord"),
+                        ("identifier", text(v.id)),
+                        ("metadataPrefix", "oai_dc"),
+                    ],
+                );
+                links.push(Link {
+                    rel: "describedby",
+                    href: Cow::Owned(href),
+                    media_type: Some("application/xml"),
+                    profile: Some(OAI_DC_PROFILE),
+                });
+            }
+            let stored = &self.links[v.links_start as usize..][..v.links_len as usize];
+            for link in stored {
+                let href = Cow::Borrowed(text(link.href));
+                let (rel, media) = match link.rel {
+                    Rel::Item(t) => ("item", media_type(t)),
+                    Rel::CiteAs => ("cite-as", None),
+                    Rel::License => ("license", None),
+                    Rel::Type => ("type", None),
+                };
+                links.push(Link {
+                    rel,
+                    href,
+                    media_type: media,
+                    profile: None,
+                });
+            }
+            Entry {
+                loc: text(v.landing.expect("winners have a landing page")),
+                lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
+                links,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, date: &str, ids: &[&str], dc: &[(DcElement, &str)]) -> Record {
+        Record {
+            identifier: id.to_owned(),
+            datestamp: Datestamp::parse(date),
+            deleted: false,
+            sets: vec![],
+            dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
+            dc: dc.iter().map(|(e, v)| (*e, v.to_string())).collect(),
+        }
+    }
+
+    fn entries(r: &Resolved) -> Vec<(String, Vec<(String, String)>)> {
+        r.entries()
+            .map(|e| {
+                let links = e
+                    .links
+                    .iter()
+                    .map(|l| (l.rel.to_owned(), l.href.to_string()))
+                    .collect();
+                (e.loc.to_owned(), links)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_record_becomes_a_landing_page_with_its_links() {
+        let scope = Scope::from_base_url(&Url::parse("https://h/oai/request").unwrap()).unwrap();
+        let mut s = Signposts::new(scope, TypeMap::default());
+        s.add(&record(
+            "oai:h:1",
+            "2024-05-01",
+            &[
+                "https://h/oai/files/1.pdf",
+                "doi:10.1234/ABC",
+                "https://h/oai/record/1",
+                "https://elsewhere/x",
+            ],
+            &[
+                (DcElement::Rights, "All rights reserved"),
+                (
+                    DcElement::Rights,
+                    "https://creativecommons.org/licenses/by/4.0/",
+                ),
+                (DcElement::Type, "info:eu-repo/semantics/doctoralThesis"),
+            ],
+        ))
+        .unwrap();
+        // Only a PDF: no landing page, not published.
+        s.add(&record(
+            "oai:h:2",
+            "2024-05-01",
+            &["https://h/oai/files/2.pdf"],
+            &[],
+        ))
+        .unwrap();
+        let r = s.finish(Some(Url::parse("https://h/oai/request").unwrap()));
+        assert_eq!(r.stats.no_landing_page, 1);
+        assert_eq!(r.stats.published, 1);
+        let e = entries(&r);
+        assert_eq!(e[0].0, "https://h/oai/record/1");
+        let links: Vec<(&str, &str)> = e[0]
+            .1
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        assert_eq!(
+            links,
+            [
+                (
+                    "describedby",
+                    "https://h/oai/request?verb=GetRecord&identifier=oai%3Ah%3A1&metadataPrefix=oai_dc"
+                ),
+                ("item", "https://h/oai/files/1.pdf"),
+                ("cite-as", "https://doi.org/10.1234/ABC"),
+                ("license", "https://creativecommons.org/licenses/by/4.0/"),
+                ("type", "https://schema.org/Thesis"),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_newest_version_wins_and_deleted_records_publish_nothing() {
+        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
+        let mut s = Signposts::new(scope, TypeMap::default());
+        s.add(&record("a", "2024-01-01", &["https://h/old"], &[]))
+            .unwrap();
+        s.add(&record("a", "2024-02-01", &["https://h/new"], &[]))
+            .unwrap();
+        let mut gone = record("b", "2024-03-01", &[], &[]);
+        gone.deleted = true;
+        s.add(&record("b", "2024-01-01", &["https://h/b"], &[]))
+            .unwrap();
+        s.add(&gone).unwrap();
+        // Two records with one landing page: listed once.
+        s.add(&record("c", "2024-01-01", &["https://h/shared"], &[]))
+            .unwrap();
+        s.add(&record("d", "2024-01-02", &["https://h/shared"], &[]))
+            .unwrap();
+        let r = s.finish(None);
+        let locs: Vec<String> = entries(&r).into_iter().map(|e| e.0).collect();
+        assert_eq!(locs, ["https://h/new", "https://h/shared"]);
+        assert_eq!(r.stats.duplicate, 1);
+        assert!(
+            entries(&r).iter().all(|e| e.1.is_empty()),
+            "no describedby without a base"
+        );
+    }
+}
