@@ -125,6 +125,30 @@ pub struct Metrics {
     pub upstream_requests: Family<RepoLabels, Counter>,
     /// Files read from the state directory into the cache (misses; concurrent misses read once).
     pub cache_fills: Counter,
+    /// Entries of each profile beyond the sitemap (e.g. the Signmap) being served.
+    pub profile_entries: Family<ProfileLabels, Gauge>,
+    /// Records a profile did not publish, by reason.
+    pub profile_dropped: Family<ProfileDropLabels, Gauge>,
+}
+
+/// Labels of the per-profile entry gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProfileLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// `signmap`, ...
+    pub profile: &'static str,
+}
+
+/// Labels of the per-profile drop gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProfileDropLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// `signmap`, ...
+    pub profile: &'static str,
+    /// Why records were not published (`no_landing_page`, `duplicate`).
+    pub reason: &'static str,
 }
 
 impl Default for Metrics {
@@ -214,6 +238,18 @@ impl Default for Metrics {
             "Files read from the state directory into the byte cache",
             cache_fills.clone(),
         );
+        let profile_entries = Family::<ProfileLabels, Gauge>::default();
+        registry.register(
+            "profile_entries",
+            "Entries in the files of each profile beyond the sitemap, in the generation being served",
+            profile_entries.clone(),
+        );
+        let profile_dropped = Family::<ProfileDropLabels, Gauge>::default();
+        registry.register(
+            "profile_records_dropped",
+            "Records a profile did not publish, by reason, in the generation being served",
+            profile_dropped.clone(),
+        );
         Self {
             registry,
             requests,
@@ -230,6 +266,8 @@ impl Default for Metrics {
             retry_after_waits,
             upstream_requests,
             cache_fills,
+            profile_entries,
+            profile_dropped,
         }
     }
 }

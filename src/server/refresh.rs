@@ -218,6 +218,25 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
             })
             .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
     }
+    if let Some(signmap) = &s.signmap {
+        let profile = |reason| metrics::ProfileDropLabels {
+            repository: repo.config.name.clone(),
+            profile: "signmap",
+            reason,
+        };
+        m.profile_entries
+            .get_or_create(&metrics::ProfileLabels {
+                repository: repo.config.name.clone(),
+                profile: "signmap",
+            })
+            .set(signmap.published as i64);
+        m.profile_dropped
+            .get_or_create(&profile("no_landing_page"))
+            .set(signmap.no_landing_page as i64);
+        m.profile_dropped
+            .get_or_create(&profile("duplicate"))
+            .set(signmap.duplicate as i64);
+    }
     m.stale.get_or_create(&labels).set(0);
     m.serving.get_or_create(&labels).set(1);
     m.last_success

@@ -72,9 +72,19 @@ pub fn render(gateway: &Gateway) -> String {
                         .collect::<Vec<_>>()
                         .join("<br>")
                 };
+                let signmap = s.signmap.as_ref().map_or_else(String::new, |m| {
+                    format!(
+                        "<br><a href=\"{}\">Signmap</a>: {} entries; not published: \
+                         no_landing_page {}, duplicate {}",
+                        escape(&m.index_url),
+                        m.published,
+                        m.no_landing_page,
+                        m.duplicate
+                    )
+                });
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted)</td><td>{}</td><td>{drops}</td><td>{}</td>",
+                    "<td>{} ({} deleted)</td><td>{}{signmap}</td><td>{drops}</td><td>{}</td>",
                     s.records, s.deleted, s.urls, s.shards
                 );
             }

@@ -589,6 +589,16 @@ async fn the_signmap_is_served_from_the_same_harvest() {
         "<rs:ln rel=\"item\" href=\"https://repo.example/files/1.pdf\" type=\"application/pdf\"/>"
     ));
     assert!(first.contains("<rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1234/1\"/>"));
+    // Its own section on the status page and in the metrics.
+    assert!(g.get("/").await.text().contains("Signmap</a>: 7 entries"));
+    let metrics = g.get("/metrics").await.text();
+    assert!(
+        metrics.contains("oai_bridge_profile_entries{repository=\"r\",profile=\"signmap\"} 7"),
+        "{metrics}"
+    );
+    assert!(metrics.contains(
+        "oai_bridge_profile_records_dropped{repository=\"r\",profile=\"signmap\",reason=\"no_landing_page\"} 0"
+    ));
     g.stop().await;
 }
 
