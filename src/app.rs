@@ -148,6 +148,21 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     }
 
     let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
+    let diwoo = if args.diwoo.is_empty() {
+        repo.map(|r| r.diwoo.clone()).unwrap_or_default()
+    } else {
+        let mut table = std::collections::BTreeMap::new();
+        for value in &args.diwoo {
+            let (set, n) = value
+                .rsplit_once('=')
+                .ok_or_else(|| flag_err("--diwoo", format!("{value:?}: give SETSPEC=CATEGORY")))?;
+            let n: i64 = n
+                .parse()
+                .map_err(|_| flag_err("--diwoo", format!("{value:?}: the category is a number")))?;
+            table.insert(set.to_owned(), n);
+        }
+        config::parse_diwoo(&table).map_err(|m| flag_err("--diwoo", m))?
+    };
     Ok(ExportOptions {
         job: Job {
             request: HarvestRequest {
@@ -158,6 +173,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 fields: Fields { extended: signmap },
             },
             signmap,
+            diwoo,
             scope,
             limits,
             gzip: args.gzip || repo.is_some_and(|r| r.gzip),

@@ -101,6 +101,10 @@ pub struct ExportArgs {
     /// Also write a Signmap: signmap.xml and signmap-N.xml, landing pages with Signposting links.
     #[arg(long)]
     pub signmap: bool,
+    /// DiWoo: publish the records of set SPEC under Woo information category N (1-17), in
+    /// sitemapindex-diwoo-infocatNNN.xml (repeatable; replaces the configuration's table).
+    #[arg(long = "diwoo", value_name = "SPEC=N")]
+    pub diwoo: Vec<String>,
     /// Most URLs per shard (at most 50000).
     #[arg(long)]
     pub max_urls: Option<usize>,

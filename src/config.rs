@@ -95,6 +95,8 @@ struct RawRepository {
     max_bytes_per_shard: Option<usize>,
     gzip: Option<bool>,
     signmap: Option<bool>,
+    #[serde(default)]
+    diwoo: std::collections::BTreeMap<String, i64>,
     refresh_interval_secs: Option<u64>,
 }
 
@@ -149,6 +151,8 @@ pub struct RepositoryConfig {
     pub gzip: bool,
     /// Also publish a Signmap.
     pub signmap: bool,
+    /// DiWoo: setSpec -> Woo information category (1-17), one sitemap index per category.
+    pub diwoo: Vec<(String, u8)>,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
 }
@@ -347,6 +351,7 @@ impl Config {
                 .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
                 gzip: r.gzip.unwrap_or(false),
                 signmap: r.signmap.unwrap_or(false),
+                diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
                 refresh_interval: r
                     .refresh_interval_secs
                     .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
@@ -400,6 +405,27 @@ pub fn directory_url(value: &str) -> Result<Url, String> {
         url.set_path(&path);
     }
     Ok(url)
+}
+
+/// Highest Woo information category (the DiWoo table has 17).
+pub const DIWOO_CATEGORIES: u8 = 17;
+
+/// A DiWoo table: setSpec -> information category 1-17.
+pub fn parse_diwoo(
+    table: &std::collections::BTreeMap<String, i64>,
+) -> Result<Vec<(String, u8)>, String> {
+    let sets = validate_sets(table.keys().cloned().collect())?;
+    sets.into_iter()
+        .map(|set| {
+            let n = table[&set];
+            match u8::try_from(n) {
+                Ok(c) if (1..=DIWOO_CATEGORIES).contains(&c) => Ok((set, c)),
+                _ => Err(format!(
+                    "set {set:?}: {n} is not a Woo information category (1 to {DIWOO_CATEGORIES})"
+                )),
+            }
+        })
+        .collect()
 }
 
 /// Scope prefixes: absolute http(s) URLs.
@@ -555,6 +581,16 @@ mod tests {
             "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nrefresh = 5\n",
             "line 4",
             "unknown field `refresh`",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\ndiwoo = { \"woo:besluiten\" = 18 }\n",
+            "[[repository]] \"a\" diwoo",
+            "not a Woo information category",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\ndiwoo = { \"a b\" = 1 }\n",
+            "diwoo",
+            "setSpec",
         );
         rejects(
             "[server]\npublic_url = \"ftp://h/\"\n",

@@ -76,10 +76,10 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         .into());
     }
     let mut staging = Staging::new(&options.out)?;
-    let (shards, indexes) = pipeline::render(&harvested, &options.job, &mut staging)?;
+    let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
     let bytes = staging.bytes();
     staging.commit()?;
-    let built = Built::new(harvested, scope, shards, indexes);
+    let built = Built::new(harvested, scope, rendered);
     Ok(ExportSummary {
         built,
         bytes,
@@ -165,6 +165,17 @@ impl ExportSummary {
                 signmap.published, signmap.no_landing_page, signmap.duplicate
             );
             let _ = writeln!(out, "  Signmap index   {url}");
+        }
+        for d in &b.diwoo {
+            let _ = writeln!(
+                out,
+                "  DiWoo cat. {:03}  {} URLs in {}; not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
+                d.category,
+                d.urls,
+                pipeline::diwoo_index_name(d.category),
+                d.requires_https,
+                d.requires_lastmod
+            );
         }
         let _ = writeln!(out, "  sitemap index   {}", b.index_url);
         if !b.scope.is_under(&job.public_url) {

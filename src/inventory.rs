@@ -179,6 +179,21 @@ impl Inventory {
         Ok(())
     }
 
+    /// Records that an occurrence of the record is not part of this inventory's selection (a
+    /// DiWoo category whose sets it is not in): a newer such occurrence supersedes older ones
+    /// that were, as a deletion does.
+    pub fn add_absent(&mut self, record: &Record) {
+        let hasher = BuildHasherDefault::<DefaultHasher>::default();
+        self.entries.push(Entry {
+            id_hash: hasher.hash_one(record.identifier.as_str()),
+            datestamp: pack(record.datestamp),
+            url_start: 0,
+            url_count: 0,
+            deleted: true,
+            drops: [0; IDENTIFIER_DROPS],
+        });
+    }
+
     /// Resolves repeats and duplicates into the sorted list of URLs to publish.
     pub fn finish(self) -> Published {
         let Inventory {

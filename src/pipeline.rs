@@ -55,6 +55,8 @@ pub struct Job {
     pub gzip: bool,
     /// Also write a Signmap (`signmap.xml` and its shards).
     pub signmap: bool,
+    /// DiWoo: setSpec -> Woo information category; one index per category.
+    pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
     pub public_url: Url,
 }
@@ -98,23 +100,31 @@ pub struct Built {
     pub index_url: Url,
     /// The Signmap's counts and index URL, when the job made one.
     pub signmap: Option<(SignStats, Url)>,
+    /// Each DiWoo category's counts.
+    pub diwoo: Vec<DiwooStats>,
 }
 
 impl Built {
-    /// Puts together what a finished build holds; `indexes` as [`render`] returned them.
-    pub fn new(harvested: Harvested, scope: Scope, shards: Vec<String>, indexes: Vec<Url>) -> Self {
-        let mut indexes = indexes.into_iter();
+    /// Puts together what a finished build holds.
+    pub fn new(harvested: Harvested, scope: Scope, rendered: Rendered) -> Self {
+        let mut indexes = rendered.indexes.into_iter();
         let index_url = indexes
             .next()
             .expect("render returns the sitemap index first");
-        let signmap = harvested.signposts.map(|s| s.stats).zip(indexes.next());
+        let signmap = harvested.signposts.map(|s| s.stats).and_then(|stats| {
+            let url = indexes
+                .next()
+                .filter(|u| u.path().ends_with(SIGNMAP_INDEX_NAME))?;
+            Some((stats, url))
+        });
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
             scope,
-            shards,
+            shards: rendered.shards,
             index_url,
             signmap,
+            diwoo: rendered.diwoo,
         }
     }
 }
@@ -151,6 +161,74 @@ pub struct Harvested {
     pub published: Published,
     /// The Signmap's records (`job.signmap`).
     pub signposts: Option<Resolved>,
+    /// Each DiWoo category's URLs, by category number (`job.diwoo`).
+    pub diwoo: Vec<(u8, Published)>,
+}
+
+/// One DiWoo category being collected: the records of its sets.
+#[derive(Debug)]
+struct Category {
+    number: u8,
+    sets: Vec<String>,
+    inventory: Inventory,
+}
+
+impl Category {
+    /// The record is in one of the category's sets (or in a set below one: `a:b` is in `a`).
+    fn holds(&self, record: &oai::parse::Record) -> bool {
+        record.sets.iter().any(|s| {
+            self.sets.iter().any(|c| {
+                s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
+            })
+        })
+    }
+}
+
+/// Everything one harvest fills, each from the same records.
+#[derive(Debug)]
+struct Collectors {
+    inventory: Inventory,
+    signposts: Option<Signposts>,
+    diwoo: Vec<Category>,
+}
+
+impl Collectors {
+    fn new(job: &Job, scope: Scope) -> Self {
+        let mut diwoo: Vec<Category> = Vec::new();
+        for (set, number) in &job.diwoo {
+            match diwoo.iter_mut().find(|c| c.number == *number) {
+                Some(c) => c.sets.push(set.clone()),
+                None => diwoo.push(Category {
+                    number: *number,
+                    sets: vec![set.clone()],
+                    inventory: Inventory::new(scope.clone()),
+                }),
+            }
+        }
+        diwoo.sort_by_key(|c| c.number);
+        Self {
+            signposts: job
+                .signmap
+                .then(|| Signposts::new(scope.clone(), TypeMap::default())),
+            inventory: Inventory::new(scope),
+            diwoo,
+        }
+    }
+
+    fn add(&mut self, record: &oai::parse::Record) -> Result<(), InventoryFull> {
+        self.inventory.add(record)?;
+        if let Some(s) = &mut self.signposts {
+            s.add(record)?;
+        }
+        for c in &mut self.diwoo {
+            if c.holds(record) {
+                c.inventory.add(record)?;
+            } else {
+                c.inventory.add_absent(record);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Harvests the job's records into a resolved inventory (and Signmap records), every profile
@@ -160,23 +238,17 @@ pub async fn harvest(
     job: &Job,
     progress: &mut Progress,
 ) -> Result<Harvested, PipelineError> {
-    let mut inventory: Option<(Inventory, Option<Signposts>)> = None;
+    let mut collectors: Option<Collectors> = None;
     let mut failure: Option<PipelineError> = None;
     let mut urls_kept = 0u64;
-    let new_collectors = |scope: Scope| {
-        let signposts = job
-            .signmap
-            .then(|| Signposts::new(scope.clone(), TypeMap::default()));
-        (Inventory::new(scope), signposts)
-    };
     let report = oai::harvest(client, &job.request, |event| {
         if failure.is_some() {
             return;
         }
-        let (inventory, signposts) = match &mut inventory {
-            Some(inv) => inv,
+        let c = match &mut collectors {
+            Some(c) => c,
             None => match scope_for(job, &event.identify.base_url) {
-                Ok(scope) => inventory.insert(new_collectors(scope)),
+                Ok(scope) => collectors.insert(Collectors::new(job, scope)),
                 Err(e) => {
                     failure = Some(e);
                     return;
@@ -184,17 +256,12 @@ pub async fn harvest(
             },
         };
         for record in &event.records {
-            if let Err(e) = inventory.add(record) {
-                failure = Some(e.into());
-                return;
-            }
-            if let Some(s) = signposts
-                && let Err(e) = s.add(record)
-            {
+            if let Err(e) = c.add(record) {
                 failure = Some(e.into());
                 return;
             }
         }
+        let inventory = &c.inventory;
         urls_kept = inventory.urls_kept();
         progress.page(
             event.page,
@@ -209,9 +276,9 @@ pub async fn harvest(
     if let Some(e) = failure {
         return Err(e);
     }
-    let (inventory, signposts) = match inventory {
-        Some(inv) => inv,
-        None => new_collectors(scope_for(job, &report.identify.base_url)?),
+    let c = match collectors {
+        Some(c) => c,
+        None => Collectors::new(job, scope_for(job, &report.identify.base_url)?),
     };
     let metadata_base = match &job.request.source {
         Source::Oai(base) => Some(base.clone()),
@@ -221,8 +288,13 @@ pub async fn harvest(
             .filter(|u| matches!(u.scheme(), "http" | "https")),
     };
     Ok(Harvested {
-        published: inventory.finish(),
-        signposts: signposts.map(|s| s.finish(metadata_base)),
+        published: c.inventory.finish(),
+        signposts: c.signposts.map(|s| s.finish(metadata_base)),
+        diwoo: c
+            .diwoo
+            .into_iter()
+            .map(|cat| (cat.number, cat.inventory.finish()))
+            .collect(),
         report,
     })
 }
@@ -254,13 +326,14 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
 /// Name of the Signmap index.
 pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
 
-/// Renders shards, index and robots.txt of what was harvested into `sink` (and the Signmap's,
-/// when there is one); returns the sitemap shards' names and the index URLs for robots.txt.
+/// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
+/// profile the job asks for (Signmap, DiWoo).
 pub fn render<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<(Vec<String>, Vec<Url>), PipelineError> {
+) -> Result<Rendered, PipelineError> {
+    let mut diwoo = Vec::new();
     let published = &harvested.published;
     if published.is_empty() {
         return Err(RenderError::Empty.into());
@@ -291,12 +364,78 @@ pub fn render<S: FileSink>(
         sink.put(SIGNMAP_INDEX_NAME, &index).map_err(sink_err)?;
         indexes.push(join(&job.public_url, SIGNMAP_INDEX_NAME));
     }
+    for (number, published) in &harvested.diwoo {
+        let mut stats = DiwooStats {
+            category: *number,
+            ..DiwooStats::default()
+        };
+        // DiWoo reads only https locations, and every entry needs a lastmod.
+        let items = published.iter().filter(|(url, lastmod)| {
+            if !url.starts_with("https://") {
+                stats.requires_https += 1;
+                false
+            } else if lastmod.is_none() {
+                stats.requires_lastmod += 1;
+                false
+            } else {
+                true
+            }
+        });
+        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        render_shards(items, job.limits, |shard| {
+            let name = format!("diwoo-infocat{number:03}-{}.xml", entries.len() + 1);
+            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
+            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
+            Ok::<_, PipelineError>(())
+        })?;
+        stats.urls = published.len() as u64 - stats.requires_https - stats.requires_lastmod;
+        if !entries.is_empty() {
+            let name = diwoo_index_name(*number);
+            let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
+            sink.put(&name, &index).map_err(sink_err)?;
+            indexes.push(join(&job.public_url, &name));
+        }
+        diwoo.push(stats);
+    }
     sink.put(
         "robots.txt",
         render_robots(indexes.iter().map(Url::as_str)).as_bytes(),
     )
     .map_err(sink_err)?;
-    Ok((names, indexes))
+    Ok(Rendered {
+        shards: names,
+        indexes,
+        diwoo,
+    })
+}
+
+/// The DiWoo index of a Woo information category: `sitemapindex-diwoo-infocat014.xml`.
+pub fn diwoo_index_name(category: u8) -> String {
+    format!("sitemapindex-diwoo-infocat{category:03}.xml")
+}
+
+/// What one DiWoo category published.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiwooStats {
+    /// The Woo information category, 1-17.
+    pub category: u8,
+    /// URLs published.
+    pub urls: u64,
+    /// URLs not published because they are not https (`diwoo_requires_https`).
+    pub requires_https: u64,
+    /// URLs not published because their record has no datestamp (`diwoo_requires_lastmod`).
+    pub requires_lastmod: u64,
+}
+
+/// What [`render`] wrote.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    /// Sitemap shard names, in index order.
+    pub shards: Vec<String>,
+    /// Every index's URL, the sitemap index first, as robots.txt lists them.
+    pub indexes: Vec<Url>,
+    /// Each DiWoo category's counts.
+    pub diwoo: Vec<DiwooStats>,
 }
 
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.

@@ -58,6 +58,9 @@ pub struct Summary {
     /// The Signmap, when the repository has one.
     #[serde(default)]
     pub signmap: Option<SignmapSummary>,
+    /// The DiWoo categories, when the repository maps sets to them.
+    #[serde(default)]
+    pub diwoo: Vec<crate::pipeline::DiwooStats>,
 }
 
 /// What a generation's Signmap holds.

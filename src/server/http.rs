@@ -107,7 +107,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
             let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
                 return Target::NotFound;
             };
-            if name == "sitemap.xml" || name == "signmap.xml" {
+            if is_index_name(name) {
                 Target::File {
                     repo,
                     name,
@@ -126,12 +126,34 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
     }
 }
 
-/// `sitemap-{n}.xml` or `signmap-{n}.xml`, or either with `.gz`; n a positive decimal without
-/// leading zeros.
+/// `sitemap.xml`, `signmap.xml` or `sitemapindex-diwoo-infocat{NNN}.xml`.
+fn is_index_name(name: &str) -> bool {
+    name == "sitemap.xml"
+        || name == "signmap.xml"
+        || name
+            .strip_prefix("sitemapindex-diwoo-infocat")
+            .and_then(|rest| rest.strip_suffix(".xml"))
+            .is_some_and(is_category)
+}
+
+/// Three digits.
+fn is_category(n: &str) -> bool {
+    n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `sitemap-{n}.xml`, `signmap-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each also with `.gz`;
+/// n a positive decimal without leading zeros.
 fn is_shard_name(name: &str) -> bool {
+    let diwoo = || {
+        let rest = name.strip_prefix("diwoo-infocat")?;
+        let (category, rest) = rest.split_at_checked(3)?;
+        is_category(category).then_some(())?;
+        rest.strip_prefix('-')
+    };
     let Some(rest) = name
         .strip_prefix("sitemap-")
         .or_else(|| name.strip_prefix("signmap-"))
+        .or_else(diwoo)
     else {
         return false;
     };
@@ -488,6 +510,9 @@ mod tests {
             "/r/sitemap-1.XML",
             "/r/signmap-0.xml",
             "/r/sigmap-1.xml",
+            "/r/sitemapindex-diwoo-infocat14.xml",
+            "/r/diwoo-infocat014.xml",
+            "/r/diwoo-infocat0145-1.xml",
         ] {
             // An empty repository name matches no repository: also a 404.
             let target = route("", bad);

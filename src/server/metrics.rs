@@ -136,8 +136,8 @@ pub struct Metrics {
 pub struct ProfileLabels {
     /// `[[repository]] name`.
     pub repository: String,
-    /// `signmap`, ...
-    pub profile: &'static str,
+    /// `signmap`, `diwoo-infocat014`, ...
+    pub profile: String,
 }
 
 /// Labels of the per-profile drop gauge.
@@ -145,9 +145,9 @@ pub struct ProfileLabels {
 pub struct ProfileDropLabels {
     /// `[[repository]] name`.
     pub repository: String,
-    /// `signmap`, ...
-    pub profile: &'static str,
-    /// Why records were not published (`no_landing_page`, `duplicate`).
+    /// `signmap`, `diwoo-infocat014`, ...
+    pub profile: String,
+    /// Why records or URLs were not published (`no_landing_page`, `diwoo_requires_https`, ...).
     pub reason: &'static str,
 }
 

@@ -182,6 +182,7 @@ impl Gateway {
                     },
                 },
                 signmap: rc.signmap,
+                diwoo: rc.diwoo.clone(),
                 scope: rc.scope.clone(),
                 limits: rc.limits,
                 gzip: rc.gzip,
@@ -232,7 +233,21 @@ impl Gateway {
                     .config
                     .signmap
                     .then(|| format!("{}{SIGNMAP_INDEX_NAME}", r.job.public_url));
-                std::iter::once(format!("{}{INDEX_NAME}", r.job.public_url)).chain(signmap)
+                let diwoo = r
+                    .job
+                    .diwoo
+                    .iter()
+                    .map(|(_, n)| *n)
+                    .collect::<std::collections::BTreeSet<u8>>();
+                std::iter::once(format!("{}{INDEX_NAME}", r.job.public_url))
+                    .chain(signmap)
+                    .chain(diwoo.into_iter().map(|n| {
+                        format!(
+                            "{}{}",
+                            r.job.public_url,
+                            crate::pipeline::diwoo_index_name(n)
+                        )
+                    }))
             })
             .collect();
         let robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));

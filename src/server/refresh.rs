@@ -218,24 +218,42 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
             })
             .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
     }
-    if let Some(signmap) = &s.signmap {
-        let profile = |reason| metrics::ProfileDropLabels {
-            repository: repo.config.name.clone(),
-            profile: "signmap",
-            reason,
-        };
+    let profile = |name: &str, entries: u64, drops: &[(&'static str, u64)]| {
         m.profile_entries
             .get_or_create(&metrics::ProfileLabels {
                 repository: repo.config.name.clone(),
-                profile: "signmap",
+                profile: name.to_owned(),
             })
-            .set(signmap.published as i64);
-        m.profile_dropped
-            .get_or_create(&profile("no_landing_page"))
-            .set(signmap.no_landing_page as i64);
-        m.profile_dropped
-            .get_or_create(&profile("duplicate"))
-            .set(signmap.duplicate as i64);
+            .set(entries as i64);
+        for (reason, n) in drops {
+            m.profile_dropped
+                .get_or_create(&metrics::ProfileDropLabels {
+                    repository: repo.config.name.clone(),
+                    profile: name.to_owned(),
+                    reason,
+                })
+                .set(*n as i64);
+        }
+    };
+    if let Some(sm) = &s.signmap {
+        profile(
+            "signmap",
+            sm.published,
+            &[
+                ("no_landing_page", sm.no_landing_page),
+                ("duplicate", sm.duplicate),
+            ],
+        );
+    }
+    for d in &s.diwoo {
+        profile(
+            &format!("diwoo-infocat{:03}", d.category),
+            d.urls,
+            &[
+                ("diwoo_requires_https", d.requires_https),
+                ("diwoo_requires_lastmod", d.requires_lastmod),
+            ],
+        );
     }
     m.stale.get_or_create(&labels).set(0);
     m.serving.get_or_create(&labels).set(1);
@@ -303,8 +321,8 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
     }
     let previous = repo.current();
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
-    let (shards, indexes) = pipeline::render(&harvested, job, &mut writer)?;
-    let built = pipeline::Built::new(harvested, scope, shards, indexes);
+    let rendered = pipeline::render(&harvested, job, &mut writer)?;
+    let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
     let summary = Summary {
         source: job.request.source.to_string(),
@@ -327,6 +345,7 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
             no_landing_page: s.no_landing_page,
             duplicate: s.duplicate,
         }),
+        diwoo: built.diwoo.clone(),
     };
     Ok(writer.commit(summary)?)
 }

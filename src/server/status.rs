@@ -82,9 +82,20 @@ pub fn render(gateway: &Gateway) -> String {
                         m.duplicate
                     )
                 });
+                let diwoo: String = s
+                    .diwoo
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "<br>DiWoo category {:03}: {} URLs; not published: \
+                             diwoo_requires_https {}, diwoo_requires_lastmod {}",
+                            d.category, d.urls, d.requires_https, d.requires_lastmod
+                        )
+                    })
+                    .collect();
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted)</td><td>{}{signmap}</td><td>{drops}</td><td>{}</td>",
+                    "<td>{} ({} deleted)</td><td>{}{signmap}{diwoo}</td><td>{drops}</td><td>{}</td>",
                     s.records, s.deleted, s.urls, s.shards
                 );
             }

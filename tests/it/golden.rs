@@ -241,6 +241,55 @@ fn signmap_export_matches_golden() {
     check_golden("sample-signmap", &expanded(&written));
 }
 
+/// DiWoo of the sample (`--diwoo articles=12 --diwoo theses=15 --max-urls 100`): golden files;
+/// each category lists exactly the sitemap URLs of its set's records, every one with a lastmod.
+#[test]
+fn diwoo_export_matches_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(
+        &out,
+        &[
+            "--diwoo",
+            "articles=12",
+            "--diwoo",
+            "theses=15",
+            "--max-urls",
+            "100",
+        ],
+    );
+    let written = files(&out);
+    let robots = String::from_utf8(written["robots.txt"].clone()).unwrap();
+    for n in ["012", "015"] {
+        let index = format!("sitemapindex-diwoo-infocat{n}.xml");
+        assert!(
+            robots.contains(&format!("Sitemap: {PUBLIC_URL}{index}\n")),
+            "{robots}"
+        );
+        assert!(written.contains_key(&index));
+    }
+    let all: std::collections::BTreeSet<String> = written
+        .iter()
+        .filter(|(n, _)| n.starts_with("sitemap-"))
+        .flat_map(|(_, b)| locs_of(b))
+        .collect();
+    for (name, bytes) in written.iter().filter(|(n, _)| n.starts_with("diwoo-")) {
+        let text = std::str::from_utf8(bytes).unwrap();
+        assert_eq!(
+            text.matches("<url>").count(),
+            text.matches("<lastmod>").count(),
+            "{name}"
+        );
+        for loc in locs_of(bytes) {
+            assert!(
+                loc.starts_with("https://") && all.contains(&loc),
+                "{name}: {loc}"
+            );
+        }
+    }
+    check_golden("sample-diwoo", &expanded(&written));
+}
+
 fn locs_of(bytes: &[u8]) -> Vec<String> {
     let text = std::str::from_utf8(bytes).unwrap();
     let doc = roxmltree::Document::parse(text).unwrap();

@@ -602,6 +602,110 @@ async fn the_signmap_is_served_from_the_same_harvest() {
     g.stop().await;
 }
 
+/// DiWoo: one index per Woo information category with the records of its sets (sub-sets
+/// included), https locations only, every entry with a lastmod; a record that leaves the set
+/// leaves the category at the next refresh. With the Signmap on too, each page is still read
+/// once.
+#[tokio::test]
+async fn diwoo_categories_follow_the_sets() {
+    let records = vec![
+        TestRecord::new("oai:test:1", "2024-05-01")
+            .url("https://repo.example/record/1")
+            .set("besluiten"),
+        TestRecord::new("oai:test:2", "2024-05-02")
+            .url("https://repo.example/record/2")
+            .set("besluiten:2024"),
+        TestRecord::new("oai:test:3", "2024-05-03")
+            .url("http://repo.example/record/3")
+            .set("besluiten"),
+        TestRecord::new("oai:test:4", "2024-05-04")
+            .url("https://repo.example/record/4")
+            .set("rapporten"),
+    ];
+    let upstream = TestServer::builder(records.clone()).start();
+    let state = tempfile::tempdir().unwrap();
+    // Every profile at once, from one harvest.
+    let extra = "signmap = true\ndiwoo = { \"besluiten\" = 16, \"rapporten\" = 15 }\n";
+    let text = config(&upstream, extra).replace(
+        "scope = [\"https://repo.example/\"]",
+        "scope = [\"https://repo.example/\", \"http://repo.example/\"]",
+    );
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    assert_eq!(
+        upstream.list_requests().len(),
+        1,
+        "one page, read once for every profile"
+    );
+    assert_eq!(g.get("/r/signmap.xml").await.status, StatusCode::OK);
+    let robots = g.get("/robots.txt").await.text();
+    for n in ["015", "016"] {
+        assert!(
+            robots.contains(&format!(
+                "Sitemap: {}r/sitemapindex-diwoo-infocat{n}.xml",
+                g.url
+            )),
+            "{robots}"
+        );
+    }
+    let category = |n: &'static str| {
+        let g = &g;
+        async move {
+            let index = g
+                .get(&format!("/r/sitemapindex-diwoo-infocat{n}.xml"))
+                .await;
+            assert_eq!(index.status, StatusCode::OK);
+            let mut urls = Vec::new();
+            for shard in locs(&index.text()) {
+                let text = g.get(&path_of(&shard)).await.text();
+                assert_eq!(
+                    text.matches("<url>").count(),
+                    text.matches("<lastmod>").count(),
+                    "every entry has a lastmod"
+                );
+                urls.extend(locs(&text));
+            }
+            urls
+        }
+    };
+    assert_eq!(
+        category("016").await,
+        [
+            "https://repo.example/record/1",
+            "https://repo.example/record/2"
+        ],
+        "record 3 is http: not published for DiWoo"
+    );
+    assert_eq!(category("015").await, ["https://repo.example/record/4"]);
+    let metrics = g.get("/metrics").await.text();
+    assert!(metrics.contains(
+        "oai_bridge_profile_records_dropped{repository=\"r\",profile=\"diwoo-infocat016\",reason=\"diwoo_requires_https\"} 1"
+    ), "{metrics}");
+    assert!(
+        g.get("/")
+            .await
+            .text()
+            .contains("DiWoo category 016: 2 URLs")
+    );
+
+    // Record 1 moves to the reports: it leaves category 16 and joins 15.
+    let mut moved = records;
+    moved[0] = TestRecord::new("oai:test:1", "2024-06-01")
+        .url("https://repo.example/record/1")
+        .set("rapporten");
+    upstream.set_records(moved);
+    g.refresh(0).await;
+    assert_eq!(category("016").await, ["https://repo.example/record/2"]);
+    assert_eq!(
+        category("015").await,
+        [
+            "https://repo.example/record/1",
+            "https://repo.example/record/4"
+        ]
+    );
+    g.stop().await;
+}
+
 /// A public URL with a path prefix (a reverse-proxied sidecar): the sitemaps name it, and
 /// requests are answered with or without it.
 #[tokio::test]
