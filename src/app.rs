@@ -148,6 +148,9 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     }
 
     let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
+    let ocx = repo
+        .and_then(|r| r.ocx.clone())
+        .or_else(|| args.ocx.then(config::OcxConfig::default));
     let diwoo = if args.diwoo.is_empty() {
         repo.map(|r| r.diwoo.clone()).unwrap_or_default()
     } else {
@@ -170,9 +173,12 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 sets,
                 from,
                 until,
-                fields: Fields { extended: signmap },
+                fields: Fields {
+                    extended: signmap || ocx.is_some(),
+                },
             },
             signmap,
+            ocx,
             diwoo,
             scope,
             limits,

@@ -101,6 +101,10 @@ pub struct ExportArgs {
     /// Also write a Signmap: signmap.xml and signmap-N.xml, landing pages with Signposting links.
     #[arg(long)]
     pub signmap: bool,
+    /// Also write an OCX sitemap (ocx.xml, ocx-N.xml), with the configuration's
+    /// `[repository.ocx]` settings or the defaults.
+    #[arg(long)]
+    pub ocx: bool,
     /// DiWoo: publish the records of set SPEC under Woo information category N (1-17), in
     /// sitemapindex-diwoo-infocatNNN.xml (repeatable; replaces the configuration's table).
     #[arg(long = "diwoo", value_name = "SPEC=N")]

@@ -97,7 +97,89 @@ struct RawRepository {
     signmap: Option<bool>,
     #[serde(default)]
     diwoo: std::collections::BTreeMap<String, i64>,
+    ocx: Option<RawOcx>,
     refresh_interval_secs: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawOcx {
+    enabled: Option<bool>,
+    default_type: Option<String>,
+    teaser_chars: Option<usize>,
+    format: Option<String>,
+    xpath: Option<String>,
+    #[serde(default)]
+    types: std::collections::BTreeMap<String, String>,
+}
+
+/// `[repository.ocx]`: the OCX sitemap of a repository.
+#[derive(Clone, Debug)]
+pub struct OcxConfig {
+    /// `dc:type` -> OER schema or schema.org type URL: the built-in schema.org table with the
+    /// repository's `types` on top.
+    pub types: crate::dctype::TypeMap,
+    /// Type of records whose `dc:type` maps to nothing; without it they are not published.
+    pub default_type: Option<String>,
+    /// Longest `ocx:teaser`, in characters.
+    pub teaser_chars: usize,
+    /// `ocx:format`: JSON-LD, Microdata or RDFa.
+    pub format: Option<String>,
+    /// `ocx:xpath`: where in the landing page the metadata is.
+    pub xpath: Option<String>,
+}
+
+impl Default for OcxConfig {
+    fn default() -> Self {
+        Self {
+            types: crate::dctype::TypeMap::default(),
+            default_type: None,
+            teaser_chars: DEFAULT_TEASER_CHARS,
+            format: None,
+            xpath: None,
+        }
+    }
+}
+
+/// Default longest `ocx:teaser`.
+pub const DEFAULT_TEASER_CHARS: usize = 200;
+
+fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
+    if raw.enabled == Some(false) {
+        return Ok(None);
+    }
+    let types: Vec<(String, String)> = raw.types.into_iter().collect();
+    let types = crate::dctype::TypeMap::with(&types).map_err(|m| ("types".to_owned(), m))?;
+    if let Some(t) = &raw.default_type
+        && !(t.starts_with("https://") || t.starts_with("http://"))
+    {
+        return Err((
+            "default_type".into(),
+            format!("{t:?} must be a type URL, e.g. https://schema.org/CreativeWork"),
+        ));
+    }
+    if let Some(f) = &raw.format
+        && !crate::render::ocx::FORMATS.contains(&f.as_str())
+    {
+        return Err((
+            "format".into(),
+            format!("{f:?} must be one of {:?}", crate::render::ocx::FORMATS),
+        ));
+    }
+    let teaser_chars = raw.teaser_chars.unwrap_or(DEFAULT_TEASER_CHARS);
+    if !(10..=10_000).contains(&teaser_chars) {
+        return Err((
+            "teaser_chars".into(),
+            format!("{teaser_chars} must be between 10 and 10000"),
+        ));
+    }
+    Ok(Some(OcxConfig {
+        types,
+        default_type: raw.default_type,
+        teaser_chars,
+        format: raw.format,
+        xpath: raw.xpath,
+    }))
 }
 
 /// The validated configuration.
@@ -153,6 +235,8 @@ pub struct RepositoryConfig {
     pub signmap: bool,
     /// DiWoo: setSpec -> Woo information category (1-17), one sitemap index per category.
     pub diwoo: Vec<(String, u8)>,
+    /// The OCX sitemap, when `[repository.ocx]` is present (and not `enabled = false`).
+    pub ocx: Option<OcxConfig>,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
 }
@@ -352,6 +436,12 @@ impl Config {
                 gzip: r.gzip.unwrap_or(false),
                 signmap: r.signmap.unwrap_or(false),
                 diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
+                ocx: match r.ocx {
+                    Some(raw) => {
+                        parse_ocx(raw).map_err(|(k, m)| err(&key(&format!("ocx.{k}")), m))?
+                    }
+                    None => None,
+                },
                 refresh_interval: r
                     .refresh_interval_secs
                     .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
@@ -591,6 +681,16 @@ mod tests {
             "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\ndiwoo = { \"a b\" = 1 }\n",
             "diwoo",
             "setSpec",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n[repository.ocx]\nformat = \"JSON\"\n",
+            "[[repository]] \"a\" ocx.format",
+            "must be one of",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n[repository.ocx]\ntypes = { \"Les\" = \"a lesson\" }\n",
+            "ocx.types",
+            "neither a schema.org type",
         );
         rejects(
             "[server]\npublic_url = \"ftp://h/\"\n",

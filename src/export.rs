@@ -166,6 +166,14 @@ impl ExportSummary {
             );
             let _ = writeln!(out, "  Signmap index   {url}");
         }
+        if let Some((stats, url)) = &b.ocx {
+            let _ = writeln!(
+                out,
+                "  OCX             {} records; not published: ocx_no_type {}, no_landing_page {}",
+                stats.ocx_published, stats.ocx_no_type, stats.no_landing_page
+            );
+            let _ = writeln!(out, "  OCX index       {url}");
+        }
         for d in &b.diwoo {
             let _ = writeln!(
                 out,

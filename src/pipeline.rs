@@ -13,6 +13,7 @@ use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::progress::Progress;
+use crate::render::ocx::render_ocx;
 use crate::render::robots::render_robots;
 use crate::render::signmap::render_signmaps;
 use crate::render::sitemap::{render_index, render_shards};
@@ -55,6 +56,8 @@ pub struct Job {
     pub gzip: bool,
     /// Also write a Signmap (`signmap.xml` and its shards).
     pub signmap: bool,
+    /// Also write an OCX sitemap (`ocx.xml` and its shards), so configured.
+    pub ocx: Option<crate::config::OcxConfig>,
     /// DiWoo: setSpec -> Woo information category; one index per category.
     pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
@@ -100,6 +103,8 @@ pub struct Built {
     pub index_url: Url,
     /// The Signmap's counts and index URL, when the job made one.
     pub signmap: Option<(SignStats, Url)>,
+    /// The OCX sitemap's counts (`ocx_*` of [`SignStats`]) and index URL, when the job made one.
+    pub ocx: Option<(SignStats, Url)>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
 }
@@ -107,23 +112,15 @@ pub struct Built {
 impl Built {
     /// Puts together what a finished build holds.
     pub fn new(harvested: Harvested, scope: Scope, rendered: Rendered) -> Self {
-        let mut indexes = rendered.indexes.into_iter();
-        let index_url = indexes
-            .next()
-            .expect("render returns the sitemap index first");
-        let signmap = harvested.signposts.map(|s| s.stats).and_then(|stats| {
-            let url = indexes
-                .next()
-                .filter(|u| u.path().ends_with(SIGNMAP_INDEX_NAME))?;
-            Some((stats, url))
-        });
+        let landing = harvested.signposts.map(|s| s.stats);
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
             scope,
             shards: rendered.shards,
-            index_url,
-            signmap,
+            index_url: rendered.indexes[0].clone(),
+            signmap: landing.clone().zip(rendered.signmap_index),
+            ocx: landing.zip(rendered.ocx_index),
             diwoo: rendered.diwoo,
         }
     }
@@ -207,9 +204,8 @@ impl Collectors {
         }
         diwoo.sort_by_key(|c| c.number);
         Self {
-            signposts: job
-                .signmap
-                .then(|| Signposts::new(scope.clone(), TypeMap::default())),
+            signposts: (job.signmap || job.ocx.is_some())
+                .then(|| Signposts::new(scope.clone(), TypeMap::default(), job.ocx.clone())),
             inventory: Inventory::new(scope),
             diwoo,
         }
@@ -325,6 +321,8 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
 
 /// Name of the Signmap index.
 pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
+/// Name of the OCX index.
+pub const OCX_INDEX_NAME: &str = "ocx.xml";
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
 /// profile the job asks for (Signmap, DiWoo).
@@ -352,7 +350,13 @@ pub fn render<S: FileSink>(
     let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
     sink.put(INDEX_NAME, &index).map_err(sink_err)?;
     let mut indexes = vec![join(&job.public_url, INDEX_NAME)];
-    if let Some(signposts) = harvested.signposts.as_ref().filter(|s| !s.is_empty()) {
+    let mut signmap_index = None;
+    let mut ocx_index = None;
+    if let Some(signposts) = harvested
+        .signposts
+        .as_ref()
+        .filter(|s| job.signmap && !s.is_empty())
+    {
         let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
         render_signmaps(signposts.entries(), job.limits, |shard| {
             let name = format!("signmap-{}.xml", entries.len() + 1);
@@ -362,7 +366,25 @@ pub fn render<S: FileSink>(
         })?;
         let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
         sink.put(SIGNMAP_INDEX_NAME, &index).map_err(sink_err)?;
-        indexes.push(join(&job.public_url, SIGNMAP_INDEX_NAME));
+        signmap_index = Some(join(&job.public_url, SIGNMAP_INDEX_NAME));
+        indexes.extend(signmap_index.clone());
+    }
+    if let Some(signposts) = harvested
+        .signposts
+        .as_ref()
+        .filter(|s| job.ocx.is_some() && s.has_ocx())
+    {
+        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        render_ocx(signposts.ocx_entries(), job.limits, |shard| {
+            let name = format!("ocx-{}.xml", entries.len() + 1);
+            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
+            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
+            Ok::<_, PipelineError>(())
+        })?;
+        let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
+        sink.put(OCX_INDEX_NAME, &index).map_err(sink_err)?;
+        ocx_index = Some(join(&job.public_url, OCX_INDEX_NAME));
+        indexes.extend(ocx_index.clone());
     }
     for (number, published) in &harvested.diwoo {
         let mut stats = DiwooStats {
@@ -405,6 +427,8 @@ pub fn render<S: FileSink>(
     Ok(Rendered {
         shards: names,
         indexes,
+        signmap_index,
+        ocx_index,
         diwoo,
     })
 }
@@ -434,6 +458,10 @@ pub struct Rendered {
     pub shards: Vec<String>,
     /// Every index's URL, the sitemap index first, as robots.txt lists them.
     pub indexes: Vec<Url>,
+    /// The Signmap index, when one was written.
+    pub signmap_index: Option<Url>,
+    /// The OCX index, when one was written.
+    pub ocx_index: Option<Url>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
 }

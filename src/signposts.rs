@@ -1,10 +1,12 @@
-//! The Signmap's records: for each record, its landing page and the Signposting links that
-//! describe it (SP-01..SP-09), collected as pages arrive and resolved like the URL inventory (the
+//! The records of the landing-page profiles (Signmap, OCX): for each record, its landing page and
+//! what describes it (for the Signmap the Signposting links, SP-01..SP-09; for OCX its type,
+//! name, teaser and image), collected as pages arrive and resolved like the URL inventory (the
 //! newest version of a record wins; deleted records publish nothing).
 //!
-//! Per record only what the links need is kept, in one text arena: the header identifier (for
+//! Per record only what the profiles need is kept, in one text arena: the header identifier (for
 //! the `describedby` GetRecord URL, spelled out at render time), the landing page, content files,
-//! the persistent identifier, a license URL and the schema.org type.
+//! the persistent identifier, a license URL, the schema.org type and, with OCX, the OCX type,
+//! title, teaser and image.
 
 use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
@@ -12,11 +14,13 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use url::Url;
 
 use crate::classify::{self, Identifier};
+use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
 use crate::inventory::InventoryFull;
 use crate::oai::harvest::request_url;
 use crate::oai::parse::{DcElement, Record};
+use crate::render::ocx;
 use crate::render::signmap::{Entry, Link, media_type};
 use crate::scope::Scope;
 
@@ -56,6 +60,16 @@ struct Version {
     landing: Option<Span>,
     links_start: u32,
     links_len: u16,
+    ocx: Option<OcxFields>,
+}
+
+/// What an OCX entry holds besides its landing page.
+#[derive(Clone, Copy, Debug)]
+struct OcxFields {
+    kind: Option<Span>,
+    name: Option<Span>,
+    teaser: Option<Span>,
+    image: Option<Span>,
 }
 
 /// Counts of the Signmap, by outcome.
@@ -67,6 +81,10 @@ pub struct SignStats {
     pub no_landing_page: u64,
     /// Live records whose landing page another, newer record already has (published once).
     pub duplicate: u64,
+    /// OCX entries published.
+    pub ocx_published: u64,
+    /// Records with a landing page but no OCX type (`ocx_no_type`), not in the OCX sitemap.
+    pub ocx_no_type: u64,
 }
 
 /// Collects the Signmap's records during a harvest.
@@ -74,17 +92,19 @@ pub struct SignStats {
 pub struct Signposts {
     scope: Scope,
     types: TypeMap,
+    ocx: Option<OcxConfig>,
     arena: String,
     versions: Vec<Version>,
     links: Vec<StoredLink>,
 }
 
 impl Signposts {
-    /// An empty collection for landing pages inside `scope`.
-    pub fn new(scope: Scope, types: TypeMap) -> Self {
+    /// An empty collection for landing pages inside `scope`; with `ocx`, the OCX fields too.
+    pub fn new(scope: Scope, types: TypeMap, ocx: Option<OcxConfig>) -> Self {
         Self {
             scope,
             types,
+            ocx,
             arena: String::new(),
             versions: Vec::new(),
             links: Vec::new(),
@@ -110,6 +130,7 @@ impl Signposts {
         let mut landing = None;
         let mut cite_as = false;
         let mut items = 0;
+        let mut image: Option<Span> = None;
         if !record.deleted {
             for value in &record.dc_identifiers {
                 match classify::classify(value, &self.scope) {
@@ -119,6 +140,9 @@ impl Signposts {
                     Identifier::ContentFile { url, media_type } if items < MAX_ITEMS => {
                         items += 1;
                         let href = self.push(&url)?;
+                        if image.is_none() && media_type.starts_with("image/") {
+                            image = Some(href);
+                        }
                         self.links.push(StoredLink {
                             rel: Rel::Item(media_type),
                             href,
@@ -151,6 +175,30 @@ impl Signposts {
                 });
             }
         }
+        let ocx = match &self.ocx {
+            Some(config) if !record.deleted && landing.is_some() => {
+                let kind = config
+                    .types
+                    .lookup(record.dc_values(DcElement::Type))
+                    .or(config.default_type.as_deref())
+                    .map(str::to_owned);
+                let name = record
+                    .dc_values(DcElement::Title)
+                    .next()
+                    .map(|t| ocx::teaser(t, usize::MAX));
+                let teaser = record
+                    .dc_values(DcElement::Description)
+                    .next()
+                    .map(|d| ocx::teaser(d, config.teaser_chars));
+                Some(OcxFields {
+                    kind: kind.map(|k| self.push(&k)).transpose()?,
+                    name: name.map(|n| self.push(&n)).transpose()?,
+                    teaser: teaser.map(|t| self.push(&t)).transpose()?,
+                    image,
+                })
+            }
+            _ => None,
+        };
         let links_len = u16::try_from(self.links.len() - links_start as usize).unwrap_or(u16::MAX);
         self.versions.push(Version {
             id_hash: hasher.hash_one(record.identifier.as_str()),
@@ -161,6 +209,7 @@ impl Signposts {
             landing,
             links_start,
             links_len,
+            ocx,
         });
         Ok(())
     }
@@ -204,7 +253,16 @@ impl Signposts {
         winners.dedup_by(|later, kept| landing(later) == landing(kept));
         stats.duplicate = (before - winners.len()) as u64;
         stats.published = winners.len() as u64;
+        if self.ocx.is_some() {
+            let typed = winners
+                .iter()
+                .filter(|v| v.ocx.is_some_and(|o| o.kind.is_some()))
+                .count() as u64;
+            stats.ocx_published = typed;
+            stats.ocx_no_type = stats.published - typed;
+        }
         Resolved {
+            ocx: self.ocx,
             arena: self.arena,
             links: self.links,
             winners,
@@ -230,6 +288,7 @@ fn license_url(value: &str) -> Option<String> {
 /// The Signmap's entries, resolved and sorted.
 #[derive(Debug)]
 pub struct Resolved {
+    ocx: Option<OcxConfig>,
     arena: String,
     links: Vec<StoredLink>,
     winners: Vec<Version>,
@@ -242,6 +301,31 @@ impl Resolved {
     /// No entry to publish.
     pub fn is_empty(&self) -> bool {
         self.winners.is_empty()
+    }
+
+    /// The OCX entries (records with an OCX type), in order of their landing pages.
+    pub fn ocx_entries(&self) -> impl Iterator<Item = ocx::Entry<'_>> {
+        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
+        let config = self.ocx.as_ref();
+        self.winners.iter().filter_map(move |v| {
+            let fields = v.ocx?;
+            let config = config?;
+            Some(ocx::Entry {
+                loc: text(v.landing?),
+                lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
+                kind: text(fields.kind?),
+                format: config.format.as_deref(),
+                xpath: config.xpath.as_deref(),
+                name: fields.name.map(text),
+                teaser: fields.teaser.map(text),
+                image: fields.image.map(text),
+            })
+        })
+    }
+
+    /// With OCX: is there any OCX entry.
+    pub fn has_ocx(&self) -> bool {
+        self.stats.ocx_published > 0
     }
 
     /// The entries, in order of their landing pages.
@@ -321,7 +405,7 @@ mod tests {
     #[test]
     fn a_record_becomes_a_landing_page_with_its_links() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai/request").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default());
+        let mut s = Signposts::new(scope, TypeMap::default(), None);
         s.add(&record(
             "oai:h:1",
             "2024-05-01",
@@ -374,10 +458,82 @@ mod tests {
         );
     }
 
+    /// OCX: the type from the table or the default; without either the record is counted as
+    /// `ocx_no_type` (it stays in the Signmap); the teaser is cut; an image file is the image.
+    #[test]
+    fn ocx_fields_and_types() {
+        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
+        let config = OcxConfig {
+            types: TypeMap::with(&[("Lesplan".into(), "http://oerschema.org/Lesson".into())])
+                .unwrap(),
+            teaser_chars: 20,
+            ..OcxConfig::default()
+        };
+        let mut s = Signposts::new(scope.clone(), TypeMap::default(), Some(config.clone()));
+        s.add(&record(
+            "a",
+            "2024-01-01",
+            &["https://h/a", "https://h/a/cover.jpg"],
+            &[
+                (DcElement::Type, "Lesplan"),
+                (DcElement::Title, "Getijden"),
+                (
+                    DcElement::Description,
+                    "Een les over eb en vloed aan de kust",
+                ),
+            ],
+        ))
+        .unwrap();
+        s.add(&record(
+            "b",
+            "2024-01-01",
+            &["https://h/b"],
+            &[(DcElement::Type, "Proefschrift")],
+        ))
+        .unwrap();
+        let r = s.finish(None);
+        assert_eq!(
+            (
+                r.stats.published,
+                r.stats.ocx_published,
+                r.stats.ocx_no_type
+            ),
+            (2, 1, 1)
+        );
+        let e: Vec<_> = r.ocx_entries().collect();
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].kind, "http://oerschema.org/Lesson");
+        assert_eq!(e[0].name, Some("Getijden"));
+        assert_eq!(e[0].teaser, Some("Een les over eb en…"));
+        assert_eq!(e[0].image, Some("https://h/a/cover.jpg"));
+
+        // With a default type, the second record is published too.
+        let mut s = Signposts::new(
+            scope,
+            TypeMap::default(),
+            Some(OcxConfig {
+                default_type: Some("https://schema.org/CreativeWork".into()),
+                ..config
+            }),
+        );
+        s.add(&record(
+            "b",
+            "2024-01-01",
+            &["https://h/b"],
+            &[(DcElement::Type, "Proefschrift")],
+        ))
+        .unwrap();
+        let r = s.finish(None);
+        assert_eq!(
+            r.ocx_entries().next().unwrap().kind,
+            "https://schema.org/CreativeWork"
+        );
+    }
+
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default());
+        let mut s = Signposts::new(scope, TypeMap::default(), None);
         s.add(&record("a", "2024-01-01", &["https://h/old"], &[]))
             .unwrap();
         s.add(&record("a", "2024-02-01", &["https://h/new"], &[]))

@@ -58,9 +58,25 @@ pub struct Summary {
     /// The Signmap, when the repository has one.
     #[serde(default)]
     pub signmap: Option<SignmapSummary>,
+    /// The OCX sitemap, when the repository has one.
+    #[serde(default)]
+    pub ocx: Option<OcxSummary>,
     /// The DiWoo categories, when the repository maps sets to them.
     #[serde(default)]
     pub diwoo: Vec<crate::pipeline::DiwooStats>,
+}
+
+/// What a generation's OCX sitemap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OcxSummary {
+    /// Absolute URL of the OCX index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Records with a landing page whose type maps to no OCX type.
+    pub no_type: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
 }
 
 /// What a generation's Signmap holds.

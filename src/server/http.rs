@@ -126,10 +126,11 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
     }
 }
 
-/// `sitemap.xml`, `signmap.xml` or `sitemapindex-diwoo-infocat{NNN}.xml`.
+/// `sitemap.xml`, `signmap.xml`, `ocx.xml` or `sitemapindex-diwoo-infocat{NNN}.xml`.
 fn is_index_name(name: &str) -> bool {
     name == "sitemap.xml"
         || name == "signmap.xml"
+        || name == "ocx.xml"
         || name
             .strip_prefix("sitemapindex-diwoo-infocat")
             .and_then(|rest| rest.strip_suffix(".xml"))
@@ -141,7 +142,8 @@ fn is_category(n: &str) -> bool {
     n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `sitemap-{n}.xml`, `signmap-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each also with `.gz`;
+/// `sitemap-{n}.xml`, `signmap-{n}.xml`, `ocx-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each
+/// also with `.gz`;
 /// n a positive decimal without leading zeros.
 fn is_shard_name(name: &str) -> bool {
     let diwoo = || {
@@ -153,6 +155,7 @@ fn is_shard_name(name: &str) -> bool {
     let Some(rest) = name
         .strip_prefix("sitemap-")
         .or_else(|| name.strip_prefix("signmap-"))
+        .or_else(|| name.strip_prefix("ocx-"))
         .or_else(diwoo)
     else {
         return false;

@@ -178,10 +178,11 @@ impl Gateway {
                     from: rc.from,
                     until: rc.until,
                     fields: Fields {
-                        extended: rc.signmap,
+                        extended: rc.signmap || rc.ocx.is_some(),
                     },
                 },
                 signmap: rc.signmap,
+                ocx: rc.ocx.clone(),
                 diwoo: rc.diwoo.clone(),
                 scope: rc.scope.clone(),
                 limits: rc.limits,
@@ -239,8 +240,13 @@ impl Gateway {
                     .iter()
                     .map(|(_, n)| *n)
                     .collect::<std::collections::BTreeSet<u8>>();
+                let ocx =
+                    r.config.ocx.is_some().then(|| {
+                        format!("{}{}", r.job.public_url, crate::pipeline::OCX_INDEX_NAME)
+                    });
                 std::iter::once(format!("{}{INDEX_NAME}", r.job.public_url))
                     .chain(signmap)
+                    .chain(ocx)
                     .chain(diwoo.into_iter().map(|n| {
                         format!(
                             "{}{}",

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
-use super::generation::{Generation, SignmapSummary, StoreError, Summary, Writer};
+use super::generation::{Generation, OcxSummary, SignmapSummary, StoreError, Summary, Writer};
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::app::error_chain;
@@ -245,6 +245,16 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
             ],
         );
     }
+    if let Some(o) = &s.ocx {
+        profile(
+            "ocx",
+            o.published,
+            &[
+                ("ocx_no_type", o.no_type),
+                ("no_landing_page", o.no_landing_page),
+            ],
+        );
+    }
     for d in &s.diwoo {
         profile(
             &format!("diwoo-infocat{:03}", d.category),
@@ -344,6 +354,12 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
             published: s.published,
             no_landing_page: s.no_landing_page,
             duplicate: s.duplicate,
+        }),
+        ocx: built.ocx.as_ref().map(|(s, url)| OcxSummary {
+            index_url: url.to_string(),
+            published: s.ocx_published,
+            no_type: s.ocx_no_type,
+            no_landing_page: s.no_landing_page,
         }),
         diwoo: built.diwoo.clone(),
     };

@@ -82,6 +82,16 @@ pub fn render(gateway: &Gateway) -> String {
                         m.duplicate
                     )
                 });
+                let ocx = s.ocx.as_ref().map_or_else(String::new, |o| {
+                    format!(
+                        "<br><a href=\"{}\">OCX</a>: {} entries; not published: ocx_no_type {}, \
+                         no_landing_page {}",
+                        escape(&o.index_url),
+                        o.published,
+                        o.no_type,
+                        o.no_landing_page
+                    )
+                });
                 let diwoo: String = s
                     .diwoo
                     .iter()
@@ -95,7 +105,7 @@ pub fn render(gateway: &Gateway) -> String {
                     .collect();
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted)</td><td>{}{signmap}{diwoo}</td><td>{drops}</td><td>{}</td>",
+                    "<td>{} ({} deleted)</td><td>{}{signmap}{ocx}{diwoo}</td><td>{drops}</td><td>{}</td>",
                     s.records, s.deleted, s.urls, s.shards
                 );
             }

@@ -934,6 +934,7 @@ fn job(server: &TestServer) -> Job {
         limits: Limits::default(),
         gzip: false,
         signmap: false,
+        ocx: None,
         diwoo: Vec::new(),
         public_url: Url::parse(PUBLIC_URL).unwrap(),
     }

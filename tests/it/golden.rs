@@ -290,6 +290,52 @@ fn diwoo_export_matches_golden() {
     check_golden("sample-diwoo", &expanded(&written));
 }
 
+/// OCX of the sample (`--ocx --max-urls 100`): golden files; every entry's `ocx:ocx` has its
+/// required `ocx:type` and a name, and its loc is a landing page of the sitemap.
+#[test]
+fn ocx_export_matches_golden() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &["--ocx", "--max-urls", "100"]);
+    let written = files(&out);
+    let robots = String::from_utf8(written["robots.txt"].clone()).unwrap();
+    assert!(robots.contains(&format!("Sitemap: {PUBLIC_URL}ocx.xml\n")));
+    let all: std::collections::BTreeSet<String> = written
+        .iter()
+        .filter(|(n, _)| n.starts_with("sitemap-"))
+        .flat_map(|(_, b)| locs_of(b))
+        .collect();
+    let ns = "http://sitemap.ocx.org/v/1.0";
+    let mut entries = 0;
+    for (name, bytes) in written.iter().filter(|(n, _)| n.starts_with("ocx-")) {
+        let text = std::str::from_utf8(bytes).unwrap();
+        let doc = roxmltree::Document::parse(text).unwrap();
+        for url in doc.root_element().children().filter(|n| n.is_element()) {
+            entries += 1;
+            let loc = url.children().find(|n| n.has_tag_name("loc")).unwrap();
+            assert!(all.contains(loc.text().unwrap()), "{name}");
+            let block = url
+                .children()
+                .find(|n| n.has_tag_name((ns, "ocx")))
+                .unwrap();
+            let child = |tag: &str| block.children().find(|n| n.has_tag_name((ns, tag)));
+            assert!(
+                child("type")
+                    .unwrap()
+                    .text()
+                    .unwrap()
+                    .starts_with("https://schema.org/")
+            );
+            assert!(!child("name").unwrap().text().unwrap().is_empty());
+            if let Some(teaser) = child("teaser") {
+                assert!(teaser.text().unwrap().chars().count() <= 200);
+            }
+        }
+    }
+    assert_eq!(entries, 307);
+    check_golden("sample-ocx", &expanded(&written));
+}
+
 fn locs_of(bytes: &[u8]) -> Vec<String> {
     let text = std::str::from_utf8(bytes).unwrap();
     let doc = roxmltree::Document::parse(text).unwrap();

@@ -625,7 +625,8 @@ async fn diwoo_categories_follow_the_sets() {
     let upstream = TestServer::builder(records.clone()).start();
     let state = tempfile::tempdir().unwrap();
     // Every profile at once, from one harvest.
-    let extra = "signmap = true\ndiwoo = { \"besluiten\" = 16, \"rapporten\" = 15 }\n";
+    let extra = "signmap = true\ndiwoo = { \"besluiten\" = 16, \"rapporten\" = 15 }\n\
+                 [repository.ocx]\ndefault_type = \"https://schema.org/CreativeWork\"\n";
     let text = config(&upstream, extra).replace(
         "scope = [\"https://repo.example/\"]",
         "scope = [\"https://repo.example/\", \"http://repo.example/\"]",
@@ -638,7 +639,26 @@ async fn diwoo_categories_follow_the_sets() {
         "one page, read once for every profile"
     );
     assert_eq!(g.get("/r/signmap.xml").await.status, StatusCode::OK);
+    let ocx = g.get("/r/ocx.xml").await;
+    assert_eq!(ocx.status, StatusCode::OK);
+    let ocx_shard = g.get(&path_of(&locs(&ocx.text())[0])).await.text();
+    assert_eq!(
+        ocx_shard
+            .matches("<ocx:type>https://schema.org/CreativeWork</ocx:type>")
+            .count(),
+        4
+    );
+    assert!(
+        g.get("/metrics")
+            .await
+            .text()
+            .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"ocx\"} 4")
+    );
     let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!("Sitemap: {}r/ocx.xml", g.url)),
+        "{robots}"
+    );
     for n in ["015", "016"] {
         assert!(
             robots.contains(&format!(
