@@ -17,7 +17,7 @@ use crate::render::ocx::render_ocx;
 use crate::render::robots::render_robots;
 use crate::render::signmap::render_signmaps;
 use crate::render::sitemap::{render_index, render_shards};
-use crate::render::{Limits, RenderError};
+use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 use crate::signposts::{Resolved, SignStats, Signposts};
 
@@ -331,25 +331,17 @@ pub fn render<S: FileSink>(
     job: &Job,
     sink: &mut S,
 ) -> Result<Rendered, PipelineError> {
-    let mut diwoo = Vec::new();
     let published = &harvested.published;
     if published.is_empty() {
         return Err(RenderError::Empty.into());
     }
     let ext = if job.gzip { "xml.gz" } else { "xml" };
-    let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
-    let mut names = Vec::new();
-    let sink_err = |e: S::Error| PipelineError::Sink(Box::new(e));
+    let mut sitemap = Shards::new(&job.public_url, "sitemap", ext);
     render_shards(published.iter(), job.limits, |shard| {
-        let name = format!("sitemap-{}.{ext}", names.len() + 1);
-        sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
-        entries.push((join(&job.public_url, &name).to_string(), shard.newest));
-        names.push(name);
-        Ok::<_, PipelineError>(())
+        sitemap.put(sink, &shard)
     })?;
-    let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-    sink.put(INDEX_NAME, &index).map_err(sink_err)?;
-    let mut indexes = vec![join(&job.public_url, INDEX_NAME)];
+    let names = sitemap.names.clone();
+    let mut indexes: Vec<Url> = sitemap.finish(sink, INDEX_NAME)?.into_iter().collect();
     let mut signmap_index = None;
     let mut ocx_index = None;
     if let Some(signposts) = harvested
@@ -357,16 +349,11 @@ pub fn render<S: FileSink>(
         .as_ref()
         .filter(|s| job.signmap && !s.is_empty())
     {
-        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        let mut shards = Shards::new(&job.public_url, "signmap", "xml");
         render_signmaps(signposts.entries(), job.limits, |shard| {
-            let name = format!("signmap-{}.xml", entries.len() + 1);
-            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
-            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
-            Ok::<_, PipelineError>(())
+            shards.put(sink, &shard)
         })?;
-        let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-        sink.put(SIGNMAP_INDEX_NAME, &index).map_err(sink_err)?;
-        signmap_index = Some(join(&job.public_url, SIGNMAP_INDEX_NAME));
+        signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
         indexes.extend(signmap_index.clone());
     }
     if let Some(signposts) = harvested
@@ -374,18 +361,14 @@ pub fn render<S: FileSink>(
         .as_ref()
         .filter(|s| job.ocx.is_some() && s.has_ocx())
     {
-        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        let mut shards = Shards::new(&job.public_url, "ocx", "xml");
         render_ocx(signposts.ocx_entries(), job.limits, |shard| {
-            let name = format!("ocx-{}.xml", entries.len() + 1);
-            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
-            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
-            Ok::<_, PipelineError>(())
+            shards.put(sink, &shard)
         })?;
-        let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-        sink.put(OCX_INDEX_NAME, &index).map_err(sink_err)?;
-        ocx_index = Some(join(&job.public_url, OCX_INDEX_NAME));
+        ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
         indexes.extend(ocx_index.clone());
     }
+    let mut diwoo = Vec::new();
     for (number, published) in &harvested.diwoo {
         let mut stats = DiwooStats {
             category: *number,
@@ -403,27 +386,18 @@ pub fn render<S: FileSink>(
                 true
             }
         });
-        let mut entries: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
-        render_shards(items, job.limits, |shard| {
-            let name = format!("diwoo-infocat{number:03}-{}.xml", entries.len() + 1);
-            sink.put_shard(&name, &shard.bytes).map_err(sink_err)?;
-            entries.push((join(&job.public_url, &name).to_string(), shard.newest));
-            Ok::<_, PipelineError>(())
-        })?;
+        let prefix = format!("diwoo-infocat{number:03}");
+        let mut shards = Shards::new(&job.public_url, &prefix, "xml");
+        render_shards(items, job.limits, |shard| shards.put(sink, &shard))?;
         stats.urls = published.len() as u64 - stats.requires_https - stats.requires_lastmod;
-        if !entries.is_empty() {
-            let name = diwoo_index_name(*number);
-            let index = render_index(entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-            sink.put(&name, &index).map_err(sink_err)?;
-            indexes.push(join(&job.public_url, &name));
-        }
+        indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
         diwoo.push(stats);
     }
     sink.put(
         "robots.txt",
         render_robots(indexes.iter().map(Url::as_str)).as_bytes(),
     )
-    .map_err(sink_err)?;
+    .map_err(|e| PipelineError::Sink(Box::new(e)))?;
     Ok(Rendered {
         shards: names,
         indexes,
@@ -431,6 +405,53 @@ pub fn render<S: FileSink>(
         ocx_index,
         diwoo,
     })
+}
+
+/// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
+struct Shards<'a> {
+    public_url: &'a Url,
+    prefix: &'a str,
+    ext: &'a str,
+    names: Vec<String>,
+    entries: Vec<(String, Option<crate::datestamp::Datestamp>)>,
+}
+
+impl<'a> Shards<'a> {
+    fn new(public_url: &'a Url, prefix: &'a str, ext: &'a str) -> Self {
+        Self {
+            public_url,
+            prefix,
+            ext,
+            names: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// Stores the next shard.
+    fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), PipelineError> {
+        let name = format!("{}-{}.{}", self.prefix, self.names.len() + 1, self.ext);
+        sink.put_shard(&name, &shard.bytes)
+            .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+        self.entries
+            .push((join(self.public_url, &name).to_string(), shard.newest));
+        self.names.push(name);
+        Ok(())
+    }
+
+    /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
+    fn finish<S: FileSink>(
+        self,
+        sink: &mut S,
+        index_name: &str,
+    ) -> Result<Option<Url>, PipelineError> {
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        let index = render_index(self.entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
+        sink.put(index_name, &index)
+            .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+        Ok(Some(join(self.public_url, index_name)))
+    }
 }
 
 /// The DiWoo index of a Woo information category: `sitemapindex-diwoo-infocat014.xml`.

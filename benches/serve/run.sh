@@ -9,7 +9,7 @@
 #   bash benches/serve/run.sh
 #
 # Knobs (environment): DURATION (seconds per wrk run, 8), CONNECTIONS (wrk connections, 32),
-# ROUNDS (saturation runs per file and server, 3; the median counts),
+# ROUNDS (saturation runs per file and server, 5; the median counts),
 # BIG_RECORDS (1000000), STRICT=1 (exit 3 when a target is missed).
 # The servers run on core 0, wrk and the upstreams on core 1 (taskset). Loopback only; it installs
 # wrk and nginx with apt-get when missing; everything it writes stays under target/bench-serve/.
@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.."
 
 DURATION=${DURATION:-8}
 CONNECTIONS=${CONNECTIONS:-32}
-ROUNDS=${ROUNDS:-3}
+ROUNDS=${ROUNDS:-5}
 BIG_RECORDS=${BIG_RECORDS:-1000000}
 STRICT=${STRICT:-0}
 SHARD_RECORDS=40000 # about 52,500 URLs: the first shard holds exactly 50,000
