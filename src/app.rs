@@ -174,11 +174,12 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 from,
                 until,
                 fields: Fields {
-                    extended: signmap || ocx.is_some(),
+                    extended: signmap || ocx.is_some() || args.cdif,
                 },
             },
             signmap,
             ocx,
+            cdif: args.cdif,
             diwoo,
             scope,
             limits,

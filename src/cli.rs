@@ -105,6 +105,10 @@ pub struct ExportArgs {
     /// `[repository.ocx]` settings or the defaults.
     #[arg(long)]
     pub ocx: bool,
+    /// Also write each record's metadata as CDIF JSON-LD (cdif/*.jsonld) and the CDIF sitemap
+    /// (cdif-sitemap.xml), announced in robots.txt for `User-agent: CDIF1.0`.
+    #[arg(long)]
+    pub cdif: bool,
     /// DiWoo: publish the records of set SPEC under Woo information category N (1-17), in
     /// sitemapindex-diwoo-infocatNNN.xml (repeatable; replaces the configuration's table).
     #[arg(long = "diwoo", value_name = "SPEC=N")]

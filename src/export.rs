@@ -174,6 +174,13 @@ impl ExportSummary {
             );
             let _ = writeln!(out, "  OCX index       {url}");
         }
+        if let Some(url) = &b.cdif_index {
+            let _ = writeln!(
+                out,
+                "  CDIF            JSON-LD documents in cdif/ (serve them as {}); index {url}",
+                crate::render::cdif::CONTENT_TYPE
+            );
+        }
         for d in &b.diwoo {
             let _ = writeln!(
                 out,

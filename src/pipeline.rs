@@ -14,12 +14,12 @@ use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::progress::Progress;
 use crate::render::ocx::render_ocx;
-use crate::render::robots::render_robots;
+use crate::render::robots::{render_cdif_group, render_robots};
 use crate::render::signmap::render_signmaps;
 use crate::render::sitemap::{render_index, render_shards};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
-use crate::signposts::{Resolved, SignStats, Signposts};
+use crate::signposts::{CollectError, Resolved, SignStats, Signposts};
 
 /// Name of the sitemap index in every generation.
 pub const INDEX_NAME: &str = "sitemap.xml";
@@ -58,6 +58,8 @@ pub struct Job {
     pub signmap: bool,
     /// Also write an OCX sitemap (`ocx.xml` and its shards), so configured.
     pub ocx: Option<crate::config::OcxConfig>,
+    /// Also write each record's CDIF JSON-LD (`cdif/*.jsonld`) and the CDIF sitemap.
+    pub cdif: bool,
     /// DiWoo: setSpec -> Woo information category; one index per category.
     pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
@@ -80,6 +82,9 @@ pub enum PipelineError {
     /// The in-memory inventory is full.
     #[error(transparent)]
     Inventory(#[from] InventoryFull),
+    /// A profile's records could not be collected.
+    #[error(transparent)]
+    Collect(#[from] CollectError),
     /// Rendering failed.
     #[error(transparent)]
     Render(#[from] RenderError),
@@ -105,6 +110,8 @@ pub struct Built {
     pub signmap: Option<(SignStats, Url)>,
     /// The OCX sitemap's counts (`ocx_*` of [`SignStats`]) and index URL, when the job made one.
     pub ocx: Option<(SignStats, Url)>,
+    /// The CDIF sitemap index, when the job made one.
+    pub cdif_index: Option<Url>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
 }
@@ -121,6 +128,7 @@ impl Built {
             index_url: rendered.indexes[0].clone(),
             signmap: landing.clone().zip(rendered.signmap_index),
             ocx: landing.zip(rendered.ocx_index),
+            cdif_index: rendered.cdif_index,
             diwoo: rendered.diwoo,
         }
     }
@@ -190,7 +198,7 @@ struct Collectors {
 }
 
 impl Collectors {
-    fn new(job: &Job, scope: Scope) -> Self {
+    fn new(job: &Job, scope: Scope, identify_base: &str) -> Result<Self, PipelineError> {
         let mut diwoo: Vec<Category> = Vec::new();
         for (set, number) in &job.diwoo {
             match diwoo.iter_mut().find(|c| c.number == *number) {
@@ -203,15 +211,37 @@ impl Collectors {
             }
         }
         diwoo.sort_by_key(|c| c.number);
-        Self {
-            signposts: (job.signmap || job.ocx.is_some())
-                .then(|| Signposts::new(scope.clone(), TypeMap::default(), job.ocx.clone())),
+        let metadata_base = match &job.request.source {
+            Source::Oai(base) => Some(base.clone()),
+            // A Static Repository is read through a gateway at the baseURL it states, if any.
+            Source::File(_) => Url::parse(identify_base)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https")),
+        };
+        let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
+            let s = Signposts::new(
+                scope.clone(),
+                TypeMap::default(),
+                job.ocx.clone(),
+                metadata_base,
+            );
+            Some(if job.cdif {
+                s.with_cdif()
+                    .map_err(|e| PipelineError::Sink(Box::new(e)))?
+            } else {
+                s
+            })
+        } else {
+            None
+        };
+        Ok(Self {
+            signposts,
             inventory: Inventory::new(scope),
             diwoo,
-        }
+        })
     }
 
-    fn add(&mut self, record: &oai::parse::Record) -> Result<(), InventoryFull> {
+    fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
         self.inventory.add(record)?;
         if let Some(s) = &mut self.signposts {
             s.add(record)?;
@@ -244,7 +274,13 @@ pub async fn harvest(
         let c = match &mut collectors {
             Some(c) => c,
             None => match scope_for(job, &event.identify.base_url) {
-                Ok(scope) => collectors.insert(Collectors::new(job, scope)),
+                Ok(scope) => match Collectors::new(job, scope, &event.identify.base_url) {
+                    Ok(c) => collectors.insert(c),
+                    Err(e) => {
+                        failure = Some(e);
+                        return;
+                    }
+                },
                 Err(e) => {
                     failure = Some(e);
                     return;
@@ -274,18 +310,15 @@ pub async fn harvest(
     }
     let c = match collectors {
         Some(c) => c,
-        None => Collectors::new(job, scope_for(job, &report.identify.base_url)?),
-    };
-    let metadata_base = match &job.request.source {
-        Source::Oai(base) => Some(base.clone()),
-        // A Static Repository is read through a gateway at the baseURL it states, if any.
-        Source::File(_) => Url::parse(&report.identify.base_url)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https")),
+        None => Collectors::new(
+            job,
+            scope_for(job, &report.identify.base_url)?,
+            &report.identify.base_url,
+        )?,
     };
     Ok(Harvested {
         published: c.inventory.finish(),
-        signposts: c.signposts.map(|s| s.finish(metadata_base)),
+        signposts: c.signposts.map(Signposts::finish).transpose()?,
         diwoo: c
             .diwoo
             .into_iter()
@@ -323,6 +356,8 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
 pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
 /// Name of the OCX index.
 pub const OCX_INDEX_NAME: &str = "ocx.xml";
+/// Name of the CDIF sitemap index.
+pub const CDIF_INDEX_NAME: &str = "cdif-sitemap.xml";
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
 /// profile the job asks for (Signmap, DiWoo).
@@ -368,6 +403,21 @@ pub fn render<S: FileSink>(
         ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
         indexes.extend(ocx_index.clone());
     }
+    let mut cdif_index = None;
+    if let Some(signposts) = harvested.signposts.as_ref().filter(|_| job.cdif) {
+        let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        for doc in signposts.cdif_documents() {
+            let (name, lastmod, bytes) =
+                doc.map_err(|e| PipelineError::Collect(CollectError::Spill(e)))?;
+            sink.put(&name, &bytes)
+                .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+            locs.push((join(&job.public_url, &name).to_string(), lastmod));
+        }
+        let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
+        let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
+        render_shards(items, job.limits, |shard| shards.put(sink, &shard))?;
+        cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
+    }
     let mut diwoo = Vec::new();
     for (number, published) in &harvested.diwoo {
         let mut stats = DiwooStats {
@@ -393,16 +443,18 @@ pub fn render<S: FileSink>(
         indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
         diwoo.push(stats);
     }
-    sink.put(
-        "robots.txt",
-        render_robots(indexes.iter().map(Url::as_str)).as_bytes(),
-    )
-    .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+    let mut robots = render_robots(indexes.iter().map(Url::as_str));
+    if let Some(url) = &cdif_index {
+        robots.push_str(&render_cdif_group(url.as_str()));
+    }
+    sink.put("robots.txt", robots.as_bytes())
+        .map_err(|e| PipelineError::Sink(Box::new(e)))?;
     Ok(Rendered {
         shards: names,
         indexes,
         signmap_index,
         ocx_index,
+        cdif_index,
         diwoo,
     })
 }
@@ -483,6 +535,8 @@ pub struct Rendered {
     pub signmap_index: Option<Url>,
     /// The OCX index, when one was written.
     pub ocx_index: Option<Url>,
+    /// The CDIF sitemap index, when one was written.
+    pub cdif_index: Option<Url>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
 }

@@ -72,6 +72,14 @@ impl Staging {
     /// file system allows (see [`write_direct`]); the rest are written as usual.
     pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
         let path = self.dir.path().join(name);
+        // Names may hold one folder level (`cdif/<hash>.jsonld`).
+        if let Some(parent) = path
+            .parent()
+            .filter(|p| *p != self.dir.path() && !p.exists())
+        {
+            fs::create_dir_all(parent).map_err(io_err("cannot create", parent))?;
+            set_mode(parent, 0o755).map_err(io_err("cannot set permissions of", parent))?;
+        }
         if bytes.len() < DIRECT_MIN || write_direct(&path, bytes, &mut self.aligned).is_err() {
             let mut file = fs::File::create(&path).map_err(io_err("cannot create", &path))?;
             file.write_all(bytes)
@@ -90,16 +98,12 @@ impl Staging {
     /// atomic exchange where the file system supports it, else two renames.
     pub fn commit(mut self) -> Result<(), PublishError> {
         self.write(MARKER, b"This folder is written by oai-bridge export and replaced as a whole by the next export.\n")?;
-        for entry in
-            fs::read_dir(self.dir.path()).map_err(io_err("cannot list", self.dir.path()))?
-        {
-            let path = entry
-                .map_err(io_err("cannot list", self.dir.path()))?
-                .path();
-            fs::File::open(&path)
-                .and_then(|f| f.sync_all())
-                .map_err(io_err("cannot sync", &path))?;
-        }
+        // One syncfs for every file and folder written (a CDIF export holds a file per record,
+        // too many to fsync one by one).
+        let dir = self.dir.path();
+        fs::File::open(dir)
+            .and_then(|f| rustix::fs::syncfs(&f).map_err(std::io::Error::from))
+            .map_err(io_err("cannot sync", dir))?;
         let staged = self.dir.keep();
         let target = self.target;
         if target.exists() {

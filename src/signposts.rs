@@ -61,6 +61,8 @@ struct Version {
     links_start: u32,
     links_len: u16,
     ocx: Option<OcxFields>,
+    /// The CDIF document: offset and length in the spill file.
+    cdif: Option<(u64, u32)>,
 }
 
 /// What an OCX entry holds besides its landing page.
@@ -93,22 +95,63 @@ pub struct Signposts {
     scope: Scope,
     types: TypeMap,
     ocx: Option<OcxConfig>,
+    metadata_base: Option<Url>,
+    /// CDIF documents, written as records arrive (they are too large to keep in memory).
+    cdif: Option<Spill>,
     arena: String,
     versions: Vec<Version>,
     links: Vec<StoredLink>,
 }
 
+/// An append-only temporary file of CDIF documents.
+#[derive(Debug)]
+struct Spill {
+    out: std::io::BufWriter<std::fs::File>,
+    len: u64,
+}
+
 impl Signposts {
     /// An empty collection for landing pages inside `scope`; with `ocx`, the OCX fields too.
-    pub fn new(scope: Scope, types: TypeMap, ocx: Option<OcxConfig>) -> Self {
+    /// `metadata_base` is the OAI-PMH baseURL for the GetRecord links (none for a Static
+    /// Repository without an http(s) baseURL).
+    pub fn new(
+        scope: Scope,
+        types: TypeMap,
+        ocx: Option<OcxConfig>,
+        metadata_base: Option<Url>,
+    ) -> Self {
         Self {
             scope,
             types,
             ocx,
+            metadata_base,
+            cdif: None,
             arena: String::new(),
             versions: Vec::new(),
             links: Vec::new(),
         }
+    }
+
+    /// Also make each record's CDIF document, spilled to a temporary file.
+    pub fn with_cdif(mut self) -> std::io::Result<Self> {
+        self.cdif = Some(Spill {
+            out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            len: 0,
+        });
+        Ok(self)
+    }
+
+    /// The `GetRecord` URL of a record.
+    fn get_record(&self, id: &str) -> Option<String> {
+        let base = self.metadata_base.as_ref()?;
+        Some(request_url(
+            base,
+            &[
+                ("verb", "GetRecord"),
+                ("identifier", id),
+                ("metadataPrefix", "oai_dc"),
+            ],
+        ))
     }
 
     fn push(&mut self, text: &str) -> Result<Span, InventoryFull> {
@@ -122,7 +165,7 @@ impl Signposts {
     }
 
     /// Adds one record occurrence (its extended fields must have been read).
-    pub fn add(&mut self, record: &Record) -> Result<(), InventoryFull> {
+    pub fn add(&mut self, record: &Record) -> Result<(), CollectError> {
         let hasher = BuildHasherDefault::<DefaultHasher>::default();
         let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
         let links_start = u32::try_from(self.links.len()).map_err(|_| InventoryFull)?;
@@ -199,6 +242,37 @@ impl Signposts {
             }
             _ => None,
         };
+        let cdif = match landing {
+            Some(landing) if !record.deleted && self.cdif.is_some() => {
+                let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
+                let stored = &self.links[links_start as usize..];
+                let link = |want: fn(&Rel) -> bool| {
+                    stored.iter().find(|l| want(&l.rel)).map(|l| text(l.href))
+                };
+                let metadata = self.get_record(&record.identifier);
+                let values = |e| record.dc_values(e).collect::<Vec<_>>();
+                let doc = crate::render::cdif::document(&crate::render::cdif::Fields {
+                    url: text(landing),
+                    kind: link(|r| matches!(r, Rel::Type)),
+                    titles: values(DcElement::Title),
+                    descriptions: values(DcElement::Description),
+                    creators: values(DcElement::Creator),
+                    dates: values(DcElement::Date),
+                    subjects: values(DcElement::Subject),
+                    publishers: values(DcElement::Publisher),
+                    languages: values(DcElement::Language),
+                    license: link(|r| matches!(r, Rel::License)),
+                    identifier: link(|r| matches!(r, Rel::CiteAs)),
+                    metadata: metadata.as_deref(),
+                });
+                let spill = self.cdif.as_mut().expect("checked above");
+                let at = spill.len;
+                std::io::Write::write_all(&mut spill.out, doc.as_bytes())?;
+                spill.len += doc.len() as u64;
+                Some((at, u32::try_from(doc.len()).map_err(|_| InventoryFull)?))
+            }
+            _ => None,
+        };
         let links_len = u16::try_from(self.links.len() - links_start as usize).unwrap_or(u16::MAX);
         self.versions.push(Version {
             id_hash: hasher.hash_one(record.identifier.as_str()),
@@ -210,6 +284,7 @@ impl Signposts {
             links_start,
             links_len,
             ocx,
+            cdif,
         });
         Ok(())
     }
@@ -217,7 +292,12 @@ impl Signposts {
     /// Resolves the newest version of each record and orders the entries by landing page.
     /// `metadata_base` is the OAI-PMH baseURL for the `describedby` GetRecord links (none for a
     /// Static Repository without an http(s) baseURL).
-    pub fn finish(mut self, metadata_base: Option<Url>) -> Resolved {
+    pub fn finish(mut self) -> Result<Resolved, CollectError> {
+        let metadata_base = self.metadata_base.take();
+        let cdif = match self.cdif.take() {
+            Some(spill) => Some(spill.out.into_inner().map_err(|e| e.into_error())?),
+            None => None,
+        };
         let mut stats = SignStats::default();
         // Newest version first within each record; the later occurrence wins a tie.
         self.versions.sort_unstable_by(|a, b| {
@@ -261,15 +341,39 @@ impl Signposts {
             stats.ocx_published = typed;
             stats.ocx_no_type = stats.published - typed;
         }
-        Resolved {
+        Ok(Resolved {
+            cdif,
             ocx: self.ocx,
             arena: self.arena,
             links: self.links,
             winners,
             metadata_base,
             stats,
-        }
+        })
     }
+}
+
+/// Why a record could not be collected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CollectError {
+    /// The in-memory table is full.
+    #[error(transparent)]
+    Full(#[from] InventoryFull),
+    /// The temporary file of CDIF documents failed.
+    #[error("cannot write the temporary file of CDIF documents: {0}")]
+    Spill(#[from] std::io::Error),
+}
+
+/// The file name of a record's CDIF document: a hash of its header identifier, so that the URL
+/// stays the same from one harvest to the next.
+pub fn cdif_name(identifier: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hex: String = Sha256::digest(identifier.as_bytes())[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("cdif/{hex}.jsonld")
 }
 
 /// A `dc:rights` value that is a license URL (`https://creativecommons.org/licenses/by/4.0/`),
@@ -288,6 +392,7 @@ fn license_url(value: &str) -> Option<String> {
 /// The Signmap's entries, resolved and sorted.
 #[derive(Debug)]
 pub struct Resolved {
+    cdif: Option<std::fs::File>,
     ocx: Option<OcxConfig>,
     arena: String,
     links: Vec<StoredLink>,
@@ -320,6 +425,24 @@ impl Resolved {
                 teaser: fields.teaser.map(text),
                 image: fields.image.map(text),
             })
+        })
+    }
+
+    /// The CDIF documents: for each record that has one, in landing-page order, its file name
+    /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
+    pub fn cdif_documents(
+        &self,
+    ) -> impl Iterator<Item = std::io::Result<(String, Option<Datestamp>, Vec<u8>)>> + '_ {
+        use std::os::unix::fs::FileExt;
+        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
+        self.winners.iter().filter_map(move |v| {
+            let (at, len) = v.cdif?;
+            let file = self.cdif.as_ref()?;
+            let mut bytes = vec![0; len as usize];
+            Some(file.read_exact_at(&mut bytes, at).map(|()| {
+                let lastmod = (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp));
+                (cdif_name(text(v.id)), lastmod, bytes)
+            }))
         })
     }
 
@@ -404,8 +527,9 @@ mod tests {
 
     #[test]
     fn a_record_becomes_a_landing_page_with_its_links() {
-        let scope = Scope::from_base_url(&Url::parse("https://h/oai/request").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None);
+        let base = Url::parse("https://h/oai/request").unwrap();
+        let scope = Scope::from_base_url(&base).unwrap();
+        let mut s = Signposts::new(scope, TypeMap::default(), None, Some(base));
         s.add(&record(
             "oai:h:1",
             "2024-05-01",
@@ -433,7 +557,7 @@ mod tests {
             &[],
         ))
         .unwrap();
-        let r = s.finish(Some(Url::parse("https://h/oai/request").unwrap()));
+        let r = s.finish().unwrap();
         assert_eq!(r.stats.no_landing_page, 1);
         assert_eq!(r.stats.published, 1);
         let e = entries(&r);
@@ -469,7 +593,12 @@ mod tests {
             teaser_chars: 20,
             ..OcxConfig::default()
         };
-        let mut s = Signposts::new(scope.clone(), TypeMap::default(), Some(config.clone()));
+        let mut s = Signposts::new(
+            scope.clone(),
+            TypeMap::default(),
+            Some(config.clone()),
+            None,
+        );
         s.add(&record(
             "a",
             "2024-01-01",
@@ -491,7 +620,7 @@ mod tests {
             &[(DcElement::Type, "Proefschrift")],
         ))
         .unwrap();
-        let r = s.finish(None);
+        let r = s.finish().unwrap();
         assert_eq!(
             (
                 r.stats.published,
@@ -515,6 +644,7 @@ mod tests {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..config
             }),
+            None,
         );
         s.add(&record(
             "b",
@@ -523,7 +653,7 @@ mod tests {
             &[(DcElement::Type, "Proefschrift")],
         ))
         .unwrap();
-        let r = s.finish(None);
+        let r = s.finish().unwrap();
         assert_eq!(
             r.ocx_entries().next().unwrap().kind,
             "https://schema.org/CreativeWork"
@@ -533,7 +663,7 @@ mod tests {
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None);
+        let mut s = Signposts::new(scope, TypeMap::default(), None, None);
         s.add(&record("a", "2024-01-01", &["https://h/old"], &[]))
             .unwrap();
         s.add(&record("a", "2024-02-01", &["https://h/new"], &[]))
@@ -548,7 +678,7 @@ mod tests {
             .unwrap();
         s.add(&record("d", "2024-01-02", &["https://h/shared"], &[]))
             .unwrap();
-        let r = s.finish(None);
+        let r = s.finish().unwrap();
         let locs: Vec<String> = entries(&r).into_iter().map(|e| e.0).collect();
         assert_eq!(locs, ["https://h/new", "https://h/shared"]);
         assert_eq!(r.stats.duplicate, 1);

@@ -12,6 +12,15 @@ pub fn render_robots<'a>(sitemaps: impl IntoIterator<Item = &'a str>) -> String 
     out
 }
 
+/// The robots.txt group for CDIF-aware harvesters (CDIF "Find metadata"): their user agent, and
+/// the CDIF sitemap, whose locations are JSON-LD documents rather than HTML pages.
+pub fn render_cdif_group(cdif_sitemap: &str) -> String {
+    format!(
+        "\nUser-agent: {}\nDisallow:\nSitemap: {cdif_sitemap}\n",
+        super::cdif::USER_AGENT
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

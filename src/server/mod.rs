@@ -183,6 +183,8 @@ impl Gateway {
                 },
                 signmap: rc.signmap,
                 ocx: rc.ocx.clone(),
+                // Not yet served: a generation would hold a file per record (see the README).
+                cdif: false,
                 diwoo: rc.diwoo.clone(),
                 scope: rc.scope.clone(),
                 limits: rc.limits,

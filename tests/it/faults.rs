@@ -935,6 +935,7 @@ fn job(server: &TestServer) -> Job {
         gzip: false,
         signmap: false,
         ocx: None,
+        cdif: false,
         diwoo: Vec::new(),
         public_url: Url::parse(PUBLIC_URL).unwrap(),
     }

@@ -336,6 +336,104 @@ fn ocx_export_matches_golden() {
     check_golden("sample-ocx", &expanded(&written));
 }
 
+/// CDIF of the sample (`--cdif`): one JSON-LD document per record with a landing page, each
+/// parsing and carrying the crosswalked fields; the CDIF sitemap lists exactly those documents;
+/// robots.txt announces it to `User-agent: CDIF1.0`. Document names are stable across exports.
+#[test]
+fn cdif_export_writes_json_ld_and_its_sitemap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &["--cdif"]);
+    let robots = fs::read_to_string(out.join("robots.txt")).unwrap();
+    assert!(
+        robots.contains(&format!(
+            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {PUBLIC_URL}cdif-sitemap.xml\n"
+        )),
+        "{robots}"
+    );
+    let docs = files(&out.join("cdif"));
+    assert_eq!(docs.len(), 307, "every live record with a landing page");
+    let landing: std::collections::BTreeSet<String> = top_files(&out)
+        .iter()
+        .filter(|(n, _)| n.starts_with("sitemap-"))
+        .flat_map(|(_, b)| locs_of(b))
+        .collect();
+    let mut with = std::collections::BTreeMap::<&str, usize>::new();
+    for (name, bytes) in &docs {
+        assert!(name.ends_with(".jsonld") && name.len() == 16 + 7, "{name}");
+        let v: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+        assert_eq!(v["@context"], "https://schema.org/");
+        assert!(v["@type"].as_str().is_some_and(|t| !t.is_empty()));
+        let url = v["url"].as_str().unwrap();
+        assert_eq!(v["@id"], url);
+        assert!(
+            landing.contains(url),
+            "{url} is a landing page of the sitemap"
+        );
+        for field in [
+            "name",
+            "description",
+            "creator",
+            "datePublished",
+            "keywords",
+            "publisher",
+            "inLanguage",
+            "license",
+            "identifier",
+            "subjectOf",
+        ] {
+            if v.get(field).is_some() {
+                *with.entry(field).or_default() += 1;
+            }
+        }
+    }
+    // The sample's records carry every element somewhere.
+    for field in [
+        "name",
+        "creator",
+        "datePublished",
+        "publisher",
+        "license",
+        "identifier",
+        "subjectOf",
+    ] {
+        assert!(
+            with.get(field).is_some_and(|n| *n > 0),
+            "no document has {field}: {with:?}"
+        );
+    }
+    let sitemap_locs: std::collections::BTreeSet<String> = top_files(&out)
+        .iter()
+        .filter(|(n, _)| n.starts_with("cdif-sitemap-"))
+        .flat_map(|(_, b)| locs_of(b))
+        .collect();
+    let doc_urls: std::collections::BTreeSet<String> = docs
+        .keys()
+        .map(|n| format!("{PUBLIC_URL}cdif/{n}"))
+        .collect();
+    assert_eq!(sitemap_locs, doc_urls);
+
+    // The same records give the same names and bytes.
+    let again = tmp.path().join("again");
+    export(&again, &["--cdif"]);
+    assert_eq!(files(&again.join("cdif")), docs);
+}
+
+/// The files directly in `dir`, by name; folders are left out.
+fn top_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().unwrap().is_file())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
 fn locs_of(bytes: &[u8]) -> Vec<String> {
     let text = std::str::from_utf8(bytes).unwrap();
     let doc = roxmltree::Document::parse(text).unwrap();
