@@ -148,6 +148,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     }
 
     let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
+    let cdif = args.cdif || repo.is_some_and(|r| r.cdif);
     let ocx = repo
         .and_then(|r| r.ocx.clone())
         .or_else(|| args.ocx.then(config::OcxConfig::default));
@@ -174,12 +175,12 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 from,
                 until,
                 fields: Fields {
-                    extended: signmap || ocx.is_some() || args.cdif,
+                    extended: signmap || ocx.is_some() || cdif,
                 },
             },
             signmap,
             ocx,
-            cdif: args.cdif,
+            cdif,
             diwoo,
             scope,
             limits,

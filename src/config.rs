@@ -95,6 +95,7 @@ struct RawRepository {
     max_bytes_per_shard: Option<usize>,
     gzip: Option<bool>,
     signmap: Option<bool>,
+    cdif: Option<bool>,
     #[serde(default)]
     diwoo: std::collections::BTreeMap<String, i64>,
     ocx: Option<RawOcx>,
@@ -233,6 +234,8 @@ pub struct RepositoryConfig {
     pub gzip: bool,
     /// Also publish a Signmap.
     pub signmap: bool,
+    /// Also publish CDIF JSON-LD documents and their sitemap.
+    pub cdif: bool,
     /// DiWoo: setSpec -> Woo information category (1-17), one sitemap index per category.
     pub diwoo: Vec<(String, u8)>,
     /// The OCX sitemap, when `[repository.ocx]` is present (and not `enabled = false`).
@@ -435,6 +438,7 @@ impl Config {
                 .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
                 gzip: r.gzip.unwrap_or(false),
                 signmap: r.signmap.unwrap_or(false),
+                cdif: r.cdif.unwrap_or(false),
                 diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
                 ocx: match r.ocx {
                     Some(raw) => {
@@ -743,19 +747,14 @@ mod tests {
             (&d.name, &d.source, &d.sets, &d.scope, d.from, d.until)
         );
         assert_eq!(
-            (
-                r.limits.max_urls,
-                r.limits.max_bytes,
-                r.gzip,
-                r.refresh_interval
-            ),
-            (
-                d.limits.max_urls,
-                d.limits.max_bytes,
-                d.gzip,
-                d.refresh_interval
-            )
+            (r.limits.max_urls, r.limits.max_bytes, r.gzip),
+            (d.limits.max_urls, d.limits.max_bytes, d.gzip)
         );
+        assert_eq!(
+            (r.signmap, r.cdif, &r.diwoo, r.refresh_interval),
+            (d.signmap, d.cdif, &d.diwoo, d.refresh_interval)
+        );
+        assert!(r.ocx.is_none() && d.ocx.is_none());
         for key in [
             "listen",
             "public_url",
@@ -783,7 +782,16 @@ mod tests {
             "max_urls_per_shard",
             "max_bytes_per_shard",
             "gzip",
+            "signmap",
+            "cdif",
+            "diwoo",
             "refresh_interval_secs",
+            "enabled",
+            "default_type",
+            "teaser_chars",
+            "format",
+            "xpath",
+            "types",
         ] {
             let shown = text.lines().any(|l| {
                 l.trim_start_matches(['#', ' '])

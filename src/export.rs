@@ -174,12 +174,15 @@ impl ExportSummary {
             );
             let _ = writeln!(out, "  OCX index       {url}");
         }
-        if let Some(url) = &b.cdif_index {
+        if let (Some(url), Some(s)) = (&b.cdif_index, &b.landing) {
             let _ = writeln!(
                 out,
-                "  CDIF            JSON-LD documents in cdif/ (serve them as {}); index {url}",
-                crate::render::cdif::CONTENT_TYPE
+                "  CDIF            {} JSON-LD documents in cdif/ (serve them as {}); not published: no_landing_page {}",
+                s.published,
+                crate::render::cdif::CONTENT_TYPE,
+                s.no_landing_page
             );
+            let _ = writeln!(out, "  CDIF sitemap    {url}");
         }
         for d in &b.diwoo {
             let _ = writeln!(

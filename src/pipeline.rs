@@ -31,6 +31,19 @@ pub trait FileSink {
     /// Stores one file.
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
 
+    /// Stores one metadata document (`cdif/<hash>.jsonld`) with its record's datestamp. By
+    /// default it is a file like any other; the server's sink packs them, as there is one per
+    /// record.
+    fn put_document(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        lastmod: Option<crate::datestamp::Datestamp>,
+    ) -> Result<(), Self::Error> {
+        let _ = lastmod;
+        self.put(name, bytes)
+    }
+
     /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
     /// By default the shard is stored as named (gzipped for `.gz`); the server's sink overrides
     /// this to keep the plain bytes as well, because it answers both spellings.
@@ -112,6 +125,8 @@ pub struct Built {
     pub ocx: Option<(SignStats, Url)>,
     /// The CDIF sitemap index, when the job made one.
     pub cdif_index: Option<Url>,
+    /// The counts of the landing-page profiles (Signmap, OCX, CDIF), when any is on.
+    pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
 }
@@ -127,8 +142,9 @@ impl Built {
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
             signmap: landing.clone().zip(rendered.signmap_index),
-            ocx: landing.zip(rendered.ocx_index),
+            ocx: landing.clone().zip(rendered.ocx_index),
             cdif_index: rendered.cdif_index,
+            landing,
             diwoo: rendered.diwoo,
         }
     }
@@ -385,7 +401,8 @@ pub fn render<S: FileSink>(
         .filter(|s| job.signmap && !s.is_empty())
     {
         let mut shards = Shards::new(&job.public_url, "signmap", "xml");
-        render_signmaps(signposts.entries(), job.limits, |shard| {
+        let documents = job.cdif.then_some(&job.public_url);
+        render_signmaps(signposts.entries(documents), job.limits, |shard| {
             shards.put(sink, &shard)
         })?;
         signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
@@ -409,7 +426,7 @@ pub fn render<S: FileSink>(
         for doc in signposts.cdif_documents() {
             let (name, lastmod, bytes) =
                 doc.map_err(|e| PipelineError::Collect(CollectError::Spill(e)))?;
-            sink.put(&name, &bytes)
+            sink.put_document(&name, &bytes, lastmod)
                 .map_err(|e| PipelineError::Sink(Box::new(e)))?;
             locs.push((join(&job.public_url, &name).to_string(), lastmod));
         }

@@ -451,11 +451,22 @@ impl Resolved {
         self.stats.ocx_published > 0
     }
 
-    /// The entries, in order of their landing pages.
-    pub fn entries(&self) -> impl Iterator<Item = Entry<'_>> {
+    /// The entries, in order of their landing pages. With `documents` (the public URL the CDIF
+    /// documents are published under), each entry also links its JSON-LD as `describedby`.
+    pub fn entries<'a>(&'a self, documents: Option<&'a Url>) -> impl Iterator<Item = Entry<'a>> {
         let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
         self.winners.iter().map(move |v| {
-            let mut links = Vec::with_capacity(v.links_len as usize + 1);
+            let mut links = Vec::with_capacity(v.links_len as usize + 2);
+            if let Some(base) = documents.filter(|_| v.cdif.is_some())
+                && let Ok(url) = base.join(&cdif_name(text(v.id)))
+            {
+                links.push(Link {
+                    rel: "describedby",
+                    href: Cow::Owned(url.into()),
+                    media_type: Some("application/ld+json"),
+                    profile: None,
+                });
+            }
             if let Some(base) = &self.metadata_base {
                 let href = request_url(
                     base,
@@ -513,7 +524,7 @@ mod tests {
     }
 
     fn entries(r: &Resolved) -> Vec<(String, Vec<(String, String)>)> {
-        r.entries()
+        r.entries(None)
             .map(|e| {
                 let links = e
                     .links

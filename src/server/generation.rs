@@ -26,6 +26,38 @@ use crate::pipeline::{self, FileSink};
 pub const CURRENT: &str = "current";
 /// Name of the manifest in a generation folder.
 pub const MANIFEST: &str = "manifest.json";
+/// The packed metadata documents (CDIF JSON-LD) of a generation, one per record: too many to be
+/// files of their own.
+pub const DOCS_PACK: &str = "documents.pack";
+/// Their index: sorted [`DocEntry`]s, [`DOC_ENTRY_LEN`] bytes each, little-endian.
+pub const DOCS_INDEX: &str = "documents.index";
+/// Bytes of one index entry: key, offset, length, lastmod.
+const DOC_ENTRY_LEN: usize = 8 + 8 + 4 + 8;
+
+/// One packed document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DocEntry {
+    /// The 16 hex digits of its name (`cdif/<key>.jsonld`), as a number.
+    pub key: u64,
+    /// Where it starts in the pack.
+    pub offset: u64,
+    /// Its length.
+    pub len: u32,
+    /// Its record's datestamp, seconds since the epoch (`i64::MIN` for none).
+    pub lastmod: i64,
+}
+
+/// The key of a document name, `cdif/<16 hex digits>.jsonld`.
+pub fn doc_key(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix("cdif/")?.strip_suffix(".jsonld")?;
+    (hex.len() == 16
+        && hex
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
+    .then(|| u64::from_str_radix(hex, 16).ok())
+    .flatten()
+}
+
 /// Version of the manifest format; another version is not loaded.
 const FORMAT: u32 = 1;
 
@@ -61,9 +93,23 @@ pub struct Summary {
     /// The OCX sitemap, when the repository has one.
     #[serde(default)]
     pub ocx: Option<OcxSummary>,
+    /// The CDIF documents, when the repository has them.
+    #[serde(default)]
+    pub cdif: Option<CdifSummary>,
     /// The DiWoo categories, when the repository maps sets to them.
     #[serde(default)]
     pub diwoo: Vec<crate::pipeline::DiwooStats>,
+}
+
+/// What a generation's CDIF documents are.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CdifSummary {
+    /// Absolute URL of the CDIF sitemap index.
+    pub index_url: String,
+    /// Documents published.
+    pub documents: u64,
+    /// Live records without a landing page inside the scope (no document).
+    pub no_landing_page: u64,
 }
 
 /// What a generation's OCX sitemap holds.
@@ -100,6 +146,9 @@ struct Manifest {
     created: u64,
     summary: Summary,
     files: Vec<StoredFile>,
+    /// Packed documents ([`DOCS_PACK`]).
+    #[serde(default)]
+    documents: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -143,11 +192,13 @@ pub struct Generation {
     pub summary: Summary,
     files: Vec<FileMeta>,
     by_name: HashMap<String, u32>,
+    /// The packed documents, sorted by key.
+    documents: Vec<DocEntry>,
     retired: AtomicBool,
 }
 
 impl Generation {
-    fn from_manifest(dir: PathBuf, manifest: Manifest) -> Self {
+    fn from_manifest(dir: PathBuf, manifest: Manifest, documents: Vec<DocEntry>) -> Self {
         let files: Vec<FileMeta> = manifest
             .files
             .into_iter()
@@ -175,6 +226,7 @@ impl Generation {
             summary: manifest.summary,
             files,
             by_name,
+            documents,
             retired: AtomicBool::new(false),
         }
     }
@@ -193,6 +245,17 @@ impl Generation {
     /// Where a file's bytes are.
     pub fn path(&self, meta: &FileMeta) -> PathBuf {
         self.dir.join(&meta.name)
+    }
+
+    /// A packed document by key, with its index (part of the cache key).
+    pub fn document(&self, key: u64) -> Option<(u32, DocEntry)> {
+        let i = self.documents.binary_search_by_key(&key, |d| d.key).ok()?;
+        Some((i as u32, self.documents[i]))
+    }
+
+    /// Where the packed documents are.
+    pub fn documents_path(&self) -> PathBuf {
+        self.dir.join(DOCS_PACK)
     }
 
     /// Marks this generation as replaced: its folder goes when the last holder lets go.
@@ -289,8 +352,48 @@ pub fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreError> {
             ));
         }
     }
+    let documents = if manifest.documents > 0 {
+        let index = dir.join(DOCS_INDEX);
+        let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
+        let entries = decode_index(&bytes);
+        if entries.len() as u64 != manifest.documents {
+            return Err(store_err("damaged document index", &index)(
+                io::Error::other(format!(
+                    "{} entries, the manifest says {}",
+                    entries.len(),
+                    manifest.documents
+                )),
+            ));
+        }
+        entries
+    } else {
+        Vec::new()
+    };
     remove_all_but(repo_dir, Some(&id));
-    Ok(Some(Generation::from_manifest(dir, manifest)))
+    Ok(Some(Generation::from_manifest(dir, manifest, documents)))
+}
+
+fn decode_index(bytes: &[u8]) -> Vec<DocEntry> {
+    bytes
+        .chunks_exact(DOC_ENTRY_LEN)
+        .map(|c| DocEntry {
+            key: u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
+            offset: u64::from_le_bytes(c[8..16].try_into().expect("8 bytes")),
+            len: u32::from_le_bytes(c[16..20].try_into().expect("4 bytes")),
+            lastmod: i64::from_le_bytes(c[20..28].try_into().expect("8 bytes")),
+        })
+        .collect()
+}
+
+fn encode_index(entries: &[DocEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * DOC_ENTRY_LEN);
+    for d in entries {
+        out.extend_from_slice(&d.key.to_le_bytes());
+        out.extend_from_slice(&d.offset.to_le_bytes());
+        out.extend_from_slice(&d.len.to_le_bytes());
+        out.extend_from_slice(&d.lastmod.to_le_bytes());
+    }
+    out
 }
 
 /// Removes every folder in `repo_dir` except `keep`; failures are only logged.
@@ -319,6 +422,8 @@ pub struct Writer<'a> {
     previous: Option<&'a Generation>,
     now: u64,
     files: Vec<StoredFile>,
+    documents: Option<(io::BufWriter<fs::File>, u64)>,
+    doc_index: Vec<DocEntry>,
 }
 
 impl<'a> Writer<'a> {
@@ -336,6 +441,8 @@ impl<'a> Writer<'a> {
             previous,
             now: secs(SystemTime::now()),
             files: Vec::new(),
+            documents: None,
+            doc_index: Vec::new(),
         })
     }
 
@@ -372,8 +479,19 @@ impl<'a> Writer<'a> {
     }
 
     /// Makes the generation durable and current; returns it, ready to serve.
-    pub fn commit(self, summary: Summary) -> Result<Generation, StoreError> {
+    pub fn commit(mut self, summary: Summary) -> Result<Generation, StoreError> {
         let created = self.now;
+        if let Some((out, _)) = self.documents.take() {
+            let pack = self.staging.path().join(DOCS_PACK);
+            out.into_inner()
+                .map_err(|e| e.into_error())
+                .and_then(|f| f.sync_all())
+                .map_err(store_err("cannot write", &pack))?;
+            self.doc_index.sort_unstable_by_key(|d| d.key);
+            let index = self.staging.path().join(DOCS_INDEX);
+            write_synced(&index, &encode_index(&self.doc_index))?;
+        }
+        let doc_index = std::mem::take(&mut self.doc_index);
         // Unique within the folder: creation time, then the staging folder's random suffix.
         let suffix = self
             .staging
@@ -392,6 +510,7 @@ impl<'a> Writer<'a> {
             created,
             summary,
             files: self.files,
+            documents: doc_index.len() as u64,
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
@@ -407,7 +526,7 @@ impl<'a> Writer<'a> {
         write_synced(&tmp, format!("{id}\n").as_bytes())?;
         fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
         sync_dir(&self.repo_dir)?;
-        Ok(Generation::from_manifest(dir, manifest))
+        Ok(Generation::from_manifest(dir, manifest, doc_index))
     }
 }
 
@@ -425,6 +544,38 @@ impl FileSink for Writer<'_> {
             // The sibling changes exactly when the plain file does (the gzip is deterministic).
             self.store(&format!("{name}.gz"), &pipeline::gzip(bytes), Some(changed))?;
         }
+        Ok(())
+    }
+
+    /// Documents go into the pack, with their datestamp as `Last-Modified`.
+    fn put_document(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        lastmod: Option<crate::datestamp::Datestamp>,
+    ) -> Result<(), StoreError> {
+        let pack = self.staging.path().join(DOCS_PACK);
+        let key = doc_key(name).ok_or_else(|| {
+            store_err("not a document name:", Path::new(name))(io::Error::other(
+                "expected cdif/<16 hex>.jsonld",
+            ))
+        })?;
+        if self.documents.is_none() {
+            let file = fs::File::create(&pack).map_err(store_err("cannot create", &pack))?;
+            self.documents = Some((io::BufWriter::with_capacity(1 << 20, file), 0));
+        }
+        let (out, len) = self.documents.as_mut().expect("created above");
+        out.write_all(bytes)
+            .map_err(store_err("cannot write", &pack))?;
+        self.doc_index.push(DocEntry {
+            key,
+            offset: *len,
+            len: u32::try_from(bytes.len()).map_err(|_| {
+                store_err("document too large:", Path::new(name))(io::Error::other("over 4 GiB"))
+            })?,
+            lastmod: lastmod.map_or(i64::MIN, |d| d.unix()),
+        });
+        *len += bytes.len() as u64;
         Ok(())
     }
 
@@ -558,6 +709,37 @@ mod tests {
         assert_eq!(loaded.id, second.id);
         assert!(!abandoned.exists());
         assert!(second.dir.exists(), "the current generation stays");
+    }
+
+    /// Documents are packed with a sorted index that survives a reload.
+    #[test]
+    fn documents_are_packed_and_found_by_key() {
+        let root = tempfile::tempdir().unwrap();
+        let mut w = Writer::new(root.path(), None).unwrap();
+        w.put("sitemap.xml", b"<a/>").unwrap();
+        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
+            .unwrap();
+        w.put_document("cdif/0000000000000001.jsonld", b"{\"a\":1}", None)
+            .unwrap();
+        assert!(w.put_document("cdif/x.jsonld", b"{}", None).is_err());
+        let g = w.commit(Summary::default()).unwrap();
+        let loaded = load_current(root.path()).unwrap().unwrap();
+        for generation in [&g, &loaded] {
+            let (_, d) = generation.document(0xff).unwrap();
+            let pack = fs::read(generation.documents_path()).unwrap();
+            assert_eq!(&pack[d.offset as usize..][..d.len as usize], b"{\"b\":2}");
+            assert_eq!(d.lastmod, day.unwrap().unix());
+            assert_eq!(generation.document(1).unwrap().1.lastmod, i64::MIN);
+            assert!(generation.document(2).is_none());
+        }
+        // The pack and index are not routable files.
+        assert!(loaded.file(DOCS_PACK).is_none() && loaded.file(DOCS_INDEX).is_none());
+        assert_eq!(
+            doc_key("cdif/00000000000000FF.jsonld"),
+            None,
+            "lower-case hex only"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::generation::{FileMeta, Generation, content_hash, date_header, etag_header};
+use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
 use super::{Gateway, Repo};
 
@@ -73,6 +73,11 @@ enum Target<'a> {
         name: &'a str,
         shard: bool,
     },
+    /// A packed metadata document of a repository (`cdif/<key>.jsonld`).
+    Document {
+        repo: &'a str,
+        key: u64,
+    },
     NotFound,
 }
 
@@ -86,6 +91,7 @@ impl Target<'_> {
             Target::Metrics => Route::Metrics,
             Target::File { shard: false, .. } => Route::Index,
             Target::File { shard: true, .. } => Route::Shard,
+            Target::Document { .. } => Route::Document,
             Target::NotFound => Route::Other,
         }
     }
@@ -107,7 +113,9 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
             let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
                 return Target::NotFound;
             };
-            if is_index_name(name) {
+            if let Some(key) = doc_key(name) {
+                Target::Document { repo, key }
+            } else if is_index_name(name) {
                 Target::File {
                     repo,
                     name,
@@ -131,6 +139,7 @@ fn is_index_name(name: &str) -> bool {
     name == "sitemap.xml"
         || name == "signmap.xml"
         || name == "ocx.xml"
+        || name == "cdif-sitemap.xml"
         || name
             .strip_prefix("sitemapindex-diwoo-infocat")
             .and_then(|rest| rest.strip_suffix(".xml"))
@@ -156,6 +165,7 @@ fn is_shard_name(name: &str) -> bool {
         .strip_prefix("sitemap-")
         .or_else(|| name.strip_prefix("signmap-"))
         .or_else(|| name.strip_prefix("ocx-"))
+        .or_else(|| name.strip_prefix("cdif-sitemap-"))
         .or_else(diwoo)
     else {
         return false;
@@ -249,8 +259,91 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             Some(repo) => serve_file(gateway, repo, name, shard, req.headers(), head).await,
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
+        Target::Document { repo, key } => match gateway.repo(repo) {
+            Some(repo) if repo.job.cdif => {
+                serve_document(gateway, repo, key, req.headers(), head).await
+            }
+            _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
         Target::NotFound => plain(StatusCode::NOT_FOUND, "not found\n"),
     }
+}
+
+/// Cache keys of documents have this bit set, so they never meet a file's.
+const DOCUMENT_BIT: u32 = 1 << 31;
+
+/// A CDIF document: `application/ld+json; profile="CDIF1.0"`, with a Link back to the landing
+/// page it describes; validators from its bytes and its record's datestamp.
+async fn serve_document(
+    gateway: &Gateway,
+    repo: &Repo,
+    key: u64,
+    headers: &HeaderMap,
+    head: bool,
+) -> Answer {
+    let Some(generation) = repo.current() else {
+        return not_yet(repo);
+    };
+    let Some((index, entry)) = generation.document(key) else {
+        return plain(StatusCode::NOT_FOUND, "not found\n");
+    };
+    let path = generation.documents_path();
+    let loaded = gateway
+        .cache
+        .try_get_with((generation.serial, DOCUMENT_BIT | index), async move {
+            gateway.metrics.cache_fills.inc();
+            tokio::task::spawn_blocking(move || {
+                use std::os::unix::fs::FileExt;
+                let mut bytes = vec![0; entry.len as usize];
+                std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
+                Ok::<_, std::io::Error>(Bytes::from(bytes))
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        })
+        .await;
+    let bytes = match loaded {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            tracing::error!("cannot read a document of the current generation: {e}");
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the document cannot be read; see the server log\n",
+            );
+        }
+    };
+    let last_modified = if entry.lastmod == i64::MIN {
+        generation.created
+    } else {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(entry.lastmod.max(0) as u64)
+    };
+    let etag = etag_header(&content_hash(&bytes));
+    let lm_header = date_header(last_modified);
+    let validators = Validators {
+        etag: &etag,
+        last_modified,
+        last_modified_header: &lm_header,
+    };
+    let landing = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("@id")?.as_str().map(str::to_owned));
+    let body = bytes.clone();
+    let mut answer = respond(
+        headers,
+        head,
+        &validators,
+        crate::render::cdif::CONTENT_TYPE,
+        None,
+        &gateway.cache_control,
+        || async move { Ok(body) },
+    )
+    .await;
+    let link =
+        landing.and_then(|l| HeaderValue::from_str(&format!("<{l}>; rel=\"describes\"")).ok());
+    if let Some(link) = link {
+        answer.headers_mut().insert(header::LINK, link);
+    }
+    answer
 }
 
 async fn serve_file(
@@ -496,6 +589,27 @@ mod tests {
             file("r", "sitemap.xml", false)
         );
         assert_eq!(route("/maps", "/maps"), Target::Status);
+        assert_eq!(route("", "/r/signmap.xml"), file("r", "signmap.xml", false));
+        assert_eq!(route("", "/r/ocx-1.xml"), file("r", "ocx-1.xml", true));
+        assert_eq!(
+            route("", "/r/sitemapindex-diwoo-infocat014.xml"),
+            file("r", "sitemapindex-diwoo-infocat014.xml", false)
+        );
+        assert_eq!(
+            route("", "/r/diwoo-infocat014-3.xml"),
+            file("r", "diwoo-infocat014-3.xml", true)
+        );
+        assert_eq!(
+            route("", "/r/cdif/00ff00ff00ff00ff.jsonld"),
+            Target::Document {
+                repo: "r",
+                key: 0x00ff_00ff_00ff_00ff
+            }
+        );
+        assert_eq!(
+            route("", "/r/cdif-sitemap-1.xml"),
+            file("r", "cdif-sitemap-1.xml", true)
+        );
         assert_eq!(route("/maps", "/maps/robots.txt"), Target::Robots);
         assert_eq!(route("/maps", "/mapsx/robots.txt"), Target::NotFound);
         for bad in [
@@ -516,6 +630,9 @@ mod tests {
             "/r/sitemapindex-diwoo-infocat14.xml",
             "/r/diwoo-infocat014.xml",
             "/r/diwoo-infocat0145-1.xml",
+            "/r/cdif/00FF00FF00FF00FF.jsonld",
+            "/r/cdif/00ff.jsonld",
+            "/r/cdif/00ff00ff00ff00ff.json",
         ] {
             // An empty repository name matches no repository: also a 404.
             let target = route("", bad);

@@ -18,8 +18,10 @@ pub enum Route {
     Robots,
     /// `/{repo}/sitemap.xml`.
     Index,
-    /// `/{repo}/sitemap-{n}.xml` or `.xml.gz`.
+    /// `/{repo}/sitemap-{n}.xml` or `.xml.gz` (and the other profiles' shards).
     Shard,
+    /// `/{repo}/cdif/{key}.jsonld`.
+    Document,
     /// `/healthz`.
     Healthz,
     /// `/readyz`.
@@ -38,6 +40,7 @@ impl Route {
             Route::Robots => "robots",
             Route::Index => "index",
             Route::Shard => "shard",
+            Route::Document => "document",
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
             Route::Metrics => "metrics",

@@ -178,13 +178,12 @@ impl Gateway {
                     from: rc.from,
                     until: rc.until,
                     fields: Fields {
-                        extended: rc.signmap || rc.ocx.is_some(),
+                        extended: rc.signmap || rc.ocx.is_some() || rc.cdif,
                     },
                 },
                 signmap: rc.signmap,
                 ocx: rc.ocx.clone(),
-                // Not yet served: a generation would hold a file per record (see the README).
-                cdif: false,
+                cdif: rc.cdif,
                 diwoo: rc.diwoo.clone(),
                 scope: rc.scope.clone(),
                 limits: rc.limits,
@@ -258,7 +257,14 @@ impl Gateway {
                     }))
             })
             .collect();
-        let robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
+        let mut robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
+        for r in repos.iter().filter(|r| r.job.cdif) {
+            robots.push_str(&crate::render::robots::render_cdif_group(&format!(
+                "{}{}",
+                r.job.public_url,
+                crate::pipeline::CDIF_INDEX_NAME
+            )));
+        }
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)
             .weigher(|_: &CacheKey, v: &Bytes| u32::try_from(v.len()).unwrap_or(u32::MAX))

@@ -11,7 +11,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::watch;
 
-use super::generation::{Generation, OcxSummary, SignmapSummary, StoreError, Summary, Writer};
+use super::generation::{
+    CdifSummary, Generation, OcxSummary, SignmapSummary, StoreError, Summary, Writer,
+};
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::app::error_chain;
@@ -245,6 +247,13 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
             ],
         );
     }
+    if let Some(c) = &s.cdif {
+        profile(
+            "cdif",
+            c.documents,
+            &[("no_landing_page", c.no_landing_page)],
+        );
+    }
     if let Some(o) = &s.ocx {
         profile(
             "ocx",
@@ -361,6 +370,15 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
             no_type: s.ocx_no_type,
             no_landing_page: s.no_landing_page,
         }),
+        cdif: built
+            .cdif_index
+            .as_ref()
+            .zip(built.landing.as_ref())
+            .map(|(url, s)| CdifSummary {
+                index_url: url.to_string(),
+                documents: s.published,
+                no_landing_page: s.no_landing_page,
+            }),
         diwoo: built.diwoo.clone(),
     };
     Ok(writer.commit(summary)?)

@@ -92,6 +92,15 @@ pub fn render(gateway: &Gateway) -> String {
                         o.no_landing_page
                     )
                 });
+                let cdif = s.cdif.as_ref().map_or_else(String::new, |c| {
+                    format!(
+                        "<br><a href=\"{}\">CDIF</a>: {} JSON-LD documents; not published: \
+                         no_landing_page {}",
+                        escape(&c.index_url),
+                        c.documents,
+                        c.no_landing_page
+                    )
+                });
                 let diwoo: String = s
                     .diwoo
                     .iter()
@@ -105,7 +114,7 @@ pub fn render(gateway: &Gateway) -> String {
                     .collect();
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted)</td><td>{}{signmap}{ocx}{diwoo}</td><td>{drops}</td><td>{}</td>",
+                    "<td>{} ({} deleted)</td><td>{}{signmap}{ocx}{cdif}{diwoo}</td><td>{drops}</td><td>{}</td>",
                     s.records, s.deleted, s.urls, s.shards
                 );
             }

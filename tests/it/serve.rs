@@ -726,6 +726,98 @@ async fn diwoo_categories_follow_the_sets() {
     g.stop().await;
 }
 
+/// CDIF in the gateway: each record's JSON-LD at a stable URL under the repository, with the
+/// CDIF media type, a Link back to the landing page and validators; listed in the CDIF sitemap,
+/// announced to `User-agent: CDIF1.0`; linked from the Signmap; served again after a restart.
+#[tokio::test]
+async fn cdif_documents_are_served_from_the_generation() {
+    let records: Vec<TestRecord> = (1..=3)
+        .map(|i| {
+            TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                .url(&format!("https://repo.example/record/{i}"))
+                .title(&format!("Record {i}"))
+        })
+        .collect();
+    let upstream = TestServer::builder(records).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = config(&upstream, "cdif = true\nsignmap = true\n");
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!(
+            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {}r/cdif-sitemap.xml\n",
+            g.url
+        )),
+        "{robots}"
+    );
+    let index = g.get("/r/cdif-sitemap.xml").await;
+    assert_eq!(index.status, StatusCode::OK);
+    let docs = locs(&g.get(&path_of(&locs(&index.text())[0])).await.text());
+    assert_eq!(docs.len(), 3);
+    let mut landing = BTreeSet::new();
+    for doc in &docs {
+        let reply = g.get(&path_of(doc)).await;
+        assert_eq!(reply.status, StatusCode::OK, "{doc}");
+        assert_eq!(
+            reply.header("content-type"),
+            "application/ld+json; profile=\"CDIF1.0\""
+        );
+        let v: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+        let url = v["url"].as_str().unwrap().to_owned();
+        assert_eq!(reply.header("link"), format!("<{url}>; rel=\"describes\""));
+        assert!(v["name"].as_str().unwrap().starts_with("Record "));
+        assert_eq!(
+            reply.header("last-modified"),
+            "Wed, 01 May 2024 00:00:00 GMT"
+        );
+        let again = g
+            .request(
+                reqwest::Method::GET,
+                &path_of(doc),
+                &[("if-none-match", reply.header("etag"))],
+            )
+            .await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+        landing.insert(url);
+    }
+    assert_eq!(landing, expected(3));
+    // The Signmap links each record's JSON-LD.
+    let signmap = g.get("/r/signmap-1.xml").await.text();
+    for doc in &docs {
+        assert!(
+            signmap.contains(&format!(
+                "<rs:ln rel=\"describedby\" href=\"{doc}\" type=\"application/ld+json\"/>"
+            )),
+            "{signmap}"
+        );
+    }
+    assert_eq!(
+        g.get("/r/cdif/0000000000000000.jsonld").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(
+        g.get("/")
+            .await
+            .text()
+            .contains("CDIF</a>: 3 JSON-LD documents")
+    );
+    assert!(
+        g.get("/metrics")
+            .await
+            .text()
+            .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif\"} 3")
+    );
+    let first = g.get(&path_of(&docs[0])).await.body;
+    g.stop().await;
+
+    // Restarted on the same state, before any refresh: the same document.
+    upstream.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let second = Running::start(&text, state.path()).await;
+    assert_eq!(second.get(&path_of(&docs[0])).await.body, first);
+    second.stop().await;
+}
+
 /// A public URL with a path prefix (a reverse-proxied sidecar): the sitemaps name it, and
 /// requests are answered with or without it.
 #[tokio::test]
