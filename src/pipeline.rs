@@ -414,7 +414,8 @@ pub fn render<S: FileSink>(
         .filter(|s| job.ocx.is_some() && s.has_ocx())
     {
         let mut shards = Shards::new(&job.public_url, "ocx", "xml");
-        render_ocx(signposts.ocx_entries(), job.limits, |shard| {
+        let documents = job.cdif.then_some(&job.public_url);
+        render_ocx(signposts.ocx_entries(documents), job.limits, |shard| {
             shards.put(sink, &shard)
         })?;
         ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;

@@ -408,14 +408,37 @@ impl Resolved {
         self.winners.is_empty()
     }
 
-    /// The OCX entries (records with an OCX type), in order of their landing pages.
-    pub fn ocx_entries(&self) -> impl Iterator<Item = ocx::Entry<'_>> {
+    /// The OCX entries (records with an OCX type), in order of their landing pages. With
+    /// `documents` (the public URL the CDIF documents are published under), `ocx:loc` points at
+    /// each record's JSON-LD, with `ocx:format` JSON-LD (and no `ocx:xpath`, which is for HTML).
+    pub fn ocx_entries<'a>(
+        &'a self,
+        documents: Option<&'a Url>,
+    ) -> impl Iterator<Item = ocx::Entry<'a>> {
         let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
         let config = self.ocx.as_ref();
         self.winners.iter().filter_map(move |v| {
             let fields = v.ocx?;
             let config = config?;
+            let meta = documents
+                .filter(|_| v.cdif.is_some())
+                .and_then(|base| base.join(&cdif_name(text(v.id))).ok())
+                .map(|u| Cow::Owned(u.into()));
+            if meta.is_some() {
+                return Some(ocx::Entry {
+                    loc: text(v.landing?),
+                    lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
+                    kind: text(fields.kind?),
+                    format: Some("JSON-LD"),
+                    meta,
+                    xpath: None,
+                    name: fields.name.map(text),
+                    teaser: fields.teaser.map(text),
+                    image: fields.image.map(text),
+                });
+            }
             Some(ocx::Entry {
+                meta: None,
                 loc: text(v.landing?),
                 lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
                 kind: text(fields.kind?),
@@ -640,7 +663,7 @@ mod tests {
             ),
             (2, 1, 1)
         );
-        let e: Vec<_> = r.ocx_entries().collect();
+        let e: Vec<_> = r.ocx_entries(None).collect();
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].kind, "http://oerschema.org/Lesson");
         assert_eq!(e[0].name, Some("Getijden"));
@@ -666,7 +689,7 @@ mod tests {
         .unwrap();
         let r = s.finish().unwrap();
         assert_eq!(
-            r.ocx_entries().next().unwrap().kind,
+            r.ocx_entries(None).next().unwrap().kind,
             "https://schema.org/CreativeWork"
         );
     }

@@ -185,7 +185,7 @@ def main():
         ("machine load average (1 min) at start", fmt(read_float(w("load-ours"))), fmt(read_float(w("load-peer"))), ""),
     ]
     if prof:
-        rows.append(("with every profile (Signmap, OCX; DiWoo, 5 categories, http URLs counted, none rendered): CPU-s per million, peak RSS",
+        rows.append(("with every profile (Signmap, OCX, CDIF; DiWoo, 5 categories, http URLs counted, none rendered): CPU-s per million, peak RSS",
                      f"{fmt(prof.get('cpu_per_m'))} s, {fmt(prof.get('rss_mib'), 1)} MiB (exit {prof.get('exit')})",
                      "", f"{fmt(ratio(prof.get('cpu_per_m'), o.get('cpu_per_m')), 2)}x the plain export"))
 

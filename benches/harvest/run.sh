@@ -150,9 +150,9 @@ fi
 # Every profile beyond the sitemap from the same harvest (issue 4: at most 50% more CPU).
 # DiWoo: the five communities' sets as five categories (every record in one). The benchmark's
 # URLs are http, so DiWoo classifies and counts them all but publishes none (it requires https).
-log "oai-bridge export with every profile (--signmap, --ocx, --diwoo for 5 categories)"
+log "oai-bridge export with every profile (--signmap, --ocx, --cdif, --diwoo for 5 categories)"
 timed profiles 1800 "$ours_bin" export --base-url "$base_url" --out "$work/profiles-out" \
-  --public-url "$public_url" --no-progress -q --signmap --ocx \
+  --public-url "$public_url" --no-progress -q --signmap --ocx --cdif \
   --diwoo com_0=1 --diwoo com_1=2 --diwoo com_2=3 --diwoo com_3=4 --diwoo com_4=5
 cat "$work/profiles.stdout" >&2
 rm -rf "$work/profiles-out"

@@ -23,8 +23,10 @@ pub struct Entry<'a> {
     pub lastmod: Option<Datestamp>,
     /// `ocx:type`: an OER schema or schema.org type URL.
     pub kind: &'a str,
-    /// `ocx:format`, from the configuration.
+    /// `ocx:format`, from the configuration (`JSON-LD` when `meta` is the bridge's document).
     pub format: Option<&'a str>,
+    /// `ocx:loc`: where the metadata is, when not in the landing page (the CDIF document).
+    pub meta: Option<std::borrow::Cow<'a, str>>,
     /// `ocx:xpath`, from the configuration.
     pub xpath: Option<&'a str>,
     /// `ocx:name`, from `dc:title`.
@@ -62,6 +64,7 @@ pub fn render_ocx<'a, E>(
             };
             element("type", Some(e.kind));
             element("format", e.format);
+            element("loc", e.meta.as_deref());
             element("xpath", e.xpath);
             element("name", e.name);
             element("teaser", e.teaser);
@@ -114,6 +117,7 @@ mod tests {
                 lastmod: Datestamp::parse("2024-05-01"),
                 kind: "http://oerschema.org/Lesson",
                 format: Some("JSON-LD"),
+                meta: None,
                 xpath: Some("//script[@type=\"application/ld+json\"]"),
                 name: Some("Tides & waves"),
                 teaser: None,

@@ -740,7 +740,10 @@ async fn cdif_documents_are_served_from_the_generation() {
         .collect();
     let upstream = TestServer::builder(records).start();
     let state = tempfile::tempdir().unwrap();
-    let text = config(&upstream, "cdif = true\nsignmap = true\n");
+    let text = config(
+        &upstream,
+        "cdif = true\nsignmap = true\n[repository.ocx]\ndefault_type = \"https://schema.org/Dataset\"\n",
+    );
     let g = Running::start(&text, state.path()).await;
     g.ready().await;
     let robots = g.get("/robots.txt").await.text();
@@ -796,6 +799,16 @@ async fn cdif_documents_are_served_from_the_generation() {
         g.get("/r/cdif/0000000000000000.jsonld").await.status,
         StatusCode::NOT_FOUND
     );
+    // OCX points at the same documents.
+    let ocx = g.get("/r/ocx-1.xml").await.text();
+    for doc in &docs {
+        assert!(
+            ocx.contains(&format!(
+                "<ocx:format>JSON-LD</ocx:format><ocx:loc>{doc}</ocx:loc>"
+            )),
+            "{ocx}"
+        );
+    }
     assert!(
         g.get("/")
             .await
