@@ -17,7 +17,7 @@
 //! | `identifier` | the DOI or Handle, as its resolver URL |
 //! | `subjectOf` | the oai_dc record (`GetRecord`), as `DataDownload` with `encodingFormat` |
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -53,70 +53,100 @@ pub struct Fields<'a> {
     pub metadata: Option<&'a str>,
 }
 
-/// The JSON-LD document, compact (one line).
+/// The JSON-LD document, compact (one line), its keys in a fixed order. Serialised from borrowed
+/// structs: no intermediate map per record.
 pub fn document(f: &Fields<'_>) -> String {
-    let mut doc = Map::new();
-    doc.insert("@context".into(), json!("https://schema.org/"));
-    let kind = f
-        .kind
-        .and_then(|k| k.strip_prefix(crate::dctype::SCHEMA_ORG))
-        .unwrap_or("CreativeWork");
-    doc.insert("@type".into(), json!(kind));
-    doc.insert("@id".into(), json!(f.url));
-    doc.insert("url".into(), json!(f.url));
-    if let Some(name) = f.titles.first() {
-        doc.insert("name".into(), json!(name));
+    #[derive(Serialize)]
+    struct Named<'a> {
+        #[serde(rename = "@type")]
+        kind: &'static str,
+        name: &'a str,
     }
-    if let Some(d) = f.descriptions.first() {
-        doc.insert("description".into(), json!(d));
+    #[derive(Serialize)]
+    struct Download<'a> {
+        #[serde(rename = "@type")]
+        kind: &'static str,
+        #[serde(rename = "contentUrl")]
+        content_url: &'a str,
+        #[serde(rename = "encodingFormat")]
+        encoding_format: &'static str,
+        description: &'static str,
     }
-    if !f.creators.is_empty() {
-        let people: Vec<Value> = f
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum OneOrMany<'a> {
+        One(&'a str),
+        Many(&'a [&'a str]),
+    }
+    #[derive(Serialize)]
+    struct Doc<'a> {
+        #[serde(rename = "@context")]
+        context: &'static str,
+        #[serde(rename = "@type")]
+        kind: &'a str,
+        #[serde(rename = "@id")]
+        id: &'a str,
+        url: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        name: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        description: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        creator: Vec<Named<'a>>,
+        #[serde(rename = "datePublished", skip_serializing_if = "Option::is_none")]
+        date_published: Option<&'a str>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        keywords: &'a [&'a str],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        publisher: Option<Named<'a>>,
+        #[serde(rename = "inLanguage", skip_serializing_if = "Option::is_none")]
+        in_language: Option<OneOrMany<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        license: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        identifier: Option<&'a str>,
+        #[serde(rename = "subjectOf", skip_serializing_if = "Option::is_none")]
+        subject_of: Option<Download<'a>>,
+    }
+    let doc = Doc {
+        context: "https://schema.org/",
+        kind: f
+            .kind
+            .and_then(|k| k.strip_prefix(crate::dctype::SCHEMA_ORG))
+            .unwrap_or("CreativeWork"),
+        id: f.url,
+        url: f.url,
+        name: f.titles.first().copied(),
+        description: f.descriptions.first().copied(),
+        creator: f
             .creators
             .iter()
-            .map(|c| json!({"@type": "Person", "name": c}))
-            .collect();
-        doc.insert("creator".into(), Value::Array(people));
-    }
-    if let Some(date) = f.dates.iter().find_map(|d| date(d)) {
-        doc.insert("datePublished".into(), json!(date));
-    }
-    if !f.subjects.is_empty() {
-        doc.insert("keywords".into(), json!(f.subjects));
-    }
-    if let Some(p) = f.publishers.first() {
-        doc.insert(
-            "publisher".into(),
-            json!({"@type": "Organization", "name": p}),
-        );
-    }
-    match f.languages.as_slice() {
-        [] => {}
-        [one] => {
-            doc.insert("inLanguage".into(), json!(one));
-        }
-        many => {
-            doc.insert("inLanguage".into(), json!(many));
-        }
-    }
-    if let Some(l) = f.license {
-        doc.insert("license".into(), json!(l));
-    }
-    if let Some(id) = f.identifier {
-        doc.insert("identifier".into(), json!(id));
-    }
-    if let Some(m) = f.metadata {
-        doc.insert(
-            "subjectOf".into(),
-            json!({
-                "@type": "DataDownload",
-                "contentUrl": m,
-                "encodingFormat": "application/xml",
-                "description": "the OAI-PMH oai_dc record"
-            }),
-        );
-    }
-    Value::Object(doc).to_string()
+            .map(|c| Named {
+                kind: "Person",
+                name: c,
+            })
+            .collect(),
+        date_published: f.dates.iter().find_map(|d| date(d)),
+        keywords: &f.subjects,
+        publisher: f.publishers.first().map(|p| Named {
+            kind: "Organization",
+            name: p,
+        }),
+        in_language: match f.languages.as_slice() {
+            [] => None,
+            [one] => Some(OneOrMany::One(one)),
+            many => Some(OneOrMany::Many(many)),
+        },
+        license: f.license,
+        identifier: f.identifier,
+        subject_of: f.metadata.map(|m| Download {
+            kind: "DataDownload",
+            content_url: m,
+            encoding_format: "application/xml",
+            description: "the OAI-PMH oai_dc record",
+        }),
+    };
+    serde_json::to_string(&doc).expect("serialising borrowed strings cannot fail")
 }
 
 /// A `dc:date` as schema.org `Date` when it starts with `YYYY`, `YYYY-MM` or `YYYY-MM-DD`.
@@ -142,6 +172,7 @@ fn date(value: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{Value, json};
 
     #[test]
     fn the_crosswalk() {
@@ -177,6 +208,9 @@ mod tests {
         assert_eq!(v["license"], "https://creativecommons.org/licenses/by/4.0/");
         assert_eq!(v["identifier"], "https://doi.org/10.1/x");
         assert_eq!(v["subjectOf"]["encodingFormat"], "application/xml");
+        assert!(
+            doc.starts_with("{\"@context\":\"https://schema.org/\",\"@type\":\"Thesis\",\"@id\":")
+        );
     }
 
     #[test]
