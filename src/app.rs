@@ -12,7 +12,6 @@ use url::Url;
 use crate::cli::{ExportArgs, ServeArgs};
 use crate::config::{self, Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
-use crate::oai::parse::Fields;
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
 use crate::render::Limits;
@@ -174,9 +173,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 sets,
                 from,
                 until,
-                fields: Fields {
-                    extended: signmap || ocx.is_some() || cdif,
-                },
+                fields: crate::pipeline::fields_for(signmap, ocx.is_some(), cdif),
             },
             signmap,
             ocx,

@@ -368,6 +368,33 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
     )
 }
 
+/// The Dublin Core elements each profile writes from: what the harvest reads besides
+/// identifiers.
+pub fn fields_for(signmap: bool, ocx: bool, cdif: bool) -> oai::parse::Fields {
+    use oai::parse::{DcElement::*, Fields};
+    let mut fields = Fields::default();
+    if signmap {
+        fields = fields.with(Fields::of(&[Type, Rights]));
+    }
+    if ocx {
+        fields = fields.with(Fields::of(&[Type, Title, Description]));
+    }
+    if cdif {
+        fields = fields.with(Fields::of(&[
+            Type,
+            Title,
+            Description,
+            Creator,
+            Date,
+            Subject,
+            Publisher,
+            Language,
+            Rights,
+        ]));
+    }
+    fields
+}
+
 /// Name of the Signmap index.
 pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
 /// Name of the OCX index.

@@ -5,7 +5,8 @@
 #   bash benches/harvest/profile.sh            # 200,000 records, the binary of the last run.sh
 #
 # Knobs: RECORDS (200000), PAGE_SIZE (500), PORT (18766), BIN (target/bench-harvest/oai-bridge,
-# else target/release/oai-bridge). Writes under target/bench-harvest-profile/. Loopback only.
+# else target/release/oai-bridge), EXPORT_ARGS (more export flags, e.g. "--signmap --ocx" to
+# profile the profiles). Writes under target/bench-harvest-profile/. Loopback only.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -42,7 +43,7 @@ cat "$out/server.log" >&2
 
 timeout 900 perf record -q -F 999 -g --call-graph dwarf,16384 -o "$out/perf.data" -- \
   "$BIN" export --base-url "http://127.0.0.1:$PORT/oai/request" --out "$out/export" \
-  --public-url "http://127.0.0.1:$PORT/oai/" --no-progress -q >"$out/export.log"
+  --public-url "http://127.0.0.1:$PORT/oai/" --no-progress -q ${EXPORT_ARGS:-} >"$out/export.log"
 kill "$server_pid" 2>/dev/null || true
 server_pid=
 perf script -i "$out/perf.data" 2>/dev/null >"$out/perf.txt"

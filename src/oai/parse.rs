@@ -45,12 +45,46 @@ pub struct Record {
     pub dc: Vec<(DcElement, String)>,
 }
 
-/// What to read of each record besides its header and `dc:identifier`s.
+/// What to read of each record besides its header and `dc:identifier`s: the other Dublin Core
+/// elements ([`Record::dc`]) that the enabled profiles use (Signmaps, OCX, CDIF), as a set.
+/// Empty for plain sitemaps, which then pay nothing for them; each element read costs a
+/// `String` per value, so a profile asks only for what it writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
-    /// Also every other Dublin Core element ([`Record::dc`]), for the profiles that need more
-    /// than URLs (Signmaps, OCX, CDIF). Off for plain sitemaps, which then pay nothing for it.
-    pub extended: bool,
+    elements: u16,
+}
+
+impl Fields {
+    /// Every element.
+    pub const ALL: Fields = Fields { elements: u16::MAX };
+
+    /// These elements.
+    pub const fn of(elements: &[DcElement]) -> Fields {
+        let mut bits = 0u16;
+        let mut i = 0;
+        while i < elements.len() {
+            bits |= 1 << elements[i] as u16;
+            i += 1;
+        }
+        Fields { elements: bits }
+    }
+
+    /// Both sets.
+    pub const fn with(self, other: Fields) -> Fields {
+        Fields {
+            elements: self.elements | other.elements,
+        }
+    }
+
+    /// Is this element read.
+    pub fn wants(self, element: DcElement) -> bool {
+        self.elements & (1 << element as u16) != 0
+    }
+
+    /// Is any element read.
+    pub fn any(self) -> bool {
+        self.elements != 0
+    }
 }
 
 /// The Dublin Core elements of oai_dc other than `identifier`.
@@ -622,8 +656,9 @@ pub(super) fn parse_with_quick_xml(
                         if ns == Ns::Dc && local == "identifier" {
                             start_capture(Capture::DcIdentifier);
                         } else if ns == Ns::Dc
-                            && fields.extended
+                            && fields.any()
                             && let Some(element) = DcElement::from_local(local)
+                            && fields.wants(element)
                         {
                             start_capture(Capture::Dc(element));
                         }

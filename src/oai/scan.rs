@@ -686,8 +686,10 @@ impl<'t> Scanner<'t> {
                 None
             } else if local == "identifier" {
                 start_capture(Capture::DcIdentifier)
-            } else if self.fields.extended {
-                DcElement::from_local(local).and_then(|e| start_capture(Capture::Dc(e)))
+            } else if self.fields.any() {
+                DcElement::from_local(local)
+                    .filter(|e| self.fields.wants(*e))
+                    .and_then(|e| start_capture(Capture::Dc(e)))
             } else {
                 None
             }
@@ -874,7 +876,7 @@ mod tests {
         );
         let mut quirks = Quirks::default();
         let text = prepare(doc.as_bytes(), &mut quirks).unwrap();
-        let fields = Fields { extended: true };
+        let fields = Fields::ALL;
         let fast = scan_list_records(&text, quirks, fields).expect("taken");
         let reference = parse_with_quick_xml(&text, quirks, doc.len(), fields).unwrap();
         assert_eq!(fast, reference);
@@ -1717,7 +1719,8 @@ mod tests {
             ..Quirks::default()
         };
         let mut taken = false;
-        for fields in [Fields::default(), Fields { extended: true }] {
+        let some = Fields::of(&[DcElement::Title, DcElement::Type]);
+        for fields in [Fields::default(), Fields::ALL, some] {
             if let Some(fast) = scan_list_records(text, quirks, fields) {
                 prop_assert_eq!(
                     Ok(fast),

@@ -77,28 +77,50 @@ pub fn render_ocx<'a, E>(
 }
 
 /// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut;
-/// whitespace runs become one space.
+/// whitespace runs become one space. One pass, reading no further than the cut.
 pub fn teaser(text: &str, max: usize) -> String {
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let whole = words.join(" ");
-    if whole.chars().count() <= max {
-        return whole;
-    }
-    let mut out = String::new();
-    for word in words {
-        let needed = out.chars().count() + usize::from(!out.is_empty()) + word.chars().count();
-        // Room for the ellipsis.
-        if needed + 1 > max {
-            break;
+    let mut out = String::with_capacity(text.len().min(max.saturating_mul(4)));
+    let mut count = 0usize;
+    let mut space = false;
+    // The last word end at which the cut text plus its ellipsis fits: (bytes, characters).
+    let mut fits: Option<usize> = None;
+    for c in text.trim().chars() {
+        if c.is_whitespace() {
+            space = true;
+            continue;
         }
-        if !out.is_empty() {
+        if space {
+            if count < max {
+                fits = Some(out.len());
+            }
+            if count + 1 > max {
+                return cut(out, fits, max);
+            }
             out.push(' ');
+            count += 1;
+            space = false;
         }
-        out.push_str(word);
+        if count + 1 > max {
+            return cut(out, fits, max);
+        }
+        out.push(c);
+        count += 1;
     }
-    if out.is_empty() {
-        // One word longer than the limit: cut it.
-        out = whole.chars().take(max.saturating_sub(1)).collect();
+    out
+}
+
+/// Ends an over-long teaser at the last word that leaves room for the ellipsis, or, when even
+/// the first word is too long, after `max - 1` characters of it.
+fn cut(mut out: String, fits: Option<usize>, max: usize) -> String {
+    match fits {
+        Some(end) => out.truncate(end),
+        None => {
+            let end = out
+                .char_indices()
+                .nth(max.saturating_sub(1))
+                .map_or(out.len(), |(i, _)| i);
+            out.truncate(end);
+        }
     }
     out.push('…');
     out
@@ -140,6 +162,38 @@ mod tests {
              </ocx:ocx></url>\n"
         ));
         roxmltree::Document::parse(&text).unwrap();
+    }
+
+    /// The plain reading of the rule, as the one-pass version must behave.
+    fn teaser_reference(text: &str, max: usize) -> String {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let whole = words.join(" ");
+        if whole.chars().count() <= max {
+            return whole;
+        }
+        let mut out = String::new();
+        for word in words {
+            let needed = out.chars().count() + usize::from(!out.is_empty()) + word.chars().count();
+            if needed + 1 > max {
+                break;
+            }
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(word);
+        }
+        if out.is_empty() {
+            out = whole.chars().take(max.saturating_sub(1)).collect();
+        }
+        out.push('…');
+        out
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn teaser_matches_the_reference(text in "[a-zé \t\n]{0,60}", max in 2usize..40) {
+            proptest::prop_assert_eq!(teaser(&text, max), teaser_reference(&text, max));
+        }
     }
 
     #[test]

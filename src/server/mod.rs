@@ -29,7 +29,6 @@ use tokio::sync::{Notify, watch};
 use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
-use crate::oai::parse::Fields;
 use crate::oai::{HarvestRequest, HarvestSettings};
 use crate::pipeline::{INDEX_NAME, Job, SIGNMAP_INDEX_NAME};
 use generation::{Generation, StoreError};
@@ -177,9 +176,7 @@ impl Gateway {
                     sets: rc.sets.clone(),
                     from: rc.from,
                     until: rc.until,
-                    fields: Fields {
-                        extended: rc.signmap || rc.ocx.is_some() || rc.cdif,
-                    },
+                    fields: crate::pipeline::fields_for(rc.signmap, rc.ocx.is_some(), rc.cdif),
                 },
                 signmap: rc.signmap,
                 ocx: rc.ocx.clone(),
