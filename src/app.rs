@@ -327,13 +327,32 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let _ = writeln!(out, "  status page  {local}");
     let _ = writeln!(out, "  robots.txt   {public_url}robots.txt");
     for repo in &gateway.repos {
-        let _ = writeln!(
-            out,
-            "  {:<12} {}{}",
-            repo.config.name,
-            repo.job.public_url,
-            crate::pipeline::INDEX_NAME
+        let job = &repo.job;
+        let mut indexes = vec![crate::pipeline::INDEX_NAME.to_owned()];
+        if job.signmap {
+            indexes.push(crate::pipeline::SIGNMAP_INDEX_NAME.to_owned());
+        }
+        if job.ocx.is_some() {
+            indexes.push(crate::pipeline::OCX_INDEX_NAME.to_owned());
+        }
+        if job.cdif {
+            indexes.push(crate::pipeline::CDIF_INDEX_NAME.to_owned());
+        }
+        let categories: std::collections::BTreeSet<u8> =
+            job.diwoo.iter().map(|(_, n)| *n).collect();
+        indexes.extend(
+            categories
+                .into_iter()
+                .map(crate::pipeline::diwoo_index_name),
         );
+        for (i, index) in indexes.iter().enumerate() {
+            let name = if i == 0 {
+                repo.config.name.as_str()
+            } else {
+                ""
+            };
+            let _ = writeln!(out, "  {name:<12} {}{index}", job.public_url);
+        }
     }
     let _ = out.flush();
     drop(out);

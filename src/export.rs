@@ -118,7 +118,7 @@ impl ExportSummary {
         );
         let _ = writeln!(
             out,
-            "  URLs published  {} in {} shard(s), {} bytes",
+            "  URLs published  {} in {} shard(s); {} bytes written in all",
             s.urls,
             b.shards.len(),
             self.bytes

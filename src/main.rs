@@ -18,7 +18,8 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| EnvFilter::new(format!("oai_bridge={level},warn")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     match cli.log_format {
         LogFormat::Text => builder.with_target(false).init(),
         LogFormat::Json => builder.json().init(),

@@ -106,9 +106,14 @@ pub fn render(gateway: &Gateway) -> String {
                     .iter()
                     .map(|d| {
                         format!(
-                            "<br>DiWoo category {:03}: {} URLs; not published: \
-                             diwoo_requires_https {}, diwoo_requires_lastmod {}",
-                            d.category, d.urls, d.requires_https, d.requires_lastmod
+                            "<br><a href=\"{}{}\">DiWoo</a> category {:03}: {} URLs; not \
+                             published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
+                            escape(repo.job.public_url.as_str()),
+                            crate::pipeline::diwoo_index_name(d.category),
+                            d.category,
+                            d.urls,
+                            d.requires_https,
+                            d.requires_lastmod
                         )
                     })
                     .collect();

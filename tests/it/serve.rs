@@ -705,7 +705,7 @@ async fn diwoo_categories_follow_the_sets() {
         g.get("/")
             .await
             .text()
-            .contains("DiWoo category 016: 2 URLs")
+            .contains("DiWoo</a> category 016: 2 URLs")
     );
 
     // Record 1 moves to the reports: it leaves category 16 and joins 15.
