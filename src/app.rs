@@ -328,23 +328,10 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let _ = writeln!(out, "  robots.txt   {public_url}robots.txt");
     for repo in &gateway.repos {
         let job = &repo.job;
-        let mut indexes = vec![crate::pipeline::INDEX_NAME.to_owned()];
-        if job.signmap {
-            indexes.push(crate::pipeline::SIGNMAP_INDEX_NAME.to_owned());
-        }
-        if job.ocx.is_some() {
-            indexes.push(crate::pipeline::OCX_INDEX_NAME.to_owned());
-        }
+        let mut indexes = job.index_names();
         if job.cdif {
             indexes.push(crate::pipeline::CDIF_INDEX_NAME.to_owned());
         }
-        let categories: std::collections::BTreeSet<u8> =
-            job.diwoo.iter().map(|(_, n)| *n).collect();
-        indexes.extend(
-            categories
-                .into_iter()
-                .map(crate::pipeline::diwoo_index_name),
-        );
         for (i, index) in indexes.iter().enumerate() {
             let name = if i == 0 {
                 repo.config.name.as_str()

@@ -569,6 +569,25 @@ pub struct DiwooStats {
     pub requires_lastmod: u64,
 }
 
+impl Job {
+    /// The indexes the job publishes, in robots.txt order: the sitemap index, then the Signmap,
+    /// OCX and DiWoo indexes its profiles ask for. CDIF's sitemap is apart ([`Job::cdif`]),
+    /// as robots.txt announces it in a group of its own.
+    pub fn index_names(&self) -> Vec<String> {
+        let mut names = vec![INDEX_NAME.to_owned()];
+        if self.signmap {
+            names.push(SIGNMAP_INDEX_NAME.to_owned());
+        }
+        if self.ocx.is_some() {
+            names.push(OCX_INDEX_NAME.to_owned());
+        }
+        let categories: std::collections::BTreeSet<u8> =
+            self.diwoo.iter().map(|(_, n)| *n).collect();
+        names.extend(categories.into_iter().map(diwoo_index_name));
+        names
+    }
+}
+
 /// What [`render`] wrote.
 #[derive(Clone, Debug)]
 pub struct Rendered {

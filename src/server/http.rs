@@ -22,6 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
 use super::{Gateway, Repo};
+use crate::pipeline::{CDIF_INDEX_NAME, INDEX_NAME, OCX_INDEX_NAME, SIGNMAP_INDEX_NAME};
 
 /// The response type of every handler.
 pub type Answer = Response<Full<Bytes>>;
@@ -136,10 +137,13 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
 
 /// `sitemap.xml`, `signmap.xml`, `ocx.xml` or `sitemapindex-diwoo-infocat{NNN}.xml`.
 fn is_index_name(name: &str) -> bool {
-    name == "sitemap.xml"
-        || name == "signmap.xml"
-        || name == "ocx.xml"
-        || name == "cdif-sitemap.xml"
+    [
+        INDEX_NAME,
+        SIGNMAP_INDEX_NAME,
+        OCX_INDEX_NAME,
+        CDIF_INDEX_NAME,
+    ]
+    .contains(&name)
         || name
             .strip_prefix("sitemapindex-diwoo-infocat")
             .and_then(|rest| rest.strip_suffix(".xml"))

@@ -30,7 +30,7 @@ use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::{INDEX_NAME, Job, SIGNMAP_INDEX_NAME};
+use crate::pipeline::{CDIF_INDEX_NAME, Job};
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -228,38 +228,18 @@ impl Gateway {
         let indexes: Vec<String> = repos
             .iter()
             .flat_map(|r| {
-                let signmap = r
-                    .config
-                    .signmap
-                    .then(|| format!("{}{SIGNMAP_INDEX_NAME}", r.job.public_url));
-                let diwoo = r
-                    .job
-                    .diwoo
-                    .iter()
-                    .map(|(_, n)| *n)
-                    .collect::<std::collections::BTreeSet<u8>>();
-                let ocx =
-                    r.config.ocx.is_some().then(|| {
-                        format!("{}{}", r.job.public_url, crate::pipeline::OCX_INDEX_NAME)
-                    });
-                std::iter::once(format!("{}{INDEX_NAME}", r.job.public_url))
-                    .chain(signmap)
-                    .chain(ocx)
-                    .chain(diwoo.into_iter().map(|n| {
-                        format!(
-                            "{}{}",
-                            r.job.public_url,
-                            crate::pipeline::diwoo_index_name(n)
-                        )
-                    }))
+                let base = &r.job.public_url;
+                r.job
+                    .index_names()
+                    .into_iter()
+                    .map(move |n| format!("{base}{n}"))
             })
             .collect();
         let mut robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
         for r in repos.iter().filter(|r| r.job.cdif) {
             robots.push_str(&crate::render::robots::render_cdif_group(&format!(
                 "{}{}",
-                r.job.public_url,
-                crate::pipeline::CDIF_INDEX_NAME
+                r.job.public_url, CDIF_INDEX_NAME
             )));
         }
         let cache = moka::future::Cache::builder()
