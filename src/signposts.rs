@@ -170,6 +170,7 @@ impl Signposts {
         let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
         let links_start = u32::try_from(self.links.len()).map_err(|_| InventoryFull)?;
         let id = self.push(&record.identifier)?;
+        let after_id = self.arena.len();
         let mut landing = None;
         let mut cite_as = false;
         let mut items = 0;
@@ -202,6 +203,13 @@ impl Signposts {
                     _ => {}
                 }
             }
+        }
+        // Every profile publishes a record only with its landing page: keep nothing else of one
+        // without (the links and texts stored while looking for it are dropped again).
+        if landing.is_none() {
+            self.links.truncate(links_start as usize);
+            self.arena.truncate(after_id);
+        } else {
             if let Some(license) = record.dc_values(DcElement::Rights).find_map(license_url) {
                 let href = self.push(&license)?;
                 self.links.push(StoredLink {
