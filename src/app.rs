@@ -146,6 +146,15 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
         harvest.user_agent = v.clone();
     }
 
+    let mut policy = repo.map(|r| r.policy.clone()).unwrap_or_default();
+    if let Some(v) = args.full_harvest_interval {
+        policy.full_interval = Duration::from_secs(v);
+    }
+    if args.shrink_guard.is_some() {
+        policy.shrink_guard =
+            config::check_share(args.shrink_guard).map_err(|m| flag_err("--shrink-guard", m))?;
+    }
+    policy.accept_shrink = args.accept_shrink;
     let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
     let cdif = args.cdif || repo.is_some_and(|r| r.cdif);
     let ocx = repo
@@ -187,6 +196,8 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
         harvest,
         out: args.out.clone(),
         progress: !args.no_progress,
+        state: args.state.clone(),
+        policy,
     })
 }
 
@@ -250,6 +261,9 @@ pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     }
     if let Some(dir) = &args.state_dir {
         config.server.state_dir = dir.clone();
+    }
+    for r in &mut config.repositories {
+        r.policy.accept_shrink = args.accept_shrink;
     }
     if config.repositories.is_empty() {
         return Err(ConfigError {

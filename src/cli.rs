@@ -63,6 +63,10 @@ pub struct ServeArgs {
     /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
     #[arg(long)]
     pub check_config: bool,
+    /// Publish a shrink the guard holds back (`shrink_guard`), for every repository, at its
+    /// next refresh.
+    #[arg(long)]
+    pub accept_shrink: bool,
 }
 
 /// `oai-bridge export`.
@@ -146,4 +150,19 @@ pub struct ExportArgs {
     /// No live progress line.
     #[arg(long)]
     pub no_progress: bool,
+    /// Keep the repository's state in this folder (store.sqlite): later exports ask only for
+    /// changes, and continue an interrupted harvest where it stopped.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// With --state: harvest in full this often (seconds) when the repository does not keep
+    /// deletions (deletedRecord no or transient). Default 604800 (a week).
+    #[arg(long, value_name = "SECS", requires = "state")]
+    pub full_harvest_interval: Option<u64>,
+    /// With --state: the largest share (0 to 1) of the published URLs a harvest may remove
+    /// before it is held back. Default 0.5.
+    #[arg(long, value_name = "SHARE", requires = "state")]
+    pub shrink_guard: Option<f64>,
+    /// With --state: publish even when the shrink guard would hold the export back.
+    #[arg(long, requires = "state")]
+    pub accept_shrink: bool,
 }

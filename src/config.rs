@@ -100,6 +100,8 @@ struct RawRepository {
     diwoo: std::collections::BTreeMap<String, i64>,
     ocx: Option<RawOcx>,
     refresh_interval_secs: Option<u64>,
+    full_harvest_interval_secs: Option<u64>,
+    shrink_guard: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -242,6 +244,19 @@ pub struct RepositoryConfig {
     pub ocx: Option<OcxConfig>,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
+    /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
+    pub policy: crate::incremental::Policy,
+}
+
+/// A share of published URLs (0 to 1); the default guard when absent.
+pub fn check_share(value: Option<f64>) -> Result<f64, String> {
+    match value {
+        None => Ok(crate::incremental::Policy::default().shrink_guard),
+        Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        Some(v) => Err(format!(
+            "{v} is not a share: give a number from 0 to 1 (0.5 holds back a harvest that removes more than half the URLs; 1 turns the guard off)"
+        )),
+    }
 }
 
 impl Config {
@@ -449,6 +464,15 @@ impl Config {
                 refresh_interval: r
                     .refresh_interval_secs
                     .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
+                policy: crate::incremental::Policy {
+                    full_interval: r.full_harvest_interval_secs.map_or(
+                        crate::incremental::Policy::default().full_interval,
+                        Duration::from_secs,
+                    ),
+                    shrink_guard: check_share(r.shrink_guard)
+                        .map_err(|m| err(&key("shrink_guard"), m))?,
+                    accept_shrink: false,
+                },
             };
             if repo.refresh_interval < MIN_REFRESH_INTERVAL {
                 return Err(err(
@@ -751,8 +775,8 @@ mod tests {
             (d.limits.max_urls, d.limits.max_bytes, d.gzip)
         );
         assert_eq!(
-            (r.signmap, r.cdif, &r.diwoo, r.refresh_interval),
-            (d.signmap, d.cdif, &d.diwoo, d.refresh_interval)
+            (r.signmap, r.cdif, &r.diwoo, r.refresh_interval, &r.policy),
+            (d.signmap, d.cdif, &d.diwoo, d.refresh_interval, &d.policy)
         );
         assert!(r.ocx.is_none() && d.ocx.is_none());
         for key in [
@@ -786,6 +810,8 @@ mod tests {
             "cdif",
             "diwoo",
             "refresh_interval_secs",
+            "full_harvest_interval_secs",
+            "shrink_guard",
             "enabled",
             "default_type",
             "teaser_chars",

@@ -128,6 +128,21 @@ impl Datestamp {
         }
     }
 
+    /// One unit of `granularity` earlier (a day, or a second): the overlap an incremental
+    /// harvest keeps so that a change in the same unit as the last harvest is not missed.
+    pub fn minus_unit(self, granularity: Granularity) -> Self {
+        match granularity {
+            Granularity::Day => Self {
+                secs: self.secs.div_euclid(86_400) * 86_400 - 86_400,
+                day_only: true,
+            },
+            Granularity::Seconds => Self {
+                secs: self.secs - 1,
+                day_only: false,
+            },
+        }
+    }
+
     /// Whether the value was given to the day only.
     pub fn is_day(self) -> bool {
         self.day_only

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::classify::Drop;
+use crate::incremental::{self, Policy, RunSummary};
 use crate::oai::{Client, HarvestSettings};
 use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
+use crate::store::{self, Store};
 
 /// Everything an export needs.
 #[derive(Clone, Debug)]
@@ -21,6 +23,10 @@ pub struct ExportOptions {
     pub out: PathBuf,
     /// Show a live progress line when stderr is a terminal.
     pub progress: bool,
+    /// Harvest through the store in this folder, incrementally (`--state`).
+    pub state: Option<PathBuf>,
+    /// How the store is used.
+    pub policy: Policy,
 }
 
 /// Why an export failed; the output folder is then exactly as it was.
@@ -36,6 +42,14 @@ pub enum ExportError {
     /// The HTTP client could not be built.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// The state folder cannot be used.
+    #[error("cannot use the state folder {}: {source}", path.display())]
+    StateDir {
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
 }
 
 /// What an export did.
@@ -49,6 +63,8 @@ pub struct ExportSummary {
     pub elapsed: Duration,
     /// The folder written.
     pub out: PathBuf,
+    /// What the harvest did to the store, with `--state`.
+    pub run: Option<RunSummary>,
 }
 
 impl FileSink for Staging {
@@ -66,7 +82,28 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     // Fail on an unusable output folder before spending a harvest on it.
     drop(Staging::new(&options.out)?);
     let mut progress = Progress::new(options.progress);
-    let harvested = pipeline::harvest(&client, &options.job, &mut progress).await?;
+    let mut store = match &options.state {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|source| ExportError::StateDir {
+                path: dir.clone(),
+                source,
+            })?;
+            Some(Store::open(&dir.join(store::FILE)).map_err(PipelineError::from)?)
+        }
+        None => None,
+    };
+    let (harvested, run) = match &mut store {
+        Some(store) => {
+            let (h, run) =
+                incremental::harvest(&client, &options.job, store, &options.policy, &mut progress)
+                    .await?;
+            (h, Some(run))
+        }
+        None => (
+            pipeline::harvest(&client, &options.job, &mut progress).await?,
+            None,
+        ),
+    };
     let scope = pipeline::scope_for(&options.job, &harvested.report.identify.base_url)?;
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
@@ -75,16 +112,24 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         ))
         .into());
     }
+    let urls = harvested.published.stats.urls;
+    if let Some(store) = &mut store {
+        incremental::guard_shrink(store, urls, &options.policy)?;
+    }
     let mut staging = Staging::new(&options.out)?;
     let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
     let bytes = staging.bytes();
     staging.commit()?;
+    if let Some(store) = &mut store {
+        incremental::published(store, urls).map_err(PipelineError::from)?;
+    }
     let built = Built::new(harvested, scope, rendered);
     Ok(ExportSummary {
         built,
         bytes,
         elapsed: started.elapsed(),
         out: options.out.clone(),
+        run,
     })
 }
 
@@ -111,6 +156,28 @@ impl ExportSummary {
         );
         let _ = writeln!(out, "  scope           {}", b.scope);
         let _ = writeln!(out, "  pages           {}", b.report.pages);
+        if let Some(run) = &self.run {
+            let _ = writeln!(
+                out,
+                "  harvest         {}{}{}; the store holds {} live records{}",
+                run.kind.as_str(),
+                run.from
+                    .as_ref()
+                    .map(|f| format!(" from {f}"))
+                    .unwrap_or_default(),
+                if run.resumed > 0 {
+                    format!(", continued after {} interruption(s)", run.resumed)
+                } else {
+                    String::new()
+                },
+                run.live,
+                if run.removed > 0 {
+                    format!(" ({} removed: not in the full harvest)", run.removed)
+                } else {
+                    String::new()
+                }
+            );
+        }
         let _ = writeln!(
             out,
             "  records seen    {} ({} distinct, {} deleted)",

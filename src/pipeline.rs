@@ -104,6 +104,30 @@ pub enum PipelineError {
     /// Storing a file failed.
     #[error("{0}")]
     Sink(Box<dyn std::error::Error + Send + Sync>),
+    /// The repository's state store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The upstream asked (`Retry-After`) not to be called before then.
+    #[error(
+        "the upstream asked (Retry-After) not to be called before {}; not harvesting until then",
+        httpdate::fmt_http_date(*.0)
+    )]
+    NotBefore(std::time::SystemTime),
+    /// The shrink guard held the publish back.
+    #[error(
+        "held back: this harvest would publish {harvested} URLs where {published} are published, \
+         removing more than {:.0}% of them; the next complete harvest publishes it if it shows the \
+         same, or pass --accept-shrink",
+        share * 100.0
+    )]
+    ShrinkHeld {
+        /// URLs published now.
+        published: u64,
+        /// URLs the harvest would publish.
+        harvested: u64,
+        /// The guard's share.
+        share: f64,
+    },
 }
 
 /// What a built generation holds.
@@ -257,6 +281,19 @@ impl Collectors {
         })
     }
 
+    fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
+        Ok(Harvested {
+            published: self.inventory.finish(),
+            signposts: self.signposts.map(Signposts::finish).transpose()?,
+            diwoo: self
+                .diwoo
+                .into_iter()
+                .map(|cat| (cat.number, cat.inventory.finish()))
+                .collect(),
+            report,
+        })
+    }
+
     fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
         self.inventory.add(record)?;
         if let Some(s) = &mut self.signposts {
@@ -332,16 +369,21 @@ pub async fn harvest(
             &report.identify.base_url,
         )?,
     };
-    Ok(Harvested {
-        published: c.inventory.finish(),
-        signposts: c.signposts.map(Signposts::finish).transpose()?,
-        diwoo: c
-            .diwoo
-            .into_iter()
-            .map(|cat| (cat.number, cat.inventory.finish()))
-            .collect(),
-        report,
-    })
+    c.finish(report)
+}
+
+/// Collects the store's live records as a harvest of the whole repository would have: the
+/// render input of a refresh that went through the store. `report` is the harvest's that
+/// updated the store.
+pub fn collect_stored(
+    job: &Job,
+    store: &crate::store::Store,
+    report: HarvestReport,
+) -> Result<Harvested, PipelineError> {
+    let scope = scope_for(job, &report.identify.base_url)?;
+    let mut c = Collectors::new(job, scope, &report.identify.base_url)?;
+    store.for_each_live(|record| c.add(&record))??;
+    c.finish(report)
 }
 
 /// Says why nothing would be published, as an operator can act on it.

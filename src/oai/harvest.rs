@@ -3,6 +3,7 @@
 //! a time, so memory is bounded by the page, not the repository.
 
 use std::collections::HashSet;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -77,6 +78,26 @@ pub struct HarvestRequest {
     pub fields: parse::Fields,
 }
 
+/// Where a harvest starts: at a checkpoint of an earlier, interrupted one. Lists of sets before
+/// `set` in [`HarvestRequest::sets`] are taken as done; the list of `set` continues at `token`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resume {
+    /// The set whose list was interrupted (`None`: the whole repository).
+    pub set: Option<String>,
+    /// The last resumption token received and not yet followed.
+    pub token: String,
+    /// The page number it leads to.
+    pub page: u64,
+    /// The newest datestamp delivered by the list so far.
+    pub newest: Option<Datestamp>,
+    /// Whether the list delivered its records in datestamp order so far.
+    pub ordered: bool,
+}
+
+/// Restarts of a list after `badResumptionToken` (an expired or unknown token, OAI-27) before
+/// the harvest fails.
+pub const MAX_RESTARTS: u32 = 3;
+
 /// One page of records, handed to the caller as soon as it is parsed.
 #[derive(Debug)]
 pub struct PageEvent<'a> {
@@ -90,6 +111,11 @@ pub struct PageEvent<'a> {
     pub records: Vec<Record>,
     /// The server's `completeListSize` hint, if any.
     pub complete_list_size: Option<u64>,
+    /// Where the list continues: the checkpoint to save once the page is applied; `None` when
+    /// the page ended its list.
+    pub next: Option<Resume>,
+    /// The page's `responseDate` (the server's clock).
+    pub response_date: Option<&'a str>,
 }
 
 /// What a complete harvest saw.
@@ -105,6 +131,8 @@ pub struct HarvestReport {
     pub records: u64,
     /// `responseDate` of the first `ListRecords` response (the server's clock; OAI-10).
     pub first_response_date: Option<String>,
+    /// Lists restarted after `badResumptionToken` (OAI-27).
+    pub restarts: u32,
     /// Tolerated deviations, summed over all bodies.
     pub quirks: Quirks,
 }
@@ -147,6 +175,26 @@ pub async fn harvest(
     request: &HarvestRequest,
     mut on_page: impl FnMut(PageEvent<'_>),
 ) -> Result<HarvestReport, HarvestError> {
+    harvest_resumable(client, request, None, |event| {
+        on_page(event);
+        ControlFlow::Continue(())
+    })
+    .await
+}
+
+/// [`harvest`], starting at `resume` when given, and stopping early (with `Ok`) when `on_page`
+/// breaks; the caller then knows why.
+///
+/// A list answered with `badResumptionToken` (the token expired, or a resumed token is no longer
+/// known) is started again, at most [`MAX_RESTARTS`] times, with nothing lost: from the newest
+/// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
+/// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
+pub async fn harvest_resumable(
+    client: &Client,
+    request: &HarvestRequest,
+    resume: Option<&Resume>,
+    mut on_page: impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
+) -> Result<HarvestReport, HarvestError> {
     let settings = client.settings();
     let deadline = settings.deadline.map(|d| Instant::now() + d);
     let mut report = HarvestReport::default();
@@ -154,7 +202,7 @@ pub async fn harvest(
         Source::File(path) => {
             let (identify, page) =
                 read_static_file(path, settings.max_body_bytes, request.fields).await?;
-            emit_static(request, &mut report, identify, page, &mut on_page);
+            let _ = emit_static(request, &mut report, identify, page, &mut on_page);
             return Ok(report);
         }
         Source::Oai(base) => base,
@@ -181,7 +229,7 @@ pub async fn harvest(
     let identify = match outcome {
         (IdentifyOutcome::Identify(identify), _) => identify,
         (IdentifyOutcome::Static(identify), Some(page)) => {
-            emit_static(request, &mut report, identify, page, &mut on_page);
+            let _ = emit_static(request, &mut report, identify, page, &mut on_page);
             return Ok(report);
         }
         (IdentifyOutcome::Errors(errors), _) => {
@@ -208,22 +256,33 @@ pub async fn harvest(
     let granularity = identify.granularity;
     report.identify = identify;
 
-    let sets: Vec<Option<&str>> = if request.sets.is_empty() {
+    let mut sets: Vec<Option<&str>> = if request.sets.is_empty() {
         vec![None]
     } else {
         request.sets.iter().map(|s| Some(s.as_str())).collect()
     };
-    let from = request.from.map(|d| d.in_granularity(granularity, false));
+    if let Some(r) = resume {
+        // The lists before the interrupted one are done; an unknown set restarts them all.
+        if let Some(i) = sets.iter().position(|s| *s == r.set.as_deref()) {
+            sets.drain(..i);
+        }
+    }
     let until = request.until.map(|d| d.in_granularity(granularity, true));
     for set in sets {
-        let mut token: Option<String> = None;
+        let resumed = resume.filter(|r| r.set.as_deref() == set);
+        let mut token: Option<String> = resumed.map(|r| r.token.clone());
+        let mut from = request.from;
+        let mut newest = resumed.and_then(|r| r.newest);
+        let mut ordered = resumed.is_none_or(|r| r.ordered);
         let mut seen_tokens = HashSet::new();
         let mut empty_run = 0u32;
-        for page_no in 1u64.. {
+        let mut page_no = resumed.map_or(1, |r| r.page);
+        loop {
             let url = match &token {
                 // A follow-up carries only the verb and the token (OAI-03).
                 Some(t) => request_url(base, &[("verb", "ListRecords"), ("resumptionToken", t)]),
                 None => {
+                    let from = from.map(|d| d.in_granularity(granularity, false));
                     let mut args = vec![("verb", "ListRecords"), ("metadataPrefix", "oai_dc")];
                     args.extend(set.map(|s| ("set", s)));
                     args.extend(from.as_deref().map(|f| ("from", f)));
@@ -262,10 +321,35 @@ pub async fn harvest(
                     }
                     break;
                 }
+                if error.code == "badResumptionToken"
+                    && token.is_some()
+                    && report.restarts < MAX_RESTARTS
+                {
+                    report.restarts += 1;
+                    from = restart_from(request.from, newest, ordered, granularity);
+                    tracing::warn!(
+                        url,
+                        page = page_no,
+                        from = from.map(|f| f.in_granularity(granularity, false)),
+                        restart = report.restarts,
+                        "badResumptionToken: the token expired or is unknown; starting the list again (OAI-27)"
+                    );
+                    token = None;
+                    seen_tokens.clear();
+                    empty_run = 0;
+                    page_no = 1;
+                    continue;
+                }
                 return Err(fail(HarvestErrorKind::Oai {
                     code: error.code.clone(),
                     message: error.message.clone(),
                 }));
+            }
+            for r in &page.records {
+                if let Some(d) = r.datestamp {
+                    ordered &= newest.is_none_or(|n| d >= n);
+                    newest = newest.max(Some(d));
+                }
             }
             let next = page
                 .token
@@ -288,26 +372,55 @@ pub async fn harvest(
                 records = page.records.len(),
                 "page harvested"
             );
-            on_page(PageEvent {
+            if let Some(next) = &next
+                && !seen_tokens.insert(next.clone())
+            {
+                return Err(fail(HarvestErrorKind::TokenLoop {
+                    token: next.clone(),
+                }));
+            }
+            let flow = on_page(PageEvent {
                 identify: &report.identify,
                 page: page_no,
                 set,
                 records: page.records,
                 complete_list_size: page.token.and_then(|t| t.complete_list_size),
+                next: next.as_ref().map(|t| Resume {
+                    set: set.map(str::to_owned),
+                    token: t.clone(),
+                    page: page_no + 1,
+                    newest,
+                    ordered,
+                }),
+                response_date: page.response_date.as_deref(),
             });
+            if flow.is_break() {
+                return Ok(report);
+            }
             match next {
-                Some(next) => {
-                    if !seen_tokens.insert(next.clone()) {
-                        return Err(fail(HarvestErrorKind::TokenLoop { token: next }));
-                    }
-                    token = Some(next);
-                }
+                Some(next) => token = Some(next),
                 None => break,
             }
+            page_no += 1;
         }
     }
     log_quirks(&report.quirks, base.as_str());
     Ok(report)
+}
+
+/// Where a list starts again after its token was refused: one granularity unit before the newest
+/// datestamp it delivered when it delivered in order (later records cannot be older), else where
+/// it started. Never before the request's own `from`.
+fn restart_from(
+    from: Option<Datestamp>,
+    newest: Option<Datestamp>,
+    ordered: bool,
+    granularity: crate::datestamp::Granularity,
+) -> Option<Datestamp> {
+    match newest {
+        Some(n) if ordered => Some(n.minus_unit(granularity)).max(from),
+        _ => from,
+    }
 }
 
 /// Protocol checks on `Identify` (OAI-12, OAI-13, OAI-15): fatal only for a version other than 2.0.
@@ -385,8 +498,8 @@ fn emit_static(
     report: &mut HarvestReport,
     identify: Identify,
     page: ListPage,
-    on_page: &mut impl FnMut(PageEvent<'_>),
-) {
+    on_page: &mut impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
+) -> ControlFlow<()> {
     let wanted = |r: &Record| {
         (request.sets.is_empty()
             || r.sets.iter().any(|s| {
@@ -416,7 +529,9 @@ fn emit_static(
         set: None,
         records,
         complete_list_size: None,
-    });
+        next: None,
+        response_date: report.first_response_date.as_deref(),
+    })
 }
 
 fn log_quirks(quirks: &Quirks, source: &str) {

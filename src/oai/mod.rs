@@ -10,7 +10,9 @@ use std::fmt;
 use std::time::Duration;
 
 pub use client::Client;
-pub use harvest::{HarvestReport, HarvestRequest, PageEvent, Source, harvest};
+pub use harvest::{
+    HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
+};
 
 /// How the harvester treats the upstream: timeouts, retries, flow control, limits.
 #[derive(Clone, Debug, PartialEq, Eq)]

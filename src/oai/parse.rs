@@ -85,6 +85,21 @@ impl Fields {
     pub fn any(self) -> bool {
         self.elements != 0
     }
+
+    /// The set as bits (element `e` is bit `e as u16`), for storing it.
+    pub fn bits(self) -> u16 {
+        self.elements
+    }
+
+    /// The inverse of [`Fields::bits`].
+    pub fn from_bits(elements: u16) -> Fields {
+        Fields { elements }
+    }
+
+    /// Every element of `other` is in this set.
+    pub fn covers(self, other: Fields) -> bool {
+        other.elements & !self.elements == 0
+    }
 }
 
 /// The Dublin Core elements of oai_dc other than `identifier`.
@@ -108,6 +123,24 @@ pub enum DcElement {
 }
 
 impl DcElement {
+    /// Every element, in declaration order (`ALL[e as usize] == e`).
+    pub const ALL: [DcElement; 14] = [
+        Self::Title,
+        Self::Creator,
+        Self::Subject,
+        Self::Description,
+        Self::Publisher,
+        Self::Contributor,
+        Self::Date,
+        Self::Type,
+        Self::Format,
+        Self::Source,
+        Self::Language,
+        Self::Relation,
+        Self::Coverage,
+        Self::Rights,
+    ];
+
     /// The element with this local name in the DC namespace.
     pub fn from_local(local: &str) -> Option<Self> {
         Some(match local {

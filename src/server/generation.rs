@@ -99,6 +99,9 @@ pub struct Summary {
     /// The DiWoo categories, when the repository maps sets to them.
     #[serde(default)]
     pub diwoo: Vec<crate::pipeline::DiwooStats>,
+    /// The harvest that made it: `full`, or `incremental from <date>`.
+    #[serde(default)]
+    pub harvest: String,
 }
 
 /// What a generation's CDIF documents are.

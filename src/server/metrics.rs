@@ -87,6 +87,15 @@ pub struct HarvestLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of a harvest kind.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// `full` or `incremental`.
+    pub kind: &'static str,
+}
+
 /// Labels of the drop gauge.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct DropLabels {
@@ -120,6 +129,10 @@ pub struct Metrics {
     pub stale: Family<RepoLabels, Gauge>,
     /// 1 while the repository has a generation to serve.
     pub serving: Family<RepoLabels, Gauge>,
+    /// 1 while the shrink guard holds a publish back.
+    pub shrink_held: Family<RepoLabels, Gauge>,
+    /// Records the last refresh asked the upstream for (all of them for a full harvest).
+    pub harvested_records: Family<KindLabels, Gauge>,
     /// Upstream requests retried.
     pub upstream_retries: Family<RepoLabels, Counter>,
     /// Waits imposed by an upstream's `Retry-After`.
@@ -217,6 +230,18 @@ impl Default for Metrics {
             "1 when the repository has a generation to serve",
             serving.clone(),
         );
+        let shrink_held = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "shrink_held",
+            "1 while a harvest that would remove more than shrink_guard of the published URLs is held back",
+            shrink_held.clone(),
+        );
+        let harvested_records = Family::<KindLabels, Gauge>::default();
+        registry.register(
+            "last_harvest_records",
+            "Records received by the last complete harvest, by kind (full or incremental)",
+            harvested_records.clone(),
+        );
         let upstream_retries = Family::<RepoLabels, Counter>::default();
         registry.register(
             "upstream_retries",
@@ -265,6 +290,8 @@ impl Default for Metrics {
             last_duration,
             stale,
             serving,
+            shrink_held,
+            harvested_records,
             upstream_retries,
             retry_after_waits,
             upstream_requests,

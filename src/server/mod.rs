@@ -98,6 +98,8 @@ pub struct RepoStatus {
     pub next_refresh: Option<SystemTime>,
     /// The upstream asked not to be asked before this (`Retry-After`).
     pub retry_not_before: Option<SystemTime>,
+    /// A publish the shrink guard holds back.
+    pub held_shrink: Option<crate::store::HeldShrink>,
 }
 
 impl Repo {
@@ -188,6 +190,22 @@ impl Gateway {
                 public_url: repo_public,
             };
             let dir = state_dir.join(&rc.name);
+            // What the store remembers across restarts: a Retry-After not yet over, a held shrink.
+            let remembered = std::fs::create_dir_all(&dir)
+                .map_err(|source| StoreError {
+                    action: "cannot create",
+                    path: dir.clone(),
+                    source,
+                })
+                .and_then(|()| {
+                    crate::store::Store::open(&dir.join(crate::store::FILE))
+                        .and_then(|s| s.state())
+                        .map_err(|e| StoreError {
+                            action: "cannot read the state store",
+                            path: e.path.clone(),
+                            source: std::io::Error::other(e),
+                        })
+                })?;
             let current = match generation::load_current(&dir) {
                 Ok(g) => g,
                 Err(e) => {
@@ -203,7 +221,13 @@ impl Gateway {
                 job,
                 dir,
                 current: RwLock::new(None),
-                status: Mutex::new(RepoStatus::default()),
+                status: Mutex::new(RepoStatus {
+                    retry_not_before: remembered
+                        .retry_not_before
+                        .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)),
+                    held_shrink: remembered.held_shrink,
+                    ..RepoStatus::default()
+                }),
                 refresh_now: Notify::new(),
             };
             if let Some(g) = current {

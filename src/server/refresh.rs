@@ -18,9 +18,11 @@ use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::app::error_chain;
 use crate::classify::Drop;
+use crate::incremental;
 use crate::oai::Client;
 use crate::pipeline::{self, PipelineError};
 use crate::progress::Progress;
+use crate::store::{self, Store};
 
 /// First retry delay after a failed refresh; it doubles per failure, up to the interval.
 const FAILURE_RETRY: Duration = Duration::from_secs(60);
@@ -55,6 +57,10 @@ pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Rece
     let mut due = repo
         .current()
         .map_or(SystemTime::now(), |g| g.created + interval);
+    // A Retry-After remembered from before a restart is honoured too.
+    if let Some(not_before) = repo.status().retry_not_before {
+        due = due.max(not_before);
+    }
     loop {
         repo.update(|s| s.next_refresh = Some(due));
         let wait = due.duration_since(SystemTime::now()).unwrap_or_default();
@@ -311,7 +317,7 @@ fn build_on_own_runtime(
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(&gateway.repos[index], &client) => r,
+            r = build(&gateway.repos[index], &client, &gateway.metrics) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -326,10 +332,24 @@ fn build_on_own_runtime(
 }
 
 /// Harvests and writes the next generation of `repo`; does not swap it in.
-async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError> {
+async fn build(
+    repo: &Repo,
+    client: &Client,
+    metrics: &Metrics,
+) -> Result<Generation, RefreshError> {
     let started = Instant::now();
     let job = &repo.job;
-    let harvested = pipeline::harvest(client, job, &mut Progress::silent()).await?;
+    let policy = &repo.config.policy;
+    let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
+    let (harvested, run) =
+        incremental::harvest(client, job, &mut store, policy, &mut Progress::silent()).await?;
+    metrics
+        .harvested_records
+        .get_or_create(&metrics::KindLabels {
+            repository: repo.config.name.clone(),
+            kind: run.kind.as_str(),
+        })
+        .set(harvested.report.records as i64);
     let scope = pipeline::scope_for(job, &harvested.report.identify.base_url)?;
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
@@ -338,6 +358,16 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
         ))
         .into());
     }
+    let urls = harvested.published.stats.urls;
+    let held = incremental::guard_shrink(&mut store, urls, policy);
+    let labels = metrics::repo(&repo.config.name);
+    metrics
+        .shrink_held
+        .get_or_create(&labels)
+        .set(i64::from(held.is_err()));
+    let state = store.state().map_err(PipelineError::from)?;
+    repo.update(|s| s.held_shrink = state.held_shrink.clone());
+    held?;
     let previous = repo.current();
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
     let rendered = pipeline::render(&harvested, job, &mut writer)?;
@@ -380,8 +410,20 @@ async fn build(repo: &Repo, client: &Client) -> Result<Generation, RefreshError>
                 no_landing_page: s.no_landing_page,
             }),
         diwoo: built.diwoo.clone(),
+        harvest: match &run.from {
+            Some(from) => format!("{} from {from}", run.kind.as_str()),
+            None => run.kind.as_str().to_owned(),
+        },
     };
-    Ok(writer.commit(summary)?)
+    let generation = writer.commit(summary)?;
+    if let Err(e) = incremental::published(&mut store, urls) {
+        // The generation is served; only the shrink guard's reference count is behind.
+        tracing::warn!(
+            repository = repo.config.name,
+            "cannot record the publish: {e}"
+        );
+    }
+    Ok(generation)
 }
 
 /// Refreshes are background work: on Linux, where a thread has a nice value of its own, this

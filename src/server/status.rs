@@ -119,8 +119,16 @@ pub fn render(gateway: &Gateway) -> String {
                     .collect();
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted)</td><td>{}{signmap}{ocx}{cdif}{diwoo}</td><td>{drops}</td><td>{}</td>",
-                    s.records, s.deleted, s.urls, s.shards
+                    "<td>{} ({} deleted){}</td><td>{}{signmap}{ocx}{cdif}{diwoo}</td><td>{drops}</td><td>{}</td>",
+                    s.records,
+                    s.deleted,
+                    if s.harvest.is_empty() {
+                        String::new()
+                    } else {
+                        format!("<br><small>last harvest: {}</small>", escape(&s.harvest))
+                    },
+                    s.urls,
+                    s.shards
                 );
             }
             None => out.push_str("<td></td><td></td><td></td><td></td>"),
@@ -134,6 +142,15 @@ pub fn render(gateway: &Gateway) -> String {
         );
         if status.refreshing {
             out.push_str("<br><i>refreshing now</i>");
+        }
+        if let Some(h) = &status.held_shrink {
+            let _ = write!(
+                out,
+                "<br><span class=\"bad\">shrink held back:</span> a harvest would publish {} \
+                 URLs where {} are published; the next full harvest publishes it if it shows \
+                 the same (or restart with --accept-shrink)",
+                h.harvested, h.published
+            );
         }
         if let Some(e) = &status.last_error {
             let _ = write!(

@@ -28,12 +28,12 @@ use crate::server::{
 };
 
 /// The landing pages of [`numbered`] records live here; exports use it as their scope.
-const SCOPE: &str = "https://repo.example/";
+pub(crate) const SCOPE: &str = "https://repo.example/";
 /// Where exported sitemaps would be served.
-const PUBLIC_URL: &str = "https://sitemaps.example/repo/";
+pub(crate) const PUBLIC_URL: &str = "https://sitemaps.example/repo/";
 
 /// Millisecond backoffs, a few attempts, generous timeouts.
-fn fast() -> HarvestSettings {
+pub(crate) fn fast() -> HarvestSettings {
     HarvestSettings {
         user_agent: "oai-bridge-tests (mailto:tests@repo.example)".to_owned(),
         request_timeout: Duration::from_secs(20),
@@ -665,11 +665,17 @@ async fn no_records_match_answering_a_token_ends_the_list() {
 
 #[tokio::test]
 async fn bad_resumption_token_mid_list_is_a_typed_error() {
-    // OAI-27: badResumptionToken (expired) is not an end of list. The harvest fails with the
-    // code, the server's message, the URL and the page; nothing is published (I-02).
-    let server = TestServer::builder(numbered(15)).page_size(5).start();
-    server.fault_on_page(3, Fault::bad_resumption_token());
+    // OAI-27: badResumptionToken (expired) is not an end of list. The list is started again
+    // (MAX_RESTARTS times); when the token keeps failing, the harvest fails with the code, the
+    // server's message, the URL and the page; nothing is published (I-02).
+    // Newest first: no datestamp order to restart from, so each restart is a whole list.
+    let mut records = numbered(15);
+    records.reverse();
+    let server = TestServer::builder(records).page_size(5).start();
+    server.fault_on_page_always(3, Fault::bad_resumption_token());
     let err = run_all(&server, fast()).await.err();
+    let restarts = oai_bridge::oai::harvest::MAX_RESTARTS as usize;
+    assert_eq!(server.list_requests().len(), 3 * (restarts + 1));
     match &err.kind {
         HarvestErrorKind::Oai { code, message } => {
             assert_eq!(code, "badResumptionToken");
@@ -681,10 +687,15 @@ async fn bad_resumption_token_mid_list_is_a_typed_error() {
         other => panic!("expected an OAI error, got {other:?}"),
     }
     assert_eq!(err.page, 3);
-    assert_eq!(err.token.as_deref(), Some("p=3|k/2+y z"));
+    // The last list's token (two tokens issued per list).
+    assert_eq!(err.token, Some(format!("p=3|k/{}+y z", 2 * (restarts + 1))));
     assert_eq!(
         err.url,
-        format!("{}?{}", server.url(), server.page_requests(3)[0].query)
+        format!(
+            "{}?{}",
+            server.url(),
+            server.page_requests(3).last().unwrap().query
+        )
     );
     let text = err.to_string();
     for part in [err.url.as_str(), "page 3", "badResumptionToken"] {
@@ -927,7 +938,7 @@ async fn deleted_records_publish_nothing_and_datestamps_become_lastmod() {
 
 // --- Exports -------------------------------------------------------------------------------
 
-fn job(server: &TestServer) -> Job {
+pub(crate) fn job(server: &TestServer) -> Job {
     Job {
         request: whole_repository(server),
         scope: vec![Url::parse(SCOPE).unwrap()],
@@ -947,12 +958,14 @@ async fn export_to(server: &TestServer, out: &Path) -> Result<ExportSummary, Exp
         harvest: fast(),
         out: out.to_owned(),
         progress: false,
+        state: None,
+        policy: Default::default(),
     })
     .await
 }
 
 /// Every file of a folder (flat, as exports are) with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .map(|entry| {

@@ -4,6 +4,7 @@
 mod cli;
 mod faults;
 mod golden;
+mod incremental;
 mod props;
 mod serve;
 mod server;

@@ -318,7 +318,11 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     }
 
     // The repository changes, but the refresh fails on its second page.
-    upstream.set_records(numbered(14));
+    let changed = numbered(14).into_iter().map(|mut r| {
+        r.datestamp = "2024-06-02".to_owned();
+        r
+    });
+    upstream.set_records(changed.collect());
     upstream.fault_on_page_always(2, Fault::Status(500));
     g.refresh(0).await;
     let status = g.gateway.repos[0].status();
@@ -1042,6 +1046,27 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
             .contains("oai_bridge_upstream_retry_after_waits_total{repository=\"busy\"}")
     );
     g.stop().await;
+
+    // Issue 5 point 7: the Retry-After is stored; a restarted gateway does not call the
+    // upstream before it is over.
+    let asked = busy.requests().len();
+    let again = Running::start(&text, state.path()).await;
+    let busy_repo = &again.gateway.repos[2];
+    wait_for(
+        || busy_repo.status().next_refresh.is_some(),
+        "the busy repository is scheduled",
+    )
+    .await;
+    let next = busy_repo.status().next_refresh.unwrap();
+    let ahead = next.duration_since(SystemTime::now()).unwrap();
+    assert!(ahead > Duration::from_secs(7000), "{ahead:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        busy.requests().len(),
+        asked,
+        "the upstream was called early"
+    );
+    again.stop().await;
 }
 
 fn binary() -> Command {

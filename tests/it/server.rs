@@ -271,6 +271,7 @@ pub struct Builder {
     claimed_size: Option<u64>,
     response_date: String,
     identify_base_url: Option<String>,
+    deleted_record: &'static str,
 }
 
 impl Builder {
@@ -319,6 +320,12 @@ impl Builder {
         self
     }
 
+    /// What `Identify` says of deletions: `no`, `transient` or `persistent` (the default).
+    pub fn deleted_record(mut self, policy: &'static str) -> Self {
+        self.deleted_record = policy;
+        self
+    }
+
     /// Binds `127.0.0.1:0` and serves. The port is bound before this returns, so requests can
     /// be sent at once. Must be called inside a tokio runtime.
     pub fn start(self) -> TestServer {
@@ -332,10 +339,12 @@ impl Builder {
         let base_url = format!("http://{addr}{PATH}");
         let mut repo = self;
         let records = RwLock::new(std::mem::take(&mut repo.records));
+        let response_date = RwLock::new(repo.response_date.clone());
         let shared = Arc::new(Shared {
             base_url,
             repo,
             records,
+            response_date,
             state: Mutex::new(State::default()),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -368,6 +377,7 @@ impl TestServer {
             claimed_size: None,
             response_date: "2024-06-01T12:00:00Z".to_owned(),
             identify_base_url: None,
+            deleted_record: "persistent",
         }
     }
 
@@ -441,6 +451,15 @@ impl TestServer {
             .unwrap_or_else(|e| e.into_inner()) = records;
     }
 
+    /// Sets the server's clock (`responseDate` of every later response).
+    pub fn set_response_date(&self, date: &str) {
+        *self
+            .shared
+            .response_date
+            .write()
+            .unwrap_or_else(|e| e.into_inner()) = date.to_owned();
+    }
+
     /// Forgets every fault not yet applied.
     pub fn clear_faults(&self) {
         self.shared.state().rules.clear();
@@ -461,6 +480,8 @@ struct Shared {
     repo: Builder,
     /// The records, apart from the builder so that a test can change the repository.
     records: RwLock<Vec<TestRecord>>,
+    /// The server's clock as `responseDate` says it; a test moves it on.
+    response_date: RwLock<String>,
     state: Mutex<State>,
 }
 
@@ -745,10 +766,11 @@ impl Shared {
              <baseURL>{}</baseURL>\n    <protocolVersion>2.0</protocolVersion>\n    \
              <adminEmail>admin@repo.example</adminEmail>\n    \
              <earliestDatestamp>{}</earliestDatestamp>\n    \
-             <deletedRecord>persistent</deletedRecord>\n    \
+             <deletedRecord>{}</deletedRecord>\n    \
              <granularity>{granularity}</granularity>\n  </Identify>",
             esc(&base),
-            esc(earliest)
+            esc(earliest),
+            repo.deleted_record
         )
     }
 
@@ -937,7 +959,7 @@ impl Shared {
              xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
              xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/ http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd\">\n  \
              <responseDate>{}</responseDate>\n  <request{request_attrs}>{}</request>\n{inner}\n</OAI-PMH>\n",
-            esc(&self.repo.response_date),
+            esc(&self.response_date.read().unwrap_or_else(|e| e.into_inner())),
             esc(&self.base_url),
         )
     }

@@ -1,0 +1,553 @@
+//! The repository's durable state, one SQLite file per repository (`store.sqlite`): every record
+//! the upstream has said (identifier, datestamp, deleted flag, sets and the oai_dc fields the
+//! profiles use), the harvest state with its per-page checkpoint, and what was published.
+//!
+//! Each page is applied in one transaction together with the checkpoint that follows it, so a
+//! killed process leaves either the page and its checkpoint or neither. The database runs in WAL
+//! mode with `synchronous=NORMAL`: a crash of the process never loses a committed page; a power
+//! failure may lose the last pages, never consistency, and the next run re-asks for them.
+//! ARCHITECTURE.md says why SQLite.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::datestamp::Datestamp;
+use crate::oai::parse::{DcElement, Record};
+
+/// The store's file name in a repository's state folder.
+pub const FILE: &str = "store.sqlite";
+
+/// Version of the tables; a store of another version is started anew.
+const SCHEMA: i64 = 1;
+
+/// A store error, naming the file and what was being done.
+#[derive(Debug, thiserror::Error)]
+#[error("state store {}: {what}: {source}", path.display())]
+pub struct StoreError {
+    /// The store's file.
+    pub path: PathBuf,
+    /// What was being done.
+    pub what: &'static str,
+    /// SQLite's error.
+    #[source]
+    pub source: rusqlite::Error,
+}
+
+/// What the store knows besides the records: kept as one JSON document, written in the same
+/// transaction as the records it describes.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The upstream the records come from (a store follows one source).
+    pub source: String,
+    /// The sets harvested (empty: the whole repository).
+    pub sets: Vec<String>,
+    /// The oai_dc elements the records hold ([`crate::oai::parse::Fields::bits`]).
+    pub fields: u16,
+    /// The configured datestamp bounds ([`Datestamp::pack`]), which the records respect.
+    #[serde(default)]
+    pub bounds: (Option<i64>, Option<i64>),
+    /// The last complete harvest, full or incremental.
+    pub complete: Option<Complete>,
+    /// When the last complete full harvest ended (Unix seconds).
+    pub last_full: Option<i64>,
+    /// The harvest under way, or interrupted.
+    pub run: Option<Run>,
+    /// Number of the last run started.
+    pub runs: u64,
+    /// The upstream asked not to be called before this time (Unix seconds; `Retry-After`).
+    pub retry_not_before: Option<i64>,
+    /// URLs in the sitemaps last published.
+    pub published_urls: Option<u64>,
+    /// A shrink held back by the guard, waiting for confirmation.
+    pub held_shrink: Option<HeldShrink>,
+}
+
+/// The last complete harvest.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Complete {
+    /// The `responseDate` of its first `ListRecords` response: the next incremental harvest
+    /// starts there (the server's clock, not ours).
+    pub response_date: String,
+    /// The repository's granularity then (`YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`).
+    pub granularity: String,
+    /// The repository's `deletedRecord` then (`no`, `transient`, `persistent`).
+    pub deleted_record: String,
+}
+
+/// A harvest under way. When the process dies, the next run continues it: same number (so a
+/// full harvest's sweep still knows what it saw), same `from`, from its checkpoint.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    /// Records seen by this run carry this number.
+    pub id: u64,
+    /// A full harvest (no `from`): records it did not see are removed when it completes.
+    pub full: bool,
+    /// The `from` bound of an incremental harvest ([`Datestamp::pack`]).
+    pub from: Option<i64>,
+    /// The first `responseDate` the run received.
+    pub response_date: Option<String>,
+    /// Where the list continues after the last page applied.
+    pub checkpoint: Option<Checkpoint>,
+    /// Pages applied.
+    pub pages: u64,
+    /// Records applied.
+    pub records: u64,
+    /// Times the run was resumed after an interruption.
+    pub resumed: u32,
+}
+
+/// Where an interrupted list continues: saved with every page.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Checkpoint {
+    /// The set of the list (`None`: the whole repository).
+    pub set: Option<String>,
+    /// The resumption token to send next.
+    pub token: String,
+    /// The page it leads to.
+    pub page: u64,
+    /// The newest datestamp applied from the list ([`Datestamp::pack`]).
+    pub newest: Option<i64>,
+    /// Whether the list delivered in datestamp order so far.
+    pub ordered: bool,
+}
+
+/// A publish held back because it would remove too many URLs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HeldShrink {
+    /// URLs published.
+    pub published: u64,
+    /// URLs the harvest would publish.
+    pub harvested: u64,
+    /// When it was first held (Unix seconds).
+    pub since: i64,
+}
+
+/// Records and counts as the store holds them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Live records.
+    pub live: u64,
+    /// Deleted records (kept as tombstones with their datestamp).
+    pub deleted: u64,
+}
+
+/// One repository's store.
+#[derive(Debug)]
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (or creates) the store at `path`. A store written by another schema version is
+    /// emptied: the next harvest is a full one.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(fail(path, "cannot configure"))?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(fail(path, "cannot switch to WAL"))?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(fail(path, "cannot configure"))?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(fail(path, "cannot read the schema version"))?;
+        if version != SCHEMA {
+            conn.execute_batch(&format!(
+                "BEGIN;
+                 DROP TABLE IF EXISTS records;
+                 DROP TABLE IF EXISTS state;
+                 CREATE TABLE records (
+                     id TEXT PRIMARY KEY NOT NULL,
+                     datestamp INTEGER,
+                     deleted INTEGER NOT NULL,
+                     sets TEXT NOT NULL,
+                     body BLOB NOT NULL,
+                     seen INTEGER NOT NULL
+                 ) WITHOUT ROWID;
+                 CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
+                 PRAGMA user_version = {SCHEMA};
+                 COMMIT;"
+            ))
+            .map_err(fail(path, "cannot create the tables"))?;
+        }
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The store's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The state; the default for a new store.
+    pub fn state(&self) -> Result<State, StoreError> {
+        let doc: Option<String> = self
+            .conn
+            .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+            .optional()
+            .map_err(fail(&self.path, "cannot read the state"))?;
+        match doc {
+            None => Ok(State::default()),
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+                path: self.path.clone(),
+                what: "cannot parse the state",
+                source: rusqlite::Error::ToSqlConversionFailure(Box::new(e)),
+            }),
+        }
+    }
+
+    /// Saves the state alone.
+    pub fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the state"))
+    }
+
+    /// Removes every record and saves `state`, in one transaction (the store then follows a
+    /// new source, or must be harvested again in full).
+    pub fn reset(&mut self, state: &State) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        tx.execute("DELETE FROM records", [])
+            .map_err(fail(&self.path, "cannot empty the records"))?;
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the reset"))
+    }
+
+    /// Applies one page: each record replaces the stored one unless that one is newer (a repeat
+    /// within a harvest keeps the newest datestamp, OAI-38), and is marked seen by `run`; a
+    /// deleted record becomes a tombstone. Saves `state` (the page's checkpoint) in the same
+    /// transaction.
+    pub fn apply_page(
+        &mut self,
+        run: u64,
+        records: &[Record],
+        state: &State,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(path, "cannot begin a transaction"))?;
+        {
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (id) DO UPDATE SET
+                       seen = excluded.seen,
+                       datestamp = iif(newer, excluded.datestamp, datestamp),
+                       deleted = iif(newer, excluded.deleted, deleted),
+                       sets = iif(newer, excluded.sets, sets),
+                       body = iif(newer, excluded.body, body)"
+                        .replace(
+                            "newer",
+                            "(excluded.datestamp IS NULL OR records.datestamp IS NULL \
+                             OR excluded.datestamp >= records.datestamp)",
+                        )
+                        .as_str(),
+                )
+                .map_err(fail(path, "cannot prepare the record update"))?;
+            let mut body = Vec::new();
+            for r in records {
+                body.clear();
+                if !r.deleted {
+                    encode_body(r, &mut body);
+                }
+                upsert
+                    .execute(params![
+                        r.identifier,
+                        r.datestamp.map(Datestamp::pack),
+                        r.deleted,
+                        r.sets.join("\n"),
+                        body,
+                        run as i64,
+                    ])
+                    .map_err(fail(path, "cannot store a record"))?;
+            }
+        }
+        write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
+        tx.commit().map_err(fail(path, "cannot commit a page"))
+    }
+
+    /// Ends a run: with `sweep`, removes every record that run did not see (a complete full
+    /// harvest is the proof of their deletion, I-06); saves `state`; one transaction. Returns
+    /// how many live records were removed.
+    pub fn finish_run(&mut self, sweep: Option<u64>, state: &State) -> Result<u64, StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        let mut removed = 0;
+        if let Some(run) = sweep {
+            removed =
+                tx.query_row(
+                    "SELECT count(*) FROM records WHERE seen <> ?1 AND deleted = 0",
+                    [run as i64],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(fail(&self.path, "cannot count unseen records"))? as u64;
+            tx.execute("DELETE FROM records WHERE seen <> ?1", [run as i64])
+                .map_err(fail(&self.path, "cannot remove unseen records"))?;
+        }
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the end of a run"))?;
+        Ok(removed)
+    }
+
+    /// Checks the database (SQLite's `integrity_check`) and that the state parses.
+    pub fn verify(&self) -> Result<(), StoreError> {
+        let verdict: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(fail(&self.path, "cannot check integrity"))?;
+        if verdict != "ok" {
+            return Err(StoreError {
+                path: self.path.clone(),
+                what: "damaged",
+                source: rusqlite::Error::InvalidQuery,
+            });
+        }
+        self.state().map(drop)
+    }
+
+    /// Live and deleted records.
+    pub fn counts(&self) -> Result<Counts, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT coalesce(sum(deleted = 0), 0), coalesce(sum(deleted <> 0), 0) FROM records",
+                [],
+                |r| {
+                    Ok(Counts {
+                        live: r.get::<_, i64>(0)? as u64,
+                        deleted: r.get::<_, i64>(1)? as u64,
+                    })
+                },
+            )
+            .map_err(fail(&self.path, "cannot count the records"))
+    }
+
+    /// Calls `f` with every live record, in identifier order; stops at `f`'s first error.
+    pub fn for_each_live<E>(
+        &self,
+        mut f: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a record"))?
+        {
+            let sets: String = row
+                .get(2)
+                .map_err(fail(&self.path, "cannot read a record"))?;
+            let mut record = Record {
+                identifier: row
+                    .get(0)
+                    .map_err(fail(&self.path, "cannot read a record"))?,
+                datestamp: row
+                    .get::<_, Option<i64>>(1)
+                    .map_err(fail(&self.path, "cannot read a record"))?
+                    .map(Datestamp::unpack),
+                deleted: false,
+                sets: if sets.is_empty() {
+                    Vec::new()
+                } else {
+                    sets.split('\n').map(str::to_owned).collect()
+                },
+                dc_identifiers: Vec::new(),
+                dc: Vec::new(),
+            };
+            let body = row
+                .get_ref(3)
+                .and_then(|v| v.as_blob().map_err(Into::into))
+                .map_err(fail(&self.path, "cannot read a record"))?;
+            if !decode_body(body, &mut record) {
+                return Err(StoreError {
+                    path: self.path.clone(),
+                    what: "damaged record",
+                    source: rusqlite::Error::InvalidColumnType(
+                        3,
+                        record.identifier,
+                        rusqlite::types::Type::Blob,
+                    ),
+                });
+            }
+            if let Err(e) = f(record) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
+    move |source| StoreError {
+        path: path.to_owned(),
+        what,
+        source,
+    }
+}
+
+fn write_state(tx: &rusqlite::Transaction<'_>, state: &State) -> rusqlite::Result<()> {
+    let doc = serde_json::to_string(state)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    tx.execute(
+        "INSERT INTO state (k, doc) VALUES (0, ?1) ON CONFLICT (k) DO UPDATE SET doc = excluded.doc",
+        [doc],
+    )?;
+    Ok(())
+}
+
+/// Tag of a `dc:identifier` value in a record body; the other elements are `1 + e as u8`.
+const IDENTIFIER_TAG: u8 = 0;
+
+/// A record's oai_dc values as `tag, length (u32 LE), UTF-8 bytes` triples. Hand-written: a few
+/// lines, and the store reads a million of them per render, so no self-describing format.
+fn encode_body(record: &Record, out: &mut Vec<u8>) {
+    let mut put = |tag: u8, value: &str| {
+        out.push(tag);
+        out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        out.extend_from_slice(value.as_bytes());
+    };
+    for v in &record.dc_identifiers {
+        put(IDENTIFIER_TAG, v);
+    }
+    for (element, v) in &record.dc {
+        put(1 + *element as u8, v);
+    }
+}
+
+/// The inverse of [`encode_body`]; `false` when the bytes are damaged.
+fn decode_body(mut body: &[u8], record: &mut Record) -> bool {
+    while let [tag, rest @ ..] = body {
+        let Some((len, rest)) = rest.split_first_chunk::<4>() else {
+            return false;
+        };
+        let len = u32::from_le_bytes(*len) as usize;
+        let Some(value) = rest.get(..len).and_then(|b| std::str::from_utf8(b).ok()) else {
+            return false;
+        };
+        match tag.checked_sub(1) {
+            None => record.dc_identifiers.push(value.to_owned()),
+            Some(e) => match DcElement::ALL.get(usize::from(e)) {
+                Some(element) => record.dc.push((*element, value.to_owned())),
+                None => return false,
+            },
+        }
+        body = &rest[len..];
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, date: &str, urls: &[&str]) -> Record {
+        Record {
+            identifier: id.to_owned(),
+            datestamp: Datestamp::parse(date),
+            deleted: false,
+            sets: vec!["a:b".into(), "c".into()],
+            dc_identifiers: urls.iter().map(|u| (*u).to_owned()).collect(),
+            dc: vec![
+                (DcElement::Title, "Tïtle".into()),
+                (DcElement::Rights, String::new()),
+            ],
+        }
+    }
+
+    fn live(store: &Store) -> Vec<Record> {
+        let mut out = Vec::new();
+        store
+            .for_each_live(|r| {
+                out.push(r);
+                Ok::<_, ()>(())
+            })
+            .unwrap()
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn records_round_trip_and_keep_the_newest_datestamp() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(FILE)).unwrap();
+        let state = State::default();
+        let a = record("oai:x:1", "2024-05-02", &["https://h/1", "doi:10.1/x"]);
+        store
+            .apply_page(1, std::slice::from_ref(&a), &state)
+            .unwrap();
+        // OAI-38: an older repeat does not replace the record, but marks it seen.
+        let older = record("oai:x:1", "2024-05-01", &["https://h/old"]);
+        store.apply_page(2, &[older], &state).unwrap();
+        assert_eq!(live(&store), std::slice::from_ref(&a));
+        assert_eq!(store.finish_run(Some(2), &state).unwrap(), 0);
+        assert_eq!(live(&store), [a]);
+    }
+
+    #[test]
+    fn deletions_and_the_sweep_of_a_full_harvest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut store = Store::open(&path).unwrap();
+        let mut state = State::default();
+        let records: Vec<_> = (1..=3)
+            .map(|i| record(&format!("oai:x:{i}"), "2024-05-01", &["https://h/"]))
+            .collect();
+        store.apply_page(1, &records, &state).unwrap();
+        let mut gone = record("oai:x:2", "2024-05-03", &[]);
+        gone.deleted = true;
+        store.apply_page(2, &[gone], &state).unwrap();
+        assert_eq!(
+            store.counts().unwrap(),
+            Counts {
+                live: 2,
+                deleted: 1
+            }
+        );
+        // A full run 3 that saw only record 1: records 3 (live) and 2 (tombstone) go.
+        store.apply_page(3, &records[..1], &state).unwrap();
+        state.runs = 3;
+        assert_eq!(store.finish_run(Some(3), &state).unwrap(), 1);
+        assert_eq!(
+            store.counts().unwrap(),
+            Counts {
+                live: 1,
+                deleted: 0
+            }
+        );
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.state().unwrap().runs, 3);
+        assert_eq!(live(&store)[0].identifier, "oai:x:1");
+    }
+
+    #[test]
+    fn damaged_bodies_are_refused() {
+        let mut r = record("i", "2024-01-01", &[]);
+        assert!(!decode_body(&[0, 9, 0, 0, 0, b'x'], &mut r));
+        assert!(!decode_body(&[99, 1, 0, 0, 0, b'x'], &mut r));
+        assert!(!decode_body(&[1, 1, 0], &mut r));
+        assert!(decode_body(&[], &mut r));
+    }
+}
