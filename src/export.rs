@@ -121,7 +121,8 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {
-        incremental::published(store, urls).map_err(PipelineError::from)?;
+        incremental::published(store, urls, rendered.layout.clone())
+            .map_err(PipelineError::from)?;
     }
     let built = Built::new(harvested, scope, rendered);
     Ok(ExportSummary {

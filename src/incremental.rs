@@ -20,6 +20,7 @@ use crate::datestamp::{Datestamp, Granularity};
 use crate::oai::{self, Client, Resume};
 use crate::pipeline::{self, Harvested, Job, PipelineError};
 use crate::progress::Progress;
+use crate::render::sitemap::Layout;
 use crate::store::{Checkpoint, Complete, HeldShrink, Run, State, Store, StoreError};
 
 /// How a repository is refreshed through its store.
@@ -301,11 +302,12 @@ pub fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(),
     })
 }
 
-/// Records a publish of `urls` URLs; a held shrink is settled.
-pub fn published(store: &mut Store, urls: u64) -> Result<(), StoreError> {
+/// Records a publish of `urls` URLs in `layout`; a held shrink is settled.
+pub fn published(store: &mut Store, urls: u64, layout: Layout) -> Result<(), StoreError> {
     let mut state = store.state()?;
     state.published_urls = Some(urls);
     state.held_shrink = None;
+    state.layout = layout;
     store.save_state(&state)
 }
 
@@ -376,7 +378,7 @@ mod tests {
         let policy = Policy::default();
         // Nothing published yet: anything goes.
         guard_shrink(&mut store, 1, &policy).unwrap();
-        published(&mut store, 100).unwrap();
+        published(&mut store, 100, Layout::default()).unwrap();
         guard_shrink(&mut store, 50, &policy).unwrap();
         let err = guard_shrink(&mut store, 49, &policy).unwrap_err();
         assert!(matches!(
@@ -390,7 +392,7 @@ mod tests {
         assert!(store.state().unwrap().held_shrink.is_some());
         // The next complete harvest shows the same: confirmed.
         guard_shrink(&mut store, 40, &policy).unwrap();
-        published(&mut store, 40).unwrap();
+        published(&mut store, 40, Layout::default()).unwrap();
         assert_eq!(store.state().unwrap().held_shrink, None);
         // The operator's override.
         let accept = Policy {

@@ -16,7 +16,7 @@ use crate::progress::Progress;
 use crate::render::ocx::render_ocx;
 use crate::render::robots::{render_cdif_group, render_robots};
 use crate::render::signmap::render_signmaps;
-use crate::render::sitemap::{render_index, render_shards};
+use crate::render::sitemap::{Layout, render_index, render_laid_out, render_shards};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 use crate::signposts::{CollectError, Resolved, SignStats, Signposts};
@@ -208,6 +208,9 @@ pub struct Harvested {
     pub signposts: Option<Resolved>,
     /// Each DiWoo category's URLs, by category number (`job.diwoo`).
     pub diwoo: Vec<(u8, Published)>,
+    /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
+    /// when there is no earlier generation to follow.
+    pub layout: Layout,
 }
 
 /// One DiWoo category being collected: the records of its sets.
@@ -291,6 +294,7 @@ impl Collectors {
                 .map(|cat| (cat.number, cat.inventory.finish()))
                 .collect(),
             report,
+            layout: Layout::default(),
         })
     }
 
@@ -383,7 +387,9 @@ pub fn collect_stored(
     let scope = scope_for(job, &report.identify.base_url)?;
     let mut c = Collectors::new(job, scope, &report.identify.base_url)?;
     store.for_each_live(|record| c.add(&record))??;
-    c.finish(report)
+    let mut harvested = c.finish(report)?;
+    harvested.layout = store.state()?.layout;
+    Ok(harvested)
 }
 
 /// Says why nothing would be published, as an operator can act on it.
@@ -457,9 +463,13 @@ pub fn render<S: FileSink>(
     }
     let ext = if job.gzip { "xml.gz" } else { "xml" };
     let mut sitemap = Shards::new(&job.public_url, "sitemap", ext);
-    render_shards(published.iter(), job.limits, |shard| {
-        sitemap.put(sink, &shard)
-    })?;
+    let mut layout = harvested.layout.clone();
+    render_laid_out(
+        published.iter(),
+        job.limits,
+        &mut layout,
+        |number, shard| sitemap.put_numbered(sink, number, &shard),
+    )?;
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink, INDEX_NAME)?.into_iter().collect();
     let mut signmap_index = None;
@@ -543,6 +553,7 @@ pub fn render<S: FileSink>(
         ocx_index,
         cdif_index,
         diwoo,
+        layout,
     })
 }
 
@@ -568,7 +579,18 @@ impl<'a> Shards<'a> {
 
     /// Stores the next shard.
     fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), PipelineError> {
-        let name = format!("{}-{}.{}", self.prefix, self.names.len() + 1, self.ext);
+        let number = self.names.len() as u32 + 1;
+        self.put_numbered(sink, number, shard)
+    }
+
+    /// Stores a shard as `{prefix}-{number}.{ext}`.
+    fn put_numbered<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        number: u32,
+        shard: &Shard,
+    ) -> Result<(), PipelineError> {
+        let name = format!("{}-{number}.{}", self.prefix, self.ext);
         sink.put_shard(&name, &shard.bytes)
             .map_err(|e| PipelineError::Sink(Box::new(e)))?;
         self.entries
@@ -645,6 +667,8 @@ pub struct Rendered {
     pub cdif_index: Option<Url>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
+    /// The sitemap's layout after this render, to follow next time.
+    pub layout: Layout,
 }
 
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.

@@ -62,6 +62,9 @@ pub struct State {
     pub published_urls: Option<u64>,
     /// A shrink held back by the guard, waiting for confirmation.
     pub held_shrink: Option<HeldShrink>,
+    /// The published sitemap's layout: which shard holds which URLs.
+    #[serde(default)]
+    pub layout: crate::render::sitemap::Layout,
 }
 
 /// The last complete harvest.

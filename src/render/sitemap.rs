@@ -109,6 +109,75 @@ pub fn render_shards<'a, E>(
     )
 }
 
+/// Which shard each URL belongs to, kept from one generation to the next so that a URL stays in
+/// its shard: shard `n` holds the URLs from its range's first URL up to the next range's, in
+/// URL (byte) order. A refresh then changes only the shards whose URLs changed; a shard that
+/// outgrows the limits is split, its first part keeping the number and the rest getting new
+/// ones. A fresh layout packs the URLs into as few shards as the limits allow.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Layout {
+    /// `(first URL, shard number)` of each range, in URL order; the first range starts below
+    /// every URL (`""`). Empty for a fresh layout.
+    pub ranges: Vec<(String, u32)>,
+}
+
+/// [`render_shards`] through a [`Layout`]: `emit` gets each shard with its number, in URL order;
+/// a range without URLs has no file. `layout` is updated with the ranges split on the way.
+pub fn render_laid_out<'a, E>(
+    items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
+    limits: Limits,
+    layout: &mut Layout,
+    mut emit: impl FnMut(u32, Shard) -> Result<(), E>,
+) -> Result<usize, E> {
+    let old = if layout.ranges.is_empty() {
+        vec![(String::new(), 1)]
+    } else {
+        std::mem::take(&mut layout.ranges)
+    };
+    let mut next_number = old.iter().map(|(_, n)| *n).max().unwrap_or(0) + 1;
+    let mut count = 0;
+    let mut run: Vec<(&'a str, Option<Datestamp>)> = Vec::new();
+    let mut ranges = old.into_iter().peekable();
+    let mut current = ranges.next().expect("a layout has a range");
+    // Renders the URLs of one range: the first shard keeps the range's number; when they no
+    // longer fit one shard, each further shard starts a new range at its first URL.
+    let mut flush = |range: (String, u32),
+                     run: &mut Vec<(&'a str, Option<Datestamp>)>,
+                     count: &mut usize|
+     -> Result<(), E> {
+        let mut first = 0;
+        let mut number = range.1;
+        layout.ranges.push(range);
+        render_shards(run.iter().copied(), limits, |shard| {
+            if first > 0 {
+                number = next_number;
+                next_number += 1;
+                layout.ranges.push((run[first].0.to_owned(), number));
+            }
+            first += shard.urls;
+            *count += 1;
+            emit(number, shard)
+        })?;
+        run.clear();
+        Ok(())
+    };
+    for item in items {
+        while ranges
+            .peek()
+            .is_some_and(|(start, _)| item.0 >= start.as_str())
+        {
+            let range = std::mem::replace(&mut current, ranges.next().expect("peeked"));
+            flush(range, &mut run, &mut count)?;
+        }
+        run.push(item);
+    }
+    flush(current, &mut run, &mut count)?;
+    for range in ranges {
+        flush(range, &mut run, &mut count)?;
+    }
+    Ok(count)
+}
+
 /// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one; the caller adds
 /// what else the entry holds and `</url>`.
 pub fn write_url_start(
@@ -214,6 +283,97 @@ pub fn render_index<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn laid_out(urls: &[String], limits: Limits, layout: &mut Layout) -> Vec<(u32, Shard)> {
+        let mut out = Vec::new();
+        let items = urls.iter().map(|u| (u.as_str(), None));
+        render_laid_out(items, limits, layout, |n, s| {
+            out.push((n, s));
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+        out
+    }
+
+    fn urls(ids: impl IntoIterator<Item = u32>) -> Vec<String> {
+        let mut v: Vec<String> = ids
+            .into_iter()
+            .map(|i| format!("https://h/r/{i:05}"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_fresh_layout_packs_like_the_plain_splitter() {
+        let limits = Limits {
+            max_urls: 10,
+            ..Limits::default()
+        };
+        let all = urls(0..35);
+        let mut layout = Layout::default();
+        let got = laid_out(&all, limits, &mut layout);
+        let plain = shards(
+            &all.iter().map(|u| (u.as_str(), None)).collect::<Vec<_>>(),
+            limits,
+        );
+        assert_eq!(
+            got.iter().map(|(n, _)| *n).collect::<Vec<_>>(),
+            [1, 2, 3, 4]
+        );
+        assert_eq!(got.into_iter().map(|(_, s)| s).collect::<Vec<_>>(), plain);
+        assert_eq!(layout.ranges.len(), 4);
+        assert_eq!(layout.ranges[0].0, "");
+        assert_eq!(layout.ranges[1].0, all[10]);
+    }
+
+    #[test]
+    fn shards_keep_their_urls_and_only_changed_ones_change() {
+        // Issue 5 point 8: a change of a few URLs rewrites only the shards holding them.
+        let limits = Limits {
+            max_urls: 10,
+            ..Limits::default()
+        };
+        let mut layout = Layout::default();
+        let before = laid_out(&urls(0..40), limits, &mut layout);
+        // URL 15 goes, URL 15.5 arrives in the same range; 100 and 101 come at the end.
+        let mut next: Vec<u32> = (0..40).filter(|i| *i != 15).collect();
+        next.extend([100, 101]);
+        let mut changed = urls(next);
+        changed.push("https://h/r/00015a".to_owned());
+        changed.sort();
+        let after = laid_out(&changed, limits, &mut layout);
+        // Shard 4 (URLs 30-39) is full, so 100 and 101 start shard 5.
+        let numbers: Vec<u32> = after.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, [1, 2, 3, 4, 5], "{layout:?}");
+        for ((n0, s0), (_, s1)) in before.iter().zip(&after) {
+            assert_eq!(s0.bytes == s1.bytes, *n0 != 2, "shard {n0}");
+        }
+    }
+
+    #[test]
+    fn an_outgrown_range_splits_with_new_numbers_and_empty_ranges_have_no_file() {
+        let limits = Limits {
+            max_urls: 10,
+            ..Limits::default()
+        };
+        let mut layout = Layout::default();
+        laid_out(&urls(0..30), limits, &mut layout);
+        // Shard 2 (URLs 10-19) gets 15 more; shard 1's URLs all go.
+        let mut changed = urls(10..30);
+        changed.extend((0..15).map(|k| format!("https://h/r/00012x{k:02}")));
+        changed.sort();
+        let after = laid_out(&changed, limits, &mut layout);
+        let numbers: Vec<u32> = after.iter().map(|(n, _)| *n).collect();
+        assert_eq!(numbers, [2, 4, 5, 3], "{layout:?}");
+        assert!(after.iter().all(|(_, s)| s.urls <= 10));
+        assert_eq!(
+            after.iter().map(|(_, s)| s.urls).sum::<usize>(),
+            changed.len()
+        );
+        // The range of shard 1 is kept for URLs that may come back.
+        assert_eq!(layout.ranges[0], (String::new(), 1));
+    }
 
     fn shards(items: &[(&str, Option<&str>)], limits: Limits) -> Vec<Shard> {
         let mut out = Vec::new();

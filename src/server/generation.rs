@@ -476,6 +476,47 @@ impl<'a> Writer<'a> {
         Ok(last_modified)
     }
 
+    /// Takes an `.xml` file identical to the previous generation's, with its gzip sibling, by
+    /// hard-linking both from there: not written, synced or compressed again, and with the same
+    /// validators. `false` when the file changed or cannot be linked (it is then written).
+    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<bool, StoreError> {
+        let Some(previous) = self.previous else {
+            return Ok(false);
+        };
+        let gz = format!("{name}.gz");
+        let (Some((_, old)), Some((_, old_gz))) = (previous.file(name), previous.file(&gz)) else {
+            return Ok(false);
+        };
+        if old.len != bytes.len() as u64 || old.etag != etag_header(&content_hash(bytes)) {
+            return Ok(false);
+        }
+        let mut linked: Vec<PathBuf> = Vec::new();
+        for meta in [old, old_gz] {
+            let to = self.staging.path().join(&meta.name);
+            if let Err(e) = fs::hard_link(previous.dir.join(&meta.name), &to) {
+                tracing::debug!(
+                    file = meta.name,
+                    "cannot link the unchanged file, writing it: {e}"
+                );
+                for path in &linked {
+                    fs::remove_file(path).map_err(store_err("cannot remove", path))?;
+                }
+                return Ok(false);
+            }
+            linked.push(to);
+        }
+        for meta in [old, old_gz] {
+            let etag = meta.etag.to_str().unwrap_or_default();
+            self.files.push(StoredFile {
+                name: meta.name.clone(),
+                len: meta.len,
+                hash: etag.trim_matches('"').to_owned(),
+                last_modified: secs(meta.last_modified),
+            });
+        }
+        Ok(true)
+    }
+
     /// Bytes written so far.
     pub fn bytes(&self) -> u64 {
         self.files.iter().map(|f| f.len).sum()
@@ -540,6 +581,9 @@ impl FileSink for Writer<'_> {
     /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
         if name == "robots.txt" {
+            return Ok(());
+        }
+        if name.ends_with(".xml") && self.link_unchanged(name, bytes)? {
             return Ok(());
         }
         let changed = self.store(name, bytes, None)?;

@@ -371,6 +371,7 @@ async fn build(
     let previous = repo.current();
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
     let rendered = pipeline::render(&harvested, job, &mut writer)?;
+    let layout = rendered.layout.clone();
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
     let summary = Summary {
@@ -416,7 +417,7 @@ async fn build(
         },
     };
     let generation = writer.commit(summary)?;
-    if let Err(e) = incremental::published(&mut store, urls) {
+    if let Err(e) = incremental::published(&mut store, urls, layout) {
         // The generation is served; only the shrink guard's reference count is behind.
         tracing::warn!(
             repository = repo.config.name,

@@ -401,6 +401,88 @@ async fn validators_follow_content_not_refreshes() {
     g.stop().await;
 }
 
+/// Issue 5 point 8: shards are stable. Records keep their shard across refreshes; a refresh
+/// that adds, changes and deletes a few records changes only the shards holding them, and every
+/// other shard keeps its bytes, ETag and Last-Modified; its files are linked, not rewritten.
+#[tokio::test]
+async fn a_small_change_rewrites_only_the_shards_holding_it() {
+    let ids = |r: std::ops::RangeInclusive<usize>| {
+        r.map(|i| {
+            TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                .url(&format!("https://repo.example/record/{i:03}"))
+        })
+        .collect::<Vec<_>>()
+    };
+    let upstream = TestServer::builder(ids(1..=30)).page_size(10).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+    let names: Vec<String> = (1..=6).map(|n| format!("/r/sitemap-{n}.xml")).collect();
+    let mut before = Vec::new();
+    for name in &names {
+        before.push(g.get(name).await);
+    }
+    let inode = |name: &str| {
+        use std::os::unix::fs::MetadataExt;
+        let repo = state.path().join("r");
+        let id = std::fs::read_to_string(repo.join("current")).unwrap();
+        std::fs::metadata(repo.join(id.trim()).join(name))
+            .unwrap()
+            .ino()
+    };
+    let fourth_inode = inode("sitemap-4.xml.gz");
+
+    // Shard n holds records 5n-4..5n. Record 3 is deleted (shard 1), record 7 changes its URL
+    // within shard 2's range, and record 31 arrives after the last URL. Packed anew, every
+    // shard after the first would shift by one URL; here shards 3-6 stay as they were.
+    let mut records = ids(1..=31);
+    records[2] = TestRecord::new("oai:test:3", "2024-06-02").deleted();
+    records[6] =
+        TestRecord::new("oai:test:7", "2024-06-02").url("https://repo.example/record/007b");
+    records[30].datestamp = "2024-06-02".to_owned();
+    upstream.set_records(records);
+    upstream.set_response_date("2024-06-03T00:00:00Z");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    g.refresh(0).await;
+    assert!(g.gateway.repos[0].status().last_error.is_none());
+    for (name, old) in names.iter().zip(&before) {
+        let now = g.get(name).await;
+        let changed = name.ends_with("-1.xml") || name.ends_with("-2.xml");
+        assert_eq!(now.body != old.body, changed, "{name}");
+        assert_eq!(now.header("etag") != old.header("etag"), changed, "{name}");
+        assert_eq!(
+            now.header("last-modified") != old.header("last-modified"),
+            changed,
+            "{name}"
+        );
+    }
+    assert!(
+        g.get("/r/sitemap-2.xml")
+            .await
+            .text()
+            .contains("record/007b")
+    );
+    assert!(
+        !g.get("/r/sitemap-1.xml")
+            .await
+            .text()
+            .contains("record/003")
+    );
+    // Shard 6 was full: the new record starts shard 7.
+    assert!(
+        g.get("/r/sitemap-7.xml")
+            .await
+            .text()
+            .contains("record/031")
+    );
+    assert_eq!(
+        inode("sitemap-4.xml.gz"),
+        fourth_inode,
+        "an unchanged shard is linked from the previous generation, not written again"
+    );
+    g.stop().await;
+}
+
 /// H-02, H-05, H-06, H-07, H-08 and exact path matching.
 #[tokio::test]
 async fn conditional_requests_head_gzip_and_errors() {
