@@ -13,20 +13,33 @@
 //! `--expected-urls FILE` writes that URL set (the distinct in-scope URLs of live records, sorted
 //! bytewise), computed from the generator rather than from the XML, as a third opinion.
 //!
+//! `--changed-every N` makes a later state of the same repository, for incremental harvests: every
+//! N-th record has changed (a new datestamp in September 2025, a revised title; every second one
+//! of them is deleted). A request with `from` on or after 2025-01-01 (every original datestamp is
+//! older) lists exactly the changed records; an earlier `from` is refused. `--response-date`
+//! sets the server's clock. `GET /count` answers how many requests were served.
+//!
 //! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
-//!                         [--seed S]
+//!                         [--seed S] [--changed-every N] [--response-date D]
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const REPO_HOST: &str = "127.0.0.1";
-const DATE: &str = "2025-06-01T12:00:00Z";
+/// The server's clock (`responseDate`), `--response-date`.
+static DATE: OnceLock<String> = OnceLock::new();
+/// Requests served (`GET /count`).
+static REQUESTS: AtomicU64 = AtomicU64::new(0);
+/// Changed records carry datestamps from here on; `from` must be at least `FROM_MIN`.
+const CHANGED_FROM: i64 = 1_756_684_800; // 2025-09-01T00:00:00Z
+const FROM_MIN: &str = "2025-01-01";
 
 struct Options {
     records: u64,
@@ -34,6 +47,14 @@ struct Options {
     port: u16,
     expected_urls: Option<String>,
     seed: u64,
+    /// Every N-th record changed (0: none).
+    changed_every: u64,
+}
+
+impl Options {
+    fn changed(&self, id: u64) -> bool {
+        self.changed_every > 0 && id % self.changed_every == 0
+    }
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -43,7 +64,9 @@ fn parse_args() -> Result<Options, String> {
         port: 8765,
         expected_urls: None,
         seed: 42,
+        changed_every: 0,
     };
+    let mut date = "2025-06-01T12:00:00Z".to_owned();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{a} needs a value"));
@@ -55,9 +78,13 @@ fn parse_args() -> Result<Options, String> {
             "--port" => o.port = value()?.parse().map_err(|e| format!("--port: {e}"))?,
             "--seed" => o.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--expected-urls" => o.expected_urls = Some(value()?),
+            "--changed-every" => {
+                o.changed_every = value()?.parse().map_err(|e| format!("--changed-every: {e}"))?
+            }
+            "--response-date" => date = value()?,
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D]"
                 );
                 std::process::exit(0);
             }
@@ -67,6 +94,7 @@ fn parse_args() -> Result<Options, String> {
     if o.page_size == 0 {
         return Err("--page-size must be at least 1".into());
     }
+    DATE.set(date).expect("set once");
     Ok(o)
 }
 
@@ -197,11 +225,21 @@ struct Site {
 }
 
 /// Appends one `<record>` for record `id` to `out`; pushes its in-scope URLs onto `urls`.
-fn render_record(out: &mut String, id: u64, seed: u64, site: &Site, urls: &mut Vec<String>) {
-    let mut r = Rng::new(seed, id);
-    let deleted = r.chance(2);
-    // Datestamps between 2010 and 2025.
-    let secs = 1_262_304_000 + r.below(15 * 365 * 86_400) as i64;
+fn render_record(
+    out: &mut String,
+    id: u64,
+    o: &Options,
+    site: &Site,
+    urls: &mut Vec<String>,
+) {
+    let mut r = Rng::new(o.seed, id);
+    let changed = o.changed(id);
+    let deleted = r.chance(2) || (changed && (id / o.changed_every) % 2 == 0);
+    // Datestamps between 2010 and 2025; changed records' in September 2025.
+    let mut secs = 1_262_304_000 + r.below(15 * 365 * 86_400) as i64;
+    if changed {
+        secs = CHANGED_FROM + (id % 86_400) as i64;
+    }
     let (y, mo, d) = civil(secs.div_euclid(86_400));
     let tod = secs.rem_euclid(86_400);
     let set = r.below(40);
@@ -228,6 +266,9 @@ fn render_record(out: &mut String, id: u64, seed: u64, site: &Site, urls: &mut V
          http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
     );
     out.push_str("<dc:title>");
+    if changed {
+        out.push_str("Revised: ");
+    }
     let n = 6 + r.below(9) as usize;
     capitalised_words(&mut r, out, n);
     if r.chance(30) {
@@ -336,7 +377,8 @@ fn envelope_open(out: &mut String, site: &Site, request_attrs: &str) {
          xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
          xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/ \
          http://www.openarchives.org/OAI/2.0/OAI-PMH.xsd\">\n\
-         <responseDate>{DATE}</responseDate>\n<request{request_attrs}>{}</request>\n",
+         <responseDate>{}</responseDate>\n<request{request_attrs}>{}</request>\n",
+        DATE.get().expect("set at start"),
         site.base_url
     );
 }
@@ -353,56 +395,84 @@ fn http_response(status: &str, body: &[u8]) -> Arc<[u8]> {
     v.into()
 }
 
-fn token_for(cursor: u64) -> String {
+fn token_for(cursor: u64, list: List) -> String {
     // Pipes and a slash, as real servers use, so clients must percent-encode the token.
-    format!("oai_dc|{cursor}|/bench")
+    match list {
+        List::All => format!("oai_dc|{cursor}|/bench"),
+        List::Changed => format!("oai_dc|{cursor}|/changed"),
+    }
 }
 
-fn cursor_of(token: &str) -> Option<u64> {
+fn cursor_of(token: &str) -> Option<(u64, List)> {
     let rest = token.strip_prefix("oai_dc|")?;
     let (cursor, tail) = rest.split_once('|')?;
-    (tail == "/bench").then(|| cursor.parse().ok()).flatten()
+    let list = match tail {
+        "/bench" => List::All,
+        "/changed" => List::Changed,
+        _ => return None,
+    };
+    Some((cursor.parse().ok()?, list))
+}
+
+/// The whole repository, or the records changed since [`FROM_MIN`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum List {
+    All,
+    Changed,
 }
 
 /// All responses, rendered.
 struct Pages {
     list: Vec<Arc<[u8]>>,
+    /// The pages of the changed records' list.
+    changed: Vec<Arc<[u8]>>,
     identify: Arc<[u8]>,
     page_size: u64,
     base_url: String,
 }
 
-fn render_page(o: &Options, site: &Site, page: u64, urls: &mut Vec<String>) -> (Vec<u8>, u64) {
+fn render_page(
+    o: &Options,
+    site: &Site,
+    page: u64,
+    list: List,
+    urls: &mut Vec<String>,
+) -> (Vec<u8>, u64) {
+    // The list's records: every one, or every N-th (the changed ones).
+    let (total, id_at) = match list {
+        List::All => (o.records, 1),
+        List::Changed => (o.records / o.changed_every.max(1), o.changed_every.max(1)),
+    };
     let start = page * o.page_size;
-    let end = (start + o.page_size).min(o.records);
+    let end = (start + o.page_size).min(total);
     let mut out = String::with_capacity(((end - start) * 2300) as usize + 1024);
-    let attrs = if page == 0 {
-        " verb=\"ListRecords\" metadataPrefix=\"oai_dc\"".to_owned()
-    } else {
-        format!(
+    let attrs = match (page, list) {
+        (0, List::All) => " verb=\"ListRecords\" metadataPrefix=\"oai_dc\"".to_owned(),
+        (0, List::Changed) => {
+            format!(" verb=\"ListRecords\" metadataPrefix=\"oai_dc\" from=\"{FROM_MIN}\"")
+        }
+        _ => format!(
             " verb=\"ListRecords\" resumptionToken=\"{}\"",
-            token_for(start)
-        )
+            token_for(start, list)
+        ),
     };
     envelope_open(&mut out, site, &attrs);
     out.push_str("<ListRecords>\n");
     let records_start = out.len();
-    for id in start..end {
-        render_record(&mut out, id + 1, o.seed, site, urls);
+    for i in start..end {
+        render_record(&mut out, (i + 1) * id_at, o, site, urls);
     }
     let record_bytes = (out.len() - records_start) as u64;
-    if end < o.records {
+    if end < total {
         let _ = writeln!(
             out,
-            "<resumptionToken completeListSize=\"{}\" cursor=\"{start}\">{}</resumptionToken>",
-            o.records,
-            token_for(end)
+            "<resumptionToken completeListSize=\"{total}\" cursor=\"{start}\">{}</resumptionToken>",
+            token_for(end, list)
         );
     } else if page > 0 {
         let _ = writeln!(
             out,
-            "<resumptionToken completeListSize=\"{}\" cursor=\"{start}\"/>",
-            o.records
+            "<resumptionToken completeListSize=\"{total}\" cursor=\"{start}\"/>"
         );
     }
     out.push_str("</ListRecords>\n</OAI-PMH>\n");
@@ -427,7 +497,7 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
                 let mut record_bytes = 0;
                 let mut max_page = 0;
                 for p in from..to {
-                    let (body, rb) = render_page(o, site, p, &mut urls);
+                    let (body, rb) = render_page(o, site, p, List::All, &mut urls);
                     record_bytes += rb;
                     max_page = max_page.max(body.len());
                     list.push(http_response("200 OK", &body));
@@ -457,6 +527,17 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
          </Identify>\n</OAI-PMH>\n",
         site.base_url
     );
+    let changed_pages = if o.changed_every > 0 {
+        (o.records / o.changed_every).div_ceil(o.page_size)
+    } else {
+        0
+    };
+    let changed = (0..changed_pages)
+        .map(|p| {
+            let (body, _) = render_page(o, &site, p, List::Changed, &mut Vec::new());
+            http_response("200 OK", &body)
+        })
+        .collect();
     let total: usize = list.iter().map(|p| p.len()).sum();
     eprintln!(
         "oai-bench-server: {} records in {} pages of {}; {:.1} MB in all, {:.0} bytes a record on average, largest page {:.2} MB",
@@ -470,6 +551,7 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
     (
         Pages {
             list,
+            changed,
             identify: http_response("200 OK", identify.as_bytes()),
             page_size: o.page_size,
             base_url: site.base_url,
@@ -522,12 +604,18 @@ fn oai_error(pages: &Pages, code: &str, message: &str) -> Arc<[u8]> {
 
 fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    if path == "/count" {
+        let n = REQUESTS.load(Ordering::Relaxed);
+        return http_response("200 OK", format!("{n}\n").as_bytes());
+    }
+    REQUESTS.fetch_add(1, Ordering::Relaxed);
     if path != "/oai/request" {
         return http_response("404 Not Found", b"not found\n");
     }
     let mut verb = None;
     let mut prefix = None;
     let mut token = None;
+    let mut from = None;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let v = percent_decode(v);
@@ -535,20 +623,39 @@ fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
             "verb" => verb = Some(v),
             "metadataPrefix" => prefix = Some(v),
             "resumptionToken" => token = Some(v),
+            "from" => from = Some(v),
             _ => return oai_error(pages, "badArgument", "unknown argument"),
         }
     }
     match verb.as_deref() {
         Some("Identify") => pages.identify.clone(),
-        Some("ListRecords") => match (prefix.as_deref(), token.as_deref()) {
-            (Some("oai_dc"), None) => pages.list[0].clone(),
-            (Some(_), None) => oai_error(pages, "cannotDisseminateFormat", "only oai_dc"),
-            (None, Some(t)) => match cursor_of(t) {
-                Some(c) if c % pages.page_size == 0 && ((c / pages.page_size) as usize) < pages.list.len() => {
-                    pages.list[(c / pages.page_size) as usize].clone()
-                }
-                _ => oai_error(pages, "badResumptionToken", "unknown token"),
+        Some("ListRecords") => match (prefix.as_deref(), token.as_deref(), from.as_deref()) {
+            (Some("oai_dc"), None, None) => pages.list[0].clone(),
+            (Some("oai_dc"), None, Some(f)) if f >= FROM_MIN => match pages.changed.first() {
+                Some(page) => page.clone(),
+                None => oai_error(pages, "noRecordsMatch", "nothing changed"),
             },
+            (Some("oai_dc"), None, Some(_)) => oai_error(
+                pages,
+                "badArgument",
+                "the benchmark server answers from only from 2025-01-01 on",
+            ),
+            (Some(_), None, _) => oai_error(pages, "cannotDisseminateFormat", "only oai_dc"),
+            (None, Some(t), None) => {
+                let size = pages.page_size;
+                let page = cursor_of(t).and_then(|(c, list)| {
+                    let list = match list {
+                        List::All => &pages.list,
+                        List::Changed => &pages.changed,
+                    };
+                    (c % size == 0).then_some(())?;
+                    list.get((c / size) as usize)
+                });
+                match page {
+                    Some(p) => p.clone(),
+                    None => oai_error(pages, "badResumptionToken", "unknown token"),
+                }
+            }
             _ => oai_error(pages, "badArgument", "metadataPrefix or resumptionToken"),
         },
         _ => oai_error(pages, "badVerb", "unsupported verb"),

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Turns the measurements of benches/incremental/run.sh into a Markdown report on stdout.
+
+Usage: report.py WORK_DIR RECORDS CHANGED_EVERY
+"""
+
+import os
+import platform
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "harvest"))
+from report import compare, read_lines, read_time  # noqa: E402
+
+TARGET_SHARE = 0.05  # an incremental refresh costs at most 5% of a full harvest
+TARGET_RESTART_S = 2.0
+TARGET_RSS_MIB = 200.0
+
+
+def main():
+    work, records, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    w = lambda name: os.path.join(work, name)  # noqa: E731
+
+    def measured(name):
+        t = read_time(w(name + ".time"))
+        req = int(open(w(name + ".requests")).read().strip())
+        cpu = t["user"] + t["sys"]
+        return {"cpu": cpu, "user": t["user"], "sys": t["sys"], "wall": t["wall"],
+                "rss": t["rss_kib"] / 1024, "exit": t["exit"], "requests": req}
+
+    plain, full, inc = measured("plain"), measured("full"), measured("incremental")
+    got = sorted(read_lines(w("incremental.urls")) or [])
+    expected = sorted(read_lines(w("expected.urls")) or [])
+    same, only_got, missing = compare(got, expected)
+    start, index_at, shard = open(w("restart")).read().split()
+    restart = float(index_at) - float(start)
+    hwm = int(open(w("gateway.hwm")).read().strip()) / 1024
+    cpu_share = inc["cpu"] / full["cpu"]
+    req_share = inc["requests"] / full["requests"]
+    rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    changed = records // every
+
+    def fmt(x, d=2):
+        return f"{x:,.{d}f}"
+
+    out = []
+    out.append("# Incremental benchmark results\n")
+    out.append(
+        f"Synthetic repository of {records:,} records (`benches/harvest/server`), then the same with every "
+        f"{every}th record changed: {changed:,} records ({100 / every:g}%), half of them updated (new "
+        f"datestamp, revised title) and half deleted. Machine: {platform.machine()}, "
+        f"{os.cpu_count()} cores, Linux {platform.release()}. oai-bridge at {rev}.\n"
+    )
+    out.append("Reproduce with:\n\n```sh\nbash benches/incremental/run.sh\n```\n")
+    out.append("| | CPU-seconds (user + sys) | upstream requests | wall (s) | peak RSS (MiB) | exit |")
+    out.append("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for label, m in [("plain export, no store (the reference)", plain),
+                     ("full harvest through the store (`export --state`)", full),
+                     ("incremental refresh after the change (`export --state`)", inc)]:
+        out.append(f"| {label} | {fmt(m['cpu'])} ({fmt(m['user'])} + {fmt(m['sys'])}) | {m['requests']:,} | "
+                   f"{fmt(m['wall'])} | {fmt(m['rss'], 1)} | {m['exit']} |")
+    out.append("")
+    out.append(f"The store costs {fmt(full['cpu'] / plain['cpu'])}x the CPU of a plain export on a full harvest "
+               f"(SQLite inserts, then reading the records back to render).\n")
+    out.append("| target | measured | verdict |")
+    out.append("| --- | --- | --- |")
+    verdict = lambda ok: "**pass**" if ok else "**FAIL**"  # noqa: E731
+    out.append(f"| incremental CPU at most 5% of the full harvest's | {fmt(100 * cpu_share, 1)}% "
+               f"({fmt(inc['cpu'])} s of {fmt(full['cpu'])} s) | {verdict(cpu_share <= TARGET_SHARE)} |")
+    out.append(f"| incremental upstream requests at most 5% of the full harvest's | {fmt(100 * req_share, 1)}% "
+               f"({inc['requests']:,} of {full['requests']:,}) | {verdict(req_share <= TARGET_SHARE)} |")
+    out.append(f"| the incremental result equals the changed repository's URL set | {len(got):,} URLs vs "
+               f"{len(expected):,} expected; {only_got} extra, {missing} missing | {verdict(same)} |")
+    out.append(f"| a restarted gateway serves the persisted generation within 2 s | index 200 after "
+               f"{fmt(restart, 3)} s (upstream stopped); first shard {shard} | "
+               f"{verdict(restart <= TARGET_RESTART_S and shard == '200')} |")
+    out.append(f"| serving 1,000,000 records: peak RSS under 200 MiB besides the cache | gateway VmHWM "
+               f"{fmt(hwm, 1)} MiB after its full refresh | {verdict(hwm < TARGET_RSS_MIB)} |")
+    out.append("")
+    out.append(
+        "CPU-seconds are the exporting process's user + system time (GNU time), start to exit, "
+        "including writing and publishing the files. Requests are counted by the server "
+        "(Identify and every ListRecords page). The gateway's peak RSS is its VmHWM once the first "
+        "refresh (a full harvest of the same repository through its store) is served; its cache "
+        "is empty then."
+    )
+    print("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Incremental benchmark (issue 5, point 11): a 1,000,000-record repository is harvested in full
+# through the store (`export --state`), then the repository changes 1% of its records (updates, a
+# half of them deletions) and the next export asks only for the changes. Reports CPU-seconds
+# (GNU time), upstream requests (counted by the server) and peak RSS of both, with the ratios, and
+# checks the incremental result against the changed repository's own URL list. A plain export
+# (no store) of the same repository is measured in the same run as the reference.
+# Then the gateway: `serve` harvests the same repository through its store (peak RSS of the
+# process, point 2), is stopped, and started again: the time until the persisted generation is
+# served (index and a shard answer 200) is measured.
+#
+#   bash benches/incremental/run.sh        # about 3 minutes; writes benches/incremental/RESULTS.md
+#
+# Knobs: RECORDS (1000000), PAGE_SIZE (500), CHANGED_EVERY (100: 1%), PORT (18777),
+# GATEWAY_PORT (18778). Loopback only; everything it writes stays under target/bench-incremental/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+RECORDS=${RECORDS:-1000000}
+PAGE_SIZE=${PAGE_SIZE:-500}
+CHANGED_EVERY=${CHANGED_EVERY:-100}
+PORT=${PORT:-18777}
+GATEWAY_PORT=${GATEWAY_PORT:-18778}
+work=target/bench-incremental
+server_bin=target/bench-server/release/oai-bench-server
+bin=target/release/oai-bridge
+base_url="http://127.0.0.1:$PORT/oai/request"
+public_url="http://127.0.0.1:$PORT/oai/"
+
+log() { printf '== %s\n' "$*" >&2; }
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT INT TERM
+
+if [ ! -x /usr/bin/time ]; then
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq time >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq time >/dev/null; fi
+fi
+command -v curl >/dev/null || { echo "curl is needed" >&2; exit 1; }
+log "building oai-bridge and the benchmark server (release)"
+timeout 1800 cargo build --release --locked --bin oai-bridge
+timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml \
+  --target-dir target/bench-server
+rm -rf "$work"
+mkdir -p "$work"
+
+server_pid=
+start_server() { # ARGS...: starts the server, waits until it listens
+  "$server_bin" --records "$RECORDS" --page-size "$PAGE_SIZE" --port "$PORT" "$@" \
+    2>>"$work/server.log" &
+  server_pid=$!
+  pids+=("$server_pid")
+  for _ in $(seq 1 3000); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+    sleep 0.1
+  done
+  echo "the server did not listen" >&2
+  exit 1
+}
+stop_server() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
+requests() { curl -s "http://127.0.0.1:$PORT/count"; }
+
+# timed NAME ARGS...: an export under GNU time; the server's request count before and after.
+timed() {
+  local name=$1
+  shift
+  local before
+  before=$(requests)
+  timeout 1800 /usr/bin/time -v -o "$work/$name.time" "$bin" export --base-url "$base_url" \
+    --public-url "$public_url" --no-progress "$@" >"$work/$name.stdout" 2>"$work/$name.stderr" \
+    || { echo "$name failed:" >&2; tail -20 "$work/$name.stderr" >&2; exit 1; }
+  echo $(($(requests) - before - 0)) >"$work/$name.requests"
+}
+
+log "state 1: $RECORDS records"
+start_server
+timed plain --out "$work/plain-out"
+rm -rf "$work/plain-out"
+timed full --out "$work/out" --state "$work/state"
+stop_server
+
+log "state 2: every ${CHANGED_EVERY}th record changed (half of them deleted)"
+start_server --changed-every "$CHANGED_EVERY" --response-date 2025-10-01T00:00:00Z \
+  --expected-urls "$work/expected.urls"
+timed incremental --out "$work/out" --state "$work/state"
+python3 benches/harvest/sitemap_urls.py "$work/out" "$work/incremental.urls" >/dev/null
+
+log "the gateway: a full refresh through its store, then a restart"
+cat >"$work/bridge.toml" <<EOF
+[server]
+listen = "127.0.0.1:$GATEWAY_PORT"
+state_dir = "$work/gateway"
+[[repository]]
+name = "r"
+base_url = "$base_url"
+refresh_interval_secs = 86400
+EOF
+gateway="http://127.0.0.1:$GATEWAY_PORT"
+start_gateway() {
+  "$bin" serve --config "$work/bridge.toml" -q >>"$work/gateway.log" 2>&1 &
+  gateway_pid=$!
+  pids+=("$gateway_pid")
+}
+start_gateway
+for _ in $(seq 1 6000); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$gateway/readyz")" = 200 ] && break
+  sleep 0.1
+done
+grep VmHWM "/proc/$gateway_pid/status" | awk '{print $2}' >"$work/gateway.hwm"
+kill -TERM "$gateway_pid"
+wait "$gateway_pid" 2>/dev/null || true
+stop_server # the restarted gateway must not need the upstream to serve
+start=$(date +%s.%N)
+start_gateway
+for _ in $(seq 1 3000); do
+  [ "$(curl -s -o /dev/null -w '%{http_code}' "$gateway/r/sitemap.xml")" = 200 ] && break
+  sleep 0.01
+done
+index_at=$(date +%s.%N)
+shard=$(curl -s -o /dev/null -w '%{http_code}' "$gateway/r/sitemap-1.xml")
+echo "$start $index_at $shard" >"$work/restart"
+kill -TERM "$gateway_pid"
+wait "$gateway_pid" 2>/dev/null || true
+
+python3 benches/incremental/report.py "$work" "$RECORDS" "$CHANGED_EVERY" | tee benches/incremental/RESULTS.md
