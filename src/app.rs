@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::cli::{ExportArgs, ServeArgs};
+use crate::check::{self, CheckOptions};
+use crate::cli::{CheckArgs, ExportArgs, ServeArgs};
 use crate::config::{self, Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
 use crate::oai::{HarvestRequest, Source};
@@ -199,6 +200,104 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
         state: args.state.clone(),
         policy,
     })
+}
+
+/// Builds the options of `check`: a baseURL, or a configured repository by name.
+pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
+    let is_url = args.target.starts_with("http://") || args.target.starts_with("https://");
+    let config = match &args.config {
+        Some(path) => Config::load(path)?,
+        None if !is_url => Config::load(std::path::Path::new("bridge.toml"))?,
+        None => Config::default(),
+    };
+    let (base_url, mut scope, mut public_url) = if is_url {
+        let url = Url::parse(&args.target)
+            .map_err(|e| flag_err("URL", format!("{:?} is not a URL: {e}", args.target)))?;
+        (url, Vec::new(), None)
+    } else {
+        let repo = config
+            .repositories
+            .iter()
+            .find(|r| r.name == args.target)
+            .ok_or_else(|| {
+                flag_err(
+                    "URL",
+                    format!(
+                        "{:?} is neither an http(s) baseURL nor a [[repository]] of the configuration",
+                        args.target
+                    ),
+                )
+            })?;
+        let Source::Oai(url) = &repo.source else {
+            return Err(flag_err(
+                "URL",
+                format!(
+                    "repository {:?} reads a Static Repository file; check takes an OAI-PMH baseURL",
+                    repo.name
+                ),
+            ));
+        };
+        let public = repo.public_url.clone().or_else(|| {
+            config
+                .server
+                .public_url
+                .as_ref()
+                .and_then(|p| p.join(&format!("{}/", repo.name)).ok())
+        });
+        (url.clone(), repo.scope.clone(), public)
+    };
+    if !args.scope.is_empty() {
+        scope = config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?;
+    }
+    if let Some(url) = &args.public_url {
+        public_url = Some(config::directory_url(url).map_err(|m| flag_err("--public-url", m))?);
+    }
+    if args.pages == 0 {
+        return Err(flag_err("--pages", "must be at least 1"));
+    }
+    // An operator waits for the answer: each request is tried twice at most, with short waits.
+    let mut harvest = config.harvest.clone();
+    harvest.max_attempts = harvest.max_attempts.min(2);
+    harvest.backoff_max = harvest.backoff_max.min(Duration::from_secs(2));
+    harvest.backoff_initial = harvest.backoff_initial.min(harvest.backoff_max);
+    harvest.retry_after_max = harvest.retry_after_max.min(Duration::from_secs(30));
+    Ok(CheckOptions {
+        base_url,
+        scope,
+        public_url,
+        pages: args.pages,
+        harvest,
+    })
+}
+
+/// Runs `check` and prints its report; exit 0 when the repository can be bridged as configured,
+/// 1 when not, 78 for a bad configuration.
+pub async fn run_check(args: &CheckArgs) -> ExitCode {
+    let options = match check_options(args) {
+        Ok(options) => options,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let report = match check::check(&options).await {
+        Ok(report) => report,
+        Err(e) => {
+            eprintln!("error: cannot set up the HTTP client: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).expect("the report serialises") + "\n"
+    } else {
+        report.render()
+    };
+    print!("{text}");
+    if report.bridgeable {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// Runs `export` and prints its summary or error; returns the exit code.

@@ -43,6 +43,34 @@ pub enum Command {
     Serve(ServeArgs),
     /// Harvest a repository once and write sitemaps and robots.txt to a folder.
     Export(Box<ExportArgs>),
+    /// Tell what a repository says and why its URLs would be dropped: Identify, formats, sets,
+    /// a sample of records, the scope, the host's robots.txt. Writes nothing. Exit 0 when it can
+    /// be bridged as configured, 1 when not. Each request is tried at most twice.
+    Check(CheckArgs),
+}
+
+/// `oai-bridge check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// An OAI-PMH baseURL, or the name of a `[[repository]]` in the configuration.
+    pub target: String,
+    /// Configuration file, for a repository name (and its scope and public URL) and the
+    /// `[harvest]` settings.
+    #[arg(long, env = "OAI_BRIDGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Scope prefixes to check instead of the baseURL's directory (repeatable).
+    #[arg(long = "scope", value_name = "PREFIX")]
+    pub scope: Vec<String>,
+    /// Where the bridge's files would be served: says whether robots.txt needs a
+    /// cross-submission line.
+    #[arg(long)]
+    pub public_url: Option<String>,
+    /// ListRecords pages to sample.
+    #[arg(long, default_value_t = 2)]
+    pub pages: u64,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `oai-bridge serve`.

@@ -8,6 +8,7 @@
 //! schedule).
 
 pub mod app;
+pub mod check;
 pub mod classify;
 pub mod cli;
 pub mod config;

@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     // `export` harvests one page after another: one thread does it without cross-thread
     // wake-ups. `serve` answers requests on every core.
     let runtime = match &cli.command {
-        Command::Export(_) => tokio::runtime::Builder::new_current_thread(),
+        Command::Export(_) | Command::Check(_) => tokio::runtime::Builder::new_current_thread(),
         Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
     }
     .enable_all()
@@ -43,6 +43,7 @@ fn main() -> ExitCode {
         match &cli.command {
             Command::Export(args) => oai_bridge::app::run_export(args).await,
             Command::Serve(args) => oai_bridge::app::run_serve(args).await,
+            Command::Check(args) => oai_bridge::app::run_check(args).await,
         }
     })
 }

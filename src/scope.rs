@@ -60,6 +60,11 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// The prefixes, each as a URL text (`https://h/oai/`).
+    pub fn prefixes(&self) -> Vec<String> {
+        self.prefixes.iter().map(ToString::to_string).collect()
+    }
+
     /// The default scope of a baseURL: its scheme, host, port and the directory part of its path
     /// (up to and including the last `/`); `https://h/oai/request` gives `https://h/oai/`.
     pub fn from_base_url(base: &Url) -> Option<Self> {

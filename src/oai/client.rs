@@ -186,6 +186,16 @@ impl Client {
     }
 
     /// One GET: the status and the whole body when it is worth reading, or why not.
+    /// One GET of a small resource that is not OAI-PMH (a host's robots.txt): its status and
+    /// body, within the same timeouts and body cap; no retries.
+    pub async fn get_once(&self, url: &str) -> Result<(u16, Vec<u8>), HarvestErrorKind> {
+        self.stats.requests.fetch_add(1, Ordering::Relaxed);
+        match self.attempt(url).await {
+            Ok((status, body)) => Ok((status.as_u16(), body)),
+            Err(Attempt::Retry { cause, .. } | Attempt::Fail(cause)) => Err(cause),
+        }
+    }
+
     async fn attempt(&self, url: &str) -> Result<(StatusCode, Vec<u8>), Attempt> {
         let response = self
             .http

@@ -907,36 +907,112 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
         })
 }
 
+/// The answer to `ListMetadataFormats` or `ListSets` (the `check` command reads them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SmallAnswer<T> {
+    /// What was asked for.
+    Answer(T),
+    /// OAI-PMH errors instead.
+    Errors(Vec<OaiError>),
+}
+
+/// `ListMetadataFormats`: the `metadataPrefix` values offered.
+pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
+    parse_small(body, "ListMetadataFormats", |list| {
+        list.descendants()
+            .filter(|n| n.is_element() && n.tag_name().name() == "metadataPrefix")
+            .map(|n| n.text().unwrap_or_default().trim().to_owned())
+            .collect()
+    })
+}
+
+/// One page of `ListSets`: `(setSpec, setName)` pairs, and whether a resumption token follows.
+pub type SetsPage = (Vec<(String, String)>, bool);
+
+/// One page of `ListSets`.
+pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
+    parse_small(body, "ListSets", |list| {
+        let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
+            set.children()
+                .find(|n| n.is_element() && n.tag_name().name() == name)
+                .and_then(|n| n.text())
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        };
+        let sets = list
+            .children()
+            .filter(|n| n.is_element() && n.tag_name().name() == "set")
+            .map(|set| (text_of(set, "setSpec"), text_of(set, "setName")))
+            .collect();
+        let more = list.children().any(|n| {
+            n.is_element()
+                && n.tag_name().name() == "resumptionToken"
+                && n.text().is_some_and(|t| !t.trim().is_empty())
+        });
+        (sets, more)
+    })
+}
+
+fn parse_small<T>(
+    body: &[u8],
+    verb: &str,
+    read: impl FnOnce(roxmltree::Node<'_, '_>) -> T,
+) -> Result<SmallAnswer<T>, ParseError> {
+    let mut quirks = Quirks::default();
+    let text = prepare(body, &mut quirks)?;
+    let doc = small_document(&text, body.len())?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "OAI-PMH" {
+        return Err(ParseError::NotOai {
+            what: describe_non_oai(&text, Some(root.tag_name().name())),
+        });
+    }
+    let errors: Vec<OaiError> = root
+        .children()
+        .filter(|n| n.is_element() && n.tag_name().name() == "error")
+        .map(|n| OaiError {
+            code: n.attribute("code").unwrap_or_default().to_owned(),
+            message: n.text().unwrap_or_default().trim().to_owned(),
+        })
+        .collect();
+    if !errors.is_empty() {
+        return Ok(SmallAnswer::Errors(errors));
+    }
+    let list = root
+        .children()
+        .find(|n| n.is_element() && n.tag_name().name() == verb)
+        .ok_or_else(|| ParseError::Invalid(format!("the response has no <{verb}> element")))?;
+    Ok(SmallAnswer::Answer(read(list)))
+}
+
+/// A small response (Identify, ListSets, ...) as a tree (roxmltree never loads external entities).
+fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>, ParseError> {
+    roxmltree::Document::parse(text).map_err(|e| {
+        let looks_xml =
+            text.starts_with("<?xml") || text.starts_with("<OAI-PMH") || text.contains("OAI/2.0/");
+        if looks_xml && !text.to_ascii_lowercase().contains("<html") {
+            match e {
+                roxmltree::Error::UnexpectedEndOfStream => ParseError::Truncated { len: body_len },
+                other => ParseError::Xml {
+                    offset: 0,
+                    message: other.to_string(),
+                },
+            }
+        } else {
+            ParseError::NotOai {
+                what: describe_non_oai(text, None),
+            }
+        }
+    })
+}
+
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
 pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
-    let doc = match roxmltree::Document::parse(&text) {
-        Ok(doc) => doc,
-        Err(e) => {
-            let looks_xml = text.starts_with("<?xml")
-                || text.starts_with("<OAI-PMH")
-                || text.contains("OAI/2.0/");
-            return Err(
-                if looks_xml && !text.to_ascii_lowercase().contains("<html") {
-                    match e {
-                        roxmltree::Error::UnexpectedEndOfStream => {
-                            ParseError::Truncated { len: body.len() }
-                        }
-                        other => ParseError::Xml {
-                            offset: 0,
-                            message: other.to_string(),
-                        },
-                    }
-                } else {
-                    ParseError::NotOai {
-                        what: describe_non_oai(&text, None),
-                    }
-                },
-            );
-        }
-    };
+    let doc = small_document(&text, body.len())?;
     let root = doc.root_element();
     let fold = |ns: Option<&str>| -> Ns {
         match ns.map(|n| {

@@ -272,6 +272,7 @@ pub struct Builder {
     response_date: String,
     identify_base_url: Option<String>,
     deleted_record: &'static str,
+    robots: Option<String>,
 }
 
 impl Builder {
@@ -317,6 +318,12 @@ impl Builder {
     /// reproducible).
     pub fn response_date(mut self, date: &str) -> Self {
         self.response_date = date.to_owned();
+        self
+    }
+
+    /// Serves `/robots.txt` with this text (404 without).
+    pub fn robots(mut self, text: &str) -> Self {
+        self.robots = Some(text.to_owned());
         self
     }
 
@@ -378,6 +385,7 @@ impl TestServer {
             response_date: "2024-06-01T12:00:00Z".to_owned(),
             identify_base_url: None,
             deleted_record: "persistent",
+            robots: None,
         }
     }
 
@@ -665,6 +673,12 @@ impl Shared {
             Some(Fault::Body(body)) => return Reply::xml(body.clone()),
             _ => {}
         }
+        if request.path == "/robots.txt" {
+            return match &self.repo.robots {
+                Some(text) => Reply::new(200, "text/plain", text.clone()),
+                None => Reply::new(404, "text/plain", "Not Found"),
+            };
+        }
         if request.path != PATH {
             return Reply::new(404, "text/plain", "Not Found");
         }
@@ -734,9 +748,43 @@ impl Shared {
                 *issued = token;
                 xml
             }),
+            Some("ListMetadataFormats") => Ok("  <ListMetadataFormats>\n    <metadataFormat>\
+                 <metadataPrefix>oai_dc</metadataPrefix>\
+                 <schema>http://www.openarchives.org/OAI/2.0/oai_dc.xsd</schema>\
+                 <metadataNamespace>http://www.openarchives.org/OAI/2.0/oai_dc/</metadataNamespace>\
+                 </metadataFormat>\n  </ListMetadataFormats>"
+                .to_owned()),
+            Some("ListSets") => {
+                let mut specs: Vec<String> = self
+                    .records()
+                    .iter()
+                    .flat_map(|r| r.sets.clone())
+                    .collect();
+                specs.sort();
+                specs.dedup();
+                if specs.is_empty() {
+                    Err((
+                        "noSetHierarchy",
+                        "the test repository has no sets".to_owned(),
+                    ))
+                } else {
+                    let sets: String = specs
+                        .iter()
+                        .map(|s| {
+                            format!(
+                                "    <set><setSpec>{}</setSpec><setName>Set {}</setName></set>\n",
+                                esc(s),
+                                esc(s)
+                            )
+                        })
+                        .collect();
+                    Ok(format!("  <ListSets>\n{sets}  </ListSets>"))
+                }
+            }
             Some(_) | None => Err((
                 "badVerb",
-                "the test repository serves only Identify and ListRecords".to_owned(),
+                "the test repository serves only Identify, ListMetadataFormats, ListSets and ListRecords"
+                    .to_owned(),
             )),
         };
         match result {

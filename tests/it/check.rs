@@ -1,0 +1,176 @@
+//! `oai-bridge check` against the local test server: what the repository says, the scope and a
+//! better one, the host's robots.txt, and the exit code that says whether it can be bridged.
+
+use std::process::{Command, Output};
+
+use crate::server::{TestRecord, TestServer, numbered};
+
+fn check(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        .arg("check")
+        .args(args)
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+/// Records whose landing pages live on the test server itself, under `/record/`.
+fn local_records(server: &TestServer, n: usize) -> Vec<TestRecord> {
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    (1..=n)
+        .map(|i| {
+            TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                .url(&format!("{origin}/record/{i}"))
+                .url(&format!("doi:10.1234/{i}"))
+                .set(if i % 2 == 0 { "even" } else { "odd" })
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
+    // Landing pages on another host: nothing is inside the default scope (G-OAI scope rule).
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || check(&[&url, "--json"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "cannot be bridged as configured"
+    );
+    let report = json(&out);
+    assert_eq!(report["identify"]["granularity"], "YYYY-MM-DD");
+    assert_eq!(report["identify"]["deleted_record"], "persistent");
+    assert_eq!(report["identify"]["protocol_version"], "2.0");
+    assert_eq!(report["formats"]["oai_dc"], true);
+    assert_eq!(
+        report["sets"]["error"]
+            .as_str()
+            .map(|e| e.contains("noSetHierarchy")),
+        Some(true)
+    );
+    // Two pages of five records, every landing page outside.
+    assert_eq!(report["sample"]["pages"], 2);
+    assert_eq!(report["sample"]["records"], 10);
+    assert_eq!(report["sample"]["identifiers"]["out_of_scope"], 10);
+    assert_eq!(report["scope"]["inside"], 0);
+    assert_eq!(report["scope"]["suggested"], "https://repo.example/record/");
+    assert_eq!(report["bridgeable"], false);
+    let problems = report["problems"].to_string();
+    assert!(
+        problems.contains("--scope https://repo.example/record/"),
+        "{problems}"
+    );
+    // Two ListRecords pages only, not the whole list.
+    assert_eq!(server.list_requests().len(), 2);
+
+    // With the suggested scope, it can be bridged.
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        check(&[
+            &url,
+            "--scope",
+            "https://repo.example/record/",
+            "--pages",
+            "1",
+        ])
+    })
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("landing_page 5"), "{text}");
+    assert!(text.contains("can be bridged as configured"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn robots_txt_that_disallows_the_landing_pages_is_a_problem() {
+    let server = TestServer::builder(Vec::new())
+        .robots(
+            "User-agent: *\nDisallow: /record/\n\nSitemap: https://elsewhere.example/sitemap.xml\n",
+        )
+        .start();
+    server.set_records(local_records(&server, 6));
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        check(&[
+            &url,
+            "--json",
+            "--public-url",
+            "https://sitemaps.example/repo/",
+        ])
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["sets"]["sets"].as_array().unwrap().len(), 2);
+    assert_eq!(report["sample"]["identifiers"]["landing_page"], 6);
+    assert_eq!(report["sample"]["identifiers"]["persistent_id"], 6);
+    let robots = &report["robots"];
+    assert_eq!(robots["status"], 200);
+    assert_eq!(robots["checked"], 6);
+    assert_eq!(robots["disallowed"], 6);
+    assert_eq!(
+        robots["sitemaps"][0],
+        "https://elsewhere.example/sitemap.xml"
+    );
+    // The gateway is on another host: the repository's robots.txt must point at it.
+    assert_eq!(
+        robots["cross_submission"],
+        "Sitemap: https://sitemaps.example/repo/sitemap.xml"
+    );
+    assert_eq!(robots["cross_submission_listed"], false);
+    assert!(
+        report["problems"]
+            .to_string()
+            .contains("disallows every sampled landing page")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_healthy_repository_passes_and_an_unreachable_one_fails_clearly() {
+    let server = TestServer::builder(Vec::new())
+        .robots("User-agent: *\nDisallow: /admin/\n")
+        .start();
+    server.set_records(local_records(&server, 3));
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || check(&[&url]))
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("0 of 3 sampled landing pages disallowed"),
+        "{text}"
+    );
+
+    // Nothing listens there: Identify fails, and the report says where.
+    drop(server);
+    let out = check(&["http://127.0.0.1:9/oai", "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert!(
+        report["problems"][0]
+            .as_str()
+            .unwrap()
+            .contains("Identify failed (http://127.0.0.1:9/oai?verb=Identify)")
+    );
+    // A name that is neither a URL nor a configured repository is a usage error naming it.
+    let out = check(&["nonesuch", "--config", "bridge.toml"]);
+    assert_eq!(out.status.code(), Some(78));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("\"nonesuch\""));
+}
