@@ -364,6 +364,11 @@ pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     for r in &mut config.repositories {
         r.policy.accept_shrink = args.accept_shrink;
     }
+    if let Ok(token) = std::env::var("OAI_BRIDGE_ADMIN_TOKEN") {
+        config.server.admin_token = Some(
+            config::AdminToken::new(&token).map_err(|m| flag_err("OAI_BRIDGE_ADMIN_TOKEN", m))?,
+        );
+    }
     if config.repositories.is_empty() {
         return Err(ConfigError {
             file: args.config.display().to_string(),

@@ -61,6 +61,7 @@ struct RawServer {
     cache_bytes: Option<u64>,
     drain_timeout_secs: Option<u64>,
     max_age_secs: Option<u64>,
+    admin_token: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -211,6 +212,45 @@ pub struct ServerConfig {
     pub drain_timeout: Duration,
     /// `Cache-Control: max-age` of sitemap files and robots.txt.
     pub max_age: Duration,
+    /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
+    pub admin_token: Option<AdminToken>,
+}
+
+/// A secret: compared in constant time, never shown (`Debug` prints `***`).
+#[derive(Clone, PartialEq, Eq)]
+pub struct AdminToken(String);
+
+impl AdminToken {
+    /// Shortest token accepted.
+    pub const MIN_LEN: usize = 16;
+
+    /// A token of at least [`Self::MIN_LEN`] visible ASCII characters.
+    pub fn new(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.len() < Self::MIN_LEN || !text.bytes().all(|b| b.is_ascii_graphic()) {
+            return Err(format!(
+                "must be at least {} visible ASCII characters (e.g. from `openssl rand -hex 32`)",
+                Self::MIN_LEN
+            ));
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// Whether `offered` is the token, in time that does not depend on where they differ (both
+    /// are hashed first, so not on the length either).
+    pub fn matches(&self, offered: &[u8]) -> bool {
+        use sha2::{Digest, Sha256};
+        use subtle::ConstantTimeEq;
+        let want = Sha256::digest(self.0.as_bytes());
+        let got = Sha256::digest(offered);
+        want.ct_eq(&got).into()
+    }
+}
+
+impl std::fmt::Debug for AdminToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AdminToken(***)")
+    }
 }
 
 /// One `[[repository]]`.
@@ -318,6 +358,13 @@ impl Config {
                 .server
                 .max_age_secs
                 .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
+            admin_token: raw
+                .server
+                .admin_token
+                .as_deref()
+                .map(AdminToken::new)
+                .transpose()
+                .map_err(|m| err("[server] admin_token", m))?,
         };
         if server.cache_bytes < 1024 * 1024 {
             return Err(err(
@@ -786,6 +833,7 @@ mod tests {
             "cache_bytes",
             "drain_timeout_secs",
             "max_age_secs",
+            "admin_token",
             "user_agent",
             "request_timeout_secs",
             "connect_timeout_secs",

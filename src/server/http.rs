@@ -79,6 +79,10 @@ enum Target<'a> {
         repo: &'a str,
         key: u64,
     },
+    /// `POST /-/refresh/{repo}`: start a refresh now (admin token required).
+    Refresh {
+        repo: &'a str,
+    },
     NotFound,
 }
 
@@ -93,6 +97,7 @@ impl Target<'_> {
             Target::File { shard: false, .. } => Route::Index,
             Target::File { shard: true, .. } => Route::Shard,
             Target::Document { .. } => Route::Document,
+            Target::Refresh { .. } => Route::Admin,
             Target::NotFound => Route::Other,
         }
     }
@@ -110,6 +115,11 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
         "/healthz" => Target::Healthz,
         "/readyz" => Target::Readyz,
         "/metrics" => Target::Metrics,
+        _ if rest.starts_with("/-/refresh/") => match &rest["/-/refresh/".len()..] {
+            "" => Target::NotFound,
+            repo if repo.contains('/') => Target::NotFound,
+            repo => Target::Refresh { repo },
+        },
         _ => {
             let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
                 return Target::NotFound;
@@ -181,6 +191,49 @@ fn is_shard_name(name: &str) -> bool {
     !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
 }
 
+/// `POST /-/refresh/{repo}` with `Authorization: Bearer <token>`: wakes the repository's schedule.
+/// Without a configured token the endpoint does not exist (404). The token is compared in
+/// constant time and never logged; a wrong or missing one is 401 whatever the repository.
+fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answer {
+    let Some(token) = &gateway.admin_token else {
+        return plain(StatusCode::NOT_FOUND, "not found\n");
+    };
+    if req.method() != Method::POST {
+        let mut answer = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST\n");
+        answer
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST"));
+        return answer;
+    }
+    let offered = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().strip_prefix(b"Bearer "));
+    if !offered.is_some_and(|t| token.matches(t)) {
+        let mut answer = plain(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required\n",
+        );
+        answer.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"oai-bridge\""),
+        );
+        return answer;
+    }
+    let Some(r) = gateway.repos.iter().find(|r| r.config.name == repo) else {
+        return plain(StatusCode::NOT_FOUND, "no such repository\n");
+    };
+    if r.status().refreshing {
+        return plain(StatusCode::CONFLICT, "a refresh is running\n");
+    }
+    tracing::info!(
+        repository = repo,
+        "refresh requested through the admin endpoint"
+    );
+    r.refresh_now.notify_one();
+    plain(StatusCode::ACCEPTED, "refresh started\n")
+}
+
 /// Answers one request and counts it.
 pub async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
     let target = route(&gateway.prefix, req.uri().path());
@@ -201,6 +254,9 @@ pub async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
 async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Incoming>) -> Answer {
     if *target == Target::NotFound {
         return plain(StatusCode::NOT_FOUND, "not found\n");
+    }
+    if let Target::Refresh { repo } = *target {
+        return admin_refresh(gateway, repo, req);
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut answer = plain(
@@ -269,7 +325,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             }
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
-        Target::NotFound => plain(StatusCode::NOT_FOUND, "not found\n"),
+        Target::NotFound | Target::Refresh { .. } => plain(StatusCode::NOT_FOUND, "not found\n"),
     }
 }
 

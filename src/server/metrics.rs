@@ -28,6 +28,8 @@ pub enum Route {
     Readyz,
     /// `/metrics`.
     Metrics,
+    /// `POST /-/refresh/{repo}`, the admin endpoint.
+    Admin,
     /// Anything else.
     Other,
 }
@@ -44,6 +46,7 @@ impl Route {
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
             Route::Metrics => "metrics",
+            Route::Admin => "admin",
             Route::Other => "other",
         }
     }

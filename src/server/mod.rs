@@ -36,6 +36,14 @@ use metrics::Metrics;
 
 /// Longest time a client may take to send a request head (slow clients hold a connection).
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request head (request line and headers): crawlers send a few hundred bytes; a larger
+/// head is answered 431 (or 414 for a long URI) and the connection closed.
+const MAX_HEAD_BYTES: usize = 16 * 1024;
+/// Connections served at once; further clients wait in the listen backlog until one ends, so a
+/// flood of idle connections cannot exhaust file descriptors or memory.
+const MAX_CONNECTIONS: usize = 4096;
+/// HTTP/2 connections are pinged this often; a peer that does not answer is dropped.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Cache key: (generation serial, file index). Bytes of two generations never share a key.
 pub type CacheKey = (u64, u32);
@@ -61,6 +69,8 @@ pub struct Gateway {
     pub harvest: HarvestSettings,
     /// When the process started.
     pub started: SystemTime,
+    /// The admin endpoint's token; `None`: no admin endpoint.
+    pub admin_token: Option<crate::config::AdminToken>,
 }
 
 /// One `[[repository]]` being served.
@@ -285,6 +295,7 @@ impl Gateway {
             public_url,
             harvest: config.harvest.clone(),
             started: SystemTime::now(),
+            admin_token: config.server.admin_token.clone(),
         })
     }
 
@@ -325,10 +336,25 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(MAX_HEAD_BYTES.max(8192));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEAD_BYTES as u32)
+        .max_concurrent_streams(128)
+        .keep_alive_interval(Some(H2_PING_INTERVAL));
+    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        let permit = tokio::select! {
+            permit = Arc::clone(&connections).acquire_owned() => match permit {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(conn) => conn,
@@ -355,6 +381,7 @@ pub async fn serve(
             if let Err(e) = conn.await {
                 tracing::debug!("connection ended: {e}");
             }
+            drop(permit);
         });
     }
     drop(listener);

@@ -616,17 +616,8 @@ async fn conditional_requests_head_gzip_and_errors() {
 
 /// The status of a request whose path is sent as is.
 async fn raw_status(base: &str, path: &str) -> u16 {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let addr = Url::parse(base).unwrap();
-    let mut stream =
-        tokio::net::TcpStream::connect((addr.host_str().unwrap(), addr.port().unwrap()))
-            .await
-            .unwrap();
     let request = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    answer[9..12].parse().unwrap()
+    raw_request_status(base, request.as_bytes()).await
 }
 
 fn gunzip(bytes: &[u8]) -> Vec<u8> {
@@ -1272,4 +1263,154 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(status.code(), Some(0));
+}
+
+/// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;
+/// without a token configured it does not exist.
+#[tokio::test]
+async fn the_admin_endpoint_needs_its_token() {
+    let upstream = TestServer::builder(numbered(3)).start();
+    let state = tempfile::tempdir().unwrap();
+    let token = "0123456789abcdef0123456789abcdef";
+    let text = config(&upstream, "").replace(
+        "[harvest]",
+        &format!("admin_token = \"{token}\"\n[harvest]"),
+    );
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let asked = upstream.list_requests().len();
+    let post = |auth: Option<String>, path: &'static str| {
+        let g = &g;
+        async move {
+            let headers: Vec<(&str, String)> =
+                auth.map(|a| ("authorization", a)).into_iter().collect();
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            g.request(reqwest::Method::POST, path, &headers).await
+        }
+    };
+    let none = post(None, "/-/refresh/r").await;
+    assert_eq!(none.status, StatusCode::UNAUTHORIZED);
+    assert!(none.header("www-authenticate").starts_with("Bearer"));
+    let wrong = post(Some(format!("Bearer {token}x")), "/-/refresh/r").await;
+    assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
+    let basic = post(Some(format!("Basic {token}")), "/-/refresh/r").await;
+    assert_eq!(basic.status, StatusCode::UNAUTHORIZED);
+    let get = g.get("/-/refresh/r").await;
+    assert_eq!(get.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(get.header("allow"), "POST");
+    let unknown = post(Some(format!("Bearer {token}")), "/-/refresh/nope").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(upstream.list_requests().len(), asked, "no refresh yet");
+
+    let repo = &g.gateway.repos[0];
+    let before = repo.status().completed;
+    let ok = post(Some(format!("Bearer {token}")), "/-/refresh/r").await;
+    assert_eq!(ok.status, StatusCode::ACCEPTED);
+    wait_for(|| repo.status().completed > before, "the refresh ends").await;
+    assert!(upstream.list_requests().len() > asked);
+    // The token shows nowhere: not in the status page, the metrics or the config's Debug.
+    for path in ["/", "/metrics"] {
+        assert!(!g.get(path).await.text().contains(token), "{path}");
+    }
+    let parsed = Config::parse(&text.replace("{state}", "s"), "t.toml", Path::new(".")).unwrap();
+    assert!(!format!("{parsed:?}").contains(token));
+    g.stop().await;
+
+    // Without a token the endpoint does not exist.
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    let answer = g
+        .request(
+            reqwest::Method::POST,
+            "/-/refresh/r",
+            &[("authorization", "Bearer anything-at-all-16")],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    g.stop().await;
+}
+
+/// Sends raw bytes to the gateway at `base` and returns the status code of its answer (0 when
+/// the connection was closed without one).
+async fn raw_request_status(base: &str, request: &[u8]) -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = Url::parse(base).unwrap();
+    let mut stream =
+        tokio::net::TcpStream::connect((addr.host_str().unwrap(), addr.port().unwrap()))
+            .await
+            .unwrap();
+    // The gateway may answer (and close) before the whole request is written.
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer);
+    text.strip_prefix("HTTP/1.1 ")
+        .and_then(|t| t.get(..3))
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Issue 6 point 5: hostile requests get plain 4xx answers (or a closed connection), never a
+/// file outside the generation, and the gateway keeps serving.
+#[tokio::test]
+async fn hostile_requests_get_plain_4xx_answers() {
+    let upstream = TestServer::builder(numbered(3)).start();
+    let state = tempfile::tempdir().unwrap();
+    std::fs::write(state.path().join("secret.txt"), "do not serve").unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+    for path in [
+        "/r/../secret.txt",
+        "/r/..%2fsecret.txt",
+        "/r/%2e%2e/%2e%2e/etc/passwd",
+        "/r/sitemap.xml%00",
+        "/r/sitemap-1.xml/",
+        "/r//sitemap.xml",
+        "/R/sitemap.xml",
+        "/r/current",
+        "/r/store.sqlite",
+        "/r/sitemap-01.xml",
+        "/-/refresh/r",
+    ] {
+        assert_eq!(raw_status(&g.url, path).await, 404, "{path}");
+    }
+    let cases: Vec<(&str, Vec<u8>, &[u16])> = vec![
+        (
+            "a NUL in the path",
+            b"GET /r/sitemap.xml\0 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+            &[400],
+        ),
+        (
+            "a 100 KB path",
+            format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(100_000)).into_bytes(),
+            &[414, 431, 400, 0],
+        ),
+        (
+            "100 KB of headers",
+            format!(
+                "GET /r/sitemap.xml HTTP/1.1\r\nHost: x\r\n{}\r\n",
+                "X-Junk: yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\r\n"
+                    .repeat(1_300)
+            )
+            .into_bytes(),
+            &[431, 400, 0],
+        ),
+        (
+            "not HTTP at all",
+            b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n".to_vec(),
+            &[400, 0],
+        ),
+        (
+            "a request line without a version",
+            b"GET /r/sitemap.xml\r\n\r\n".to_vec(),
+            &[400, 0],
+        ),
+    ];
+    for (what, request, allowed) in cases {
+        let status = raw_request_status(&g.url, &request).await;
+        assert!(allowed.contains(&status), "{what}: {status}");
+    }
+    // Still serving.
+    assert_eq!(g.get("/r/sitemap.xml").await.status, StatusCode::OK);
+    g.stop().await;
 }
