@@ -1,0 +1,32 @@
+# oai-bridge gateway image: built in one stage, run as a non-root user from a small one.
+#
+#   docker build -t oai-bridge .
+#   docker run -p 8080:8080 -v oai-bridge-state:/var/lib/oai-bridge \
+#     -v $PWD/bridge.toml:/etc/oai-bridge/bridge.toml:ro \
+#     -e OAI_BRIDGE_PUBLIC_URL=https://repository.example.edu/sitemaps/ oai-bridge
+
+FROM rust:1.95-slim-bookworm AS build
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY src ./src
+COPY benches ./benches
+RUN cargo build --release --locked --bin oai-bridge && strip target/release/oai-bridge
+
+FROM debian:bookworm-slim
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/* \
+    && useradd --system --uid 10001 --home-dir /var/lib/oai-bridge --shell /usr/sbin/nologin oai-bridge \
+    && mkdir -p /var/lib/oai-bridge /etc/oai-bridge && chown oai-bridge /var/lib/oai-bridge
+COPY --from=build /src/target/release/oai-bridge /usr/local/bin/oai-bridge
+COPY bridge.toml /etc/oai-bridge/bridge.toml
+USER oai-bridge
+ENV OAI_BRIDGE_LISTEN=0.0.0.0:8080 \
+    OAI_BRIDGE_STATE_DIR=/var/lib/oai-bridge \
+    OAI_BRIDGE_LOG_FORMAT=json
+VOLUME /var/lib/oai-bridge
+EXPOSE 8080
+# Orchestrators probe GET /healthz (alive) and /readyz (every repository has a generation).
+STOPSIGNAL SIGTERM
+ENTRYPOINT ["/usr/local/bin/oai-bridge"]
+CMD ["serve", "--config", "/etc/oai-bridge/bridge.toml"]
