@@ -80,7 +80,7 @@ impl Client {
             .timeout(settings.request_timeout)
             .gzip(true)
             .deflate(true)
-            .redirect(reqwest::redirect::Policy::limited(10))
+            .redirect(reqwest::redirect::Policy::custom(same_host_redirects))
             .build()?;
         Ok(Self {
             http,
@@ -206,9 +206,16 @@ impl Client {
             )
             .send()
             .await
-            .map_err(|e| Attempt::Retry {
-                wait: None,
-                cause: request_kind(&e, 1),
+            .map_err(|e| {
+                if e.is_redirect() {
+                    // A redirect loop or one to another host does not mend itself.
+                    Attempt::Fail(request_kind(&e, 1))
+                } else {
+                    Attempt::Retry {
+                        wait: None,
+                        cause: request_kind(&e, 1),
+                    }
+                }
             })?;
         let status = response.status();
         if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
@@ -270,6 +277,36 @@ fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
 
 fn parse_kind(source: ParseError, attempts: u32) -> HarvestErrorKind {
     HarvestErrorKind::Parse { attempts, source }
+}
+
+/// Most redirects followed for one request.
+const MAX_REDIRECTS: usize = 5;
+
+/// Redirects are followed on the same host only (http may become https), at most
+/// [`MAX_REDIRECTS`] of them: the scope, the politeness and the trust the operator configured are
+/// the baseURL's host's, and a redirect elsewhere (a moved repository, a captive portal, an
+/// open redirect) needs the operator's decision.
+fn same_host_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let Some(first) = attempt.previous().first() else {
+        return attempt.follow();
+    };
+    let next = attempt.url();
+    let same_host = next.host_str() == first.host_str()
+        && (next.scheme() == first.scheme()
+            || (first.scheme() == "http" && next.scheme() == "https"))
+        && (next.port_or_known_default() == first.port_or_known_default()
+            || next.scheme() != first.scheme());
+    if attempt.previous().len() > MAX_REDIRECTS {
+        let message = format!("more than {MAX_REDIRECTS} redirects (a redirect loop?)");
+        attempt.error(message)
+    } else if !same_host {
+        let message = format!(
+            "redirected from {first} to another host, {next}; if the repository moved, configure that baseURL"
+        );
+        attempt.error(message)
+    } else {
+        attempt.follow()
+    }
 }
 
 fn request_kind(e: &reqwest::Error, attempts: u32) -> HarvestErrorKind {

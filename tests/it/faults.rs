@@ -1195,3 +1195,208 @@ async fn each_set_is_harvested_as_its_own_list() {
     }
     assert!(!sitemap.contains("record/6"), "{sitemap}");
 }
+
+// --- Hostile upstreams (issue 6 point 4) -----------------------------------------------------
+// Each ends in a clear error within the configured limits of time and memory, and an export
+// leaves the published folder as it was.
+
+/// Exports `server` over an earlier export with `settings`; the error, after checking that the
+/// folder is byte-identical.
+async fn export_fails_untouched(server: &TestServer, settings: HarvestSettings) -> String {
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    previous_export(&out);
+    let before = snapshot(&out);
+    let err = export(&ExportOptions {
+        job: job(server),
+        harvest: settings,
+        out: out.clone(),
+        progress: false,
+        state: None,
+        policy: Default::default(),
+    })
+    .await
+    .expect_err("the export must fail");
+    assert_eq!(snapshot(&out), before, "the published folder changed");
+    oai_bridge::app::error_chain(&err)
+}
+
+fn one_attempt() -> HarvestSettings {
+    HarvestSettings {
+        max_attempts: 1,
+        ..fast()
+    }
+}
+
+#[tokio::test]
+async fn a_slow_drip_body_ends_at_the_request_timeout() {
+    let server = TestServer::start(numbered(3));
+    server.fault_on_page(1, Fault::SlowDrip(Duration::from_millis(50)));
+    let settings = HarvestSettings {
+        request_timeout: Duration::from_secs(1),
+        ..one_attempt()
+    };
+    let started = std::time::Instant::now();
+    let message = export_fails_untouched(&server, settings).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        message.contains("timed out") || message.contains("timeout"),
+        "{message}"
+    );
+    assert!(message.contains("page 1"), "{message}");
+}
+
+#[tokio::test]
+async fn a_body_that_never_ends_stops_at_max_body_bytes() {
+    let server = TestServer::start(numbered(3));
+    server.fault_on_page(1, Fault::Endless);
+    let message = export_fails_untouched(&server, one_attempt()).await;
+    assert!(message.contains("exceeds the limit"), "{message}");
+}
+
+#[tokio::test]
+async fn a_gzip_bomb_stops_at_max_body_bytes_after_inflating() {
+    // 200 MB of spaces in about 200 KB of gzip; the cap (1 MiB in these settings) counts the
+    // inflated bytes, so memory stays bounded.
+    let server = TestServer::start(numbered(3));
+    server.fault_on_page(1, Fault::GzipBomb);
+    let message = export_fails_untouched(&server, one_attempt()).await;
+    assert!(message.contains("exceeds the limit"), "{message}");
+}
+
+#[tokio::test]
+async fn entity_bombs_and_deep_nesting_are_errors_not_expansions() {
+    // OAI-44, OAI-45: billion laughs (internal entities) is never expanded, in a page or in
+    // Identify; 100,000 nested elements neither overflow the stack nor pass.
+    let laughs = {
+        let mut dtd = String::from("<!ENTITY lol \"lol\">");
+        for i in 1..10 {
+            let prev = if i == 1 {
+                "lol".to_owned()
+            } else {
+                format!("lol{}", i - 1)
+            };
+            dtd.push_str(&format!(
+                "<!ENTITY lol{i} \"{}\">",
+                format!("&{prev};").repeat(10)
+            ));
+        }
+        format!(
+            "<?xml version=\"1.0\"?>\n<!DOCTYPE OAI-PMH [{dtd}]>\n<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">\
+             <responseDate>2024-01-01T00:00:00Z</responseDate><request>x</request>\
+             <Identify><repositoryName>&lol9;</repositoryName></Identify>\
+             <ListRecords><record><header><identifier>&lol9;</identifier><datestamp>2024-01-01</datestamp></header></record></ListRecords></OAI-PMH>"
+        )
+    };
+    let deep = format!(
+        "<?xml version=\"1.0\"?>\n<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">\
+         <responseDate>2024-01-01T00:00:00Z</responseDate><request>x</request><ListRecords>{}{}</ListRecords></OAI-PMH>",
+        "<a>".repeat(100_000),
+        "</a>".repeat(100_000)
+    );
+    for (what, body, on_identify) in [
+        ("billion laughs in a page", laughs.clone(), false),
+        ("billion laughs in Identify", laughs, true),
+        ("100,000 nested elements in a page", deep.clone(), false),
+        ("100,000 nested elements in Identify", deep, true),
+    ] {
+        let server = TestServer::start(numbered(3));
+        if on_identify {
+            server.fault_on_request(1, Fault::Body(body));
+        } else {
+            server.fault_on_page(1, Fault::Body(body));
+        }
+        let started = std::time::Instant::now();
+        let message = export_fails_untouched(&server, one_attempt()).await;
+        assert!(started.elapsed() < Duration::from_secs(10), "{what}");
+        assert!(
+            !message.contains("lollollol"),
+            "{what}: expanded: {message}"
+        );
+        assert!(
+            message.contains("page 1") || message.contains("Identify"),
+            "{what}: {message}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_megabyte_identifier_is_dropped_as_too_long() {
+    let mut records = numbered(3);
+    records[1] = TestRecord::new("oai:test:2", "2024-05-02")
+        .url(&format!("https://repo.example/{}", "x".repeat(1 << 20)));
+    let server = TestServer::builder(records).start();
+    let settings = HarvestSettings {
+        max_body_bytes: 4 << 20,
+        ..fast()
+    };
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let summary = export(&ExportOptions {
+        job: job(&server),
+        harvest: settings,
+        out: out.clone(),
+        progress: false,
+        state: None,
+        policy: Default::default(),
+    })
+    .await
+    .unwrap();
+    assert_eq!(summary.built.stats.urls, 2);
+    assert_eq!(
+        summary
+            .built
+            .stats
+            .dropped(oai_bridge::classify::Drop::TooLong),
+        1
+    );
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_an_error_naming_the_page() {
+    let server = TestServer::start(numbered(3));
+    let mut body = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">\
+         <responseDate>2024-01-01T00:00:00Z</responseDate><request>x</request><ListRecords>",
+    );
+    body.push_str("<record><header><identifier>oai:x:1</identifier><datestamp>2024-01-01</datestamp></header></record>");
+    body.push_str("</ListRecords></OAI-PMH>");
+    // A Latin-1 'é' (0xE9) in a document that says UTF-8.
+    let bytes = body.replace("oai:x:1", "oai:x:\u{1}").into_bytes();
+    let bytes: Vec<u8> = bytes
+        .into_iter()
+        .map(|b| if b == 1 { 0xE9 } else { b })
+        .collect();
+    server.fault_on_page(1, Fault::Bytes(bytes));
+    let message = export_fails_untouched(&server, one_attempt()).await;
+    assert!(message.contains("UTF-8"), "{message}");
+    assert!(message.contains("page 1"), "{message}");
+}
+
+#[tokio::test]
+async fn redirect_loops_and_redirects_to_another_host_are_errors() {
+    let server = TestServer::start(numbered(3));
+    server.fault_always(Fault::Redirect("/oai?verb=Identify".to_owned()));
+    let message = export_fails_untouched(&server, one_attempt()).await;
+    assert!(
+        message.contains("redirects (a redirect loop?)"),
+        "{message}"
+    );
+
+    let server = TestServer::start(numbered(3));
+    server.fault_on_request(
+        1,
+        Fault::Redirect("http://elsewhere.example/oai?verb=Identify".to_owned()),
+    );
+    let message = export_fails_untouched(&server, fast()).await;
+    assert!(
+        message.contains("to another host, http://elsewhere.example/"),
+        "{message}"
+    );
+    // Not retried: one request only.
+    assert_eq!(server.requests().len(), 1);
+}

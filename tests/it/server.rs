@@ -175,6 +175,17 @@ pub enum Fault {
     EmptyPage,
     /// This body, `200 text/xml`, whatever was asked.
     Body(String),
+    /// These bytes as the body (which need not be UTF-8), `200 text/xml`.
+    Bytes(Vec<u8>),
+    /// The normal answer, one byte at a time with this pause between bytes.
+    SlowDrip(Duration),
+    /// A `200 text/xml` body that never ends (chunked, an endless stream of whitespace after
+    /// the start of a page).
+    Endless,
+    /// `Content-Encoding: gzip` with a small body that inflates to 200 MB of spaces.
+    GzipBomb,
+    /// `302 Found` to this location (relative or absolute).
+    Redirect(String),
 }
 
 impl Fault {
@@ -554,6 +565,10 @@ enum Delivery {
     Truncated,
     CloseDelimited,
     Drop,
+    /// With `Content-Length`, a byte at a time, pausing between bytes.
+    Drip(Duration),
+    /// Chunked, never finished.
+    Endless,
 }
 
 struct Reply {
@@ -671,6 +686,29 @@ impl Shared {
                 );
             }
             Some(Fault::Body(body)) => return Reply::xml(body.clone()),
+            Some(Fault::Bytes(body)) => return Reply::xml(body.clone()),
+            Some(Fault::Endless) => {
+                let mut reply = Reply::xml(
+                    "<?xml version=\"1.0\"?>\n<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">",
+                );
+                reply.delivery = Delivery::Endless;
+                return reply;
+            }
+            Some(Fault::GzipBomb) => {
+                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+                let spaces = vec![b' '; 1 << 20];
+                for _ in 0..200 {
+                    std::io::Write::write_all(&mut gz, &spaces).expect("in memory");
+                }
+                let mut reply = Reply::xml(gz.finish().expect("in memory"));
+                reply.headers.push(("Content-Encoding", "gzip".to_owned()));
+                return reply;
+            }
+            Some(Fault::Redirect(location)) => {
+                let mut reply = Reply::new(302, "text/plain", "Found");
+                reply.headers.push(("Location", location.clone()));
+                return reply;
+            }
             _ => {}
         }
         if request.path == "/robots.txt" {
@@ -717,6 +755,7 @@ impl Shared {
         };
         match fault {
             Some(Fault::Delay(delay)) => reply.delay = *delay,
+            Some(Fault::SlowDrip(pause)) => reply.delivery = Delivery::Drip(*pause),
             Some(Fault::TruncateBody) => reply.delivery = Delivery::Truncated,
             Some(Fault::NoContentLength) => reply.delivery = Delivery::CloseDelimited,
             _ => {}
@@ -1294,7 +1333,37 @@ async fn write_reply(
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
+    if let Delivery::Drip(pause) = reply.delivery {
+        head.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            reply.body.len()
+        ));
+        stream.write_all(head.as_bytes()).await?;
+        for b in &reply.body {
+            stream.write_all(std::slice::from_ref(b)).await?;
+            stream.flush().await?;
+            tokio::time::sleep(pause).await;
+        }
+        return Ok(());
+    }
+    if let Delivery::Endless = reply.delivery {
+        head.push_str("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+        stream.write_all(head.as_bytes()).await?;
+        let first = format!("{:x}\r\n", reply.body.len());
+        stream.write_all(first.as_bytes()).await?;
+        stream.write_all(&reply.body).await?;
+        stream.write_all(b"\r\n").await?;
+        let chunk = vec![b' '; 64 * 1024];
+        let frame = format!("{:x}\r\n", chunk.len());
+        // Until the client hangs up.
+        loop {
+            stream.write_all(frame.as_bytes()).await?;
+            stream.write_all(&chunk).await?;
+            stream.write_all(b"\r\n").await?;
+        }
+    }
     let body: &[u8] = match reply.delivery {
+        Delivery::Drip(_) | Delivery::Endless => unreachable!("written above"),
         Delivery::Whole => {
             head.push_str(&format!(
                 "Content-Length: {}\r\nConnection: {}\r\n",
