@@ -15,6 +15,8 @@ pub mod config;
 pub mod datestamp;
 pub mod dctype;
 pub mod export;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod incremental;
 pub mod inventory;
 pub mod oai;

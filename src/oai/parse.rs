@@ -586,6 +586,23 @@ pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, 
     parse_with_quick_xml(&text, quirks, body.len(), fields)
 }
 
+/// The reference reader alone (quick-xml), never the fast path: for differential tests and
+/// fuzzing.
+#[doc(hidden)]
+pub fn parse_list_records_reference(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
+    let mut quirks = Quirks::default();
+    let text = prepare(body, &mut quirks)?;
+    parse_with_quick_xml(&text, quirks, body.len(), fields)
+}
+
+/// The fast path alone: `None` when it declines the body (or [`prepare`] refuses it).
+#[doc(hidden)]
+pub fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> {
+    let mut quirks = Quirks::default();
+    let text = prepare(body, &mut quirks).ok()?;
+    scan::scan_list_records(&text, quirks, fields)
+}
+
 /// [`parse_list_records`] with quick-xml, after [`prepare`]: the reference reader, and the
 /// fallback for every page [`scan::scan_list_records`] declines. `body_len` is the length of the
 /// body as received, for [`ParseError::Truncated`].

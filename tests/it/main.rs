@@ -4,6 +4,7 @@
 mod check;
 mod cli;
 mod faults;
+mod fuzz_regressions;
 mod golden;
 mod incremental;
 mod props;

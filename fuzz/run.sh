@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs the coverage-guided fuzz targets (cargo fuzz, libFuzzer) for a given time each.
+#
+#   bash fuzz/run.sh [SECONDS] [TARGET...]     # default: 60 s for each of list_records classify config
+#
+# Corpora start from the seeds below and grow under fuzz/corpus/ (not committed). A crash stops the run: its input is in
+# fuzz/artifacts/TARGET/; copy it into fuzz/regressions/TARGET/ and `cargo test` replays it
+# (tests/it/fuzz_regressions.rs) until the bug is fixed. Installs cargo-fuzz if needed. libFuzzer
+# needs a nightly compiler (sanitizer flags): the nightly toolchain when there is one, else the
+# stable one with RUSTC_BOOTSTRAP=1 (the same compiler, its unstable flags allowed).
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-60}
+shift || true
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(list_records classify config)
+
+if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+  cargo_fuzz=(cargo +nightly fuzz)
+else
+  export RUSTC_BOOTSTRAP=1
+  cargo_fuzz=(cargo fuzz)
+fi
+command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+
+# Seeds: two ListRecords pages made from the sample (fuzz/seeds/), the sample's identifiers,
+# bridge.toml, and every input that once crashed a target.
+mkdir -p corpus/list_records corpus/classify corpus/config
+cp seeds/list_records/*.xml ../fixtures/sample-repository.xml corpus/list_records/
+i=0
+grep -o '<dc:identifier>[^<]*</dc:identifier>' ../fixtures/sample-repository.xml | sed 's/<[^>]*>//g' | sort -u | head -200 |
+  while IFS= read -r id; do i=$((i + 1)); printf '%s' "$id" >"corpus/classify/seed-$i"; done
+cp ../bridge.toml corpus/config/bridge.toml
+for t in list_records classify config; do
+  find "regressions/$t" -type f ! -name .keep -exec cp {} "corpus/$t/" \;
+done
+
+for t in "${targets[@]}"; do
+  echo "== fuzzing $t for ${seconds}s"
+  "${cargo_fuzz[@]}" run "$t" "corpus/$t" -- -max_total_time="$seconds" -rss_limit_mb=2048 -max_len=262144
+done
