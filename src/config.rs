@@ -23,6 +23,8 @@ pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `Cache-Control: max-age` of sitemap files.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Default `[server] client_timeout_secs`.
+pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
 pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
@@ -60,6 +62,7 @@ struct RawServer {
     state_dir: Option<PathBuf>,
     cache_bytes: Option<u64>,
     drain_timeout_secs: Option<u64>,
+    client_timeout_secs: Option<u64>,
     max_age_secs: Option<u64>,
     admin_token: Option<String>,
 }
@@ -210,6 +213,8 @@ pub struct ServerConfig {
     pub cache_bytes: u64,
     /// Time in-flight requests get to finish at shutdown.
     pub drain_timeout: Duration,
+    /// Time a client has to send a request head, and that an idle connection is kept open.
+    pub client_timeout: Duration,
     /// `Cache-Control: max-age` of sitemap files and robots.txt.
     pub max_age: Duration,
     /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
@@ -354,6 +359,10 @@ impl Config {
                 .server
                 .drain_timeout_secs
                 .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
+            client_timeout: raw
+                .server
+                .client_timeout_secs
+                .map_or(DEFAULT_CLIENT_TIMEOUT, Duration::from_secs),
             max_age: raw
                 .server
                 .max_age_secs
@@ -366,6 +375,12 @@ impl Config {
                 .transpose()
                 .map_err(|m| err("[server] admin_token", m))?,
         };
+        if server.client_timeout.is_zero() {
+            return Err(err(
+                "[server] client_timeout_secs",
+                "must be at least 1".to_owned(),
+            ));
+        }
         if server.cache_bytes < 1024 * 1024 {
             return Err(err(
                 "[server] cache_bytes",
@@ -796,6 +811,7 @@ mod tests {
                 &s.state_dir,
                 s.cache_bytes,
                 s.drain_timeout,
+                s.client_timeout,
                 s.max_age
             ),
             (
@@ -803,6 +819,7 @@ mod tests {
                 &d.state_dir,
                 d.cache_bytes,
                 d.drain_timeout,
+                d.client_timeout,
                 d.max_age
             )
         );
@@ -832,6 +849,7 @@ mod tests {
             "state_dir",
             "cache_bytes",
             "drain_timeout_secs",
+            "client_timeout_secs",
             "max_age_secs",
             "admin_token",
             "user_agent",

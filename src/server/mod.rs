@@ -34,8 +34,6 @@ use crate::pipeline::{CDIF_INDEX_NAME, Job};
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
-/// Longest time a client may take to send a request head (slow clients hold a connection).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request head (request line and headers): crawlers send a few hundred bytes; a larger
 /// head is answered 431 (or 414 for a long URI) and the connection closed.
 const MAX_HEAD_BYTES: usize = 16 * 1024;
@@ -71,6 +69,9 @@ pub struct Gateway {
     pub started: SystemTime,
     /// The admin endpoint's token; `None`: no admin endpoint.
     pub admin_token: Option<crate::config::AdminToken>,
+    /// Longest time a client may take to send a request head, and an idle keep-alive connection
+    /// stays open (`[server] client_timeout_secs`): slow clients would hold connections.
+    pub client_timeout: Duration,
 }
 
 /// One `[[repository]]` being served.
@@ -122,16 +123,18 @@ impl Repo {
     }
 
     /// Serves `next` from now on; the generation it replaces is retired (its folder goes when
-    /// the last request holding it ends).
-    pub fn swap(&self, next: Generation) {
+    /// the last request holding it ends). Returns the replaced generation's serial, whose cache
+    /// entries [`Gateway::forget`] drops.
+    pub fn swap(&self, next: Generation) -> Option<u64> {
         let previous = self
             .current
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .replace(Arc::new(next));
-        if let Some(previous) = previous {
+        previous.map(|previous| {
             previous.retire();
-        }
+            previous.serial
+        })
     }
 
     /// A copy of the refresh history.
@@ -251,7 +254,7 @@ impl Gateway {
                 repo.update(|s| {
                     s.last_success = Some(g.created);
                 });
-                repo.swap(g);
+                let _ = repo.swap(g);
             }
             metrics
                 .serving
@@ -279,6 +282,7 @@ impl Gateway {
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)
             .weigher(|_: &CacheKey, v: &Bytes| u32::try_from(v.len()).unwrap_or(u32::MAX))
+            .support_invalidation_closures()
             .build();
         let prefix = public_url.path().trim_end_matches('/').to_owned();
         Ok(Self {
@@ -296,12 +300,27 @@ impl Gateway {
             harvest: config.harvest.clone(),
             started: SystemTime::now(),
             admin_token: config.server.admin_token.clone(),
+            client_timeout: config.server.client_timeout,
         })
     }
 
     /// The repository named `name`.
     pub fn repo(&self, name: &str) -> Option<&Repo> {
         self.repos.iter().find(|r| r.config.name == name)
+    }
+
+    /// Drops the cached bytes of the generation with `serial`, once it is replaced: no request
+    /// asks for them again, and left in place they would crowd out the current generation's
+    /// files until the cache is full, growing memory by `cache_bytes` for nothing.
+    pub fn forget(&self, serial: u64) {
+        // Entries inserted later by a request still holding the old generation are evicted by
+        // the bound like any cold entry.
+        if let Err(e) = self
+            .cache
+            .invalidate_entries_if(move |key, _| key.0 == serial)
+        {
+            tracing::warn!("cannot drop a replaced generation's cache entries: {e}");
+        }
     }
 
     /// Every repository has a generation to serve.
@@ -336,7 +355,7 @@ pub async fn serve(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .header_read_timeout(gateway.client_timeout)
         .max_buf_size(MAX_HEAD_BYTES.max(8192));
     builder
         .http2()

@@ -155,7 +155,9 @@ pub async fn refresh(
             m.last_duration
                 .get_or_create(&labels)
                 .set(s.build_ms as f64 / 1000.0);
-            repo.swap(generation);
+            if let Some(replaced) = repo.swap(generation) {
+                gateway.forget(replaced);
+            }
             repo.update(|st| {
                 st.last_success = Some(SystemTime::now());
                 st.last_error = None;

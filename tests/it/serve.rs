@@ -401,6 +401,40 @@ async fn validators_follow_content_not_refreshes() {
     g.stop().await;
 }
 
+/// Issue 6 point 6 (memory flat under load): a swap drops the replaced generation's cached
+/// bytes, so refreshes do not pile dead generations into the cache until it is full.
+#[tokio::test]
+async fn a_swap_drops_the_replaced_generations_cached_bytes() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(&upstream, ""), state.path()).await;
+    g.ready().await;
+    let serial = |g: &Running| g.gateway.repos[0].current().unwrap().serial;
+    let cached_serials = |g: &Running| {
+        let mut serials: Vec<u64> = g.gateway.cache.iter().map(|(k, _)| k.0).collect();
+        serials.dedup();
+        serials
+    };
+    for path in ["/r/sitemap.xml", "/r/sitemap-1.xml", "/r/sitemap-2.xml"] {
+        assert_eq!(g.get(path).await.status, StatusCode::OK);
+    }
+    g.gateway.cache.run_pending_tasks().await;
+    let first = serial(&g);
+    assert_eq!(cached_serials(&g), vec![first]);
+    assert!(g.gateway.cache.entry_count() >= 3);
+
+    g.refresh(0).await;
+    let second = serial(&g);
+    assert_ne!(first, second);
+    g.gateway.cache.run_pending_tasks().await;
+    assert!(cached_serials(&g).is_empty(), "{:?}", cached_serials(&g));
+    assert_eq!(g.gateway.cache.entry_count(), 0);
+    assert_eq!(g.get("/r/sitemap-1.xml").await.status, StatusCode::OK);
+    g.gateway.cache.run_pending_tasks().await;
+    assert_eq!(cached_serials(&g), vec![second]);
+    g.stop().await;
+}
+
 /// Issue 5 point 8: shards are stable. Records keep their shard across refreshes; a refresh
 /// that adds, changes and deletes a few records changes only the shards holding them, and every
 /// other shard keeps its bytes, ETag and Last-Modified; its files are linked, not rewritten.
@@ -1348,6 +1382,76 @@ async fn raw_request_status(base: &str, request: &[u8]) -> u16 {
         .and_then(|t| t.get(..3))
         .and_then(|c| c.parse().ok())
         .unwrap_or(0)
+}
+
+/// Issue 6 point 5: slow clients are timed out. With `client_timeout_secs = 1`, a client that
+/// sends half a request head and then nothing, one that drips its head a byte at a time, and an
+/// idle keep-alive connection after an answer are all closed by the gateway; the gateway goes on
+/// serving. (The default is 30 s; only the number differs.)
+#[tokio::test]
+async fn slow_and_idle_clients_are_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = TestServer::builder(numbered(3)).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = config(&upstream, "").replace("[server]\n", "[server]\nclient_timeout_secs = 1\n");
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let addr = Url::parse(&g.url).unwrap();
+    let connect =
+        || tokio::net::TcpStream::connect((addr.host_str().unwrap(), addr.port().unwrap()));
+    // Reads until the gateway closes the connection: what it sent, and how long that took.
+    let until_closed = |mut stream: tokio::net::TcpStream| async move {
+        let start = Instant::now();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+            .await
+            .expect("the gateway closes the connection within 10 s")
+            .ok();
+        (
+            String::from_utf8_lossy(&answer).into_owned(),
+            start.elapsed(),
+        )
+    };
+
+    let mut half = connect().await.unwrap();
+    half.write_all(b"GET /r/sitemap.xml HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let (answer, took) = until_closed(half).await;
+    assert!(!answer.contains("200 OK"), "{answer}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+
+    let mut drip = connect().await.unwrap();
+    let start = Instant::now();
+    let mut closed = false;
+    for byte in b"GET /r/sitemap.xml HTTP/1.1\r\nHost: x\r\nX-Slow: yes\r\n\r\n" {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if drip.write_all(&[*byte]).await.is_err() {
+            closed = true;
+            break;
+        }
+    }
+    let (answer, _) = until_closed(drip).await;
+    assert!(
+        closed || !answer.contains("200 OK"),
+        "a head dripped over {:?} was answered: {answer}",
+        start.elapsed()
+    );
+    assert!(start.elapsed() < Duration::from_secs(12));
+
+    let mut idle = connect().await.unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, took) = until_closed(idle).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(
+        took < Duration::from_secs(5),
+        "an idle connection stayed {took:?}"
+    );
+
+    assert_eq!(g.get("/r/sitemap.xml").await.status, StatusCode::OK);
+    g.stop().await;
 }
 
 /// Issue 6 point 5: hostile requests get plain 4xx answers (or a closed connection), never a
