@@ -265,6 +265,11 @@ impl Generation {
     pub fn retire(&self) {
         self.retired.store(true, Ordering::Release);
     }
+
+    /// Whether this generation has been replaced.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Acquire)
+    }
 }
 
 impl Drop for Generation {

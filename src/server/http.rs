@@ -348,20 +348,17 @@ async fn serve_document(
         return plain(StatusCode::NOT_FOUND, "not found\n");
     };
     let path = generation.documents_path();
-    let loaded = gateway
-        .cache
-        .try_get_with((generation.serial, DOCUMENT_BIT | index), async move {
-            gateway.metrics.cache_fills.inc();
-            tokio::task::spawn_blocking(move || {
-                use std::os::unix::fs::FileExt;
-                let mut bytes = vec![0; entry.len as usize];
-                std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
-                Ok::<_, std::io::Error>(Bytes::from(bytes))
-            })
-            .await
-            .map_err(std::io::Error::other)?
+    let loaded = cached(gateway, &generation, DOCUMENT_BIT | index, async move {
+        tokio::task::spawn_blocking(move || {
+            use std::os::unix::fs::FileExt;
+            let mut bytes = vec![0; entry.len as usize];
+            std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
+            Ok::<_, std::io::Error>(Bytes::from(bytes))
         })
-        .await;
+        .await
+        .map_err(std::io::Error::other)?
+    })
+    .await;
     let bytes = match loaded {
         Ok(bytes) => bytes,
         Err(e) => {
@@ -467,13 +464,34 @@ async fn load(
     meta: &FileMeta,
 ) -> Result<Bytes, Arc<std::io::Error>> {
     let path = generation.path(meta);
-    gateway
+    cached(gateway, generation, index, async move {
+        tokio::fs::read(&path).await.map(Bytes::from)
+    })
+    .await
+}
+
+/// Entry `index` of `generation` from the cache, or from `fill`, run once for all concurrent
+/// misses. A request that began before a swap may fill an entry of the replaced generation
+/// after [`Gateway::forget`] dropped its entries; such an entry is dropped again at once, so
+/// replaced generations never accumulate in the cache under load.
+async fn cached(
+    gateway: &Gateway,
+    generation: &Generation,
+    index: u32,
+    fill: impl Future<Output = Result<Bytes, std::io::Error>>,
+) -> Result<Bytes, Arc<std::io::Error>> {
+    let key = (generation.serial, index);
+    let bytes = gateway
         .cache
-        .try_get_with((generation.serial, index), async move {
+        .try_get_with(key, async move {
             gateway.metrics.cache_fills.inc();
-            tokio::fs::read(&path).await.map(Bytes::from)
+            fill.await
         })
-        .await
+        .await;
+    if generation.is_retired() {
+        gateway.cache.invalidate(&key).await;
+    }
+    bytes
 }
 
 struct Validators<'a> {
