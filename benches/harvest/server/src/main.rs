@@ -17,10 +17,13 @@
 //! N-th record has changed (a new datestamp in September 2025, a revised title; every second one
 //! of them is deleted). A request with `from` on or after 2025-01-01 (every original datestamp is
 //! older) lists exactly the changed records; an earlier `from` is refused. `--response-date`
-//! sets the server's clock. `GET /count` answers how many requests were served.
+//! sets the server's clock. `--deleted-record no|transient` makes Identify say so (a store-backed
+//! harvester then re-harvests in full on its schedule). `GET /count` answers how many requests
+//! were served.
 //!
 //! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
 //!                         [--seed S] [--changed-every N] [--response-date D]
+//!                         [--deleted-record no|transient|persistent]
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -49,6 +52,9 @@ struct Options {
     seed: u64,
     /// Every N-th record changed (0: none).
     changed_every: u64,
+    /// What Identify says of deletions (`--deleted-record`): `persistent` (the default), or `no`
+    /// / `transient`, which make a store-backed harvester re-harvest in full to find deletions.
+    deleted_record: String,
 }
 
 impl Options {
@@ -65,6 +71,7 @@ fn parse_args() -> Result<Options, String> {
         expected_urls: None,
         seed: 42,
         changed_every: 0,
+        deleted_record: "persistent".to_owned(),
     };
     let mut date = "2025-06-01T12:00:00Z".to_owned();
     let mut args = std::env::args().skip(1);
@@ -82,9 +89,10 @@ fn parse_args() -> Result<Options, String> {
                 o.changed_every = value()?.parse().map_err(|e| format!("--changed-every: {e}"))?
             }
             "--response-date" => date = value()?,
+            "--deleted-record" => o.deleted_record = value()?,
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent]"
                 );
                 std::process::exit(0);
             }
@@ -93,6 +101,9 @@ fn parse_args() -> Result<Options, String> {
     }
     if o.page_size == 0 {
         return Err("--page-size must be at least 1".into());
+    }
+    if !["no", "transient", "persistent"].contains(&o.deleted_record.as_str()) {
+        return Err("--deleted-record must be no, transient or persistent".into());
     }
     DATE.set(date).expect("set once");
     Ok(o)
@@ -523,9 +534,9 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
          <baseURL>{}</baseURL>\n<protocolVersion>2.0</protocolVersion>\n\
          <adminEmail>repository@northbridge.example</adminEmail>\n\
          <earliestDatestamp>2010-01-01T00:00:00Z</earliestDatestamp>\n\
-         <deletedRecord>persistent</deletedRecord>\n<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>\n\
+         <deletedRecord>{}</deletedRecord>\n<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>\n\
          </Identify>\n</OAI-PMH>\n",
-        site.base_url
+        site.base_url, o.deleted_record
     );
     let changed_pages = if o.changed_every > 0 {
         (o.records / o.changed_every).div_ceil(o.page_size)
