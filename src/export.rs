@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use crate::classify::Drop;
 use crate::incremental::{self, Policy, RunSummary};
 use crate::oai::{Client, HarvestSettings};
+use crate::patch::PreviousShards;
 use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
@@ -74,6 +75,20 @@ impl FileSink for Staging {
     }
 }
 
+/// A file of an earlier export, uncompressed when its name ends in `.gz`; `None` when it cannot
+/// be read whole.
+fn read_plain(path: &std::path::Path) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    if path.extension().is_some_and(|e| e == "gz") {
+        let mut plain = Vec::with_capacity(bytes.len() * 8);
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut plain)
+            .ok()?;
+        Some(plain)
+    } else {
+        Some(bytes)
+    }
+}
+
 /// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
 /// untouched.
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
@@ -92,11 +107,22 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         }
         None => None,
     };
+    let place = options.out.display().to_string();
     let (harvested, run) = match &mut store {
         Some(store) => {
-            let (h, run) =
-                incremental::harvest(&client, &options.job, store, &options.policy, &mut progress)
-                    .await?;
+            let previous = PreviousShards {
+                place: place.clone(),
+                read: Box::new(|name| read_plain(&options.out.join(name))),
+            };
+            let (h, run) = incremental::harvest(
+                &client,
+                &options.job,
+                store,
+                &options.policy,
+                &mut progress,
+                Some(&previous),
+            )
+            .await?;
             (h, Some(run))
         }
         None => (
@@ -115,13 +141,20 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let urls = harvested.published.stats.urls;
     if let Some(store) = &mut store {
         incremental::guard_shrink(store, urls, &options.policy)?;
+        incremental::publishing(store).map_err(PipelineError::from)?;
     }
     let mut staging = Staging::new(&options.out)?;
     let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {
-        incremental::published(store, urls, rendered.layout.clone())
+        let sitemap =
+            incremental::published_sitemap(&place, &options.job, &scope, &harvested, &rendered);
+        let shared = harvested
+            .patch
+            .is_none()
+            .then_some(&harvested.published.shared[..]);
+        incremental::published(store, sitemap, rendered.layout.clone(), shared)
             .map_err(PipelineError::from)?;
     }
     let built = Built::new(harvested, scope, rendered);

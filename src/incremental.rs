@@ -17,8 +17,10 @@ use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
 use crate::datestamp::{Datestamp, Granularity};
+use crate::inventory::{Published, contribution};
 use crate::oai::{self, Client, Resume};
-use crate::pipeline::{self, Harvested, Job, PipelineError};
+use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable};
+use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
 use crate::store::{Checkpoint, Complete, HeldShrink, Run, State, Store, StoreError};
@@ -80,12 +82,16 @@ pub struct RunSummary {
 
 /// Harvests `job` into `store` and collects the store's records for rendering. Fails, with the
 /// store consistent and its checkpoint saved, when the harvest does not complete.
+///
+/// After an incremental harvest, when the published sitemap can be read from `previous`, it is
+/// patched with the changed records alone ([`crate::patch`]) instead of collecting every record.
 pub async fn harvest(
     client: &Client,
     job: &Job,
     store: &mut Store,
     policy: &Policy,
     progress: &mut Progress,
+    previous: Option<&PreviousShards<'_>>,
 ) -> Result<(Harvested, RunSummary), PipelineError> {
     let now = unix(SystemTime::now());
     let mut state = store.state()?;
@@ -141,6 +147,10 @@ pub async fn harvest(
     };
     state.runs = state.runs.max(run.id);
     state.run = Some(run.clone());
+    if run.full {
+        // A full harvest does not mark what it changes: the next sitemap is rendered whole.
+        state.sitemap = None;
+    }
     store.save_state(&state)?;
 
     let mut request = job.request.clone();
@@ -168,7 +178,7 @@ pub async fn harvest(
             ordered: r.ordered,
         });
         state.run = Some(run.clone());
-        if let Err(e) = store.apply_page(run.id, &event.records, &state) {
+        if let Err(e) = store.apply_page(run.id, &event.records, &state, !run.full) {
             failure = Some(e);
             return ControlFlow::Break(());
         }
@@ -224,8 +234,95 @@ pub async fn harvest(
         live,
         "harvest complete; store updated"
     );
-    let harvested = pipeline::collect_stored(job, store, report)?;
+    let patched = match previous.filter(|_| !run.full) {
+        Some(previous) => patch_stored(job, store, &state, &report, previous)?,
+        None => Err(Unpatchable("a full harvest renders whole".into())),
+    };
+    let harvested = match patched {
+        Ok(harvested) => harvested,
+        Err(why) => {
+            tracing::debug!(%why, "rendering the sitemap from every stored record");
+            pipeline::collect_stored(job, store, report)?
+        }
+    };
     Ok((harvested, summary))
+}
+
+/// The published sitemap patched with the records changed since it was published, when that
+/// can be done exactly; else why not.
+fn patch_stored(
+    job: &Job,
+    store: &Store,
+    state: &State,
+    report: &oai::HarvestReport,
+    previous: &PreviousShards<'_>,
+) -> Result<Result<Harvested, Unpatchable>, PipelineError> {
+    let refuse = |why: &str| Ok(Err(Unpatchable(why.to_owned())));
+    let Some(published) = &state.sitemap else {
+        return refuse("no published sitemap is recorded");
+    };
+    if !job.sitemap_only() {
+        return refuse("a profile needs every record");
+    }
+    if published.place != previous.place
+        || published.ext != job.shard_ext()
+        || published.max_urls != job.limits.max_urls
+        || published.max_bytes != job.limits.max_bytes
+    {
+        return refuse("the sitemap was published elsewhere or with other settings");
+    }
+    let scope = pipeline::scope_for(job, &report.identify.base_url)?;
+    if scope.to_string() != published.scope {
+        return refuse("the scope changed");
+    }
+    let mut stats = published.stats.clone();
+    let mut removed = Vec::new();
+    let mut added = Vec::new();
+    store
+        .dirty(|now, before| {
+            if let Some(before) = before {
+                let (urls, counts) = contribution(&before, &scope);
+                stats.remove(&counts);
+                removed.extend(urls);
+            }
+            if !now.deleted {
+                let (urls, counts) = contribution(&now, &scope);
+                stats.add(&counts);
+                added.extend(urls.into_iter().map(|url| (url, now.datestamp)));
+            }
+            Ok::<_, std::convert::Infallible>(())
+        })?
+        .unwrap_or_else(|never| match never {});
+    let changed = removed.iter().chain(added.iter().map(|(url, _)| url));
+    if store.any_shared(changed.map(String::as_str))? {
+        return refuse("a changed URL is published by more than one record");
+    }
+    let (removing, adding) = (removed.len(), added.len());
+    let ext = job.shard_ext();
+    let read = |n: u32| (previous.read)(&format!("sitemap-{n}.{ext}"));
+    let patched = match patch::patch(published, &state.layout, job.limits, removed, added, read) {
+        Ok(patched) => patched,
+        Err(why) => return Ok(Err(why)),
+    };
+    let urls: u64 = patched.shards.iter().map(|(_, s)| s.urls as u64).sum();
+    if urls != stats.urls {
+        return refuse("the patched shards do not hold the URLs counted");
+    }
+    tracing::info!(
+        removing,
+        adding,
+        rewritten = patched.rewritten,
+        reused = patched.reused,
+        "sitemap patched with the changed records"
+    );
+    Ok(Ok(Harvested {
+        report: report.clone(),
+        published: Published::counted(stats),
+        signposts: None,
+        diwoo: Vec::new(),
+        layout: patched.layout,
+        patch: Some(patched.shards),
+    }))
 }
 
 /// The next run when none is under way.
@@ -302,13 +399,49 @@ pub fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(),
     })
 }
 
-/// Records a publish of `urls` URLs in `layout`; a held shrink is settled.
-pub fn published(store: &mut Store, urls: u64, layout: Layout) -> Result<(), StoreError> {
+/// Called before a generation is written: until [`published`] records it, what is published may
+/// not be the sitemap the store recorded, so no patch may start from it.
+pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
     let mut state = store.state()?;
-    state.published_urls = Some(urls);
+    if state.sitemap.take().is_some() {
+        store.save_state(&state)?;
+    }
+    Ok(())
+}
+
+/// What the store records of a sitemap rendered from `harvested` and published at `place`.
+pub fn published_sitemap(
+    place: &str,
+    job: &Job,
+    scope: &crate::scope::Scope,
+    harvested: &Harvested,
+    rendered: &Rendered,
+) -> PublishedSitemap {
+    PublishedSitemap {
+        place: place.to_owned(),
+        ext: job.shard_ext().to_owned(),
+        scope: scope.to_string(),
+        max_urls: job.limits.max_urls,
+        max_bytes: job.limits.max_bytes,
+        shards: rendered.sitemap_shards.clone(),
+        stats: harvested.published.stats.clone(),
+    }
+}
+
+/// Records a publish: its sitemap and layout, and, after a whole render, the URLs more than one
+/// record publishes (`shared`); every record is then clean, and a held shrink is settled.
+pub fn published(
+    store: &mut Store,
+    sitemap: PublishedSitemap,
+    layout: Layout,
+    shared: Option<&[String]>,
+) -> Result<(), StoreError> {
+    let mut state = store.state()?;
+    state.published_urls = Some(sitemap.stats.urls);
     state.held_shrink = None;
     state.layout = layout;
-    store.save_state(&state)
+    state.sitemap = Some(sitemap);
+    store.published(&state, shared)
 }
 
 fn unix(t: SystemTime) -> i64 {
@@ -371,6 +504,21 @@ mod tests {
         assert!(plan(&state, &policy, now).full);
     }
 
+    fn sitemap_of(urls: u64) -> PublishedSitemap {
+        PublishedSitemap {
+            place: String::new(),
+            ext: "xml".into(),
+            scope: String::new(),
+            max_urls: 1,
+            max_bytes: 1,
+            shards: Vec::new(),
+            stats: crate::inventory::Stats {
+                urls,
+                ..Default::default()
+            },
+        }
+    }
+
     #[test]
     fn the_shrink_guard_holds_once_then_accepts_a_confirmation() {
         let dir = tempfile::tempdir().unwrap();
@@ -378,7 +526,7 @@ mod tests {
         let policy = Policy::default();
         // Nothing published yet: anything goes.
         guard_shrink(&mut store, 1, &policy).unwrap();
-        published(&mut store, 100, Layout::default()).unwrap();
+        published(&mut store, sitemap_of(100), Layout::default(), None).unwrap();
         guard_shrink(&mut store, 50, &policy).unwrap();
         let err = guard_shrink(&mut store, 49, &policy).unwrap_err();
         assert!(matches!(
@@ -392,7 +540,7 @@ mod tests {
         assert!(store.state().unwrap().held_shrink.is_some());
         // The next complete harvest shows the same: confirmed.
         guard_shrink(&mut store, 40, &policy).unwrap();
-        published(&mut store, 40, Layout::default()).unwrap();
+        published(&mut store, sitemap_of(40), Layout::default(), None).unwrap();
         assert_eq!(store.state().unwrap().held_shrink, None);
         // The operator's override.
         let accept = Policy {
@@ -400,5 +548,234 @@ mod tests {
             ..policy
         };
         guard_shrink(&mut store, 0, &accept).unwrap();
+    }
+}
+
+/// A patched sitemap is the one a whole render of the store gives (the reason patching may be
+/// used at all): random records, random rounds of updates, deletions and new records, shards
+/// small enough to split.
+#[cfg(test)]
+mod patch_equivalence {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use url::Url;
+
+    use super::*;
+    use crate::oai::parse::{Identify, Record};
+    use crate::oai::{HarvestReport, HarvestRequest, Source};
+    use crate::pipeline::FileSink;
+    use crate::render::sitemap::{Limits, MIN_BYTES};
+
+    #[derive(Default)]
+    struct Files(BTreeMap<String, Vec<u8>>);
+
+    impl FileSink for Files {
+        type Error = std::convert::Infallible;
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+            self.0.insert(name.to_owned(), bytes.to_vec());
+            Ok(())
+        }
+    }
+
+    const BASE: &str = "https://r.example/oai/request";
+
+    fn job(max_urls: usize) -> Job {
+        Job {
+            request: HarvestRequest {
+                source: Source::Oai(Url::parse(BASE).unwrap()),
+                sets: Vec::new(),
+                from: None,
+                until: None,
+                fields: Default::default(),
+            },
+            scope: Vec::new(),
+            limits: Limits {
+                max_urls,
+                max_bytes: MIN_BYTES,
+            },
+            gzip: false,
+            signmap: false,
+            ocx: None,
+            cdif: false,
+            diwoo: Vec::new(),
+            public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
+        }
+    }
+
+    fn report() -> HarvestReport {
+        HarvestReport {
+            identify: Identify {
+                base_url: BASE.into(),
+                ..Identify::default()
+            },
+            ..HarvestReport::default()
+        }
+    }
+
+    /// A record version: `kind` picks its identifiers (in scope, several, none, a duplicate,
+    /// an entity that needs escaping, out of scope, a DOI); `version` its URLs' spelling.
+    fn record(id: u32, kind: u8, version: u32, date: &str) -> Record {
+        let url = |s: &str| format!("https://r.example/oai/item/{id}{s}");
+        let dc_identifiers = match kind % 7 {
+            0 => vec![url("")],
+            1 => vec![url(""), url(&format!("/v{version}"))],
+            2 => vec![],
+            3 => vec![url(""), url("")],
+            4 => vec![url(&format!("?a={version}&b=1"))],
+            5 => vec!["https://elsewhere.example/x".into(), url("")],
+            _ => vec![format!("doi:10.1/{id}"), url(&format!("/v{version}"))],
+        };
+        Record {
+            identifier: format!("oai:r:{id}"),
+            datestamp: Datestamp::parse(date),
+            dc_identifiers,
+            ..Record::default()
+        }
+    }
+
+    fn date(round: u32, day: u8, seconds: bool) -> String {
+        let day = day % 28 + 1;
+        if seconds {
+            format!("202{round}-01-{day:02}T10:00:{day:02}Z")
+        } else {
+            format!("202{round}-01-{day:02}")
+        }
+    }
+
+    /// `(id, kind, day, seconds, delete)` of each change.
+    type Change = (u32, u8, u8, bool, bool);
+
+    fn whole(job: &Job, store: &Store) -> (Files, Harvested, Rendered) {
+        let harvested = pipeline::collect_stored(job, store, report()).unwrap();
+        let mut files = Files::default();
+        let rendered = pipeline::render(&harvested, job, &mut files).unwrap();
+        (files, harvested, rendered)
+    }
+
+    fn check(max_urls: usize, initial: Vec<(u8, u8)>, rounds: Vec<Vec<Change>>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
+        let job = job(max_urls);
+        let scope = pipeline::scope_for(&job, BASE).unwrap();
+        let state = State::default();
+        let records: Vec<Record> = initial
+            .iter()
+            .enumerate()
+            // A URL listed twice by one record is recorded as shared by the whole render, and
+            // a change to it is then rendered whole (tested below); changes may add such URLs.
+            .map(|(i, (kind, day))| {
+                let kind = if *kind == 3 { 0 } else { *kind };
+                record(i as u32, kind, 0, &date(0, *day, false))
+            })
+            .collect();
+        store.apply_page(1, &records, &state, false).unwrap();
+        let (mut published_files, harvested, rendered) = whole(&job, &store);
+        let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
+        let shared = harvested.published.shared.clone();
+        published(&mut store, sitemap, rendered.layout, Some(&shared)).unwrap();
+
+        for (round, changes) in rounds.into_iter().enumerate() {
+            let round = round as u32 + 1;
+            let page: Vec<Record> = changes
+                .iter()
+                .map(|(id, kind, day, seconds, delete)| {
+                    let mut r = record(*id, *kind, round, &date(round, *day, *seconds));
+                    if *delete {
+                        r.deleted = true;
+                        r.dc_identifiers.clear();
+                    }
+                    r
+                })
+                .collect();
+            let state = store.state().unwrap();
+            store
+                .apply_page(u64::from(round) + 1, &page, &state, true)
+                .unwrap();
+            let files = std::sync::Mutex::new(std::mem::take(&mut published_files.0));
+            let previous = PreviousShards {
+                place: "p".into(),
+                read: Box::new(|name| files.lock().unwrap().get(name).cloned()),
+            };
+            let patched = patch_stored(&job, &store, &state, &report(), &previous)
+                .unwrap()
+                .unwrap_or_else(|why| panic!("round {round}: not patched: {why}"));
+            let (whole_files, whole_harvested, _) = whole(&job, &store);
+            let mut patched_files = Files::default();
+            let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
+            assert_eq!(
+                patched.published.stats, whole_harvested.published.stats,
+                "round {round}: counts"
+            );
+            assert_eq!(patched_files.0, whole_files.0, "round {round}: files");
+            let sitemap = published_sitemap("p", &job, &scope, &patched, &rendered);
+            published(&mut store, sitemap, rendered.layout, None).unwrap();
+            published_files = patched_files;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn a_patch_gives_the_files_of_a_whole_render(
+            // Few URLs per shard, or only the 16 KiB byte limit splitting.
+            max_urls in prop_oneof![2usize..12, Just(50_000)],
+            initial in prop::collection::vec((0u8..7, any::<u8>()), 1..400),
+            rounds in prop::collection::vec(
+                prop::collection::btree_map(
+                    0u32..450,
+                    (0u8..7, any::<u8>(), any::<bool>(), prop::bool::weighted(0.3)),
+                    0..25,
+                ),
+                1..4,
+            ),
+        ) {
+            let rounds = rounds
+                .into_iter()
+                .map(|m| m.into_iter().map(|(id, (k, d, s, del))| (id, k, d, s, del)).collect())
+                .collect();
+            check(max_urls, initial, rounds);
+        }
+    }
+
+    #[test]
+    fn a_changed_url_that_another_record_publishes_is_rendered_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
+        let job = job(10);
+        let scope = pipeline::scope_for(&job, BASE).unwrap();
+        let state = State::default();
+        let mut a = record(1, 0, 0, "2020-01-01");
+        let b = record(2, 0, 0, "2020-01-01");
+        a.dc_identifiers.push(b.dc_identifiers[0].clone());
+        store.apply_page(1, &[a, b], &state, false).unwrap();
+        let (files, harvested, rendered) = whole(&job, &store);
+        let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
+        let shared = harvested.published.shared.clone();
+        assert_eq!(shared, ["https://r.example/oai/item/2"]);
+        published(&mut store, sitemap, rendered.layout, Some(&shared)).unwrap();
+        let mut gone = record(2, 0, 1, "2021-01-01");
+        gone.deleted = true;
+        let state = store.state().unwrap();
+        store.apply_page(2, &[gone], &state, true).unwrap();
+        let previous = PreviousShards {
+            place: "p".into(),
+            read: Box::new(move |name| files.0.get(name).cloned()),
+        };
+        let refused = patch_stored(&job, &store, &state, &report(), &previous).unwrap();
+        assert_eq!(
+            refused.unwrap_err().0,
+            "a changed URL is published by more than one record"
+        );
+        // Elsewhere, or with other limits, the published files are not the ones to patch.
+        let elsewhere = PreviousShards {
+            place: "q".into(),
+            read: Box::new(|_| None),
+        };
+        assert!(
+            patch_stored(&job, &store, &state, &report(), &elsewhere)
+                .unwrap()
+                .is_err()
+        );
     }
 }

@@ -14,7 +14,7 @@ use crate::oai::parse::Record;
 use crate::scope::Scope;
 
 /// Counts of what was seen and why things were not published.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stats {
     /// Record occurrences read (repeats across pages or sets included).
     pub records_seen: u64,
@@ -37,6 +37,68 @@ impl Stats {
     fn drop(&mut self, reason: Drop) {
         self.drops[index(reason)] += 1;
     }
+
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &Stats) {
+        self.combine(other, u64::wrapping_add);
+    }
+
+    /// Takes `other`'s counts from these (they must be part of them).
+    pub fn remove(&mut self, other: &Stats) {
+        self.combine(other, u64::wrapping_sub);
+    }
+
+    fn combine(&mut self, other: &Stats, op: fn(u64, u64) -> u64) {
+        self.records_seen = op(self.records_seen, other.records_seen);
+        self.records = op(self.records, other.records);
+        self.deleted = op(self.deleted, other.deleted);
+        self.urls = op(self.urls, other.urls);
+        for (mine, theirs) in self.drops.iter_mut().zip(other.drops) {
+            *mine = op(*mine, theirs);
+        }
+    }
+}
+
+/// What one live record adds to the counts of an inventory that holds it alone among records
+/// publishing other URLs, and its publishable URLs, each once: the same classification and
+/// caps as [`Inventory::add`], so that a sitemap patched record by record ([`crate::patch`])
+/// counts as a whole render would.
+pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
+    let mut stats = Stats {
+        records_seen: 1,
+        records: 1,
+        ..Stats::default()
+    };
+    let mut urls: Vec<String> = Vec::new();
+    let mut drops = [0u8; IDENTIFIER_DROPS];
+    for value in &record.dc_identifiers {
+        match classify::publishable(value, scope) {
+            Ok(url) => {
+                if urls.len() == usize::from(u16::MAX) {
+                    break;
+                }
+                urls.push(url.into_owned());
+            }
+            Err(reason) => {
+                let i = index(reason);
+                if i < IDENTIFIER_DROPS {
+                    drops[i] = drops[i].saturating_add(1);
+                }
+            }
+        }
+    }
+    for (i, n) in drops.iter().enumerate() {
+        stats.drops[i] = u64::from(*n);
+    }
+    if urls.is_empty() {
+        stats.drop(Drop::NoUrl);
+    }
+    urls.sort_unstable();
+    let claimed = urls.len();
+    urls.dedup();
+    stats.drops[index(Drop::Duplicate)] = (claimed - urls.len()) as u64;
+    stats.urls = urls.len() as u64;
+    (urls, stats)
 }
 
 fn index(reason: Drop) -> usize {
@@ -233,6 +295,7 @@ impl Inventory {
         // Each URL once; the newest datestamp among its records is its lastmod (SM-16).
         sort_items(&mut items, &arena, common);
         let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
+        let mut shared: Vec<Span> = Vec::new();
         items.dedup_by(|later, kept| {
             // Equal keys and lengths within the key's reach are equal texts, unread.
             let same = later.key == kept.key
@@ -241,14 +304,22 @@ impl Inventory {
                     || text(later.span) == text(kept.span));
             if same {
                 stats.drop(Drop::Duplicate);
+                if shared.last().is_none_or(|s| text(*s) != text(kept.span)) {
+                    shared.push(kept.span);
+                }
             }
             same
         });
         stats.urls = items.len() as u64;
+        let shared = shared
+            .into_iter()
+            .map(|s| arena[s.start as usize..][..s.len as usize].to_owned())
+            .collect();
         Published {
             arena,
             items,
             stats,
+            shared,
         }
     }
 }
@@ -326,17 +397,32 @@ pub struct Published {
     items: Vec<Item>,
     /// Final counts.
     pub stats: Stats,
+    /// URLs that more than one record publishes (or one record twice), each once: a change to
+    /// one of them cannot be patched into a published sitemap, as the other records' claims
+    /// are not at hand ([`crate::patch`]).
+    pub shared: Vec<String>,
 }
 
 impl Published {
+    /// The counts of URLs published elsewhere, without the URLs: what a patched sitemap
+    /// ([`crate::patch`]) holds.
+    pub fn counted(stats: Stats) -> Self {
+        Self {
+            arena: String::new(),
+            items: Vec::new(),
+            stats,
+            shared: Vec::new(),
+        }
+    }
+
     /// Number of URLs.
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.stats.urls as usize
     }
 
     /// Whether there is nothing to publish.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.stats.urls == 0
     }
 
     /// The URLs in order, with their lastmod.

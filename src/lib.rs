@@ -20,6 +20,7 @@ pub mod fuzzing;
 pub mod incremental;
 pub mod inventory;
 pub mod oai;
+pub mod patch;
 pub mod pipeline;
 pub mod progress;
 pub mod publish;

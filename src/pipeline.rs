@@ -12,6 +12,7 @@ use crate::classify::Drop;
 use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
+use crate::patch::PublishedShard;
 use crate::progress::Progress;
 use crate::render::ocx::render_ocx;
 use crate::render::robots::{render_cdif_group, render_robots};
@@ -209,8 +210,11 @@ pub struct Harvested {
     /// Each DiWoo category's URLs, by category number (`job.diwoo`).
     pub diwoo: Vec<(u8, Published)>,
     /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
-    /// when there is no earlier generation to follow.
+    /// when there is no earlier generation to follow. For a patch, the layout after it.
     pub layout: Layout,
+    /// The sitemap's shards already made by patching the published ones ([`crate::patch`]);
+    /// `published` then holds only the counts.
+    pub patch: Option<Vec<(u32, Shard)>>,
 }
 
 /// One DiWoo category being collected: the records of its sets.
@@ -295,6 +299,7 @@ impl Collectors {
                 .collect(),
             report,
             layout: Layout::default(),
+            patch: None,
         })
     }
 
@@ -461,15 +466,28 @@ pub fn render<S: FileSink>(
     if published.is_empty() {
         return Err(RenderError::Empty.into());
     }
-    let ext = if job.gzip { "xml.gz" } else { "xml" };
-    let mut sitemap = Shards::new(&job.public_url, "sitemap", ext);
+    let mut sitemap = Shards::new(&job.public_url, "sitemap", job.shard_ext());
     let mut layout = harvested.layout.clone();
-    render_laid_out(
-        published.iter(),
-        job.limits,
-        &mut layout,
-        |number, shard| sitemap.put_numbered(sink, number, &shard),
-    )?;
+    let mut sitemap_shards = Vec::new();
+    let mut put = |number, shard: &Shard| {
+        sitemap_shards.push(PublishedShard::of(number, shard));
+        sitemap.put_numbered(sink, number, shard)
+    };
+    match &harvested.patch {
+        Some(shards) => {
+            for (number, shard) in shards {
+                put(*number, shard)?;
+            }
+        }
+        None => {
+            render_laid_out(
+                published.iter(),
+                job.limits,
+                &mut layout,
+                |number, shard| put(number, &shard),
+            )?;
+        }
+    }
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink, INDEX_NAME)?.into_iter().collect();
     let mut signmap_index = None;
@@ -548,6 +566,7 @@ pub fn render<S: FileSink>(
         .map_err(|e| PipelineError::Sink(Box::new(e)))?;
     Ok(Rendered {
         shards: names,
+        sitemap_shards,
         indexes,
         signmap_index,
         ocx_index,
@@ -634,6 +653,17 @@ pub struct DiwooStats {
 }
 
 impl Job {
+    /// The extension of sitemap shards: `xml.gz` when the job gzips, else `xml`.
+    pub fn shard_ext(&self) -> &'static str {
+        if self.gzip { "xml.gz" } else { "xml" }
+    }
+
+    /// Whether the job publishes only the plain sitemap: no profile needs the records, so a
+    /// refresh can patch the published sitemap ([`crate::patch`]).
+    pub fn sitemap_only(&self) -> bool {
+        !self.signmap && self.ocx.is_none() && !self.cdif && self.diwoo.is_empty()
+    }
+
     /// The indexes the job publishes, in robots.txt order: the sitemap index, then the Signmap,
     /// OCX and DiWoo indexes its profiles ask for. CDIF's sitemap is apart ([`Job::cdif`]),
     /// as robots.txt announces it in a group of its own.
@@ -657,6 +687,8 @@ impl Job {
 pub struct Rendered {
     /// Sitemap shard names, in index order.
     pub shards: Vec<String>,
+    /// The sitemap's shards as the store records them, in index order.
+    pub sitemap_shards: Vec<PublishedShard>,
     /// Every index's URL, the sitemap index first, as robots.txt lists them.
     pub indexes: Vec<Url>,
     /// The Signmap index, when one was written.

@@ -20,7 +20,7 @@ use crate::oai::parse::{DcElement, Record};
 pub const FILE: &str = "store.sqlite";
 
 /// Version of the tables; a store of another version is started anew.
-const SCHEMA: i64 = 1;
+const SCHEMA: i64 = 2;
 
 /// A store error, naming the file and what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +65,11 @@ pub struct State {
     /// The published sitemap's layout: which shard holds which URLs.
     #[serde(default)]
     pub layout: crate::render::sitemap::Layout,
+    /// The sitemap as last published, for the next refresh to patch; `None` while what is
+    /// published may not match it (a publish under way, a full harvest, which does not mark
+    /// what it changes): the next render is then a whole one.
+    #[serde(default)]
+    pub sitemap: Option<crate::patch::PublishedSitemap>,
 }
 
 /// The last complete harvest.
@@ -162,14 +167,20 @@ impl Store {
                 "BEGIN;
                  DROP TABLE IF EXISTS records;
                  DROP TABLE IF EXISTS state;
+                 DROP TABLE IF EXISTS shared;
                  CREATE TABLE records (
                      id TEXT PRIMARY KEY NOT NULL,
                      datestamp INTEGER,
                      deleted INTEGER NOT NULL,
                      sets TEXT NOT NULL,
                      body BLOB NOT NULL,
-                     seen INTEGER NOT NULL
+                     seen INTEGER NOT NULL,
+                     dirty INTEGER NOT NULL DEFAULT 0,
+                     prev_live INTEGER,
+                     prev_body BLOB
                  ) WITHOUT ROWID;
+                 CREATE INDEX records_dirty ON records (dirty) WHERE dirty = 1;
+                 CREATE TABLE shared (url TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
                  CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
                  PRAGMA user_version = {SCHEMA};
                  COMMIT;"
@@ -222,7 +233,7 @@ impl Store {
             .conn
             .transaction()
             .map_err(fail(&self.path, "cannot begin a transaction"))?;
-        tx.execute("DELETE FROM records", [])
+        tx.execute_batch("DELETE FROM records; DELETE FROM shared;")
             .map_err(fail(&self.path, "cannot empty the records"))?;
         write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
         tx.commit()
@@ -233,11 +244,17 @@ impl Store {
     /// within a harvest keeps the newest datestamp, OAI-38), and is marked seen by `run`; a
     /// deleted record becomes a tombstone. Saves `state` (the page's checkpoint) in the same
     /// transaction.
+    ///
+    /// With `track` (incremental harvests), a record that changes is marked dirty and keeps the
+    /// version last published beside the new one, so the next publish can patch the sitemap
+    /// ([`Store::dirty`]); a full harvest rewrites everything and renders it whole, so it does
+    /// not pay for this.
     pub fn apply_page(
         &mut self,
         run: u64,
         records: &[Record],
         state: &State,
+        track: bool,
     ) -> Result<(), StoreError> {
         let path = &self.path;
         let tx = self
@@ -245,12 +262,16 @@ impl Store {
             .transaction()
             .map_err(fail(path, "cannot begin a transaction"))?;
         {
+            // SET expressions all read the row as it was before the update.
             let mut upsert = tx
                 .prepare_cached(
-                    "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                    "INSERT INTO records (id, datestamp, deleted, sets, body, seen, dirty)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
                      ON CONFLICT (id) DO UPDATE SET
                        seen = excluded.seen,
+                       prev_live = iif(?7 AND newer AND dirty = 0, deleted = 0, prev_live),
+                       prev_body = iif(?7 AND newer AND dirty = 0, body, prev_body),
+                       dirty = iif(?7 AND newer, 1, dirty),
                        datestamp = iif(newer, excluded.datestamp, datestamp),
                        deleted = iif(newer, excluded.deleted, deleted),
                        sets = iif(newer, excluded.sets, sets),
@@ -277,6 +298,7 @@ impl Store {
                         r.sets.join("\n"),
                         body,
                         run as i64,
+                        track,
                     ])
                     .map_err(fail(path, "cannot store a record"))?;
             }
@@ -309,6 +331,120 @@ impl Store {
         tx.commit()
             .map_err(fail(&self.path, "cannot commit the end of a run"))?;
         Ok(removed)
+    }
+
+    /// Calls `f` with every record changed since the last publish ([`Store::apply_page`] with
+    /// `track`): as it is now (a tombstone when deleted) and the version last published, if
+    /// that one was live.
+    pub fn dirty<E>(
+        &self,
+        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, datestamp, deleted, body, prev_live, prev_body FROM records
+                 WHERE dirty = 1",
+            )
+            .map_err(fail(&self.path, "cannot read the changed records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the changed records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a changed record"))?
+        {
+            let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(Record, Option<Record>)> {
+                let mut now = Record {
+                    identifier: row.get(0)?,
+                    datestamp: row.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
+                    deleted: row.get(2)?,
+                    sets: Vec::new(),
+                    dc_identifiers: Vec::new(),
+                    dc: Vec::new(),
+                };
+                let mut before = row
+                    .get::<_, Option<bool>>(4)?
+                    .unwrap_or(false)
+                    .then(|| Record {
+                        identifier: now.identifier.clone(),
+                        ..Record::default()
+                    });
+                let id = now.identifier.clone();
+                let damaged = |i| {
+                    rusqlite::Error::InvalidColumnType(i, id.clone(), rusqlite::types::Type::Blob)
+                };
+                if !decode_body(row.get_ref(3)?.as_blob()?, &mut now) {
+                    return Err(damaged(3));
+                }
+                if let Some(before) = &mut before {
+                    let body = row.get_ref(5)?.as_blob_or_null()?.unwrap_or_default();
+                    if !decode_body(body, before) {
+                        return Err(damaged(5));
+                    }
+                }
+                Ok((now, before))
+            };
+            let (now, before) = read(row).map_err(fail(&self.path, "damaged record"))?;
+            if let Err(e) = f(now, before) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// Whether any of `urls` is published by more than one record (or twice by one), as the
+    /// last whole render found ([`Store::published`]).
+    pub fn any_shared<'a>(
+        &self,
+        urls: impl IntoIterator<Item = &'a str>,
+    ) -> Result<bool, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT 1 FROM shared WHERE url = ?1")
+            .map_err(fail(&self.path, "cannot read the shared URLs"))?;
+        for url in urls {
+            if stmt
+                .exists([url])
+                .map_err(fail(&self.path, "cannot read the shared URLs"))?
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// Records a publish, in one transaction: saves `state`, marks every record clean, and after
+    /// a whole render (`shared` given) replaces the URLs that more than one record publishes.
+    pub fn published(
+        &mut self,
+        state: &State,
+        shared: Option<&[String]>,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(path, "cannot begin a transaction"))?;
+        tx.execute(
+            "UPDATE records SET dirty = 0, prev_live = NULL, prev_body = NULL WHERE dirty = 1",
+            [],
+        )
+        .map_err(fail(path, "cannot mark the records published"))?;
+        if let Some(shared) = shared {
+            tx.execute("DELETE FROM shared", [])
+                .map_err(fail(path, "cannot replace the shared URLs"))?;
+            let mut insert = tx
+                .prepare("INSERT OR IGNORE INTO shared (url) VALUES (?1)")
+                .map_err(fail(path, "cannot replace the shared URLs"))?;
+            for url in shared {
+                insert
+                    .execute([url])
+                    .map_err(fail(path, "cannot replace the shared URLs"))?;
+            }
+        }
+        write_state(&tx, state).map_err(fail(path, "cannot save the state"))?;
+        tx.commit().map_err(fail(path, "cannot commit the publish"))
     }
 
     /// Checks the database (SQLite's `integrity_check`) and that the state parses.
@@ -498,11 +634,11 @@ mod tests {
         let state = State::default();
         let a = record("oai:x:1", "2024-05-02", &["https://h/1", "doi:10.1/x"]);
         store
-            .apply_page(1, std::slice::from_ref(&a), &state)
+            .apply_page(1, std::slice::from_ref(&a), &state, false)
             .unwrap();
         // OAI-38: an older repeat does not replace the record, but marks it seen.
         let older = record("oai:x:1", "2024-05-01", &["https://h/old"]);
-        store.apply_page(2, &[older], &state).unwrap();
+        store.apply_page(2, &[older], &state, false).unwrap();
         assert_eq!(live(&store), std::slice::from_ref(&a));
         assert_eq!(store.finish_run(Some(2), &state).unwrap(), 0);
         assert_eq!(live(&store), [a]);
@@ -517,10 +653,10 @@ mod tests {
         let records: Vec<_> = (1..=3)
             .map(|i| record(&format!("oai:x:{i}"), "2024-05-01", &["https://h/"]))
             .collect();
-        store.apply_page(1, &records, &state).unwrap();
+        store.apply_page(1, &records, &state, false).unwrap();
         let mut gone = record("oai:x:2", "2024-05-03", &[]);
         gone.deleted = true;
-        store.apply_page(2, &[gone], &state).unwrap();
+        store.apply_page(2, &[gone], &state, false).unwrap();
         assert_eq!(
             store.counts().unwrap(),
             Counts {
@@ -529,7 +665,7 @@ mod tests {
             }
         );
         // A full run 3 that saw only record 1: records 3 (live) and 2 (tombstone) go.
-        store.apply_page(3, &records[..1], &state).unwrap();
+        store.apply_page(3, &records[..1], &state, false).unwrap();
         state.runs = 3;
         assert_eq!(store.finish_run(Some(3), &state).unwrap(), 1);
         assert_eq!(
@@ -543,6 +679,77 @@ mod tests {
         let store = Store::open(&path).unwrap();
         assert_eq!(store.state().unwrap().runs, 3);
         assert_eq!(live(&store)[0].identifier, "oai:x:1");
+    }
+
+    fn dirty(store: &Store) -> Vec<(Record, Option<Record>)> {
+        let mut out = Vec::new();
+        store
+            .dirty(|now, before| {
+                out.push((now, before));
+                Ok::<_, ()>(())
+            })
+            .unwrap()
+            .unwrap();
+        out.sort_by(|a, b| a.0.identifier.cmp(&b.0.identifier));
+        out
+    }
+
+    #[test]
+    fn tracked_changes_keep_the_version_last_published_until_the_next_publish() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(FILE)).unwrap();
+        let state = State::default();
+        let a = record("oai:x:1", "2024-05-01", &["https://h/1"]);
+        let b = record("oai:x:2", "2024-05-01", &["https://h/2"]);
+        // A full harvest marks nothing.
+        store
+            .apply_page(1, &[a.clone(), b.clone()], &state, false)
+            .unwrap();
+        assert!(dirty(&store).is_empty());
+        // Two incremental changes to one record: the version published is the first one's.
+        let a2 = record("oai:x:1", "2024-05-02", &["https://h/1b"]);
+        let a3 = record("oai:x:1", "2024-05-03", &["https://h/1c"]);
+        store
+            .apply_page(2, std::slice::from_ref(&a2), &state, true)
+            .unwrap();
+        store
+            .apply_page(3, std::slice::from_ref(&a3), &state, true)
+            .unwrap();
+        // An older repeat changes nothing; a deletion is a tombstone whose published version
+        // was live; a new record had none.
+        store
+            .apply_page(3, &[record("oai:x:2", "2024-04-01", &[])], &state, true)
+            .unwrap();
+        let mut gone = record("oai:x:2", "2024-05-04", &[]);
+        gone.deleted = true;
+        gone.dc.clear();
+        gone.sets.clear();
+        let c = record("oai:x:3", "2024-05-04", &["https://h/3"]);
+        store
+            .apply_page(3, &[gone, c.clone()], &state, true)
+            .unwrap();
+        let changes = dirty(&store);
+        assert_eq!(changes.len(), 3);
+        assert_eq!(changes[0].0.dc_identifiers, a3.dc_identifiers);
+        assert_eq!(
+            changes[0].1.as_ref().unwrap().dc_identifiers,
+            a.dc_identifiers
+        );
+        assert!(changes[1].0.deleted);
+        assert_eq!(
+            changes[1].1.as_ref().unwrap().dc_identifiers,
+            b.dc_identifiers
+        );
+        assert_eq!(changes[2].0.dc_identifiers, c.dc_identifiers);
+        assert_eq!(changes[2].1, None);
+        // A publish cleans every record and replaces the shared URLs.
+        let shared = ["https://h/s".to_owned()];
+        store.published(&state, Some(&shared)).unwrap();
+        assert!(dirty(&store).is_empty());
+        assert!(store.any_shared(["https://h/1", "https://h/s"]).unwrap());
+        assert!(!store.any_shared(["https://h/1"]).unwrap());
+        store.published(&state, Some(&[])).unwrap();
+        assert!(!store.any_shared(["https://h/s"]).unwrap());
     }
 
     #[test]

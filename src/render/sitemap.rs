@@ -15,8 +15,9 @@ pub const MIN_BYTES: usize = 16 * 1024;
 
 /// Written first in every file, at byte 0 (SM-02).
 pub const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
-const URLSET_CLOSE: &str = "</urlset>\n";
+pub(crate) const URLSET_OPEN: &str =
+    "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+pub(crate) const URLSET_CLOSE: &str = "</urlset>\n";
 const INDEX_OPEN: &str = "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 const INDEX_CLOSE: &str = "</sitemapindex>\n";
 
@@ -139,43 +140,47 @@ pub fn render_laid_out<'a, E>(
     let mut run: Vec<(&'a str, Option<Datestamp>)> = Vec::new();
     let mut ranges = old.into_iter().peekable();
     let mut current = ranges.next().expect("a layout has a range");
-    // Renders the URLs of one range: the first shard keeps the range's number; when they no
-    // longer fit one shard, each further shard starts a new range at its first URL.
-    let mut flush = |range: (String, u32),
-                     run: &mut Vec<(&'a str, Option<Datestamp>)>,
-                     count: &mut usize|
-     -> Result<(), E> {
-        let mut first = 0;
-        let mut number = range.1;
-        layout.ranges.push(range);
-        render_shards(run.iter().copied(), limits, |shard| {
-            if first > 0 {
-                number = next_number;
-                next_number += 1;
-                layout.ranges.push((run[first].0.to_owned(), number));
-            }
-            first += shard.urls;
-            *count += 1;
-            emit(number, shard)
-        })?;
-        run.clear();
-        Ok(())
-    };
     for item in items {
         while ranges
             .peek()
             .is_some_and(|(start, _)| item.0 >= start.as_str())
         {
             let range = std::mem::replace(&mut current, ranges.next().expect("peeked"));
-            flush(range, &mut run, &mut count)?;
+            count += render_range(range, &run, limits, layout, &mut next_number, &mut emit)?;
+            run.clear();
         }
         run.push(item);
     }
-    flush(current, &mut run, &mut count)?;
+    count += render_range(current, &run, limits, layout, &mut next_number, &mut emit)?;
     for range in ranges {
-        flush(range, &mut run, &mut count)?;
+        count += render_range(range, &[], limits, layout, &mut next_number, &mut emit)?;
     }
     Ok(count)
+}
+
+/// Renders the URLs of one range of a [`Layout`] and appends the range to `layout`: the first
+/// shard keeps the range's number; when they no longer fit one shard, each further shard starts
+/// a new range at its first URL, numbered from `next_number`. Returns the shards emitted.
+pub fn render_range<E>(
+    range: (String, u32),
+    run: &[(&str, Option<Datestamp>)],
+    limits: Limits,
+    layout: &mut Layout,
+    next_number: &mut u32,
+    emit: &mut impl FnMut(u32, Shard) -> Result<(), E>,
+) -> Result<usize, E> {
+    let mut first = 0;
+    let mut number = range.1;
+    layout.ranges.push(range);
+    render_shards(run.iter().copied(), limits, |shard| {
+        if first > 0 {
+            number = *next_number;
+            *next_number += 1;
+            layout.ranges.push((run[first].0.to_owned(), number));
+        }
+        first += shard.urls;
+        emit(number, shard)
+    })
 }
 
 /// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one; the caller adds

@@ -20,6 +20,7 @@ use crate::app::error_chain;
 use crate::classify::Drop;
 use crate::incremental;
 use crate::oai::Client;
+use crate::patch::PreviousShards;
 use crate::pipeline::{self, PipelineError};
 use crate::progress::Progress;
 use crate::store::{self, Store};
@@ -333,6 +334,9 @@ fn build_on_own_runtime(
     (result, stats)
 }
 
+/// [`crate::patch::PublishedSitemap::place`] of a gateway's sitemaps: the generation being served.
+const GENERATION_PLACE: &str = "generation";
+
 /// Harvests and writes the next generation of `repo`; does not swap it in.
 async fn build(
     repo: &Repo,
@@ -343,8 +347,24 @@ async fn build(
     let job = &repo.job;
     let policy = &repo.config.policy;
     let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
-    let (harvested, run) =
-        incremental::harvest(client, job, &mut store, policy, &mut Progress::silent()).await?;
+    let previous = repo.current();
+    let previous_shards = previous.as_deref().map(|generation| PreviousShards {
+        place: GENERATION_PLACE.to_owned(),
+        // The generation keeps every shard plain beside its gzip.
+        read: Box::new(move |name: &str| {
+            let (_, meta) = generation.file(name.strip_suffix(".gz").unwrap_or(name))?;
+            std::fs::read(generation.path(meta)).ok()
+        }),
+    });
+    let (mut harvested, run) = incremental::harvest(
+        client,
+        job,
+        &mut store,
+        policy,
+        &mut Progress::silent(),
+        previous_shards.as_ref(),
+    )
+    .await?;
     metrics
         .harvested_records
         .get_or_create(&metrics::KindLabels {
@@ -370,10 +390,16 @@ async fn build(
     let state = store.state().map_err(PipelineError::from)?;
     repo.update(|s| s.held_shrink = state.held_shrink.clone());
     held?;
-    let previous = repo.current();
+    incremental::publishing(&mut store).map_err(PipelineError::from)?;
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
     let rendered = pipeline::render(&harvested, job, &mut writer)?;
     let layout = rendered.layout.clone();
+    let sitemap =
+        incremental::published_sitemap(GENERATION_PLACE, job, &scope, &harvested, &rendered);
+    let shared = harvested
+        .patch
+        .is_none()
+        .then(|| std::mem::take(&mut harvested.published.shared));
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
     let summary = Summary {
@@ -419,7 +445,7 @@ async fn build(
         },
     };
     let generation = writer.commit(summary)?;
-    if let Err(e) = incremental::published(&mut store, urls, layout) {
+    if let Err(e) = incremental::published(&mut store, sitemap, layout, shared.as_deref()) {
         // The generation is served; only the shrink guard's reference count is behind.
         tracing::warn!(
             repository = repo.config.name,
