@@ -150,11 +150,9 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     if let Some(store) = &mut store {
         let sitemap =
             incremental::published_sitemap(&place, &options.job, &scope, &harvested, &rendered);
-        let shared = harvested
-            .patch
-            .is_none()
-            .then_some(&harvested.published.shared[..]);
-        incremental::published(store, sitemap, rendered.layout.clone(), shared)
+        let replace = harvested.patch.is_none();
+        let shared = &harvested.published.shared;
+        incremental::published(store, sitemap, rendered.layout.clone(), shared, replace)
             .map_err(PipelineError::from)?;
     }
     let built = Built::new(harvested, scope, rendered);

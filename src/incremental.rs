@@ -17,7 +17,9 @@ use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
 use crate::datestamp::{Datestamp, Granularity};
-use crate::inventory::{Published, contribution};
+use std::collections::HashMap;
+
+use crate::inventory::{Published, SharedUrl, contribution};
 use crate::oai::{self, Client, Resume};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
@@ -248,6 +250,40 @@ pub async fn harvest(
     Ok((harvested, summary))
 }
 
+/// A URL several records publish, as the changed records change it.
+struct SharedChange {
+    /// As recorded at the last publish.
+    before: SharedUrl,
+    /// Claims now.
+    claims: i64,
+    /// A record that had the newest datestamp gave up its claim.
+    lost_newest: bool,
+    /// The newest datestamp of the records that claim it now, among the changed.
+    gained: Option<Datestamp>,
+}
+
+/// The change to `url` when several records publish it (looked up in the store the first
+/// time); `None` for a URL of one record.
+fn claim<'m>(
+    store: &Store,
+    shared: &'m mut HashMap<String, SharedChange>,
+    url: &str,
+) -> Result<Option<&'m mut SharedChange>, StoreError> {
+    if !shared.contains_key(url) {
+        let Some(before) = store.shared(url)? else {
+            return Ok(None);
+        };
+        let change = SharedChange {
+            claims: i64::from(before.claims),
+            before,
+            lost_newest: false,
+            gained: None,
+        };
+        shared.insert(url.to_owned(), change);
+    }
+    Ok(shared.get_mut(url))
+}
+
 /// The published sitemap patched with the records changed since it was published, when that
 /// can be done exactly; else why not.
 fn patch_stored(
@@ -276,26 +312,68 @@ fn patch_stored(
         return refuse("the scope changed");
     }
     let mut stats = published.stats.clone();
-    let mut removed = Vec::new();
-    let mut added = Vec::new();
-    store
-        .dirty(|now, before| {
-            if let Some(before) = before {
-                let (urls, counts) = contribution(&before, &scope);
-                stats.remove(&counts);
-                removed.extend(urls);
+    let mut removed: Vec<String> = Vec::new();
+    let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
+    // URLs several records publish: their claims and lastmod change instead.
+    let mut shared: HashMap<String, SharedChange> = HashMap::new();
+    store.dirty(|now, before| {
+        if let Some(before) = before {
+            let (urls, counts) = contribution(&before, &scope);
+            stats.remove(&counts);
+            for url in urls {
+                match claim(store, &mut shared, &url)? {
+                    Some(change) => {
+                        change.claims -= 1;
+                        change.lost_newest |= before.datestamp == change.before.newest;
+                    }
+                    None => removed.push(url),
+                }
             }
-            if !now.deleted {
-                let (urls, counts) = contribution(&now, &scope);
-                stats.add(&counts);
-                added.extend(urls.into_iter().map(|url| (url, now.datestamp)));
+        }
+        if !now.deleted {
+            let (urls, counts) = contribution(&now, &scope);
+            stats.add(&counts);
+            for url in urls {
+                match claim(store, &mut shared, &url)? {
+                    Some(change) => {
+                        change.claims += 1;
+                        change.gained = change.gained.max(now.datestamp);
+                    }
+                    None => added.push((url, now.datestamp)),
+                }
             }
-            Ok::<_, std::convert::Infallible>(())
-        })?
-        .unwrap_or_else(|never| match never {});
-    let changed = removed.iter().chain(added.iter().map(|(url, _)| url));
-    if store.any_shared(changed.map(String::as_str))? {
-        return refuse("a changed URL is published by more than one record");
+        }
+        Ok::<_, StoreError>(())
+    })??;
+    let mut shared_after = Vec::with_capacity(shared.len());
+    for (url, change) in shared {
+        let Ok(claims) = u32::try_from(change.claims) else {
+            return refuse("a shared URL lost more claims than it had");
+        };
+        let before = change.before.newest;
+        let newest = if claims == 0 {
+            removed.push(url.clone());
+            None
+        } else {
+            let newest = if !change.lost_newest {
+                before.max(change.gained)
+            } else if change.gained >= before {
+                change.gained
+            } else {
+                // The record that gave the URL its lastmod left; the next newest is not at hand.
+                return refuse("the newest record publishing a shared URL no longer does");
+            };
+            if newest != before {
+                removed.push(url.clone());
+                added.push((url.clone(), newest));
+            }
+            newest
+        };
+        shared_after.push(SharedUrl {
+            url,
+            claims,
+            newest,
+        });
     }
     let (removing, adding) = (removed.len(), added.len());
     let ext = job.shard_ext();
@@ -305,9 +383,13 @@ fn patch_stored(
         Err(why) => return Ok(Err(why)),
     };
     let urls: u64 = patched.shards.iter().map(|(_, s)| s.urls as u64).sum();
-    if urls != stats.urls {
+    if urls + removing as u64 != published.stats.urls + adding as u64 {
         return refuse("the patched shards do not hold the URLs counted");
     }
+    // The records' counts add up their own URLs; what they share is counted once.
+    let duplicate = crate::inventory::index(crate::classify::Drop::Duplicate);
+    stats.drops[duplicate] = stats.drops[duplicate].wrapping_add(stats.urls.wrapping_sub(urls));
+    stats.urls = urls;
     tracing::info!(
         removing,
         adding,
@@ -315,9 +397,11 @@ fn patch_stored(
         reused = patched.reused,
         "sitemap patched with the changed records"
     );
+    let mut counted = Published::counted(stats);
+    counted.shared = shared_after;
     Ok(Ok(Harvested {
         report: report.clone(),
-        published: Published::counted(stats),
+        published: counted,
         signposts: None,
         diwoo: Vec::new(),
         layout: patched.layout,
@@ -428,20 +512,22 @@ pub fn published_sitemap(
     }
 }
 
-/// Records a publish: its sitemap and layout, and, after a whole render, the URLs more than one
-/// record publishes (`shared`); every record is then clean, and a held shrink is settled.
+/// Records a publish: its sitemap and layout, and the URLs more than one record publishes (all
+/// of them after a whole render, `replace`; those a patch changed otherwise); every record is
+/// then clean, and a held shrink is settled.
 pub fn published(
     store: &mut Store,
     sitemap: PublishedSitemap,
     layout: Layout,
-    shared: Option<&[String]>,
+    shared: &[SharedUrl],
+    replace: bool,
 ) -> Result<(), StoreError> {
     let mut state = store.state()?;
     state.published_urls = Some(sitemap.stats.urls);
     state.held_shrink = None;
     state.layout = layout;
     state.sitemap = Some(sitemap);
-    store.published(&state, shared)
+    store.published(&state, shared, replace)
 }
 
 fn unix(t: SystemTime) -> i64 {
@@ -526,7 +612,7 @@ mod tests {
         let policy = Policy::default();
         // Nothing published yet: anything goes.
         guard_shrink(&mut store, 1, &policy).unwrap();
-        published(&mut store, sitemap_of(100), Layout::default(), None).unwrap();
+        published(&mut store, sitemap_of(100), Layout::default(), &[], true).unwrap();
         guard_shrink(&mut store, 50, &policy).unwrap();
         let err = guard_shrink(&mut store, 49, &policy).unwrap_err();
         assert!(matches!(
@@ -540,7 +626,7 @@ mod tests {
         assert!(store.state().unwrap().held_shrink.is_some());
         // The next complete harvest shows the same: confirmed.
         guard_shrink(&mut store, 40, &policy).unwrap();
-        published(&mut store, sitemap_of(40), Layout::default(), None).unwrap();
+        published(&mut store, sitemap_of(40), Layout::default(), &[], true).unwrap();
         assert_eq!(store.state().unwrap().held_shrink, None);
         // The operator's override.
         let accept = Policy {
@@ -613,13 +699,17 @@ mod patch_equivalence {
         }
     }
 
-    /// A record version: `kind` picks its identifiers (in scope, several, none, a duplicate,
-    /// an entity that needs escaping, out of scope, a DOI); `version` its URLs' spelling.
+    /// A record version: `kind` picks its identifiers (in scope, one shared with other records,
+    /// none, a duplicate, an entity that needs escaping, out of scope, a DOI); `version` its
+    /// URLs' spelling.
     fn record(id: u32, kind: u8, version: u32, date: &str) -> Record {
         let url = |s: &str| format!("https://r.example/oai/item/{id}{s}");
         let dc_identifiers = match kind % 7 {
             0 => vec![url("")],
-            1 => vec![url(""), url(&format!("/v{version}"))],
+            1 => vec![
+                url(""),
+                format!("https://r.example/oai/collections/{}", id % 3),
+            ],
             2 => vec![],
             3 => vec![url(""), url("")],
             4 => vec![url(&format!("?a={version}&b=1"))],
@@ -673,7 +763,7 @@ mod patch_equivalence {
         let (mut published_files, harvested, rendered) = whole(&job, &store);
         let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
         let shared = harvested.published.shared.clone();
-        published(&mut store, sitemap, rendered.layout, Some(&shared)).unwrap();
+        published(&mut store, sitemap, rendered.layout, &shared, true).unwrap();
 
         for (round, changes) in rounds.into_iter().enumerate() {
             let round = round as u32 + 1;
@@ -697,10 +787,27 @@ mod patch_equivalence {
                 place: "p".into(),
                 read: Box::new(|name| files.lock().unwrap().get(name).cloned()),
             };
-            let patched = patch_stored(&job, &store, &state, &report(), &previous)
-                .unwrap()
-                .unwrap_or_else(|why| panic!("round {round}: not patched: {why}"));
-            let (whole_files, whole_harvested, _) = whole(&job, &store);
+            let outcome = patch_stored(&job, &store, &state, &report(), &previous).unwrap();
+            let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);
+            let patched = match outcome {
+                Ok(patched) => patched,
+                // What a patch cannot know (a shared URL's lastmod came from a record that left)
+                // or a URL newly listed by two records or twice by one: rendered whole.
+                Err(why)
+                    if why
+                        .0
+                        .starts_with("the newest record publishing a shared URL")
+                        || why.0.contains("now publish") =>
+                {
+                    let sitemap =
+                        published_sitemap("p", &job, &scope, &whole_harvested, &whole_rendered);
+                    let shared = &whole_harvested.published.shared;
+                    published(&mut store, sitemap, whole_rendered.layout, shared, true).unwrap();
+                    published_files = whole_files;
+                    continue;
+                }
+                Err(why) => panic!("round {round}: not patched: {why}"),
+            };
             let mut patched_files = Files::default();
             let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
             assert_eq!(
@@ -708,9 +815,25 @@ mod patch_equivalence {
                 "round {round}: counts"
             );
             assert_eq!(patched_files.0, whole_files.0, "round {round}: files");
+            // What the patch records of shared URLs is what a whole render finds.
+            for s in &whole_harvested.published.shared {
+                assert_eq!(
+                    store_shared_after(&store, &patched, &s.url),
+                    Some(s.clone())
+                );
+            }
             let sitemap = published_sitemap("p", &job, &scope, &patched, &rendered);
-            published(&mut store, sitemap, rendered.layout, None).unwrap();
+            let shared = &patched.published.shared;
+            published(&mut store, sitemap, rendered.layout, shared, false).unwrap();
             published_files = patched_files;
+        }
+    }
+
+    /// A shared URL as the store will record it once `patched` is published.
+    fn store_shared_after(store: &Store, patched: &Harvested, url: &str) -> Option<SharedUrl> {
+        match patched.published.shared.iter().find(|s| s.url == url) {
+            Some(s) => Some(s.clone()).filter(|s| s.claims > 0),
+            None => store.shared(url).unwrap(),
         }
     }
 
@@ -739,7 +862,7 @@ mod patch_equivalence {
     }
 
     #[test]
-    fn a_changed_url_that_another_record_publishes_is_rendered_whole() {
+    fn a_url_that_several_records_publish_is_patched_while_its_lastmod_is_known() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(10);
@@ -752,20 +875,47 @@ mod patch_equivalence {
         let (files, harvested, rendered) = whole(&job, &store);
         let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
         let shared = harvested.published.shared.clone();
-        assert_eq!(shared, ["https://r.example/oai/item/2"]);
-        published(&mut store, sitemap, rendered.layout, Some(&shared)).unwrap();
-        let mut gone = record(2, 0, 1, "2021-01-01");
-        gone.deleted = true;
+        assert_eq!(
+            shared,
+            [SharedUrl {
+                url: "https://r.example/oai/item/2".into(),
+                claims: 2,
+                newest: Datestamp::parse("2020-01-01"),
+            }]
+        );
+        published(&mut store, sitemap, rendered.layout, &shared, true).unwrap();
+        // Record 1 changes and still publishes item/2: patched, item/2 takes its datestamp.
+        let mut a = record(1, 0, 1, "2021-01-01");
+        a.dc_identifiers.push(shared[0].url.clone());
         let state = store.state().unwrap();
-        store.apply_page(2, &[gone], &state, true).unwrap();
+        store.apply_page(2, &[a], &state, true).unwrap();
         let previous = PreviousShards {
             place: "p".into(),
             read: Box::new(move |name| files.0.get(name).cloned()),
         };
+        let patched = patch_stored(&job, &store, &state, &report(), &previous)
+            .unwrap()
+            .unwrap();
+        let (whole_files, _, _) = whole(&job, &store);
+        let mut patched_files = Files::default();
+        let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
+        assert_eq!(patched_files.0, whole_files.0);
+        assert_eq!(patched.published.shared[0].claims, 2);
+        let sitemap = published_sitemap("p", &job, &scope, &patched, &rendered);
+        let changed = patched.published.shared.clone();
+        published(&mut store, sitemap, rendered.layout, &changed, false).unwrap();
+        // Record 1, whose datestamp item/2 carries, gives it up: the next newest is not known.
+        let a = record(1, 0, 2, "2022-01-01");
+        let state = store.state().unwrap();
+        store.apply_page(3, &[a], &state, true).unwrap();
+        let previous = PreviousShards {
+            place: "p".into(),
+            read: Box::new(move |name| patched_files.0.get(name).cloned()),
+        };
         let refused = patch_stored(&job, &store, &state, &report(), &previous).unwrap();
         assert_eq!(
             refused.unwrap_err().0,
-            "a changed URL is published by more than one record"
+            "the newest record publishing a shared URL no longer does"
         );
         // Elsewhere, or with other limits, the published files are not the ones to patch.
         let elsewhere = PreviousShards {

@@ -60,9 +60,10 @@ impl Stats {
 }
 
 /// What one live record adds to the counts of an inventory that holds it alone among records
-/// publishing other URLs, and its publishable URLs, each once: the same classification and
-/// caps as [`Inventory::add`], so that a sitemap patched record by record ([`crate::patch`])
-/// counts as a whole render would.
+/// publishing other URLs, and its publishable URLs in order, a URL it lists twice twice (a
+/// whole render counts each listing as a claim): the same classification and caps as
+/// [`Inventory::add`], so that a sitemap patched record by record ([`crate::patch`]) counts as
+/// a whole render would.
 pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
     let mut stats = Stats {
         records_seen: 1,
@@ -94,14 +95,14 @@ pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
         stats.drop(Drop::NoUrl);
     }
     urls.sort_unstable();
-    let claimed = urls.len();
-    urls.dedup();
-    stats.drops[index(Drop::Duplicate)] = (claimed - urls.len()) as u64;
-    stats.urls = urls.len() as u64;
+    let mut distinct = urls.clone();
+    distinct.dedup();
+    stats.drops[index(Drop::Duplicate)] = (urls.len() - distinct.len()) as u64;
+    stats.urls = distinct.len() as u64;
     (urls, stats)
 }
 
-fn index(reason: Drop) -> usize {
+pub(crate) fn index(reason: Drop) -> usize {
     Drop::ALL.iter().position(|r| *r == reason).unwrap_or(0)
 }
 
@@ -295,7 +296,8 @@ impl Inventory {
         // Each URL once; the newest datestamp among its records is its lastmod (SM-16).
         sort_items(&mut items, &arena, common);
         let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
-        let mut shared: Vec<Span> = Vec::new();
+        // Items of one URL sort newest first: the one kept carries the URL's lastmod.
+        let mut shared: Vec<(Span, u32, i64)> = Vec::new();
         items.dedup_by(|later, kept| {
             // Equal keys and lengths within the key's reach are equal texts, unread.
             let same = later.key == kept.key
@@ -304,8 +306,9 @@ impl Inventory {
                     || text(later.span) == text(kept.span));
             if same {
                 stats.drop(Drop::Duplicate);
-                if shared.last().is_none_or(|s| text(*s) != text(kept.span)) {
-                    shared.push(kept.span);
+                match shared.last_mut() {
+                    Some(last) if text(last.0) == text(kept.span) => last.1 += 1,
+                    _ => shared.push((kept.span, 2, kept.datestamp)),
                 }
             }
             same
@@ -313,7 +316,11 @@ impl Inventory {
         stats.urls = items.len() as u64;
         let shared = shared
             .into_iter()
-            .map(|s| arena[s.start as usize..][..s.len as usize].to_owned())
+            .map(|(s, claims, newest)| SharedUrl {
+                url: arena[s.start as usize..][..s.len as usize].to_owned(),
+                claims,
+                newest: unpack(newest),
+            })
             .collect();
         Published {
             arena,
@@ -397,10 +404,21 @@ pub struct Published {
     items: Vec<Item>,
     /// Final counts.
     pub stats: Stats,
-    /// URLs that more than one record publishes (or one record twice), each once: a change to
-    /// one of them cannot be patched into a published sitemap, as the other records' claims
-    /// are not at hand ([`crate::patch`]).
-    pub shared: Vec<String>,
+    /// URLs that more than one record publishes (or one record twice), each once, with how
+    /// many times and the newest datestamp among them: what patching a change to one of them
+    /// into the published sitemap needs to know ([`crate::patch`]).
+    pub shared: Vec<SharedUrl>,
+}
+
+/// A URL that several records publish (or one record twice).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedUrl {
+    /// The URL.
+    pub url: String,
+    /// Times it is published; 0 when no record publishes it any more.
+    pub claims: u32,
+    /// The newest datestamp of the records that publish it: its lastmod.
+    pub newest: Option<Datestamp>,
 }
 
 impl Published {

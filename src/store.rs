@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use crate::datestamp::Datestamp;
+use crate::inventory::SharedUrl;
 use crate::oai::parse::{DcElement, Record};
 
 /// The store's file name in a repository's state folder.
@@ -177,10 +178,15 @@ impl Store {
                      seen INTEGER NOT NULL,
                      dirty INTEGER NOT NULL DEFAULT 0,
                      prev_live INTEGER,
+                     prev_datestamp INTEGER,
                      prev_body BLOB
                  ) WITHOUT ROWID;
                  CREATE INDEX records_dirty ON records (dirty) WHERE dirty = 1;
-                 CREATE TABLE shared (url TEXT PRIMARY KEY NOT NULL) WITHOUT ROWID;
+                 CREATE TABLE shared (
+                     url TEXT PRIMARY KEY NOT NULL,
+                     claims INTEGER NOT NULL,
+                     newest INTEGER
+                 ) WITHOUT ROWID;
                  CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
                  PRAGMA user_version = {SCHEMA};
                  COMMIT;"
@@ -270,6 +276,7 @@ impl Store {
                      ON CONFLICT (id) DO UPDATE SET
                        seen = excluded.seen,
                        prev_live = iif(?7 AND newer AND dirty = 0, deleted = 0, prev_live),
+                       prev_datestamp = iif(?7 AND newer AND dirty = 0, datestamp, prev_datestamp),
                        prev_body = iif(?7 AND newer AND dirty = 0, body, prev_body),
                        dirty = iif(?7 AND newer, 1, dirty),
                        datestamp = iif(newer, excluded.datestamp, datestamp),
@@ -343,8 +350,8 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, datestamp, deleted, body, prev_live, prev_body FROM records
-                 WHERE dirty = 1",
+                "SELECT id, datestamp, deleted, body, prev_live, prev_body, prev_datestamp
+                 FROM records WHERE dirty = 1",
             )
             .map_err(fail(&self.path, "cannot read the changed records"))?;
         let mut rows = stmt
@@ -363,13 +370,14 @@ impl Store {
                     dc_identifiers: Vec::new(),
                     dc: Vec::new(),
                 };
-                let mut before = row
-                    .get::<_, Option<bool>>(4)?
-                    .unwrap_or(false)
-                    .then(|| Record {
+                let mut before = match row.get::<_, Option<bool>>(4)?.unwrap_or(false) {
+                    true => Some(Record {
                         identifier: now.identifier.clone(),
+                        datestamp: row.get::<_, Option<i64>>(6)?.map(Datestamp::unpack),
                         ..Record::default()
-                    });
+                    }),
+                    false => None,
+                };
                 let id = now.identifier.clone();
                 let damaged = |i| {
                     rusqlite::Error::InvalidColumnType(i, id.clone(), rusqlite::types::Type::Blob)
@@ -393,33 +401,33 @@ impl Store {
         Ok(Ok(()))
     }
 
-    /// Whether any of `urls` is published by more than one record (or twice by one), as the
-    /// last whole render found ([`Store::published`]).
-    pub fn any_shared<'a>(
-        &self,
-        urls: impl IntoIterator<Item = &'a str>,
-    ) -> Result<bool, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT 1 FROM shared WHERE url = ?1")
-            .map_err(fail(&self.path, "cannot read the shared URLs"))?;
-        for url in urls {
-            if stmt
-                .exists([url])
-                .map_err(fail(&self.path, "cannot read the shared URLs"))?
-            {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+    /// How many times `url` is published and the newest datestamp among them, when more than
+    /// one record publishes it (or one twice), as recorded by the last publishes
+    /// ([`Store::published`]).
+    pub fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT claims, newest FROM shared WHERE url = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([url], |r| {
+                    Ok(SharedUrl {
+                        url: url.to_owned(),
+                        claims: r.get(0)?,
+                        newest: r.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
+                    })
+                })
+                .optional()
+            })
+            .map_err(fail(&self.path, "cannot read the shared URLs"))
     }
 
-    /// Records a publish, in one transaction: saves `state`, marks every record clean, and after
-    /// a whole render (`shared` given) replaces the URLs that more than one record publishes.
+    /// Records a publish, in one transaction: saves `state`, marks every record clean, and
+    /// records the URLs that several records publish: all of them after a whole render
+    /// (`replace`), else those a patch changed (0 claims: no longer published).
     pub fn published(
         &mut self,
         state: &State,
-        shared: Option<&[String]>,
+        shared: &[SharedUrl],
+        replace: bool,
     ) -> Result<(), StoreError> {
         let path = &self.path;
         let tx = self
@@ -427,20 +435,33 @@ impl Store {
             .transaction()
             .map_err(fail(path, "cannot begin a transaction"))?;
         tx.execute(
-            "UPDATE records SET dirty = 0, prev_live = NULL, prev_body = NULL WHERE dirty = 1",
+            "UPDATE records SET dirty = 0, prev_live = NULL, prev_datestamp = NULL,
+             prev_body = NULL WHERE dirty = 1",
             [],
         )
         .map_err(fail(path, "cannot mark the records published"))?;
-        if let Some(shared) = shared {
+        if replace {
             tx.execute("DELETE FROM shared", [])
                 .map_err(fail(path, "cannot replace the shared URLs"))?;
-            let mut insert = tx
-                .prepare("INSERT OR IGNORE INTO shared (url) VALUES (?1)")
-                .map_err(fail(path, "cannot replace the shared URLs"))?;
-            for url in shared {
-                insert
-                    .execute([url])
-                    .map_err(fail(path, "cannot replace the shared URLs"))?;
+        }
+        {
+            let mut upsert = tx
+                .prepare(
+                    "INSERT INTO shared (url, claims, newest) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (url) DO UPDATE SET claims = excluded.claims,
+                     newest = excluded.newest",
+                )
+                .map_err(fail(path, "cannot record the shared URLs"))?;
+            let mut delete = tx
+                .prepare("DELETE FROM shared WHERE url = ?1")
+                .map_err(fail(path, "cannot record the shared URLs"))?;
+            for s in shared {
+                if s.claims == 0 {
+                    delete.execute([&s.url])
+                } else {
+                    upsert.execute(params![s.url, s.claims, s.newest.map(Datestamp::pack)])
+                }
+                .map_err(fail(path, "cannot record the shared URLs"))?;
             }
         }
         write_state(&tx, state).map_err(fail(path, "cannot save the state"))?;
@@ -742,14 +763,25 @@ mod tests {
         );
         assert_eq!(changes[2].0.dc_identifiers, c.dc_identifiers);
         assert_eq!(changes[2].1, None);
-        // A publish cleans every record and replaces the shared URLs.
-        let shared = ["https://h/s".to_owned()];
-        store.published(&state, Some(&shared)).unwrap();
+        assert_eq!(changes[0].1.as_ref().unwrap().datestamp, a.datestamp);
+        // A publish cleans every record and records the shared URLs.
+        let shared = SharedUrl {
+            url: "https://h/s".into(),
+            claims: 3,
+            newest: Datestamp::parse("2024-05-01"),
+        };
+        store
+            .published(&state, std::slice::from_ref(&shared), true)
+            .unwrap();
         assert!(dirty(&store).is_empty());
-        assert!(store.any_shared(["https://h/1", "https://h/s"]).unwrap());
-        assert!(!store.any_shared(["https://h/1"]).unwrap());
-        store.published(&state, Some(&[])).unwrap();
-        assert!(!store.any_shared(["https://h/s"]).unwrap());
+        assert_eq!(store.shared("https://h/s").unwrap(), Some(shared.clone()));
+        assert_eq!(store.shared("https://h/1").unwrap(), None);
+        let gone = SharedUrl {
+            claims: 0,
+            ..shared
+        };
+        store.published(&state, &[gone], false).unwrap();
+        assert_eq!(store.shared("https://h/s").unwrap(), None);
     }
 
     #[test]

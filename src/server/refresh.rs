@@ -396,10 +396,8 @@ async fn build(
     let layout = rendered.layout.clone();
     let sitemap =
         incremental::published_sitemap(GENERATION_PLACE, job, &scope, &harvested, &rendered);
-    let shared = harvested
-        .patch
-        .is_none()
-        .then(|| std::mem::take(&mut harvested.published.shared));
+    let replace = harvested.patch.is_none();
+    let shared = std::mem::take(&mut harvested.published.shared);
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
     let summary = Summary {
@@ -445,7 +443,7 @@ async fn build(
         },
     };
     let generation = writer.commit(summary)?;
-    if let Err(e) = incremental::published(&mut store, sitemap, layout, shared.as_deref()) {
+    if let Err(e) = incremental::published(&mut store, sitemap, layout, &shared, replace) {
         // The generation is served; only the shrink guard's reference count is behind.
         tracing::warn!(
             repository = repo.config.name,
