@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crate::classify::Drop;
-use crate::incremental::{self, Policy, RunSummary};
+use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::oai::{Client, HarvestSettings};
 use crate::patch::PreviousShards;
 use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
@@ -148,12 +148,8 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {
-        let sitemap =
-            incremental::published_sitemap(&place, &options.job, &scope, &harvested, &rendered);
-        let replace = harvested.patch.is_none();
-        let shared = &harvested.published.shared;
-        incremental::published(store, sitemap, rendered.layout.clone(), shared, replace)
-            .map_err(PipelineError::from)?;
+        let publish = Publish::new(&place, &options.job, &scope, &harvested, &rendered);
+        incremental::published(store, publish).map_err(PipelineError::from)?;
     }
     let built = Built::new(harvested, scope, rendered);
     Ok(ExportSummary {

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use crate::inventory::{Published, SharedUrl, contribution};
 use crate::oai::{self, Client, Resume};
-use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable};
+use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
@@ -238,7 +238,7 @@ pub async fn harvest(
     );
     let patched = match previous.filter(|_| !run.full) {
         Some(previous) => patch_stored(job, store, &state, &report, previous)?,
-        None => Err(Unpatchable("a full harvest renders whole".into())),
+        None => refuse("a full harvest renders whole"),
     };
     let harvested = match patched {
         Ok(harvested) => harvested,
@@ -293,23 +293,24 @@ fn patch_stored(
     report: &oai::HarvestReport,
     previous: &PreviousShards<'_>,
 ) -> Result<Result<Harvested, Unpatchable>, PipelineError> {
-    let refuse = |why: &str| Ok(Err(Unpatchable(why.to_owned())));
     let Some(published) = &state.sitemap else {
-        return refuse("no published sitemap is recorded");
+        return Ok(refuse("no published sitemap is recorded"));
     };
     if !job.sitemap_only() {
-        return refuse("a profile needs every record");
+        return Ok(refuse("a profile needs every record"));
     }
     if published.place != previous.place
         || published.ext != job.shard_ext()
         || published.max_urls != job.limits.max_urls
         || published.max_bytes != job.limits.max_bytes
     {
-        return refuse("the sitemap was published elsewhere or with other settings");
+        return Ok(refuse(
+            "the sitemap was published elsewhere or with other settings",
+        ));
     }
     let scope = pipeline::scope_for(job, &report.identify.base_url)?;
     if scope.to_string() != published.scope {
-        return refuse("the scope changed");
+        return Ok(refuse("the scope changed"));
     }
     let mut stats = published.stats.clone();
     let mut removed: Vec<String> = Vec::new();
@@ -348,7 +349,7 @@ fn patch_stored(
     let mut shared_after = Vec::with_capacity(shared.len());
     for (url, change) in shared {
         let Ok(claims) = u32::try_from(change.claims) else {
-            return refuse("a shared URL lost more claims than it had");
+            return Ok(refuse("a shared URL lost more claims than it had"));
         };
         let before = change.before.newest;
         let newest = if claims == 0 {
@@ -361,7 +362,9 @@ fn patch_stored(
                 change.gained
             } else {
                 // The record that gave the URL its lastmod left; the next newest is not at hand.
-                return refuse("the newest record publishing a shared URL no longer does");
+                return Ok(refuse(
+                    "the newest record publishing a shared URL no longer does",
+                ));
             };
             if newest != before {
                 removed.push(url.clone());
@@ -384,7 +387,7 @@ fn patch_stored(
     };
     let urls: u64 = patched.shards.iter().map(|(_, s)| s.urls as u64).sum();
     if urls + removing as u64 != published.stats.urls + adding as u64 {
-        return refuse("the patched shards do not hold the URLs counted");
+        return Ok(refuse("the patched shards do not hold the URLs counted"));
     }
     // The records' counts add up their own URLs; what they share is counted once.
     let duplicate = crate::inventory::index(crate::classify::Drop::Duplicate);
@@ -493,41 +496,54 @@ pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// What the store records of a sitemap rendered from `harvested` and published at `place`.
-pub fn published_sitemap(
-    place: &str,
-    job: &Job,
-    scope: &crate::scope::Scope,
-    harvested: &Harvested,
-    rendered: &Rendered,
-) -> PublishedSitemap {
-    PublishedSitemap {
-        place: place.to_owned(),
-        ext: job.shard_ext().to_owned(),
-        scope: scope.to_string(),
-        max_urls: job.limits.max_urls,
-        max_bytes: job.limits.max_bytes,
-        shards: rendered.sitemap_shards.clone(),
-        stats: harvested.published.stats.clone(),
+/// What the store records of a publish: made from what was rendered, before the generation is
+/// written (the harvest's records are gone by then in the gateway), and recorded by
+/// [`published`] once the generation is in place.
+#[derive(Debug)]
+pub struct Publish {
+    sitemap: PublishedSitemap,
+    layout: Layout,
+    /// URLs several records publish: all of them after a whole render (`replace`), else those
+    /// the patch changed.
+    shared: Vec<SharedUrl>,
+    replace: bool,
+}
+
+impl Publish {
+    /// The publish of the sitemap rendered from `harvested` as `rendered`, at `place`.
+    pub fn new(
+        place: &str,
+        job: &Job,
+        scope: &crate::scope::Scope,
+        harvested: &Harvested,
+        rendered: &Rendered,
+    ) -> Self {
+        Self {
+            sitemap: PublishedSitemap {
+                place: place.to_owned(),
+                ext: job.shard_ext().to_owned(),
+                scope: scope.to_string(),
+                max_urls: job.limits.max_urls,
+                max_bytes: job.limits.max_bytes,
+                shards: rendered.sitemap_shards.clone(),
+                stats: harvested.published.stats.clone(),
+            },
+            layout: rendered.layout.clone(),
+            shared: harvested.published.shared.clone(),
+            replace: harvested.patch.is_none(),
+        }
     }
 }
 
-/// Records a publish: its sitemap and layout, and the URLs more than one record publishes (all
-/// of them after a whole render, `replace`; those a patch changed otherwise); every record is
-/// then clean, and a held shrink is settled.
-pub fn published(
-    store: &mut Store,
-    sitemap: PublishedSitemap,
-    layout: Layout,
-    shared: &[SharedUrl],
-    replace: bool,
-) -> Result<(), StoreError> {
+/// Records a publish: its sitemap, layout and shared URLs; every record is then clean, and a
+/// held shrink is settled.
+pub fn published(store: &mut Store, publish: Publish) -> Result<(), StoreError> {
     let mut state = store.state()?;
-    state.published_urls = Some(sitemap.stats.urls);
+    state.published_urls = Some(publish.sitemap.stats.urls);
     state.held_shrink = None;
-    state.layout = layout;
-    state.sitemap = Some(sitemap);
-    store.published(&state, shared, replace)
+    state.layout = publish.layout;
+    state.sitemap = Some(publish.sitemap);
+    store.published(&state, &publish.shared, publish.replace)
 }
 
 fn unix(t: SystemTime) -> i64 {
@@ -590,18 +606,23 @@ mod tests {
         assert!(plan(&state, &policy, now).full);
     }
 
-    fn sitemap_of(urls: u64) -> PublishedSitemap {
-        PublishedSitemap {
-            place: String::new(),
-            ext: "xml".into(),
-            scope: String::new(),
-            max_urls: 1,
-            max_bytes: 1,
-            shards: Vec::new(),
-            stats: crate::inventory::Stats {
-                urls,
-                ..Default::default()
+    fn publish_of(urls: u64) -> Publish {
+        Publish {
+            sitemap: PublishedSitemap {
+                place: String::new(),
+                ext: "xml".into(),
+                scope: String::new(),
+                max_urls: 1,
+                max_bytes: 1,
+                shards: Vec::new(),
+                stats: crate::inventory::Stats {
+                    urls,
+                    ..Default::default()
+                },
             },
+            layout: Layout::default(),
+            shared: Vec::new(),
+            replace: true,
         }
     }
 
@@ -612,7 +633,7 @@ mod tests {
         let policy = Policy::default();
         // Nothing published yet: anything goes.
         guard_shrink(&mut store, 1, &policy).unwrap();
-        published(&mut store, sitemap_of(100), Layout::default(), &[], true).unwrap();
+        published(&mut store, publish_of(100)).unwrap();
         guard_shrink(&mut store, 50, &policy).unwrap();
         let err = guard_shrink(&mut store, 49, &policy).unwrap_err();
         assert!(matches!(
@@ -626,7 +647,7 @@ mod tests {
         assert!(store.state().unwrap().held_shrink.is_some());
         // The next complete harvest shows the same: confirmed.
         guard_shrink(&mut store, 40, &policy).unwrap();
-        published(&mut store, sitemap_of(40), Layout::default(), &[], true).unwrap();
+        published(&mut store, publish_of(40)).unwrap();
         assert_eq!(store.state().unwrap().held_shrink, None);
         // The operator's override.
         let accept = Policy {
@@ -761,9 +782,8 @@ mod patch_equivalence {
             .collect();
         store.apply_page(1, &records, &state, false).unwrap();
         let (mut published_files, harvested, rendered) = whole(&job, &store);
-        let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
-        let shared = harvested.published.shared.clone();
-        published(&mut store, sitemap, rendered.layout, &shared, true).unwrap();
+        let publish = Publish::new("p", &job, &scope, &harvested, &rendered);
+        published(&mut store, publish).unwrap();
 
         for (round, changes) in rounds.into_iter().enumerate() {
             let round = round as u32 + 1;
@@ -799,10 +819,9 @@ mod patch_equivalence {
                         .starts_with("the newest record publishing a shared URL")
                         || why.0.contains("now publish") =>
                 {
-                    let sitemap =
-                        published_sitemap("p", &job, &scope, &whole_harvested, &whole_rendered);
-                    let shared = &whole_harvested.published.shared;
-                    published(&mut store, sitemap, whole_rendered.layout, shared, true).unwrap();
+                    let publish =
+                        Publish::new("p", &job, &scope, &whole_harvested, &whole_rendered);
+                    published(&mut store, publish).unwrap();
                     published_files = whole_files;
                     continue;
                 }
@@ -822,9 +841,8 @@ mod patch_equivalence {
                     Some(s.clone())
                 );
             }
-            let sitemap = published_sitemap("p", &job, &scope, &patched, &rendered);
-            let shared = &patched.published.shared;
-            published(&mut store, sitemap, rendered.layout, shared, false).unwrap();
+            let publish = Publish::new("p", &job, &scope, &patched, &rendered);
+            published(&mut store, publish).unwrap();
             published_files = patched_files;
         }
     }
@@ -873,7 +891,6 @@ mod patch_equivalence {
         a.dc_identifiers.push(b.dc_identifiers[0].clone());
         store.apply_page(1, &[a, b], &state, false).unwrap();
         let (files, harvested, rendered) = whole(&job, &store);
-        let sitemap = published_sitemap("p", &job, &scope, &harvested, &rendered);
         let shared = harvested.published.shared.clone();
         assert_eq!(
             shared,
@@ -883,7 +900,8 @@ mod patch_equivalence {
                 newest: Datestamp::parse("2020-01-01"),
             }]
         );
-        published(&mut store, sitemap, rendered.layout, &shared, true).unwrap();
+        let publish = Publish::new("p", &job, &scope, &harvested, &rendered);
+        published(&mut store, publish).unwrap();
         // Record 1 changes and still publishes item/2: patched, item/2 takes its datestamp.
         let mut a = record(1, 0, 1, "2021-01-01");
         a.dc_identifiers.push(shared[0].url.clone());
@@ -901,9 +919,8 @@ mod patch_equivalence {
         let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
         assert_eq!(patched_files.0, whole_files.0);
         assert_eq!(patched.published.shared[0].claims, 2);
-        let sitemap = published_sitemap("p", &job, &scope, &patched, &rendered);
-        let changed = patched.published.shared.clone();
-        published(&mut store, sitemap, rendered.layout, &changed, false).unwrap();
+        let publish = Publish::new("p", &job, &scope, &patched, &rendered);
+        published(&mut store, publish).unwrap();
         // Record 1, whose datestamp item/2 carries, gives it up: the next newest is not known.
         let a = record(1, 0, 2, "2022-01-01");
         let state = store.state().unwrap();

@@ -99,7 +99,8 @@ impl std::fmt::Debug for PreviousShards<'_> {
 #[error("{0}")]
 pub struct Unpatchable(pub String);
 
-fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
+/// `Err` with why a patch cannot be made.
+pub(crate) fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
     Err(Unpatchable(why.into()))
 }
 

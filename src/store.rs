@@ -378,18 +378,9 @@ impl Store {
                     }),
                     false => None,
                 };
-                let id = now.identifier.clone();
-                let damaged = |i| {
-                    rusqlite::Error::InvalidColumnType(i, id.clone(), rusqlite::types::Type::Blob)
-                };
-                if !decode_body(row.get_ref(3)?.as_blob()?, &mut now) {
-                    return Err(damaged(3));
-                }
+                decode_column(row, 3, &mut now)?;
                 if let Some(before) = &mut before {
-                    let body = row.get_ref(5)?.as_blob_or_null()?.unwrap_or_default();
-                    if !decode_body(body, before) {
-                        return Err(damaged(5));
-                    }
+                    decode_column(row, 5, before)?;
                 }
                 Ok((now, before))
             };
@@ -536,21 +527,7 @@ impl Store {
                 dc_identifiers: Vec::new(),
                 dc: Vec::new(),
             };
-            let body = row
-                .get_ref(3)
-                .and_then(|v| v.as_blob().map_err(Into::into))
-                .map_err(fail(&self.path, "cannot read a record"))?;
-            if !decode_body(body, &mut record) {
-                return Err(StoreError {
-                    path: self.path.clone(),
-                    what: "damaged record",
-                    source: rusqlite::Error::InvalidColumnType(
-                        3,
-                        record.identifier,
-                        rusqlite::types::Type::Blob,
-                    ),
-                });
-            }
+            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
             if let Err(e) = f(record) {
                 return Ok(Err(e));
             }
@@ -593,6 +570,22 @@ fn encode_body(record: &Record, out: &mut Vec<u8>) {
     }
     for (element, v) in &record.dc {
         put(1 + *element as u8, v);
+    }
+}
+
+/// Decodes the body in column `i` of `row` into `record`: a damaged one (or not a blob) is an
+/// error naming the record.
+fn decode_column(row: &rusqlite::Row<'_>, i: usize, record: &mut Record) -> rusqlite::Result<()> {
+    let body = row.get_ref(i)?.as_blob_or_null()?.unwrap_or_default();
+    if decode_body(body, record) {
+        Ok(())
+    } else {
+        let id = record.identifier.clone();
+        Err(rusqlite::Error::InvalidColumnType(
+            i,
+            id,
+            rusqlite::types::Type::Blob,
+        ))
     }
 }
 

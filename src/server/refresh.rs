@@ -356,7 +356,7 @@ async fn build(
             std::fs::read(generation.path(meta)).ok()
         }),
     });
-    let (mut harvested, run) = incremental::harvest(
+    let (harvested, run) = incremental::harvest(
         client,
         job,
         &mut store,
@@ -393,11 +393,7 @@ async fn build(
     incremental::publishing(&mut store).map_err(PipelineError::from)?;
     let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
     let rendered = pipeline::render(&harvested, job, &mut writer)?;
-    let layout = rendered.layout.clone();
-    let sitemap =
-        incremental::published_sitemap(GENERATION_PLACE, job, &scope, &harvested, &rendered);
-    let replace = harvested.patch.is_none();
-    let shared = std::mem::take(&mut harvested.published.shared);
+    let publish = incremental::Publish::new(GENERATION_PLACE, job, &scope, &harvested, &rendered);
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
     let summary = Summary {
@@ -443,7 +439,7 @@ async fn build(
         },
     };
     let generation = writer.commit(summary)?;
-    if let Err(e) = incremental::published(&mut store, sitemap, layout, &shared, replace) {
+    if let Err(e) = incremental::published(&mut store, publish) {
         // The generation is served; only the shrink guard's reference count is behind.
         tracing::warn!(
             repository = repo.config.name,
