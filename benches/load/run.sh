@@ -31,44 +31,15 @@ NGINX=18833
 work=$(pwd)/target/bench-load
 bin=$work/oai-bridge
 server_bin=target/bench-server/release/oai-bench-server
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v taskset >/dev/null || need+=(util-linux)
-command -v curl >/dev/null || need+=(curl)
-if ((${#need[@]})); then
-  log "installing ${need[*]}"
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-  else sudo apt-get update -qq && sudo apt-get install -y -qq "${need[@]}" >/dev/null; fi
-fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+install_missing wrk:wrk nginx:nginx-light taskset:util-linux curl:curl
 
 rm -rf "$work"
-mkdir -p "$work/www" "$work/state" "$work/nginx-tmp"
-log "building oai-bridge (release) and the benchmark upstream"
-timeout 1800 cargo build --release --locked --bin oai-bridge
-cp target/release/oai-bridge "$bin"
-timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml \
-  --target-dir target/bench-server
+mkdir -p "$work/www" "$work/state"
+build_binaries
 
-wait_port() { # PORT PID LOG
-  local waited=0
-  until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; log "process for port $1 exited"; exit 1; }
-    ((waited++ < 3000)) || { log "port $1 not listening after 300 s"; exit 1; }
-    sleep 0.1
-  done
-}
 metric() { curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
 
 log "upstream: $RECORDS records, deletedRecord=transient"
@@ -130,30 +101,7 @@ request = function()
 end
 LUA
 
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon on;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  types { application/xml xml; application/gzip gz; text/plain txt; }
-  gzip_static on;
-  gzip_vary on;
-  client_body_temp_path $work/nginx-tmp;
-  proxy_temp_path $work/nginx-tmp;
-  fastcgi_temp_path $work/nginx-tmp;
-  uwsgi_temp_path $work/nginx-tmp;
-  scgi_temp_path $work/nginx-tmp;
-  server { listen 127.0.0.1:$NGINX; root $work/www; }
-}
-EOF
-taskset -c 0 "$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx-error.log"
-wait_port "$NGINX" $$ /dev/null
+start_nginx_peer "$NGINX"
 # Both must answer the same bytes for the same request, or the comparison means nothing.
 while read -r path; do
   a=$(curl -s -H 'Accept-Encoding: gzip' "http://127.0.0.1:$GATEWAY$path" | sha256sum)

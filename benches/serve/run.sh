@@ -30,43 +30,15 @@ NGINX=18811
 work=$(pwd)/target/bench-serve
 bin=$work/oai-bridge
 server_bin=target/bench-server/release/oai-bench-server
-log() { printf '== %s\n' "$*" >&2; }
+# shellcheck source=benches/lib.sh
+. benches/lib.sh
 
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
-  wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
-
-need=()
-command -v wrk >/dev/null || need+=(wrk)
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v taskset >/dev/null || need+=(util-linux)
-[ -x /usr/bin/time ] || need+=(time)
-if ((${#need[@]})); then
-  log "installing ${need[*]}"
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
-  else sudo apt-get update -qq && sudo apt-get install -y -qq "${need[@]}" >/dev/null; fi
-fi
-nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
+install_missing wrk:wrk nginx:nginx-light taskset:util-linux /usr/bin/time:time
 
 rm -rf "$work"
 mkdir -p "$work/www/r" "$work/state"
-log "building oai-bridge (release) and the benchmark upstream"
-timeout 1800 cargo build --release --locked --bin oai-bridge
-cp target/release/oai-bridge "$bin"
-timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml --target-dir target/bench-server
+build_binaries
 
-wait_port() { # PORT PID LOG
-  local waited=0
-  until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
-    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; log "process for port $1 exited"; exit 1; }
-    ((waited++ < 3000)) || { log "port $1 not listening after 300 s"; exit 1; }
-    sleep 0.1
-  done
-}
 upstream() { # RECORDS PORT
   taskset -c 1 "$server_bin" --records "$1" --page-size 500 --port "$2" 2>"$work/upstream-$2.log" &
   pids+=($!)
@@ -108,31 +80,7 @@ urls=$(curl -s "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml" | grep -o '<loc>' | w
 curl -s -o "$work/www/robots.txt" "http://127.0.0.1:$GATEWAY/robots.txt"
 curl -s -o "$work/www/r/sitemap-1.xml" "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml"
 curl -s -o "$work/www/r/sitemap-1.xml.gz" "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml.gz"
-cat >"$work/nginx.conf" <<EOF
-worker_processes 1;
-daemon on;
-pid $work/nginx.pid;
-error_log $work/nginx-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  keepalive_requests 1000000;
-  types { application/xml xml; application/gzip gz; text/plain txt; }
-  gzip_static on;
-  gzip_vary on;
-  client_body_temp_path $work/nginx-tmp;
-  proxy_temp_path $work/nginx-tmp;
-  fastcgi_temp_path $work/nginx-tmp;
-  uwsgi_temp_path $work/nginx-tmp;
-  scgi_temp_path $work/nginx-tmp;
-  server { listen 127.0.0.1:$NGINX; root $work/www; }
-}
-EOF
-mkdir -p "$work/nginx-tmp"
-taskset -c 0 "$nginx_bin" -c "$work/nginx.conf" -e "$work/nginx-error.log"
-wait_port "$NGINX" $$ /dev/null
+start_nginx_peer "$NGINX"
 
 # Both must answer the same bytes, or the comparison means nothing.
 for path in robots.txt r/sitemap-1.xml r/sitemap-1.xml.gz; do

@@ -1,0 +1,85 @@
+# Shared by the benchmark scripts that compare the gateway with nginx (benches/serve,
+# benches/load): logging, cleanup of what they start, installing missing tools, building the
+# binaries, waiting for a port, and nginx as the peer. Source it after setting `work` (the
+# script's folder under target/) and `bin` (where the oai-bridge binary is copied).
+
+log() { printf '== %s\n' "$*" >&2; }
+
+# Processes to stop on exit; nginx is stopped through its pid file.
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+# install_missing COMMAND:PACKAGE...: installs (apt-get) the package of each command that is
+# not there; a command given as an absolute path is looked for at that path. nginx also counts
+# as there at /usr/sbin/nginx, where Debian puts it outside a user's PATH.
+install_missing() {
+  local need=() pair cmd
+  for pair in "$@"; do
+    cmd=${pair%%:*}
+    case $cmd in
+      /*) [ -x "$cmd" ] && continue ;;
+      nginx) { command -v nginx >/dev/null || [ -x /usr/sbin/nginx ]; } && continue ;;
+      *) command -v "$cmd" >/dev/null && continue ;;
+    esac
+    need+=("${pair#*:}")
+  done
+  ((${#need[@]})) || return 0
+  log "installing ${need[*]}"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${need[@]}" >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq "${need[@]}" >/dev/null; fi
+}
+
+# build_binaries: oai-bridge (release, copied to $bin) and the benchmark upstream
+# (target/bench-server/release/oai-bench-server).
+build_binaries() {
+  log "building oai-bridge (release) and the benchmark upstream"
+  timeout 1800 cargo build --release --locked --bin oai-bridge
+  cp target/release/oai-bridge "$bin"
+  timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml \
+    --target-dir target/bench-server
+}
+
+wait_port() { # PORT PID LOG: until PORT listens; fails when PID exits first (showing LOG)
+  local waited=0
+  until (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; do
+    kill -0 "$2" 2>/dev/null || { cat "$3" >&2; log "process for port $1 exited"; exit 1; }
+    ((waited++ < 3000)) || { log "port $1 not listening after 300 s"; exit 1; }
+    sleep 0.1
+  done
+}
+
+# start_nginx_peer PORT: nginx, one worker pinned to core 0, serving $work/www on PORT with
+# gzip_static (a file's .gz sibling for clients that accept gzip), as a tuned static server would.
+start_nginx_peer() {
+  mkdir -p "$work/nginx-tmp"
+  cat >"$work/nginx.conf" <<EOF
+worker_processes 1;
+daemon on;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  types { application/xml xml; application/gzip gz; text/plain txt; }
+  gzip_static on;
+  gzip_vary on;
+  client_body_temp_path $work/nginx-tmp;
+  proxy_temp_path $work/nginx-tmp;
+  fastcgi_temp_path $work/nginx-tmp;
+  uwsgi_temp_path $work/nginx-tmp;
+  scgi_temp_path $work/nginx-tmp;
+  server { listen 127.0.0.1:$1; root $work/www; }
+}
+EOF
+  taskset -c 0 "$(command -v nginx || echo /usr/sbin/nginx)" -c "$work/nginx.conf" \
+    -e "$work/nginx-error.log"
+  wait_port "$1" $$ /dev/null
+}
