@@ -9,13 +9,14 @@
 # needs a nightly compiler (sanitizer flags): the nightly toolchain when there is one, else the
 # stable one with RUSTC_BOOTSTRAP=1 (the same compiler, its unstable flags allowed).
 set -euo pipefail
+trap 'echo "fuzz/run.sh: line $LINENO failed (exit $?)" >&2' ERR
 cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(list_records classify config)
 
-if rustup toolchain list 2>/dev/null | grep -q '^nightly'; then
+if grep -q '^nightly' <<<"$(rustup toolchain list 2>/dev/null)"; then
   cargo_fuzz=(cargo +nightly fuzz)
 else
   export RUSTC_BOOTSTRAP=1
@@ -28,7 +29,9 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 mkdir -p corpus/list_records corpus/classify corpus/config
 cp seeds/list_records/*.xml ../fixtures/sample-repository.xml corpus/list_records/
 i=0
-grep -o '<dc:identifier>[^<]*</dc:identifier>' ../fixtures/sample-repository.xml | sed 's/<[^>]*>//g' | sort -u | head -200 |
+# `sed -n 1,200p`, not `head -200`: head exits early, and under pipefail the SIGPIPE that sort
+# may then get fails the whole script without a word.
+grep -o '<dc:identifier>[^<]*</dc:identifier>' ../fixtures/sample-repository.xml | sed 's/<[^>]*>//g' | sort -u | sed -n 1,200p |
   while IFS= read -r id; do i=$((i + 1)); printf '%s' "$id" >"corpus/classify/seed-$i"; done
 cp ../bridge.toml corpus/config/bridge.toml
 for t in list_records classify config; do

@@ -123,7 +123,7 @@ run_all() { # PHASE
     local n o slower delay
     n=$(for i in $(seq "$ROUNDS"); do rps_of "$work/$1-$name-nginx-sat$i.wrk"; done | median)
     o=$(for i in $(seq "$ROUNDS"); do rps_of "$work/$1-$name-ours-sat$i.wrk"; done | median)
-    slower=$(printf '%s\n%s\n' "$n" "$o" | sort -g | head -1)
+    slower=$(printf '%s\n%s\n' "$n" "$o" | sort -g | sed -n 1p)
     delay=$(awk -v c="$CONNECTIONS" -v r="$slower" 'BEGIN { d = int(c * 1000 / (r / 2) + 0.5); print (d < 1 ? 1 : d) }')
     echo "$delay" >"$work/$1-$name.delay"
     wrk_run "$work/$1-$name-nginx-fixed.wrk" "$NGINX" "$path" "$delay"
