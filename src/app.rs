@@ -202,41 +202,33 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     })
 }
 
-/// Builds the options of `check`: a baseURL, or a configured repository by name.
+/// Builds the options of `check`: a baseURL, a configured repository by name, or a local
+/// Static Repository file.
 pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     let is_url = args.target.starts_with("http://") || args.target.starts_with("https://");
+    let is_file = !is_url && std::path::Path::new(&args.target).is_file();
     let config = match &args.config {
         Some(path) => Config::load(path)?,
-        None if !is_url => Config::load(std::path::Path::new("bridge.toml"))?,
+        None if !is_url && !is_file => Config::load(std::path::Path::new("bridge.toml"))?,
         None => Config::default(),
     };
-    let (base_url, mut scope, mut public_url) = if is_url {
+    let named = config.repositories.iter().find(|r| r.name == args.target);
+    let (source, mut scope, mut public_url) = if is_url {
         let url = Url::parse(&args.target)
             .map_err(|e| flag_err("URL", format!("{:?} is not a URL: {e}", args.target)))?;
-        (url, Vec::new(), None)
+        (Source::Oai(url), Vec::new(), None)
+    } else if let (None, true) = (named, is_file) {
+        (Source::File(args.target.clone().into()), Vec::new(), None)
     } else {
-        let repo = config
-            .repositories
-            .iter()
-            .find(|r| r.name == args.target)
-            .ok_or_else(|| {
-                flag_err(
-                    "URL",
-                    format!(
-                        "{:?} is neither an http(s) baseURL nor a [[repository]] of the configuration",
-                        args.target
-                    ),
-                )
-            })?;
-        let Source::Oai(url) = &repo.source else {
-            return Err(flag_err(
+        let repo = named.ok_or_else(|| {
+            flag_err(
                 "URL",
                 format!(
-                    "repository {:?} reads a Static Repository file; check takes an OAI-PMH baseURL",
-                    repo.name
+                    "{:?} is neither an http(s) baseURL, a [[repository]] of the configuration, nor a Static Repository file",
+                    args.target
                 ),
-            ));
-        };
+            )
+        })?;
         let public = repo.public_url.clone().or_else(|| {
             config
                 .server
@@ -244,7 +236,7 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
                 .as_ref()
                 .and_then(|p| p.join(&format!("{}/", repo.name)).ok())
         });
-        (url.clone(), repo.scope.clone(), public)
+        (repo.source.clone(), repo.scope.clone(), public)
     };
     if !args.scope.is_empty() {
         scope = config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?;
@@ -262,7 +254,7 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     harvest.backoff_initial = harvest.backoff_initial.min(harvest.backoff_max);
     harvest.retry_after_max = harvest.retry_after_max.min(Duration::from_secs(30));
     Ok(CheckOptions {
-        base_url,
+        source,
         scope,
         public_url,
         pages: args.pages,

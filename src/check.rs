@@ -19,8 +19,8 @@ use crate::scope::Scope;
 /// What to check.
 #[derive(Clone, Debug)]
 pub struct CheckOptions {
-    /// The baseURL.
-    pub base_url: Url,
+    /// The baseURL, or a local Static Repository file.
+    pub source: Source,
     /// Scope prefixes replacing the default, as configured.
     pub scope: Vec<Url>,
     /// Where the bridge's files would be served, when known.
@@ -171,39 +171,68 @@ const KEEP: usize = 2_000;
 /// does wrong is in the report.
 pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error> {
     let client = Client::new(options.harvest.clone())?;
-    let base = &options.base_url;
     let mut report = CheckReport {
-        base_url: base.to_string(),
+        base_url: options.source.to_string(),
         ..CheckReport::default()
     };
 
     let started = Instant::now();
-    let url = request_url(base, &[("verb", "Identify")]);
-    match client.fetch(&url, None, parse::parse_identify).await {
-        Ok(parse::IdentifyOutcome::Identify(i)) => {
-            report.identify = Some(IdentifyReport {
-                repository_name: i.repository_name,
-                base_url: i.base_url,
-                protocol_version: i.protocol_version,
-                granularity: i
-                    .granularity_unknown
-                    .unwrap_or_else(|| i.granularity.as_str().to_owned()),
-                deleted_record: i.deleted_record,
-                earliest_datestamp: i.earliest_datestamp.map(|d| d.to_string()),
-                compression: i.compression,
-                ms: millis(started.elapsed()),
-            });
+    // A local Static Repository file states its Identify inside; its baseURL (the gateway's)
+    // is where its landing pages' scope comes from, as in a harvest.
+    let (base, outcome) = match &options.source {
+        Source::Oai(base) => {
+            let url = request_url(base, &[("verb", "Identify")]);
+            let outcome = client.fetch(&url, None, parse::parse_identify).await;
+            (
+                base.clone(),
+                outcome.map_err(|kind| format!("Identify failed ({url}): {kind}")),
+            )
         }
-        Ok(parse::IdentifyOutcome::Static(_)) => report.warnings.push(
-            "the baseURL serves an OAI Static Repository file: it is read whole; sets and dates are applied by the bridge".to_owned(),
-        ),
+        Source::File(path) => {
+            let read = oai::harvest::read_static_file(
+                path,
+                options.harvest.max_body_bytes,
+                parse::Fields::default(),
+            )
+            .await;
+            let identify = match read {
+                Ok((identify, _)) => identify,
+                Err(e) => return Ok(refused(report, e.to_string())),
+            };
+            let stated = Url::parse(&identify.base_url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"));
+            match stated {
+                Some(base) => (base, Ok(parse::IdentifyOutcome::Static(identify))),
+                None => {
+                    let problem = format!(
+                        "the Static Repository {} states baseURL {:?}, which is no http(s) URL to derive a scope from",
+                        path.display(),
+                        identify.base_url
+                    );
+                    return Ok(refused(report, problem));
+                }
+            }
+        }
+    };
+    let base = &base;
+    let mut is_static = false;
+    match outcome {
+        Ok(parse::IdentifyOutcome::Identify(i)) => {
+            report.identify = Some(IdentifyReport::new(i, started));
+        }
+        Ok(parse::IdentifyOutcome::Static(i)) => {
+            is_static = true;
+            report.identify = Some(IdentifyReport::new(i, started));
+            report.warnings.push(
+                "an OAI Static Repository: it is read whole; sets and dates are applied by the bridge".to_owned(),
+            );
+        }
         Ok(parse::IdentifyOutcome::Errors(errors)) => report.problems.push(format!(
             "Identify answered with OAI errors: {}",
             describe_errors(&errors)
         )),
-        Err(kind) => report
-            .problems
-            .push(format!("Identify failed ({url}): {kind}")),
+        Err(problem) => report.problems.push(problem),
     }
     if let Some(i) = &report.identify {
         if i.protocol_version != "2.0" {
@@ -218,7 +247,8 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
                 i.deleted_record
             ));
         }
-        if !i.base_url.is_empty() && i.base_url != base.as_str() {
+        // A Static Repository states its gateway's baseURL, not the file's.
+        if !is_static && !i.base_url.is_empty() && i.base_url != base.as_str() {
             report.warnings.push(format!(
                 "Identify states the baseURL {}; the configured one is kept",
                 i.base_url
@@ -230,32 +260,13 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         return Ok(report);
     }
 
-    let url = request_url(base, &[("verb", "ListMetadataFormats")]);
-    match client
-        .fetch(&url, None, parse::parse_metadata_formats)
-        .await
-    {
-        Ok(SmallAnswer::Answer(prefixes)) => {
-            report.formats.oai_dc = prefixes.iter().any(|p| p == "oai_dc");
-            report.formats.prefixes = prefixes;
-            if !report.formats.oai_dc {
-                report.warnings.push(
-                    "ListMetadataFormats does not list oai_dc, which every repository must offer; the sample below tells whether it works anyway".to_owned(),
-                );
-            }
-        }
-        Ok(SmallAnswer::Errors(e)) => report.formats.error = Some(describe_errors(&e)),
-        Err(kind) => report.formats.error = Some(kind.to_string()),
-    }
-
-    let url = request_url(base, &[("verb", "ListSets")]);
-    match client.fetch(&url, None, parse::parse_sets).await {
-        Ok(SmallAnswer::Answer((sets, more))) => {
-            report.sets.sets = sets;
-            report.sets.more = more;
-        }
-        Ok(SmallAnswer::Errors(e)) => report.sets.error = Some(describe_errors(&e)),
-        Err(kind) => report.sets.error = Some(kind.to_string()),
+    if is_static {
+        // Its formats and records are one document, read with the sample below; it has no sets.
+        report.formats.error =
+            Some("a Static Repository: its oai_dc records are read below".into());
+        report.sets.error = Some("an OAI Static Repository has no sets".into());
+    } else {
+        list_formats_and_sets(&client, base, &mut report).await;
     }
 
     let scope = if options.scope.is_empty() {
@@ -270,7 +281,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         return Ok(report);
     };
     report.scope.applied = scope.prefixes();
-    let sample = sample(&client, base, &scope, options.pages, &mut report).await;
+    let sample = sample(&client, &options.source, &scope, options.pages, &mut report).await;
     robots(
         &client,
         &scope,
@@ -328,17 +339,48 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     Ok(report)
 }
 
+/// `ListMetadataFormats` and the first page of `ListSets`.
+async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckReport) {
+    let url = request_url(base, &[("verb", "ListMetadataFormats")]);
+    match client
+        .fetch(&url, None, parse::parse_metadata_formats)
+        .await
+    {
+        Ok(SmallAnswer::Answer(prefixes)) => {
+            report.formats.oai_dc = prefixes.iter().any(|p| p == "oai_dc");
+            report.formats.prefixes = prefixes;
+            if !report.formats.oai_dc {
+                report.warnings.push(
+                    "ListMetadataFormats does not list oai_dc, which every repository must offer; the sample below tells whether it works anyway".to_owned(),
+                );
+            }
+        }
+        Ok(SmallAnswer::Errors(e)) => report.formats.error = Some(describe_errors(&e)),
+        Err(kind) => report.formats.error = Some(kind.to_string()),
+    }
+
+    let url = request_url(base, &[("verb", "ListSets")]);
+    match client.fetch(&url, None, parse::parse_sets).await {
+        Ok(SmallAnswer::Answer((sets, more))) => {
+            report.sets.sets = sets;
+            report.sets.more = more;
+        }
+        Ok(SmallAnswer::Errors(e)) => report.sets.error = Some(describe_errors(&e)),
+        Err(kind) => report.sets.error = Some(kind.to_string()),
+    }
+}
+
 /// Reads up to `pages` pages of `ListRecords` and classifies every `dc:identifier`; returns
 /// the in-scope landing pages seen (up to [`KEEP`]).
 async fn sample(
     client: &Client,
-    base: &Url,
+    source: &Source,
     scope: &Scope,
     pages: u64,
     report: &mut CheckReport,
 ) -> Vec<String> {
     let request = HarvestRequest {
-        source: Source::Oai(base.clone()),
+        source: source.clone(),
         sets: Vec::new(),
         from: None,
         until: None,
@@ -522,6 +564,30 @@ fn describe_errors(errors: &[parse::OaiError]) -> String {
         .map(|e| format!("{} ({})", e.code, e.message))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+/// A report that stops at its first problem.
+fn refused(mut report: CheckReport, problem: String) -> CheckReport {
+    report.problems.push(problem);
+    report.bridgeable = false;
+    report
+}
+
+impl IdentifyReport {
+    fn new(i: parse::Identify, started: Instant) -> Self {
+        Self {
+            repository_name: i.repository_name,
+            base_url: i.base_url,
+            protocol_version: i.protocol_version,
+            granularity: i
+                .granularity_unknown
+                .unwrap_or_else(|| i.granularity.as_str().to_owned()),
+            deleted_record: i.deleted_record,
+            earliest_datestamp: i.earliest_datestamp.map(|d| d.to_string()),
+            compression: i.compression,
+            ms: millis(started.elapsed()),
+        }
+    }
 }
 
 fn millis(d: Duration) -> u64 {

@@ -52,7 +52,8 @@ pub enum Command {
 /// `oai-bridge check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// An OAI-PMH baseURL, or the name of a `[[repository]]` in the configuration.
+    /// An OAI-PMH baseURL, the name of a `[[repository]]` in the configuration, or a local
+    /// OAI Static Repository file.
     pub target: String,
     /// Configuration file, for a repository name (and its scope and public URL) and the
     /// `[harvest]` settings.

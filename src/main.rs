@@ -6,25 +6,8 @@ use clap::Parser;
 use oai_bridge::cli::{Cli, Command, LogFormat};
 use tracing_subscriber::EnvFilter;
 
-/// Caps glibc's malloc at two arenas. By default glibc gives each thread that allocates under
-/// contention an arena of its own and keeps it once grown: under load (benches/load), where
-/// every worker thread of `serve` allocates while a refresh builds the next generation, what
-/// the process held after each swap crept up (307, 305, 312, then 370 MiB); with two arenas it
-/// stays flat, and throughput is unchanged. mimalloc was tried too: flat as well, but a
-/// harvest of a million records then peaked 20-70% higher. `MALLOC_ARENA_MAX` in the
-/// environment still wins.
-#[allow(unsafe_code)]
-fn tune_allocator() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
-        // SAFETY: `mallopt` only sets a malloc parameter; it is called first in `main`, before
-        // any other thread exists.
-        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
-    }
-}
-
 fn main() -> ExitCode {
-    tune_allocator();
+    oai_bridge::memory::limit_arenas();
     let cli = Cli::parse();
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",

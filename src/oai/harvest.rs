@@ -450,7 +450,8 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
     Ok(())
 }
 
-async fn read_static_file(
+/// Reads a local Static Repository file whole: its Identify and its oai_dc records as one page.
+pub(crate) async fn read_static_file(
     path: &PathBuf,
     limit: u64,
     fields: parse::Fields,

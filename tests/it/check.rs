@@ -174,3 +174,77 @@ async fn a_healthy_repository_passes_and_an_unreachable_one_fails_clearly() {
     assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"nonesuch\""));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_static_repository_file_is_checked_from_its_own_identify() {
+    // The sample Static Repository, moved onto the test server's origin so that its robots.txt
+    // is read from loopback. Its Identify states the gateway's baseURL; the file has no sets.
+    let server = TestServer::builder(Vec::new())
+        .robots("User-agent: *\nDisallow: /admin/\n")
+        .start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let sample = std::fs::read_to_string("fixtures/sample-repository.xml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("static.xml");
+    std::fs::write(
+        &file,
+        sample.replace("https://repository.northbridge.example", &origin),
+    )
+    .unwrap();
+    let records = sample.matches("<oai:record>").count();
+    let deleted = sample.matches("status=\"deleted\"").count();
+
+    let path = file.to_str().unwrap().to_owned();
+    let scope = format!("{origin}/items/");
+    let out = tokio::task::spawn_blocking(move || check(&[&path, "--json", "--scope", &scope]))
+        .await
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(
+        report["identify"]["repository_name"],
+        "Northbridge University Research Repository (sample)"
+    );
+    assert_eq!(report["identify"]["base_url"], format!("{origin}/oai"));
+    assert!(
+        report["sets"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("no sets")
+    );
+    // The whole file is one page.
+    assert_eq!(report["sample"]["pages"], 1);
+    assert_eq!(report["sample"]["records"], records);
+    assert_eq!(report["sample"]["deleted"], deleted);
+    assert!(
+        report["sample"]["identifiers"]["landing_page"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert_eq!(report["robots"]["status"], 200);
+    assert_eq!(report["robots"]["disallowed"], 0);
+    // Only robots.txt was asked of the server: the file is read from disk.
+    assert!(server.list_requests().is_empty());
+
+    // A file whose Identify states no http(s) baseURL cannot give a scope: the report says so.
+    let broken = dir.path().join("broken.xml");
+    std::fs::write(
+        &broken,
+        sample.replace(
+            "<oai:baseURL>https://repository.northbridge.example/oai</oai:baseURL>",
+            "<oai:baseURL>ftp://x/oai</oai:baseURL>",
+        ),
+    )
+    .unwrap();
+    let path = broken.to_str().unwrap().to_owned();
+    let out = tokio::task::spawn_blocking(move || check(&[&path, "--json"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let problems = json(&out)["problems"].to_string();
+    assert!(
+        problems.contains("broken.xml") && problems.contains("ftp://x/oai"),
+        "{problems}"
+    );
+}
