@@ -128,6 +128,7 @@ pages_before=$(metric 'oai_bridge_upstream_requests_total{repository="big"}')
 : >"$work/rss"
 # Five times a second: the resident memory now, and the peak since the last sample (VmHWM, then
 # reset by writing 5 to clear_refs), so that no short peak between two samples is missed.
+echo 5 >"/proc/$gateway_pid/clear_refs" 2>/dev/null || true # the peak of the warm-up is not this run's
 (
   while kill -0 "$gateway_pid" 2>/dev/null; do
     echo "$(date +%s.%N) $(awk '/^VmRSS/ { rss = $2 } /^VmHWM/ { hwm = $2 } END { print rss, hwm }' "/proc/$gateway_pid/status")" >>"$work/rss"
