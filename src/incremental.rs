@@ -252,14 +252,10 @@ pub async fn harvest(
 
 /// A URL several records publish, as the changed records change it.
 struct SharedChange {
-    /// As recorded at the last publish.
-    before: SharedUrl,
-    /// Claims now.
-    claims: i64,
-    /// A record that had the newest datestamp gave up its claim.
-    lost_newest: bool,
-    /// The newest datestamp of the records that claim it now, among the changed.
-    gained: Option<Datestamp>,
+    /// Its lastmod as published.
+    before: Option<Datestamp>,
+    /// Its claims now.
+    now: SharedUrl,
 }
 
 /// The change to `url` when several records publish it (looked up in the store the first
@@ -270,14 +266,12 @@ fn claim<'m>(
     url: &str,
 ) -> Result<Option<&'m mut SharedChange>, StoreError> {
     if !shared.contains_key(url) {
-        let Some(before) = store.shared(url)? else {
+        let Some(now) = store.shared(url)? else {
             return Ok(None);
         };
         let change = SharedChange {
-            claims: i64::from(before.claims),
-            before,
-            lost_newest: false,
-            gained: None,
+            before: now.newest(),
+            now,
         };
         shared.insert(url.to_owned(), change);
     }
@@ -317,16 +311,14 @@ fn patch_stored(
     let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
     // URLs several records publish: their claims and lastmod change instead.
     let mut shared: HashMap<String, SharedChange> = HashMap::new();
+    let mut unknown_claim = false;
     store.dirty(|now, before| {
         if let Some(before) = before {
             let (urls, counts) = contribution(&before, &scope);
             stats.remove(&counts);
             for url in urls {
                 match claim(store, &mut shared, &url)? {
-                    Some(change) => {
-                        change.claims -= 1;
-                        change.lost_newest |= before.datestamp == change.before.newest;
-                    }
+                    Some(change) => unknown_claim |= !change.now.release(before.datestamp),
                     None => removed.push(url),
                 }
             }
@@ -336,47 +328,29 @@ fn patch_stored(
             stats.add(&counts);
             for url in urls {
                 match claim(store, &mut shared, &url)? {
-                    Some(change) => {
-                        change.claims += 1;
-                        change.gained = change.gained.max(now.datestamp);
-                    }
+                    Some(change) => change.now.claim(now.datestamp),
                     None => added.push((url, now.datestamp)),
                 }
             }
         }
         Ok::<_, StoreError>(())
     })??;
+    if unknown_claim {
+        return Ok(refuse(
+            "a record gave up a shared URL with a datestamp it was not recorded with",
+        ));
+    }
     let mut shared_after = Vec::with_capacity(shared.len());
     for (url, change) in shared {
-        let Ok(claims) = u32::try_from(change.claims) else {
-            return Ok(refuse("a shared URL lost more claims than it had"));
-        };
-        let before = change.before.newest;
-        let newest = if claims == 0 {
+        // The lastmod moves with the newest claim left (the next one when the newest left).
+        let newest = change.now.newest();
+        if change.now.claims.is_empty() {
+            removed.push(url);
+        } else if newest != change.before {
             removed.push(url.clone());
-            None
-        } else {
-            let newest = if !change.lost_newest {
-                before.max(change.gained)
-            } else if change.gained >= before {
-                change.gained
-            } else {
-                // The record that gave the URL its lastmod left; the next newest is not at hand.
-                return Ok(refuse(
-                    "the newest record publishing a shared URL no longer does",
-                ));
-            };
-            if newest != before {
-                removed.push(url.clone());
-                added.push((url.clone(), newest));
-            }
-            newest
-        };
-        shared_after.push(SharedUrl {
-            url,
-            claims,
-            newest,
-        });
+            added.push((url, newest));
+        }
+        shared_after.push(change.now);
     }
     let (removing, adding) = (removed.len(), added.len());
     let ext = job.shard_ext();
@@ -811,14 +785,8 @@ mod patch_equivalence {
             let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);
             let patched = match outcome {
                 Ok(patched) => patched,
-                // What a patch cannot know (a shared URL's lastmod came from a record that left)
-                // or a URL newly listed by two records or twice by one: rendered whole.
-                Err(why)
-                    if why
-                        .0
-                        .starts_with("the newest record publishing a shared URL")
-                        || why.0.contains("now publish") =>
-                {
+                // A URL newly listed by two records or twice by one: rendered whole.
+                Err(why) if why.0.contains("now publish") => {
                     let publish =
                         Publish::new("p", &job, &scope, &whole_harvested, &whole_rendered);
                     published(&mut store, publish).unwrap();
@@ -850,7 +818,7 @@ mod patch_equivalence {
     /// A shared URL as the store will record it once `patched` is published.
     fn store_shared_after(store: &Store, patched: &Harvested, url: &str) -> Option<SharedUrl> {
         match patched.published.shared.iter().find(|s| s.url == url) {
-            Some(s) => Some(s.clone()).filter(|s| s.claims > 0),
+            Some(s) => Some(s.clone()).filter(|s| s.claims.len() > 1),
             None => store.shared(url).unwrap(),
         }
     }
@@ -880,60 +848,72 @@ mod patch_equivalence {
     }
 
     #[test]
-    fn a_url_that_several_records_publish_is_patched_while_its_lastmod_is_known() {
+    fn a_url_that_several_records_publish_is_patched_and_keeps_the_newest_lastmod() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(10);
         let scope = pipeline::scope_for(&job, BASE).unwrap();
         let state = State::default();
         let mut a = record(1, 0, 0, "2020-01-01");
-        let b = record(2, 0, 0, "2020-01-01");
+        let b = record(2, 0, 0, "2019-06-01");
         a.dc_identifiers.push(b.dc_identifiers[0].clone());
         store.apply_page(1, &[a, b], &state, false).unwrap();
         let (files, harvested, rendered) = whole(&job, &store);
         let shared = harvested.published.shared.clone();
+        let date = |d: &str| Datestamp::parse(d).map(Datestamp::pack);
         assert_eq!(
             shared,
             [SharedUrl {
                 url: "https://r.example/oai/item/2".into(),
-                claims: 2,
-                newest: Datestamp::parse("2020-01-01"),
+                claims: vec![date("2020-01-01").unwrap(), date("2019-06-01").unwrap()],
             }]
         );
         let publish = Publish::new("p", &job, &scope, &harvested, &rendered);
         published(&mut store, publish).unwrap();
-        // Record 1 changes and still publishes item/2: patched, item/2 takes its datestamp.
-        let mut a = record(1, 0, 1, "2021-01-01");
-        a.dc_identifiers.push(shared[0].url.clone());
+        let mut files = files;
+        // Each change is patched and gives the files of a whole render: record 1 changes and
+        // still publishes item/2 (item/2 takes its datestamp); then record 1, whose datestamp
+        // item/2 carries, gives it up (item/2 falls back to record 2's: no longer shared);
+        // then record 2 is deleted (item/2 goes).
+        let mut a1 = record(1, 0, 1, "2021-01-01");
+        a1.dc_identifiers.push(shared[0].url.clone());
+        let mut b3 = record(2, 0, 3, "2023-01-01");
+        b3.deleted = true;
+        b3.dc_identifiers.clear();
+        let steps: [(Record, Option<&str>, usize); 3] = [
+            (a1, Some("2021-01-01"), 2),
+            (record(1, 0, 2, "2022-01-01"), Some("2019-06-01"), 1),
+            (b3, None, 0),
+        ];
+        for (round, (change, lastmod, claims)) in steps.into_iter().enumerate() {
+            let state = store.state().unwrap();
+            store
+                .apply_page(round as u64 + 2, &[change], &state, true)
+                .unwrap();
+            let previous = PreviousShards {
+                place: "p".into(),
+                read: Box::new(move |name| files.0.get(name).cloned()),
+            };
+            let patched = patch_stored(&job, &store, &state, &report(), &previous)
+                .unwrap()
+                .unwrap_or_else(|why| panic!("round {round}: {}", why.0));
+            let (whole_files, _, _) = whole(&job, &store);
+            let mut patched_files = Files::default();
+            let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
+            assert_eq!(patched_files.0, whole_files.0, "round {round}");
+            // A URL of one record is no longer looked after as shared.
+            let item = patched.published.shared.first();
+            assert_eq!(item.map_or(0, |i| i.claims.len()), claims);
+            assert_eq!(
+                item.and_then(SharedUrl::newest),
+                lastmod.and_then(Datestamp::parse)
+            );
+            let publish = Publish::new("p", &job, &scope, &patched, &rendered);
+            published(&mut store, publish).unwrap();
+            assert_eq!(store.shared(&shared[0].url).unwrap().is_some(), claims > 1);
+            files = patched_files;
+        }
         let state = store.state().unwrap();
-        store.apply_page(2, &[a], &state, true).unwrap();
-        let previous = PreviousShards {
-            place: "p".into(),
-            read: Box::new(move |name| files.0.get(name).cloned()),
-        };
-        let patched = patch_stored(&job, &store, &state, &report(), &previous)
-            .unwrap()
-            .unwrap();
-        let (whole_files, _, _) = whole(&job, &store);
-        let mut patched_files = Files::default();
-        let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
-        assert_eq!(patched_files.0, whole_files.0);
-        assert_eq!(patched.published.shared[0].claims, 2);
-        let publish = Publish::new("p", &job, &scope, &patched, &rendered);
-        published(&mut store, publish).unwrap();
-        // Record 1, whose datestamp item/2 carries, gives it up: the next newest is not known.
-        let a = record(1, 0, 2, "2022-01-01");
-        let state = store.state().unwrap();
-        store.apply_page(3, &[a], &state, true).unwrap();
-        let previous = PreviousShards {
-            place: "p".into(),
-            read: Box::new(move |name| patched_files.0.get(name).cloned()),
-        };
-        let refused = patch_stored(&job, &store, &state, &report(), &previous).unwrap();
-        assert_eq!(
-            refused.unwrap_err().0,
-            "the newest record publishing a shared URL no longer does"
-        );
         // Elsewhere, or with other limits, the published files are not the ones to patch.
         let elsewhere = PreviousShards {
             place: "q".into(),

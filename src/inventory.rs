@@ -297,7 +297,7 @@ impl Inventory {
         sort_items(&mut items, &arena, common);
         let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
         // Items of one URL sort newest first: the one kept carries the URL's lastmod.
-        let mut shared: Vec<(Span, u32, i64)> = Vec::new();
+        let mut shared: Vec<(Span, Vec<i64>)> = Vec::new();
         items.dedup_by(|later, kept| {
             // Equal keys and lengths within the key's reach are equal texts, unread.
             let same = later.key == kept.key
@@ -307,8 +307,8 @@ impl Inventory {
             if same {
                 stats.drop(Drop::Duplicate);
                 match shared.last_mut() {
-                    Some(last) if text(last.0) == text(kept.span) => last.1 += 1,
-                    _ => shared.push((kept.span, 2, kept.datestamp)),
+                    Some(last) if text(last.0) == text(kept.span) => last.1.push(later.datestamp),
+                    _ => shared.push((kept.span, vec![kept.datestamp, later.datestamp])),
                 }
             }
             same
@@ -316,10 +316,9 @@ impl Inventory {
         stats.urls = items.len() as u64;
         let shared = shared
             .into_iter()
-            .map(|(s, claims, newest)| SharedUrl {
+            .map(|(s, claims)| SharedUrl {
                 url: arena[s.start as usize..][..s.len as usize].to_owned(),
                 claims,
-                newest: unpack(newest),
             })
             .collect();
         Published {
@@ -404,9 +403,9 @@ pub struct Published {
     items: Vec<Item>,
     /// Final counts.
     pub stats: Stats,
-    /// URLs that more than one record publishes (or one record twice), each once, with how
-    /// many times and the newest datestamp among them: what patching a change to one of them
-    /// into the published sitemap needs to know ([`crate::patch`]).
+    /// URLs that more than one record publishes (or one record twice), each once, with the
+    /// datestamp of each claim: what patching a change to one of them into the published
+    /// sitemap needs to know ([`crate::patch`]).
     pub shared: Vec<SharedUrl>,
 }
 
@@ -415,10 +414,35 @@ pub struct Published {
 pub struct SharedUrl {
     /// The URL.
     pub url: String,
-    /// Times it is published; 0 when no record publishes it any more.
-    pub claims: u32,
-    /// The newest datestamp of the records that publish it: its lastmod.
-    pub newest: Option<Datestamp>,
+    /// The datestamp of each record that publishes it, newest first ([`Datestamp::pack`]ed,
+    /// `i64::MIN` for none): one per claim, so that when the newest leaves, the next is known.
+    /// Fewer than two: no longer shared (none: no longer published).
+    pub claims: Vec<i64>,
+}
+
+impl SharedUrl {
+    /// Its lastmod: the newest datestamp among the records that publish it.
+    pub fn newest(&self) -> Option<Datestamp> {
+        self.claims.first().copied().and_then(unpack)
+    }
+
+    /// Adds a claim with datestamp `d`.
+    pub fn claim(&mut self, d: Option<Datestamp>) {
+        let d = pack(d);
+        let at = self.claims.partition_point(|&c| c > d);
+        self.claims.insert(at, d);
+    }
+
+    /// Takes back a claim with datestamp `d`; false when there is none.
+    pub fn release(&mut self, d: Option<Datestamp>) -> bool {
+        let d = pack(d);
+        let at = self.claims.partition_point(|&c| c > d);
+        let found = self.claims.get(at) == Some(&d);
+        if found {
+            self.claims.remove(at);
+        }
+        found
+    }
 }
 
 impl Published {

@@ -21,7 +21,7 @@ use crate::oai::parse::{DcElement, Record};
 pub const FILE: &str = "store.sqlite";
 
 /// Version of the tables; a store of another version is started anew.
-const SCHEMA: i64 = 2;
+const SCHEMA: i64 = 3;
 
 /// A store error, naming the file and what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -184,8 +184,7 @@ impl Store {
                  CREATE INDEX records_dirty ON records (dirty) WHERE dirty = 1;
                  CREATE TABLE shared (
                      url TEXT PRIMARY KEY NOT NULL,
-                     claims INTEGER NOT NULL,
-                     newest INTEGER
+                     claims BLOB NOT NULL
                  ) WITHOUT ROWID;
                  CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
                  PRAGMA user_version = {SCHEMA};
@@ -397,13 +396,17 @@ impl Store {
     /// ([`Store::published`]).
     pub fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
         self.conn
-            .prepare_cached("SELECT claims, newest FROM shared WHERE url = ?1")
+            .prepare_cached("SELECT claims FROM shared WHERE url = ?1")
             .and_then(|mut stmt| {
                 stmt.query_row([url], |r| {
+                    // Packed datestamps, eight little-endian bytes each.
+                    let bytes: Vec<u8> = r.get(0)?;
                     Ok(SharedUrl {
                         url: url.to_owned(),
-                        claims: r.get(0)?,
-                        newest: r.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
+                        claims: bytes
+                            .chunks_exact(8)
+                            .map(|c| i64::from_le_bytes(c.try_into().expect("eight bytes")))
+                            .collect(),
                     })
                 })
                 .optional()
@@ -413,7 +416,7 @@ impl Store {
 
     /// Records a publish, in one transaction: saves `state`, marks every record clean, and
     /// records the URLs that several records publish: all of them after a whole render
-    /// (`replace`), else those a patch changed (0 claims: no longer published).
+    /// (`replace`), else those a patch changed (fewer than two claims: no longer shared).
     pub fn published(
         &mut self,
         state: &State,
@@ -438,19 +441,19 @@ impl Store {
         {
             let mut upsert = tx
                 .prepare(
-                    "INSERT INTO shared (url, claims, newest) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (url) DO UPDATE SET claims = excluded.claims,
-                     newest = excluded.newest",
+                    "INSERT INTO shared (url, claims) VALUES (?1, ?2)
+                     ON CONFLICT (url) DO UPDATE SET claims = excluded.claims",
                 )
                 .map_err(fail(path, "cannot record the shared URLs"))?;
             let mut delete = tx
                 .prepare("DELETE FROM shared WHERE url = ?1")
                 .map_err(fail(path, "cannot record the shared URLs"))?;
             for s in shared {
-                if s.claims == 0 {
+                if s.claims.len() < 2 {
                     delete.execute([&s.url])
                 } else {
-                    upsert.execute(params![s.url, s.claims, s.newest.map(Datestamp::pack)])
+                    let claims: Vec<u8> = s.claims.iter().flat_map(|c| c.to_le_bytes()).collect();
+                    upsert.execute(params![s.url, claims])
                 }
                 .map_err(fail(path, "cannot record the shared URLs"))?;
             }
@@ -758,21 +761,29 @@ mod tests {
         assert_eq!(changes[2].1, None);
         assert_eq!(changes[0].1.as_ref().unwrap().datestamp, a.datestamp);
         // A publish cleans every record and records the shared URLs.
-        let shared = SharedUrl {
+        let mut shared = SharedUrl {
             url: "https://h/s".into(),
-            claims: 3,
-            newest: Datestamp::parse("2024-05-01"),
+            claims: Vec::new(),
         };
+        for d in ["2020-01-01", "2024-05-01", "2024-05-01"] {
+            shared.claim(Datestamp::parse(d));
+        }
+        shared.claim(None);
+        assert_eq!(shared.newest(), Datestamp::parse("2024-05-01"));
         store
             .published(&state, std::slice::from_ref(&shared), true)
             .unwrap();
         assert!(dirty(&store).is_empty());
         assert_eq!(store.shared("https://h/s").unwrap(), Some(shared.clone()));
         assert_eq!(store.shared("https://h/1").unwrap(), None);
-        let gone = SharedUrl {
-            claims: 0,
-            ..shared
-        };
+        // Down to one claim, it is no longer shared.
+        let mut gone = shared;
+        for d in ["2024-05-01", "2024-05-01", "2020-01-01"] {
+            assert!(gone.release(Datestamp::parse(d)));
+        }
+        assert!(!gone.release(Datestamp::parse("2020-01-01")));
+        assert_eq!(gone.newest(), None);
+        assert_eq!(gone.claims.len(), 1);
         store.published(&state, &[gone], false).unwrap();
         assert_eq!(store.shared("https://h/s").unwrap(), None);
     }
