@@ -75,18 +75,21 @@ impl FileSink for Staging {
     }
 }
 
-/// A file of an earlier export, uncompressed when its name ends in `.gz`; `None` when it cannot
-/// be read whole.
-fn read_plain(path: &std::path::Path) -> Option<Vec<u8>> {
-    let bytes = std::fs::read(path).ok()?;
-    if path.extension().is_some_and(|e| e == "gz") {
-        let mut plain = Vec::with_capacity(bytes.len() * 8);
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut plain)
-            .ok()?;
-        Some(plain)
+/// Reads a file of an earlier export into `buf`, uncompressed when its name ends in `.gz`;
+/// false when it cannot be read whole.
+fn read_plain(path: &std::path::Path, buf: &mut Vec<u8>) -> bool {
+    use std::io::Read;
+    buf.clear();
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let read = if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(buf)
     } else {
-        Some(bytes)
-    }
+        let mut file = file;
+        file.read_to_end(buf)
+    };
+    read.is_ok()
 }
 
 /// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
@@ -110,9 +113,10 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let place = options.out.display().to_string();
     let (harvested, run) = match &mut store {
         Some(store) => {
+            let out = options.out.clone();
             let previous = PreviousShards {
                 place: place.clone(),
-                read: Box::new(|name| read_plain(&options.out.join(name))),
+                read: Box::new(move |name, buf| read_plain(&out.join(name), buf)),
             };
             let (h, run) = incremental::harvest(
                 &client,
@@ -120,7 +124,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
                 store,
                 &options.policy,
                 &mut progress,
-                Some(&previous),
+                Some(previous),
             )
             .await?;
             (h, Some(run))

@@ -93,7 +93,7 @@ pub async fn harvest(
     store: &mut Store,
     policy: &Policy,
     progress: &mut Progress,
-    previous: Option<&PreviousShards<'_>>,
+    previous: Option<PreviousShards>,
 ) -> Result<(Harvested, RunSummary), PipelineError> {
     let now = unix(SystemTime::now());
     let mut state = store.state()?;
@@ -285,7 +285,7 @@ fn patch_stored(
     store: &Store,
     state: &State,
     report: &oai::HarvestReport,
-    previous: &PreviousShards<'_>,
+    previous: PreviousShards,
 ) -> Result<Result<Harvested, Unpatchable>, PipelineError> {
     let Some(published) = &state.sitemap else {
         return Ok(refuse("no published sitemap is recorded"));
@@ -353,13 +353,19 @@ fn patch_stored(
         shared_after.push(change.now);
     }
     let (removing, adding) = (removed.len(), added.len());
-    let ext = job.shard_ext();
-    let read = |n: u32| (previous.read)(&format!("sitemap-{n}.{ext}"));
-    let patched = match patch::patch(published, &state.layout, job.limits, removed, added, read) {
-        Ok(patched) => patched,
+    let planned = patch::patch(
+        published,
+        &state.layout,
+        job.limits,
+        removed,
+        added,
+        previous.read,
+    );
+    let (patch, planned) = match planned {
+        Ok(planned) => planned,
         Err(why) => return Ok(Err(why)),
     };
-    let urls: u64 = patched.shards.iter().map(|(_, s)| s.urls as u64).sum();
+    let urls = planned.urls;
     if urls + removing as u64 != published.stats.urls + adding as u64 {
         return Ok(refuse("the patched shards do not hold the URLs counted"));
     }
@@ -370,8 +376,8 @@ fn patch_stored(
     tracing::info!(
         removing,
         adding,
-        rewritten = patched.rewritten,
-        reused = patched.reused,
+        rewritten = planned.rewritten,
+        reused = planned.reused,
         "sitemap patched with the changed records"
     );
     let mut counted = Published::counted(stats);
@@ -381,8 +387,8 @@ fn patch_stored(
         published: counted,
         signposts: None,
         diwoo: Vec::new(),
-        layout: patched.layout,
-        patch: Some(patched.shards),
+        layout: planned.layout,
+        patch: Some(patch),
     }))
 }
 
@@ -661,6 +667,21 @@ mod patch_equivalence {
 
     const BASE: &str = "https://r.example/oai/request";
 
+    /// The published files at place "p", as a patch reads them.
+    fn previous(files: &Files) -> PreviousShards {
+        let files = files.0.clone();
+        PreviousShards {
+            place: "p".into(),
+            read: Box::new(move |name, buf| {
+                buf.clear();
+                files.get(name).is_some_and(|b| {
+                    buf.extend_from_slice(b);
+                    true
+                })
+            }),
+        }
+    }
+
     fn job(max_urls: usize) -> Job {
         Job {
             request: HarvestRequest {
@@ -776,12 +797,8 @@ mod patch_equivalence {
             store
                 .apply_page(u64::from(round) + 1, &page, &state, true)
                 .unwrap();
-            let files = std::sync::Mutex::new(std::mem::take(&mut published_files.0));
-            let previous = PreviousShards {
-                place: "p".into(),
-                read: Box::new(|name| files.lock().unwrap().get(name).cloned()),
-            };
-            let outcome = patch_stored(&job, &store, &state, &report(), &previous).unwrap();
+            let outcome =
+                patch_stored(&job, &store, &state, &report(), previous(&published_files)).unwrap();
             let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);
             let patched = match outcome {
                 Ok(patched) => patched,
@@ -848,6 +865,56 @@ mod patch_equivalence {
     }
 
     #[test]
+    fn a_shard_that_changes_between_the_plan_and_the_writing_fails_the_render() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
+        let job = job(3);
+        let scope = pipeline::scope_for(&job, BASE).unwrap();
+        let records: Vec<Record> = (0..9).map(|i| record(i, 0, 0, "2020-01-01")).collect();
+        store
+            .apply_page(1, &records, &State::default(), false)
+            .unwrap();
+        let (files, harvested, rendered) = whole(&job, &store);
+        published(
+            &mut store,
+            Publish::new("p", &job, &scope, &harvested, &rendered),
+        )
+        .unwrap();
+        let state = store.state().unwrap();
+        store
+            .apply_page(2, &[record(4, 0, 1, "2021-01-01")], &state, true)
+            .unwrap();
+        let files = std::sync::Arc::new(std::sync::Mutex::new(files.0));
+        let shared = std::sync::Arc::clone(&files);
+        let previous = PreviousShards {
+            place: "p".into(),
+            read: Box::new(move |name, buf| {
+                buf.clear();
+                shared.lock().unwrap().get(name).is_some_and(|b| {
+                    buf.extend_from_slice(b);
+                    true
+                })
+            }),
+        };
+        let patched = patch_stored(&job, &store, &state, &report(), previous)
+            .unwrap()
+            .unwrap();
+        // Someone edits a published shard before the patch is written: the render fails,
+        // naming it, rather than writing a patch of other bytes.
+        files
+            .lock()
+            .unwrap()
+            .get_mut("sitemap-2.xml")
+            .unwrap()
+            .push(b'\n');
+        let err = pipeline::render(&patched, &job, &mut Files::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the published sitemap changed while it was patched: shard 2 is not as it was published"
+        );
+    }
+
+    #[test]
     fn a_url_that_several_records_publish_is_patched_and_keeps_the_newest_lastmod() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
@@ -890,11 +957,7 @@ mod patch_equivalence {
             store
                 .apply_page(round as u64 + 2, &[change], &state, true)
                 .unwrap();
-            let previous = PreviousShards {
-                place: "p".into(),
-                read: Box::new(move |name| files.0.get(name).cloned()),
-            };
-            let patched = patch_stored(&job, &store, &state, &report(), &previous)
+            let patched = patch_stored(&job, &store, &state, &report(), previous(&files))
                 .unwrap()
                 .unwrap_or_else(|why| panic!("round {round}: {}", why.0));
             let (whole_files, _, _) = whole(&job, &store);
@@ -917,10 +980,10 @@ mod patch_equivalence {
         // Elsewhere, or with other limits, the published files are not the ones to patch.
         let elsewhere = PreviousShards {
             place: "q".into(),
-            read: Box::new(|_| None),
+            read: Box::new(|_, _| false),
         };
         assert!(
-            patch_stored(&job, &store, &state, &report(), &elsewhere)
+            patch_stored(&job, &store, &state, &report(), elsewhere)
                 .unwrap()
                 .is_err()
         );

@@ -72,21 +72,21 @@ pub struct PublishedSitemap {
 
 /// Where the previous sitemap's shards are read: the export folder or the generation being
 /// served.
-pub struct PreviousShards<'a> {
+pub struct PreviousShards {
     /// Names the place ([`PublishedSitemap::place`]).
     pub place: String,
-    /// The plain bytes of a shard, given its published name (`sitemap-3.xml.gz`): `None` when
-    /// it cannot be read.
-    pub read: ReadShard<'a>,
+    /// Reads a shard's plain bytes, given its published name (`sitemap-3.xml.gz`).
+    pub read: ReadShard,
 }
 
-/// Reads a published shard's plain bytes by its name.
-pub type ReadShard<'a> = Box<dyn Fn(&str) -> Option<Vec<u8>> + Send + Sync + 'a>;
+/// Reads a published shard's plain bytes by its name into the buffer (which it clears first,
+/// keeping its capacity); false when the shard cannot be read whole.
+pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> bool + Send + Sync>;
 
 /// A URL and its lastmod, as read from a shard.
 type Item<'a> = (Cow<'a, str>, Option<Datestamp>);
 
-impl std::fmt::Debug for PreviousShards<'_> {
+impl std::fmt::Debug for PreviousShards {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PreviousShards")
             .field("place", &self.place)
@@ -104,30 +104,56 @@ pub(crate) fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
     Err(Unpatchable(why.into()))
 }
 
-/// A patched sitemap.
+/// What a patch makes of the published sitemap, worked out by [`patch`] before anything is
+/// written.
 #[derive(Debug)]
-pub struct Patched {
-    /// Every shard, with its number, in layout order.
-    pub shards: Vec<(u32, Shard)>,
+pub struct Planned {
     /// The layout after the patch (ranges split where a shard outgrew the limits).
     pub layout: Layout,
+    /// URLs in the patched shards.
+    pub urls: u64,
     /// Shards rewritten.
     pub rewritten: usize,
     /// Shards taken unchanged.
     pub reused: usize,
 }
 
-/// Applies a change to the published sitemap: `removed` are the URLs the changed records
-/// published, `added` those they publish now with their lastmod (a URL in both is replaced).
-/// `read` gives a published shard's bytes by number.
+/// A checked patch of the published sitemap. Its shards are made one at a time as they are
+/// written ([`Patch::write`]), in two buffers it reuses: a refresh holds a shard or two of the
+/// sitemap, never all of it (fresh memory for every shard was most of a patch's cost).
+pub struct Patch {
+    shards: Vec<PublishedShard>,
+    ext: String,
+    layout: Layout,
+    limits: Limits,
+    removed: Vec<String>,
+    added: Vec<(String, Option<Datestamp>)>,
+    read: ReadShard,
+}
+
+impl std::fmt::Debug for Patch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Patch")
+            .field("shards", &self.shards.len())
+            .field("removed", &self.removed.len())
+            .field("added", &self.added.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Plans a change to the published sitemap: `removed` are the URLs the changed records
+/// published, `added` those they publish now with their lastmod (a URL in both is replaced);
+/// `read` gives the published shards. Every shard the change touches is merged once here, to
+/// check it and to lay it out, and dropped; [`Patch::write`] makes them again as they are
+/// written.
 pub fn patch(
     published: &PublishedSitemap,
     layout: &Layout,
     limits: Limits,
     mut removed: Vec<String>,
     mut added: Vec<(String, Option<Datestamp>)>,
-    mut read: impl FnMut(u32) -> Option<Vec<u8>>,
-) -> Result<Patched, Unpatchable> {
+    read: ReadShard,
+) -> Result<(Patch, Planned), Unpatchable> {
     if layout.ranges.is_empty() {
         return refuse("no layout recorded");
     }
@@ -139,78 +165,117 @@ pub fn patch(
     if added.windows(2).any(|w| w[0].0 == w[1].0) {
         return refuse("two changed records now publish the same URL");
     }
-    let recorded: HashMap<u32, &PublishedShard> =
-        published.shards.iter().map(|s| (s.number, s)).collect();
-    let mut next_number = layout.ranges.iter().map(|r| r.1).max().unwrap_or(0) + 1;
-    let mut patched = Patched {
-        shards: Vec::with_capacity(published.shards.len() + 1),
-        layout: Layout::default(),
-        rewritten: 0,
-        reused: 0,
+    let patch = Patch {
+        shards: published.shards.clone(),
+        ext: published.ext.clone(),
+        layout: layout.clone(),
+        limits,
+        removed,
+        added,
+        read,
     };
-    let (mut r, mut a) = (0, 0);
-    for (i, range) in layout.ranges.iter().enumerate() {
-        // A range holds the URLs from its start up to the next range's start.
-        let end = layout.ranges.get(i + 1).map(|next| next.0.as_str());
-        let inside = |url: &str| end.is_none_or(|end| url < end);
-        let r_end = r + removed[r..].partition_point(|u| inside(u));
-        let a_end = a + added[a..].partition_point(|(u, _)| inside(u));
-        let number = range.1;
-        let old = match recorded.get(&number) {
-            Some(info) => match read(number) {
-                Some(bytes) if bytes.len() as u64 == info.len => Some((*info, bytes)),
-                Some(_) => return refuse(format!("shard {number} is not as it was published")),
-                None => return refuse(format!("shard {number} cannot be read")),
-            },
-            None => None,
-        };
-        if r == r_end && a == a_end {
-            patched.layout.ranges.push(range.clone());
-            if let Some((info, bytes)) = old {
-                patched.reused += 1;
-                patched.shards.push((
-                    number,
-                    Shard {
-                        bytes,
-                        urls: info.urls as usize,
-                        newest: info.newest.map(Datestamp::unpack),
-                    },
-                ));
-            }
-            continue;
-        }
-        let shard = merge(
-            number,
-            old.as_ref().map(|(info, bytes)| (*info, bytes.as_slice())),
-            &removed[r..r_end],
-            &added[a..a_end],
-        )?;
-        (r, a) = (r_end, a_end);
-        patched.rewritten += 1;
-        if fits(&shard, limits) {
-            patched.layout.ranges.push(range.clone());
-            if shard.urls > 0 {
-                patched.shards.push((number, shard));
-            }
-        } else {
-            // Outgrown: split as a whole render splits a range.
-            let entries = entries_of(number, &shard.bytes)?;
-            let items: Vec<(&str, Option<Datestamp>)> =
-                entries.iter().map(|(u, d)| (u.as_ref(), *d)).collect();
-            render_range(
-                range.clone(),
-                &items,
-                limits,
-                &mut patched.layout,
-                &mut next_number,
-                &mut |n, s| {
-                    patched.shards.push((n, s));
-                    Ok::<_, Unpatchable>(())
-                },
-            )?;
-        }
+    let planned = patch.walk(&mut |_, _| Ok::<_, Unpatchable>(()))?;
+    Ok((patch, planned))
+}
+
+impl Patch {
+    /// Makes the patched shards and gives each to `emit`, in layout order: the shards and
+    /// layout that [`patch`] planned. Fails when a published shard changed since.
+    pub fn write<E: From<Unpatchable>>(
+        &self,
+        mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
+    ) -> Result<Planned, E> {
+        self.walk(&mut emit)
     }
-    Ok(patched)
+
+    fn walk<E: From<Unpatchable>>(
+        &self,
+        emit: &mut dyn FnMut(u32, &Shard) -> Result<(), E>,
+    ) -> Result<Planned, E> {
+        let (removed, added, layout) = (&self.removed, &self.added, &self.layout);
+        let recorded: HashMap<u32, &PublishedShard> =
+            self.shards.iter().map(|s| (s.number, s)).collect();
+        let mut next_number = layout.ranges.iter().map(|r| r.1).max().unwrap_or(0) + 1;
+        let mut planned = Planned {
+            layout: Layout::default(),
+            urls: 0,
+            rewritten: 0,
+            reused: 0,
+        };
+        // The published shard being read, and the one being made.
+        let mut old = Vec::new();
+        let mut shard = Shard {
+            bytes: Vec::new(),
+            urls: 0,
+            newest: None,
+        };
+        let (mut r, mut a) = (0, 0);
+        for (i, range) in layout.ranges.iter().enumerate() {
+            // A range holds the URLs from its start up to the next range's start.
+            let end = layout.ranges.get(i + 1).map(|next| next.0.as_str());
+            let inside = |url: &str| end.is_none_or(|end| url < end);
+            let r_end = r + removed[r..].partition_point(|u| inside(u));
+            let a_end = a + added[a..].partition_point(|(u, _)| inside(u));
+            let number = range.1;
+            let info = recorded.get(&number).copied();
+            if let Some(info) = info {
+                if !(self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old) {
+                    return Err(Unpatchable(format!("shard {number} cannot be read")).into());
+                }
+                if old.len() as u64 != info.len {
+                    return Err(
+                        Unpatchable(format!("shard {number} is not as it was published")).into(),
+                    );
+                }
+            }
+            if r == r_end && a == a_end {
+                planned.layout.ranges.push(range.clone());
+                if let Some(info) = info {
+                    planned.reused += 1;
+                    planned.urls += info.urls;
+                    std::mem::swap(&mut shard.bytes, &mut old);
+                    shard.urls = info.urls as usize;
+                    shard.newest = info.newest.map(Datestamp::unpack);
+                    emit(number, &shard)?;
+                    std::mem::swap(&mut shard.bytes, &mut old);
+                }
+                continue;
+            }
+            merge(
+                number,
+                info.map(|info| (info, old.as_slice())),
+                &removed[r..r_end],
+                &added[a..a_end],
+                &mut shard,
+            )?;
+            (r, a) = (r_end, a_end);
+            planned.rewritten += 1;
+            if fits(&shard, self.limits) {
+                planned.layout.ranges.push(range.clone());
+                if shard.urls > 0 {
+                    planned.urls += shard.urls as u64;
+                    emit(number, &shard)?;
+                }
+            } else {
+                // Outgrown: split as a whole render splits a range.
+                let entries = entries_of(number, &shard.bytes)?;
+                let items: Vec<(&str, Option<Datestamp>)> =
+                    entries.iter().map(|(u, d)| (u.as_ref(), *d)).collect();
+                render_range(
+                    range.clone(),
+                    &items,
+                    self.limits,
+                    &mut planned.layout,
+                    &mut next_number,
+                    &mut |n, s| {
+                        planned.urls += s.urls as u64;
+                        emit(n, &s)
+                    },
+                )?;
+            }
+        }
+        Ok(planned)
+    }
 }
 
 /// Whether a whole render would keep these entries in one shard ([`render_range`]'s splitter:
@@ -227,16 +292,16 @@ fn merge(
     old: Option<(&PublishedShard, &[u8])>,
     removed: &[String],
     added: &[(String, Option<Datestamp>)],
-) -> Result<Shard, Unpatchable> {
+    shard: &mut Shard,
+) -> Result<(), Unpatchable> {
     let body = match old {
         Some((_, bytes)) => body_of(number, bytes)?,
         None => &[][..],
     };
-    let mut shard = Shard {
-        bytes: Vec::with_capacity(body.len() + added.len() * 160 + 128),
-        urls: 0,
-        newest: old.and_then(|(info, _)| info.newest.map(Datestamp::unpack)),
-    };
+    shard.bytes.clear();
+    shard.bytes.reserve(body.len() + added.len() * 160 + 128);
+    shard.urls = 0;
+    shard.newest = old.and_then(|(info, _)| info.newest.map(Datestamp::unpack));
     shard.bytes.extend_from_slice(XML_DECL.as_bytes());
     shard.bytes.extend_from_slice(URLSET_OPEN.as_bytes());
     let mut date = String::with_capacity(32);
@@ -255,7 +320,7 @@ fn merge(
         let entry = entry?;
         let url = entry.url()?;
         while let Some(add) = adds.next_if(|(u, _)| u.as_str() < url.as_ref()) {
-            write_added(&mut shard, add);
+            write_added(shard, add);
         }
         if let Some(missing) = removes.next_if(|u| u.as_str() < url.as_ref()) {
             return refuse(format!("{missing} is not in shard {number}"));
@@ -265,7 +330,7 @@ fn merge(
             Some(_) if !leaves => {
                 return refuse(format!("{url} is now published by two records"));
             }
-            Some(add) => write_added(&mut shard, add),
+            Some(add) => write_added(shard, add),
             None if !leaves => {
                 shard.bytes.extend_from_slice(entry.bytes);
                 shard.urls += 1;
@@ -278,7 +343,7 @@ fn merge(
         }
     }
     for add in adds {
-        write_added(&mut shard, add);
+        write_added(shard, add);
     }
     if let Some(missing) = removes.next() {
         return refuse(format!("{missing} is not in shard {number}"));
@@ -291,7 +356,7 @@ fn merge(
         }
     }
     shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
-    Ok(shard)
+    Ok(())
 }
 
 /// The entries of a shard, between its frame.

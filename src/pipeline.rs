@@ -108,6 +108,9 @@ pub enum PipelineError {
     /// The repository's state store failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// A published shard changed between the patch's plan and its writing.
+    #[error("the published sitemap changed while it was patched: {0}")]
+    Patch(#[from] crate::patch::Unpatchable),
     /// The upstream asked (`Retry-After`) not to be called before then.
     #[error(
         "the upstream asked (Retry-After) not to be called before {}; not harvesting until then",
@@ -212,9 +215,9 @@ pub struct Harvested {
     /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
     /// when there is no earlier generation to follow. For a patch, the layout after it.
     pub layout: Layout,
-    /// The sitemap's shards already made by patching the published ones ([`crate::patch`]);
+    /// The patch of the published sitemap that makes its shards ([`crate::patch`]);
     /// `published` then holds only the counts.
-    pub patch: Option<Vec<(u32, Shard)>>,
+    pub patch: Option<crate::patch::Patch>,
 }
 
 /// One DiWoo category being collected: the records of its sets.
@@ -474,10 +477,8 @@ pub fn render<S: FileSink>(
         sitemap.put_numbered(sink, number, shard)
     };
     match &harvested.patch {
-        Some(shards) => {
-            for (number, shard) in shards {
-                put(*number, shard)?;
-            }
+        Some(patch) => {
+            patch.write(put)?;
         }
         None => {
             render_laid_out(

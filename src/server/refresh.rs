@@ -352,12 +352,16 @@ async fn build(
     let policy = &repo.config.policy;
     let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
     let previous = repo.current();
-    let previous_shards = previous.as_deref().map(|generation| PreviousShards {
+    let previous_shards = previous.clone().map(|generation| PreviousShards {
         place: GENERATION_PLACE.to_owned(),
         // The generation keeps every shard plain beside its gzip.
-        read: Box::new(move |name: &str| {
-            let (_, meta) = generation.file(name.strip_suffix(".gz").unwrap_or(name))?;
-            std::fs::read(generation.path(meta)).ok()
+        read: Box::new(move |name: &str, buf: &mut Vec<u8>| {
+            use std::io::Read;
+            buf.clear();
+            generation
+                .file(name.strip_suffix(".gz").unwrap_or(name))
+                .and_then(|(_, meta)| std::fs::File::open(generation.path(meta)).ok())
+                .is_some_and(|mut file| file.read_to_end(buf).is_ok())
         }),
     });
     let (harvested, run) = incremental::harvest(
@@ -366,7 +370,7 @@ async fn build(
         &mut store,
         policy,
         &mut Progress::silent(),
-        previous_shards.as_ref(),
+        previous_shards,
     )
     .await?;
     metrics
