@@ -213,7 +213,7 @@ pub async fn harvest(
     }
     state.run = None;
     let removed = store.finish_run(run.full.then_some(run.id), &state)?;
-    let live = store.counts()?.live;
+    let live = store.live()?;
     let summary = RunSummary {
         kind: if run.full {
             Kind::Full
