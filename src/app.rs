@@ -206,10 +206,13 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
 /// Static Repository file.
 pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     let is_url = args.target.starts_with("http://") || args.target.starts_with("https://");
-    let is_file = !is_url && std::path::Path::new(&args.target).is_file();
+    let is_file = !is_url
+        && (args.target.starts_with("file://") || std::path::Path::new(&args.target).is_file());
+    // A repository name is looked up in the configuration even when a file has the same name.
+    let default_config = std::path::Path::new("bridge.toml");
     let config = match &args.config {
         Some(path) => Config::load(path)?,
-        None if !is_url && !is_file => Config::load(std::path::Path::new("bridge.toml"))?,
+        None if !is_url && (!is_file || default_config.is_file()) => Config::load(default_config)?,
         None => Config::default(),
     };
     let named = config.repositories.iter().find(|r| r.name == args.target);
@@ -218,7 +221,8 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
             .map_err(|e| flag_err("URL", format!("{:?} is not a URL: {e}", args.target)))?;
         (Source::Oai(url), Vec::new(), None)
     } else if let (None, true) = (named, is_file) {
-        (Source::File(args.target.clone().into()), Vec::new(), None)
+        let source = Source::parse(&args.target).map_err(|m| flag_err("URL", m))?;
+        (source, Vec::new(), None)
     } else {
         let repo = named.ok_or_else(|| {
             flag_err(

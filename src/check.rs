@@ -183,10 +183,8 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         Source::Oai(base) => {
             let url = request_url(base, &[("verb", "Identify")]);
             let outcome = client.fetch(&url, None, parse::parse_identify).await;
-            (
-                base.clone(),
-                outcome.map_err(|kind| format!("Identify failed ({url}): {kind}")),
-            )
+            let outcome = outcome.map_err(|kind| format!("Identify failed ({url}): {kind}"));
+            (Some(base.clone()), outcome)
         }
         Source::File(path) => {
             let read = oai::harvest::read_static_file(
@@ -202,20 +200,17 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
             let stated = Url::parse(&identify.base_url)
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https"));
-            match stated {
-                Some(base) => (base, Ok(parse::IdentifyOutcome::Static(identify))),
-                None => {
-                    let problem = format!(
-                        "the Static Repository {} states baseURL {:?}, which is no http(s) URL to derive a scope from",
-                        path.display(),
-                        identify.base_url
-                    );
-                    return Ok(refused(report, problem));
-                }
+            if stated.is_none() && options.scope.is_empty() {
+                let problem = format!(
+                    "the Static Repository {} states baseURL {:?}, which is no http(s) URL to derive a scope from; give --scope",
+                    path.display(),
+                    identify.base_url
+                );
+                return Ok(refused(report, problem));
             }
+            (stated, Ok(parse::IdentifyOutcome::Static(identify)))
         }
     };
-    let base = &base;
     let mut is_static = false;
     match outcome {
         Ok(parse::IdentifyOutcome::Identify(i)) => {
@@ -248,7 +243,10 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
             ));
         }
         // A Static Repository states its gateway's baseURL, not the file's.
-        if !is_static && !i.base_url.is_empty() && i.base_url != base.as_str() {
+        if let (false, Some(base)) = (is_static, &base)
+            && !i.base_url.is_empty()
+            && i.base_url != base.as_str()
+        {
             report.warnings.push(format!(
                 "Identify states the baseURL {}; the configured one is kept",
                 i.base_url
@@ -265,12 +263,12 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         report.formats.error =
             Some("a Static Repository: its oai_dc records are read below".into());
         report.sets.error = Some("an OAI Static Repository has no sets".into());
-    } else {
+    } else if let Some(base) = &base {
         list_formats_and_sets(&client, base, &mut report).await;
     }
 
     let scope = if options.scope.is_empty() {
-        Scope::from_base_url(base)
+        base.as_ref().and_then(Scope::from_base_url)
     } else {
         Scope::from_prefixes(&options.scope)
     };

@@ -899,14 +899,13 @@ mod patch_equivalence {
         let patched = patch_stored(&job, &store, &state, &report(), previous)
             .unwrap()
             .unwrap();
-        // Someone edits a published shard before the patch is written: the render fails,
-        // naming it, rather than writing a patch of other bytes.
-        files
-            .lock()
-            .unwrap()
-            .get_mut("sitemap-2.xml")
-            .unwrap()
-            .push(b'\n');
+        // Someone edits a published shard before the patch is written (a lastmod, the length
+        // unchanged): the render fails, naming it, rather than writing a patch of other bytes.
+        let mut files = files.lock().unwrap();
+        let shard = files.get_mut("sitemap-2.xml").unwrap();
+        let at = shard.windows(4).position(|w| w == b"2020").unwrap();
+        shard[at..at + 4].copy_from_slice(b"2019");
+        drop(files);
         let err = pipeline::render(&patched, &job, &mut Files::default()).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -129,6 +129,15 @@ pub struct Patch {
     removed: Vec<String>,
     added: Vec<(String, Option<Datestamp>)>,
     read: ReadShard,
+    /// The CRC-32 of each published shard as the plan read it, in reading order: the write
+    /// reads them again and stops at one that changed in between.
+    sums: Vec<u32>,
+}
+
+/// What a walk does with the checksums of the shards it reads.
+enum Sums<'s> {
+    Record(&'s mut Vec<u32>),
+    Verify(&'s [u32]),
 }
 
 impl std::fmt::Debug for Patch {
@@ -165,7 +174,7 @@ pub fn patch(
     if added.windows(2).any(|w| w[0].0 == w[1].0) {
         return refuse("two changed records now publish the same URL");
     }
-    let patch = Patch {
+    let mut patch = Patch {
         shards: published.shards.clone(),
         ext: published.ext.clone(),
         layout: layout.clone(),
@@ -173,8 +182,14 @@ pub fn patch(
         removed,
         added,
         read,
+        sums: Vec::new(),
     };
-    let planned = patch.walk(&mut |_, _| Ok::<_, Unpatchable>(()))?;
+    let mut sums = Vec::with_capacity(patch.shards.len());
+    let planned = patch.walk(
+        &mut |_, _| Ok::<_, Unpatchable>(()),
+        Sums::Record(&mut sums),
+    )?;
+    patch.sums = sums;
     Ok((patch, planned))
 }
 
@@ -185,12 +200,13 @@ impl Patch {
         &self,
         mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
     ) -> Result<Planned, E> {
-        self.walk(&mut emit)
+        self.walk(&mut emit, Sums::Verify(&self.sums))
     }
 
     fn walk<E: From<Unpatchable>>(
         &self,
         emit: &mut dyn FnMut(u32, &Shard) -> Result<(), E>,
+        mut sums: Sums<'_>,
     ) -> Result<Planned, E> {
         let (removed, added, layout) = (&self.removed, &self.added, &self.layout);
         let recorded: HashMap<u32, &PublishedShard> =
@@ -222,7 +238,19 @@ impl Patch {
                 if !(self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old) {
                     return Err(Unpatchable(format!("shard {number} cannot be read")).into());
                 }
-                if old.len() as u64 != info.len {
+                let sum = crc32fast::hash(&old);
+                let same = match &mut sums {
+                    Sums::Record(sums) => {
+                        sums.push(sum);
+                        true
+                    }
+                    Sums::Verify(sums) => {
+                        let (first, rest) = sums.split_first().unzip();
+                        *sums = rest.unwrap_or_default();
+                        first == Some(&sum)
+                    }
+                };
+                if old.len() as u64 != info.len || !same {
                     return Err(
                         Unpatchable(format!("shard {number} is not as it was published")).into(),
                     );

@@ -113,11 +113,10 @@ pub async fn refresh(
         .name(format!("refresh-{name}"))
         .spawn(move || {
             lower_priority();
-            let answer = build_on_own_runtime(&worker, index, stop);
+            let _ = tx.send(build_on_own_runtime(&worker, index, stop));
             // What the harvest and the render allocated is free now: give it back, here on the
-            // refresh's own thread, not on a request worker.
+            // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
-            let _ = tx.send(answer);
         })
         .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
     let (result, stats) = match rx.await {

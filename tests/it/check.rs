@@ -231,10 +231,12 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
     let broken = dir.path().join("broken.xml");
     std::fs::write(
         &broken,
-        sample.replace(
-            "<oai:baseURL>https://repository.northbridge.example/oai</oai:baseURL>",
-            "<oai:baseURL>ftp://x/oai</oai:baseURL>",
-        ),
+        sample
+            .replace(
+                "<oai:baseURL>https://repository.northbridge.example/oai</oai:baseURL>",
+                "<oai:baseURL>ftp://x/oai</oai:baseURL>",
+            )
+            .replace("https://repository.northbridge.example", &origin),
     )
     .unwrap();
     let path = broken.to_str().unwrap().to_owned();
@@ -247,4 +249,13 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
         problems.contains("broken.xml") && problems.contains("ftp://x/oai"),
         "{problems}"
     );
+    // With scope prefixes it needs no baseURL, as in a harvest; a file:// URL names it too.
+    let target = format!("file://{}", broken.display());
+    let scope = format!("{origin}/items/");
+    let out = tokio::task::spawn_blocking(move || check(&[&target, "--json", "--scope", &scope]))
+        .await
+        .unwrap();
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["sample"]["records"], records);
 }
