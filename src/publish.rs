@@ -69,7 +69,7 @@ impl Staging {
     }
 
     /// Writes one file into the staging folder. Large files bypass the page cache where the
-    /// file system allows (see [`write_direct`]); the rest are written as usual.
+    /// file system allows (see `write_direct`); the rest are written as usual.
     pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
         let path = self.dir.path().join(name);
         // Names may hold one folder level (`cdif/<hash>.jsonld`).

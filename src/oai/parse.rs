@@ -41,7 +41,7 @@ pub struct Record {
     /// Every `dc:identifier` of the oai_dc metadata, trimmed.
     pub dc_identifiers: Vec<String>,
     /// The other oai_dc elements, trimmed, in document order; read only when the harvest asks
-    /// for them ([`Fields::extended`]), empty otherwise.
+    /// for them ([`Fields::wants`]), empty otherwise.
     pub dc: Vec<(DcElement, String)>,
 }
 

@@ -29,7 +29,7 @@ pub const MANIFEST: &str = "manifest.json";
 /// The packed metadata documents (CDIF JSON-LD) of a generation, one per record: too many to be
 /// files of their own.
 pub const DOCS_PACK: &str = "documents.pack";
-/// Their index: sorted [`DocEntry`]s, [`DOC_ENTRY_LEN`] bytes each, little-endian.
+/// Their index: sorted [`DocEntry`]s, `DOC_ENTRY_LEN` bytes each, little-endian.
 pub const DOCS_INDEX: &str = "documents.index";
 /// Bytes of one index entry: key, offset, length, lastmod.
 const DOC_ENTRY_LEN: usize = 8 + 8 + 4 + 8;
