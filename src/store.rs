@@ -283,9 +283,7 @@ impl Store {
                 .prepare_cached(
                     "INSERT OR IGNORE INTO changes (id, prev_live, prev_datestamp, prev_body)
                      SELECT ?1, r.deleted = 0, r.datestamp, r.body
-                     FROM (SELECT 1) LEFT JOIN records r ON r.id = ?1
-                     WHERE r.id IS NULL OR ?2 IS NULL OR r.datestamp IS NULL
-                       OR ?2 >= r.datestamp",
+                     FROM (SELECT 1) LEFT JOIN records r ON r.id = ?1",
                 )
                 .map_err(fail(path, "cannot prepare the record update"))?;
             // SET expressions all read the row as it was before the update.
@@ -307,7 +305,8 @@ impl Store {
                         .as_str(),
                 )
                 .map_err(fail(path, "cannot prepare the record update"))?;
-            // What the record was, for the live count an incremental run keeps.
+            // What the record was: whether it changes, and the live count an incremental run
+            // keeps.
             let mut stored = tx
                 .prepare_cached("SELECT deleted = 0, datestamp FROM records WHERE id = ?1")
                 .map_err(fail(path, "cannot prepare the record update"))?;
@@ -325,22 +324,20 @@ impl Store {
                         })
                         .optional()
                         .map_err(fail(path, "cannot read a record"))?;
-                    live += match before {
-                        None => i64::from(!r.deleted),
+                    // The upsert's `newer` rule (below), decided here once for both.
+                    let was_live = match before {
+                        None => Some(false),
                         Some((was_live, stored_at)) => {
-                            let newer = datestamp.is_none()
-                                || stored_at.is_none()
-                                || datestamp >= stored_at;
-                            if newer {
-                                i64::from(!r.deleted) - i64::from(was_live)
-                            } else {
-                                0
-                            }
+                            (datestamp.is_none() || stored_at.is_none() || datestamp >= stored_at)
+                                .then_some(was_live)
                         }
                     };
-                    track_change
-                        .execute(params![r.identifier, datestamp])
-                        .map_err(fail(path, "cannot store a record"))?;
+                    if let Some(was_live) = was_live {
+                        live += i64::from(!r.deleted) - i64::from(was_live);
+                        track_change
+                            .execute([&r.identifier])
+                            .map_err(fail(path, "cannot store a record"))?;
+                    }
                 }
                 upsert
                     .execute(params![
