@@ -576,31 +576,40 @@ pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
 
 /// [`parse_list_records`], reading `fields` of each record.
 pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
-    let mut quirks = Quirks::default();
-    let text = prepare(body, &mut quirks)?;
     // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
-    // below reads (or rejects) as the reference.
-    if let Some(page) = scan::scan_list_records(&text, quirks, fields) {
-        return Ok(page);
-    }
-    parse_with_quick_xml(&text, quirks, body.len(), fields)
+    // reads (or rejects) as the reference.
+    prepared(body, |text, quirks| {
+        match scan::scan_list_records(text, quirks, fields) {
+            Some(page) => Ok(page),
+            None => parse_with_quick_xml(text, quirks, body.len(), fields),
+        }
+    })?
 }
 
 /// The reference reader alone (quick-xml), never the fast path: for differential tests and
 /// fuzzing.
 #[doc(hidden)]
 pub fn parse_list_records_reference(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
-    let mut quirks = Quirks::default();
-    let text = prepare(body, &mut quirks)?;
-    parse_with_quick_xml(&text, quirks, body.len(), fields)
+    prepared(body, |text, quirks| {
+        parse_with_quick_xml(text, quirks, body.len(), fields)
+    })?
 }
 
 /// The fast path alone: `None` when it declines the body (or [`prepare`] refuses it).
 #[doc(hidden)]
 pub fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> {
+    prepared(body, |text, quirks| {
+        scan::scan_list_records(text, quirks, fields)
+    })
+    .ok()
+    .flatten()
+}
+
+/// `read` applied to the body after [`prepare`], with the quirks it tolerated.
+fn prepared<T>(body: &[u8], read: impl FnOnce(&str, Quirks) -> T) -> Result<T, ParseError> {
     let mut quirks = Quirks::default();
-    let text = prepare(body, &mut quirks).ok()?;
-    scan::scan_list_records(&text, quirks, fields)
+    let text = prepare(body, &mut quirks)?;
+    Ok(read(&text, quirks))
 }
 
 /// [`parse_list_records`] with quick-xml, after [`prepare`]: the reference reader, and the
