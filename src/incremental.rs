@@ -672,14 +672,17 @@ mod patch_equivalence {
         let files = files.0.clone();
         PreviousShards {
             place: "p".into(),
-            read: Box::new(move |name, buf| {
-                buf.clear();
-                files.get(name).is_some_and(|b| {
-                    buf.extend_from_slice(b);
-                    true
-                })
-            }),
+            read: Box::new(move |name, buf| read_from(&files, name, buf)),
         }
+    }
+
+    /// A [`crate::patch::ReadShard`] over files in memory.
+    fn read_from(files: &BTreeMap<String, Vec<u8>>, name: &str, buf: &mut Vec<u8>) -> bool {
+        buf.clear();
+        files.get(name).is_some_and(|b| {
+            buf.extend_from_slice(b);
+            true
+        })
     }
 
     fn job(max_urls: usize) -> Job {
@@ -888,13 +891,7 @@ mod patch_equivalence {
         let shared = std::sync::Arc::clone(&files);
         let previous = PreviousShards {
             place: "p".into(),
-            read: Box::new(move |name, buf| {
-                buf.clear();
-                shared.lock().unwrap().get(name).is_some_and(|b| {
-                    buf.extend_from_slice(b);
-                    true
-                })
-            }),
+            read: Box::new(move |name, buf| read_from(&shared.lock().unwrap(), name, buf)),
         };
         let patched = patch_stored(&job, &store, &state, &report(), previous)
             .unwrap()

@@ -135,10 +135,11 @@ pub struct Patch {
     sums: Vec<u32>,
 }
 
-/// What a walk does with the checksums of the shards it reads.
+/// What a walk does with the checksums of the shards it reads: records them (the plan), or
+/// checks each against the next one recorded (the write).
 enum Sums<'s> {
     Record(&'s mut Vec<u32>),
-    Verify(&'s [u32]),
+    Verify(std::slice::Iter<'s, u32>),
 }
 
 impl std::fmt::Debug for Patch {
@@ -201,7 +202,7 @@ impl Patch {
         &self,
         mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
     ) -> Result<Planned, E> {
-        self.walk(&mut emit, Sums::Verify(&self.sums))
+        self.walk(&mut emit, Sums::Verify(self.sums.iter()))
     }
 
     fn walk<E: From<Unpatchable>>(
@@ -245,11 +246,7 @@ impl Patch {
                         sums.push(sum);
                         true
                     }
-                    Sums::Verify(sums) => {
-                        let (first, rest) = sums.split_first().unzip();
-                        *sums = rest.unwrap_or_default();
-                        first == Some(&sum)
-                    }
+                    Sums::Verify(sums) => sums.next() == Some(&sum),
                 };
                 if old.len() as u64 != info.len || !same {
                     return Err(
