@@ -160,6 +160,15 @@ async fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
 }
 
 /// A configuration with one repository `r` harvesting `upstream`, 5 URLs a shard.
+/// A gateway on `upstream` (with `extra_repo` settings) serving its first generation, and its
+/// state folder, which must live as long as it.
+async fn serving(upstream: &TestServer, extra_repo: &str) -> (Running, tempfile::TempDir) {
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&config(upstream, extra_repo), state.path()).await;
+    g.ready().await;
+    (g, state)
+}
+
 fn config(upstream: &TestServer, extra_repo: &str) -> String {
     format!(
         "[server]\nstate_dir = \"{{state}}\"\n\
@@ -207,9 +216,7 @@ async fn a_full_serve_cycle() {
     let upstream = TestServer::builder(numbered(12))
         .identify_base_url("https://repo.example/oai")
         .start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, ""), state.path()).await;
-    g.ready().await;
+    let (g, state) = serving(&upstream, "").await;
 
     // H-10: robots.txt is text/plain with absolute Sitemap lines.
     let robots = g.get("/robots.txt").await;
@@ -309,9 +316,7 @@ async fn no_generation_yet_is_503_with_retry_after() {
 #[tokio::test]
 async fn a_failed_refresh_keeps_the_previous_generation() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, ""), state.path()).await;
-    g.ready().await;
+    let (g, state) = serving(&upstream, "").await;
     let mut before = Vec::new();
     for path in ["/r/sitemap.xml", "/r/sitemap-1.xml", "/r/sitemap-3.xml"] {
         before.push(g.get(path).await);
@@ -374,9 +379,7 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
 #[tokio::test]
 async fn validators_follow_content_not_refreshes() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, ""), state.path()).await;
-    g.ready().await;
+    let (g, _state) = serving(&upstream, "").await;
     let first = g.get("/r/sitemap-1.xml").await;
     let third = g.get("/r/sitemap-3.xml").await;
     tokio::time::sleep(Duration::from_millis(1100)).await;
@@ -406,9 +409,7 @@ async fn validators_follow_content_not_refreshes() {
 #[tokio::test]
 async fn a_swap_drops_the_replaced_generations_cached_bytes() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, ""), state.path()).await;
-    g.ready().await;
+    let (g, _state) = serving(&upstream, "").await;
     let serial = |g: &Running| g.gateway.repos[0].current().unwrap().serial;
     let cached_serials = |g: &Running| {
         let mut serials: Vec<u64> = g.gateway.cache.iter().map(|(k, _)| k.0).collect();
@@ -448,9 +449,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
         .collect::<Vec<_>>()
     };
     let upstream = TestServer::builder(ids(1..=30)).page_size(10).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, ""), state.path()).await;
-    g.ready().await;
+    let (g, state) = serving(&upstream, "").await;
     let names: Vec<String> = (1..=6).map(|n| format!("/r/sitemap-{n}.xml")).collect();
     let mut before = Vec::new();
     for name in &names {
@@ -521,9 +520,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
 #[tokio::test]
 async fn conditional_requests_head_gzip_and_errors() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, "gzip = true\n"), state.path()).await;
-    g.ready().await;
+    let (g, _state) = serving(&upstream, "gzip = true\n").await;
     let get = reqwest::Method::GET;
     let plain = g.get("/r/sitemap-1.xml").await;
     let etag = plain.header("etag").to_owned();
@@ -675,9 +672,7 @@ async fn the_signmap_is_served_from_the_same_harvest() {
         })
         .collect();
     let upstream = TestServer::builder(records).page_size(3).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Running::start(&config(&upstream, "signmap = true\n"), state.path()).await;
-    g.ready().await;
+    let (g, _state) = serving(&upstream, "signmap = true\n").await;
     // Three pages, each requested once: the Signmap costs no extra request.
     assert_eq!(upstream.list_requests().len(), 3);
     assert!(
@@ -976,9 +971,8 @@ async fn a_public_url_with_a_path_prefix() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_during_swaps_never_see_a_missing_shard() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Arc::new(Running::start(&config(&upstream, ""), state.path()).await);
-    g.ready().await;
+    let (g, state) = serving(&upstream, "").await;
+    let g = Arc::new(g);
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut readers = Vec::new();
     for _ in 0..4 {
@@ -1035,9 +1029,8 @@ async fn reads_during_swaps_never_see_a_missing_shard() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_misses_read_a_file_once() {
     let upstream = TestServer::builder(numbered(12)).start();
-    let state = tempfile::tempdir().unwrap();
-    let g = Arc::new(Running::start(&config(&upstream, ""), state.path()).await);
-    g.ready().await;
+    let (g, state) = serving(&upstream, "").await;
+    let g = Arc::new(g);
     let fills = || g.gateway.metrics.cache_fills.get();
     let before = fills();
     let requests: Vec<_> = (0..32)
