@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::classify::Drop;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::oai::{Client, HarvestSettings};
-use crate::patch::PreviousShards;
+use crate::patch::{self, PreviousShards};
 use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
@@ -75,23 +75,6 @@ impl FileSink for Staging {
     }
 }
 
-/// Reads a file of an earlier export into `buf`, uncompressed when its name ends in `.gz`;
-/// false when it cannot be read whole.
-fn read_plain(path: &std::path::Path, buf: &mut Vec<u8>) -> bool {
-    use std::io::Read;
-    buf.clear();
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let read = if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(buf)
-    } else {
-        let mut file = file;
-        file.read_to_end(buf)
-    };
-    read.is_ok()
-}
-
 /// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
 /// untouched.
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
@@ -116,7 +99,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
             let out = options.out.clone();
             let previous = PreviousShards {
                 place: place.clone(),
-                read: Box::new(move |name, buf| read_plain(&out.join(name), buf)),
+                read: Box::new(move |name, buf| patch::read_file(&out.join(name), buf)),
             };
             let (h, run) = incremental::harvest(
                 &client,

@@ -84,6 +84,23 @@ pub struct PreviousShards {
 /// keeping its capacity); false when the shard cannot be read whole.
 pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> bool + Send + Sync>;
 
+/// Reads a published shard's file into `buf` (a [`ReadShard`] for a folder of them),
+/// uncompressed when its name ends in `.gz`; false when it cannot be read whole.
+pub fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> bool {
+    use std::io::Read;
+    buf.clear();
+    let Ok(file) = std::fs::File::open(path) else {
+        return false;
+    };
+    let read = if path.extension().is_some_and(|e| e == "gz") {
+        flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(buf)
+    } else {
+        let mut file = file;
+        file.read_to_end(buf)
+    };
+    read.is_ok()
+}
+
 /// A URL and its lastmod, as read from a shard.
 type Item<'a> = (Cow<'a, str>, Option<Datestamp>);
 

@@ -313,8 +313,8 @@ impl Gateway {
     /// asks for them again, and left in place they would crowd out the current generation's
     /// files until the cache is full, growing memory by `cache_bytes` for nothing.
     pub fn forget(&self, serial: u64) {
-        // Entries inserted later by a request still holding the old generation are evicted by
-        // the bound like any cold entry.
+        // Entries a request still holding the old generation fills later are dropped as they
+        // are filled (`http::cached`).
         if let Err(e) = self
             .cache
             .invalidate_entries_if(move |key, _| key.0 == serial)

@@ -355,12 +355,9 @@ async fn build(
         place: GENERATION_PLACE.to_owned(),
         // The generation keeps every shard plain beside its gzip.
         read: Box::new(move |name: &str, buf: &mut Vec<u8>| {
-            use std::io::Read;
-            buf.clear();
             generation
                 .file(name.strip_suffix(".gz").unwrap_or(name))
-                .and_then(|(_, meta)| std::fs::File::open(generation.path(meta)).ok())
-                .is_some_and(|mut file| file.read_to_end(buf).is_ok())
+                .is_some_and(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
         }),
     });
     let (harvested, run) = incremental::harvest(
