@@ -95,10 +95,9 @@ pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
         stats.drop(Drop::NoUrl);
     }
     urls.sort_unstable();
-    let mut distinct = urls.clone();
-    distinct.dedup();
-    stats.drops[index(Drop::Duplicate)] = (urls.len() - distinct.len()) as u64;
-    stats.urls = distinct.len() as u64;
+    let repeats = urls.windows(2).filter(|w| w[0] == w[1]).count();
+    stats.drops[index(Drop::Duplicate)] = repeats as u64;
+    stats.urls = (urls.len() - repeats) as u64;
     (urls, stats)
 }
 
