@@ -94,7 +94,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         None => None,
     };
     let place = options.out.display().to_string();
-    let (harvested, run) = match &mut store {
+    let (mut harvested, run) = match &mut store {
         Some(store) => {
             let out = options.out.clone();
             let previous = PreviousShards {
@@ -130,8 +130,16 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         incremental::guard_shrink(store, urls, &options.policy)?;
         incremental::publishing(store).map_err(PipelineError::from)?;
     }
-    let mut staging = Staging::new(&options.out)?;
-    let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
+    let (staging, rendered) = match &store {
+        Some(store) => incremental::render(&options.job, store, &mut harvested, || {
+            Staging::new(&options.out).map_err(ExportError::from)
+        })?,
+        None => {
+            let mut staging = Staging::new(&options.out)?;
+            let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
+            (staging, rendered)
+        }
+    };
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {

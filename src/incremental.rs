@@ -353,32 +353,29 @@ fn patch_stored(
         shared_after.push(change.now);
     }
     let (removing, adding) = (removed.len(), added.len());
-    let planned = patch::patch(
+    let patch = match patch::patch(
         published,
         &state.layout,
         job.limits,
         removed,
         added,
         previous.read,
-    );
-    let (patch, planned) = match planned {
-        Ok(planned) => planned,
+    ) {
+        Ok(patch) => patch,
         Err(why) => return Ok(Err(why)),
     };
-    let urls = planned.urls;
-    if urls + removing as u64 != published.stats.urls + adding as u64 {
-        return Ok(refuse("the patched shards do not hold the URLs counted"));
-    }
+    // What the patched shards will hold; writing them checks each URL that leaves or comes.
+    let Some(urls) = (published.stats.urls + adding as u64).checked_sub(removing as u64) else {
+        return Ok(refuse("more URLs leave than were published"));
+    };
     // The records' counts add up their own URLs; what they share is counted once.
     let duplicate = crate::inventory::index(crate::classify::Drop::Duplicate);
     stats.drops[duplicate] = stats.drops[duplicate].wrapping_add(stats.urls.wrapping_sub(urls));
     stats.urls = urls;
-    tracing::info!(
+    tracing::debug!(
         removing,
         adding,
-        rewritten = planned.rewritten,
-        reused = planned.reused,
-        "sitemap patched with the changed records"
+        "patching the sitemap with the changed records"
     );
     let mut counted = Published::counted(stats);
     counted.shared = shared_after;
@@ -387,7 +384,8 @@ fn patch_stored(
         published: counted,
         signposts: None,
         diwoo: Vec::new(),
-        layout: planned.layout,
+        // The layout the patch starts from; rendering it gives the one after.
+        layout: state.layout.clone(),
         patch: Some(patch),
     }))
 }
@@ -474,6 +472,35 @@ pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
         store.save_state(&state)?;
     }
     Ok(())
+}
+
+/// Renders what was harvested into a sink from `new_sink`, returning both. A patch that
+/// turns out not to fit the published shards while they are written (one edited since the
+/// publish, a URL a changed record now shares with an unchanged record) is given up with its
+/// sink: `harvested` becomes every stored record, rendered into a fresh sink.
+pub fn render<S, E>(
+    job: &Job,
+    store: &Store,
+    harvested: &mut Harvested,
+    mut new_sink: impl FnMut() -> Result<S, E>,
+) -> Result<(S, Rendered), E>
+where
+    S: pipeline::FileSink,
+    E: From<PipelineError>,
+{
+    let mut sink = new_sink()?;
+    match pipeline::render(harvested, job, &mut sink) {
+        Ok(rendered) => return Ok((sink, rendered)),
+        Err(PipelineError::Patch(why)) => {
+            tracing::info!(%why, "rendering the sitemap from every stored record");
+        }
+        Err(e) => return Err(e.into()),
+    }
+    drop(sink);
+    *harvested = pipeline::collect_stored(job, store, harvested.report.clone())?;
+    let mut sink = new_sink()?;
+    let rendered = pipeline::render(harvested, job, &mut sink)?;
+    Ok((sink, rendered))
 }
 
 /// What the store records of a publish: made from what was rendered, before the generation is
@@ -803,10 +830,16 @@ mod patch_equivalence {
             let outcome =
                 patch_stored(&job, &store, &state, &report(), previous(&published_files)).unwrap();
             let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);
-            let patched = match outcome {
+            let mut patched_files = Files::default();
+            let patched = outcome.map_err(PipelineError::from).and_then(|patched| {
+                let rendered = pipeline::render(&patched, &job, &mut patched_files)?;
+                Ok((patched, rendered))
+            });
+            let (patched, rendered) = match patched {
                 Ok(patched) => patched,
-                // A URL newly listed by two records or twice by one: rendered whole.
-                Err(why) if why.0.contains("now publish") => {
+                // A URL newly listed by two records or twice by one (found by the plan, or by
+                // the writing when the other record did not change): rendered whole.
+                Err(PipelineError::Patch(why)) if why.0.contains("now publish") => {
                     let publish =
                         Publish::new("p", &job, &scope, &whole_harvested, &whole_rendered);
                     published(&mut store, publish).unwrap();
@@ -815,8 +848,6 @@ mod patch_equivalence {
                 }
                 Err(why) => panic!("round {round}: not patched: {why}"),
             };
-            let mut patched_files = Files::default();
-            let rendered = pipeline::render(&patched, &job, &mut patched_files).unwrap();
             assert_eq!(
                 patched.published.stats, whole_harvested.published.stats,
                 "round {round}: counts"
@@ -868,7 +899,7 @@ mod patch_equivalence {
     }
 
     #[test]
-    fn a_shard_that_changes_between_the_plan_and_the_writing_fails_the_render() {
+    fn a_shard_edited_since_the_publish_is_not_patched_but_rendered_whole() {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(3);
@@ -877,7 +908,7 @@ mod patch_equivalence {
         store
             .apply_page(1, &records, &State::default(), false)
             .unwrap();
-        let (files, harvested, rendered) = whole(&job, &store);
+        let (mut files, harvested, rendered) = whole(&job, &store);
         published(
             &mut store,
             Publish::new("p", &job, &scope, &harvested, &rendered),
@@ -887,27 +918,26 @@ mod patch_equivalence {
         store
             .apply_page(2, &[record(4, 0, 1, "2021-01-01")], &state, true)
             .unwrap();
-        let files = std::sync::Arc::new(std::sync::Mutex::new(files.0));
-        let shared = std::sync::Arc::clone(&files);
-        let previous = PreviousShards {
-            place: "p".into(),
-            read: Box::new(move |name, buf| read_from(&shared.lock().unwrap(), name, buf)),
-        };
-        let patched = patch_stored(&job, &store, &state, &report(), previous)
-            .unwrap()
-            .unwrap();
-        // Someone edits a published shard before the patch is written (a lastmod, the length
-        // unchanged): the render fails, naming it, rather than writing a patch of other bytes.
-        let mut files = files.lock().unwrap();
-        let shard = files.get_mut("sitemap-2.xml").unwrap();
+        // Someone edits a published shard (a lastmod of a record that did not change, the
+        // length unchanged): a patch would carry the edit on, so the shard is refused by its
+        // checksum, and every record is rendered instead.
+        let shard = files.0.get_mut("sitemap-1.xml").unwrap();
         let at = shard.windows(4).position(|w| w == b"2020").unwrap();
         shard[at..at + 4].copy_from_slice(b"2019");
-        drop(files);
+        let mut patched = patch_stored(&job, &store, &state, &report(), previous(&files))
+            .unwrap()
+            .unwrap();
         let err = pipeline::render(&patched, &job, &mut Files::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "the published sitemap changed while it was patched: shard 2 is not as it was published"
+            "the published sitemap cannot be patched: shard 1 is not as it was published"
         );
+        let (rendered_files, _) = render(&job, &store, &mut patched, || {
+            Ok::<_, PipelineError>(Files::default())
+        })
+        .unwrap();
+        assert!(patched.patch.is_none(), "rendered from every record");
+        assert_eq!(rendered_files.0, whole(&job, &store).0.0);
     }
 
     #[test]

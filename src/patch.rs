@@ -37,6 +37,11 @@ pub struct PublishedShard {
     pub urls: u64,
     /// Its newest lastmod ([`Datestamp::pack`]).
     pub newest: Option<i64>,
+    /// The CRC-32 of its uncompressed bytes: a patch reads only around the URLs that change,
+    /// so the shard read must be byte for byte the one written. `None` in a state recorded
+    /// before checksums were; such a sitemap is rendered whole once.
+    #[serde(default)]
+    pub crc: Option<u32>,
 }
 
 impl PublishedShard {
@@ -47,6 +52,7 @@ impl PublishedShard {
             len: shard.bytes.len() as u64,
             urls: shard.urls as u64,
             newest: shard.newest.map(Datestamp::pack),
+            crc: Some(crc32fast::hash(&shard.bytes)),
         }
     }
 }
@@ -122,10 +128,9 @@ pub(crate) fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
     Err(Unpatchable(why.into()))
 }
 
-/// What a patch makes of the published sitemap, worked out by [`patch`] before anything is
-/// written.
+/// What a patch made of the published sitemap ([`Patch::write`]).
 #[derive(Debug)]
-pub struct Planned {
+pub struct Patched {
     /// The layout after the patch (ranges split where a shard outgrew the limits).
     pub layout: Layout,
     /// URLs in the patched shards.
@@ -136,9 +141,12 @@ pub struct Planned {
     pub reused: usize,
 }
 
-/// A checked patch of the published sitemap. Its shards are made one at a time as they are
-/// written ([`Patch::write`]), in two buffers it reuses: a refresh holds a shard or two of the
-/// sitemap, never all of it (fresh memory for every shard was most of a patch's cost).
+/// A patch of the published sitemap, checked as far as it can be without reading a shard. Its
+/// shards are read and made one at a time as they are written ([`Patch::write`]), in two
+/// buffers it reuses: a refresh holds a shard or two of the sitemap, never all of it. Whatever
+/// the shards themselves refuse (one edited since the publish, a URL a changed record now
+/// shares with an unchanged one) fails the writing with [`Unpatchable`]; the caller then renders
+/// every record into a fresh place ([`crate::incremental::render`]).
 pub struct Patch {
     shards: Vec<PublishedShard>,
     ext: String,
@@ -147,16 +155,6 @@ pub struct Patch {
     removed: Vec<String>,
     added: Vec<(String, Option<Datestamp>)>,
     read: ReadShard,
-    /// The CRC-32 of each published shard as the plan read it, in reading order: the write
-    /// reads them again and stops at one that changed in between.
-    sums: Vec<u32>,
-}
-
-/// What a walk does with the checksums of the shards it reads: records them (the plan), or
-/// checks each against the next one recorded (the write).
-enum Sums<'s> {
-    Record(&'s mut Vec<u32>),
-    Verify(std::slice::Iter<'s, u32>),
 }
 
 impl std::fmt::Debug for Patch {
@@ -169,11 +167,9 @@ impl std::fmt::Debug for Patch {
     }
 }
 
-/// Plans a change to the published sitemap: `removed` are the URLs the changed records
-/// published, `added` those they publish now with their lastmod (a URL in both is replaced);
-/// `read` gives the published shards. Every shard the change touches is merged once here, to
-/// check it and to lay it out, and dropped; [`Patch::write`] makes them again as they are
-/// written.
+/// A patch of the published sitemap: `removed` are the URLs the changed records published,
+/// `added` those they publish now with their lastmod (a URL in both is replaced); `read` gives
+/// the published shards, which are read only when the patch is written.
 pub fn patch(
     published: &PublishedSitemap,
     layout: &Layout,
@@ -181,9 +177,12 @@ pub fn patch(
     mut removed: Vec<String>,
     mut added: Vec<(String, Option<Datestamp>)>,
     read: ReadShard,
-) -> Result<(Patch, Planned), Unpatchable> {
+) -> Result<Patch, Unpatchable> {
     if layout.ranges.is_empty() {
         return refuse("no layout recorded");
+    }
+    if published.shards.iter().any(|s| s.crc.is_none()) {
+        return refuse("the published shards have no checksums recorded");
     }
     removed.sort_unstable();
     if removed.windows(2).any(|w| w[0] == w[1]) {
@@ -193,7 +192,7 @@ pub fn patch(
     if added.windows(2).any(|w| w[0].0 == w[1].0) {
         return refuse("two changed records now publish the same URL");
     }
-    let mut patch = Patch {
+    Ok(Patch {
         shards: published.shards.clone(),
         ext: published.ext.clone(),
         layout: layout.clone(),
@@ -201,37 +200,22 @@ pub fn patch(
         removed,
         added,
         read,
-        sums: Vec::new(),
-    };
-    let mut sums = Vec::with_capacity(patch.shards.len());
-    let planned = patch.walk(
-        &mut |_, _| Ok::<_, Unpatchable>(()),
-        Sums::Record(&mut sums),
-    )?;
-    patch.sums = sums;
-    Ok((patch, planned))
+    })
 }
 
 impl Patch {
-    /// Makes the patched shards and gives each to `emit`, in layout order: the shards and
-    /// layout that [`patch`] planned. Fails when a published shard changed since.
+    /// Makes the patched shards and gives each to `emit`, in layout order. Fails, having
+    /// emitted some, when a published shard is not as it was published or does not hold what
+    /// the change expects.
     pub fn write<E: From<Unpatchable>>(
         &self,
         mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
-    ) -> Result<Planned, E> {
-        self.walk(&mut emit, Sums::Verify(self.sums.iter()))
-    }
-
-    fn walk<E: From<Unpatchable>>(
-        &self,
-        emit: &mut dyn FnMut(u32, &Shard) -> Result<(), E>,
-        mut sums: Sums<'_>,
-    ) -> Result<Planned, E> {
+    ) -> Result<Patched, E> {
         let (removed, added, layout) = (&self.removed, &self.added, &self.layout);
         let recorded: HashMap<u32, &PublishedShard> =
             self.shards.iter().map(|s| (s.number, s)).collect();
         let mut next_number = layout.ranges.iter().map(|r| r.1).max().unwrap_or(0) + 1;
-        let mut planned = Planned {
+        let mut patched = Patched {
             layout: Layout::default(),
             urls: 0,
             rewritten: 0,
@@ -257,25 +241,17 @@ impl Patch {
                 if !(self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old) {
                     return Err(Unpatchable(format!("shard {number} cannot be read")).into());
                 }
-                let sum = crc32fast::hash(&old);
-                let same = match &mut sums {
-                    Sums::Record(sums) => {
-                        sums.push(sum);
-                        true
-                    }
-                    Sums::Verify(sums) => sums.next() == Some(&sum),
-                };
-                if old.len() as u64 != info.len || !same {
+                if old.len() as u64 != info.len || info.crc != Some(crc32fast::hash(&old)) {
                     return Err(
                         Unpatchable(format!("shard {number} is not as it was published")).into(),
                     );
                 }
             }
             if r == r_end && a == a_end {
-                planned.layout.ranges.push(range.clone());
+                patched.layout.ranges.push(range.clone());
                 if let Some(info) = info {
-                    planned.reused += 1;
-                    planned.urls += info.urls;
+                    patched.reused += 1;
+                    patched.urls += info.urls;
                     std::mem::swap(&mut shard.bytes, &mut old);
                     shard.urls = info.urls as usize;
                     shard.newest = info.newest.map(Datestamp::unpack);
@@ -292,11 +268,11 @@ impl Patch {
                 &mut shard,
             )?;
             (r, a) = (r_end, a_end);
-            planned.rewritten += 1;
+            patched.rewritten += 1;
             if fits(&shard, self.limits) {
-                planned.layout.ranges.push(range.clone());
+                patched.layout.ranges.push(range.clone());
                 if shard.urls > 0 {
-                    planned.urls += shard.urls as u64;
+                    patched.urls += shard.urls as u64;
                     emit(number, &shard)?;
                 }
             } else {
@@ -308,16 +284,16 @@ impl Patch {
                     range.clone(),
                     &items,
                     self.limits,
-                    &mut planned.layout,
+                    &mut patched.layout,
                     &mut next_number,
                     &mut |n, s| {
-                        planned.urls += s.urls as u64;
+                        patched.urls += s.urls as u64;
                         emit(n, &s)
                     },
                 )?;
             }
         }
-        Ok(planned)
+        Ok(patched)
     }
 }
 
@@ -329,7 +305,8 @@ fn fits(shard: &Shard, limits: Limits) -> bool {
         && (shard.urls <= 1 || shard.bytes.len() <= limits.max_bytes.max(frame))
 }
 
-/// Merges the changes of one range into its published shard (`old`, with its record).
+/// Merges the changes of one range into its published shard (`old`, with its record). Only the
+/// entries around a change are read ([`seek`]); the runs between are copied whole.
 fn merge(
     number: u32,
     old: Option<(&PublishedShard, &[u8])>,
@@ -343,54 +320,54 @@ fn merge(
     };
     shard.bytes.clear();
     shard.bytes.reserve(body.len() + added.len() * 160 + 128);
-    shard.urls = 0;
+    shard.urls = old.map_or(0, |(info, _)| info.urls as usize);
     shard.newest = old.and_then(|(info, _)| info.newest.map(Datestamp::unpack));
     shard.bytes.extend_from_slice(XML_DECL.as_bytes());
     shard.bytes.extend_from_slice(URLSET_OPEN.as_bytes());
     let mut date = String::with_capacity(32);
-    let mut write_added = |shard: &mut Shard, (url, lastmod): &(String, Option<Datestamp>)| {
-        write_url_start(&mut shard.bytes, url, *lastmod, &mut date);
-        shard.bytes.extend_from_slice(b"</url>\n");
-        shard.urls += 1;
-        shard.newest = shard.newest.max(*lastmod);
-    };
     let mut adds = added.iter().peekable();
     let mut removes = removed.iter().peekable();
     // The newest lastmod must be found again when an entry holding it leaves.
     let old_newest = shard.newest;
     let mut recount = false;
-    for entry in Entries::new(number, body) {
-        let entry = entry?;
-        let url = entry.url()?;
-        while let Some(add) = adds.next_if(|(u, _)| u.as_str() < url.as_ref()) {
-            write_added(shard, add);
-        }
-        if let Some(missing) = removes.next_if(|u| u.as_str() < url.as_ref()) {
-            return refuse(format!("{missing} is not in shard {number}"));
-        }
-        let leaves = removes.next_if(|u| u.as_str() == url.as_ref()).is_some();
-        match adds.next_if(|(u, _)| u.as_str() == url.as_ref()) {
-            Some(_) if !leaves => {
-                return refuse(format!("{url} is now published by two records"));
+    // Where the body is copied from next: always an entry's start.
+    let mut at = 0;
+    loop {
+        let url = match (removes.peek(), adds.peek()) {
+            (None, None) => break,
+            (Some(u), None) => u.as_str(),
+            (None, Some((u, _))) => u.as_str(),
+            (Some(r), Some((a, _))) => r.as_str().min(a.as_str()),
+        };
+        let found = seek(number, body, at, url)?;
+        shard.bytes.extend_from_slice(&body[at..found]);
+        at = found;
+        let here = Entries::new(number, &body[found..])
+            .next()
+            .transpose()?
+            .map(|entry| Ok::<_, Unpatchable>((entry.url()? == url, entry)))
+            .transpose()?
+            .filter(|(same, _)| *same)
+            .map(|(_, entry)| entry);
+        let leaves = removes.next_if(|u| u.as_str() == url).is_some();
+        match (&here, leaves) {
+            (None, true) => return refuse(format!("{url} is not in shard {number}")),
+            (Some(_), false) => return refuse(format!("{url} is now published by two records")),
+            (Some(entry), true) => {
+                at += entry.bytes.len();
+                shard.urls -= 1;
+                recount |= old_newest.is_some() && entry.lastmod()? == old_newest;
             }
-            Some(add) => write_added(shard, add),
-            None if !leaves => {
-                shard.bytes.extend_from_slice(entry.bytes);
-                shard.urls += 1;
-                continue;
-            }
-            None => {}
+            (None, false) => {}
         }
-        if old_newest.is_some() && entry.lastmod()? == old_newest {
-            recount = true;
+        if let Some((url, lastmod)) = adds.next_if(|(u, _)| u.as_str() == url) {
+            write_url_start(&mut shard.bytes, url, *lastmod, &mut date);
+            shard.bytes.extend_from_slice(b"</url>\n");
+            shard.urls += 1;
+            shard.newest = shard.newest.max(*lastmod);
         }
     }
-    for add in adds {
-        write_added(shard, add);
-    }
-    if let Some(missing) = removes.next() {
-        return refuse(format!("{missing} is not in shard {number}"));
-    }
+    shard.bytes.extend_from_slice(&body[at..]);
     if recount {
         let frame = XML_DECL.len() + URLSET_OPEN.len();
         shard.newest = None;
@@ -400,6 +377,53 @@ fn merge(
     }
     shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
     Ok(())
+}
+
+/// The first entry of `body` from `from` (an entry's start) on whose URL is not below `url`:
+/// its start, or the end of the body. Entries are in URL order, so this gallops ahead in
+/// growing steps and then halves the gap: a few entries are read, not every one between two
+/// changes.
+fn seek(number: u32, body: &[u8], from: usize, url: &str) -> Result<usize, Unpatchable> {
+    let below = |start: usize| -> Result<bool, Unpatchable> {
+        match Entries::new(number, &body[start..]).next() {
+            Some(entry) => Ok(entry?.url()?.as_ref() < url),
+            None => Ok(false),
+        }
+    };
+    // Every entry starting before `lo` is below `url`; the one at `hi` (or the end) is not.
+    let mut lo = from;
+    let mut step = 4096;
+    let mut hi = loop {
+        let probe = entry_start(body, lo + step);
+        if probe >= body.len() || !below(probe)? {
+            break probe;
+        }
+        lo = entry_start(body, probe + 1);
+        step *= 2;
+    };
+    while lo < hi {
+        let mid = entry_start(body, lo + (hi - lo) / 2);
+        // No entry starts between the middle and `hi`: the one at `lo` decides.
+        let probe = if mid >= hi { lo } else { mid };
+        if below(probe)? {
+            lo = entry_start(body, probe + 1);
+        } else {
+            hi = probe;
+        }
+    }
+    Ok(lo)
+}
+
+/// The first entry start at or after `at` (the start of the body, or just after a newline:
+/// an entry ends with one and holds no other), or the body's length.
+fn entry_start(body: &[u8], at: usize) -> usize {
+    if at == 0 {
+        return 0;
+    }
+    if at >= body.len() {
+        return body.len();
+    }
+    memchr::memchr(b'\n', &body[at - 1..]).map_or(body.len(), |i| at + i)
 }
 
 /// The entries of a shard, between its frame.
@@ -526,6 +550,49 @@ impl<'a> Iterator for Entries<'a> {
                     self.number,
                     String::from_utf8_lossy(start)
                 )))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// A shard body of `urls` (sorted) as the bridge writes it, with each entry's start.
+    fn body(urls: &[String]) -> (Vec<u8>, Vec<usize>) {
+        let (mut bytes, mut starts, mut date) = (Vec::new(), Vec::new(), String::new());
+        for (i, url) in urls.iter().enumerate() {
+            starts.push(bytes.len());
+            let lastmod = (i % 3 > 0).then(|| Datestamp::parse("2024-05-06").unwrap());
+            write_url_start(&mut bytes, url, lastmod, &mut date);
+            bytes.extend_from_slice(b"</url>\n");
+        }
+        (bytes, starts)
+    }
+
+    proptest! {
+        /// Galloping and halving find what reading every entry finds, from any entry on, for
+        /// URLs in the shard and between its URLs (escaped ones too).
+        #[test]
+        fn seek_finds_the_first_entry_not_below_a_url(
+            mut paths in prop::collection::btree_set("[a-c&']{0,6}|[a-z]{30,200}", 0..300),
+            probes in prop::collection::vec("[a-c&']{0,7}|[a-z]{1,40}", 1..40),
+            from in any::<prop::sample::Index>(),
+        ) {
+            let urls: Vec<String> =
+                std::mem::take(&mut paths).into_iter().map(|p| format!("https://r.example/{p}")).collect();
+            let (bytes, starts) = body(&urls);
+            let first = if urls.is_empty() { 0 } else { from.index(urls.len()) };
+            let from = starts.get(first).copied().unwrap_or(bytes.len());
+            for probe in probes {
+                let probe = format!("https://r.example/{probe}");
+                let expected = (first..urls.len())
+                    .find(|&i| urls[i] >= probe)
+                    .map_or(bytes.len(), |i| starts[i]);
+                prop_assert_eq!(seek(1, &bytes, from, &probe).unwrap(), expected, "{}", probe);
             }
         }
     }

@@ -108,8 +108,9 @@ pub enum PipelineError {
     /// The repository's state store failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    /// A published shard changed between the patch's plan and its writing.
-    #[error("the published sitemap changed while it was patched: {0}")]
+    /// The published sitemap turned out not to be patchable while its shards were written (the
+    /// caller renders every record instead, [`crate::incremental::render`]).
+    #[error("the published sitemap cannot be patched: {0}")]
     Patch(#[from] crate::patch::Unpatchable),
     /// The upstream asked (`Retry-After`) not to be called before then.
     #[error(
@@ -478,7 +479,20 @@ pub fn render<S: FileSink>(
     };
     match &harvested.patch {
         Some(patch) => {
-            patch.write(put)?;
+            let patched = patch.write(put)?;
+            if patched.urls != published.stats.urls {
+                return Err(crate::patch::Unpatchable(format!(
+                    "the patched shards hold {} URLs, not the {} counted",
+                    patched.urls, published.stats.urls
+                ))
+                .into());
+            }
+            tracing::info!(
+                rewritten = patched.rewritten,
+                reused = patched.reused,
+                "sitemap patched with the changed records"
+            );
+            layout = patched.layout;
         }
         None => {
             render_laid_out(

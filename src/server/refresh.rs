@@ -360,7 +360,7 @@ async fn build(
                 .is_some_and(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
         }),
     });
-    let (harvested, run) = incremental::harvest(
+    let (mut harvested, run) = incremental::harvest(
         client,
         job,
         &mut store,
@@ -395,8 +395,9 @@ async fn build(
     repo.update(|s| s.held_shrink = state.held_shrink.clone());
     held?;
     incremental::publishing(&mut store).map_err(PipelineError::from)?;
-    let mut writer = Writer::new(&repo.dir, previous.as_deref())?;
-    let rendered = pipeline::render(&harvested, job, &mut writer)?;
+    let (writer, rendered) = incremental::render(job, &store, &mut harvested, || {
+        Writer::new(&repo.dir, previous.as_deref()).map_err(RefreshError::from)
+    })?;
     let publish = incremental::Publish::new(GENERATION_PLACE, job, &scope, &harvested, &rendered);
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;

@@ -115,6 +115,37 @@ async fn updates_and_deletions_between_refreshes_are_applied_exactly() {
 }
 
 #[tokio::test]
+async fn a_shard_edited_on_disk_is_not_patched_but_rendered_from_every_record() {
+    // A published shard that is not as the bridge wrote it (here a lastmod edited by hand,
+    // the length unchanged) is never the base of a patch: the refresh renders every stored
+    // record instead, and the edit is gone.
+    let mut records = numbered(12);
+    let server = TestServer::builder(records.clone()).page_size(5).start();
+    let root = tempfile::tempdir().unwrap();
+    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    let shard = out.join("sitemap-1.xml");
+    let text = std::fs::read_to_string(&shard).unwrap();
+    let edited = text.replacen("<lastmod>2", "<lastmod>1", 1);
+    assert_ne!(edited, text);
+    std::fs::write(&shard, &edited).unwrap();
+
+    records[2] = record(3, "2024-06-02", 2);
+    server.set_records(records.clone());
+    server.set_response_date("2024-06-03T08:00:00Z");
+    let second = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(second.run.as_ref().unwrap().kind, Kind::Incremental);
+    assert_eq!(second.built.report.records, 1);
+    assert_eq!(published(&out), expected(&records));
+    let rendered = std::fs::read_to_string(&shard).unwrap();
+    assert!(!rendered.contains("<lastmod>1"), "{rendered}");
+}
+
+#[tokio::test]
 async fn without_deletion_support_only_a_complete_full_harvest_removes_records() {
     // OAI-39, I-06: deletedRecord=no never says what went; absence from a complete full
     // harvest is the proof.
