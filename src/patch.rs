@@ -94,17 +94,15 @@ pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> bool + Send + Sync>;
 /// uncompressed when its name ends in `.gz`; false when it cannot be read whole.
 pub fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> bool {
     use std::io::Read;
-    buf.clear();
-    let Ok(file) = std::fs::File::open(path) else {
-        return false;
-    };
-    let read = if path.extension().is_some_and(|e| e == "gz") {
-        flate2::read::GzDecoder::new(std::io::BufReader::new(file)).read_to_end(buf)
-    } else {
-        let mut file = file;
-        file.read_to_end(buf)
-    };
-    read.is_ok()
+    if path.extension().is_some_and(|e| e == "gz") {
+        buf.clear();
+        return std::fs::File::open(path).is_ok_and(|file| {
+            flate2::read::GzDecoder::new(std::io::BufReader::new(file))
+                .read_to_end(buf)
+                .is_ok()
+        });
+    }
+    crate::publish::read_whole(path, buf).is_ok()
 }
 
 /// A URL and its lastmod, as read from a shard.

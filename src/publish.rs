@@ -174,6 +174,59 @@ fn write_direct(path: &Path, bytes: &[u8], aligned: &mut Vec<u8>) -> io::Result<
     file.set_len(bytes.len() as u64)
 }
 
+/// Reads the whole file at `path` into `buf` (cleared first). Large files are read directly,
+/// as [`Staging::write`] writes them: a patch reads every shard it rewrites once, and copying
+/// them through the page cache cost several times the reading itself. `buf` keeps its length
+/// between calls (the room direct I/O needs to align is not zeroed again). Where the file
+/// system refuses direct I/O the file is read as usual.
+pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    let mut file = fs::File::open(path)?;
+    let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
+    if len >= DIRECT_MIN && read_direct(path, len, buf).is_ok() {
+        return Ok(());
+    }
+    buf.clear();
+    file.read_to_end(buf)?;
+    Ok(())
+}
+
+/// Reads the `len` bytes of the file at `path` with `O_DIRECT` into an aligned stretch of
+/// `buf`, then moves them to its start.
+fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
+        .open(path)?;
+    // One block more than the file, to see that it did not grow since its length was read.
+    let room = len.next_multiple_of(BLOCK) + BLOCK;
+    if buf.len() < room + BLOCK {
+        buf.resize(room + BLOCK, 0);
+    }
+    let start = buf.as_ptr().align_offset(BLOCK);
+    let aligned = &mut buf[start..start + room];
+    let mut read = 0;
+    loop {
+        match file.read(&mut aligned[read..]) {
+            Ok(0) => break,
+            Ok(n) => read += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        if read == room {
+            break;
+        }
+    }
+    if read != len {
+        return Err(io::Error::other("the file changed while it was read"));
+    }
+    buf.copy_within(start..start + len, 0);
+    buf.truncate(len);
+    Ok(())
+}
+
 fn check_replaceable(target: &Path) -> Result<(), PublishError> {
     match fs::read_dir(target) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -238,7 +291,7 @@ mod tests {
     }
 
     #[test]
-    fn large_files_are_written_exactly() {
+    fn large_files_are_written_and_read_exactly() {
         // Above the direct-write threshold, with a length that is no multiple of a block: the
         // padding is cut off again, and a reused buffer leaves nothing of a longer file behind.
         let root = tempfile::tempdir().unwrap();
@@ -256,6 +309,18 @@ mod tests {
         assert_eq!(fs::read(out.join("long.xml")).unwrap(), long);
         assert_eq!(fs::read(out.join("short.xml")).unwrap(), short);
         assert_eq!(fs::read(out.join("small.txt")).unwrap(), b"x");
+        // Read back (directly where the file system allows) into one buffer: each file whole,
+        // nothing of a longer one before it.
+        let mut buf = Vec::new();
+        for (name, bytes) in [
+            ("long.xml", &long[..]),
+            ("short.xml", &short),
+            ("small.txt", b"x"),
+        ] {
+            read_whole(&out.join(name), &mut buf).unwrap();
+            assert_eq!(buf, bytes, "{name}");
+        }
+        assert!(read_whole(&out.join("missing.xml"), &mut buf).is_err());
     }
 
     #[test]
