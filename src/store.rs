@@ -21,7 +21,7 @@ use crate::oai::parse::{DcElement, Record};
 pub const FILE: &str = "store.sqlite";
 
 /// Version of the tables; a store of another version is started anew.
-const SCHEMA: i64 = 4;
+const SCHEMA: i64 = 5;
 
 /// A store error, naming the file and what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -183,7 +183,10 @@ impl Store {
                      id TEXT PRIMARY KEY NOT NULL,
                      prev_live INTEGER,
                      prev_datestamp INTEGER,
-                     prev_body BLOB
+                     prev_body BLOB,
+                     now_deleted INTEGER NOT NULL,
+                     now_datestamp INTEGER,
+                     now_body BLOB NOT NULL
                  ) WITHOUT ROWID;
                  CREATE TABLE shared (
                      url TEXT PRIMARY KEY NOT NULL,
@@ -277,13 +280,16 @@ impl Store {
             .map_err(fail(path, "cannot begin a transaction"))?;
         let mut live = 0i64;
         {
-            // The version last published, before the first change since: none (NULLs) for a
-            // record not stored yet; kept as it is when the record changed before.
+            // A change: the version last published, before the first change since (NULLs for a
+            // record not stored then), kept as it is when the record changed before; and the
+            // record as it is now, beside it, so that the publish reads this small table alone.
             let mut track_change = tx
                 .prepare_cached(
-                    "INSERT OR IGNORE INTO changes (id, prev_live, prev_datestamp, prev_body)
-                     SELECT ?1, r.deleted = 0, r.datestamp, r.body
-                     FROM (SELECT 1) LEFT JOIN records r ON r.id = ?1",
+                    "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+                       now_deleted, now_datestamp, now_body)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                     ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+                       now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
                 )
                 .map_err(fail(path, "cannot prepare the record update"))?;
             // SET expressions all read the row as it was before the update.
@@ -305,10 +311,10 @@ impl Store {
                         .as_str(),
                 )
                 .map_err(fail(path, "cannot prepare the record update"))?;
-            // What the record was: whether it changes, and the live count an incremental run
-            // keeps.
+            // What the record was: whether it changes, the live count an incremental run keeps,
+            // and the version a change keeps.
             let mut stored = tx
-                .prepare_cached("SELECT deleted = 0, datestamp FROM records WHERE id = ?1")
+                .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
                 .map_err(fail(path, "cannot prepare the record update"))?;
             let mut body = Vec::new();
             for r in records {
@@ -320,22 +326,35 @@ impl Store {
                 if track {
                     let before = stored
                         .query_row([&r.identifier], |row| {
-                            Ok((row.get::<_, bool>(0)?, row.get::<_, Option<i64>>(1)?))
+                            Ok((
+                                row.get::<_, bool>(0)?,
+                                row.get::<_, Option<i64>>(1)?,
+                                row.get::<_, Vec<u8>>(2)?,
+                            ))
                         })
                         .optional()
                         .map_err(fail(path, "cannot read a record"))?;
                     // The upsert's `newer` rule (below), decided here once for both.
-                    let was_live = match before {
-                        None => Some(false),
-                        Some((was_live, stored_at)) => {
-                            (datestamp.is_none() || stored_at.is_none() || datestamp >= stored_at)
-                                .then_some(was_live)
-                        }
-                    };
-                    if let Some(was_live) = was_live {
+                    let newer = before.as_ref().is_none_or(|(_, stored_at, _)| {
+                        datestamp.is_none() || stored_at.is_none() || datestamp >= *stored_at
+                    });
+                    if newer {
+                        let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
                         live += i64::from(!r.deleted) - i64::from(was_live);
+                        let (prev_live, prev_datestamp, prev_body) = match before {
+                            Some((live, at, body)) => (Some(live), at, Some(body)),
+                            None => (None, None, None),
+                        };
                         track_change
-                            .execute([&r.identifier])
+                            .execute(params![
+                                r.identifier,
+                                prev_live,
+                                prev_datestamp,
+                                prev_body,
+                                r.deleted,
+                                datestamp,
+                                body,
+                            ])
                             .map_err(fail(path, "cannot store a record"))?;
                     }
                 }
@@ -401,9 +420,9 @@ impl Store {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT r.id, r.datestamp, r.deleted, r.body, c.prev_live, c.prev_body,
-                   c.prev_datestamp
-                 FROM changes c JOIN records r ON r.id = c.id",
+                "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                   prev_datestamp
+                 FROM changes",
             )
             .map_err(fail(&self.path, "cannot read the changed records"))?;
         let mut rows = stmt
