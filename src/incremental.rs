@@ -17,7 +17,7 @@ use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
 use crate::datestamp::{Datestamp, Granularity};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::inventory::{Published, SharedUrl, contribution};
 use crate::oai::{self, Client, Resume};
@@ -258,24 +258,43 @@ struct SharedChange {
     now: SharedUrl,
 }
 
-/// The change to `url` when several records publish it (looked up in the store the first
-/// time); `None` for a URL of one record.
-fn claim<'m>(
-    store: &Store,
-    shared: &'m mut HashMap<String, SharedChange>,
-    url: &str,
-) -> Result<Option<&'m mut SharedChange>, StoreError> {
-    if !shared.contains_key(url) {
-        let Some(now) = store.shared(url)? else {
-            return Ok(None);
-        };
-        let change = SharedChange {
-            before: now.newest(),
-            now,
-        };
-        shared.insert(url.to_owned(), change);
+/// The URLs several records publish, as the changed records change them.
+struct Claims<'s> {
+    store: &'s Store,
+    /// Every URL the store lists as shared, when they are few beside the changes: most changed
+    /// URLs are one record's, and looking each up was a tenth of a patched refresh.
+    listed: Option<HashSet<String>>,
+    changes: HashMap<String, SharedChange>,
+}
+
+impl<'s> Claims<'s> {
+    fn new(store: &'s Store) -> Result<Self, StoreError> {
+        let few = store.changed()?.saturating_mul(4).max(1024);
+        Ok(Self {
+            store,
+            listed: store.shared_urls(few)?,
+            changes: HashMap::new(),
+        })
     }
-    Ok(shared.get_mut(url))
+
+    /// The change to `url` when several records publish it (looked up in the store the first
+    /// time); `None` for a URL of one record.
+    fn of(&mut self, url: &str) -> Result<Option<&mut SharedChange>, StoreError> {
+        if !self.changes.contains_key(url) {
+            if self.listed.as_ref().is_some_and(|l| !l.contains(url)) {
+                return Ok(None);
+            }
+            let Some(now) = self.store.shared(url)? else {
+                return Ok(None);
+            };
+            let change = SharedChange {
+                before: now.newest(),
+                now,
+            };
+            self.changes.insert(url.to_owned(), change);
+        }
+        Ok(self.changes.get_mut(url))
+    }
 }
 
 /// The published sitemap patched with the records changed since it was published, when that
@@ -310,14 +329,14 @@ fn patch_stored(
     let mut removed: Vec<String> = Vec::new();
     let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
     // URLs several records publish: their claims and lastmod change instead.
-    let mut shared: HashMap<String, SharedChange> = HashMap::new();
+    let mut shared = Claims::new(store)?;
     let mut unknown_claim = false;
     store.dirty(|now, before| {
         if let Some(before) = before {
             let (urls, counts) = contribution(&before, &scope);
             stats.remove(&counts);
             for url in urls {
-                match claim(store, &mut shared, &url)? {
+                match shared.of(&url)? {
                     Some(change) => unknown_claim |= !change.now.release(before.datestamp),
                     None => removed.push(url),
                 }
@@ -327,7 +346,7 @@ fn patch_stored(
             let (urls, counts) = contribution(&now, &scope);
             stats.add(&counts);
             for url in urls {
-                match claim(store, &mut shared, &url)? {
+                match shared.of(&url)? {
                     Some(change) => change.now.claim(now.datestamp),
                     None => added.push((url, now.datestamp)),
                 }
@@ -340,8 +359,8 @@ fn patch_stored(
             "a record gave up a shared URL with a datestamp it was not recorded with",
         ));
     }
-    let mut shared_after = Vec::with_capacity(shared.len());
-    for (url, change) in shared {
+    let mut shared_after = Vec::with_capacity(shared.changes.len());
+    for (url, change) in shared.changes {
         // The lastmod moves with the newest claim left (the next one when the newest left).
         let newest = change.now.newest();
         if change.now.claims.is_empty() {

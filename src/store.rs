@@ -8,6 +8,7 @@
 //! failure may lose the last pages, never consistency, and the next run re-asks for them.
 //! ARCHITECTURE.md says why SQLite.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -461,6 +462,28 @@ impl Store {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// How many records changed since the last publish ([`Store::dirty`]).
+    pub fn changed(&self) -> Result<u64, StoreError> {
+        self.conn
+            .query_row("SELECT count(*) FROM changes", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(fail(&self.path, "cannot count the changed records"))
+    }
+
+    /// Every URL [`Store::shared`] knows, when there are at most `limit`; else `None`.
+    pub fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
+        let read = || -> rusqlite::Result<Option<HashSet<String>>> {
+            let mut stmt = self.conn.prepare("SELECT url FROM shared LIMIT ?1")?;
+            let urls = stmt
+                .query_map([limit.saturating_add(1).min(i64::MAX as u64) as i64], |r| {
+                    r.get::<_, String>(0)
+                })?
+                .collect::<rusqlite::Result<HashSet<String>>>()?;
+            Ok(Some(urls).filter(|u| u.len() as u64 <= limit))
+        };
+        read().map_err(fail(&self.path, "cannot read the shared URLs"))
     }
 
     /// How many times `url` is published and the newest datestamp among them, when more than
