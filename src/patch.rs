@@ -86,23 +86,24 @@ pub struct PreviousShards {
     pub read: ReadShard,
 }
 
-/// Reads a published shard's plain bytes by its name into the buffer (which it clears first,
-/// keeping its capacity); false when the shard cannot be read whole.
-pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> bool + Send + Sync>;
+/// Reads a published shard's plain bytes by its name into the buffer, which it may reuse as it
+/// likes (its old contents are overwritten); `Some(start)` when the shard was read whole: its
+/// bytes are then the buffer from `start` on.
+pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
 
 /// Reads a published shard's file into `buf` (a [`ReadShard`] for a folder of them),
-/// uncompressed when its name ends in `.gz`; false when it cannot be read whole.
-pub fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> bool {
+/// uncompressed when its name ends in `.gz`.
+pub fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> Option<usize> {
     use std::io::Read;
     if path.extension().is_some_and(|e| e == "gz") {
         buf.clear();
-        return std::fs::File::open(path).is_ok_and(|file| {
-            flate2::read::GzDecoder::new(std::io::BufReader::new(file))
-                .read_to_end(buf)
-                .is_ok()
-        });
+        let file = std::fs::File::open(path).ok()?;
+        flate2::read::GzDecoder::new(std::io::BufReader::new(file))
+            .read_to_end(buf)
+            .ok()?;
+        return Some(0);
     }
-    crate::publish::read_whole(path, buf).is_ok()
+    crate::publish::read_whole(path, buf).ok()
 }
 
 /// A URL and its lastmod, as read from a shard.
@@ -219,8 +220,8 @@ impl Patch {
             rewritten: 0,
             reused: 0,
         };
-        // The published shard being read, and the one being made.
-        let mut old = Vec::new();
+        // The published shard being read (from `at` on), and the one being made.
+        let (mut old, mut at) = (Vec::new(), 0);
         let mut shard = Shard {
             bytes: Vec::new(),
             urls: 0,
@@ -236,10 +237,13 @@ impl Patch {
             let number = range.1;
             let info = recorded.get(&number).copied();
             if let Some(info) = info {
-                if !(self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old) {
+                let Some(start) = (self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old)
+                else {
                     return Err(Unpatchable(format!("shard {number} cannot be read")).into());
-                }
-                if old.len() as u64 != info.len || info.crc != Some(crc32fast::hash(&old)) {
+                };
+                at = start;
+                let old = &old[start..];
+                if old.len() as u64 != info.len || info.crc != Some(crc32fast::hash(old)) {
                     return Err(
                         Unpatchable(format!("shard {number} is not as it was published")).into(),
                     );
@@ -250,6 +254,7 @@ impl Patch {
                 if let Some(info) = info {
                     patched.reused += 1;
                     patched.urls += info.urls;
+                    old.drain(..at);
                     std::mem::swap(&mut shard.bytes, &mut old);
                     shard.urls = info.urls as usize;
                     shard.newest = info.newest.map(Datestamp::unpack);
@@ -260,7 +265,7 @@ impl Patch {
             }
             merge(
                 number,
-                info.map(|info| (info, old.as_slice())),
+                info.map(|info| (info, &old[at..])),
                 &removed[r..r_end],
                 &added[a..a_end],
                 &mut shard,

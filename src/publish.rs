@@ -174,26 +174,30 @@ fn write_direct(path: &Path, bytes: &[u8], aligned: &mut Vec<u8>) -> io::Result<
     file.set_len(bytes.len() as u64)
 }
 
-/// Reads the whole file at `path` into `buf` (cleared first). Large files are read directly,
-/// as [`Staging::write`] writes them: a patch reads every shard it rewrites once, and copying
-/// them through the page cache cost several times the reading itself. `buf` keeps its length
-/// between calls (the room direct I/O needs to align is not zeroed again). Where the file
-/// system refuses direct I/O the file is read as usual.
-pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<()> {
+/// Reads the whole file at `path` into `buf`, whose old contents it overwrites; the file's
+/// bytes are `buf` from the offset returned on. Large files are read directly, as
+/// [`Staging::write`] writes them, into a stretch of `buf` aligned as direct I/O requires: a
+/// patch reads every shard it rewrites once, and copying them through the page cache cost
+/// several times the reading itself. Where the file system refuses direct I/O the file is read
+/// as usual.
+pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
     let mut file = fs::File::open(path)?;
     let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
-    if len >= DIRECT_MIN && read_direct(path, len, buf).is_ok() {
-        return Ok(());
+    if len >= DIRECT_MIN {
+        if let Ok(start) = read_direct(path, len, buf) {
+            return Ok(start);
+        }
     }
     buf.clear();
     file.read_to_end(buf)?;
-    Ok(())
+    Ok(0)
 }
 
 /// Reads the `len` bytes of the file at `path` with `O_DIRECT` into an aligned stretch of
-/// `buf`, then moves them to its start.
-fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
+/// `buf`, and cuts `buf` after them. `buf` keeps its length otherwise, so that the room is not
+/// zeroed again for each file.
+fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = fs::OpenOptions::new()
@@ -222,9 +226,8 @@ fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<()> {
     if read != len {
         return Err(io::Error::other("the file changed while it was read"));
     }
-    buf.copy_within(start..start + len, 0);
-    buf.truncate(len);
-    Ok(())
+    buf.truncate(start + len);
+    Ok(start)
 }
 
 fn check_replaceable(target: &Path) -> Result<(), PublishError> {
@@ -317,8 +320,8 @@ mod tests {
             ("short.xml", &short),
             ("small.txt", b"x"),
         ] {
-            read_whole(&out.join(name), &mut buf).unwrap();
-            assert_eq!(buf, bytes, "{name}");
+            let start = read_whole(&out.join(name), &mut buf).unwrap();
+            assert_eq!(&buf[start..], bytes, "{name}");
         }
         assert!(read_whole(&out.join("missing.xml"), &mut buf).is_err());
     }

@@ -357,7 +357,7 @@ async fn build(
         read: Box::new(move |name: &str, buf: &mut Vec<u8>| {
             generation
                 .file(name.strip_suffix(".gz").unwrap_or(name))
-                .is_some_and(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
+                .and_then(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
         }),
     });
     let (mut harvested, run) = incremental::harvest(
