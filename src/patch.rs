@@ -291,7 +291,7 @@ impl Patch {
                     &mut next_number,
                     &mut |n, s| {
                         patched.urls += s.urls as u64;
-                        emit(n, &s)
+                        emit(n, s)
                     },
                 )?;
             }

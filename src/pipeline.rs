@@ -495,12 +495,7 @@ pub fn render<S: FileSink>(
             layout = patched.layout;
         }
         None => {
-            render_laid_out(
-                published.iter(),
-                job.limits,
-                &mut layout,
-                |number, shard| put(number, &shard),
-            )?;
+            render_laid_out(published.iter(), job.limits, &mut layout, &mut put)?;
         }
     }
     let names = sitemap.names.clone();
@@ -515,7 +510,7 @@ pub fn render<S: FileSink>(
         let mut shards = Shards::new(&job.public_url, "signmap", "xml");
         let documents = job.cdif.then_some(&job.public_url);
         render_signmaps(signposts.entries(documents), job.limits, |shard| {
-            shards.put(sink, &shard)
+            shards.put(sink, shard)
         })?;
         signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
         indexes.extend(signmap_index.clone());
@@ -528,7 +523,7 @@ pub fn render<S: FileSink>(
         let mut shards = Shards::new(&job.public_url, "ocx", "xml");
         let documents = job.cdif.then_some(&job.public_url);
         render_ocx(signposts.ocx_entries(documents), job.limits, |shard| {
-            shards.put(sink, &shard)
+            shards.put(sink, shard)
         })?;
         ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
         indexes.extend(ocx_index.clone());
@@ -545,7 +540,7 @@ pub fn render<S: FileSink>(
         }
         let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
         let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
-        render_shards(items, job.limits, |shard| shards.put(sink, &shard))?;
+        render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
         cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
     }
     let mut diwoo = Vec::new();
@@ -568,7 +563,7 @@ pub fn render<S: FileSink>(
         });
         let prefix = format!("diwoo-infocat{number:03}");
         let mut shards = Shards::new(&job.public_url, &prefix, "xml");
-        render_shards(items, job.limits, |shard| shards.put(sink, &shard))?;
+        render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
         stats.urls = published.len() as u64 - stats.requires_https - stats.requires_lastmod;
         indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
         diwoo.push(stats);

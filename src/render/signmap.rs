@@ -44,7 +44,7 @@ pub struct Entry<'a> {
 pub fn render_signmaps<'a, E>(
     entries: impl IntoIterator<Item = Entry<'a>>,
     limits: Limits,
-    emit: impl FnMut(Shard) -> Result<(), E>,
+    emit: impl FnMut(&Shard) -> Result<(), E>,
 ) -> Result<usize, E> {
     let mut date = String::with_capacity(32);
     render_urlsets(
@@ -97,7 +97,7 @@ mod tests {
     fn render(entries: Vec<Entry<'_>>, limits: Limits) -> Vec<Shard> {
         let mut out = Vec::new();
         render_signmaps(entries, limits, |s| {
-            out.push(s);
+            out.push(s.clone());
             Ok::<_, ()>(())
         })
         .unwrap();

@@ -162,7 +162,7 @@ proptest! {
             items.iter().map(|(u, d)| (u.as_str(), *d)),
             limits,
             |s| {
-                shards.push(s);
+                shards.push(s.clone());
                 Ok::<_, Infallible>(())
             },
         )
@@ -215,7 +215,7 @@ proptest! {
 fn shards_of(items: &[(String, Option<Datestamp>)], limits: Limits) -> Vec<Shard> {
     let mut shards = Vec::new();
     render_shards(items.iter().map(|(u, d)| (u.as_str(), *d)), limits, |s| {
-        shards.push(s);
+        shards.push(s.clone());
         Ok::<_, Infallible>(())
     })
     .unwrap();
