@@ -313,24 +313,25 @@ impl Signposts {
         });
         let arena = &self.arena;
         let text = |s: Span| &arena[s.start as usize..][..s.len as usize];
-        let mut winners: Vec<Version> = Vec::new();
+        // The winners are kept in place (a second list of a million versions was 120 MB).
+        let mut winners = std::mem::take(&mut self.versions);
         let mut last: Option<(u64, &str)> = None;
-        for v in &self.versions {
+        winners.retain(|v| {
             let id = text(v.id);
             // Hash collisions between different identifiers are told apart by the text.
             if last.is_some_and(|(h, i)| h == v.id_hash && i == id) {
-                continue;
+                return false;
             }
             last = Some((v.id_hash, id));
             if v.deleted {
-                continue;
+                return false;
             }
             if v.landing.is_none() {
                 stats.no_landing_page += 1;
-                continue;
+                return false;
             }
-            winners.push(*v);
-        }
+            true
+        });
         let landing = |v: &Version| text(v.landing.expect("winners have a landing page"));
         winners.sort_unstable_by(|a, b| {
             landing(a)
