@@ -130,10 +130,12 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         incremental::guard_shrink(store, urls, &options.policy)?;
         incremental::publishing(store).map_err(PipelineError::from)?;
     }
-    let (staging, rendered) = match &store {
-        Some(store) => incremental::render(&options.job, store, &mut harvested, || {
-            Staging::new(&options.out).map_err(ExportError::from)
-        })?,
+    let (staging, rendered) = match &mut store {
+        Some(store) => {
+            incremental::render(&options.job, store, &options.policy, &mut harvested, || {
+                Staging::new(&options.out).map_err(ExportError::from)
+            })?
+        }
         None => {
             let mut staging = Staging::new(&options.out)?;
             let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;

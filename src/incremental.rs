@@ -496,10 +496,13 @@ pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
 /// Renders what was harvested into a sink from `new_sink`, returning both. A patch that
 /// turns out not to fit the published shards while they are written (one edited since the
 /// publish, a URL a changed record now shares with an unchanged record) is given up with its
-/// sink: `harvested` becomes every stored record, rendered into a fresh sink.
+/// sink: `harvested` becomes every stored record, rendered into a fresh sink. Its count can
+/// differ from the patch's (a newly shared URL is counted once), so the shrink guard
+/// ([`guard_shrink`]) looks at it again.
 pub fn render<S, E>(
     job: &Job,
-    store: &Store,
+    store: &mut Store,
+    policy: &Policy,
     harvested: &mut Harvested,
     mut new_sink: impl FnMut() -> Result<S, E>,
 ) -> Result<(S, Rendered), E>
@@ -516,7 +519,12 @@ where
         Err(e) => return Err(e.into()),
     }
     drop(sink);
+    let counted = harvested.published.stats.urls;
     *harvested = pipeline::collect_stored(job, store, harvested.report.clone())?;
+    let urls = harvested.published.stats.urls;
+    if urls != counted {
+        guard_shrink(store, urls, policy)?;
+    }
     let mut sink = new_sink()?;
     let rendered = pipeline::render(harvested, job, &mut sink)?;
     Ok((sink, rendered))
@@ -700,7 +708,7 @@ mod patch_equivalence {
     use crate::pipeline::FileSink;
     use crate::render::sitemap::{Limits, MIN_BYTES};
 
-    #[derive(Default)]
+    #[derive(Debug, Default)]
     struct Files(BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Files {
@@ -956,12 +964,69 @@ mod patch_equivalence {
             err.to_string(),
             "the published sitemap cannot be patched: shard 1 is not as it was published"
         );
-        let (rendered_files, _) = render(&job, &store, &mut patched, || {
-            Ok::<_, PipelineError>(Files::default())
-        })
-        .unwrap();
+        let (rendered_files, _) =
+            render(&job, &mut store, &Policy::default(), &mut patched, || {
+                Ok::<_, PipelineError>(Files::default())
+            })
+            .unwrap();
         assert!(patched.patch.is_none(), "rendered from every record");
         assert_eq!(rendered_files.0, whole(&job, &store).0.0);
+    }
+
+    #[test]
+    fn a_fallback_that_publishes_fewer_urls_meets_the_shrink_guard_again() {
+        // I-07 after a fallback: record 1 now also lists record 2's URL, which the store does
+        // not know as shared (record 2 did not change), so the patch counts it as new; records
+        // 3 and 4 go. The patch counts 3 of 4 URLs (the guard at 40% lets that through), the
+        // whole render that the writing falls back to publishes 2: held.
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
+        let job = job(10);
+        let scope = pipeline::scope_for(&job, BASE).unwrap();
+        let records: Vec<Record> = (1..=4).map(|i| record(i, 0, 0, "2020-01-01")).collect();
+        store
+            .apply_page(1, &records, &State::default(), false)
+            .unwrap();
+        let (files, harvested, rendered) = whole(&job, &store);
+        published(
+            &mut store,
+            Publish::new("p", &job, &scope, &harvested, &rendered),
+        )
+        .unwrap();
+        let state = store.state().unwrap();
+        let mut a = record(1, 0, 1, "2021-01-01");
+        a.dc_identifiers.push(records[1].dc_identifiers[0].clone());
+        let gone = |id| Record {
+            deleted: true,
+            dc_identifiers: Vec::new(),
+            ..record(id, 0, 1, "2021-01-01")
+        };
+        store
+            .apply_page(2, &[a, gone(3), gone(4)], &state, true)
+            .unwrap();
+        let mut patched = patch_stored(&job, &store, &state, &report(), previous(&files))
+            .unwrap()
+            .unwrap();
+        assert_eq!(patched.published.stats.urls, 3);
+        let policy = Policy {
+            shrink_guard: 0.4,
+            ..Policy::default()
+        };
+        let err = render(&job, &mut store, &policy, &mut patched, || {
+            Ok::<_, PipelineError>(Files::default())
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                PipelineError::ShrinkHeld {
+                    published: 4,
+                    harvested: 2,
+                    ..
+                }
+            ),
+            "{err}"
+        );
     }
 
     #[test]

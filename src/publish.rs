@@ -219,7 +219,9 @@ fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> 
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
-        if read == room {
+        // A read that ends off a block boundary reached the end of the file (another read
+        // would start unaligned, which some file systems refuse).
+        if read == room || read % BLOCK != 0 {
             break;
         }
     }

@@ -385,19 +385,29 @@ async fn build(
         .into());
     }
     let urls = harvested.published.stats.urls;
+    // Shown on the status page and in the metrics, as checked before the render and again
+    // when the render fell back to every stored record.
+    let show_held = |store: &Store, held: bool| -> Result<(), RefreshError> {
+        let labels = metrics::repo(&repo.config.name);
+        metrics
+            .shrink_held
+            .get_or_create(&labels)
+            .set(i64::from(held));
+        let state = store.state().map_err(PipelineError::from)?;
+        repo.update(|s| s.held_shrink = state.held_shrink.clone());
+        Ok(())
+    };
     let held = incremental::guard_shrink(&mut store, urls, policy);
-    let labels = metrics::repo(&repo.config.name);
-    metrics
-        .shrink_held
-        .get_or_create(&labels)
-        .set(i64::from(held.is_err()));
-    let state = store.state().map_err(PipelineError::from)?;
-    repo.update(|s| s.held_shrink = state.held_shrink.clone());
+    show_held(&store, held.is_err())?;
     held?;
     incremental::publishing(&mut store).map_err(PipelineError::from)?;
-    let (writer, rendered) = incremental::render(job, &store, &mut harvested, || {
+    let rendered = incremental::render(job, &mut store, policy, &mut harvested, || {
         Writer::new(&repo.dir, previous.as_deref()).map_err(RefreshError::from)
-    })?;
+    });
+    if let Err(RefreshError::Pipeline(PipelineError::ShrinkHeld { .. })) = &rendered {
+        show_held(&store, true)?;
+    }
+    let (writer, rendered) = rendered?;
     let publish = incremental::Publish::new(GENERATION_PLACE, job, &scope, &harvested, &rendered);
     let built = pipeline::Built::new(harvested, scope, rendered);
     let stats = &built.stats;
