@@ -99,6 +99,8 @@ pub struct Signposts {
     /// CDIF documents, written as records arrive (they are too large to keep in memory).
     cdif: Option<Spill>,
     arena: String,
+    /// Texts that recur from a small table (schema.org and OCX type URLs), stored once.
+    interned: std::collections::HashMap<String, Span>,
     versions: Vec<Version>,
     links: Vec<StoredLink>,
 }
@@ -127,6 +129,7 @@ impl Signposts {
             metadata_base,
             cdif: None,
             arena: String::new(),
+            interned: std::collections::HashMap::new(),
             versions: Vec::new(),
             links: Vec::new(),
         }
@@ -152,6 +155,18 @@ impl Signposts {
                 ("metadataPrefix", "oai_dc"),
             ],
         ))
+    }
+
+    /// [`Signposts::push`] for a text from a configured table: stored the first time only (a
+    /// million records repeated a handful of type URLs, 65 MB of the arena). Only for texts
+    /// pushed once a record has its landing page, so that no later truncation drops them.
+    fn intern(&mut self, text: &str) -> Result<Span, InventoryFull> {
+        if let Some(span) = self.interned.get(text) {
+            return Ok(*span);
+        }
+        let span = self.push(text)?;
+        self.interned.insert(text.to_owned(), span);
+        Ok(span)
     }
 
     fn push(&mut self, text: &str) -> Result<Span, InventoryFull> {
@@ -219,7 +234,7 @@ impl Signposts {
             }
             if let Some(t) = self.types.lookup(record.dc_values(DcElement::Type)) {
                 let t = t.to_owned();
-                let href = self.push(&t)?;
+                let href = self.intern(&t)?;
                 self.links.push(StoredLink {
                     rel: Rel::Type,
                     href,
@@ -242,7 +257,7 @@ impl Signposts {
                     .next()
                     .map(|d| ocx::teaser(d, config.teaser_chars));
                 Some(OcxFields {
-                    kind: kind.map(|k| self.push(&k)).transpose()?,
+                    kind: kind.map(|k| self.intern(&k)).transpose()?,
                     name: name.map(|n| self.push(&n)).transpose()?,
                     teaser: teaser.map(|t| self.push(&t)).transpose()?,
                     image,
