@@ -930,22 +930,26 @@ mod patch_equivalence {
         }
     }
 
-    #[test]
-    fn a_shard_edited_since_the_publish_is_not_patched_but_rendered_whole() {
+    /// A store holding `records`, their sitemap rendered whole and published at "p": where a
+    /// patch starts.
+    fn published_store(job: &Job, records: &[Record]) -> (tempfile::TempDir, Store, Files) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
-        let job = job(3);
-        let scope = pipeline::scope_for(&job, BASE).unwrap();
-        let records: Vec<Record> = (0..9).map(|i| record(i, 0, 0, "2020-01-01")).collect();
+        let scope = pipeline::scope_for(job, BASE).unwrap();
         store
-            .apply_page(1, &records, &State::default(), false)
+            .apply_page(1, records, &State::default(), false)
             .unwrap();
-        let (mut files, harvested, rendered) = whole(&job, &store);
-        published(
-            &mut store,
-            Publish::new("p", &job, &scope, &harvested, &rendered),
-        )
-        .unwrap();
+        let (files, harvested, rendered) = whole(job, &store);
+        let publish = Publish::new("p", job, &scope, &harvested, &rendered);
+        published(&mut store, publish).unwrap();
+        (dir, store, files)
+    }
+
+    #[test]
+    fn a_shard_edited_since_the_publish_is_not_patched_but_rendered_whole() {
+        let job = job(3);
+        let records: Vec<Record> = (0..9).map(|i| record(i, 0, 0, "2020-01-01")).collect();
+        let (_dir, mut store, mut files) = published_store(&job, &records);
         let state = store.state().unwrap();
         store
             .apply_page(2, &[record(4, 0, 1, "2021-01-01")], &state, true)
@@ -979,20 +983,9 @@ mod patch_equivalence {
         // not know as shared (record 2 did not change), so the patch counts it as new; records
         // 3 and 4 go. The patch counts 3 of 4 URLs (the guard at 40% lets that through), the
         // whole render that the writing falls back to publishes 2: held.
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(10);
-        let scope = pipeline::scope_for(&job, BASE).unwrap();
         let records: Vec<Record> = (1..=4).map(|i| record(i, 0, 0, "2020-01-01")).collect();
-        store
-            .apply_page(1, &records, &State::default(), false)
-            .unwrap();
-        let (files, harvested, rendered) = whole(&job, &store);
-        published(
-            &mut store,
-            Publish::new("p", &job, &scope, &harvested, &rendered),
-        )
-        .unwrap();
+        let (_dir, mut store, files) = published_store(&job, &records);
         let state = store.state().unwrap();
         let mut a = record(1, 0, 1, "2021-01-01");
         a.dc_identifiers.push(records[1].dc_identifiers[0].clone());
