@@ -403,8 +403,8 @@ fn patch_stored(
         published: counted,
         signposts: None,
         diwoo: Vec::new(),
-        // The layout the patch starts from; rendering it gives the one after.
-        layout: state.layout.clone(),
+        // The patch holds the layout it starts from, and its writing gives the one after.
+        layout: Layout::default(),
         patch: Some(patch),
     }))
 }

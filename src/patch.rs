@@ -4,15 +4,17 @@
 //! The store lists each record an incremental harvest changes, with the version last published
 //! ([`crate::store::Store::dirty`]). From those, [`patch`] knows which URLs leave the sitemap
 //! and which come in (with their lastmod), and merges them into the published shards of the
-//! ranges they fall in ([`Layout`]): entries that did not change are copied byte for byte,
-//! without being parsed beyond their `<loc>`; shards none of whose URLs changed are taken whole.
+//! ranges they fall in ([`Layout`]): only the entries around a change are read, the runs of
+//! entries between are copied byte for byte, and shards none of whose URLs changed are taken
+//! whole.
 //! The result is the same bytes a whole render of the store would give with the same layout (a
 //! property test holds it to that), so the choice never shows in what is served.
 //!
 //! A patch is refused ([`Unpatchable`]), and the caller renders in full, whenever it could be
 //! wrong: a URL that a changed record now publishes beside an unchanged one (a newly shared
 //! URL, whose other claim is not at hand), a shard that is missing or not as recorded, changed
-//! limits, scope or file names.
+//! limits, scope or file names. What only the shards can tell is found while they are written;
+//! the caller then renders into a fresh place ([`crate::incremental::render`]).
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -214,7 +214,8 @@ pub struct Harvested {
     /// Each DiWoo category's URLs, by category number (`job.diwoo`).
     pub diwoo: Vec<(u8, Published)>,
     /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
-    /// when there is no earlier generation to follow. For a patch, the layout after it.
+    /// when there is no earlier generation to follow. Empty for a patch, which holds the
+    /// layout it starts from and makes the one after ([`crate::patch::Patched::layout`]).
     pub layout: Layout,
     /// The patch of the published sitemap that makes its shards ([`crate::patch`]);
     /// `published` then holds only the counts.

@@ -157,11 +157,7 @@ const BLOCK: usize = 4096;
 fn write_direct(path: &Path, bytes: &[u8], aligned: &mut Vec<u8>) -> io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let padded = bytes.len().next_multiple_of(BLOCK);
-    if aligned.len() < padded + BLOCK {
-        aligned.resize(padded + BLOCK, 0);
-    }
-    let offset = aligned.as_ptr().align_offset(BLOCK);
-    let block = &mut aligned[offset..offset + padded];
+    let (_, block) = aligned_window(aligned, padded);
     block[..bytes.len()].copy_from_slice(bytes);
     block[bytes.len()..].fill(0);
     let mut file = fs::OpenOptions::new()
@@ -195,8 +191,7 @@ pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
 }
 
 /// Reads the `len` bytes of the file at `path` with `O_DIRECT` into an aligned stretch of
-/// `buf`, and cuts `buf` after them. `buf` keeps its length otherwise, so that the room is not
-/// zeroed again for each file.
+/// `buf` ([`aligned_window`]), and cuts `buf` after them.
 fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
     use std::os::unix::fs::OpenOptionsExt;
@@ -206,11 +201,7 @@ fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> 
         .open(path)?;
     // One block more than the file, to see that it did not grow since its length was read.
     let room = len.next_multiple_of(BLOCK) + BLOCK;
-    if buf.len() < room + BLOCK {
-        buf.resize(room + BLOCK, 0);
-    }
-    let start = buf.as_ptr().align_offset(BLOCK);
-    let aligned = &mut buf[start..start + room];
+    let (start, aligned) = aligned_window(buf, room);
     let mut read = 0;
     loop {
         match file.read(&mut aligned[read..]) {
@@ -230,6 +221,16 @@ fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> 
     }
     buf.truncate(start + len);
     Ok(start)
+}
+
+/// `len` bytes of `buf` starting at a block boundary, and where they start. `buf` grows as
+/// needed and otherwise keeps its length, so that its room is zeroed once, not for each file.
+fn aligned_window(buf: &mut Vec<u8>, len: usize) -> (usize, &mut [u8]) {
+    if buf.len() < len + BLOCK {
+        buf.resize(len + BLOCK, 0);
+    }
+    let start = buf.as_ptr().align_offset(BLOCK);
+    (start, &mut buf[start..start + len])
 }
 
 fn check_replaceable(target: &Path) -> Result<(), PublishError> {

@@ -9,6 +9,7 @@
 //! title, teaser and image.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use url::Url;
@@ -100,7 +101,7 @@ pub struct Signposts {
     cdif: Option<Spill>,
     arena: String,
     /// Texts that recur from a small table (schema.org and OCX type URLs), stored once.
-    interned: std::collections::HashMap<String, Span>,
+    interned: HashMap<String, Span>,
     versions: Vec<Version>,
     links: Vec<StoredLink>,
 }
@@ -110,6 +111,34 @@ pub struct Signposts {
 struct Spill {
     out: std::io::BufWriter<std::fs::File>,
     len: u64,
+}
+
+/// Appends `text` to the arena.
+fn push(arena: &mut String, text: &str) -> Result<Span, InventoryFull> {
+    let start = u32::try_from(arena.len()).map_err(|_| InventoryFull)?;
+    arena.push_str(text);
+    u32::try_from(arena.len()).map_err(|_| InventoryFull)?;
+    Ok(Span {
+        start,
+        len: text.len() as u32,
+    })
+}
+
+/// [`push`] for a text from a configured table: stored the first time only (a million records
+/// repeated a handful of type URLs, 65 MB of the arena). Only for texts pushed once a record
+/// has its landing page, so that no later truncation drops them. Free of `self`, so that the
+/// table the text comes from can stay borrowed.
+fn intern(
+    arena: &mut String,
+    interned: &mut HashMap<String, Span>,
+    text: &str,
+) -> Result<Span, InventoryFull> {
+    if let Some(span) = interned.get(text) {
+        return Ok(*span);
+    }
+    let span = push(arena, text)?;
+    interned.insert(text.to_owned(), span);
+    Ok(span)
 }
 
 impl Signposts {
@@ -129,7 +158,7 @@ impl Signposts {
             metadata_base,
             cdif: None,
             arena: String::new(),
-            interned: std::collections::HashMap::new(),
+            interned: HashMap::new(),
             versions: Vec::new(),
             links: Vec::new(),
         }
@@ -157,26 +186,8 @@ impl Signposts {
         ))
     }
 
-    /// [`Signposts::push`] for a text from a configured table: stored the first time only (a
-    /// million records repeated a handful of type URLs, 65 MB of the arena). Only for texts
-    /// pushed once a record has its landing page, so that no later truncation drops them.
-    fn intern(&mut self, text: &str) -> Result<Span, InventoryFull> {
-        if let Some(span) = self.interned.get(text) {
-            return Ok(*span);
-        }
-        let span = self.push(text)?;
-        self.interned.insert(text.to_owned(), span);
-        Ok(span)
-    }
-
     fn push(&mut self, text: &str) -> Result<Span, InventoryFull> {
-        let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
-        self.arena.push_str(text);
-        u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
-        Ok(Span {
-            start,
-            len: text.len() as u32,
-        })
+        push(&mut self.arena, text)
     }
 
     /// Adds one record occurrence (its extended fields must have been read).
@@ -233,8 +244,7 @@ impl Signposts {
                 });
             }
             if let Some(t) = self.types.lookup(record.dc_values(DcElement::Type)) {
-                let t = t.to_owned();
-                let href = self.intern(&t)?;
+                let href = intern(&mut self.arena, &mut self.interned, t)?;
                 self.links.push(StoredLink {
                     rel: Rel::Type,
                     href,
@@ -247,7 +257,8 @@ impl Signposts {
                     .types
                     .lookup(record.dc_values(DcElement::Type))
                     .or(config.default_type.as_deref())
-                    .map(str::to_owned);
+                    .map(|k| intern(&mut self.arena, &mut self.interned, k))
+                    .transpose()?;
                 let name = record
                     .dc_values(DcElement::Title)
                     .next()
@@ -257,7 +268,7 @@ impl Signposts {
                     .next()
                     .map(|d| ocx::teaser(d, config.teaser_chars));
                 Some(OcxFields {
-                    kind: kind.map(|k| self.intern(&k)).transpose()?,
+                    kind,
                     name: name.map(|n| self.push(&n)).transpose()?,
                     teaser: teaser.map(|t| self.push(&t)).transpose()?,
                     image,

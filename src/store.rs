@@ -466,10 +466,18 @@ impl Store {
 
     /// How many records changed since the last publish ([`Store::dirty`]).
     pub fn changed(&self) -> Result<u64, StoreError> {
+        self.number(
+            "SELECT count(*) FROM changes",
+            "cannot count the changed records",
+        )
+    }
+
+    /// The one number `sql` selects.
+    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
         self.conn
-            .query_row("SELECT count(*) FROM changes", [], |r| r.get::<_, i64>(0))
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
-            .map_err(fail(&self.path, "cannot count the changed records"))
+            .map_err(fail(&self.path, what))
     }
 
     /// Every URL [`Store::shared`] knows, when there are at most `limit`; else `None`.
@@ -588,10 +596,7 @@ impl Store {
     /// Live records, as kept by incremental runs and counted at the end of each full one:
     /// what [`Store::counts`] would count, without reading every record.
     pub fn live(&self) -> Result<u64, StoreError> {
-        self.conn
-            .query_row("SELECT live FROM tally", [], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(fail(&self.path, "cannot count the records"))
+        self.number("SELECT live FROM tally", "cannot count the records")
     }
 
     /// Calls `f` with every live record, in identifier order; stops at `f`'s first error.

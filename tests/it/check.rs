@@ -5,14 +5,21 @@ use std::process::{Command, Output};
 
 use crate::server::{TestRecord, TestServer, numbered};
 
-fn check(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
-        .arg("check")
-        .args(args)
-        .env_remove("OAI_BRIDGE_CONFIG")
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
+/// Runs `oai-bridge check` on a blocking thread, so that the runtime goes on serving the test
+/// server meanwhile.
+async fn check(args: &[&str]) -> Output {
+    let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+            .arg("check")
+            .args(args)
+            .env_remove("OAI_BRIDGE_CONFIG")
+            .env_remove("RUST_LOG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
 }
 
 fn json(output: &Output) -> serde_json::Value {
@@ -43,9 +50,7 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
     // Landing pages on another host: nothing is inside the default scope (G-OAI scope rule).
     let server = TestServer::builder(numbered(12)).page_size(5).start();
     let url = server.url();
-    let out = tokio::task::spawn_blocking(move || check(&[&url, "--json"]))
-        .await
-        .unwrap();
+    let out = check(&[&url, "--json"]).await;
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -79,17 +84,14 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
 
     // With the suggested scope, it can be bridged.
     let url = server.url();
-    let out = tokio::task::spawn_blocking(move || {
-        check(&[
-            &url,
-            "--scope",
-            "https://repo.example/record/",
-            "--pages",
-            "1",
-        ])
-    })
-    .await
-    .unwrap();
+    let out = check(&[
+        &url,
+        "--scope",
+        "https://repo.example/record/",
+        "--pages",
+        "1",
+    ])
+    .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("landing_page 5"), "{text}");
@@ -105,16 +107,13 @@ async fn robots_txt_that_disallows_the_landing_pages_is_a_problem() {
         .start();
     server.set_records(local_records(&server, 6));
     let url = server.url();
-    let out = tokio::task::spawn_blocking(move || {
-        check(&[
-            &url,
-            "--json",
-            "--public-url",
-            "https://sitemaps.example/repo/",
-        ])
-    })
-    .await
-    .unwrap();
+    let out = check(&[
+        &url,
+        "--json",
+        "--public-url",
+        "https://sitemaps.example/repo/",
+    ])
+    .await;
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     assert_eq!(report["sets"]["sets"].as_array().unwrap().len(), 2);
@@ -148,9 +147,7 @@ async fn a_healthy_repository_passes_and_an_unreachable_one_fails_clearly() {
         .start();
     server.set_records(local_records(&server, 3));
     let url = server.url();
-    let out = tokio::task::spawn_blocking(move || check(&[&url]))
-        .await
-        .unwrap();
+    let out = check(&[&url]).await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(
@@ -160,7 +157,7 @@ async fn a_healthy_repository_passes_and_an_unreachable_one_fails_clearly() {
 
     // Nothing listens there: Identify fails, and the report says where.
     drop(server);
-    let out = check(&["http://127.0.0.1:9/oai", "--json"]);
+    let out = check(&["http://127.0.0.1:9/oai", "--json"]).await;
     assert_eq!(out.status.code(), Some(1));
     let report = json(&out);
     assert!(
@@ -170,7 +167,7 @@ async fn a_healthy_repository_passes_and_an_unreachable_one_fails_clearly() {
             .contains("Identify failed (http://127.0.0.1:9/oai?verb=Identify)")
     );
     // A name that is neither a URL nor a configured repository is a usage error naming it.
-    let out = check(&["nonesuch", "--config", "bridge.toml"]);
+    let out = check(&["nonesuch", "--config", "bridge.toml"]).await;
     assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("\"nonesuch\""));
 }
@@ -196,9 +193,7 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
 
     let path = file.to_str().unwrap().to_owned();
     let scope = format!("{origin}/items/");
-    let out = tokio::task::spawn_blocking(move || check(&[&path, "--json", "--scope", &scope]))
-        .await
-        .unwrap();
+    let out = check(&[&path, "--json", "--scope", &scope]).await;
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(
@@ -240,9 +235,7 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
     )
     .unwrap();
     let path = broken.to_str().unwrap().to_owned();
-    let out = tokio::task::spawn_blocking(move || check(&[&path, "--json"]))
-        .await
-        .unwrap();
+    let out = check(&[&path, "--json"]).await;
     assert_eq!(out.status.code(), Some(1));
     let problems = json(&out)["problems"].to_string();
     assert!(
@@ -252,9 +245,7 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
     // With scope prefixes it needs no baseURL, as in a harvest; a file:// URL names it too.
     let target = format!("file://{}", broken.display());
     let scope = format!("{origin}/items/");
-    let out = tokio::task::spawn_blocking(move || check(&[&target, "--json", "--scope", &scope]))
-        .await
-        .unwrap();
+    let out = check(&[&target, "--json", "--scope", &scope]).await;
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(report["sample"]["records"], records);

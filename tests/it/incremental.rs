@@ -3,7 +3,7 @@
 //! guard, and a process killed at random points. Rule ids are the conformance checklist's.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -30,6 +30,13 @@ async fn export_with(
         policy,
     })
     .await
+}
+
+/// A temporary folder (kept while it lives) with the paths of an export's output and state in it.
+fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::tempdir().unwrap();
+    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    (root, out, state)
 }
 
 /// Every `<loc>` of every sitemap shard in `out`.
@@ -72,8 +79,7 @@ async fn updates_and_deletions_between_refreshes_are_applied_exactly() {
     // OAI-17, OAI-18, OAI-39 (deletedRecord persistent), I-06.
     let mut records = numbered(12);
     let server = TestServer::builder(records.clone()).page_size(5).start();
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
 
     let first = export_with(&server, &out, &state, Policy::default())
         .await
@@ -121,8 +127,7 @@ async fn a_shard_edited_on_disk_is_not_patched_but_rendered_from_every_record() 
     // record instead, and the edit is gone.
     let mut records = numbered(12);
     let server = TestServer::builder(records.clone()).page_size(5).start();
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     export_with(&server, &out, &state, Policy::default())
         .await
         .unwrap();
@@ -154,8 +159,7 @@ async fn without_deletion_support_only_a_complete_full_harvest_removes_records()
         .page_size(3)
         .deleted_record("no")
         .start();
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     let weekly = Policy::default();
     export_with(&server, &out, &state, weekly.clone())
         .await
@@ -201,8 +205,7 @@ async fn an_expired_token_restarts_the_list_from_the_newest_datestamp_applied() 
     let records = numbered(20);
     let server = TestServer::builder(records.clone()).page_size(5).start();
     server.fault_on_page(3, Fault::bad_resumption_token());
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     let summary = export_with(&server, &out, &state, Policy::default())
         .await
         .unwrap();
@@ -225,8 +228,7 @@ async fn an_expired_token_in_an_unordered_list_restarts_it_from_the_beginning() 
     records.reverse();
     let server = TestServer::builder(records.clone()).page_size(5).start();
     server.fault_on_page(3, Fault::bad_resumption_token());
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     export_with(&server, &out, &state, Policy::default())
         .await
         .unwrap();
@@ -248,8 +250,7 @@ async fn the_shrink_guard_holds_a_shrink_until_confirmed_or_accepted() {
         .page_size(10)
         .deleted_record("no")
         .start();
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     let full = Policy {
         full_interval: Duration::ZERO,
         ..Policy::default()
@@ -344,8 +345,7 @@ async fn killed_at_random_points_the_next_run_converges() {
     // the repository's URLs, continuing from the checkpoint.
     let mut records: Vec<TestRecord> = (1..=400).map(|i| record(i, "2024-05-01", 0)).collect();
     let server = TestServer::builder(records.clone()).page_size(5).start();
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     let run = |kill_after: Option<Duration>| {
         let mut child = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
             .args(["export", "--base-url", &server.url(), "--out"])
@@ -427,8 +427,7 @@ async fn a_stored_retry_after_keeps_the_next_export_from_calling_early() {
     // OAI-26, Q-25: a Retry-After longer than the schedule is remembered in the store.
     let server = TestServer::start(numbered(3));
     server.fault_always(Fault::Unavailable(crate::server::RetryAfter::Seconds(7200)));
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
+    let (_root, out, state) = folders();
     let options = ExportOptions {
         job: job(&server),
         harvest: oai_bridge::oai::HarvestSettings {
