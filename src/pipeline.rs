@@ -14,9 +14,7 @@ use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::progress::Progress;
-use crate::render::ocx::render_ocx;
 use crate::render::robots::{render_cdif_group, render_robots};
-use crate::render::signmap::render_signmaps;
 use crate::render::sitemap::{Layout, render_index, render_laid_out, render_shards};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
@@ -271,18 +269,18 @@ impl Collectors {
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
         let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
-            let s = Signposts::new(
-                scope.clone(),
-                TypeMap::default(),
-                job.ocx.clone(),
-                metadata_base,
-            );
-            Some(if job.cdif {
-                s.with_cdif()
-                    .map_err(|e| PipelineError::Sink(Box::new(e)))?
-            } else {
-                s
-            })
+            let spill = |e: std::io::Error| PipelineError::Collect(CollectError::Spill(e));
+            let mut s = Signposts::new(scope.clone(), TypeMap::default(), metadata_base.as_ref());
+            if job.signmap {
+                s = s.with_signmap().map_err(spill)?;
+            }
+            if let Some(config) = &job.ocx {
+                s = s.with_ocx(config.clone()).map_err(spill)?;
+            }
+            if job.cdif {
+                s = s.with_cdif(job.public_url.clone()).map_err(spill)?;
+            }
+            Some(s)
         } else {
             None
         };
@@ -509,10 +507,7 @@ pub fn render<S: FileSink>(
         .filter(|s| job.signmap && !s.is_empty())
     {
         let mut shards = Shards::new(&job.public_url, "signmap", "xml");
-        let documents = job.cdif.then_some(&job.public_url);
-        render_signmaps(signposts.entries(documents), job.limits, |shard| {
-            shards.put(sink, shard)
-        })?;
+        signposts.render_signmap(job.limits, |shard| shards.put(sink, shard))?;
         signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
         indexes.extend(signmap_index.clone());
     }
@@ -522,10 +517,7 @@ pub fn render<S: FileSink>(
         .filter(|s| job.ocx.is_some() && s.has_ocx())
     {
         let mut shards = Shards::new(&job.public_url, "ocx", "xml");
-        let documents = job.cdif.then_some(&job.public_url);
-        render_ocx(signposts.ocx_entries(documents), job.limits, |shard| {
-            shards.put(sink, shard)
-        })?;
+        signposts.render_ocx(job.limits, |shard| shards.put(sink, shard))?;
         ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
         indexes.extend(ocx_index.clone());
     }

@@ -1,16 +1,19 @@
-//! The records of the landing-page profiles (Signmap, OCX): for each record, its landing page and
-//! what describes it (for the Signmap the Signposting links, SP-01..SP-09; for OCX its type,
-//! name, teaser and image), collected as pages arrive and resolved like the URL inventory (the
-//! newest version of a record wins; deleted records publish nothing).
+//! The records of the landing-page profiles (Signmap, OCX, CDIF): for each record, its landing
+//! page and what describes it (for the Signmap the Signposting links, SP-01..SP-09; for OCX its
+//! type, name, teaser and image; for CDIF its JSON-LD document), resolved like the URL inventory
+//! (the newest version of a record wins; deleted records publish nothing; a landing page is
+//! listed once).
 //!
-//! Per record only what the profiles need is kept, in one text arena: the header identifier (for
-//! the `describedby` GetRecord URL, spelled out at render time), the landing page, content files,
-//! the persistent identifier, a license URL, the schema.org type and, with OCX, the OCX type,
-//! title, teaser and image.
+//! Each record's entries are written as it arrives, Signmap `<url>` and OCX `<url>` alike, and
+//! appended to a temporary file per profile; in memory stays only what resolving needs, 48 bytes
+//! a record (hashes of the identifier and the landing page, the datestamp). The shards are then
+//! cut from the winners' entries, read back in one pass in the order they were harvested.
+//! Holding the profiles' texts in memory instead (titles, teasers, every link) took a gigabyte
+//! for a million records, and its page faults cost more than writing the entries.
 
-use std::borrow::Cow;
-use std::collections::HashMap;
+use std::fs::File;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 
 use url::Url;
 
@@ -19,10 +22,10 @@ use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
 use crate::inventory::InventoryFull;
-use crate::oai::harvest::request_url;
+use crate::oai::harvest::{query_value, request_url};
 use crate::oai::parse::{DcElement, Record};
-use crate::render::ocx;
-use crate::render::signmap::{Entry, Link, media_type};
+use crate::render::sitemap::{escape, render_urlsets, write_url_start};
+use crate::render::{Limits, Shard, cdif, ocx, signmap};
 use crate::scope::Scope;
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
@@ -31,48 +34,43 @@ pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
 /// one entry can never outgrow a shard.
 pub const MAX_ITEMS: usize = 50;
 
-#[derive(Clone, Copy, Debug)]
-struct Span {
-    start: u32,
-    len: u32,
+/// The profiles' temporary files, as columns of [`Signposts::lens`].
+const SIGNMAP: usize = 0;
+const OCX: usize = 1;
+const CDIF: usize = 2;
+
+/// What became of one record occurrence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Deleted,
+    NoLandingPage,
+    /// Published with a landing page; `typed`: with an OCX entry.
+    Landing {
+        typed: bool,
+    },
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Rel {
-    Item(&'static str),
-    CiteAs,
-    License,
-    Type,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct StoredLink {
-    rel: Rel,
-    href: Span,
-}
-
+/// One record occurrence, as resolving needs it.
 #[derive(Clone, Copy, Debug)]
 struct Version {
-    id_hash: u64,
-    seq: u32,
+    /// [`hash128`] of the header identifier.
+    id: u128,
+    /// [`hash128`] of the landing page (0 without one).
+    landing: u128,
     datestamp: i64,
-    deleted: bool,
-    id: Span,
-    landing: Option<Span>,
-    links_start: u32,
-    links_len: u16,
-    ocx: Option<OcxFields>,
-    /// The CDIF document: offset and length in the spill file.
-    cdif: Option<(u64, u32)>,
+    /// Its place in the harvest, and in the temporary files.
+    seq: u32,
+    state: State,
 }
 
-/// What an OCX entry holds besides its landing page.
-#[derive(Clone, Copy, Debug)]
-struct OcxFields {
-    kind: Option<Span>,
-    name: Option<Span>,
-    teaser: Option<Span>,
-    image: Option<Span>,
+/// A 128-bit hash of a text: two SipHash-1-3 values over it, apart by a prefix. Identifiers and
+/// landing pages are told apart by it alone (no text is kept); two of a million texts collide
+/// with a chance of about 10^-27.
+fn hash128(text: &str) -> u128 {
+    let hasher = BuildHasherDefault::<DefaultHasher>::default();
+    let high = hasher.hash_one((0u8, text));
+    let low = hasher.hash_one((1u8, text));
+    (u128::from(high) << 64) | u128::from(low)
 }
 
 /// Counts of the Signmap, by outcome.
@@ -90,299 +88,371 @@ pub struct SignStats {
     pub ocx_no_type: u64,
 }
 
-/// Collects the Signmap's records during a harvest.
+/// Collects the landing-page profiles' records during a harvest.
 #[derive(Debug)]
 pub struct Signposts {
     scope: Scope,
     types: TypeMap,
     ocx: Option<OcxConfig>,
-    metadata_base: Option<Url>,
-    /// CDIF documents, written as records arrive (they are too large to keep in memory).
-    cdif: Option<Spill>,
-    arena: String,
-    /// Texts that recur from a small table (schema.org and OCX type URLs), stored once.
-    interned: HashMap<String, Span>,
+    /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
+    /// Static Repository without an http(s) baseURL), and its plain form for CDIF.
+    get_record: Option<GetRecord>,
+    /// Where the CDIF documents are published, when CDIF is on: each Signmap entry links its
+    /// record's document, and OCX points at it.
+    documents: Option<Url>,
+    /// The entries of each profile that is on, by column ([`SIGNMAP`], [`OCX`], [`CDIF`]).
+    spills: [Option<Spill>; 3],
     versions: Vec<Version>,
-    links: Vec<StoredLink>,
+    /// Bytes each version added to each temporary file, by `seq`.
+    lens: Vec<[u32; 3]>,
+    /// Scratch space: one entry being written, a lastmod, a teaser.
+    entry: Vec<u8>,
+    date: String,
 }
 
-/// An append-only temporary file of CDIF documents.
+/// A record's `GetRecord` URL is `{before}{percent-encoded identifier}{after}`.
 #[derive(Debug)]
-struct Spill {
-    out: std::io::BufWriter<std::fs::File>,
-    len: u64,
+struct GetRecord {
+    before: String,
+    after: String,
+    /// `before` and `after` escaped for XML (the `&`s).
+    xml: (String, String),
 }
 
-/// Appends `text` to the arena.
-fn push(arena: &mut String, text: &str) -> Result<Span, InventoryFull> {
-    let start = u32::try_from(arena.len()).map_err(|_| InventoryFull)?;
-    arena.push_str(text);
-    u32::try_from(arena.len()).map_err(|_| InventoryFull)?;
-    Ok(Span {
-        start,
-        len: text.len() as u32,
-    })
-}
-
-/// [`push`] for a text from a configured table: stored the first time only (a million records
-/// repeated a handful of type URLs, 65 MB of the arena). Only for texts pushed once a record
-/// has its landing page, so that no later truncation drops them. Free of `self`, so that the
-/// table the text comes from can stay borrowed.
-fn intern(
-    arena: &mut String,
-    interned: &mut HashMap<String, Span>,
-    text: &str,
-) -> Result<Span, InventoryFull> {
-    if let Some(span) = interned.get(text) {
-        return Ok(*span);
-    }
-    let span = push(arena, text)?;
-    interned.insert(text.to_owned(), span);
-    Ok(span)
-}
-
-impl Signposts {
-    /// An empty collection for landing pages inside `scope`; with `ocx`, the OCX fields too.
-    /// `metadata_base` is the OAI-PMH baseURL for the GetRecord links (none for a Static
-    /// Repository without an http(s) baseURL).
-    pub fn new(
-        scope: Scope,
-        types: TypeMap,
-        ocx: Option<OcxConfig>,
-        metadata_base: Option<Url>,
-    ) -> Self {
-        Self {
-            scope,
-            types,
-            ocx,
-            metadata_base,
-            cdif: None,
-            arena: String::new(),
-            interned: HashMap::new(),
-            versions: Vec::new(),
-            links: Vec::new(),
-        }
-    }
-
-    /// Also make each record's CDIF document, spilled to a temporary file.
-    pub fn with_cdif(mut self) -> std::io::Result<Self> {
-        self.cdif = Some(Spill {
-            out: std::io::BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
-            len: 0,
-        });
-        Ok(self)
-    }
-
-    /// The `GetRecord` URL of a record.
-    fn get_record(&self, id: &str) -> Option<String> {
-        let base = self.metadata_base.as_ref()?;
-        Some(request_url(
+impl GetRecord {
+    /// Spelled by [`request_url`] itself, around a marker that percent-encoding leaves alone.
+    fn new(base: &Url) -> Self {
+        const MARK: &str = "IDENTIFIER";
+        let url = request_url(
             base,
             &[
                 ("verb", "GetRecord"),
-                ("identifier", id),
+                ("identifier", MARK),
                 ("metadataPrefix", "oai_dc"),
             ],
-        ))
+        );
+        let at = url.rfind(MARK).expect("the marker was just written");
+        let (before, after) = (&url[..at], &url[at + MARK.len()..]);
+        Self {
+            xml: (escape(before).into_owned(), escape(after).into_owned()),
+            before: before.to_owned(),
+            after: after.to_owned(),
+        }
     }
 
-    fn push(&mut self, text: &str) -> Result<Span, InventoryFull> {
-        push(&mut self.arena, text)
+    fn url(&self, id: &str) -> String {
+        let mut url = self.before.clone();
+        url.extend(query_value(id));
+        url.push_str(&self.after);
+        url
+    }
+
+    fn write_xml(&self, bytes: &mut Vec<u8>, id: &str) {
+        bytes.extend_from_slice(self.xml.0.as_bytes());
+        for part in query_value(id) {
+            bytes.extend_from_slice(part.as_bytes());
+        }
+        bytes.extend_from_slice(self.xml.1.as_bytes());
+    }
+}
+
+/// An append-only temporary file of entries.
+#[derive(Debug)]
+struct Spill {
+    out: BufWriter<File>,
+}
+
+impl Spill {
+    fn new() -> std::io::Result<Self> {
+        Ok(Self {
+            out: BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+        })
+    }
+
+    /// Appends `bytes`; their length.
+    fn append(&mut self, bytes: &[u8]) -> Result<u32, CollectError> {
+        let len = u32::try_from(bytes.len()).map_err(|_| InventoryFull)?;
+        self.out.write_all(bytes)?;
+        Ok(len)
+    }
+
+    /// The file, written out and read from its start.
+    fn finish(self) -> std::io::Result<File> {
+        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.rewind()?;
+        Ok(file)
+    }
+}
+
+/// What one record's identifiers are to the profiles.
+#[derive(Debug, Default)]
+struct Classified {
+    landing: Option<String>,
+    /// Content files, with their media types, at most [`MAX_ITEMS`].
+    items: Vec<(String, &'static str)>,
+    cite_as: Option<String>,
+}
+
+impl Classified {
+    fn of(record: &Record, scope: &Scope) -> Self {
+        let mut found = Self::default();
+        for value in &record.dc_identifiers {
+            match classify::classify(value, scope) {
+                Identifier::LandingPage(url) if found.landing.is_none() => {
+                    found.landing = Some(url);
+                }
+                Identifier::ContentFile { url, media_type } if found.items.len() < MAX_ITEMS => {
+                    found.items.push((url, media_type));
+                }
+                Identifier::PersistentId(url) if found.cite_as.is_none() => {
+                    found.cite_as = Some(url);
+                }
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// The first image among the content files: OCX's `ocx:image`.
+    fn image(&self) -> Option<&str> {
+        self.items
+            .iter()
+            .find(|(_, t)| t.starts_with("image/"))
+            .map(|(url, _)| url.as_str())
+    }
+}
+
+impl Signposts {
+    /// An empty collection for landing pages inside `scope`, with no profile on yet.
+    /// `metadata_base` is the OAI-PMH baseURL for the GetRecord links (none for a Static
+    /// Repository without an http(s) baseURL).
+    pub fn new(scope: Scope, types: TypeMap, metadata_base: Option<&Url>) -> Self {
+        Self {
+            scope,
+            types,
+            ocx: None,
+            get_record: metadata_base.map(GetRecord::new),
+            documents: None,
+            spills: [None, None, None],
+            versions: Vec::new(),
+            lens: Vec::new(),
+            entry: Vec::new(),
+            date: String::new(),
+        }
+    }
+
+    /// Also write the Signmap's entries.
+    pub fn with_signmap(mut self) -> std::io::Result<Self> {
+        self.spills[SIGNMAP] = Some(Spill::new()?);
+        Ok(self)
+    }
+
+    /// Also write OCX entries, as `config` says.
+    pub fn with_ocx(mut self, config: OcxConfig) -> std::io::Result<Self> {
+        self.ocx = Some(config);
+        self.spills[OCX] = Some(Spill::new()?);
+        Ok(self)
+    }
+
+    /// Also make each record's CDIF document, to be published under `documents` (a directory
+    /// URL); the other profiles then link to it. Call before [`Signposts::add`].
+    pub fn with_cdif(mut self, documents: Url) -> std::io::Result<Self> {
+        self.documents = Some(documents);
+        self.spills[CDIF] = Some(Spill::new()?);
+        Ok(self)
     }
 
     /// Adds one record occurrence (its extended fields must have been read).
     pub fn add(&mut self, record: &Record) -> Result<(), CollectError> {
-        let hasher = BuildHasherDefault::<DefaultHasher>::default();
         let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
-        let links_start = u32::try_from(self.links.len()).map_err(|_| InventoryFull)?;
-        let id = self.push(&record.identifier)?;
-        let after_id = self.arena.len();
-        let mut landing = None;
-        let mut cite_as = false;
-        let mut items = 0;
-        let mut image: Option<Span> = None;
-        if !record.deleted {
-            for value in &record.dc_identifiers {
-                match classify::classify(value, &self.scope) {
-                    Identifier::LandingPage(url) if landing.is_none() => {
-                        landing = Some(self.push(&url)?);
-                    }
-                    Identifier::ContentFile { url, media_type } if items < MAX_ITEMS => {
-                        items += 1;
-                        let href = self.push(&url)?;
-                        if image.is_none() && media_type.starts_with("image/") {
-                            image = Some(href);
-                        }
-                        self.links.push(StoredLink {
-                            rel: Rel::Item(media_type),
-                            href,
-                        });
-                    }
-                    Identifier::PersistentId(url) if !cite_as => {
-                        cite_as = true;
-                        let href = self.push(&url)?;
-                        self.links.push(StoredLink {
-                            rel: Rel::CiteAs,
-                            href,
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
-        // Every profile publishes a record only with its landing page: keep nothing else of one
-        // without (the links and texts stored while looking for it are dropped again).
-        if landing.is_none() {
-            self.links.truncate(links_start as usize);
-            self.arena.truncate(after_id);
-        } else {
-            if let Some(license) = record.dc_values(DcElement::Rights).find_map(license_url) {
-                let href = self.push(&license)?;
-                self.links.push(StoredLink {
-                    rel: Rel::License,
-                    href,
-                });
-            }
-            if let Some(t) = self.types.lookup(record.dc_values(DcElement::Type)) {
-                let href = intern(&mut self.arena, &mut self.interned, t)?;
-                self.links.push(StoredLink {
-                    rel: Rel::Type,
-                    href,
-                });
-            }
-        }
-        let ocx = match &self.ocx {
-            Some(config) if !record.deleted && landing.is_some() => {
-                let kind = config
-                    .types
-                    .lookup(record.dc_values(DcElement::Type))
-                    .or(config.default_type.as_deref())
-                    .map(|k| intern(&mut self.arena, &mut self.interned, k))
-                    .transpose()?;
-                let name = record
-                    .dc_values(DcElement::Title)
-                    .next()
-                    .map(|t| ocx::teaser(t, usize::MAX));
-                let teaser = record
-                    .dc_values(DcElement::Description)
-                    .next()
-                    .map(|d| ocx::teaser(d, config.teaser_chars));
-                Some(OcxFields {
-                    kind,
-                    name: name.map(|n| self.push(&n)).transpose()?,
-                    teaser: teaser.map(|t| self.push(&t)).transpose()?,
-                    image,
-                })
-            }
-            _ => None,
-        };
-        let cdif = match landing {
-            Some(landing) if !record.deleted && self.cdif.is_some() => {
-                let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
-                let stored = &self.links[links_start as usize..];
-                let link = |want: fn(&Rel) -> bool| {
-                    stored.iter().find(|l| want(&l.rel)).map(|l| text(l.href))
-                };
-                let metadata = self.get_record(&record.identifier);
-                let values = |e| record.dc_values(e).collect::<Vec<_>>();
-                let doc = crate::render::cdif::document(&crate::render::cdif::Fields {
-                    url: text(landing),
-                    kind: link(|r| matches!(r, Rel::Type)),
-                    titles: values(DcElement::Title),
-                    descriptions: values(DcElement::Description),
-                    creators: values(DcElement::Creator),
-                    dates: values(DcElement::Date),
-                    subjects: values(DcElement::Subject),
-                    publishers: values(DcElement::Publisher),
-                    languages: values(DcElement::Language),
-                    license: link(|r| matches!(r, Rel::License)),
-                    identifier: link(|r| matches!(r, Rel::CiteAs)),
-                    metadata: metadata.as_deref(),
-                });
-                let spill = self.cdif.as_mut().expect("checked above");
-                let at = spill.len;
-                std::io::Write::write_all(&mut spill.out, doc.as_bytes())?;
-                spill.len += doc.len() as u64;
-                Some((at, u32::try_from(doc.len()).map_err(|_| InventoryFull)?))
-            }
-            _ => None,
-        };
-        let links_len = u16::try_from(self.links.len() - links_start as usize).unwrap_or(u16::MAX);
-        self.versions.push(Version {
-            id_hash: hasher.hash_one(record.identifier.as_str()),
-            seq,
+        let mut version = Version {
+            id: hash128(&record.identifier),
+            landing: 0,
             datestamp: record.datestamp.map_or(i64::MIN, Datestamp::pack),
-            deleted: record.deleted,
-            id,
-            landing,
-            links_start,
-            links_len,
-            ocx,
-            cdif,
-        });
+            seq,
+            state: State::Deleted,
+        };
+        let mut lens = [0u32; 3];
+        if !record.deleted {
+            let found = Classified::of(record, &self.scope);
+            version.state = match &found.landing {
+                None => State::NoLandingPage,
+                Some(landing) => {
+                    version.landing = hash128(landing);
+                    let typed = self.write_entries(record, &found, landing, &mut lens)?;
+                    State::Landing { typed }
+                }
+            };
+        }
+        self.versions.push(version);
+        self.lens.push(lens);
         Ok(())
     }
 
-    /// Resolves the newest version of each record and orders the entries by landing page.
-    /// `metadata_base` is the OAI-PMH baseURL for the `describedby` GetRecord links (none for a
-    /// Static Repository without an http(s) baseURL).
-    pub fn finish(mut self) -> Result<Resolved, CollectError> {
-        let metadata_base = self.metadata_base.take();
-        let cdif = match self.cdif.take() {
-            Some(spill) => Some(spill.out.into_inner().map_err(|e| e.into_error())?),
-            None => None,
-        };
+    /// Writes each profile's entry of a live record with a landing page; whether it has an OCX
+    /// entry.
+    fn write_entries(
+        &mut self,
+        record: &Record,
+        found: &Classified,
+        landing: &str,
+        lens: &mut [u32; 3],
+    ) -> Result<bool, CollectError> {
+        let license = record.dc_values(DcElement::Rights).find_map(license_url);
+        let kind = self.types.lookup(record.dc_values(DcElement::Type));
+        let document = self.documents.as_ref().map(|base| {
+            base.join(&cdif_name(&record.identifier))
+                .expect("a file name joins onto a directory URL")
+        });
+        let lastmod = record.datestamp;
+        if let Some(spill) = &mut self.spills[SIGNMAP] {
+            let bytes = &mut self.entry;
+            bytes.clear();
+            write_url_start(bytes, landing, lastmod, &mut self.date);
+            if let Some(url) = &document {
+                signmap::write_link(
+                    bytes,
+                    "describedby",
+                    url.as_str(),
+                    Some("application/ld+json"),
+                    None,
+                );
+            }
+            if let Some(get_record) = &self.get_record {
+                signmap::link_start(bytes, "describedby");
+                get_record.write_xml(bytes, &record.identifier);
+                signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
+            }
+            for (url, media_type) in &found.items {
+                signmap::write_link(bytes, "item", url, signmap::media_type(media_type), None);
+            }
+            if let Some(url) = &found.cite_as {
+                signmap::write_link(bytes, "cite-as", url, None, None);
+            }
+            if let Some(url) = &license {
+                signmap::write_link(bytes, "license", url, None, None);
+            }
+            if let Some(url) = kind {
+                signmap::write_link(bytes, "type", url, None, None);
+            }
+            bytes.extend_from_slice(b"</url>\n");
+            lens[SIGNMAP] = spill.append(bytes)?;
+        }
+        let mut typed = false;
+        if let (Some(config), Some(spill)) = (&self.ocx, &mut self.spills[OCX])
+            && let Some(ocx_kind) = config
+                .types
+                .lookup(record.dc_values(DcElement::Type))
+                .or(config.default_type.as_deref())
+        {
+            typed = true;
+            let name = record
+                .dc_values(DcElement::Title)
+                .next()
+                .map(|t| ocx::teaser(t, usize::MAX));
+            let teaser = record
+                .dc_values(DcElement::Description)
+                .next()
+                .map(|d| ocx::teaser(d, config.teaser_chars));
+            // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
+            // for HTML); else what the configuration says.
+            let (format, meta, xpath) = match &document {
+                Some(url) => (Some("JSON-LD"), Some(url.as_str().into()), None),
+                None => (config.format.as_deref(), None, config.xpath.as_deref()),
+            };
+            self.entry.clear();
+            ocx::write_entry(
+                &mut self.entry,
+                &ocx::Entry {
+                    loc: landing,
+                    lastmod,
+                    kind: ocx_kind,
+                    format,
+                    meta,
+                    xpath,
+                    name: name.as_deref(),
+                    teaser: teaser.as_deref(),
+                    image: found.image(),
+                },
+                &mut self.date,
+            );
+            lens[OCX] = spill.append(&self.entry)?;
+        }
+        if let (Some(url), Some(spill)) = (&document, &mut self.spills[CDIF]) {
+            let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
+            let values = |e| record.dc_values(e).collect::<Vec<_>>();
+            let doc = cdif::document(&cdif::Fields {
+                url: landing,
+                kind,
+                titles: values(DcElement::Title),
+                descriptions: values(DcElement::Description),
+                creators: values(DcElement::Creator),
+                dates: values(DcElement::Date),
+                subjects: values(DcElement::Subject),
+                publishers: values(DcElement::Publisher),
+                languages: values(DcElement::Language),
+                license: license.as_deref(),
+                identifier: found.cite_as.as_deref(),
+                metadata: metadata.as_deref(),
+            });
+            // The document's name first (its hash part: the rest is fixed), then the document.
+            let name = cdif_hash(url.as_str());
+            self.entry.clear();
+            self.entry.extend_from_slice(name.as_bytes());
+            self.entry.extend_from_slice(doc.as_bytes());
+            lens[CDIF] = spill.append(&self.entry)?;
+        }
+        Ok(typed)
+    }
+
+    /// Resolves the newest version of each record and the newest record of each landing page;
+    /// the entries are kept in harvest order.
+    pub fn finish(self) -> Result<Resolved, CollectError> {
+        let mut versions = self.versions;
         let mut stats = SignStats::default();
         // Newest version first within each record; the later occurrence wins a tie.
-        self.versions.sort_unstable_by(|a, b| {
-            (a.id_hash, b.datestamp, b.seq).cmp(&(b.id_hash, a.datestamp, a.seq))
-        });
-        let arena = &self.arena;
-        let text = |s: Span| &arena[s.start as usize..][..s.len as usize];
-        // The winners are kept in place (a second list of a million versions was 120 MB).
-        let mut winners = std::mem::take(&mut self.versions);
-        let mut last: Option<(u64, &str)> = None;
-        winners.retain(|v| {
-            let id = text(v.id);
-            // Hash collisions between different identifiers are told apart by the text.
-            if last.is_some_and(|(h, i)| h == v.id_hash && i == id) {
-                return false;
-            }
-            last = Some((v.id_hash, id));
-            if v.deleted {
-                return false;
-            }
-            if v.landing.is_none() {
+        versions
+            .sort_unstable_by(|a, b| (a.id, b.datestamp, b.seq).cmp(&(b.id, a.datestamp, a.seq)));
+        versions.dedup_by_key(|v| v.id);
+        versions.retain(|v| match v.state {
+            State::Deleted => false,
+            State::NoLandingPage => {
                 stats.no_landing_page += 1;
-                return false;
+                false
             }
-            true
+            State::Landing { .. } => true,
         });
-        let landing = |v: &Version| text(v.landing.expect("winners have a landing page"));
-        winners.sort_unstable_by(|a, b| {
-            landing(a)
-                .cmp(landing(b))
-                .then(b.datestamp.cmp(&a.datestamp))
+        // A landing page is listed once, from its newest record.
+        versions.sort_unstable_by(|a, b| {
+            (a.landing, b.datestamp, b.seq).cmp(&(b.landing, a.datestamp, a.seq))
         });
-        let before = winners.len();
-        winners.dedup_by(|later, kept| landing(later) == landing(kept));
-        stats.duplicate = (before - winners.len()) as u64;
-        stats.published = winners.len() as u64;
+        let before = versions.len();
+        versions.dedup_by_key(|v| v.landing);
+        stats.duplicate = (before - versions.len()) as u64;
+        stats.published = versions.len() as u64;
         if self.ocx.is_some() {
-            let typed = winners
+            let typed = versions
                 .iter()
-                .filter(|v| v.ocx.is_some_and(|o| o.kind.is_some()))
+                .filter(|v| v.state == State::Landing { typed: true })
                 .count() as u64;
             stats.ocx_published = typed;
             stats.ocx_no_type = stats.published - typed;
         }
+        let mut winners: Vec<Winner> = versions
+            .iter()
+            .map(|v| Winner {
+                seq: v.seq,
+                datestamp: v.datestamp,
+            })
+            .collect();
+        drop(versions);
+        winners.sort_unstable_by_key(|w| w.seq);
+        let [signmap, ocx, cdif] = self.spills;
+        let open = |spill: Option<Spill>| spill.map(Spill::finish).transpose();
         Ok(Resolved {
-            cdif,
-            ocx: self.ocx,
-            arena: self.arena,
-            links: self.links,
+            files: [open(signmap)?, open(ocx)?, open(cdif)?],
+            lens: self.lens,
             winners,
-            metadata_base,
             stats,
         })
     }
@@ -395,8 +465,8 @@ pub enum CollectError {
     /// The in-memory table is full.
     #[error(transparent)]
     Full(#[from] InventoryFull),
-    /// The temporary file of CDIF documents failed.
-    #[error("cannot write the temporary file of CDIF documents: {0}")]
+    /// A temporary file of the profiles' entries failed.
+    #[error("cannot use the temporary file of the profiles' entries: {0}")]
     Spill(#[from] std::io::Error),
 }
 
@@ -408,7 +478,18 @@ pub fn cdif_name(identifier: &str) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect();
-    format!("cdif/{hex}.jsonld")
+    format!("{CDIF_DIR}{hex}{CDIF_EXT}")
+}
+
+const CDIF_DIR: &str = "cdif/";
+const CDIF_EXT: &str = ".jsonld";
+/// Length of the hash part of [`cdif_name`].
+const CDIF_HASH_LEN: usize = 16;
+
+/// The hash part of a document URL or name made by [`cdif_name`].
+fn cdif_hash(name: &str) -> &str {
+    let end = name.len() - CDIF_EXT.len();
+    &name[end - CDIF_HASH_LEN..end]
 }
 
 /// A `dc:rights` value that is a license URL (`https://creativecommons.org/licenses/by/4.0/`),
@@ -424,15 +505,21 @@ fn license_url(value: &str) -> Option<String> {
         .map(String::from)
 }
 
-/// The Signmap's entries, resolved and sorted.
+/// A published record: where its entries are.
+#[derive(Clone, Copy, Debug)]
+struct Winner {
+    seq: u32,
+    datestamp: i64,
+}
+
+/// The profiles' entries, resolved.
 #[derive(Debug)]
 pub struct Resolved {
-    cdif: Option<std::fs::File>,
-    ocx: Option<OcxConfig>,
-    arena: String,
-    links: Vec<StoredLink>,
-    winners: Vec<Version>,
-    metadata_base: Option<Url>,
+    /// The temporary file of each profile that is on, by column.
+    files: [Option<File>; 3],
+    lens: Vec<[u32; 3]>,
+    /// In harvest order.
+    winners: Vec<Winner>,
     /// Counts by outcome.
     pub stats: SignStats,
 }
@@ -443,126 +530,136 @@ impl Resolved {
         self.winners.is_empty()
     }
 
-    /// The OCX entries (records with an OCX type), in order of their landing pages. With
-    /// `documents` (the public URL the CDIF documents are published under), `ocx:loc` points at
-    /// each record's JSON-LD, with `ocx:format` JSON-LD (and no `ocx:xpath`, which is for HTML).
-    pub fn ocx_entries<'a>(
-        &'a self,
-        documents: Option<&'a Url>,
-    ) -> impl Iterator<Item = ocx::Entry<'a>> {
-        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
-        let config = self.ocx.as_ref();
-        self.winners.iter().filter_map(move |v| {
-            let fields = v.ocx?;
-            let config = config?;
-            let meta = documents
-                .filter(|_| v.cdif.is_some())
-                .and_then(|base| base.join(&cdif_name(text(v.id))).ok())
-                .map(|u| Cow::Owned(u.into()));
-            if meta.is_some() {
-                return Some(ocx::Entry {
-                    loc: text(v.landing?),
-                    lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
-                    kind: text(fields.kind?),
-                    format: Some("JSON-LD"),
-                    meta,
-                    xpath: None,
-                    name: fields.name.map(text),
-                    teaser: fields.teaser.map(text),
-                    image: fields.image.map(text),
-                });
-            }
-            Some(ocx::Entry {
-                meta: None,
-                loc: text(v.landing?),
-                lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
-                kind: text(fields.kind?),
-                format: config.format.as_deref(),
-                xpath: config.xpath.as_deref(),
-                name: fields.name.map(text),
-                teaser: fields.teaser.map(text),
-                image: fields.image.map(text),
-            })
-        })
-    }
-
-    /// The CDIF documents: for each record that has one, in landing-page order, its file name
-    /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
-    pub fn cdif_documents(
-        &self,
-    ) -> impl Iterator<Item = std::io::Result<(String, Option<Datestamp>, Vec<u8>)>> + '_ {
-        use std::os::unix::fs::FileExt;
-        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
-        self.winners.iter().filter_map(move |v| {
-            let (at, len) = v.cdif?;
-            let file = self.cdif.as_ref()?;
-            let mut bytes = vec![0; len as usize];
-            Some(file.read_exact_at(&mut bytes, at).map(|()| {
-                let lastmod = (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp));
-                (cdif_name(text(v.id)), lastmod, bytes)
-            }))
-        })
-    }
-
     /// With OCX: is there any OCX entry.
     pub fn has_ocx(&self) -> bool {
         self.stats.ocx_published > 0
     }
 
-    /// The entries, in order of their landing pages. With `documents` (the public URL the CDIF
-    /// documents are published under), each entry also links its JSON-LD as `describedby`.
-    pub fn entries<'a>(&'a self, documents: Option<&'a Url>) -> impl Iterator<Item = Entry<'a>> {
-        let text = |s: Span| &self.arena[s.start as usize..][..s.len as usize];
-        self.winners.iter().map(move |v| {
-            let mut links = Vec::with_capacity(v.links_len as usize + 2);
-            if let Some(base) = documents.filter(|_| v.cdif.is_some())
-                && let Ok(url) = base.join(&cdif_name(text(v.id)))
-            {
-                links.push(Link {
-                    rel: "describedby",
-                    href: Cow::Owned(url.into()),
-                    media_type: Some("application/ld+json"),
-                    profile: None,
-                });
-            }
-            if let Some(base) = &self.metadata_base {
-                let href = request_url(
-                    base,
-                    &[
-                        ("verb", "GetRecord"),
-                        ("identifier", text(v.id)),
-                        ("metadataPrefix", "oai_dc"),
-                    ],
-                );
-                links.push(Link {
-                    rel: "describedby",
-                    href: Cow::Owned(href),
-                    media_type: Some("application/xml"),
-                    profile: Some(OAI_DC_PROFILE),
-                });
-            }
-            let stored = &self.links[v.links_start as usize..][..v.links_len as usize];
-            for link in stored {
-                let href = Cow::Borrowed(text(link.href));
-                let (rel, media) = match link.rel {
-                    Rel::Item(t) => ("item", media_type(t)),
-                    Rel::CiteAs => ("cite-as", None),
-                    Rel::License => ("license", None),
-                    Rel::Type => ("type", None),
-                };
-                links.push(Link {
-                    rel,
-                    href,
-                    media_type: media,
-                    profile: None,
-                });
-            }
-            Entry {
-                loc: text(v.landing.expect("winners have a landing page")),
-                lastmod: (v.datestamp != i64::MIN).then(|| Datestamp::unpack(v.datestamp)),
-                links,
-            }
+    /// Splits the Signmap's entries into shards within `limits`, counting the links' bytes too
+    /// (SP-14), and hands each to `emit` as soon as it is full.
+    pub fn render_signmap<E: From<CollectError>>(
+        &self,
+        limits: Limits,
+        emit: impl FnMut(&Shard) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.render(SIGNMAP, signmap::URLSET_OPEN, limits, emit)
+    }
+
+    /// Splits the OCX entries (records with an OCX type) into shards within `limits`.
+    pub fn render_ocx<E: From<CollectError>>(
+        &self,
+        limits: Limits,
+        emit: impl FnMut(&Shard) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        self.render(OCX, ocx::URLSET_OPEN, limits, emit)
+    }
+
+    fn render<E: From<CollectError>>(
+        &self,
+        column: usize,
+        open: &str,
+        limits: Limits,
+        emit: impl FnMut(&Shard) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let Some(file) = &self.files[column] else {
+            return Ok(0);
+        };
+        let mut reader = SpillReader::new(file);
+        let mut failed = None;
+        let shards = render_urlsets(
+            self.entries(column),
+            open,
+            limits,
+            |bytes, (at, len, lastmod)| {
+                if failed.is_none()
+                    && let Err(e) = reader.read(at, len, bytes)
+                {
+                    failed = Some(e);
+                }
+                lastmod
+            },
+            emit,
+        )?;
+        match failed {
+            Some(e) => Err(CollectError::Spill(e).into()),
+            None => Ok(shards),
+        }
+    }
+
+    /// Where each winner's entry in one temporary file is (offset, length), with its lastmod;
+    /// winners without one (no OCX type) are left out.
+    fn entries(&self, column: usize) -> impl Iterator<Item = (u64, u32, Option<Datestamp>)> + '_ {
+        // The entries lie in `seq` order; the offset of one is the sum of the lengths before.
+        let mut seq = 0usize;
+        let mut offset = 0u64;
+        self.winners.iter().filter_map(move |w| {
+            let at = w.seq as usize;
+            offset += self.lens[seq..at]
+                .iter()
+                .map(|l| u64::from(l[column]))
+                .sum::<u64>();
+            let len = self.lens[at][column];
+            let start = offset;
+            offset += u64::from(len);
+            seq = at + 1;
+            let lastmod = (w.datestamp != i64::MIN).then(|| Datestamp::unpack(w.datestamp));
+            (len > 0).then_some((start, len, lastmod))
         })
+    }
+
+    /// The CDIF documents: for each record that has one, in harvest order, its file name
+    /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
+    pub fn cdif_documents(
+        &self,
+    ) -> impl Iterator<Item = std::io::Result<(String, Option<Datestamp>, Vec<u8>)>> + '_ {
+        let mut reader = self.files[CDIF].as_ref().map(SpillReader::new);
+        self.entries(CDIF).map_while(move |(at, len, lastmod)| {
+            let reader = reader.as_mut()?;
+            let mut bytes = Vec::with_capacity(len as usize);
+            Some(reader.read(at, len, &mut bytes).map(|()| {
+                let doc = bytes.split_off(CDIF_HASH_LEN);
+                let hash = String::from_utf8_lossy(&bytes);
+                (format!("{CDIF_DIR}{hash}{CDIF_EXT}"), lastmod, doc)
+            }))
+        })
+    }
+}
+
+/// Reads entries from a temporary file front to back, skipping those not asked for.
+struct SpillReader<'a> {
+    reader: BufReader<&'a File>,
+    /// The file offset `reader` is at.
+    at: u64,
+}
+
+impl<'a> SpillReader<'a> {
+    fn new(file: &'a File) -> Self {
+        Self {
+            reader: BufReader::with_capacity(1 << 20, file),
+            at: 0,
+        }
+    }
+
+    /// Appends the `len` bytes at offset `at` (not before the last read's end) to `into`.
+    fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
+        let skip = at
+            .checked_sub(self.at)
+            .and_then(|s| i64::try_from(s).ok())
+            .ok_or_else(|| std::io::Error::other("entries are read front to back"))?;
+        self.reader.seek_relative(skip)?;
+        let mut left = len as usize;
+        while left > 0 {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let n = buf.len().min(left);
+            into.extend_from_slice(&buf[..n]);
+            self.reader.consume(n);
+            left -= n;
+        }
+        self.at = at + u64::from(len);
+        Ok(())
     }
 }
 
@@ -581,16 +678,53 @@ mod tests {
         }
     }
 
-    fn entries(r: &Resolved) -> Vec<(String, Vec<(String, String)>)> {
-        r.entries(None)
-            .map(|e| {
-                let links = e
-                    .links
-                    .iter()
-                    .map(|l| (l.rel.to_owned(), l.href.to_string()))
+    fn shards(r: &Resolved, ocx: bool, limits: Limits) -> Vec<Shard> {
+        let mut out = Vec::new();
+        let emit = |s: &Shard| {
+            out.push(s.clone());
+            Ok::<_, CollectError>(())
+        };
+        if ocx {
+            r.render_ocx(limits, emit).unwrap();
+        } else {
+            r.render_signmap(limits, emit).unwrap();
+        }
+        out
+    }
+
+    /// Each `<url>` of the shards, as a parser reads them: its loc and its children below the
+    /// lastmod (for a Signmap the links as (rel, href), for OCX the OCX elements as (name, text)).
+    fn entries(r: &Resolved, ocx: bool) -> Vec<(String, Vec<(String, String)>)> {
+        let mut out = Vec::new();
+        for shard in shards(r, ocx, Limits::default()) {
+            let text = String::from_utf8(shard.bytes).unwrap();
+            let doc = roxmltree::Document::parse(&text).unwrap();
+            for url in doc.root_element().children().filter(|n| n.is_element()) {
+                let loc = url.children().find(|n| n.has_tag_name((SITEMAP_NS, "loc")));
+                let parts = url
+                    .descendants()
+                    .filter(|n| n.tag_name().namespace() != Some(SITEMAP_NS) && n.is_element())
+                    .filter(|n| !n.has_tag_name((ocx::OCX_NS, "ocx")))
+                    .map(|n| match n.attribute("rel") {
+                        Some(rel) => (rel.to_owned(), n.attribute("href").unwrap().to_owned()),
+                        None => (
+                            n.tag_name().name().to_owned(),
+                            n.text().unwrap_or_default().to_owned(),
+                        ),
+                    })
                     .collect();
-                (e.loc.to_owned(), links)
-            })
+                out.push((loc.unwrap().text().unwrap().to_owned(), parts));
+            }
+        }
+        out
+    }
+
+    const SITEMAP_NS: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
+
+    fn pairs(parts: &[(String, String)]) -> Vec<(&str, &str)> {
+        parts
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
             .collect()
     }
 
@@ -598,7 +732,9 @@ mod tests {
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
         let scope = Scope::from_base_url(&base).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None, Some(base));
+        let mut s = Signposts::new(scope, TypeMap::default(), Some(&base))
+            .with_signmap()
+            .unwrap();
         s.add(&record(
             "oai:h:1",
             "2024-05-01",
@@ -629,15 +765,11 @@ mod tests {
         let r = s.finish().unwrap();
         assert_eq!(r.stats.no_landing_page, 1);
         assert_eq!(r.stats.published, 1);
-        let e = entries(&r);
+        let e = entries(&r, false);
+        assert_eq!(e.len(), 1);
         assert_eq!(e[0].0, "https://h/oai/record/1");
-        let links: Vec<(&str, &str)> = e[0]
-            .1
-            .iter()
-            .map(|(a, b)| (a.as_str(), b.as_str()))
-            .collect();
         assert_eq!(
-            links,
+            pairs(&e[0].1),
             [
                 (
                     "describedby",
@@ -651,6 +783,29 @@ mod tests {
         );
     }
 
+    /// The `GetRecord` link is spelled as `request_url` spells it, after an existing query too
+    /// (OAI-04), and escaped in the XML.
+    #[test]
+    fn the_describedby_link_is_the_get_record_request() {
+        for base in ["https://h/oai/request", "https://h/oai/request?repo=a&x=1"] {
+            let base = Url::parse(base).unwrap();
+            let get_record = GetRecord::new(&base);
+            let id = "oai:h:a b/é&<";
+            let expected = request_url(
+                &base,
+                &[
+                    ("verb", "GetRecord"),
+                    ("identifier", id),
+                    ("metadataPrefix", "oai_dc"),
+                ],
+            );
+            assert_eq!(get_record.url(id), expected);
+            let mut xml = Vec::new();
+            get_record.write_xml(&mut xml, id);
+            assert_eq!(String::from_utf8(xml).unwrap(), escape(&expected));
+        }
+    }
+
     /// OCX: the type from the table or the default; without either the record is counted as
     /// `ocx_no_type` (it stays in the Signmap); the teaser is cut; an image file is the image.
     #[test]
@@ -662,12 +817,9 @@ mod tests {
             teaser_chars: 20,
             ..OcxConfig::default()
         };
-        let mut s = Signposts::new(
-            scope.clone(),
-            TypeMap::default(),
-            Some(config.clone()),
-            None,
-        );
+        let mut s = Signposts::new(scope.clone(), TypeMap::default(), None)
+            .with_ocx(config.clone())
+            .unwrap();
         s.add(&record(
             "a",
             "2024-01-01",
@@ -698,23 +850,25 @@ mod tests {
             ),
             (2, 1, 1)
         );
-        let e: Vec<_> = r.ocx_entries(None).collect();
+        let e = entries(&r, true);
         assert_eq!(e.len(), 1);
-        assert_eq!(e[0].kind, "http://oerschema.org/Lesson");
-        assert_eq!(e[0].name, Some("Getijden"));
-        assert_eq!(e[0].teaser, Some("Een les over eb en…"));
-        assert_eq!(e[0].image, Some("https://h/a/cover.jpg"));
+        assert_eq!(
+            pairs(&e[0].1),
+            [
+                ("type", "http://oerschema.org/Lesson"),
+                ("name", "Getijden"),
+                ("teaser", "Een les over eb en…"),
+                ("image", "https://h/a/cover.jpg"),
+            ]
+        );
 
         // With a default type, the second record is published too.
-        let mut s = Signposts::new(
-            scope,
-            TypeMap::default(),
-            Some(OcxConfig {
+        let mut s = Signposts::new(scope, TypeMap::default(), None)
+            .with_ocx(OcxConfig {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..config
-            }),
-            None,
-        );
+            })
+            .unwrap();
         s.add(&record(
             "b",
             "2024-01-01",
@@ -724,15 +878,17 @@ mod tests {
         .unwrap();
         let r = s.finish().unwrap();
         assert_eq!(
-            r.ocx_entries(None).next().unwrap().kind,
-            "https://schema.org/CreativeWork"
+            pairs(&entries(&r, true)[0].1),
+            [("type", "https://schema.org/CreativeWork")]
         );
     }
 
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None, None);
+        let mut s = Signposts::new(scope, TypeMap::default(), None)
+            .with_signmap()
+            .unwrap();
         s.add(&record("a", "2024-01-01", &["https://h/old"], &[]))
             .unwrap();
         s.add(&record("a", "2024-02-01", &["https://h/new"], &[]))
@@ -742,18 +898,116 @@ mod tests {
         s.add(&record("b", "2024-01-01", &["https://h/b"], &[]))
             .unwrap();
         s.add(&gone).unwrap();
-        // Two records with one landing page: listed once.
-        s.add(&record("c", "2024-01-01", &["https://h/shared"], &[]))
+        // Two records with one landing page: listed once, from the newer record.
+        s.add(&record("c", "2024-01-02", &["https://h/shared"], &[]))
             .unwrap();
-        s.add(&record("d", "2024-01-02", &["https://h/shared"], &[]))
+        s.add(&record("d", "2024-01-01", &["https://h/shared"], &[]))
+            .unwrap();
+        // An older occurrence after a newer one loses too.
+        s.add(&record("a", "2023-01-01", &["https://h/older"], &[]))
             .unwrap();
         let r = s.finish().unwrap();
-        let locs: Vec<String> = entries(&r).into_iter().map(|e| e.0).collect();
+        let e = entries(&r, false);
+        let locs: Vec<&str> = e.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(locs, ["https://h/new", "https://h/shared"]);
         assert_eq!(r.stats.duplicate, 1);
         assert!(
-            entries(&r).iter().all(|e| e.1.is_empty()),
+            e.iter().all(|e| e.1.is_empty()),
             "no describedby without a base"
+        );
+        let lastmods: Vec<Option<Datestamp>> = r.entries(SIGNMAP).map(|(_, _, d)| d).collect();
+        assert_eq!(
+            lastmods,
+            [
+                Datestamp::parse("2024-02-01"),
+                Datestamp::parse("2024-01-02")
+            ]
+        );
+    }
+
+    /// SP-14: the links count toward a shard's byte limit; every entry lands in one shard.
+    #[test]
+    fn shards_split_on_bytes_counting_links() {
+        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
+        let mut s = Signposts::new(scope, TypeMap::default(), None)
+            .with_signmap()
+            .unwrap();
+        let files: Vec<String> = (0..40)
+            .map(|i| format!("https://h/oai/files/{i:04}.pdf"))
+            .collect();
+        for n in 0..100 {
+            let mut ids = vec![format!("https://h/oai/r/{n}")];
+            ids.extend(files.iter().cloned());
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            s.add(&record(&format!("r{n}"), "2024-01-01", &ids, &[]))
+                .unwrap();
+        }
+        let r = s.finish().unwrap();
+        let limits = Limits {
+            max_urls: 50_000,
+            max_bytes: 64 * 1024,
+        };
+        let shards = shards(&r, false, limits);
+        assert!(shards.len() > 1);
+        assert!(shards.iter().all(|s| s.bytes.len() <= limits.max_bytes));
+        assert_eq!(shards.iter().map(|s| s.urls).sum::<usize>(), 100);
+        for shard in &shards {
+            roxmltree::Document::parse(std::str::from_utf8(&shard.bytes).unwrap()).unwrap();
+        }
+    }
+
+    /// CDIF: the documents come back with their stable names, and the other profiles link them.
+    #[test]
+    fn cdif_documents_are_named_by_identifier_and_linked() {
+        let base = Url::parse("https://h/oai/request").unwrap();
+        let scope = Scope::from_base_url(&base).unwrap();
+        let public = Url::parse("https://g/repo/").unwrap();
+        let mut s = Signposts::new(scope, TypeMap::default(), Some(&base))
+            .with_signmap()
+            .unwrap()
+            .with_ocx(OcxConfig {
+                default_type: Some("https://schema.org/CreativeWork".into()),
+                ..OcxConfig::default()
+            })
+            .unwrap()
+            .with_cdif(public.clone())
+            .unwrap();
+        for id in ["oai:h:1", "oai:h:2"] {
+            let landing = format!("https://h/oai/{id}");
+            s.add(&record(
+                id,
+                "2024-01-01",
+                &[&landing],
+                &[(DcElement::Title, "T")],
+            ))
+            .unwrap();
+        }
+        let r = s.finish().unwrap();
+        let docs: Vec<_> = r.cdif_documents().map(Result::unwrap).collect();
+        assert_eq!(docs.len(), 2);
+        for ((name, lastmod, bytes), id) in docs.iter().zip(["oai:h:1", "oai:h:2"]) {
+            assert_eq!(name, &cdif_name(id));
+            assert_eq!(*lastmod, Datestamp::parse("2024-01-01"));
+            let doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
+            assert_eq!(doc["url"], format!("https://h/oai/{id}"));
+        }
+        let signmap = entries(&r, false);
+        assert_eq!(
+            signmap[0].1[0],
+            (
+                "describedby".to_owned(),
+                public.join(&cdif_name("oai:h:1")).unwrap().to_string()
+            )
+        );
+        let ocx = entries(&r, true);
+        assert!(ocx[1].1.contains(&(
+            "loc".to_owned(),
+            public.join(&cdif_name("oai:h:2")).unwrap().to_string()
+        )));
+        assert!(
+            ocx[1]
+                .1
+                .contains(&("format".to_owned(), "JSON-LD".to_owned()))
         );
     }
 }

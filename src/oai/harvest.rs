@@ -145,6 +145,12 @@ const QUERY_VALUE: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'_')
     .remove(b'~');
 
+/// `value` percent-encoded as [`request_url`] encodes argument values: only RFC 3986 unreserved
+/// characters are left, so the result also needs no escaping in XML.
+pub fn query_value(value: &str) -> percent_encoding::PercentEncode<'_> {
+    utf8_percent_encode(value, QUERY_VALUE)
+}
+
 /// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
 /// is percent-encoded exactly once.
 pub fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
