@@ -113,6 +113,8 @@ struct Entry {
     url_start: u32,
     url_count: u16,
     deleted: bool,
+    /// The groups (DiWoo categories) this occurrence is in, a bit each ([`Inventory::add`]).
+    groups: u32,
     /// Identifiers not published, by reason (the first [`IDENTIFIER_DROPS`] of [`Drop::ALL`]),
     /// counted only if this version wins; saturating, as no real record has 255 of one kind.
     drops: [u8; IDENTIFIER_DROPS],
@@ -186,7 +188,9 @@ impl Inventory {
     }
 
     /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
-    pub fn add(&mut self, record: &Record) -> Result<(), InventoryFull> {
+    /// `groups` has a bit set for each group of records it is in (the DiWoo categories whose
+    /// sets hold it, [`Published::iter_in`]); 0 when there are none.
+    pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryFull> {
         self.stats.records_seen += 1;
         let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
         let mut url_count = 0u16;
@@ -236,24 +240,10 @@ impl Inventory {
             url_start,
             url_count,
             deleted: record.deleted,
+            groups,
             drops,
         });
         Ok(())
-    }
-
-    /// Records that an occurrence of the record is not part of this inventory's selection (a
-    /// DiWoo category whose sets it is not in): a newer such occurrence supersedes older ones
-    /// that were, as a deletion does.
-    pub fn add_absent(&mut self, record: &Record) {
-        let hasher = BuildHasherDefault::<DefaultHasher>::default();
-        self.entries.push(Entry {
-            id_hash: hasher.hash_one(record.identifier.as_str()),
-            datestamp: pack(record.datestamp),
-            url_start: 0,
-            url_count: 0,
-            deleted: true,
-            drops: [0; IDENTIFIER_DROPS],
-        });
     }
 
     /// Resolves repeats and duplicates into the sorted list of URLs to publish.
@@ -287,6 +277,7 @@ impl Inventory {
                 key: key(&arena, span, common),
                 span,
                 datestamp: winner.datestamp,
+                groups: winner.groups,
             }));
         }
         drop(superseded);
@@ -304,6 +295,8 @@ impl Inventory {
                 && (later.span.len as usize <= common + KEY_BYTES
                     || text(later.span) == text(kept.span));
             if same {
+                // The URL is in every group of a record that publishes it.
+                kept.groups |= later.groups;
                 stats.drop(Drop::Duplicate);
                 match shared.last_mut() {
                     Some(last) if text(last.0) == text(kept.span) => last.1.push(later.datestamp),
@@ -336,20 +329,28 @@ const KEY_BYTES: usize = 16;
 /// with zeros, decide most comparisons without reading the arena.
 #[derive(Clone, Copy, Debug)]
 struct Item {
-    key: u128,
+    key: Key,
     span: Span,
     datestamp: i64,
+    /// The groups of the records that publish it ([`Published::iter_in`]).
+    groups: u32,
 }
+
+/// A [`KEY_BYTES`]-byte sort key as two words, high first: ordered as a `u128` would be, but
+/// 8-byte aligned, so that an [`Item`] takes 40 bytes rather than 48.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key(u64, u64);
 
 /// The sort key of a URL whose first `common` bytes every URL shares. Keys order like the texts
 /// (a shorter text's padding is zeros); equal keys need the whole texts compared.
-fn key(arena: &str, span: Span, common: usize) -> u128 {
+fn key(arena: &str, span: Span, common: usize) -> Key {
     let text = &arena.as_bytes()[span.start as usize..][..span.len as usize];
     let rest = text.get(common..).unwrap_or_default();
     let mut bytes = [0u8; KEY_BYTES];
     let n = rest.len().min(KEY_BYTES);
     bytes[..n].copy_from_slice(&rest[..n]);
-    u128::from_be_bytes(bytes)
+    let value = u128::from_be_bytes(bytes);
+    Key((value >> 64) as u64, value as u64)
 }
 
 /// Sorts by text, and for equal texts newest first. The keys sort almost everything; only runs
@@ -468,13 +469,26 @@ impl Published {
 
     /// The URLs in order, with their lastmod.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
-        self.items.iter().map(|item| {
-            let s = item.span;
-            (
-                &self.arena[s.start as usize..][..s.len as usize],
-                unpack(item.datestamp),
-            )
-        })
+        self.items.iter().map(|item| self.entry(item))
+    }
+
+    /// The URLs of the records in group `group` (0-31: the bit given to [`Inventory::add`]), in
+    /// order. A URL's lastmod is its lastmod in [`Published::iter`]: the newest datestamp among
+    /// all records that publish it, in the group or not (the page is the same page).
+    pub fn iter_in(&self, group: u32) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
+        let bit = 1u32.checked_shl(group).unwrap_or(0);
+        self.items
+            .iter()
+            .filter(move |item| item.groups & bit != 0)
+            .map(|item| self.entry(item))
+    }
+
+    fn entry(&self, item: &Item) -> (&str, Option<Datestamp>) {
+        let s = item.span;
+        (
+            &self.arena[s.start as usize..][..s.len as usize],
+            unpack(item.datestamp),
+        )
     }
 }
 
@@ -498,7 +512,7 @@ mod tests {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
         let mut inventory = Inventory::new(scope);
         for r in records {
-            inventory.add(r).unwrap();
+            inventory.add(r, 0).unwrap();
         }
         inventory.finish()
     }

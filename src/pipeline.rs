@@ -209,8 +209,9 @@ pub struct Harvested {
     pub published: Published,
     /// The Signmap's records (`job.signmap`).
     pub signposts: Option<Resolved>,
-    /// Each DiWoo category's URLs, by category number (`job.diwoo`).
-    pub diwoo: Vec<(u8, Published)>,
+    /// The DiWoo categories (`job.diwoo`), in order: category `diwoo[i]` holds the URLs of
+    /// group `i` of `published` ([`Published::iter_in`]).
+    pub diwoo: Vec<u8>,
     /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
     /// when there is no earlier generation to follow. Empty for a patch, which holds the
     /// layout it starts from and makes the one after ([`crate::patch::Patched::layout`]).
@@ -220,12 +221,11 @@ pub struct Harvested {
     pub patch: Option<crate::patch::Patch>,
 }
 
-/// One DiWoo category being collected: the records of its sets.
+/// One DiWoo category: the records of its sets, a group of the inventory.
 #[derive(Debug)]
 struct Category {
     number: u8,
     sets: Vec<String>,
-    inventory: Inventory,
 }
 
 impl Category {
@@ -256,7 +256,6 @@ impl Collectors {
                 None => diwoo.push(Category {
                     number: *number,
                     sets: vec![set.clone()],
-                    inventory: Inventory::new(scope.clone()),
                 }),
             }
         }
@@ -295,11 +294,7 @@ impl Collectors {
         Ok(Harvested {
             published: self.inventory.finish(),
             signposts: self.signposts.map(Signposts::finish).transpose()?,
-            diwoo: self
-                .diwoo
-                .into_iter()
-                .map(|cat| (cat.number, cat.inventory.finish()))
-                .collect(),
+            diwoo: self.diwoo.iter().map(|c| c.number).collect(),
             report,
             layout: Layout::default(),
             patch: None,
@@ -307,16 +302,18 @@ impl Collectors {
     }
 
     fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
-        self.inventory.add(record)?;
+        // A DiWoo category is a group of the one inventory: the newest version of a record
+        // decides its groups as it decides its URLs (a record that left a category's sets leaves
+        // the category, as a deleted record leaves the sitemap).
+        let groups = self
+            .diwoo
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.holds(record))
+            .fold(0u32, |groups, (i, _)| groups | 1 << i);
+        self.inventory.add(record, groups)?;
         if let Some(s) = &mut self.signposts {
             s.add(record)?;
-        }
-        for c in &mut self.diwoo {
-            if c.holds(record) {
-                c.inventory.add(record)?;
-            } else {
-                c.inventory.add_absent(record);
-            }
         }
         Ok(())
     }
@@ -537,13 +534,13 @@ pub fn render<S: FileSink>(
         cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
     }
     let mut diwoo = Vec::new();
-    for (number, published) in &harvested.diwoo {
+    for (group, number) in harvested.diwoo.iter().enumerate() {
         let mut stats = DiwooStats {
             category: *number,
             ..DiwooStats::default()
         };
         // DiWoo reads only https locations, and every entry needs a lastmod.
-        let items = published.iter().filter(|(url, lastmod)| {
+        let items = published.iter_in(group as u32).filter(|(url, lastmod)| {
             if !url.starts_with("https://") {
                 stats.requires_https += 1;
                 false
@@ -551,13 +548,13 @@ pub fn render<S: FileSink>(
                 stats.requires_lastmod += 1;
                 false
             } else {
+                stats.urls += 1;
                 true
             }
         });
         let prefix = format!("diwoo-infocat{number:03}");
         let mut shards = Shards::new(&job.public_url, &prefix, "xml");
         render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-        stats.urls = published.len() as u64 - stats.requires_https - stats.requires_lastmod;
         indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
         diwoo.push(stats);
     }

@@ -422,8 +422,9 @@ fn scope() -> Scope {
     Scope::from_base_url(&Url::parse("https://repo.example/oai/request").unwrap()).unwrap()
 }
 
-/// A record occurrence: header identifier, datestamp, deleted flag, indexes into [`pool`].
-type Occurrence = (String, Option<Datestamp>, bool, Vec<usize>);
+/// A record occurrence: header identifier, datestamp, deleted flag, indexes into [`pool`], and
+/// the groups it is in (bits 0 and 1: DiWoo categories).
+type Occurrence = (String, Option<Datestamp>, bool, Vec<usize>, u32);
 
 fn occurrences() -> impl Strategy<Value = Vec<Occurrence>> {
     let ids = prop::sample::select(vec!["oai:r:1", "oai:r:2", "oai:r:3", "oai:r:4", "oai:r:5"]);
@@ -443,24 +444,28 @@ fn occurrences() -> impl Strategy<Value = Vec<Occurrence>> {
         dates,
         prop::bool::weighted(0.2),
         prop::collection::vec(0..pool_len, 0..6),
+        0u32..4,
     )
-        .prop_map(|(id, d, deleted, ids)| (id.to_owned(), d, deleted, ids));
+        .prop_map(|(id, d, deleted, ids, groups)| (id.to_owned(), d, deleted, ids, groups));
     prop::collection::vec(occurrence, 0..40)
 }
 
 fn resolve(occurrences: &[Occurrence]) -> Published {
     let pool = pool();
     let mut inventory = Inventory::new(scope());
-    for (id, datestamp, deleted, ids) in occurrences {
+    for (id, datestamp, deleted, ids, groups) in occurrences {
         inventory
-            .add(&Record {
-                identifier: id.clone(),
-                datestamp: *datestamp,
-                deleted: *deleted,
-                sets: vec![],
-                dc_identifiers: ids.iter().map(|&i| pool[i].0.clone()).collect(),
-                dc: vec![],
-            })
+            .add(
+                &Record {
+                    identifier: id.clone(),
+                    datestamp: *datestamp,
+                    deleted: *deleted,
+                    sets: vec![],
+                    dc_identifiers: ids.iter().map(|&i| pool[i].0.clone()).collect(),
+                    dc: vec![],
+                },
+                *groups,
+            )
             .unwrap();
     }
     inventory.finish()
@@ -471,6 +476,8 @@ fn resolve(occurrences: &[Occurrence]) -> Published {
 struct Model {
     /// Sorted URLs with their lastmod.
     published: Vec<(String, Option<Datestamp>)>,
+    /// The URLs of group 0 and of group 1: those a winning version in the group publishes.
+    groups: [Vec<String>; 2],
     records: u64,
     deleted: u64,
     no_url: u64,
@@ -498,7 +505,8 @@ fn model(occurrences: &[Occurrence]) -> Model {
         ..Model::default()
     };
     let mut urls: BTreeMap<String, Option<Datestamp>> = BTreeMap::new();
-    for (_, datestamp, deleted, ids) in winners.values() {
+    let mut groups: [BTreeSet<String>; 2] = Default::default();
+    for (_, datestamp, deleted, ids, in_groups) in winners.values() {
         if *deleted {
             m.deleted += 1;
             continue;
@@ -512,6 +520,11 @@ fn model(occurrences: &[Occurrence]) -> Model {
                     // Each URL once, with the newest datestamp of the records listing it (SM-16).
                     let lastmod = urls.entry(u.clone()).or_insert(*datestamp);
                     *lastmod = (*lastmod).max(*datestamp);
+                    for (g, urls) in groups.iter_mut().enumerate() {
+                        if in_groups & 1 << g != 0 {
+                            urls.insert(u.clone());
+                        }
+                    }
                 }
                 Expect::Dropped(reason) => *m.dropped.entry(reason.as_str()).or_default() += 1,
             }
@@ -521,6 +534,7 @@ fn model(occurrences: &[Occurrence]) -> Model {
         }
     }
     m.published = urls.into_iter().collect();
+    m.groups = groups.map(|g| g.into_iter().collect());
     m
 }
 
@@ -545,6 +559,26 @@ proptest! {
         prop_assert_eq!(&got, &expected.published);
         prop_assert_eq!(published.len(), expected.published.len());
         prop_assert_eq!(published.is_empty(), expected.published.is_empty());
+    }
+
+    /// A group (a DiWoo category) lists the URLs of its records' winning versions, each once, in
+    /// order, with the URL's lastmod of the whole list; a record whose newest version left the
+    /// group is not in it.
+    #[test]
+    fn a_group_lists_the_urls_of_its_winning_records(occurrences in occurrences()) {
+        let published = resolve(&occurrences);
+        let expected = model(&occurrences);
+        for (g, urls) in expected.groups.iter().enumerate() {
+            let got: Vec<(String, Option<Datestamp>)> =
+                published.iter_in(g as u32).map(|(u, d)| (u.to_owned(), d)).collect();
+            let want: Vec<(String, Option<Datestamp>)> = expected
+                .published
+                .iter()
+                .filter(|(u, _)| urls.contains(u))
+                .cloned()
+                .collect();
+            prop_assert_eq!(got, want);
+        }
     }
 
     /// I-01, OAI-38, SM-16: the counts add up. Every record occurrence is seen; every distinct
@@ -597,8 +631,8 @@ fn a_superseded_version_is_not_counted() {
     let newer = Datestamp::parse("2021-01-01");
     let id = || "oai:r:1".to_owned();
     let s = resolve(&[
-        (id(), older, false, vec![doi, isbn, item]),
-        (id(), newer, false, vec![doi, item]),
+        (id(), older, false, vec![doi, isbn, item], 0),
+        (id(), newer, false, vec![doi, item], 0),
     ])
     .stats;
     assert_eq!((s.records_seen, s.records, s.urls), (2, 1, 1));
