@@ -1,6 +1,8 @@
 //! Classifies each `dc:identifier` value: landing page, content file, persistent identifier, or a
 //! named reason why it cannot be published (DESIGN.md "Identifier classes"; Q-21, SM-04, SM-05).
 
+use std::borrow::Cow;
+
 use url::Url;
 
 use crate::scope::Scope;
@@ -281,23 +283,67 @@ enum Found<'a> {
 /// Classifies one `dc:identifier` value against `scope`. Pure; surrounding XML whitespace is
 /// trimmed first.
 pub fn classify(value: &str, scope: &Scope) -> Identifier {
+    match class(value, scope) {
+        Class::LandingPage(url) => Identifier::LandingPage(url.into_owned()),
+        Class::ContentFile { url, media_type } => Identifier::ContentFile {
+            url: url.into_owned(),
+            media_type,
+        },
+        Class::PersistentId(pid) => Identifier::PersistentId(pid.resolver_url()),
+        Class::Dropped(reason) => Identifier::Dropped(reason),
+    }
+}
+
+/// What [`classify`] says, borrowed from the value where it can be: for a harvest that looks at
+/// each value for several files (the sitemap and the landing-page profiles) and classifies it
+/// once.
+#[derive(Debug)]
+pub enum Class<'a> {
+    /// See [`Identifier::LandingPage`].
+    LandingPage(Cow<'a, str>),
+    /// See [`Identifier::ContentFile`].
+    ContentFile {
+        /// The file's URL, in normal form.
+        url: Cow<'a, str>,
+        /// Media type from the extension.
+        media_type: &'static str,
+    },
+    /// A DOI or Handle, not yet spelled as its resolver URL.
+    PersistentId(Pid<'a>),
+    /// Not published, for this reason.
+    Dropped(Drop),
+}
+
+impl Class<'_> {
+    /// What the sitemap makes of it: [`publishable`].
+    pub fn publishable(&self) -> Result<&str, Drop> {
+        match self {
+            Class::LandingPage(url) | Class::ContentFile { url, .. } => Ok(url),
+            Class::PersistentId(_) => Err(Drop::PersistentId),
+            Class::Dropped(reason) => Err(*reason),
+        }
+    }
+}
+
+/// [`classify`] without copying the value.
+pub fn class<'a>(value: &'a str, scope: &Scope) -> Class<'a> {
     match find(value, scope) {
         Found::Normal(url, (start, end)) => match content_type_of_path(&url[start..end]) {
-            Some(media_type) => Identifier::ContentFile {
-                url: url.to_owned(),
+            Some(media_type) => Class::ContentFile {
+                url: Cow::Borrowed(url),
                 media_type,
             },
-            None => Identifier::LandingPage(url.to_owned()),
+            None => Class::LandingPage(Cow::Borrowed(url)),
         },
         Found::Parsed(url) => match content_type(&url) {
-            Some(media_type) => Identifier::ContentFile {
-                url: url.into(),
+            Some(media_type) => Class::ContentFile {
+                url: Cow::Owned(url.into()),
                 media_type,
             },
-            None => Identifier::LandingPage(url.into()),
+            None => Class::LandingPage(Cow::Owned(url.into())),
         },
-        Found::PersistentId(pid) => Identifier::PersistentId(pid.resolver_url()),
-        Found::Dropped(reason) => Identifier::Dropped(reason),
+        Found::PersistentId(pid) => Class::PersistentId(pid),
+        Found::Dropped(reason) => Class::Dropped(reason),
     }
 }
 
@@ -305,10 +351,10 @@ pub fn classify(value: &str, scope: &Scope) -> Identifier {
 /// (landing page or content file), borrowed from `value` when it is already in normal form, or
 /// the reason it is not published (a persistent identifier counts as [`Drop::PersistentId`]).
 /// Copies nothing and builds no resolver URL on the common paths.
-pub fn publishable<'a>(value: &'a str, scope: &Scope) -> Result<std::borrow::Cow<'a, str>, Drop> {
+pub fn publishable<'a>(value: &'a str, scope: &Scope) -> Result<Cow<'a, str>, Drop> {
     match find(value, scope) {
-        Found::Normal(url, _) => Ok(std::borrow::Cow::Borrowed(url)),
-        Found::Parsed(url) => Ok(std::borrow::Cow::Owned(url.into())),
+        Found::Normal(url, _) => Ok(Cow::Borrowed(url)),
+        Found::Parsed(url) => Ok(Cow::Owned(url.into())),
         Found::PersistentId(_) => Err(Drop::PersistentId),
         Found::Dropped(reason) => Err(reason),
     }
@@ -362,7 +408,8 @@ pub fn persistent_id(value: &str) -> Option<String> {
 }
 
 /// A persistent identifier found in a value, not yet spelled as a URL.
-enum Pid<'a> {
+#[derive(Debug)]
+pub enum Pid<'a> {
     /// The DOI, from `10.` on.
     Doi(&'a str),
     /// The Handle, `prefix/suffix`.
@@ -370,7 +417,8 @@ enum Pid<'a> {
 }
 
 impl Pid<'_> {
-    fn resolver_url(&self) -> String {
+    /// Its resolver URL: `https://doi.org/...` or `https://hdl.handle.net/...`.
+    pub fn resolver_url(&self) -> String {
         match self {
             Pid::Doi(doi) => format!("https://doi.org/{}", encode_pid(doi)),
             Pid::Handle(handle) => format!("https://hdl.handle.net/{}", encode_pid(handle)),

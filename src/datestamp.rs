@@ -176,36 +176,39 @@ impl Datestamp {
     /// Appends `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ` to `out`: valid W3C-DTF and valid
     /// `xsd:date`/`xsd:dateTime` (SM-13). Formats digits directly: sitemaps write one per URL.
     pub fn write_to(self, out: &mut String) {
-        fn push(out: &mut String, value: i64, width: usize) {
-            let mut digits = [b'0'; 8];
+        // The digits go into one buffer, pushed once.
+        fn put(slot: &mut [u8], value: i64) {
             let mut v = value.unsigned_abs();
-            for slot in digits[..width].iter_mut().rev() {
-                *slot = b'0' + (v % 10) as u8;
+            for digit in slot.iter_mut().rev() {
+                *digit = b'0' + (v % 10) as u8;
                 v /= 10;
             }
-            out.push_str(std::str::from_utf8(&digits[..width]).expect("ASCII digits"));
         }
         let (y, m, d) = civil_from_days(self.secs.div_euclid(86_400));
         if !(0..=9999).contains(&y) {
             // Outside the four-digit years of W3C-DTF: never produced from a parsed datestamp.
             out.push_str(&format!("{y:04}-{m:02}-{d:02}"));
+            if !self.day_only {
+                let rem = self.secs.rem_euclid(86_400);
+                let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+                out.push_str(&format!("T{h:02}:{mi:02}:{s:02}Z"));
+            }
+            return;
+        }
+        let mut text = *b"0000-00-00T00:00:00Z";
+        put(&mut text[0..4], y);
+        put(&mut text[5..7], i64::from(m));
+        put(&mut text[8..10], i64::from(d));
+        let len = if self.day_only {
+            10
         } else {
-            push(out, y, 4);
-            out.push('-');
-            push(out, i64::from(m), 2);
-            out.push('-');
-            push(out, i64::from(d), 2);
-        }
-        if !self.day_only {
             let rem = self.secs.rem_euclid(86_400);
-            out.push('T');
-            push(out, rem / 3600, 2);
-            out.push(':');
-            push(out, rem % 3600 / 60, 2);
-            out.push(':');
-            push(out, rem % 60, 2);
-            out.push('Z');
-        }
+            put(&mut text[11..13], rem / 3600);
+            put(&mut text[14..16], rem % 3600 / 60);
+            put(&mut text[17..19], rem % 60);
+            text.len()
+        };
+        out.push_str(std::str::from_utf8(&text[..len]).expect("ASCII digits"));
     }
 }
 

@@ -140,8 +140,10 @@ impl TypeMap {
     /// equals; `None` when no value is known.
     pub fn lookup<'a>(&self, values: impl IntoIterator<Item = &'a str>) -> Option<&str> {
         let mut best: Option<&(String, u8)> = None;
+        let mut k = String::new();
         for v in values {
-            if let Some(found) = self.entries.get(&key(v))
+            key_into(v, &mut k);
+            if let Some(found) = self.entries.get(&k)
                 && best.is_none_or(|b| found.1 > b.1)
             {
                 best = Some(found);
@@ -155,12 +157,21 @@ impl TypeMap {
 /// letters and digits only (`info:eu-repo/semantics/doctoralThesis` -> `doctoralthesis`,
 /// `Journal Article` -> `journalarticle`).
 pub fn key(value: &str) -> String {
+    let mut k = String::new();
+    key_into(value, &mut k);
+    k
+}
+
+/// [`key`] into `k`, which is cleared first: one buffer serves every value of a lookup.
+fn key_into(value: &str, k: &mut String) {
     let value = value.trim().trim_end_matches('/');
     let last = value.rsplit(['/', '#']).next().unwrap_or(value);
-    last.chars()
-        .filter(char::is_ascii_alphanumeric)
-        .map(|c| c.to_ascii_lowercase())
-        .collect()
+    k.clear();
+    k.extend(
+        last.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .map(|c| c.to_ascii_lowercase()),
+    );
 }
 
 #[cfg(test)]

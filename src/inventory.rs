@@ -8,7 +8,9 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
-use crate::classify::{self, Drop};
+use std::borrow::Cow;
+
+use crate::classify::{self, Class, Drop};
 use crate::datestamp::Datestamp;
 use crate::oai::parse::Record;
 use crate::scope::Scope;
@@ -134,6 +136,13 @@ struct Span {
 #[derive(Debug)]
 pub struct Inventory {
     scope: Scope,
+    collected: Collected,
+}
+
+/// What an inventory has collected: apart from its scope, so that the URLs of a record can be
+/// classified against the scope as they are added.
+#[derive(Debug, Default)]
+struct Collected {
     arena: String,
     entries: Vec<Entry>,
     urls: Vec<Span>,
@@ -164,11 +173,7 @@ impl Inventory {
     pub fn new(scope: Scope) -> Self {
         Self {
             scope,
-            arena: String::new(),
-            entries: Vec::new(),
-            urls: Vec::new(),
-            common: 0,
-            stats: Stats::default(),
+            collected: Collected::default(),
         }
     }
 
@@ -179,18 +184,54 @@ impl Inventory {
 
     /// Record occurrences so far.
     pub fn records_seen(&self) -> u64 {
-        self.stats.records_seen
+        self.collected.stats.records_seen
     }
 
     /// URLs kept so far, before duplicates are removed.
     pub fn urls_kept(&self) -> u64 {
-        self.urls.len() as u64
+        self.collected.urls.len() as u64
     }
 
     /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
     /// `groups` has a bit set for each group of records it is in (the DiWoo categories whose
     /// sets hold it, [`Published::iter_in`]); 0 when there are none.
     pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryFull> {
+        let scope = &self.scope;
+        let urls = record
+            .dc_identifiers
+            .iter()
+            .filter(|_| !record.deleted)
+            .map(|value| classify::publishable(value, scope));
+        self.collected.add(record, urls, groups)
+    }
+
+    /// [`Inventory::add`] of a record whose identifiers are classified already (`classes`,
+    /// one per `dc:identifier`; none for a deleted record).
+    pub fn add_classified(
+        &mut self,
+        record: &Record,
+        classes: &[Class<'_>],
+        groups: u32,
+    ) -> Result<(), InventoryFull> {
+        let urls = classes.iter().map(|c| c.publishable().map(Cow::Borrowed));
+        self.collected.add(record, urls, groups)
+    }
+
+    /// Resolves repeats and duplicates into the sorted list of URLs to publish.
+    pub fn finish(self) -> Published {
+        self.collected.finish()
+    }
+}
+
+impl Collected {
+    /// Adds one record occurrence with its identifiers classified: `urls` has one item for
+    /// each (none for a deleted record).
+    fn add<'a>(
+        &mut self,
+        record: &Record,
+        urls: impl Iterator<Item = Result<Cow<'a, str>, Drop>>,
+        groups: u32,
+    ) -> Result<(), InventoryFull> {
         self.stats.records_seen += 1;
         let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
         let mut url_count = 0u16;
@@ -201,36 +242,34 @@ impl Inventory {
                 drops[i] = drops[i].saturating_add(1);
             }
         };
-        if !record.deleted {
-            for value in &record.dc_identifiers {
-                match classify::publishable(value, &self.scope) {
-                    Ok(url) => {
-                        if url_count == u16::MAX {
-                            break;
-                        }
-                        let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
-                        self.common = match self.urls.first() {
-                            None => url.len(),
-                            Some(first) => {
-                                let first =
-                                    &self.arena.as_bytes()[first.start as usize..][..self.common];
-                                first
-                                    .iter()
-                                    .zip(url.as_bytes())
-                                    .take_while(|(a, b)| a == b)
-                                    .count()
-                            }
-                        };
-                        self.arena.push_str(&url);
-                        u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
-                        self.urls.push(Span {
-                            start,
-                            len: url.len() as u32,
-                        });
-                        url_count += 1;
+        for url in urls {
+            match url {
+                Ok(url) => {
+                    if url_count == u16::MAX {
+                        break;
                     }
-                    Err(reason) => count(reason),
+                    let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                    self.common = match self.urls.first() {
+                        None => url.len(),
+                        Some(first) => {
+                            let first =
+                                &self.arena.as_bytes()[first.start as usize..][..self.common];
+                            first
+                                .iter()
+                                .zip(url.as_bytes())
+                                .take_while(|(a, b)| a == b)
+                                .count()
+                        }
+                    };
+                    self.arena.push_str(&url);
+                    u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                    self.urls.push(Span {
+                        start,
+                        len: url.len() as u32,
+                    });
+                    url_count += 1;
                 }
+                Err(reason) => count(reason),
             }
         }
         let hasher = BuildHasherDefault::<DefaultHasher>::default();
@@ -246,9 +285,8 @@ impl Inventory {
         Ok(())
     }
 
-    /// Resolves repeats and duplicates into the sorted list of URLs to publish.
-    pub fn finish(self) -> Published {
-        let Inventory {
+    fn finish(self) -> Published {
+        let Collected {
             arena,
             entries,
             urls,

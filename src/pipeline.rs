@@ -8,7 +8,7 @@ use flate2::write::GzEncoder;
 use std::io::Write;
 use url::Url;
 
-use crate::classify::Drop;
+use crate::classify::{self, Class, Drop};
 use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
@@ -269,7 +269,7 @@ impl Collectors {
         };
         let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
             let spill = |e: std::io::Error| PipelineError::Collect(CollectError::Spill(e));
-            let mut s = Signposts::new(scope.clone(), TypeMap::default(), metadata_base.as_ref());
+            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref());
             if job.signmap {
                 s = s.with_signmap().map_err(spill)?;
             }
@@ -311,9 +311,20 @@ impl Collectors {
             .enumerate()
             .filter(|(_, c)| c.holds(record))
             .fold(0u32, |groups, (i, _)| groups | 1 << i);
-        self.inventory.add(record, groups)?;
-        if let Some(s) = &mut self.signposts {
-            s.add(record)?;
+        match &mut self.signposts {
+            // Each identifier is classified once for the sitemap and the profiles.
+            Some(s) => {
+                let scope = self.inventory.scope();
+                let classes: Vec<Class<'_>> = record
+                    .dc_identifiers
+                    .iter()
+                    .filter(|_| !record.deleted)
+                    .map(|value| classify::class(value, scope))
+                    .collect();
+                self.inventory.add_classified(record, &classes, groups)?;
+                s.add(record, &classes)?;
+            }
+            None => self.inventory.add(record, groups)?,
         }
         Ok(())
     }

@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 
 use url::Url;
 
-use crate::classify::{self, Identifier};
+use crate::classify::Class;
 use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
@@ -26,7 +26,6 @@ use crate::oai::harvest::{query_value, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::render::sitemap::{escape, render_urlsets, write_url_start};
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
-use crate::scope::Scope;
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
 pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
@@ -91,7 +90,6 @@ pub struct SignStats {
 /// Collects the landing-page profiles' records during a harvest.
 #[derive(Debug)]
 pub struct Signposts {
-    scope: Scope,
     types: TypeMap,
     ocx: Option<OcxConfig>,
     /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
@@ -186,26 +184,26 @@ impl Spill {
 
 /// What one record's identifiers are to the profiles.
 #[derive(Debug, Default)]
-struct Classified {
-    landing: Option<String>,
+struct Classified<'a> {
+    landing: Option<&'a str>,
     /// Content files, with their media types, at most [`MAX_ITEMS`].
-    items: Vec<(String, &'static str)>,
+    items: Vec<(&'a str, &'static str)>,
     cite_as: Option<String>,
 }
 
-impl Classified {
-    fn of(record: &Record, scope: &Scope) -> Self {
+impl<'a> Classified<'a> {
+    fn of(classes: &'a [Class<'a>]) -> Self {
         let mut found = Self::default();
-        for value in &record.dc_identifiers {
-            match classify::classify(value, scope) {
-                Identifier::LandingPage(url) if found.landing.is_none() => {
+        for class in classes {
+            match class {
+                Class::LandingPage(url) if found.landing.is_none() => {
                     found.landing = Some(url);
                 }
-                Identifier::ContentFile { url, media_type } if found.items.len() < MAX_ITEMS => {
+                Class::ContentFile { url, media_type } if found.items.len() < MAX_ITEMS => {
                     found.items.push((url, media_type));
                 }
-                Identifier::PersistentId(url) if found.cite_as.is_none() => {
-                    found.cite_as = Some(url);
+                Class::PersistentId(pid) if found.cite_as.is_none() => {
+                    found.cite_as = Some(pid.resolver_url());
                 }
                 _ => {}
             }
@@ -214,21 +212,19 @@ impl Classified {
     }
 
     /// The first image among the content files: OCX's `ocx:image`.
-    fn image(&self) -> Option<&str> {
+    fn image(&self) -> Option<&'a str> {
         self.items
             .iter()
             .find(|(_, t)| t.starts_with("image/"))
-            .map(|(url, _)| url.as_str())
+            .map(|(url, _)| *url)
     }
 }
 
 impl Signposts {
-    /// An empty collection for landing pages inside `scope`, with no profile on yet.
-    /// `metadata_base` is the OAI-PMH baseURL for the GetRecord links (none for a Static
-    /// Repository without an http(s) baseURL).
-    pub fn new(scope: Scope, types: TypeMap, metadata_base: Option<&Url>) -> Self {
+    /// An empty collection, with no profile on yet. `metadata_base` is the OAI-PMH baseURL for
+    /// the GetRecord links (none for a Static Repository without an http(s) baseURL).
+    pub fn new(types: TypeMap, metadata_base: Option<&Url>) -> Self {
         Self {
-            scope,
             types,
             ocx: None,
             get_record: metadata_base.map(GetRecord::new),
@@ -262,8 +258,10 @@ impl Signposts {
         Ok(self)
     }
 
-    /// Adds one record occurrence (its extended fields must have been read).
-    pub fn add(&mut self, record: &Record) -> Result<(), CollectError> {
+    /// Adds one record occurrence (its extended fields must have been read), with its
+    /// identifiers classified against the scope (`classes`, one per `dc:identifier`; none for a
+    /// deleted record).
+    pub fn add(&mut self, record: &Record, classes: &[Class<'_>]) -> Result<(), CollectError> {
         let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
         let mut version = Version {
             id: hash128(&record.identifier),
@@ -274,8 +272,8 @@ impl Signposts {
         };
         let mut lens = [0u32; 3];
         if !record.deleted {
-            let found = Classified::of(record, &self.scope);
-            version.state = match &found.landing {
+            let found = Classified::of(classes);
+            version.state = match found.landing {
                 None => State::NoLandingPage,
                 Some(landing) => {
                     version.landing = hash128(landing);
@@ -294,7 +292,7 @@ impl Signposts {
     fn write_entries(
         &mut self,
         record: &Record,
-        found: &Classified,
+        found: &Classified<'_>,
         landing: &str,
         lens: &mut [u32; 3],
     ) -> Result<bool, CollectError> {
@@ -323,7 +321,7 @@ impl Signposts {
                 get_record.write_xml(bytes, &record.identifier);
                 signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
             }
-            for (url, media_type) in &found.items {
+            for &(url, media_type) in &found.items {
                 signmap::write_link(bytes, "item", url, signmap::media_type(media_type), None);
             }
             if let Some(url) = &found.cite_as {
@@ -666,6 +664,7 @@ impl<'a> SpillReader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scope::Scope;
 
     fn record(id: &str, date: &str, ids: &[&str], dc: &[(DcElement, &str)]) -> Record {
         Record {
@@ -676,6 +675,19 @@ mod tests {
             dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
             dc: dc.iter().map(|(e, v)| (*e, v.to_string())).collect(),
         }
+    }
+
+    /// Adds a record as a harvest does, its identifiers classified against `scope`.
+    fn add(s: &mut Signposts, scope: &Scope, r: Record) {
+        let classes: Vec<Class<'_>> = if r.deleted {
+            Vec::new()
+        } else {
+            r.dc_identifiers
+                .iter()
+                .map(|v| crate::classify::class(v, scope))
+                .collect()
+        };
+        s.add(&r, &classes).unwrap();
     }
 
     fn shards(r: &Resolved, ocx: bool, limits: Limits) -> Vec<Shard> {
@@ -732,36 +744,37 @@ mod tests {
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
         let scope = Scope::from_base_url(&base).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), Some(&base))
+        let mut s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
             .unwrap();
-        s.add(&record(
-            "oai:h:1",
-            "2024-05-01",
-            &[
-                "https://h/oai/files/1.pdf",
-                "doi:10.1234/ABC",
-                "https://h/oai/record/1",
-                "https://elsewhere/x",
-            ],
-            &[
-                (DcElement::Rights, "All rights reserved"),
-                (
-                    DcElement::Rights,
-                    "https://creativecommons.org/licenses/by/4.0/",
-                ),
-                (DcElement::Type, "info:eu-repo/semantics/doctoralThesis"),
-            ],
-        ))
-        .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record(
+                "oai:h:1",
+                "2024-05-01",
+                &[
+                    "https://h/oai/files/1.pdf",
+                    "doi:10.1234/ABC",
+                    "https://h/oai/record/1",
+                    "https://elsewhere/x",
+                ],
+                &[
+                    (DcElement::Rights, "All rights reserved"),
+                    (
+                        DcElement::Rights,
+                        "https://creativecommons.org/licenses/by/4.0/",
+                    ),
+                    (DcElement::Type, "info:eu-repo/semantics/doctoralThesis"),
+                ],
+            ),
+        );
         // Only a PDF: no landing page, not published.
-        s.add(&record(
-            "oai:h:2",
-            "2024-05-01",
-            &["https://h/oai/files/2.pdf"],
-            &[],
-        ))
-        .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record("oai:h:2", "2024-05-01", &["https://h/oai/files/2.pdf"], &[]),
+        );
         let r = s.finish().unwrap();
         assert_eq!(r.stats.no_landing_page, 1);
         assert_eq!(r.stats.published, 1);
@@ -817,30 +830,36 @@ mod tests {
             teaser_chars: 20,
             ..OcxConfig::default()
         };
-        let mut s = Signposts::new(scope.clone(), TypeMap::default(), None)
+        let mut s = Signposts::new(TypeMap::default(), None)
             .with_ocx(config.clone())
             .unwrap();
-        s.add(&record(
-            "a",
-            "2024-01-01",
-            &["https://h/a", "https://h/a/cover.jpg"],
-            &[
-                (DcElement::Type, "Lesplan"),
-                (DcElement::Title, "Getijden"),
-                (
-                    DcElement::Description,
-                    "Een les over eb en vloed aan de kust",
-                ),
-            ],
-        ))
-        .unwrap();
-        s.add(&record(
-            "b",
-            "2024-01-01",
-            &["https://h/b"],
-            &[(DcElement::Type, "Proefschrift")],
-        ))
-        .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record(
+                "a",
+                "2024-01-01",
+                &["https://h/a", "https://h/a/cover.jpg"],
+                &[
+                    (DcElement::Type, "Lesplan"),
+                    (DcElement::Title, "Getijden"),
+                    (
+                        DcElement::Description,
+                        "Een les over eb en vloed aan de kust",
+                    ),
+                ],
+            ),
+        );
+        add(
+            &mut s,
+            &scope,
+            record(
+                "b",
+                "2024-01-01",
+                &["https://h/b"],
+                &[(DcElement::Type, "Proefschrift")],
+            ),
+        );
         let r = s.finish().unwrap();
         assert_eq!(
             (
@@ -863,19 +882,22 @@ mod tests {
         );
 
         // With a default type, the second record is published too.
-        let mut s = Signposts::new(scope, TypeMap::default(), None)
+        let mut s = Signposts::new(TypeMap::default(), None)
             .with_ocx(OcxConfig {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..config
             })
             .unwrap();
-        s.add(&record(
-            "b",
-            "2024-01-01",
-            &["https://h/b"],
-            &[(DcElement::Type, "Proefschrift")],
-        ))
-        .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record(
+                "b",
+                "2024-01-01",
+                &["https://h/b"],
+                &[(DcElement::Type, "Proefschrift")],
+            ),
+        );
         let r = s.finish().unwrap();
         assert_eq!(
             pairs(&entries(&r, true)[0].1),
@@ -886,26 +908,44 @@ mod tests {
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None)
+        let mut s = Signposts::new(TypeMap::default(), None)
             .with_signmap()
             .unwrap();
-        s.add(&record("a", "2024-01-01", &["https://h/old"], &[]))
-            .unwrap();
-        s.add(&record("a", "2024-02-01", &["https://h/new"], &[]))
-            .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record("a", "2024-01-01", &["https://h/old"], &[]),
+        );
+        add(
+            &mut s,
+            &scope,
+            record("a", "2024-02-01", &["https://h/new"], &[]),
+        );
         let mut gone = record("b", "2024-03-01", &[], &[]);
         gone.deleted = true;
-        s.add(&record("b", "2024-01-01", &["https://h/b"], &[]))
-            .unwrap();
-        s.add(&gone).unwrap();
+        add(
+            &mut s,
+            &scope,
+            record("b", "2024-01-01", &["https://h/b"], &[]),
+        );
+        add(&mut s, &scope, gone);
         // Two records with one landing page: listed once, from the newer record.
-        s.add(&record("c", "2024-01-02", &["https://h/shared"], &[]))
-            .unwrap();
-        s.add(&record("d", "2024-01-01", &["https://h/shared"], &[]))
-            .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record("c", "2024-01-02", &["https://h/shared"], &[]),
+        );
+        add(
+            &mut s,
+            &scope,
+            record("d", "2024-01-01", &["https://h/shared"], &[]),
+        );
         // An older occurrence after a newer one loses too.
-        s.add(&record("a", "2023-01-01", &["https://h/older"], &[]))
-            .unwrap();
+        add(
+            &mut s,
+            &scope,
+            record("a", "2023-01-01", &["https://h/older"], &[]),
+        );
         let r = s.finish().unwrap();
         let e = entries(&r, false);
         let locs: Vec<&str> = e.iter().map(|e| e.0.as_str()).collect();
@@ -929,7 +969,7 @@ mod tests {
     #[test]
     fn shards_split_on_bytes_counting_links() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), None)
+        let mut s = Signposts::new(TypeMap::default(), None)
             .with_signmap()
             .unwrap();
         let files: Vec<String> = (0..40)
@@ -939,8 +979,11 @@ mod tests {
             let mut ids = vec![format!("https://h/oai/r/{n}")];
             ids.extend(files.iter().cloned());
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            s.add(&record(&format!("r{n}"), "2024-01-01", &ids, &[]))
-                .unwrap();
+            add(
+                &mut s,
+                &scope,
+                record(&format!("r{n}"), "2024-01-01", &ids, &[]),
+            );
         }
         let r = s.finish().unwrap();
         let limits = Limits {
@@ -962,7 +1005,7 @@ mod tests {
         let base = Url::parse("https://h/oai/request").unwrap();
         let scope = Scope::from_base_url(&base).unwrap();
         let public = Url::parse("https://g/repo/").unwrap();
-        let mut s = Signposts::new(scope, TypeMap::default(), Some(&base))
+        let mut s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
             .unwrap()
             .with_ocx(OcxConfig {
@@ -974,13 +1017,11 @@ mod tests {
             .unwrap();
         for id in ["oai:h:1", "oai:h:2"] {
             let landing = format!("https://h/oai/{id}");
-            s.add(&record(
-                id,
-                "2024-01-01",
-                &[&landing],
-                &[(DcElement::Title, "T")],
-            ))
-            .unwrap();
+            add(
+                &mut s,
+                &scope,
+                record(id, "2024-01-01", &[&landing], &[(DcElement::Title, "T")]),
+            );
         }
         let r = s.finish().unwrap();
         let docs: Vec<_> = r.cdif_documents().map(Result::unwrap).collect();

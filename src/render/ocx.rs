@@ -87,13 +87,17 @@ fn single_spaced(text: &str, max: usize) -> Option<Cow<'_, str>> {
     let bytes = text.as_bytes();
     // One byte past the cut tells whether the word at the cut goes on.
     let head = &bytes[..bytes.len().min(max.saturating_add(1))];
-    let plain = max > 0
-        && head.first() != Some(&b' ')
-        && head.is_ascii()
-        // Below the space are the other ASCII whitespace characters (tab to carriage return)
-        // and control characters, which XML text does not carry anyway.
-        && !head.iter().any(|&b| b < b' ')
-        && memchr::memmem::find(head, b"  ").is_none();
+    // Branch-free folds, which the compiler vectorises: non-ASCII bytes, and those below the
+    // space (the other ASCII whitespace characters, tab to carriage return, and control
+    // characters, which XML text does not carry anyway); then two spaces in a row.
+    let odd = head
+        .iter()
+        .fold(0u8, |acc, &b| acc | (b & 0x80) | u8::from(b < b' '));
+    let doubled = head
+        .iter()
+        .zip(head.iter().skip(1))
+        .fold(false, |acc, (&a, &b)| acc | ((a == b' ') & (b == b' ')));
+    let plain = max > 0 && head.first() != Some(&b' ') && odd == 0 && !doubled;
     if !plain {
         return None;
     }
