@@ -420,8 +420,8 @@ impl Pid<'_> {
     /// Its resolver URL: `https://doi.org/...` or `https://hdl.handle.net/...`.
     pub fn resolver_url(&self) -> String {
         match self {
-            Pid::Doi(doi) => format!("https://doi.org/{}", encode_pid(doi)),
-            Pid::Handle(handle) => format!("https://hdl.handle.net/{}", encode_pid(handle)),
+            Pid::Doi(doi) => encode_pid("https://doi.org/", doi),
+            Pid::Handle(handle) => encode_pid("https://hdl.handle.net/", handle),
         }
     }
 }
@@ -479,7 +479,8 @@ fn is_doi(s: &str) -> bool {
 }
 
 /// Percent-encodes what may not stand raw in a URL path, keeping `/` and existing escapes.
-fn encode_pid(pid: &str) -> String {
+/// `resolver` followed by `pid`, percent-encoded where a URL path needs it.
+fn encode_pid(resolver: &str, pid: &str) -> String {
     use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
     const PID: &AsciiSet = &CONTROLS
         .add(b' ')
@@ -491,7 +492,10 @@ fn encode_pid(pid: &str) -> String {
         .add(b'?')
         .add(b'{')
         .add(b'}');
-    utf8_percent_encode(pid, PID).to_string()
+    let mut url = String::with_capacity(resolver.len() + pid.len());
+    url.push_str(resolver);
+    url.extend(utf8_percent_encode(pid, PID));
+    url
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use crate::dctype::TypeMap;
 use crate::inventory::InventoryFull;
 use crate::oai::harvest::{query_value, request_url};
 use crate::oai::parse::{DcElement, Record};
-use crate::render::sitemap::{escape, render_urlsets, write_url_start};
+use crate::render::sitemap::{escape, render_urlsets, write_url_open};
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
@@ -302,11 +302,16 @@ impl Signposts {
             base.join(&cdif_name(&record.identifier))
                 .expect("a file name joins onto a directory URL")
         });
-        let lastmod = record.datestamp;
+        // The lastmod, written out once for every profile.
+        self.date.clear();
+        if let Some(d) = record.datestamp {
+            d.write_to(&mut self.date);
+        }
+        let lastmod = record.datestamp.map(|_| self.date.as_str());
         if let Some(spill) = &mut self.spills[SIGNMAP] {
             let bytes = &mut self.entry;
             bytes.clear();
-            write_url_start(bytes, landing, lastmod, &mut self.date);
+            write_url_open(bytes, landing, lastmod);
             if let Some(url) = &document {
                 signmap::write_link(
                     bytes,
@@ -363,7 +368,6 @@ impl Signposts {
                 &mut self.entry,
                 &ocx::Entry {
                     loc: landing,
-                    lastmod,
                     kind: ocx_kind,
                     format,
                     meta,
@@ -372,7 +376,7 @@ impl Signposts {
                     teaser: teaser.as_deref(),
                     image: found.image(),
                 },
-                &mut self.date,
+                lastmod,
             );
             lens[OCX] = spill.append(&self.entry)?;
         }

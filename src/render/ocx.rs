@@ -4,8 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::sitemap::{escape, write_url_start};
-use crate::datestamp::Datestamp;
+use super::sitemap::{escape, write_url_open};
 
 /// The OCX namespace.
 pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
@@ -22,8 +21,6 @@ pub const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
 pub struct Entry<'a> {
     /// The landing page.
     pub loc: &'a str,
-    /// The record's datestamp.
-    pub lastmod: Option<Datestamp>,
     /// `ocx:type`: an OER schema or schema.org type URL.
     pub kind: &'a str,
     /// `ocx:format`, from the configuration (`JSON-LD` when `meta` is the bridge's document).
@@ -40,11 +37,11 @@ pub struct Entry<'a> {
     pub image: Option<&'a str>,
 }
 
-/// Appends one entry, `<url>` to `</url>` and a line feed; `date` is scratch space for the
-/// lastmod. The Signmap's collector writes entries as records arrive
+/// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
+/// datestamp, written out). The profiles' collector writes entries as records arrive
 /// ([`crate::signposts`]); the shards are cut from them later.
-pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, date: &mut String) {
-    write_url_start(bytes, e.loc, e.lastmod, date);
+pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
+    write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");
     let mut element = |tag: &str, value: Option<&str>| {
         if let Some(v) = value {
@@ -172,7 +169,6 @@ mod tests {
             &mut bytes,
             &Entry {
                 loc: "https://h/r/1",
-                lastmod: Datestamp::parse("2024-05-01"),
                 kind: "http://oerschema.org/Lesson",
                 format: Some("JSON-LD"),
                 meta: None,
@@ -181,7 +177,7 @@ mod tests {
                 teaser: None,
                 image: Some("https://h/r/1/cover.png"),
             },
-            &mut String::new(),
+            Some("2024-05-01"),
         );
         let entry = String::from_utf8(bytes).unwrap();
         let text = format!(

@@ -201,12 +201,20 @@ pub fn write_url_start(
     lastmod: Option<Datestamp>,
     date: &mut String,
 ) {
+    date.clear();
+    if let Some(d) = lastmod {
+        d.write_to(date);
+    }
+    write_url_open(bytes, url, lastmod.map(|_| date.as_str()));
+}
+
+/// [`write_url_start`] with the lastmod already written out, for entries of several files that
+/// share one.
+pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"<url><loc>");
     bytes.extend_from_slice(escape(url).as_bytes());
     bytes.extend_from_slice(b"</loc>");
-    if let Some(d) = lastmod {
-        date.clear();
-        d.write_to(date);
+    if let Some(date) = lastmod {
         bytes.extend_from_slice(b"<lastmod>");
         bytes.extend_from_slice(date.as_bytes());
         bytes.extend_from_slice(b"</lastmod>");
