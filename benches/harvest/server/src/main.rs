@@ -55,6 +55,9 @@ struct Options {
     /// What Identify says of deletions (`--deleted-record`): `persistent` (the default), or `no`
     /// / `transient`, which make a store-backed harvester re-harvest in full to find deletions.
     deleted_record: String,
+    /// The repository's own URLs in `dc:identifier` are https (`--https-identifiers`), as
+    /// DiWoo requires; the server itself still answers plain http.
+    https: bool,
 }
 
 impl Options {
@@ -72,6 +75,7 @@ fn parse_args() -> Result<Options, String> {
         seed: 42,
         changed_every: 0,
         deleted_record: "persistent".to_owned(),
+        https: false,
     };
     let mut date = "2025-06-01T12:00:00Z".to_owned();
     let mut args = std::env::args().skip(1);
@@ -90,9 +94,10 @@ fn parse_args() -> Result<Options, String> {
             }
             "--response-date" => date = value()?,
             "--deleted-record" => o.deleted_record = value()?,
+            "--https-identifiers" => o.https = true,
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers]"
                 );
                 std::process::exit(0);
             }
@@ -229,7 +234,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
 
 /// Everything that depends on where the repository is served.
 struct Site {
-    /// `http://127.0.0.1:PORT`
+    /// `http://127.0.0.1:PORT` (`https` with `--https-identifiers`)
     origin: String,
     /// `http://127.0.0.1:PORT/oai/request`
     base_url: String,
@@ -492,7 +497,11 @@ fn render_page(
 
 fn render_all(o: &Options) -> (Pages, Vec<String>) {
     let site = Site {
-        origin: format!("http://{REPO_HOST}:{}", o.port),
+        origin: format!(
+            "{}://{REPO_HOST}:{}",
+            if o.https { "https" } else { "http" },
+            o.port
+        ),
         base_url: format!("http://{REPO_HOST}:{}/oai/request", o.port),
     };
     let pages = o.records.div_ceil(o.page_size).max(1);

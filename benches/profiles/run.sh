@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Profiles benchmark (issue 4, point 11): what rendering every profile adds to a plain sitemap
+# export of the same 1,000,000 records. The benchmark upstream serves the records with https
+# landing pages (--https-identifiers), so that DiWoo publishes too; every export gets the same
+# --scope. Runs alternate, ROUNDS times:
+#   plain     the sitemap alone
+#   profiles  + Signmap, OCX and DiWoo with five categories (every XML profile)
+# and once at the end
+#   all       + CDIF as well (its export writes a JSON-LD file per record)
+# Each run is timed with GNU time (user and system CPU-seconds, peak RSS, minor faults). As root,
+# the page cache is dropped before each run, so that every run starts from the same free memory
+# (without it the kernel's cost of finding pages for a gigabyte of output varies from run to run).
+# Writes benches/profiles/RESULTS.md (and prints it).
+#
+#   bash benches/profiles/run.sh
+#
+# Knobs (environment): RECORDS (1000000), ROUNDS (3), PORT (18790), STRICT=1 (exit 3 when the
+# profiles take more than 1.5 times the plain export's CPU).
+# Loopback only; everything it writes stays under target/bench-profiles/.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+RECORDS=${RECORDS:-1000000}
+ROUNDS=${ROUNDS:-3}
+PORT=${PORT:-18790}
+STRICT=${STRICT:-0}
+work=target/bench-profiles
+bin=$work/oai-bridge
+server_bin=target/bench-server/release/oai-bench-server
+mkdir -p "$work"
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+
+install_missing /usr/bin/time:time
+build_binaries
+
+log "starting the upstream: $RECORDS records, https landing pages"
+"$server_bin" --records "$RECORDS" --page-size 500 --port "$PORT" --https-identifiers \
+  >"$work/server.log" 2>&1 &
+pids+=($!)
+wait_port "$PORT" "${pids[-1]}" "$work/server.log"
+
+diwoo=()
+for i in 0 1 2 3 4; do diwoo+=(--diwoo "com_$i=$((i + 1))"); done
+declare -A flags=(
+  [plain]=""
+  [profiles]="--signmap --ocx ${diwoo[*]}"
+  [all]="--signmap --ocx --cdif ${diwoo[*]}"
+)
+
+: >"$work/times.tsv"
+run() { # KIND ROUND
+  local out=$work/out-$1
+  rm -rf "$out"
+  sync
+  if [ "$(id -u)" = 0 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+  # shellcheck disable=SC2086
+  timeout 1800 /usr/bin/time -o "$work/time" -f "%U\t%S\t%M\t%R" "$bin" export \
+    --base-url "http://127.0.0.1:$PORT/oai/request" --public-url "https://127.0.0.1:$PORT/oai/" \
+    --scope "https://127.0.0.1:$PORT/oai/" --out "$out" --no-progress -q ${flags[$1]} \
+    >"$work/$1.stdout"
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$(cat "$work/time")" "$(du -sb "$out" | cut -f1)" \
+    >>"$work/times.tsv"
+  log "$1 (round $2): $(cut -f1-4 "$work/time" | tr '\t' ' ') (user s, sys s, KB, faults)"
+  rm -rf "$out"
+}
+for round in $(seq "$ROUNDS"); do
+  run plain "$round"
+  run profiles "$round"
+done
+run all 1
+cat "$work/profiles.stdout" >&2
+
+rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+status=0
+python3 - "$work/times.tsv" "$rev" "$RECORDS" "$STRICT" >benches/profiles/RESULTS.md <<'PY' || status=$?
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+rev, records, strict = sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+runs = {}
+for kind, rnd, user, sys_, rss, faults, size in rows:
+    runs.setdefault(kind, []).append((float(user), float(sys_), int(rss), int(faults), int(size)))
+def med(kind, i):
+    return statistics.median(r[i] for r in runs[kind])
+def cpu(kind):
+    return statistics.median(r[0] + r[1] for r in runs[kind])
+print(f"# Profiles benchmark at {rev}\n")
+print(f"Exports of the same {records:,} records (benchmark upstream, https landing pages), "
+      "each timed with GNU time after the page cache was dropped; plain and profiles "
+      "alternate, the figures are medians.\n")
+print("| export | runs | user s | sys s | CPU s | x plain | peak RSS | minor faults | bytes written |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for kind, label in [("plain", "plain sitemap"), ("profiles", "+ Signmap, OCX, DiWoo x5"),
+                    ("all", "+ CDIF too")]:
+    if kind not in runs:
+        continue
+    print(f"| {label} | {len(runs[kind])} | {med(kind, 0):.2f} | {med(kind, 1):.2f} | "
+          f"{cpu(kind):.2f} | **{cpu(kind) / cpu('plain'):.2f}x** | "
+          f"{med(kind, 2) / 1024:.0f} MiB | {med(kind, 3):,.0f} | {med(kind, 4):,.0f} |")
+ratio = cpu("profiles") / cpu("plain")
+user = med("profiles", 0) / med("plain", 0)
+print(f"\nEvery XML profile adds **{(ratio - 1) * 100:.0f}%** CPU to the plain export "
+      f"({user:.2f}x in user time alone); the target is at most 50%: "
+      f"**{'met' if ratio <= 1.5 else 'not met'}**.")
+print("\nEach run, in order (user s, sys s, peak KB, minor faults, bytes):\n")
+for r in rows:
+    print(f"- {r[0]} {r[1]}: {r[2]} {r[3]} {r[4]} {r[5]} {r[6]}")
+if strict and ratio > 1.5:
+    sys.exit(3)
+PY
+cat benches/profiles/RESULTS.md
+exit "$status"
