@@ -154,8 +154,6 @@ def main():
         }
 
     o, p = derived(ours), derived(peer)
-    prof = derived(read_time(w("profiles.time"))) if os.path.exists(w("profiles.time")) else {}
-    prof_xml = derived(read_time(w("profiles-xml.time"))) if os.path.exists(w("profiles-xml.time")) else {}
 
     def ratio(x, y):
         return x / y if (x is not None and y) else None
@@ -185,14 +183,6 @@ def main():
         ("server CPU-seconds during the harvest", fmt(srv_cpu_ours), fmt(srv_cpu_peer), ""),
         ("machine load average (1 min) at start", fmt(read_float(w("load-ours"))), fmt(read_float(w("load-peer"))), ""),
     ]
-    if prof:
-        rows.append(("with every profile (Signmap, OCX, CDIF; DiWoo, 5 categories, http URLs counted, none rendered): CPU-s per million, peak RSS",
-                     f"{fmt(prof.get('cpu_per_m'))} s, {fmt(prof.get('rss_mib'), 1)} MiB (exit {prof.get('exit')})",
-                     "", f"{fmt(ratio(prof.get('cpu_per_m'), o.get('cpu_per_m')), 2)}x the plain export"))
-    if prof_xml:
-        rows.append(("with the XML profiles (Signmap, OCX; DiWoo as above), no CDIF files: CPU-s per million, peak RSS",
-                     f"{fmt(prof_xml.get('cpu_per_m'))} s, {fmt(prof_xml.get('rss_mib'), 1)} MiB (exit {prof_xml.get('exit')})",
-                     "", f"{fmt(ratio(prof_xml.get('cpu_per_m'), o.get('cpu_per_m')), 2)}x the plain export"))
 
     per_cpu_ratio = ratio(o.get("per_cpu_s"), p.get("per_cpu_s"))
     checks = [
@@ -208,14 +198,6 @@ def main():
         ("peak RSS at most 256 MiB for the million records",
          f"{fmt(o.get('rss_mib'), 1)} MiB", o.get("rss_mib") is not None and o["rss_mib"] <= TARGET_RSS_MIB),
     ]
-    if prof:
-        extra = ratio(prof.get("cpu_per_m"), o.get("cpu_per_m"))
-        checks.append(("every profile adds at most 50% CPU to the plain export (issue 4)",
-                       f"{fmt(extra, 2)}x", extra is not None and prof.get("exit") == 0 and extra <= 1.5))
-    if prof_xml:
-        extra = ratio(prof_xml.get("cpu_per_m"), o.get("cpu_per_m"))
-        checks.append(("the XML profiles (no CDIF files) add at most 50% CPU to the plain export (issue 4)",
-                       f"{fmt(extra, 2)}x", extra is not None and prof_xml.get("exit") == 0 and extra <= 1.5))
     bd = derived(big) if big else {}
     big_ok = bool(big) and big["exit"] == 0 and big_same
     checks.append((

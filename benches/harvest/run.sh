@@ -147,22 +147,8 @@ if [ -d "$work/ours-out" ]; then
   python3 "$bench/sitemap_urls.py" "$work/ours-out" "$work/ours.urls" || true
 fi
 
-# Every profile beyond the sitemap from the same harvest (issue 4: at most 50% more CPU).
-# DiWoo: the five communities' sets as five categories (every record in one). The benchmark's
-# URLs are http, so DiWoo classifies and counts them all but publishes none (it requires https).
-log "oai-bridge export with every profile (--signmap, --ocx, --cdif, --diwoo for 5 categories)"
-timed profiles 1800 "$ours_bin" export --base-url "$base_url" --out "$work/profiles-out" \
-  --public-url "$public_url" --no-progress -q --signmap --ocx --cdif \
-  --diwoo com_0=1 --diwoo com_1=2 --diwoo com_2=3 --diwoo com_3=4 --diwoo com_4=5
-cat "$work/profiles.stdout" >&2
-rm -rf "$work/profiles-out"
-# The same without CDIF: its export writes one file per record, and creating a million files costs
-# the kernel more than everything else together (the gateway packs the documents instead).
-log "oai-bridge export with the XML profiles (--signmap, --ocx, --diwoo for 5 categories)"
-timed profiles-xml 1800 "$ours_bin" export --base-url "$base_url" --out "$work/profiles-out" \
-  --public-url "$public_url" --no-progress -q --signmap --ocx \
-  --diwoo com_0=1 --diwoo com_1=2 --diwoo com_2=3 --diwoo com_3=4 --diwoo com_4=5
-rm -rf "$work/profiles-out"
+# What the profiles (Signmap, OCX, DiWoo, CDIF) add to this export is measured apart, runs
+# alternating with the plain export: benches/profiles/run.sh.
 
 log "peer: Sickle + lxml"
 timed peer 5400 "$venv/bin/python" "$bench/peer_sickle.py" "$base_url" "$work/peer.urls"
