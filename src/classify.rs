@@ -478,8 +478,8 @@ fn is_doi(s: &str) -> bool {
         && !s.chars().any(char::is_whitespace)
 }
 
-/// Percent-encodes what may not stand raw in a URL path, keeping `/` and existing escapes.
-/// `resolver` followed by `pid`, percent-encoded where a URL path needs it.
+/// `resolver` followed by `pid`, with what may not stand raw in a URL path percent-encoded
+/// (`/` and existing escapes are kept).
 fn encode_pid(resolver: &str, pid: &str) -> String {
     use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
     const PID: &AsciiSet = &CONTROLS

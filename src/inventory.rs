@@ -3,7 +3,7 @@
 //! deleted records publish nothing, and each URL is listed once (SM-16), in sorted order so the
 //! same records always give the same files.
 //!
-//! Strings live in one arena and records are 24-byte entries, so a million records cost about
+//! Strings live in one arena and records are 32-byte entries, so a million records cost about
 //! as much memory as their URL text; nothing else of a record is kept.
 
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};

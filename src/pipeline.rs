@@ -88,6 +88,9 @@ pub enum PipelineError {
     /// No scope can be derived.
     #[error("no scope: {0}")]
     Scope(String),
+    /// The job asks for something that cannot be made; the message says what.
+    #[error("cannot build this job: {0}")]
+    InvalidJob(String),
     /// Nothing would be published; the message says why.
     #[error("nothing to publish: {0}")]
     NothingToPublish(String),
@@ -199,15 +202,15 @@ pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError>
     }
 }
 
-/// What one harvest gathered, resolved: the URL inventory and, when the job asks for a Signmap,
-/// its records.
+/// What one harvest gathered, resolved: the URL inventory and, when the job asks for a
+/// landing-page profile (Signmap, OCX, CDIF), their entries.
 #[derive(Debug)]
 pub struct Harvested {
     /// What the harvest saw.
     pub report: HarvestReport,
     /// The sitemap's URLs.
     pub published: Published,
-    /// The Signmap's records (`job.signmap`).
+    /// The landing-page profiles' entries (`job.signmap`, `job.ocx`, `job.cdif`).
     pub signposts: Option<Resolved>,
     /// The DiWoo categories (`job.diwoo`), in order: category `diwoo[i]` holds the URLs of
     /// group `i` of `published` ([`Published::iter_in`]).
@@ -251,6 +254,14 @@ impl Collectors {
     fn new(job: &Job, scope: Scope, identify_base: &str) -> Result<Self, PipelineError> {
         let mut diwoo: Vec<Category> = Vec::new();
         for (set, number) in &job.diwoo {
+            // A category is a bit of the inventory's groups; the table has 17.
+            if !(1..=crate::config::DIWOO_CATEGORIES).contains(number) {
+                return Err(PipelineError::InvalidJob(format!(
+                    "set {set:?} is mapped to DiWoo category {number}; the Woo information \
+                     categories are 1-{}",
+                    crate::config::DIWOO_CATEGORIES
+                )));
+            }
             match diwoo.iter_mut().find(|c| c.number == *number) {
                 Some(c) => c.sets.push(set.clone()),
                 None => diwoo.push(Category {
@@ -268,16 +279,15 @@ impl Collectors {
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
         let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
-            let spill = |e: std::io::Error| PipelineError::Collect(CollectError::Spill(e));
             let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref());
             if job.signmap {
-                s = s.with_signmap().map_err(spill)?;
+                s = s.with_signmap()?;
             }
             if let Some(config) = &job.ocx {
-                s = s.with_ocx(config.clone()).map_err(spill)?;
+                s = s.with_ocx(config.clone())?;
             }
             if job.cdif {
-                s = s.with_cdif(job.public_url.clone()).map_err(spill)?;
+                s = s.with_cdif(job.public_url.clone())?;
             }
             Some(s)
         } else {
@@ -533,8 +543,7 @@ pub fn render<S: FileSink>(
     if let Some(signposts) = harvested.signposts.as_ref().filter(|_| job.cdif) {
         let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
         for doc in signposts.cdif_documents() {
-            let (name, lastmod, bytes) =
-                doc.map_err(|e| PipelineError::Collect(CollectError::Spill(e)))?;
+            let (name, lastmod, bytes) = doc?;
             sink.put_document(&name, &bytes, lastmod)
                 .map_err(|e| PipelineError::Sink(Box::new(e)))?;
             locs.push((join(&job.public_url, &name).to_string(), lastmod));
@@ -735,5 +744,47 @@ pub fn human_duration(d: Duration) -> String {
         format!("{s:.1} s")
     } else {
         format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A DiWoo category is a bit of the inventory's groups: only the table's 1-17 are taken,
+    /// with an error that names the set and the number.
+    #[test]
+    fn diwoo_categories_outside_the_table_are_refused() {
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        let job = |number: u8| Job {
+            request: HarvestRequest {
+                source: Source::Oai(base.clone()),
+                sets: Vec::new(),
+                from: None,
+                until: None,
+                fields: Default::default(),
+            },
+            scope: Vec::new(),
+            limits: Limits::default(),
+            gzip: false,
+            signmap: false,
+            ocx: None,
+            cdif: false,
+            diwoo: vec![("theses".into(), number)],
+            public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
+        };
+        let scope = Scope::from_base_url(&base).unwrap();
+        for number in [1, 17] {
+            assert!(Collectors::new(&job(number), scope.clone(), base.as_str()).is_ok());
+        }
+        for number in [0, 18, 200] {
+            let err = Collectors::new(&job(number), scope.clone(), base.as_str())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(&format!("\"theses\" is mapped to DiWoo category {number};")),
+                "{err}"
+            );
+        }
     }
 }

@@ -5,8 +5,8 @@
 //! listed once).
 //!
 //! Each record's entries are written as it arrives, Signmap `<url>` and OCX `<url>` alike, and
-//! appended to a temporary file per profile; in memory stays only what resolving needs, 48 bytes
-//! a record (hashes of the identifier and the landing page, the datestamp). The shards are then
+//! appended to a temporary file per profile; in memory stays only what resolving needs, 60 bytes
+//! a record (hashes of the identifier and the landing page, the datestamp, where its entries are). The shards are then
 //! cut from the winners' entries, read back in one pass in the order they were harvested.
 //! Holding the profiles' texts in memory instead (titles, teasers, every link) took a gigabyte
 //! for a million records, and its page faults cost more than writing the entries.
@@ -37,6 +37,17 @@ pub const MAX_ITEMS: usize = 50;
 const SIGNMAP: usize = 0;
 const OCX: usize = 1;
 const CDIF: usize = 2;
+/// Their names, by column, for errors.
+const PROFILES: [&str; 3] = ["Signmap", "OCX", "CDIF"];
+
+/// The error of a temporary file of profile `column`, while doing `action` with it.
+fn spill_error(column: usize, action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
+    move |source| CollectError::Spill {
+        profile: PROFILES[column],
+        action,
+        source,
+    }
+}
 
 /// What became of one record occurrence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,7 +114,7 @@ pub struct Signposts {
     versions: Vec<Version>,
     /// Bytes each version added to each temporary file, by `seq`.
     lens: Vec<[u32; 3]>,
-    /// Scratch space: one entry being written, a lastmod, a teaser.
+    /// Scratch space: the entry being written, and its lastmod written out.
     entry: Vec<u8>,
     date: String,
 }
@@ -154,31 +165,36 @@ impl GetRecord {
     }
 }
 
-/// An append-only temporary file of entries.
+/// An append-only temporary file of one profile's entries.
 #[derive(Debug)]
 struct Spill {
+    column: usize,
     out: BufWriter<File>,
 }
 
 impl Spill {
-    fn new() -> std::io::Result<Self> {
+    fn new(column: usize) -> Result<Self, CollectError> {
+        let file = tempfile::tempfile().map_err(spill_error(column, "create"))?;
         Ok(Self {
-            out: BufWriter::with_capacity(1 << 20, tempfile::tempfile()?),
+            column,
+            out: BufWriter::with_capacity(1 << 20, file),
         })
     }
 
     /// Appends `bytes`; their length.
     fn append(&mut self, bytes: &[u8]) -> Result<u32, CollectError> {
         let len = u32::try_from(bytes.len()).map_err(|_| InventoryFull)?;
-        self.out.write_all(bytes)?;
+        self.out
+            .write_all(bytes)
+            .map_err(spill_error(self.column, "write"))?;
         Ok(len)
     }
 
-    /// The file, written out and read from its start.
-    fn finish(self) -> std::io::Result<File> {
-        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
-        file.rewind()?;
-        Ok(file)
+    /// The file, written out.
+    fn finish(self) -> Result<File, CollectError> {
+        self.out
+            .into_inner()
+            .map_err(|e| spill_error(self.column, "write")(e.into_error()))
     }
 }
 
@@ -238,23 +254,27 @@ impl Signposts {
     }
 
     /// Also write the Signmap's entries.
-    pub fn with_signmap(mut self) -> std::io::Result<Self> {
-        self.spills[SIGNMAP] = Some(Spill::new()?);
+    pub fn with_signmap(mut self) -> Result<Self, CollectError> {
+        self.spills[SIGNMAP] = Some(Spill::new(SIGNMAP)?);
         Ok(self)
     }
 
     /// Also write OCX entries, as `config` says.
-    pub fn with_ocx(mut self, config: OcxConfig) -> std::io::Result<Self> {
+    pub fn with_ocx(mut self, config: OcxConfig) -> Result<Self, CollectError> {
         self.ocx = Some(config);
-        self.spills[OCX] = Some(Spill::new()?);
+        self.spills[OCX] = Some(Spill::new(OCX)?);
         Ok(self)
     }
 
     /// Also make each record's CDIF document, to be published under `documents` (a directory
-    /// URL); the other profiles then link to it. Call before [`Signposts::add`].
-    pub fn with_cdif(mut self, documents: Url) -> std::io::Result<Self> {
+    /// URL, which file names are joined onto); the other profiles then link to it. Call before
+    /// [`Signposts::add`].
+    pub fn with_cdif(mut self, documents: Url) -> Result<Self, CollectError> {
+        if documents.cannot_be_a_base() {
+            return Err(CollectError::Documents(documents));
+        }
         self.documents = Some(documents);
-        self.spills[CDIF] = Some(Spill::new()?);
+        self.spills[CDIF] = Some(Spill::new(CDIF)?);
         Ok(self)
     }
 
@@ -298,10 +318,18 @@ impl Signposts {
     ) -> Result<bool, CollectError> {
         let license = record.dc_values(DcElement::Rights).find_map(license_url);
         let kind = self.types.lookup(record.dc_values(DcElement::Type));
-        let document = self.documents.as_ref().map(|base| {
-            base.join(&cdif_name(&record.identifier))
-                .expect("a file name joins onto a directory URL")
-        });
+        let name = self
+            .documents
+            .is_some()
+            .then(|| cdif_name(&record.identifier));
+        let document = self
+            .documents
+            .as_ref()
+            .zip(name.as_ref())
+            .map(|(base, name)| {
+                base.join(name)
+                    .expect("a relative path joins onto a URL that can be a base (checked)")
+            });
         // The lastmod, written out once for every profile.
         self.date.clear();
         if let Some(d) = record.datestamp {
@@ -360,7 +388,7 @@ impl Signposts {
             // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
             // for HTML); else what the configuration says.
             let (format, meta, xpath) = match &document {
-                Some(url) => (Some("JSON-LD"), Some(url.as_str().into()), None),
+                Some(url) => (Some("JSON-LD"), Some(url.as_str()), None),
                 None => (config.format.as_deref(), None, config.xpath.as_deref()),
             };
             self.entry.clear();
@@ -380,7 +408,7 @@ impl Signposts {
             );
             lens[OCX] = spill.append(&self.entry)?;
         }
-        if let (Some(url), Some(spill)) = (&document, &mut self.spills[CDIF]) {
+        if let (Some(name), Some(spill)) = (&name, &mut self.spills[CDIF]) {
             let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
             let values = |e| record.dc_values(e).collect::<Vec<_>>();
             let doc = cdif::document(&cdif::Fields {
@@ -398,9 +426,8 @@ impl Signposts {
                 metadata: metadata.as_deref(),
             });
             // The document's name first (its hash part: the rest is fixed), then the document.
-            let name = cdif_hash(url.as_str());
             self.entry.clear();
-            self.entry.extend_from_slice(name.as_bytes());
+            self.entry.extend_from_slice(cdif_hash(name).as_bytes());
             self.entry.extend_from_slice(doc.as_bytes());
             lens[CDIF] = spill.append(&self.entry)?;
         }
@@ -467,9 +494,22 @@ pub enum CollectError {
     /// The in-memory table is full.
     #[error(transparent)]
     Full(#[from] InventoryFull),
-    /// A temporary file of the profiles' entries failed.
-    #[error("cannot use the temporary file of the profiles' entries: {0}")]
-    Spill(#[from] std::io::Error),
+    /// A temporary file of a profile's entries failed.
+    #[error(
+        "cannot {action} the temporary file of the {profile} entries (in {}): {source}",
+        std::env::temp_dir().display()
+    )]
+    Spill {
+        /// The profile: Signmap, OCX or CDIF.
+        profile: &'static str,
+        /// What was being done: create, write or read.
+        action: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The URL the CDIF documents are published under cannot have file names joined onto it.
+    #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
+    Documents(Url),
 }
 
 /// The file name of a record's CDIF document: a hash of its header identifier, so that the URL
@@ -488,7 +528,7 @@ const CDIF_EXT: &str = ".jsonld";
 /// Length of the hash part of [`cdif_name`].
 const CDIF_HASH_LEN: usize = 16;
 
-/// The hash part of a document URL or name made by [`cdif_name`].
+/// The hash part of a name made by [`cdif_name`].
 fn cdif_hash(name: &str) -> &str {
     let end = name.len() - CDIF_EXT.len();
     &name[end - CDIF_HASH_LEN..end]
@@ -566,26 +606,28 @@ impl Resolved {
         let Some(file) = &self.files[column] else {
             return Ok(0);
         };
-        let mut reader = SpillReader::new(file);
-        let mut failed = None;
+        let mut reader = SpillReader::new(file, column)?;
+        // A failed read is kept until the shard it spoilt is about to be emitted, which it stops.
+        let failed: std::cell::Cell<Option<CollectError>> = std::cell::Cell::new(None);
+        let mut emit = emit;
         let shards = render_urlsets(
             self.entries(column),
             open,
             limits,
             |bytes, (at, len, lastmod)| {
-                if failed.is_none()
-                    && let Err(e) = reader.read(at, len, bytes)
-                {
-                    failed = Some(e);
+                let start = bytes.len();
+                if let Err(e) = reader.read(at, len, bytes) {
+                    bytes.truncate(start);
+                    failed.set(Some(e));
                 }
                 lastmod
             },
-            emit,
+            |shard| match failed.take() {
+                Some(e) => Err(e.into()),
+                None => emit(shard),
+            },
         )?;
-        match failed {
-            Some(e) => Err(CollectError::Spill(e).into()),
-            None => Ok(shards),
-        }
+        Ok(shards)
     }
 
     /// Where each winner's entry in one temporary file is (offset, length), with its lastmod;
@@ -613,10 +655,14 @@ impl Resolved {
     /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
     pub fn cdif_documents(
         &self,
-    ) -> impl Iterator<Item = std::io::Result<(String, Option<Datestamp>, Vec<u8>)>> + '_ {
-        let mut reader = self.files[CDIF].as_ref().map(SpillReader::new);
+    ) -> impl Iterator<Item = Result<(String, Option<Datestamp>, Vec<u8>), CollectError>> + '_ {
+        let mut reader = self.files[CDIF].as_ref().map(|f| SpillReader::new(f, CDIF));
         self.entries(CDIF).map_while(move |(at, len, lastmod)| {
-            let reader = reader.as_mut()?;
+            let reader = match reader.as_mut()? {
+                Ok(reader) => reader,
+                // Could not even start: the error once, then nothing.
+                Err(_) => return reader.take().and_then(Result::err).map(Err),
+            };
             let mut bytes = Vec::with_capacity(len as usize);
             Some(reader.read(at, len, &mut bytes).map(|()| {
                 let doc = bytes.split_off(CDIF_HASH_LEN);
@@ -632,18 +678,33 @@ struct SpillReader<'a> {
     reader: BufReader<&'a File>,
     /// The file offset `reader` is at.
     at: u64,
+    column: usize,
 }
 
 impl<'a> SpillReader<'a> {
-    fn new(file: &'a File) -> Self {
-        Self {
-            reader: BufReader::with_capacity(1 << 20, file),
+    /// Reads `file` (of profile `column`) from its start.
+    fn new(file: &'a File, column: usize) -> Result<Self, CollectError> {
+        Self::with_capacity(file, column, 1 << 20)
+    }
+
+    fn with_capacity(file: &'a File, column: usize, capacity: usize) -> Result<Self, CollectError> {
+        // Readers of one file share its position: each starts over.
+        let mut start = file;
+        start.rewind().map_err(spill_error(column, "read"))?;
+        Ok(Self {
+            reader: BufReader::with_capacity(capacity, file),
             at: 0,
-        }
+            column,
+        })
     }
 
     /// Appends the `len` bytes at offset `at` (not before the last read's end) to `into`.
-    fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
+    fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> Result<(), CollectError> {
+        self.read_io(at, len, into)
+            .map_err(spill_error(self.column, "read"))
+    }
+
+    fn read_io(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
         let skip = at
             .checked_sub(self.at)
             .and_then(|s| i64::try_from(s).ok())
@@ -667,6 +728,8 @@ impl<'a> SpillReader<'a> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::scope::Scope;
 
@@ -1054,5 +1117,168 @@ mod tests {
                 .1
                 .contains(&("format".to_owned(), "JSON-LD".to_owned()))
         );
+    }
+
+    /// Skipped entries past the reader's buffer are sought over; a second pass starts over.
+    #[test]
+    fn the_reader_skips_past_its_buffer_and_starts_over() {
+        let mut spill = Spill::new(SIGNMAP).unwrap();
+        for text in ["first-", "second-entry-", "third"] {
+            spill.append(text.as_bytes()).unwrap();
+        }
+        let file = spill.finish().unwrap();
+        for _ in 0..2 {
+            let mut reader = SpillReader::with_capacity(&file, SIGNMAP, 4).unwrap();
+            let mut out = Vec::new();
+            reader.read(0, 6, &mut out).unwrap();
+            reader.read(19, 5, &mut out).unwrap();
+            assert_eq!(out, b"first-third");
+            let err = reader.read(0, 1, &mut out).unwrap_err().to_string();
+            assert!(
+                err.contains("read the temporary file of the Signmap entries"),
+                "{err}"
+            );
+            let mut past = SpillReader::with_capacity(&file, SIGNMAP, 4).unwrap();
+            assert!(past.read(20, 10, &mut Vec::new()).is_err(), "past the end");
+        }
+    }
+
+    /// A record occurrence of the model: identifier, datestamp, deleted, landing page (index
+    /// into a few), with an OCX type.
+    type Occurrence = (u8, Option<u8>, bool, Option<u8>, bool);
+
+    fn occurrence() -> impl proptest::strategy::Strategy<Value = Occurrence> {
+        use proptest::prelude::*;
+        (
+            0u8..5,
+            proptest::option::of(0u8..3),
+            proptest::bool::weighted(0.15),
+            proptest::option::weighted(0.85, 0u8..4),
+            any::<bool>(),
+        )
+    }
+
+    /// The reference: newest version of each identifier (a tie: the later occurrence), deleted
+    /// and landing-less records out, the newest record of each landing page (a tie: the later),
+    /// in harvest order. (index, landing, datestamp, typed) of each published record.
+    fn model(occurrences: &[Occurrence]) -> Vec<(usize, u8, Option<u8>, bool)> {
+        let newest =
+            |a: &(usize, &Occurrence), b: &(usize, &Occurrence)| (a.1.1, a.0).cmp(&(b.1.1, b.0));
+        let mut by_id: BTreeMap<u8, (usize, &Occurrence)> = BTreeMap::new();
+        for (i, o) in occurrences.iter().enumerate() {
+            let slot = by_id.entry(o.0).or_insert((i, o));
+            if newest(&(i, o), slot).is_ge() {
+                *slot = (i, o);
+            }
+        }
+        let mut by_landing: BTreeMap<u8, (usize, &Occurrence)> = BTreeMap::new();
+        for (i, o) in by_id.into_values() {
+            let (false, Some(landing)) = (o.2, o.3) else {
+                continue;
+            };
+            let slot = by_landing.entry(landing).or_insert((i, o));
+            if newest(&(i, o), slot).is_ge() {
+                *slot = (i, o);
+            }
+        }
+        let mut published: Vec<_> = by_landing
+            .into_iter()
+            .map(|(landing, (i, o))| (i, landing, o.1, o.4))
+            .collect();
+        published.sort();
+        published
+    }
+
+    fn date(d: Option<u8>) -> String {
+        d.map_or(String::new(), |d| format!("2024-01-0{}", d + 1))
+    }
+
+    proptest::proptest! {
+        /// The Signmap, OCX and CDIF files hold what the reference model publishes, in harvest
+        /// order, with the winning versions' lastmods, across small shards and twice over.
+        #[test]
+        fn the_profiles_publish_what_the_reference_model_does(
+            occurrences in proptest::collection::vec(occurrence(), 0..30),
+        ) {
+            let base = Url::parse("https://h/oai/request").unwrap();
+            let scope = Scope::from_base_url(&base).unwrap();
+            let config = OcxConfig {
+                types: TypeMap::with(&[("Les".into(), "http://oerschema.org/Lesson".into())])
+                    .unwrap(),
+                ..OcxConfig::default()
+            };
+            let mut s = Signposts::new(TypeMap::default(), Some(&base))
+                .with_signmap().unwrap()
+                .with_ocx(config).unwrap()
+                .with_cdif(Url::parse("https://g/").unwrap()).unwrap();
+            for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {
+                let landing = landing.map(|l| format!("https://h/oai/page/{l}"));
+                let file = format!("https://h/oai/files/{i}.pdf");
+                let mut ids = vec![file.as_str()];
+                ids.extend(landing.as_deref());
+                let kind = if typed { "Les" } else { "Proefschrift" };
+                let mut r = record(
+                    &format!("oai:h:{id}"),
+                    &date(day),
+                    &ids,
+                    &[(DcElement::Type, kind), (DcElement::Title, "T")],
+                );
+                r.deleted = deleted;
+                add(&mut s, &scope, r);
+            }
+            let r = s.finish().unwrap();
+            let expected = model(&occurrences);
+            let limits = Limits { max_urls: 3, max_bytes: 50_000 };
+            for _ in 0..2 {
+                let got: Vec<(String, String)> = shards(&r, false, limits)
+                    .iter()
+                    .flat_map(|s| locs_and_lastmods(&s.bytes))
+                    .collect();
+                let want: Vec<(String, String)> = expected
+                    .iter()
+                    .map(|&(_, l, d, _)| (format!("https://h/oai/page/{l}"), date(d)))
+                    .collect();
+                proptest::prop_assert_eq!(&got, &want);
+                let got_ocx: Vec<(String, String)> = shards(&r, true, limits)
+                    .iter()
+                    .flat_map(|s| locs_and_lastmods(&s.bytes))
+                    .collect();
+                let want_ocx: Vec<(String, String)> = expected
+                    .iter()
+                    .zip(&want)
+                    .filter(|(e, _)| e.3)
+                    .map(|(_, w)| w.clone())
+                    .collect();
+                proptest::prop_assert_eq!(&got_ocx, &want_ocx);
+                let names: Vec<String> =
+                    r.cdif_documents().map(|d| d.unwrap().0).collect();
+                let want_names: Vec<String> = expected
+                    .iter()
+                    .map(|&(i, ..)| cdif_name(&format!("oai:h:{}", occurrences[i].0)))
+                    .collect();
+                proptest::prop_assert_eq!(names, want_names);
+            }
+            proptest::prop_assert_eq!(r.stats.published as usize, expected.len());
+        }
+    }
+
+    /// The (loc, lastmod) of each `<url>` of one shard.
+    fn locs_and_lastmods(bytes: &[u8]) -> Vec<(String, String)> {
+        let text = std::str::from_utf8(bytes).unwrap();
+        let doc = roxmltree::Document::parse(text).unwrap();
+        doc.root_element()
+            .children()
+            .filter(|n| n.is_element())
+            .map(|url| {
+                let child = |name: &str| {
+                    url.children()
+                        .find(|n| n.has_tag_name((SITEMAP_NS, name)))
+                        .and_then(|n| n.text())
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                (child("loc"), child("lastmod"))
+            })
+            .collect()
     }
 }

@@ -168,7 +168,7 @@ pub fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
         url.push(sep);
         url.push_str(key);
         url.push('=');
-        url.extend(utf8_percent_encode(value, QUERY_VALUE));
+        url.extend(query_value(value));
         sep = '&';
     }
     url

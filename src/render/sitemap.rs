@@ -99,7 +99,7 @@ pub fn escape(value: &str) -> Cow<'_, str> {
     quick_xml::escape::escape(value)
 }
 
-/// Splits sorted `(url, lastmod)` items into shards, each within `limits`, and hands each one to
+/// Splits `(url, lastmod)` items, in the order given, into shards, each within `limits`, and hands each one to
 /// `emit` as soon as it is full, so at most one shard is in memory.
 pub fn render_shards<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
