@@ -897,6 +897,15 @@ mod tests {
             teaser_chars: 20,
             ..OcxConfig::default()
         };
+        // A type the OCX table does not know.
+        let thesis = || {
+            record(
+                "b",
+                "2024-01-01",
+                &["https://h/b"],
+                &[(DcElement::Type, "Proefschrift")],
+            )
+        };
         let mut s = Signposts::new(TypeMap::default(), None)
             .with_ocx(config.clone())
             .unwrap();
@@ -917,16 +926,7 @@ mod tests {
                 ],
             ),
         );
-        add(
-            &mut s,
-            &scope,
-            record(
-                "b",
-                "2024-01-01",
-                &["https://h/b"],
-                &[(DcElement::Type, "Proefschrift")],
-            ),
-        );
+        add(&mut s, &scope, thesis());
         let r = s.finish().unwrap();
         assert_eq!(
             (
@@ -955,16 +955,7 @@ mod tests {
                 ..config
             })
             .unwrap();
-        add(
-            &mut s,
-            &scope,
-            record(
-                "b",
-                "2024-01-01",
-                &["https://h/b"],
-                &[(DcElement::Type, "Proefschrift")],
-            ),
-        );
+        add(&mut s, &scope, thesis());
         let r = s.finish().unwrap();
         assert_eq!(
             pairs(&entries(&r, true)[0].1),
