@@ -114,6 +114,17 @@ impl Datestamp {
         }
     }
 
+    /// [`Datestamp::pack`] of a datestamp that may be missing: `i64::MIN` for none, which sorts
+    /// below every datestamp (a record without one is the oldest).
+    pub fn pack_option(d: Option<Self>) -> i64 {
+        d.map_or(i64::MIN, Self::pack)
+    }
+
+    /// The inverse of [`Datestamp::pack_option`].
+    pub fn unpack_option(packed: i64) -> Option<Self> {
+        (packed != i64::MIN).then(|| Self::unpack(packed))
+    }
+
     /// Seconds since the Unix epoch.
     pub fn unix(self) -> i64 {
         self.secs

@@ -6,9 +6,8 @@
 //! Strings live in one arena and records are 32-byte entries, so a million records cost about
 //! as much memory as their URL text; nothing else of a record is kept.
 
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
-
 use std::borrow::Cow;
+use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
 use crate::classify::{self, Class, Drop};
 use crate::datestamp::Datestamp;
@@ -160,14 +159,6 @@ struct Collected {
 )]
 pub struct InventoryFull;
 
-fn pack(d: Option<Datestamp>) -> i64 {
-    d.map_or(i64::MIN, Datestamp::pack)
-}
-
-fn unpack(v: i64) -> Option<Datestamp> {
-    (v != i64::MIN).then(|| Datestamp::unpack(v))
-}
-
 impl Inventory {
     /// An empty inventory whose URLs must lie inside `scope`.
     pub fn new(scope: Scope) -> Self {
@@ -219,7 +210,41 @@ impl Inventory {
 
     /// Resolves repeats and duplicates into the sorted list of URLs to publish.
     pub fn finish(self) -> Published {
+        self.collected.finish().0
+    }
+
+    /// [`Inventory::finish`], and which record occurrences a newer version replaced: for the
+    /// landing-page profiles, which saw the same occurrences in the same order, so that one
+    /// rule decides the winning version of a record for every file.
+    pub fn finish_with_superseded(self) -> (Published, Superseded) {
         self.collected.finish()
+    }
+}
+
+/// The record occurrences, by the order they were added, that a newer version of the same
+/// record replaces (OAI-38).
+#[derive(Clone, Debug)]
+pub struct Superseded {
+    bits: Vec<u64>,
+    len: usize,
+}
+
+impl Superseded {
+    /// Whether occurrence `i` (counted from 0 in the order added) lost to a newer version.
+    pub fn contains(&self, i: usize) -> bool {
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// The number of occurrences it covers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it covers no occurrence.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -275,7 +300,7 @@ impl Collected {
         let hasher = BuildHasherDefault::<DefaultHasher>::default();
         self.entries.push(Entry {
             id_hash: hasher.hash_one(record.identifier.as_str()),
-            datestamp: pack(record.datestamp),
+            datestamp: Datestamp::pack_option(record.datestamp),
             url_start,
             url_count,
             deleted: record.deleted,
@@ -285,7 +310,7 @@ impl Collected {
         Ok(())
     }
 
-    fn finish(self) -> Published {
+    fn finish(self) -> (Published, Superseded) {
         let Collected {
             arena,
             entries,
@@ -297,7 +322,7 @@ impl Collected {
         let superseded = superseded(&entries);
         let mut items = Vec::with_capacity(urls.len());
         for (i, winner) in entries.iter().enumerate() {
-            if superseded[i / 64] & (1 << (i % 64)) != 0 {
+            if superseded.contains(i) {
                 continue;
             }
             stats.records += 1;
@@ -318,7 +343,6 @@ impl Collected {
                 groups: winner.groups,
             }));
         }
-        drop(superseded);
         drop(entries);
         drop(urls);
         // Each URL once; the newest datestamp among its records is its lastmod (SM-16).
@@ -351,12 +375,13 @@ impl Collected {
                 claims,
             })
             .collect();
-        Published {
+        let published = Published {
             arena,
             items,
             stats,
             shared,
-        }
+        };
+        (published, superseded)
     }
 }
 
@@ -407,9 +432,9 @@ fn sort_items(items: &mut [Item], arena: &str, common: usize) {
     }
 }
 
-/// A bit set of the entries that a newer version of the same record replaces: the newest
-/// datestamp per record wins, on a tie the later occurrence (OAI-38).
-fn superseded(entries: &[Entry]) -> Vec<u64> {
+/// The entries that a newer version of the same record replaces: the newest datestamp per
+/// record wins, on a tie the later occurrence (OAI-38).
+fn superseded(entries: &[Entry]) -> Superseded {
     let mut superseded = vec![0u64; entries.len().div_ceil(64)];
     let mut ids: Vec<(u64, u32)> = entries
         .iter()
@@ -431,7 +456,10 @@ fn superseded(entries: &[Entry]) -> Vec<u64> {
             }
         }
     }
-    superseded
+    Superseded {
+        bits: superseded,
+        len: entries.len(),
+    }
 }
 
 /// The resolved inventory: sorted, distinct URLs with their lastmod.
@@ -461,19 +489,22 @@ pub struct SharedUrl {
 impl SharedUrl {
     /// Its lastmod: the newest datestamp among the records that publish it.
     pub fn newest(&self) -> Option<Datestamp> {
-        self.claims.first().copied().and_then(unpack)
+        self.claims
+            .first()
+            .copied()
+            .and_then(Datestamp::unpack_option)
     }
 
     /// Adds a claim with datestamp `d`.
     pub fn claim(&mut self, d: Option<Datestamp>) {
-        let d = pack(d);
+        let d = Datestamp::pack_option(d);
         let at = self.claims.partition_point(|&c| c > d);
         self.claims.insert(at, d);
     }
 
     /// Takes back a claim with datestamp `d`; false when there is none.
     pub fn release(&mut self, d: Option<Datestamp>) -> bool {
-        let d = pack(d);
+        let d = Datestamp::pack_option(d);
         let at = self.claims.partition_point(|&c| c > d);
         let found = self.claims.get(at) == Some(&d);
         if found {
@@ -525,7 +556,7 @@ impl Published {
         let s = item.span;
         (
             &self.arena[s.start as usize..][..s.len as usize],
-            unpack(item.datestamp),
+            Datestamp::unpack_option(item.datestamp),
         )
     }
 }

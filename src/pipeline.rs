@@ -301,9 +301,10 @@ impl Collectors {
     }
 
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
+        let (published, superseded) = self.inventory.finish_with_superseded();
         Ok(Harvested {
-            published: self.inventory.finish(),
-            signposts: self.signposts.map(Signposts::finish).transpose()?,
+            published,
+            signposts: self.signposts.map(|s| s.finish(&superseded)).transpose()?,
             diwoo: self.diwoo.iter().map(|c| c.number).collect(),
             report,
             layout: Layout::default(),
@@ -542,7 +543,7 @@ pub fn render<S: FileSink>(
     let mut cdif_index = None;
     if let Some(signposts) = harvested.signposts.as_ref().filter(|_| job.cdif) {
         let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
-        for doc in signposts.cdif_documents() {
+        for doc in signposts.cdif_documents()? {
             let (name, lastmod, bytes) = doc?;
             sink.put_document(&name, &bytes, lastmod)
                 .map_err(|e| PipelineError::Sink(Box::new(e)))?;

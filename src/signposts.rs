@@ -5,9 +5,11 @@
 //! listed once).
 //!
 //! Each record's entries are written as it arrives, Signmap `<url>` and OCX `<url>` alike, and
-//! appended to a temporary file per profile; in memory stays only what resolving needs, 60 bytes
-//! a record (hashes of the identifier and the landing page, the datestamp, where its entries are). The shards are then
-//! cut from the winners' entries, read back in one pass in the order they were harvested.
+//! appended to a temporary file per profile; in memory stays only what resolving needs, 44 bytes
+//! a record (a hash of the landing page, the datestamp, where its entries are). Which version of
+//! a record wins is the URL inventory's decision ([`crate::inventory::Superseded`]), which saw
+//! the same occurrences. The shards are then cut from the winners' entries, read back in one
+//! pass in the order they were harvested.
 //! Holding the profiles' texts in memory instead (titles, teasers, every link) took a gigabyte
 //! for a million records, and its page faults cost more than writing the entries.
 
@@ -21,7 +23,7 @@ use crate::classify::Class;
 use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
-use crate::inventory::InventoryFull;
+use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{query_value, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::render::sitemap::{escape, render_urlsets, write_url_open};
@@ -63,8 +65,6 @@ enum State {
 /// One record occurrence, as resolving needs it.
 #[derive(Clone, Copy, Debug)]
 struct Version {
-    /// [`hash128`] of the header identifier.
-    id: u128,
     /// [`hash128`] of the landing page (0 without one).
     landing: u128,
     datestamp: i64,
@@ -73,9 +73,9 @@ struct Version {
     state: State,
 }
 
-/// A 128-bit hash of a text: two SipHash-1-3 values over it, apart by a prefix. Identifiers and
-/// landing pages are told apart by it alone (no text is kept); two of a million texts collide
-/// with a chance of about 10^-27.
+/// A 128-bit hash of a text: two SipHash-1-3 values over it, apart by a prefix. Landing pages are
+/// told apart by it alone (no text is kept); two of a million texts collide with a chance of
+/// about 10^-27.
 fn hash128(text: &str) -> u128 {
     let hasher = BuildHasherDefault::<DefaultHasher>::default();
     let high = hasher.hash_one((0u8, text));
@@ -284,9 +284,8 @@ impl Signposts {
     pub fn add(&mut self, record: &Record, classes: &[Class<'_>]) -> Result<(), CollectError> {
         let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
         let mut version = Version {
-            id: hash128(&record.identifier),
             landing: 0,
-            datestamp: record.datestamp.map_or(i64::MIN, Datestamp::pack),
+            datestamp: Datestamp::pack_option(record.datestamp),
             seq,
             state: State::Deleted,
         };
@@ -434,16 +433,23 @@ impl Signposts {
         Ok(typed)
     }
 
-    /// Resolves the newest version of each record and the newest record of each landing page;
-    /// the entries are kept in harvest order.
-    pub fn finish(self) -> Result<Resolved, CollectError> {
+    /// Keeps the newest version of each record (those `superseded` does not hold) and the newest
+    /// record of each landing page; the entries are kept in harvest order.
+    ///
+    /// # Panics
+    ///
+    /// When `superseded` does not cover exactly the occurrences added here: it must come from
+    /// the inventory that was given the same records in the same order.
+    pub fn finish(self, superseded: &Superseded) -> Result<Resolved, CollectError> {
         let mut versions = self.versions;
+        assert_eq!(
+            superseded.len(),
+            versions.len(),
+            "the inventory and the profiles saw different record occurrences"
+        );
         let mut stats = SignStats::default();
-        // Newest version first within each record; the later occurrence wins a tie.
-        versions
-            .sort_unstable_by(|a, b| (a.id, b.datestamp, b.seq).cmp(&(b.id, a.datestamp, a.seq)));
-        versions.dedup_by_key(|v| v.id);
         versions.retain(|v| match v.state {
+            _ if superseded.contains(v.seq as usize) => false,
             State::Deleted => false,
             State::NoLandingPage => {
                 stats.no_landing_page += 1;
@@ -646,7 +652,7 @@ impl Resolved {
             let start = offset;
             offset += u64::from(len);
             seq = at + 1;
-            let lastmod = (w.datestamp != i64::MIN).then(|| Datestamp::unpack(w.datestamp));
+            let lastmod = Datestamp::unpack_option(w.datestamp);
             (len > 0).then_some((start, len, lastmod))
         })
     }
@@ -655,23 +661,25 @@ impl Resolved {
     /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
     pub fn cdif_documents(
         &self,
-    ) -> impl Iterator<Item = Result<(String, Option<Datestamp>, Vec<u8>), CollectError>> + '_ {
-        let mut reader = self.files[CDIF].as_ref().map(|f| SpillReader::new(f, CDIF));
-        self.entries(CDIF).map_while(move |(at, len, lastmod)| {
-            let reader = match reader.as_mut()? {
-                Ok(reader) => reader,
-                // Could not even start: the error once, then nothing.
-                Err(_) => return reader.take().and_then(Result::err).map(Err),
-            };
+    ) -> Result<impl Iterator<Item = Result<CdifDocument, CollectError>> + '_, CollectError> {
+        let mut reader = self.files[CDIF]
+            .as_ref()
+            .map(|f| SpillReader::new(f, CDIF))
+            .transpose()?;
+        Ok(self.entries(CDIF).map_while(move |(at, len, lastmod)| {
+            let reader = reader.as_mut()?;
             let mut bytes = Vec::with_capacity(len as usize);
             Some(reader.read(at, len, &mut bytes).map(|()| {
                 let doc = bytes.split_off(CDIF_HASH_LEN);
                 let hash = String::from_utf8_lossy(&bytes);
                 (format!("{CDIF_DIR}{hash}{CDIF_EXT}"), lastmod, doc)
             }))
-        })
+        }))
     }
 }
+
+/// A CDIF document: its file name (`cdif/{hash}.jsonld`), its record's datestamp, its bytes.
+pub type CdifDocument = (String, Option<Datestamp>, Vec<u8>);
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.
 struct SpillReader<'a> {
@@ -744,17 +752,25 @@ mod tests {
         }
     }
 
-    /// Adds a record as a harvest does, its identifiers classified against `scope`.
-    fn add(s: &mut Signposts, scope: &Scope, r: Record) {
-        let classes: Vec<Class<'_>> = if r.deleted {
-            Vec::new()
-        } else {
-            r.dc_identifiers
-                .iter()
-                .map(|v| crate::classify::class(v, scope))
-                .collect()
-        };
-        s.add(&r, &classes).unwrap();
+    /// What a harvest makes of `records` for the profiles of `s`: each classified against
+    /// `scope`, added to `s` and to the URL inventory that decides the winning versions.
+    fn collect(s: Signposts, scope: &Scope, records: Vec<Record>) -> Resolved {
+        let mut s = s;
+        let mut inventory = crate::inventory::Inventory::new(scope.clone());
+        for r in &records {
+            let classes: Vec<Class<'_>> = if r.deleted {
+                Vec::new()
+            } else {
+                r.dc_identifiers
+                    .iter()
+                    .map(|v| crate::classify::class(v, scope))
+                    .collect()
+            };
+            inventory.add_classified(r, &classes, 0).unwrap();
+            s.add(r, &classes).unwrap();
+        }
+        let (_, superseded) = inventory.finish_with_superseded();
+        s.finish(&superseded).unwrap()
     }
 
     fn shards(r: &Resolved, ocx: bool, limits: Limits) -> Vec<Shard> {
@@ -811,12 +827,10 @@ mod tests {
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
         let scope = Scope::from_base_url(&base).unwrap();
-        let mut s = Signposts::new(TypeMap::default(), Some(&base))
+        let s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
             .unwrap();
-        add(
-            &mut s,
-            &scope,
+        let records = vec![
             record(
                 "oai:h:1",
                 "2024-05-01",
@@ -835,14 +849,10 @@ mod tests {
                     (DcElement::Type, "info:eu-repo/semantics/doctoralThesis"),
                 ],
             ),
-        );
-        // Only a PDF: no landing page, not published.
-        add(
-            &mut s,
-            &scope,
+            // Only a PDF: no landing page, not published.
             record("oai:h:2", "2024-05-01", &["https://h/oai/files/2.pdf"], &[]),
-        );
-        let r = s.finish().unwrap();
+        ];
+        let r = collect(s, &scope, records);
         assert_eq!(r.stats.no_landing_page, 1);
         assert_eq!(r.stats.published, 1);
         let e = entries(&r, false);
@@ -906,12 +916,10 @@ mod tests {
                 &[(DcElement::Type, "Proefschrift")],
             )
         };
-        let mut s = Signposts::new(TypeMap::default(), None)
+        let s = Signposts::new(TypeMap::default(), None)
             .with_ocx(config.clone())
             .unwrap();
-        add(
-            &mut s,
-            &scope,
+        let records = vec![
             record(
                 "a",
                 "2024-01-01",
@@ -925,9 +933,9 @@ mod tests {
                     ),
                 ],
             ),
-        );
-        add(&mut s, &scope, thesis());
-        let r = s.finish().unwrap();
+            thesis(),
+        ];
+        let r = collect(s, &scope, records);
         assert_eq!(
             (
                 r.stats.published,
@@ -949,14 +957,14 @@ mod tests {
         );
 
         // With a default type, the second record is published too.
-        let mut s = Signposts::new(TypeMap::default(), None)
+        let s = Signposts::new(TypeMap::default(), None)
             .with_ocx(OcxConfig {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..config
             })
             .unwrap();
-        add(&mut s, &scope, thesis());
-        let r = s.finish().unwrap();
+        let records = vec![thesis()];
+        let r = collect(s, &scope, records);
         assert_eq!(
             pairs(&entries(&r, true)[0].1),
             [("type", "https://schema.org/CreativeWork")]
@@ -966,45 +974,22 @@ mod tests {
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(TypeMap::default(), None)
+        let s = Signposts::new(TypeMap::default(), None)
             .with_signmap()
             .unwrap();
-        add(
-            &mut s,
-            &scope,
-            record("a", "2024-01-01", &["https://h/old"], &[]),
-        );
-        add(
-            &mut s,
-            &scope,
-            record("a", "2024-02-01", &["https://h/new"], &[]),
-        );
+        let mut records = Vec::new();
+        records.push(record("a", "2024-01-01", &["https://h/old"], &[]));
+        records.push(record("a", "2024-02-01", &["https://h/new"], &[]));
         let mut gone = record("b", "2024-03-01", &[], &[]);
         gone.deleted = true;
-        add(
-            &mut s,
-            &scope,
-            record("b", "2024-01-01", &["https://h/b"], &[]),
-        );
-        add(&mut s, &scope, gone);
+        records.push(record("b", "2024-01-01", &["https://h/b"], &[]));
+        records.push(gone);
         // Two records with one landing page: listed once, from the newer record.
-        add(
-            &mut s,
-            &scope,
-            record("c", "2024-01-02", &["https://h/shared"], &[]),
-        );
-        add(
-            &mut s,
-            &scope,
-            record("d", "2024-01-01", &["https://h/shared"], &[]),
-        );
+        records.push(record("c", "2024-01-02", &["https://h/shared"], &[]));
+        records.push(record("d", "2024-01-01", &["https://h/shared"], &[]));
         // An older occurrence after a newer one loses too.
-        add(
-            &mut s,
-            &scope,
-            record("a", "2023-01-01", &["https://h/older"], &[]),
-        );
-        let r = s.finish().unwrap();
+        records.push(record("a", "2023-01-01", &["https://h/older"], &[]));
+        let r = collect(s, &scope, records);
         let e = entries(&r, false);
         let locs: Vec<&str> = e.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(locs, ["https://h/new", "https://h/shared"]);
@@ -1027,9 +1012,10 @@ mod tests {
     #[test]
     fn shards_split_on_bytes_counting_links() {
         let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let mut s = Signposts::new(TypeMap::default(), None)
+        let s = Signposts::new(TypeMap::default(), None)
             .with_signmap()
             .unwrap();
+        let mut records = Vec::new();
         let files: Vec<String> = (0..40)
             .map(|i| format!("https://h/oai/files/{i:04}.pdf"))
             .collect();
@@ -1037,13 +1023,9 @@ mod tests {
             let mut ids = vec![format!("https://h/oai/r/{n}")];
             ids.extend(files.iter().cloned());
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-            add(
-                &mut s,
-                &scope,
-                record(&format!("r{n}"), "2024-01-01", &ids, &[]),
-            );
+            records.push(record(&format!("r{n}"), "2024-01-01", &ids, &[]));
         }
-        let r = s.finish().unwrap();
+        let r = collect(s, &scope, records);
         let limits = Limits {
             max_urls: 50_000,
             max_bytes: 64 * 1024,
@@ -1063,7 +1045,7 @@ mod tests {
         let base = Url::parse("https://h/oai/request").unwrap();
         let scope = Scope::from_base_url(&base).unwrap();
         let public = Url::parse("https://g/repo/").unwrap();
-        let mut s = Signposts::new(TypeMap::default(), Some(&base))
+        let s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
             .unwrap()
             .with_ocx(OcxConfig {
@@ -1073,16 +1055,18 @@ mod tests {
             .unwrap()
             .with_cdif(public.clone())
             .unwrap();
+        let mut records = Vec::new();
         for id in ["oai:h:1", "oai:h:2"] {
             let landing = format!("https://h/oai/{id}");
-            add(
-                &mut s,
-                &scope,
-                record(id, "2024-01-01", &[&landing], &[(DcElement::Title, "T")]),
-            );
+            records.push(record(
+                id,
+                "2024-01-01",
+                &[&landing],
+                &[(DcElement::Title, "T")],
+            ));
         }
-        let r = s.finish().unwrap();
-        let docs: Vec<_> = r.cdif_documents().map(Result::unwrap).collect();
+        let r = collect(s, &scope, records);
+        let docs: Vec<_> = r.cdif_documents().unwrap().map(Result::unwrap).collect();
         assert_eq!(docs.len(), 2);
         for ((name, lastmod, bytes), id) in docs.iter().zip(["oai:h:1", "oai:h:2"]) {
             assert_eq!(name, &cdif_name(id));
@@ -1198,10 +1182,11 @@ mod tests {
                     .unwrap(),
                 ..OcxConfig::default()
             };
-            let mut s = Signposts::new(TypeMap::default(), Some(&base))
+            let s = Signposts::new(TypeMap::default(), Some(&base))
                 .with_signmap().unwrap()
                 .with_ocx(config).unwrap()
                 .with_cdif(Url::parse("https://g/").unwrap()).unwrap();
+            let mut records = Vec::new();
             for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {
                 let landing = landing.map(|l| format!("https://h/oai/page/{l}"));
                 let file = format!("https://h/oai/files/{i}.pdf");
@@ -1215,9 +1200,9 @@ mod tests {
                     &[(DcElement::Type, kind), (DcElement::Title, "T")],
                 );
                 r.deleted = deleted;
-                add(&mut s, &scope, r);
+                records.push(r);
             }
-            let r = s.finish().unwrap();
+            let r = collect(s, &scope, records);
             let expected = model(&occurrences);
             let limits = Limits { max_urls: 3, max_bytes: 50_000 };
             for _ in 0..2 {
@@ -1242,7 +1227,7 @@ mod tests {
                     .collect();
                 proptest::prop_assert_eq!(&got_ocx, &want_ocx);
                 let names: Vec<String> =
-                    r.cdif_documents().map(|d| d.unwrap().0).collect();
+                    r.cdif_documents().unwrap().map(|d| d.unwrap().0).collect();
                 let want_names: Vec<String> = expected
                     .iter()
                     .map(|&(i, ..)| cdif_name(&format!("oai:h:{}", occurrences[i].0)))
