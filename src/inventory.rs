@@ -185,7 +185,7 @@ impl Inventory {
 
     /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
     /// `groups` has a bit set for each group of records it is in (the DiWoo categories whose
-    /// sets hold it, [`Published::iter_in`]); 0 when there are none.
+    /// sets hold it, [`Published::iter_grouped`]); 0 when there are none.
     pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryFull> {
         let scope = &self.scope;
         let urls = record
@@ -395,7 +395,7 @@ struct Item {
     key: Key,
     span: Span,
     datestamp: i64,
-    /// The groups of the records that publish it ([`Published::iter_in`]).
+    /// The groups of the records that publish it ([`Published::iter_grouped`]).
     groups: u32,
 }
 
@@ -541,15 +541,20 @@ impl Published {
         self.items.iter().map(|item| self.entry(item))
     }
 
-    /// The URLs of the records in group `group` (0-31: the bit given to [`Inventory::add`]), in
-    /// order. A URL's lastmod is its lastmod in [`Published::iter`]: the newest datestamp among
-    /// all records that publish it, in the group or not (the page is the same page).
-    pub fn iter_in(&self, group: u32) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
-        let bit = 1u32.checked_shl(group).unwrap_or(0);
+    /// The URLs in at least one group, in order, each with its lastmod and its groups as bits
+    /// (group `g`, 0-31 as given to [`Inventory::add`], is bit `1 << g`). A URL's lastmod is
+    /// its lastmod in [`Published::iter`]: the newest datestamp among all records that publish
+    /// it, in the group or not (the page is the same page). Every group in one pass: a pass
+    /// per group cost more than its URLs' bytes suggest, as a group's URLs are scattered over
+    /// the inventory's text and each pass waited on memory for most of them.
+    pub fn iter_grouped(&self) -> impl Iterator<Item = (&str, Option<Datestamp>, u32)> + '_ {
         self.items
             .iter()
-            .filter(move |item| item.groups & bit != 0)
-            .map(|item| self.entry(item))
+            .filter(|item| item.groups != 0)
+            .map(|item| {
+                let (url, lastmod) = self.entry(item);
+                (url, lastmod, item.groups)
+            })
     }
 
     fn entry(&self, item: &Item) -> (&str, Option<Datestamp>) {

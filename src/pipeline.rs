@@ -15,7 +15,9 @@ use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Sour
 use crate::patch::PublishedShard;
 use crate::progress::Progress;
 use crate::render::robots::{render_cdif_group, render_robots};
-use crate::render::sitemap::{Layout, render_index, render_laid_out, render_shards};
+use crate::render::sitemap::{
+    Layout, URLSET_OPEN, Urlsets, render_index, render_laid_out, render_shards, write_url_start,
+};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 use crate::signposts::{CollectError, Resolved, SignStats, Signposts};
@@ -213,7 +215,7 @@ pub struct Harvested {
     /// The landing-page profiles' entries (`job.signmap`, `job.ocx`, `job.cdif`).
     pub signposts: Option<Resolved>,
     /// The DiWoo categories (`job.diwoo`), in order: category `diwoo[i]` holds the URLs of
-    /// group `i` of `published` ([`Published::iter_in`]).
+    /// group `i` of `published` ([`Published::iter_grouped`]).
     pub diwoo: Vec<u8>,
     /// Where the sitemap's URLs went last time, so they stay in their shards; a fresh layout
     /// when there is no earlier generation to follow. Empty for a patch, which holds the
@@ -554,31 +556,7 @@ pub fn render<S: FileSink>(
         render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
         cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
     }
-    let mut diwoo = Vec::new();
-    for (group, number) in harvested.diwoo.iter().enumerate() {
-        let mut stats = DiwooStats {
-            category: *number,
-            ..DiwooStats::default()
-        };
-        // DiWoo reads only https locations, and every entry needs a lastmod.
-        let items = published.iter_in(group as u32).filter(|(url, lastmod)| {
-            if !url.starts_with("https://") {
-                stats.requires_https += 1;
-                false
-            } else if lastmod.is_none() {
-                stats.requires_lastmod += 1;
-                false
-            } else {
-                stats.urls += 1;
-                true
-            }
-        });
-        let prefix = format!("diwoo-infocat{number:03}");
-        let mut shards = Shards::new(&job.public_url, &prefix, "xml");
-        render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-        indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
-        diwoo.push(stats);
-    }
+    let diwoo = render_diwoo(job, published, &harvested.diwoo, sink, &mut indexes)?;
     let mut robots = render_robots(indexes.iter().map(Url::as_str));
     if let Some(url) = &cdif_index {
         robots.push_str(&render_cdif_group(url.as_str()));
@@ -595,6 +573,80 @@ pub fn render<S: FileSink>(
         diwoo,
         layout,
     })
+}
+
+/// The DiWoo categories' shards and indexes (`categories[g]` is group `g` of `published`), all
+/// in one pass over the inventory, each URL's entry written once for all its categories; the
+/// indexes' URLs go to `indexes`. DiWoo reads only https locations, and every entry needs a
+/// lastmod: other URLs are counted, not published.
+fn render_diwoo<S: FileSink>(
+    job: &Job,
+    published: &Published,
+    categories: &[u8],
+    sink: &mut S,
+    indexes: &mut Vec<Url>,
+) -> Result<Vec<DiwooStats>, PipelineError> {
+    let mut stats: Vec<DiwooStats> = categories
+        .iter()
+        .map(|&category| DiwooStats {
+            category,
+            ..DiwooStats::default()
+        })
+        .collect();
+    if categories.is_empty() {
+        return Ok(stats);
+    }
+    let prefixes: Vec<String> = categories
+        .iter()
+        .map(|number| format!("diwoo-infocat{number:03}"))
+        .collect();
+    let mut shards: Vec<Shards<'_>> = prefixes
+        .iter()
+        .map(|prefix| Shards::new(&job.public_url, prefix, "xml"))
+        .collect();
+    let mut urlsets: Vec<Urlsets<'_>> = categories
+        .iter()
+        .map(|_| Urlsets::new(URLSET_OPEN, job.limits))
+        .collect();
+    let mut entry = Vec::with_capacity(512);
+    let mut date = String::with_capacity(32);
+    for (url, lastmod, groups) in published.iter_grouped() {
+        let https = url.starts_with("https://");
+        if https && lastmod.is_some() {
+            entry.clear();
+            write_url_start(&mut entry, url, lastmod, &mut date);
+            entry.extend_from_slice(b"</url>\n");
+        }
+        for (g, ((urlsets, shards), stats)) in urlsets
+            .iter_mut()
+            .zip(&mut shards)
+            .zip(&mut stats)
+            .enumerate()
+        {
+            if groups & 1 << g == 0 {
+                continue;
+            }
+            if !https {
+                stats.requires_https += 1;
+            } else if lastmod.is_none() {
+                stats.requires_lastmod += 1;
+            } else {
+                stats.urls += 1;
+                urlsets.push(
+                    |bytes| {
+                        bytes.extend_from_slice(&entry);
+                        lastmod
+                    },
+                    |shard| shards.put(sink, shard),
+                )?;
+            }
+        }
+    }
+    for ((urlsets, mut shards), number) in urlsets.into_iter().zip(shards).zip(categories) {
+        urlsets.finish(|shard| shards.put(sink, shard))?;
+        indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
+    }
+    Ok(stats)
 }
 
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
@@ -751,6 +803,155 @@ pub fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn job(diwoo: &[(&str, u8)], limits: Limits) -> Job {
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        Job {
+            request: HarvestRequest {
+                source: Source::Oai(base),
+                sets: Vec::new(),
+                from: None,
+                until: None,
+                fields: Default::default(),
+            },
+            scope: Vec::new(),
+            limits,
+            gzip: false,
+            signmap: false,
+            ocx: None,
+            cdif: false,
+            diwoo: diwoo.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
+            public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
+        }
+    }
+
+    #[derive(Default)]
+    struct Files(std::collections::BTreeMap<String, Vec<u8>>);
+
+    impl FileSink for Files {
+        type Error = std::convert::Infallible;
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+            self.0.insert(name.to_owned(), bytes.to_vec());
+            Ok(())
+        }
+    }
+
+    /// The `<loc>`s of a category's shards, in shard order, and each shard's URL count.
+    fn category_locs(files: &Files, number: u8) -> (Vec<String>, Vec<usize>) {
+        let (mut locs, mut counts) = (Vec::new(), Vec::new());
+        for n in 1.. {
+            let Some(bytes) = files.0.get(&format!("diwoo-infocat{number:03}-{n}.xml")) else {
+                break;
+            };
+            let text = std::str::from_utf8(bytes).unwrap();
+            let doc = roxmltree::Document::parse(text).unwrap();
+            let urls: Vec<_> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("url"))
+                .collect();
+            for url in &urls {
+                assert!(
+                    url.children().any(|c| c.has_tag_name("lastmod")),
+                    "DiWoo-02: every entry has a lastmod"
+                );
+            }
+            counts.push(urls.len());
+            locs.extend(
+                doc.descendants()
+                    .filter(|n| n.has_tag_name("loc"))
+                    .map(|n| n.text().unwrap().to_owned()),
+            );
+        }
+        (locs, counts)
+    }
+
+    /// Every category's shards are written in one pass over the inventory, side by side: each
+    /// holds exactly its sets' https URLs with a datestamp, in sitemap order, split on the limits
+    /// on its own; the others are counted by reason.
+    #[test]
+    fn diwoo_categories_rendered_side_by_side_hold_their_sets_urls() {
+        let limits = Limits {
+            max_urls: 3,
+            max_bytes: crate::render::sitemap::MAX_BYTES,
+        };
+        let mut job = job(&[("a", 1), ("b", 2), ("c", 17)], limits);
+        // Both schemes in scope: the sitemap takes the http URLs, DiWoo counts them.
+        job.scope = ["https://r.example/oai/", "http://r.example/oai/"]
+            .map(|u| Url::parse(u).unwrap())
+            .to_vec();
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        let scope = scope_for(&job, base.as_str()).unwrap();
+        let mut c = Collectors::new(&job, scope, base.as_str()).unwrap();
+        let mut records = Vec::new();
+        for i in 0..40u32 {
+            let sets: Vec<String> = [("a", i % 2 == 0), ("b", i % 3 == 0), ("b:x", i % 5 == 1)]
+                .iter()
+                .filter(|(_, on)| *on)
+                .map(|(s, _)| (*s).to_owned())
+                .collect();
+            let scheme = if i % 7 == 3 { "http" } else { "https" };
+            records.push(oai::parse::Record {
+                identifier: format!("oai:r:{i}"),
+                datestamp: (i % 11 != 4)
+                    .then(|| crate::datestamp::Datestamp::parse("2024-01-02").unwrap()),
+                deleted: false,
+                sets,
+                dc_identifiers: vec![
+                    format!("{scheme}://r.example/oai/item/{i}"),
+                    format!("https://r.example/oai/file/{i}.pdf"),
+                ],
+                dc: Vec::new(),
+            });
+        }
+        for r in &records {
+            c.add(r).unwrap();
+        }
+        let harvested = c.finish(HarvestReport::default()).unwrap();
+        let mut files = Files::default();
+        let rendered = render(&harvested, &job, &mut files).unwrap();
+
+        let in_set = |r: &oai::parse::Record, set: &str| {
+            r.sets
+                .iter()
+                .any(|s| s == set || s.starts_with(&format!("{set}:")))
+        };
+        for (set, number) in [("a", 1u8), ("b", 2), ("c", 17)] {
+            let mut expected = DiwooStats {
+                category: number,
+                ..DiwooStats::default()
+            };
+            let mut urls: Vec<String> = Vec::new();
+            for r in records.iter().filter(|r| in_set(r, set)) {
+                for url in &r.dc_identifiers {
+                    if !url.starts_with("https://") {
+                        expected.requires_https += 1;
+                    } else if r.datestamp.is_none() {
+                        expected.requires_lastmod += 1;
+                    } else {
+                        expected.urls += 1;
+                        urls.push(url.clone());
+                    }
+                }
+            }
+            urls.sort();
+            let stats = rendered
+                .diwoo
+                .iter()
+                .find(|s| s.category == number)
+                .unwrap();
+            assert_eq!(stats, &expected, "category {number}");
+            let (locs, counts) = category_locs(&files, number);
+            assert_eq!(locs, urls, "category {number}");
+            assert!(counts.iter().all(|&n| (1..=3).contains(&n)), "{counts:?}");
+            assert_eq!(counts.len(), urls.len().div_ceil(3), "as few shards as fit");
+            let index = files.0.contains_key(&diwoo_index_name(number));
+            assert_eq!(
+                index,
+                !urls.is_empty(),
+                "category {number}: an index when it has URLs"
+            );
+        }
+    }
 
     /// A DiWoo category is a bit of the inventory's groups: only the table's 1-17 are taken,
     /// with an error that names the set and the number.

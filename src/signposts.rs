@@ -24,7 +24,7 @@ use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
 use crate::inventory::{InventoryFull, Superseded};
-use crate::oai::harvest::{query_value, request_url};
+use crate::oai::harvest::{push_query_value, query_value, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::render::sitemap::{escape, render_urlsets, write_url_open};
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
@@ -158,9 +158,7 @@ impl GetRecord {
 
     fn write_xml(&self, bytes: &mut Vec<u8>, id: &str) {
         bytes.extend_from_slice(self.xml.0.as_bytes());
-        for part in query_value(id) {
-            bytes.extend_from_slice(part.as_bytes());
-        }
+        push_query_value(bytes, id);
         bytes.extend_from_slice(self.xml.1.as_bytes());
     }
 }

@@ -222,10 +222,8 @@ pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
 }
 
 /// The shard splitter behind every `urlset` kind (sitemaps, Signmaps, ...): `open` is the root's
-/// start tag with its namespaces, `write` appends one whole entry and returns its lastmod.
-/// Entries are counted on the bytes actually written: one that does not fit moves, already
-/// written, to the next shard. One buffer serves every shard: a fresh one per shard (up to 50
-/// MB each) cost more in zeroed pages than writing the entries into it.
+/// start tag with its namespaces, `write` appends one whole entry and returns its lastmod: a
+/// [`Urlsets`] given `items` in order.
 pub fn render_urlsets<T, E>(
     items: impl IntoIterator<Item = T>,
     open: &str,
@@ -233,40 +231,86 @@ pub fn render_urlsets<T, E>(
     mut write: impl FnMut(&mut Vec<u8>, T) -> Option<Datestamp>,
     mut emit: impl FnMut(&Shard) -> Result<(), E>,
 ) -> Result<usize, E> {
-    let frame = XML_DECL.len() + open.len() + URLSET_CLOSE.len();
-    let mut shard = Shard {
-        bytes: Vec::with_capacity(64 * 1024),
-        urls: 0,
-        newest: None,
-    };
-    start_shard(&mut shard, open);
-    // The entry that did not fit, on its way to the next shard.
-    let mut moving = Vec::new();
-    let mut count = 0;
+    let mut urlsets = Urlsets::new(open, limits);
     for item in items {
+        urlsets.push(|bytes| write(bytes, item), &mut emit)?;
+    }
+    urlsets.finish(emit)
+}
+
+/// Splits entries, pushed one at a time, into `urlset` shards within `limits`, handing each
+/// shard to the `emit` of the push that fills it, so at most one shard per splitter is in
+/// memory; several splitters can fill files of one sink side by side. Entries are counted on
+/// the bytes actually written: one that does not fit moves, already written, to the next
+/// shard. One buffer serves every shard: a fresh one per shard (up to 50 MB each) cost more in
+/// zeroed pages than writing the entries into it.
+pub struct Urlsets<'o> {
+    open: &'o str,
+    limits: Limits,
+    /// The declaration, `open` and the close tag: a shard's bytes without entries.
+    frame: usize,
+    shard: Shard,
+    /// The entry that did not fit, on its way to the next shard.
+    moving: Vec<u8>,
+    /// Shards emitted.
+    count: usize,
+}
+
+impl<'o> Urlsets<'o> {
+    /// A splitter of `urlset`s whose root start tag is `open`.
+    pub fn new(open: &'o str, limits: Limits) -> Self {
+        let mut shard = Shard {
+            bytes: Vec::with_capacity(64 * 1024),
+            urls: 0,
+            newest: None,
+        };
+        start_shard(&mut shard, open);
+        Self {
+            open,
+            limits,
+            frame: XML_DECL.len() + open.len() + URLSET_CLOSE.len(),
+            shard,
+            moving: Vec::new(),
+            count: 0,
+        }
+    }
+
+    /// Appends the entry `write` writes (returning its lastmod); when it does not fit, the
+    /// shard before it is closed and handed to `emit` first.
+    pub fn push<E>(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Option<Datestamp>,
+        emit: impl FnOnce(&Shard) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let shard = &mut self.shard;
         let start = shard.bytes.len();
-        let lastmod = write(&mut shard.bytes, item);
-        let full = shard.urls == limits.max_urls
-            || shard.bytes.len() + URLSET_CLOSE.len() > limits.max_bytes.max(frame);
+        let lastmod = write(&mut shard.bytes);
+        let full = shard.urls == self.limits.max_urls
+            || shard.bytes.len() + URLSET_CLOSE.len() > self.limits.max_bytes.max(self.frame);
         if full && shard.urls > 0 {
-            moving.clear();
-            moving.extend_from_slice(&shard.bytes[start..]);
+            self.moving.clear();
+            self.moving.extend_from_slice(&shard.bytes[start..]);
             shard.bytes.truncate(start);
             shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
-            emit(&shard)?;
-            count += 1;
-            start_shard(&mut shard, open);
-            shard.bytes.extend_from_slice(&moving);
+            emit(shard)?;
+            self.count += 1;
+            start_shard(shard, self.open);
+            shard.bytes.extend_from_slice(&self.moving);
         }
         shard.urls += 1;
         shard.newest = shard.newest.max(lastmod);
+        Ok(())
     }
-    if shard.urls > 0 {
-        shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
-        emit(&shard)?;
-        count += 1;
+
+    /// Closes and emits the last shard, if it holds an entry; the number of shards emitted.
+    pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<usize, E> {
+        if self.shard.urls > 0 {
+            self.shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
+            emit(&self.shard)?;
+            self.count += 1;
+        }
+        Ok(self.count)
     }
-    Ok(count)
 }
 
 /// Empties `shard` (keeping its buffer) and writes the declaration and `open`.
