@@ -578,7 +578,7 @@ mod tests {
             deleted: false,
             sets: vec![],
             dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
-            dc: vec![],
+            dc: Default::default(),
         }
     }
 

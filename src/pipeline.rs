@@ -900,7 +900,7 @@ mod tests {
                     format!("{scheme}://r.example/oai/item/{i}"),
                     format!("https://r.example/oai/file/{i}.pdf"),
                 ],
-                dc: Vec::new(),
+                dc: Default::default(),
             });
         }
         for r in &records {

@@ -746,7 +746,7 @@ mod tests {
             deleted: false,
             sets: vec![],
             dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
-            dc: dc.iter().map(|(e, v)| (*e, v.to_string())).collect(),
+            dc: dc.iter().map(|(e, v)| (*e, *v)).collect(),
         }
     }
 

@@ -440,7 +440,7 @@ impl Store {
                     deleted: row.get(2)?,
                     sets: Vec::new(),
                     dc_identifiers: Vec::new(),
-                    dc: Vec::new(),
+                    dc: Default::default(),
                 };
                 let mut before = match row.get::<_, Option<bool>>(4)?.unwrap_or(false) {
                     true => Some(Record {
@@ -633,7 +633,7 @@ impl Store {
                     sets.split('\n').map(str::to_owned).collect()
                 },
                 dc_identifiers: Vec::new(),
-                dc: Vec::new(),
+                dc: Default::default(),
             };
             decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
             if let Err(e) = f(record) {
@@ -676,8 +676,8 @@ fn encode_body(record: &Record, out: &mut Vec<u8>) {
     for v in &record.dc_identifiers {
         put(IDENTIFIER_TAG, v);
     }
-    for (element, v) in &record.dc {
-        put(1 + *element as u8, v);
+    for (element, v) in record.dc.iter() {
+        put(1 + element as u8, v);
     }
 }
 
@@ -710,7 +710,7 @@ fn decode_body(mut body: &[u8], record: &mut Record) -> bool {
         match tag.checked_sub(1) {
             None => record.dc_identifiers.push(value.to_owned()),
             Some(e) => match DcElement::ALL.get(usize::from(e)) {
-                Some(element) => record.dc.push((*element, value.to_owned())),
+                Some(element) => record.dc.push(*element, value),
                 None => return false,
             },
         }
@@ -730,10 +730,9 @@ mod tests {
             deleted: false,
             sets: vec!["a:b".into(), "c".into()],
             dc_identifiers: urls.iter().map(|u| (*u).to_owned()).collect(),
-            dc: vec![
-                (DcElement::Title, "Tïtle".into()),
-                (DcElement::Rights, String::new()),
-            ],
+            dc: [(DcElement::Title, "Tïtle"), (DcElement::Rights, "")]
+                .into_iter()
+                .collect(),
         }
     }
 

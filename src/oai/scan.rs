@@ -784,7 +784,7 @@ impl<'t> Scanner<'t> {
                 }
                 Capture::Dc(element) => {
                     if !value.is_empty() {
-                        record.dc.push((element, value.to_owned()));
+                        record.dc.push(element, value);
                     }
                 }
                 Capture::Token => {
@@ -882,16 +882,16 @@ mod tests {
         assert_eq!(fast, reference);
         let r = &fast.records[0];
         assert_eq!(
-            r.dc,
+            r.dc.iter().collect::<Vec<_>>(),
             [
-                (DcElement::Title, "T".to_owned()),
-                (DcElement::Type, "info:eu-repo/semantics/article".to_owned()),
-                (DcElement::Creator, "M\u{fc}ller, A.".to_owned()),
+                (DcElement::Title, "T"),
+                (DcElement::Type, "info:eu-repo/semantics/article"),
+                (DcElement::Creator, "M\u{fc}ller, A."),
                 (
                     DcElement::Rights,
-                    "https://creativecommons.org/licenses/by/4.0/".to_owned()
+                    "https://creativecommons.org/licenses/by/4.0/"
                 ),
-                (DcElement::Description, "a < b & c".to_owned()),
+                (DcElement::Description, "a < b & c"),
             ]
         );
         assert_eq!(r.dc_identifiers, ["https://h/x"]);

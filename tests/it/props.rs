@@ -462,7 +462,7 @@ fn resolve(occurrences: &[Occurrence]) -> Published {
                     deleted: *deleted,
                     sets: vec![],
                     dc_identifiers: ids.iter().map(|&i| pool[i].0.clone()).collect(),
-                    dc: vec![],
+                    dc: Default::default(),
                 },
                 *groups,
             )
