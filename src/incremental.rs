@@ -705,19 +705,8 @@ mod patch_equivalence {
     use super::*;
     use crate::oai::parse::{Identify, Record};
     use crate::oai::{HarvestReport, HarvestRequest, Source};
-    use crate::pipeline::FileSink;
+    use crate::pipeline::tests::Files;
     use crate::render::sitemap::{Limits, MIN_BYTES};
-
-    #[derive(Debug, Default)]
-    struct Files(BTreeMap<String, Vec<u8>>);
-
-    impl FileSink for Files {
-        type Error = std::convert::Infallible;
-        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
-            self.0.insert(name.to_owned(), bytes.to_vec());
-            Ok(())
-        }
-    }
 
     const BASE: &str = "https://r.example/oai/request";
 

@@ -578,7 +578,10 @@ pub fn render<S: FileSink>(
 /// The DiWoo categories' shards and indexes (`categories[g]` is group `g` of `published`), all
 /// in one pass over the inventory, each URL's entry written once for all its categories; the
 /// indexes' URLs go to `indexes`. DiWoo reads only https locations, and every entry needs a
-/// lastmod: other URLs are counted, not published.
+/// lastmod: other URLs are counted, not published. Each category fills a shard of its own
+/// meanwhile, so the shards of different categories reach the sink interleaved, the indexes
+/// last, and up to one shard per category is in memory at once (a few MB each for URLs of
+/// usual length; `max_bytes` each at most).
 fn render_diwoo<S: FileSink>(
     job: &Job,
     published: &Published,
@@ -623,7 +626,8 @@ fn render_diwoo<S: FileSink>(
             .zip(&mut stats)
             .enumerate()
         {
-            if groups & 1 << g == 0 {
+            // A category is one of the inventory's 32 group bits (`Collectors::new` takes 17).
+            if groups & 1u32.checked_shl(g as u32).unwrap_or(0) == 0 {
                 continue;
             }
             if !https {
@@ -801,7 +805,7 @@ pub fn human_duration(d: Duration) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn job(diwoo: &[(&str, u8)], limits: Limits) -> Job {
@@ -825,8 +829,9 @@ mod tests {
         }
     }
 
-    #[derive(Default)]
-    struct Files(std::collections::BTreeMap<String, Vec<u8>>);
+    /// A sink that keeps the files in memory, by name.
+    #[derive(Debug, Default)]
+    pub(crate) struct Files(pub(crate) std::collections::BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Files {
         type Error = std::convert::Infallible;
@@ -836,45 +841,19 @@ mod tests {
         }
     }
 
-    /// The `<loc>`s of a category's shards, in shard order, and each shard's URL count.
-    fn category_locs(files: &Files, number: u8) -> (Vec<String>, Vec<usize>) {
-        let (mut locs, mut counts) = (Vec::new(), Vec::new());
-        for n in 1.. {
-            let Some(bytes) = files.0.get(&format!("diwoo-infocat{number:03}-{n}.xml")) else {
-                break;
-            };
-            let text = std::str::from_utf8(bytes).unwrap();
-            let doc = roxmltree::Document::parse(text).unwrap();
-            let urls: Vec<_> = doc
-                .descendants()
-                .filter(|n| n.has_tag_name("url"))
-                .collect();
-            for url in &urls {
-                assert!(
-                    url.children().any(|c| c.has_tag_name("lastmod")),
-                    "DiWoo-02: every entry has a lastmod"
-                );
-            }
-            counts.push(urls.len());
-            locs.extend(
-                doc.descendants()
-                    .filter(|n| n.has_tag_name("loc"))
-                    .map(|n| n.text().unwrap().to_owned()),
-            );
-        }
-        (locs, counts)
-    }
-
     /// Every category's shards are written in one pass over the inventory, side by side: each
-    /// holds exactly its sets' https URLs with a datestamp, in sitemap order, split on the limits
-    /// on its own; the others are counted by reason.
+    /// category's files are byte for byte what rendering its sets' https URLs with a datestamp
+    /// alone makes (in sitemap order, split on both limits on its own); the other URLs are
+    /// counted by reason, and a category left with none has no index.
     #[test]
     fn diwoo_categories_rendered_side_by_side_hold_their_sets_urls() {
+        // Long URLs, so that the byte limit splits before the URL limit does.
         let limits = Limits {
-            max_urls: 3,
-            max_bytes: crate::render::sitemap::MAX_BYTES,
+            max_urls: 40,
+            max_bytes: crate::render::sitemap::MIN_BYTES,
         };
-        let mut job = job(&[("a", 1), ("b", 2), ("c", 17)], limits);
+        let categories = [("a", 1u8), ("b", 2), ("c", 17), ("d", 9)];
+        let mut job = job(&categories, limits);
         // Both schemes in scope: the sitemap takes the http URLs, DiWoo counts them.
         job.scope = ["https://r.example/oai/", "http://r.example/oai/"]
             .map(|u| Url::parse(u).unwrap())
@@ -882,23 +861,31 @@ mod tests {
         let base = Url::parse("https://r.example/oai/request").unwrap();
         let scope = scope_for(&job, base.as_str()).unwrap();
         let mut c = Collectors::new(&job, scope, base.as_str()).unwrap();
+        let pad = "p".repeat(500);
         let mut records = Vec::new();
-        for i in 0..40u32 {
-            let sets: Vec<String> = [("a", i % 2 == 0), ("b", i % 3 == 0), ("b:x", i % 5 == 1)]
-                .iter()
-                .filter(|(_, on)| *on)
-                .map(|(s, _)| (*s).to_owned())
-                .collect();
+        for i in 0..120u32 {
+            let sets: Vec<String> = [
+                ("a", i % 2 == 0),
+                ("b", i % 3 == 0),
+                ("b:x", i % 5 == 1),
+                // Category d: records whose URLs DiWoo cannot take.
+                ("d", i % 7 == 3 || i % 11 == 4),
+            ]
+            .iter()
+            .filter(|(_, on)| *on)
+            .map(|(s, _)| (*s).to_owned())
+            .collect();
             let scheme = if i % 7 == 3 { "http" } else { "https" };
+            let date = format!("2024-01-{:02}", 1 + i % 28);
             records.push(oai::parse::Record {
                 identifier: format!("oai:r:{i}"),
                 datestamp: (i % 11 != 4)
-                    .then(|| crate::datestamp::Datestamp::parse("2024-01-02").unwrap()),
+                    .then(|| crate::datestamp::Datestamp::parse(&date).unwrap()),
                 deleted: false,
                 sets,
                 dc_identifiers: vec![
-                    format!("{scheme}://r.example/oai/item/{i}"),
-                    format!("https://r.example/oai/file/{i}.pdf"),
+                    format!("{scheme}://r.example/oai/item/{i}/{pad}"),
+                    format!("{scheme}://r.example/oai/file/{i}.pdf"),
                 ],
                 dc: Default::default(),
             });
@@ -915,12 +902,12 @@ mod tests {
                 .iter()
                 .any(|s| s == set || s.starts_with(&format!("{set}:")))
         };
-        for (set, number) in [("a", 1u8), ("b", 2), ("c", 17)] {
+        for (set, number) in categories {
             let mut expected = DiwooStats {
                 category: number,
                 ..DiwooStats::default()
             };
-            let mut urls: Vec<String> = Vec::new();
+            let mut urls = Vec::new();
             for r in records.iter().filter(|r| in_set(r, set)) {
                 for url in &r.dc_identifiers {
                     if !url.starts_with("https://") {
@@ -929,7 +916,7 @@ mod tests {
                         expected.requires_lastmod += 1;
                     } else {
                         expected.urls += 1;
-                        urls.push(url.clone());
+                        urls.push((url.as_str(), r.datestamp));
                     }
                 }
             }
@@ -940,16 +927,28 @@ mod tests {
                 .find(|s| s.category == number)
                 .unwrap();
             assert_eq!(stats, &expected, "category {number}");
-            let (locs, counts) = category_locs(&files, number);
-            assert_eq!(locs, urls, "category {number}");
-            assert!(counts.iter().all(|&n| (1..=3).contains(&n)), "{counts:?}");
-            assert_eq!(counts.len(), urls.len().div_ceil(3), "as few shards as fit");
-            let index = files.0.contains_key(&diwoo_index_name(number));
-            assert_eq!(
-                index,
-                !urls.is_empty(),
-                "category {number}: an index when it has URLs"
-            );
+            // The same URLs rendered alone, the way every other sitemap is.
+            let mut alone = Files::default();
+            let prefix = format!("diwoo-infocat{number:03}");
+            let mut shards = Shards::new(&job.public_url, &prefix, "xml");
+            let count = render_shards(urls.iter().copied(), limits, |shard| {
+                assert!(shard.bytes.len() <= limits.max_bytes && shard.urls <= limits.max_urls);
+                shards.put(&mut alone, shard)
+            })
+            .unwrap();
+            shards
+                .finish(&mut alone, &diwoo_index_name(number))
+                .unwrap();
+            let ours: std::collections::BTreeMap<_, _> = files
+                .0
+                .iter()
+                .filter(|(name, _)| name.contains(&format!("infocat{number:03}")))
+                .collect();
+            assert_eq!(ours, alone.0.iter().collect(), "category {number}");
+            match set {
+                "a" | "b" => assert!(count > 1, "category {number}: split on bytes: {count}"),
+                _ => assert!(ours.is_empty(), "category {number}: nothing to publish"),
+            }
         }
     }
 
@@ -958,23 +957,7 @@ mod tests {
     #[test]
     fn diwoo_categories_outside_the_table_are_refused() {
         let base = Url::parse("https://r.example/oai/request").unwrap();
-        let job = |number: u8| Job {
-            request: HarvestRequest {
-                source: Source::Oai(base.clone()),
-                sets: Vec::new(),
-                from: None,
-                until: None,
-                fields: Default::default(),
-            },
-            scope: Vec::new(),
-            limits: Limits::default(),
-            gzip: false,
-            signmap: false,
-            ocx: None,
-            cdif: false,
-            diwoo: vec![("theses".into(), number)],
-            public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
-        };
+        let job = |number: u8| job(&[("theses", number)], Limits::default());
         let scope = Scope::from_base_url(&base).unwrap();
         for number in [1, 17] {
             assert!(Collectors::new(&job(number), scope.clone(), base.as_str()).is_ok());

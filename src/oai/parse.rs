@@ -57,15 +57,22 @@ pub struct DcValues {
 
 impl DcValues {
     /// Appends a value of `element`. A value that would take one record's values past 4 GiB
-    /// is left out (no page that large is read unless `max_body_bytes` is raised past it).
+    /// is left out, with a warning (no page that large is read unless `max_body_bytes` is
+    /// raised past it).
     pub fn push(&mut self, element: DcElement, value: &str) {
-        let (Ok(start), Ok(len)) = (u32::try_from(self.text.len()), u32::try_from(value.len()))
-        else {
+        let fits = u32::try_from(self.text.len() + value.len()).is_ok();
+        let (Ok(start), Ok(len), true) = (
+            u32::try_from(self.text.len()),
+            u32::try_from(value.len()),
+            fits,
+        ) else {
+            tracing::warn!(
+                ?element,
+                bytes = value.len(),
+                "a Dublin Core value left out: the record's values would exceed 4 GiB"
+            );
             return;
         };
-        if start.checked_add(len).is_none() {
-            return;
-        }
         if self.text.capacity() == 0 {
             // Room for a record's usual values at once, rather than growing from small.
             self.text.reserve(value.len().max(1024));

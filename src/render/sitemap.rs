@@ -238,12 +238,15 @@ pub fn render_urlsets<T, E>(
     urlsets.finish(emit)
 }
 
-/// Splits entries, pushed one at a time, into `urlset` shards within `limits`, handing each
-/// shard to the `emit` of the push that fills it, so at most one shard per splitter is in
-/// memory; several splitters can fill files of one sink side by side. Entries are counted on
-/// the bytes actually written: one that does not fit moves, already written, to the next
-/// shard. One buffer serves every shard: a fresh one per shard (up to 50 MB each) cost more in
-/// zeroed pages than writing the entries into it.
+/// Splits entries, pushed one at a time, into `urlset` shards within `limits`. A shard is
+/// handed to the `emit` of the push whose entry does not fit in it, and the last one to
+/// [`Urlsets::finish`]'s, which must be called (dropped unfinished, the last shard is lost).
+/// At most one shard per splitter is in memory (up to `limits.max_bytes`); several splitters
+/// can fill files of one sink side by side. Entries are counted on the bytes actually written:
+/// one that does not fit moves, already written, to the next shard. One buffer serves every
+/// shard: a fresh one per shard (up to 50 MB each) cost more in zeroed pages than writing the
+/// entries into it.
+#[must_use = "the last shard is emitted by `finish`"]
 pub struct Urlsets<'o> {
     open: &'o str,
     limits: Limits,

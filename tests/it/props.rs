@@ -568,6 +568,7 @@ proptest! {
     fn a_group_lists_the_urls_of_its_winning_records(occurrences in occurrences()) {
         let published = resolve(&occurrences);
         let expected = model(&occurrences);
+        prop_assert!(published.iter_grouped().all(|(_, _, groups)| groups != 0));
         for (g, urls) in expected.groups.iter().enumerate() {
             let got: Vec<(String, Option<Datestamp>)> = published
                 .iter_grouped()
