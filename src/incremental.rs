@@ -700,11 +700,10 @@ mod patch_equivalence {
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
-    use url::Url;
 
     use super::*;
+    use crate::oai::HarvestReport;
     use crate::oai::parse::{Identify, Record};
-    use crate::oai::{HarvestReport, HarvestRequest, Source};
     use crate::pipeline::tests::Files;
     use crate::render::sitemap::{Limits, MIN_BYTES};
 
@@ -731,26 +730,11 @@ mod patch_equivalence {
     }
 
     fn job(max_urls: usize) -> Job {
-        Job {
-            request: HarvestRequest {
-                source: Source::Oai(Url::parse(BASE).unwrap()),
-                sets: Vec::new(),
-                from: None,
-                until: None,
-                fields: Default::default(),
-            },
-            scope: Vec::new(),
-            limits: Limits {
-                max_urls,
-                max_bytes: MIN_BYTES,
-            },
-            gzip: false,
-            signmap: false,
-            ocx: None,
-            cdif: false,
-            diwoo: Vec::new(),
-            public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
-        }
+        let limits = Limits {
+            max_urls,
+            max_bytes: MIN_BYTES,
+        };
+        crate::pipeline::tests::job(&[], limits)
     }
 
     fn report() -> HarvestReport {

@@ -191,13 +191,12 @@ impl Inventory {
         let urls = record
             .dc_identifiers
             .iter()
-            .filter(|_| !record.deleted)
             .map(|value| classify::publishable(value, scope));
         self.collected.add(record, urls, groups)
     }
 
     /// [`Inventory::add`] of a record whose identifiers are classified already (`classes`,
-    /// one per `dc:identifier`; none for a deleted record).
+    /// one per `dc:identifier`; a deleted record's are not read and may be left out).
     pub fn add_classified(
         &mut self,
         record: &Record,
@@ -250,7 +249,7 @@ impl Superseded {
 
 impl Collected {
     /// Adds one record occurrence with its identifiers classified: `urls` has one item for
-    /// each (none for a deleted record).
+    /// each, not read for a deleted record (which publishes nothing).
     fn add<'a>(
         &mut self,
         record: &Record,
@@ -267,7 +266,7 @@ impl Collected {
                 drops[i] = drops[i].saturating_add(1);
             }
         };
-        for url in urls {
+        for url in urls.filter(|_| !record.deleted) {
             match url {
                 Ok(url) => {
                     if url_count == u16::MAX {

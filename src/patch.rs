@@ -25,7 +25,7 @@ use crate::datestamp::Datestamp;
 use crate::inventory::Stats;
 use crate::render::Shard;
 use crate::render::sitemap::{
-    Layout, Limits, URLSET_CLOSE, URLSET_OPEN, XML_DECL, render_range, write_url_start,
+    Layout, Limits, URLSET_CLOSE, URLSET_OPEN, XML_DECL, render_range, write_url,
 };
 
 /// One shard of the published sitemap, as recorded at the publish.
@@ -366,8 +366,7 @@ fn merge(
             (None, false) => {}
         }
         if let Some((url, lastmod)) = adds.next_if(|(u, _)| u.as_str() == url) {
-            write_url_start(&mut shard.bytes, url, *lastmod, &mut date);
-            shard.bytes.extend_from_slice(b"</url>\n");
+            write_url(&mut shard.bytes, url, *lastmod, &mut date);
             shard.urls += 1;
             shard.newest = shard.newest.max(*lastmod);
         }
@@ -572,8 +571,7 @@ mod tests {
         for (i, url) in urls.iter().enumerate() {
             starts.push(bytes.len());
             let lastmod = (i % 3 > 0).then(|| Datestamp::parse("2024-05-06").unwrap());
-            write_url_start(&mut bytes, url, lastmod, &mut date);
-            bytes.extend_from_slice(b"</url>\n");
+            write_url(&mut bytes, url, lastmod, &mut date);
         }
         (bytes, starts)
     }

@@ -16,7 +16,7 @@ use crate::patch::PublishedShard;
 use crate::progress::Progress;
 use crate::render::robots::{render_cdif_group, render_robots};
 use crate::render::sitemap::{
-    Layout, URLSET_OPEN, Urlsets, render_index, render_laid_out, render_shards, write_url_start,
+    Layout, URLSET_OPEN, Urlsets, render_index, render_laid_out, render_shards, write_url,
 };
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
@@ -328,6 +328,7 @@ impl Collectors {
             // Each identifier is classified once for the sitemap and the profiles.
             Some(s) => {
                 let scope = self.inventory.scope();
+                // A deleted record publishes nothing: its identifiers are not classified.
                 let classes: Vec<Class<'_>> = record
                     .dc_identifiers
                     .iter()
@@ -589,66 +590,60 @@ fn render_diwoo<S: FileSink>(
     sink: &mut S,
     indexes: &mut Vec<Url>,
 ) -> Result<Vec<DiwooStats>, PipelineError> {
-    let mut stats: Vec<DiwooStats> = categories
+    debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
+    // Each category's splitter, files and counts, side by side.
+    let mut outputs: Vec<(Urlsets<'_>, Shards<'_>, DiwooStats)> = categories
         .iter()
-        .map(|&category| DiwooStats {
-            category,
-            ..DiwooStats::default()
+        .map(|&category| {
+            (
+                Urlsets::new(URLSET_OPEN, job.limits),
+                Shards::new(
+                    &job.public_url,
+                    format!("diwoo-infocat{category:03}"),
+                    "xml",
+                ),
+                DiwooStats {
+                    category,
+                    ..DiwooStats::default()
+                },
+            )
         })
-        .collect();
-    if categories.is_empty() {
-        return Ok(stats);
-    }
-    let prefixes: Vec<String> = categories
-        .iter()
-        .map(|number| format!("diwoo-infocat{number:03}"))
-        .collect();
-    let mut shards: Vec<Shards<'_>> = prefixes
-        .iter()
-        .map(|prefix| Shards::new(&job.public_url, prefix, "xml"))
-        .collect();
-    let mut urlsets: Vec<Urlsets<'_>> = categories
-        .iter()
-        .map(|_| Urlsets::new(URLSET_OPEN, job.limits))
         .collect();
     let mut entry = Vec::with_capacity(512);
     let mut date = String::with_capacity(32);
-    for (url, lastmod, groups) in published.iter_grouped() {
-        let https = url.starts_with("https://");
-        if https && lastmod.is_some() {
-            entry.clear();
-            write_url_start(&mut entry, url, lastmod, &mut date);
-            entry.extend_from_slice(b"</url>\n");
-        }
-        for (g, ((urlsets, shards), stats)) in urlsets
-            .iter_mut()
-            .zip(&mut shards)
-            .zip(&mut stats)
-            .enumerate()
-        {
-            // A category is one of the inventory's 32 group bits (`Collectors::new` takes 17).
-            if groups & 1u32.checked_shl(g as u32).unwrap_or(0) == 0 {
-                continue;
+    if !categories.is_empty() {
+        for (url, lastmod, groups) in published.iter_grouped() {
+            let https = url.starts_with("https://");
+            if https && lastmod.is_some() {
+                entry.clear();
+                write_url(&mut entry, url, lastmod, &mut date);
             }
-            if !https {
-                stats.requires_https += 1;
-            } else if lastmod.is_none() {
-                stats.requires_lastmod += 1;
-            } else {
-                stats.urls += 1;
-                urlsets.push(
-                    |bytes| {
-                        bytes.extend_from_slice(&entry);
-                        lastmod
-                    },
-                    |shard| shards.put(sink, shard),
-                )?;
+            for (g, (urlsets, shards, stats)) in outputs.iter_mut().enumerate() {
+                if groups & 1 << g == 0 {
+                    continue;
+                }
+                if !https {
+                    stats.requires_https += 1;
+                } else if lastmod.is_none() {
+                    stats.requires_lastmod += 1;
+                } else {
+                    stats.urls += 1;
+                    urlsets.push(
+                        |bytes| {
+                            bytes.extend_from_slice(&entry);
+                            lastmod
+                        },
+                        |shard| shards.put(sink, shard),
+                    )?;
+                }
             }
         }
     }
-    for ((urlsets, mut shards), number) in urlsets.into_iter().zip(shards).zip(categories) {
+    let mut stats = Vec::with_capacity(outputs.len());
+    for (urlsets, mut shards, counts) in outputs {
         urlsets.finish(|shard| shards.put(sink, shard))?;
-        indexes.extend(shards.finish(sink, &diwoo_index_name(*number))?);
+        indexes.extend(shards.finish(sink, &diwoo_index_name(counts.category))?);
+        stats.push(counts);
     }
     Ok(stats)
 }
@@ -656,17 +651,17 @@ fn render_diwoo<S: FileSink>(
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
 struct Shards<'a> {
     public_url: &'a Url,
-    prefix: &'a str,
+    prefix: String,
     ext: &'a str,
     names: Vec<String>,
     entries: Vec<(String, Option<crate::datestamp::Datestamp>)>,
 }
 
 impl<'a> Shards<'a> {
-    fn new(public_url: &'a Url, prefix: &'a str, ext: &'a str) -> Self {
+    fn new(public_url: &'a Url, prefix: impl Into<String>, ext: &'a str) -> Self {
         Self {
             public_url,
-            prefix,
+            prefix: prefix.into(),
             ext,
             names: Vec::new(),
             entries: Vec::new(),
@@ -808,7 +803,8 @@ pub fn human_duration(d: Duration) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    fn job(diwoo: &[(&str, u8)], limits: Limits) -> Job {
+    /// A job for the repository at `https://r.example/oai/request`, plain sitemap and `diwoo`.
+    pub(crate) fn job(diwoo: &[(&str, u8)], limits: Limits) -> Job {
         let base = Url::parse("https://r.example/oai/request").unwrap();
         Job {
             request: HarvestRequest {
@@ -930,7 +926,7 @@ pub(crate) mod tests {
             // The same URLs rendered alone, the way every other sitemap is.
             let mut alone = Files::default();
             let prefix = format!("diwoo-infocat{number:03}");
-            let mut shards = Shards::new(&job.public_url, &prefix, "xml");
+            let mut shards = Shards::new(&job.public_url, prefix, "xml");
             let count = render_shards(urls.iter().copied(), limits, |shard| {
                 assert!(shard.bytes.len() <= limits.max_bytes && shard.urls <= limits.max_urls);
                 shards.put(&mut alone, shard)

@@ -24,9 +24,9 @@ use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::TypeMap;
 use crate::inventory::{InventoryFull, Superseded};
-use crate::oai::harvest::{push_query_value, query_value, request_url};
+use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
-use crate::render::sitemap::{escape, render_urlsets, write_url_open};
+use crate::render::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
@@ -106,9 +106,9 @@ pub struct Signposts {
     /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
     /// Static Repository without an http(s) baseURL), and its plain form for CDIF.
     get_record: Option<GetRecord>,
-    /// Where the CDIF documents are published, when CDIF is on: each Signmap entry links its
-    /// record's document, and OCX points at it.
-    documents: Option<Url>,
+    /// The URL of the CDIF documents' folder (`{documents}cdif/`), when CDIF is on: each
+    /// Signmap entry links its record's document, and OCX points at it.
+    documents: Option<String>,
     /// The entries of each profile that is on, by column ([`SIGNMAP`], [`OCX`], [`CDIF`]).
     spills: [Option<Spill>; 3],
     versions: Vec<Version>,
@@ -151,7 +151,7 @@ impl GetRecord {
 
     fn url(&self, id: &str) -> String {
         let mut url = self.before.clone();
-        url.extend(query_value(id));
+        push_query_value_str(&mut url, id);
         url.push_str(&self.after);
         url
     }
@@ -271,7 +271,10 @@ impl Signposts {
         if documents.cannot_be_a_base() {
             return Err(CollectError::Documents(documents));
         }
-        self.documents = Some(documents);
+        let folder = documents
+            .join(CDIF_DIR)
+            .map_err(|_| CollectError::Documents(documents.clone()))?;
+        self.documents = Some(folder.into());
         self.spills[CDIF] = Some(Spill::new(CDIF)?);
         Ok(self)
     }
@@ -313,26 +316,29 @@ impl Signposts {
         landing: &str,
         lens: &mut [u32; 3],
     ) -> Result<bool, CollectError> {
-        let license = record.dc_values(DcElement::Rights).find_map(license_url);
-        let kind = self.types.lookup(record.dc_values(DcElement::Type));
-        let name = self
+        // The license and schema.org type are the Signmap's and CDIF's, not OCX's.
+        let (license, kind) = if self.spills[SIGNMAP].is_some() || self.spills[CDIF].is_some() {
+            (
+                record.dc_values(DcElement::Rights).find_map(license_url),
+                self.types.lookup(record.dc_values(DcElement::Type)),
+            )
+        } else {
+            (None, None)
+        };
+        let hash = self
             .documents
             .is_some()
-            .then(|| cdif_name(&record.identifier));
+            .then(|| cdif_hash(&record.identifier));
+        // The document's URL, for the other profiles to link: the folder's URL and the name
+        // (what joining the name onto the documents' URL gives).
         let document = self
             .documents
             .as_ref()
-            .zip(name.as_ref())
-            .map(|(base, name)| {
-                base.join(name)
-                    .expect("a relative path joins onto a URL that can be a base (checked)")
-            });
+            .zip(hash.as_ref())
+            .filter(|_| self.spills[SIGNMAP].is_some() || self.spills[OCX].is_some())
+            .map(|(folder, hash)| format!("{folder}{hash}{CDIF_EXT}"));
         // The lastmod, written out once for every profile.
-        self.date.clear();
-        if let Some(d) = record.datestamp {
-            d.write_to(&mut self.date);
-        }
-        let lastmod = record.datestamp.map(|_| self.date.as_str());
+        let lastmod = lastmod_text(record.datestamp, &mut self.date);
         if let Some(spill) = &mut self.spills[SIGNMAP] {
             let bytes = &mut self.entry;
             bytes.clear();
@@ -405,7 +411,7 @@ impl Signposts {
             );
             lens[OCX] = spill.append(&self.entry)?;
         }
-        if let (Some(name), Some(spill)) = (&name, &mut self.spills[CDIF]) {
+        if let (Some(hash), Some(spill)) = (&hash, &mut self.spills[CDIF]) {
             let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
             let values = |e| record.dc_values(e).collect::<Vec<_>>();
             let doc = cdif::document(&cdif::Fields {
@@ -424,7 +430,7 @@ impl Signposts {
             });
             // The document's name first (its hash part: the rest is fixed), then the document.
             self.entry.clear();
-            self.entry.extend_from_slice(cdif_hash(name).as_bytes());
+            self.entry.extend_from_slice(hash.as_bytes());
             self.entry.extend_from_slice(doc.as_bytes());
             lens[CDIF] = spill.append(&self.entry)?;
         }
@@ -519,12 +525,7 @@ pub enum CollectError {
 /// The file name of a record's CDIF document: a hash of its header identifier, so that the URL
 /// stays the same from one harvest to the next.
 pub fn cdif_name(identifier: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let hex: String = Sha256::digest(identifier.as_bytes())[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{CDIF_DIR}{hex}{CDIF_EXT}")
+    format!("{CDIF_DIR}{}{CDIF_EXT}", cdif_hash(identifier))
 }
 
 const CDIF_DIR: &str = "cdif/";
@@ -532,10 +533,15 @@ const CDIF_EXT: &str = ".jsonld";
 /// Length of the hash part of [`cdif_name`].
 const CDIF_HASH_LEN: usize = 16;
 
-/// The hash part of a name made by [`cdif_name`].
-fn cdif_hash(name: &str) -> &str {
-    let end = name.len() - CDIF_EXT.len();
-    &name[end - CDIF_HASH_LEN..end]
+/// The hash part of [`cdif_name`]: the first 8 bytes of the identifier's SHA-256, in hex.
+fn cdif_hash(identifier: &str) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    let mut hex = String::with_capacity(CDIF_HASH_LEN);
+    for b in &Sha256::digest(identifier.as_bytes())[..CDIF_HASH_LEN / 2] {
+        write!(hex, "{b:02x}").expect("writing to a String cannot fail");
+    }
+    hex
 }
 
 /// A `dc:rights` value that is a license URL (`https://creativecommons.org/licenses/by/4.0/`),
@@ -611,27 +617,19 @@ impl Resolved {
             return Ok(0);
         };
         let mut reader = SpillReader::new(file, column)?;
-        // A failed read is kept until the shard it spoilt is about to be emitted, which it stops.
-        let failed: std::cell::Cell<Option<CollectError>> = std::cell::Cell::new(None);
         let mut emit = emit;
-        let shards = render_urlsets(
-            self.entries(column),
-            open,
-            limits,
-            |bytes, (at, len, lastmod)| {
-                let start = bytes.len();
-                if let Err(e) = reader.read(at, len, bytes) {
-                    bytes.truncate(start);
-                    failed.set(Some(e));
-                }
-                lastmod
-            },
-            |shard| match failed.take() {
-                Some(e) => Err(e.into()),
-                None => emit(shard),
-            },
-        )?;
-        Ok(shards)
+        let mut urlsets = Urlsets::new(open, limits);
+        for (at, len, lastmod) in self.entries(column) {
+            // A failed read stops the rendering before the shard it spoilt is emitted.
+            urlsets.try_push(
+                |bytes| {
+                    reader.read(at, len, bytes)?;
+                    Ok(lastmod)
+                },
+                &mut emit,
+            )?;
+        }
+        urlsets.finish(emit)
     }
 
     /// Where each winner's entry in one temporary file is (offset, length), with its lastmod;
@@ -750,10 +748,12 @@ mod tests {
         }
     }
 
-    /// What a harvest makes of `records` for the profiles of `s`: each classified against
-    /// `scope`, added to `s` and to the URL inventory that decides the winning versions.
-    fn collect(s: Signposts, scope: &Scope, records: Vec<Record>) -> Resolved {
+    /// What a harvest of the repository at `base` makes of `records` for the profiles of `s`:
+    /// each classified against the baseURL's scope, added to `s` and to the URL inventory that
+    /// decides the winning versions.
+    fn collect(s: Signposts, base: &str, records: Vec<Record>) -> Resolved {
         let mut s = s;
+        let scope = &Scope::from_base_url(&Url::parse(base).unwrap()).unwrap();
         let mut inventory = crate::inventory::Inventory::new(scope.clone());
         for r in &records {
             let classes: Vec<Class<'_>> = if r.deleted {
@@ -769,6 +769,13 @@ mod tests {
         }
         let (_, superseded) = inventory.finish_with_superseded();
         s.finish(&superseded).unwrap()
+    }
+
+    /// The Signmap alone, without a baseURL to link `GetRecord` at.
+    fn signmap_alone() -> Signposts {
+        Signposts::new(TypeMap::default(), None)
+            .with_signmap()
+            .unwrap()
     }
 
     fn shards(r: &Resolved, ocx: bool, limits: Limits) -> Vec<Shard> {
@@ -824,7 +831,6 @@ mod tests {
     #[test]
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
-        let scope = Scope::from_base_url(&base).unwrap();
         let s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
             .unwrap();
@@ -850,7 +856,7 @@ mod tests {
             // Only a PDF: no landing page, not published.
             record("oai:h:2", "2024-05-01", &["https://h/oai/files/2.pdf"], &[]),
         ];
-        let r = collect(s, &scope, records);
+        let r = collect(s, base.as_str(), records);
         assert_eq!(r.stats.no_landing_page, 1);
         assert_eq!(r.stats.published, 1);
         let e = entries(&r, false);
@@ -898,7 +904,6 @@ mod tests {
     /// `ocx_no_type` (it stays in the Signmap); the teaser is cut; an image file is the image.
     #[test]
     fn ocx_fields_and_types() {
-        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
         let config = OcxConfig {
             types: TypeMap::with(&[("Lesplan".into(), "http://oerschema.org/Lesson".into())])
                 .unwrap(),
@@ -933,7 +938,7 @@ mod tests {
             ),
             thesis(),
         ];
-        let r = collect(s, &scope, records);
+        let r = collect(s, "https://h/oai", records);
         assert_eq!(
             (
                 r.stats.published,
@@ -962,7 +967,7 @@ mod tests {
             })
             .unwrap();
         let records = vec![thesis()];
-        let r = collect(s, &scope, records);
+        let r = collect(s, "https://h/oai", records);
         assert_eq!(
             pairs(&entries(&r, true)[0].1),
             [("type", "https://schema.org/CreativeWork")]
@@ -971,10 +976,7 @@ mod tests {
 
     #[test]
     fn the_newest_version_wins_and_deleted_records_publish_nothing() {
-        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let s = Signposts::new(TypeMap::default(), None)
-            .with_signmap()
-            .unwrap();
+        let s = signmap_alone();
         let mut records = Vec::new();
         records.push(record("a", "2024-01-01", &["https://h/old"], &[]));
         records.push(record("a", "2024-02-01", &["https://h/new"], &[]));
@@ -987,7 +989,7 @@ mod tests {
         records.push(record("d", "2024-01-01", &["https://h/shared"], &[]));
         // An older occurrence after a newer one loses too.
         records.push(record("a", "2023-01-01", &["https://h/older"], &[]));
-        let r = collect(s, &scope, records);
+        let r = collect(s, "https://h/oai", records);
         let e = entries(&r, false);
         let locs: Vec<&str> = e.iter().map(|e| e.0.as_str()).collect();
         assert_eq!(locs, ["https://h/new", "https://h/shared"]);
@@ -1009,10 +1011,7 @@ mod tests {
     /// SP-14: the links count toward a shard's byte limit; every entry lands in one shard.
     #[test]
     fn shards_split_on_bytes_counting_links() {
-        let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
-        let s = Signposts::new(TypeMap::default(), None)
-            .with_signmap()
-            .unwrap();
+        let s = signmap_alone();
         let mut records = Vec::new();
         let files: Vec<String> = (0..40)
             .map(|i| format!("https://h/oai/files/{i:04}.pdf"))
@@ -1023,7 +1022,7 @@ mod tests {
             let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
             records.push(record(&format!("r{n}"), "2024-01-01", &ids, &[]));
         }
-        let r = collect(s, &scope, records);
+        let r = collect(s, "https://h/oai", records);
         let limits = Limits {
             max_urls: 50_000,
             max_bytes: 64 * 1024,
@@ -1041,7 +1040,6 @@ mod tests {
     #[test]
     fn cdif_documents_are_named_by_identifier_and_linked() {
         let base = Url::parse("https://h/oai/request").unwrap();
-        let scope = Scope::from_base_url(&base).unwrap();
         let public = Url::parse("https://g/repo/").unwrap();
         let s = Signposts::new(TypeMap::default(), Some(&base))
             .with_signmap()
@@ -1063,7 +1061,7 @@ mod tests {
                 &[(DcElement::Title, "T")],
             ));
         }
-        let r = collect(s, &scope, records);
+        let r = collect(s, base.as_str(), records);
         let docs: Vec<_> = r.cdif_documents().unwrap().map(Result::unwrap).collect();
         assert_eq!(docs.len(), 2);
         for ((name, lastmod, bytes), id) in docs.iter().zip(["oai:h:1", "oai:h:2"]) {
@@ -1174,7 +1172,6 @@ mod tests {
             occurrences in proptest::collection::vec(occurrence(), 0..30),
         ) {
             let base = Url::parse("https://h/oai/request").unwrap();
-            let scope = Scope::from_base_url(&base).unwrap();
             let config = OcxConfig {
                 types: TypeMap::with(&[("Les".into(), "http://oerschema.org/Lesson".into())])
                     .unwrap(),
@@ -1200,7 +1197,7 @@ mod tests {
                 r.deleted = deleted;
                 records.push(r);
             }
-            let r = collect(s, &scope, records);
+            let r = collect(s, base.as_str(), records);
             let expected = model(&occurrences);
             let limits = Limits { max_urls: 3, max_bytes: 50_000 };
             for _ in 0..2 {

@@ -60,12 +60,7 @@ impl DcValues {
     /// is left out, with a warning (no page that large is read unless `max_body_bytes` is
     /// raised past it).
     pub fn push(&mut self, element: DcElement, value: &str) {
-        let fits = u32::try_from(self.text.len() + value.len()).is_ok();
-        let (Ok(start), Ok(len), true) = (
-            u32::try_from(self.text.len()),
-            u32::try_from(value.len()),
-            fits,
-        ) else {
+        let Ok(end) = u32::try_from(self.text.len() + value.len()) else {
             tracing::warn!(
                 ?element,
                 bytes = value.len(),
@@ -73,6 +68,9 @@ impl DcValues {
             );
             return;
         };
+        // Both fit, as their sum does.
+        let len = value.len() as u32;
+        let start = end - len;
         if self.text.capacity() == 0 {
             // Room for a record's usual values at once, rather than growing from small.
             self.text.reserve(value.len().max(1024));
@@ -90,17 +88,20 @@ impl DcValues {
     }
 
     /// Whether there are none.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
     /// Removes every value.
+    #[cfg(test)]
     pub fn clear(&mut self) {
         self.text.clear();
         self.spans.clear();
     }
 }
 
+#[cfg(test)]
 impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
     fn from_iter<I: IntoIterator<Item = (DcElement, S)>>(values: I) -> Self {
         let mut dc = Self::default();

@@ -70,8 +70,7 @@ pub fn teaser(text: &str, max: usize) -> Cow<'_, str> {
     if let Some(fast) = single_spaced(text, max) {
         return fast;
     }
-    let words = text.split_whitespace();
-    Cow::Owned(cut(words, text.len(), max))
+    Cow::Owned(cut(text, max))
 }
 
 /// [`teaser`] of the commonest text: ASCII words with single spaces between them, up to the
@@ -117,13 +116,13 @@ fn single_spaced(text: &str, max: usize) -> Option<Cow<'_, str>> {
     Some(Cow::Owned(out))
 }
 
-/// [`teaser`] of the words of a text `len` bytes long.
-fn cut<'a>(words: impl Iterator<Item = &'a str>, len: usize, max: usize) -> String {
-    let mut out = String::with_capacity(len.min(max.saturating_mul(4)));
+/// [`teaser`] of any text: its words, one space between them, up to the cut.
+fn cut(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max.saturating_mul(4)));
     let mut count = 0usize;
     // `out.len()` at the last word end that leaves room for the ellipsis.
     let mut fits: Option<usize> = None;
-    for word in words {
+    for word in text.split_whitespace() {
         let chars = if word.is_ascii() {
             word.len()
         } else {

@@ -73,11 +73,12 @@ mod tests {
     #[test]
     fn links_follow_loc_and_lastmod() {
         let mut entry = Vec::new();
-        super::super::sitemap::write_url_start(
+        let mut date = String::new();
+        let lastmod = crate::datestamp::Datestamp::parse("2024-05-01");
+        super::super::sitemap::write_url_open(
             &mut entry,
             "https://h/r/1",
-            crate::datestamp::Datestamp::parse("2024-05-01"),
-            &mut String::new(),
+            super::super::sitemap::lastmod_text(lastmod, &mut date),
         );
         write_link(
             &mut entry,

@@ -112,8 +112,7 @@ pub fn render_shards<'a, E>(
         URLSET_OPEN,
         limits,
         |bytes, (url, lastmod)| {
-            write_url_start(bytes, url, lastmod, &mut date);
-            bytes.extend_from_slice(b"</url>\n");
+            write_url(bytes, url, lastmod, &mut date);
             lastmod
         },
         emit,
@@ -193,23 +192,23 @@ pub fn render_range<E>(
     })
 }
 
-/// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one; the caller adds
-/// what else the entry holds and `</url>`.
-pub fn write_url_start(
-    bytes: &mut Vec<u8>,
-    url: &str,
-    lastmod: Option<Datestamp>,
-    date: &mut String,
-) {
-    date.clear();
-    if let Some(d) = lastmod {
-        d.write_to(date);
-    }
-    write_url_open(bytes, url, lastmod.map(|_| date.as_str()));
+/// Writes a plain sitemap's whole `<url>` entry (SM-05, SM-06); `date` is scratch space.
+pub fn write_url(bytes: &mut Vec<u8>, url: &str, lastmod: Option<Datestamp>, date: &mut String) {
+    write_url_open(bytes, url, lastmod_text(lastmod, date));
+    bytes.extend_from_slice(b"</url>\n");
 }
 
-/// [`write_url_start`] with the lastmod already written out, for entries of several files that
-/// share one.
+/// `lastmod` written out into `date` (cleared first), for [`write_url_open`].
+pub fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
+    date.clear();
+    let d = lastmod?;
+    d.write_to(date);
+    Some(date.as_str())
+}
+
+/// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one (written out by
+/// [`lastmod_text`], once for the entries of several files that share it); the caller adds
+/// what else the entry holds and `</url>`.
 pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"<url><loc>");
     bytes.extend_from_slice(escape(url).as_bytes());
@@ -285,9 +284,25 @@ impl<'o> Urlsets<'o> {
         write: impl FnOnce(&mut Vec<u8>) -> Option<Datestamp>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.try_push(|bytes| Ok(write(bytes)), emit)
+    }
+
+    /// [`Urlsets::push`] of an entry whose writing can fail (read from elsewhere): on failure
+    /// the entry's bytes are taken back and the error returned before any shard is emitted.
+    pub fn try_push<E>(
+        &mut self,
+        write: impl FnOnce(&mut Vec<u8>) -> Result<Option<Datestamp>, E>,
+        emit: impl FnOnce(&Shard) -> Result<(), E>,
+    ) -> Result<(), E> {
         let shard = &mut self.shard;
         let start = shard.bytes.len();
-        let lastmod = write(&mut shard.bytes);
+        let lastmod = match write(&mut shard.bytes) {
+            Ok(lastmod) => lastmod,
+            Err(e) => {
+                shard.bytes.truncate(start);
+                return Err(e);
+            }
+        };
         let full = shard.urls == self.limits.max_urls
             || shard.bytes.len() + URLSET_CLOSE.len() > self.limits.max_bytes.max(self.frame);
         if full && shard.urls > 0 {
