@@ -193,6 +193,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
             limits,
             gzip: args.gzip || repo.is_some_and(|r| r.gzip),
             public_url,
+            spill_dir: None,
         },
         harvest,
         out: args.out.clone(),

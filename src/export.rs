@@ -73,6 +73,10 @@ impl FileSink for Staging {
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
         self.write(name, bytes)
     }
+
+    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
+        self.link(name, path)
+    }
 }
 
 /// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
@@ -82,6 +86,15 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let client = Client::new(options.harvest.clone())?;
     // Fail on an unusable output folder before spending a harvest on it.
     drop(Staging::new(&options.out)?);
+    // The profiles' shard files are written beside the output folder, where the staging folder
+    // is: linked into it, they are written once.
+    let job = Job {
+        spill_dir: Some(
+            (options.job.spill_dir.clone()).unwrap_or_else(|| crate::publish::beside(&options.out)),
+        ),
+        ..options.job.clone()
+    };
+    let job = &job;
     let mut progress = Progress::new(options.progress);
     let mut store = match &options.state {
         Some(dir) => {
@@ -103,7 +116,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
             };
             let (h, run) = incremental::harvest(
                 &client,
-                &options.job,
+                job,
                 store,
                 &options.policy,
                 &mut progress,
@@ -112,12 +125,9 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
             .await?;
             (h, Some(run))
         }
-        None => (
-            pipeline::harvest(&client, &options.job, &mut progress).await?,
-            None,
-        ),
+        None => (pipeline::harvest(&client, job, &mut progress).await?, None),
     };
-    let scope = pipeline::scope_for(&options.job, &harvested.report.identify.base_url)?;
+    let scope = pipeline::scope_for(job, &harvested.report.identify.base_url)?;
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
             &harvested.published.stats,
@@ -131,21 +141,19 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         incremental::publishing(store).map_err(PipelineError::from)?;
     }
     let (staging, rendered) = match &mut store {
-        Some(store) => {
-            incremental::render(&options.job, store, &options.policy, &mut harvested, || {
-                Staging::new(&options.out).map_err(ExportError::from)
-            })?
-        }
+        Some(store) => incremental::render(job, store, &options.policy, &mut harvested, || {
+            Staging::new(&options.out).map_err(ExportError::from)
+        })?,
         None => {
             let mut staging = Staging::new(&options.out)?;
-            let rendered = pipeline::render(&harvested, &options.job, &mut staging)?;
+            let rendered = pipeline::render(&harvested, job, &mut staging)?;
             (staging, rendered)
         }
     };
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {
-        let publish = Publish::new(&place, &options.job, &scope, &harvested, &rendered);
+        let publish = Publish::new(&place, job, &scope, &harvested, &rendered);
         incremental::published(store, publish).map_err(PipelineError::from)?;
     }
     let built = Built::new(harvested, scope, rendered);

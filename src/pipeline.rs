@@ -20,7 +20,7 @@ use crate::render::sitemap::{
 };
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
-use crate::signposts::{CollectError, Resolved, SignStats, Signposts};
+use crate::signposts::{CollectError, ProfileShard, Resolved, SignStats, Signposts};
 
 /// Name of the sitemap index in every generation.
 pub const INDEX_NAME: &str = "sitemap.xml";
@@ -43,6 +43,15 @@ pub trait FileSink {
     ) -> Result<(), Self::Error> {
         let _ = lastmod;
         self.put(name, bytes)
+    }
+
+    /// Stores the shard `name` (uncompressed: not `.gz`) that is already written out, whole, as
+    /// the file at `path`, by linking that file into place instead of writing its bytes again;
+    /// `false` when this sink does not or cannot, and the caller puts the bytes. The file is
+    /// not changed afterwards.
+    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
+        let _ = (name, path);
+        false
     }
 
     /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
@@ -78,6 +87,11 @@ pub struct Job {
     pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
     pub public_url: Url,
+    /// Where the Signmap's and OCX's shard files are written during the harvest (in a new
+    /// folder): the system's temporary folder when `None`. On the file system of the sink's
+    /// files, a sink can link them into place ([`FileSink::link_shard`]); the export puts them
+    /// beside its output folder.
+    pub spill_dir: Option<std::path::PathBuf>,
 }
 
 /// Why a generation could not be built.
@@ -281,12 +295,15 @@ impl Collectors {
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
         let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
-            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref());
+            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
+            if let Some(dir) = &job.spill_dir {
+                s = s.spill_in(dir.clone());
+            }
             if job.signmap {
-                s = s.with_signmap()?;
+                s = s.with_signmap();
             }
             if let Some(config) = &job.ocx {
-                s = s.with_ocx(config.clone())?;
+                s = s.with_ocx(config.clone());
             }
             if job.cdif {
                 s = s.with_cdif(job.public_url.clone())?;
@@ -529,7 +546,7 @@ pub fn render<S: FileSink>(
         .filter(|s| job.signmap && !s.is_empty())
     {
         let mut shards = Shards::new(&job.public_url, "signmap", "xml");
-        signposts.render_signmap(job.limits, |shard| shards.put(sink, shard))?;
+        signposts.render_signmap(|shard| shards.put_profile(sink, shard))?;
         signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
         indexes.extend(signmap_index.clone());
     }
@@ -539,7 +556,7 @@ pub fn render<S: FileSink>(
         .filter(|s| job.ocx.is_some() && s.has_ocx())
     {
         let mut shards = Shards::new(&job.public_url, "ocx", "xml");
-        signposts.render_ocx(job.limits, |shard| shards.put(sink, shard))?;
+        signposts.render_ocx(|shard| shards.put_profile(sink, shard))?;
         ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
         indexes.extend(ocx_index.clone());
     }
@@ -684,10 +701,35 @@ impl<'a> Shards<'a> {
         let name = format!("{}-{number}.{}", self.prefix, self.ext);
         sink.put_shard(&name, &shard.bytes)
             .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-        self.entries
-            .push((join(self.public_url, &name).to_string(), shard.newest));
-        self.names.push(name);
+        self.listed(name, shard.newest);
         Ok(())
+    }
+
+    /// Stores the next shard of a landing-page profile: a shard file written during the
+    /// harvest is linked into place when the sink can, else read and put.
+    fn put_profile<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        shard: ProfileShard<'_>,
+    ) -> Result<(), PipelineError> {
+        let file = match shard {
+            ProfileShard::Cut(shard) => return self.put(sink, shard),
+            ProfileShard::File(file) => file,
+        };
+        let name = format!("{}-{}.{}", self.prefix, self.names.len() + 1, self.ext);
+        if name.ends_with(".gz") || !sink.link_shard(&name, file.path()) {
+            sink.put_shard(&name, &file.read()?)
+                .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+        }
+        self.listed(name, file.newest());
+        Ok(())
+    }
+
+    /// Lists the shard stored as `name` in the index.
+    fn listed(&mut self, name: String, newest: Option<crate::datestamp::Datestamp>) {
+        self.entries
+            .push((join(self.public_url, &name).to_string(), newest));
+        self.names.push(name);
     }
 
     /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
@@ -822,6 +864,7 @@ pub(crate) mod tests {
             cdif: false,
             diwoo: diwoo.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
             public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
+            spill_dir: None,
         }
     }
 

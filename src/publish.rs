@@ -45,10 +45,7 @@ impl Staging {
     /// Creates the staging folder next to `target` (same file system, so the swap is a rename).
     /// Fails up front when `target` exists, is not empty and was not written by the bridge.
     pub fn new(target: &Path) -> Result<Self, PublishError> {
-        let parent = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
-            _ => PathBuf::from("."),
-        };
+        let parent = beside(target);
         fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
         check_replaceable(target)?;
         let name = target
@@ -87,6 +84,23 @@ impl Staging {
         }
         self.bytes += bytes.len() as u64;
         Ok(())
+    }
+
+    /// Puts the file at `from` into the staging folder as `name` by a hard link, its bytes
+    /// written once for both; `false` when it cannot be linked (another file system, a file
+    /// system without hard links), and nothing was done.
+    pub fn link(&mut self, name: &str, from: &Path) -> bool {
+        let to = self.dir.path().join(name);
+        match fs::metadata(from).and_then(|meta| fs::hard_link(from, &to).map(|()| meta.len())) {
+            Ok(len) => {
+                self.bytes += len;
+                true
+            }
+            Err(e) => {
+                tracing::debug!(from = %from.display(), to = %to.display(), error = %e, "not linked: copied");
+                false
+            }
+        }
     }
 
     /// Bytes written so far.
@@ -168,6 +182,15 @@ fn write_direct(path: &Path, bytes: &[u8], aligned: &mut Vec<u8>) -> io::Result<
         .open(path)?;
     file.write_all(block)?;
     file.set_len(bytes.len() as u64)
+}
+
+/// The folder a staging folder for `target` is made in: its parent (the current folder for a
+/// bare name).
+pub fn beside(target: &Path) -> PathBuf {
+    match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
+        _ => PathBuf::from("."),
+    }
 }
 
 /// Reads the whole file at `path` into `buf`, whose old contents it overwrites; the file's

@@ -4,18 +4,25 @@
 //! (the newest version of a record wins; deleted records publish nothing; a landing page is
 //! listed once).
 //!
-//! Each record's entries are written as it arrives, Signmap `<url>` and OCX `<url>` alike, and
-//! appended to a temporary file per profile; in memory stays only what resolving needs, 44 bytes
-//! a record (a hash of the landing page, the datestamp, where its entries are). Which version of
-//! a record wins is the URL inventory's decision ([`crate::inventory::Superseded`]), which saw
-//! the same occurrences. The shards are then cut from the winners' entries, read back in one
-//! pass in the order they were harvested.
+//! Each record's entries are written as it arrives, Signmap `<url>` and OCX `<url>` alike, each
+//! straight into its profile's shard files (whole `urlset`s, split on the limits as
+//! [`Urlsets`] splits, in a temporary folder); CDIF documents go to a temporary file. In memory
+//! stays only what resolving needs, 44 bytes a record (a hash of the landing page, the
+//! datestamp, where its entries are). Which version of a record wins is the URL inventory's
+//! decision ([`crate::inventory::Superseded`]), which saw the same occurrences. A shard file
+//! none of whose entries lost (superseded, deleted later, a landing page listed by a newer
+//! record: none, in most harvests) is published as it stands, and a sink on the same file system
+//! links it into place ([`crate::pipeline::FileSink::link_shard`]); the others are cut again
+//! from their winners' entries. So each entry is written once: for a million records, writing
+//! the entries to a temporary file, reading them back and writing the shards took a fifth of
+//! the export's time.
 //! Holding the profiles' texts in memory instead (titles, teasers, every link) took a gigabyte
 //! for a million records, and its page faults cost more than writing the entries.
 
 use std::fs::File;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
 
 use url::Url;
 
@@ -26,7 +33,9 @@ use crate::dctype::TypeMap;
 use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
-use crate::render::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
+use crate::render::sitemap::{
+    URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, lastmod_text, write_url_open,
+};
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
@@ -35,7 +44,8 @@ pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
 /// one entry can never outgrow a shard.
 pub const MAX_ITEMS: usize = 50;
 
-/// The profiles' temporary files, as columns of [`Signposts::lens`].
+/// The profiles, as columns of [`Signposts::lens`] (Signmap and OCX also of
+/// [`Signposts::shards`]).
 const SIGNMAP: usize = 0;
 const OCX: usize = 1;
 const CDIF: usize = 2;
@@ -109,8 +119,14 @@ pub struct Signposts {
     /// The URL of the CDIF documents' folder (`{documents}cdif/`), when CDIF is on: each
     /// Signmap entry links its record's document, and OCX points at it.
     documents: Option<String>,
-    /// The entries of each profile that is on, by column ([`SIGNMAP`], [`OCX`], [`CDIF`]).
-    spills: [Option<Spill>; 3],
+    /// Shard limits of the Signmap and OCX.
+    limits: Limits,
+    /// Where their shard files are written.
+    folder: SpillFolder,
+    /// The shard files of the Signmap and OCX when on, by column ([`SIGNMAP`], [`OCX`]).
+    shards: [Option<ShardSpill>; 2],
+    /// The CDIF documents, when on.
+    cdif: Option<Spill>,
     versions: Vec<Version>,
     /// Bytes each version added to each temporary file, by `seq`.
     lens: Vec<[u32; 3]>,
@@ -163,7 +179,7 @@ impl GetRecord {
     }
 }
 
-/// An append-only temporary file of one profile's entries.
+/// An append-only temporary file of one profile's entries (the CDIF documents).
 #[derive(Debug)]
 struct Spill {
     column: usize,
@@ -194,6 +210,266 @@ impl Spill {
             .into_inner()
             .map_err(|e| spill_error(self.column, "write")(e.into_error()))
     }
+}
+
+/// The folder of the shard files: a new hidden folder in `parent`, made when the first file is,
+/// and removed with what is left in it when dropped (files linked elsewhere stay there).
+#[derive(Debug)]
+struct SpillFolder {
+    parent: PathBuf,
+    dir: Option<tempfile::TempDir>,
+}
+
+impl SpillFolder {
+    fn path(&mut self) -> Result<&Path, CollectError> {
+        if self.dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix(".oai-bridge-shards-")
+                .tempdir_in(&self.parent)
+                .map_err(|source| CollectError::Folder {
+                    parent: self.parent.clone(),
+                    source,
+                })?;
+            self.dir = Some(dir);
+        }
+        Ok(self.dir.as_ref().expect("made above").path())
+    }
+}
+
+/// The Signmap's or OCX's entries, written into shard files as they come: a file is closed
+/// when the next entry would take it past the limits (the rule of [`Urlsets`]).
+#[derive(Debug)]
+struct ShardSpill {
+    column: usize,
+    /// The root start tag of the profile's `urlset`s.
+    open: &'static str,
+    /// The file being filled: its writer and what it holds so far.
+    current: Option<(BufWriter<File>, ShardFile)>,
+    /// The files filled, in order.
+    done: Vec<ShardFile>,
+    /// Bytes of entries written, in all files.
+    written: u64,
+}
+
+impl ShardSpill {
+    fn new(column: usize, open: &'static str) -> Self {
+        Self {
+            column,
+            open,
+            current: None,
+            done: Vec::new(),
+            written: 0,
+        }
+    }
+
+    /// Writes an entry (with `lastmod`) into the current file, or into a new one when it would
+    /// take the current one past `limits`; its length.
+    fn append(
+        &mut self,
+        folder: &mut SpillFolder,
+        limits: Limits,
+        entry: &[u8],
+        lastmod: Option<Datestamp>,
+    ) -> Result<u32, CollectError> {
+        let len = u32::try_from(entry.len()).map_err(|_| InventoryFull)?;
+        if let Some((_, file)) = &self.current
+            && limits.overflows(file.urls, file.bytes + entry.len(), frame(self.open))
+        {
+            self.close()?;
+        }
+        if self.current.is_none() {
+            self.current = Some(self.start(folder)?);
+        }
+        let (out, file) = self.current.as_mut().expect("started above");
+        out.write_all(entry).map_err(file.error("write"))?;
+        file.urls += 1;
+        file.bytes += entry.len();
+        self.written += u64::from(len);
+        file.entries.end = self.written;
+        file.newest = file.newest.max(lastmod);
+        Ok(len)
+    }
+
+    /// A new file, with the declaration and the root start tag written.
+    fn start(
+        &self,
+        folder: &mut SpillFolder,
+    ) -> Result<(BufWriter<File>, ShardFile), CollectError> {
+        let name = format!(
+            "{}-{}.xml",
+            PROFILES[self.column].to_ascii_lowercase(),
+            self.done.len() + 1
+        );
+        let file = ShardFile {
+            column: self.column,
+            path: folder.path()?.join(name),
+            entries: self.written..self.written,
+            urls: 0,
+            bytes: XML_DECL.len() + self.open.len(),
+            newest: None,
+            cut: None,
+        };
+        let out = File::create(&file.path).map_err(file.error("create"))?;
+        let mut out = BufWriter::with_capacity(1 << 20, out);
+        out.write_all(XML_DECL.as_bytes())
+            .and_then(|()| out.write_all(self.open.as_bytes()))
+            .map_err(file.error("write"))?;
+        Ok((out, file))
+    }
+
+    /// Closes the current file, if any: the close tag, written out.
+    fn close(&mut self) -> Result<(), CollectError> {
+        if let Some((mut out, mut file)) = self.current.take() {
+            out.write_all(URLSET_CLOSE.as_bytes())
+                .map_err(file.error("write"))?;
+            out.into_inner()
+                .map_err(|e| file.error("write")(e.into_error()))?;
+            file.bytes += URLSET_CLOSE.len();
+            self.done.push(file);
+        }
+        Ok(())
+    }
+
+    /// Every file, closed and settled now that the `winners` are known (the entries' lengths
+    /// are column `self.column` of `lens`): a file whose entries all won stays as it is; one
+    /// that lost a few has them blanked out (see [`ShardFile::settle`]); one that lost more is
+    /// marked to be cut again from its winners' entries.
+    fn finish(
+        mut self,
+        lens: &[[u32; 3]],
+        winners: &[Winner],
+    ) -> Result<Vec<ShardFile>, CollectError> {
+        self.close()?;
+        let column = self.column;
+        let header = (XML_DECL.len() + self.open.len()) as u64;
+        let mut entries = lens.iter().enumerate().filter(|(_, l)| l[column] > 0);
+        let mut winners = winners.iter().peekable();
+        // Where the next entry is among all of them, as if in one file.
+        let mut at = 0u64;
+        let mut kept = Vec::new();
+        let mut lost = Vec::new();
+        for file in &mut self.done {
+            kept.clear();
+            lost.clear();
+            while at < file.entries.end {
+                let (seq, len) = entries
+                    .next()
+                    .map(|(seq, l)| (seq, l[column]))
+                    .expect("the files hold every entry written");
+                while winners.next_if(|w| (w.seq as usize) < seq).is_some() {}
+                let local = at - file.entries.start + header;
+                match winners.next_if(|w| w.seq as usize == seq) {
+                    Some(w) => kept.push((local, len, Datestamp::unpack_option(w.datestamp))),
+                    None => lost.push((local, len)),
+                }
+                at += u64::from(len);
+            }
+            file.settle(&kept, &lost)?;
+        }
+        Ok(self.done)
+    }
+}
+
+/// A shard file whose lost entries take at most this share of its bytes has them blanked out;
+/// more, and it is cut again.
+const BLANK_SHARE: u64 = 16;
+
+/// A shard file of the Signmap or OCX written during the harvest: a whole `urlset`.
+#[derive(Debug)]
+pub struct ShardFile {
+    column: usize,
+    path: PathBuf,
+    /// Where its entries are among all the profile's entries, as if they were in one file.
+    entries: std::ops::Range<u64>,
+    urls: usize,
+    /// Its length (the close tag counted once written).
+    bytes: usize,
+    newest: Option<Datestamp>,
+    /// Set when it is to be cut again: the winners' entries in it (offset, length, lastmod).
+    cut: Option<Vec<(u64, u32, Option<Datestamp>)>>,
+}
+
+impl ShardFile {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The entries in it.
+    pub fn urls(&self) -> usize {
+        self.urls
+    }
+
+    /// The newest lastmod in it: the index's `lastmod` for it.
+    pub fn newest(&self) -> Option<Datestamp> {
+        self.newest
+    }
+
+    /// Its bytes.
+    pub fn read(&self) -> Result<Vec<u8>, CollectError> {
+        std::fs::read(&self.path).map_err(self.error("read"))
+    }
+
+    /// Takes out the `lost` entries (offset, length) of those written, the `kept` ones (offset,
+    /// length, lastmod) staying. When they are few (at most 1/[`BLANK_SHARE`] of the bytes),
+    /// they are overwritten in place with spaces and a newline, which XML allows between
+    /// elements: the file is still published as it stands, at the cost of a few blank lines.
+    /// A handful of records loses in most full harvests (a landing page two records give, a
+    /// record changed while it was harvested), and cutting every file again for them took
+    /// longer than writing the files. Otherwise the file is marked to be cut again.
+    fn settle(
+        &mut self,
+        kept: &[(u64, u32, Option<Datestamp>)],
+        lost: &[(u64, u32)],
+    ) -> Result<(), CollectError> {
+        if lost.is_empty() {
+            return Ok(());
+        }
+        self.urls = kept.len();
+        self.newest = kept.iter().map(|&(.., lastmod)| lastmod).max().flatten();
+        let lost_bytes: u64 = lost.iter().map(|&(_, len)| u64::from(len)).sum();
+        if lost_bytes * BLANK_SHARE > self.bytes as u64 {
+            self.cut = Some(kept.to_vec());
+            return Ok(());
+        }
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(self.error("open"))?;
+        let mut blank = Vec::new();
+        for &(at, len) in lost {
+            blank.clear();
+            blank.resize(len as usize - 1, b' ');
+            blank.push(b'\n');
+            out.seek(std::io::SeekFrom::Start(at))
+                .and_then(|_| out.write_all(&blank))
+                .map_err(self.error("write"))?;
+        }
+        Ok(())
+    }
+
+    /// The error of this file, while doing `action` with it.
+    fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError + use<> {
+        let profile = PROFILES[self.column];
+        let path = self.path.clone();
+        move |source| CollectError::ShardFile {
+            profile,
+            action,
+            path,
+            source,
+        }
+    }
+}
+
+/// A shard of the Signmap or OCX, as [`Resolved::render_signmap`] and
+/// [`Resolved::render_ocx`] hand it over.
+#[derive(Debug)]
+pub enum ProfileShard<'a> {
+    /// A file written during the harvest, every entry of it published: the shard as it stands.
+    File(&'a ShardFile),
+    /// Cut in memory from the published entries of a file some of whose entries lost to
+    /// newer records.
+    Cut(&'a Shard),
 }
 
 /// What one record's identifiers are to the profiles.
@@ -236,14 +512,22 @@ impl<'a> Classified<'a> {
 
 impl Signposts {
     /// An empty collection, with no profile on yet. `metadata_base` is the OAI-PMH baseURL for
-    /// the GetRecord links (none for a Static Repository without an http(s) baseURL).
-    pub fn new(types: TypeMap, metadata_base: Option<&Url>) -> Self {
+    /// the GetRecord links (none for a Static Repository without an http(s) baseURL); `limits`
+    /// are those of the Signmap's and OCX's shards. Their files are written in the system's
+    /// temporary folder unless [`Signposts::spill_in`] says otherwise.
+    pub fn new(types: TypeMap, metadata_base: Option<&Url>, limits: Limits) -> Self {
         Self {
             types,
             ocx: None,
             get_record: metadata_base.map(GetRecord::new),
             documents: None,
-            spills: [None, None, None],
+            limits,
+            folder: SpillFolder {
+                parent: std::env::temp_dir(),
+                dir: None,
+            },
+            shards: [None, None],
+            cdif: None,
             versions: Vec::new(),
             lens: Vec::new(),
             entry: Vec::new(),
@@ -251,17 +535,25 @@ impl Signposts {
         }
     }
 
+    /// Writes the Signmap's and OCX's shard files in a new folder in `parent` (call before
+    /// [`Signposts::add`]): one on the file system the shards are published to lets the sink
+    /// link them into place rather than copy them.
+    pub fn spill_in(mut self, parent: PathBuf) -> Self {
+        self.folder.parent = parent;
+        self
+    }
+
     /// Also write the Signmap's entries.
-    pub fn with_signmap(mut self) -> Result<Self, CollectError> {
-        self.spills[SIGNMAP] = Some(Spill::new(SIGNMAP)?);
-        Ok(self)
+    pub fn with_signmap(mut self) -> Self {
+        self.shards[SIGNMAP] = Some(ShardSpill::new(SIGNMAP, signmap::URLSET_OPEN));
+        self
     }
 
     /// Also write OCX entries, as `config` says.
-    pub fn with_ocx(mut self, config: OcxConfig) -> Result<Self, CollectError> {
+    pub fn with_ocx(mut self, config: OcxConfig) -> Self {
         self.ocx = Some(config);
-        self.spills[OCX] = Some(Spill::new(OCX)?);
-        Ok(self)
+        self.shards[OCX] = Some(ShardSpill::new(OCX, ocx::URLSET_OPEN));
+        self
     }
 
     /// Also make each record's CDIF document, to be published under `documents` (a directory
@@ -275,7 +567,7 @@ impl Signposts {
             .join(CDIF_DIR)
             .map_err(|_| CollectError::Documents(documents.clone()))?;
         self.documents = Some(folder.into());
-        self.spills[CDIF] = Some(Spill::new(CDIF)?);
+        self.cdif = Some(Spill::new(CDIF)?);
         Ok(self)
     }
 
@@ -317,7 +609,7 @@ impl Signposts {
         lens: &mut [u32; 3],
     ) -> Result<bool, CollectError> {
         // The license and schema.org type are the Signmap's and CDIF's, not OCX's.
-        let (license, kind) = if self.spills[SIGNMAP].is_some() || self.spills[CDIF].is_some() {
+        let (license, kind) = if self.shards[SIGNMAP].is_some() || self.cdif.is_some() {
             (
                 record.dc_values(DcElement::Rights).find_map(license_url),
                 self.types.lookup(record.dc_values(DcElement::Type)),
@@ -335,11 +627,11 @@ impl Signposts {
             .documents
             .as_ref()
             .zip(hash.as_ref())
-            .filter(|_| self.spills[SIGNMAP].is_some() || self.spills[OCX].is_some())
+            .filter(|_| self.shards.iter().any(Option::is_some))
             .map(|(folder, hash)| format!("{folder}{hash}{CDIF_EXT}"));
         // The lastmod, written out once for every profile.
         let lastmod = lastmod_text(record.datestamp, &mut self.date);
-        if let Some(spill) = &mut self.spills[SIGNMAP] {
+        if let Some(spill) = &mut self.shards[SIGNMAP] {
             let bytes = &mut self.entry;
             bytes.clear();
             write_url_open(bytes, landing, lastmod);
@@ -370,10 +662,10 @@ impl Signposts {
                 signmap::write_link(bytes, "type", url, None, None);
             }
             bytes.extend_from_slice(b"</url>\n");
-            lens[SIGNMAP] = spill.append(bytes)?;
+            lens[SIGNMAP] = spill.append(&mut self.folder, self.limits, bytes, record.datestamp)?;
         }
         let mut typed = false;
-        if let (Some(config), Some(spill)) = (&self.ocx, &mut self.spills[OCX])
+        if let (Some(config), Some(spill)) = (&self.ocx, &mut self.shards[OCX])
             && let Some(ocx_kind) = config
                 .types
                 .lookup(record.dc_values(DcElement::Type))
@@ -409,9 +701,10 @@ impl Signposts {
                 },
                 lastmod,
             );
-            lens[OCX] = spill.append(&self.entry)?;
+            lens[OCX] =
+                spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
         }
-        if let (Some(hash), Some(spill)) = (&hash, &mut self.spills[CDIF]) {
+        if let (Some(hash), Some(spill)) = (&hash, &mut self.cdif) {
             let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
             let values = |e| record.dc_values(e).collect::<Vec<_>>();
             let doc = cdif::document(&cdif::Fields {
@@ -486,10 +779,18 @@ impl Signposts {
             .collect();
         drop(versions);
         winners.sort_unstable_by_key(|w| w.seq);
-        let [signmap, ocx, cdif] = self.spills;
-        let open = |spill: Option<Spill>| spill.map(Spill::finish).transpose();
+        let [signmap, ocx] = self.shards;
+        let files = |spill: Option<ShardSpill>| {
+            spill
+                .map(|s| s.finish(&self.lens, &winners))
+                .transpose()
+                .map(Option::unwrap_or_default)
+        };
         Ok(Resolved {
-            files: [open(signmap)?, open(ocx)?, open(cdif)?],
+            shards: [files(signmap)?, files(ocx)?],
+            cdif: self.cdif.map(Spill::finish).transpose()?,
+            _folder: self.folder,
+            limits: self.limits,
             lens: self.lens,
             winners,
             stats,
@@ -504,6 +805,26 @@ pub enum CollectError {
     /// The in-memory table is full.
     #[error(transparent)]
     Full(#[from] InventoryFull),
+    /// The folder of the shard files cannot be made.
+    #[error("cannot make a folder for the profiles' shard files in {}: {source}", parent.display())]
+    Folder {
+        /// Where it was to be made.
+        parent: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A shard file of a profile failed.
+    #[error("cannot {action} the {profile} shard file {}: {source}", path.display())]
+    ShardFile {
+        /// The profile: Signmap or OCX.
+        profile: &'static str,
+        /// What was being done: create, write, open or read.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
     /// A temporary file of a profile's entries failed.
     #[error(
         "cannot {action} the temporary file of the {profile} entries (in {}): {source}",
@@ -567,8 +888,13 @@ struct Winner {
 /// The profiles' entries, resolved.
 #[derive(Debug)]
 pub struct Resolved {
-    /// The temporary file of each profile that is on, by column.
-    files: [Option<File>; 3],
+    /// The shard files of the Signmap and OCX, by column (none for a profile that is off).
+    shards: [Vec<ShardFile>; 2],
+    /// The CDIF documents' temporary file, when CDIF is on.
+    cdif: Option<File>,
+    /// The folder of the shard files, kept for them (it is removed when dropped).
+    _folder: SpillFolder,
+    limits: Limits,
     lens: Vec<[u32; 3]>,
     /// In harvest order.
     winners: Vec<Winner>,
@@ -587,53 +913,73 @@ impl Resolved {
         self.stats.ocx_published > 0
     }
 
-    /// Splits the Signmap's entries into shards within `limits`, counting the links' bytes too
-    /// (SP-14), and hands each to `emit` as soon as it is full.
+    /// The Signmap's shards, each handed to `emit` as soon as it is made, within the limits
+    /// counting the links' bytes too (SP-14); their number.
     pub fn render_signmap<E: From<CollectError>>(
         &self,
-        limits: Limits,
-        emit: impl FnMut(&Shard) -> Result<(), E>,
+        emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
-        self.render(SIGNMAP, signmap::URLSET_OPEN, limits, emit)
+        self.render(SIGNMAP, signmap::URLSET_OPEN, emit)
     }
 
-    /// Splits the OCX entries (records with an OCX type) into shards within `limits`.
+    /// The OCX sitemap's shards (records with an OCX type), as [`Resolved::render_signmap`].
     pub fn render_ocx<E: From<CollectError>>(
         &self,
-        limits: Limits,
-        emit: impl FnMut(&Shard) -> Result<(), E>,
+        emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
-        self.render(OCX, ocx::URLSET_OPEN, limits, emit)
+        self.render(OCX, ocx::URLSET_OPEN, emit)
     }
 
+    /// Each shard file of profile `column` as it stands, and the winners' entries of those
+    /// marked to be cut again ([`ShardSpill::finish`]); in harvest order.
     fn render<E: From<CollectError>>(
         &self,
         column: usize,
         open: &str,
-        limits: Limits,
-        emit: impl FnMut(&Shard) -> Result<(), E>,
+        mut emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
-        let Some(file) = &self.files[column] else {
-            return Ok(0);
-        };
-        let mut reader = SpillReader::new(file, column)?;
-        let mut emit = emit;
-        let mut urlsets = Urlsets::new(open, limits);
-        for (at, len, lastmod) in self.entries(column) {
+        let mut count = 0;
+        for file in &self.shards[column] {
+            match &file.cut {
+                None => {
+                    emit(ProfileShard::File(file))?;
+                    count += 1;
+                }
+                Some(kept) if !kept.is_empty() => count += self.cut(file, open, kept, &mut emit)?,
+                // Every entry lost.
+                Some(_) => {}
+            }
+        }
+        Ok(count)
+    }
+
+    /// The shard of the `kept` entries of `file` (some of its entries lost), cut in memory;
+    /// they fit in one, as all of them did.
+    fn cut<E: From<CollectError>>(
+        &self,
+        file: &ShardFile,
+        open: &str,
+        kept: &[(u64, u32, Option<Datestamp>)],
+        mut emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
+    ) -> Result<usize, E> {
+        let source = File::open(&file.path).map_err(file.error("open"))?;
+        let mut reader = SpillReader::new(&source).map_err(file.error("read"))?;
+        let mut urlsets = Urlsets::new(open, self.limits);
+        for &(at, len, lastmod) in kept {
             // A failed read stops the rendering before the shard it spoilt is emitted.
             urlsets.try_push(
                 |bytes| {
-                    reader.read(at, len, bytes)?;
+                    reader.read(at, len, bytes).map_err(file.error("read"))?;
                     Ok(lastmod)
                 },
-                &mut emit,
+                |shard| emit(ProfileShard::Cut(shard)),
             )?;
         }
-        urlsets.finish(emit)
+        urlsets.finish(|shard| emit(ProfileShard::Cut(shard)))
     }
 
-    /// Where each winner's entry in one temporary file is (offset, length), with its lastmod;
-    /// winners without one (no OCX type) are left out.
+    /// Where each winner's entry of profile `column` is among all its entries (offset, length),
+    /// with its lastmod; winners without one (no OCX type) are left out.
     fn entries(&self, column: usize) -> impl Iterator<Item = (u64, u32, Option<Datestamp>)> + '_ {
         // The entries lie in `seq` order; the offset of one is the sum of the lengths before.
         let mut seq = 0usize;
@@ -658,18 +1004,25 @@ impl Resolved {
     pub fn cdif_documents(
         &self,
     ) -> Result<impl Iterator<Item = Result<CdifDocument, CollectError>> + '_, CollectError> {
-        let mut reader = self.files[CDIF]
+        let mut reader = self
+            .cdif
             .as_ref()
-            .map(|f| SpillReader::new(f, CDIF))
-            .transpose()?;
+            .map(SpillReader::new)
+            .transpose()
+            .map_err(spill_error(CDIF, "read"))?;
         Ok(self.entries(CDIF).map_while(move |(at, len, lastmod)| {
             let reader = reader.as_mut()?;
             let mut bytes = Vec::with_capacity(len as usize);
-            Some(reader.read(at, len, &mut bytes).map(|()| {
-                let doc = bytes.split_off(CDIF_HASH_LEN);
-                let hash = String::from_utf8_lossy(&bytes);
-                (format!("{CDIF_DIR}{hash}{CDIF_EXT}"), lastmod, doc)
-            }))
+            Some(
+                reader
+                    .read(at, len, &mut bytes)
+                    .map_err(spill_error(CDIF, "read"))
+                    .map(|()| {
+                        let doc = bytes.split_off(CDIF_HASH_LEN);
+                        let hash = String::from_utf8_lossy(&bytes);
+                        (format!("{CDIF_DIR}{hash}{CDIF_EXT}"), lastmod, doc)
+                    }),
+            )
         }))
     }
 }
@@ -682,33 +1035,26 @@ struct SpillReader<'a> {
     reader: BufReader<&'a File>,
     /// The file offset `reader` is at.
     at: u64,
-    column: usize,
 }
 
 impl<'a> SpillReader<'a> {
-    /// Reads `file` (of profile `column`) from its start.
-    fn new(file: &'a File, column: usize) -> Result<Self, CollectError> {
-        Self::with_capacity(file, column, 1 << 20)
+    /// Reads `file` from its start.
+    fn new(file: &'a File) -> std::io::Result<Self> {
+        Self::with_capacity(file, 1 << 20)
     }
 
-    fn with_capacity(file: &'a File, column: usize, capacity: usize) -> Result<Self, CollectError> {
+    fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
         // Readers of one file share its position: each starts over.
         let mut start = file;
-        start.rewind().map_err(spill_error(column, "read"))?;
+        start.rewind()?;
         Ok(Self {
             reader: BufReader::with_capacity(capacity, file),
             at: 0,
-            column,
         })
     }
 
     /// Appends the `len` bytes at offset `at` (not before the last read's end) to `into`.
-    fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> Result<(), CollectError> {
-        self.read_io(at, len, into)
-            .map_err(spill_error(self.column, "read"))
-    }
-
-    fn read_io(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
+    fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
         let skip = at
             .checked_sub(self.at)
             .and_then(|s| i64::try_from(s).ok())
@@ -773,21 +1119,31 @@ mod tests {
 
     /// The Signmap alone, without a baseURL to link `GetRecord` at.
     fn signmap_alone() -> Signposts {
-        Signposts::new(TypeMap::default(), None)
-            .with_signmap()
-            .unwrap()
+        Signposts::new(TypeMap::default(), None, Limits::default()).with_signmap()
     }
 
-    fn shards(r: &Resolved, ocx: bool, limits: Limits) -> Vec<Shard> {
+    /// The shards of the Signmap (or OCX), whether files written during the collection or cut
+    /// again, and which of the two.
+    fn shards(r: &Resolved, ocx: bool) -> Vec<(Shard, bool)> {
         let mut out = Vec::new();
-        let emit = |s: &Shard| {
-            out.push(s.clone());
+        let emit = |s: ProfileShard<'_>| {
+            out.push(match s {
+                ProfileShard::File(f) => {
+                    let shard = Shard {
+                        bytes: f.read()?,
+                        urls: f.urls(),
+                        newest: f.newest(),
+                    };
+                    (shard, true)
+                }
+                ProfileShard::Cut(s) => (s.clone(), false),
+            });
             Ok::<_, CollectError>(())
         };
         if ocx {
-            r.render_ocx(limits, emit).unwrap();
+            r.render_ocx(emit).unwrap();
         } else {
-            r.render_signmap(limits, emit).unwrap();
+            r.render_signmap(emit).unwrap();
         }
         out
     }
@@ -796,7 +1152,7 @@ mod tests {
     /// lastmod (for a Signmap the links as (rel, href), for OCX the OCX elements as (name, text)).
     fn entries(r: &Resolved, ocx: bool) -> Vec<(String, Vec<(String, String)>)> {
         let mut out = Vec::new();
-        for shard in shards(r, ocx, Limits::default()) {
+        for (shard, _) in shards(r, ocx) {
             let text = String::from_utf8(shard.bytes).unwrap();
             let doc = roxmltree::Document::parse(&text).unwrap();
             for url in doc.root_element().children().filter(|n| n.is_element()) {
@@ -831,9 +1187,7 @@ mod tests {
     #[test]
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
-        let s = Signposts::new(TypeMap::default(), Some(&base))
-            .with_signmap()
-            .unwrap();
+        let s = Signposts::new(TypeMap::default(), Some(&base), Limits::default()).with_signmap();
         let records = vec![
             record(
                 "oai:h:1",
@@ -919,9 +1273,8 @@ mod tests {
                 &[(DcElement::Type, "Proefschrift")],
             )
         };
-        let s = Signposts::new(TypeMap::default(), None)
-            .with_ocx(config.clone())
-            .unwrap();
+        let s =
+            Signposts::new(TypeMap::default(), None, Limits::default()).with_ocx(config.clone());
         let records = vec![
             record(
                 "a",
@@ -960,12 +1313,10 @@ mod tests {
         );
 
         // With a default type, the second record is published too.
-        let s = Signposts::new(TypeMap::default(), None)
-            .with_ocx(OcxConfig {
-                default_type: Some("https://schema.org/CreativeWork".into()),
-                ..config
-            })
-            .unwrap();
+        let s = Signposts::new(TypeMap::default(), None, Limits::default()).with_ocx(OcxConfig {
+            default_type: Some("https://schema.org/CreativeWork".into()),
+            ..config
+        });
         let records = vec![thesis()];
         let r = collect(s, "https://h/oai", records);
         assert_eq!(
@@ -998,6 +1349,11 @@ mod tests {
             e.iter().all(|e| e.1.is_empty()),
             "no describedby without a base"
         );
+        let shards = shards(&r, false);
+        assert!(
+            shards.iter().all(|(_, whole)| !whole),
+            "entries lost: the file is cut again"
+        );
         let lastmods: Vec<Option<Datestamp>> = r.entries(SIGNMAP).map(|(_, _, d)| d).collect();
         assert_eq!(
             lastmods,
@@ -1008,10 +1364,67 @@ mod tests {
         );
     }
 
+    /// A file that lost a few entries keeps its place and its bytes, the lost ones blanked out
+    /// (still one well-formed urlset, within the limits); one that lost many is cut again.
+    #[test]
+    fn a_few_lost_entries_are_blanked_out_and_many_cut_again() {
+        let limits = Limits {
+            max_urls: 40,
+            max_bytes: 1 << 20,
+        };
+        let s = Signposts::new(TypeMap::default(), None, limits).with_signmap();
+        let mut records: Vec<Record> = (0..80)
+            .map(|n| {
+                record(
+                    &format!("r{n}"),
+                    "2024-01-01",
+                    &[&format!("https://h/oai/r/{n}")],
+                    &[],
+                )
+            })
+            .collect();
+        // The first file (records 0..40) loses one entry: record 3, listed again later.
+        records.push(record("r3", "2024-02-01", &["https://h/oai/r/3b"], &[]));
+        // The second (40..80) loses 30 entries: records deleted later.
+        for n in 50..80 {
+            let mut gone = record(&format!("r{n}"), "2024-02-01", &[], &[]);
+            gone.deleted = true;
+            records.push(gone);
+        }
+        let r = collect(s, "https://h/oai", records);
+        let shards = shards(&r, false);
+        let whole: Vec<bool> = shards.iter().map(|(_, whole)| *whole).collect();
+        assert_eq!(
+            whole,
+            [true, false, true],
+            "blanked, cut again, the new version's file"
+        );
+        let (first, _) = &shards[0];
+        let text = std::str::from_utf8(&first.bytes).unwrap();
+        let locs: Vec<(String, String)> = locs_and_lastmods(&first.bytes);
+        assert_eq!((first.urls, locs.len()), (39, 39));
+        assert!(!locs.iter().any(|(loc, _)| loc == "https://h/oai/r/3"));
+        let blank = text
+            .lines()
+            .find(|l| l.trim().is_empty() && !l.is_empty())
+            .unwrap();
+        assert!(blank.len() > 40, "the lost entry's bytes, blank: {blank:?}");
+        assert_eq!(shards[1].0.urls, 10);
+        assert_eq!(
+            locs_and_lastmods(&shards[2].0.bytes),
+            [("https://h/oai/r/3b".to_owned(), "2024-02-01".to_owned())]
+        );
+        assert_eq!(shards[2].0.newest, Datestamp::parse("2024-02-01"));
+    }
+
     /// SP-14: the links count toward a shard's byte limit; every entry lands in one shard.
     #[test]
     fn shards_split_on_bytes_counting_links() {
-        let s = signmap_alone();
+        let limits = Limits {
+            max_urls: 50_000,
+            max_bytes: 64 * 1024,
+        };
+        let s = Signposts::new(TypeMap::default(), None, limits).with_signmap();
         let mut records = Vec::new();
         let files: Vec<String> = (0..40)
             .map(|i| format!("https://h/oai/files/{i:04}.pdf"))
@@ -1023,15 +1436,16 @@ mod tests {
             records.push(record(&format!("r{n}"), "2024-01-01", &ids, &[]));
         }
         let r = collect(s, "https://h/oai", records);
-        let limits = Limits {
-            max_urls: 50_000,
-            max_bytes: 64 * 1024,
-        };
-        let shards = shards(&r, false, limits);
+        let shards = shards(&r, false);
         assert!(shards.len() > 1);
-        assert!(shards.iter().all(|s| s.bytes.len() <= limits.max_bytes));
-        assert_eq!(shards.iter().map(|s| s.urls).sum::<usize>(), 100);
-        for shard in &shards {
+        assert!(
+            shards
+                .iter()
+                .all(|(s, _)| s.bytes.len() <= limits.max_bytes)
+        );
+        assert_eq!(shards.iter().map(|(s, _)| s.urls).sum::<usize>(), 100);
+        for (shard, whole) in &shards {
+            assert!(whole, "no entry lost: every file is published as written");
             roxmltree::Document::parse(std::str::from_utf8(&shard.bytes).unwrap()).unwrap();
         }
     }
@@ -1041,14 +1455,12 @@ mod tests {
     fn cdif_documents_are_named_by_identifier_and_linked() {
         let base = Url::parse("https://h/oai/request").unwrap();
         let public = Url::parse("https://g/repo/").unwrap();
-        let s = Signposts::new(TypeMap::default(), Some(&base))
+        let s = Signposts::new(TypeMap::default(), Some(&base), Limits::default())
             .with_signmap()
-            .unwrap()
             .with_ocx(OcxConfig {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..OcxConfig::default()
             })
-            .unwrap()
             .with_cdif(public.clone())
             .unwrap();
         let mut records = Vec::new();
@@ -1093,23 +1505,20 @@ mod tests {
     /// Skipped entries past the reader's buffer are sought over; a second pass starts over.
     #[test]
     fn the_reader_skips_past_its_buffer_and_starts_over() {
-        let mut spill = Spill::new(SIGNMAP).unwrap();
+        let mut spill = Spill::new(CDIF).unwrap();
         for text in ["first-", "second-entry-", "third"] {
             spill.append(text.as_bytes()).unwrap();
         }
         let file = spill.finish().unwrap();
         for _ in 0..2 {
-            let mut reader = SpillReader::with_capacity(&file, SIGNMAP, 4).unwrap();
+            let mut reader = SpillReader::with_capacity(&file, 4).unwrap();
             let mut out = Vec::new();
             reader.read(0, 6, &mut out).unwrap();
             reader.read(19, 5, &mut out).unwrap();
             assert_eq!(out, b"first-third");
             let err = reader.read(0, 1, &mut out).unwrap_err().to_string();
-            assert!(
-                err.contains("read the temporary file of the Signmap entries"),
-                "{err}"
-            );
-            let mut past = SpillReader::with_capacity(&file, SIGNMAP, 4).unwrap();
+            assert!(err.contains("entries are read front to back"), "{err}");
+            let mut past = SpillReader::with_capacity(&file, 4).unwrap();
             assert!(past.read(20, 10, &mut Vec::new()).is_err(), "past the end");
         }
     }
@@ -1177,9 +1586,10 @@ mod tests {
                     .unwrap(),
                 ..OcxConfig::default()
             };
-            let s = Signposts::new(TypeMap::default(), Some(&base))
-                .with_signmap().unwrap()
-                .with_ocx(config).unwrap()
+            let limits = Limits { max_urls: 3, max_bytes: 50_000 };
+            let s = Signposts::new(TypeMap::default(), Some(&base), limits)
+                .with_signmap()
+                .with_ocx(config)
                 .with_cdif(Url::parse("https://g/").unwrap()).unwrap();
             let mut records = Vec::new();
             for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {
@@ -1199,20 +1609,29 @@ mod tests {
             }
             let r = collect(s, base.as_str(), records);
             let expected = model(&occurrences);
-            let limits = Limits { max_urls: 3, max_bytes: 50_000 };
             for _ in 0..2 {
-                let got: Vec<(String, String)> = shards(&r, false, limits)
+                let signmap = shards(&r, false);
+                let ocx = shards(&r, true);
+                for (shard, _) in signmap.iter().chain(&ocx) {
+                    // Within the limits, counted right, with the newest lastmod for the index.
+                    let entries = locs_and_lastmods(&shard.bytes);
+                    proptest::prop_assert!((1..=3).contains(&entries.len()));
+                    proptest::prop_assert_eq!(shard.urls, entries.len());
+                    let newest = entries.iter().map(|(_, d)| Datestamp::parse(d)).max().flatten();
+                    proptest::prop_assert_eq!(shard.newest, newest);
+                }
+                let got: Vec<(String, String)> = signmap
                     .iter()
-                    .flat_map(|s| locs_and_lastmods(&s.bytes))
+                    .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
                     .collect();
                 let want: Vec<(String, String)> = expected
                     .iter()
                     .map(|&(_, l, d, _)| (format!("https://h/oai/page/{l}"), date(d)))
                     .collect();
                 proptest::prop_assert_eq!(&got, &want);
-                let got_ocx: Vec<(String, String)> = shards(&r, true, limits)
+                let got_ocx: Vec<(String, String)> = ocx
                     .iter()
-                    .flat_map(|s| locs_and_lastmods(&s.bytes))
+                    .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
                     .collect();
                 let want_ocx: Vec<(String, String)> = expected
                     .iter()

@@ -56,6 +56,20 @@ impl Limits {
         }
         Ok(self)
     }
+
+    /// Whether the entry just written takes a shard past the limits, so that it starts the
+    /// next shard instead: `urls` entries were there before it, `bytes` is the shard's length
+    /// with it (without the close tag), `frame` the length of a shard without entries. A shard
+    /// always takes its first entry.
+    pub(crate) fn overflows(self, urls: usize, bytes: usize, frame: usize) -> bool {
+        urls > 0
+            && (urls == self.max_urls || bytes + URLSET_CLOSE.len() > self.max_bytes.max(frame))
+    }
+}
+
+/// The length of a `urlset` shard whose root start tag is `open`, with no entry.
+pub(crate) fn frame(open: &str) -> usize {
+    XML_DECL.len() + open.len() + URLSET_CLOSE.len()
 }
 
 /// One finished sitemap.
@@ -270,7 +284,7 @@ impl<'o> Urlsets<'o> {
         Self {
             open,
             limits,
-            frame: XML_DECL.len() + open.len() + URLSET_CLOSE.len(),
+            frame: frame(open),
             shard,
             moving: Vec::new(),
             count: 0,
@@ -303,9 +317,10 @@ impl<'o> Urlsets<'o> {
                 return Err(e);
             }
         };
-        let full = shard.urls == self.limits.max_urls
-            || shard.bytes.len() + URLSET_CLOSE.len() > self.limits.max_bytes.max(self.frame);
-        if full && shard.urls > 0 {
+        if self
+            .limits
+            .overflows(shard.urls, shard.bytes.len(), self.frame)
+        {
             self.moving.clear();
             self.moving.extend_from_slice(&shard.bytes[start..]);
             shard.bytes.truncate(start);

@@ -201,6 +201,7 @@ impl Gateway {
                 limits: rc.limits,
                 gzip: rc.gzip,
                 public_url: repo_public,
+                spill_dir: None,
             };
             let dir = state_dir.join(&rc.name);
             // What the store remembers across restarts: a Retry-After not yet over, a held shrink.

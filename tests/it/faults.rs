@@ -949,6 +949,7 @@ pub(crate) fn job(server: &TestServer) -> Job {
         cdif: false,
         diwoo: Vec::new(),
         public_url: Url::parse(PUBLIC_URL).unwrap(),
+        spill_dir: None,
     }
 }
 
