@@ -100,7 +100,10 @@ const BUILT_IN: &[(&str, &str, u8)] = &[
 /// A `dc:type` table: the built-in one, with a repository's own entries on top.
 #[derive(Clone, Debug)]
 pub struct TypeMap {
-    entries: HashMap<String, (String, u8)>,
+    /// Key -> its entry in `targets`.
+    ids: HashMap<String, u32>,
+    /// Type URL and specificity.
+    targets: Vec<(String, u8)>,
 }
 
 impl Default for TypeMap {
@@ -113,7 +116,7 @@ impl TypeMap {
     /// The built-in table plus `extra` (`dc:type` value or key -> schema.org type name or URL),
     /// which wins over it. Fails on a target that is neither a type name nor an http(s) URL.
     pub fn with(extra: &[(String, String)]) -> Result<Self, String> {
-        let mut entries: HashMap<String, (String, u8)> = BUILT_IN
+        let mut entries: std::collections::BTreeMap<String, (String, u8)> = BUILT_IN
             .iter()
             .map(|(k, v, rank)| ((*k).to_owned(), (format!("{SCHEMA_ORG}{v}"), *rank)))
             .collect();
@@ -136,23 +139,88 @@ impl TypeMap {
             // The repository's own entries are the most specific of all.
             entries.insert(k, (target, u8::MAX));
         }
-        Ok(Self { entries })
+        let mut map = Self {
+            ids: HashMap::default(),
+            targets: Vec::with_capacity(entries.len()),
+        };
+        for (k, target) in entries {
+            map.ids.insert(k, map.targets.len() as u32);
+            map.targets.push(target);
+        }
+        Ok(map)
     }
 
     /// The type URL for a record's `dc:type` values: the most specific match, the first of
     /// equals; `None` when no value is known.
     pub fn lookup<'a>(&self, values: impl IntoIterator<Item = &'a str>) -> Option<&str> {
-        let mut best: Option<&(String, u8)> = None;
         let mut k = String::new();
+        let mut best = None;
         for v in values {
-            key_into(v, &mut k);
-            if let Some(found) = self.entries.get(&k)
-                && best.is_none_or(|b| found.1 > b.1)
-            {
-                best = Some(found);
+            self.better(&mut best, self.find(v, &mut k));
+        }
+        best.map(|id| self.targets[id as usize].0.as_str())
+    }
+
+    /// The entry of a value (its key made in `k`).
+    fn find(&self, value: &str, k: &mut String) -> Option<u32> {
+        key_into(value, k);
+        self.ids.get(k).copied()
+    }
+
+    /// Makes `best` the entry `found` when it is more specific (the first of equals stays).
+    fn better(&self, best: &mut Option<u32>, found: Option<u32>) {
+        let rank = |id: u32| self.targets[id as usize].1;
+        if let Some(found) = found
+            && best.is_none_or(|b| rank(found) > rank(b))
+        {
+            *best = Some(found);
+        }
+    }
+}
+
+/// Most values a [`Memo`] remembers: a repository uses a handful; free text in `dc:type` could
+/// make it a table of its own.
+const MEMO_MAX: usize = 4096;
+
+/// Looks up records' `dc:type` values in up to two tables at once (the Signmap's and OCX's),
+/// remembering each value's entries: the values a repository repeats on every record are
+/// reduced to their keys once instead of once per record and table, which showed in the
+/// profiles' time. Gives what [`TypeMap::lookup`] gives; one memo serves one pair of tables.
+#[derive(Debug, Default)]
+pub struct Memo {
+    seen: HashMap<Box<str>, [Option<u32>; 2]>,
+    key: String,
+}
+
+impl Memo {
+    /// The type URL each of `tables` gives `values` (`None` for a table not given).
+    pub fn lookup<'t, 'a>(
+        &mut self,
+        tables: [Option<&'t TypeMap>; 2],
+        values: impl IntoIterator<Item = &'a str>,
+    ) -> [Option<&'t str>; 2] {
+        let mut best = [None, None];
+        for v in values {
+            let found = match self.seen.get(v) {
+                Some(found) => *found,
+                None => {
+                    let found = tables.map(|t| t.and_then(|t| t.find(v, &mut self.key)));
+                    if self.seen.len() < MEMO_MAX {
+                        self.seen.insert(v.into(), found);
+                    }
+                    found
+                }
+            };
+            for ((table, best), found) in tables.iter().zip(&mut best).zip(found) {
+                if let Some(t) = table {
+                    t.better(best, found);
+                }
             }
         }
-        best.map(|(url, _)| url.as_str())
+        [0, 1].map(|i| {
+            let (table, best) = (tables[i]?, best[i]?);
+            Some(table.targets[best as usize].0.as_str())
+        })
     }
 }
 
@@ -206,6 +274,50 @@ mod tests {
         assert_eq!(t(&["Text"]).as_deref(), Some("CreativeWork"));
         assert_eq!(t(&["Proefschrift"]), None);
         assert_eq!(t(&[]), None);
+    }
+
+    /// The memo answers as each table does, for values seen before and not, past its size too.
+    #[test]
+    fn the_memo_answers_as_the_tables_do() {
+        let ocx =
+            TypeMap::with(&[("Lesplan".into(), "http://oerschema.org/Lesson".into())]).unwrap();
+        let built_in = TypeMap::default();
+        let records: Vec<Vec<String>> = [
+            &["Text", "info:eu-repo/semantics/article"][..],
+            &["Lesplan"],
+            &["Proefschrift", "Text"],
+            &[
+                "http://purl.org/coar/resource_type/c_db06",
+                "Thesis",
+                "Lesplan",
+            ],
+            &[],
+            &["info:eu-repo/semantics/article", "Text"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|v| v.to_string()).collect())
+        .chain((0..MEMO_MAX + 10).map(|i| vec![format!("free text {i}"), "Text".into()]))
+        .collect();
+        for tables in [
+            [Some(&built_in), Some(&ocx)],
+            [None, Some(&ocx)],
+            [Some(&built_in), None],
+        ] {
+            let mut memo = Memo::default();
+            for _ in 0..2 {
+                for values in &records {
+                    let values = || values.iter().map(String::as_str);
+                    let want = tables.map(|t| t.and_then(|t| t.lookup(values())));
+                    assert_eq!(
+                        memo.lookup(tables, values()),
+                        want,
+                        "{:?}",
+                        values().collect::<Vec<_>>()
+                    );
+                }
+            }
+            assert_eq!(memo.seen.len(), MEMO_MAX);
+        }
     }
 
     #[test]

@@ -248,12 +248,11 @@ struct Category {
 }
 
 impl Category {
-    /// The record is in one of the category's sets (or in a set below one: `a:b` is in `a`).
-    fn holds(&self, record: &oai::parse::Record) -> bool {
-        record.sets.iter().any(|s| {
-            self.sets.iter().any(|c| {
-                s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
-            })
+    /// A record in set `s` is in the category: `s` is one of the category's sets or below one
+    /// (`a:b` is in `a`).
+    fn holds(&self, s: &str) -> bool {
+        self.sets.iter().any(|c| {
+            s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
         })
     }
 }
@@ -264,7 +263,13 @@ struct Collectors {
     inventory: Inventory,
     signposts: Option<Signposts>,
     diwoo: Vec<Category>,
+    /// The DiWoo categories (bits, as groups) of each set seen, up to [`SETS_REMEMBERED`]: a
+    /// repository has a few hundred sets, and every record is in some.
+    set_groups: foldhash::HashMap<Box<str>, u32>,
 }
+
+/// Most sets whose DiWoo categories [`Collectors`] remembers.
+const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
     fn new(job: &Job, scope: Scope, identify_base: &str) -> Result<Self, PipelineError> {
@@ -316,6 +321,7 @@ impl Collectors {
             signposts,
             inventory: Inventory::new(scope),
             diwoo,
+            set_groups: foldhash::HashMap::default(),
         })
     }
 
@@ -331,16 +337,34 @@ impl Collectors {
         })
     }
 
+    /// The DiWoo categories the record is in, as bits.
+    fn groups(&mut self, record: &oai::parse::Record) -> u32 {
+        if self.diwoo.is_empty() {
+            return 0;
+        }
+        let mut groups = 0;
+        for set in &record.sets {
+            groups |= match self.set_groups.get(set.as_str()) {
+                Some(&g) => g,
+                None => {
+                    let g = (self.diwoo.iter().enumerate())
+                        .filter(|(_, c)| c.holds(set))
+                        .fold(0u32, |g, (i, _)| g | 1 << i);
+                    if self.set_groups.len() < SETS_REMEMBERED {
+                        self.set_groups.insert(set.as_str().into(), g);
+                    }
+                    g
+                }
+            };
+        }
+        groups
+    }
+
     fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
         // A DiWoo category is a group of the one inventory: the newest version of a record
         // decides its groups as it decides its URLs (a record that left a category's sets leaves
         // the category, as a deleted record leaves the sitemap).
-        let groups = self
-            .diwoo
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.holds(record))
-            .fold(0u32, |groups, (i, _)| groups | 1 << i);
+        let groups = self.groups(record);
         match &mut self.signposts {
             // Each identifier is classified once for the sitemap and the profiles.
             Some(s) => {

@@ -20,7 +20,6 @@
 //! for a million records, and its page faults cost more than writing the entries.
 
 use std::fs::File;
-use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
@@ -29,7 +28,7 @@ use url::Url;
 use crate::classify::Class;
 use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
-use crate::dctype::TypeMap;
+use crate::dctype::{Memo, TypeMap};
 use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
@@ -83,14 +82,10 @@ struct Version {
     state: State,
 }
 
-/// A 128-bit hash of a text: two SipHash-1-3 values over it, apart by a prefix. Landing pages are
-/// told apart by it alone (no text is kept); two of a million texts collide with a chance of
-/// about 10^-27.
+/// A 128-bit hash of a text (XXH3-128). Landing pages are told apart by it alone (no text is
+/// kept); two of a million texts collide with a chance of about 10^-27.
 fn hash128(text: &str) -> u128 {
-    let hasher = BuildHasherDefault::<DefaultHasher>::default();
-    let high = hasher.hash_one((0u8, text));
-    let low = hasher.hash_one((1u8, text));
-    (u128::from(high) << 64) | u128::from(low)
+    xxhash_rust::xxh3::xxh3_128(text.as_bytes())
 }
 
 /// Counts of the Signmap, by outcome.
@@ -112,6 +107,8 @@ pub struct SignStats {
 #[derive(Debug)]
 pub struct Signposts {
     types: TypeMap,
+    /// The entries of each `dc:type` value seen in `types` and OCX's table.
+    type_memo: Memo,
     ocx: Option<OcxConfig>,
     /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
     /// Static Repository without an http(s) baseURL), and its plain form for CDIF.
@@ -518,6 +515,7 @@ impl Signposts {
     pub fn new(types: TypeMap, metadata_base: Option<&Url>, limits: Limits) -> Self {
         Self {
             types,
+            type_memo: Memo::default(),
             ocx: None,
             get_record: metadata_base.map(GetRecord::new),
             documents: None,
@@ -608,15 +606,19 @@ impl Signposts {
         landing: &str,
         lens: &mut [u32; 3],
     ) -> Result<bool, CollectError> {
-        // The license and schema.org type are the Signmap's and CDIF's, not OCX's.
-        let (license, kind) = if self.shards[SIGNMAP].is_some() || self.cdif.is_some() {
-            (
-                record.dc_values(DcElement::Rights).find_map(license_url),
-                self.types.lookup(record.dc_values(DcElement::Type)),
-            )
-        } else {
-            (None, None)
-        };
+        // The license and schema.org type are the Signmap's and CDIF's, not OCX's, which has
+        // its own table.
+        let linked = self.shards[SIGNMAP].is_some() || self.cdif.is_some();
+        let license = linked
+            .then(|| record.dc_values(DcElement::Rights).find_map(license_url))
+            .flatten();
+        let [kind, ocx_kind] = self.type_memo.lookup(
+            [
+                linked.then_some(&self.types),
+                self.ocx.as_ref().map(|c| &c.types),
+            ],
+            record.dc_values(DcElement::Type),
+        );
         let hash = self
             .documents
             .is_some()
@@ -666,10 +668,7 @@ impl Signposts {
         }
         let mut typed = false;
         if let (Some(config), Some(spill)) = (&self.ocx, &mut self.shards[OCX])
-            && let Some(ocx_kind) = config
-                .types
-                .lookup(record.dc_values(DcElement::Type))
-                .or(config.default_type.as_deref())
+            && let Some(ocx_kind) = ocx_kind.or(config.default_type.as_deref())
         {
             typed = true;
             let name = record
