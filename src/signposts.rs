@@ -32,6 +32,7 @@ use crate::dctype::{Memo, TypeMap};
 use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
+use crate::publish::DirectWriter;
 use crate::render::sitemap::{
     URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, lastmod_text, write_url_open,
 };
@@ -215,6 +216,10 @@ impl Spill {
 struct SpillFolder {
     parent: PathBuf,
     dir: Option<tempfile::TempDir>,
+    /// The files are to be published as they are (linked into place): written directly, not
+    /// through the page cache, as the export writes its other large files. Files that will be
+    /// read back are written through it.
+    direct: bool,
 }
 
 impl SpillFolder {
@@ -241,7 +246,9 @@ struct ShardSpill {
     /// The root start tag of the profile's `urlset`s.
     open: &'static str,
     /// The file being filled: its writer and what it holds so far.
-    current: Option<(BufWriter<File>, ShardFile)>,
+    current: Option<(DirectWriter, ShardFile)>,
+    /// The writers' buffer, from one file to the next.
+    spare: Vec<u8>,
     /// The files filled, in order.
     done: Vec<ShardFile>,
     /// Bytes of entries written, in all files.
@@ -254,6 +261,7 @@ impl ShardSpill {
             column,
             open,
             current: None,
+            spare: Vec::new(),
             done: Vec::new(),
             written: 0,
         }
@@ -289,9 +297,9 @@ impl ShardSpill {
 
     /// A new file, with the declaration and the root start tag written.
     fn start(
-        &self,
+        &mut self,
         folder: &mut SpillFolder,
-    ) -> Result<(BufWriter<File>, ShardFile), CollectError> {
+    ) -> Result<(DirectWriter, ShardFile), CollectError> {
         let name = format!(
             "{}-{}.xml",
             PROFILES[self.column].to_ascii_lowercase(),
@@ -306,8 +314,9 @@ impl ShardSpill {
             newest: None,
             cut: None,
         };
-        let out = File::create(&file.path).map_err(file.error("create"))?;
-        let mut out = BufWriter::with_capacity(1 << 20, out);
+        let spare = std::mem::take(&mut self.spare);
+        let mut out =
+            DirectWriter::create(&file.path, folder.direct, spare).map_err(file.error("create"))?;
         out.write_all(XML_DECL.as_bytes())
             .and_then(|()| out.write_all(self.open.as_bytes()))
             .map_err(file.error("write"))?;
@@ -319,8 +328,7 @@ impl ShardSpill {
         if let Some((mut out, mut file)) = self.current.take() {
             out.write_all(URLSET_CLOSE.as_bytes())
                 .map_err(file.error("write"))?;
-            out.into_inner()
-                .map_err(|e| file.error("write")(e.into_error()))?;
+            self.spare = out.finish().map_err(file.error("write"))?;
             file.bytes += URLSET_CLOSE.len();
             self.done.push(file);
         }
@@ -523,6 +531,7 @@ impl Signposts {
             folder: SpillFolder {
                 parent: std::env::temp_dir(),
                 dir: None,
+                direct: false,
             },
             shards: [None, None],
             cdif: None,
@@ -534,10 +543,11 @@ impl Signposts {
     }
 
     /// Writes the Signmap's and OCX's shard files in a new folder in `parent` (call before
-    /// [`Signposts::add`]): one on the file system the shards are published to lets the sink
-    /// link them into place rather than copy them.
+    /// [`Signposts::add`]), on the file system the shards are published to, so that the sink
+    /// links them into place rather than copies them ([`crate::pipeline::FileSink::link_shard`]).
     pub fn spill_in(mut self, parent: PathBuf) -> Self {
         self.folder.parent = parent;
+        self.folder.direct = true;
         self
     }
 
