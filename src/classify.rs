@@ -419,9 +419,16 @@ pub enum Pid<'a> {
 impl Pid<'_> {
     /// Its resolver URL: `https://doi.org/...` or `https://hdl.handle.net/...`.
     pub fn resolver_url(&self) -> String {
+        let mut url = String::new();
+        self.write_resolver_url(&mut url);
+        url
+    }
+
+    /// [`Pid::resolver_url`] appended to `url`.
+    pub fn write_resolver_url(&self, url: &mut String) {
         match self {
-            Pid::Doi(doi) => encode_pid("https://doi.org/", doi),
-            Pid::Handle(handle) => encode_pid("https://hdl.handle.net/", handle),
+            Pid::Doi(doi) => encode_pid(url, "https://doi.org/", doi),
+            Pid::Handle(handle) => encode_pid(url, "https://hdl.handle.net/", handle),
         }
     }
 }
@@ -478,9 +485,9 @@ fn is_doi(s: &str) -> bool {
         && !s.chars().any(char::is_whitespace)
 }
 
-/// `resolver` followed by `pid`, with what may not stand raw in a URL path percent-encoded
-/// (`/` and existing escapes are kept).
-fn encode_pid(resolver: &str, pid: &str) -> String {
+/// Appends `resolver` followed by `pid`, with what may not stand raw in a URL path
+/// percent-encoded (`/` and existing escapes are kept), to `url`.
+fn encode_pid(url: &mut String, resolver: &str, pid: &str) {
     use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
     const PID: &AsciiSet = &CONTROLS
         .add(b' ')
@@ -492,10 +499,9 @@ fn encode_pid(resolver: &str, pid: &str) -> String {
         .add(b'?')
         .add(b'{')
         .add(b'}');
-    let mut url = String::with_capacity(resolver.len() + pid.len());
     url.push_str(resolver);
-    url.extend(utf8_percent_encode(pid, PID));
-    url
+    // Borrowed when nothing needs escaping, as in most identifiers.
+    url.push_str(&std::borrow::Cow::from(utf8_percent_encode(pid, PID)));
 }
 
 #[cfg(test)]

@@ -369,8 +369,9 @@ impl Collectors {
             // Each identifier is classified once for the sitemap and the profiles.
             Some(s) => {
                 let scope = self.inventory.scope();
-                // A deleted record publishes nothing: its identifiers are not classified.
-                let classes: Vec<Class<'_>> = record
+                // A deleted record publishes nothing: its identifiers are not classified. On
+                // the stack for a record's usual few (an allocation per record showed).
+                let classes: smallvec::SmallVec<[Class<'_>; 8]> = record
                     .dc_identifiers
                     .iter()
                     .filter(|_| !record.deleted)

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 use url::Url;
 
-use crate::classify::Class;
+use crate::classify::{Class, Pid};
 use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::{Memo, TypeMap};
@@ -128,9 +128,12 @@ pub struct Signposts {
     versions: Vec<Version>,
     /// Bytes each version added to each temporary file, by `seq`.
     lens: Vec<[u32; 3]>,
-    /// Scratch space: the entry being written, and its lastmod written out.
+    /// Scratch space: the entry being written, its lastmod, persistent identifier's URL and
+    /// OCX teaser written out.
     entry: Vec<u8>,
     date: String,
+    cite_as: String,
+    teaser: String,
 }
 
 /// A record's `GetRecord` URL is `{before}{percent-encoded identifier}{after}`.
@@ -453,14 +456,13 @@ impl ShardFile {
         Ok(())
     }
 
-    /// The error of this file, while doing `action` with it.
-    fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError + use<> {
-        let profile = PROFILES[self.column];
-        let path = self.path.clone();
+    /// The error of this file, while doing `action` with it (the path copied only then: an
+    /// error made ready for every entry written cost more than writing it).
+    fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError + '_ {
         move |source| CollectError::ShardFile {
-            profile,
+            profile: PROFILES[self.column],
             action,
-            path,
+            path: self.path.clone(),
             source,
         }
     }
@@ -477,28 +479,29 @@ pub enum ProfileShard<'a> {
     Cut(&'a Shard),
 }
 
-/// What one record's identifiers are to the profiles.
-#[derive(Debug, Default)]
+/// What one record's identifiers are to the profiles (found without allocating: there is one
+/// for every record).
+#[derive(Debug)]
 struct Classified<'a> {
+    classes: &'a [Class<'a>],
     landing: Option<&'a str>,
-    /// Content files, with their media types, at most [`MAX_ITEMS`].
-    items: Vec<(&'a str, &'static str)>,
-    cite_as: Option<String>,
+    cite_as: Option<&'a Pid<'a>>,
 }
 
 impl<'a> Classified<'a> {
     fn of(classes: &'a [Class<'a>]) -> Self {
-        let mut found = Self::default();
+        let mut found = Self {
+            classes,
+            landing: None,
+            cite_as: None,
+        };
         for class in classes {
             match class {
                 Class::LandingPage(url) if found.landing.is_none() => {
                     found.landing = Some(url);
                 }
-                Class::ContentFile { url, media_type } if found.items.len() < MAX_ITEMS => {
-                    found.items.push((url, media_type));
-                }
                 Class::PersistentId(pid) if found.cite_as.is_none() => {
-                    found.cite_as = Some(pid.resolver_url());
+                    found.cite_as = Some(pid);
                 }
                 _ => {}
             }
@@ -506,12 +509,23 @@ impl<'a> Classified<'a> {
         found
     }
 
+    /// Content files, with their media types, at most [`MAX_ITEMS`].
+    fn items(&self) -> impl Iterator<Item = (&'a str, &'static str)> + use<'a> {
+        let classes: &'a [Class<'a>] = self.classes;
+        classes
+            .iter()
+            .filter_map(|class| match class {
+                Class::ContentFile { url, media_type } => Some((url.as_ref(), *media_type)),
+                _ => None,
+            })
+            .take(MAX_ITEMS)
+    }
+
     /// The first image among the content files: OCX's `ocx:image`.
     fn image(&self) -> Option<&'a str> {
-        self.items
-            .iter()
+        self.items()
             .find(|(_, t)| t.starts_with("image/"))
-            .map(|(url, _)| *url)
+            .map(|(url, _)| url)
     }
 }
 
@@ -539,6 +553,8 @@ impl Signposts {
             lens: Vec::new(),
             entry: Vec::new(),
             date: String::new(),
+            cite_as: String::new(),
+            teaser: String::new(),
         }
     }
 
@@ -622,6 +638,13 @@ impl Signposts {
         let license = linked
             .then(|| record.dc_values(DcElement::Rights).find_map(license_url))
             .flatten();
+        // The persistent identifier's resolver URL, spelled out once into a buffer of its own.
+        self.cite_as.clear();
+        let cite_as = found
+            .cite_as
+            .filter(|_| linked)
+            .map(|pid| pid.write_resolver_url(&mut self.cite_as))
+            .map(|()| self.cite_as.as_str());
         let [kind, ocx_kind] = self.type_memo.lookup(
             [
                 linked.then_some(&self.types),
@@ -661,10 +684,10 @@ impl Signposts {
                 get_record.write_xml(bytes, &record.identifier);
                 signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
             }
-            for &(url, media_type) in &found.items {
+            for (url, media_type) in found.items() {
                 signmap::write_link(bytes, "item", url, signmap::media_type(media_type), None);
             }
-            if let Some(url) = &found.cite_as {
+            if let Some(url) = cite_as {
                 signmap::write_link(bytes, "cite-as", url, None, None);
             }
             if let Some(url) = &license {
@@ -688,7 +711,7 @@ impl Signposts {
             let teaser = record
                 .dc_values(DcElement::Description)
                 .next()
-                .map(|d| ocx::teaser(d, config.teaser_chars));
+                .map(|d| ocx::teaser_in(d, config.teaser_chars, &mut self.teaser));
             // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
             // for HTML); else what the configuration says.
             let (format, meta, xpath) = match &document {
@@ -727,7 +750,7 @@ impl Signposts {
                 publishers: values(DcElement::Publisher),
                 languages: values(DcElement::Language),
                 license: license.as_deref(),
-                identifier: found.cite_as.as_deref(),
+                identifier: cite_as,
                 metadata: metadata.as_deref(),
             });
             // The document's name first (its hash part: the rest is fixed), then the document.

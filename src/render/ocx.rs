@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use super::sitemap::{escape, write_url_open};
+use super::sitemap::{push_escaped, write_url_open};
 
 /// The OCX namespace.
 pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
@@ -48,7 +48,7 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
             bytes.extend_from_slice(b"<ocx:");
             bytes.extend_from_slice(tag.as_bytes());
             bytes.push(b'>');
-            bytes.extend_from_slice(escape(v).as_bytes());
+            push_escaped(bytes, v);
             bytes.extend_from_slice(b"</ocx:");
             bytes.extend_from_slice(tag.as_bytes());
             bytes.push(b'>');
@@ -67,10 +67,26 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
 /// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut;
 /// whitespace runs become one space. Borrowed when the text needs neither.
 pub fn teaser(text: &str, max: usize) -> Cow<'_, str> {
-    if let Some(fast) = single_spaced(text, max) {
-        return fast;
+    match single_spaced(text, max) {
+        Some((whole, false)) => Cow::Borrowed(whole),
+        Some((head, true)) => Cow::Owned(format!("{head}…")),
+        None => Cow::Owned(cut(text, max)),
     }
-    Cow::Owned(cut(text, max))
+}
+
+/// [`teaser`] of `text`, borrowed from it or written into `buf`: the profiles' collector cuts a
+/// description for every record, and a new `String` for each showed in its time.
+pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> &'a str {
+    buf.clear();
+    match single_spaced(text, max) {
+        Some((whole, false)) => return whole,
+        Some((head, true)) => {
+            buf.push_str(head);
+            buf.push('…');
+        }
+        None => *buf = cut(text, max),
+    }
+    buf
 }
 
 /// [`teaser`] of the commonest text: ASCII words with single spaces between them, up to the
@@ -78,8 +94,8 @@ pub fn teaser(text: &str, max: usize) -> Cow<'_, str> {
 /// before `max` (one character is left for the ellipsis). Reads no further than the cut; `None`
 /// when the text is not like that (the general path then splits it into words). Titles and
 /// descriptions are mostly like that, and splitting every one into words was a tenth of an
-/// export with OCX.
-fn single_spaced(text: &str, max: usize) -> Option<Cow<'_, str>> {
+/// export with OCX. The teaser is the text returned, followed by an ellipsis when `true`.
+fn single_spaced(text: &str, max: usize) -> Option<(&str, bool)> {
     let bytes = text.as_bytes();
     // One byte past the cut tells whether the word at the cut goes on.
     let head = &bytes[..bytes.len().min(max.saturating_add(1))];
@@ -99,21 +115,18 @@ fn single_spaced(text: &str, max: usize) -> Option<Cow<'_, str>> {
     }
     if bytes.len() <= max {
         // All of it fits: borrowed, unless it ends in a space to trim.
-        return (bytes.last() != Some(&b' ')).then_some(Cow::Borrowed(text));
+        return (bytes.last() != Some(&b' ')).then_some((text, false));
     }
     if head[max] == b' ' && text[max + 1..].trim_start().is_empty() {
         // Nothing but whitespace after the cut: all of it fits, trimmed.
-        return Some(Cow::Borrowed(&text[..max]));
+        return Some((&text[..max], false));
     }
     let end = match head[..max].iter().rposition(|&b| b == b' ') {
         Some(space) => space,
         // The first word alone is too long: its first `max - 1` characters.
         None => max - 1,
     };
-    let mut out = String::with_capacity(end + '…'.len_utf8());
-    out.push_str(&text[..end]);
-    out.push('…');
-    Some(Cow::Owned(out))
+    Some((&text[..end], true))
 }
 
 /// [`teaser`] of any text: its words, one space between them, up to the cut.
@@ -223,6 +236,8 @@ mod tests {
         #[test]
         fn teaser_matches_the_reference(text in "[a-zé \t\n\u{a0}]{0,60}", max in 0usize..40) {
             proptest::prop_assert_eq!(teaser(&text, max), teaser_reference(&text, max));
+            let mut buf = "left over".to_owned();
+            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf), teaser_reference(&text, max));
         }
 
         /// Every ASCII whitespace character `split_whitespace` knows (vertical tab and form feed
@@ -242,6 +257,8 @@ mod tests {
             max in 0usize..60,
         ) {
             proptest::prop_assert_eq!(teaser(&text, max), teaser_reference(&text, max));
+            let mut buf = "left over".to_owned();
+            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf), teaser_reference(&text, max));
         }
     }
 

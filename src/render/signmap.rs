@@ -4,7 +4,7 @@
 //! agree on that place; the Signmap prose that puts them inside `<loc>` cannot validate, SP-04).
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
-use super::sitemap::escape;
+use super::sitemap::push_escaped;
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
 pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
@@ -27,11 +27,11 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 pub fn link_end(bytes: &mut Vec<u8>, media_type: Option<&str>, profile: Option<&str>) {
     if let Some(t) = media_type {
         bytes.extend_from_slice(b"\" type=\"");
-        bytes.extend_from_slice(escape(t).as_bytes());
+        push_escaped(bytes, t);
     }
     if let Some(p) = profile {
         bytes.extend_from_slice(b"\" profile=\"");
-        bytes.extend_from_slice(escape(p).as_bytes());
+        push_escaped(bytes, p);
     }
     bytes.extend_from_slice(b"\"/>");
 }
@@ -46,7 +46,7 @@ pub fn write_link(
     profile: Option<&str>,
 ) {
     link_start(bytes, rel);
-    bytes.extend_from_slice(escape(href).as_bytes());
+    push_escaped(bytes, href);
     link_end(bytes, media_type, profile);
 }
 
