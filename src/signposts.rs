@@ -728,7 +728,7 @@ impl Signposts {
                     meta,
                     xpath,
                     name: name.as_deref(),
-                    teaser: teaser.as_deref(),
+                    teaser,
                     image: found.image(),
                 },
                 lastmod,
