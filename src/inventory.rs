@@ -556,6 +556,14 @@ impl Published {
             })
     }
 
+    /// The lastmod and groups of every URL, in the order of [`Published::iter`], without the
+    /// URLs (which are in another part of memory): for going through rendered entries.
+    pub fn lastmods_and_groups(&self) -> impl Iterator<Item = (Option<Datestamp>, u32)> + '_ {
+        self.items
+            .iter()
+            .map(|item| (Datestamp::unpack_option(item.datestamp), item.groups))
+    }
+
     fn entry(&self, item: &Item) -> (&str, Option<Datestamp>) {
         let s = item.span;
         (

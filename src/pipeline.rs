@@ -16,7 +16,8 @@ use crate::patch::PublishedShard;
 use crate::progress::Progress;
 use crate::render::robots::{render_cdif_group, render_robots};
 use crate::render::sitemap::{
-    Layout, URLSET_OPEN, Urlsets, render_index, render_laid_out, render_shards, write_url,
+    Layout, URLSET_OPEN, Urlsets, entries as sitemap_entries, render_index, render_laid_out,
+    render_shards, write_url,
 };
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
@@ -536,9 +537,21 @@ pub fn render<S: FileSink>(
     let mut sitemap = Shards::new(&job.public_url, "sitemap", job.shard_ext());
     let mut layout = harvested.layout.clone();
     let mut sitemap_shards = Vec::new();
+    let mut diwoo = Diwoo::new(job, &harvested.diwoo);
+    // A whole sitemap holds every URL's entry as the DiWoo categories have it, in the same
+    // order: they are taken from its shards as they are written (a patch writes only some).
+    let mut tap = (harvested.patch.is_none() && !harvested.diwoo.is_empty())
+        .then(|| published.lastmods_and_groups());
     let mut put = |number, shard: &Shard| {
         sitemap_shards.push(PublishedShard::of(number, shard));
-        sitemap.put_numbered(sink, number, shard)
+        sitemap.put_numbered(sink, number, shard)?;
+        if let Some(urls) = &mut tap {
+            for entry in sitemap_entries(&shard.bytes) {
+                let (lastmod, groups) = urls.next().expect("a shard's entries are URLs in order");
+                diwoo.add(sink, entry, lastmod, groups)?;
+            }
+        }
+        Ok::<(), PipelineError>(())
     };
     match &harvested.patch {
         Some(patch) => {
@@ -599,7 +612,10 @@ pub fn render<S: FileSink>(
         render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
         cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
     }
-    let diwoo = render_diwoo(job, published, &harvested.diwoo, sink, &mut indexes)?;
+    if tap.is_none() {
+        diwoo.add_all(sink, published)?;
+    }
+    let diwoo = diwoo.finish(sink, &mut indexes)?;
     let mut robots = render_robots(indexes.iter().map(Url::as_str));
     if let Some(url) = &cdif_index {
         robots.push_str(&render_cdif_group(url.as_str()));
@@ -618,76 +634,109 @@ pub fn render<S: FileSink>(
     })
 }
 
-/// The DiWoo categories' shards and indexes (`categories[g]` is group `g` of `published`), all
-/// in one pass over the inventory, each URL's entry written once for all its categories; the
-/// indexes' URLs go to `indexes`. DiWoo reads only https locations, and every entry needs a
-/// lastmod: other URLs are counted, not published. Each category fills a shard of its own
-/// meanwhile, so the shards of different categories reach the sink interleaved, the indexes
-/// last, and up to one shard per category is in memory at once (a few MB each for URLs of
-/// usual length; `max_bytes` each at most).
-fn render_diwoo<S: FileSink>(
-    job: &Job,
-    published: &Published,
-    categories: &[u8],
-    sink: &mut S,
-    indexes: &mut Vec<Url>,
-) -> Result<Vec<DiwooStats>, PipelineError> {
-    debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
-    // Each category's splitter, files and counts, side by side.
-    let mut outputs: Vec<(Urlsets<'_>, Shards<'_>, DiwooStats)> = categories
-        .iter()
-        .map(|&category| {
-            (
-                Urlsets::new(URLSET_OPEN, job.limits),
-                Shards::new(
-                    &job.public_url,
-                    format!("diwoo-infocat{category:03}"),
-                    "xml",
-                ),
-                DiwooStats {
-                    category,
-                    ..DiwooStats::default()
-                },
-            )
-        })
-        .collect();
-    let mut entry = Vec::with_capacity(512);
-    let mut date = String::with_capacity(32);
-    if !categories.is_empty() {
-        for (url, lastmod, groups) in published.iter_grouped() {
-            let https = url.starts_with("https://");
-            if https && lastmod.is_some() {
-                entry.clear();
-                write_url(&mut entry, url, lastmod, &mut date);
+/// The DiWoo categories' shards and indexes, filled side by side (`categories[g]` is group `g`
+/// of the inventory), each URL's entry written once for all its categories. DiWoo reads only
+/// https locations, and every entry needs a lastmod: other URLs are counted, not published.
+/// The shards of different categories reach the sink interleaved (with the sitemap's, when
+/// taken from them), the indexes last, and up to one shard per category is in memory at once
+/// (a few MB each for URLs of usual length; `max_bytes` each at most).
+struct Diwoo<'a> {
+    /// Each category's splitter, files and counts.
+    outputs: Vec<(Urlsets<'a>, Shards<'a>, DiwooStats)>,
+}
+
+impl<'a> Diwoo<'a> {
+    fn new(job: &'a Job, categories: &[u8]) -> Self {
+        debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
+        let outputs = categories
+            .iter()
+            .map(|&category| {
+                (
+                    Urlsets::new(URLSET_OPEN, job.limits),
+                    Shards::new(
+                        &job.public_url,
+                        format!("diwoo-infocat{category:03}"),
+                        "xml",
+                    ),
+                    DiwooStats {
+                        category,
+                        ..DiwooStats::default()
+                    },
+                )
+            })
+            .collect();
+        Self { outputs }
+    }
+
+    /// One URL of the `groups` given, as its sitemap entry (`<url>` to the line feed, as
+    /// [`write_url`] writes it) with its lastmod.
+    fn add<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        entry: &[u8],
+        lastmod: Option<crate::datestamp::Datestamp>,
+        groups: u32,
+    ) -> Result<(), PipelineError> {
+        if groups == 0 {
+            return Ok(());
+        }
+        let https = entry.starts_with(b"<url><loc>https://");
+        for (g, (urlsets, shards, stats)) in self.outputs.iter_mut().enumerate() {
+            if groups & 1 << g == 0 {
+                continue;
             }
-            for (g, (urlsets, shards, stats)) in outputs.iter_mut().enumerate() {
-                if groups & 1 << g == 0 {
-                    continue;
-                }
-                if !https {
-                    stats.requires_https += 1;
-                } else if lastmod.is_none() {
-                    stats.requires_lastmod += 1;
-                } else {
-                    stats.urls += 1;
-                    urlsets.push(
-                        |bytes| {
-                            bytes.extend_from_slice(&entry);
-                            lastmod
-                        },
-                        |shard| shards.put(sink, shard),
-                    )?;
-                }
+            if !https {
+                stats.requires_https += 1;
+            } else if lastmod.is_none() {
+                stats.requires_lastmod += 1;
+            } else {
+                stats.urls += 1;
+                urlsets.push(
+                    |bytes| {
+                        bytes.extend_from_slice(entry);
+                        lastmod
+                    },
+                    |shard| shards.put(sink, shard),
+                )?;
             }
         }
+        Ok(())
     }
-    let mut stats = Vec::with_capacity(outputs.len());
-    for (urlsets, mut shards, counts) in outputs {
-        urlsets.finish(|shard| shards.put(sink, shard))?;
-        indexes.extend(shards.finish(sink, &diwoo_index_name(counts.category))?);
-        stats.push(counts);
+
+    /// Every grouped URL of `published`, in one pass over the inventory (when the sitemap's
+    /// shards were not all written: a patch).
+    fn add_all<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        published: &Published,
+    ) -> Result<(), PipelineError> {
+        if self.outputs.is_empty() {
+            return Ok(());
+        }
+        let mut entry = Vec::with_capacity(512);
+        let mut date = String::with_capacity(32);
+        for (url, lastmod, groups) in published.iter_grouped() {
+            entry.clear();
+            write_url(&mut entry, url, lastmod, &mut date);
+            self.add(sink, &entry, lastmod, groups)?;
+        }
+        Ok(())
     }
-    Ok(stats)
+
+    /// The last shards and the indexes (their URLs go to `indexes`); the counts.
+    fn finish<S: FileSink>(
+        self,
+        sink: &mut S,
+        indexes: &mut Vec<Url>,
+    ) -> Result<Vec<DiwooStats>, PipelineError> {
+        let mut stats = Vec::with_capacity(self.outputs.len());
+        for (urlsets, mut shards, counts) in self.outputs {
+            urlsets.finish(|shard| shards.put(sink, shard))?;
+            indexes.extend(shards.finish(sink, &diwoo_index_name(counts.category))?);
+            stats.push(counts);
+        }
+        Ok(stats)
+    }
 }
 
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
@@ -1014,6 +1063,17 @@ pub(crate) mod tests {
                 _ => assert!(ours.is_empty(), "category {number}: nothing to publish"),
             }
         }
+        // Taken from the sitemap's shards as above, or in a pass of their own over the
+        // inventory (after a patch): the same files and counts.
+        let mut own_pass = Files::default();
+        let mut diwoo = Diwoo::new(&job, &harvested.diwoo);
+        diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
+        let stats = diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
+        assert_eq!(stats, rendered.diwoo);
+        let taken: std::collections::BTreeMap<_, _> = (files.0.iter())
+            .filter(|(name, _)| name.contains("diwoo"))
+            .collect();
+        assert_eq!(taken, own_pass.0.iter().collect());
     }
 
     /// A DiWoo category is a bit of the inventory's groups: only the table's 1-17 are taken,

@@ -238,6 +238,21 @@ pub fn write_url(bytes: &mut Vec<u8>, url: &str, lastmod: Option<Datestamp>, dat
     bytes.extend_from_slice(b"</url>\n");
 }
 
+/// The entries of a plain sitemap shard ([`write_url`]'s), in order: each `<url>` to its line
+/// feed. Each ends at the first `</url>` after it starts, as a location holds no `<`.
+pub fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
+    const END: &[u8] = b"</url>\n";
+    let body = shard
+        .get(XML_DECL.len() + URLSET_OPEN.len()..shard.len().saturating_sub(URLSET_CLOSE.len()))
+        .unwrap_or_default();
+    let mut at = 0;
+    memchr::memmem::find_iter(body, END).map(move |end| {
+        let entry = &body[at..end + END.len()];
+        at = end + END.len();
+        entry
+    })
+}
+
 /// `lastmod` written out into `date` (cleared first), for [`write_url_open`].
 pub fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
     date.clear();
