@@ -9,9 +9,9 @@
 //! `CreativeWork`, which `Text` maps to). COAR URIs are matched by their code
 //! (`http://purl.org/coar/resource_type/c_6501` -> `c6501`).
 
-// foldhash rather than std's SipHash: every record is looked up twice (Signmap and OCX) in a
-// table the configuration fixes, where SipHash's resistance to chosen keys buys nothing and its
-// hashing showed in the profiles' time.
+// foldhash rather than std's SipHash: the tables, which the configuration fixes, are looked up
+// for each new dc:type value ([`Memo`]), where SipHash's resistance to chosen keys buys nothing
+// and its hashing showed in the profiles' time.
 use foldhash::HashMap;
 
 /// The schema.org vocabulary prefix of the types returned.
@@ -186,10 +186,19 @@ const MEMO_MAX: usize = 4096;
 /// remembering each value's entries: the values a repository repeats on every record are
 /// reduced to their keys once instead of once per record and table, which showed in the
 /// profiles' time. Gives what [`TypeMap::lookup`] gives; one memo serves one pair of tables.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Memo {
-    seen: HashMap<Box<str>, [Option<u32>; 2]>,
+    seen: crate::memo::Memo<[Option<u32>; 2]>,
     key: String,
+}
+
+impl Default for Memo {
+    fn default() -> Self {
+        Self {
+            seen: crate::memo::Memo::new(MEMO_MAX),
+            key: String::new(),
+        }
+    }
 }
 
 impl Memo {
@@ -201,16 +210,8 @@ impl Memo {
     ) -> [Option<&'t str>; 2] {
         let mut best = [None, None];
         for v in values {
-            let found = match self.seen.get(v) {
-                Some(found) => *found,
-                None => {
-                    let found = tables.map(|t| t.and_then(|t| t.find(v, &mut self.key)));
-                    if self.seen.len() < MEMO_MAX {
-                        self.seen.insert(v.into(), found);
-                    }
-                    found
-                }
-            };
+            let key = &mut self.key;
+            let found = (self.seen).get(v, || tables.map(|t| t.and_then(|t| t.find(v, key))));
             for ((table, best), found) in tables.iter().zip(&mut best).zip(found) {
                 if let Some(t) = table {
                     t.better(best, found);
@@ -316,7 +317,7 @@ mod tests {
                     );
                 }
             }
-            assert_eq!(memo.seen.len(), MEMO_MAX);
+            assert_eq!(memo.seen.remembered(), MEMO_MAX);
         }
     }
 

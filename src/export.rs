@@ -8,7 +8,7 @@ use crate::classify::Drop;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::oai::{Client, HarvestSettings};
 use crate::patch::{self, PreviousShards};
-use crate::pipeline::{self, Built, FileSink, Job, PipelineError, human_duration};
+use crate::pipeline::{self, Built, FileSink, Job, PipelineError, SpillDir, human_duration};
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
 use crate::store::{self, Store};
@@ -88,10 +88,12 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     drop(Staging::new(&options.out)?);
     // The profiles' shard files are written beside the output folder, where the staging folder
     // is: linked into it, they are written once.
+    let spill_dir = options.job.spill_dir.clone().unwrap_or_else(|| SpillDir {
+        parent: crate::publish::beside(&options.out),
+        linked: true,
+    });
     let job = Job {
-        spill_dir: Some(
-            (options.job.spill_dir.clone()).unwrap_or_else(|| crate::publish::beside(&options.out)),
-        ),
+        spill_dir: Some(spill_dir),
         ..options.job.clone()
     };
     let job = &job;

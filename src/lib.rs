@@ -19,6 +19,7 @@ pub mod export;
 pub mod fuzzing;
 pub mod incremental;
 pub mod inventory;
+pub mod memo;
 pub mod memory;
 pub mod oai;
 pub mod patch;

@@ -88,11 +88,21 @@ pub struct Job {
     pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
     pub public_url: Url,
-    /// Where the Signmap's and OCX's shard files are written during the harvest (in a new
-    /// folder): the system's temporary folder when `None`. On the file system of the sink's
-    /// files, a sink can link them into place ([`FileSink::link_shard`]); the export puts them
-    /// beside its output folder.
-    pub spill_dir: Option<std::path::PathBuf>,
+    /// Where the Signmap's and OCX's shard files are written during the harvest: the system's
+    /// temporary folder when `None`.
+    pub spill_dir: Option<SpillDir>,
+}
+
+/// Where the Signmap's and OCX's shard files are written during the harvest, in a new folder
+/// (`.oai-bridge-shards-*`) removed when the render is done.
+#[derive(Clone, Debug)]
+pub struct SpillDir {
+    /// The folder it is made in: on the file system of the sink's files, so that the sink can
+    /// link them into place ([`FileSink::link_shard`]).
+    pub parent: std::path::PathBuf,
+    /// The sink links them (the export): they are written with direct I/O, as the export writes
+    /// its other large files, rather than through the page cache to be read back.
+    pub linked: bool,
 }
 
 /// Why a generation could not be built.
@@ -266,7 +276,7 @@ struct Collectors {
     diwoo: Vec<Category>,
     /// The DiWoo categories (bits, as groups) of each set seen, up to [`SETS_REMEMBERED`]: a
     /// repository has a few hundred sets, and every record is in some.
-    set_groups: foldhash::HashMap<Box<str>, u32>,
+    set_groups: crate::memo::Memo<u32>,
 }
 
 /// Most sets whose DiWoo categories [`Collectors`] remembers.
@@ -303,7 +313,7 @@ impl Collectors {
         let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
             let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
             if let Some(dir) = &job.spill_dir {
-                s = s.spill_in(dir.clone());
+                s = s.spill_in(dir.parent.clone(), dir.linked);
             }
             if job.signmap {
                 s = s.with_signmap();
@@ -322,7 +332,7 @@ impl Collectors {
             signposts,
             inventory: Inventory::new(scope),
             diwoo,
-            set_groups: foldhash::HashMap::default(),
+            set_groups: crate::memo::Memo::new(SETS_REMEMBERED),
         })
     }
 
@@ -345,18 +355,12 @@ impl Collectors {
         }
         let mut groups = 0;
         for set in &record.sets {
-            groups |= match self.set_groups.get(set.as_str()) {
-                Some(&g) => g,
-                None => {
-                    let g = (self.diwoo.iter().enumerate())
-                        .filter(|(_, c)| c.holds(set))
-                        .fold(0u32, |g, (i, _)| g | 1 << i);
-                    if self.set_groups.len() < SETS_REMEMBERED {
-                        self.set_groups.insert(set.as_str().into(), g);
-                    }
-                    g
-                }
-            };
+            let diwoo = &self.diwoo;
+            groups |= self.set_groups.get(set, || {
+                (diwoo.iter().enumerate())
+                    .filter(|(_, c)| c.holds(set))
+                    .fold(0u32, |g, (i, _)| g | 1 << i)
+            });
         }
         groups
     }
@@ -765,6 +769,11 @@ impl<'a> Shards<'a> {
         self.put_numbered(sink, number, shard)
     }
 
+    /// The name of shard `number`.
+    fn name(&self, number: u32) -> String {
+        format!("{}-{number}.{}", self.prefix, self.ext)
+    }
+
     /// Stores a shard as `{prefix}-{number}.{ext}`.
     fn put_numbered<S: FileSink>(
         &mut self,
@@ -772,7 +781,7 @@ impl<'a> Shards<'a> {
         number: u32,
         shard: &Shard,
     ) -> Result<(), PipelineError> {
-        let name = format!("{}-{number}.{}", self.prefix, self.ext);
+        let name = self.name(number);
         sink.put_shard(&name, &shard.bytes)
             .map_err(|e| PipelineError::Sink(Box::new(e)))?;
         self.listed(name, shard.newest);
@@ -790,8 +799,10 @@ impl<'a> Shards<'a> {
             ProfileShard::Cut(shard) => return self.put(sink, shard),
             ProfileShard::File(file) => file,
         };
-        let name = format!("{}-{}.{}", self.prefix, self.names.len() + 1, self.ext);
-        if name.ends_with(".gz") || !sink.link_shard(&name, file.path()) {
+        let name = self.name(self.names.len() as u32 + 1);
+        // The landing-page profiles' shards are plain `.xml`, as written (never gzipped).
+        debug_assert!(!name.ends_with(".gz"), "{name}");
+        if !sink.link_shard(&name, file.path()) {
             sink.put_shard(&name, &file.read()?)
                 .map_err(|e| PipelineError::Sink(Box::new(e)))?;
         }

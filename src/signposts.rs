@@ -11,11 +11,12 @@
 //! datestamp, where its entries are). Which version of a record wins is the URL inventory's
 //! decision ([`crate::inventory::Superseded`]), which saw the same occurrences. A shard file
 //! none of whose entries lost (superseded, deleted later, a landing page listed by a newer
-//! record: none, in most harvests) is published as it stands, and a sink on the same file system
-//! links it into place ([`crate::pipeline::FileSink::link_shard`]); the others are cut again
-//! from their winners' entries. So each entry is written once: for a million records, writing
-//! the entries to a temporary file, reading them back and writing the shards took a fifth of
-//! the export's time.
+//! record), or only a few, blanked out in place ([`ShardFile::settle`]), is published as it
+//! stands, and a sink on the same file system links it into place
+//! ([`crate::pipeline::FileSink::link_shard`]); the winners of files that lost more are cut
+//! into shards again. So each entry is written once: for a million records, writing the
+//! entries to a temporary file, reading them back and writing the shards took a fifth of the
+//! export's time.
 //! Holding the profiles' texts in memory instead (titles, teasers, every link) took a gigabyte
 //! for a million records, and its page faults cost more than writing the entries.
 
@@ -34,7 +35,7 @@ use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::publish::DirectWriter;
 use crate::render::sitemap::{
-    URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, lastmod_text, write_url_open,
+    URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, header, lastmod_text, write_url_open,
 };
 use crate::render::{Limits, Shard, cdif, ocx, signmap};
 
@@ -52,13 +53,9 @@ const CDIF: usize = 2;
 /// Their names, by column, for errors.
 const PROFILES: [&str; 3] = ["Signmap", "OCX", "CDIF"];
 
-/// The error of a temporary file of profile `column`, while doing `action` with it.
-fn spill_error(column: usize, action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
-    move |source| CollectError::Spill {
-        profile: PROFILES[column],
-        action,
-        source,
-    }
+/// The error of the CDIF documents' temporary file, while doing `action` with it.
+fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
+    move |source| CollectError::Spill { action, source }
 }
 
 /// What became of one record occurrence.
@@ -126,7 +123,7 @@ pub struct Signposts {
     /// The CDIF documents, when on.
     cdif: Option<Spill>,
     versions: Vec<Version>,
-    /// Bytes each version added to each temporary file, by `seq`.
+    /// Bytes of each version's entry in each profile (none: 0), by `seq`.
     lens: Vec<[u32; 3]>,
     /// Scratch space: the entry being written, its lastmod, persistent identifier's URL and
     /// OCX teaser written out.
@@ -180,18 +177,16 @@ impl GetRecord {
     }
 }
 
-/// An append-only temporary file of one profile's entries (the CDIF documents).
+/// An append-only temporary file of the CDIF documents.
 #[derive(Debug)]
 struct Spill {
-    column: usize,
     out: BufWriter<File>,
 }
 
 impl Spill {
-    fn new(column: usize) -> Result<Self, CollectError> {
-        let file = tempfile::tempfile().map_err(spill_error(column, "create"))?;
+    fn new() -> Result<Self, CollectError> {
+        let file = tempfile::tempfile().map_err(spill_error("create"))?;
         Ok(Self {
-            column,
             out: BufWriter::with_capacity(1 << 20, file),
         })
     }
@@ -199,9 +194,7 @@ impl Spill {
     /// Appends `bytes`; their length.
     fn append(&mut self, bytes: &[u8]) -> Result<u32, CollectError> {
         let len = u32::try_from(bytes.len()).map_err(|_| InventoryFull)?;
-        self.out
-            .write_all(bytes)
-            .map_err(spill_error(self.column, "write"))?;
+        self.out.write_all(bytes).map_err(spill_error("write"))?;
         Ok(len)
     }
 
@@ -209,7 +202,7 @@ impl Spill {
     fn finish(self) -> Result<File, CollectError> {
         self.out
             .into_inner()
-            .map_err(|e| spill_error(self.column, "write")(e.into_error()))
+            .map_err(|e| spill_error("write")(e.into_error()))
     }
 }
 
@@ -219,9 +212,9 @@ impl Spill {
 struct SpillFolder {
     parent: PathBuf,
     dir: Option<tempfile::TempDir>,
-    /// The files are to be published as they are (linked into place): written directly, not
-    /// through the page cache, as the export writes its other large files. Files that will be
-    /// read back are written through it.
+    /// Write the files with direct I/O, not through the page cache: they are published as they
+    /// are (linked into place) and can be large, as the export writes its other large files.
+    /// Files that will be read back, and small ones, are written through it.
     direct: bool,
 }
 
@@ -313,7 +306,7 @@ impl ShardSpill {
             path: folder.path()?.join(name),
             entries: self.written..self.written,
             urls: 0,
-            bytes: XML_DECL.len() + self.open.len(),
+            bytes: header(self.open),
             newest: None,
             cut: None,
         };
@@ -349,7 +342,7 @@ impl ShardSpill {
     ) -> Result<Vec<ShardFile>, CollectError> {
         self.close()?;
         let column = self.column;
-        let header = (XML_DECL.len() + self.open.len()) as u64;
+        let header = header(self.open) as u64;
         let mut entries = lens.iter().enumerate().filter(|(_, l)| l[column] > 0);
         let mut winners = winners.iter().peekable();
         // Where the next entry is among all of them, as if in one file.
@@ -436,7 +429,8 @@ impl ShardFile {
         self.urls = kept.len();
         self.newest = kept.iter().map(|&(.., lastmod)| lastmod).max().flatten();
         let lost_bytes: u64 = lost.iter().map(|&(_, len)| u64::from(len)).sum();
-        if lost_bytes * BLANK_SHARE > self.bytes as u64 {
+        // A file left without an entry is not published (the schema wants one in a urlset).
+        if kept.is_empty() || lost_bytes * BLANK_SHARE > self.bytes as u64 {
             self.cut = Some(kept.to_vec());
             return Ok(());
         }
@@ -472,7 +466,8 @@ impl ShardFile {
 /// [`Resolved::render_ocx`] hand it over.
 #[derive(Debug)]
 pub enum ProfileShard<'a> {
-    /// A file written during the harvest, every entry of it published: the shard as it stands.
+    /// A file written during the harvest, published as it stands (the few entries of it that
+    /// lost blanked out).
     File(&'a ShardFile),
     /// Cut in memory from the published entries of a file some of whose entries lost to
     /// newer records.
@@ -559,11 +554,12 @@ impl Signposts {
     }
 
     /// Writes the Signmap's and OCX's shard files in a new folder in `parent` (call before
-    /// [`Signposts::add`]), on the file system the shards are published to, so that the sink
-    /// links them into place rather than copies them ([`crate::pipeline::FileSink::link_shard`]).
-    pub fn spill_in(mut self, parent: PathBuf) -> Self {
+    /// [`Signposts::add`]). `linked`: the sink links them into place
+    /// ([`crate::pipeline::FileSink::link_shard`]) rather than reads them, so they are written
+    /// with direct I/O when they can be large.
+    pub fn spill_in(mut self, parent: PathBuf, linked: bool) -> Self {
         self.folder.parent = parent;
-        self.folder.direct = true;
+        self.folder.direct = linked && self.limits.max_bytes >= crate::publish::DIRECT_MIN;
         self
     }
 
@@ -591,7 +587,7 @@ impl Signposts {
             .join(CDIF_DIR)
             .map_err(|_| CollectError::Documents(documents.clone()))?;
         self.documents = Some(folder.into());
-        self.cdif = Some(Spill::new(CDIF)?);
+        self.cdif = Some(Spill::new()?);
         Ok(self)
     }
 
@@ -857,14 +853,12 @@ pub enum CollectError {
         /// Why it failed.
         source: std::io::Error,
     },
-    /// A temporary file of a profile's entries failed.
+    /// The temporary file of the CDIF documents failed.
     #[error(
-        "cannot {action} the temporary file of the {profile} entries (in {}): {source}",
+        "cannot {action} the temporary file of the CDIF documents (in {}): {source}",
         std::env::temp_dir().display()
     )]
     Spill {
-        /// The profile: Signmap, OCX or CDIF.
-        profile: &'static str,
         /// What was being done: create, write or read.
         action: &'static str,
         /// Why it failed.
@@ -971,32 +965,41 @@ impl Resolved {
         mut emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
         let mut count = 0;
+        // The winners of consecutive files cut again fill shards together, not a shard each.
+        let mut cut: Option<Urlsets<'_>> = None;
         for file in &self.shards[column] {
             match &file.cut {
                 None => {
+                    if let Some(urlsets) = cut.take() {
+                        count += urlsets.finish(|shard| emit(ProfileShard::Cut(shard)))?;
+                    }
                     emit(ProfileShard::File(file))?;
                     count += 1;
                 }
-                Some(kept) if !kept.is_empty() => count += self.cut(file, open, kept, &mut emit)?,
-                // Every entry lost.
-                Some(_) => {}
+                Some(kept) => {
+                    let urlsets = cut.get_or_insert_with(|| Urlsets::new(open, self.limits));
+                    Self::cut(file, kept, urlsets, &mut emit)?;
+                }
             }
+        }
+        if let Some(urlsets) = cut {
+            count += urlsets.finish(|shard| emit(ProfileShard::Cut(shard)))?;
         }
         Ok(count)
     }
 
-    /// The shard of the `kept` entries of `file` (some of its entries lost), cut in memory;
-    /// they fit in one, as all of them did.
+    /// Pushes the `kept` entries of `file` (offset, length, lastmod) into `urlsets`.
     fn cut<E: From<CollectError>>(
-        &self,
         file: &ShardFile,
-        open: &str,
         kept: &[(u64, u32, Option<Datestamp>)],
+        urlsets: &mut Urlsets<'_>,
         mut emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
-    ) -> Result<usize, E> {
+    ) -> Result<(), E> {
+        if kept.is_empty() {
+            return Ok(());
+        }
         let source = File::open(&file.path).map_err(file.error("open"))?;
         let mut reader = SpillReader::new(&source).map_err(file.error("read"))?;
-        let mut urlsets = Urlsets::new(open, self.limits);
         for &(at, len, lastmod) in kept {
             // A failed read stops the rendering before the shard it spoilt is emitted.
             urlsets.try_push(
@@ -1007,7 +1010,7 @@ impl Resolved {
                 |shard| emit(ProfileShard::Cut(shard)),
             )?;
         }
-        urlsets.finish(|shard| emit(ProfileShard::Cut(shard)))
+        Ok(())
     }
 
     /// Where each winner's entry of profile `column` is among all its entries (offset, length),
@@ -1041,14 +1044,14 @@ impl Resolved {
             .as_ref()
             .map(SpillReader::new)
             .transpose()
-            .map_err(spill_error(CDIF, "read"))?;
+            .map_err(spill_error("read"))?;
         Ok(self.entries(CDIF).map_while(move |(at, len, lastmod)| {
             let reader = reader.as_mut()?;
             let mut bytes = Vec::with_capacity(len as usize);
             Some(
                 reader
                     .read(at, len, &mut bytes)
-                    .map_err(spill_error(CDIF, "read"))
+                    .map_err(spill_error("read"))
                     .map(|()| {
                         let doc = bytes.split_off(CDIF_HASH_LEN);
                         let hash = String::from_utf8_lossy(&bytes);
@@ -1537,7 +1540,7 @@ mod tests {
     /// Skipped entries past the reader's buffer are sought over; a second pass starts over.
     #[test]
     fn the_reader_skips_past_its_buffer_and_starts_over() {
-        let mut spill = Spill::new(CDIF).unwrap();
+        let mut spill = Spill::new().unwrap();
         for text in ["first-", "second-entry-", "third"] {
             spill.append(text.as_bytes()).unwrap();
         }
@@ -1559,13 +1562,19 @@ mod tests {
     /// into a few), with an OCX type.
     type Occurrence = (u8, Option<u8>, bool, Option<u8>, bool);
 
-    fn occurrence() -> impl proptest::strategy::Strategy<Value = Occurrence> {
+    /// An occurrence among `ids` identifiers and `landings` landing pages, deleted with the
+    /// chance `deleted`.
+    fn occurrence(
+        ids: u8,
+        landings: u8,
+        deleted: f64,
+    ) -> impl proptest::strategy::Strategy<Value = Occurrence> {
         use proptest::prelude::*;
         (
-            0u8..5,
+            0..ids,
             proptest::option::of(0u8..3),
-            proptest::bool::weighted(0.15),
-            proptest::option::weighted(0.85, 0u8..4),
+            proptest::bool::weighted(deleted),
+            proptest::option::weighted(0.85, 0..landings),
             any::<bool>(),
         )
     }
@@ -1607,81 +1616,117 @@ mod tests {
 
     proptest::proptest! {
         /// The Signmap, OCX and CDIF files hold what the reference model publishes, in harvest
-        /// order, with the winning versions' lastmods, across small shards and twice over.
+        /// order, with the winning versions' lastmods, across small shards and twice over: many
+        /// entries lose, and the files are cut again.
         #[test]
         fn the_profiles_publish_what_the_reference_model_does(
-            occurrences in proptest::collection::vec(occurrence(), 0..30),
+            occurrences in proptest::collection::vec(occurrence(5, 4, 0.15), 0..30),
         ) {
-            let base = Url::parse("https://h/oai/request").unwrap();
-            let config = OcxConfig {
-                types: TypeMap::with(&[("Les".into(), "http://oerschema.org/Lesson".into())])
-                    .unwrap(),
-                ..OcxConfig::default()
-            };
-            let limits = Limits { max_urls: 3, max_bytes: 50_000 };
-            let s = Signposts::new(TypeMap::default(), Some(&base), limits)
-                .with_signmap()
-                .with_ocx(config)
-                .with_cdif(Url::parse("https://g/").unwrap()).unwrap();
-            let mut records = Vec::new();
-            for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {
-                let landing = landing.map(|l| format!("https://h/oai/page/{l}"));
-                let file = format!("https://h/oai/files/{i}.pdf");
-                let mut ids = vec![file.as_str()];
-                ids.extend(landing.as_deref());
-                let kind = if typed { "Les" } else { "Proefschrift" };
-                let mut r = record(
-                    &format!("oai:h:{id}"),
-                    &date(day),
-                    &ids,
-                    &[(DcElement::Type, kind), (DcElement::Title, "T")],
-                );
-                r.deleted = deleted;
-                records.push(r);
-            }
-            let r = collect(s, base.as_str(), records);
-            let expected = model(&occurrences);
-            for _ in 0..2 {
-                let signmap = shards(&r, false);
-                let ocx = shards(&r, true);
-                for (shard, _) in signmap.iter().chain(&ocx) {
-                    // Within the limits, counted right, with the newest lastmod for the index.
-                    let entries = locs_and_lastmods(&shard.bytes);
-                    proptest::prop_assert!((1..=3).contains(&entries.len()));
-                    proptest::prop_assert_eq!(shard.urls, entries.len());
-                    let newest = entries.iter().map(|(_, d)| Datestamp::parse(d)).max().flatten();
-                    proptest::prop_assert_eq!(shard.newest, newest);
-                }
-                let got: Vec<(String, String)> = signmap
-                    .iter()
-                    .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
-                    .collect();
-                let want: Vec<(String, String)> = expected
-                    .iter()
-                    .map(|&(_, l, d, _)| (format!("https://h/oai/page/{l}"), date(d)))
-                    .collect();
-                proptest::prop_assert_eq!(&got, &want);
-                let got_ocx: Vec<(String, String)> = ocx
-                    .iter()
-                    .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
-                    .collect();
-                let want_ocx: Vec<(String, String)> = expected
-                    .iter()
-                    .zip(&want)
-                    .filter(|(e, _)| e.3)
-                    .map(|(_, w)| w.clone())
-                    .collect();
-                proptest::prop_assert_eq!(&got_ocx, &want_ocx);
-                let names: Vec<String> =
-                    r.cdif_documents().unwrap().map(|d| d.unwrap().0).collect();
-                let want_names: Vec<String> = expected
-                    .iter()
-                    .map(|&(i, ..)| cdif_name(&format!("oai:h:{}", occurrences[i].0)))
-                    .collect();
-                proptest::prop_assert_eq!(names, want_names);
-            }
-            proptest::prop_assert_eq!(r.stats.published as usize, expected.len());
+            check_profiles(&occurrences, 3)?;
         }
+
+        /// The same with larger files, of which few entries lose: those are blanked out.
+        #[test]
+        fn the_profiles_publish_what_the_reference_model_does_when_few_lose(
+            occurrences in proptest::collection::vec(occurrence(250, 250, 0.01), 0..200),
+            max_urls in 20usize..60,
+        ) {
+            check_profiles(&occurrences, max_urls)?;
+        }
+    }
+
+    /// What [`the_profiles_publish_what_the_reference_model_does`] checks, with shards of at most
+    /// `max_urls` entries.
+    fn check_profiles(
+        occurrences: &[Occurrence],
+        max_urls: usize,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let base = Url::parse("https://h/oai/request").unwrap();
+        let config = OcxConfig {
+            types: TypeMap::with(&[("Les".into(), "http://oerschema.org/Lesson".into())]).unwrap(),
+            ..OcxConfig::default()
+        };
+        let limits = Limits {
+            max_urls,
+            max_bytes: 1 << 20,
+        };
+        let s = Signposts::new(TypeMap::default(), Some(&base), limits)
+            .with_signmap()
+            .with_ocx(config)
+            .with_cdif(Url::parse("https://g/").unwrap())
+            .unwrap();
+        let mut records = Vec::new();
+        for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {
+            let landing = landing.map(|l| format!("https://h/oai/page/{l}"));
+            let file = format!("https://h/oai/files/{i}.pdf");
+            let mut ids = vec![file.as_str()];
+            ids.extend(landing.as_deref());
+            let kind = if typed { "Les" } else { "Proefschrift" };
+            let mut r = record(
+                &format!("oai:h:{id}"),
+                &date(day),
+                &ids,
+                &[(DcElement::Type, kind), (DcElement::Title, "T")],
+            );
+            r.deleted = deleted;
+            records.push(r);
+        }
+        let r = collect(s, base.as_str(), records);
+        let expected = model(occurrences);
+        for _ in 0..2 {
+            let signmap = shards(&r, false);
+            let ocx = shards(&r, true);
+            for shards in [&signmap, &ocx] {
+                // Winners of files cut again fill shards together: one is emitted short only
+                // before a file published whole, or last.
+                for pair in shards.windows(2) {
+                    let ((first, false), (_, false)) = (&pair[0], &pair[1]) else {
+                        continue;
+                    };
+                    proptest::prop_assert_eq!(first.urls, max_urls);
+                }
+            }
+            for (shard, _) in signmap.iter().chain(&ocx) {
+                // Within the limits, counted right, with the newest lastmod for the index.
+                let entries = locs_and_lastmods(&shard.bytes);
+                proptest::prop_assert!((1..=max_urls).contains(&entries.len()));
+                proptest::prop_assert_eq!(shard.urls, entries.len());
+                let newest = entries
+                    .iter()
+                    .map(|(_, d)| Datestamp::parse(d))
+                    .max()
+                    .flatten();
+                proptest::prop_assert_eq!(shard.newest, newest);
+            }
+            let got: Vec<(String, String)> = signmap
+                .iter()
+                .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
+                .collect();
+            let want: Vec<(String, String)> = expected
+                .iter()
+                .map(|&(_, l, d, _)| (format!("https://h/oai/page/{l}"), date(d)))
+                .collect();
+            proptest::prop_assert_eq!(&got, &want);
+            let got_ocx: Vec<(String, String)> = ocx
+                .iter()
+                .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
+                .collect();
+            let want_ocx: Vec<(String, String)> = expected
+                .iter()
+                .zip(&want)
+                .filter(|(e, _)| e.3)
+                .map(|(_, w)| w.clone())
+                .collect();
+            proptest::prop_assert_eq!(&got_ocx, &want_ocx);
+            let names: Vec<String> = r.cdif_documents().unwrap().map(|d| d.unwrap().0).collect();
+            let want_names: Vec<String> = expected
+                .iter()
+                .map(|&(i, ..)| cdif_name(&format!("oai:h:{}", occurrences[i].0)))
+                .collect();
+            proptest::prop_assert_eq!(names, want_names);
+        }
+        proptest::prop_assert_eq!(r.stats.published as usize, expected.len());
+        Ok(())
     }
 
     /// The (loc, lastmod) of each `<url>` of one shard.

@@ -69,7 +69,12 @@ impl Limits {
 
 /// The length of a `urlset` shard whose root start tag is `open`, with no entry.
 pub(crate) fn frame(open: &str) -> usize {
-    XML_DECL.len() + open.len() + URLSET_CLOSE.len()
+    header(open) + URLSET_CLOSE.len()
+}
+
+/// Where the first entry of a `urlset` shard whose root start tag is `open` starts.
+pub(crate) fn header(open: &str) -> usize {
+    XML_DECL.len() + open.len()
 }
 
 /// One finished sitemap.
@@ -243,7 +248,7 @@ pub fn write_url(bytes: &mut Vec<u8>, url: &str, lastmod: Option<Datestamp>, dat
 pub fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
     const END: &[u8] = b"</url>\n";
     let body = shard
-        .get(XML_DECL.len() + URLSET_OPEN.len()..shard.len().saturating_sub(URLSET_CLOSE.len()))
+        .get(header(URLSET_OPEN)..shard.len().saturating_sub(URLSET_CLOSE.len()))
         .unwrap_or_default();
     let mut at = 0;
     memchr::memmem::find_iter(body, END).map(move |end| {

@@ -757,9 +757,14 @@ mod tests {
             .staging
             .keep();
         assert!(abandoned.exists());
+        // So does a refresh's folder of profile shard files (pipeline::SpillDir).
+        let shards = root.path().join(".oai-bridge-shards-x");
+        fs::create_dir(&shards).unwrap();
+        fs::write(shards.join("signmap-1.xml"), b"<").unwrap();
         let loaded = load_current(root.path()).unwrap().unwrap();
         assert_eq!(loaded.id, second.id);
         assert!(!abandoned.exists());
+        assert!(!shards.exists());
         assert!(second.dir.exists(), "the current generation stays");
     }
 

@@ -201,7 +201,12 @@ impl Gateway {
                 limits: rc.limits,
                 gzip: rc.gzip,
                 public_url: repo_public,
-                spill_dir: None,
+                // Beside the generations, where a folder left by a crash is removed at the next
+                // start; read back into the generation, not linked.
+                spill_dir: Some(crate::pipeline::SpillDir {
+                    parent: state_dir.join(&rc.name),
+                    linked: false,
+                }),
             };
             let dir = state_dir.join(&rc.name);
             // What the store remembers across restarts: a Retry-After not yet over, a held shrink.

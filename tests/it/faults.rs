@@ -1041,17 +1041,20 @@ fn stderr(output: &Output) -> String {
 #[tokio::test]
 async fn an_export_failing_on_page_3_leaves_the_previous_export_byte_identical() {
     // I-02: a list that never reached its end is not published. The folder of the previous
-    // export stays byte for byte, no staging folder is left beside it, and the exit is non-zero.
+    // export stays byte for byte, no staging folder is left beside it, nor the Signmap's and
+    // OCX's shard files written while harvesting, and the exit is non-zero.
     let server = TestServer::builder(numbered(20)).page_size(4).start();
     let root = tempfile::tempdir().unwrap();
     let out = root.path().join("out");
-    let first = bridge(export_args(&server, &out, &["--scope", SCOPE])).await;
+    let args = ["--scope", SCOPE, "--signmap", "--ocx"];
+    let first = bridge(export_args(&server, &out, &args)).await;
     assert!(first.status.success(), "{}", stderr(&first));
     let before = snapshot(&out);
     assert!(before.contains_key("sitemap.xml"), "{:?}", before.keys());
+    assert!(before.contains_key("signmap-1.xml"), "{:?}", before.keys());
 
     server.fault_on_page_always(3, Fault::Status(500));
-    let second = bridge(export_args(&server, &out, &["--scope", SCOPE])).await;
+    let second = bridge(export_args(&server, &out, &args)).await;
     assert!(!second.status.success());
     assert!(stderr(&second).contains("page 3"), "{}", stderr(&second));
     assert_eq!(snapshot(&out), before);
@@ -1063,9 +1066,11 @@ async fn an_export_failing_on_page_3_leaves_the_previous_export_byte_identical()
 
     // Once the repository recovers, the next export replaces the folder.
     server.clear_faults();
-    let third = bridge(export_args(&server, &out, &["--scope", SCOPE])).await;
+    let third = bridge(export_args(&server, &out, &args)).await;
     assert!(third.status.success(), "{}", stderr(&third));
     assert!(snapshot(&out).contains_key("sitemap.xml"));
+    assert_eq!(snapshot(&out), before, "the same records again");
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 1);
 }
 
 #[tokio::test]

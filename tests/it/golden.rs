@@ -195,6 +195,9 @@ fn signmap_export_matches_golden() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
     export(&out, &["--signmap", "--max-urls", "100"]);
+    // The shard files written while harvesting are linked into `out`; nothing is left beside.
+    let beside: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().collect();
+    assert_eq!(beside.len(), 1, "{beside:?}");
     let written = files(&out);
     let robots = String::from_utf8(written["robots.txt"].clone()).unwrap();
     assert!(robots.contains(&format!("Sitemap: {PUBLIC_URL}signmap.xml\n")));
