@@ -7,6 +7,7 @@
 //! `Identify` is small and read with roxmltree.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
@@ -45,46 +46,107 @@ pub struct Record {
     pub dc: DcValues,
 }
 
-/// A record's other Dublin Core values, in document order, with their elements: one text
-/// buffer for all of them rather than a `String` each, as the profiles read four or more per
-/// record (their allocation and freeing showed in the profiles' time).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// A record's other Dublin Core values, in document order, with their elements. The records of
+/// a list page share one text buffer for all their values (the page's [`Values`]), each record
+/// holding where its own are: a buffer per record, grown and freed record by record, showed in
+/// the profiles' time (and a `String` per value before that, more so).
+#[derive(Clone, Default)]
 pub struct DcValues {
+    /// The values of this record and, from a list page, of the page's other records; `None`
+    /// when there are none (or while the page is read).
+    store: Option<Arc<Values>>,
+    /// Where this record's values are in `store.spans`.
+    spans: std::ops::Range<u32>,
+}
+
+/// Dublin Core values of one record or of a page of records: one text buffer, and each value's
+/// element and place in it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Values {
     text: String,
     /// Each value's element, and where it is in `text` (start, length).
     spans: Vec<(DcElement, u32, u32)>,
 }
 
-impl DcValues {
-    /// Appends a value of `element`. A value that would take one record's values past 4 GiB
-    /// is left out, with a warning (no page that large is read unless `max_body_bytes` is
-    /// raised past it).
-    pub fn push(&mut self, element: DcElement, value: &str) {
+impl Values {
+    /// Appends a value of `element`; `false` (with a warning) when it would take the text past
+    /// 4 GiB, and it is left out (no page that large is read unless `max_body_bytes` is raised
+    /// past it).
+    pub(crate) fn push(&mut self, element: DcElement, value: &str) -> bool {
         let Ok(end) = u32::try_from(self.text.len() + value.len()) else {
             tracing::warn!(
                 ?element,
                 bytes = value.len(),
-                "a Dublin Core value left out: the record's values would exceed 4 GiB"
+                "a Dublin Core value left out: the values would exceed 4 GiB"
             );
-            return;
+            return false;
         };
         // Both fit, as their sum does.
         let len = value.len() as u32;
-        let start = end - len;
-        if self.text.capacity() == 0 {
-            // Room for a record's usual values at once, rather than growing from small.
-            self.text.reserve(value.len().max(1024));
-            self.spans.reserve(8);
-        }
         self.text.push_str(value);
-        self.spans.push((element, start, len));
+        self.spans.push((element, end - len, len));
+        true
+    }
+
+    /// The values pushed so far.
+    pub(crate) fn len(&self) -> u32 {
+        self.spans.len() as u32
+    }
+
+    /// Gives each record of a page, which holds the range of these values that is its own
+    /// ([`DcValues::pending`]), these values.
+    pub(crate) fn share(self, records: &mut [Record]) {
+        let store = Arc::new(self);
+        for record in records.iter_mut().filter(|r| !r.dc.spans.is_empty()) {
+            record.dc.store = Some(Arc::clone(&store));
+        }
+    }
+}
+
+impl DcValues {
+    /// A record's values `spans` of a page's values that are still being read: the page gives
+    /// them with [`Values::share`].
+    pub(crate) fn pending(spans: std::ops::Range<u32>) -> Self {
+        Self { store: None, spans }
+    }
+
+    /// Appends a value of `element`, left out (with a warning) when it would take the values
+    /// past 4 GiB. A record of a list page first takes a copy of its own values.
+    pub fn push(&mut self, element: DcElement, value: &str) {
+        if self.own().push(element, value) {
+            self.spans.end += 1;
+        }
+    }
+
+    /// This record's values alone, to push onto.
+    fn own(&mut self) -> &mut Values {
+        let alone = (self.store.as_mut())
+            .and_then(Arc::get_mut)
+            .is_some_and(|v| v.len() == self.spans.end);
+        if !alone {
+            let mut own = Values::default();
+            for (element, value) in self.iter() {
+                own.push(element, value);
+            }
+            self.spans = 0..own.len();
+            self.store = Some(Arc::new(own));
+        }
+        let store = self.store.as_mut().expect("made above");
+        Arc::get_mut(store).expect("this record's alone")
     }
 
     /// The values with their elements, in document order.
     pub fn iter(&self) -> impl Iterator<Item = (DcElement, &str)> {
-        self.spans
+        let (text, spans) = match &self.store {
+            Some(v) => (
+                v.text.as_str(),
+                &v.spans[self.spans.start as usize..self.spans.end as usize],
+            ),
+            None => ("", &[][..]),
+        };
+        spans
             .iter()
-            .map(|&(e, start, len)| (e, &self.text[start as usize..][..len as usize]))
+            .map(move |&(e, start, len)| (e, &text[start as usize..][..len as usize]))
     }
 
     /// Whether there are none.
@@ -96,8 +158,23 @@ impl DcValues {
     /// Removes every value.
     #[cfg(test)]
     pub fn clear(&mut self) {
-        self.text.clear();
-        self.spans.clear();
+        *self = Self::default();
+    }
+}
+
+/// The values, not where they are kept.
+impl PartialEq for DcValues {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for DcValues {}
+
+/// The values, not the page's others.
+impl std::fmt::Debug for DcValues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -114,8 +191,8 @@ impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
 
 /// What to read of each record besides its header and `dc:identifier`s: the other Dublin Core
 /// elements ([`Record::dc`]) that the enabled profiles use (Signmaps, OCX, CDIF), as a set.
-/// Empty for plain sitemaps, which then pay nothing for them; each element read costs a
-/// `String` per value, so a profile asks only for what it writes.
+/// Empty for plain sitemaps, which then pay nothing for them; each element read costs
+/// unescaping and copying its values, so a profile asks only for what it writes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
     elements: u16,
@@ -1189,6 +1266,43 @@ pub enum IdentifyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The records of a page share one buffer, each seeing its own values; one pushed onto
+    /// takes a copy of its own first, the others unchanged.
+    #[test]
+    fn a_pages_records_share_their_values() {
+        let mut values = Values::default();
+        let mut records = vec![Record::default(), Record::default(), Record::default()];
+        for (record, texts) in records.iter_mut().zip([&["a", "b"][..], &[], &["c"]]) {
+            let start = values.len();
+            for text in texts {
+                assert!(values.push(DcElement::Title, text));
+            }
+            record.dc = DcValues::pending(start..values.len());
+        }
+        values.share(&mut records);
+        fn titles(r: &Record) -> Vec<&str> {
+            r.dc_values(DcElement::Title).collect()
+        }
+        assert_eq!(
+            records.iter().map(titles).collect::<Vec<_>>(),
+            [vec!["a", "b"], vec![], vec!["c"]]
+        );
+        assert!(records[1].dc.store.is_none(), "no values, no share");
+        let owned: DcValues = [(DcElement::Title, "c")].into_iter().collect();
+        assert_eq!(records[2].dc, owned);
+        records[0].dc.push(DcElement::Rights, "r");
+        assert_eq!(
+            records[0].dc.iter().collect::<Vec<_>>(),
+            [
+                (DcElement::Title, "a"),
+                (DcElement::Title, "b"),
+                (DcElement::Rights, "r")
+            ]
+        );
+        assert_eq!(titles(&records[2]), ["c"]);
+        assert_eq!(format!("{:?}", records[2].dc), r#"[(Title, "c")]"#);
+    }
 
     #[test]
     fn dc_values_keep_document_order_per_element() {

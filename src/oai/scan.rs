@@ -35,8 +35,8 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr2, memmem};
 
 use super::parse::{
-    Capture, DcElement, Fields, ListPage, MAX_DEPTH, Ns, OaiError, Quirks, Record, Token,
-    classify_uri, finish, legal_xml_char,
+    Capture, DcElement, DcValues, Fields, ListPage, MAX_DEPTH, Ns, OaiError, Quirks, Record, Token,
+    Values, classify_uri, finish, legal_xml_char,
 };
 use crate::datestamp::Datestamp;
 
@@ -73,11 +73,15 @@ pub fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<L
         capture: None,
         buf: String::new(),
         record: Record::default(),
+        values: Values::default(),
+        dc_start: 0,
         error_code: String::new(),
         token: Token::default(),
     };
     scanner.document()?;
-    Some(finish(scanner.page))
+    let mut page = scanner.page;
+    scanner.values.share(&mut page.records);
+    Some(finish(page))
 }
 
 /// Attributes on one element beyond which the scanner declines (the duplicate check is
@@ -150,6 +154,10 @@ struct Scanner<'t> {
     capture: Option<(Capture, usize)>,
     buf: String,
     record: Record,
+    /// The Dublin Core values of the page's records, shared by them when it is read.
+    values: Values,
+    /// Where the values of the record being read start in `values`.
+    dc_start: u32,
     error_code: String,
     token: Token,
 }
@@ -784,7 +792,7 @@ impl<'t> Scanner<'t> {
                 }
                 Capture::Dc(element) => {
                     if !value.is_empty() {
-                        record.dc.push(element, value);
+                        self.values.push(element, value);
                     }
                 }
                 Capture::Token => {
@@ -802,7 +810,10 @@ impl<'t> Scanner<'t> {
             self.header = 0;
         } else if self.record_at == depth {
             self.record_at = 0;
-            self.page.records.push(std::mem::take(&mut self.record));
+            let mut record = std::mem::take(&mut self.record);
+            let start = std::mem::replace(&mut self.dc_start, self.values.len());
+            record.dc = DcValues::pending(start..self.values.len());
+            self.page.records.push(record);
         } else if self.list == depth {
             self.list = 0;
         }
