@@ -1698,19 +1698,18 @@ mod tests {
                     .flatten();
                 proptest::prop_assert_eq!(shard.newest, newest);
             }
-            let got: Vec<(String, String)> = signmap
-                .iter()
-                .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
-                .collect();
+            let listed = |shards: &[(Shard, bool)]| -> Vec<(String, String)> {
+                (shards.iter())
+                    .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
+                    .collect()
+            };
+            let got = listed(&signmap);
             let want: Vec<(String, String)> = expected
                 .iter()
                 .map(|&(_, l, d, _)| (format!("https://h/oai/page/{l}"), date(d)))
                 .collect();
             proptest::prop_assert_eq!(&got, &want);
-            let got_ocx: Vec<(String, String)> = ocx
-                .iter()
-                .flat_map(|(s, _)| locs_and_lastmods(&s.bytes))
-                .collect();
+            let got_ocx = listed(&ocx);
             let want_ocx: Vec<(String, String)> = expected
                 .iter()
                 .zip(&want)
