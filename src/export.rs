@@ -137,11 +137,6 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         ))
         .into());
     }
-    let urls = harvested.published.stats.urls;
-    if let Some(store) = &mut store {
-        incremental::guard_shrink(store, urls, &options.policy)?;
-        incremental::publishing(store).map_err(PipelineError::from)?;
-    }
     let (staging, rendered) = match &mut store {
         Some(store) => incremental::render(job, store, &options.policy, &mut harvested, || {
             Staging::new(&options.out).map_err(ExportError::from)

@@ -493,12 +493,13 @@ pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Renders what was harvested into a sink from `new_sink`, returning both. A patch that
-/// turns out not to fit the published shards while they are written (one edited since the
-/// publish, a URL a changed record now shares with an unchanged record) is given up with its
-/// sink: `harvested` becomes every stored record, rendered into a fresh sink. Its count can
-/// differ from the patch's (a newly shared URL is counted once), so the shrink guard
-/// ([`guard_shrink`]) looks at it again.
+/// Renders what was harvested into a sink from `new_sink`, returning both, once the shrink
+/// guard ([`guard_shrink`]) lets it be published (and [`publishing`] has been recorded). A
+/// patch that turns out not to fit the published shards while they are written (one edited
+/// since the publish, a URL a changed record now shares with an unchanged record) is given up
+/// with its sink: `harvested` becomes every stored record, rendered into a fresh sink. Its
+/// count can differ from the patch's (a newly shared URL is counted once), so the shrink guard
+/// looks at it again. A held shrink is [`PipelineError::ShrinkHeld`], whichever look held it.
 pub fn render<S, E>(
     job: &Job,
     store: &mut Store,
@@ -510,6 +511,8 @@ where
     S: pipeline::FileSink,
     E: From<PipelineError>,
 {
+    guard_shrink(store, harvested.published.stats.urls, policy)?;
+    publishing(store).map_err(PipelineError::from)?;
     let mut sink = new_sink()?;
     match pipeline::render(harvested, job, &mut sink) {
         Ok(rendered) => return Ok((sink, rendered)),

@@ -384,29 +384,20 @@ async fn build(
         ))
         .into());
     }
-    let urls = harvested.published.stats.urls;
-    // Shown on the status page and in the metrics, as checked before the render and again
-    // when the render fell back to every stored record.
-    let show_held = |store: &Store, held: bool| -> Result<(), RefreshError> {
-        let labels = metrics::repo(&repo.config.name);
-        metrics
-            .shrink_held
-            .get_or_create(&labels)
-            .set(i64::from(held));
-        let state = store.state().map_err(PipelineError::from)?;
-        repo.update(|s| s.held_shrink = state.held_shrink.clone());
-        Ok(())
-    };
-    let held = incremental::guard_shrink(&mut store, urls, policy);
-    show_held(&store, held.is_err())?;
-    held?;
-    incremental::publishing(&mut store).map_err(PipelineError::from)?;
     let rendered = incremental::render(job, &mut store, policy, &mut harvested, || {
         Writer::new(&repo.dir, previous.as_deref()).map_err(RefreshError::from)
     });
-    if let Err(RefreshError::Pipeline(PipelineError::ShrinkHeld { .. })) = &rendered {
-        show_held(&store, true)?;
-    }
+    // Whether the shrink guard held the publish, on the status page and in the metrics.
+    let held = matches!(
+        rendered,
+        Err(RefreshError::Pipeline(PipelineError::ShrinkHeld { .. }))
+    );
+    metrics
+        .shrink_held
+        .get_or_create(&metrics::repo(&repo.config.name))
+        .set(i64::from(held));
+    let state = store.state().map_err(PipelineError::from)?;
+    repo.update(|s| s.held_shrink = state.held_shrink.clone());
     let (writer, rendered) = rendered?;
     let publish = incremental::Publish::new(GENERATION_PLACE, job, &scope, &harvested, &rendered);
     let built = pipeline::Built::new(harvested, scope, rendered);
