@@ -196,18 +196,15 @@ impl Datestamp {
             }
         }
         let (y, m, d) = civil_from_days(self.secs.div_euclid(86_400));
-        if !(0..=9999).contains(&y) {
-            // Outside the four-digit years of W3C-DTF: never produced from a parsed datestamp.
-            out.push_str(&format!("{y:04}-{m:02}-{d:02}"));
-            if !self.day_only {
-                let rem = self.secs.rem_euclid(86_400);
-                let (h, mi, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
-                out.push_str(&format!("T{h:02}:{mi:02}:{s:02}Z"));
-            }
-            return;
-        }
         let mut text = *b"0000-00-00T00:00:00Z";
-        put(&mut text[0..4], y);
+        // A year outside W3C-DTF's four digits is spelled as it is, before the rest (never
+        // produced from a parsed datestamp).
+        let four_digits = (0..=9999).contains(&y);
+        if four_digits {
+            put(&mut text[0..4], y);
+        } else {
+            out.push_str(&format!("{y:04}"));
+        }
         put(&mut text[5..7], i64::from(m));
         put(&mut text[8..10], i64::from(d));
         let len = if self.day_only {
@@ -219,7 +216,8 @@ impl Datestamp {
             put(&mut text[17..19], rem % 60);
             text.len()
         };
-        out.push_str(std::str::from_utf8(&text[..len]).expect("ASCII digits"));
+        let from = if four_digits { 0 } else { 4 };
+        out.push_str(std::str::from_utf8(&text[from..len]).expect("ASCII digits"));
     }
 }
 
@@ -305,6 +303,18 @@ mod tests {
         check("1969-12-31T23:59:59Z", Some("1969-12-31T23:59:59Z"));
         check("2011-07-18T16:31:00.Z", None);
         check("", None);
+    }
+
+    /// Years beyond four digits (from arithmetic, never parsed) keep their digits and sign.
+    #[test]
+    fn years_outside_four_digits_are_written_whole() {
+        let day = 86_400;
+        let after = Datestamp::from_unix(253_402_300_800 + day + 3_661); // 10000-01-02T01:01:01Z
+        assert_eq!(after.to_string(), "10000-01-02T01:01:01Z");
+        let before = Datestamp::from_unix(-62_167_219_200 - day); // the day before 0000-01-01
+        assert_eq!(before.to_string(), "-001-12-31T00:00:00Z");
+        let last = Datestamp::from_unix(253_402_300_799); // 9999-12-31T23:59:59Z
+        assert_eq!(last.to_string(), "9999-12-31T23:59:59Z");
     }
 
     #[test]
