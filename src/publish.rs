@@ -257,8 +257,7 @@ impl DirectWriter {
             // Refused at the write: on without direct I/O, from where the file stands (a
             // failed direct write leaves nothing half-written behind the offset it reports).
             self.direct = false;
-            let flags = rustix::fs::fcntl_getfl(&self.file)?;
-            rustix::fs::fcntl_setfl(&self.file, flags - rustix::fs::OFlags::DIRECT)?;
+            set_direct(&self.file, false)?;
             self.file.set_len(self.written)?;
             self.file.seek(io::SeekFrom::Start(self.written))?;
             result = self.file.write_all(chunk);
@@ -309,24 +308,36 @@ pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
     let mut file = fs::File::open(path)?;
     let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;
     if len >= DIRECT_MIN {
-        if let Ok(start) = read_direct(path, len, buf) {
+        if let Ok(start) = read_direct(&file, len, buf) {
             return Ok(start);
         }
+        // Refused (or the file changed): read again from the start, as usual.
+        set_direct(&file, false)?;
+        file.rewind()?;
     }
     buf.clear();
     file.read_to_end(buf)?;
     Ok(0)
 }
 
-/// Reads the `len` bytes of the file at `path` with `O_DIRECT` into an aligned stretch of
-/// `buf` ([`aligned_window`]), and cuts `buf` after them.
-fn read_direct(path: &Path, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
+/// Turns direct I/O on or off for an open file.
+fn set_direct(file: &fs::File, on: bool) -> io::Result<()> {
+    use rustix::fs::OFlags;
+    let flags = rustix::fs::fcntl_getfl(file)?;
+    let flags = if on {
+        flags | OFlags::DIRECT
+    } else {
+        flags - OFlags::DIRECT
+    };
+    Ok(rustix::fs::fcntl_setfl(file, flags)?)
+}
+
+/// Reads the `len` bytes of `file`, from its start, with `O_DIRECT` (turned on here) into an
+/// aligned stretch of `buf` ([`aligned_window`]), and cuts `buf` after them.
+fn read_direct(file: &fs::File, len: usize, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::DIRECT.bits() as i32)
-        .open(path)?;
+    set_direct(file, true)?;
+    let mut file = file;
     // One block more than the file, to see that it did not grow since its length was read.
     let room = len.next_multiple_of(BLOCK) + BLOCK;
     let (start, aligned) = aligned_window(buf, room);
