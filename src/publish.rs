@@ -254,8 +254,8 @@ impl DirectWriter {
         let chunk = &self.buf[self.start..self.start + len];
         let mut result = self.file.write_all(chunk);
         if self.direct && result.is_err() {
-            // Refused at the write: on without direct I/O, from where the file stands (a
-            // failed direct write leaves nothing half-written behind the offset it reports).
+            // Refused at the write: on without direct I/O, from the end of the chunks written
+            // (what a write that failed part-way left is cut off).
             self.direct = false;
             set_direct(&self.file, false)?;
             self.file.set_len(self.written)?;
