@@ -782,12 +782,20 @@ impl Signposts {
             }
             State::Landing { .. } => true,
         });
-        // A landing page is listed once, from its newest record.
-        versions.sort_unstable_by(|a, b| {
-            (a.landing, b.datestamp, b.seq).cmp(&(b.landing, a.datestamp, a.seq))
-        });
+        // A landing page is listed once, from its newest record (a tie: the later). Sorted by
+        // the landing page alone, as pages two records give are few: the newest of a run is
+        // moved to its front as the run is merged.
+        versions.sort_unstable_by_key(|v| v.landing);
         let before = versions.len();
-        versions.dedup_by_key(|v| v.landing);
+        versions.dedup_by(|next, kept| {
+            if next.landing != kept.landing {
+                return false;
+            }
+            if (next.datestamp, next.seq) > (kept.datestamp, kept.seq) {
+                std::mem::swap(next, kept);
+            }
+            true
+        });
         stats.duplicate = (before - versions.len()) as u64;
         stats.published = versions.len() as u64;
         if self.ocx.is_some() {
