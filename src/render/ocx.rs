@@ -99,17 +99,7 @@ fn single_spaced(text: &str, max: usize) -> Option<(&str, bool)> {
     let bytes = text.as_bytes();
     // One byte past the cut tells whether the word at the cut goes on.
     let head = &bytes[..bytes.len().min(max.saturating_add(1))];
-    // Branch-free folds, which the compiler vectorises: non-ASCII bytes, and those below the
-    // space (the other ASCII whitespace characters, tab to carriage return, and control
-    // characters, which XML text does not carry anyway); then two spaces in a row.
-    let odd = head
-        .iter()
-        .fold(0u8, |acc, &b| acc | (b & 0x80) | u8::from(b < b' '));
-    let doubled = head
-        .iter()
-        .zip(head.iter().skip(1))
-        .fold(false, |acc, (&a, &b)| acc | ((a == b' ') & (b == b' ')));
-    let plain = max > 0 && head.first() != Some(&b' ') && odd == 0 && !doubled;
+    let plain = max > 0 && head.first() != Some(&b' ') && !odd(head);
     if !plain {
         return None;
     }
@@ -127,6 +117,23 @@ fn single_spaced(text: &str, max: usize) -> Option<(&str, bool)> {
         None => max - 1,
     };
     Some((&text[..end], true))
+}
+
+/// Whether `head` holds a byte [`single_spaced`] does not take: a non-ASCII byte, one below the
+/// space (the other ASCII whitespace characters, tab to carriage return, and control
+/// characters, which XML text does not carry anyway), or two spaces in a row. One branch-free
+/// `u8` fold over the pairs of bytes, which the compiler vectorises (a `bool` one, or two
+/// passes, took longer), kept out of line so that it stays vectorised.
+#[inline(never)]
+fn odd(head: &[u8]) -> bool {
+    let alone = |b: u8| (b & 0x80) | u8::from(b < b' ');
+    let (Some(&last), Some(rest)) = (head.last(), head.get(1..)) else {
+        return false;
+    };
+    let pairs = head.iter().zip(rest).fold(0u8, |acc, (&a, &b)| {
+        acc | alone(a) | (u8::from(a == b' ') & u8::from(b == b' '))
+    });
+    (pairs | alone(last)) != 0
 }
 
 /// [`teaser`] of any text: its words, one space between them, up to the cut.
