@@ -442,7 +442,7 @@ fn plan(state: &State, policy: &Policy, now: i64) -> Run {
 /// share of the URLs published last, unless the operator accepts it or the previous complete
 /// harvest already showed the same shrink. A held shrink makes the next run a full harvest,
 /// which either brings the URLs back or confirms their removal.
-pub fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), PipelineError> {
+fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), PipelineError> {
     let mut state = store.state()?;
     let Some(published) = state.published_urls.filter(|p| *p > 0) else {
         return Ok(());
@@ -485,7 +485,7 @@ pub fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(),
 
 /// Called before a generation is written: until [`published`] records it, what is published may
 /// not be the sitemap the store recorded, so no patch may start from it.
-pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
+fn publishing(store: &mut Store) -> Result<(), StoreError> {
     let mut state = store.state()?;
     if state.sitemap.take().is_some() {
         store.save_state(&state)?;
@@ -494,7 +494,7 @@ pub fn publishing(store: &mut Store) -> Result<(), StoreError> {
 }
 
 /// Renders what was harvested into a sink from `new_sink`, returning both, once the shrink
-/// guard ([`guard_shrink`]) lets it be published (and [`publishing`] has been recorded). A
+/// guard (`guard_shrink`) lets it be published (and `publishing` has been recorded). A
 /// patch that turns out not to fit the published shards while they are written (one edited
 /// since the publish, a URL a changed record now shares with an unchanged record) is given up
 /// with its sink: `harvested` becomes every stored record, rendered into a fresh sink. Its

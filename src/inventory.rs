@@ -237,13 +237,8 @@ impl Superseded {
     }
 
     /// The number of occurrences it covers.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
-    }
-
-    /// Whether it covers no occurrence.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 

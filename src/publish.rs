@@ -174,7 +174,7 @@ const BLOCK: usize = 4096;
 /// cache nor kept there. Every file is synced before the swap anyway, so the page cache would
 /// only cost CPU: copying 140 MB of shards into it was a tenth of an export, and for the
 /// Signmap's and OCX's shards, written as they fill (a gigabyte for a million records), the
-/// largest part of the system time. The bytes are written [`CHUNK`] at a time;
+/// largest part of the system time. The bytes are written a megabyte at a time;
 /// [`DirectWriter::finish`] writes the last block padded and cuts the file back to its length.
 /// Where the file system refuses direct I/O (tmpfs on older kernels, some network file
 /// systems), at the open or at a write, the file is written as usual.

@@ -11,7 +11,7 @@
 //! datestamp, where its entries are). Which version of a record wins is the URL inventory's
 //! decision ([`crate::inventory::Superseded`]), which saw the same occurrences. A shard file
 //! none of whose entries lost (superseded, deleted later, a landing page listed by a newer
-//! record), or only a few, blanked out in place ([`ShardFile::settle`]), is published as it
+//! record), or only a few, blanked out in place (`ShardFile::settle`), is published as it
 //! stands, and a sink on the same file system links it into place
 //! ([`crate::pipeline::FileSink::link_shard`]); the winners of files that lost more are cut
 //! into shards again. So each entry is written once: for a million records, writing the
@@ -125,11 +125,12 @@ pub struct Signposts {
     versions: Vec<Version>,
     /// Bytes of each version's entry in each profile (none: 0), by `seq`.
     lens: Vec<[u32; 3]>,
-    /// Scratch space: the entry being written, its lastmod, persistent identifier's URL and
-    /// OCX teaser written out.
+    /// Scratch space: the entry being written, its lastmod, persistent identifier's URL, OCX
+    /// name and teaser written out.
     entry: Vec<u8>,
     date: String,
     cite_as: String,
+    name: String,
     teaser: String,
 }
 
@@ -247,8 +248,6 @@ struct ShardSpill {
     spare: Vec<u8>,
     /// The files filled, in order.
     done: Vec<ShardFile>,
-    /// Bytes of entries written, in all files.
-    written: u64,
 }
 
 impl ShardSpill {
@@ -259,7 +258,6 @@ impl ShardSpill {
             current: None,
             spare: Vec::new(),
             done: Vec::new(),
-            written: 0,
         }
     }
 
@@ -285,8 +283,6 @@ impl ShardSpill {
         out.write_all(entry).map_err(file.error("write"))?;
         file.urls += 1;
         file.bytes += entry.len();
-        self.written += u64::from(len);
-        file.entries.end = self.written;
         file.newest = file.newest.max(lastmod);
         Ok(len)
     }
@@ -304,7 +300,6 @@ impl ShardSpill {
         let file = ShardFile {
             column: self.column,
             path: folder.path()?.join(name),
-            entries: self.written..self.written,
             urls: 0,
             bytes: header(self.open),
             newest: None,
@@ -345,23 +340,22 @@ impl ShardSpill {
         let header = header(self.open) as u64;
         let mut entries = lens.iter().enumerate().filter(|(_, l)| l[column] > 0);
         let mut winners = winners.iter().peekable();
-        // Where the next entry is among all of them, as if in one file.
-        let mut at = 0u64;
         let mut kept = Vec::new();
         let mut lost = Vec::new();
         for file in &mut self.done {
             kept.clear();
             lost.clear();
-            while at < file.entries.end {
+            // A file holds the next `urls` entries written, in order, after its header.
+            let mut at = header;
+            for _ in 0..file.urls {
                 let (seq, len) = entries
                     .next()
                     .map(|(seq, l)| (seq, l[column]))
                     .expect("the files hold every entry written");
                 while winners.next_if(|w| (w.seq as usize) < seq).is_some() {}
-                let local = at - file.entries.start + header;
                 match winners.next_if(|w| w.seq as usize == seq) {
-                    Some(w) => kept.push((local, len, Datestamp::unpack_option(w.datestamp))),
-                    None => lost.push((local, len)),
+                    Some(w) => kept.push((at, len, Datestamp::unpack_option(w.datestamp))),
+                    None => lost.push((at, len)),
                 }
                 at += u64::from(len);
             }
@@ -380,8 +374,6 @@ const BLANK_SHARE: u64 = 16;
 pub struct ShardFile {
     column: usize,
     path: PathBuf,
-    /// Where its entries are among all the profile's entries, as if they were in one file.
-    entries: std::ops::Range<u64>,
     urls: usize,
     /// Its length (the close tag counted once written).
     bytes: usize,
@@ -549,6 +541,7 @@ impl Signposts {
             entry: Vec::new(),
             date: String::new(),
             cite_as: String::new(),
+            name: String::new(),
             teaser: String::new(),
         }
     }
@@ -703,7 +696,7 @@ impl Signposts {
             let name = record
                 .dc_values(DcElement::Title)
                 .next()
-                .map(|t| ocx::teaser(t, usize::MAX));
+                .map(|t| ocx::teaser_in(t, usize::MAX, &mut self.name));
             let teaser = record
                 .dc_values(DcElement::Description)
                 .next()
@@ -723,7 +716,7 @@ impl Signposts {
                     format,
                     meta,
                     xpath,
-                    name: name.as_deref(),
+                    name,
                     teaser,
                     image: found.image(),
                 },

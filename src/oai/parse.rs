@@ -47,7 +47,7 @@ pub struct Record {
 }
 
 /// A record's other Dublin Core values, in document order, with their elements. The records of
-/// a list page share one text buffer for all their values (the page's [`Values`]), each record
+/// a list page share one text buffer for all their values (the page's `Values`), each record
 /// holding where its own are: a buffer per record, grown and freed record by record, showed in
 /// the profiles' time (and a `String` per value before that, more so).
 #[derive(Clone, Default)]

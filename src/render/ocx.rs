@@ -2,8 +2,6 @@
 //! `xmlns:ocx="http://sitemap.ocx.org/v/1.0"`, each `<url>` carrying an `<ocx:ocx>` block whose
 //! `ocx:type` is required. Validates with `shared/schemas/ocx-sitemap.xsd`.
 
-use std::borrow::Cow;
-
 use super::sitemap::{push_escaped, write_url_open};
 
 /// The OCX namespace.
@@ -64,9 +62,10 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"</ocx:ocx></url>\n");
 }
 
-/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut;
-/// whitespace runs become one space. Borrowed when the text needs neither.
-pub fn teaser(text: &str, max: usize) -> Cow<'_, str> {
+/// [`teaser_in`] as a string of its own.
+#[cfg(test)]
+pub fn teaser(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    use std::borrow::Cow;
     match single_spaced(text, max) {
         Some((whole, false)) => Cow::Borrowed(whole),
         Some((head, true)) => Cow::Owned(format!("{head}…")),
@@ -74,8 +73,10 @@ pub fn teaser(text: &str, max: usize) -> Cow<'_, str> {
     }
 }
 
-/// [`teaser`] of `text`, borrowed from it or written into `buf`: the profiles' collector cuts a
-/// description for every record, and a new `String` for each showed in its time.
+/// `text` cut to at most `max` characters at a word boundary, with an ellipsis when cut;
+/// whitespace runs become one space: borrowed from `text` when it needs neither, else written
+/// into `buf` (the profiles' collector cuts a title and a description for every record, and a
+/// new `String` for each showed in its time).
 pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> &'a str {
     buf.clear();
     match single_spaced(text, max) {
@@ -89,7 +90,7 @@ pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> &'a str 
     buf
 }
 
-/// [`teaser`] of the commonest text: ASCII words with single spaces between them, up to the
+/// [`teaser_in`] of the commonest text: ASCII words with single spaces between them, up to the
 /// cut. Its characters are its bytes and its words need no splitting: the cut is the last space
 /// before `max` (one character is left for the ellipsis). Reads no further than the cut; `None`
 /// when the text is not like that (the general path then splits it into words). Titles and
@@ -136,7 +137,7 @@ fn odd(head: &[u8]) -> bool {
     (pairs | alone(last)) != 0
 }
 
-/// [`teaser`] of any text: its words, one space between them, up to the cut.
+/// [`teaser_in`] of any text: its words, one space between them, up to the cut.
 fn cut(text: &str, max: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max.saturating_mul(4)));
     let mut count = 0usize;

@@ -149,18 +149,8 @@ pub fn push_escaped(out: &mut Vec<u8>, value: &str) {
         out.extend_from_slice(value.as_bytes());
         return;
     }
-    // Rarer (an ampersand in a query, an apostrophe in a title): a byte at a time.
-    for &b in value.as_bytes() {
-        match b {
-            b'<' => out.extend_from_slice(b"&lt;"),
-            b'>' => out.extend_from_slice(b"&gt;"),
-            b'&' => out.extend_from_slice(b"&amp;"),
-            b'\'' => out.extend_from_slice(b"&apos;"),
-            b'"' => out.extend_from_slice(b"&quot;"),
-            b'\r' => out.extend_from_slice(b"&#13;"),
-            _ => out.push(b),
-        }
-    }
+    // Rarer (an ampersand in a query, an apostrophe in a title): quick-xml's table.
+    out.extend_from_slice(quick_xml::escape::escape(value).as_bytes());
 }
 
 /// Splits `(url, lastmod)` items, in the order given, into shards, each within `limits`, and hands each one to
@@ -302,7 +292,7 @@ pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
 /// The shard splitter behind every `urlset` kind (sitemaps, Signmaps, ...): `open` is the root's
 /// start tag with its namespaces, `write` appends one whole entry and returns its lastmod: a
 /// [`Urlsets`] given `items` in order.
-pub fn render_urlsets<T, E>(
+fn render_urlsets<T, E>(
     items: impl IntoIterator<Item = T>,
     open: &str,
     limits: Limits,

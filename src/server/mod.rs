@@ -185,6 +185,7 @@ impl Gateway {
                 .public_url
                 .clone()
                 .unwrap_or_else(|| join_dir(&public_url, &rc.name));
+            let dir = state_dir.join(&rc.name);
             let job = Job {
                 request: HarvestRequest {
                     source: rc.source.clone(),
@@ -204,11 +205,10 @@ impl Gateway {
                 // Beside the generations, where a folder left by a crash is removed at the next
                 // start; read back into the generation, not linked.
                 spill_dir: Some(crate::pipeline::SpillDir {
-                    parent: state_dir.join(&rc.name),
+                    parent: dir.clone(),
                     linked: false,
                 }),
             };
-            let dir = state_dir.join(&rc.name);
             // What the store remembers across restarts: a Retry-After not yet over, a held shrink.
             let remembered = std::fs::create_dir_all(&dir)
                 .map_err(|source| StoreError {
