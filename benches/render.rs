@@ -1,11 +1,20 @@
-//! Micro-benchmarks of the pure core: parsing a 500-record ListRecords page and rendering a
-//! 50,000-URL shard. The end-to-end harvest benchmark against a peer is `benches/harvest/run.sh`.
+//! Micro-benchmarks of the pure core: parsing a 500-record ListRecords page, rendering a
+//! 50,000-URL shard, and writing the Signmap's and OCX's entries of 500 records (what the
+//! profiles add per record; their end-to-end benchmark is `benches/profiles/run.sh`). The
+//! end-to-end harvest benchmark against a peer is `benches/harvest/run.sh`.
 
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use oai_bridge::classify::{Class, class};
+use oai_bridge::config::OcxConfig;
 use oai_bridge::datestamp::Datestamp;
-use oai_bridge::oai::parse::parse_list_records;
+use oai_bridge::dctype::TypeMap;
+use oai_bridge::oai::parse::{Fields, parse_list_records, parse_list_records_with};
+use oai_bridge::pipeline::fields_for;
 use oai_bridge::render::Limits;
 use oai_bridge::render::sitemap::render_shards;
+use oai_bridge::scope::Scope;
+use oai_bridge::signposts::Signposts;
+use url::Url;
 
 fn page(records: usize) -> String {
     let mut out = String::from(
@@ -56,5 +65,121 @@ fn benches(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(core, benches);
+/// A page of records shaped like a repository's theses and articles (as the profiles benchmark's
+/// upstream serves them): a landing page, a DOI and often a PDF each, a long abstract that
+/// sometimes holds an ampersand or a `<`, a `dc:type` from the COAR vocabulary and a rights
+/// statement.
+fn repository_page(records: usize) -> String {
+    let words = [
+        "coastal",
+        "sediment",
+        "transport",
+        "bayesian",
+        "inference",
+        "of",
+        "groundwater",
+        "recharge",
+        "in",
+        "urban",
+        "catchments",
+        "with",
+        "sparse",
+        "data",
+        "and",
+        "models",
+    ];
+    let types = [
+        "info:eu-repo/semantics/doctoralThesis",
+        "info:eu-repo/semantics/article",
+        "info:eu-repo/semantics/conferenceObject",
+        "Dataset",
+    ];
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">\
+         <responseDate>2026-01-01T00:00:00Z</responseDate><request verb=\"ListRecords\">https://h.example.edu/oai/request</request><ListRecords>",
+    );
+    for i in 0..records {
+        let text = |n: usize| {
+            (0..n)
+                .map(|k| words[(i * 7 + k * 3) % words.len()])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let extra = match i % 10 {
+            0 => " &amp; more.",
+            1 => " (n &lt; 500).",
+            _ => ".",
+        };
+        let file = if i % 2 == 0 {
+            format!(
+                "<dc:identifier>https://h.example.edu/oai/files/{i}/thesis-{i}.pdf</dc:identifier>"
+            )
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "<record><header><identifier>oai:h.example.edu:{i}</identifier><datestamp>2024-01-02T03:04:05Z</datestamp><setSpec>com_{}</setSpec></header>\
+             <metadata><oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\">\
+             <dc:title>{}</dc:title><dc:creator>Tanaka, Jan</dc:creator><dc:subject>Oceanography</dc:subject>\
+             <dc:description>{}{extra} {}.</dc:description><dc:publisher>Institute for Coastal Research</dc:publisher>\
+             <dc:date>2024-01-02</dc:date><dc:type>{}</dc:type><dc:format>application/pdf</dc:format>\
+             <dc:identifier>https://h.example.edu/oai/records/{i}</dc:identifier>{file}\
+             <dc:identifier>https://doi.org/10.5555/h.2024.{i}</dc:identifier><dc:language>en</dc:language>\
+             <dc:rights>© the authors; all rights reserved</dc:rights></oai_dc:dc></metadata></record>",
+            i % 5,
+            text(12),
+            text(60),
+            text(70),
+            types[i % types.len()],
+        ));
+    }
+    out.push_str("<resumptionToken cursor=\"0\">next</resumptionToken></ListRecords></OAI-PMH>");
+    out
+}
+
+/// The Signmap's and OCX's entries of a page of records: what `Signposts::add` costs per
+/// record with both on, written into shard files in the system's temporary folder as an
+/// export writes them.
+fn profiles(c: &mut Criterion) {
+    let base = Url::parse("https://h.example.edu/oai/request").unwrap();
+    let scope = Scope::from_base_url(&base).unwrap();
+    let fields: Fields = fields_for(true, true, false);
+    let page = parse_list_records_with(repository_page(500).as_bytes(), fields).unwrap();
+    let classes: Vec<Vec<Class<'_>>> = page
+        .records
+        .iter()
+        .map(|r| r.dc_identifiers.iter().map(|v| class(v, &scope)).collect())
+        .collect();
+    let signposts = || {
+        Signposts::new(TypeMap::default(), Some(&base), Limits::default())
+            .with_signmap()
+            .with_ocx(OcxConfig {
+                default_type: Some("https://schema.org/CreativeWork".into()),
+                ..OcxConfig::default()
+            })
+    };
+    let mut group = c.benchmark_group("profiles");
+    group.throughput(Throughput::Elements(page.records.len() as u64));
+    // A new collection each time, so that its files stay small and in the page cache: made
+    // (by a first record) before the clock starts and removed after it stops.
+    group.bench_function("signmap_ocx_entries_500", |b| {
+        b.iter_batched(
+            || {
+                let mut s = signposts();
+                s.add(&page.records[0], &classes[0]).unwrap();
+                s
+            },
+            |mut signposts| {
+                for (record, classes) in page.records.iter().zip(&classes) {
+                    signposts.add(record, classes).unwrap();
+                }
+                signposts
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(core, benches, profiles);
 criterion_main!(core);

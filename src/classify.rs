@@ -125,6 +125,11 @@ const CONTENT_TYPES: &[(&str, &str)] = &[
     ("mov", "video/quicktime"),
 ];
 
+/// Every media type [`content_type`] can give.
+pub fn media_types() -> impl Iterator<Item = &'static str> {
+    CONTENT_TYPES.iter().map(|&(_, t)| t)
+}
+
 /// The media type of a content file, from the extension of the URL's last path segment.
 pub fn content_type(url: &Url) -> Option<&'static str> {
     content_type_of_path(url.path())

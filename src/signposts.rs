@@ -674,7 +674,7 @@ impl Signposts {
                 signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
             }
             for (url, media_type) in found.items() {
-                signmap::write_link(bytes, "item", url, signmap::media_type(media_type), None);
+                signmap::write_link(bytes, "item", url, Some(media_type), None);
             }
             if let Some(url) = cite_as {
                 signmap::write_link(bytes, "cite-as", url, None, None);

@@ -23,46 +23,38 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 }
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
-/// URI of a generic media type such as `application/xml` (SP-07).
-pub fn link_end(bytes: &mut Vec<u8>, media_type: Option<&str>, profile: Option<&str>) {
+/// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
+/// (constants, and the media types of its table of file extensions,
+/// [`crate::classify::media_types`]), written as they are: a test holds each a valid `rs:ln`
+/// type free of characters to escape, which spares checking them in every entry.
+pub fn link_end(
+    bytes: &mut Vec<u8>,
+    media_type: Option<&'static str>,
+    profile: Option<&'static str>,
+) {
     if let Some(t) = media_type {
         bytes.extend_from_slice(b"\" type=\"");
-        push_escaped(bytes, t);
+        bytes.extend_from_slice(t.as_bytes());
     }
     if let Some(p) = profile {
         bytes.extend_from_slice(b"\" profile=\"");
-        push_escaped(bytes, p);
+        bytes.extend_from_slice(p.as_bytes());
     }
     bytes.extend_from_slice(b"\"/>");
 }
 
 /// Appends one typed link (SP-03) to an entry: after its `<loc>` and `<lastmod>`, inside
-/// `<url>` (SP-04). `href` is absolute.
+/// `<url>` (SP-04). `href` is absolute; `media_type` and `profile` as [`link_end`] takes them.
 pub fn write_link(
     bytes: &mut Vec<u8>,
     rel: &str,
     href: &str,
-    media_type: Option<&str>,
-    profile: Option<&str>,
+    media_type: Option<&'static str>,
+    profile: Option<&'static str>,
 ) {
     link_start(bytes, rel);
     push_escaped(bytes, href);
     link_end(bytes, media_type, profile);
-}
-
-/// A media type as `rs:ln type` accepts it: `type/subtype` of RFC 6838 name characters (dots
-/// and `+` included: `application/vnd.datacite.datacite+xml`), parameters cut off (SP-11).
-pub fn media_type(value: &str) -> Option<&str> {
-    let value = value.split(';').next().unwrap_or("").trim();
-    let (top, sub) = value.split_once('/')?;
-    let name = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 127
-            && s.as_bytes()[0].is_ascii_alphanumeric()
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
-    };
-    (name(top) && name(sub)).then_some(value)
 }
 
 #[cfg(test)]
@@ -118,6 +110,21 @@ mod tests {
         );
     }
 
+    /// A media type as `rs:ln type` accepts it: `type/subtype` of RFC 6838 name characters (dots
+    /// and `+` included: `application/vnd.datacite.datacite+xml`), parameters cut off (SP-11).
+    fn media_type(value: &str) -> Option<&str> {
+        let value = value.split(';').next().unwrap_or("").trim();
+        let (top, sub) = value.split_once('/')?;
+        let name = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 127
+                && s.as_bytes()[0].is_ascii_alphanumeric()
+                && s.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+        };
+        (name(top) && name(sub)).then_some(value)
+    }
+
     /// SP-11: dotted vendor types and `+` suffixes pass; parameters are cut; junk is refused.
     #[test]
     fn media_types() {
@@ -130,5 +137,20 @@ mod tests {
         assert_eq!(media_type("PDF"), None);
         assert_eq!(media_type("application/"), None);
         assert_eq!(media_type("1 page"), None);
+    }
+
+    /// SP-07, SP-11: every media type and profile the Signmap's links carry is one `rs:ln`
+    /// takes as it is ([`link_end`] writes them unchecked and unescaped).
+    #[test]
+    fn the_bridges_media_types_are_written_as_they_are() {
+        let types =
+            || crate::classify::media_types().chain(["application/xml", "application/ld+json"]);
+        for t in types() {
+            assert_eq!(media_type(t), Some(t), "{t} is not an rs:ln type");
+        }
+        for value in types().chain([crate::signposts::OAI_DC_PROFILE]) {
+            let escaped = crate::render::sitemap::escape(value);
+            assert_eq!(escaped, value, "{value} needs escaping");
+        }
     }
 }
