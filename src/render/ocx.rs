@@ -28,11 +28,29 @@ pub struct Entry<'a> {
     /// `ocx:xpath`, from the configuration.
     pub xpath: Option<&'a str>,
     /// `ocx:name`, from `dc:title`.
-    pub name: Option<&'a str>,
+    pub name: Option<Text<'a>>,
     /// `ocx:teaser`, from `dc:description`, already trimmed.
-    pub teaser: Option<&'a str>,
+    pub teaser: Option<Text<'a>>,
     /// `ocx:image`, an image content file.
     pub image: Option<&'a str>,
+}
+
+/// The text of `ocx:name` or `ocx:teaser`, as [`teaser_in`] cut it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Text<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// It holds none of the characters [`push_escaped`] escapes, as found while cutting it: it
+    /// is written as it is (most titles and descriptions; testing them again cost as much as
+    /// cutting them).
+    pub plain: bool,
+}
+
+impl<'a> From<&'a str> for Text<'a> {
+    /// A text not known to be free of characters to escape.
+    fn from(text: &'a str) -> Self {
+        Self { text, plain: false }
+    }
 }
 
 /// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
@@ -41,24 +59,28 @@ pub struct Entry<'a> {
 pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");
-    let mut element = |tag: &str, value: Option<&str>| {
+    let mut element = |tag: &str, value: Option<Text<'_>>| {
         if let Some(v) = value {
             bytes.extend_from_slice(b"<ocx:");
             bytes.extend_from_slice(tag.as_bytes());
             bytes.push(b'>');
-            push_escaped(bytes, v);
+            if v.plain {
+                bytes.extend_from_slice(v.text.as_bytes());
+            } else {
+                push_escaped(bytes, v.text);
+            }
             bytes.extend_from_slice(b"</ocx:");
             bytes.extend_from_slice(tag.as_bytes());
             bytes.push(b'>');
         }
     };
-    element("type", Some(e.kind));
-    element("format", e.format);
-    element("loc", e.meta);
-    element("xpath", e.xpath);
+    element("type", Some(e.kind.into()));
+    element("format", e.format.map(Text::from));
+    element("loc", e.meta.map(Text::from));
+    element("xpath", e.xpath.map(Text::from));
     element("name", e.name);
     element("teaser", e.teaser);
-    element("image", e.image);
+    element("image", e.image.map(Text::from));
     bytes.extend_from_slice(b"</ocx:ocx></url>\n");
 }
 
@@ -67,8 +89,8 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
 pub fn teaser(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
     use std::borrow::Cow;
     match single_spaced(text, max) {
-        Some((whole, false)) => Cow::Borrowed(whole),
-        Some((head, true)) => Cow::Owned(format!("{head}…")),
+        Some((whole, false, _)) => Cow::Borrowed(whole),
+        Some((head, true, _)) => Cow::Owned(format!("{head}…")),
         None => Cow::Owned(cut(text, max)),
     }
 }
@@ -77,17 +99,18 @@ pub fn teaser(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
 /// whitespace runs become one space: borrowed from `text` when it needs neither, else written
 /// into `buf` (the profiles' collector cuts a title and a description for every record, and a
 /// new `String` for each showed in its time).
-pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> &'a str {
+pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> Text<'a> {
     buf.clear();
     match single_spaced(text, max) {
-        Some((whole, false)) => return whole,
-        Some((head, true)) => {
+        Some((whole, false, plain)) => return Text { text: whole, plain },
+        Some((head, true, plain)) => {
             buf.push_str(head);
             buf.push('…');
+            return Text { text: buf, plain };
         }
         None => *buf = cut(text, max),
     }
-    buf
+    Text::from(buf.as_str())
 }
 
 /// [`teaser_in`] of the commonest text: ASCII words with single spaces between them, up to the
@@ -95,46 +118,62 @@ pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> &'a str 
 /// before `max` (one character is left for the ellipsis). Reads no further than the cut; `None`
 /// when the text is not like that (the general path then splits it into words). Titles and
 /// descriptions are mostly like that, and splitting every one into words was a tenth of an
-/// export with OCX. The teaser is the text returned, followed by an ellipsis when `true`.
-fn single_spaced(text: &str, max: usize) -> Option<(&str, bool)> {
+/// export with OCX. The teaser is the text returned, followed by an ellipsis when the first
+/// `bool` is `true`; the second tells that it holds no character to escape.
+fn single_spaced(text: &str, max: usize) -> Option<(&str, bool, bool)> {
     let bytes = text.as_bytes();
     // One byte past the cut tells whether the word at the cut goes on.
     let head = &bytes[..bytes.len().min(max.saturating_add(1))];
-    let plain = max > 0 && head.first() != Some(&b' ') && !odd(head);
-    if !plain {
+    let read = read(head);
+    if max == 0 || head.first() == Some(&b' ') || read & ODD != 0 {
         return None;
     }
+    // The teaser is a part of `head` (and an ellipsis).
+    let plain = read & SPECIAL == 0;
     if bytes.len() <= max {
         // All of it fits: borrowed, unless it ends in a space to trim.
-        return (bytes.last() != Some(&b' ')).then_some((text, false));
+        return (bytes.last() != Some(&b' ')).then_some((text, false, plain));
     }
     if head[max] == b' ' && text[max + 1..].trim_start().is_empty() {
         // Nothing but whitespace after the cut: all of it fits, trimmed.
-        return Some((&text[..max], false));
+        return Some((&text[..max], false, plain));
     }
     let end = match head[..max].iter().rposition(|&b| b == b' ') {
         Some(space) => space,
         // The first word alone is too long: its first `max - 1` characters.
         None => max - 1,
     };
-    Some((&text[..end], true))
+    Some((&text[..end], true, plain))
 }
 
-/// Whether `head` holds a byte [`single_spaced`] does not take: a non-ASCII byte, one below the
-/// space (the other ASCII whitespace characters, tab to carriage return, and control
-/// characters, which XML text does not carry anyway), or two spaces in a row. One branch-free
-/// `u8` fold over the pairs of bytes, which the compiler vectorises (a `bool` one, or two
-/// passes, took longer), kept out of line so that it stays vectorised.
+/// What [`read`] finds: a byte [`single_spaced`] does not take (the bits of a non-ASCII byte
+/// and of one below the space, which two spaces in a row set too)...
+const ODD: u8 = 0x81;
+/// ... and one of the characters [`push_escaped`] escapes but for the carriage return (which is
+/// [`ODD`]): `< > & ' "`.
+const SPECIAL: u8 = 0x02;
+
+/// Whether `head` holds a byte [`single_spaced`] does not take ([`ODD`]): a non-ASCII byte, one
+/// below the space (the other ASCII whitespace characters, tab to carriage return, and control
+/// characters, which XML text does not carry anyway), or two spaces in a row; and whether it
+/// holds a character to escape ([`SPECIAL`]), which spares testing the teaser again to write
+/// it. One branch-free `u8` fold over the pairs of bytes, which the compiler vectorises (a
+/// `bool` one, or two passes, took longer), kept out of line so that it stays vectorised.
 #[inline(never)]
-fn odd(head: &[u8]) -> bool {
-    let alone = |b: u8| (b & 0x80) | u8::from(b < b' ');
+fn read(head: &[u8]) -> u8 {
+    let alone = |b: u8| {
+        (b & 0x80)
+            | u8::from(b < b' ')
+            // `<` 0x3C and `>` 0x3E differ in one bit, as `&` 0x26 and `'` 0x27 do.
+            | (u8::from(b | 0x02 == b'>') | u8::from(b | 0x01 == b'\'') | u8::from(b == b'"')) << 1
+    };
     let (Some(&last), Some(rest)) = (head.last(), head.get(1..)) else {
-        return false;
+        return 0;
     };
     let pairs = head.iter().zip(rest).fold(0u8, |acc, (&a, &b)| {
         acc | alone(a) | (u8::from(a == b' ') & u8::from(b == b' '))
     });
-    (pairs | alone(last)) != 0
+    pairs | alone(last)
 }
 
 /// [`teaser_in`] of any text: its words, one space between them, up to the cut.
@@ -193,7 +232,7 @@ mod tests {
                 format: Some("JSON-LD"),
                 meta: None,
                 xpath: Some("//script[@type=\"application/ld+json\"]"),
-                name: Some("Tides & waves"),
+                name: Some("Tides & waves".into()),
                 teaser: None,
                 image: Some("https://h/r/1/cover.png"),
             },
@@ -245,7 +284,7 @@ mod tests {
         fn teaser_matches_the_reference(text in "[a-zé \t\n\u{a0}]{0,60}", max in 0usize..40) {
             proptest::prop_assert_eq!(teaser(&text, max), teaser_reference(&text, max));
             let mut buf = "left over".to_owned();
-            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf), teaser_reference(&text, max));
+            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf).text, teaser_reference(&text, max));
         }
 
         /// Every ASCII whitespace character `split_whitespace` knows (vertical tab and form feed
@@ -266,7 +305,44 @@ mod tests {
         ) {
             proptest::prop_assert_eq!(teaser(&text, max), teaser_reference(&text, max));
             let mut buf = "left over".to_owned();
-            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf), teaser_reference(&text, max));
+            proptest::prop_assert_eq!(teaser_in(&text, max, &mut buf).text, teaser_reference(&text, max));
+        }
+
+        /// SM-03: a teaser said to need no escaping holds no character to escape; one of
+        /// single-spaced ASCII words without them is said so.
+        #[test]
+        fn a_plain_teaser_needs_no_escaping(
+            text in "[a-z<>&'\"\r=?%;]{1,9}( [a-z<>&'\"=?%;]{1,9}){0,12}",
+            max in 1usize..60,
+        ) {
+            let mut buf = String::new();
+            let teaser = teaser_in(&text, max, &mut buf);
+            let escaped = crate::render::sitemap::escape(teaser.text);
+            if teaser.plain {
+                proptest::prop_assert_eq!(&escaped, teaser.text);
+            }
+            let specials = |t: &str| t.contains(['<', '>', '&', '\'', '"', '\r']);
+            if !specials(&text) {
+                proptest::prop_assert!(teaser.plain);
+            }
+            let mut bytes = Vec::new();
+            let entry = Entry { name: Some(teaser), ..an_entry() };
+            write_entry(&mut bytes, &entry, None);
+            let want = format!("<ocx:name>{escaped}</ocx:name>");
+            proptest::prop_assert!(String::from_utf8(bytes).unwrap().contains(&want));
+        }
+    }
+
+    fn an_entry() -> Entry<'static> {
+        Entry {
+            loc: "https://h/r/1",
+            kind: "https://schema.org/Thesis",
+            format: None,
+            meta: None,
+            xpath: None,
+            name: None,
+            teaser: None,
+            image: None,
         }
     }
 
