@@ -160,6 +160,11 @@ fn profiles(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("profiles");
     group.throughput(Throughput::Elements(page.records.len() as u64));
+    // Reading a page with the elements the Signmap and OCX write from.
+    let body = repository_page(500);
+    group.bench_function("parse_500", |b| {
+        b.iter(|| parse_list_records_with(body.as_bytes(), fields).unwrap())
+    });
     // A new collection each time, so that its files stay small and in the page cache: made
     // (by a first record) before the clock starts and removed after it stops.
     group.bench_function("signmap_ocx_entries_500", |b| {

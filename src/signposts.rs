@@ -141,6 +141,11 @@ struct GetRecord {
     after: String,
     /// `before` and `after` escaped for XML (the `&`s).
     xml: (String, String),
+    /// The last identifier written up to its last `:`, and that part percent-encoded. An OAI
+    /// identifier's local part follows its last `:`, and what comes before it (`oai:repo.org:`)
+    /// is shared by a repository's records: an identifier that starts the same has only the rest
+    /// encoded (encoding all of each was a twentieth of writing a Signmap entry).
+    shared: (String, Vec<u8>),
 }
 
 impl GetRecord {
@@ -161,6 +166,7 @@ impl GetRecord {
             xml: (escape(before).into_owned(), escape(after).into_owned()),
             before: before.to_owned(),
             after: after.to_owned(),
+            shared: (String::new(), Vec::new()),
         }
     }
 
@@ -171,9 +177,24 @@ impl GetRecord {
         url
     }
 
-    fn write_xml(&self, bytes: &mut Vec<u8>, id: &str) {
+    /// Appends the URL for `id`, escaped for XML (percent-encoding leaves nothing to escape in
+    /// the identifier: it encodes each byte on its own, so its parts can be encoded apart).
+    fn write_xml(&mut self, bytes: &mut Vec<u8>, id: &str) {
         bytes.extend_from_slice(self.xml.0.as_bytes());
-        push_query_value(bytes, id);
+        let (prefix, encoded) = &mut self.shared;
+        let rest = match id.strip_prefix(prefix.as_str()) {
+            Some(rest) if !prefix.is_empty() => rest,
+            _ => {
+                let end = id.rfind(':').map_or(0, |colon| colon + 1);
+                prefix.clear();
+                prefix.push_str(&id[..end]);
+                encoded.clear();
+                push_query_value(encoded, prefix);
+                &id[end..]
+            }
+        };
+        bytes.extend_from_slice(encoded);
+        push_query_value(bytes, rest);
         bytes.extend_from_slice(self.xml.1.as_bytes());
     }
 }
@@ -668,7 +689,7 @@ impl Signposts {
                     None,
                 );
             }
-            if let Some(get_record) = &self.get_record {
+            if let Some(get_record) = &mut self.get_record {
                 signmap::link_start(bytes, "describedby");
                 get_record.write_xml(bytes, &record.identifier);
                 signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
@@ -1273,20 +1294,35 @@ mod tests {
     fn the_describedby_link_is_the_get_record_request() {
         for base in ["https://h/oai/request", "https://h/oai/request?repo=a&x=1"] {
             let base = Url::parse(base).unwrap();
-            let get_record = GetRecord::new(&base);
-            let id = "oai:h:a b/é&<";
-            let expected = request_url(
-                &base,
-                &[
-                    ("verb", "GetRecord"),
-                    ("identifier", id),
-                    ("metadataPrefix", "oai_dc"),
-                ],
-            );
-            assert_eq!(get_record.url(id), expected);
-            let mut xml = Vec::new();
-            get_record.write_xml(&mut xml, id);
-            assert_eq!(String::from_utf8(xml).unwrap(), escape(&expected));
+            let mut get_record = GetRecord::new(&base);
+            // One writer for identifiers that share what comes before their last colon, and
+            // for others: the same URLs as each encoded whole.
+            for id in [
+                "oai:h:a b/é&<",
+                "oai:h:a b/é&<:2",
+                "oai:h:a b/é&<:3",
+                "oai:h:1",
+                "oai:h:",
+                "oai:h:",
+                "no-colon&",
+                "oai:h:2",
+                "oai:other:2",
+                ":",
+                "",
+            ] {
+                let expected = request_url(
+                    &base,
+                    &[
+                        ("verb", "GetRecord"),
+                        ("identifier", id),
+                        ("metadataPrefix", "oai_dc"),
+                    ],
+                );
+                assert_eq!(get_record.url(id), expected);
+                let mut xml = Vec::new();
+                get_record.write_xml(&mut xml, id);
+                assert_eq!(String::from_utf8(xml).unwrap(), escape(&expected), "{id}");
+            }
         }
     }
 

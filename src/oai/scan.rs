@@ -73,7 +73,7 @@ pub fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<L
         capture: None,
         buf: String::new(),
         record: Record::default(),
-        values: Values::default(),
+        values: Values::for_page(text.len(), fields),
         dc_start: 0,
         error_code: String::new(),
         token: Token::default(),
