@@ -160,6 +160,16 @@ fn profiles(c: &mut Criterion) {
     };
     let mut group = c.benchmark_group("profiles");
     group.throughput(Throughput::Elements(page.records.len() as u64));
+    // Classifying a page's identifiers as the profiles read them (with media types).
+    group.bench_function("classify_500", |b| {
+        b.iter(|| {
+            for record in &page.records {
+                for value in &record.dc_identifiers {
+                    std::hint::black_box(class(value, &scope));
+                }
+            }
+        })
+    });
     // Reading a page with the elements the Signmap and OCX write from.
     let body = repository_page(500);
     group.bench_function("parse_500", |b| {

@@ -136,11 +136,14 @@ pub fn content_type(url: &Url) -> Option<&'static str> {
 }
 
 fn content_type_of_path(path: &str) -> Option<&'static str> {
-    let segment = path.rsplit('/').next()?;
-    let (_, ext) = segment.rsplit_once('.')?;
+    // Found by bytes: splitting at a `char` searched for its last byte, then compared the
+    // whole encoding again (a path is short, and every identifier's is read).
+    let path = path.as_bytes();
+    let segment = &path[path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..];
+    let ext = &segment[segment.iter().rposition(|&b| b == b'.')? + 1..];
     CONTENT_TYPES
         .iter()
-        .find(|(e, _)| ext.eq_ignore_ascii_case(e))
+        .find(|(e, _)| ext.eq_ignore_ascii_case(e.as_bytes()))
         .map(|&(_, t)| t)
 }
 
@@ -682,6 +685,21 @@ mod tests {
                 proptest::prop_assert_eq!(Url::parse(&value).map(String::from).ok(), Some(value.clone()));
                 proptest::prop_assert_eq!(classify(&value, &scope), classify_parsed(&value, &scope));
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// A content file's media type is found from its path's last segment's extension, as
+        /// splitting the path as a string finds it.
+        #[test]
+        fn content_types_from_the_last_extension(path in "(/[a-zA-Z0-9.é-]{0,8}){0,4}(\\.(pdf|PDF|Pdf|tar\\.gz|gz|jpeg|xyz|))?") {
+            let reference = path
+                .rsplit('/')
+                .next()
+                .and_then(|segment| segment.rsplit_once('.'))
+                .and_then(|(_, ext)| CONTENT_TYPES.iter().find(|(e, _)| ext.eq_ignore_ascii_case(e)))
+                .map(|&(_, t)| t);
+            proptest::prop_assert_eq!(content_type_of_path(&path), reference);
         }
     }
 
