@@ -141,10 +141,11 @@ struct GetRecord {
     after: String,
     /// `before` and `after` escaped for XML (the `&`s).
     xml: (String, String),
-    /// The last identifier written up to its last `:`, and that part percent-encoded. An OAI
-    /// identifier's local part follows its last `:`, and what comes before it (`oai:repo.org:`)
-    /// is shared by a repository's records: an identifier that starts the same has only the rest
-    /// encoded (encoding all of each was a twentieth of writing a Signmap entry).
+    /// The last identifier written up to its last `:`, and that part percent-encoded: an
+    /// identifier that starts the same has only the rest encoded. A repository's identifiers
+    /// mostly share all but what follows the last colon (`oai:repo.org:` + a number); one whose
+    /// local part holds colons too (`oai:h:10.1/x:v2`) just finds it less often. Encoding all
+    /// of each was a twentieth of writing a Signmap entry.
     shared: (String, Vec<u8>),
 }
 
@@ -685,14 +686,14 @@ impl Signposts {
                     bytes,
                     "describedby",
                     url.as_str(),
-                    Some("application/ld+json"),
+                    Some(signmap::JSON_LD),
                     None,
                 );
             }
             if let Some(get_record) = &mut self.get_record {
                 signmap::link_start(bytes, "describedby");
                 get_record.write_xml(bytes, &record.identifier);
-                signmap::link_end(bytes, Some("application/xml"), Some(OAI_DC_PROFILE));
+                signmap::link_end(bytes, Some(signmap::XML), Some(OAI_DC_PROFILE));
             }
             for (url, media_type) in found.items() {
                 signmap::write_link(bytes, "item", url, Some(media_type), None);

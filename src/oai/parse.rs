@@ -88,10 +88,12 @@ impl Values {
         true
     }
 
-    /// Room for the values of a page of `bytes`, read for `fields`: its text holds them all, so
-    /// the buffer never grows (growing it a few times a page freed large blocks, on each of
-    /// which glibc sorts every small free block it holds: reading a page with the profiles'
-    /// elements took 3% longer so, in the `parse_500` bench).
+    /// Room for the values of a page of `bytes`, read for `fields`: their text is never longer
+    /// than the page, so its buffer never grows (growing it a few times a page freed large
+    /// blocks, on each of which glibc sorts every small free block it holds: reading a page
+    /// with the profiles' elements took 3% longer so, in the `parse_500` bench); the spans get
+    /// a guess, and grow on pages of many short values. Only the pages touched are memory in
+    /// use, and the buffer goes with the page's records.
     pub(crate) fn for_page(bytes: usize, fields: Fields) -> Self {
         if !fields.any() {
             return Self::default();

@@ -42,8 +42,9 @@ pub struct Text<'a> {
     pub text: &'a str,
     /// It holds none of the characters [`push_escaped`] escapes, as found while cutting it: it
     /// is written as it is (most titles and descriptions; testing them again took 2% of
-    /// writing a Signmap and OCX entry).
-    pub plain: bool,
+    /// writing a Signmap and OCX entry). Set by [`teaser_in`] alone: outside the crate a text
+    /// is made with `From<&str>`, which leaves it to be escaped.
+    pub(crate) plain: bool,
 }
 
 impl<'a> From<&'a str> for Text<'a> {
@@ -165,7 +166,7 @@ fn read(head: &[u8]) -> u8 {
         (b & 0x80)
             | u8::from(b < b' ')
             // `<` 0x3C and `>` 0x3E differ in one bit, as `&` 0x26 and `'` 0x27 do.
-            | (u8::from(b | 0x02 == b'>') | u8::from(b | 0x01 == b'\'') | u8::from(b == b'"')) << 1
+            | (u8::from((b | 0x02) == b'>') | u8::from((b | 0x01) == b'\'') | u8::from(b == b'"')) << 1
     };
     let (Some(&last), Some(rest)) = (head.last(), head.get(1..)) else {
         return 0;

@@ -13,6 +13,13 @@ pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
 pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
+/// The media type of the `describedby` link to a record's `GetRecord` response (with
+/// [`crate::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
+pub const XML: &str = "application/xml";
+
+/// The media type of the `describedby` link to a record's CDIF document.
+pub const JSON_LD: &str = "application/ld+json";
+
 /// Appends the start of one typed link (SP-03), up to the opening quote of its `href`: the
 /// caller writes the href, escaped, then [`link_end`]. For hrefs spelled out piece by piece
 /// (the `GetRecord` URL); [`write_link`] writes a whole one.
@@ -24,9 +31,9 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
 /// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
-/// (constants, and the media types of its table of file extensions,
-/// [`crate::classify::media_types`]), written as they are: a test holds each a valid `rs:ln`
-/// type free of characters to escape, which spares checking them in every entry.
+/// ([`XML`], [`JSON_LD`], [`crate::signposts::OAI_DC_PROFILE`], and the media types of its table
+/// of file extensions, [`crate::classify::media_types`]), written as they are: a test holds each
+/// a valid `rs:ln` type free of characters to escape, which spares checking them in every entry.
 pub fn link_end(
     bytes: &mut Vec<u8>,
     media_type: Option<&'static str>,
@@ -143,8 +150,7 @@ mod tests {
     /// takes as it is ([`link_end`] writes them unchecked and unescaped).
     #[test]
     fn the_bridges_media_types_are_written_as_they_are() {
-        let types =
-            || crate::classify::media_types().chain(["application/xml", "application/ld+json"]);
+        let types = || crate::classify::media_types().chain([XML, JSON_LD]);
         for t in types() {
             assert_eq!(media_type(t), Some(t), "{t} is not an rs:ln type");
         }
