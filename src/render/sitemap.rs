@@ -109,7 +109,9 @@ pub fn escape(value: &str) -> Cow<'_, str> {
     if !needs_escape(value) {
         return Cow::Borrowed(value);
     }
-    quick_xml::escape::escape(value)
+    let mut out = Vec::with_capacity(value.len() + 16);
+    push_escaped(&mut out, value);
+    Cow::Owned(String::from_utf8(out).expect("escaping keeps UTF-8 whole"))
 }
 
 /// Whether `value` holds one of the characters [`escape`] escapes.
