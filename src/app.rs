@@ -158,6 +158,7 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     policy.accept_shrink = args.accept_shrink;
     let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
     let cdif = args.cdif || repo.is_some_and(|r| r.cdif);
+    let cdif_list = args.cdif_list || repo.is_some_and(|r| r.cdif_list);
     let ocx = repo
         .and_then(|r| r.ocx.clone())
         .or_else(|| args.ocx.then(config::OcxConfig::default));
@@ -183,11 +184,12 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 sets,
                 from,
                 until,
-                fields: crate::pipeline::fields_for(signmap, ocx.is_some(), cdif),
+                fields: crate::pipeline::fields_for(signmap, ocx.is_some(), cdif || cdif_list),
             },
             signmap,
             ocx,
             cdif,
+            cdif_list,
             diwoo,
             scope,
             limits,
@@ -444,9 +446,7 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     for repo in &gateway.repos {
         let job = &repo.job;
         let mut indexes = job.index_names();
-        if job.cdif {
-            indexes.push(crate::pipeline::CDIF_INDEX_NAME.to_owned());
-        }
+        indexes.extend(job.cdif_index_names().into_iter().map(str::to_owned));
         for (i, index) in indexes.iter().enumerate() {
             let name = if i == 0 {
                 repo.config.name.as_str()

@@ -142,6 +142,11 @@ pub struct ExportArgs {
     /// (cdif-sitemap.xml), announced in robots.txt for `User-agent: CDIF1.0`.
     #[arg(long)]
     pub cdif: bool,
+    /// Also write CDIF's metadata lists: the same JSON-LD documents gathered in schema.org
+    /// ItemLists (cdif-list-N.jsonld, profile CDIF-list-1.0), listed in cdif-list-sitemap.xml,
+    /// announced for `User-agent: CDIF1.0`. Without --cdif, the documents are in the lists only.
+    #[arg(long)]
+    pub cdif_list: bool,
     /// DiWoo: publish the records of set SPEC under Woo information category N (1-17), in
     /// sitemapindex-diwoo-infocatNNN.xml (repeatable; replaces the configuration's table).
     #[arg(long = "diwoo", value_name = "SPEC=N")]

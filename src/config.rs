@@ -100,6 +100,7 @@ struct RawRepository {
     gzip: Option<bool>,
     signmap: Option<bool>,
     cdif: Option<bool>,
+    cdif_list: Option<bool>,
     #[serde(default)]
     diwoo: std::collections::BTreeMap<String, i64>,
     ocx: Option<RawOcx>,
@@ -283,6 +284,8 @@ pub struct RepositoryConfig {
     pub signmap: bool,
     /// Also publish CDIF JSON-LD documents and their sitemap.
     pub cdif: bool,
+    /// Also publish CDIF's metadata lists (`ItemList`s of the documents) and their sitemap.
+    pub cdif_list: bool,
     /// DiWoo: setSpec -> Woo information category (1-17), one sitemap index per category.
     pub diwoo: Vec<(String, u8)>,
     /// The OCX sitemap, when `[repository.ocx]` is present (and not `enabled = false`).
@@ -516,6 +519,7 @@ impl Config {
                 gzip: r.gzip.unwrap_or(false),
                 signmap: r.signmap.unwrap_or(false),
                 cdif: r.cdif.unwrap_or(false),
+                cdif_list: r.cdif_list.unwrap_or(false),
                 diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
                 ocx: match r.ocx {
                     Some(raw) => {
@@ -839,9 +843,10 @@ mod tests {
             (d.limits.max_urls, d.limits.max_bytes, d.gzip)
         );
         assert_eq!(
-            (r.signmap, r.cdif, &r.diwoo, r.refresh_interval, &r.policy),
-            (d.signmap, d.cdif, &d.diwoo, d.refresh_interval, &d.policy)
+            (r.signmap, r.cdif, r.cdif_list, &r.diwoo, r.refresh_interval),
+            (d.signmap, d.cdif, d.cdif_list, &d.diwoo, d.refresh_interval)
         );
+        assert_eq!(&r.policy, &d.policy);
         assert!(r.ocx.is_none() && d.ocx.is_none());
         for key in [
             "listen",
@@ -874,6 +879,7 @@ mod tests {
             "gzip",
             "signmap",
             "cdif",
+            "cdif_list",
             "diwoo",
             "refresh_interval_secs",
             "full_harvest_interval_secs",

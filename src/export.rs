@@ -281,6 +281,16 @@ impl ExportSummary {
             );
             let _ = writeln!(out, "  CDIF sitemap    {url}");
         }
+        if let (Some((url, lists)), Some(s)) = (&b.cdif_lists, &b.landing) {
+            let _ = writeln!(
+                out,
+                "  CDIF lists      {} documents in {lists} ItemLists, cdif-list-N.jsonld (serve them as {}); not published: no_landing_page {}",
+                s.published,
+                crate::render::cdif::LIST_CONTENT_TYPE,
+                s.no_landing_page
+            );
+            let _ = writeln!(out, "  CDIF list index {url}");
+        }
         for d in &b.diwoo {
             let _ = writeln!(
                 out,

@@ -14,6 +14,7 @@ use crate::inventory::{Inventory, InventoryFull, Published, Stats};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::progress::Progress;
+use crate::render::cdif::ItemLists;
 use crate::render::robots::{render_cdif_group, render_robots};
 use crate::render::sitemap::{
     Layout, URLSET_OPEN, Urlsets, entries as sitemap_entries, render_index, render_laid_out,
@@ -84,6 +85,9 @@ pub struct Job {
     pub ocx: Option<crate::config::OcxConfig>,
     /// Also write each record's CDIF JSON-LD (`cdif/*.jsonld`) and the CDIF sitemap.
     pub cdif: bool,
+    /// Also write CDIF's metadata lists (`cdif-list-N.jsonld`, schema.org `ItemList`s of the
+    /// same documents) and their sitemap.
+    pub cdif_list: bool,
     /// DiWoo: setSpec -> Woo information category; one index per category.
     pub diwoo: Vec<(String, u8)>,
     /// Where the files will be served: a directory URL.
@@ -182,6 +186,8 @@ pub struct Built {
     pub ocx: Option<(SignStats, Url)>,
     /// The CDIF sitemap index, when the job made one.
     pub cdif_index: Option<Url>,
+    /// The index of the CDIF lists' sitemap and the number of lists, when the job made them.
+    pub cdif_lists: Option<(Url, usize)>,
     /// The counts of the landing-page profiles (Signmap, OCX, CDIF), when any is on.
     pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
@@ -201,6 +207,7 @@ impl Built {
             signmap: landing.clone().zip(rendered.signmap_index),
             ocx: landing.clone().zip(rendered.ocx_index),
             cdif_index: rendered.cdif_index,
+            cdif_lists: rendered.cdif_lists,
             landing,
             diwoo: rendered.diwoo,
         }
@@ -310,7 +317,7 @@ impl Collectors {
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
-        let signposts = if job.signmap || job.ocx.is_some() || job.cdif {
+        let signposts = if job.signmap || job.ocx.is_some() || job.cdif || job.cdif_list {
             let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
             if let Some(dir) = &job.spill_dir {
                 s = s.spill_in(dir.parent.clone(), dir.linked);
@@ -321,8 +328,8 @@ impl Collectors {
             if let Some(config) = &job.ocx {
                 s = s.with_ocx(config.clone());
             }
-            if job.cdif {
-                s = s.with_cdif(job.public_url.clone())?;
+            if job.cdif || job.cdif_list {
+                s = s.with_cdif(job.cdif.then(|| job.public_url.clone()))?;
             }
             Some(s)
         } else {
@@ -526,6 +533,10 @@ pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
 pub const OCX_INDEX_NAME: &str = "ocx.xml";
 /// Name of the CDIF sitemap index.
 pub const CDIF_INDEX_NAME: &str = "cdif-sitemap.xml";
+/// Name of the index of the sitemap of CDIF's metadata lists.
+pub const CDIF_LIST_INDEX_NAME: &str = "cdif-list-sitemap.xml";
+/// Prefix of CDIF's metadata lists' names (`cdif-list-1.jsonld`).
+pub const CDIF_LIST_PREFIX: &str = "cdif-list";
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
 /// profile the job asks for (Signmap, DiWoo).
@@ -603,26 +614,56 @@ pub fn render<S: FileSink>(
         indexes.extend(ocx_index.clone());
     }
     let mut cdif_index = None;
-    if let Some(signposts) = harvested.signposts.as_ref().filter(|_| job.cdif) {
+    let mut cdif_lists = None;
+    if let Some(signposts) = harvested
+        .signposts
+        .as_ref()
+        .filter(|_| job.cdif || job.cdif_list)
+    {
+        // One pass over the documents for both forms: each on its own, and in lists.
         let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
+        let mut lists = Shards::new(&job.public_url, CDIF_LIST_PREFIX, "jsonld");
+        let mut item_lists = job.cdif_list.then(|| ItemLists::new(job.limits));
         for doc in signposts.cdif_documents()? {
             let (name, lastmod, bytes) = doc?;
-            sink.put_document(&name, &bytes, lastmod)
-                .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-            locs.push((join(&job.public_url, &name).to_string(), lastmod));
+            if let Some(l) = &mut item_lists {
+                l.add(&bytes, lastmod, |list| lists.put(sink, list))?;
+            }
+            if job.cdif {
+                sink.put_document(&name, &bytes, lastmod)
+                    .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+                locs.push((join(&job.public_url, &name).to_string(), lastmod));
+            }
         }
-        let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
-        let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
-        render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-        cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
+        if job.cdif {
+            let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
+            let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
+            render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
+            cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
+        }
+        if let Some(l) = item_lists {
+            l.finish(|list| lists.put(sink, list))?;
+            // The lists are listed in a sitemap of their own (an index lists sitemaps only).
+            let mut shards = Shards::new(&job.public_url, "cdif-list-sitemap", "xml");
+            let items = lists.entries.iter().map(|(u, d)| (u.as_str(), *d));
+            render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
+            let count = lists.names.len();
+            cdif_lists = shards
+                .finish(sink, CDIF_LIST_INDEX_NAME)?
+                .map(|url| (url, count));
+        }
     }
     if tap.is_none() {
         diwoo.add_all(sink, published)?;
     }
     let diwoo = diwoo.finish(sink, &mut indexes)?;
     let mut robots = render_robots(indexes.iter().map(Url::as_str));
-    if let Some(url) = &cdif_index {
-        robots.push_str(&render_cdif_group(url.as_str()));
+    let cdif_sitemaps: Vec<&str> = (cdif_index.iter())
+        .chain(cdif_lists.iter().map(|(url, _)| url))
+        .map(Url::as_str)
+        .collect();
+    if !cdif_sitemaps.is_empty() {
+        robots.push_str(&render_cdif_group(cdif_sitemaps));
     }
     sink.put("robots.txt", robots.as_bytes())
         .map_err(|e| PipelineError::Sink(Box::new(e)))?;
@@ -633,6 +674,7 @@ pub fn render<S: FileSink>(
         signmap_index,
         ocx_index,
         cdif_index,
+        cdif_lists,
         diwoo,
         layout,
     })
@@ -860,12 +902,16 @@ impl Job {
     /// Whether the job publishes only the plain sitemap: no profile needs the records, so a
     /// refresh can patch the published sitemap ([`crate::patch`]).
     pub fn sitemap_only(&self) -> bool {
-        !self.signmap && self.ocx.is_none() && !self.cdif && self.diwoo.is_empty()
+        !self.signmap
+            && self.ocx.is_none()
+            && !self.cdif
+            && !self.cdif_list
+            && self.diwoo.is_empty()
     }
 
     /// The indexes the job publishes, in robots.txt order: the sitemap index, then the Signmap,
-    /// OCX and DiWoo indexes its profiles ask for. CDIF's sitemap is apart ([`Job::cdif`]),
-    /// as robots.txt announces it in a group of its own.
+    /// OCX and DiWoo indexes its profiles ask for. CDIF's sitemaps are apart ([`Job::cdif`],
+    /// [`Job::cdif_list`]), as robots.txt announces them in a group of their own.
     pub fn index_names(&self) -> Vec<String> {
         let mut names = vec![INDEX_NAME.to_owned()];
         if self.signmap {
@@ -878,6 +924,17 @@ impl Job {
             self.diwoo.iter().map(|(_, n)| *n).collect();
         names.extend(categories.into_iter().map(diwoo_index_name));
         names
+    }
+
+    /// The CDIF sitemaps' indexes the job publishes: of the documents, of the lists.
+    pub fn cdif_index_names(&self) -> Vec<&'static str> {
+        [
+            (self.cdif, CDIF_INDEX_NAME),
+            (self.cdif_list, CDIF_LIST_INDEX_NAME),
+        ]
+        .into_iter()
+        .filter_map(|(on, name)| on.then_some(name))
+        .collect()
     }
 }
 
@@ -896,6 +953,8 @@ pub struct Rendered {
     pub ocx_index: Option<Url>,
     /// The CDIF sitemap index, when one was written.
     pub cdif_index: Option<Url>,
+    /// The index of the CDIF lists' sitemap and the number of lists, when lists were written.
+    pub cdif_lists: Option<(Url, usize)>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
     /// The sitemap's layout after this render, to follow next time.
@@ -947,6 +1006,7 @@ pub(crate) mod tests {
             signmap: false,
             ocx: None,
             cdif: false,
+            cdif_list: false,
             diwoo: diwoo.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
             public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
             spill_dir: None,

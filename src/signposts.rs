@@ -111,8 +111,8 @@ pub struct Signposts {
     /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
     /// Static Repository without an http(s) baseURL), and its plain form for CDIF.
     get_record: Option<GetRecord>,
-    /// The URL of the CDIF documents' folder (`{documents}cdif/`), when CDIF is on: each
-    /// Signmap entry links its record's document, and OCX points at it.
+    /// The URL of the CDIF documents' folder (`{documents}cdif/`), when they are published one
+    /// by one: each Signmap entry links its record's document, and OCX points at it.
     documents: Option<String>,
     /// Shard limits of the Signmap and OCX.
     limits: Limits,
@@ -591,17 +591,20 @@ impl Signposts {
         self
     }
 
-    /// Also make each record's CDIF document, to be published under `documents` (a directory
-    /// URL, which file names are joined onto); the other profiles then link to it. Call before
-    /// [`Signposts::add`].
-    pub fn with_cdif(mut self, documents: Url) -> Result<Self, CollectError> {
-        if documents.cannot_be_a_base() {
-            return Err(CollectError::Documents(documents));
+    /// Also make each record's CDIF document: to be published each under `documents` (a
+    /// directory URL, which file names are joined onto), which the other profiles then link
+    /// to; with no `documents`, only gathered into CDIF's metadata lists, and not linked. Call
+    /// before [`Signposts::add`].
+    pub fn with_cdif(mut self, documents: Option<Url>) -> Result<Self, CollectError> {
+        if let Some(documents) = documents {
+            if documents.cannot_be_a_base() {
+                return Err(CollectError::Documents(documents));
+            }
+            let folder = documents
+                .join(CDIF_DIR)
+                .map_err(|_| CollectError::Documents(documents.clone()))?;
+            self.documents = Some(folder.into());
         }
-        let folder = documents
-            .join(CDIF_DIR)
-            .map_err(|_| CollectError::Documents(documents.clone()))?;
-        self.documents = Some(folder.into());
         self.cdif = Some(Spill::new()?);
         Ok(self)
     }
@@ -663,10 +666,7 @@ impl Signposts {
             ],
             record.dc_values(DcElement::Type),
         );
-        let hash = self
-            .documents
-            .is_some()
-            .then(|| cdif_hash(&record.identifier));
+        let hash = self.cdif.is_some().then(|| cdif_hash(&record.identifier));
         // The document's URL, for the other profiles to link: the folder's URL and the name
         // (what joining the name onto the documents' URL gives).
         let document = self
@@ -1534,7 +1534,7 @@ mod tests {
                 default_type: Some("https://schema.org/CreativeWork".into()),
                 ..OcxConfig::default()
             })
-            .with_cdif(public.clone())
+            .with_cdif(Some(public.clone()))
             .unwrap();
         let mut records = Vec::new();
         for id in ["oai:h:1", "oai:h:2"] {
@@ -1691,7 +1691,7 @@ mod tests {
         let s = Signposts::new(TypeMap::default(), Some(&base), limits)
             .with_signmap()
             .with_ocx(config)
-            .with_cdif(Url::parse("https://g/").unwrap())
+            .with_cdif(Some(Url::parse("https://g/").unwrap()))
             .unwrap();
         let mut records = Vec::new();
         for (i, &(id, day, deleted, landing, typed)) in occurrences.iter().enumerate() {

@@ -16,11 +16,21 @@
 //! | `license` | the first `dc:rights` that is a URL |
 //! | `identifier` | the DOI or Handle, as its resolver URL |
 //! | `subjectOf` | the oai_dc record (`GetRecord`), as `DataDownload` with `encodingFormat` |
+//!
+//! CDIF's metadata list form (its option 3) gathers the same documents into schema.org
+//! `ItemList`s ([`ItemLists`], `application/ld+json; profile="CDIF-list-1.0"`).
+
+use std::io::Write as _;
 
 use serde::Serialize;
 
+use super::{Limits, Shard};
+use crate::datestamp::Datestamp;
+
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
+/// Content-Type of a CDIF metadata list: an `ItemList` of documents.
+pub const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
 /// The user agent CDIF-aware harvesters read robots.txt as.
 pub const USER_AGENT: &str = "CDIF1.0";
 
@@ -149,6 +159,104 @@ pub fn document(f: &Fields<'_>) -> String {
     serde_json::to_string(&doc).expect("serialising borrowed strings cannot fail")
 }
 
+/// A list's start: the documents' context is the list's too.
+const LIST_OPEN: &str =
+    "{\"@context\":\"https://schema.org/\",\"@type\":\"ItemList\",\"itemListElement\":[\n";
+/// An item's start, before its position.
+const ITEM_OPEN: &str = "{\"@type\":\"ListItem\",\"position\":";
+/// Between an item's position and its document.
+const ITEM_DOCUMENT: &str = ",\"item\":";
+/// A list's end, before its number of items (which is known only there: JSON does not order an
+/// object's members) and after it.
+const LIST_COUNT: &str = "\n],\"numberOfItems\":";
+const LIST_CLOSE: &str = "}\n";
+/// The longest end: the number of items has at most five digits (`max_urls` <= 50,000).
+const LIST_END_MAX: usize = LIST_COUNT.len() + 5 + LIST_CLOSE.len();
+
+/// Splits documents, added one at a time, into CDIF metadata lists: schema.org `ItemList`s of
+/// at most `limits.max_urls` items and `limits.max_bytes` bytes, one item a line, each item a
+/// `ListItem` holding a document as it is served on its own (its `@context` included, so that
+/// an item taken out of the list is the same document). A list is handed to the `emit` of the
+/// add whose document does not fit in it, the last one to [`ItemLists::finish`]. One list is
+/// in memory at a time.
+#[derive(Debug)]
+#[must_use = "the last list is emitted by `finish`"]
+pub struct ItemLists {
+    limits: Limits,
+    /// The list being filled (`urls` counts its items).
+    list: Shard,
+}
+
+impl ItemLists {
+    /// A splitter into lists within `limits`.
+    pub fn new(limits: Limits) -> Self {
+        let mut bytes = Vec::with_capacity(64 * 1024);
+        bytes.extend_from_slice(LIST_OPEN.as_bytes());
+        Self {
+            limits,
+            list: Shard {
+                bytes,
+                urls: 0,
+                newest: None,
+            },
+        }
+    }
+
+    /// Appends `document` (its record's datestamp: `lastmod`); when it does not fit, the list
+    /// before it is closed and handed to `emit` first. A document too large for an empty list
+    /// is a list of its own.
+    pub fn add<E>(
+        &mut self,
+        document: &[u8],
+        lastmod: Option<Datestamp>,
+        emit: impl FnOnce(&Shard) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let list = &self.list;
+        // ",\n" before it, the position's digits (at most five), the braces.
+        let len = 2 + ITEM_OPEN.len() + 5 + ITEM_DOCUMENT.len() + document.len() + 1;
+        if list.urls > 0
+            && (list.urls == self.limits.max_urls
+                || list.bytes.len() + len + LIST_END_MAX > self.limits.max_bytes)
+        {
+            self.close();
+            emit(&self.list)?;
+            self.list.bytes.clear();
+            self.list.bytes.extend_from_slice(LIST_OPEN.as_bytes());
+            self.list.urls = 0;
+            self.list.newest = None;
+        }
+        let list = &mut self.list;
+        if list.urls > 0 {
+            list.bytes.extend_from_slice(b",\n");
+        }
+        list.urls += 1;
+        list.bytes.extend_from_slice(ITEM_OPEN.as_bytes());
+        write!(list.bytes, "{}", list.urls).expect("writing into a Vec cannot fail");
+        list.bytes.extend_from_slice(ITEM_DOCUMENT.as_bytes());
+        list.bytes.extend_from_slice(document);
+        list.bytes.push(b'}');
+        list.newest = list.newest.max(lastmod);
+        Ok(())
+    }
+
+    /// Hands the last list, if it holds any document, to `emit`.
+    pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<(), E> {
+        if self.list.urls == 0 {
+            return Ok(());
+        }
+        self.close();
+        emit(&self.list)
+    }
+
+    /// Writes the list's end.
+    fn close(&mut self) {
+        let list = &mut self.list;
+        list.bytes.extend_from_slice(LIST_COUNT.as_bytes());
+        write!(list.bytes, "{}", list.urls).expect("writing into a Vec cannot fail");
+        list.bytes.extend_from_slice(LIST_CLOSE.as_bytes());
+    }
+}
+
 /// A `dc:date` as schema.org `Date` when it starts with `YYYY`, `YYYY-MM` or `YYYY-MM-DD`.
 fn date(value: &str) -> Option<&str> {
     let v = value.trim();
@@ -228,5 +336,112 @@ mod tests {
         assert_eq!(date("20201"), None);
         assert_eq!(date("May 2020"), None);
         assert_eq!(date("2020-5-6"), Some("2020"));
+    }
+
+    /// Lists a document per item, in order, split on both limits, each list a JSON-LD
+    /// `ItemList` whose items are the documents unchanged.
+    #[test]
+    fn item_lists_split_on_both_limits() {
+        let docs: Vec<String> = (1..=7)
+            .map(|i| {
+                document(&Fields {
+                    url: &format!("https://h/r/{i}"),
+                    titles: vec!["T"],
+                    ..Fields::default()
+                })
+            })
+            .collect();
+        let day = |d: u32| Datestamp::parse(&format!("2024-01-{d:02}"));
+        let split = |limits: Limits| {
+            let mut lists: Vec<(Value, usize, Option<Datestamp>)> = Vec::new();
+            let mut emit = |list: &Shard| {
+                assert!(list.bytes.len() <= limits.max_bytes, "{}", list.bytes.len());
+                let text = std::str::from_utf8(&list.bytes).unwrap();
+                lists.push((serde_json::from_str(text).unwrap(), list.urls, list.newest));
+                Ok::<(), ()>(())
+            };
+            let mut l = ItemLists::new(limits);
+            for (i, doc) in docs.iter().enumerate() {
+                l.add(doc.as_bytes(), day(7 - i as u32), &mut emit).unwrap();
+            }
+            l.finish(&mut emit).unwrap();
+            lists
+        };
+        let by_count = split(Limits {
+            max_urls: 3,
+            max_bytes: 1 << 20,
+        });
+        assert_eq!(by_count.iter().map(|l| l.1).collect::<Vec<_>>(), [3, 3, 1]);
+        // The newest datestamp of each list is its first document's here.
+        assert_eq!(by_count[1].2, day(4));
+        let (first, ..) = &by_count[0];
+        assert_eq!(first["@context"], "https://schema.org/");
+        assert_eq!(first["@type"], "ItemList");
+        assert_eq!(first["numberOfItems"], 3);
+        let items = first["itemListElement"].as_array().unwrap();
+        for (k, item) in items.iter().enumerate() {
+            assert_eq!(item["@type"], "ListItem");
+            assert_eq!(item["position"], k + 1);
+            let alone: Value = serde_json::from_str(&docs[k]).unwrap();
+            assert_eq!(item["item"], alone);
+        }
+        assert_eq!(
+            by_count[2].0["itemListElement"][0]["item"]["@id"],
+            "https://h/r/7"
+        );
+        // Room for two documents and the list's frame, not three.
+        let max_bytes = LIST_OPEN.len() + 2 * (docs[0].len() + 60) + LIST_END_MAX;
+        let by_bytes = split(Limits {
+            max_urls: 50_000,
+            max_bytes,
+        });
+        assert_eq!(
+            by_bytes.iter().map(|l| l.1).collect::<Vec<_>>(),
+            [2, 2, 2, 1]
+        );
+        let ids: Vec<Value> = by_bytes
+            .iter()
+            .flat_map(|(v, ..)| v["itemListElement"].as_array().unwrap().clone())
+            .map(|item| item["item"]["@id"].clone())
+            .collect();
+        assert_eq!(
+            ids,
+            (1..=7)
+                .map(|i| json!(format!("https://h/r/{i}")))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// No document, no list; a document larger than a list may be is a list of its own.
+    #[test]
+    fn item_lists_empty_and_oversized() {
+        let limits = Limits {
+            max_urls: 10,
+            max_bytes: 200,
+        };
+        let mut count = 0;
+        ItemLists::new(limits)
+            .finish(|_| {
+                count += 1;
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        assert_eq!(count, 0);
+        let big = format!("{{\"name\":\"{}\"}}", "x".repeat(300));
+        let mut lists = Vec::new();
+        let mut l = ItemLists::new(limits);
+        for _ in 0..2 {
+            l.add(big.as_bytes(), None, |s: &Shard| {
+                lists.push(s.urls);
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+        }
+        l.finish(|s| {
+            lists.push(s.urls);
+            Ok::<(), ()>(())
+        })
+        .unwrap();
+        assert_eq!(lists, [1, 1]);
     }
 }

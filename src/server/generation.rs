@@ -107,8 +107,14 @@ pub struct Summary {
 /// What a generation's CDIF documents are.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CdifSummary {
-    /// Absolute URL of the CDIF sitemap index.
-    pub index_url: String,
+    /// Absolute URL of the CDIF sitemap index, when the documents are published one by one.
+    pub index_url: Option<String>,
+    /// Absolute URL of the index of the CDIF lists' sitemap, when there are lists.
+    #[serde(default)]
+    pub lists_index_url: Option<String>,
+    /// Metadata lists (`ItemList`s) published.
+    #[serde(default)]
+    pub lists: u64,
     /// Documents published.
     pub documents: u64,
     /// Live records without a landing page inside the scope (no document).

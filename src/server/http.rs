@@ -22,7 +22,10 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
 use super::{Gateway, Repo};
-use crate::pipeline::{CDIF_INDEX_NAME, INDEX_NAME, OCX_INDEX_NAME, SIGNMAP_INDEX_NAME};
+use crate::pipeline::{
+    CDIF_INDEX_NAME, CDIF_LIST_INDEX_NAME, CDIF_LIST_PREFIX, INDEX_NAME, OCX_INDEX_NAME,
+    SIGNMAP_INDEX_NAME,
+};
 
 /// The response type of every handler.
 pub type Answer = Response<Full<Bytes>>;
@@ -152,6 +155,7 @@ fn is_index_name(name: &str) -> bool {
         SIGNMAP_INDEX_NAME,
         OCX_INDEX_NAME,
         CDIF_INDEX_NAME,
+        CDIF_LIST_INDEX_NAME,
     ]
     .contains(&name)
         || name
@@ -165,10 +169,18 @@ fn is_category(n: &str) -> bool {
     n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `sitemap-{n}.xml`, `signmap-{n}.xml`, `ocx-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each
-/// also with `.gz`;
-/// n a positive decimal without leading zeros.
+/// `sitemap-{n}.xml`, `signmap-{n}.xml`, `ocx-{n}.xml`, `cdif-sitemap-{n}.xml`,
+/// `cdif-list-sitemap-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each also with `.gz`, or a
+/// CDIF list `cdif-list-{n}.jsonld`; n a positive decimal without leading zeros.
 fn is_shard_name(name: &str) -> bool {
+    let number =
+        |n: &str| !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit());
+    if let Some(n) = name
+        .strip_prefix(CDIF_LIST_PREFIX)
+        .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))
+    {
+        return number(n);
+    }
     let diwoo = || {
         let rest = name.strip_prefix("diwoo-infocat")?;
         let (category, rest) = rest.split_at_checked(3)?;
@@ -180,6 +192,7 @@ fn is_shard_name(name: &str) -> bool {
         .or_else(|| name.strip_prefix("signmap-"))
         .or_else(|| name.strip_prefix("ocx-"))
         .or_else(|| name.strip_prefix("cdif-sitemap-"))
+        .or_else(|| name.strip_prefix("cdif-list-sitemap-"))
         .or_else(diwoo)
     else {
         return false;
@@ -188,7 +201,7 @@ fn is_shard_name(name: &str) -> bool {
         .strip_suffix(".xml.gz")
         .or_else(|| rest.strip_suffix(".xml"))
         .unwrap_or("");
-    !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit())
+    number(n)
 }
 
 /// `POST /-/refresh/{repo}` with `Authorization: Bearer <token>`: wakes the repository's schedule.
@@ -418,9 +431,18 @@ async fn serve_file(
     let Some(generation) = repo.current() else {
         return not_yet(repo);
     };
-    // `.xml`: negotiated; `.xml.gz`: the gzipped bytes as a file of their own.
+    // `.xml`: negotiated; `.xml.gz`: the gzipped bytes as a file of their own; a CDIF list
+    // as it is (not gzipped: a list holds every record's document, gigabytes for a large
+    // repository, which a gzip per refresh would take many CPU-seconds to compress).
+    let list = name.ends_with(".jsonld");
     let (stored, content_type, encoding) = if gz_route {
         (name.to_owned(), GZIP, None)
+    } else if list {
+        (
+            name.to_owned(),
+            crate::render::cdif::LIST_CONTENT_TYPE,
+            None,
+        )
     } else if accepts_gzip(headers) {
         (format!("{name}.gz"), XML, Some("gzip"))
     } else {
@@ -429,7 +451,7 @@ async fn serve_file(
     let Some((index, meta)) = generation.file(&stored) else {
         return plain(StatusCode::NOT_FOUND, "not found\n");
     };
-    let vary = (!gz_route).then_some("Accept-Encoding");
+    let vary = (!gz_route && !list).then_some("Accept-Encoding");
     let validators = Validators {
         etag: &meta.etag,
         last_modified: meta.last_modified,
@@ -688,6 +710,13 @@ mod tests {
             route("", "/r/cdif-sitemap-1.xml"),
             file("r", "cdif-sitemap-1.xml", true)
         );
+        for (name, shard) in [
+            ("cdif-list-sitemap.xml", false),
+            ("cdif-list-sitemap-2.xml", true),
+            ("cdif-list-12.jsonld", true),
+        ] {
+            assert_eq!(route("", &format!("/r/{name}")), file("r", name, shard));
+        }
         assert_eq!(route("/maps", "/maps/robots.txt"), Target::Robots);
         assert_eq!(route("/maps", "/mapsx/robots.txt"), Target::NotFound);
         for bad in [
@@ -711,6 +740,11 @@ mod tests {
             "/r/cdif/00FF00FF00FF00FF.jsonld",
             "/r/cdif/00ff.jsonld",
             "/r/cdif/00ff00ff00ff00ff.json",
+            "/r/cdif-list-0.jsonld",
+            "/r/cdif-list-1.jsonld.gz",
+            "/r/cdif-list-.jsonld",
+            "/r/cdif-list.jsonld",
+            "/r/cdif-list-1.json",
         ] {
             // An empty repository name matches no repository: also a 404.
             let target = route("", bad);

@@ -30,7 +30,7 @@ use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::{CDIF_INDEX_NAME, Job};
+use crate::pipeline::Job;
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -192,11 +192,16 @@ impl Gateway {
                     sets: rc.sets.clone(),
                     from: rc.from,
                     until: rc.until,
-                    fields: crate::pipeline::fields_for(rc.signmap, rc.ocx.is_some(), rc.cdif),
+                    fields: crate::pipeline::fields_for(
+                        rc.signmap,
+                        rc.ocx.is_some(),
+                        rc.cdif || rc.cdif_list,
+                    ),
                 },
                 signmap: rc.signmap,
                 ocx: rc.ocx.clone(),
                 cdif: rc.cdif,
+                cdif_list: rc.cdif_list,
                 diwoo: rc.diwoo.clone(),
                 scope: rc.scope.clone(),
                 limits: rc.limits,
@@ -279,11 +284,15 @@ impl Gateway {
             })
             .collect();
         let mut robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
-        for r in repos.iter().filter(|r| r.job.cdif) {
-            robots.push_str(&crate::render::robots::render_cdif_group(&format!(
-                "{}{}",
-                r.job.public_url, CDIF_INDEX_NAME
-            )));
+        for r in &repos {
+            let urls: Vec<String> = (r.job.cdif_index_names().iter())
+                .map(|name| format!("{}{name}", r.job.public_url))
+                .collect();
+            if !urls.is_empty() {
+                robots.push_str(&crate::render::robots::render_cdif_group(
+                    urls.iter().map(String::as_str),
+                ));
+            }
         }
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)

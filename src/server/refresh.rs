@@ -260,11 +260,15 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
         );
     }
     if let Some(c) = &s.cdif {
-        profile(
-            "cdif",
-            c.documents,
-            &[("no_landing_page", c.no_landing_page)],
-        );
+        // The same documents, one by one and in lists.
+        for (name, on) in [
+            ("cdif", c.index_url.is_some()),
+            ("cdif_list", c.lists_index_url.is_some()),
+        ] {
+            if on {
+                profile(name, c.documents, &[("no_landing_page", c.no_landing_page)]);
+            }
+        }
     }
     if let Some(o) = &s.ocx {
         profile(
@@ -430,11 +434,13 @@ async fn build(
             no_landing_page: s.no_landing_page,
         }),
         cdif: built
-            .cdif_index
+            .landing
             .as_ref()
-            .zip(built.landing.as_ref())
-            .map(|(url, s)| CdifSummary {
-                index_url: url.to_string(),
+            .filter(|_| built.cdif_index.is_some() || built.cdif_lists.is_some())
+            .map(|s| CdifSummary {
+                index_url: built.cdif_index.as_ref().map(url::Url::to_string),
+                lists_index_url: built.cdif_lists.as_ref().map(|(url, _)| url.to_string()),
+                lists: built.cdif_lists.as_ref().map_or(0, |&(_, n)| n as u64),
                 documents: s.published,
                 no_landing_page: s.no_landing_page,
             }),

@@ -93,12 +93,17 @@ pub fn render(gateway: &Gateway) -> String {
                     )
                 });
                 let cdif = s.cdif.as_ref().map_or_else(String::new, |c| {
+                    let name = match &c.index_url {
+                        Some(url) => format!("<a href=\"{}\">CDIF</a>", escape(url)),
+                        None => "CDIF".to_owned(),
+                    };
+                    let lists = c.lists_index_url.as_ref().map_or_else(String::new, |url| {
+                        format!(" in <a href=\"{}\">lists</a>: {}", escape(url), c.lists)
+                    });
                     format!(
-                        "<br><a href=\"{}\">CDIF</a>: {} JSON-LD documents; not published: \
+                        "<br>{name}: {} JSON-LD documents{lists}; not published: \
                          no_landing_page {}",
-                        escape(&c.index_url),
-                        c.documents,
-                        c.no_landing_page
+                        c.documents, c.no_landing_page
                     )
                 });
                 let diwoo: String = s

@@ -947,6 +947,7 @@ pub(crate) fn job(server: &TestServer) -> Job {
         signmap: false,
         ocx: None,
         cdif: false,
+        cdif_list: false,
         diwoo: Vec::new(),
         public_url: Url::parse(PUBLIC_URL).unwrap(),
         spill_dir: None,

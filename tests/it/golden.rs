@@ -422,6 +422,93 @@ fn cdif_export_writes_json_ld_and_its_sitemap() {
     assert_eq!(files(&again.join("cdif")), docs);
 }
 
+/// CDIF's metadata list form (`--cdif-list`): the same documents gathered in schema.org
+/// `ItemList`s of at most `--max-urls` each, in order, each item a `ListItem` whose `item` is the
+/// document as published on its own; the lists' sitemap lists exactly the lists; robots.txt
+/// announces both CDIF sitemaps to
+/// `User-agent: CDIF1.0`. Alone, the lists hold every document and no `cdif/` folder is written.
+#[test]
+fn cdif_lists_hold_the_documents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    export(&out, &["--cdif", "--cdif-list", "--max-urls", "100"]);
+    let robots = fs::read_to_string(out.join("robots.txt")).unwrap();
+    assert!(
+        robots.ends_with(&format!(
+            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {PUBLIC_URL}cdif-sitemap.xml\n\
+             Sitemap: {PUBLIC_URL}cdif-list-sitemap.xml\n"
+        )),
+        "{robots}"
+    );
+    // Each document as one canonical string (its members sorted), to compare as sets.
+    let canonical = |v: &serde_json::Value| serde_json::to_string(v).unwrap();
+    let docs: std::collections::BTreeSet<String> = files(&out.join("cdif"))
+        .values()
+        .map(|b| canonical(&serde_json::from_slice(b).unwrap()))
+        .collect();
+    assert_eq!(docs.len(), 307);
+    let top = top_files(&out);
+    let lists: Vec<(&String, serde_json::Value)> = top
+        .iter()
+        .filter(|(n, _)| n.starts_with("cdif-list-") && n.ends_with(".jsonld"))
+        .map(|(n, b)| (n, serde_json::from_slice(b).unwrap()))
+        .collect();
+    let names: Vec<&str> = lists.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cdif-list-1.jsonld",
+            "cdif-list-2.jsonld",
+            "cdif-list-3.jsonld",
+            "cdif-list-4.jsonld"
+        ]
+    );
+    let mut listed = Vec::new();
+    for (name, list) in &lists {
+        assert_eq!(list["@context"], "https://schema.org/", "{name}");
+        assert_eq!(list["@type"], "ItemList", "{name}");
+        let items = list["itemListElement"].as_array().unwrap();
+        assert_eq!(list["numberOfItems"], items.len(), "{name}");
+        assert!(items.len() <= 100, "{name}");
+        for (k, item) in items.iter().enumerate() {
+            assert_eq!(item["@type"], "ListItem");
+            assert_eq!(item["position"], k + 1);
+            listed.push(item["item"].clone());
+        }
+    }
+    let listed_set: std::collections::BTreeSet<String> = listed.iter().map(canonical).collect();
+    assert_eq!(listed.len(), 307, "each document once");
+    assert_eq!(listed_set, docs, "the lists hold the documents as they are");
+    // The lists' sitemap: an index with one shard listing the four lists.
+    let index_locs = locs_of(&top["cdif-list-sitemap.xml"]);
+    assert_eq!(index_locs, [format!("{PUBLIC_URL}cdif-list-sitemap-1.xml")]);
+    let list_locs = locs_of(&top["cdif-list-sitemap-1.xml"]);
+    assert_eq!(
+        list_locs,
+        names
+            .iter()
+            .map(|n| format!("{PUBLIC_URL}{n}"))
+            .collect::<Vec<_>>()
+    );
+
+    // The lists alone: the same documents in the same lists, no file per record.
+    let alone = tmp.path().join("alone");
+    export(&alone, &["--cdif-list", "--max-urls", "100"]);
+    assert!(!alone.join("cdif").exists());
+    assert!(!alone.join("cdif-sitemap.xml").exists());
+    let top_alone = top_files(&alone);
+    for name in &names {
+        assert_eq!(top_alone[*name], top[*name], "{name}");
+    }
+    let robots = fs::read_to_string(alone.join("robots.txt")).unwrap();
+    assert!(
+        robots.ends_with(&format!(
+            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {PUBLIC_URL}cdif-list-sitemap.xml\n"
+        )),
+        "{robots}"
+    );
+}
+
 /// The files directly in `dir`, by name; folders are left out.
 fn top_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fs::read_dir(dir)

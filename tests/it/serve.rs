@@ -835,6 +835,8 @@ async fn diwoo_categories_follow_the_sets() {
 /// CDIF in the gateway: each record's JSON-LD at a stable URL under the repository, with the
 /// CDIF media type, a Link back to the landing page and validators; listed in the CDIF sitemap,
 /// announced to `User-agent: CDIF1.0`; linked from the Signmap; served again after a restart.
+/// The metadata lists too: the same documents in an `ItemList` with the list's media type,
+/// listed in their own sitemap, announced beside the documents' one.
 #[tokio::test]
 async fn cdif_documents_are_served_from_the_generation() {
     let records: Vec<TestRecord> = (1..=3)
@@ -848,14 +850,15 @@ async fn cdif_documents_are_served_from_the_generation() {
     let state = tempfile::tempdir().unwrap();
     let text = config(
         &upstream,
-        "cdif = true\nsignmap = true\n[repository.ocx]\ndefault_type = \"https://schema.org/Dataset\"\n",
+        "cdif = true\ncdif_list = true\nsignmap = true\n[repository.ocx]\ndefault_type = \"https://schema.org/Dataset\"\n",
     );
     let g = Running::start(&text, state.path()).await;
     g.ready().await;
     let robots = g.get("/robots.txt").await.text();
     assert!(
         robots.contains(&format!(
-            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {}r/cdif-sitemap.xml\n",
+            "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {0}r/cdif-sitemap.xml\n\
+             Sitemap: {0}r/cdif-list-sitemap.xml\n",
             g.url
         )),
         "{robots}"
@@ -891,6 +894,39 @@ async fn cdif_documents_are_served_from_the_generation() {
         landing.insert(url);
     }
     assert_eq!(landing, expected(3));
+    // The list: one, holding the same three documents, served as is (not gzipped).
+    let list_index = g.get("/r/cdif-list-sitemap.xml").await.text();
+    let lists = locs(&g.get(&path_of(&locs(&list_index)[0])).await.text());
+    assert_eq!(lists, [format!("{}r/cdif-list-1.jsonld", g.url)]);
+    let list = g
+        .request(
+            reqwest::Method::GET,
+            &path_of(&lists[0]),
+            &[("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(list.status, StatusCode::OK);
+    assert_eq!(
+        list.header("content-type"),
+        "application/ld+json; profile=\"CDIF-list-1.0\""
+    );
+    assert_eq!(list.header("content-encoding"), "");
+    let list: serde_json::Value = serde_json::from_slice(&list.body).unwrap();
+    assert_eq!(list["@type"], "ItemList");
+    assert_eq!(list["numberOfItems"], 3);
+    let mut in_list = Vec::new();
+    for (item, doc) in list["itemListElement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&docs)
+    {
+        let alone: serde_json::Value =
+            serde_json::from_slice(&g.get(&path_of(doc)).await.body).unwrap();
+        assert_eq!(item["item"], alone, "{doc}");
+        in_list.push(item["item"]["url"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(in_list.len(), 3);
     // The Signmap links each record's JSON-LD.
     let signmap = g.get("/r/signmap-1.xml").await.text();
     for doc in &docs {
@@ -919,13 +955,19 @@ async fn cdif_documents_are_served_from_the_generation() {
         g.get("/")
             .await
             .text()
-            .contains("CDIF</a>: 3 JSON-LD documents")
+            .contains("CDIF</a>: 3 JSON-LD documents in <a href=")
     );
     assert!(
         g.get("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif\"} 3")
+    );
+    assert!(
+        g.get("/metrics")
+            .await
+            .text()
+            .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif_list\"} 3")
     );
     let first = g.get(&path_of(&docs[0])).await.body;
     g.stop().await;
