@@ -749,25 +749,39 @@ impl Signposts {
         }
         if let (Some(hash), Some(spill)) = (&hash, &mut self.cdif) {
             let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
-            let values = |e| record.dc_values(e).collect::<Vec<_>>();
-            let doc = cdif::document(&cdif::Fields {
-                url: landing,
-                kind,
-                titles: values(DcElement::Title),
-                descriptions: values(DcElement::Description),
-                creators: values(DcElement::Creator),
-                dates: values(DcElement::Date),
-                subjects: values(DcElement::Subject),
-                publishers: values(DcElement::Publisher),
-                languages: values(DcElement::Language),
-                license: license.as_deref(),
-                identifier: cite_as,
-                metadata: metadata.as_deref(),
-            });
+            // On the stack for a record's usual few values of each.
+            let values = |e| {
+                record
+                    .dc_values(e)
+                    .collect::<smallvec::SmallVec<[&str; 4]>>()
+            };
+            let titles = values(DcElement::Title);
+            let descriptions = values(DcElement::Description);
+            let creators = values(DcElement::Creator);
+            let dates = values(DcElement::Date);
+            let subjects = values(DcElement::Subject);
+            let publishers = values(DcElement::Publisher);
+            let languages = values(DcElement::Language);
             // The document's name first (its hash part: the rest is fixed), then the document.
             self.entry.clear();
             self.entry.extend_from_slice(hash.as_bytes());
-            self.entry.extend_from_slice(doc.as_bytes());
+            cdif::write_document(
+                &mut self.entry,
+                &cdif::Fields {
+                    url: landing,
+                    kind,
+                    titles: &titles,
+                    descriptions: &descriptions,
+                    creators: &creators,
+                    dates: &dates,
+                    subjects: &subjects,
+                    publishers: &publishers,
+                    languages: &languages,
+                    license: license.as_deref(),
+                    identifier: cite_as,
+                    metadata: metadata.as_deref(),
+                },
+            );
             lens[CDIF] = spill.append(&self.entry)?;
         }
         Ok(typed)

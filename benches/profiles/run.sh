@@ -6,7 +6,11 @@
 #   plain     the sitemap alone
 #   profiles  + Signmap, OCX and DiWoo with five categories (every XML profile)
 # and once at the end
+#   lists     + CDIF's metadata lists (the JSON-LD documents in ItemLists: a few files)
 #   all       + CDIF as well (its export writes a JSON-LD file per record)
+#   files     the peer of `all`'s file per record: a Python loop creating as many files of the
+#             same sizes in one folder (open, write, close each; one sync at the end), what
+#             any tool publishing a file per record pays at least
 # Each run is timed with GNU time (user and system CPU-seconds, peak RSS, minor faults). As root,
 # the page cache is dropped before each run, so that every run starts from the same free memory
 # (without it the kernel's cost of finding pages for a gigabyte of output varies from run to run).
@@ -28,6 +32,9 @@ work=target/bench-profiles
 bin=$work/oai-bridge
 server_bin=target/bench-server/release/oai-bench-server
 mkdir -p "$work"
+# One run at a time: two would share the port, the folders and the CPU.
+exec 9>"$work/lock"
+flock -n 9 || { echo "another profiles benchmark is running" >&2; exit 1; }
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
 
@@ -45,6 +52,7 @@ for i in 0 1 2 3 4; do diwoo+=(--diwoo "com_$i=$((i + 1))"); done
 declare -A flags=(
   [plain]=""
   [profiles]="--signmap --ocx ${diwoo[*]}"
+  [lists]="--signmap --ocx --cdif-list ${diwoo[*]}"
   [all]="--signmap --ocx --cdif ${diwoo[*]}"
 )
 
@@ -62,6 +70,28 @@ run() { # KIND ROUND
   printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$(cat "$work/time")" "$(du -sb "$out" | cut -f1)" \
     >>"$work/times.tsv"
   log "$1 (round $2): $(cut -f1-4 "$work/time" | tr '\t' ' ') (user s, sys s, KB, faults)"
+  if [ "$1" = all ]; then
+    find "$out/cdif" -type f -printf '%s\n' >"$work/sizes"
+    rm -rf "$out" "$work/out-files"
+    mkdir "$work/out-files"
+    sync
+    if [ "$(id -u)" = 0 ]; then echo 3 >/proc/sys/vm/drop_caches; fi
+    /usr/bin/time -o "$work/time" -f "%U\t%S\t%M\t%R" python3 -c '
+import os, sys
+folder = os.open(sys.argv[2], os.O_RDONLY)
+filler = b"x" * (1 << 20)
+for i, size in enumerate(open(sys.argv[1])):
+    fd = os.open(f"{i * 0x9E3779B97F4A7C15 % 2**64:016x}.jsonld",
+                 os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644, dir_fd=folder)
+    os.write(fd, filler[:int(size)])
+    os.close(fd)
+os.sync()
+' "$work/sizes" "$work/out-files"
+    printf '%s\t%s\t%s\t%s\n' files "$2" "$(cat "$work/time")" "$(du -sb "$work/out-files" | cut -f1)" \
+      >>"$work/times.tsv"
+    log "files: $(cut -f1-4 "$work/time" | tr '\t' ' ') (user s, sys s, KB, faults)"
+    rm -rf "$work/out-files"
+  fi
   rm -rf "$out"
 }
 # One run of each, not counted: the first runs after a build or a server start varied most.
@@ -71,6 +101,7 @@ for round in $(seq "$ROUNDS"); do
   run plain "$round"
   run profiles "$round"
 done
+run lists 1
 run all 1
 cat "$work/profiles.stdout" >&2
 
@@ -96,7 +127,8 @@ print(f"Exports of the same {records:,} records (benchmark upstream, https landi
 print("| export | runs | user s | sys s | CPU s | x plain | peak RSS | minor faults | bytes written |")
 print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 for kind, label in [("plain", "plain sitemap"), ("profiles", "+ Signmap, OCX, DiWoo x5"),
-                    ("all", "+ CDIF too")]:
+                    ("lists", "+ CDIF lists"), ("all", "+ CDIF documents"),
+                    ("files", "peer: as many files, Python")]:
     if kind not in runs:
         continue
     print(f"| {label} | {len(runs[kind])} | {med(kind, 0):.2f} | {med(kind, 1):.2f} | "
@@ -107,6 +139,12 @@ user = med("profiles", 0) / med("plain", 0)
 print(f"\nEvery XML profile adds **{(ratio - 1) * 100:.0f}%** CPU to the plain export "
       f"({user:.2f}x in user time alone); the target is at most 50%: "
       f"**{'met' if ratio <= 1.5 else 'not met'}**.")
+if "all" in runs and "files" in runs:
+    rest = cpu("all") - cpu("files")
+    print(f"\nCDIF's file per record: the export with CDIF documents takes {cpu('all'):.2f} CPU-s; "
+          f"creating as many files of the same sizes, and nothing else, takes {cpu('files'):.2f} "
+          f"({cpu('files') / cpu('all') * 100:.0f}%); the rest, {rest:.2f} CPU-s, is "
+          f"{rest / cpu('plain'):.2f}x the plain export.")
 print("\nEach run, in order (user s, sys s, peak KB, minor faults, bytes; round 0 is the "
       "uncounted warm-up):\n")
 for r in rows:
