@@ -267,7 +267,7 @@ struct ShardSpill {
     /// The file being filled: its writer and what it holds so far.
     current: Option<(DirectWriter, ShardFile)>,
     /// The writers' buffer, from one file to the next.
-    spare: Vec<u8>,
+    spare: Option<crate::publish::Chunk>,
     /// The files filled, in order.
     done: Vec<ShardFile>,
 }
@@ -278,7 +278,7 @@ impl ShardSpill {
             column,
             open,
             current: None,
-            spare: Vec::new(),
+            spare: None,
             done: Vec::new(),
         }
     }
@@ -327,7 +327,7 @@ impl ShardSpill {
             newest: None,
             cut: None,
         };
-        let spare = std::mem::take(&mut self.spare);
+        let spare = self.spare.take();
         let mut out =
             DirectWriter::create(&file.path, folder.direct, spare).map_err(file.error("create"))?;
         out.write_all(XML_DECL.as_bytes())
@@ -341,7 +341,7 @@ impl ShardSpill {
         if let Some((mut out, mut file)) = self.current.take() {
             out.write_all(URLSET_CLOSE.as_bytes())
                 .map_err(file.error("write"))?;
-            self.spare = out.finish().map_err(file.error("write"))?;
+            self.spare = Some(out.finish().map_err(file.error("write"))?);
             file.bytes += URLSET_CLOSE.len();
             self.done.push(file);
         }
