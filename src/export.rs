@@ -271,25 +271,36 @@ impl ExportSummary {
             );
             let _ = writeln!(out, "  OCX index       {url}");
         }
-        if let (Some(url), Some(s)) = (&b.cdif_index, &b.landing) {
-            let _ = writeln!(
-                out,
-                "  CDIF            {} JSON-LD documents in cdif/ (serve them as {}); not published: no_landing_page {}",
-                s.published,
-                crate::render::cdif::CONTENT_TYPE,
-                s.no_landing_page
-            );
-            let _ = writeln!(out, "  CDIF sitemap    {url}");
-        }
-        if let (Some((url, lists)), Some(s)) = (&b.cdif_lists, &b.landing) {
-            let _ = writeln!(
-                out,
-                "  CDIF lists      {} documents in {lists} ItemLists, cdif-list-N.jsonld (serve them as {}); not published: no_landing_page {}",
-                s.published,
-                crate::render::cdif::LIST_CONTENT_TYPE,
-                s.no_landing_page
-            );
-            let _ = writeln!(out, "  CDIF list index {url}");
+        if let Some(s) = &b.landing {
+            use crate::render::cdif::{CONTENT_TYPE, LIST_CONTENT_TYPE};
+            // CDIF's two forms: a document per record, and lists of them.
+            let forms = [
+                b.cdif_index.as_ref().map(|url| {
+                    let what = format!("{} JSON-LD documents in cdif/", s.published);
+                    ("CDIF", what, CONTENT_TYPE, "CDIF sitemap", url)
+                }),
+                b.cdif_lists.as_ref().map(|(url, lists)| {
+                    let what = format!(
+                        "{} documents in {lists} ItemLists, cdif-list-N.jsonld",
+                        s.published
+                    );
+                    (
+                        "CDIF lists",
+                        what,
+                        LIST_CONTENT_TYPE,
+                        "CDIF list index",
+                        url,
+                    )
+                }),
+            ];
+            for (label, what, media_type, index, url) in forms.into_iter().flatten() {
+                let _ = writeln!(
+                    out,
+                    "  {label:<15} {what} (serve them as {media_type}); not published: no_landing_page {}",
+                    s.no_landing_page
+                );
+                let _ = writeln!(out, "  {index:<15} {url}");
+            }
         }
         for d in &b.diwoo {
             let _ = writeln!(
