@@ -627,7 +627,7 @@ pub fn render<S: FileSink>(
         for doc in signposts.cdif_documents()? {
             let (name, lastmod, bytes) = doc?;
             if let Some(l) = &mut item_lists {
-                l.add(&bytes, lastmod, |list| lists.put(sink, list))?;
+                l.add(&bytes, |list| lists.put(sink, list))?;
             }
             if job.cdif {
                 sink.put_document(&name, &bytes, lastmod)

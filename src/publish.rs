@@ -212,8 +212,10 @@ impl Chunk {
     fn new() -> io::Result<Self> {
         // Room to align a whole huge page.
         let map = memmap2::MmapMut::map_anon(2 * HUGE_PAGE)?;
-        let start = map.as_ptr().align_offset(HUGE_PAGE);
-        // Only advice: refused (no huge pages), it is memory as usual.
+        let start = (HUGE_PAGE - map.as_ptr().addr() % HUGE_PAGE) % HUGE_PAGE;
+        // Only advice: refused (no huge pages), it is memory as usual. Where the kernel
+        // compacts memory for advised huge pages (`defrag`), the first write into the chunk
+        // may wait for it, once per chunk.
         let _ = map.advise_range(memmap2::Advice::HugePage, start, HUGE_PAGE);
         Ok(Self { map, start })
     }
@@ -411,7 +413,7 @@ fn aligned_window(buf: &mut Vec<u8>, len: usize) -> (usize, &mut [u8]) {
     if buf.len() < len + BLOCK {
         buf.resize(len + BLOCK, 0);
     }
-    let start = buf.as_ptr().align_offset(BLOCK);
+    let start = (BLOCK - buf.as_ptr().addr() % BLOCK) % BLOCK;
     (start, &mut buf[start..start + len])
 }
 

@@ -25,7 +25,6 @@ use std::io::Write as _;
 use serde::Serialize;
 
 use super::{Limits, Shard};
-use crate::datestamp::Datestamp;
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -220,13 +219,16 @@ impl ItemLists {
         }
     }
 
-    /// Appends `document` (its record's datestamp: `lastmod`); when it does not fit, the list
-    /// before it is closed and handed to `emit` first. A document too large for an empty list
-    /// is a list of its own.
+    /// Appends `document`; when it does not fit, the list before it is closed and handed to
+    /// `emit` first. A document too large for an empty list is a list of its own.
+    ///
+    /// The lists carry no `newest` datestamp: which list a document falls in depends on the
+    /// documents before it, so one record deleted moves documents from list to list, which
+    /// the newest datestamp of each would not show (their sitemap gives no `lastmod`; HTTP's
+    /// validators tell a changed list).
     pub fn add<E>(
         &mut self,
         document: &[u8],
-        lastmod: Option<Datestamp>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
     ) -> Result<(), E> {
         let list = &self.list;
@@ -241,7 +243,6 @@ impl ItemLists {
             self.list.bytes.clear();
             self.list.bytes.extend_from_slice(LIST_OPEN.as_bytes());
             self.list.urls = 0;
-            self.list.newest = None;
         }
         let list = &mut self.list;
         if list.urls > 0 {
@@ -253,7 +254,6 @@ impl ItemLists {
         list.bytes.extend_from_slice(ITEM_DOCUMENT.as_bytes());
         list.bytes.extend_from_slice(document);
         list.bytes.push(b'}');
-        list.newest = list.newest.max(lastmod);
         Ok(())
     }
 
@@ -369,18 +369,18 @@ mod tests {
                 })
             })
             .collect();
-        let day = |d: u32| Datestamp::parse(&format!("2024-01-{d:02}"));
         let split = |limits: Limits| {
-            let mut lists: Vec<(Value, usize, Option<Datestamp>)> = Vec::new();
+            let mut lists: Vec<(Value, usize)> = Vec::new();
             let mut emit = |list: &Shard| {
                 assert!(list.bytes.len() <= limits.max_bytes, "{}", list.bytes.len());
                 let text = std::str::from_utf8(&list.bytes).unwrap();
-                lists.push((serde_json::from_str(text).unwrap(), list.urls, list.newest));
+                assert_eq!(list.newest, None);
+                lists.push((serde_json::from_str(text).unwrap(), list.urls));
                 Ok::<(), ()>(())
             };
             let mut l = ItemLists::new(limits);
-            for (i, doc) in docs.iter().enumerate() {
-                l.add(doc.as_bytes(), day(7 - i as u32), &mut emit).unwrap();
+            for doc in &docs {
+                l.add(doc.as_bytes(), &mut emit).unwrap();
             }
             l.finish(&mut emit).unwrap();
             lists
@@ -390,8 +390,6 @@ mod tests {
             max_bytes: 1 << 20,
         });
         assert_eq!(by_count.iter().map(|l| l.1).collect::<Vec<_>>(), [3, 3, 1]);
-        // The newest datestamp of each list is its first document's here.
-        assert_eq!(by_count[1].2, day(4));
         let (first, ..) = &by_count[0];
         assert_eq!(first["@context"], "https://schema.org/");
         assert_eq!(first["@type"], "ItemList");
@@ -449,7 +447,7 @@ mod tests {
         let mut lists = Vec::new();
         let mut l = ItemLists::new(limits);
         for _ in 0..2 {
-            l.add(big.as_bytes(), None, |s: &Shard| {
+            l.add(big.as_bytes(), |s: &Shard| {
                 lists.push(s.urls);
                 Ok::<(), ()>(())
             })
