@@ -624,17 +624,19 @@ pub fn render<S: FileSink>(
         let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
         let mut lists = Shards::new(&job.public_url, CDIF_LIST_PREFIX, "jsonld");
         let mut item_lists = job.cdif_list.then(|| ItemLists::new(job.limits));
-        for doc in signposts.cdif_documents()? {
-            let (name, lastmod, bytes) = doc?;
+        signposts.for_each_cdif_document(|doc| {
             if let Some(l) = &mut item_lists {
-                l.add(&bytes, |list| lists.put(sink, list))?;
+                l.add(doc.bytes, |list| lists.put(sink, list))?;
             }
             if job.cdif {
-                sink.put_document(&name, &bytes, lastmod)
+                sink.put_document(doc.name, doc.bytes, doc.lastmod)
                     .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-                locs.push((join(&job.public_url, &name).to_string(), lastmod));
+                // What joining the name onto the directory URL gives (a parse per document
+                // showed in an export's time).
+                locs.push((format!("{}{}", job.public_url, doc.name), doc.lastmod));
             }
-        }
+            Ok::<(), PipelineError>(())
+        })?;
         if job.cdif {
             let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
             let items = locs.iter().map(|(u, d)| (u.as_str(), *d));

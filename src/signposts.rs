@@ -1071,36 +1071,48 @@ impl Resolved {
         })
     }
 
-    /// The CDIF documents: for each record that has one, in harvest order, its file name
-    /// (`cdif/{hash}.jsonld`, stable for a record identifier), lastmod and bytes.
-    pub fn cdif_documents(
+    /// Hands `each` the CDIF document of every record that has one, in harvest order. One
+    /// buffer serves them all (a `Vec` and a name per document showed in an export's time).
+    pub fn for_each_cdif_document<E: From<CollectError>>(
         &self,
-    ) -> Result<impl Iterator<Item = Result<CdifDocument, CollectError>> + '_, CollectError> {
-        let mut reader = self
-            .cdif
-            .as_ref()
-            .map(SpillReader::new)
-            .transpose()
-            .map_err(spill_error("read"))?;
-        Ok(self.entries(CDIF).map_while(move |(at, len, lastmod)| {
-            let reader = reader.as_mut()?;
-            let mut bytes = Vec::with_capacity(len as usize);
-            Some(
-                reader
-                    .read(at, len, &mut bytes)
-                    .map_err(spill_error("read"))
-                    .map(|()| {
-                        let doc = bytes.split_off(CDIF_HASH_LEN);
-                        let hash = String::from_utf8_lossy(&bytes);
-                        (format!("{CDIF_DIR}{hash}{CDIF_EXT}"), lastmod, doc)
-                    }),
-            )
-        }))
+        mut each: impl FnMut(CdifDocument<'_>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(file) = &self.cdif else {
+            return Ok(());
+        };
+        let mut reader = SpillReader::new(file).map_err(spill_error("read"))?;
+        let mut bytes = Vec::new();
+        let mut name = String::from(CDIF_DIR);
+        for (at, len, lastmod) in self.entries(CDIF) {
+            bytes.clear();
+            reader
+                .read(at, len, &mut bytes)
+                .map_err(spill_error("read"))?;
+            // The name's hash part first, then the document (as `Signposts::add` wrote them).
+            let (hash, document) = bytes.split_at(CDIF_HASH_LEN);
+            name.truncate(CDIF_DIR.len());
+            name.push_str(&String::from_utf8_lossy(hash));
+            name.push_str(CDIF_EXT);
+            each(CdifDocument {
+                name: &name,
+                lastmod,
+                bytes: document,
+            })?;
+        }
+        Ok(())
     }
 }
 
-/// A CDIF document: its file name (`cdif/{hash}.jsonld`), its record's datestamp, its bytes.
-pub type CdifDocument = (String, Option<Datestamp>, Vec<u8>);
+/// A CDIF document, lent to [`Resolved::for_each_cdif_document`]'s caller.
+#[derive(Clone, Copy, Debug)]
+pub struct CdifDocument<'a> {
+    /// Its file name, `cdif/{hash}.jsonld`, stable for a record identifier.
+    pub name: &'a str,
+    /// Its record's datestamp.
+    pub lastmod: Option<Datestamp>,
+    /// The JSON-LD.
+    pub bytes: &'a [u8],
+}
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.
 struct SpillReader<'a> {
@@ -1561,7 +1573,12 @@ mod tests {
             ));
         }
         let r = collect(s, base.as_str(), records);
-        let docs: Vec<_> = r.cdif_documents().unwrap().map(Result::unwrap).collect();
+        let mut docs = Vec::new();
+        r.for_each_cdif_document(|d| {
+            docs.push((d.name.to_owned(), d.lastmod, d.bytes.to_vec()));
+            Ok::<(), CollectError>(())
+        })
+        .unwrap();
         assert_eq!(docs.len(), 2);
         for ((name, lastmod, bytes), id) in docs.iter().zip(["oai:h:1", "oai:h:2"]) {
             assert_eq!(name, &cdif_name(id));
@@ -1769,7 +1786,12 @@ mod tests {
                 .map(|(_, w)| w.clone())
                 .collect();
             proptest::prop_assert_eq!(&got_ocx, &want_ocx);
-            let names: Vec<String> = r.cdif_documents().unwrap().map(|d| d.unwrap().0).collect();
+            let mut names = Vec::new();
+            r.for_each_cdif_document(|d| {
+                names.push(d.name.to_owned());
+                Ok::<(), CollectError>(())
+            })
+            .unwrap();
             let want_names: Vec<String> = expected
                 .iter()
                 .map(|&(i, ..)| cdif_name(&format!("oai:h:{}", occurrences[i].0)))
