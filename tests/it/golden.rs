@@ -426,7 +426,8 @@ fn cdif_export_writes_json_ld_and_its_sitemap() {
 /// `ItemList`s of at most `--max-urls` each, in order, each item a `ListItem` whose `item` is the
 /// document as published on its own; the lists' sitemap lists exactly the lists; robots.txt
 /// announces both CDIF sitemaps to
-/// `User-agent: CDIF1.0`. Alone, the lists hold every document and no `cdif/` folder is written.
+/// `User-agent: CDIF1.0`; the files beside the `cdif/` folder match their golden copies. Alone,
+/// the lists hold every document and no `cdif/` folder is written.
 #[test]
 fn cdif_lists_hold_the_documents() {
     let tmp = tempfile::tempdir().unwrap();
@@ -493,6 +494,10 @@ fn cdif_lists_hold_the_documents() {
             .map(|n| format!("{PUBLIC_URL}{n}"))
             .collect::<Vec<_>>()
     );
+
+    // The files beside the documents, golden; the lists hold every document's bytes (the
+    // same as its file, as checked above).
+    check_golden("sample-cdif", &top);
 
     // The lists alone: the same documents in the same lists, no file per record.
     let alone = tmp.path().join("alone");
