@@ -200,8 +200,8 @@ const HUGE_PAGE: usize = 2 << 20;
 /// huge page instead of 256 small ones took 0.13 CPU-s off an export of a million records with
 /// the XML profiles (2.84 -> 2.71 s, medians of six alternated runs; a little of it user time,
 /// fewer TLB misses in filling the chunk) and 0.06 s off the plain export. Without huge pages
-/// (`never`), it is memory as usual. Reused from writer to writer ([`DirectWriter::finish`]), so mapped a few
-/// times per export.
+/// (`never`), it is memory as usual. Reused from writer to writer ([`DirectWriter::finish`]), so
+/// mapped a few times per export.
 pub struct Chunk {
     map: memmap2::MmapMut,
     /// Where the aligned chunk starts in `map`.

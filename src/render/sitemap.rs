@@ -219,8 +219,8 @@ pub fn push_escaped(out: &mut Vec<u8>, value: &str) {
     out.extend_from_slice(rest);
 }
 
-/// Splits `(url, lastmod)` items, in the order given, into shards, each within `limits`, and hands each one to
-/// `emit` as soon as it is full, so at most one shard is in memory.
+/// Splits `(url, lastmod)` items, in the order given, into shards, each within `limits`, and
+/// hands each one to `emit` as soon as it is full, so at most one shard is in memory.
 pub fn render_shards<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
     limits: Limits,
