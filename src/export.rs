@@ -281,7 +281,7 @@ impl ExportSummary {
                 }),
                 b.cdif_lists.as_ref().map(|(url, lists)| {
                     let what = format!(
-                        "{} documents in {lists} ItemLists, cdif-list-N.jsonld",
+                        "{} documents in {lists} ItemList file(s), cdif-list-N.jsonld",
                         s.published
                     );
                     (
