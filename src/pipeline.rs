@@ -628,12 +628,11 @@ pub fn render<S: FileSink>(
             if let Some(l) = &mut item_lists {
                 l.add(doc.bytes, |list| lists.put(sink, list))?;
             }
-            if job.cdif {
+            // Published one by one (`job.cdif`): it has a URL of its own.
+            if let Some(url) = doc.url {
                 sink.put_document(doc.name, doc.bytes, doc.lastmod)
                     .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-                // What joining the name onto the directory URL gives (a parse per document
-                // showed in an export's time).
-                locs.push((format!("{}{}", job.public_url, doc.name), doc.lastmod));
+                locs.push((url.to_owned(), doc.lastmod));
             }
             Ok::<(), PipelineError>(())
         })?;

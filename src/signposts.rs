@@ -854,6 +854,7 @@ impl Signposts {
         Ok(Resolved {
             shards: [files(signmap)?, files(ocx)?],
             cdif: self.cdif.map(Spill::finish).transpose()?,
+            documents: self.documents,
             _folder: self.folder,
             limits: self.limits,
             lens: self.lens,
@@ -955,6 +956,8 @@ pub struct Resolved {
     shards: [Vec<ShardFile>; 2],
     /// The CDIF documents' temporary file, when CDIF is on.
     cdif: Option<File>,
+    /// The URL of the CDIF documents' folder, when they are published one by one.
+    documents: Option<String>,
     /// The folder of the shard files, kept for them (it is removed when dropped).
     _folder: SpillFolder,
     limits: Limits,
@@ -1083,6 +1086,9 @@ impl Resolved {
         let mut reader = SpillReader::new(file).map_err(spill_error("read"))?;
         let mut bytes = Vec::new();
         let mut name = String::from(CDIF_DIR);
+        // The folder's URL and the name's hash part, as the Signmap and OCX link the document.
+        let mut url = self.documents.clone();
+        let folder = url.as_ref().map_or(0, String::len);
         for (at, len, lastmod) in self.entries(CDIF) {
             bytes.clear();
             reader
@@ -1090,11 +1096,18 @@ impl Resolved {
                 .map_err(spill_error("read"))?;
             // The name's hash part first, then the document (as `Signposts::add` wrote them).
             let (hash, document) = bytes.split_at(CDIF_HASH_LEN);
+            let hash = String::from_utf8_lossy(hash);
             name.truncate(CDIF_DIR.len());
-            name.push_str(&String::from_utf8_lossy(hash));
+            name.push_str(&hash);
             name.push_str(CDIF_EXT);
+            if let Some(url) = &mut url {
+                url.truncate(folder);
+                url.push_str(&hash);
+                url.push_str(CDIF_EXT);
+            }
             each(CdifDocument {
                 name: &name,
+                url: url.as_deref(),
                 lastmod,
                 bytes: document,
             })?;
@@ -1108,6 +1121,8 @@ impl Resolved {
 pub struct CdifDocument<'a> {
     /// Its file name, `cdif/{hash}.jsonld`, stable for a record identifier.
     pub name: &'a str,
+    /// Its URL, the one the Signmap and OCX link, when the documents are published one by one.
+    pub url: Option<&'a str>,
     /// Its record's datestamp.
     pub lastmod: Option<Datestamp>,
     /// The JSON-LD.
@@ -1574,14 +1589,18 @@ mod tests {
         }
         let r = collect(s, base.as_str(), records);
         let mut docs = Vec::new();
+        let mut urls = Vec::new();
         r.for_each_cdif_document(|d| {
             docs.push((d.name.to_owned(), d.lastmod, d.bytes.to_vec()));
+            urls.push(d.url.map(str::to_owned));
             Ok::<(), CollectError>(())
         })
         .unwrap();
         assert_eq!(docs.len(), 2);
         for ((name, lastmod, bytes), id) in docs.iter().zip(["oai:h:1", "oai:h:2"]) {
             assert_eq!(name, &cdif_name(id));
+            let joined = public.join(name).unwrap().to_string();
+            assert!(urls.contains(&Some(joined)), "{urls:?}");
             assert_eq!(*lastmod, Datestamp::parse("2024-01-01"));
             let doc: serde_json::Value = serde_json::from_slice(bytes).unwrap();
             assert_eq!(doc["url"], format!("https://h/oai/{id}"));

@@ -110,7 +110,7 @@ pub fn escape(value: &str) -> Cow<'_, str> {
         return Cow::Borrowed(value);
     }
     let mut out = Vec::with_capacity(value.len() + 16);
-    push_escaped(&mut out, value);
+    write_escaped(&mut out, value);
     Cow::Owned(String::from_utf8(out).expect("escaping keeps UTF-8 whole"))
 }
 
@@ -194,10 +194,15 @@ fn first_special(bytes: &[u8]) -> Option<usize> {
 /// Appends `value` to `out`, escaped as [`escape`] escapes it, without a string in between:
 /// the entries of the landing-page profiles are written this way, a handful of values each.
 pub fn push_escaped(out: &mut Vec<u8>, value: &str) {
-    if !needs_escape(value) {
+    if needs_escape(value) {
+        write_escaped(out, value);
+    } else {
         out.extend_from_slice(value.as_bytes());
-        return;
     }
+}
+
+/// Appends `value`, which holds a character to escape, escaped.
+fn write_escaped(out: &mut Vec<u8>, value: &str) {
     // Rarer (an ampersand in a query or a description, an apostrophe in a title), but not
     // rare enough to build a string for each (quick-xml's `escape` does, and a sixth of the
     // benchmark's teasers took that path) or to test each byte on its own: the runs between
