@@ -38,7 +38,7 @@ const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=
 /// `Retry-After` of a repository that has no generation yet and no refresh due soon.
 const NOT_YET_RETRY: Duration = Duration::from_secs(30);
 
-/// A small file computed once (robots.txt), with its validators.
+/// A small file computed in full (robots.txt), with its validators.
 #[derive(Clone, Debug)]
 pub struct StaticFile {
     /// The bytes.
@@ -289,7 +289,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             Bytes::from(super::status::render(gateway)),
         ),
         Target::Robots => {
-            let file = &gateway.robots;
+            let file = gateway.robots();
             let validators = Validators {
                 etag: &file.etag,
                 last_modified: file.last_modified,

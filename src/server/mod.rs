@@ -61,8 +61,8 @@ pub struct Gateway {
     pub prefix: String,
     /// `Cache-Control` of sitemaps and robots.txt.
     pub cache_control: hyper::header::HeaderValue,
-    /// robots.txt, fixed for the life of the process.
-    pub robots: http::StaticFile,
+    /// robots.txt, made again whenever a generation is swapped in ([`Gateway::announce`]).
+    robots: RwLock<Arc<http::StaticFile>>,
     /// How upstreams are treated.
     pub harvest: HarvestSettings,
     /// When the process started.
@@ -143,6 +143,36 @@ impl Repo {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The indexes robots.txt announces for this repository, as absolute URLs: first those for
+    /// every crawler (the sitemap index, then the Signmap, OCX and DiWoo indexes), then those for
+    /// `User-agent: CDIF1.0` (the CDIF sitemaps). Those the generation being served holds, in
+    /// the order an export's robots.txt lists them; before the first generation, those the
+    /// configuration asks for (each answers 503 with `Retry-After` until then).
+    pub fn announced(&self) -> (Vec<String>, Vec<String>) {
+        let base = &self.job.public_url;
+        let Some(g) = self.current() else {
+            let all = |names: Vec<String>| names.iter().map(|n| format!("{base}{n}")).collect();
+            let cdif = self.job.cdif_index_names();
+            return (
+                all(self.job.index_names()),
+                all(cdif.into_iter().map(str::to_owned).collect()),
+            );
+        };
+        let s = &g.summary;
+        let mut indexes = vec![s.index_url.clone()];
+        indexes.extend(s.signmap.iter().map(|m| m.index_url.clone()));
+        indexes.extend(s.ocx.iter().map(|o| o.index_url.clone()));
+        indexes.extend(
+            (s.diwoo.iter().filter(|d| d.urls > 0))
+                .map(|d| format!("{base}{}", crate::pipeline::diwoo_index_name(d.category))),
+        );
+        let cdif = (s.cdif.iter())
+            .flat_map(|c| c.index_url.iter().chain(c.lists_index_url.iter()))
+            .cloned()
+            .collect();
+        (indexes, cdif)
     }
 
     fn update(&self, f: impl FnOnce(&mut RepoStatus)) {
@@ -273,33 +303,13 @@ impl Gateway {
                 .set(i64::from(repo.current().is_some()));
             repos.push(repo);
         }
-        let indexes: Vec<String> = repos
-            .iter()
-            .flat_map(|r| {
-                let base = &r.job.public_url;
-                r.job
-                    .index_names()
-                    .into_iter()
-                    .map(move |n| format!("{base}{n}"))
-            })
-            .collect();
-        let mut robots = crate::render::robots::render_robots(indexes.iter().map(String::as_str));
-        for r in &repos {
-            let urls: Vec<String> = (r.job.cdif_index_names().iter())
-                .map(|name| format!("{}{name}", r.job.public_url))
-                .collect();
-            if !urls.is_empty() {
-                robots.push_str(&crate::render::robots::render_cdif_group(
-                    urls.iter().map(String::as_str),
-                ));
-            }
-        }
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)
             .weigher(|_: &CacheKey, v: &Bytes| u32::try_from(v.len()).unwrap_or(u32::MAX))
             .support_invalidation_closures()
             .build();
         let prefix = public_url.path().trim_end_matches('/').to_owned();
+        let robots = robots_txt(&repos);
         Ok(Self {
             repos,
             cache,
@@ -310,7 +320,10 @@ impl Gateway {
                 config.server.max_age.as_secs()
             ))
             .expect("digits make a header value"),
-            robots: http::StaticFile::new(Bytes::from(robots), SystemTime::now()),
+            robots: RwLock::new(Arc::new(http::StaticFile::new(
+                Bytes::from(robots),
+                SystemTime::now(),
+            ))),
             public_url,
             harvest: config.harvest.clone(),
             started: SystemTime::now(),
@@ -322,6 +335,25 @@ impl Gateway {
     /// The repository named `name`.
     pub fn repo(&self, name: &str) -> Option<&Repo> {
         self.repos.iter().find(|r| r.config.name == name)
+    }
+
+    /// robots.txt as it stands.
+    pub fn robots(&self) -> Arc<http::StaticFile> {
+        self.robots
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Makes robots.txt again from the generations being served, after a swap: a profile that
+    /// published nothing this time has no index, and announcing it would send crawlers to a 404.
+    /// An unchanged text keeps its validators.
+    pub fn announce(&self) {
+        let text = robots_txt(&self.repos);
+        let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
+        if robots.bytes != text.as_bytes() {
+            *robots = Arc::new(http::StaticFile::new(Bytes::from(text), SystemTime::now()));
+        }
     }
 
     /// Drops the cached bytes of the generation with `serial`, once it is replaced: no request
@@ -433,4 +465,19 @@ pub async fn serve(
         let _ = s.await;
     }
     tracing::info!("stopped");
+}
+
+/// robots.txt for `repos`: every repository's indexes for all crawlers, then each repository's
+/// CDIF group ([`Repo::announced`]).
+fn robots_txt(repos: &[Repo]) -> String {
+    let announced: Vec<_> = repos.iter().map(Repo::announced).collect();
+    let mut text = crate::render::robots::render_robots(
+        (announced.iter()).flat_map(|(indexes, _)| indexes.iter().map(String::as_str)),
+    );
+    for (_, cdif) in announced.iter().filter(|(_, cdif)| !cdif.is_empty()) {
+        text.push_str(&crate::render::robots::render_cdif_group(
+            cdif.iter().map(String::as_str),
+        ));
+    }
+    text
 }

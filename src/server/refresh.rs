@@ -162,6 +162,7 @@ pub async fn refresh(
             if let Some(replaced) = repo.swap(generation) {
                 gateway.forget(replaced);
             }
+            gateway.announce();
             repo.update(|st| {
                 st.last_success = Some(SystemTime::now());
                 st.last_error = None;

@@ -979,6 +979,91 @@ async fn cdif_documents_are_served_from_the_generation() {
     second.stop().await;
 }
 
+/// robots.txt announces the indexes the generation being served holds, not those the
+/// configuration could make: with every profile on and no record yet having a landing page (nor
+/// a record in one DiWoo category), only the sitemap and one DiWoo index are announced, and each
+/// `Sitemap:` line answers 200. When the next refresh finds landing pages, robots.txt announces
+/// the other profiles too, under a new ETag (SM-18, H-10).
+#[tokio::test]
+async fn robots_txt_announces_what_the_generation_holds() {
+    let pdf_only = vec![
+        TestRecord::new("oai:test:1", "2024-05-01")
+            .url("https://repo.example/files/1.pdf")
+            .set("besluiten"),
+    ];
+    let upstream = TestServer::builder(pdf_only).start();
+    let extra = "signmap = true\ncdif = true\ncdif_list = true\n\
+                 diwoo = { \"besluiten\" = 16, \"rapporten\" = 15 }\n\
+                 [repository.ocx]\ndefault_type = \"https://schema.org/CreativeWork\"\n";
+    let (g, _state) = serving(&upstream, extra).await;
+    let announced = |robots: &str| -> Vec<String> {
+        (robots.lines())
+            .filter_map(|l| l.strip_prefix("Sitemap: "))
+            .map(str::to_owned)
+            .collect()
+    };
+    let first = g.get("/robots.txt").await;
+    assert_eq!(
+        announced(&first.text()),
+        [
+            format!("{}r/sitemap.xml", g.url),
+            format!("{}r/sitemapindex-diwoo-infocat016.xml", g.url)
+        ],
+        "{}",
+        first.text()
+    );
+    assert!(!first.text().contains("CDIF1.0"), "{}", first.text());
+    // What robots.txt leaves out is indeed not there.
+    for absent in [
+        "signmap.xml",
+        "ocx.xml",
+        "cdif-sitemap.xml",
+        "cdif-list-sitemap.xml",
+    ] {
+        assert_eq!(
+            g.get(&format!("/r/{absent}")).await.status,
+            StatusCode::NOT_FOUND,
+            "{absent}"
+        );
+    }
+
+    upstream.set_records(vec![
+        TestRecord::new("oai:test:1", "2024-06-01")
+            .url("https://repo.example/record/1")
+            .url("https://repo.example/files/1.pdf")
+            .set("besluiten"),
+        TestRecord::new("oai:test:2", "2024-06-01")
+            .url("https://repo.example/record/2")
+            .set("rapporten"),
+    ]);
+    g.refresh(0).await;
+    let second = g.get("/robots.txt").await;
+    let urls = announced(&second.text());
+    let expected: Vec<String> = [
+        "sitemap.xml",
+        "signmap.xml",
+        "ocx.xml",
+        "sitemapindex-diwoo-infocat015.xml",
+        "sitemapindex-diwoo-infocat016.xml",
+        "cdif-sitemap.xml",
+        "cdif-list-sitemap.xml",
+    ]
+    .iter()
+    .map(|n| format!("{}r/{n}", g.url))
+    .collect();
+    assert_eq!(urls, expected, "{}", second.text());
+    assert!(
+        second.text().contains("\nUser-agent: CDIF1.0\n"),
+        "{}",
+        second.text()
+    );
+    assert_ne!(second.header("etag"), first.header("etag"));
+    for url in &urls {
+        assert_eq!(g.get(&path_of(url)).await.status, StatusCode::OK, "{url}");
+    }
+    g.stop().await;
+}
+
 /// A public URL with a path prefix (a reverse-proxied sidecar): the sitemaps name it, and
 /// requests are answered with or without it.
 #[tokio::test]
