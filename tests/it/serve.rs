@@ -1252,6 +1252,18 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
     let ready = g.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(ready.text().contains("slow") && !ready.text().contains("fast"));
+    // robots.txt announces every repository's index, in configuration order, the ones not yet
+    // served too (they answer 503 with Retry-After until their first generation).
+    let robots = g.get("/robots.txt").await.text();
+    let sitemaps: Vec<&str> = robots
+        .lines()
+        .filter(|l| l.starts_with("Sitemap: "))
+        .collect();
+    assert_eq!(
+        sitemaps,
+        ["slow", "fast", "busy"].map(|r| format!("Sitemap: {}{r}/sitemap.xml", g.url)),
+        "{robots}"
+    );
 
     let busy_repo = &g.gateway.repos[2];
     wait_for(
