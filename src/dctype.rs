@@ -98,12 +98,23 @@ const BUILT_IN: &[(&str, &str, u8)] = &[
 ];
 
 /// A `dc:type` table: the built-in one, with a repository's own entries on top.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct TypeMap {
     /// Key -> its entry in `targets`.
     ids: HashMap<String, u32>,
     /// Type URL and specificity.
     targets: Vec<(String, u8)>,
+}
+
+/// In key order, not the hash map's: the same table prints the same in every process (a
+/// generation records its settings by their `Debug` text, [`crate::pipeline::Job::settings_key`]).
+impl std::fmt::Debug for TypeMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sorted: std::collections::BTreeMap<&str, &(String, u8)> = (self.ids.iter())
+            .map(|(k, &i)| (k.as_str(), &self.targets[i as usize]))
+            .collect();
+        f.debug_map().entries(sorted).finish()
+    }
 }
 
 impl Default for TypeMap {

@@ -900,6 +900,18 @@ impl Job {
         if self.gzip { "xml.gz" } else { "xml" }
     }
 
+    /// A fingerprint of everything that shapes the files the job writes (all of it but where it
+    /// spills): the source, sets and dates, scope, limits, gzip, profiles and public URL. A
+    /// gateway whose persisted generation was made under another one refreshes at once.
+    pub fn settings_key(&self) -> String {
+        let shaping = Job {
+            spill_dir: None,
+            ..self.clone()
+        };
+        let key = xxhash_rust::xxh3::xxh3_128(format!("{shaping:?}").as_bytes());
+        format!("{key:032x}")
+    }
+
     /// Whether the job publishes only the plain sitemap: no profile needs the records, so a
     /// refresh can patch the published sitemap ([`crate::patch`]).
     pub fn sitemap_only(&self) -> bool {
@@ -1030,6 +1042,49 @@ pub(crate) mod tests {
     /// category's files are byte for byte what rendering its sets' https URLs with a datestamp
     /// alone makes (in sitemap order, split on both limits on its own); the other URLs are
     /// counted by reason, and a category left with none has no index.
+    /// A generation records the settings it was made under: the same settings give the same
+    /// key in any process (the OCX type table is a hash map), and each setting that shapes the
+    /// files changes it; where the job spills does not.
+    #[test]
+    fn settings_key_is_stable_and_follows_the_settings() {
+        let limits = Limits::default();
+        let with_types = || {
+            let mut j = job(&[("a", 1)], limits);
+            let extra: Vec<(String, String)> = (0..40)
+                .map(|i| (format!("type {i}"), format!("https://schema.org/T{i}")))
+                .collect();
+            j.ocx = Some(crate::config::OcxConfig {
+                types: crate::dctype::TypeMap::with(&extra).unwrap(),
+                ..Default::default()
+            });
+            j
+        };
+        let key = with_types().settings_key();
+        assert_eq!(key.len(), 32);
+        for _ in 0..5 {
+            assert_eq!(with_types().settings_key(), key);
+        }
+        let mut spilled = with_types();
+        spilled.spill_dir = Some(SpillDir {
+            parent: "/tmp".into(),
+            linked: false,
+        });
+        assert_eq!(spilled.settings_key(), key);
+        let changes: [fn(&mut Job); 6] = [
+            |j| j.public_url = Url::parse("https://elsewhere.example/maps/").unwrap(),
+            |j| j.signmap = true,
+            |j| j.cdif_list = true,
+            |j| j.limits.max_urls = 100,
+            |j| j.diwoo.push(("b".into(), 2)),
+            |j| j.ocx = None,
+        ];
+        for change in changes {
+            let mut j = with_types();
+            change(&mut j);
+            assert_ne!(j.settings_key(), key, "{j:?}");
+        }
+    }
+
     #[test]
     fn diwoo_categories_rendered_side_by_side_hold_their_sets_urls() {
         // Long URLs, so that the byte limit splits before the URL limit does.

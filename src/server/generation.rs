@@ -102,6 +102,10 @@ pub struct Summary {
     /// The harvest that made it: `full`, or `incremental from <date>`.
     #[serde(default)]
     pub harvest: String,
+    /// The settings it was made under ([`crate::pipeline::Job::settings_key`]); empty in a
+    /// generation from before it was recorded.
+    #[serde(default)]
+    pub settings: String,
 }
 
 /// What a generation's CDIF documents are.

@@ -30,7 +30,7 @@ use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::Job;
+use crate::pipeline::{INDEX_NAME, Job};
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -261,6 +261,16 @@ impl Gateway {
                         })
                 })?;
             let current = match generation::load_current(&dir) {
+                // Its files name the gateway's URLs of then: served at another public URL, they
+                // would send crawlers elsewhere until the first refresh (which runs at once).
+                Ok(Some(g)) if g.summary.index_url != format!("{}{INDEX_NAME}", job.public_url) => {
+                    tracing::warn!(
+                        repository = rc.name,
+                        was = g.summary.index_url,
+                        "the persisted generation was published at another URL and is not served; the first refresh makes one at once"
+                    );
+                    None
+                }
                 Ok(g) => g,
                 Err(e) => {
                     tracing::warn!(

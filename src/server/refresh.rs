@@ -54,10 +54,20 @@ pub enum RefreshError {
 pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Receiver<bool>) {
     let repo = &gateway.repos[index];
     let interval = repo.config.refresh_interval;
-    // A persisted generation that is still fresh is served until it is due; else refresh now.
-    let mut due = repo
-        .current()
-        .map_or(SystemTime::now(), |g| g.created + interval);
+    // A persisted generation that is still fresh, and was made under the settings of now, is
+    // served until it is due; else refresh now.
+    let settings = repo.job.settings_key();
+    let mut due = match repo.current() {
+        Some(g) if g.summary.settings == settings => g.created + interval,
+        Some(_) => {
+            tracing::info!(
+                repository = repo.config.name,
+                "the served generation was made under other settings (profiles, limits, scope, public URL...): refreshing at once"
+            );
+            SystemTime::now()
+        }
+        None => SystemTime::now(),
+    };
     // A Retry-After remembered from before a restart is honoured too.
     if let Some(not_before) = repo.status().retry_not_before {
         due = due.max(not_before);
@@ -450,6 +460,7 @@ async fn build(
             Some(from) => format!("{} from {from}", run.kind.as_str()),
             None => run.kind.as_str().to_owned(),
         },
+        settings: job.settings_key(),
     };
     let generation = writer.commit(summary)?;
     if let Err(e) = incremental::published(&mut store, publish) {

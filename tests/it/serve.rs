@@ -839,6 +839,7 @@ async fn diwoo_categories_follow_the_sets() {
 /// listed in their own sitemap, announced beside the documents' one.
 #[tokio::test]
 async fn cdif_documents_are_served_from_the_generation() {
+    const PUBLIC: &str = "https://maps.example/";
     let records: Vec<TestRecord> = (1..=3)
         .map(|i| {
             TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
@@ -848,9 +849,13 @@ async fn cdif_documents_are_served_from_the_generation() {
         .collect();
     let upstream = TestServer::builder(records).start();
     let state = tempfile::tempdir().unwrap();
-    let text = config(
-        &upstream,
-        "cdif = true\ncdif_list = true\nsignmap = true\n[repository.ocx]\ndefault_type = \"https://schema.org/Dataset\"\n",
+    // Published at a fixed URL: the restart below listens on another port.
+    let text = published_at(
+        &config(
+            &upstream,
+            "cdif = true\ncdif_list = true\nsignmap = true\n[repository.ocx]\ndefault_type = \"https://schema.org/Dataset\"\n",
+        ),
+        "https://maps.example/",
     );
     let g = Running::start(&text, state.path()).await;
     g.ready().await;
@@ -859,7 +864,7 @@ async fn cdif_documents_are_served_from_the_generation() {
         robots.contains(&format!(
             "\nUser-agent: CDIF1.0\nDisallow:\nSitemap: {0}r/cdif-sitemap.xml\n\
              Sitemap: {0}r/cdif-list-sitemap.xml\n",
-            g.url
+            PUBLIC
         )),
         "{robots}"
     );
@@ -897,7 +902,7 @@ async fn cdif_documents_are_served_from_the_generation() {
     // The list: one, holding the same three documents, served as is (not gzipped).
     let list_index = g.get("/r/cdif-list-sitemap.xml").await.text();
     let lists = locs(&g.get(&path_of(&locs(&list_index)[0])).await.text());
-    assert_eq!(lists, [format!("{}r/cdif-list-1.jsonld", g.url)]);
+    assert_eq!(lists, [format!("{}r/cdif-list-1.jsonld", PUBLIC)]);
     let list = g
         .request(
             reqwest::Method::GET,
@@ -1189,12 +1194,22 @@ async fn concurrent_misses_read_a_file_once() {
     Arc::into_inner(g).unwrap().stop().await;
 }
 
-/// A restart serves the persisted generation at once, before (and without) the upstream.
+/// The configuration of `config`, published at `public_url` (a restart listens on another port).
+fn published_at(text: &str, public_url: &str) -> String {
+    text.replace(
+        "[server]\n",
+        &format!("[server]\npublic_url = \"{public_url}\"\n"),
+    )
+}
+
+/// A restart serves the persisted generation at once, before (and without) the upstream; but
+/// not after the public URL changed, since its files name the old one: then the repository
+/// waits for its first refresh (SM-10, H-08).
 #[tokio::test]
 async fn a_restart_serves_the_persisted_generation_at_once() {
     let upstream = TestServer::builder(numbered(7)).start();
     let state = tempfile::tempdir().unwrap();
-    let text = config(&upstream, "");
+    let text = published_at(&config(&upstream, ""), "https://maps.example/");
     let first = Running::start(&text, state.path()).await;
     first.ready().await;
     let index = first.get("/r/sitemap.xml").await;
@@ -1211,6 +1226,64 @@ async fn a_restart_serves_the_persisted_generation_at_once() {
     assert_eq!(again.header("last-modified"), index.header("last-modified"));
     assert_eq!(second.get("/r/sitemap-2.xml").await.body, shard.body);
     assert_eq!(second.get("/readyz").await.status, StatusCode::OK);
+    second.stop().await;
+
+    let moved = published_at(&config(&upstream, ""), "https://elsewhere.example/maps/");
+    let third = Running::start(&moved, state.path()).await;
+    assert!(
+        !third.gateway.ready(),
+        "nothing to serve at the new URL yet"
+    );
+    assert_eq!(
+        third.get("/r/sitemap.xml").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // The refresh starts at once (and hangs on the upstream).
+    wait_for(
+        || third.gateway.repos[0].status().refreshing,
+        "the refresh starts",
+    )
+    .await;
+    assert_eq!(
+        third.get("/robots.txt").await.text().lines().last(),
+        Some("Sitemap: https://elsewhere.example/maps/r/sitemap.xml")
+    );
+    third.stop().await;
+}
+
+/// A restart after a profile was switched on serves the persisted generation (its URLs are
+/// right) and refreshes at once, rather than when the old one would be due: the Signmap is
+/// served without waiting out the refresh interval (an hour here).
+#[tokio::test]
+async fn a_restart_with_other_settings_refreshes_at_once() {
+    let upstream = TestServer::builder(numbered(7)).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = published_at(&config(&upstream, ""), "https://maps.example/");
+    let first = Running::start(&text, state.path()).await;
+    first.ready().await;
+    first.stop().await;
+
+    let signmap = published_at(
+        &config(&upstream, "signmap = true\n"),
+        "https://maps.example/",
+    );
+    let second = Running::start(&signmap, state.path()).await;
+    assert!(second.gateway.ready(), "the persisted generation is served");
+    let repo = &second.gateway.repos[0];
+    wait_for(
+        || repo.status().completed >= 1,
+        "the refresh that runs at once ends",
+    )
+    .await;
+    assert_eq!(repo.status().last_error, None);
+    assert_eq!(second.get("/r/signmap.xml").await.status, StatusCode::OK);
+    assert!(
+        second
+            .get("/robots.txt")
+            .await
+            .text()
+            .contains("Sitemap: https://maps.example/r/signmap.xml\n")
+    );
     second.stop().await;
 }
 
