@@ -687,7 +687,7 @@ impl Signposts {
                     "describedby",
                     url.as_str(),
                     Some(signmap::JSON_LD),
-                    None,
+                    Some(crate::render::cdif::PROFILE),
                 );
             }
             if let Some(get_record) = &mut self.get_record {

@@ -154,7 +154,10 @@ mod tests {
         for t in types() {
             assert_eq!(media_type(t), Some(t), "{t} is not an rs:ln type");
         }
-        for value in types().chain([crate::signposts::OAI_DC_PROFILE]) {
+        for value in types().chain([
+            crate::signposts::OAI_DC_PROFILE,
+            crate::render::cdif::PROFILE,
+        ]) {
             let escaped = crate::render::sitemap::escape(value);
             assert_eq!(escaped, value, "{value} needs escaping");
         }

@@ -937,7 +937,7 @@ async fn cdif_documents_are_served_from_the_generation() {
     for doc in &docs {
         assert!(
             signmap.contains(&format!(
-                "<rs:ln rel=\"describedby\" href=\"{doc}\" type=\"application/ld+json\"/>"
+                "<rs:ln rel=\"describedby\" href=\"{doc}\" type=\"application/ld+json\" profile=\"CDIF1.0\"/>"
             )),
             "{signmap}"
         );
