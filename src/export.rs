@@ -315,12 +315,23 @@ impl ExportSummary {
         }
         let _ = writeln!(out, "  sitemap index   {}", b.index_url);
         if !b.scope.is_under(&job.public_url) {
-            let _ = writeln!(
+            // Every index whose files list the repository's pages: the sitemap, Signmap, OCX and
+            // DiWoo ones (CDIF's list the JSON-LD beside them, on the public URL's host).
+            let (these, them) = match b.indexes.len() {
+                1 => ("this line", "it"),
+                _ => ("these lines", "them"),
+            };
+            let _ = write!(
                 out,
                 "\nNote: the scope {} is not under the public URL {}. Search engines accept these sitemaps only \
-                 through cross-submission: add this line to the robots.txt of the repository host:\n  Sitemap: {}",
-                b.scope, job.public_url, b.index_url
+                 through cross-submission: add {these} to the robots.txt of the repository host (the \
+                 robots.txt written here holds {them} too):",
+                b.scope, job.public_url
             );
+            for url in &b.indexes {
+                let _ = write!(out, "\n  Sitemap: {url}");
+            }
+            let _ = writeln!(out);
         }
         out
     }

@@ -192,6 +192,9 @@ pub struct Built {
     pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
+    /// Every index written for all crawlers, the sitemap index first, as robots.txt lists them
+    /// (CDIF's are apart: [`Built::cdif_index`], [`Built::cdif_lists`]).
+    pub indexes: Vec<Url>,
 }
 
 impl Built {
@@ -210,6 +213,7 @@ impl Built {
             cdif_lists: rendered.cdif_lists,
             landing,
             diwoo: rendered.diwoo,
+            indexes: rendered.indexes,
         }
     }
 }

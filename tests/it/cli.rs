@@ -571,14 +571,23 @@ fn cross_submission_note_only_when_the_public_url_is_not_above_the_scope() {
     // SM-07, SM-08: the scope is https://repository.northbridge.example/ (the baseURL's
     // directory). Served elsewhere, or below it, the sitemaps need a Sitemap: line on the
     // repository host; served at its root, they do not.
+    // With profiles, every index that lists the repository's pages needs its line.
     let tmp = tempfile::tempdir().unwrap();
-    for (public, note) in [
-        ("https://bridge.example/maps/", true),
-        ("https://repository.northbridge.example/sitemaps/", true),
-        (PUBLIC_URL, false),
+    let profiles = ["--signmap", "--ocx", "--cdif", "--diwoo", "articles=12"];
+    for (public, extra, note) in [
+        ("https://bridge.example/maps/", &[][..], true),
+        (
+            "https://repository.northbridge.example/sitemaps/",
+            &[],
+            true,
+        ),
+        (PUBLIC_URL, &[], false),
+        ("https://bridge.example/maps/", &profiles, true),
     ] {
         let out = tmp.path().join("out");
-        let o = export(&out, &["--public-url", public]);
+        let mut args = vec!["--public-url", public];
+        args.extend(extra);
+        let o = export(&out, &args);
         assert_exit(&o, 0);
         let summary = stdout(&o);
         let line = format!("Sitemap: {public}sitemap.xml");
@@ -591,6 +600,25 @@ fn cross_submission_note_only_when_the_public_url_is_not_above_the_scope() {
         // Either way the files point at where they are served (SM-18).
         let robots = fs::read_to_string(out.join("robots.txt")).unwrap();
         assert!(robots.lines().any(|l| l == line), "{robots}");
+        let advised: Vec<&str> = summary
+            .lines()
+            .filter_map(|l| l.strip_prefix("  Sitemap: "))
+            .collect();
+        if !extra.is_empty() {
+            let names = [
+                "sitemap.xml",
+                "signmap.xml",
+                "ocx.xml",
+                "sitemapindex-diwoo-infocat012.xml",
+            ];
+            assert_eq!(advised, names.map(|n| format!("{public}{n}")), "{summary}");
+        }
+        for url in advised {
+            assert!(
+                robots.contains(&format!("Sitemap: {url}\n")),
+                "{url}: {robots}"
+            );
+        }
         let index = fs::read_to_string(out.join("sitemap.xml")).unwrap();
         assert!(index.contains(&format!("<loc>{public}sitemap-1.xml</loc>")));
     }
