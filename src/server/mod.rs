@@ -72,6 +72,8 @@ pub struct Gateway {
     /// Longest time a client may take to send a request head, and an idle keep-alive connection
     /// stays open (`[server] client_timeout_secs`): slow clients would hold connections.
     pub client_timeout: Duration,
+    /// `[server] state_dir`, where robots.txt's modification time is kept ([`ROBOTS_MODIFIED`]).
+    state_dir: PathBuf,
 }
 
 /// One `[[repository]]` being served.
@@ -319,7 +321,7 @@ impl Gateway {
             .support_invalidation_closures()
             .build();
         let prefix = public_url.path().trim_end_matches('/').to_owned();
-        let robots = robots_txt(&repos);
+        let robots = robots_file(&repos, state_dir);
         Ok(Self {
             repos,
             cache,
@@ -330,15 +332,13 @@ impl Gateway {
                 config.server.max_age.as_secs()
             ))
             .expect("digits make a header value"),
-            robots: RwLock::new(Arc::new(http::StaticFile::new(
-                Bytes::from(robots),
-                SystemTime::now(),
-            ))),
+            robots: RwLock::new(Arc::new(robots)),
             public_url,
             harvest: config.harvest.clone(),
             started: SystemTime::now(),
             admin_token: config.server.admin_token.clone(),
             client_timeout: config.server.client_timeout,
+            state_dir: state_dir.clone(),
         })
     }
 
@@ -359,10 +359,10 @@ impl Gateway {
     /// published nothing this time has no index, and announcing it would send crawlers to a 404.
     /// An unchanged text keeps its validators.
     pub fn announce(&self) {
-        let text = robots_txt(&self.repos);
+        let next = robots_file(&self.repos, &self.state_dir);
         let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
-        if robots.bytes != text.as_bytes() {
-            *robots = Arc::new(http::StaticFile::new(Bytes::from(text), SystemTime::now()));
+        if robots.bytes != next.bytes {
+            *robots = Arc::new(next);
         }
     }
 
@@ -475,6 +475,39 @@ pub async fn serve(
         let _ = s.await;
     }
     tracing::info!("stopped");
+}
+
+/// File in the state directory holding the hash of robots.txt and when that text was first
+/// served, in seconds since the Unix epoch: `{hash} {seconds}`.
+const ROBOTS_MODIFIED: &str = "robots.txt.modified";
+
+/// robots.txt for `repos`, last modified when this text was first served, in this process or an
+/// earlier one (H-04: a restart or a refresh that gives the same bytes does not move it).
+fn robots_file(repos: &[Repo], state_dir: &std::path::Path) -> http::StaticFile {
+    let bytes = Bytes::from(robots_txt(repos));
+    let hash = generation::content_hash(&bytes);
+    let path = state_dir.join(ROBOTS_MODIFIED);
+    let kept = std::fs::read_to_string(&path).ok().and_then(|text| {
+        let (h, secs) = text.trim().split_once(' ')?;
+        (h == hash).then(|| secs.parse::<u64>().ok()).flatten()
+    });
+    let secs = kept.unwrap_or_else(|| {
+        let now = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        // Replaced by a rename, so a crash leaves the old record or the new one.
+        let tmp = state_dir.join(format!("{ROBOTS_MODIFIED}.tmp"));
+        let written = std::fs::write(&tmp, format!("{hash} {now}\n"))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = written {
+            tracing::warn!(
+                path = %path.display(),
+                "cannot record when robots.txt changed (a restart will date it anew): {e}"
+            );
+        }
+        now
+    });
+    http::StaticFile::new(bytes, SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
 /// robots.txt for `repos`: every repository's indexes for all crawlers, then each repository's

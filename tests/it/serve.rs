@@ -1214,7 +1214,14 @@ async fn a_restart_serves_the_persisted_generation_at_once() {
     first.ready().await;
     let index = first.get("/r/sitemap.xml").await;
     let shard = first.get("/r/sitemap-2.xml").await;
+    let robots = first.get("/robots.txt").await;
     first.stop().await;
+    // When robots.txt's text was first served is kept in the state folder; dated back here, so
+    // that a restart within the same second cannot pass for keeping it.
+    let record = state.path().join("robots.txt.modified");
+    let kept = std::fs::read_to_string(&record).unwrap();
+    let (hash, _) = kept.trim().split_once(' ').unwrap();
+    std::fs::write(&record, format!("{hash} 1600000000\n")).unwrap();
 
     // The upstream now hangs on every request.
     upstream.fault_always(Fault::Delay(Duration::from_secs(60)));
@@ -1226,6 +1233,15 @@ async fn a_restart_serves_the_persisted_generation_at_once() {
     assert_eq!(again.header("last-modified"), index.header("last-modified"));
     assert_eq!(second.get("/r/sitemap-2.xml").await.body, shard.body);
     assert_eq!(second.get("/readyz").await.status, StatusCode::OK);
+    // robots.txt too keeps its validators: its text has not changed since it was first served
+    // (H-04), though this process made it anew, and it is dated as then.
+    let robots_again = second.get("/robots.txt").await;
+    assert_eq!(robots_again.body, robots.body);
+    assert_eq!(robots_again.header("etag"), robots.header("etag"));
+    assert_eq!(
+        robots_again.header("last-modified"),
+        "Sun, 13 Sep 2020 12:26:40 GMT"
+    );
     second.stop().await;
 
     let moved = published_at(&config(&upstream, ""), "https://elsewhere.example/maps/");
