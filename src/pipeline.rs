@@ -59,12 +59,21 @@ pub trait FileSink {
     /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
     /// By default the shard is stored as named (gzipped for `.gz`); the server's sink overrides
     /// this to keep the plain bytes as well, because it answers both spellings.
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<(), Self::Error> {
+    ///
+    /// Returns when the shard last changed, if the sink knows (the server's, from the
+    /// generation before): the index lists the shard with that `lastmod` (SM-10: when the file
+    /// changed), not its newest entry's, which a deleted entry does not move. `None` here.
+    fn put_shard(
+        &mut self,
+        name: &str,
+        xml: &[u8],
+    ) -> Result<Option<crate::datestamp::Datestamp>, Self::Error> {
         if name.ends_with(".gz") {
-            self.put(name, &gzip(xml))
+            self.put(name, &gzip(xml))?;
         } else {
-            self.put(name, xml)
+            self.put(name, xml)?;
         }
+        Ok(None)
     }
 }
 
@@ -829,9 +838,10 @@ impl<'a> Shards<'a> {
         shard: &Shard,
     ) -> Result<(), PipelineError> {
         let name = self.name(number);
-        sink.put_shard(&name, &shard.bytes)
+        let changed = sink
+            .put_shard(&name, &shard.bytes)
             .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-        self.listed(name, shard.newest);
+        self.listed(name, changed.or(shard.newest));
         Ok(())
     }
 
@@ -849,11 +859,13 @@ impl<'a> Shards<'a> {
         let name = self.name(self.names.len() as u32 + 1);
         // The landing-page profiles' shards are plain `.xml`, as written (never gzipped).
         debug_assert!(!name.ends_with(".gz"), "{name}");
-        if !sink.link_shard(&name, file.path()) {
+        let changed = if sink.link_shard(&name, file.path()) {
+            None
+        } else {
             sink.put_shard(&name, &file.read()?)
-                .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-        }
-        self.listed(name, file.newest());
+                .map_err(|e| PipelineError::Sink(Box::new(e)))?
+        };
+        self.listed(name, changed.or(file.newest()));
         Ok(())
     }
 

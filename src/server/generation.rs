@@ -491,19 +491,36 @@ impl<'a> Writer<'a> {
         Ok(last_modified)
     }
 
+    /// Stores a file, and an `.xml` file's gzipped sibling; when it last changed, in seconds
+    /// since the Unix epoch (now, unless the previous generation has the same bytes).
+    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, StoreError> {
+        if name.ends_with(".xml")
+            && let Some(changed) = self.link_unchanged(name, bytes)?
+        {
+            return Ok(changed);
+        }
+        let changed = self.store(name, bytes, None)?;
+        if name.ends_with(".xml") {
+            // The sibling changes exactly when the plain file does (the gzip is deterministic).
+            self.store(&format!("{name}.gz"), &pipeline::gzip(bytes), Some(changed))?;
+        }
+        Ok(changed)
+    }
+
     /// Takes an `.xml` file identical to the previous generation's, with its gzip sibling, by
     /// hard-linking both from there: not written, synced or compressed again, and with the same
-    /// validators. `false` when the file changed or cannot be linked (it is then written).
-    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<bool, StoreError> {
+    /// validators; returns when it last changed. `None` when the file changed or cannot be
+    /// linked (it is then written).
+    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, StoreError> {
         let Some(previous) = self.previous else {
-            return Ok(false);
+            return Ok(None);
         };
         let gz = format!("{name}.gz");
         let (Some((_, old)), Some((_, old_gz))) = (previous.file(name), previous.file(&gz)) else {
-            return Ok(false);
+            return Ok(None);
         };
         if old.len != bytes.len() as u64 || old.etag != etag_header(&content_hash(bytes)) {
-            return Ok(false);
+            return Ok(None);
         }
         let mut linked: Vec<PathBuf> = Vec::new();
         for meta in [old, old_gz] {
@@ -516,7 +533,7 @@ impl<'a> Writer<'a> {
                 for path in &linked {
                     fs::remove_file(path).map_err(store_err("cannot remove", path))?;
                 }
-                return Ok(false);
+                return Ok(None);
             }
             linked.push(to);
         }
@@ -529,7 +546,7 @@ impl<'a> Writer<'a> {
                 last_modified: secs(meta.last_modified),
             });
         }
-        Ok(true)
+        Ok(Some(secs(old.last_modified)))
     }
 
     /// Bytes written so far.
@@ -598,15 +615,7 @@ impl FileSink for Writer<'_> {
         if name == "robots.txt" {
             return Ok(());
         }
-        if name.ends_with(".xml") && self.link_unchanged(name, bytes)? {
-            return Ok(());
-        }
-        let changed = self.store(name, bytes, None)?;
-        if name.ends_with(".xml") {
-            // The sibling changes exactly when the plain file does (the gzip is deterministic).
-            self.store(&format!("{name}.gz"), &pipeline::gzip(bytes), Some(changed))?;
-        }
-        Ok(())
+        self.put_file(name, bytes).map(drop)
     }
 
     /// Documents go into the pack, with their datestamp as `Last-Modified`.
@@ -642,8 +651,14 @@ impl FileSink for Writer<'_> {
     }
 
     /// Shards are kept plain under `.xml` (and gzipped beside), whatever the index calls them.
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<(), StoreError> {
-        self.put(name.strip_suffix(".gz").unwrap_or(name), xml)
+    /// The index lists each with the time it last changed, which its `Last-Modified` says too.
+    fn put_shard(
+        &mut self,
+        name: &str,
+        xml: &[u8],
+    ) -> Result<Option<crate::datestamp::Datestamp>, StoreError> {
+        let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
+        Ok(Some(crate::datestamp::Datestamp::from_unix(changed as i64)))
     }
 }
 

@@ -187,6 +187,23 @@ fn locs(xml: &str) -> Vec<String> {
         .collect()
 }
 
+/// The `<loc>` and `<lastmod>` of each `<sitemap>` of an index.
+fn lastmods(index: &str) -> Vec<(String, String)> {
+    index
+        .split("<sitemap>")
+        .skip(1)
+        .map(|entry| {
+            let field = |tag: &str| {
+                let open = format!("<{tag}>");
+                let from = entry.find(&open).map(|i| i + open.len()).unwrap_or(0);
+                let to = entry[from..].find('<').map_or(from, |i| from + i);
+                entry[from..to].to_owned()
+            };
+            (field("loc"), field("lastmod"))
+        })
+        .collect()
+}
+
 /// Path of an absolute URL of the gateway.
 fn path_of(url: &str) -> String {
     Url::parse(url).unwrap().path().to_owned()
@@ -455,6 +472,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
     for name in &names {
         before.push(g.get(name).await);
     }
+    let index_before = lastmods(&g.get("/r/sitemap.xml").await.text());
     let inode = |name: &str| {
         use std::os::unix::fs::MetadataExt;
         let repo = state.path().join("r");
@@ -488,6 +506,21 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
             changed,
             "{name}"
         );
+    }
+    // SM-10: the index dates each shard by when the file changed, as its Last-Modified does;
+    // deleting record 3 changed no datestamp of shard 1, but its lastmod moved.
+    let index_after = lastmods(&g.get("/r/sitemap.xml").await.text());
+    for (n, name) in names.iter().enumerate() {
+        let modified =
+            httpdate::parse_http_date(g.get(name).await.header("last-modified")).unwrap();
+        let secs = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        let lastmod = oai_bridge::datestamp::Datestamp::from_unix(secs);
+        assert_eq!(index_after[n].1, lastmod.to_string(), "{name}");
+        let changed = n < 2;
+        assert_eq!(index_after[n] != index_before[n], changed, "{name}");
     }
     assert!(
         g.get("/r/sitemap-2.xml")
