@@ -543,6 +543,12 @@ where
     if let Some(vary) = vary {
         builder = builder.header(header::VARY, HeaderValue::from_static(vary));
     }
+    if precondition_failed(headers, v) {
+        return builder
+            .status(StatusCode::PRECONDITION_FAILED)
+            .body(Full::new(Bytes::new()))
+            .expect("valid response");
+    }
     if not_modified(headers, v) {
         return builder
             .status(StatusCode::NOT_MODIFIED)
@@ -568,6 +574,27 @@ where
         builder.body(Full::new(bytes))
     }
     .expect("valid response")
+}
+
+/// RFC 9110 §13.2.2, steps 1 and 2, evaluated before [`not_modified`]: `If-Match` that names
+/// no current ETag (strong comparison; `*` matches, the file exists), or else an
+/// `If-Unmodified-Since` that parses and is before `Last-Modified`, fails the request with 412.
+fn precondition_failed(headers: &HeaderMap, v: &Validators<'_>) -> bool {
+    let im: Vec<&HeaderValue> = headers.get_all(header::IF_MATCH).iter().collect();
+    if !im.is_empty() {
+        let tag = v.etag.to_str().unwrap_or("");
+        return !im
+            .iter()
+            .filter_map(|h| h.to_str().ok())
+            .flat_map(|h| h.split(','))
+            .map(str::trim)
+            .any(|t| t == "*" || t == tag);
+    }
+    headers
+        .get(header::IF_UNMODIFIED_SINCE)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| httpdate::parse_http_date(h).ok())
+        .is_some_and(|since| v.last_modified > since)
 }
 
 /// H-05: `If-None-Match` decides when present (weak comparison, `*` matches); otherwise
@@ -778,7 +805,8 @@ mod tests {
         assert!(!accepts_gzip(&HeaderMap::new()));
     }
 
-    /// H-05: If-None-Match wins over If-Modified-Since; a bad date is ignored.
+    /// H-05: If-None-Match wins over If-Modified-Since; a bad date is ignored. If-Match and
+    /// If-Unmodified-Since fail a request with 412.
     #[test]
     fn conditional_requests() {
         let lm = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
@@ -808,5 +836,24 @@ mod tests {
         assert!(!nm(&[("if-modified-since", &old)]));
         assert!(!nm(&[("if-modified-since", "yesterday")]));
         assert!(!nm(&[]));
+
+        // RFC 9110 §13.1.1, §13.1.4: If-Match (strong), else If-Unmodified-Since.
+        let failed = |pairs: &[(&'static str, &str)]| precondition_failed(&headers(pairs), &v);
+        assert!(!failed(&[]));
+        assert!(!failed(&[("if-match", "\"abc\"")]));
+        assert!(!failed(&[("if-match", "\"x\", \"abc\"")]));
+        assert!(!failed(&[("if-match", "*")]));
+        assert!(failed(&[("if-match", "\"x\"")]));
+        assert!(
+            failed(&[("if-match", "W/\"abc\"")]),
+            "a weak tag never matches strongly"
+        );
+        assert!(failed(&[("if-unmodified-since", &old)]));
+        assert!(!failed(&[("if-unmodified-since", &new)]));
+        assert!(!failed(&[("if-unmodified-since", "yesterday")]));
+        assert!(!failed(&[
+            ("if-match", "\"abc\""),
+            ("if-unmodified-since", &old)
+        ]));
     }
 }

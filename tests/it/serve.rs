@@ -567,7 +567,8 @@ async fn conditional_requests_head_gzip_and_errors() {
     assert!(plain.header("cache-control").contains("max-age=3600"));
 
     // If-None-Match wins over If-Modified-Since (H-05); a 304 carries the validators (H-06).
-    let cases: [(&[(&str, &str)], StatusCode); 5] = [
+    // If-Match and If-Unmodified-Since that fail give 412 (RFC 9110 §13.1.1, §13.1.4).
+    let cases: [(&[(&str, &str)], StatusCode); 9] = [
         (&[("if-none-match", &etag)], StatusCode::NOT_MODIFIED),
         (
             &[
@@ -582,6 +583,16 @@ async fn conditional_requests_head_gzip_and_errors() {
         ),
         (&[("if-modified-since", &lm)], StatusCode::NOT_MODIFIED),
         (&[("if-modified-since", "not a date")], StatusCode::OK),
+        (&[("if-match", &etag)], StatusCode::OK),
+        (
+            &[("if-match", "\"other\"")],
+            StatusCode::PRECONDITION_FAILED,
+        ),
+        (
+            &[("if-unmodified-since", "Thu, 01 Jan 2015 00:00:00 GMT")],
+            StatusCode::PRECONDITION_FAILED,
+        ),
+        (&[("if-unmodified-since", &lm)], StatusCode::OK),
     ];
     for (headers, want) in cases {
         let reply = g.request(get.clone(), "/r/sitemap-1.xml", headers).await;
