@@ -617,10 +617,11 @@ fn not_modified(headers: &HeaderMap, v: &Validators<'_>) -> bool {
         .is_some_and(|since| v.last_modified <= since)
 }
 
-/// `Accept-Encoding` allows gzip: `gzip` (or `x-gzip`) with a non-zero q, or `*` with a
-/// non-zero q when gzip is not listed (RFC 9110 §12.5.3).
+/// `Accept-Encoding` allows gzip and does not prefer the uncompressed bytes: `gzip` (or
+/// `x-gzip`) with a non-zero q, or `*` with a non-zero q when gzip is not listed; and a q at
+/// least that of `identity` when `identity` is listed (RFC 9110 §12.5.3).
 pub fn accepts_gzip(headers: &HeaderMap) -> bool {
-    let mut star = None;
+    let (mut gzip, mut star, mut identity) = (None, None, None);
     for value in headers.get_all(header::ACCEPT_ENCODING) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
@@ -633,15 +634,21 @@ pub fn accepts_gzip(headers: &HeaderMap) -> bool {
                 })
                 .next()
                 .map_or(1.0, |v| v.parse::<f32>().unwrap_or(0.0));
-            if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
-                return q > 0.0;
-            }
-            if coding == "*" {
-                star = Some(q > 0.0);
-            }
+            let slot =
+                if coding.eq_ignore_ascii_case("gzip") || coding.eq_ignore_ascii_case("x-gzip") {
+                    &mut gzip
+                } else if coding.eq_ignore_ascii_case("identity") {
+                    &mut identity
+                } else if coding == "*" {
+                    &mut star
+                } else {
+                    continue;
+                };
+            slot.get_or_insert(q);
         }
     }
-    star.unwrap_or(false)
+    let q = gzip.or(star).unwrap_or(0.0);
+    q > 0.0 && identity.is_none_or(|identity| q >= identity)
 }
 
 /// 503 for a repository without a generation yet (H-08), with a `Retry-After` of the time until
@@ -803,6 +810,12 @@ mod tests {
         assert!(!yes("br, deflate"));
         assert!(!yes("*;q=0"));
         assert!(!accepts_gzip(&HeaderMap::new()));
+        // Preferring the uncompressed bytes is heard; a tie goes to gzip.
+        assert!(!yes("gzip;q=0.5, identity;q=1"));
+        assert!(!yes("identity, *;q=0.5"));
+        assert!(yes("gzip, identity"));
+        assert!(yes("identity;q=0.5, gzip"));
+        assert!(yes("gzip;q=0.5"));
     }
 
     /// H-05: If-None-Match wins over If-Modified-Since; a bad date is ignored. If-Match and
