@@ -4,7 +4,9 @@
 # JSON-LD document or list those files list. Fails on any answer other than 200, on a wrong
 # media type, on an XML file its schema rejects, and on JSON-LD that does not parse.
 #
-#   bash .ci/crawl.sh BASE_URL SCHEMAS_DIR WORK_DIR
+#   [EXPECT_INDEXES=N] bash .ci/crawl.sh BASE_URL SCHEMAS_DIR WORK_DIR
+#
+# With EXPECT_INDEXES, robots.txt must announce exactly that many indexes.
 set -euo pipefail
 base=$1 schemas=$2 work=$3
 mkdir -p "$work"
@@ -13,13 +15,14 @@ fail() { echo "crawl: $*" >&2; exit 1; }
 # GET $1 into $2 (decompressed when the gateway gzips it); prints the Content-Type.
 fetch() {
   local out
-  out=$(curl -s --compressed -o "$2" -w '%{http_code} %{content_type}' "$1") || fail "$1: curl failed"
+  out=$(curl -s --compressed --max-time 30 -o "$2" -w '%{http_code} %{content_type}' "$1") ||
+    fail "$1: curl failed"
   [ "${out%% *}" = 200 ] || fail "$1 answered ${out%% *}"
   echo "${out#* }"
 }
 
-# The `<loc>`s of a sitemap or index file.
-locs() { grep -o '<loc>[^<]*</loc>' "$1" | sed 's/<[^>]*>//g'; }
+# The `<loc>`s of a sitemap or index file, unescaped (the gateway escapes only `&` in them).
+locs() { grep -o '<loc>[^<]*</loc>' "$1" | sed -e 's/<[^>]*>//g' -e 's/&amp;/\&/g' || true; }
 
 # Checks that $1 (from URL $2) validates against schema $3.
 validate() {
@@ -33,6 +36,9 @@ type=$(fetch "${base}robots.txt" "$work/robots.txt")
 [[ $type == text/plain* ]] || fail "robots.txt is $type"
 mapfile -t indexes < <(sed -n 's/^Sitemap: //p' "$work/robots.txt")
 [ ${#indexes[@]} -gt 0 ] || fail "robots.txt announces no sitemap"
+if [ -n "${EXPECT_INDEXES:-}" ] && [ ${#indexes[@]} != "$EXPECT_INDEXES" ]; then
+  fail "robots.txt announces ${#indexes[@]} indexes, not $EXPECT_INDEXES: ${indexes[*]}"
+fi
 
 n=0 docs=0
 for index in "${indexes[@]}"; do
@@ -42,11 +48,19 @@ for index in "${indexes[@]}"; do
   validate "$work/index-$n.xml" "$index" "$schemas/siteindex.xsd"
   echo "$index: an index of $(locs "$work/index-$n.xml" | wc -l) file(s)"
   m=0
-  for shard in $(locs "$work/index-$n.xml"); do
+  mapfile -t shards < <(locs "$work/index-$n.xml")
+  for shard in "${shards[@]}"; do
     m=$((m + 1))
     file="$work/shard-$n-$m.xml"
-    type=$(fetch "$shard" "$file")
-    [[ $type == application/xml* ]] || fail "$shard is $type"
+    case $shard in
+      *.xml.gz) # a gzip file of its own (application/gzip, no Content-Encoding)
+        type=$(fetch "$shard" "$file.gz")
+        [ "$type" = application/gzip ] || fail "$shard is $type"
+        gunzip -c "$file.gz" >"$file" || fail "$shard is not gzip" ;;
+      *)
+        type=$(fetch "$shard" "$file")
+        [[ $type == application/xml* ]] || fail "$shard is $type" ;;
+    esac
     case ${shard##*/} in
       signmap-*) schema=signmap.xsd ;;
       ocx-*) schema=ocx-sitemap.xsd ;;
@@ -60,7 +74,8 @@ for index in "${indexes[@]}"; do
       *) continue ;;
     esac
     k=0
-    for doc in $(locs "$file"); do
+    mapfile -t docs_here < <(locs "$file")
+    for doc in "${docs_here[@]}"; do
       k=$((k + 1))
       docs=$((docs + 1))
       type=$(fetch "$doc" "$work/doc-$n-$m-$k.jsonld")

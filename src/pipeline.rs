@@ -916,16 +916,55 @@ impl Job {
         if self.gzip { "xml.gz" } else { "xml" }
     }
 
-    /// A fingerprint of everything that shapes the files the job writes (all of it but where it
-    /// spills): the source, sets and dates, scope, limits, gzip, profiles and public URL. A
-    /// gateway whose persisted generation was made under another one refreshes at once.
+    /// A fingerprint of everything that shapes the files the job writes: the source, sets and
+    /// dates, scope, limits, gzip, profiles and public URL, each spelled out (not the `Debug`
+    /// text of the job, which an upgrade may change). A gateway whose persisted generation was
+    /// made under another one refreshes at once.
     pub fn settings_key(&self) -> String {
-        let shaping = Job {
-            spill_dir: None,
-            ..self.clone()
-        };
-        let key = xxhash_rust::xxh3::xxh3_128(format!("{shaping:?}").as_bytes());
-        format!("{key:032x}")
+        // Taken apart field by field, so that a field added later does not compile until it is
+        // placed here or left out on purpose.
+        let Job {
+            request,
+            scope,
+            limits,
+            gzip,
+            signmap,
+            ocx,
+            cdif,
+            cdif_list,
+            diwoo,
+            public_url,
+            spill_dir: _,
+        } = self;
+        let HarvestRequest {
+            source,
+            sets,
+            from,
+            until,
+            fields: _, // follows from the profiles
+        } = request;
+        let ocx = ocx.as_ref().map(|o| {
+            let crate::config::OcxConfig {
+                types,
+                default_type,
+                teaser_chars,
+                format,
+                xpath,
+            } = o;
+            format!("{types:?} {default_type:?} {teaser_chars} {format:?} {xpath:?}")
+        });
+        let date = |d: &Option<crate::datestamp::Datestamp>| d.map(|d| d.to_string());
+        let scope: Vec<&str> = scope.iter().map(Url::as_str).collect();
+        let text = format!(
+            "source={source} sets={sets:?} from={:?} until={:?} scope={scope:?} max_urls={} \
+             max_bytes={} gzip={gzip} signmap={signmap} ocx={ocx:?} cdif={cdif} \
+             cdif_list={cdif_list} diwoo={diwoo:?} public_url={public_url}",
+            date(from),
+            date(until),
+            limits.max_urls,
+            limits.max_bytes,
+        );
+        format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
     }
 
     /// Whether the job publishes only the plain sitemap: no profile needs the records, so a

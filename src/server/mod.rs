@@ -63,6 +63,9 @@ pub struct Gateway {
     pub cache_control: hyper::header::HeaderValue,
     /// robots.txt, made again whenever a generation is swapped in ([`Gateway::announce`]).
     robots: RwLock<Arc<http::StaticFile>>,
+    /// Held while robots.txt is made again and installed: repositories refresh in tasks of
+    /// their own, and a text made before another swap must not replace one made after it.
+    announcing: Mutex<()>,
     /// How upstreams are treated.
     pub harvest: HarvestSettings,
     /// When the process started.
@@ -333,6 +336,7 @@ impl Gateway {
             ))
             .expect("digits make a header value"),
             robots: RwLock::new(Arc::new(robots)),
+            announcing: Mutex::new(()),
             public_url,
             harvest: config.harvest.clone(),
             started: SystemTime::now(),
@@ -359,6 +363,7 @@ impl Gateway {
     /// published nothing this time has no index, and announcing it would send crawlers to a 404.
     /// An unchanged text keeps its validators.
     pub fn announce(&self) {
+        let _one_at_a_time = self.announcing.lock().unwrap_or_else(|e| e.into_inner());
         let next = robots_file(&self.repos, &self.state_dir);
         let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
         if robots.bytes != next.bytes {
@@ -495,9 +500,14 @@ fn robots_file(repos: &[Repo], state_dir: &std::path::Path) -> http::StaticFile 
         let now = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        // Replaced by a rename, so a crash leaves the old record or the new one.
+        // Replaced by a rename of a synced file, so a crash leaves the old record or the new
+        // one. Made one at a time (`Gateway::announcing`), so one temporary name does.
         let tmp = state_dir.join(format!("{ROBOTS_MODIFIED}.tmp"));
-        let written = std::fs::write(&tmp, format!("{hash} {now}\n"))
+        let written = std::fs::File::create(&tmp)
+            .and_then(|mut f| {
+                std::io::Write::write_all(&mut f, format!("{hash} {now}\n").as_bytes())?;
+                f.sync_all()
+            })
             .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = written {
             tracing::warn!(
