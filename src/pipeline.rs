@@ -1093,10 +1093,6 @@ pub(crate) mod tests {
         }
     }
 
-    /// Every category's shards are written in one pass over the inventory, side by side: each
-    /// category's files are byte for byte what rendering its sets' https URLs with a datestamp
-    /// alone makes (in sitemap order, split on both limits on its own); the other URLs are
-    /// counted by reason, and a category left with none has no index.
     /// A generation records the settings it was made under: the same settings give the same
     /// key in any process (the OCX type table is a hash map), and each setting that shapes the
     /// files changes it; where the job spills does not.
@@ -1140,6 +1136,10 @@ pub(crate) mod tests {
         }
     }
 
+    /// Every category's shards are written in one pass over the inventory, side by side: each
+    /// category's files are byte for byte what rendering its sets' https URLs with a datestamp
+    /// alone makes (in sitemap order, split on both limits on its own); the other URLs are
+    /// counted by reason, and a category left with none has no index.
     #[test]
     fn diwoo_categories_rendered_side_by_side_hold_their_sets_urls() {
         // Long URLs, so that the byte limit splits before the URL limit does.
