@@ -1238,7 +1238,7 @@ async fn concurrent_misses_read_a_file_once() {
     Arc::into_inner(g).unwrap().stop().await;
 }
 
-/// The configuration of `config`, published at `public_url` (a restart listens on another port).
+/// The configuration `text`, published at `public_url` (a restart listens on another port).
 fn published_at(text: &str, public_url: &str) -> String {
     text.replace(
         "[server]\n",
