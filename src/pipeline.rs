@@ -15,7 +15,7 @@ use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Sour
 use crate::patch::PublishedShard;
 use crate::progress::Progress;
 use crate::render::cdif::ItemLists;
-use crate::render::robots::{render_cdif_group, render_robots};
+use crate::render::robots::{Announced, render_robots};
 use crate::render::sitemap::{
     Layout, URLSET_OPEN, Urlsets, entries as sitemap_entries, render_index, render_laid_out,
     render_shards, write_url,
@@ -671,14 +671,13 @@ pub fn render<S: FileSink>(
         diwoo.add_all(sink, published)?;
     }
     let diwoo = diwoo.finish(sink, &mut indexes)?;
-    let mut robots = render_robots(indexes.iter().map(Url::as_str));
-    let cdif_sitemaps: Vec<&str> = (cdif_index.iter())
-        .chain(cdif_lists.iter().map(|(url, _)| url))
-        .map(Url::as_str)
-        .collect();
-    if !cdif_sitemaps.is_empty() {
-        robots.push_str(&render_cdif_group(cdif_sitemaps));
-    }
+    let robots = render_robots(&[Announced {
+        indexes: indexes.iter().map(Url::as_str).collect(),
+        cdif: (cdif_index.iter())
+            .chain(cdif_lists.iter().map(|(url, _)| url))
+            .map(Url::as_str)
+            .collect(),
+    }]);
     sink.put("robots.txt", robots.as_bytes())
         .map_err(|e| PipelineError::Sink(Box::new(e)))?;
     Ok(Rendered {

@@ -227,8 +227,8 @@ impl ItemLists {
     ///
     /// The lists carry no `newest` datestamp: which list a document falls in depends on the
     /// documents before it, so one record deleted moves documents from list to list, which
-    /// the newest datestamp of each would not show (their sitemap gives no `lastmod`; HTTP's
-    /// validators tell a changed list).
+    /// the newest datestamp of each would not show (an export's sitemap of them gives no
+    /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
     pub fn add<E>(
         &mut self,
         document: &[u8],

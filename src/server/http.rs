@@ -580,41 +580,46 @@ where
 /// no current ETag (strong comparison; `*` matches, the file exists), or else an
 /// `If-Unmodified-Since` that parses and is before `Last-Modified`, fails the request with 412.
 fn precondition_failed(headers: &HeaderMap, v: &Validators<'_>) -> bool {
-    let im: Vec<&HeaderValue> = headers.get_all(header::IF_MATCH).iter().collect();
-    if !im.is_empty() {
-        let tag = v.etag.to_str().unwrap_or("");
-        return !im
-            .iter()
-            .filter_map(|h| h.to_str().ok())
-            .flat_map(|h| h.split(','))
-            .map(str::trim)
-            .any(|t| t == "*" || t == tag);
+    if let Some(matched) = names_etag(headers, header::IF_MATCH, v.etag, false) {
+        return !matched;
     }
-    headers
-        .get(header::IF_UNMODIFIED_SINCE)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| httpdate::parse_http_date(h).ok())
-        .is_some_and(|since| v.last_modified > since)
+    date_in(headers, header::IF_UNMODIFIED_SINCE).is_some_and(|since| v.last_modified > since)
 }
 
 /// H-05: `If-None-Match` decides when present (weak comparison, `*` matches); otherwise
 /// `If-Modified-Since`, when it parses, at or after `Last-Modified`.
 fn not_modified(headers: &HeaderMap, v: &Validators<'_>) -> bool {
-    let inm: Vec<&HeaderValue> = headers.get_all(header::IF_NONE_MATCH).iter().collect();
-    if !inm.is_empty() {
-        let tag = v.etag.to_str().unwrap_or("");
-        return inm
-            .iter()
-            .filter_map(|h| h.to_str().ok())
-            .flat_map(|h| h.split(','))
-            .map(str::trim)
-            .any(|t| t == "*" || t.trim_start_matches("W/") == tag);
+    if let Some(matched) = names_etag(headers, header::IF_NONE_MATCH, v.etag, true) {
+        return matched;
     }
+    date_in(headers, header::IF_MODIFIED_SINCE).is_some_and(|since| v.last_modified <= since)
+}
+
+/// Whether the ETag lists of header `name` name `etag` (or `*`), compared weakly (a `W/` prefix
+/// ignored) or strongly; `None` when the request has no such header.
+fn names_etag(
+    headers: &HeaderMap,
+    name: header::HeaderName,
+    etag: &HeaderValue,
+    weak: bool,
+) -> Option<bool> {
+    let mut values = headers.get_all(name).iter().peekable();
+    values.peek()?;
+    let etag = etag.to_str().unwrap_or("");
+    let named = values
+        .filter_map(|h| h.to_str().ok())
+        .flat_map(|h| h.split(','))
+        .map(str::trim)
+        .any(|t| t == "*" || (if weak { t.trim_start_matches("W/") } else { t }) == etag);
+    Some(named)
+}
+
+/// The HTTP-date of header `name`, when the request has one that parses (else it is ignored).
+fn date_in(headers: &HeaderMap, name: header::HeaderName) -> Option<SystemTime> {
     headers
-        .get(header::IF_MODIFIED_SINCE)
+        .get(name)
         .and_then(|h| h.to_str().ok())
         .and_then(|h| httpdate::parse_http_date(h).ok())
-        .is_some_and(|since| v.last_modified <= since)
 }
 
 /// `Accept-Encoding` allows gzip and does not prefer the uncompressed bytes: `gzip` (or

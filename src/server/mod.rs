@@ -31,6 +31,7 @@ use url::Url;
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
 use crate::pipeline::{INDEX_NAME, Job};
+use crate::render::robots::Announced;
 use generation::{Generation, StoreError};
 use metrics::Metrics;
 
@@ -86,6 +87,8 @@ pub struct Repo {
     pub config: RepositoryConfig,
     /// What a refresh builds.
     pub job: Job,
+    /// What its files are made under ([`Job::settings_key`]), as each generation records it.
+    pub settings: String,
     /// Its state folder, `{state_dir}/{name}`.
     pub dir: PathBuf,
     current: RwLock<Option<Arc<Generation>>>,
@@ -155,15 +158,17 @@ impl Repo {
     /// `User-agent: CDIF1.0` (the CDIF sitemaps). Those the generation being served holds, in
     /// the order an export's robots.txt lists them; before the first generation, those the
     /// configuration asks for (each answers 503 with `Retry-After` until then).
-    pub fn announced(&self) -> (Vec<String>, Vec<String>) {
+    pub fn announced(&self) -> Announced<String> {
         let base = &self.job.public_url;
         let Some(g) = self.current() else {
-            let all = |names: Vec<String>| names.iter().map(|n| format!("{base}{n}")).collect();
-            let cdif = self.job.cdif_index_names();
-            return (
-                all(self.job.index_names()),
-                all(cdif.into_iter().map(str::to_owned).collect()),
-            );
+            return Announced {
+                indexes: (self.job.index_names().iter())
+                    .map(|n| format!("{base}{n}"))
+                    .collect(),
+                cdif: (self.job.cdif_index_names().iter())
+                    .map(|n| format!("{base}{n}"))
+                    .collect(),
+            };
         };
         let s = &g.summary;
         let mut indexes = vec![s.index_url.clone()];
@@ -177,7 +182,7 @@ impl Repo {
             .flat_map(|c| c.index_url.iter().chain(c.lists_index_url.iter()))
             .cloned()
             .collect();
-        (indexes, cdif)
+        Announced { indexes, cdif }
     }
 
     fn update(&self, f: impl FnOnce(&mut RepoStatus)) {
@@ -287,6 +292,7 @@ impl Gateway {
             };
             let repo = Repo {
                 config: rc.clone(),
+                settings: job.settings_key(),
                 job,
                 dir,
                 current: RwLock::new(None),
@@ -520,17 +526,8 @@ fn robots_file(repos: &[Repo], state_dir: &std::path::Path) -> http::StaticFile 
     http::StaticFile::new(bytes, SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
 }
 
-/// robots.txt for `repos`: every repository's indexes for all crawlers, then each repository's
-/// CDIF group ([`Repo::announced`]).
+/// robots.txt for `repos` ([`Repo::announced`]).
 fn robots_txt(repos: &[Repo]) -> String {
     let announced: Vec<_> = repos.iter().map(Repo::announced).collect();
-    let mut text = crate::render::robots::render_robots(
-        (announced.iter()).flat_map(|(indexes, _)| indexes.iter().map(String::as_str)),
-    );
-    for (_, cdif) in announced.iter().filter(|(_, cdif)| !cdif.is_empty()) {
-        text.push_str(&crate::render::robots::render_cdif_group(
-            cdif.iter().map(String::as_str),
-        ));
-    }
-    text
+    crate::render::robots::render_robots(&announced)
 }

@@ -56,9 +56,8 @@ pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Rece
     let interval = repo.config.refresh_interval;
     // A persisted generation that is still fresh, and was made under the settings of now, is
     // served until it is due; else refresh now.
-    let settings = repo.job.settings_key();
     let mut due = match repo.current() {
-        Some(g) if g.summary.settings == settings => g.created + interval,
+        Some(g) if g.summary.settings == repo.settings => g.created + interval,
         Some(_) => {
             tracing::info!(
                 repository = repo.config.name,
@@ -460,7 +459,7 @@ async fn build(
             Some(from) => format!("{} from {from}", run.kind.as_str()),
             None => run.kind.as_str().to_owned(),
         },
-        settings: job.settings_key(),
+        settings: repo.settings.clone(),
     };
     let generation = writer.commit(summary)?;
     if let Err(e) = incremental::published(&mut store, publish) {
