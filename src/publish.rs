@@ -77,18 +77,8 @@ impl Staging {
             fs::create_dir_all(parent).map_err(io_err("cannot create", parent))?;
             set_mode(parent, 0o755).map_err(io_err("cannot set permissions of", parent))?;
         }
-        if bytes.len() < DIRECT_MIN {
-            let mut file = fs::File::create(&path).map_err(io_err("cannot create", &path))?;
-            file.write_all(bytes)
-                .map_err(io_err("cannot write", &path))?;
-        } else {
-            let room = self.aligned.take();
-            let mut out =
-                DirectWriter::create(&path, true, room).map_err(io_err("cannot create", &path))?;
-            out.write_all(bytes)
-                .map_err(io_err("cannot write", &path))?;
-            self.aligned = Some(out.finish().map_err(io_err("cannot write", &path))?);
-        }
+        write_file(&path, bytes, &mut self.aligned, false)
+            .map_err(io_err("cannot write", &path))?;
         self.bytes += bytes.len() as u64;
         Ok(())
     }
@@ -164,6 +154,32 @@ impl Staging {
 
 /// Files from this size on are written directly (a shard is up to 50 MB).
 pub const DIRECT_MIN: usize = 1 << 20;
+
+/// Creates (or truncates) the file at `path` with `bytes`; with `sync`, makes it durable. Files
+/// from [`DIRECT_MIN`] on bypass the page cache where the file system allows ([`DirectWriter`],
+/// in `room`, which keeps its chunk for the next large file); the rest are written as usual.
+pub fn write_file(
+    path: &Path,
+    bytes: &[u8],
+    room: &mut Option<Chunk>,
+    sync: bool,
+) -> io::Result<()> {
+    let file = if bytes.len() < DIRECT_MIN {
+        let mut file = fs::File::create(path)?;
+        file.write_all(bytes)?;
+        file
+    } else {
+        let mut out = DirectWriter::create(path, true, room.take())?;
+        out.write_all(bytes)?;
+        let (file, chunk) = out.finish()?;
+        *room = Some(chunk);
+        file
+    };
+    if sync {
+        file.sync_all()?;
+    }
+    Ok(())
+}
 
 /// Alignment of buffer, offset and length that direct I/O requires (a page covers every
 /// logical block size in use).
@@ -313,8 +329,8 @@ impl DirectWriter {
         Ok(())
     }
 
-    /// Writes what is left and closes the file; the buffer, for the next writer.
-    pub fn finish(mut self) -> io::Result<Chunk> {
+    /// Writes what is left; the file, and the buffer for the next writer.
+    pub fn finish(mut self) -> io::Result<(fs::File, Chunk)> {
         let len = self.len;
         if len > 0 {
             let padded = if self.direct {
@@ -329,7 +345,7 @@ impl DirectWriter {
                 self.file.set_len(end)?;
             }
         }
-        Ok(self.buf)
+        Ok((self.file, self.buf))
     }
 }
 
@@ -509,7 +525,7 @@ mod tests {
                     rest = &rest[n..];
                     piece = piece * 3 + 7;
                 }
-                buf = Some(out.finish().unwrap());
+                buf = Some(out.finish().unwrap().1);
                 assert_eq!(
                     fs::read(&path).unwrap(),
                     bytes,

@@ -341,7 +341,7 @@ impl ShardSpill {
         if let Some((mut out, mut file)) = self.current.take() {
             out.write_all(URLSET_CLOSE.as_bytes())
                 .map_err(file.error("write"))?;
-            self.spare = Some(out.finish().map_err(file.error("write"))?);
+            self.spare = Some(out.finish().map_err(file.error("write"))?.1);
             file.bytes += URLSET_CLOSE.len();
             self.done.push(file);
         }

@@ -440,8 +440,11 @@ pub struct Writer<'a> {
     previous: Option<&'a Generation>,
     now: u64,
     files: Vec<StoredFile>,
-    documents: Option<(io::BufWriter<fs::File>, u64)>,
+    /// The pack, written past the page cache like a large file, and its length so far.
+    documents: Option<(crate::publish::DirectWriter, u64)>,
     doc_index: Vec<DocEntry>,
+    /// Room for writing large files directly, kept from file to file.
+    aligned: Option<crate::publish::Chunk>,
 }
 
 impl<'a> Writer<'a> {
@@ -461,16 +464,16 @@ impl<'a> Writer<'a> {
             files: Vec::new(),
             documents: None,
             doc_index: Vec::new(),
+            aligned: None,
         })
     }
 
     fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, StoreError> {
         let path = self.staging.path().join(name);
-        fs::File::create(&path)
-            .and_then(|mut f| {
-                f.write_all(bytes)?;
-                f.sync_all()
-            })
+        // A shard is written past the page cache, as an export writes it: copying a gigabyte of
+        // Signmap and OCX shards into the page cache was the largest part of a refresh's
+        // system time.
+        crate::publish::write_file(&path, bytes, &mut self.aligned, true)
             .map_err(store_err("cannot write", &path))?;
         let hash = content_hash(bytes);
         let last_modified = changed.unwrap_or_else(|| {
@@ -559,9 +562,8 @@ impl<'a> Writer<'a> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
-            out.into_inner()
-                .map_err(|e| e.into_error())
-                .and_then(|f| f.sync_all())
+            out.finish()
+                .and_then(|(file, _)| file.sync_all())
                 .map_err(store_err("cannot write", &pack))?;
             self.doc_index.sort_unstable_by_key(|d| d.key);
             let index = self.staging.path().join(DOCS_INDEX);
@@ -632,8 +634,9 @@ impl FileSink for Writer<'_> {
             ))
         })?;
         if self.documents.is_none() {
-            let file = fs::File::create(&pack).map_err(store_err("cannot create", &pack))?;
-            self.documents = Some((io::BufWriter::with_capacity(1 << 20, file), 0));
+            let out = crate::publish::DirectWriter::create(&pack, true, self.aligned.take())
+                .map_err(store_err("cannot create", &pack))?;
+            self.documents = Some((out, 0));
         }
         let (out, len) = self.documents.as_mut().expect("created above");
         out.write_all(bytes)
