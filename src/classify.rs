@@ -558,6 +558,9 @@ mod tests {
         check("http://[::1", "drop invalid_url");
     }
 
+    /// DSpace puts the handle proxy URL (`http://hdl.handle.net/1765/315`) in
+    /// dc:identifier: a persistent id, cited, never a loc. Q-24: OJS lists stored pubIds as bare
+    /// DOIs (`10.1234/ABC.5`).
     #[test]
     fn persistent_identifiers_in_every_spelling() {
         for doi in [

@@ -704,6 +704,7 @@ mod tests {
             "[[repository]] \"a\" base_url",
             "required",
         );
+        // G-01: a baseURL, not a request URL.
         rejects(
             "[[repository]]\nname = \"a\"\nbase_url = \"https://h/oai?verb=Identify\"\n",
             "base_url",

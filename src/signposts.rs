@@ -1283,6 +1283,9 @@ mod tests {
             .collect()
     }
 
+    /// G-06, Q-23: of a record's several identifiers (a PDF, a DOI, the landing page, a URL
+    /// outside the scope) the landing page is the Signmap's loc, the file an `item` link, the DOI
+    /// `cite-as`; Q-24: an http(s) dc:rights is the `license`.
     #[test]
     fn a_record_becomes_a_landing_page_with_its_links() {
         let base = Url::parse("https://h/oai/request").unwrap();
@@ -1331,7 +1334,8 @@ mod tests {
     }
 
     /// The `GetRecord` link is spelled as `request_url` spells it, after an existing query too
-    /// (OAI-04), and escaped in the XML.
+    /// (OAI-04), and escaped in the XML; it carries both arguments GetRecord requires,
+    /// identifier and metadataPrefix (OAI-02).
     #[test]
     fn the_describedby_link_is_the_get_record_request() {
         for base in ["https://h/oai/request", "https://h/oai/request?repo=a&x=1"] {

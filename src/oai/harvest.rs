@@ -599,7 +599,8 @@ mod tests {
 
     #[test]
     fn arguments_are_encoded_once_and_appended_to_an_existing_query() {
-        // OAI-04 and OAI-05.
+        // OAI-04 and OAI-05; Q-32: a baseURL with a query of its own (dbs.hab.de's
+        // `?repository=X`) gets the OAI-PMH arguments after `&`.
         let base = Url::parse("https://h/oai?repository=X").unwrap();
         assert_eq!(
             request_url(&base, &[("verb", "Identify")]),
@@ -623,6 +624,8 @@ mod tests {
         );
     }
 
+    /// G-01: the configuration takes a baseURL, to which the bridge adds `verb=...` itself; a
+    /// request URL (one carrying `verb=`) is refused.
     #[test]
     fn sources() {
         assert_eq!(

@@ -1415,7 +1415,8 @@ mod tests {
 
     #[test]
     fn namespace_declaration_styles_give_the_same_records() {
-        // OAI-44: prefixed OAI elements, declarations on the record and on each element.
+        // OAI-44: prefixed OAI elements (Q-15), declarations on the record and on each element
+        // (Q-18).
         let prefixed = r#"<oai:OAI-PMH xmlns:oai="http://www.openarchives.org/OAI/2.0/"><oai:ListRecords><oai:record><oai:header><oai:identifier>oai:h:1</oai:identifier><oai:datestamp>2020-01-02</oai:datestamp></oai:header><oai:metadata><d:dc xmlns:d="http://www.openarchives.org/OAI/2.0/oai_dc/"><e:identifier xmlns:e="http://purl.org/dc/elements/1.1/">https://h/x</e:identifier></d:dc></oai:metadata></oai:record></oai:ListRecords></oai:OAI-PMH>"#;
         let on_record = r#"<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/" xmlns:dc="http://purl.org/dc/elements/1.1/"><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp></header><metadata><oai_dc:dc><dc:identifier>https://h/x</dc:identifier></oai_dc:dc></metadata></record></ListRecords></OAI-PMH>"#;
         let default_ns = r#"<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><ListRecords><record><header><identifier>oai:h:1</identifier><datestamp>2020-01-02</datestamp></header><metadata><dc xmlns="http://www.openarchives.org/OAI/2.0/oai_dc/"><identifier xmlns="http://purl.org/dc/elements/1.1/">https://h/x</identifier><identifier>not dc: oai_dc namespace</identifier></dc></metadata></record></ListRecords></OAI-PMH>"#;
@@ -1436,7 +1437,7 @@ mod tests {
 
     #[test]
     fn other_dc_namespaces_are_not_dublin_core() {
-        // OAI-43 bad input: a wrong DC namespace yields no identifiers.
+        // OAI-43 bad input, Q-17: a wrong DC namespace (OpenSKOS #10) yields no identifiers.
         let doc = one_record("").replace(
             "</oai_dc:dc>",
             r#"<x:identifier xmlns:x="http://dublincore.org/documents/dcmi-namespace/">https://h/y</x:identifier></oai_dc:dc>"#,
@@ -1562,6 +1563,42 @@ mod tests {
         ));
     }
 
+    /// OAI-36: a record is its header, optional metadata and any number of `about` containers,
+    /// which are passed over, whatever they hold (here provenance naming another record, and an
+    /// oai_dc record of its own). OAI-45, Q-17: an element the bridge does not map, a dcterms
+    /// element put in the DC namespace (Dataverse #3368), is passed over without failing the
+    /// record. Both readers agree.
+    #[test]
+    fn about_containers_and_unknown_elements_are_passed_over() {
+        let about = format!(
+            "<about><provenance xmlns=\"http://www.openarchives.org/OAI/2.0/provenance\">\
+             <originDescription><baseURL>https://other/oai</baseURL><identifier>oai:other:1</identifier>\
+             <datestamp>2001-01-01</datestamp></originDescription></provenance></about>\
+             <about>{DC_OPEN}<dc:identifier>https://h/from-about</dc:identifier></oai_dc:dc></about>"
+        );
+        let doc = one_record(
+            "<dc:isReferencedBy>https://h/cited-by</dc:isReferencedBy>\
+             <dc:identifier>https://h/x</dc:identifier>",
+        )
+        .replace(
+            "</metadata></record>",
+            &format!("</metadata>{about}</record>"),
+        );
+        let page = parse_list_records_reference(doc.as_bytes(), Fields::ALL).unwrap();
+        assert_eq!(
+            parse_list_records_fast(doc.as_bytes(), Fields::ALL).as_ref(),
+            Some(&page)
+        );
+        assert_eq!(page.records.len(), 1);
+        let r = &page.records[0];
+        assert_eq!(r.identifier, "oai:h:1");
+        assert_eq!(r.dc_identifiers, ["https://h/x"]);
+        assert_eq!(r.dc.iter().collect::<Vec<_>>(), [(DcElement::Title, "T")]);
+        assert_eq!(page.token.unwrap().value, "tok+/= |1");
+    }
+
+    /// OAI-16: `compression` lists the encodings the repository offers (pyoai's fake3..5 list
+    /// gzip and deflate).
     #[test]
     fn identify_fields() {
         let doc = r#"<?xml version="1.0"?>
@@ -1588,6 +1625,30 @@ mod tests {
             (i.granularity, i.granularity_unknown.as_deref()),
             (Granularity::Day, Some("seconds"))
         );
+    }
+
+    /// Q-33: a `description` that does not validate (SobekCM #13: an oai-identifier whose
+    /// repositoryIdentifier has no dot), or that holds anything at all, is not read and fails
+    /// nothing.
+    #[test]
+    fn identify_with_an_invalid_description() {
+        let doc = r#"<OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/"><responseDate>2026-01-01T00:00:00Z</responseDate>
+<request verb="Identify">https://h/oai</request><Identify><repositoryName>R</repositoryName>
+<baseURL>https://h/oai</baseURL><protocolVersion>2.0</protocolVersion><adminEmail>a@h</adminEmail>
+<earliestDatestamp>2001-01-01</earliestDatestamp><deletedRecord>persistent</deletedRecord>
+<granularity>YYYY-MM-DD</granularity>
+<description><oai-identifier xmlns="http://www.openarchives.org/OAI/2.0/oai-identifier">
+<scheme>oai</scheme><repositoryIdentifier>nodot</repositoryIdentifier><delimiter>::</delimiter>
+<sampleIdentifier>not an identifier</sampleIdentifier></oai-identifier></description>
+<description><baseURL>https://elsewhere/oai</baseURL><granularity>junk</granularity></description>
+<description/></Identify></OAI-PMH>"#;
+        let IdentifyOutcome::Identify(i) = parse_identify(doc.as_bytes()).unwrap() else {
+            panic!("not Identify")
+        };
+        assert_eq!(i.base_url, "https://h/oai");
+        assert_eq!(i.granularity, Granularity::Day);
+        assert_eq!(i.granularity_unknown, None);
+        assert_eq!(i.deleted_record, "persistent");
     }
 
     #[test]

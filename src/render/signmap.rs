@@ -68,7 +68,8 @@ pub fn write_link(
 mod tests {
     use super::*;
 
-    /// SP-02, SP-03, SP-04: the namespace on the root, links after loc and lastmod, escaped.
+    /// SP-02, SP-03, SP-04: the namespace on the root, links after loc and lastmod, escaped
+    /// (SM-12: extension elements after the sitemap's own).
     #[test]
     fn links_follow_loc_and_lastmod() {
         let mut entry = Vec::new();

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use crate::server::{TestRecord, TestServer, numbered};
+use crate::server::{Fault, TestRecord, TestServer, numbered};
 
 /// Runs `oai-bridge check` on a blocking thread, so that the runtime goes on serving the test
 /// server meanwhile.
@@ -249,4 +249,54 @@ async fn a_static_repository_file_is_checked_from_its_own_identify() {
     let report = json(&out);
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_eq!(report["sample"]["records"], records);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oai_dc_missing_from_list_metadata_formats_is_a_warning_and_records_are_still_read() {
+    // OAI-41 bad input: ListMetadataFormats does not list oai_dc (which every repository must
+    // offer): a warning, and ListRecords with oai_dc is tried all the same; it decides. OAI-01:
+    // every request uses one of the protocol's verbs, spelled as the protocol spells them.
+    let server = TestServer::builder(Vec::new()).page_size(5).start();
+    server.set_records(local_records(&server, 3));
+    let formats = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\">\
+         <responseDate>2024-06-01T12:00:00Z</responseDate>\
+         <request verb=\"ListMetadataFormats\">{}</request><ListMetadataFormats><metadataFormat>\
+         <metadataPrefix>mods</metadataPrefix><schema>http://www.loc.gov/standards/mods/v3/mods-3-7.xsd</schema>\
+         <metadataNamespace>http://www.loc.gov/mods/v3</metadataNamespace></metadataFormat>\
+         </ListMetadataFormats></OAI-PMH>\n",
+        server.url()
+    );
+    server.fault_on_request(2, Fault::Body(formats));
+    let url = server.url();
+    let out = check(&[&url, "--json"]).await;
+    let report = json(&out);
+    let verbs: Vec<Option<String>> = server.requests().into_iter().map(|s| s.verb).collect();
+    assert_eq!(
+        verbs[..3],
+        [
+            Some("Identify".to_owned()),
+            Some("ListMetadataFormats".to_owned()),
+            Some("ListSets".to_owned())
+        ]
+    );
+    // The sample is a harvest of its own (Identify, ListRecords); the last is robots.txt.
+    assert!(
+        verbs[3..]
+            .iter()
+            .all(|v| matches!(v.as_deref(), Some("Identify" | "ListRecords") | None)),
+        "{verbs:?}"
+    );
+    assert_eq!(report["formats"]["oai_dc"], false);
+    assert_eq!(report["formats"]["prefixes"][0], "mods");
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("does not list oai_dc"),
+        "{report}"
+    );
+    assert_eq!(report["sample"]["records"], 3);
+    assert_eq!(report["sample"]["identifiers"]["landing_page"], 3);
+    assert_eq!(out.status.code(), Some(0), "{report}");
 }

@@ -185,6 +185,14 @@ fn sample_export_matches_golden() {
             "sitemap.xml"
         ]
     );
+    // SM-14: no changefreq or priority (search engines ignore them).
+    for (name, bytes) in &written {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains("<changefreq") && !text.contains("<priority"),
+            "{name}"
+        );
+    }
     check_golden("sample", &expanded(&written));
 }
 
@@ -200,6 +208,8 @@ fn signmap_export_matches_golden() {
     assert_eq!(beside.len(), 1, "{beside:?}");
     let written = files(&out);
     let robots = String::from_utf8(written["robots.txt"].clone()).unwrap();
+    // SP-10: the Signmap is announced by a Sitemap: line of the robots.txt written beside it
+    // (which the operator copies to the host's root robots.txt, where crawlers look).
     assert!(robots.contains(&format!("Sitemap: {PUBLIC_URL}signmap.xml\n")));
     let sitemap_locs: std::collections::BTreeSet<String> = written
         .iter()
@@ -217,6 +227,23 @@ fn signmap_export_matches_golden() {
             // SP-01: the loc is a landing page the sitemap also lists; SP-04: links after it.
             assert_eq!(kids[0].tag_name().name(), "loc", "{name}");
             assert!(sitemap_locs.contains(kids[0].text().unwrap()), "{name}");
+            // SM-12: the sitemap's own elements (loc, lastmod; SM-14: no changefreq or
+            // priority) first, then the extension elements.
+            let own: Vec<&str> = kids
+                .iter()
+                .take_while(|k| k.tag_name().namespace() != Some(rs))
+                .map(|k| k.tag_name().name())
+                .collect();
+            assert!(
+                own == ["loc"] || own == ["loc", "lastmod"],
+                "{name}: {own:?}"
+            );
+            assert!(
+                kids[own.len()..]
+                    .iter()
+                    .all(|k| k.tag_name().namespace() == Some(rs)),
+                "{name}"
+            );
             let links: Vec<_> = kids
                 .iter()
                 .filter(|k| k.tag_name().namespace() == Some(rs))
@@ -225,10 +252,19 @@ fn signmap_export_matches_golden() {
             for link in links {
                 let rel = link.attribute("rel").unwrap();
                 let href = link.attribute("href").unwrap();
+                // SP-15: no Level-2 link sets (rel="linkset") are made.
                 assert!(
                     ["describedby", "item", "cite-as", "license", "type"].contains(&rel),
                     "{rel}"
                 );
+                // SP-13: no optional ResourceSync attribute, none being known exactly.
+                for attribute in link.attributes() {
+                    assert!(
+                        ["rel", "href", "type", "profile"].contains(&attribute.name()),
+                        "{name}: {rel} has {}",
+                        attribute.name()
+                    );
+                }
                 assert!(
                     href.starts_with("https://") || href.starts_with("http://"),
                     "SP-03: {href}"

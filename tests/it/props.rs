@@ -616,7 +616,7 @@ proptest! {
 
 #[test]
 fn a_superseded_version_is_not_counted() {
-    // OAI-38: the same record on two pages; the newer version replaces the older one, so the
+    // OAI-38, Q-06: the same record on two pages; the newer version replaces the older one, so the
     // older one's identifiers are neither published nor counted a second time.
     let pool = pool();
     let doi = pool

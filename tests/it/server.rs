@@ -27,6 +27,8 @@ use url::Url;
 
 /// Path of the OAI-PMH endpoint on the test server.
 const PATH: &str = "/oai";
+/// The same endpoint under another path, as a load balancer's mirror (OAI-34).
+const MIRROR_PATH: &str = "/mirror/oai";
 /// Longest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 
@@ -186,6 +188,34 @@ pub enum Fault {
     GzipBomb,
     /// `302 Found` to this location (relative or absolute).
     Redirect(String),
+    /// `302 Found` to the same request at the mirror path `/mirror/oai` on the same host
+    /// (OAI-34); the mirror answers as `/oai` does.
+    RedirectToMirror,
+    /// The normal answer, compressed this way (OAI-35).
+    Compressed(Compression),
+    /// The normal answer with this `Content-Type` instead of `text/xml` (OAI-07, Q-12).
+    ContentType(&'static str),
+    /// `414 URI Too Long` to a `GET`; a `POST` of the same arguments gets the normal answer
+    /// (OAI-06).
+    UriTooLong,
+    /// The normal answer with every OAI-PMH element in the `oai:` prefix (OAI-44, Q-15).
+    Prefixed,
+    /// The page's records and an empty resumption token, as if it were the last page, while
+    /// `completeListSize` still tells the whole list (Q-04: OJS 3.3.0 miscounting).
+    PrematureEnd,
+}
+
+/// How a [`Fault::Compressed`] answer is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    /// gzip, with `Content-Encoding: gzip`.
+    Gzip,
+    /// zlib-wrapped deflate (RFC 1950), with `Content-Encoding: deflate`, as HTTP means it.
+    Zlib,
+    /// Raw deflate (RFC 1951) under `Content-Encoding: deflate`, as some servers send it.
+    RawDeflate,
+    /// gzip without a `Content-Encoding` header.
+    UnlabelledGzip,
 }
 
 impl Fault {
@@ -242,6 +272,10 @@ pub struct Seen {
     pub wall: SystemTime,
     /// The `User-Agent` header.
     pub user_agent: Option<String>,
+    /// The `Accept` header.
+    pub accept: Option<String>,
+    /// The `Accept-Encoding` header.
+    pub accept_encoding: Option<String>,
     /// The `verb` argument.
     pub verb: Option<String>,
     /// The `ListRecords` page asked for: 1 without a token, else the page the token leads to.
@@ -284,6 +318,7 @@ pub struct Builder {
     identify_base_url: Option<String>,
     deleted_record: &'static str,
     robots: Option<String>,
+    refuse_from: Option<u16>,
 }
 
 impl Builder {
@@ -344,6 +379,14 @@ impl Builder {
         self
     }
 
+    /// Answers every `ListRecords` request that carries `from` or `until` with this HTTP status
+    /// and a plain-text body, as repositories with broken selective harvesting do (OAI-53; Zenodo
+    /// answered 422 to some date windows, Q-26).
+    pub fn refuse_from(mut self, status: u16) -> Self {
+        self.refuse_from = Some(status);
+        self
+    }
+
     /// Binds `127.0.0.1:0` and serves. The port is bound before this returns, so requests can
     /// be sent at once. Must be called inside a tokio runtime.
     pub fn start(self) -> TestServer {
@@ -397,6 +440,7 @@ impl TestServer {
             identify_base_url: None,
             deleted_record: "persistent",
             robots: None,
+            refuse_from: None,
         }
     }
 
@@ -548,6 +592,7 @@ enum PageMode {
     Empty,
     Loop(Option<String>),
     IllegalChars,
+    PrematureEnd,
 }
 
 /// One parsed request head (and body, for `POST`).
@@ -557,6 +602,8 @@ struct Request {
     path: String,
     query: String,
     user_agent: Option<String>,
+    accept: Option<String>,
+    accept_encoding: Option<String>,
     close: bool,
 }
 
@@ -622,7 +669,7 @@ impl Shared {
             .iter()
             .find(|(k, _)| k == "verb")
             .map(|(_, v)| v.clone());
-        let page = (request.path == PATH && verb.as_deref() == Some("ListRecords"))
+        let page = (is_oai_path(&request.path) && verb.as_deref() == Some("ListRecords"))
             .then(|| match args.iter().find(|(k, _)| k == "resumptionToken") {
                 Some((_, token)) => state.tokens.get(token).map(|&(_, page)| page),
                 None => Some(1),
@@ -648,6 +695,8 @@ impl Shared {
             at,
             wall,
             user_agent: request.user_agent.clone(),
+            accept: request.accept.clone(),
+            accept_encoding: request.accept_encoding.clone(),
             verb,
             page,
             fault,
@@ -709,7 +758,23 @@ impl Shared {
                 reply.headers.push(("Location", location.clone()));
                 return reply;
             }
+            Some(Fault::RedirectToMirror) => {
+                let mut reply = Reply::new(302, "text/plain", "Found");
+                reply
+                    .headers
+                    .push(("Location", format!("{MIRROR_PATH}?{}", request.query)));
+                return reply;
+            }
+            Some(Fault::UriTooLong) if request.method == "GET" => {
+                return Reply::new(414, "text/plain", reason(414));
+            }
             _ => {}
+        }
+        if let Some(status) = self.repo.refuse_from {
+            let selective = args.iter().any(|(k, _)| k == "from" || k == "until");
+            if selective && args.iter().any(|(k, v)| k == "verb" && v == "ListRecords") {
+                return Reply::new(status, "text/plain", reason(status));
+            }
         }
         if request.path == "/robots.txt" {
             return match &self.repo.robots {
@@ -717,7 +782,7 @@ impl Shared {
                 None => Reply::new(404, "text/plain", "Not Found"),
             };
         }
-        if request.path != PATH {
+        if !is_oai_path(&request.path) {
             return Reply::new(404, "text/plain", "Not Found");
         }
         let mode = match fault {
@@ -728,6 +793,7 @@ impl Shared {
                     .map(|(_, v)| v.clone()),
             ),
             Some(Fault::IllegalChars) => PageMode::IllegalChars,
+            Some(Fault::PrematureEnd) => PageMode::PrematureEnd,
             _ => PageMode::Normal,
         };
         let body = match fault {
@@ -751,6 +817,23 @@ impl Shared {
                 }
                 Reply::xml(text)
             }
+            Some(Fault::Prefixed) => {
+                let text = String::from_utf8(body).expect("the server writes UTF-8");
+                Reply::xml(prefixed(&text))
+            }
+            Some(Fault::Compressed(compression)) => {
+                let mut reply = Reply::xml(compress(&body, *compression));
+                let label = match compression {
+                    Compression::Gzip => Some("gzip"),
+                    Compression::Zlib | Compression::RawDeflate => Some("deflate"),
+                    Compression::UnlabelledGzip => None,
+                };
+                if let Some(label) = label {
+                    reply.headers.push(("Content-Encoding", label.to_owned()));
+                }
+                reply
+            }
+            Some(Fault::ContentType(content_type)) => Reply::new(200, content_type, body),
             _ => Reply::xml(body),
         };
         match fault {
@@ -901,6 +984,7 @@ impl Shared {
                 &ids[start..end],
                 (page < pages).then(|| state.issue(list, page + 1)),
             ),
+            PageMode::PrematureEnd => (&ids[start..end], None),
         };
         let mut xml = String::from("  <ListRecords>\n");
         let mut illegal = matches!(mode, PageMode::IllegalChars);
@@ -1092,6 +1176,84 @@ fn record_xml(record: &TestRecord, illegal_chars: bool) -> String {
     xml
 }
 
+/// Whether `path` is the OAI-PMH endpoint (or its mirror).
+fn is_oai_path(path: &str) -> bool {
+    path == PATH || path == MIRROR_PATH
+}
+
+/// The elements of the OAI-PMH namespace the server writes.
+const OAI_ELEMENTS: [&str; 28] = [
+    "OAI-PMH",
+    "responseDate",
+    "request",
+    "error",
+    "Identify",
+    "repositoryName",
+    "baseURL",
+    "protocolVersion",
+    "adminEmail",
+    "earliestDatestamp",
+    "deletedRecord",
+    "granularity",
+    "ListRecords",
+    "record",
+    "header",
+    "identifier",
+    "datestamp",
+    "setSpec",
+    "metadata",
+    "resumptionToken",
+    "ListMetadataFormats",
+    "metadataFormat",
+    "metadataPrefix",
+    "schema",
+    "metadataNamespace",
+    "ListSets",
+    "set",
+    "setName",
+];
+
+/// `doc` with the OAI-PMH namespace bound to the prefix `oai` instead of the default namespace,
+/// and every element of it so prefixed (`<oai:ListRecords>`, as OpenAIRE and pycsw write).
+fn prefixed(doc: &str) -> String {
+    let mut text = doc.replace(
+        "<OAI-PMH xmlns=\"http://www.openarchives.org/OAI/2.0/\"",
+        "<OAI-PMH xmlns:oai=\"http://www.openarchives.org/OAI/2.0/\"",
+    );
+    for name in OAI_ELEMENTS {
+        for (open, end) in [("<", ">"), ("<", " "), ("<", "/"), ("</", ">")] {
+            text = text.replace(
+                &format!("{open}{name}{end}"),
+                &format!("{open}oai:{name}{end}"),
+            );
+        }
+    }
+    text
+}
+
+/// `body` compressed as `compression` says.
+fn compress(body: &[u8], compression: Compression) -> Vec<u8> {
+    use std::io::Write;
+    let level = flate2::Compression::default();
+    match compression {
+        Compression::Gzip | Compression::UnlabelledGzip => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), level);
+            gz.write_all(body).expect("in memory");
+            gz.finish().expect("in memory")
+        }
+        Compression::Zlib => {
+            let mut z = flate2::write::ZlibEncoder::new(Vec::new(), level);
+            z.write_all(body).expect("in memory");
+            z.finish().expect("in memory")
+        }
+        Compression::RawDeflate => {
+            let mut d = flate2::write::DeflateEncoder::new(Vec::new(), level);
+            d.write_all(body).expect("in memory");
+            d.finish().expect("in memory")
+        }
+    }
+}
+
 fn flow_control(status: u16, retry_after: &RetryAfter) -> Reply {
     let mut reply = Reply::new(status, "text/plain", reason(status));
     let value = match retry_after {
@@ -1122,6 +1284,8 @@ fn reason(status: u16) -> &'static str {
         405 => "Method Not Allowed",
         408 => "Request Timeout",
         413 => "Content Too Large",
+        414 => "URI Too Long",
+        422 => "Unprocessable Content",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",
@@ -1290,6 +1454,7 @@ fn parse_head(head: &str) -> Option<(Request, usize)> {
         return None;
     }
     let mut user_agent = None;
+    let (mut accept, mut accept_encoding) = (None, None);
     let mut close = version == "HTTP/1.0";
     let mut body_len = 0;
     for line in lines {
@@ -1297,6 +1462,8 @@ fn parse_head(head: &str) -> Option<(Request, usize)> {
         let value = value.trim();
         match name.trim().to_ascii_lowercase().as_str() {
             "user-agent" => user_agent = Some(value.to_owned()),
+            "accept" => accept = Some(value.to_owned()),
+            "accept-encoding" => accept_encoding = Some(value.to_owned()),
             "connection" => close = value.eq_ignore_ascii_case("close"),
             "content-length" => body_len = value.parse().ok()?,
             _ => {}
@@ -1310,6 +1477,8 @@ fn parse_head(head: &str) -> Option<(Request, usize)> {
             path: path.to_owned(),
             query: query.to_owned(),
             user_agent,
+            accept,
+            accept_encoding,
             close,
         },
         body_len,
