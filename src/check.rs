@@ -13,7 +13,7 @@ use url::Url;
 
 use crate::classify::{self, Drop, Identifier};
 use crate::oai::parse::{self, SmallAnswer};
-use crate::oai::{self, Client, HarvestRequest, HarvestSettings, Source, harvest::request_url};
+use crate::oai::{self, Client, HarvestRequest, HarvestSettings, OaiRequest, Source};
 use crate::scope::Scope;
 
 /// What to check.
@@ -115,6 +115,8 @@ pub struct SampleReport {
     pub identifiers: BTreeMap<String, u64>,
     /// Live records with no publishable URL.
     pub records_without_url: u64,
+    /// Live records sent with an empty `<metadata/>` (Q-35): rejected as `empty_metadata`.
+    pub empty_metadata: u64,
     /// Why the sample stopped short, if it did.
     pub error: Option<String>,
 }
@@ -181,8 +183,9 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     // is where its landing pages' scope comes from, as in a harvest.
     let (base, outcome) = match &options.source {
         Source::Oai(base) => {
-            let url = request_url(base, &[("verb", "Identify")]);
-            let outcome = client.fetch(&url, None, parse::parse_identify).await;
+            let call = OaiRequest::new(base, &[("verb", "Identify")]);
+            let outcome = client.fetch(&call, None, parse::parse_identify).await;
+            let url = call.url();
             let outcome = outcome.map_err(|kind| format!("Identify failed ({url}): {kind}"));
             (Some(base.clone()), outcome)
         }
@@ -315,6 +318,14 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
             .warnings
             .push("the repository returned no records (noRecordsMatch)".to_owned());
     }
+    if report.sample.empty_metadata > 0 {
+        report.warnings.push(format!(
+            "{} live records of the sample have an empty <metadata/> (Q-35): they are rejected \
+             as {}, and only an earlier, readable version of them is published",
+            report.sample.empty_metadata,
+            Drop::EmptyMetadata.as_str()
+        ));
+    }
     let r = &report.robots;
     if r.checked > 0 && r.disallowed == r.checked {
         report.problems.push(format!(
@@ -339,9 +350,9 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
 
 /// `ListMetadataFormats` and the first page of `ListSets`.
 async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckReport) {
-    let url = request_url(base, &[("verb", "ListMetadataFormats")]);
+    let call = OaiRequest::new(base, &[("verb", "ListMetadataFormats")]);
     match client
-        .fetch(&url, None, parse::parse_metadata_formats)
+        .fetch(&call, None, parse::parse_metadata_formats)
         .await
     {
         Ok(SmallAnswer::Answer(prefixes)) => {
@@ -357,8 +368,8 @@ async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckRe
         Err(kind) => report.formats.error = Some(kind.to_string()),
     }
 
-    let url = request_url(base, &[("verb", "ListSets")]);
-    match client.fetch(&url, None, parse::parse_sets).await {
+    let call = OaiRequest::new(base, &[("verb", "ListSets")]);
+    match client.fetch(&call, None, parse::parse_sets).await {
         Ok(SmallAnswer::Answer((sets, more))) => {
             report.sets.sets = sets;
             report.sets.more = more;
@@ -397,6 +408,10 @@ async fn sample(
             s.records += 1;
             if record.deleted {
                 s.deleted += 1;
+                continue;
+            }
+            if record.unreadable() {
+                s.empty_metadata += 1;
                 continue;
             }
             let mut published = false;
@@ -707,6 +722,16 @@ impl CheckReport {
                 format!(
                     "{} live records have no publishable URL",
                     m.records_without_url
+                ),
+            );
+        }
+        if m.empty_metadata > 0 {
+            line(
+                "",
+                format!(
+                    "{} live records have an empty <metadata/> ({})",
+                    m.empty_metadata,
+                    Drop::EmptyMetadata.as_str()
                 ),
             );
         }

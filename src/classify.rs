@@ -49,11 +49,14 @@ pub enum Drop {
     Deleted,
     /// A live record none of whose identifiers could be published.
     NoUrl,
+    /// A live record sent with an empty `<metadata/>` (Q-35: B2SHARE): it cannot be read, so it
+    /// is rejected, and is no deletion either: the version stored before stays published (I-06).
+    EmptyMetadata,
 }
 
 impl Drop {
     /// Every reason, in report order; the first five apply to single identifiers.
-    pub const ALL: [Drop; 8] = [
+    pub const ALL: [Drop; 9] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -62,6 +65,7 @@ impl Drop {
         Drop::Duplicate,
         Drop::Deleted,
         Drop::NoUrl,
+        Drop::EmptyMetadata,
     ];
 
     /// The stable name used in summaries, logs and metrics.
@@ -75,6 +79,7 @@ impl Drop {
             Drop::Duplicate => "duplicate",
             Drop::Deleted => "deleted",
             Drop::NoUrl => "no_url",
+            Drop::EmptyMetadata => "empty_metadata",
         }
     }
 }

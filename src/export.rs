@@ -207,6 +207,27 @@ impl ExportSummary {
                     String::new()
                 }
             );
+            if let Some(answer) = &run.selective_refused {
+                let _ = writeln!(
+                    out,
+                    "                  the repository refused the incremental request ({answer}): \
+                     harvested in full, as every harvest will be"
+                );
+            }
+            if let Some(short) = &run.short {
+                let _ = writeln!(
+                    out,
+                    "                  a list{} ended after {} of the {} records it announced: \
+                     nothing removed; the next harvest is a full one",
+                    short
+                        .set
+                        .as_ref()
+                        .map(|set| format!(" (set {set})"))
+                        .unwrap_or_default(),
+                    short.delivered,
+                    short.announced
+                );
+            }
         }
         let _ = writeln!(
             out,
@@ -250,6 +271,18 @@ impl ExportSummary {
         }
         if q.leading_whitespace {
             quirks.push("whitespace before the XML declaration skipped".to_owned());
+        }
+        if q.future_datestamps > 0 {
+            quirks.push(format!(
+                "{} datestamps ahead of the clock ignored",
+                q.future_datestamps
+            ));
+        }
+        if q.windows_1252_bytes > 0 {
+            quirks.push(format!(
+                "{} bytes that are not UTF-8 read as Windows-1252",
+                q.windows_1252_bytes
+            ));
         }
         if !quirks.is_empty() {
             let _ = writeln!(out, "  tolerated       {}", quirks.join("; "));

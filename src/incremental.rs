@@ -9,9 +9,16 @@
 //! - a full harvest when there was no complete one, when the store followed another source or
 //!   held fewer oai_dc fields than the job needs, after a publish held back by the shrink guard,
 //!   and every `full_interval` when the repository does not keep deletions (`deletedRecord` `no`
-//!   or `transient`, OAI-39): records it does not see are removed, only once it completes (I-06);
+//!   or `transient`, OAI-39): records it does not see are removed, only once it completes (I-06),
+//!   and only when none of its lists ended far short of the `completeListSize` it announced
+//!   (Q-04: such a harvest is published but removes nothing, and the next one is full again);
 //! - else an incremental one: `from` = the `responseDate` of the last complete harvest (the
 //!   server's clock) minus one granularity unit, in the repository's granularity (OAI-17, OAI-18).
+//!   When the upstream refuses `from` (an HTTP 4xx or `badArgument` to the list's first
+//!   request; OAI-53), the run becomes a full harvest, and so does every later one.
+//!
+//! A record sent with an empty `<metadata/>` (Q-35) is rejected: it replaces no version stored
+//! before and removes nothing ([`Store::apply_page`]).
 
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
@@ -20,12 +27,15 @@ use crate::datestamp::{Datestamp, Granularity};
 use std::collections::{HashMap, HashSet};
 
 use crate::inventory::{Published, SharedUrl, contribution};
-use crate::oai::{self, Client, Resume};
+use crate::oai::{self, Client, HarvestError, HarvestErrorKind, PageEvent, Resume};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
-use crate::store::{Checkpoint, Complete, HeldShrink, Run, State, Store, StoreError};
+use crate::store::{
+    Checkpoint, Complete, HeldShrink, ListCount, Run, SelectiveRefused, ShortList, State, Store,
+    StoreError,
+};
 
 /// How a repository is refreshed through its store.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +90,12 @@ pub struct RunSummary {
     pub removed: u64,
     /// Live records in the store afterwards.
     pub live: u64,
+    /// A list of this full harvest ended far short of its announced size (Q-04): nothing was
+    /// removed.
+    pub short: Option<ShortList>,
+    /// The upstream refused the incremental harvest's `from` (OAI-53) with this answer, and the
+    /// run harvested in full instead.
+    pub selective_refused: Option<String>,
 }
 
 /// Harvests `job` into `store` and collects the store's records for rendering. Fails, with the
@@ -119,6 +135,8 @@ pub async fn harvest(
                 "the store followed another source, sets or date bounds, or held fewer fields; harvesting in full"
             );
         }
+        // A refusal of `from` is the server's, whatever is harvested from it.
+        let refused = state.selective_refused.filter(|_| state.source == source);
         state = State {
             source,
             sets: job.request.sets.clone(),
@@ -128,6 +146,7 @@ pub async fn harvest(
             retry_not_before: state.retry_not_before,
             published_urls: state.published_urls,
             held_shrink: state.held_shrink,
+            selective_refused: refused,
             ..State::default()
         };
         store.reset(&state)?;
@@ -147,55 +166,53 @@ pub async fn harvest(
         }
         None => plan(&state, policy, now),
     };
-    state.runs = state.runs.max(run.id);
-    state.run = Some(run.clone());
-    if run.full {
-        // A full harvest does not mark what it changes: the next sitemap is rendered whole.
-        state.sitemap = None;
-    }
-    store.save_state(&state)?;
-
-    let mut request = job.request.clone();
-    // A configured lower bound still holds for an incremental harvest.
-    request.from = run.from.map(Datestamp::unpack).max(job.request.from);
-    let resume = run.checkpoint.as_ref().map(|c| Resume {
-        set: c.set.clone(),
-        token: c.token.clone(),
-        page: c.page,
-        newest: c.newest.map(Datestamp::unpack),
-        ordered: c.ordered,
-    });
-    let mut failure: Option<StoreError> = None;
-    let result = oai::harvest_resumable(client, &request, resume.as_ref(), |event| {
-        if run.response_date.is_none() {
-            run.response_date = event.response_date.map(str::to_owned);
-        }
-        run.pages += 1;
-        run.records += event.records.len() as u64;
-        run.checkpoint = event.next.map(|r| Checkpoint {
-            set: r.set,
-            token: r.token,
-            page: r.page,
-            newest: r.newest.map(Datestamp::pack),
-            ordered: r.ordered,
-        });
+    // A repository that refuses `from` is harvested in full instead, once per refresh (OAI-53).
+    let mut refusal: Option<SelectiveRefused> = None;
+    let report = loop {
+        state.runs = state.runs.max(run.id);
         state.run = Some(run.clone());
-        if let Err(e) = store.apply_page(run.id, &event.records, &state, !run.full) {
-            failure = Some(e);
-            return ControlFlow::Break(());
+        if run.full {
+            // A full harvest does not mark what it changes: the next sitemap is rendered whole.
+            state.sitemap = None;
         }
-        progress.page(event.page, run.records, 0, event.complete_list_size);
-        ControlFlow::Continue(())
-    })
-    .await;
-    progress.finish();
-    if let Some(t) = client.stats.retry_not_before() {
-        state.retry_not_before = Some(unix(t));
         store.save_state(&state)?;
-    }
-    let report = result?;
-    if let Some(e) = failure {
-        return Err(e.into());
+        let result = harvest_run(
+            client,
+            job,
+            store,
+            &mut state,
+            &mut run,
+            refusal.clone(),
+            progress,
+        )
+        .await;
+        match result {
+            Err(PipelineError::Harvest(e)) if !run.full => {
+                let Some(answer) = refuses_selective(&e) else {
+                    return Err(e.into());
+                };
+                tracing::warn!(
+                    url = e.url,
+                    answer,
+                    "the repository refuses selective harvesting (a ListRecords with from); \
+                     harvesting in full now and at every refresh from now on (OAI-53)"
+                );
+                refusal = Some(SelectiveRefused {
+                    answer,
+                    url: e.url,
+                    since: now,
+                });
+                run = full_run(state.runs + 1);
+            }
+            result => break result?,
+        }
+    };
+    let request_from = run.from.map(Datestamp::unpack).max(job.request.from);
+    if let Some(refusal) = &refusal {
+        // Recorded with the first page, unless the list had none (noRecordsMatch).
+        state
+            .selective_refused
+            .get_or_insert_with(|| refusal.clone());
     }
 
     let identify = &report.identify;
@@ -208,11 +225,23 @@ pub async fn harvest(
             granularity: identify.granularity.as_str().to_owned(),
             deleted_record: identify.deleted_record.clone(),
         });
-    if run.full {
+    // A full harvest whose list ended far short of its announced size proves no deletion
+    // (Q-04, I-06): what it listed is kept, nothing else is swept, and the next harvest is a
+    // full one again.
+    let sweep = run.full && run.short.is_none();
+    if let Some(short) = &run.short {
+        state.short_list = Some(ShortList {
+            since: state.short_list.as_ref().map_or(now, |s| s.since),
+            ..short.clone()
+        });
+    } else if run.full {
+        state.short_list = None;
+    }
+    if sweep {
         state.last_full = Some(now);
     }
     state.run = None;
-    let removed = store.finish_run(run.full.then_some(run.id), &state)?;
+    let removed = store.finish_run(sweep.then_some(run.id), &state)?;
     let live = store.live()?;
     let summary = RunSummary {
         kind: if run.full {
@@ -220,12 +249,12 @@ pub async fn harvest(
         } else {
             Kind::Incremental
         },
-        from: request
-            .from
-            .map(|f| f.in_granularity(identify.granularity, false)),
+        from: request_from.map(|f| f.in_granularity(identify.granularity, false)),
         resumed: run.resumed,
         removed,
         live,
+        short: run.short.clone(),
+        selective_refused: refusal.map(|r| r.answer),
     };
     tracing::info!(
         kind = summary.kind.as_str(),
@@ -391,6 +420,9 @@ fn patch_stored(
     let duplicate = crate::inventory::index(crate::classify::Drop::Duplicate);
     stats.drops[duplicate] = stats.drops[duplicate].wrapping_add(stats.urls.wrapping_sub(urls));
     stats.urls = urls;
+    // Not a record's count: the store's, which the harvest may have changed (Q-35).
+    stats.drops[crate::inventory::index(crate::classify::Drop::EmptyMetadata)] =
+        store.rejected()?;
     tracing::debug!(
         removing,
         adding,
@@ -409,6 +441,185 @@ fn patch_stored(
     }))
 }
 
+/// Harvests `run` into `store`, each page applied with its checkpoint (and the list counts that
+/// tell a list ending short, Q-04). `refusal`, when given, is recorded in the state with the
+/// first page: the upstream answered a list without `from`, so later runs go straight to full
+/// harvests.
+async fn harvest_run(
+    client: &Client,
+    job: &Job,
+    store: &mut Store,
+    state: &mut State,
+    run: &mut Run,
+    mut refusal: Option<SelectiveRefused>,
+    progress: &mut Progress,
+) -> Result<oai::HarvestReport, PipelineError> {
+    let mut request = job.request.clone();
+    // A configured lower bound still holds for an incremental harvest.
+    request.from = run.from.map(Datestamp::unpack).max(job.request.from);
+    let resume = run.checkpoint.as_ref().map(|c| Resume {
+        set: c.set.clone(),
+        token: c.token.clone(),
+        page: c.page,
+        newest: c.newest.map(Datestamp::unpack),
+        ordered: c.ordered,
+    });
+    let mut failure: Option<StoreError> = None;
+    let result = oai::harvest_resumable(client, &request, resume.as_ref(), |event| {
+        if run.response_date.is_none() {
+            run.response_date = event.response_date.map(str::to_owned);
+        }
+        run.pages += 1;
+        run.records += event.records.len() as u64;
+        if run.full {
+            count_list(run, &event);
+        }
+        run.checkpoint = event.next.map(|r| Checkpoint {
+            set: r.set,
+            token: r.token,
+            page: r.page,
+            newest: r.newest.map(Datestamp::pack),
+            ordered: r.ordered,
+        });
+        if let Some(refusal) = refusal.take() {
+            state.selective_refused = Some(refusal);
+        }
+        state.run = Some(run.clone());
+        if let Err(e) = store.apply_page(run.id, &event.records, state, !run.full) {
+            failure = Some(e);
+            return ControlFlow::Break(());
+        }
+        progress.page(event.page, run.records, 0, event.complete_list_size);
+        ControlFlow::Continue(())
+    })
+    .await;
+    progress.finish();
+    if let Some(t) = client.stats.retry_not_before() {
+        state.retry_not_before = Some(unix(t));
+        store.save_state(state)?;
+    }
+    let report = result?;
+    if let Some(e) = failure {
+        return Err(e.into());
+    }
+    // A list whose follow-up answered noRecordsMatch ended without a page that said so.
+    if run.list.from_start {
+        end_list(run);
+    }
+    Ok(report)
+}
+
+/// A list that ends this short of the `completeListSize` it announced is suspect (Q-04): more
+/// than this share of the announced records missing, and more than [`SHORT_LIST_SLACK`].
+///
+/// completeListSize is a hint (OAI-22): some servers estimate it (a search index's count, or
+/// records their oai_dc crosswalk then skips), and records deleted without a trace during a
+/// harvest of hours leave the list; a complete list comes up short by those, a few percent at
+/// most. OJS's miscount (pkp-lib #7214) ends a list at a page boundary, a page or more short,
+/// usually most of the list. And a false alarm costs little (the harvest is published; only the
+/// removal of what it did not list waits for a full harvest that ends as announced), where a
+/// truncation taken for a complete list removes every record it did not list.
+const SHORT_LIST_SHARE: f64 = 0.05;
+
+/// Missing records a list may always end short by (a record or two deleted during the harvest
+/// is a large share of a small list).
+const SHORT_LIST_SLACK: u64 = 2;
+
+/// Whether a list that delivered `delivered` records ended clearly short of the `announced`
+/// size ([`SHORT_LIST_SHARE`]).
+fn ended_short(delivered: u64, announced: u64) -> bool {
+    let missing = announced.saturating_sub(delivered);
+    missing > SHORT_LIST_SLACK && missing as f64 > announced as f64 * SHORT_LIST_SHARE
+}
+
+/// Counts the page of `event` into the list under way of a full harvest, and judges the list
+/// when the page ends it (Q-04).
+fn count_list(run: &mut Run, event: &PageEvent<'_>) {
+    if event.page == 1 {
+        // A list starts. The one before ended, unless this is the same list started again
+        // (badResumptionToken), whose records are then counted again from here.
+        if run.list.from_start && run.list.set.as_deref() != event.set {
+            end_list(run);
+        }
+        run.list = ListCount {
+            set: event.set.map(str::to_owned),
+            from_start: true,
+            announced: None,
+            delivered: 0,
+        };
+    }
+    let list = &mut run.list;
+    list.delivered += event.records.len() as u64;
+    list.announced = list.announced.or(event.complete_list_size);
+    if event.next.is_none() {
+        end_list(run);
+    }
+}
+
+/// Judges the list under way, which ended: a list counted from its first page that ended far
+/// short of its announced size makes the run's [`Run::short`].
+fn end_list(run: &mut Run) {
+    let list = std::mem::take(&mut run.list);
+    let Some(announced) = list.announced.filter(|_| list.from_start) else {
+        return;
+    };
+    if !ended_short(list.delivered, announced) {
+        return;
+    }
+    tracing::warn!(
+        set = list.set,
+        announced,
+        delivered = list.delivered,
+        "the list ended (empty resumptionToken) having delivered {} of the {announced} records \
+         its completeListSize announced (Q-04): its records are kept, but no record is removed \
+         for missing from it, and the next refresh harvests in full again",
+        list.delivered
+    );
+    run.short.get_or_insert(ShortList {
+        set: list.set,
+        announced,
+        delivered: list.delivered,
+        since: unix(SystemTime::now()),
+    });
+}
+
+/// What the upstream answered when it refused the first request of a list with `from` (OAI-53):
+/// an HTTP 4xx other than 408 and 429 (Zenodo's 422, a 400), or the OAI-PMH error
+/// `badArgument`. `None` for any other failure, and for a request that was not the first of a
+/// list (a follow-up carries only the token: the list's `from` was accepted) or was `Identify`.
+fn refuses_selective(e: &HarvestError) -> Option<String> {
+    if e.page == 0 || e.token.is_some() {
+        return None;
+    }
+    match &e.kind {
+        HarvestErrorKind::Status { status, .. }
+            if (400..500).contains(status) && !matches!(status, 408 | 429) =>
+        {
+            Some(format!("HTTP status {status}"))
+        }
+        HarvestErrorKind::Oai { code, message } if code == "badArgument" => {
+            Some(format!("OAI-PMH error badArgument: {message:?}"))
+        }
+        _ => None,
+    }
+}
+
+/// A full harvest, numbered `id`.
+fn full_run(id: u64) -> Run {
+    Run {
+        id,
+        full: true,
+        from: None,
+        response_date: None,
+        checkpoint: None,
+        pages: 0,
+        records: 0,
+        resumed: 0,
+        list: ListCount::default(),
+        short: None,
+    }
+}
+
 /// The next run when none is under way.
 fn plan(state: &State, policy: &Policy, now: i64) -> Run {
     let id = state.runs + 1;
@@ -421,20 +632,17 @@ fn plan(state: &State, policy: &Policy, now: i64) -> Run {
     let from = state
         .complete
         .as_ref()
-        .filter(|c| !full_due(c) && state.held_shrink.is_none())
+        .filter(|_| state.held_shrink.is_none() && state.short_list.is_none())
+        .filter(|_| state.selective_refused.is_none())
+        .filter(|c| !full_due(c))
         .and_then(|c| {
             let granularity = Granularity::parse(&c.granularity).unwrap_or_default();
             Datestamp::parse(&c.response_date).map(|d| d.minus_unit(granularity))
         });
     Run {
-        id,
         full: from.is_none(),
         from: from.map(Datestamp::pack),
-        response_date: None,
-        checkpoint: None,
-        pages: 0,
-        records: 0,
-        resumed: 0,
+        ..full_run(id)
     }
 }
 
@@ -641,6 +849,168 @@ mod tests {
             ..state
         };
         assert!(plan(&state, &policy, now).full);
+        // So does a list that ended short (Q-04), and a refusal of `from` (OAI-53) for good.
+        let persistent = State {
+            complete: complete("persistent"),
+            ..State::default()
+        };
+        assert!(!plan(&persistent, &policy, now).full);
+        let short = State {
+            short_list: Some(ShortList {
+                set: None,
+                announced: 15,
+                delivered: 10,
+                since: now,
+            }),
+            ..persistent.clone()
+        };
+        assert!(plan(&short, &policy, now).full);
+        let refused = State {
+            selective_refused: Some(SelectiveRefused {
+                answer: "HTTP status 422".into(),
+                url: "https://h/oai?verb=ListRecords&from=2024-05-31".into(),
+                since: now,
+            }),
+            ..persistent
+        };
+        assert!(plan(&refused, &policy, now).full);
+    }
+
+    #[test]
+    fn a_list_is_short_when_clearly_fewer_records_came_than_announced() {
+        // Q-04: more than 5% and more than 2 records missing.
+        for (delivered, announced, short) in [
+            (10, 15, true),
+            (0, 3, true),
+            (13, 15, false),
+            (12, 15, true),
+            (95, 100, false),
+            (94, 100, true),
+            (9_500, 10_000, false),
+            (9_499, 10_000, true),
+            (20, 15, false),
+        ] {
+            assert_eq!(
+                ended_short(delivered, announced),
+                short,
+                "{delivered} of {announced}"
+            );
+        }
+    }
+
+    #[test]
+    fn lists_are_counted_from_their_first_page_and_judged_when_they_end() {
+        let identify = oai::parse::Identify::default();
+        let event =
+            |set: Option<&'static str>, page: u64, records: usize, size, last: bool| PageEvent {
+                identify: &identify,
+                page,
+                set,
+                records: vec![Default::default(); records],
+                complete_list_size: size,
+                next: (!last).then(|| Resume {
+                    set: set.map(str::to_owned),
+                    token: "t".into(),
+                    page: page + 1,
+                    newest: None,
+                    ordered: true,
+                }),
+                response_date: None,
+            };
+        let count = |events: &[PageEvent<'_>]| {
+            let mut run = full_run(1);
+            for e in events {
+                count_list(&mut run, e);
+            }
+            if run.list.from_start {
+                end_list(&mut run);
+            }
+            run.short.map(|s| (s.set, s.announced, s.delivered))
+        };
+        // Ended as announced; ended short; the size announced on a later page.
+        assert_eq!(
+            count(&[
+                event(None, 1, 5, Some(10), false),
+                event(None, 2, 5, None, true)
+            ]),
+            None
+        );
+        assert_eq!(
+            count(&[
+                event(None, 1, 5, Some(15), false),
+                event(None, 2, 5, Some(15), true)
+            ]),
+            Some((None, 15, 10))
+        );
+        assert_eq!(
+            count(&[
+                event(None, 1, 5, None, false),
+                event(None, 2, 1, Some(15), true)
+            ]),
+            Some((None, 15, 6))
+        );
+        // A list started again (badResumptionToken) is counted from its new start.
+        assert_eq!(
+            count(&[
+                event(None, 1, 5, Some(10), false),
+                event(None, 1, 5, Some(10), false),
+                event(None, 2, 5, None, true),
+            ]),
+            None
+        );
+        // Sets: each list on its own; one that ended without a last page (noRecordsMatch
+        // answering a token) is judged when the next starts, or when the harvest ends.
+        assert_eq!(
+            count(&[
+                event(Some("a"), 1, 5, Some(50), false),
+                event(Some("b"), 1, 5, Some(5), true),
+            ]),
+            Some((Some("a".into()), 50, 5))
+        );
+        assert_eq!(
+            count(&[event(Some("a"), 1, 5, Some(50), false)]),
+            Some((Some("a".into()), 50, 5))
+        );
+        // A run continued from a checkpoint without counts (an earlier version's) judges nothing.
+        assert_eq!(count(&[event(None, 3, 5, Some(50), true)]), None);
+    }
+
+    #[test]
+    fn only_a_refused_first_request_of_a_list_is_a_refusal_of_from() {
+        let error = |page, token: Option<&str>, kind| HarvestError {
+            url: "https://h/oai?verb=ListRecords&metadataPrefix=oai_dc&from=2024-05-31".into(),
+            page,
+            token: token.map(str::to_owned),
+            kind,
+        };
+        let status = |status| HarvestErrorKind::Status {
+            status,
+            attempts: 1,
+        };
+        let oai = |code: &str| HarvestErrorKind::Oai {
+            code: code.into(),
+            message: "bad date".into(),
+        };
+        assert_eq!(
+            refuses_selective(&error(1, None, status(422))).as_deref(),
+            Some("HTTP status 422")
+        );
+        assert!(refuses_selective(&error(1, None, status(400))).is_some());
+        assert_eq!(
+            refuses_selective(&error(1, None, oai("badArgument"))).as_deref(),
+            Some("OAI-PMH error badArgument: \"bad date\"")
+        );
+        for (page, token, kind) in [
+            (1, None, status(429)),
+            (1, None, status(408)),
+            (1, None, status(500)),
+            (1, None, oai("cannotDisseminateFormat")),
+            (0, None, status(422)),
+            (2, Some("t"), status(422)),
+            (2, Some("t"), oai("badArgument")),
+        ] {
+            assert_eq!(refuses_selective(&error(page, token, kind)), None);
+        }
     }
 
     fn publish_of(urls: u64) -> Publish {

@@ -26,7 +26,26 @@ pub struct Stats {
     /// URLs published.
     pub urls: u64,
     /// Drops by reason, indexed like [`Drop::ALL`].
+    #[serde(deserialize_with = "drops_of_any_length")]
     pub drops: [u64; Drop::ALL.len()],
+}
+
+/// [`Stats::drops`] as a store saved them: one saved by a version that knew fewer reasons (they
+/// are only ever added at the end of [`Drop::ALL`]) has zeros for the reasons added since.
+fn drops_of_any_length<'de, D>(deserializer: D) -> Result<[u64; Drop::ALL.len()], D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let saved: Vec<u64> = serde::Deserialize::deserialize(deserializer)?;
+    if saved.len() > Drop::ALL.len() {
+        return Err(serde::de::Error::invalid_length(
+            saved.len(),
+            &"at most one count per drop reason",
+        ));
+    }
+    let mut drops = [0; Drop::ALL.len()];
+    drops[..saved.len()].copy_from_slice(&saved);
+    Ok(drops)
 }
 
 impl Stats {
@@ -581,6 +600,7 @@ mod tests {
             sets: vec![],
             dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
             dc: Default::default(),
+            empty_metadata: false,
         }
     }
 
@@ -597,6 +617,19 @@ mod tests {
         p.iter()
             .map(|(u, d)| format!("{u} {}", d.map(|d| d.to_string()).unwrap_or_default()))
             .collect()
+    }
+
+    #[test]
+    fn counts_saved_with_fewer_drop_reasons_are_read_with_zeros_for_the_new_ones() {
+        let saved =
+            r#"{"records_seen":3,"records":3,"deleted":0,"urls":2,"drops":[1,2,3,4,5,6,7,8]}"#;
+        let stats: Stats = serde_json::from_str(saved).unwrap();
+        assert_eq!(stats.drops[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(stats.dropped(Drop::EmptyMetadata), 0);
+        let again: Stats = serde_json::from_str(&serde_json::to_string(&stats).unwrap()).unwrap();
+        assert_eq!(again, stats);
+        let too_many = saved.replace("8]", &format!("8{}]", ",0".repeat(Drop::ALL.len())));
+        assert!(serde_json::from_str::<Stats>(&too_many).is_err());
     }
 
     #[test]

@@ -297,6 +297,11 @@ struct Collectors {
     /// The DiWoo categories (bits, as groups) of each set seen, up to [`SETS_REMEMBERED`]: a
     /// repository has a few hundred sets, and every record is in some.
     set_groups: crate::memo::Memo<u32>,
+    /// Records whose newest version was unreadable ([`oai::parse::Record::unreadable`]), with
+    /// that version's datestamp: rejected, counted as [`Drop::EmptyMetadata`]. Their earlier
+    /// version in the same harvest, if any, is published (as the store keeps the version it
+    /// has), and a readable version at least as new settles them.
+    rejected: std::collections::HashMap<String, Option<crate::datestamp::Datestamp>>,
 }
 
 /// Most sets whose DiWoo categories [`Collectors`] remembers.
@@ -353,11 +358,14 @@ impl Collectors {
             inventory: Inventory::new(scope),
             diwoo,
             set_groups: crate::memo::Memo::new(SETS_REMEMBERED),
+            rejected: std::collections::HashMap::new(),
         })
     }
 
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
-        let (published, superseded) = self.inventory.finish_with_superseded();
+        let (mut published, superseded) = self.inventory.finish_with_superseded();
+        published.stats.drops[crate::inventory::index(Drop::EmptyMetadata)] =
+            self.rejected.len() as u64;
         Ok(Harvested {
             published,
             signposts: self.signposts.map(|s| s.finish(&superseded)).transpose()?,
@@ -386,6 +394,21 @@ impl Collectors {
     }
 
     fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
+        if record.unreadable() {
+            // neither a version of the record nor its deletion (I-06).
+            let at = self.rejected.entry(record.identifier.clone()).or_default();
+            *at = (*at).max(record.datestamp);
+            return Ok(());
+        }
+        if !self.rejected.is_empty() {
+            let settled = |at: &Option<_>| match (record.datestamp, *at) {
+                (Some(now), Some(rejected)) => now >= rejected,
+                _ => true,
+            };
+            if self.rejected.get(&record.identifier).is_some_and(settled) {
+                self.rejected.remove(&record.identifier);
+            }
+        }
         // A DiWoo category is a group of the one inventory: the newest version of a record
         // decides its groups as it decides its URLs (a record that left a category's sets leaves
         // the category, as a deleted record leaves the sitemap).
@@ -485,6 +508,8 @@ pub fn collect_stored(
     let mut c = Collectors::new(job, scope, &report.identify.base_url)?;
     store.for_each_live(|record| c.add(&record))??;
     let mut harvested = c.finish(report)?;
+    harvested.published.stats.drops[crate::inventory::index(Drop::EmptyMetadata)] =
+        store.rejected()?;
     harvested.layout = store.state()?.layout;
     Ok(harvested)
 }
@@ -1182,6 +1207,7 @@ pub(crate) mod tests {
                     format!("{scheme}://r.example/oai/file/{i}.pdf"),
                 ],
                 dc: Default::default(),
+                empty_metadata: false,
             });
         }
         for r in &records {
@@ -1255,6 +1281,53 @@ pub(crate) mod tests {
             .filter(|(name, _)| name.contains("diwoo"))
             .collect();
         assert_eq!(taken, own_pass.0.iter().collect());
+    }
+
+    /// Q-35 in a harvest without a store: a version with empty metadata replaces no earlier
+    /// version of the record, publishes nothing for a record not seen before, and is counted
+    /// until a readable version at least as new comes.
+    #[test]
+    fn records_with_empty_metadata_are_rejected_and_counted() {
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        let job = job(&[], Limits::default());
+        let mut c =
+            Collectors::new(&job, Scope::from_base_url(&base).unwrap(), base.as_str()).unwrap();
+        let record = |id: u32, date: &str, empty: bool| oai::parse::Record {
+            identifier: format!("oai:r:{id}"),
+            datestamp: crate::datestamp::Datestamp::parse(date),
+            dc_identifiers: if empty {
+                Vec::new()
+            } else {
+                vec![format!("https://r.example/oai/item/{id}/{date}")]
+            },
+            empty_metadata: empty,
+            ..Default::default()
+        };
+        let page = [
+            record(1, "2024-01-01", false),
+            record(1, "2024-02-01", true),
+            record(2, "2024-02-01", true),
+            record(3, "2024-02-01", true),
+            record(3, "2024-01-01", false),
+            record(4, "2024-02-01", true),
+            record(4, "2024-02-01", false),
+        ];
+        for r in &page {
+            c.add(r).unwrap();
+        }
+        let harvested = c.finish(HarvestReport::default()).unwrap();
+        let urls: Vec<&str> = harvested.published.iter().map(|(u, _)| u).collect();
+        assert_eq!(
+            urls,
+            [
+                "https://r.example/oai/item/1/2024-01-01",
+                "https://r.example/oai/item/3/2024-01-01",
+                "https://r.example/oai/item/4/2024-02-01",
+            ]
+        );
+        let stats = &harvested.published.stats;
+        assert_eq!(stats.dropped(Drop::EmptyMetadata), 3);
+        assert_eq!((stats.records, stats.dropped(Drop::NoUrl)), (3, 0));
     }
 
     /// A DiWoo category is a bit of the inventory's groups: only the table's 1-17 are taken,

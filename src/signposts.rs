@@ -1190,6 +1190,7 @@ mod tests {
             sets: vec![],
             dc_identifiers: ids.iter().map(|s| s.to_string()).collect(),
             dc: dc.iter().map(|(e, v)| (*e, *v)).collect(),
+            empty_metadata: false,
         }
     }
 

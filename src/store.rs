@@ -72,6 +72,15 @@ pub struct State {
     pub published_urls: Option<u64>,
     /// A shrink held back by the guard, waiting for confirmation.
     pub held_shrink: Option<HeldShrink>,
+    /// The last full harvest's list ended far short of the size it announced (Q-04): it proved
+    /// no deletion, and the next harvest is a full one again. Cleared by a full harvest whose
+    /// lists end as announced.
+    #[serde(default)]
+    pub short_list: Option<ShortList>,
+    /// The upstream refused a `ListRecords` with `from` (OAI-53): every harvest is a full one,
+    /// until the store is started anew.
+    #[serde(default)]
+    pub selective_refused: Option<SelectiveRefused>,
     /// The published sitemap's layout: which shard holds which URLs.
     #[serde(default)]
     pub layout: crate::render::sitemap::Layout,
@@ -114,6 +123,52 @@ pub struct Run {
     pub records: u64,
     /// Times the run was resumed after an interruption.
     pub resumed: u32,
+    /// The list under way, counted from its first page (Q-04).
+    #[serde(default)]
+    pub list: ListCount,
+    /// The first list of this run that ended far short of the size it announced (Q-04).
+    #[serde(default)]
+    pub short: Option<ShortList>,
+}
+
+/// What a list announced and delivered so far, saved with every page so that a continued run
+/// still knows (Q-04).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListCount {
+    /// Its set (`None`: the whole repository).
+    pub set: Option<String>,
+    /// Its first page was counted: only then is `delivered` what the list delivered (a run
+    /// continued by an earlier version did not count).
+    pub from_start: bool,
+    /// The `completeListSize` it announced first, normally on its first page.
+    pub announced: Option<u64>,
+    /// Records its pages delivered, deleted ones and repeats included (as the server counts).
+    pub delivered: u64,
+}
+
+/// A list that ended (an empty resumption token) far short of the size it announced: OJS 3.3's
+/// miscount (Q-04) ends lists early.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShortList {
+    /// Its set (`None`: the whole repository).
+    pub set: Option<String>,
+    /// The `completeListSize` it announced.
+    pub announced: u64,
+    /// Records it delivered.
+    pub delivered: u64,
+    /// When a full harvest first ended short, of those in a row (Unix seconds).
+    pub since: i64,
+}
+
+/// The upstream's refusal of selective harvesting (OAI-53, Q-26, Q-29).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectiveRefused {
+    /// What it answered to a `ListRecords` with `from`: an HTTP status or an OAI-PMH error.
+    pub answer: String,
+    /// The request refused.
+    pub url: String,
+    /// When (Unix seconds).
+    pub since: i64,
 }
 
 /// Where an interrupted list continues: saved with every page.
@@ -184,6 +239,7 @@ impl Store {
                  DROP TABLE IF EXISTS shared;
                  DROP TABLE IF EXISTS changes;
                  DROP TABLE IF EXISTS tally;
+                 DROP TABLE IF EXISTS rejected;
                  CREATE TABLE records (
                      id TEXT PRIMARY KEY NOT NULL,
                      datestamp INTEGER,
@@ -213,6 +269,15 @@ impl Store {
             ))
             .map_err(fail(path, "cannot create the tables"))?;
         }
+        // Added to version 5 without a rebuild: a store made before has no rejections.
+        conn.execute_batch(
+            "CREATE TABLE IF NOT EXISTS rejected (
+                 id TEXT PRIMARY KEY NOT NULL,
+                 datestamp INTEGER,
+                 seen INTEGER NOT NULL
+             ) WITHOUT ROWID;",
+        )
+        .map_err(fail(path, "cannot create the tables"))?;
         Ok(Self {
             conn,
             path: path.to_owned(),
@@ -260,9 +325,10 @@ impl Store {
             .transaction()
             .map_err(fail(&self.path, "cannot begin a transaction"))?;
         tx.execute_batch(
-            "DELETE FROM records; DELETE FROM shared; DELETE FROM changes; UPDATE tally SET live = 0;",
+            "DELETE FROM records; DELETE FROM shared; DELETE FROM changes; DELETE FROM rejected;
+             UPDATE tally SET live = 0;",
         )
-            .map_err(fail(&self.path, "cannot empty the records"))?;
+        .map_err(fail(&self.path, "cannot empty the records"))?;
         write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
         tx.commit()
             .map_err(fail(&self.path, "cannot commit the reset"))
@@ -272,6 +338,11 @@ impl Store {
     /// within a harvest keeps the newest datestamp, OAI-38), and is marked seen by `run`; a
     /// deleted record becomes a tombstone. Saves `state` (the page's checkpoint) in the same
     /// transaction.
+    ///
+    /// An unreadable record ([`Record::unreadable`]: empty metadata, Q-35) replaces nothing: the
+    /// version stored, if any, stays as it is and is marked seen (it is no deletion, I-06), and
+    /// the record is listed as rejected ([`Store::rejected`]) until a readable version at least
+    /// as new arrives, or a complete full harvest no longer lists it.
     ///
     /// With `track` (incremental harvests), a record that changes is listed in `changes` with
     /// the version last published, so the next publish can patch the sitemap ([`Store::dirty`]);
@@ -329,13 +400,58 @@ impl Store {
             let mut stored = tx
                 .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
                 .map_err(fail(path, "cannot prepare the record update"))?;
+            let mut reject = tx
+                .prepare_cached(
+                    "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (id) DO UPDATE SET seen = excluded.seen,
+                       datestamp = iif(excluded.datestamp IS NULL OR rejected.datestamp IS NULL
+                         OR excluded.datestamp >= rejected.datestamp,
+                         excluded.datestamp, rejected.datestamp)",
+                )
+                .map_err(fail(path, "cannot prepare the record update"))?;
+            let mut keep = tx
+                .prepare_cached("UPDATE records SET seen = ?2 WHERE id = ?1")
+                .map_err(fail(path, "cannot prepare the record update"))?;
+            let mut readable = tx
+                .prepare_cached(
+                    "DELETE FROM rejected WHERE id = ?1
+                       AND (?2 IS NULL OR datestamp IS NULL OR ?2 >= datestamp)",
+                )
+                .map_err(fail(path, "cannot prepare the record update"))?;
+            // Rejections are rare: while there are none, a readable record has none to settle.
+            let mut any_rejected: bool = tx
+                .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+                .map_err(fail(path, "cannot read the rejected records"))?;
             let mut body = Vec::new();
             for r in records {
+                let datestamp = r.datestamp.map(Datestamp::pack);
+                if r.unreadable() {
+                    // Older than the version stored: a repeat that the newest one wins anyway.
+                    let stored_at = stored
+                        .query_row([&r.identifier], |row| row.get::<_, Option<i64>>(1))
+                        .optional()
+                        .map_err(fail(path, "cannot read a record"))?;
+                    let older =
+                        matches!((datestamp, stored_at.flatten()), (Some(d), Some(s)) if d < s);
+                    keep.execute(params![r.identifier, run as i64])
+                        .map_err(fail(path, "cannot store a record"))?;
+                    if !older {
+                        reject
+                            .execute(params![r.identifier, datestamp, run as i64])
+                            .map_err(fail(path, "cannot store a record"))?;
+                        any_rejected = true;
+                    }
+                    continue;
+                }
+                if any_rejected {
+                    readable
+                        .execute(params![r.identifier, datestamp])
+                        .map_err(fail(path, "cannot store a record"))?;
+                }
                 body.clear();
                 if !r.deleted {
                     encode_body(r, &mut body);
                 }
-                let datestamp = r.datestamp.map(Datestamp::pack);
                 if track {
                     let before = stored
                         .query_row([&r.identifier], |row| {
@@ -410,6 +526,8 @@ impl Store {
                 .map_err(fail(&self.path, "cannot count unseen records"))? as u64;
             tx.execute("DELETE FROM records WHERE seen <> ?1", [run as i64])
                 .map_err(fail(&self.path, "cannot remove unseen records"))?;
+            tx.execute("DELETE FROM rejected WHERE seen <> ?1", [run as i64])
+                .map_err(fail(&self.path, "cannot remove unseen records"))?;
             // A full harvest does not keep the live count as it goes: it is counted here.
             tx.execute(
                 "UPDATE tally SET live = (SELECT count(*) FROM records WHERE deleted = 0)",
@@ -453,6 +571,7 @@ impl Store {
                     sets: Vec::new(),
                     dc_identifiers: Vec::new(),
                     dc: Default::default(),
+                    empty_metadata: false,
                 };
                 let mut before = match row.get::<_, Option<bool>>(4)?.unwrap_or(false) {
                     true => Some(Record {
@@ -474,6 +593,16 @@ impl Store {
             }
         }
         Ok(Ok(()))
+    }
+
+    /// Records whose newest version the upstream sent was unreadable (empty metadata, Q-35;
+    /// [`Store::apply_page`]): counted as [`crate::classify::Drop::EmptyMetadata`]. Those stored
+    /// before keep their earlier version, published.
+    pub fn rejected(&self) -> Result<u64, StoreError> {
+        self.number(
+            "SELECT count(*) FROM rejected",
+            "cannot count the rejected records",
+        )
     }
 
     /// How many records changed since the last publish ([`Store::dirty`]).
@@ -646,6 +775,7 @@ impl Store {
                 },
                 dc_identifiers: Vec::new(),
                 dc: Default::default(),
+                empty_metadata: false,
             };
             decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
             if let Err(e) = f(record) {
@@ -773,6 +903,7 @@ mod tests {
             dc: [(DcElement::Title, "Tïtle"), (DcElement::Rights, "")]
                 .into_iter()
                 .collect(),
+            empty_metadata: false,
         }
     }
 
@@ -997,6 +1128,60 @@ mod tests {
         assert_eq!(gone.claims.len(), 1);
         store.published(&state, &[gone], false).unwrap();
         assert_eq!(store.shared("https://h/s").unwrap(), None);
+    }
+
+    #[test]
+    fn an_unreadable_record_keeps_the_stored_version_and_is_counted_as_rejected() {
+        // Q-35, I-06: a record sent with empty metadata replaces nothing and removes nothing.
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join(FILE)).unwrap();
+        let state = State::default();
+        let a = record("oai:x:1", "2024-05-01", &["https://h/1"]);
+        let b = record("oai:x:2", "2024-05-01", &["https://h/2"]);
+        store
+            .apply_page(1, &[a.clone(), b.clone()], &state, false)
+            .unwrap();
+        store.finish_run(Some(1), &state).unwrap();
+        let empty = |id: &str, date: &str| Record {
+            empty_metadata: true,
+            dc: Default::default(),
+            ..record(id, date, &[])
+        };
+        // Record 1 comes back unreadable, record 3 is new and unreadable, an older unreadable
+        // repeat of record 2 changes nothing: tracked, the store lists no change.
+        let page = [
+            empty("oai:x:1", "2024-05-02"),
+            empty("oai:x:3", "2024-05-02"),
+            empty("oai:x:2", "2024-04-01"),
+        ];
+        store.apply_page(2, &page, &state, true).unwrap();
+        assert!(dirty(&store).is_empty());
+        assert_eq!(store.rejected().unwrap(), 2);
+        assert_eq!(live(&store), [a.clone(), b.clone()]);
+        assert_eq!(store.live().unwrap(), 2);
+        // A full harvest that sent only those: record 1 was seen (not swept), record 2 too.
+        assert_eq!(store.finish_run(Some(2), &state).unwrap(), 0);
+        assert_eq!(live(&store), [a.clone(), b]);
+        // An older readable repeat settles nothing; a version as new does, and so does a
+        // deletion.
+        store.apply_page(3, &[a], &state, true).unwrap();
+        assert_eq!(store.rejected().unwrap(), 2);
+        let c = record("oai:x:3", "2024-05-02", &["https://h/3"]);
+        store.apply_page(3, &[c], &state, true).unwrap();
+        assert_eq!(store.rejected().unwrap(), 1);
+        let mut gone = record("oai:x:1", "2024-05-03", &[]);
+        gone.deleted = true;
+        store.apply_page(3, &[gone], &state, true).unwrap();
+        assert_eq!(store.rejected().unwrap(), 0);
+        assert_eq!(store.live().unwrap(), store.counts().unwrap().live);
+        // A rejection that a complete full harvest no longer lists is forgotten.
+        store
+            .apply_page(4, &[empty("oai:x:4", "2024-05-04")], &state, true)
+            .unwrap();
+        assert_eq!(store.rejected().unwrap(), 1);
+        store.apply_page(5, &[], &state, false).unwrap();
+        store.finish_run(Some(5), &state).unwrap();
+        assert_eq!(store.rejected().unwrap(), 0);
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! The only reqwest user: one request with timeouts, retries with backoff and jitter, `Retry-After`
-//! in both forms, and a cap on the (decompressed) body size. It re-sends exactly the same URL,
-//! which OAI-PMH makes safe (OAI-25).
+//! in both forms, POST when a GET is refused as too long, gzip and deflate (zlib-wrapped or raw,
+//! labelled or not) decoded, and a cap on the decompressed body size. It re-sends exactly the same
+//! request, which OAI-PMH makes safe (OAI-25).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use backon::{BackoffBuilder, ExponentialBuilder};
+use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
 use reqwest::StatusCode;
-use reqwest::header::{HeaderMap, RETRY_AFTER};
+use reqwest::header::{
+    ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER,
+};
 
 use super::parse::ParseError;
-use super::{HarvestErrorKind, HarvestSettings};
+use super::{HarvestErrorKind, HarvestSettings, OaiRequest};
 
 /// Counters of what the client did, for summaries and metrics.
 #[derive(Debug, Default)]
@@ -23,6 +28,9 @@ pub struct ClientStats {
     pub retry_after_waits: AtomicU64,
     /// Bytes received, after decompression.
     pub bytes: AtomicU64,
+    /// Bodies that were gzip without a `Content-Encoding` saying so, decoded by their magic
+    /// bytes (OAI-35).
+    pub unlabelled_gzip: AtomicU64,
     /// The latest time (seconds since the Unix epoch) a `Retry-After` asked the client to wait
     /// until, uncapped; 0 when none did. The server schedules its next refresh after it.
     pub retry_not_before: AtomicU64,
@@ -56,6 +64,10 @@ pub struct Client {
     /// the one before, and allocating it afresh makes the kernel fault its pages in again (a
     /// tenth of a harvest's CPU on some machines).
     spare: Spare,
+    /// Requests whose GET URL is at least this long go as POST: the shortest one the upstream
+    /// refused with 414 URI Too Long (OAI-06). `usize::MAX` until one is; shorter requests stay
+    /// GETs, which proxies log and cache.
+    post_from: AtomicUsize,
     /// What this client has done so far.
     pub stats: ClientStats,
 }
@@ -72,20 +84,22 @@ enum Attempt {
 }
 
 impl Client {
-    /// Builds a client: rustls, gzip and deflate, the configured timeouts and `User-Agent`.
+    /// Builds a client: rustls, the configured timeouts and `User-Agent`. reqwest decodes gzip
+    /// that says so; the client itself the rest: deflate, which reqwest takes zlib-wrapped only,
+    /// and gzip without a `Content-Encoding`.
     pub fn new(settings: HarvestSettings) -> Result<Self, reqwest::Error> {
         let http = reqwest::Client::builder()
             .user_agent(settings.user_agent.clone())
             .connect_timeout(settings.connect_timeout)
             .timeout(settings.request_timeout)
             .gzip(true)
-            .deflate(true)
             .redirect(reqwest::redirect::Policy::custom(same_host_redirects))
             .build()?;
         Ok(Self {
             http,
             settings,
             spare: Spare::default(),
+            post_from: AtomicUsize::new(usize::MAX),
             stats: ClientStats::default(),
         })
     }
@@ -95,14 +109,19 @@ impl Client {
         &self.settings
     }
 
-    /// GETs `url` and reads the body with `read`, retrying transient failures (network errors,
-    /// 5xx, 429, cut or garbled bodies) up to `max_attempts`, never past `deadline`.
+    /// Sends `request` and reads the body with `read`, retrying transient failures (network
+    /// errors, 5xx, 429, cut or garbled bodies) up to `max_attempts`, never past `deadline`.
+    ///
+    /// It goes as a GET, unless the upstream refused a GET at least as long with 414 URI Too
+    /// Long: then as a POST of the same arguments, as every repository must take (OAI-06). A
+    /// GET refused so is sent again at once as a POST, without counting as a failed attempt.
     pub async fn fetch<T>(
         &self,
-        url: &str,
+        request: &OaiRequest,
         deadline: Option<Instant>,
         read: impl Fn(&[u8]) -> Result<T, ParseError>,
     ) -> Result<T, HarvestErrorKind> {
+        let url = request.url();
         let mut backoff = ExponentialBuilder::new()
             .with_jitter()
             .with_min_delay(self.settings.backoff_initial)
@@ -113,8 +132,14 @@ impl Client {
         let mut attempt = 1;
         loop {
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
+            let post = url.len() >= self.post_from.load(Ordering::Relaxed);
+            let send = if post {
+                self.attempt(request.base(), Some(request.form()))
+            } else {
+                self.attempt(url, None)
+            };
             let attempt_result = match deadline {
-                Some(at) => match tokio::time::timeout_at(at.into(), self.attempt(url)).await {
+                Some(at) => match tokio::time::timeout_at(at.into(), send).await {
                     Ok(result) => result,
                     Err(_) => {
                         return Err(HarvestErrorKind::Deadline {
@@ -122,9 +147,22 @@ impl Client {
                         });
                     }
                 },
-                None => self.attempt(url).await,
+                None => send.await,
             };
             let outcome = match attempt_result {
+                Ok((StatusCode::URI_TOO_LONG, body)) if !post => {
+                    // A proxy's or server's limit on the URL, which a long resumption token
+                    // passes: not a failure, and no reason to wait but the politeness delay.
+                    self.recycle(body);
+                    self.post_from.fetch_min(url.len(), Ordering::Relaxed);
+                    tracing::warn!(
+                        url,
+                        length = url.len(),
+                        "414 URI Too Long: sending the same arguments as POST (OAI-06)"
+                    );
+                    tokio::time::sleep(self.settings.politeness_delay).await;
+                    continue;
+                }
                 // Some servers send OAI errors with a 4xx/5xx status (OAI-32): the body decides.
                 Ok((status, body)) => match read(&body) {
                     Ok(value) => {
@@ -185,25 +223,35 @@ impl Client {
         }
     }
 
-    /// One GET: the status and the whole body when it is worth reading, or why not.
     /// One GET of a small resource that is not OAI-PMH (a host's robots.txt): its status and
     /// body, within the same timeouts and body cap; no retries.
     pub async fn get_once(&self, url: &str) -> Result<(u16, Vec<u8>), HarvestErrorKind> {
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        match self.attempt(url).await {
+        match self.attempt(url, None).await {
             Ok((status, body)) => Ok((status.as_u16(), body)),
             Err(Attempt::Retry { cause, .. } | Attempt::Fail(cause)) => Err(cause),
         }
     }
 
-    async fn attempt(&self, url: &str) -> Result<(StatusCode, Vec<u8>), Attempt> {
-        let response = self
-            .http
-            .get(url)
-            .header(
-                reqwest::header::ACCEPT,
-                "text/xml, application/xml;q=0.9, */*;q=0.5",
-            )
+    /// One request: a GET of `url`, or with a `form`, a POST of it to `url`. The status and the
+    /// whole decoded body when it is worth reading, or why not.
+    async fn attempt(
+        &self,
+        url: &str,
+        form: Option<&str>,
+    ) -> Result<(StatusCode, Vec<u8>), Attempt> {
+        let request = match form {
+            None => self.http.get(url),
+            Some(form) => self
+                .http
+                .post(url)
+                .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                .body(form.to_owned()),
+        };
+        let response = request
+            .header(ACCEPT, "text/xml, application/xml;q=0.9, */*;q=0.5")
+            // Set here, not by reqwest, which would offer only the gzip it decodes (OAI-35).
+            .header(ACCEPT_ENCODING, "gzip, deflate")
             .send()
             .await
             .map_err(|e| {
@@ -230,6 +278,8 @@ impl Client {
             });
         }
         let mut response = response;
+        // reqwest has taken off a `gzip` it decoded; what is left is for `decode`.
+        let label = response.headers().get(CONTENT_ENCODING).cloned();
         let limit = self.settings.max_body_bytes;
         if response.content_length().is_some_and(|len| len > limit) {
             return Err(Attempt::Fail(HarvestErrorKind::TooLarge { limit }));
@@ -254,6 +304,24 @@ impl Client {
                 }
             }
         }
+        if let Some(coding) = Coding::of(label.as_ref(), &body) {
+            let raw = body;
+            body = decode(&raw, coding, limit).map_err(|e| match e {
+                DecodeError::TooLarge => Attempt::Fail(HarvestErrorKind::TooLarge { limit }),
+                // Most likely cut or garbled on the way, as reqwest's own decoding errors are.
+                DecodeError::Corrupt(e) => Attempt::Retry {
+                    wait: None,
+                    cause: HarvestErrorKind::Request {
+                        attempts: 1,
+                        message: format!("cannot decode the {} body: {e}", coding.name()),
+                    },
+                },
+            })?;
+            self.recycle(raw);
+            if coding == (Coding::Gzip { labelled: false }) {
+                self.stats.unlabelled_gzip.fetch_add(1, Ordering::Relaxed);
+            }
+        }
         self.stats
             .bytes
             .fetch_add(body.len() as u64, Ordering::Relaxed);
@@ -266,6 +334,98 @@ impl Client {
             *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()) = body;
         }
     }
+}
+
+/// gzip's magic bytes (RFC 1952 §2.3.1).
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// A compression the client undoes itself, after reqwest (which decodes a body labelled `gzip`
+/// and takes the label off).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Coding {
+    /// gzip (RFC 1952), possibly of several members, as a `.gz` file may be. `labelled` is false
+    /// for a body that says nothing and starts with gzip's magic bytes: a static `.xml.gz`, a
+    /// misconfigured proxy (OAI-35); else it is a spelling reqwest leaves (`x-gzip`, `GZIP`).
+    Gzip {
+        /// Whether `Content-Encoding` said so.
+        labelled: bool,
+    },
+    /// `Content-Encoding: deflate`: zlib-wrapped (RFC 1950), as HTTP defines it, or raw
+    /// (RFC 1951), as old IIS and some PHP stacks send it (OAI-35).
+    Deflate,
+}
+
+impl Coding {
+    /// The coding of a body labelled `label` (its `Content-Encoding`, if any) that starts with
+    /// `head`; `None` when the body is to be read as it is. A coding never asked for (`br`, a
+    /// stack of two) is left as it is, to fail as the unreadable body it is.
+    fn of(label: Option<&HeaderValue>, head: &[u8]) -> Option<Self> {
+        let label = label.map_or(&b""[..], |v| v.as_bytes()).trim_ascii();
+        if label.is_empty() || label.eq_ignore_ascii_case(b"identity") {
+            head.starts_with(&GZIP_MAGIC)
+                .then_some(Self::Gzip { labelled: false })
+        } else if label.eq_ignore_ascii_case(b"deflate") {
+            Some(Self::Deflate)
+        } else if label.eq_ignore_ascii_case(b"gzip") || label.eq_ignore_ascii_case(b"x-gzip") {
+            Some(Self::Gzip { labelled: true })
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Gzip { .. } => "gzip",
+            Self::Deflate => "deflate",
+        }
+    }
+}
+
+/// Why a compressed body could not be decoded.
+#[derive(Debug)]
+enum DecodeError {
+    /// It inflates past the body cap.
+    TooLarge,
+    /// It is not what its coding says, or cut short.
+    Corrupt(std::io::Error),
+}
+
+/// `raw` decoded as `coding`, at most `limit` bytes of it: a bomb is stopped at the cap, never
+/// inflated further.
+fn decode(raw: &[u8], coding: Coding, limit: u64) -> Result<Vec<u8>, DecodeError> {
+    match coding {
+        Coding::Gzip { .. } => read_capped(MultiGzDecoder::new(raw), raw.len(), limit),
+        Coding::Deflate if is_zlib(raw) => read_capped(ZlibDecoder::new(raw), raw.len(), limit),
+        Coding::Deflate => read_capped(DeflateDecoder::new(raw), raw.len(), limit),
+    }
+}
+
+/// Whether `data` starts with a zlib header (RFC 1950 §2.2): compression method 8 (deflate),
+/// a window of at most 32 KiB, and a check value that makes the first two bytes, big-endian, a
+/// multiple of 31. Raw deflate never starts so from a real encoder: its first block would have
+/// to be a stored, non-final one with its padding bits set.
+fn is_zlib(data: &[u8]) -> bool {
+    match data {
+        [cmf, flg, ..] => {
+            cmf & 0x0f == 8 && cmf >> 4 <= 7 && u16::from_be_bytes([*cmf, *flg]) % 31 == 0
+        }
+        _ => false,
+    }
+}
+
+/// Reads `decoder` to its end, or to one byte past `limit`, which makes it too large.
+fn read_capped(decoder: impl Read, raw_len: usize, limit: u64) -> Result<Vec<u8>, DecodeError> {
+    let cap = usize::try_from(limit).unwrap_or(usize::MAX);
+    // Markup inflates about fivefold; the guess saves most of the regrowth.
+    let mut body = Vec::with_capacity(raw_len.saturating_mul(5).min(cap));
+    decoder
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut body)
+        .map_err(DecodeError::Corrupt)?;
+    if body.len() as u64 > limit {
+        return Err(DecodeError::TooLarge);
+    }
+    Ok(body)
 }
 
 fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
@@ -373,5 +533,109 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(parse_retry_after("soon", now), None);
+    }
+
+    /// OAI-35: what the client decodes itself, by `Content-Encoding` and the first bytes.
+    #[test]
+    fn codings_by_label_and_magic_bytes() {
+        let check = |label: Option<&str>, head: &[u8], expected: Option<Coding>| {
+            let value = label.map(|l| HeaderValue::from_str(l).unwrap());
+            assert_eq!(Coding::of(value.as_ref(), head), expected, "{label:?}");
+        };
+        let gzip = [0x1f, 0x8b, 8, 0];
+        let unlabelled = Some(Coding::Gzip { labelled: false });
+        check(None, b"<?xml version", None);
+        check(None, b"", None);
+        check(None, &gzip, unlabelled);
+        check(Some("identity"), &gzip, unlabelled);
+        check(Some("identity"), b"<OAI-PMH", None);
+        check(Some("deflate"), b"\x78\x9c", Some(Coding::Deflate));
+        check(Some("Deflate"), b"\x4b\x02", Some(Coding::Deflate));
+        let labelled = Some(Coding::Gzip { labelled: true });
+        check(Some("x-gzip"), &gzip, labelled);
+        check(Some("GZIP"), &gzip, labelled);
+        // Never asked for: left as it is, to fail to parse.
+        check(Some("br"), &gzip, None);
+        check(Some("gzip, br"), &gzip, None);
+    }
+
+    fn compressed<W: std::io::Write>(mut encoder: W, text: &[u8]) -> W {
+        encoder.write_all(text).unwrap();
+        encoder
+    }
+
+    /// OAI-35: gzip of one member or two, zlib-wrapped and raw deflate all give the text back.
+    #[test]
+    fn every_coding_decodes_to_the_text() {
+        use flate2::Compression;
+        use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
+        let text = "<record>oai:test:1 é</record>\n".repeat(200);
+        let text = text.as_bytes();
+        let gzip = |t: &[u8]| {
+            let encoder = compressed(GzEncoder::new(Vec::new(), Compression::default()), t);
+            encoder.finish().unwrap()
+        };
+        let mut two_members = gzip(&text[..100]);
+        two_members.extend(gzip(&text[100..]));
+        for level in [0, 1, 6, 9] {
+            let level = Compression::new(level);
+            let zlib = compressed(ZlibEncoder::new(Vec::new(), level), text);
+            let raw = compressed(DeflateEncoder::new(Vec::new(), level), text);
+            let zlib = zlib.finish().unwrap();
+            let raw = raw.finish().unwrap();
+            assert!(is_zlib(&zlib), "{level:?}");
+            assert!(!is_zlib(&raw), "{level:?}");
+            for (coding, body) in [(Coding::Deflate, &zlib), (Coding::Deflate, &raw)] {
+                assert_eq!(decode(body, coding, 1 << 20).unwrap(), text, "{level:?}");
+            }
+        }
+        for labelled in [true, false] {
+            let coding = Coding::Gzip { labelled };
+            assert_eq!(decode(&gzip(text), coding, 1 << 20).unwrap(), text);
+            assert_eq!(decode(&two_members, coding, 1 << 20).unwrap(), text);
+        }
+        // An empty body compressed is empty; too short for a zlib header is raw.
+        let empty = compressed(DeflateEncoder::new(Vec::new(), Compression::default()), b"");
+        assert_eq!(
+            decode(&empty.finish().unwrap(), Coding::Deflate, 10).unwrap(),
+            b""
+        );
+        assert!(!is_zlib(b"\x78"));
+    }
+
+    /// The cap counts decoded bytes and stops the decoder one byte past it (the "gzip and
+    /// entity bombs" hardening); a stream that is not what it says is an error.
+    #[test]
+    fn decoding_stops_at_the_cap_and_refuses_garbage() {
+        use flate2::Compression;
+        use flate2::write::{DeflateEncoder, ZlibEncoder};
+        let spaces = vec![b' '; 1 << 20];
+        let level = Compression::best();
+        let bombs = [
+            compressed(ZlibEncoder::new(Vec::new(), level), &spaces).finish(),
+            compressed(DeflateEncoder::new(Vec::new(), level), &spaces).finish(),
+        ];
+        for bomb in bombs {
+            let bomb = bomb.unwrap();
+            assert!(matches!(
+                decode(&bomb, Coding::Deflate, (1 << 20) - 1),
+                Err(DecodeError::TooLarge)
+            ));
+            assert_eq!(
+                decode(&bomb, Coding::Deflate, 1 << 20).unwrap().len(),
+                1 << 20
+            );
+        }
+        let garbage = b"\xff\xfe<not compressed at all>";
+        assert!(matches!(
+            decode(garbage, Coding::Deflate, 1 << 20),
+            Err(DecodeError::Corrupt(_))
+        ));
+        let mut not_gzip = GZIP_MAGIC.to_vec();
+        not_gzip.extend_from_slice(b"<OAI-PMH>");
+        assert!(matches!(
+            decode(&not_gzip, Coding::Gzip { labelled: false }, 1 << 20),
+            Err(DecodeError::Corrupt(_))
+        ));
     }
 }

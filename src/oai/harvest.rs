@@ -5,12 +5,13 @@
 use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use url::Url;
 
 use super::parse::{self, Identify, IdentifyOutcome, ListPage, Quirks, Record};
-use super::{Client, HarvestError, HarvestErrorKind};
+use super::{Client, HarvestError, HarvestErrorKind, OaiRequest};
 use crate::datestamp::Datestamp;
 
 /// Where the records come from.
@@ -160,26 +161,9 @@ pub fn push_query_value_str(out: &mut String, value: &str) {
 }
 
 /// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
-/// is percent-encoded exactly once.
+/// is percent-encoded exactly once. The URL of [`OaiRequest::new`].
 pub fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
-    let mut url = base.as_str().to_owned();
-    let mut sep = if base.query().is_some_and(|q| !q.is_empty()) {
-        '&'
-    } else {
-        '?'
-    };
-    if base.query() == Some("") {
-        url.pop();
-        sep = '?';
-    }
-    for (key, value) in args {
-        url.push(sep);
-        url.push_str(key);
-        url.push('=');
-        push_query_value_str(&mut url, value);
-        sep = '&';
-    }
-    url
+    OaiRequest::new(base, args).into_url()
 }
 
 /// Harvests every record of `request` and hands them to `on_page` a page at a time. Returns only
@@ -222,9 +206,11 @@ pub async fn harvest_resumable(
         Source::Oai(base) => base,
     };
 
-    let url = request_url(base, &[("verb", "Identify")]);
+    let mut gzip_warning = UnlabelledGzipWarning::new(client);
+    let call = OaiRequest::new(base, &[("verb", "Identify")]);
+    let url = call.url();
     let outcome = client
-        .fetch(&url, deadline, |body| {
+        .fetch(&call, deadline, |body| {
             Ok(match parse::parse_identify(body)? {
                 IdentifyOutcome::Static(identify) => (
                     IdentifyOutcome::Static(identify),
@@ -233,13 +219,14 @@ pub async fn harvest_resumable(
                 other => (other, None),
             })
         })
-        .await
-        .map_err(|kind| HarvestError {
-            url: url.clone(),
-            page: 0,
-            token: None,
-            kind,
-        })?;
+        .await;
+    gzip_warning.check(client, url);
+    let outcome = outcome.map_err(|kind| HarvestError {
+        url: url.to_owned(),
+        page: 0,
+        token: None,
+        kind,
+    })?;
     let identify = match outcome {
         (IdentifyOutcome::Identify(identify), _) => identify,
         (IdentifyOutcome::Static(identify), Some(page)) => {
@@ -256,7 +243,7 @@ pub async fn harvest_resumable(
                 message: first.message,
             };
             return Err(HarvestError {
-                url,
+                url: url.to_owned(),
                 page: 0,
                 token: None,
                 kind,
@@ -266,7 +253,7 @@ pub async fn harvest_resumable(
             unreachable!("a static repository is parsed with its records")
         }
     };
-    check_identify(&identify, base, &url)?;
+    check_identify(&identify, base, url)?;
     let granularity = identify.granularity;
     report.identify = identify;
 
@@ -292,34 +279,40 @@ pub async fn harvest_resumable(
         let mut empty_run = 0u32;
         let mut page_no = resumed.map_or(1, |r| r.page);
         loop {
-            let url = match &token {
+            let call = match &token {
                 // A follow-up carries only the verb and the token (OAI-03).
-                Some(t) => request_url(base, &[("verb", "ListRecords"), ("resumptionToken", t)]),
+                Some(t) => {
+                    OaiRequest::new(base, &[("verb", "ListRecords"), ("resumptionToken", t)])
+                }
                 None => {
                     let from = from.map(|d| d.in_granularity(granularity, false));
                     let mut args = vec![("verb", "ListRecords"), ("metadataPrefix", "oai_dc")];
                     args.extend(set.map(|s| ("set", s)));
                     args.extend(from.as_deref().map(|f| ("from", f)));
                     args.extend(until.as_deref().map(|u| ("until", u)));
-                    request_url(base, &args)
+                    OaiRequest::new(base, &args)
                 }
             };
+            let url = call.url();
             // Every ListRecords request follows another request (Identify at least): pause (OAI-52).
             if !settings.politeness_delay.is_zero() {
                 tokio::time::sleep(settings.politeness_delay).await;
             }
             let fail = |kind| HarvestError {
-                url: url.clone(),
+                url: url.to_owned(),
                 page: page_no,
                 token: token.clone(),
                 kind,
             };
             let page = client
-                .fetch(&url, deadline, |body| {
-                    parse::parse_list_records_with(body, request.fields)
+                .fetch(&call, deadline, |body| {
+                    let mut page = parse::parse_list_records_with(body, request.fields)?;
+                    page.forget_future_datestamps(unix_now());
+                    Ok(page)
                 })
-                .await
-                .map_err(fail)?;
+                .await;
+            gzip_warning.check(client, url);
+            let page = page.map_err(fail)?;
             report.quirks.add(&page.quirks);
             if report.first_response_date.is_none() {
                 report.first_response_date = page.response_date.clone();
@@ -422,6 +415,38 @@ pub async fn harvest_resumable(
     Ok(report)
 }
 
+/// Warns once per harvest, naming the first URL, that the server sends gzip bodies without
+/// saying so (OAI-35); the client decodes them by their magic bytes and counts them in
+/// [`ClientStats::unlabelled_gzip`](super::client::ClientStats::unlabelled_gzip).
+struct UnlabelledGzipWarning {
+    /// The count before the last request; `None` once the warning is out.
+    seen: Option<u64>,
+}
+
+impl UnlabelledGzipWarning {
+    fn new(client: &Client) -> Self {
+        Self {
+            seen: Some(client.stats.unlabelled_gzip.load(Ordering::Relaxed)),
+        }
+    }
+
+    /// Warns if the request of `url`, just answered, was such a body and none before was.
+    fn check(&mut self, client: &Client, url: &str) {
+        let Some(seen) = self.seen else {
+            return;
+        };
+        let now = client.stats.unlabelled_gzip.load(Ordering::Relaxed);
+        if now > seen {
+            tracing::warn!(
+                url,
+                "the server sends gzip without Content-Encoding: gzip (a static .xml.gz, a \
+                 misconfigured proxy?); decoded by its magic bytes (OAI-35)"
+            );
+            self.seen = None;
+        }
+    }
+}
+
 /// Where a list starts again after its token was refused: one granularity unit before the newest
 /// datestamp it delivered when it delivered in order (later records cannot be older), else where
 /// it started. Never before the request's own `from`.
@@ -512,7 +537,7 @@ fn emit_static(
     request: &HarvestRequest,
     report: &mut HarvestReport,
     identify: Identify,
-    page: ListPage,
+    mut page: ListPage,
     on_page: &mut impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
 ) -> ControlFlow<()> {
     let wanted = |r: &Record| {
@@ -530,7 +555,9 @@ fn emit_static(
                 .until
                 .is_none_or(|u| r.datestamp.is_some_and(|d| d.unix() <= u.last_second()))
     };
-    let records: Vec<Record> = page.records.into_iter().filter(wanted).collect();
+    page.records.retain(wanted);
+    page.forget_future_datestamps(unix_now());
+    let records = page.records;
     report.identify = identify;
     report.is_static = true;
     report.pages = 1;
@@ -547,6 +574,13 @@ fn emit_static(
         next: None,
         response_date: report.first_response_date.as_deref(),
     })
+}
+
+/// The clock, in seconds since the Unix epoch.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn log_quirks(quirks: &Quirks, source: &str) {
@@ -569,6 +603,20 @@ fn log_quirks(quirks: &Quirks, source: &str) {
     }
     if quirks.leading_whitespace {
         tracing::warn!(source, "whitespace before the XML declaration (OAI-48)");
+    }
+    if quirks.future_datestamps > 0 {
+        tracing::warn!(
+            source,
+            records = quirks.future_datestamps,
+            "datestamps more than a day ahead of the clock: published without lastmod (Q-36)"
+        );
+    }
+    if quirks.windows_1252_bytes > 0 {
+        tracing::warn!(
+            source,
+            bytes = quirks.windows_1252_bytes,
+            "read bytes that are not UTF-8 as Windows-1252 (OAI-47)"
+        );
     }
 }
 

@@ -13,6 +13,64 @@ pub use client::Client;
 pub use harvest::{
     HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
 };
+use url::Url;
+
+/// One OAI-PMH request: a baseURL and the protocol's arguments. It goes as a GET of
+/// [`url`](Self::url), or, to a server that refused a GET that long (414 URI Too Long), as a
+/// POST of the same arguments to the baseURL (OAI-06); [`Client::fetch`] decides which.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OaiRequest {
+    /// The baseURL, then each argument percent-encoded once, after `?`, or after `&` when the
+    /// baseURL has a query of its own (OAI-04, OAI-05).
+    url: String,
+    /// Where the baseURL ends in `url`.
+    base_end: usize,
+}
+
+impl OaiRequest {
+    /// The request of `args` (name, value), in that order, to the repository at `base`.
+    pub fn new(base: &Url, args: &[(&str, &str)]) -> Self {
+        let mut url = base.as_str().to_owned();
+        let mut sep = if base.query().is_some_and(|q| !q.is_empty()) {
+            '&'
+        } else {
+            '?'
+        };
+        if base.query() == Some("") {
+            url.pop();
+            sep = '?';
+        }
+        let base_end = url.len();
+        for (key, value) in args {
+            url.push(sep);
+            url.push_str(key);
+            url.push('=');
+            harvest::push_query_value_str(&mut url, value);
+            sep = '&';
+        }
+        Self { url, base_end }
+    }
+
+    /// The GET URL; also what errors and logs name, whichever way the request went.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Where a POST goes: the baseURL, with its own query, if any.
+    pub fn base(&self) -> &str {
+        &self.url[..self.base_end]
+    }
+
+    /// The arguments as a POST body (`application/x-www-form-urlencoded`): as the URL has them.
+    pub fn form(&self) -> &str {
+        self.url.get(self.base_end + 1..).unwrap_or_default()
+    }
+
+    /// The GET URL, owned.
+    pub fn into_url(self) -> String {
+        self.url
+    }
+}
 
 /// How the harvester treats the upstream: timeouts, retries, flow control, limits.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -175,5 +233,51 @@ fn oai_hint(code: &str) -> &'static str {
             " (check --from/--until/--set against the repository's granularity and sets)"
         }
         _ => "",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// OAI-06: a POST goes to the baseURL, its own query kept (Q-32's `?repository=X`), with the
+    /// arguments as the GET URL has them.
+    #[test]
+    fn a_request_splits_into_post_target_and_form() {
+        let check = |base: &str, url: &str, target: &str, form: &str| {
+            let request = OaiRequest::new(
+                &Url::parse(base).unwrap(),
+                &[("verb", "ListRecords"), ("resumptionToken", "a b+c")],
+            );
+            assert_eq!(
+                (request.url(), request.base(), request.form()),
+                (url, target, form),
+                "{base}"
+            );
+        };
+        let form = "verb=ListRecords&resumptionToken=a%20b%2Bc";
+        check(
+            "https://h/oai",
+            &format!("https://h/oai?{form}"),
+            "https://h/oai",
+            form,
+        );
+        check(
+            "https://h/oai?",
+            &format!("https://h/oai?{form}"),
+            "https://h/oai",
+            form,
+        );
+        check(
+            "https://h/oai?repository=X",
+            &format!("https://h/oai?repository=X&{form}"),
+            "https://h/oai?repository=X",
+            form,
+        );
+        let bare = OaiRequest::new(&Url::parse("https://h/oai").unwrap(), &[]);
+        assert_eq!(
+            (bare.url(), bare.base(), bare.form()),
+            ("https://h/oai", "https://h/oai", "")
+        );
     }
 }

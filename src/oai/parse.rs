@@ -44,6 +44,9 @@ pub struct Record {
     /// The other oai_dc elements, trimmed, in document order; read only when the harvest asks
     /// for them ([`Fields::wants`]), empty otherwise.
     pub dc: DcValues,
+    /// Its `<metadata>` held no element at all (`<metadata/>`, Q-35), which is not the same as
+    /// oai_dc without a `dc:identifier`: see [`Record::unreadable`].
+    pub empty_metadata: bool,
 }
 
 /// A record's other Dublin Core values, in document order, with their elements. The records of
@@ -345,6 +348,12 @@ impl Record {
     pub fn dc_values(&self, element: DcElement) -> impl Iterator<Item = &str> {
         self.dc.of(element)
     }
+
+    /// A live record whose metadata is empty (Q-35): it cannot be read, so it is rejected
+    /// (`empty_metadata`), and it is no deletion either (I-06).
+    pub fn unreadable(&self) -> bool {
+        self.empty_metadata && !self.deleted
+    }
 }
 
 /// A resumption token as the server sent it. Only the value matters; the rest are hints (OAI-22).
@@ -378,6 +387,10 @@ pub struct Quirks {
     pub no_namespace: bool,
     /// Whitespace before the XML declaration (OAI-48).
     pub leading_whitespace: bool,
+    /// Bytes that were not UTF-8, read as Windows-1252 (OAI-47).
+    pub windows_1252_bytes: u64,
+    /// Datestamps ahead of the clock, forgotten (Q-36; [`ListPage::forget_future_datestamps`]).
+    pub future_datestamps: u64,
 }
 
 impl Quirks {
@@ -387,6 +400,8 @@ impl Quirks {
         self.https_namespaces += other.https_namespaces;
         self.no_namespace |= other.no_namespace;
         self.leading_whitespace |= other.leading_whitespace;
+        self.windows_1252_bytes += other.windows_1252_bytes;
+        self.future_datestamps += other.future_datestamps;
     }
 }
 
@@ -405,6 +420,29 @@ pub struct ListPage {
     pub quirks: Quirks,
     /// True when the body was an OAI Static Repository, not an OAI-PMH response.
     pub is_static: bool,
+    /// Whether it holds the `ListRecords` element (OAI-08); see [`answered`].
+    pub listed: bool,
+}
+
+impl ListPage {
+    /// How far ahead of the clock a datestamp may be: a server's clock a little fast, or local
+    /// time written as UTC, is not yet a wrong datestamp.
+    pub const FUTURE_TOLERANCE_SECS: i64 = 24 * 60 * 60;
+
+    /// Forgets each record's datestamp later than `now` by more than
+    /// [`ListPage::FUTURE_TOLERANCE_SECS`] (Q-36; a bulk update, a wrong clock): it says nothing
+    /// of when the record changed. The record is kept and published without a lastmod, and the
+    /// date neither becomes an index's lastmod nor where a resumed harvest starts. Counted in
+    /// the quirks, for the warning.
+    pub fn forget_future_datestamps(&mut self, now: i64) {
+        let latest = now.saturating_add(Self::FUTURE_TOLERANCE_SECS);
+        for record in &mut self.records {
+            if record.datestamp.is_some_and(|d| d.unix() > latest) {
+                record.datestamp = None;
+                self.quirks.future_datestamps += 1;
+            }
+        }
+    }
 }
 
 /// What `Identify` says (OAI-12).
@@ -451,12 +489,6 @@ pub enum ParseError {
         offset: u64,
         /// What the XML parser said.
         message: String,
-    },
-    /// Bytes that are not UTF-8.
-    #[error("response is not valid UTF-8 at byte {offset}")]
-    InvalidUtf8 {
-        /// Byte offset of the first invalid sequence.
-        offset: usize,
     },
     /// Elements nested deeper than any OAI-PMH response needs.
     #[error("elements nested more than {MAX_DEPTH} deep at byte {offset}")]
@@ -588,7 +620,8 @@ impl Scopes {
 }
 
 /// Removes a BOM and leading whitespace, removes characters illegal in XML 1.0 (never TAB, LF or
-/// CR; OAI-46) and checks UTF-8. Returns the text to parse.
+/// CR; OAI-46) and checks UTF-8: a byte that is not part of a UTF-8 sequence is read as
+/// Windows-1252 and counted (OAI-47). Returns the text to parse.
 pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, ParseError> {
     let mut body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let start = body
@@ -603,20 +636,46 @@ pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, 
     match cleaned {
         // simdutf8 validates several times faster than std on this hot path; on failure std
         // finds the offset for the message.
+        // simdutf8 validates several times faster than std on this hot path.
         Cow::Borrowed(b) => match simdutf8::basic::from_utf8(b) {
             Ok(text) => Ok(Cow::Borrowed(text)),
-            Err(_) => Err(ParseError::InvalidUtf8 {
-                offset: start + std::str::from_utf8(b).err().map_or(0, |e| e.valid_up_to()),
-            }),
+            Err(_) => Ok(Cow::Owned(windows_1252_fallback(b, quirks))),
         },
-        Cow::Owned(b) => {
-            String::from_utf8(b)
-                .map(Cow::Owned)
-                .map_err(|e| ParseError::InvalidUtf8 {
-                    offset: e.utf8_error().valid_up_to(),
-                })
+        Cow::Owned(b) => match String::from_utf8(b) {
+            Ok(text) => Ok(Cow::Owned(text)),
+            Err(e) => Ok(Cow::Owned(windows_1252_fallback(e.as_bytes(), quirks))),
+        },
+    }
+}
+
+/// What Windows-1252 reads bytes 0x80 to 0x9F as; its other bytes are Latin-1's, the code point
+/// of the same value. The five it leaves undefined are the C1 controls of the same value, as
+/// WHATWG's decoder reads them. Written out: one table, where a crate (encoding_rs) would bring
+/// every other encoding.
+const WINDOWS_1252_HIGH: [char; 32] = [
+    '\u{20AC}', '\u{81}', '\u{201A}', '\u{192}', '\u{201E}', '\u{2026}', '\u{2020}', '\u{2021}',
+    '\u{2C6}', '\u{2030}', '\u{160}', '\u{2039}', '\u{152}', '\u{8D}', '\u{17D}', '\u{8F}',
+    '\u{90}', '\u{2018}', '\u{2019}', '\u{201C}', '\u{201D}', '\u{2022}', '\u{2013}', '\u{2014}',
+    '\u{2DC}', '\u{2122}', '\u{161}', '\u{203A}', '\u{153}', '\u{9D}', '\u{17E}', '\u{178}',
+];
+
+/// `body`, which is not UTF-8, as text (OAI-47): every UTF-8 sequence in it is kept and every
+/// other byte read as Windows-1252. Servers that declare UTF-8 and send ISO-8859-1 or
+/// Windows-1252 (Q-11) are read whole this way, and a UTF-8 page with a few such bytes (records
+/// from another system) keeps its UTF-8. Counted in `quirks`, for the warning.
+fn windows_1252_fallback(body: &[u8], quirks: &mut Quirks) -> String {
+    let mut text = String::with_capacity(body.len() + body.len() / 8);
+    for chunk in body.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for &b in chunk.invalid() {
+            text.push(match b {
+                0x80..=0x9F => WINDOWS_1252_HIGH[usize::from(b - 0x80)],
+                _ => char::from(b),
+            });
+            quirks.windows_1252_bytes += 1;
         }
     }
+    text
 }
 
 /// Whether a numeric character reference names a character XML 1.0 allows.
@@ -758,6 +817,22 @@ pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, 
             None => parse_with_quick_xml(text, quirks, body.len(), fields),
         }
     })?
+    .and_then(answered)
+}
+
+/// The page, when it answers `ListRecords` (OAI-08): an OAI-PMH answer holds either errors or
+/// the element named after its verb, in the OAI-PMH namespace. One with neither (an envelope
+/// with `responseDate` and `request` alone, a `ListRecords` in another namespace) is an error,
+/// not an empty last page, which would end the list early and pass for the whole repository.
+fn answered(page: ListPage) -> Result<ListPage, ParseError> {
+    if page.listed || !page.errors.is_empty() {
+        return Ok(page);
+    }
+    Err(ParseError::Invalid(
+        "the answer holds neither a ListRecords element in the OAI-PMH namespace nor an error \
+         (OAI-08)"
+            .to_owned(),
+    ))
 }
 
 /// The reference reader alone (quick-xml), never the fast path: for differential tests and
@@ -767,6 +842,7 @@ pub fn parse_list_records_reference(body: &[u8], fields: Fields) -> Result<ListP
     prepared(body, |text, quirks| {
         parse_with_quick_xml(text, quirks, body.len(), fields)
     })?
+    .and_then(answered)
 }
 
 /// The fast path alone: `None` when it declines the body (or [`prepare`] refuses it).
@@ -777,6 +853,7 @@ pub fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> 
     })
     .ok()
     .flatten()
+    .and_then(|page| answered(page).ok())
 }
 
 /// `read` applied to the body after [`prepare`], with the quirks it tolerated.
@@ -896,6 +973,7 @@ pub(super) fn parse_with_quick_xml(
                             start_capture(Capture::Dc(element));
                         }
                     } else if metadata_depth > 0 {
+                        record.empty_metadata = false;
                         if ns == Ns::OaiDc && local == "dc" && depth == metadata_depth + 1 {
                             dc_depth = depth;
                         }
@@ -912,7 +990,10 @@ pub(super) fn parse_with_quick_xml(
                                 header_depth = depth;
                                 record.deleted = attr(e, "status").as_deref() == Some("deleted");
                             }
-                            (true, "metadata") => metadata_depth = depth,
+                            (true, "metadata") => {
+                                metadata_depth = depth;
+                                record.empty_metadata = true;
+                            }
                             _ => {}
                         }
                     } else if list_depth > 0 {
@@ -934,7 +1015,10 @@ pub(super) fn parse_with_quick_xml(
                         }
                     } else if depth == 2 {
                         match (container, local) {
-                            (true, "ListRecords") => list_depth = depth,
+                            (true, "ListRecords") => {
+                                list_depth = depth;
+                                page.listed = true;
+                            }
                             (true, "responseDate") => start_capture(Capture::ResponseDate),
                             (true, "error") => {
                                 error_code = attr(e, "code").unwrap_or_default();
@@ -1547,14 +1631,19 @@ mod tests {
         // Q-30: an unescaped `&` is not well-formed.
         let amp = doc.replace("<dc:title>T</dc:title>", "<dc:title>A & B</dc:title>");
         assert!(parse_list_records(amp.as_bytes()).is_err());
-        // Invalid UTF-8 is reported with its offset.
-        let mut bytes = doc.clone().into_bytes();
+        // OAI-47: bytes that are not UTF-8 are read as Windows-1252, and counted; the UTF-8
+        // around them is kept.
+        let mut bytes = doc.replace("<dc:title>T", "<dc:title>Tü.").into_bytes();
         let at = doc.find("<dc:title>T").unwrap() + 10;
-        bytes[at] = 0xff;
+        bytes.splice(at..at, [0xE9, 0x80, 0xFF]);
+        let page = parse_list_records_with(&bytes, Fields::of(&[DcElement::Title])).unwrap();
         assert_eq!(
-            parse_list_records(&bytes),
-            Err(ParseError::InvalidUtf8 { offset: at })
+            page.records[0]
+                .dc_values(DcElement::Title)
+                .collect::<Vec<_>>(),
+            ["é€ÿTü."]
         );
+        assert_eq!(page.quirks.windows_1252_bytes, 3);
         // Nesting far deeper than any OAI-PMH response.
         let deep = format!("<OAI-PMH xmlns=\"{OAI_NS}\">{}", "<a>".repeat(1000));
         assert!(matches!(

@@ -702,6 +702,7 @@ impl<'t> Scanner<'t> {
                 None
             }
         } else if self.metadata > 0 {
+            self.record.empty_metadata = false;
             if ns == Ns::OaiDc && local == "dc" && depth == self.metadata + 1 {
                 self.dc = depth;
             }
@@ -719,7 +720,10 @@ impl<'t> Scanner<'t> {
                     self.header = depth;
                     self.record.deleted = self.attr("status").as_deref() == Some("deleted");
                 }
-                (true, "metadata") => self.metadata = depth,
+                (true, "metadata") => {
+                    self.metadata = depth;
+                    self.record.empty_metadata = true;
+                }
                 _ => {}
             }
             None
@@ -746,6 +750,7 @@ impl<'t> Scanner<'t> {
             match (container, local) {
                 (true, "ListRecords") => {
                     self.list = depth;
+                    self.page.listed = true;
                     None
                 }
                 (true, "responseDate") => start_capture(Capture::ResponseDate),
@@ -926,6 +931,34 @@ mod tests {
             (token.value.as_str(), token.complete_list_size, token.cursor),
             ("tok", Some(10), Some(0))
         );
+    }
+
+    /// Q-35: an empty `<metadata/>` (B2SHARE) is told apart from oai_dc without a
+    /// `dc:identifier`, alike by both readers; a deleted record's is not unreadable.
+    #[test]
+    fn empty_metadata_is_told_from_metadata_without_identifiers() {
+        let record = |status: &str, metadata: &str| {
+            envelope(&format!(
+                "<ListRecords><record><header{status}><identifier>oai:h:1</identifier>\
+                 <datestamp>2020-01-02</datestamp></header>{metadata}</record></ListRecords>"
+            ))
+        };
+        let without_identifier = format!("<metadata>{DC_OPEN}</oai_dc:dc></metadata>");
+        for (metadata, empty) in [
+            ("<metadata/>", true),
+            ("<metadata>\n  </metadata>", true),
+            ("<metadata>text only</metadata>", true),
+            (without_identifier.as_str(), false),
+            ("<metadata><other/></metadata>", false),
+            ("", false),
+        ] {
+            let page = check(&record("", metadata));
+            assert_eq!(page.records[0].empty_metadata, empty, "{metadata}");
+            assert_eq!(page.records[0].unreadable(), empty, "{metadata}");
+            assert!(page.records[0].dc_identifiers.is_empty());
+            let deleted = check(&record(" status=\"deleted\"", metadata));
+            assert!(!deleted.records[0].unreadable(), "{metadata}");
+        }
     }
 
     #[test]
@@ -1636,6 +1669,8 @@ mod tests {
                     self.push("<wrap>");
                     self.dc_record();
                     self.push("</wrap>");
+                } else if self.c.chance(10) {
+                    // Nothing but the gaps: empty metadata (Q-35).
                 } else {
                     self.dc_record();
                 }

@@ -134,6 +134,8 @@ pub struct Metrics {
     pub serving: Family<RepoLabels, Gauge>,
     /// 1 while the shrink guard holds a publish back.
     pub shrink_held: Family<RepoLabels, Gauge>,
+    /// 1 while the last full harvest's list ended far short of its announced size (Q-04).
+    pub short_list: Family<RepoLabels, Gauge>,
     /// Records the last refresh asked the upstream for (all of them for a full harvest).
     pub harvested_records: Family<KindLabels, Gauge>,
     /// Upstream requests retried.
@@ -239,6 +241,13 @@ impl Default for Metrics {
             "1 while a harvest that would remove more than shrink_guard of the published URLs is held back",
             shrink_held.clone(),
         );
+        let short_list = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "short_list",
+            "1 while the last full harvest's list ended far short of the completeListSize it \
+             announced: nothing was removed, and the next refresh harvests in full",
+            short_list.clone(),
+        );
         let harvested_records = Family::<KindLabels, Gauge>::default();
         registry.register(
             "last_harvest_records",
@@ -294,6 +303,7 @@ impl Default for Metrics {
             stale,
             serving,
             shrink_held,
+            short_list,
             harvested_records,
             upstream_retries,
             retry_after_waits,

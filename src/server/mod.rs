@@ -119,6 +119,11 @@ pub struct RepoStatus {
     pub retry_not_before: Option<SystemTime>,
     /// A publish the shrink guard holds back.
     pub held_shrink: Option<crate::store::HeldShrink>,
+    /// The last full harvest's list ended far short of its announced size: it removed
+    /// nothing, and the next refresh harvests in full.
+    pub short_list: Option<crate::store::ShortList>,
+    /// The upstream refuses `from` (OAI-53): every refresh harvests in full.
+    pub selective_refused: Option<crate::store::SelectiveRefused>,
 }
 
 impl Repo {
@@ -301,6 +306,8 @@ impl Gateway {
                         .retry_not_before
                         .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)),
                     held_shrink: remembered.held_shrink,
+                    short_list: remembered.short_list,
+                    selective_refused: remembered.selective_refused,
                     ..RepoStatus::default()
                 }),
                 refresh_now: Notify::new(),

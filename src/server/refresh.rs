@@ -383,6 +383,17 @@ async fn build(
         previous_shards,
     )
     .await?;
+    // What the harvest found of the upstream, on the status page and in the metrics, whatever
+    // comes of the publish.
+    let state = store.state().map_err(PipelineError::from)?;
+    metrics
+        .short_list
+        .get_or_create(&metrics::repo(&repo.config.name))
+        .set(i64::from(state.short_list.is_some()));
+    repo.update(|s| {
+        s.short_list = state.short_list;
+        s.selective_refused = state.selective_refused;
+    });
     metrics
         .harvested_records
         .get_or_create(&metrics::KindLabels {

@@ -2,7 +2,7 @@
 //! went, and when the next one is due.
 
 use std::fmt::Write as _;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use super::Gateway;
 use crate::pipeline::human_duration;
@@ -155,6 +155,36 @@ pub fn render(gateway: &Gateway) -> String {
                  URLs where {} are published; the next full harvest publishes it if it shows \
                  the same (or restart with --accept-shrink)",
                 h.harvested, h.published
+            );
+        }
+        if let Some(l) = &status.short_list {
+            let _ = write!(
+                out,
+                "<br><span class=\"bad\">list ended short:</span> the last full harvest's list{} \
+                 ended after {} of the {} records it announced (completeListSize; so for {}); \
+                 its records are published, none removed for missing from it; the next \
+                 refresh harvests in full",
+                l.set
+                    .as_ref()
+                    .map(|set| format!(" (set {})", escape(set)))
+                    .unwrap_or_default(),
+                l.delivered,
+                l.announced,
+                human_duration(
+                    now.duration_since(
+                        SystemTime::UNIX_EPOCH + Duration::from_secs(l.since.max(0) as u64)
+                    )
+                    .unwrap_or_default()
+                )
+            );
+        }
+        if let Some(r) = &status.selective_refused {
+            let _ = write!(
+                out,
+                "<br><span class=\"bad\">selective harvesting refused:</span> {} to {}; every \
+                 refresh harvests in full",
+                escape(&r.answer),
+                escape(&r.url)
             );
         }
         if let Some(e) = &status.last_error {

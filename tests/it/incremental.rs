@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use oai_bridge::classify::Drop;
 use oai_bridge::export::{ExportError, ExportOptions, ExportSummary, export};
 use oai_bridge::incremental::{Kind, Policy};
 use oai_bridge::pipeline::PipelineError;
@@ -513,9 +514,6 @@ async fn a_deleted_header_without_identifier_or_datestamp_removes_nothing() {
 }
 
 #[tokio::test]
-#[ignore = "BUG: a record sent with an empty <metadata/> replaces the stored version and its \
-            landing page leaves the sitemap (Q-35, I-06); the parser gives a live record with \
-            no dc:identifier and nothing tells it from a record whose URLs went"]
 async fn an_empty_metadata_element_is_not_a_deletion() {
     // Q-35, I-06: B2SHARE (#812, #636) sent records with an empty <metadata/>. That is a record
     // the bridge cannot read (the rule: reject it as EMPTY_METADATA), not a proof that its
@@ -530,18 +528,34 @@ async fn an_empty_metadata_element_is_not_a_deletion() {
         1,
         Fault::Body(last_page(
             "<record><header><identifier>oai:test:3</identifier>\
-             <datestamp>2024-06-02</datestamp></header><metadata/></record>",
+             <datestamp>2024-06-02</datestamp></header><metadata/></record>\
+             <record><header><identifier>oai:test:99</identifier>\
+             <datestamp>2024-06-02</datestamp></header><metadata>\n</metadata></record>",
         )),
     );
     let second = export_with(&server, &out, &state, Policy::default()).await;
-    let run = second.map(|s| s.run);
+    let run = second.as_ref().map(|s| s.run.clone());
     assert_eq!(published(&out), expected(&records), "{run:?}");
+    // Both are rejected and counted; the one never seen before publishes nothing.
+    let second = second.unwrap();
+    assert_eq!(second.built.stats.dropped(Drop::EmptyMetadata), 2);
+    assert_eq!(second.run.as_ref().unwrap().live, 7);
+    let summary = second.render(&job(&server));
+    assert!(summary.contains("empty_metadata 2"), "{summary}");
+
+    // A readable version settles the rejection.
+    server.clear_faults();
+    let mut records = records;
+    records[2] = record(3, "2024-06-03", 2);
+    server.set_records(records.clone());
+    let third = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(third.built.stats.dropped(Drop::EmptyMetadata), 1);
+    assert_eq!(published(&out), expected(&records));
 }
 
 #[tokio::test]
-#[ignore = "BUG: a list that ends early with an empty token, short of the completeListSize its \
-            first page announced (Q-04), counts as a complete full harvest: the records it \
-            did not list are removed (completeListSize only feeds the progress display)"]
 async fn a_list_ending_short_of_its_announced_size_removes_nothing() {
     // Q-04, I-06: OJS 3.3.0 (pkp-lib #7214) miscounts and ends a list with an empty token after
     // page 2 while completeListSize still says 15. A full harvest that ends that far short of
@@ -563,20 +577,40 @@ async fn a_list_ending_short_of_its_announced_size_removes_nothing() {
     assert_eq!(published(&out), expected(&records));
 
     server.fault_on_page(2, Fault::PrematureEnd);
-    let second = export_with(&server, &out, &state, full).await;
+    let second = export_with(&server, &out, &state, full.clone()).await;
     assert_eq!(
         server.list_requests().len(),
         3 + 2,
         "the list ended after page 2"
     );
-    let run = second.map(|s| s.run);
+    let run = second.as_ref().map(|s| s.run.clone());
     assert_eq!(published(&out), expected(&records), "{run:?}");
+    // Said in the summary and kept in the state.
+    let second = second.unwrap();
+    let run = second.run.as_ref().unwrap();
+    let short = run.short.as_ref().expect("the list ended short");
+    assert_eq!((short.announced, short.delivered, run.removed), (15, 10, 0));
+    let summary = second.render(&job(&server));
+    assert!(summary.contains("10 of the 15"), "{summary}");
+    let stored = || {
+        Store::open(&state.join(store::FILE))
+            .unwrap()
+            .state()
+            .unwrap()
+    };
+    assert_eq!(stored().short_list.map(|s| s.delivered), Some(10));
+
+    // A full harvest whose list ends as announced clears it, and removes what went.
+    server.clear_faults();
+    server.set_records(records[..14].to_vec());
+    let third = export_with(&server, &out, &state, full).await.unwrap();
+    let run = third.run.unwrap();
+    assert_eq!((run.kind, run.short, run.removed), (Kind::Full, None, 1));
+    assert_eq!(stored().short_list, None);
+    assert_eq!(published(&out), expected(&records[..14]));
 }
 
 #[tokio::test]
-#[ignore = "BUG: a repository that refuses from/until (OAI-53) fails every incremental refresh \
-            for ever: with deletedRecord=persistent every refresh after the first sends from=, \
-            and there is neither a fallback to a full harvest nor a switch to turn it off"]
 async fn a_repository_that_refuses_selective_harvesting_is_still_refreshed() {
     // OAI-53, Q-26, Q-29: some repositories reject or mishandle from/until (Zenodo's 422 on some
     // date windows, metha #39; zvdd.org). The refresh falls back to a full harvest (or a
@@ -597,5 +631,25 @@ async fn a_repository_that_refuses_selective_harvesting_is_still_refreshed() {
     server.set_response_date("2024-06-03T08:00:00Z");
     let second = export_with(&server, &out, &state, Policy::default()).await;
     assert!(second.is_ok(), "{:?}", second.err());
+    assert_eq!(published(&out), expected(&records));
+    let run = second.unwrap().run.unwrap();
+    assert_eq!(run.kind, Kind::Full);
+    assert_eq!(run.selective_refused.as_deref(), Some("HTTP status 422"));
+
+    // Remembered: the next refresh goes straight to a full harvest, without asking with `from`.
+    let store = Store::open(&state.join(store::FILE)).unwrap();
+    let refused = store.state().unwrap().selective_refused.unwrap();
+    assert_eq!(refused.answer, "HTTP status 422");
+    assert!(refused.url.contains("from="), "{}", refused.url);
+    drop(store);
+    let asked = server.list_requests().len();
+    records[3] = record(4, "2024-06-03", 2);
+    server.set_records(records.clone());
+    let third = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(third.run.unwrap().kind, Kind::Full);
+    let requests = &server.list_requests()[asked..];
+    assert!(requests.iter().all(|r| r.arg("from").is_none()));
     assert_eq!(published(&out), expected(&records));
 }

@@ -463,6 +463,7 @@ fn resolve(occurrences: &[Occurrence]) -> Published {
                     sets: vec![],
                     dc_identifiers: ids.iter().map(|&i| pool[i].0.clone()).collect(),
                     dc: Default::default(),
+                    empty_metadata: false,
                 },
                 *groups,
             )

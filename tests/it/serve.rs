@@ -391,6 +391,51 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     g.stop().await;
 }
 
+/// OAI-53, Q-04, Q-35 on the status page: a repository that refuses `from`, a list that ended
+/// short of its announced size, a record sent with empty metadata.
+#[tokio::test]
+async fn what_the_upstream_got_wrong_is_on_the_status_page() {
+    let upstream = TestServer::builder(numbered(20))
+        .page_size(5)
+        .refuse_from(422)
+        .start();
+    let (g, _state) = serving(&upstream, "").await;
+    let page = g.get("/").await.text();
+    assert!(!page.contains("selective harvesting refused"), "{page}");
+    assert!(!page.contains("list ended short"), "{page}");
+
+    // The incremental refresh is refused; its fallback to a full harvest ends after page 2,
+    // where a record comes with empty metadata.
+    upstream.fault_on_page(2, Fault::PrematureEnd);
+    let mut records = numbered(20);
+    records[7] = records[7].clone().empty_metadata();
+    upstream.set_records(records);
+    g.refresh(0).await;
+    let status = g.gateway.repos[0].status();
+    assert_eq!(status.last_error, None);
+    assert_eq!(
+        status.short_list.map(|s| (s.announced, s.delivered)),
+        Some((20, 10))
+    );
+    let page = g.get("/").await.text();
+    for want in [
+        "selective harvesting refused:</span> HTTP status 422",
+        "ended after 10 of the 20 records",
+        "empty_metadata 1",
+    ] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+    assert_eq!(published(&g).await, expected(20), "nothing removed");
+    let metrics = g.get("/metrics").await.text();
+    for want in [
+        "oai_bridge_short_list{repository=\"r\"} 1",
+        "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"empty_metadata\"} 1",
+    ] {
+        assert!(metrics.contains(want), "metrics lack {want:?}:\n{metrics}");
+    }
+    g.stop().await;
+}
+
 /// H-03, H-04, H-09: a refresh with unchanged content keeps names, ETags and Last-Modified; a
 /// changed shard gets a new ETag, the unchanged ones keep theirs.
 #[tokio::test]

@@ -48,6 +48,8 @@ pub struct TestRecord {
     pub dc_identifiers: Vec<String>,
     /// `dc:title`.
     pub title: String,
+    /// Sent with an empty `<metadata/>` instead, as B2SHARE did.
+    pub empty_metadata: bool,
 }
 
 impl TestRecord {
@@ -60,6 +62,7 @@ impl TestRecord {
             sets: Vec::new(),
             dc_identifiers: Vec::new(),
             title: String::new(),
+            empty_metadata: false,
         }
     }
 
@@ -84,6 +87,12 @@ impl TestRecord {
     /// Marks the record deleted.
     pub fn deleted(mut self) -> Self {
         self.deleted = true;
+        self
+    }
+
+    /// Sends the record with an empty `<metadata/>`.
+    pub fn empty_metadata(mut self) -> Self {
+        self.empty_metadata = true;
         self
     }
 }
@@ -1152,7 +1161,9 @@ fn record_xml(record: &TestRecord, illegal_chars: bool) -> String {
         xml.push_str(&format!("        <setSpec>{}</setSpec>\n", esc(set)));
     }
     xml.push_str("      </header>\n");
-    if !record.deleted || !record.dc_identifiers.is_empty() {
+    if record.empty_metadata {
+        xml.push_str("      <metadata/>\n");
+    } else if !record.deleted || !record.dc_identifiers.is_empty() {
         let mut title = esc(&record.title);
         if illegal_chars {
             // Two illegal characters (raw U+001A, a reference to U+FFFE) between legal ones that
