@@ -211,7 +211,7 @@ impl ExportSummary {
                 let _ = writeln!(
                     out,
                     "                  the repository refused the incremental request ({answer}): \
-                     harvested in full, as every harvest will be"
+                     harvested in full, as harvests will be until the full-harvest interval has passed"
                 );
             }
             if let Some(short) = &run.short {

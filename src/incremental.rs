@@ -195,7 +195,8 @@ pub async fn harvest(
                     url = e.url,
                     answer,
                     "the repository refuses selective harvesting (a ListRecords with from); \
-                     harvesting in full now and at every refresh from now on (OAI-53)"
+                     harvesting in full now and at every refresh until the full-harvest interval \
+                     has passed, when from is tried again (OAI-53)"
                 );
                 refusal = Some(SelectiveRefused {
                     answer,
@@ -208,6 +209,10 @@ pub async fn harvest(
         }
     };
     let request_from = run.from.map(Datestamp::unpack).max(job.request.from);
+    if !run.full {
+        // `from` was taken: a refusal recorded before is over.
+        state.selective_refused = None;
+    }
     if let Some(refusal) = &refusal {
         // Recorded with the first page, unless the list had none (noRecordsMatch).
         state
@@ -230,8 +235,12 @@ pub async fn harvest(
     // full one again.
     let sweep = run.full && run.short.is_none();
     if let Some(short) = &run.short {
+        let before = state.short_list.as_ref();
         state.short_list = Some(ShortList {
-            since: state.short_list.as_ref().map_or(now, |s| s.since),
+            since: before.map_or(now, |s| s.since),
+            repeated: before.is_some_and(|b| {
+                (&b.set, b.announced, b.delivered) == (&short.set, short.announced, short.delivered)
+            }),
             ..short.clone()
         });
     } else if run.full {
@@ -241,7 +250,7 @@ pub async fn harvest(
         state.last_full = Some(now);
     }
     state.run = None;
-    let removed = store.finish_run(sweep.then_some(run.id), &state)?;
+    let removed = store.finish_run(run.full, sweep.then_some(run.id), &state)?;
     let live = store.live()?;
     let summary = RunSummary {
         kind: if run.full {
@@ -580,21 +589,22 @@ fn end_list(run: &mut Run) {
         announced,
         delivered: list.delivered,
         since: unix(SystemTime::now()),
+        repeated: false,
     });
 }
 
 /// What the upstream answered when it refused the first request of a list with `from` (OAI-53):
-/// an HTTP 4xx other than 408 and 429 (Zenodo's 422, a 400), or the OAI-PMH error
-/// `badArgument`. `None` for any other failure, and for a request that was not the first of a
-/// list (a follow-up carries only the token: the list's `from` was accepted) or was `Identify`.
+/// HTTP 400 or 422 (Zenodo's), which say the request's arguments were refused, or the OAI-PMH
+/// error `badArgument`. `None` for any other failure: a 401, 403 or 404 says nothing of `from`
+/// (a proxy, a login page, a moved endpoint) and must not turn every later harvest into a
+/// full one. `None` also for a request that was not the first of a list (a follow-up carries
+/// only the token: the list's `from` was accepted) or was `Identify`.
 fn refuses_selective(e: &HarvestError) -> Option<String> {
     if e.page == 0 || e.token.is_some() {
         return None;
     }
     match &e.kind {
-        HarvestErrorKind::Status { status, .. }
-            if (400..500).contains(status) && !matches!(status, 408 | 429) =>
-        {
+        HarvestErrorKind::Status { status, .. } if matches!(status, 400 | 422) => {
             Some(format!("HTTP status {status}"))
         }
         HarvestErrorKind::Oai { code, message } if code == "badArgument" => {
@@ -632,8 +642,15 @@ fn plan(state: &State, policy: &Policy, now: i64) -> Run {
     let from = state
         .complete
         .as_ref()
-        .filter(|_| state.held_shrink.is_none() && state.short_list.is_none())
-        .filter(|_| state.selective_refused.is_none())
+        .filter(|_| state.held_shrink.is_none())
+        .filter(|_| state.short_list.as_ref().is_none_or(|s| s.repeated))
+        // A refusal of `from` is tried again after the full-harvest interval: a server's
+        // refusal can be a passing one (Zenodo's 422s come and go with the date window).
+        .filter(|_| {
+            state.selective_refused.as_ref().is_none_or(|r| {
+                now.saturating_sub(r.since) >= policy.full_interval.as_secs() as i64
+            })
+        })
         .filter(|c| !full_due(c))
         .and_then(|c| {
             let granularity = Granularity::parse(&c.granularity).unwrap_or_default();
@@ -849,31 +866,37 @@ mod tests {
             ..state
         };
         assert!(plan(&state, &policy, now).full);
-        // So does a list that ended short (Q-04), and a refusal of `from` (OAI-53) for good.
+        // So does a list that ended short (Q-04), unless the one before ended at the same place
+        // (then the schedule holds), and a refusal of `from` (OAI-53) until the full-harvest
+        // interval has passed.
         let persistent = State {
             complete: complete("persistent"),
             ..State::default()
         };
         assert!(!plan(&persistent, &policy, now).full);
-        let short = State {
+        let short = |repeated| State {
             short_list: Some(ShortList {
                 set: None,
                 announced: 15,
                 delivered: 10,
                 since: now,
+                repeated,
             }),
             ..persistent.clone()
         };
-        assert!(plan(&short, &policy, now).full);
-        let refused = State {
+        assert!(plan(&short(false), &policy, now).full);
+        assert!(!plan(&short(true), &policy, now).full);
+        let refused = |since| State {
             selective_refused: Some(SelectiveRefused {
                 answer: "HTTP status 422".into(),
                 url: "https://h/oai?verb=ListRecords&from=2024-05-31".into(),
-                since: now,
+                since,
             }),
-            ..persistent
+            ..persistent.clone()
         };
-        assert!(plan(&refused, &policy, now).full);
+        assert!(plan(&refused(now - 60), &policy, now).full);
+        let interval = policy.full_interval.as_secs() as i64;
+        assert!(!plan(&refused(now - interval), &policy, now).full);
     }
 
     #[test]

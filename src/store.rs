@@ -77,8 +77,9 @@ pub struct State {
     /// lists end as announced.
     #[serde(default)]
     pub short_list: Option<ShortList>,
-    /// The upstream refused a `ListRecords` with `from` (OAI-53): every harvest is a full one,
-    /// until the store is started anew.
+    /// The upstream refused a `ListRecords` with `from` (OAI-53): every harvest is a full one
+    /// until the full-harvest interval has passed since; then `from` is tried again, and an
+    /// incremental harvest that completes clears it.
     #[serde(default)]
     pub selective_refused: Option<SelectiveRefused>,
     /// The published sitemap's layout: which shard holds which URLs.
@@ -158,6 +159,11 @@ pub struct ShortList {
     pub delivered: u64,
     /// When a full harvest first ended short, of those in a row (Unix seconds).
     pub since: i64,
+    /// Whether the full harvest before ended the same list at the same place: no passing cut,
+    /// but a count the server gets wrong every time (or a cut it makes every time). Harvests then
+    /// follow the schedule again instead of being full ones, still removing nothing.
+    #[serde(default)]
+    pub repeated: bool,
 }
 
 /// The upstream's refusal of selective harvesting (OAI-53, Q-26, Q-29).
@@ -508,9 +514,15 @@ impl Store {
     }
 
     /// Ends a run: with `sweep`, removes every record that run did not see (a complete full
-    /// harvest is the proof of their deletion, I-06); saves `state`; one transaction. Returns
-    /// how many live records were removed.
-    pub fn finish_run(&mut self, sweep: Option<u64>, state: &State) -> Result<u64, StoreError> {
+    /// harvest is the proof of their deletion, I-06); with `full` (a full harvest, which does not
+    /// keep the live count as it goes), counts the live records; saves `state`; one
+    /// transaction. Returns how many live records were removed.
+    pub fn finish_run(
+        &mut self,
+        full: bool,
+        sweep: Option<u64>,
+        state: &State,
+    ) -> Result<u64, StoreError> {
         let tx = self
             .conn
             .transaction()
@@ -528,7 +540,8 @@ impl Store {
                 .map_err(fail(&self.path, "cannot remove unseen records"))?;
             tx.execute("DELETE FROM rejected WHERE seen <> ?1", [run as i64])
                 .map_err(fail(&self.path, "cannot remove unseen records"))?;
-            // A full harvest does not keep the live count as it goes: it is counted here.
+        }
+        if full || sweep.is_some() {
             tx.execute(
                 "UPDATE tally SET live = (SELECT count(*) FROM records WHERE deleted = 0)",
                 [],
@@ -975,7 +988,7 @@ mod tests {
         let older = record("oai:x:1", "2024-05-01", &["https://h/old"]);
         store.apply_page(2, &[older], &state, false).unwrap();
         assert_eq!(live(&store), std::slice::from_ref(&a));
-        assert_eq!(store.finish_run(Some(2), &state).unwrap(), 0);
+        assert_eq!(store.finish_run(true, Some(2), &state).unwrap(), 0);
         assert_eq!(live(&store), [a]);
     }
 
@@ -1002,7 +1015,7 @@ mod tests {
         // A full run 3 that saw only record 1: records 3 (live) and 2 (tombstone) go.
         store.apply_page(3, &records[..1], &state, false).unwrap();
         state.runs = 3;
-        assert_eq!(store.finish_run(Some(3), &state).unwrap(), 1);
+        assert_eq!(store.finish_run(true, Some(3), &state).unwrap(), 1);
         assert_eq!(
             store.counts().unwrap(),
             Counts {
@@ -1141,7 +1154,7 @@ mod tests {
         store
             .apply_page(1, &[a.clone(), b.clone()], &state, false)
             .unwrap();
-        store.finish_run(Some(1), &state).unwrap();
+        store.finish_run(true, Some(1), &state).unwrap();
         let empty = |id: &str, date: &str| Record {
             empty_metadata: true,
             dc: Default::default(),
@@ -1160,7 +1173,7 @@ mod tests {
         assert_eq!(live(&store), [a.clone(), b.clone()]);
         assert_eq!(store.live().unwrap(), 2);
         // A full harvest that sent only those: record 1 was seen (not swept), record 2 too.
-        assert_eq!(store.finish_run(Some(2), &state).unwrap(), 0);
+        assert_eq!(store.finish_run(true, Some(2), &state).unwrap(), 0);
         assert_eq!(live(&store), [a.clone(), b]);
         // An older readable repeat settles nothing; a version as new does, and so does a
         // deletion.
@@ -1180,7 +1193,7 @@ mod tests {
             .unwrap();
         assert_eq!(store.rejected().unwrap(), 1);
         store.apply_page(5, &[], &state, false).unwrap();
-        store.finish_run(Some(5), &state).unwrap();
+        store.finish_run(true, Some(5), &state).unwrap();
         assert_eq!(store.rejected().unwrap(), 0);
     }
 

@@ -59,6 +59,8 @@ impl std::fmt::Debug for Spare {
 #[derive(Debug)]
 pub struct Client {
     http: reqwest::Client,
+    /// The same, following no redirect, for POSTs ([`Client::post`] follows them).
+    http_post: reqwest::Client,
     settings: HarvestSettings,
     /// The body buffer of the last page, kept for the next: a page is about the same size as
     /// the one before, and allocating it afresh makes the kernel fault its pages in again (a
@@ -88,15 +90,22 @@ impl Client {
     /// that says so; the client itself the rest: deflate, which reqwest takes zlib-wrapped only,
     /// and gzip without a `Content-Encoding`.
     pub fn new(settings: HarvestSettings) -> Result<Self, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .user_agent(settings.user_agent.clone())
-            .connect_timeout(settings.connect_timeout)
-            .timeout(settings.request_timeout)
-            .gzip(true)
+        let builder = || {
+            reqwest::Client::builder()
+                .user_agent(settings.user_agent.clone())
+                .connect_timeout(settings.connect_timeout)
+                .timeout(settings.request_timeout)
+                .gzip(true)
+        };
+        let http = builder()
             .redirect(reqwest::redirect::Policy::custom(same_host_redirects))
+            .build()?;
+        let http_post = builder()
+            .redirect(reqwest::redirect::Policy::none())
             .build()?;
         Ok(Self {
             http,
+            http_post,
             settings,
             spare: Spare::default(),
             post_from: AtomicUsize::new(usize::MAX),
@@ -240,31 +249,10 @@ impl Client {
         url: &str,
         form: Option<&str>,
     ) -> Result<(StatusCode, Vec<u8>), Attempt> {
-        let request = match form {
-            None => self.http.get(url),
-            Some(form) => self
-                .http
-                .post(url)
-                .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
-                .body(form.to_owned()),
+        let response = match form {
+            None => send(self.http.get(url)).await?,
+            Some(form) => self.post(url, form).await?,
         };
-        let response = request
-            .header(ACCEPT, "text/xml, application/xml;q=0.9, */*;q=0.5")
-            // Set here, not by reqwest, which would offer only the gzip it decodes (OAI-35).
-            .header(ACCEPT_ENCODING, "gzip, deflate")
-            .send()
-            .await
-            .map_err(|e| {
-                if e.is_redirect() {
-                    // A redirect loop or one to another host does not mend itself.
-                    Attempt::Fail(request_kind(&e, 1))
-                } else {
-                    Attempt::Retry {
-                        wait: None,
-                        cause: request_kind(&e, 1),
-                    }
-                }
-            })?;
         let status = response.status();
         if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
             // Flow control (OAI-33): wait as told, whatever the body says.
@@ -439,8 +427,89 @@ fn parse_kind(source: ParseError, attempts: u32) -> HarvestErrorKind {
     HarvestErrorKind::Parse { attempts, source }
 }
 
+/// Sends `request` with the headers every request carries.
+async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, Attempt> {
+    request
+        .header(ACCEPT, "text/xml, application/xml;q=0.9, */*;q=0.5")
+        // Set here, not by reqwest, which would offer only the gzip it decodes (OAI-35).
+        .header(ACCEPT_ENCODING, "gzip, deflate")
+        .send()
+        .await
+        .map_err(|e| {
+            if e.is_redirect() {
+                // A redirect loop or one to another host does not mend itself.
+                Attempt::Fail(request_kind(&e, 1))
+            } else {
+                Attempt::Retry {
+                    wait: None,
+                    cause: request_kind(&e, 1),
+                }
+            }
+        })
+}
+
+impl Client {
+    /// A POST of `form` to `url`, following redirects as a GET is followed (the same host, at
+    /// most [`MAX_REDIRECTS`]) but with the POST again: reqwest turns a POST redirected by 301,
+    /// 302 or 303 into a GET without its arguments, which an OAI-PMH server answers `badVerb`.
+    async fn post(&self, url: &str, form: &str) -> Result<reqwest::Response, Attempt> {
+        let fail = |message: String| {
+            Attempt::Fail(HarvestErrorKind::Request {
+                attempts: 1,
+                message,
+            })
+        };
+        let first = reqwest::Url::parse(url).map_err(|e| fail(format!("{url}: {e}")))?;
+        let mut target = first.clone();
+        for _ in 0..=MAX_REDIRECTS {
+            let response = send(
+                self.http_post
+                    .post(target.clone())
+                    .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                    .body(form.to_owned()),
+            )
+            .await?;
+            let next = (response.status().is_redirection())
+                .then(|| response.headers().get(reqwest::header::LOCATION))
+                .flatten()
+                .and_then(|to| to.to_str().ok())
+                .and_then(|to| target.join(to).ok());
+            let Some(next) = next else {
+                return Ok(response);
+            };
+            if !same_host(&first, &next) {
+                return Err(fail(elsewhere(&first, &next)));
+            }
+            target = next;
+        }
+        Err(fail(too_many_redirects()))
+    }
+}
+
 /// Most redirects followed for one request.
 const MAX_REDIRECTS: usize = 5;
+
+/// Why a request that redirected more than [`MAX_REDIRECTS`] times failed.
+fn too_many_redirects() -> String {
+    format!("more than {MAX_REDIRECTS} redirects (a redirect loop?)")
+}
+
+/// Why a redirect from `first` to another host, `next`, was not followed.
+fn elsewhere(first: &reqwest::Url, next: &reqwest::Url) -> String {
+    format!(
+        "redirected from {first} to another host, {next}; if the repository moved, configure that baseURL"
+    )
+}
+
+/// Whether a redirect from the request to `first` may go to `next`: the same host, http may
+/// become https ([`same_host_redirects`]).
+fn same_host(first: &reqwest::Url, next: &reqwest::Url) -> bool {
+    next.host_str() == first.host_str()
+        && (next.scheme() == first.scheme()
+            || (first.scheme() == "http" && next.scheme() == "https"))
+        && (next.port_or_known_default() == first.port_or_known_default()
+            || next.scheme() != first.scheme())
+}
 
 /// Redirects are followed on the same host only (http may become https), at most
 /// [`MAX_REDIRECTS`] of them: the scope, the politeness and the trust the operator configured are
@@ -451,18 +520,10 @@ fn same_host_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redi
         return attempt.follow();
     };
     let next = attempt.url();
-    let same_host = next.host_str() == first.host_str()
-        && (next.scheme() == first.scheme()
-            || (first.scheme() == "http" && next.scheme() == "https"))
-        && (next.port_or_known_default() == first.port_or_known_default()
-            || next.scheme() != first.scheme());
     if attempt.previous().len() > MAX_REDIRECTS {
-        let message = format!("more than {MAX_REDIRECTS} redirects (a redirect loop?)");
-        attempt.error(message)
-    } else if !same_host {
-        let message = format!(
-            "redirected from {first} to another host, {next}; if the repository moved, configure that baseURL"
-        );
+        attempt.error(too_many_redirects())
+    } else if !same_host(first, next) {
+        let message = elsewhere(first, next);
         attempt.error(message)
     } else {
         attempt.follow()

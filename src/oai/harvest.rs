@@ -608,7 +608,8 @@ fn log_quirks(quirks: &Quirks, source: &str) {
         tracing::warn!(
             source,
             records = quirks.future_datestamps,
-            "datestamps more than a day ahead of the clock: published without lastmod (Q-36)"
+            "datestamps more than a day ahead of the clock: published without lastmod, and \
+             not in DiWoo, which requires one (Q-36)"
         );
     }
     if quirks.windows_1252_bytes > 0 {

@@ -122,7 +122,8 @@ pub struct RepoStatus {
     /// The last full harvest's list ended far short of its announced size: it removed
     /// nothing, and the next refresh harvests in full.
     pub short_list: Option<crate::store::ShortList>,
-    /// The upstream refuses `from` (OAI-53): every refresh harvests in full.
+    /// The upstream refused `from` (OAI-53): refreshes harvest in full until the full-harvest
+    /// interval has passed.
     pub selective_refused: Option<crate::store::SelectiveRefused>,
 }
 

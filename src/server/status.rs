@@ -163,7 +163,7 @@ pub fn render(gateway: &Gateway) -> String {
                 "<br><span class=\"bad\">list ended short:</span> the last full harvest's list{} \
                  ended after {} of the {} records it announced (completeListSize; so for {}); \
                  its records are published, none removed for missing from it; the next \
-                 refresh harvests in full",
+                 refresh harvests in full (unless it ended at the same place twice)",
                 l.set
                     .as_ref()
                     .map(|set| format!(" (set {})", escape(set)))
@@ -181,8 +181,8 @@ pub fn render(gateway: &Gateway) -> String {
         if let Some(r) = &status.selective_refused {
             let _ = write!(
                 out,
-                "<br><span class=\"bad\">selective harvesting refused:</span> {} to {}; every \
-                 refresh harvests in full",
+                "<br><span class=\"bad\">selective harvesting refused:</span> {} to {}; \
+                 refreshes harvest in full until the full-harvest interval has passed",
                 escape(&r.answer),
                 escape(&r.url)
             );

@@ -3,6 +3,7 @@
 
 mod check;
 mod cli;
+mod edges;
 mod faults;
 mod fuzz_regressions;
 mod golden;
