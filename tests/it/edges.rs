@@ -3,8 +3,7 @@
 //! Each test states the input and what is expected; the two ignored ones are limitations not
 //! mended yet, named in their reasons.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use oai_bridge::classify::Drop;
 use oai_bridge::export::{ExportError, ExportOptions, ExportSummary, export};
@@ -12,6 +11,7 @@ use oai_bridge::incremental::{Kind, Policy};
 use oai_bridge::store::{self, Store};
 
 use crate::faults::{fast, job};
+use crate::incremental::{folders, published};
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
 async fn export_at(
@@ -28,26 +28,6 @@ async fn export_at(
         policy: Policy::default(),
     })
     .await
-}
-
-fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let root = tempfile::tempdir().unwrap();
-    let (out, state) = (root.path().join("out"), root.path().join("state"));
-    (root, out, state)
-}
-
-fn published(out: &Path) -> BTreeSet<String> {
-    let mut urls = BTreeSet::new();
-    for entry in std::fs::read_dir(out).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        if name.starts_with("sitemap-") && name.ends_with(".xml") {
-            let text = std::fs::read_to_string(out.join(&name)).unwrap();
-            for part in text.split("<loc>").skip(1) {
-                urls.insert(part.split("</loc>").next().unwrap().to_owned());
-            }
-        }
-    }
-    urls
 }
 
 /// OAI-53: one 404, 403 or 401 (a proxy's hiccup, a login page) to the incremental request says

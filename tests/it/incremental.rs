@@ -34,14 +34,14 @@ async fn export_with(
 }
 
 /// A temporary folder (kept while it lives) with the paths of an export's output and state in it.
-fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn folders() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let (out, state) = (root.path().join("out"), root.path().join("state"));
     (root, out, state)
 }
 
 /// Every `<loc>` of every sitemap shard in `out`.
-fn published(out: &Path) -> BTreeSet<String> {
+pub(crate) fn published(out: &Path) -> BTreeSet<String> {
     let mut urls = BTreeSet::new();
     for entry in std::fs::read_dir(out).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
