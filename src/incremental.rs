@@ -151,6 +151,7 @@ pub async fn harvest(
         };
         store.reset(&state)?;
     }
+    store.fit_pages(crate::store::page_size_for(fields));
 
     let mut run = match state.run.take() {
         Some(mut run) => {

@@ -24,13 +24,21 @@ pub const FILE: &str = "store.sqlite";
 /// Version of the tables; a store of another version is started anew.
 const SCHEMA: i64 = 5;
 
-/// The store's page size. The records table has no rowid, so its rows live in the tree's pages,
-/// and on 4 KiB pages a row over about a kilobyte (a record's body with the profiles' Dublin
-/// Core fields, abstract included) spills its tail into an overflow page of its own: a
-/// million such records took 3.7 GB for 1.1 GB of bodies, and writing them (to the WAL, then
-/// the checkpoint) was a third of a full refresh's CPU. On 16 KiB pages rows of up to about
-/// 4 KB stay whole.
-const PAGE_SIZE: i64 = 16384;
+/// The page size for records holding `fields` ([`Store::fit_pages`]). The records table has no
+/// rowid, so its rows live in the tree's pages, and on 4 KiB pages a row over about a kilobyte
+/// (a record's body with the profiles' Dublin Core fields, abstract included) spills its tail
+/// into an overflow page of its own: a million such records took 3.7 GB for 1.1 GB of bodies,
+/// and writing them (to the WAL, then the checkpoint) was a third of a full refresh's CPU. On
+/// 16 KiB pages rows of up to about 4 KB stay whole. A store of URLs alone (about 120 bytes a
+/// record) keeps SQLite's 4 KiB: an incremental refresh rewrites a page for each scattered
+/// change, and 16 KiB pages made that 40% dearer.
+pub fn page_size_for(fields: crate::oai::parse::Fields) -> i64 {
+    if fields == crate::oai::parse::Fields::default() {
+        4096
+    } else {
+        16384
+    }
+}
 
 /// A store error, naming the file and what was being done.
 #[derive(Debug, thiserror::Error)]
@@ -226,12 +234,8 @@ impl Store {
         let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
             .map_err(fail(path, "cannot configure"))?;
-        // Takes effect when the file is created, by the switch to WAL below.
-        conn.pragma_update(None, "page_size", PAGE_SIZE)
-            .map_err(fail(path, "cannot configure"))?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(fail(path, "cannot switch to WAL"))?;
-        enlarge_pages(&conn, path);
         conn.pragma_update(None, "synchronous", "NORMAL")
             .map_err(fail(path, "cannot configure"))?;
         let version: i64 = conn
@@ -288,6 +292,46 @@ impl Store {
             conn,
             path: path.to_owned(),
         })
+    }
+
+    /// Moves the store onto pages of `size` bytes ([`page_size_for`]) when it is on smaller
+    /// ones, or empty: only a rebuild (`VACUUM`, outside WAL mode) changes the page size, which
+    /// costs little on an empty store and once on a full one (made by an earlier version, or
+    /// before the profiles were on). A store with records is not moved onto smaller pages. Best
+    /// effort: when the rebuild fails (it needs room for a copy) the store stays as it was,
+    /// and works as before.
+    pub fn fit_pages(&mut self, size: i64) {
+        let conn = &self.conn;
+        let page_size = || conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
+        let Ok(current) = page_size() else {
+            return;
+        };
+        let empty = || {
+            conn.query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |r| {
+                r.get(0)
+            })
+            .unwrap_or(false)
+        };
+        if current == size || (current > size && !empty()) {
+            return;
+        }
+        let rebuilt = conn
+            .pragma_update(None, "journal_mode", "DELETE")
+            .and_then(|()| conn.pragma_update(None, "page_size", size))
+            .and_then(|()| conn.execute_batch("VACUUM"));
+        let restored = conn.pragma_update(None, "journal_mode", "WAL");
+        match rebuilt.and(restored) {
+            Ok(()) => tracing::info!(
+                store = %self.path.display(),
+                from = current,
+                to = page_size().unwrap_or_default(),
+                "moved the store onto pages of another size"
+            ),
+            Err(e) => tracing::warn!(
+                store = %self.path.display(),
+                "cannot move the store onto {size}-byte pages, keeping it as it is: {e}"
+            ),
+        }
     }
 
     /// The store's file.
@@ -836,34 +880,6 @@ fn encode_body(record: &Record, out: &mut Vec<u8>) {
     }
 }
 
-/// Moves a store made on smaller pages (by an earlier version) onto [`PAGE_SIZE`] pages: only a
-/// rebuild (`VACUUM`, outside WAL mode) changes the page size. Best effort: when it fails (the
-/// rebuild needs room for a copy) the store stays as it was, and works as before.
-fn enlarge_pages(conn: &Connection, path: &Path) {
-    let page_size =
-        |conn: &Connection| conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
-    if page_size(conn).is_ok_and(|size| size >= PAGE_SIZE) {
-        return;
-    }
-    let rebuilt = conn
-        .pragma_update(None, "journal_mode", "DELETE")
-        .and_then(|()| conn.pragma_update(None, "page_size", PAGE_SIZE))
-        .and_then(|()| conn.execute_batch("VACUUM"));
-    let restored = conn.pragma_update(None, "journal_mode", "WAL");
-    match (rebuilt, restored) {
-        (Ok(()), Ok(())) => tracing::info!(
-            store = %path.display(),
-            page_size = page_size(conn).unwrap_or_default(),
-            "moved the store onto larger pages"
-        ),
-        (rebuilt, restored) => tracing::warn!(
-            store = %path.display(),
-            "cannot move the store onto larger pages, keeping it as it is: {}",
-            rebuilt.and(restored).err().map(|e| e.to_string()).unwrap_or_default()
-        ),
-    }
-}
-
 /// Decodes the body in column `i` of `row` into `record`: a damaged one (or not a blob) is an
 /// error naming the record.
 fn decode_column(row: &rusqlite::Row<'_>, i: usize, record: &mut Record) -> rusqlite::Result<()> {
@@ -940,11 +956,11 @@ mod tests {
     }
 
     #[test]
-    fn a_store_made_on_small_pages_moves_onto_large_ones_with_its_records() {
+    fn a_store_moves_onto_the_pages_its_records_need_keeping_them() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("store.sqlite");
         let mut store = Store::open(&path).unwrap();
-        assert_eq!(page_size(&path), PAGE_SIZE, "a new store");
+        assert_eq!(page_size(&path), 4096, "a new store");
         store
             .apply_page(
                 1,
@@ -953,18 +969,10 @@ mod tests {
                 false,
             )
             .unwrap();
-        drop(store);
-        // As an earlier version left it: 4 KiB pages, in WAL mode.
-        let conn = Connection::open(&path).unwrap();
-        conn.pragma_update(None, "journal_mode", "DELETE").unwrap();
-        conn.pragma_update(None, "page_size", 4096).unwrap();
-        conn.execute_batch("VACUUM").unwrap();
-        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
-        drop(conn);
-        assert_eq!(page_size(&path), 4096);
-
-        let store = Store::open(&path).unwrap();
-        assert_eq!(page_size(&path), PAGE_SIZE);
+        let profiles = page_size_for(crate::oai::parse::Fields::of(&[DcElement::Title]));
+        assert_eq!(profiles, 16384);
+        store.fit_pages(profiles);
+        assert_eq!(page_size(&path), 16384);
         let mode: String = store
             .conn
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
@@ -973,6 +981,13 @@ mod tests {
         let records = live(&store);
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].dc_identifiers, ["https://x/1"]);
+        // Not back onto small pages while it holds records; once empty, yes.
+        let plain = page_size_for(crate::oai::parse::Fields::default());
+        store.fit_pages(plain);
+        assert_eq!(page_size(&path), 16384);
+        store.reset(&State::default()).unwrap();
+        store.fit_pages(plain);
+        assert_eq!(page_size(&path), 4096);
     }
 
     #[test]
