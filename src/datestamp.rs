@@ -47,6 +47,12 @@ pub struct Datestamp {
     day_only: bool,
 }
 
+/// `t` in seconds since the Unix epoch (0 for a time before it).
+pub fn unix_secs(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
 impl Datestamp {
     /// Parses `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss[.fff]Z` (surrounding whitespace allowed;
     /// fractional seconds are truncated, OAI-19). Offsets other than `Z` are rejected.

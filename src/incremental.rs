@@ -11,11 +11,13 @@
 //!   and every `full_interval` when the repository does not keep deletions (`deletedRecord` `no`
 //!   or `transient`, OAI-39): records it does not see are removed, only once it completes (I-06),
 //!   and only when none of its lists ended far short of the `completeListSize` it announced
-//!   such a harvest is published but removes nothing, and the next one is full again);
+//!   such a harvest is published but removes nothing, and the next one is full again,
+//!   unless the one before ended the same list at the same place);
 //! - else an incremental one: `from` = the `responseDate` of the last complete harvest (the
 //!   server's clock) minus one granularity unit, in the repository's granularity (OAI-17, OAI-18).
-//!   When the upstream refuses `from` (an HTTP 4xx or `badArgument` to the list's first
-//!   request; OAI-53), the run becomes a full harvest, and so does every later one.
+//!   When the upstream refuses `from` (HTTP 400 or 422, or `badArgument`, to the list's first
+//!   request; OAI-53), the run becomes a full harvest, and so does every later one until the
+//!   full-harvest interval has passed.
 //!
 //! A record sent with an empty `<metadata/>` is rejected: it replaces no version stored
 //! before and removes nothing ([`Store::apply_page`]).
@@ -23,7 +25,7 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use crate::datestamp::{Datestamp, Granularity};
+use crate::datestamp::{Datestamp, Granularity, unix_secs};
 use std::collections::{HashMap, HashSet};
 
 use crate::inventory::{Published, SharedUrl, contribution};
@@ -111,7 +113,7 @@ pub async fn harvest(
     progress: &mut Progress,
     previous: Option<PreviousShards>,
 ) -> Result<(Harvested, RunSummary), PipelineError> {
-    let now = unix(SystemTime::now());
+    let now = unix_secs(SystemTime::now());
     let mut state = store.state()?;
     if let Some(t) = state.retry_not_before.filter(|t| *t > now) {
         return Err(PipelineError::NotBefore(
@@ -431,8 +433,7 @@ fn patch_stored(
     stats.drops[duplicate] = stats.drops[duplicate].wrapping_add(stats.urls.wrapping_sub(urls));
     stats.urls = urls;
     // Not a record's count: the store's, which the harvest may have changed.
-    stats.drops[crate::inventory::index(crate::classify::Drop::EmptyMetadata)] =
-        store.rejected()?;
+    stats.set_dropped(crate::classify::Drop::EmptyMetadata, store.rejected()?);
     tracing::debug!(
         removing,
         adding,
@@ -505,7 +506,7 @@ async fn harvest_run(
     .await;
     progress.finish();
     if let Some(t) = client.stats.retry_not_before() {
-        state.retry_not_before = Some(unix(t));
+        state.retry_not_before = Some(unix_secs(t));
         store.save_state(state)?;
     }
     let report = result?;
@@ -589,7 +590,7 @@ fn end_list(run: &mut Run) {
         set: list.set,
         announced,
         delivered: list.delivered,
-        since: unix(SystemTime::now()),
+        since: unix_secs(SystemTime::now()),
         repeated: false,
     });
 }
@@ -620,14 +621,7 @@ fn full_run(id: u64) -> Run {
     Run {
         id,
         full: true,
-        from: None,
-        response_date: None,
-        checkpoint: None,
-        pages: 0,
-        records: 0,
-        resumed: 0,
-        list: ListCount::default(),
-        short: None,
+        ..Run::default()
     }
 }
 
@@ -697,7 +691,7 @@ fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), Pip
     state.held_shrink = Some(HeldShrink {
         published,
         harvested: urls,
-        since: unix(SystemTime::now()),
+        since: unix_secs(SystemTime::now()),
     });
     // The next run harvests in full, to confirm or undo the shrink.
     state.complete = None;
@@ -807,11 +801,6 @@ pub fn published(store: &mut Store, publish: Publish) -> Result<(), StoreError> 
     state.layout = publish.layout;
     state.sitemap = Some(publish.sitemap);
     store.published(&state, &publish.shared, publish.replace)
-}
-
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 #[cfg(test)]

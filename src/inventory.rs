@@ -54,6 +54,12 @@ impl Stats {
         self.drops[index(reason)]
     }
 
+    /// Sets the count for one reason: one counted outside the inventory (records rejected for
+    /// empty metadata, Q-35).
+    pub fn set_dropped(&mut self, reason: Drop, count: u64) {
+        self.drops[index(reason)] = count;
+    }
+
     fn drop(&mut self, reason: Drop) {
         self.drops[index(reason)] += 1;
     }

@@ -364,8 +364,9 @@ impl Collectors {
 
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
         let (mut published, superseded) = self.inventory.finish_with_superseded();
-        published.stats.drops[crate::inventory::index(Drop::EmptyMetadata)] =
-            self.rejected.len() as u64;
+        published
+            .stats
+            .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
         Ok(Harvested {
             published,
             signposts: self.signposts.map(|s| s.finish(&superseded)).transpose()?,
@@ -508,8 +509,10 @@ pub fn collect_stored(
     let mut c = Collectors::new(job, scope, &report.identify.base_url)?;
     store.for_each_live(|record| c.add(&record))??;
     let mut harvested = c.finish(report)?;
-    harvested.published.stats.drops[crate::inventory::index(Drop::EmptyMetadata)] =
-        store.rejected()?;
+    harvested
+        .published
+        .stats
+        .set_dropped(Drop::EmptyMetadata, store.rejected()?);
     harvested.layout = store.state()?.layout;
     Ok(harvested)
 }

@@ -114,7 +114,7 @@ pub struct Complete {
 
 /// A harvest under way. When the process dies, the next run continues it: same number (so a
 /// full harvest's sweep still knows what it saw), same `from`, from its checkpoint.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Run {
     /// Records seen by this run carry this number.
     pub id: u64,
@@ -585,7 +585,8 @@ impl Store {
             tx.execute("DELETE FROM rejected WHERE seen <> ?1", [run as i64])
                 .map_err(fail(&self.path, "cannot remove unseen records"))?;
         }
-        if full || sweep.is_some() {
+        debug_assert!(full || sweep.is_none(), "only a full harvest sweeps");
+        if full {
             tx.execute(
                 "UPDATE tally SET live = (SELECT count(*) FROM records WHERE deleted = 0)",
                 [],
@@ -1081,17 +1082,24 @@ mod tests {
         out
     }
 
-    #[test]
-    fn tracked_changes_keep_the_version_last_published_until_the_next_publish() {
+    /// A new store in a folder of its own (kept while it lives) that a full harvest's first page
+    /// gave two records.
+    fn store_of_two() -> (tempfile::TempDir, Store, State, Record, Record) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(FILE)).unwrap();
         let state = State::default();
         let a = record("oai:x:1", "2024-05-01", &["https://h/1"]);
         let b = record("oai:x:2", "2024-05-01", &["https://h/2"]);
-        // A full harvest marks nothing.
         store
             .apply_page(1, &[a.clone(), b.clone()], &state, false)
             .unwrap();
+        (dir, store, state, a, b)
+    }
+
+    #[test]
+    fn tracked_changes_keep_the_version_last_published_until_the_next_publish() {
+        // A full harvest marks nothing.
+        let (_dir, mut store, state, a, b) = store_of_two();
         assert!(dirty(&store).is_empty());
         // Two incremental changes to one record: the version published is the first one's.
         let a2 = record("oai:x:1", "2024-05-02", &["https://h/1b"]);
@@ -1161,14 +1169,7 @@ mod tests {
     #[test]
     fn an_unreadable_record_keeps_the_stored_version_and_is_counted_as_rejected() {
         // Q-35, I-06: a record sent with empty metadata replaces nothing and removes nothing.
-        let dir = tempfile::tempdir().unwrap();
-        let mut store = Store::open(&dir.path().join(FILE)).unwrap();
-        let state = State::default();
-        let a = record("oai:x:1", "2024-05-01", &["https://h/1"]);
-        let b = record("oai:x:2", "2024-05-01", &["https://h/2"]);
-        store
-            .apply_page(1, &[a.clone(), b.clone()], &state, false)
-            .unwrap();
+        let (_dir, mut store, state, a, b) = store_of_two();
         store.finish_run(true, Some(1), &state).unwrap();
         let empty = |id: &str, date: &str| Record {
             empty_metadata: true,

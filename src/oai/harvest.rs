@@ -307,7 +307,9 @@ pub async fn harvest_resumable(
             let page = client
                 .fetch(&call, deadline, |body| {
                     let mut page = parse::parse_list_records_with(body, request.fields)?;
-                    page.forget_future_datestamps(unix_now());
+                    page.forget_future_datestamps(crate::datestamp::unix_secs(
+                        std::time::SystemTime::now(),
+                    ));
                     Ok(page)
                 })
                 .await;
@@ -556,7 +558,7 @@ fn emit_static(
                 .is_none_or(|u| r.datestamp.is_some_and(|d| d.unix() <= u.last_second()))
     };
     page.records.retain(wanted);
-    page.forget_future_datestamps(unix_now());
+    page.forget_future_datestamps(crate::datestamp::unix_secs(std::time::SystemTime::now()));
     let records = page.records;
     report.identify = identify;
     report.is_static = true;
@@ -574,13 +576,6 @@ fn emit_static(
         next: None,
         response_date: report.first_response_date.as_deref(),
     })
-}
-
-/// The clock, in seconds since the Unix epoch.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
 
 fn log_quirks(quirks: &Quirks, source: &str) {

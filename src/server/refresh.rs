@@ -164,7 +164,7 @@ pub async fn refresh(
             record_generation(m, repo, &generation);
             m.last_success
                 .get_or_create(&labels)
-                .set(unix(SystemTime::now()));
+                .set(crate::datestamp::unix_secs(SystemTime::now()));
             m.last_duration
                 .get_or_create(&labels)
                 .set(s.build_ms as f64 / 1000.0);
@@ -304,7 +304,7 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     m.serving.get_or_create(&labels).set(1);
     m.last_success
         .get_or_create(&labels)
-        .set(unix(generation.created));
+        .set(crate::datestamp::unix_secs(generation.created));
 }
 
 /// What the upstream client did during one refresh.
@@ -496,8 +496,3 @@ fn lower_priority() {
 
 /// Nice value of refresh threads (0 is normal, 19 the lowest priority).
 const REFRESH_NICE: i32 = 10;
-
-fn unix(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
-}

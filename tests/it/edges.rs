@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use oai_bridge::classify::Drop;
-use oai_bridge::export::{ExportError, ExportOptions, ExportSummary, export};
+use oai_bridge::export::{ExportError, ExportSummary};
 use oai_bridge::incremental::{Kind, Policy};
 use oai_bridge::store::{self, Store};
 
-use crate::faults::{fast, job};
-use crate::incremental::{folders, published};
+use crate::faults::job;
+use crate::incremental::{export_to, folders, published};
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
 async fn export_at(
@@ -19,15 +19,7 @@ async fn export_at(
     out: &Path,
     state: Option<&Path>,
 ) -> Result<ExportSummary, ExportError> {
-    export(&ExportOptions {
-        job: job(server),
-        harvest: fast(),
-        out: out.to_owned(),
-        progress: false,
-        state: state.map(Path::to_owned),
-        policy: Policy::default(),
-    })
-    .await
+    export_to(server, out, state, Policy::default()).await
 }
 
 /// OAI-53: one 404, 403 or 401 (a proxy's hiccup, a login page) to the incremental request says

@@ -22,12 +22,22 @@ async fn export_with(
     state: &Path,
     policy: Policy,
 ) -> Result<ExportSummary, ExportError> {
+    export_to(server, out, Some(state), policy).await
+}
+
+/// An export of `server` into `out`, through the store in `state` when there is one.
+pub(crate) async fn export_to(
+    server: &TestServer,
+    out: &Path,
+    state: Option<&Path>,
+    policy: Policy,
+) -> Result<ExportSummary, ExportError> {
     export(&ExportOptions {
         job: job(server),
         harvest: fast(),
         out: out.to_owned(),
         progress: false,
-        state: Some(state.to_owned()),
+        state: state.map(Path::to_owned),
         policy,
     })
     .await
