@@ -143,7 +143,12 @@ fn repository_page(records: usize) -> String {
 fn profiles(c: &mut Criterion) {
     let base = Url::parse("https://h.example.edu/oai/request").unwrap();
     let scope = Scope::from_base_url(&base).unwrap();
-    let fields: Fields = fields_for(true, true, false);
+    // Google's rule: the profiles' own cost, without a platform's.
+    let generic = oai_bridge::platform::LandingSettings {
+        platform: oai_bridge::platform::Setting::Fixed(oai_bridge::platform::Platform::Generic),
+        ..Default::default()
+    };
+    let fields: Fields = fields_for(true, true, false, &generic);
     let body = repository_page(500);
     let page = parse_list_records_with(body.as_bytes(), fields).unwrap();
     let classes: Vec<Vec<Class<'_>>> = page

@@ -106,6 +106,10 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     } else {
         config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?
     };
+    let landing = landing_settings(
+        &args.landing,
+        repo.map(|r| r.landing.clone()).unwrap_or_default(),
+    )?;
     let base_limits = repo.map(|r| r.limits).unwrap_or_default();
     let limits = Limits {
         max_urls: args.max_urls.unwrap_or(base_limits.max_urls),
@@ -184,8 +188,14 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
                 sets,
                 from,
                 until,
-                fields: crate::pipeline::fields_for(signmap, ocx.is_some(), cdif || cdif_list),
+                fields: crate::pipeline::fields_for(
+                    signmap,
+                    ocx.is_some(),
+                    cdif || cdif_list,
+                    &landing,
+                ),
             },
+            landing,
             signmap,
             ocx,
             cdif,
@@ -245,6 +255,13 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
         });
         (repo.source.clone(), repo.scope.clone(), public)
     };
+    let landing = landing_settings(
+        &args.landing,
+        named
+            .filter(|_| !is_url)
+            .map(|r| r.landing.clone())
+            .unwrap_or_default(),
+    )?;
     if !args.scope.is_empty() {
         scope = config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?;
     }
@@ -263,10 +280,30 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     Ok(CheckOptions {
         source,
         scope,
+        landing,
+        fetch: args.fetch,
         public_url,
         pages: args.pages,
         harvest,
     })
+}
+
+/// The landing settings of a command: the repository's, each flag given overriding its key.
+fn landing_settings(
+    args: &crate::cli::LandingArgs,
+    mut settings: crate::platform::LandingSettings,
+) -> Result<crate::platform::LandingSettings, ConfigError> {
+    if let Some(v) = &args.platform {
+        settings.platform = config::parse_platform(v).map_err(|m| flag_err("--platform", m))?;
+    }
+    if let Some(v) = &args.ui_url {
+        settings.ui_url = Some(config::parse_ui_url(v).map_err(|m| flag_err("--ui-url", m))?);
+    }
+    if let Some(v) = &args.landing_template {
+        settings.template =
+            Some(config::parse_template(v).map_err(|m| flag_err("--landing-template", m))?);
+    }
+    Ok(settings)
 }
 
 /// Runs `check` and prints its report; exit 0 when the repository can be bridged as configured,

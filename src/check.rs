@@ -23,6 +23,10 @@ pub struct CheckOptions {
     pub source: Source,
     /// Scope prefixes replacing the default, as configured.
     pub scope: Vec<Url>,
+    /// Where the records' landing pages are, as configured.
+    pub landing: crate::platform::LandingSettings,
+    /// Sample landing pages to request.
+    pub fetch: usize,
     /// Where the bridge's files would be served, when known.
     pub public_url: Option<Url>,
     /// `ListRecords` pages to sample.

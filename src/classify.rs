@@ -52,11 +52,19 @@ pub enum Drop {
     /// A live record sent with an empty `<metadata/>` (Q-35: B2SHARE): it cannot be read, so it
     /// is rejected, and is no deletion either: the version stored before stays published (I-06).
     EmptyMetadata,
+    /// DSpace: a value spelled as a Handle (`hdl:`, `info:hdl/`, the proxy's URL) whose
+    /// `prefix/suffix` does not parse, so no landing page can be made of it.
+    InvalidHandle,
+    /// EPrints: a `dc:relation` that is no URL (nor a DOI).
+    RelationNotAUrl,
+    /// A landing-page template filled with a record's value gives no valid URL.
+    TemplateInvalidUrl,
 }
 
 impl Drop {
-    /// Every reason, in report order; the first five apply to single identifiers.
-    pub const ALL: [Drop; 9] = [
+    /// Every reason, in report order (new reasons go at the end: a store keeps the counts in
+    /// this order). [`Drop::is_per_identifier`] tells which apply to single values.
+    pub const ALL: [Drop; 12] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -66,6 +74,22 @@ impl Drop {
         Drop::Deleted,
         Drop::NoUrl,
         Drop::EmptyMetadata,
+        Drop::InvalidHandle,
+        Drop::RelationNotAUrl,
+        Drop::TemplateInvalidUrl,
+    ];
+
+    /// The reasons that apply to single values of a record (not to a record or a URL as a
+    /// whole), in the order an inventory entry counts them.
+    pub const PER_IDENTIFIER: [Drop; 8] = [
+        Drop::OutOfScope,
+        Drop::NotAUrl,
+        Drop::InvalidUrl,
+        Drop::TooLong,
+        Drop::PersistentId,
+        Drop::InvalidHandle,
+        Drop::RelationNotAUrl,
+        Drop::TemplateInvalidUrl,
     ];
 
     /// The stable name used in summaries, logs and metrics.
@@ -80,6 +104,9 @@ impl Drop {
             Drop::Deleted => "deleted",
             Drop::NoUrl => "no_url",
             Drop::EmptyMetadata => "empty_metadata",
+            Drop::InvalidHandle => "invalid_handle",
+            Drop::RelationNotAUrl => "relation_not_a_url",
+            Drop::TemplateInvalidUrl => "template_invalid_url",
         }
     }
 }
@@ -130,9 +157,13 @@ const CONTENT_TYPES: &[(&str, &str)] = &[
     ("mov", "video/quicktime"),
 ];
 
-/// Every media type [`content_type`] can give.
+/// The media type of a content file known as such by where it is (a DSpace bitstream, an
+/// EPrints document) but not by its extension.
+pub const OCTET_STREAM: &str = "application/octet-stream";
+
+/// Every media type a content file can be given: [`content_type`]'s and [`OCTET_STREAM`].
 pub fn media_types() -> impl Iterator<Item = &'static str> {
-    CONTENT_TYPES.iter().map(|&(_, t)| t)
+    CONTENT_TYPES.iter().map(|&(_, t)| t).chain([OCTET_STREAM])
 }
 
 /// The media type of a content file, from the extension of the URL's last path segment.
@@ -418,6 +449,12 @@ fn starts_with_ignore_case(value: &str, prefix: &str) -> bool {
 /// A DOI or Handle in any common spelling, as its resolver URL; `None` otherwise.
 pub fn persistent_id(value: &str) -> Option<String> {
     pid(value).map(|p| p.resolver_url())
+}
+
+/// A DOI or Handle in any common spelling, borrowed from `value` (surrounding XML whitespace
+/// trimmed); `None` otherwise.
+pub fn pid_of(value: &str) -> Option<Pid<'_>> {
+    pid(value.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r')))
 }
 
 /// A persistent identifier found in a value, not yet spelled as a URL.

@@ -62,6 +62,13 @@ pub struct CheckArgs {
     /// Scope prefixes to check instead of the baseURL's directory (repeatable).
     #[arg(long = "scope", value_name = "PREFIX")]
     pub scope: Vec<String>,
+    /// Where the records' landing pages are.
+    #[command(flatten)]
+    pub landing: LandingArgs,
+    /// Sample landing pages to request (status, and whether the host's robots.txt allows
+    /// them); 0 requests none.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub fetch: usize,
     /// Where the bridge's files would be served: says whether robots.txt needs a
     /// cross-submission line.
     #[arg(long)]
@@ -72,6 +79,23 @@ pub struct CheckArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Where a repository's landing pages are: each flag overrides its `[[repository]]` key.
+#[derive(Debug, Args, Default)]
+pub struct LandingArgs {
+    /// The repository's platform: auto (detect it), generic (Google's rule: URLs under the
+    /// baseURL's directory), dspace (the Handle gives the landing page) or eprints (the
+    /// abstract page is a dc:relation).
+    #[arg(long, value_name = "NAME")]
+    pub platform: Option<String>,
+    /// DSpace: where the UI serves /handle/P/S, when not at the baseURL's host (DSpace 7+).
+    #[arg(long, value_name = "URL")]
+    pub ui_url: Option<String>,
+    /// A landing page made from each record's {handle}, {doi} or {oai_local}, e.g.
+    /// "https://host/records/{oai_local}".
+    #[arg(long, value_name = "TEMPLATE")]
+    pub landing_template: Option<String>,
 }
 
 /// `oai-bridge serve`.
@@ -128,6 +152,9 @@ pub struct ExportArgs {
     /// Publish URLs under this prefix instead of the baseURL's directory (repeatable).
     #[arg(long = "scope", value_name = "PREFIX")]
     pub scope: Vec<String>,
+    /// Where the records' landing pages are.
+    #[command(flatten)]
+    pub landing: LandingArgs,
     /// Write gzip-compressed shards (sitemap-N.xml.gz).
     #[arg(long)]
     pub gzip: bool,

@@ -93,6 +93,9 @@ struct RawRepository {
     sets: Vec<String>,
     #[serde(default)]
     scope: Vec<String>,
+    platform: Option<String>,
+    ui_url: Option<String>,
+    landing_template: Option<String>,
     from: Option<String>,
     until: Option<String>,
     max_urls_per_shard: Option<usize>,
@@ -270,8 +273,10 @@ pub struct RepositoryConfig {
     pub public_url: Option<Url>,
     /// Sets to harvest; empty for all.
     pub sets: Vec<String>,
-    /// Scope prefixes replacing the default (the baseURL's directory).
+    /// Scope prefixes replacing the default (the baseURL's directory, or the platform's).
     pub scope: Vec<Url>,
+    /// Where the records' landing pages are: `platform`, `ui_url`, `landing_template`.
+    pub landing: crate::platform::LandingSettings,
     /// Lower datestamp bound.
     pub from: Option<Datestamp>,
     /// Upper datestamp bound.
@@ -498,6 +503,27 @@ impl Config {
                     .map_err(|m| err(&key("public_url"), m))?,
                 sets: validate_sets(r.sets).map_err(|m| err(&key("sets"), m))?,
                 scope: parse_scope(&r.scope).map_err(|m| err(&key("scope"), m))?,
+                landing: crate::platform::LandingSettings {
+                    platform: r
+                        .platform
+                        .as_deref()
+                        .map(parse_platform)
+                        .transpose()
+                        .map_err(|m| err(&key("platform"), m))?
+                        .unwrap_or_default(),
+                    ui_url: r
+                        .ui_url
+                        .as_deref()
+                        .map(parse_ui_url)
+                        .transpose()
+                        .map_err(|m| err(&key("ui_url"), m))?,
+                    template: r
+                        .landing_template
+                        .as_deref()
+                        .map(parse_template)
+                        .transpose()
+                        .map_err(|m| err(&key("landing_template"), m))?,
+                },
                 from: r
                     .from
                     .as_deref()
@@ -610,6 +636,36 @@ pub fn parse_diwoo(
             }
         })
         .collect()
+}
+
+/// `platform`: `auto`, `generic`, `dspace` or `eprints`.
+pub fn parse_platform(value: &str) -> Result<crate::platform::Setting, String> {
+    crate::platform::Setting::parse(value).ok_or_else(|| {
+        format!(
+            "{value:?} is not a platform: use one of {}",
+            crate::platform::Setting::NAMES
+        )
+    })
+}
+
+/// `ui_url`: where a DSpace UI serves `/handle/P/S`, an absolute http(s) URL with a host and
+/// neither query nor fragment.
+pub fn parse_ui_url(value: &str) -> Result<Url, String> {
+    let url = Url::parse(value).map_err(|e| format!("{value:?} is not a URL: {e}"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        return Err(format!("{value:?} must be an http(s) URL with a host"));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(format!(
+            "{value:?} must have no query or fragment: give the UI's root, e.g. https://host/"
+        ));
+    }
+    Ok(url)
+}
+
+/// `landing_template`: a URL with `{handle}`, `{doi}` or `{oai_local}` placeholders.
+pub fn parse_template(value: &str) -> Result<crate::platform::Template, String> {
+    crate::platform::Template::parse(value).map_err(|m| format!("{value:?}: {m}"))
 }
 
 /// Scope prefixes: absolute http(s) URLs.
@@ -873,6 +929,9 @@ mod tests {
             "base_url",
             "sets",
             "scope",
+            "platform",
+            "ui_url",
+            "landing_template",
             "from",
             "until",
             "max_urls_per_shard",

@@ -129,11 +129,18 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         }
         None => (pipeline::harvest(&client, job, &mut progress).await?, None),
     };
-    let scope = pipeline::scope_for(job, &harvested.report.identify.base_url)?;
+    let detected = harvested.landing.detected();
+    tracing::info!(
+        platform = %detected.platform,
+        configured = detected.configured,
+        evidence = %detected.evidence,
+        landing = %harvested.landing,
+        "landing rule"
+    );
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
             &harvested.published.stats,
-            &scope,
+            &harvested.landing,
         ))
         .into());
     }
@@ -150,10 +157,10 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     let bytes = staging.bytes();
     staging.commit()?;
     if let Some(store) = &mut store {
-        let publish = Publish::new(&place, job, &scope, &harvested, &rendered);
+        let publish = Publish::new(&place, job, &harvested, &rendered);
         incremental::published(store, publish).map_err(PipelineError::from)?;
     }
-    let built = Built::new(harvested, scope, rendered);
+    let built = Built::new(harvested, rendered);
     Ok(ExportSummary {
         built,
         bytes,
@@ -184,6 +191,8 @@ impl ExportSummary {
                 &b.report.identify.repository_name
             }
         );
+        let _ = writeln!(out, "  platform        {}", b.platform.detected());
+        let _ = writeln!(out, "  landing pages   {}", b.platform.rule_text());
         let _ = writeln!(out, "  scope           {}", b.scope);
         let _ = writeln!(out, "  pages           {}", b.report.pages);
         if let Some(run) = &self.run {

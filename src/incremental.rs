@@ -362,9 +362,9 @@ fn patch_stored(
             "the sitemap was published elsewhere or with other settings",
         ));
     }
-    let scope = pipeline::scope_for(job, &report.identify.base_url)?;
-    if scope.to_string() != published.scope {
-        return Ok(refuse("the scope changed"));
+    let landing = pipeline::landing_stored(job, store, &report.identify)?;
+    if landing.key() != published.scope {
+        return Ok(refuse("the scope or the landing rule changed"));
     }
     let mut stats = published.stats.clone();
     let mut removed: Vec<String> = Vec::new();
@@ -374,7 +374,7 @@ fn patch_stored(
     let mut unknown_claim = false;
     store.dirty(|now, before| {
         if let Some(before) = before {
-            let (urls, counts) = contribution(&before, &scope);
+            let (urls, counts) = contribution(&before, &landing);
             stats.remove(&counts);
             for url in urls {
                 match shared.of(&url)? {
@@ -384,7 +384,7 @@ fn patch_stored(
             }
         }
         if !now.deleted {
-            let (urls, counts) = contribution(&now, &scope);
+            let (urls, counts) = contribution(&now, &landing);
             stats.add(&counts);
             for url in urls {
                 match shared.of(&url)? {
@@ -443,6 +443,7 @@ fn patch_stored(
     counted.shared = shared_after;
     Ok(Ok(Harvested {
         report: report.clone(),
+        landing,
         published: counted,
         signposts: None,
         diwoo: Vec::new(),
@@ -768,18 +769,13 @@ pub struct Publish {
 
 impl Publish {
     /// The publish of the sitemap rendered from `harvested` as `rendered`, at `place`.
-    pub fn new(
-        place: &str,
-        job: &Job,
-        scope: &crate::scope::Scope,
-        harvested: &Harvested,
-        rendered: &Rendered,
-    ) -> Self {
+    pub fn new(place: &str, job: &Job, harvested: &Harvested, rendered: &Rendered) -> Self {
         Self {
             sitemap: PublishedSitemap {
                 place: place.to_owned(),
                 ext: job.shard_ext().to_owned(),
-                scope: scope.to_string(),
+                // The landing rule's key: the scope's text under Google's rule.
+                scope: harvested.landing.key(),
                 max_urls: job.limits.max_urls,
                 max_bytes: job.limits.max_bytes,
                 shards: rendered.sitemap_shards.clone(),
@@ -1181,7 +1177,6 @@ mod patch_equivalence {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(max_urls);
-        let scope = pipeline::scope_for(&job, BASE).unwrap();
         let state = State::default();
         let records: Vec<Record> = initial
             .iter()
@@ -1198,7 +1193,7 @@ mod patch_equivalence {
             .collect();
         store.apply_page(1, &records, &state, false).unwrap();
         let (mut published_files, harvested, rendered) = whole(&job, &store);
-        let publish = Publish::new("p", &job, &scope, &harvested, &rendered);
+        let publish = Publish::new("p", &job, &harvested, &rendered);
         published(&mut store, publish).unwrap();
 
         for (round, changes) in rounds.into_iter().enumerate() {
@@ -1231,8 +1226,7 @@ mod patch_equivalence {
                 // A URL newly listed by two records or twice by one (found by the plan, or by
                 // the writing when the other record did not change): rendered whole.
                 Err(PipelineError::Patch(why)) if why.0.contains("now publish") => {
-                    let publish =
-                        Publish::new("p", &job, &scope, &whole_harvested, &whole_rendered);
+                    let publish = Publish::new("p", &job, &whole_harvested, &whole_rendered);
                     published(&mut store, publish).unwrap();
                     published_files = whole_files;
                     continue;
@@ -1251,7 +1245,7 @@ mod patch_equivalence {
                     Some(s.clone())
                 );
             }
-            let publish = Publish::new("p", &job, &scope, &patched, &rendered);
+            let publish = Publish::new("p", &job, &patched, &rendered);
             published(&mut store, publish).unwrap();
             published_files = patched_files;
         }
@@ -1294,12 +1288,11 @@ mod patch_equivalence {
     fn published_store(job: &Job, records: &[Record]) -> (tempfile::TempDir, Store, Files) {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
-        let scope = pipeline::scope_for(job, BASE).unwrap();
         store
             .apply_page(1, records, &State::default(), false)
             .unwrap();
         let (files, harvested, rendered) = whole(job, &store);
-        let publish = Publish::new("p", job, &scope, &harvested, &rendered);
+        let publish = Publish::new("p", job, &harvested, &rendered);
         published(&mut store, publish).unwrap();
         (dir, store, files)
     }
@@ -1386,7 +1379,6 @@ mod patch_equivalence {
         let dir = tempfile::tempdir().unwrap();
         let mut store = Store::open(&dir.path().join(crate::store::FILE)).unwrap();
         let job = job(10);
-        let scope = pipeline::scope_for(&job, BASE).unwrap();
         let state = State::default();
         let mut a = record(1, 0, 0, "2020-01-01");
         let b = record(2, 0, 0, "2019-06-01");
@@ -1402,7 +1394,7 @@ mod patch_equivalence {
                 claims: vec![date("2020-01-01").unwrap(), date("2019-06-01").unwrap()],
             }]
         );
-        let publish = Publish::new("p", &job, &scope, &harvested, &rendered);
+        let publish = Publish::new("p", &job, &harvested, &rendered);
         published(&mut store, publish).unwrap();
         let mut files = files;
         // Each change is patched and gives the files of a whole render: record 1 changes and
@@ -1438,7 +1430,7 @@ mod patch_equivalence {
                 item.and_then(SharedUrl::newest),
                 lastmod.and_then(Datestamp::parse)
             );
-            let publish = Publish::new("p", &job, &scope, &patched, &rendered);
+            let publish = Publish::new("p", &job, &patched, &rendered);
             published(&mut store, publish).unwrap();
             assert_eq!(store.shared(&shared[0].url).unwrap().is_some(), claims > 1);
             files = patched_files;

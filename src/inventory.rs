@@ -12,6 +12,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use crate::classify::{self, Class, Drop};
 use crate::datestamp::Datestamp;
 use crate::oai::parse::Record;
+use crate::platform::Landing;
 use crate::scope::Scope;
 
 /// Counts of what was seen and why things were not published.
@@ -90,7 +91,7 @@ impl Stats {
 /// whole render counts each listing as a claim): the same classification and caps as
 /// [`Inventory::add`], so that a sitemap patched record by record ([`crate::patch`]) counts as
 /// a whole render would.
-pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
+pub fn contribution(record: &Record, landing: &Landing) -> (Vec<String>, Stats) {
     let mut stats = Stats {
         records_seen: 1,
         records: 1,
@@ -98,8 +99,22 @@ pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
     };
     let mut urls: Vec<String> = Vec::new();
     let mut drops = [0u8; IDENTIFIER_DROPS];
-    for value in &record.dc_identifiers {
-        match classify::publishable(value, scope) {
+    let mut classes = crate::platform::Classes::new();
+    let values: Vec<Result<Cow<'_, str>, Drop>> = if landing.is_generic() {
+        record
+            .dc_identifiers
+            .iter()
+            .map(|value| classify::publishable(value, landing.scope()))
+            .collect()
+    } else {
+        landing.classes(record, &mut classes);
+        classes
+            .iter()
+            .map(|c| c.publishable().map(Cow::Borrowed))
+            .collect()
+    };
+    for value in values {
+        match value {
             Ok(url) => {
                 if urls.len() == usize::from(u16::MAX) {
                     break;
@@ -107,15 +122,14 @@ pub fn contribution(record: &Record, scope: &Scope) -> (Vec<String>, Stats) {
                 urls.push(url.into_owned());
             }
             Err(reason) => {
-                let i = index(reason);
-                if i < IDENTIFIER_DROPS {
+                if let Some(i) = identifier_slot(reason) {
                     drops[i] = drops[i].saturating_add(1);
                 }
             }
         }
     }
-    for (i, n) in drops.iter().enumerate() {
-        stats.drops[i] = u64::from(*n);
+    for (reason, n) in Drop::PER_IDENTIFIER.iter().zip(drops) {
+        stats.drops[index(*reason)] = u64::from(n);
     }
     if urls.is_empty() {
         stats.drop(Drop::NoUrl);
@@ -131,6 +145,11 @@ pub(crate) fn index(reason: Drop) -> usize {
     Drop::ALL.iter().position(|r| *r == reason).unwrap_or(0)
 }
 
+/// Where an entry counts `reason`, if it applies to single values ([`Drop::PER_IDENTIFIER`]).
+fn identifier_slot(reason: Drop) -> Option<usize> {
+    Drop::PER_IDENTIFIER.iter().position(|r| *r == reason)
+}
+
 /// One record occurrence. The datestamp is packed (`secs * 2 + day flag`, `i64::MIN` for none).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
@@ -141,13 +160,13 @@ struct Entry {
     deleted: bool,
     /// The groups (DiWoo categories) this occurrence is in, a bit each ([`Inventory::add`]).
     groups: u32,
-    /// Identifiers not published, by reason (the first [`IDENTIFIER_DROPS`] of [`Drop::ALL`]),
-    /// counted only if this version wins; saturating, as no real record has 255 of one kind.
+    /// Values not published, by reason ([`Drop::PER_IDENTIFIER`]), counted only if this
+    /// version wins; saturating, as no real record has 255 of one kind.
     drops: [u8; IDENTIFIER_DROPS],
 }
 
-/// Reasons that apply to single identifiers: the first entries of [`Drop::ALL`].
-const IDENTIFIER_DROPS: usize = 5;
+/// Reasons that apply to single values.
+const IDENTIFIER_DROPS: usize = Drop::PER_IDENTIFIER.len();
 
 /// A string in the arena.
 #[derive(Clone, Copy, Debug)]
@@ -281,8 +300,7 @@ impl Collected {
         let mut url_count = 0u16;
         let mut drops = [0u8; IDENTIFIER_DROPS];
         let mut count = |reason: Drop| {
-            let i = index(reason);
-            if i < IDENTIFIER_DROPS {
+            if let Some(i) = identifier_slot(reason) {
                 drops[i] = drops[i].saturating_add(1);
             }
         };
@@ -345,8 +363,8 @@ impl Collected {
                 continue;
             }
             stats.records += 1;
-            for (i, n) in winner.drops.iter().enumerate() {
-                stats.drops[i] += u64::from(*n);
+            for (reason, n) in Drop::PER_IDENTIFIER.iter().zip(winner.drops) {
+                stats.drops[index(*reason)] += u64::from(n);
             }
             if winner.deleted {
                 stats.drop(Drop::Deleted);

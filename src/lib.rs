@@ -24,6 +24,7 @@ pub mod memory;
 pub mod oai;
 pub mod patch;
 pub mod pipeline;
+pub mod platform;
 pub mod progress;
 pub mod publish;
 pub mod render;

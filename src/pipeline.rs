@@ -8,11 +8,13 @@ use flate2::write::GzEncoder;
 use std::io::Write;
 use url::Url;
 
-use crate::classify::{self, Class, Drop};
+use crate::classify::Drop;
 use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
+use crate::oai::parse::{Identify, Record};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
+use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::progress::Progress;
 use crate::render::cdif::ItemLists;
 use crate::render::robots::{Announced, render_robots};
@@ -84,6 +86,8 @@ pub struct Job {
     pub request: HarvestRequest,
     /// Scope prefixes replacing the default.
     pub scope: Vec<Url>,
+    /// Where the records' landing pages are: platform, UI, template.
+    pub landing: LandingSettings,
     /// Shard limits.
     pub limits: Limits,
     /// Write `.xml.gz` shards.
@@ -185,6 +189,8 @@ pub struct Built {
     pub stats: Stats,
     /// The scope applied.
     pub scope: Scope,
+    /// The landing rule applied: the platform in effect and why.
+    pub platform: Landing,
     /// Shard file names, in index order.
     pub shards: Vec<String>,
     /// Absolute URL of the sitemap index.
@@ -208,12 +214,13 @@ pub struct Built {
 
 impl Built {
     /// Puts together what a finished build holds.
-    pub fn new(harvested: Harvested, scope: Scope, rendered: Rendered) -> Self {
+    pub fn new(harvested: Harvested, rendered: Rendered) -> Self {
         let landing = harvested.signposts.map(|s| s.stats);
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
-            scope,
+            scope: harvested.landing.scope().clone(),
+            platform: harvested.landing,
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
             signmap: landing.clone().zip(rendered.signmap_index),
@@ -249,12 +256,74 @@ pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError>
     }
 }
 
+/// The baseURL whose host and path the landing rules start from: the job's, or the one a Static
+/// Repository states (if it is an http(s) URL).
+fn base_url(job: &Job, identify_base: &str) -> Option<Url> {
+    match &job.request.source {
+        Source::Oai(base) => Some(base.clone()),
+        Source::File(_) => Url::parse(identify_base)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https")),
+    }
+}
+
+/// The landing rule of a job: its configured platform, or the one [`crate::platform::detect`]
+/// finds from `identify` and `sample` (the first records); a template over either. Google's
+/// rule over [`scope_for`]'s scope when that is what applies.
+pub fn landing_for(
+    job: &Job,
+    identify: &Identify,
+    sample: &[Record],
+) -> Result<Landing, PipelineError> {
+    let base = base_url(job, &identify.base_url);
+    let detected = match job.landing.platform {
+        Setting::Fixed(platform) => Detected::configured(platform),
+        Setting::Auto => crate::platform::detect(base.as_ref(), identify, sample),
+    };
+    let explicit = if job.scope.is_empty() {
+        None
+    } else {
+        Some(scope_for(job, &identify.base_url)?)
+    };
+    match Landing::new(&job.landing, base.as_ref(), explicit, detected.clone()) {
+        Ok(Some(landing)) => Ok(landing),
+        Ok(None) => Ok(Landing::generic(
+            scope_for(job, &identify.base_url)?,
+            detected,
+        )),
+        Err(e) => Err(PipelineError::Scope(e.to_string())),
+    }
+}
+
+/// [`landing_for`] a job whose records are in `store`: the sample is the first stored live
+/// records, so that a refresh that brought no record finds the same platform.
+pub fn landing_stored(
+    job: &Job,
+    store: &crate::store::Store,
+    identify: &Identify,
+) -> Result<Landing, PipelineError> {
+    let mut sample = Vec::new();
+    if job.landing.platform == Setting::Auto && job.landing.template.is_none() {
+        let _ = store.for_each_live(|record| {
+            sample.push(record);
+            if sample.len() < crate::platform::SAMPLE {
+                Ok(())
+            } else {
+                Err(())
+            }
+        })?;
+    }
+    landing_for(job, identify, &sample)
+}
+
 /// What one harvest gathered, resolved: the URL inventory and, when the job asks for a
 /// landing-page profile (Signmap, OCX, CDIF), their entries.
 #[derive(Debug)]
 pub struct Harvested {
     /// What the harvest saw.
     pub report: HarvestReport,
+    /// The landing rule the records were read with (its scope is the sitemap's).
+    pub landing: Landing,
     /// The sitemap's URLs.
     pub published: Published,
     /// The landing-page profiles' entries (`job.signmap`, `job.ocx`, `job.cdif`).
@@ -291,6 +360,7 @@ impl Category {
 /// Everything one harvest fills, each from the same records.
 #[derive(Debug)]
 struct Collectors {
+    landing: Landing,
     inventory: Inventory,
     signposts: Option<Signposts>,
     diwoo: Vec<Category>,
@@ -308,7 +378,7 @@ struct Collectors {
 const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
-    fn new(job: &Job, scope: Scope, identify_base: &str) -> Result<Self, PipelineError> {
+    fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, PipelineError> {
         let mut diwoo: Vec<Category> = Vec::new();
         for (set, number) in &job.diwoo {
             // A category is a bit of the inventory's groups; the table has 17.
@@ -355,7 +425,8 @@ impl Collectors {
         };
         Ok(Self {
             signposts,
-            inventory: Inventory::new(scope),
+            inventory: Inventory::new(landing.scope().clone()),
+            landing,
             diwoo,
             set_groups: crate::memo::Memo::new(SETS_REMEMBERED),
             rejected: std::collections::HashMap::new(),
@@ -369,6 +440,7 @@ impl Collectors {
             .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
         Ok(Harvested {
             published,
+            landing: self.landing,
             signposts: self.signposts.map(|s| s.finish(&superseded)).transpose()?,
             diwoo: self.diwoo.iter().map(|c| c.number).collect(),
             report,
@@ -414,22 +486,19 @@ impl Collectors {
         // decides its groups as it decides its URLs (a record that left a category's sets leaves
         // the category, as a deleted record leaves the sitemap).
         let groups = self.groups(record);
-        match &mut self.signposts {
-            // Each identifier is classified once for the sitemap and the profiles.
-            Some(s) => {
-                let scope = self.inventory.scope();
-                // A deleted record publishes nothing: its identifiers are not classified. On
-                // the stack for a record's usual few (an allocation per record showed).
-                let classes: smallvec::SmallVec<[Class<'_>; 8]> = record
-                    .dc_identifiers
-                    .iter()
-                    .filter(|_| !record.deleted)
-                    .map(|value| classify::class(value, scope))
-                    .collect();
-                self.inventory.add_classified(record, &classes, groups)?;
-                s.add(record, &classes)?;
-            }
-            None => self.inventory.add(record, groups)?,
+        if self.signposts.is_none() && self.landing.is_generic() {
+            // The sitemap alone under Google's rule: the URLs, without their classes.
+            self.inventory.add(record, groups)?;
+            return Ok(());
+        }
+        // Each value is classified once for the sitemap and the profiles. A deleted record
+        // publishes nothing: its values are not classified. On the stack for a record's usual
+        // few (an allocation per record showed).
+        let mut classes = Classes::new();
+        self.landing.classes(record, &mut classes);
+        self.inventory.add_classified(record, &classes, groups)?;
+        if let Some(s) = &mut self.signposts {
+            s.add(record, &classes)?;
         }
         Ok(())
     }
@@ -451,8 +520,8 @@ pub async fn harvest(
         }
         let c = match &mut collectors {
             Some(c) => c,
-            None => match scope_for(job, &event.identify.base_url) {
-                Ok(scope) => match Collectors::new(job, scope, &event.identify.base_url) {
+            None => match landing_for(job, event.identify, &event.records) {
+                Ok(landing) => match Collectors::new(job, landing, &event.identify.base_url) {
                     Ok(c) => collectors.insert(c),
                     Err(e) => {
                         failure = Some(e);
@@ -490,7 +559,7 @@ pub async fn harvest(
         Some(c) => c,
         None => Collectors::new(
             job,
-            scope_for(job, &report.identify.base_url)?,
+            landing_for(job, &report.identify, &[])?,
             &report.identify.base_url,
         )?,
     };
@@ -505,8 +574,8 @@ pub fn collect_stored(
     store: &crate::store::Store,
     report: HarvestReport,
 ) -> Result<Harvested, PipelineError> {
-    let scope = scope_for(job, &report.identify.base_url)?;
-    let mut c = Collectors::new(job, scope, &report.identify.base_url)?;
+    let landing = landing_stored(job, store, &report.identify)?;
+    let mut c = Collectors::new(job, landing, &report.identify.base_url)?;
     store.for_each_live(|record| c.add(&record))??;
     let mut harvested = c.finish(report)?;
     harvested
@@ -518,7 +587,8 @@ pub fn collect_stored(
 }
 
 /// Says why nothing would be published, as an operator can act on it.
-pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
+pub fn explain_empty(stats: &Stats, landing: &Landing) -> String {
+    let scope = landing.scope();
     if stats.records == 0 {
         return "the repository returned no records for this request (noRecordsMatch)".to_owned();
     }
@@ -528,24 +598,38 @@ pub fn explain_empty(stats: &Stats, scope: &Scope) -> String {
     let urls = stats.dropped(Drop::OutOfScope)
         + stats.dropped(Drop::TooLong)
         + stats.dropped(Drop::InvalidUrl);
+    // Handles and no URL: what a DSpace that `auto` did not recognise looks like.
+    let hint = if landing.is_generic() && stats.dropped(Drop::PersistentId) > 0 {
+        "; if the records' Handles are DSpace's, set platform = \"dspace\" (--platform dspace)"
+    } else {
+        ""
+    };
     if stats.dropped(Drop::OutOfScope) > 0 {
         return format!(
-            "0 of {urls} URLs inside the scope {scope}; pass --scope with the prefix of the landing pages (`oai-bridge check` suggests one)"
+            "0 of {urls} URLs inside the scope {scope}; pass --scope with the prefix of the landing pages (`oai-bridge check` suggests one){hint}"
         );
     }
     format!(
-        "none of the {} records has a dc:identifier that is an http(s) URL ({} not URLs, {} persistent identifiers)",
+        "none of the {} records has a dc:identifier that is an http(s) URL ({} not URLs, {} persistent identifiers){hint}",
         stats.records,
         stats.dropped(Drop::NotAUrl),
         stats.dropped(Drop::PersistentId)
     )
 }
 
-/// The Dublin Core elements each profile writes from: what the harvest reads besides
-/// identifiers.
-pub fn fields_for(signmap: bool, ocx: bool, cdif: bool) -> oai::parse::Fields {
+/// The Dublin Core elements each profile writes from, and the landing rule reads: what the
+/// harvest reads besides identifiers.
+pub fn fields_for(
+    signmap: bool,
+    ocx: bool,
+    cdif: bool,
+    landing: &LandingSettings,
+) -> oai::parse::Fields {
     use oai::parse::{DcElement::*, Fields};
     let mut fields = Fields::default();
+    if landing.reads_relations() {
+        fields = fields.with(Fields::of(&[Relation]));
+    }
     if signmap {
         fields = fields.with(Fields::of(&[Type, Rights]));
     }
@@ -953,6 +1037,7 @@ impl Job {
         let Job {
             request,
             scope,
+            landing,
             limits,
             gzip,
             signmap,
@@ -982,7 +1067,7 @@ impl Job {
         });
         let date = |d: &Option<crate::datestamp::Datestamp>| d.map(|d| d.to_string());
         let scope: Vec<&str> = scope.iter().map(Url::as_str).collect();
-        let text = format!(
+        let mut text = format!(
             "source={source} sets={sets:?} from={:?} until={:?} scope={scope:?} max_urls={} \
              max_bytes={} gzip={gzip} signmap={signmap} ocx={ocx:?} cdif={cdif} \
              cdif_list={cdif_list} diwoo={diwoo:?} public_url={public_url}",
@@ -991,6 +1076,12 @@ impl Job {
             limits.max_urls,
             limits.max_bytes,
         );
+        // Only when set: a gateway upgraded from before platforms keeps its key (and does not
+        // refresh at once) while its repositories keep the default.
+        if *landing != LandingSettings::default() {
+            text.push(' ');
+            text.push_str(&landing.key());
+        }
         format!("{:032x}", xxhash_rust::xxh3::xxh3_128(text.as_bytes()))
     }
 
@@ -1084,6 +1175,14 @@ pub fn human_duration(d: Duration) -> String {
 pub(crate) mod tests {
     use super::*;
 
+    /// Google's rule over `scope`.
+    fn generic(scope: Scope) -> Landing {
+        Landing::generic(
+            scope,
+            Detected::configured(crate::platform::Platform::Generic),
+        )
+    }
+
     /// A job for the repository at `https://r.example/oai/request`, plain sitemap and `diwoo`.
     pub(crate) fn job(diwoo: &[(&str, u8)], limits: Limits) -> Job {
         let base = Url::parse("https://r.example/oai/request").unwrap();
@@ -1096,6 +1195,7 @@ pub(crate) mod tests {
                 fields: Default::default(),
             },
             scope: Vec::new(),
+            landing: LandingSettings::default(),
             limits,
             gzip: false,
             signmap: false,
@@ -1182,7 +1282,7 @@ pub(crate) mod tests {
             .to_vec();
         let base = Url::parse("https://r.example/oai/request").unwrap();
         let scope = scope_for(&job, base.as_str()).unwrap();
-        let mut c = Collectors::new(&job, scope, base.as_str()).unwrap();
+        let mut c = Collectors::new(&job, generic(scope), base.as_str()).unwrap();
         let pad = "p".repeat(500);
         let mut records = Vec::new();
         for i in 0..120u32 {
@@ -1293,8 +1393,12 @@ pub(crate) mod tests {
     fn records_with_empty_metadata_are_rejected_and_counted() {
         let base = Url::parse("https://r.example/oai/request").unwrap();
         let job = job(&[], Limits::default());
-        let mut c =
-            Collectors::new(&job, Scope::from_base_url(&base).unwrap(), base.as_str()).unwrap();
+        let mut c = Collectors::new(
+            &job,
+            generic(Scope::from_base_url(&base).unwrap()),
+            base.as_str(),
+        )
+        .unwrap();
         let record = |id: u32, date: &str, empty: bool| oai::parse::Record {
             identifier: format!("oai:r:{id}"),
             datestamp: crate::datestamp::Datestamp::parse(date),
@@ -1341,10 +1445,10 @@ pub(crate) mod tests {
         let job = |number: u8| job(&[("theses", number)], Limits::default());
         let scope = Scope::from_base_url(&base).unwrap();
         for number in [1, 17] {
-            assert!(Collectors::new(&job(number), scope.clone(), base.as_str()).is_ok());
+            assert!(Collectors::new(&job(number), generic(scope.clone()), base.as_str()).is_ok());
         }
         for number in [0, 18, 200] {
-            let err = Collectors::new(&job(number), scope.clone(), base.as_str())
+            let err = Collectors::new(&job(number), generic(scope.clone()), base.as_str())
                 .unwrap_err()
                 .to_string();
             assert!(

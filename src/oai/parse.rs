@@ -464,6 +464,9 @@ pub struct Identify {
     pub earliest_datestamp: Option<Datestamp>,
     /// `compression` values.
     pub compression: Vec<String>,
+    /// The `oai-identifier` description's `sampleIdentifier`, if any: its shape tells a
+    /// platform (DSpace's is a Handle, `oai:host:123456789/1`).
+    pub sample_identifier: Option<String>,
 }
 
 /// A response body that could not be read as OAI-PMH.
@@ -1358,6 +1361,11 @@ pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
             .filter(|n| n.is_element() && n.tag_name().name() == "compression")
             .filter_map(|n| n.text().map(|t| t.trim().to_owned()))
             .collect(),
+        sample_identifier: identify
+            .descendants()
+            .find(|n| n.is_element() && n.tag_name().name() == "sampleIdentifier")
+            .and_then(|n| n.text())
+            .map(|t| t.trim().to_owned()),
     };
     Ok(if is_static {
         IdentifyOutcome::Static(result)

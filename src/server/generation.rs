@@ -106,6 +106,13 @@ pub struct Summary {
     /// generation from before it was recorded.
     #[serde(default)]
     pub settings: String,
+    /// The platform in effect and why (`dspace (detected: ...)`); empty in a generation from
+    /// before platforms.
+    #[serde(default)]
+    pub platform: String,
+    /// Where the records' landing pages came from, in words.
+    #[serde(default)]
+    pub landing_rule: String,
 }
 
 /// What a generation's CDIF documents are.

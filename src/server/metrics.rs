@@ -150,6 +150,17 @@ pub struct Metrics {
     pub profile_entries: Family<ProfileLabels, Gauge>,
     /// Records a profile did not publish, by reason.
     pub profile_dropped: Family<ProfileDropLabels, Gauge>,
+    /// The platform whose landing rule the served generation was made with (1), by repository.
+    pub platform: Family<PlatformLabels, Gauge>,
+}
+
+/// Labels of the platform gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PlatformLabels {
+    /// `[[repository]] name`.
+    pub repository: String,
+    /// `generic`, `dspace` or `eprints`.
+    pub platform: &'static str,
 }
 
 /// Labels of the per-profile entry gauge.
@@ -290,6 +301,12 @@ impl Default for Metrics {
             "Records a profile did not publish, by reason, in the generation being served",
             profile_dropped.clone(),
         );
+        let platform = Family::<PlatformLabels, Gauge>::default();
+        registry.register(
+            "platform",
+            "The platform whose landing rule made the generation being served (1; the others 0)",
+            platform.clone(),
+        );
         Self {
             registry,
             requests,
@@ -311,6 +328,7 @@ impl Default for Metrics {
             cache_fills,
             profile_entries,
             profile_dropped,
+            platform,
         }
     }
 }

@@ -158,6 +158,7 @@ pub async fn refresh(
                 deleted = s.deleted,
                 urls = s.urls,
                 shards = s.shards,
+                platform = s.platform,
                 seconds = s.build_ms as f64 / 1000.0,
                 "refresh done; serving the new generation"
             );
@@ -234,6 +235,16 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     let s = &generation.summary;
     m.records.get_or_create(&labels).set(s.records as i64);
     m.urls.get_or_create(&labels).set(s.urls as i64);
+    // 1 for the platform in effect, 0 for the others (so a change of platform shows).
+    let current = s.platform.split(' ').next().unwrap_or_default();
+    for platform in crate::platform::Platform::ALL {
+        m.platform
+            .get_or_create(&metrics::PlatformLabels {
+                repository: repo.config.name.clone(),
+                platform: platform.as_str(),
+            })
+            .set(i64::from(platform.as_str() == current));
+    }
     for reason in Drop::ALL {
         m.dropped
             .get_or_create(&DropLabels {
@@ -401,11 +412,10 @@ async fn build(
             kind: run.kind.as_str(),
         })
         .set(harvested.report.records as i64);
-    let scope = pipeline::scope_for(job, &harvested.report.identify.base_url)?;
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
             &harvested.published.stats,
-            &scope,
+            &harvested.landing,
         ))
         .into());
     }
@@ -424,8 +434,8 @@ async fn build(
     let state = store.state().map_err(PipelineError::from)?;
     repo.update(|s| s.held_shrink = state.held_shrink.clone());
     let (writer, rendered) = rendered?;
-    let publish = incremental::Publish::new(GENERATION_PLACE, job, &scope, &harvested, &rendered);
-    let built = pipeline::Built::new(harvested, scope, rendered);
+    let publish = incremental::Publish::new(GENERATION_PLACE, job, &harvested, &rendered);
+    let built = pipeline::Built::new(harvested, rendered);
     let stats = &built.stats;
     let summary = Summary {
         source: job.request.source.to_string(),
@@ -471,6 +481,8 @@ async fn build(
             None => run.kind.as_str().to_owned(),
         },
         settings: repo.settings.clone(),
+        platform: built.platform.detected().to_string(),
+        landing_rule: built.platform.rule_text(),
     };
     let generation = writer.commit(summary)?;
     if let Err(e) = incremental::published(&mut store, publish) {

@@ -37,9 +37,20 @@ pub fn render(gateway: &Gateway) -> String {
     for repo in &gateway.repos {
         let status = repo.status();
         let generation = repo.current();
+        // The platform in effect and why: what decides where the landing pages come from.
+        let platform = generation
+            .as_ref()
+            .filter(|g| !g.summary.platform.is_empty())
+            .map_or_else(String::new, |g| {
+                format!(
+                    "<br><small title=\"{}\">platform: {}</small>",
+                    escape(&g.summary.landing_rule),
+                    escape(&g.summary.platform)
+                )
+            });
         let _ = write!(
             out,
-            "<tr><td><b>{}</b><br><small>{}</small></td>",
+            "<tr><td><b>{}</b><br><small>{}</small>{platform}</td>",
             escape(&repo.config.name),
             escape(&repo.job.request.source.to_string())
         );

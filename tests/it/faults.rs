@@ -941,6 +941,7 @@ pub(crate) fn job(server: &TestServer) -> Job {
     Job {
         request: whole_repository(server),
         scope: vec![Url::parse(SCOPE).unwrap()],
+        landing: Default::default(),
         limits: Limits::default(),
         gzip: false,
         signmap: false,

@@ -1,0 +1,1340 @@
+//! Where a record's landing page is, by the repository platform that made the record: the
+//! landing rule. Pure.
+//!
+//! Google's rule (a `dc:identifier` URL under the baseURL's directory) is the base case,
+//! `generic`, and is what [`classify`] does alone. Two platforms installed at thousands of
+//! institutions put the landing page elsewhere, in shapes found in their own source:
+//! - DSpace writes the record's handle as `dc:identifier` (`http://hdl.handle.net/P/S` with the
+//!   default `handle.canonical.prefix`), and its UI serves the item at `{ui}/handle/P/S`
+//!   (DSpace 6 `dspace-oai`'s oai_dc crosswalk; DSpace 7 `HandleIdentifierProvider`).
+//! - EPrints writes the abstract page as a `dc:relation` (first in 3.3 and later, last in 3.0 to
+//!   3.2), and the documents as `dc:identifier` (`EPrints::Plugin::Export::DC`).
+//!
+//! A third shape, the landing page derived from an identifier by a fixed pattern (Dataverse's
+//! `dataset.xhtml?persistentId=doi:...`, InvenioRDM's `/records/{id}`), is a [`Template`].
+//!
+//! The rule turns a record into the same [`Class`] list the generic classification gives, the
+//! landing page first, so that the sitemap and every landing-page profile read one notion of a
+//! record's landing page.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use smallvec::SmallVec;
+use url::Url;
+
+use crate::classify::{self, Class, Drop, Pid};
+use crate::oai::parse::{DcElement, Identify, Record};
+use crate::scope::Scope;
+
+/// A record's classes, on the stack for the usual few identifiers.
+pub type Classes<'a> = SmallVec<[Class<'a>; 8]>;
+
+/// A repository platform whose landing pages the bridge knows how to find.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Platform {
+    /// Google's same-directory rule, exactly.
+    Generic,
+    /// DSpace (any version): the handle gives the landing page.
+    Dspace,
+    /// EPrints 3: the abstract page is a `dc:relation`.
+    Eprints,
+}
+
+impl Platform {
+    /// Every platform.
+    pub const ALL: [Platform; 3] = [Platform::Generic, Platform::Dspace, Platform::Eprints];
+
+    /// The name used in `bridge.toml`, on the command line, in summaries and in metrics.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Platform::Generic => "generic",
+            Platform::Dspace => "dspace",
+            Platform::Eprints => "eprints",
+        }
+    }
+}
+
+impl fmt::Display for Platform {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `platform` setting: a platform, or `auto` (found from what the repository sends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum Setting {
+    /// Detect it ([`detect`]); `generic` when nothing is recognised with confidence.
+    #[default]
+    Auto,
+    /// This platform, whatever the repository looks like.
+    Fixed(Platform),
+}
+
+impl Setting {
+    /// Every accepted spelling, for error messages and help.
+    pub const NAMES: &'static str = "auto, generic, dspace, eprints";
+
+    /// Reads `auto`, `generic`, `dspace` or `eprints` (case-insensitive).
+    pub fn parse(text: &str) -> Option<Self> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Setting::Auto,
+            "generic" => Setting::Fixed(Platform::Generic),
+            "dspace" => Setting::Fixed(Platform::Dspace),
+            "eprints" => Setting::Fixed(Platform::Eprints),
+            _ => return None,
+        })
+    }
+
+    /// The spelling [`Setting::parse`] reads.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Setting::Auto => "auto",
+            Setting::Fixed(p) => p.as_str(),
+        }
+    }
+}
+
+/// How a repository's landing pages are found, as configured: the `platform`, `ui_url` and
+/// `landing_template` keys of a repository.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct LandingSettings {
+    /// The platform, or `auto`.
+    pub platform: Setting,
+    /// DSpace: where the UI serves `/handle/P/S`, when not at the baseURL's scheme, host and
+    /// port (DSpace 7 and later serve OAI from the REST host).
+    pub ui_url: Option<Url>,
+    /// A landing page made from an identifier; it takes precedence over the platform.
+    pub template: Option<Template>,
+}
+
+impl LandingSettings {
+    /// Whether the harvest must read `dc:relation`: EPrints' abstract page is one (and `auto`
+    /// may find EPrints), and a template may take its DOI from one.
+    pub fn reads_relations(&self) -> bool {
+        self.template.is_some()
+            || matches!(
+                self.platform,
+                Setting::Auto | Setting::Fixed(Platform::Eprints)
+            )
+    }
+
+    /// Spelled out for a settings fingerprint.
+    pub fn key(&self) -> String {
+        format!(
+            "platform={} ui_url={:?} template={:?}",
+            self.platform.as_str(),
+            self.ui_url.as_ref().map(Url::as_str),
+            self.template.as_ref().map(Template::as_str),
+        )
+    }
+}
+
+/// A placeholder of a [`Template`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Placeholder {
+    /// A Handle, `prefix/suffix`, from any `dc:identifier` spelling.
+    Handle,
+    /// A DOI, `10.NNNN/suffix`, from any `dc:identifier` (or `dc:relation`) spelling.
+    Doi,
+    /// The part of the OAI identifier after its last `:`.
+    OaiLocal,
+}
+
+impl Placeholder {
+    const ALL: [(&'static str, Placeholder); 3] = [
+        ("handle", Placeholder::Handle),
+        ("doi", Placeholder::Doi),
+        ("oai_local", Placeholder::OaiLocal),
+    ];
+}
+
+/// A landing-page template such as `https://host/records/{oai_local}`: literal text and
+/// placeholders, checked when the configuration loads.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Template {
+    text: String,
+    parts: Vec<Part>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Part {
+    Text(String),
+    Value(Placeholder),
+}
+
+impl Template {
+    /// Parses and checks a template: placeholders `{handle}`, `{doi}`, `{oai_local}`, at least
+    /// one of them, and an absolute http(s) URL with a host once they are filled in. The error
+    /// says what is wrong, for the key's message.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            if open > 0 {
+                parts.push(Part::Text(rest[..open].to_owned()));
+            }
+            let Some(close) = rest[open..].find('}') else {
+                return Err(format!("an unclosed {{ at {:?}", &rest[open..]));
+            };
+            let name = &rest[open + 1..open + close];
+            let Some(&(_, p)) = Placeholder::ALL.iter().find(|(n, _)| *n == name) else {
+                return Err(format!(
+                    "unknown placeholder {{{name}}}; the placeholders are {{handle}}, {{doi}} and {{oai_local}}"
+                ));
+            };
+            parts.push(Part::Value(p));
+            rest = &rest[open + close + 1..];
+        }
+        if rest.contains('}') {
+            return Err(format!("a }} without {{ in {rest:?}"));
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_owned()));
+        }
+        if !parts.iter().any(|p| matches!(p, Part::Value(_))) {
+            return Err(
+                "no placeholder: every record would get the same landing page; use {handle}, {doi} or {oai_local}"
+                    .to_owned(),
+            );
+        }
+        let template = Self {
+            text: text.to_owned(),
+            parts,
+        };
+        let sample = template.fill(|_| Some("10.1234/sample-1"));
+        match Url::parse(&sample) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
+                Ok(template)
+            }
+            Ok(url) => Err(format!(
+                "filled in, it is {sample:?}: not an http(s) URL with a host (scheme {:?})",
+                url.scheme()
+            )),
+            Err(e) => Err(format!("filled in, it is {sample:?}, not a URL: {e}")),
+        }
+    }
+
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The template's scheme, host and port, with the path `/`: its part of the scope.
+    fn origin(&self) -> Option<Url> {
+        let url = Url::parse(&self.fill(|_| Some("x"))).ok()?;
+        url.join("/").ok()
+    }
+
+    /// The text with each placeholder's value, percent-encoded where a URL needs it; `None`
+    /// when a value is missing.
+    fn try_fill<'v>(
+        &self,
+        mut value: impl FnMut(Placeholder) -> Option<&'v str>,
+    ) -> Option<String> {
+        let mut out = String::with_capacity(self.text.len() + 32);
+        for part in &self.parts {
+            match part {
+                Part::Text(t) => out.push_str(t),
+                Part::Value(p) => push_encoded(&mut out, value(*p)?),
+            }
+        }
+        Some(out)
+    }
+
+    fn fill<'v>(&self, value: impl FnMut(Placeholder) -> Option<&'v str>) -> String {
+        self.try_fill(value).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Template {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Appends `value` with what may not stand raw in a URL's path or query percent-encoded: an
+/// identifier's `/` and `:` are kept (`doi:10.1/x`), a `?`, `&`, `=`, `+` or `#` would change
+/// the URL's meaning.
+fn push_encoded(out: &mut String, value: &str) {
+    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+    const VALUE: &AsciiSet = &CONTROLS
+        .add(b' ')
+        .add(b'"')
+        .add(b'<')
+        .add(b'>')
+        .add(b'`')
+        .add(b'#')
+        .add(b'?')
+        .add(b'{')
+        .add(b'}')
+        .add(b'&')
+        .add(b'=')
+        .add(b'+')
+        .add(b'^')
+        .add(b'|')
+        .add(b'\\')
+        .add(b'[')
+        .add(b']');
+    out.push_str(&Cow::from(utf8_percent_encode(value, VALUE)));
+}
+
+/// The platform in effect, and why: configured, or what detection saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Detected {
+    /// The platform whose rule applies.
+    pub platform: Platform,
+    /// Whether `platform` was configured rather than detected.
+    pub configured: bool,
+    /// What it was found from, in words (`the baseURL's path ends in /cgi/oai2, ...`).
+    pub evidence: String,
+}
+
+impl Detected {
+    /// `platform`, as the configuration sets it.
+    pub fn configured(platform: Platform) -> Self {
+        Self {
+            platform,
+            configured: true,
+            evidence: "set in the configuration".to_owned(),
+        }
+    }
+}
+
+impl fmt::Display for Detected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let how = if self.configured {
+            "configured"
+        } else {
+            "detected"
+        };
+        write!(f, "{} ({how}: {})", self.platform, self.evidence)
+    }
+}
+
+/// How many live records [`detect`] looks at, at most.
+pub const SAMPLE: usize = 200;
+
+/// The platform of a repository that is set to `auto`, from what it really sends: its baseURL's
+/// path, the `oai-identifier` description's sample identifier, and the records of `sample` (the
+/// first page, or the first stored records; at most [`SAMPLE`] are read). A platform is chosen
+/// only when most of the records show it: a baseURL path alone is evidence, not proof (another
+/// server can sit at `/oai/request`), and so is an `eprints` description (DSpace sends one
+/// too). Without live records there is nothing to publish either way, and nothing is chosen.
+pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
+    let path = base.map_or("", Url::path);
+    let live: Vec<&Record> = sample
+        .iter()
+        .filter(|r| !r.deleted && !r.unreadable())
+        .take(SAMPLE)
+        .collect();
+    let handles = live.iter().filter(|r| carries_handle(r)).count();
+    let handle_headers = live
+        .iter()
+        .filter(|r| is_handle_header(&r.identifier))
+        .count();
+    let abstracts = base.map_or(0, |base| {
+        let root = eprints_root(base);
+        live.iter()
+            .filter(|r| eprints_abstract(r, base, &root).is_some())
+            .count()
+    });
+    let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
+    let of = |n: usize| format!("{n} of the first {} live records", live.len());
+    let dspace_path = path.ends_with("/oai/request");
+    let dspace_sample = identify
+        .sample_identifier
+        .as_deref()
+        .is_some_and(is_handle_header);
+    let eprints_path = path.ends_with("/cgi/oai2");
+    let found = |platform, evidence: String| Detected {
+        platform,
+        configured: false,
+        evidence,
+    };
+    if most(abstracts) {
+        let path = if eprints_path {
+            "the baseURL's path ends in /cgi/oai2 and "
+        } else {
+            ""
+        };
+        return found(
+            Platform::Eprints,
+            format!(
+                "{path}{} have a dc:relation that is their own abstract page, as EPrints writes it",
+                of(abstracts)
+            ),
+        );
+    }
+    if most(handles) && (dspace_path || dspace_sample || most(handle_headers)) {
+        let mut why = Vec::new();
+        if dspace_path {
+            why.push(format!(
+                "the baseURL's path ends in {}",
+                dspace_suffix(path)
+            ));
+        }
+        if dspace_sample {
+            why.push(
+                "Identify's sample identifier is a handle (oai:host:prefix/suffix)".to_owned(),
+            );
+        }
+        if most(handle_headers) {
+            why.push(format!(
+                "{} have OAI identifiers in DSpace's handle shape",
+                of(handle_headers)
+            ));
+        }
+        why.push(format!("{} carry a Handle", of(handles)));
+        return found(Platform::Dspace, why.join(", "));
+    }
+    let mut seen = Vec::new();
+    if dspace_path || dspace_sample {
+        seen.push(format!(
+            "a DSpace-like endpoint, but {} carry a Handle",
+            of(handles)
+        ));
+    }
+    if eprints_path {
+        seen.push(format!(
+            "an EPrints-like endpoint, but {} have their abstract page as dc:relation",
+            of(abstracts)
+        ));
+    }
+    if live.is_empty() {
+        seen.push("no live record to look at".to_owned());
+    }
+    let evidence = if seen.is_empty() {
+        "nothing platform-specific recognised".to_owned()
+    } else {
+        seen.join("; ")
+    };
+    found(Platform::Generic, evidence)
+}
+
+fn dspace_suffix(path: &str) -> &'static str {
+    if path.ends_with("/server/oai/request") {
+        "/server/oai/request (DSpace 7 and later)"
+    } else {
+        "/oai/request (DSpace)"
+    }
+}
+
+/// `oai:{host}:{prefix}/{suffix}`: DSpace's OAI identifier for an item.
+fn is_handle_header(identifier: &str) -> bool {
+    identifier
+        .strip_prefix("oai:")
+        .and_then(|rest| rest.split_once(':'))
+        .and_then(|(_, handle)| parse_handle(handle))
+        .is_some()
+}
+
+/// Whether a record has a `dc:identifier` that is a Handle in any spelling, or a local
+/// `/handle/P/S` URL.
+fn carries_handle(record: &Record) -> bool {
+    record.dc_identifiers.iter().any(|v| {
+        matches!(classify::pid_of(v), Some(Pid::Handle(h)) if parse_handle(h).is_some())
+            || local_handle(v, None).is_some()
+    })
+}
+
+/// A Handle if `text` is one: the whole `prefix/suffix`, the prefix (letters, digits and dots)
+/// and the suffix (no whitespace, `?` or `#`; a trailing `/` left out). Borrowed from `text`.
+fn parse_handle(text: &str) -> Option<(&str, &str, &str)> {
+    let text = text.trim();
+    let (prefix, suffix) = text.split_once('/')?;
+    let prefix_ok = !prefix.is_empty()
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.')
+        && prefix.bytes().any(|b| b.is_ascii_digit());
+    let suffix = suffix.trim_end_matches('/');
+    let suffix_ok = !suffix.is_empty()
+        && !suffix
+            .chars()
+            .any(|c| c.is_whitespace() || c == '?' || c == '#');
+    let whole = &text[..prefix.len() + 1 + suffix.len()];
+    (prefix_ok && suffix_ok).then_some((whole, prefix, suffix))
+}
+
+/// The Handle of a `{ui}handle/P/S` URL (DSpace's local spelling), if it is one: on the UI's
+/// host and under its path when `ui` (host, path) is given, in `http` or `https` (DSpace's
+/// canonical prefix often says `http`); anywhere but under a bitstream's path when not.
+fn local_handle<'v>(
+    value: &'v str,
+    ui: Option<(&str, &str)>,
+) -> Option<(&'v str, &'v str, &'v str)> {
+    let value = value.trim();
+    let rest = value
+        .strip_prefix("http://")
+        .or_else(|| value.strip_prefix("https://"))?;
+    let (authority, path) = rest.split_at(rest.find('/')?);
+    let value_host = authority.rsplit('@').next().unwrap_or(authority);
+    let value_host = value_host.split(':').next().unwrap_or(value_host);
+    let rest = match ui {
+        Some((host, ui_path)) => {
+            if !value_host.eq_ignore_ascii_case(host) {
+                return None;
+            }
+            path.strip_prefix(ui_path)?.strip_prefix("handle/")?
+        }
+        None => {
+            let at = path.find("/handle/")?;
+            if path[..at].contains("/bitstream") {
+                return None;
+            }
+            &path[at + "/handle/".len()..]
+        }
+    };
+    let rest = rest.split(['?', '#']).next().unwrap_or(rest);
+    parse_handle(rest)
+}
+
+/// Whether a value is spelled as a Handle (`hdl:`, `info:hdl/`, the proxy's URL), whether or
+/// not what follows parses.
+fn spelled_as_handle(value: &str) -> bool {
+    const SPELLINGS: [&str; 4] = [
+        "hdl:",
+        "info:hdl/",
+        "http://hdl.handle.net/",
+        "https://hdl.handle.net/",
+    ];
+    let value = value.trim();
+    SPELLINGS.iter().any(|s| {
+        value.len() >= s.len() && value.as_bytes()[..s.len()].eq_ignore_ascii_case(s.as_bytes())
+    }) || value.eq_ignore_ascii_case("http://hdl.handle.net")
+        || value.eq_ignore_ascii_case("https://hdl.handle.net")
+}
+
+/// The folder EPrints is installed in: the baseURL's directory above `cgi/oai2`, else `/`.
+fn eprints_root(base: &Url) -> String {
+    let path = base.path();
+    let root = path.strip_suffix("cgi/oai2").unwrap_or("/");
+    let mut root = root.to_owned();
+    if !root.ends_with('/') {
+        root.push('/');
+    }
+    root
+}
+
+/// The eprint id of an EPrints OAI identifier, `oai:{repository}:{eprintid}`.
+fn eprint_id(identifier: &str) -> Option<&str> {
+    let id = identifier.rsplit(':').next()?;
+    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
+}
+
+/// The record's abstract page among its `dc:relation`s: an http(s) URL on the baseURL's host
+/// whose path is `{root}{id}/` or `{root}id/eprint/{id}/` for the record's own eprint id (an
+/// official URL may point at another record of the same host). When the OAI identifier holds
+/// no id, only the first or the last relation counts, where EPrints writes it.
+fn eprints_abstract<'r>(record: &'r Record, base: &Url, root: &str) -> Option<&'r str> {
+    let own = eprint_id(&record.identifier);
+    let relations: SmallVec<[&str; 4]> = record.dc_values(DcElement::Relation).collect();
+    let last = relations.len().saturating_sub(1);
+    relations.iter().enumerate().find_map(|(i, &value)| {
+        let url = Url::parse(value.trim()).ok()?;
+        let same_host = matches!(url.scheme(), "http" | "https")
+            && url.host_str() == base.host_str()
+            && url.port_or_known_default() == base.port_or_known_default();
+        if !same_host || url.query().is_some() {
+            return None;
+        }
+        let rest = url.path().strip_prefix(root)?;
+        let rest = rest.strip_prefix("id/eprint/").unwrap_or(rest);
+        let id = rest.strip_suffix('/').unwrap_or(rest);
+        let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
+        let ours = match own {
+            Some(own) => id == own,
+            None => i == 0 || i == last,
+        };
+        (id_ok && ours).then_some(value)
+    })
+}
+
+/// The landing rule in effect for one harvest: the platform (or template), its scope, and why.
+#[derive(Clone, Debug)]
+pub struct Landing {
+    rule: Rule,
+    scope: Scope,
+    detected: Detected,
+}
+
+#[derive(Clone, Debug)]
+enum Rule {
+    Generic,
+    /// DSpace, with its UI's base as text ending in `/` (`https://host/` or `https://host/ui/`).
+    Dspace {
+        ui: String,
+    },
+    /// EPrints, with its baseURL (for the host) and installation folder.
+    Eprints {
+        base: Url,
+        root: String,
+    },
+    Template(Template),
+}
+
+/// Why a landing rule cannot be made.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct LandingError(String);
+
+impl Landing {
+    /// Google's rule over `scope` (what every repository had before platforms); `detected`
+    /// says why it applies.
+    pub fn generic(scope: Scope, detected: Detected) -> Self {
+        Self {
+            rule: Rule::Generic,
+            scope,
+            detected,
+        }
+    }
+
+    /// The rule for `settings` of a repository at `base` (its baseURL: the one it states, for
+    /// a Static Repository) when it is a platform's or a template's; `None` for Google's rule
+    /// ([`Landing::generic`]). `explicit` is the configured scope, which replaces the
+    /// platform's own; `detected` the platform found or configured. Every platform's scope is
+    /// on the baseURL's host (or `ui_url`'s, or the template's): never on a host the operator
+    /// did not name.
+    pub fn new(
+        settings: &LandingSettings,
+        base: Option<&Url>,
+        explicit: Option<Scope>,
+        detected: Detected,
+    ) -> Result<Option<Self>, LandingError> {
+        let no_base = || {
+            LandingError(format!(
+                "the {} rule needs an http(s) baseURL to find the repository's host",
+                detected.platform
+            ))
+        };
+        let origin = |url: &Url, path: &str| -> Result<Scope, LandingError> {
+            let mut at = url.clone();
+            at.set_path(path);
+            at.set_query(None);
+            at.set_fragment(None);
+            Scope::from_prefixes(&[at]).ok_or_else(no_base)
+        };
+        let (rule, own_scope) = if let Some(template) = &settings.template {
+            let origin_url = template
+                .origin()
+                .ok_or_else(|| LandingError(format!("landing_template {template} has no host")))?;
+            let mut prefixes = vec![origin_url];
+            if let Some(dir) = base.and_then(Scope::from_base_url) {
+                prefixes.extend(dir.prefixes().iter().filter_map(|p| Url::parse(p).ok()));
+            }
+            let scope = Scope::from_prefixes(&prefixes).ok_or_else(no_base)?;
+            (Rule::Template(template.clone()), scope)
+        } else {
+            match detected.platform {
+                Platform::Generic => return Ok(None),
+                Platform::Dspace => {
+                    let ui = match &settings.ui_url {
+                        Some(ui) => {
+                            let mut ui = ui.clone();
+                            if !ui.path().ends_with('/') {
+                                let path = format!("{}/", ui.path());
+                                ui.set_path(&path);
+                            }
+                            ui
+                        }
+                        None => {
+                            let mut ui = base.ok_or_else(no_base)?.clone();
+                            ui.set_path("/");
+                            ui
+                        }
+                    };
+                    let scope = origin(&ui, ui.path())?;
+                    let mut text = ui.to_string();
+                    if let Some(q) = text.find(['?', '#']) {
+                        text.truncate(q);
+                    }
+                    (Rule::Dspace { ui: text }, scope)
+                }
+                Platform::Eprints => {
+                    let base = base.ok_or_else(no_base)?;
+                    let root = eprints_root(base);
+                    let scope = origin(base, &root)?;
+                    (
+                        Rule::Eprints {
+                            base: base.clone(),
+                            root,
+                        },
+                        scope,
+                    )
+                }
+            }
+        };
+        Ok(Some(Self {
+            rule,
+            scope: explicit.unwrap_or(own_scope),
+            detected,
+        }))
+    }
+
+    /// The URLs the repository's sitemaps may list.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The platform in effect and why.
+    pub fn detected(&self) -> &Detected {
+        &self.detected
+    }
+
+    /// Whether this is Google's rule alone, so that the classification of `dc:identifier`
+    /// values is all there is to it (the fast path).
+    pub fn is_generic(&self) -> bool {
+        matches!(self.rule, Rule::Generic)
+    }
+
+    /// Where a record's landing page comes from, in words.
+    pub fn rule_text(&self) -> String {
+        match &self.rule {
+            Rule::Generic => format!("a dc:identifier URL inside {}", self.scope),
+            Rule::Dspace { ui } => {
+                format!("{ui}handle/{{prefix}}/{{suffix}}, from the record's Handle")
+            }
+            Rule::Eprints { .. } => format!(
+                "the dc:relation that is the record's abstract page ({}{{id}}/ or {}id/eprint/{{id}}/)",
+                self.scope, self.scope
+            ),
+            Rule::Template(t) => format!("the template {t}"),
+        }
+    }
+
+    /// Everything that decides which URLs a record publishes, as text: the scope alone for the
+    /// generic rule (what a store recorded before platforms), else with the rule. A published
+    /// sitemap is patched only under the same text.
+    pub fn key(&self) -> String {
+        match &self.rule {
+            Rule::Generic => self.scope.to_string(),
+            Rule::Dspace { ui } => format!("{} dspace ui={ui}", self.scope),
+            Rule::Eprints { root, .. } => format!("{} eprints root={root}", self.scope),
+            Rule::Template(t) => format!("{} template={t}", self.scope),
+        }
+    }
+
+    /// Classifies a live record's values for publishing, the landing page first: what
+    /// [`classify::class`] gives each `dc:identifier`, under this rule. A deleted record
+    /// publishes nothing, and gets no classes.
+    pub fn classes<'a>(&self, record: &'a Record, out: &mut Classes<'a>) {
+        out.clear();
+        if record.deleted {
+            return;
+        }
+        let scope = &self.scope;
+        match &self.rule {
+            Rule::Generic => out.extend(
+                record
+                    .dc_identifiers
+                    .iter()
+                    .map(|value| classify::class(value, scope)),
+            ),
+            Rule::Dspace { ui } => self.dspace(record, ui, out),
+            Rule::Eprints { base, root } => self.eprints(record, base, root, out),
+            Rule::Template(template) => self.template(record, template, out),
+        }
+    }
+
+    /// DSpace: each Handle (any spelling, or a local `/handle/P/S` URL) gives the landing page
+    /// `{ui}handle/P/S`, once; a proxy spelling is also the record's persistent identifier.
+    /// Bitstreams on the UI are content files. A value spelled as a Handle that does not parse
+    /// is [`Drop::InvalidHandle`].
+    fn dspace<'a>(&self, record: &'a Record, ui: &str, out: &mut Classes<'a>) {
+        let ui_url = Url::parse(ui).ok();
+        let ui_at = ui_url
+            .as_ref()
+            .and_then(|u| Some((u.host_str()?, u.path())));
+        let mut landings: SmallVec<[String; 2]> = SmallVec::new();
+        let mut rest: Classes<'a> = SmallVec::new();
+        // Each Handle is cited once, however many spellings of it the record gives.
+        let mut cited: SmallVec<[&str; 2]> = SmallVec::new();
+        let mut local_pid = None;
+        for value in &record.dc_identifiers {
+            let handle = match classify::pid_of(value) {
+                Some(Pid::Handle(h)) => match parse_handle(h) {
+                    Some(handle) => {
+                        if !cited.contains(&handle.0) {
+                            rest.push(Class::PersistentId(Pid::Handle(handle.0)));
+                            cited.push(handle.0);
+                        }
+                        handle
+                    }
+                    None => {
+                        rest.push(Class::Dropped(Drop::InvalidHandle));
+                        continue;
+                    }
+                },
+                Some(doi) => {
+                    rest.push(Class::PersistentId(doi));
+                    continue;
+                }
+                None if spelled_as_handle(value) => {
+                    rest.push(Class::Dropped(Drop::InvalidHandle));
+                    continue;
+                }
+                None => match local_handle(value, ui_at) {
+                    Some(handle) => {
+                        local_pid.get_or_insert(handle.0);
+                        handle
+                    }
+                    None => {
+                        rest.push(self.dspace_url(value, ui));
+                        continue;
+                    }
+                },
+            };
+            let (_, prefix, suffix) = handle;
+            let mut url = format!("{ui}handle/{prefix}/");
+            push_encoded(&mut url, suffix);
+            if !landings.contains(&url) {
+                landings.push(url);
+            }
+        }
+        for url in landings {
+            out.push(landing(url, &self.scope, None));
+        }
+        out.extend(rest);
+        // The Handle is the record's persistent identifier even when only its local spelling
+        // was given.
+        if let (true, Some(handle)) = (cited.is_empty(), local_pid) {
+            out.push(Class::PersistentId(Pid::Handle(handle)));
+        }
+    }
+
+    /// A DSpace `dc:identifier` that is no Handle: classified as usual, but a bitstream on the
+    /// UI is a content file whatever its extension.
+    fn dspace_url<'a>(&self, value: &'a str, ui: &str) -> Class<'a> {
+        let class = classify::class(value, &self.scope);
+        match class {
+            Class::LandingPage(url)
+                if url.starts_with(ui) && url[ui.len()..].starts_with("bitstream/") =>
+            {
+                Class::ContentFile {
+                    url,
+                    media_type: classify::OCTET_STREAM,
+                }
+            }
+            class => class,
+        }
+    }
+
+    /// EPrints: the abstract page (a `dc:relation`) is the landing page; every other URL the
+    /// record gives on the host is a document (a content file); a DOI is the persistent
+    /// identifier; a `dc:relation` that is no URL is [`Drop::RelationNotAUrl`]. Relations that
+    /// are other URLs (an official URL) are not the record's to publish and are not counted.
+    /// Without an abstract page, the identifiers are classified as usual.
+    fn eprints<'a>(&self, record: &'a Record, base: &Url, root: &str, out: &mut Classes<'a>) {
+        let found = eprints_abstract(record, base, root);
+        let mut abstract_url = None;
+        if let Some(value) = found {
+            let class = landing(value.trim().to_owned(), &self.scope, None);
+            if let Class::LandingPage(url) = &class {
+                abstract_url = Some(url.to_string());
+            }
+            out.push(class);
+        }
+        for value in &record.dc_identifiers {
+            match classify::class(value, &self.scope) {
+                Class::LandingPage(url) if abstract_url.is_some() => {
+                    if abstract_url.as_deref() != Some(url.as_ref()) {
+                        out.push(Class::ContentFile {
+                            url,
+                            media_type: classify::OCTET_STREAM,
+                        });
+                    }
+                }
+                class => out.push(class),
+            }
+        }
+        for value in record.dc_values(DcElement::Relation) {
+            if Some(value) == found {
+                continue;
+            }
+            if let Some(pid) = classify::pid_of(value) {
+                out.push(Class::PersistentId(pid));
+            } else if !looks_like_url(value) {
+                out.push(Class::Dropped(Drop::RelationNotAUrl));
+            }
+        }
+    }
+
+    /// A template: the landing page from the record's Handle, DOI or OAI identifier (a record
+    /// without the value gets none from it); the identifiers are then classified as usual.
+    fn template<'a>(&self, record: &'a Record, template: &Template, out: &mut Classes<'a>) {
+        let pid = |want: fn(&Pid<'a>) -> Option<&'a str>| {
+            record
+                .dc_identifiers
+                .iter()
+                .map(String::as_str)
+                .chain(record.dc_values(DcElement::Relation))
+                .filter_map(classify::pid_of)
+                .find_map(|p| want(&p))
+        };
+        let filled = template.try_fill(|p| match p {
+            Placeholder::Handle => pid(|p| match p {
+                Pid::Handle(h) => Some(*h),
+                Pid::Doi(_) => None,
+            }),
+            Placeholder::Doi => pid(|p| match p {
+                Pid::Doi(d) => Some(*d),
+                Pid::Handle(_) => None,
+            }),
+            Placeholder::OaiLocal => {
+                let id = record.identifier.as_str();
+                Some(id.rsplit(':').next().unwrap_or(id)).filter(|s| !s.is_empty())
+            }
+        });
+        let mut landing_url = None;
+        if let Some(url) = filled {
+            let class = landing(url, &self.scope, Some(Drop::TemplateInvalidUrl));
+            if let Class::LandingPage(url) = &class {
+                landing_url = Some(url.to_string());
+            }
+            out.push(class);
+        }
+        for value in &record.dc_identifiers {
+            match classify::class(value, &self.scope) {
+                Class::LandingPage(url) if landing_url.as_deref() == Some(url.as_ref()) => {}
+                class => out.push(class),
+            }
+        }
+    }
+}
+
+impl fmt::Display for Landing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.rule_text())
+    }
+}
+
+/// A derived URL as a landing page: normalised, bounded and checked against the scope as any
+/// identifier is, whatever its extension. A URL that does not parse is `invalid` (or
+/// [`Drop::InvalidUrl`]).
+fn landing(url: String, scope: &Scope, invalid: Option<Drop>) -> Class<'static> {
+    match classify::publishable(&url, scope) {
+        Ok(Cow::Borrowed(_)) => Class::LandingPage(Cow::Owned(url)),
+        Ok(Cow::Owned(normal)) => Class::LandingPage(Cow::Owned(normal)),
+        Err(Drop::InvalidUrl | Drop::NotAUrl) => {
+            Class::Dropped(invalid.unwrap_or(Drop::InvalidUrl))
+        }
+        Err(reason) => Class::Dropped(reason),
+    }
+}
+
+fn looks_like_url(value: &str) -> bool {
+    let v = value.trim().as_bytes();
+    let starts = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
+    starts(b"http://") || starts(b"https://")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str, identifiers: &[&str], relations: &[&str]) -> Record {
+        let mut r = Record {
+            identifier: id.to_owned(),
+            dc_identifiers: identifiers.iter().map(|s| (*s).to_owned()).collect(),
+            ..Record::default()
+        };
+        for v in relations {
+            r.dc.push(DcElement::Relation, v);
+        }
+        r
+    }
+
+    fn landing(settings: LandingSettings, base: &str, platform: Platform) -> Landing {
+        let base = Url::parse(base).unwrap();
+        Landing::new(&settings, Some(&base), None, Detected::configured(platform))
+            .unwrap()
+            .expect("a platform's rule")
+    }
+
+    fn dspace(base: &str, ui: Option<&str>) -> Landing {
+        let settings = LandingSettings {
+            platform: Setting::Fixed(Platform::Dspace),
+            ui_url: ui.map(|u| Url::parse(u).unwrap()),
+            template: None,
+        };
+        landing(settings, base, Platform::Dspace)
+    }
+
+    fn eprints(base: &str) -> Landing {
+        let settings = LandingSettings {
+            platform: Setting::Fixed(Platform::Eprints),
+            ..LandingSettings::default()
+        };
+        landing(settings, base, Platform::Eprints)
+    }
+
+    fn template(text: &str, base: &str) -> Landing {
+        let settings = LandingSettings {
+            template: Some(Template::parse(text).unwrap()),
+            ..LandingSettings::default()
+        };
+        landing(settings, base, Platform::Generic)
+    }
+
+    /// The classes of a record, one line each, as the checks below spell them.
+    fn classes(rule: &Landing, record: &Record) -> Vec<String> {
+        let mut out = Classes::new();
+        rule.classes(record, &mut out);
+        out.iter()
+            .map(|c| match c {
+                Class::LandingPage(u) => format!("landing {u}"),
+                Class::ContentFile { url, media_type } => format!("file {media_type} {url}"),
+                Class::PersistentId(p) => format!("pid {}", p.resolver_url()),
+                Class::Dropped(d) => format!("drop {}", d.as_str()),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_dspace_handle_in_every_spelling_gives_one_landing_page_on_the_ui() {
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        for spelling in [
+            "http://hdl.handle.net/1765/315",
+            "https://hdl.handle.net/1765/315",
+            "hdl:1765/315",
+            "info:hdl/1765/315",
+            " HDL:1765/315\n",
+        ] {
+            let got = classes(
+                &rule,
+                &record("oai:repo.example.edu:1765/315", &[spelling], &[]),
+            );
+            assert_eq!(
+                got,
+                [
+                    "landing https://repo.example.edu/handle/1765/315",
+                    "pid https://hdl.handle.net/1765/315"
+                ],
+                "{spelling:?}"
+            );
+        }
+        // The local spelling (handle.canonical.prefix set to the UI, often with http): the
+        // landing page on the UI, and the Handle still cited.
+        let got = classes(
+            &rule,
+            &record(
+                "oai:h:1765/315",
+                &["http://repo.example.edu/handle/1765/315"],
+                &[],
+            ),
+        );
+        assert_eq!(
+            got,
+            [
+                "landing https://repo.example.edu/handle/1765/315",
+                "pid https://hdl.handle.net/1765/315"
+            ]
+        );
+    }
+
+    #[test]
+    fn dspace_gives_each_landing_page_once_and_bitstreams_as_content_files() {
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        let r = record(
+            "oai:h:1/2",
+            &[
+                "http://hdl.handle.net/20.500.12345/7",
+                "hdl:20.500.12345/7",
+                "https://repo.example.edu/bitstream/20.500.12345/7/1/thesis.pdf",
+                "https://repo.example.edu/bitstream/handle/20.500.12345/7/data?sequence=2",
+                "10.1234/abc",
+                "Smith, J. (2020) A thesis.",
+                "https://elsewhere.example/x",
+            ],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://repo.example.edu/handle/20.500.12345/7",
+                "pid https://hdl.handle.net/20.500.12345/7",
+                "file application/pdf https://repo.example.edu/bitstream/20.500.12345/7/1/thesis.pdf",
+                "file application/octet-stream https://repo.example.edu/bitstream/handle/20.500.12345/7/data?sequence=2",
+                "pid https://doi.org/10.1234/abc",
+                "drop not_a_url",
+                "drop out_of_scope",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_value_spelled_as_a_handle_that_does_not_parse_is_counted_not_fatal() {
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        for bad in [
+            "http://hdl.handle.net/",
+            "hdl:",
+            "hdl:1765",
+            "info:hdl/1765/",
+            "http://hdl.handle.net/1765/a b",
+        ] {
+            let got = classes(&rule, &record("oai:h:1", &[bad], &[]));
+            assert_eq!(got, ["drop invalid_handle"], "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn dspace_7_puts_the_landing_page_on_the_ui_host_and_the_scope_there() {
+        let rule = dspace(
+            "https://api.repo.example.edu/server/oai/request",
+            Some("https://repo.example.edu/"),
+        );
+        assert_eq!(rule.scope().to_string(), "https://repo.example.edu/");
+        let r = record(
+            "oai:repo.example.edu:123456789/4",
+            &[
+                "https://hdl.handle.net/123456789/4",
+                "https://api.repo.example.edu/server/api/core/bitstreams/0f6a/content",
+            ],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://repo.example.edu/handle/123456789/4",
+                "pid https://hdl.handle.net/123456789/4",
+                "drop out_of_scope",
+            ]
+        );
+        // A UI under a path.
+        let rule = dspace(
+            "https://api.example.edu/server/oai/request",
+            Some("https://example.edu/repository"),
+        );
+        let r = record("oai:h:1/4", &["hdl:1/4"], &[]);
+        assert_eq!(
+            classes(&rule, &r)[0],
+            "landing https://example.edu/repository/handle/1/4"
+        );
+    }
+
+    #[test]
+    fn eprints_takes_its_own_abstract_relation_and_makes_documents_content_files() {
+        let rule = eprints("https://eprints.example.ac.uk/cgi/oai2");
+        assert_eq!(rule.scope().to_string(), "https://eprints.example.ac.uk/");
+        // 3.4: the abstract page first, an official URL pointing at another record of the same
+        // host, a DOI; documents and the citation as identifiers.
+        let r = record(
+            "oai:eprints.example.ac.uk:42",
+            &[
+                "https://eprints.example.ac.uk/id/eprint/42/1/paper.pdf",
+                "https://eprints.example.ac.uk/id/eprint/42/2/data",
+                "Smith, J. (2020) A paper. Journal, 1 (2). pp. 3-4.",
+            ],
+            &[
+                "https://eprints.example.ac.uk/id/eprint/42/",
+                "https://eprints.example.ac.uk/id/eprint/7/",
+                "https://doi.org/10.5555/paper.42",
+                "See also the conference version",
+            ],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://eprints.example.ac.uk/id/eprint/42/",
+                "file application/pdf https://eprints.example.ac.uk/id/eprint/42/1/paper.pdf",
+                "file application/octet-stream https://eprints.example.ac.uk/id/eprint/42/2/data",
+                "drop not_a_url",
+                "pid https://doi.org/10.5555/paper.42",
+                "drop relation_not_a_url",
+            ]
+        );
+        // 3.0-3.2: the short spelling, last.
+        let r = record(
+            "oai:eprints.example.ac.uk:42",
+            &["https://eprints.example.ac.uk/42/1/paper.pdf"],
+            &[
+                "https://publisher.example/a/42",
+                "https://eprints.example.ac.uk/42/",
+            ],
+        );
+        assert_eq!(
+            classes(&rule, &r)[..2],
+            [
+                "landing https://eprints.example.ac.uk/42/",
+                "file application/pdf https://eprints.example.ac.uk/42/1/paper.pdf",
+            ]
+        );
+        // Only another record's page: no landing page from the relations.
+        let r = record(
+            "oai:eprints.example.ac.uk:42",
+            &[],
+            &["https://eprints.example.ac.uk/7/"],
+        );
+        assert!(classes(&rule, &r).is_empty());
+    }
+
+    #[test]
+    fn eprints_installed_under_a_path_looks_there() {
+        let rule = eprints("https://www.example.ac.uk/research/cgi/oai2");
+        assert_eq!(
+            rule.scope().to_string(),
+            "https://www.example.ac.uk/research/"
+        );
+        let r = record("oai:x:5", &[], &["https://www.example.ac.uk/research/5/"]);
+        assert_eq!(
+            classes(&rule, &r),
+            ["landing https://www.example.ac.uk/research/5/"]
+        );
+    }
+
+    #[test]
+    fn templates_fill_their_placeholders_from_each_record() {
+        let rule = template(
+            "https://data.example.org/dataset.xhtml?persistentId=doi:{doi}",
+            "https://data.example.org/oai",
+        );
+        let r = record(
+            "oai:data.example.org:doi:10.70122/FK2/ABC",
+            &["https://doi.org/10.70122/FK2/ABC"],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://data.example.org/dataset.xhtml?persistentId=doi:10.70122/FK2/ABC",
+                "pid https://doi.org/10.70122/FK2/ABC",
+            ]
+        );
+        let rule = template(
+            "https://zenodo.example.org/records/{oai_local}",
+            "https://zenodo.example.org/oai2d",
+        );
+        let r = record(
+            "oai:zenodo.example.org:abc12-x7y89",
+            &["https://zenodo.example.org/records/abc12-x7y89"],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            ["landing https://zenodo.example.org/records/abc12-x7y89"]
+        );
+        // A value that makes no valid URL is counted, and the record goes on.
+        let rule = template("https://{oai_local}/x", "https://h.example/oai");
+        let r = record("oai:h:a b%", &[], &[]);
+        assert_eq!(classes(&rule, &r), ["drop template_invalid_url"]);
+        // A record without the value gets no landing page from the template.
+        let rule = template("https://h.example/handle/{handle}", "https://h.example/oai");
+        let r = record("oai:h:1", &["https://h.example/items/1"], &[]);
+        assert_eq!(classes(&rule, &r), ["landing https://h.example/items/1"]);
+    }
+
+    #[test]
+    fn templates_are_checked_when_read() {
+        for (bad, says) in [
+            ("https://h/{nope}", "unknown placeholder {nope}"),
+            ("https://h/records/1", "no placeholder"),
+            ("ftp://h/{doi}", "not an http(s) URL"),
+            ("{doi}", "not a URL"),
+            ("https://h/{doi", "unclosed"),
+        ] {
+            let e = Template::parse(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(Template::parse("https://h/handle/{handle}").is_ok());
+    }
+
+    #[test]
+    fn a_deleted_record_gets_no_classes() {
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        let mut r = record("oai:h:1/2", &["hdl:1/2"], &[]);
+        r.deleted = true;
+        assert!(classes(&rule, &r).is_empty());
+    }
+
+    fn identify(sample: Option<&str>) -> Identify {
+        Identify {
+            sample_identifier: sample.map(str::to_owned),
+            ..Identify::default()
+        }
+    }
+
+    #[test]
+    fn detection_needs_the_records_to_agree() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let dspace_records: Vec<Record> = (1..=4)
+            .map(|i| {
+                record(
+                    &format!("oai:repo.example.edu:1765/{i}"),
+                    &[&format!("http://hdl.handle.net/1765/{i}")],
+                    &[],
+                )
+            })
+            .collect();
+        let d = detect(
+            Some(&url("https://repo.example.edu/oai/request")),
+            &identify(Some("oai:repo.example.edu:123456789/1")),
+            &dspace_records,
+        );
+        assert_eq!(d.platform, Platform::Dspace, "{d}");
+        assert!(d.evidence.contains("/oai/request"), "{d}");
+        assert!(
+            d.evidence
+                .contains("4 of the first 4 live records carry a Handle"),
+            "{d}"
+        );
+        // On another path, the header shape and the Handles still tell DSpace.
+        let d = detect(
+            Some(&url("https://h.example/oai")),
+            &identify(None),
+            &dspace_records,
+        );
+        assert_eq!(d.platform, Platform::Dspace, "{d}");
+        // A DSpace-like path whose records carry landing pages: generic, and why.
+        let generic: Vec<Record> = (1..=4)
+            .map(|i| {
+                record(
+                    &format!("oai:h:{i}"),
+                    &[&format!("https://h.example/oai/item/{i}")],
+                    &[],
+                )
+            })
+            .collect();
+        let d = detect(
+            Some(&url("https://h.example/oai/request")),
+            &identify(None),
+            &generic,
+        );
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert!(d.evidence.contains("DSpace-like endpoint"), "{d}");
+        // No live record: nothing chosen.
+        let d = detect(
+            Some(&url("https://h.example/oai/request")),
+            &identify(None),
+            &[],
+        );
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+        // EPrints: its own abstract relation on most records (an eprints description alone
+        // would prove nothing).
+        let eprints_records: Vec<Record> = (1..=3)
+            .map(|i| {
+                record(
+                    &format!("oai:e.example.ac.uk:{i}"),
+                    &[&format!("https://e.example.ac.uk/{i}/1/a.pdf")],
+                    &[&format!("https://e.example.ac.uk/id/eprint/{i}/")],
+                )
+            })
+            .collect();
+        let d = detect(
+            Some(&url("https://e.example.ac.uk/cgi/oai2")),
+            &identify(None),
+            &eprints_records,
+        );
+        assert_eq!(d.platform, Platform::Eprints, "{d}");
+        assert!(d.evidence.contains("/cgi/oai2"), "{d}");
+        // Handles on a few records only: not DSpace.
+        let mut mixed = generic.clone();
+        mixed.push(dspace_records[0].clone());
+        let d = detect(
+            Some(&url("https://h.example/oai/request")),
+            &identify(None),
+            &mixed,
+        );
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+    }
+}
