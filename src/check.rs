@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use url::Url;
 
-use crate::classify::{self, Drop, Identifier};
+use crate::classify::{self, Class, Drop};
 use crate::oai::parse::{self, SmallAnswer};
 use crate::oai::{self, Client, HarvestRequest, HarvestSettings, OaiRequest, Source};
+use crate::platform::{Classes, Landing, Platform, Setting};
 use crate::scope::Scope;
 
 /// What to check.
@@ -48,6 +49,8 @@ pub struct CheckReport {
     pub sets: SetsReport,
     /// The `ListRecords` sample.
     pub sample: SampleReport,
+    /// The platform in effect, its landing rule, and what the sample's records get from it.
+    pub landing: LandingReport,
     /// The scope applied and what a better one would be.
     pub scope: ScopeReport,
     /// The repository host's robots.txt.
@@ -125,6 +128,46 @@ pub struct SampleReport {
     pub error: Option<String>,
 }
 
+/// Where the landing pages come from, and what the sample's live records get.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LandingReport {
+    /// `generic`, `dspace` or `eprints`.
+    pub platform: String,
+    /// The platform was configured, not detected.
+    pub configured: bool,
+    /// What it was found from (or that it was configured).
+    pub evidence: String,
+    /// Where a record's landing page comes from, in words.
+    pub rule: String,
+    /// Live records of the sample (readable, not deleted).
+    pub live_records: u64,
+    /// Those that get a landing page.
+    pub with_landing_page: u64,
+    /// `with_landing_page / live_records`.
+    pub share: f64,
+    /// A few landing pages it would publish.
+    pub examples: Vec<String>,
+    /// A few content files it would publish.
+    pub content_files: Vec<String>,
+    /// Sample landing pages requested.
+    pub fetched: Vec<FetchReport>,
+    /// The setting that would give more records a landing page, when most get none.
+    pub suggestion: Option<String>,
+}
+
+/// One sample landing page, requested as a crawler would.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FetchReport {
+    /// The page.
+    pub url: String,
+    /// The final HTTP status (redirects on the same host are followed), when it answered.
+    pub status: Option<u16>,
+    /// Why it did not answer (a redirect to another host, a timeout, ...).
+    pub error: Option<String>,
+    /// The host's robots.txt lets [`CRAWLER`] fetch it (`None`: robots.txt unreadable).
+    pub robots_allowed: Option<bool>,
+}
+
 /// The scope.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ScopeReport {
@@ -172,6 +215,8 @@ pub struct RobotsReport {
 const CRAWLER: &str = "Googlebot";
 /// URLs remembered for suggestions and robots checks.
 const KEEP: usize = 2_000;
+/// Records of the sample kept to classify under the landing rule (found after they are read).
+const KEEP_RECORDS: usize = 10_000;
 
 /// Runs the check. Fails only when the HTTP client cannot be built; everything the upstream
 /// does wrong is in the report.
@@ -219,12 +264,15 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         }
     };
     let mut is_static = false;
+    let mut identify = parse::Identify::default();
     match outcome {
         Ok(parse::IdentifyOutcome::Identify(i)) => {
+            identify = i.clone();
             report.identify = Some(IdentifyReport::new(i, started));
         }
         Ok(parse::IdentifyOutcome::Static(i)) => {
             is_static = true;
+            identify = i.clone();
             report.identify = Some(IdentifyReport::new(i, started));
             report.warnings.push(
                 "an OAI Static Repository: it is read whole; sets and dates are applied by the bridge".to_owned(),
@@ -274,27 +322,49 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         list_formats_and_sets(&client, base, &mut report).await;
     }
 
-    let scope = if options.scope.is_empty() {
-        base.as_ref().and_then(Scope::from_base_url)
-    } else {
-        Scope::from_prefixes(&options.scope)
+    let records = sample(&client, options, &mut report).await;
+    // What a harvest would find from the same first records.
+    let landing = match crate::pipeline::landing_of(
+        &options.landing,
+        &options.source,
+        &options.scope,
+        &identify,
+        &records,
+    ) {
+        Ok(landing) => landing,
+        Err(e) => {
+            report.problems.push(format!("{e}; give --scope"));
+            report.bridgeable = false;
+            return Ok(report);
+        }
     };
-    let Some(scope) = scope else {
-        report
-            .problems
-            .push("no scope can be derived from the baseURL; give --scope".to_owned());
-        return Ok(report);
-    };
+    let scope = landing.scope().clone();
     report.scope.applied = scope.prefixes();
-    let sample = sample(&client, &options.source, &scope, options.pages, &mut report).await;
-    robots(
+    let landing_pages = classify_sample(&records, &landing, &mut report);
+    suggest_landing(&records, options, &identify, &landing, &mut report);
+    // DSpace 7 and later: the records name the UI (their local Handle URLs), which the bridge
+    // does not take from them when it is on another host than the baseURL.
+    if landing.detected().platform == Platform::Dspace
+        && options.landing.ui_url.is_none()
+        && let Some(ui) = crate::platform::dspace_ui_in(&records)
+        && !landing.scope().contains(&ui)
+    {
+        report.warnings.push(format!(
+            "the records' local Handle URLs are under {ui}, not on the baseURL's host: if that is \
+             the DSpace UI, set ui_url = \"{ui}\" (--ui-url {ui}); the landing pages are now \
+             made under {}",
+            landing.scope()
+        ));
+    }
+    let allowed = robots(
         &client,
         &scope,
-        &sample,
+        &landing_pages,
         options.public_url.as_ref(),
         &mut report,
     )
     .await;
+    fetch_landing_pages(&client, &landing_pages, options.fetch, allowed, &mut report).await;
 
     let s = &report.scope;
     if report.sample.records > 0 && s.inside == 0 {
@@ -316,6 +386,42 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
             let _ = write!(warning, "; --scope {p} would cover more");
         }
         report.warnings.push(warning);
+    }
+    let l = &report.landing;
+    if l.live_records > 0 && l.share < 0.5 {
+        let what = format!(
+            "only {} of {} live records of the sample get a landing page under the {} rule",
+            l.with_landing_page, l.live_records, l.platform
+        );
+        match &l.suggestion {
+            Some(fix) => report.warnings.push(format!("{what}; {fix}")),
+            None => report.warnings.push(what),
+        }
+    }
+    let failed: Vec<String> = report
+        .landing
+        .fetched
+        .iter()
+        .filter_map(|f| match (f.status, &f.error) {
+            (Some(s), _) if (200..300).contains(&s) => None,
+            (Some(s), _) => Some(format!("{} answers HTTP {s}", f.url)),
+            (None, Some(e)) => Some(format!("{} failed: {e}", f.url)),
+            (None, None) => None,
+        })
+        .collect();
+    match failed.len() {
+        0 => {}
+        n if n == report.landing.fetched.len() && n > 1 => report.warnings.push(format!(
+            "none of the {n} sample landing pages could be fetched, so a crawler would index none of them; the first: {}",
+            failed[0]
+        )),
+        _ => {
+            for f in failed {
+                report
+                    .warnings
+                    .push(format!("the sample landing page {f}: a crawler would not index it"));
+            }
+        }
     }
     if report.sample.records == 0 && report.sample.error.is_none() {
         report
@@ -383,71 +489,45 @@ async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckRe
     }
 }
 
-/// Reads up to `pages` pages of `ListRecords` and classifies every `dc:identifier`; returns
-/// the in-scope landing pages seen (up to [`KEEP`]).
+/// Reads up to `options.pages` pages of `ListRecords`: counts records, and keeps the live ones
+/// (up to [`KEEP_RECORDS`]) to classify once the landing rule is known, which the first of
+/// them decide under `platform = "auto"`.
 async fn sample(
     client: &Client,
-    source: &Source,
-    scope: &Scope,
-    pages: u64,
+    options: &CheckOptions,
     report: &mut CheckReport,
-) -> Vec<String> {
+) -> Vec<parse::Record> {
+    let fields = if options.landing.reads_relations() {
+        parse::Fields::of(&[parse::DcElement::Relation])
+    } else {
+        parse::Fields::default()
+    };
     let request = HarvestRequest {
-        source: source.clone(),
+        source: options.source.clone(),
         sets: Vec::new(),
         from: None,
         until: None,
-        fields: parse::Fields::default(),
+        fields,
     };
     let started = Instant::now();
-    let mut landing = Vec::new();
-    let mut outside: Vec<Url> = Vec::new();
+    let mut records = Vec::new();
     let s = &mut report.sample;
     let result = oai::harvest_resumable(client, &request, None, |event| {
         if s.pages == 0 {
             s.first_page_ms = millis(started.elapsed());
         }
         s.pages += 1;
-        for record in &event.records {
+        for record in event.records {
             s.records += 1;
             if record.deleted {
                 s.deleted += 1;
-                continue;
-            }
-            if record.unreadable() {
+            } else if record.unreadable() {
                 s.empty_metadata += 1;
-                continue;
+            } else if records.len() < KEEP_RECORDS {
+                records.push(record);
             }
-            let mut published = false;
-            for value in &record.dc_identifiers {
-                let class = match classify::classify(value, scope) {
-                    Identifier::LandingPage(url) => {
-                        published = true;
-                        if landing.len() < KEEP {
-                            landing.push(url);
-                        }
-                        "landing_page"
-                    }
-                    Identifier::ContentFile { .. } => {
-                        published = true;
-                        "content_file"
-                    }
-                    Identifier::PersistentId(_) => "persistent_id",
-                    Identifier::Dropped(Drop::OutOfScope) => {
-                        if outside.len() < KEEP
-                            && let Ok(url) = Url::parse(value.trim())
-                        {
-                            outside.push(url);
-                        }
-                        Drop::OutOfScope.as_str()
-                    }
-                    Identifier::Dropped(reason) => reason.as_str(),
-                };
-                *s.identifiers.entry(class.to_owned()).or_default() += 1;
-            }
-            s.records_without_url += u64::from(!published);
         }
-        if s.pages >= pages {
+        if s.pages >= options.pages {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
@@ -460,17 +540,78 @@ async fn sample(
             .problems
             .push(format!("ListRecords (oai_dc) failed: {e}"));
     }
+    records
+}
+
+/// Classifies the sample's live records under `landing`, as a harvest would: the identifier
+/// classes, the scope's coverage and a suggested prefix, and the landing report. Returns the
+/// landing pages seen (up to [`KEEP`]).
+fn classify_sample(
+    records: &[parse::Record],
+    landing: &Landing,
+    report: &mut CheckReport,
+) -> Vec<String> {
+    let detected = landing.detected();
+    let l = &mut report.landing;
+    l.platform = detected.platform.to_string();
+    l.configured = detected.configured;
+    l.evidence = detected.evidence.clone();
+    l.rule = landing.rule_text();
+    let mut pages = Vec::new();
+    let mut outside: Vec<Url> = Vec::new();
+    let mut classes = Classes::new();
+    let s = &mut report.sample;
+    for record in records {
+        landing.classes(record, &mut classes);
+        let mut published = false;
+        let mut has_landing = false;
+        for class in &classes {
+            let name = match class {
+                Class::LandingPage(url) => {
+                    published = true;
+                    has_landing = true;
+                    if pages.len() < KEEP {
+                        pages.push(url.to_string());
+                    }
+                    "landing_page"
+                }
+                Class::ContentFile { url, .. } => {
+                    published = true;
+                    if l.content_files.len() < 5 {
+                        l.content_files.push(url.to_string());
+                    }
+                    "content_file"
+                }
+                Class::PersistentId(_) => "persistent_id",
+                Class::Dropped(reason) => reason.as_str(),
+            };
+            *s.identifiers.entry(name.to_owned()).or_default() += 1;
+        }
+        // The URLs outside the scope, for a suggestion: the values themselves.
+        for value in &record.dc_identifiers {
+            if outside.len() < KEEP
+                && matches!(
+                    classify::class(value, landing.scope()),
+                    Class::Dropped(Drop::OutOfScope)
+                )
+                && let Ok(url) = Url::parse(value.trim())
+            {
+                outside.push(url);
+            }
+        }
+        s.records_without_url += u64::from(!published);
+        l.live_records += 1;
+        l.with_landing_page += u64::from(has_landing);
+    }
+    l.share = share(l.with_landing_page, l.live_records);
+    l.examples = pages.iter().take(5).cloned().collect();
     let count = |k: &str| report.sample.identifiers.get(k).copied().unwrap_or(0);
     let inside = count("landing_page") + count("content_file");
     let http = inside + count(Drop::OutOfScope.as_str());
     let sc = &mut report.scope;
     sc.inside = inside;
     sc.http_urls = http;
-    sc.inside_share = if http == 0 {
-        0.0
-    } else {
-        inside as f64 / http as f64
-    };
+    sc.inside_share = share(inside, http);
     sc.outside_examples = outside.iter().take(5).map(Url::to_string).collect();
     if sc.inside_share < 0.5
         && let Some((prefix, covered)) = suggest_scope(&outside)
@@ -481,7 +622,129 @@ async fn sample(
         sc.suggested_share = Some((covered_share * outside_total) / http as f64);
         sc.suggested = Some(prefix);
     }
-    landing
+    pages
+}
+
+fn share(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// When most live records get no landing page, tries what else could give them one on the same
+/// records (each platform's rule, the suggested scope) and says the setting that gives the most,
+/// if it gives most records one; else what the records carry that a template could use.
+fn suggest_landing(
+    records: &[parse::Record],
+    options: &CheckOptions,
+    identify: &parse::Identify,
+    landing: &Landing,
+    report: &mut CheckReport,
+) {
+    let l = &report.landing;
+    if l.live_records == 0 || l.share >= 0.5 {
+        return;
+    }
+    let with_landing = |rule: &Landing| {
+        let mut classes = Classes::new();
+        records
+            .iter()
+            .filter(|r| {
+                rule.classes(r, &mut classes);
+                classes.iter().any(|c| matches!(c, Class::LandingPage(_)))
+            })
+            .count() as u64
+    };
+    let mut best: Option<(u64, String)> = None;
+    let mut consider = |n: u64, setting: String| {
+        if n > l.with_landing_page && best.as_ref().is_none_or(|(b, _)| n > *b) {
+            best = Some((n, setting));
+        }
+    };
+    for platform in [Platform::Dspace, Platform::Eprints] {
+        if platform == landing.detected().platform {
+            continue;
+        }
+        let settings = crate::platform::LandingSettings {
+            platform: Setting::Fixed(platform),
+            ui_url: options.landing.ui_url.clone(),
+            template: None,
+        };
+        if let Ok(rule) = crate::pipeline::landing_of(
+            &settings,
+            &options.source,
+            &options.scope,
+            identify,
+            records,
+        ) {
+            consider(
+                with_landing(&rule),
+                format!("platform = \"{platform}\" (--platform {platform})"),
+            );
+        }
+    }
+    if let Some(prefix) = &report.scope.suggested
+        && let Ok(url) = Url::parse(prefix)
+        && let Ok(rule) = crate::pipeline::landing_of(
+            &options.landing,
+            &options.source,
+            &[url],
+            identify,
+            records,
+        )
+    {
+        consider(
+            with_landing(&rule),
+            format!("scope = [\"{prefix}\"] (--scope {prefix})"),
+        );
+    }
+    let suggestion = match best {
+        Some((n, setting)) if n * 2 >= l.live_records => {
+            Some(format!("{setting} would give {n} of them one"))
+        }
+        _ => {
+            let dois = records
+                .iter()
+                .filter(|r| {
+                    r.dc_identifiers
+                        .iter()
+                        .any(|v| matches!(classify::pid_of(v), Some(classify::Pid::Doi(_))))
+                })
+                .count();
+            (dois * 2 >= records.len()).then(|| {
+                format!(
+                    "{dois} of them carry a DOI: if the landing pages are made from it, set landing_template (e.g. Dataverse: \"https://host/dataset.xhtml?persistentId=doi:{{doi}}\")"
+                )
+            })
+        }
+    };
+    report.landing.suggestion = suggestion;
+}
+
+/// Requests up to `n` of the sample's landing pages, one at a time, as a crawler would: the
+/// status after same-host redirects, and whether robots.txt lets [`CRAWLER`] in (`allowed`,
+/// from [`robots`]).
+async fn fetch_landing_pages(
+    client: &Client,
+    pages: &[String],
+    n: usize,
+    allowed: Option<Vec<bool>>,
+    report: &mut CheckReport,
+) {
+    for (i, url) in pages.iter().take(n).enumerate() {
+        let (status, error) = match client.get_once(url).await {
+            Ok((status, _)) => (Some(status), None),
+            Err(kind) => (None, Some(kind.to_string())),
+        };
+        report.landing.fetched.push(FetchReport {
+            url: url.clone(),
+            status,
+            error,
+            robots_allowed: allowed.as_ref().and_then(|a| a.get(i).copied()),
+        });
+    }
 }
 
 /// The prefix (scheme, host, port and first path segment) that covers most of `outside`, and how
@@ -513,26 +776,24 @@ fn suggest_scope(outside: &[Url]) -> Option<(String, usize)> {
 }
 
 /// Reads the robots.txt of the scope's host: sitemaps, landing pages disallowed for
-/// [`CRAWLER`], and the cross-submission line the bridge's public URL needs.
+/// [`CRAWLER`], and the cross-submission line the bridge's public URL needs. Returns whether
+/// each of `landing` is allowed, when robots.txt could be read.
 async fn robots(
     client: &Client,
     scope: &Scope,
     landing: &[String],
     public_url: Option<&Url>,
     report: &mut CheckReport,
-) {
+) -> Option<Vec<bool>> {
     let host_of = |u: &str| {
         Url::parse(u)
             .ok()
             .map(|u| format!("{}://{}", u.scheme(), u.authority()))
     };
-    let Some(origin) = landing
+    let origin = landing
         .first()
         .and_then(|u| host_of(u))
-        .or_else(|| scope.prefixes().first().and_then(|p| host_of(p)))
-    else {
-        return;
-    };
+        .or_else(|| scope.prefixes().first().and_then(|p| host_of(p)))?;
     let url = format!("{origin}/robots.txt");
     let r = &mut report.robots;
     r.url = url.clone();
@@ -548,12 +809,14 @@ async fn robots(
         }
         Err(kind) => {
             r.error = Some(kind.to_string());
-            return;
+            return None;
         }
     };
+    let mut allowed = None;
     match texting_robots::Robot::new(CRAWLER, &body) {
         Ok(robot) => {
             r.sitemaps = robot.sitemaps.clone();
+            allowed = Some(landing.iter().map(|p| robot.allowed(p)).collect());
             for page in landing.iter().filter(|p| p.starts_with(&origin)) {
                 r.checked += 1;
                 if !robot.allowed(page) {
@@ -573,6 +836,7 @@ async fn robots(
         r.cross_submission_listed = r.sitemaps.iter().any(|s| s.trim() == index);
         r.cross_submission = Some(format!("Sitemap: {index}"));
     }
+    allowed
 }
 
 fn describe_errors(errors: &[parse::OaiError]) -> String {
@@ -738,6 +1002,54 @@ impl CheckReport {
                     Drop::EmptyMetadata.as_str()
                 ),
             );
+        }
+        let l = &self.landing;
+        if !l.platform.is_empty() {
+            line(
+                "platform",
+                format!(
+                    "{} ({}: {})",
+                    l.platform,
+                    if l.configured {
+                        "configured"
+                    } else {
+                        "detected"
+                    },
+                    l.evidence
+                ),
+            );
+            line("landing", l.rule.clone());
+            line(
+                "",
+                format!(
+                    "{} of {} live records get a landing page ({:.0}%)",
+                    l.with_landing_page,
+                    l.live_records,
+                    100.0 * l.share
+                ),
+            );
+            for e in &l.examples {
+                line("", format!("landing page: {e}"));
+            }
+            for e in &l.content_files {
+                line("", format!("content file: {e}"));
+            }
+            if let Some(fix) = &l.suggestion {
+                line("", format!("suggested: {fix}"));
+            }
+            for f in &l.fetched {
+                let answer = match (f.status, &f.error) {
+                    (Some(s), _) => format!("HTTP {s}"),
+                    (None, Some(e)) => format!("failed: {e}"),
+                    (None, None) => "no answer".to_owned(),
+                };
+                let robots = match f.robots_allowed {
+                    Some(true) => format!("allowed for {CRAWLER}"),
+                    Some(false) => format!("DISALLOWED for {CRAWLER}"),
+                    None => "robots.txt unread".to_owned(),
+                };
+                line("fetched", format!("{}: {answer}; {robots}", f.url));
+            }
         }
         let sc = &self.scope;
         line(

@@ -237,11 +237,20 @@ impl Built {
 /// The scope of a job: explicit prefixes, or the directory of the baseURL (for a Static
 /// Repository file, of the baseURL its `Identify` states).
 pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError> {
-    if !job.scope.is_empty() {
-        return Scope::from_prefixes(&job.scope)
+    scope_of(&job.request.source, &job.scope, identify_base)
+}
+
+/// [`scope_for`] the `source` with the configured `scope` prefixes (none: the default).
+pub fn scope_of(
+    source: &Source,
+    scope: &[Url],
+    identify_base: &str,
+) -> Result<Scope, PipelineError> {
+    if !scope.is_empty() {
+        return Scope::from_prefixes(scope)
             .ok_or_else(|| PipelineError::Scope("scope prefixes must be http(s) URLs".into()));
     }
-    match &job.request.source {
+    match source {
         Source::Oai(base) => Scope::from_base_url(base).ok_or_else(|| PipelineError::Scope(format!("baseURL {base} has no host"))),
         Source::File(path) => Url::parse(identify_base)
             .ok()
@@ -256,10 +265,10 @@ pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError>
     }
 }
 
-/// The baseURL whose host and path the landing rules start from: the job's, or the one a Static
-/// Repository states (if it is an http(s) URL).
-fn base_url(job: &Job, identify_base: &str) -> Option<Url> {
-    match &job.request.source {
+/// The baseURL whose host and path the landing rules start from: the source's, or the one a
+/// Static Repository states (if it is an http(s) URL).
+fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
+    match source {
         Source::Oai(base) => Some(base.clone()),
         Source::File(_) => Url::parse(identify_base)
             .ok()
@@ -275,20 +284,60 @@ pub fn landing_for(
     identify: &Identify,
     sample: &[Record],
 ) -> Result<Landing, PipelineError> {
-    let base = base_url(job, &identify.base_url);
-    let detected = match job.landing.platform {
+    landing_of(
+        &job.landing,
+        &job.request.source,
+        &job.scope,
+        identify,
+        sample,
+    )
+}
+
+/// [`landing_for`] `settings` and the configured `scope` prefixes of `source`.
+pub fn landing_of(
+    settings: &LandingSettings,
+    source: &Source,
+    scope: &[Url],
+    identify: &Identify,
+    sample: &[Record],
+) -> Result<Landing, PipelineError> {
+    let base = base_url(source, &identify.base_url);
+    let mut detected = match settings.platform {
         Setting::Fixed(platform) => Detected::configured(platform),
         Setting::Auto => crate::platform::detect(base.as_ref(), identify, sample),
     };
-    let explicit = if job.scope.is_empty() {
+    // A DSpace UI under a path of the baseURL's host (`/xmlui/`, `/jspui/`), as the records'
+    // local Handle URLs show it, when `ui_url` does not say: on the host the operator named.
+    let mut inferred;
+    let mut settings = settings;
+    if detected.platform == crate::platform::Platform::Dspace
+        && settings.ui_url.is_none()
+        && settings.template.is_none()
+        && let Some(base) = &base
+        && let Some(ui) = crate::platform::dspace_ui_in(sample)
+        && ui.host_str() == base.host_str()
+        && ui.path() != "/"
+    {
+        let mut ui = ui;
+        let _ = ui.set_scheme(base.scheme());
+        let _ = ui.set_port(base.port());
+        detected.evidence = format!(
+            "{}; the UI at {ui}, from the records' local Handle URLs",
+            detected.evidence
+        );
+        inferred = settings.clone();
+        inferred.ui_url = Some(ui);
+        settings = &inferred;
+    }
+    let explicit = if scope.is_empty() {
         None
     } else {
-        Some(scope_for(job, &identify.base_url)?)
+        Some(scope_of(source, scope, &identify.base_url)?)
     };
-    match Landing::new(&job.landing, base.as_ref(), explicit, detected.clone()) {
+    match Landing::new(settings, base.as_ref(), explicit, detected.clone()) {
         Ok(Some(landing)) => Ok(landing),
         Ok(None) => Ok(Landing::generic(
-            scope_for(job, &identify.base_url)?,
+            scope_of(source, scope, &identify.base_url)?,
             detected,
         )),
         Err(e) => Err(PipelineError::Scope(e.to_string())),

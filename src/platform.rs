@@ -420,6 +420,53 @@ fn dspace_suffix(path: &str) -> &'static str {
     }
 }
 
+/// Where the records' local Handle URLs (`https://host/xmlui/handle/P/S`, DSpace's default
+/// spelling since 6.0) say the UI is: the root (`https://host/xmlui/`) most of the sample's
+/// local spellings share, if any. The scheme is the one written, which is often an old `http`.
+pub fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
+    // Counted by host and path: `http` and `https` spellings of one UI are one UI, which
+    // answers `https` if any spelling says so.
+    let mut roots: Vec<(String, bool, usize)> = Vec::new();
+    for value in sample
+        .iter()
+        .filter(|r| !r.deleted)
+        .take(SAMPLE)
+        .flat_map(|r| &r.dc_identifiers)
+    {
+        if local_handle(value, None).is_none() {
+            continue;
+        }
+        let Ok(url) = Url::parse(value.trim()) else {
+            continue;
+        };
+        let Some(at) = url.path().find("/handle/") else {
+            continue;
+        };
+        let root = format!(
+            "{}{}",
+            &url[url::Position::BeforeHost..url::Position::BeforePath],
+            &url.path()[..=at]
+        );
+        let https = url.scheme() == "https";
+        match roots.iter_mut().find(|(r, _, _)| *r == root) {
+            Some((_, secure, n)) => {
+                *n += 1;
+                *secure |= https;
+            }
+            None => roots.push((root, https, 1)),
+        }
+    }
+    let (root, https, _) = roots.into_iter().rev().max_by_key(|(_, _, n)| *n)?;
+    let scheme = if https { "https" } else { "http" };
+    Url::parse(&format!("{scheme}://{root}")).ok()
+}
+
+/// A path under a DSpace UI that serves a file: `bitstream/...` (DSpace 6's XMLUI and JSPUI)
+/// or `bitstreams/{uuid}/download` (DSpace 7's UI).
+fn is_bitstream(path: &str) -> bool {
+    path.starts_with("bitstream/") || path.starts_with("bitstreams/")
+}
+
 /// `oai:{host}:{prefix}/{suffix}`: DSpace's OAI identifier for an item.
 fn is_handle_header(identifier: &str) -> bool {
     identifier
@@ -746,71 +793,67 @@ impl Landing {
         let ui_at = ui_url
             .as_ref()
             .and_then(|u| Some((u.host_str()?, u.path())));
-        let mut landings: SmallVec<[String; 2]> = SmallVec::new();
+        // Every Handle the record gives, once each, in order.
+        let mut handles: SmallVec<[(&'a str, &'a str, &'a str); 2]> = SmallVec::new();
         let mut rest: Classes<'a> = SmallVec::new();
-        // Each Handle is cited once, however many spellings of it the record gives.
-        let mut cited: SmallVec<[&str; 2]> = SmallVec::new();
-        let mut local_pid = None;
         for value in &record.dc_identifiers {
             let handle = match classify::pid_of(value) {
-                Some(Pid::Handle(h)) => match parse_handle(h) {
-                    Some(handle) => {
-                        if !cited.contains(&handle.0) {
-                            rest.push(Class::PersistentId(Pid::Handle(handle.0)));
-                            cited.push(handle.0);
-                        }
-                        handle
-                    }
-                    None => {
-                        rest.push(Class::Dropped(Drop::InvalidHandle));
-                        continue;
-                    }
-                },
+                Some(Pid::Handle(h)) => parse_handle(h),
                 Some(doi) => {
                     rest.push(Class::PersistentId(doi));
                     continue;
                 }
-                None if spelled_as_handle(value) => {
-                    rest.push(Class::Dropped(Drop::InvalidHandle));
-                    continue;
-                }
+                None if spelled_as_handle(value) => None,
                 None => match local_handle(value, ui_at) {
-                    Some(handle) => {
-                        local_pid.get_or_insert(handle.0);
-                        handle
-                    }
+                    Some(handle) => Some(handle),
                     None => {
                         rest.push(self.dspace_url(value, ui));
                         continue;
                     }
                 },
             };
-            let (_, prefix, suffix) = handle;
-            let mut url = format!("{ui}handle/{prefix}/");
-            push_encoded(&mut url, suffix);
-            if !landings.contains(&url) {
-                landings.push(url);
+            match handle {
+                Some(h) if !handles.iter().any(|seen| seen.0 == h.0) => handles.push(h),
+                Some(_) => {}
+                None => rest.push(Class::Dropped(Drop::InvalidHandle)),
             }
         }
-        for url in landings {
+        // One landing page: the item's own Handle (its OAI identifier is `oai:host:P/S`) when
+        // the record gives it, else the first it gives, else the OAI identifier's.
+        let own = record
+            .identifier
+            .rsplit_once(':')
+            .and_then(|(_, h)| parse_handle(h));
+        let chosen = handles
+            .iter()
+            .position(|h| own.is_some_and(|o| o.0 == h.0))
+            .or((!handles.is_empty()).then_some(0));
+        let chosen = match chosen {
+            Some(i) => Some(handles.remove(i)),
+            None => own,
+        };
+        if let Some((whole, prefix, suffix)) = chosen {
+            let mut url = format!("{ui}handle/{prefix}/");
+            push_encoded(&mut url, suffix);
             out.push(landing(url, &self.scope, None));
+            // The Handle is the record's persistent identifier (the Signmap's cite-as), whatever
+            // spelling gave it.
+            out.push(Class::PersistentId(Pid::Handle(whole)));
         }
+        out.extend(
+            handles
+                .into_iter()
+                .map(|(whole, _, _)| Class::PersistentId(Pid::Handle(whole))),
+        );
         out.extend(rest);
-        // The Handle is the record's persistent identifier even when only its local spelling
-        // was given.
-        if let (true, Some(handle)) = (cited.is_empty(), local_pid) {
-            out.push(Class::PersistentId(Pid::Handle(handle)));
-        }
     }
 
     /// A DSpace `dc:identifier` that is no Handle: classified as usual, but a bitstream on the
-    /// UI is a content file whatever its extension.
+    /// UI ([`is_bitstream`]) is a content file whatever its extension.
     fn dspace_url<'a>(&self, value: &'a str, ui: &str) -> Class<'a> {
         let class = classify::class(value, &self.scope);
         match class {
-            Class::LandingPage(url)
-                if url.starts_with(ui) && url[ui.len()..].starts_with("bitstream/") =>
-            {
+            Class::LandingPage(url) if url.starts_with(ui) && is_bitstream(&url[ui.len()..]) => {
                 Class::ContentFile {
                     url,
                     media_type: classify::OCTET_STREAM,
@@ -1064,6 +1107,38 @@ mod tests {
     }
 
     #[test]
+    fn a_dspace_record_gets_one_landing_page_its_own_handle_s() {
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        // A second Handle (an item registered twice) is cited, not a second landing page.
+        let r = record(
+            "oai:repo.example.edu:123456789/103",
+            &[
+                "http://hdl.handle.net/2345/871",
+                "http://hdl.handle.net/123456789/103",
+            ],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://repo.example.edu/handle/123456789/103",
+                "pid https://hdl.handle.net/123456789/103",
+                "pid https://hdl.handle.net/2345/871",
+            ]
+        );
+        // No Handle in dc:identifier: the OAI identifier's.
+        let r = record("oai:repo.example.edu:123456789/9", &["Smith (2020)"], &[]);
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://repo.example.edu/handle/123456789/9",
+                "pid https://hdl.handle.net/123456789/9",
+                "drop not_a_url",
+            ]
+        );
+    }
+
+    #[test]
     fn a_value_spelled_as_a_handle_that_does_not_parse_is_counted_not_fatal() {
         let rule = dspace("https://repo.example.edu/oai/request", None);
         for bad in [
@@ -1245,6 +1320,29 @@ mod tests {
         let mut r = record("oai:h:1/2", &["hdl:1/2"], &[]);
         r.deleted = true;
         assert!(classes(&rule, &r).is_empty());
+    }
+
+    #[test]
+    fn the_dspace_ui_is_where_most_local_handle_urls_are() {
+        let records = [
+            record("oai:h:1/1", &["http://h.example.edu/xmlui/handle/1/1"], &[]),
+            record(
+                "oai:h:1/2",
+                &["https://h.example.edu/xmlui/handle/1/2", "hdl:1/2"],
+                &[],
+            ),
+            record("oai:h:1/3", &["https://h.example.edu/handle/1/3"], &[]),
+            record(
+                "oai:h:1/4",
+                &["https://h.example.edu/xmlui/bitstream/handle/1/4/a.pdf"],
+                &[],
+            ),
+        ];
+        assert_eq!(
+            dspace_ui_in(&records).map(String::from).as_deref(),
+            Some("https://h.example.edu/xmlui/")
+        );
+        assert_eq!(dspace_ui_in(&records[3..]), None);
     }
 
     fn identify(sample: Option<&str>) -> Identify {

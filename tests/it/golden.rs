@@ -21,7 +21,7 @@ use std::process::{Command, Output};
 const PUBLIC_URL: &str = "https://repository.northbridge.example/";
 const GZIP_ARGS: &[&str] = &["--gzip", "--max-urls", "100"];
 
-fn crate_root() -> PathBuf {
+pub(crate) fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
@@ -48,7 +48,7 @@ fn export(out: &Path, extra: &[&str]) -> Output {
 }
 
 /// Every file in `dir`, by name, as written.
-fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
         .map(|entry| {
@@ -65,7 +65,7 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// The files as the golden folder keeps them: `.xml.gz` shards gunzipped, under their `.xml` name.
-fn expanded(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn expanded(files: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
     files
         .iter()
         .map(|(name, bytes)| match name.strip_suffix(".gz") {
@@ -87,7 +87,7 @@ fn gunzip(name: &str, bytes: &[u8]) -> Vec<u8> {
 
 /// Compares `actual` with the golden folder `fixtures/golden/{name}`, or rewrites the folder
 /// when `UPDATE_GOLDEN` is set.
-fn check_golden(name: &str, actual: &BTreeMap<String, Vec<u8>>) {
+pub(crate) fn check_golden(name: &str, actual: &BTreeMap<String, Vec<u8>>) {
     let dir = crate_root().join("fixtures/golden").join(name);
     if std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| !v.is_empty() && v != "0") {
         if dir.exists() {
@@ -568,7 +568,7 @@ fn top_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
         .collect()
 }
 
-fn locs_of(bytes: &[u8]) -> Vec<String> {
+pub(crate) fn locs_of(bytes: &[u8]) -> Vec<String> {
     let text = std::str::from_utf8(bytes).unwrap();
     let doc = roxmltree::Document::parse(text).unwrap();
     doc.descendants()

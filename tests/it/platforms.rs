@@ -1,0 +1,245 @@
+//! Platform-aware landing pages (README, "Which platform?"): exports of fixtures in the shapes
+//! DSpace 6 and 7, EPrints 3.2 and 3.4, OJS 3 and InvenioRDM really send
+//! (`fixtures/platforms/`, each citing the platform's source it follows), compared with golden
+//! files (`fixtures/golden/platform-*`, regenerated with `UPDATE_GOLDEN=1` as the sample's are),
+//! and what each rule must give: one landing page per record, the same in the sitemap and the
+//! Signmap, content files as items, the Handle or DOI as cite-as.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::golden::{check_golden, crate_root, expanded, files, locs_of};
+
+/// Runs `oai-bridge export` of `fixtures/platforms/{fixture}.xml` with the Signmap on, and
+/// expects success; the summary and the files written.
+fn export(fixture: &str, out: &Path, extra: &[&str]) -> (String, BTreeMap<String, Vec<u8>>) {
+    let output = run(fixture, out, extra);
+    assert!(
+        output.status.success(),
+        "export of {fixture} {extra:?} failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        files(out),
+    )
+}
+
+fn run(fixture: &str, out: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        .current_dir(crate_root())
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .env_remove("RUST_LOG")
+        .arg("export")
+        .arg("--base-url")
+        .arg(format!("fixtures/platforms/{fixture}.xml"))
+        .arg("--out")
+        .arg(out)
+        .args(["--public-url", "https://sitemaps.example.org/"])
+        .args(["--signmap", "--no-progress", "-q"])
+        .args(extra)
+        .output()
+        .expect("the oai-bridge binary runs")
+}
+
+/// The Signmap's entries: each `<url>`'s loc and its links as `rel href`.
+fn signmap_entries(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
+    let text = std::str::from_utf8(bytes).unwrap();
+    let doc = roxmltree::Document::parse(text).unwrap();
+    doc.descendants()
+        .filter(|n| n.tag_name().name() == "url")
+        .map(|url| {
+            let loc = url
+                .children()
+                .find(|n| n.tag_name().name() == "loc")
+                .and_then(|n| n.text())
+                .unwrap()
+                .to_owned();
+            let links = url
+                .children()
+                .filter(|n| n.tag_name().name() == "ln")
+                .map(|n| {
+                    format!(
+                        "{} {}",
+                        n.attribute("rel").unwrap_or_default(),
+                        n.attribute("href").unwrap_or_default()
+                    )
+                })
+                .collect();
+            (loc, links)
+        })
+        .collect()
+}
+
+/// Exports `fixture` and checks it against its golden folder; the summary, the sitemap's
+/// locations and the Signmap's entries.
+fn golden(fixture: &str, extra: &[&str]) -> (String, Vec<String>, BTreeMap<String, Vec<String>>) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let (summary, written) = export(fixture, &out, extra);
+    check_golden(&format!("platform-{fixture}"), &expanded(&written));
+    let locs = locs_of(&written["sitemap-1.xml"]);
+    let signmap = signmap_entries(&written["signmap-1.xml"]);
+    // One landing page everywhere: each Signmap entry's loc is in the sitemap.
+    for loc in signmap.keys() {
+        assert!(
+            locs.contains(loc),
+            "{fixture}: {loc} is in the Signmap only"
+        );
+    }
+    (summary, locs, signmap)
+}
+
+#[test]
+fn dspace_6_publishes_the_handle_pages_it_never_names_as_urls() {
+    let (summary, locs, signmap) = golden("dspace6", &[]);
+    assert!(
+        summary.contains("platform        dspace (detected: "),
+        "{summary}"
+    );
+    // Every live record gets its own /handle/ page, in whichever spelling it gave its Handle
+    // (proxy, hdl:, local); a second Handle of a record is cited, not a second page.
+    let pages: Vec<&String> = locs
+        .iter()
+        .filter(|l| l.contains("/handle/") && !l.contains("/bitstream/"))
+        .collect();
+    assert_eq!(pages.len(), signmap.len(), "{locs:?}");
+    for (loc, links) in &signmap {
+        let handle = loc.rsplit_once("/handle/").unwrap().1;
+        assert!(
+            links.contains(&format!("cite-as https://hdl.handle.net/{handle}")),
+            "{loc}: {links:?}"
+        );
+    }
+    // The bitstream is a content file: the Signmap's item of its record.
+    assert!(
+        signmap
+            .values()
+            .flatten()
+            .any(|l| l.starts_with("item ") && l.contains("/bitstream/handle/"))
+    );
+    // The malformed Handle is counted.
+    assert!(summary.contains("invalid_handle 1"), "{summary}");
+}
+
+#[test]
+fn dspace_7_puts_the_pages_on_the_ui_host_it_is_told() {
+    let (summary, locs, _) = golden("dspace7", &["--ui-url", "https://dspace7.example.org/"]);
+    assert!(summary.contains("dspace (detected: "), "{summary}");
+    assert!(
+        locs.iter()
+            .all(|l| l.starts_with("https://dspace7.example.org/")),
+        "{locs:?}"
+    );
+    assert!(
+        locs.contains(&"https://dspace7.example.org/handle/20.500.12345/701".to_owned()),
+        "{locs:?}"
+    );
+    // The UI's bitstream download is a content file, not a second landing page.
+    assert_eq!(
+        locs.iter().filter(|l| l.contains("/handle/")).count() + 1,
+        locs.len(),
+        "{locs:?}"
+    );
+}
+
+#[test]
+fn eprints_3_4_and_3_2_publish_the_abstract_pages_in_either_relation_order() {
+    for (fixture, abstract_page) in [
+        ("eprints34", "https://eprints34.example.org/id/eprint/101/"),
+        ("eprints32", "http://eprints32.example.org/201/"),
+    ] {
+        let (summary, locs, signmap) = golden(fixture, &[]);
+        assert!(
+            summary.contains("platform        eprints (detected: "),
+            "{summary}"
+        );
+        let links = &signmap[abstract_page];
+        // The documents are the abstract page's items, never landing pages of their own.
+        assert!(links.iter().any(|l| l.starts_with("item ")), "{links:?}");
+        for loc in signmap.keys() {
+            assert!(loc.ends_with('/'), "{fixture}: {loc} is no abstract page");
+        }
+        assert!(locs.contains(&abstract_page.to_owned()));
+    }
+}
+
+#[test]
+fn ojs_3_stays_on_googles_rule() {
+    let (summary, locs, _) = golden("ojs3", &[]);
+    assert!(
+        summary.contains("platform        generic (detected: "),
+        "{summary}"
+    );
+    assert!(
+        locs.iter().all(|l| l.contains("/article/view/")),
+        "{locs:?}"
+    );
+}
+
+#[test]
+fn invenio_rdm_needs_its_template() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Without the template nothing in the records is a landing page: a clear error.
+    let failed = run("invenio-rdm", &tmp.path().join("none"), &[]);
+    assert!(!failed.status.success());
+    let (summary, locs, signmap) = golden(
+        "invenio-rdm",
+        &[
+            "--landing-template",
+            "https://invenio-rdm.example.org/records/{oai_local}",
+        ],
+    );
+    assert!(
+        summary.contains("the template https://invenio-rdm.example.org/records/{oai_local}"),
+        "{summary}"
+    );
+    assert!(
+        locs.contains(&"https://invenio-rdm.example.org/records/7hbrk-5zq31".to_owned()),
+        "{locs:?}"
+    );
+    assert!(
+        signmap["https://invenio-rdm.example.org/records/7hbrk-5zq31"]
+            .contains(&"cite-as https://doi.org/10.5555/rdm.7hbrk-5zq31".to_owned())
+    );
+}
+
+/// `generic` is exactly Google's rule: the sample (whose baseURL is no platform's) exports the
+/// same bytes with `--platform generic` as with `auto`, which its golden files hold.
+#[test]
+fn generic_output_is_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let export = |out: &Path, platform: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+            .current_dir(crate_root())
+            .env_remove("OAI_BRIDGE_CONFIG")
+            .env_remove("RUST_LOG")
+            .args(["export", "--config", "bridge.toml", "--out"])
+            .arg(out)
+            .args([
+                "--public-url",
+                "https://repository.northbridge.example/",
+                "--no-progress",
+                "-q",
+                "--signmap",
+                "--platform",
+                platform,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        files(out)
+    };
+    let auto = export(&tmp.path().join("auto"), "auto");
+    let generic = export(&tmp.path().join("generic"), "generic");
+    assert_eq!(auto, generic);
+    let dspace = export(&tmp.path().join("dspace"), "dspace");
+    assert_ne!(auto, dspace, "the platform is applied");
+}
