@@ -300,3 +300,129 @@ async fn oai_dc_missing_from_list_metadata_formats_is_a_warning_and_records_are_
     assert_eq!(report["sample"]["identifiers"]["landing_page"], 3);
     assert_eq!(out.status.code(), Some(0), "{report}");
 }
+
+/// Records in DSpace's shape: a `oai:host:P/S` header, the Handle as the proxy's URL, a
+/// citation; no URL of a landing page anywhere.
+fn dspace_records(n: usize) -> Vec<TestRecord> {
+    (1..=n)
+        .map(|i| {
+            TestRecord::new(&format!("oai:test:123456789/{i}"), "2024-05-01")
+                .url("Smith, J. (2020). A record. Journal, 1.")
+                .url(&format!("http://hdl.handle.net/123456789/{i}"))
+        })
+        .collect()
+}
+
+/// Issue 20, point 6: `check` says which platform it found and from what, where the landing
+/// pages come from, a sample of them, the share of live records that get one, and what a
+/// crawler meets when it requests a few: their status and robots.txt's word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_tells_what_a_dspace_repository_will_get() {
+    let server = TestServer::builder(dspace_records(12))
+        .page_size(5)
+        .pages("/handle/")
+        .robots("User-agent: *\nDisallow: /handle/123456789/2\n")
+        .start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let out = check(&[&server.url(), "--json", "--fetch", "3"]).await;
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{report:#}");
+    let landing = &report["landing"];
+    assert_eq!(landing["platform"], "dspace");
+    assert_eq!(landing["configured"], false);
+    let evidence = landing["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("10 of the first 10 live records carry a Handle"),
+        "{evidence}"
+    );
+    assert_eq!(landing["live_records"], 10);
+    assert_eq!(landing["with_landing_page"], 10);
+    assert_eq!(landing["share"], 1.0);
+    assert_eq!(
+        landing["examples"][0],
+        format!("{origin}/handle/123456789/1")
+    );
+    let fetched = landing["fetched"].as_array().unwrap();
+    assert_eq!(fetched.len(), 3);
+    let got: Vec<(String, u64, bool)> = fetched
+        .iter()
+        .map(|f| {
+            (
+                f["url"].as_str().unwrap().to_owned(),
+                f["status"].as_u64().unwrap(),
+                f["robots_allowed"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (format!("{origin}/handle/123456789/1"), 200, true),
+            (format!("{origin}/handle/123456789/2"), 200, false),
+            (format!("{origin}/handle/123456789/3"), 200, true),
+        ]
+    );
+    // Each page was requested once, by the check itself.
+    let seen: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.target.clone())
+        .filter(|p| p.starts_with("/handle/"))
+        .collect();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    // The text report says the same.
+    let text = String::from_utf8(check(&[&server.url(), "--fetch", "1"]).await.stdout).unwrap();
+    assert!(text.contains("platform     dspace (detected: "), "{text}");
+    assert!(
+        text.contains("10 of 10 live records get a landing page (100%)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "fetched      {origin}/handle/123456789/1: HTTP 200; allowed for Googlebot"
+        )),
+        "{text}"
+    );
+}
+
+/// When most records get no landing page, `check` names the setting that gives them one,
+/// tried on the same records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_names_the_setting_that_would_give_records_landing_pages() {
+    let server = TestServer::builder(dspace_records(6)).page_size(10).start();
+    let out = check(&[
+        &server.url(),
+        "--json",
+        "--platform",
+        "generic",
+        "--fetch",
+        "0",
+    ])
+    .await;
+    let report = json(&out);
+    let landing = &report["landing"];
+    assert_eq!(landing["platform"], "generic");
+    assert_eq!(landing["configured"], true);
+    assert_eq!(landing["with_landing_page"], 0);
+    let suggestion = landing["suggestion"].as_str().unwrap();
+    assert!(
+        suggestion.contains("platform = \"dspace\"") && suggestion.contains("6 of them"),
+        "{suggestion}"
+    );
+    assert!(landing["fetched"].as_array().unwrap().is_empty());
+    assert!(
+        report["warnings"]
+            .to_string()
+            .contains("platform = \\\"dspace\\\""),
+        "{:#}",
+        report["warnings"]
+    );
+    // An invalid setting is a usage error naming the flag.
+    let out = check(&[&server.url(), "--landing-template", "https://h/{nope}"]).await;
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--landing-template") && err.contains("{nope}"),
+        "{err}"
+    );
+}

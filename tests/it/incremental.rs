@@ -663,3 +663,75 @@ async fn a_repository_that_refuses_selective_harvesting_is_still_refreshed() {
     assert!(requests.iter().all(|r| r.arg("from").is_none()));
     assert_eq!(published(&out), expected(&records));
 }
+
+/// Issue 20, point 8: a change of platform is a change of settings. The next refresh keeps its
+/// store (the same fields are read) but renders every stored record under the new rule instead
+/// of patching what the old rule published, and the shrink guard still holds back a rule that
+/// would remove most of the published URLs.
+#[tokio::test]
+async fn a_change_of_platform_renders_in_full_and_the_shrink_guard_still_holds() {
+    use oai_bridge::platform::Platform;
+    let server = TestServer::builder(Vec::new()).page_size(5).start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    // Records in DSpace's shape: their Handles; two also give a page under the OAI directory.
+    let records = (1..=10)
+        .map(|i| {
+            let r = TestRecord::new(&format!("oai:test:123456789/{i}"), "2024-05-01")
+                .url(&format!("http://hdl.handle.net/123456789/{i}"));
+            if i <= 2 {
+                r.url(&format!("{origin}/item/{i}"))
+            } else {
+                r
+            }
+        })
+        .collect();
+    server.set_records(records);
+    let (_root, out, state) = folders();
+    let generic = export_as(&server, &out, &state, Platform::Generic)
+        .await
+        .unwrap();
+    assert_eq!(generic.built.stats.urls, 2);
+    let before = published(&out);
+
+    let dspace = export_as(&server, &out, &state, Platform::Dspace)
+        .await
+        .unwrap();
+    assert_eq!(dspace.run.as_ref().unwrap().kind, Kind::Incremental);
+    let now = published(&out);
+    assert_eq!(now.len(), 12, "{now:?}");
+    assert!(now.is_superset(&before));
+    assert!(now.contains(&format!("{origin}/handle/123456789/7")));
+
+    // Back to Google's rule: 2 of 12 URLs left, more than the guard's half removed.
+    match export_as(&server, &out, &state, Platform::Generic).await {
+        Err(ExportError::Pipeline(PipelineError::ShrinkHeld {
+            published,
+            harvested,
+            ..
+        })) => assert_eq!((published, harvested), (12, 2)),
+        other => panic!("the shrink guard should hold this back: {other:?}"),
+    }
+    assert_eq!(published(&out), now, "what was published stays");
+}
+
+/// An export of `server` through the store in `state`, under `platform`'s rule and no scope
+/// but the platform's own.
+async fn export_as(
+    server: &TestServer,
+    out: &Path,
+    state: &Path,
+    platform: oai_bridge::platform::Platform,
+) -> Result<ExportSummary, ExportError> {
+    let mut job = job(server);
+    job.scope = Vec::new();
+    job.landing.platform = oai_bridge::platform::Setting::Fixed(platform);
+    export(&ExportOptions {
+        job,
+        harvest: fast(),
+        out: out.to_owned(),
+        progress: false,
+        state: Some(state.to_owned()),
+        policy: Policy::default(),
+    })
+    .await
+}

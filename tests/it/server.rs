@@ -46,6 +46,8 @@ pub struct TestRecord {
     pub sets: Vec<String>,
     /// `dc:identifier` values.
     pub dc_identifiers: Vec<String>,
+    /// `dc:relation` values, written after the identifiers.
+    pub relations: Vec<String>,
     /// `dc:title`.
     pub title: String,
     /// Sent with an empty `<metadata/>` instead, as B2SHARE did.
@@ -61,6 +63,7 @@ impl TestRecord {
             deleted: false,
             sets: Vec::new(),
             dc_identifiers: Vec::new(),
+            relations: Vec::new(),
             title: String::new(),
             empty_metadata: false,
         }
@@ -69,6 +72,12 @@ impl TestRecord {
     /// Adds a `dc:identifier`.
     pub fn url(mut self, value: &str) -> Self {
         self.dc_identifiers.push(value.to_owned());
+        self
+    }
+
+    /// Adds a `dc:relation`.
+    pub fn relation(mut self, value: &str) -> Self {
+        self.relations.push(value.to_owned());
         self
     }
 
@@ -328,6 +337,7 @@ pub struct Builder {
     deleted_record: &'static str,
     robots: Option<String>,
     refuse_from: Option<u16>,
+    pages: Option<String>,
 }
 
 impl Builder {
@@ -396,6 +406,12 @@ impl Builder {
         self
     }
 
+    /// Answers 200 with a small HTML page for every path under `prefix` (landing pages).
+    pub fn pages(mut self, prefix: &str) -> Self {
+        self.pages = Some(prefix.to_owned());
+        self
+    }
+
     /// Binds `127.0.0.1:0` and serves. The port is bound before this returns, so requests can
     /// be sent at once. Must be called inside a tokio runtime.
     pub fn start(self) -> TestServer {
@@ -450,6 +466,7 @@ impl TestServer {
             deleted_record: "persistent",
             robots: None,
             refuse_from: None,
+            pages: None,
         }
     }
 
@@ -790,6 +807,11 @@ impl Shared {
                 Some(text) => Reply::new(200, "text/plain", text.clone()),
                 None => Reply::new(404, "text/plain", "Not Found"),
             };
+        }
+        if let Some(prefix) = &self.repo.pages
+            && request.path.starts_with(prefix.as_str())
+        {
+            return Reply::new(200, "text/html", "<!DOCTYPE html><title>A record</title>");
         }
         if !is_oai_path(&request.path) {
             return Reply::new(404, "text/plain", "Not Found");
@@ -1179,6 +1201,12 @@ fn record_xml(record: &TestRecord, illegal_chars: bool) -> String {
             xml.push_str(&format!(
                 "          <dc:identifier>{}</dc:identifier>\n",
                 esc(id)
+            ));
+        }
+        for relation in &record.relations {
+            xml.push_str(&format!(
+                "          <dc:relation>{}</dc:relation>\n",
+                esc(relation)
             ));
         }
         xml.push_str("        </oai_dc:dc>\n      </metadata>\n");
