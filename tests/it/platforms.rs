@@ -243,3 +243,50 @@ fn generic_output_is_unchanged() {
     let dspace = export(&tmp.path().join("dspace"), "dspace");
     assert_ne!(auto, dspace, "the platform is applied");
 }
+
+/// EPrints over HTTP, detected from what the first page's records carry: `auto` reads each
+/// record's `dc:relation`s (the page readers' fast path included), finds the record's own
+/// abstract page among them, and publishes it with the documents as content files, not the
+/// official URL of another record on the same host.
+#[tokio::test]
+async fn eprints_over_http_is_detected_from_its_relations() {
+    use crate::server::{TestRecord, TestServer};
+    use oai_bridge::export::{ExportOptions, export};
+    let server = TestServer::builder(Vec::new()).page_size(4).start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let records = (1..=9)
+        .map(|i| {
+            TestRecord::new(&format!("oai:eprints.test:{i}"), "2024-05-01")
+                .url(&format!("{origin}/id/eprint/{i}/1/paper.pdf"))
+                .url("Smith, J. (2020) A paper. Journal, 1.")
+                .relation(&format!("{origin}/id/eprint/{i}/"))
+                .relation(&format!("{origin}/id/eprint/{}/", i + 100))
+                .relation("https://doi.org/10.5555/x")
+        })
+        .collect();
+    server.set_records(records);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut job = crate::faults::job(&server);
+    job.scope = Vec::new();
+    job.request.fields = oai_bridge::pipeline::fields_for(false, false, false, &job.landing);
+    let summary = export(&ExportOptions {
+        job: job.clone(),
+        harvest: crate::faults::fast(),
+        out: out.clone(),
+        progress: false,
+        state: None,
+        policy: Default::default(),
+    })
+    .await
+    .unwrap();
+    let detected = summary.built.platform.detected();
+    assert_eq!(detected.platform.as_str(), "eprints", "{detected}");
+    let locs = crate::incremental::published(&out);
+    assert_eq!(locs.len(), 18, "{locs:?}");
+    assert!(locs.contains(&format!("{origin}/id/eprint/3/")));
+    assert!(locs.contains(&format!("{origin}/id/eprint/3/1/paper.pdf")));
+    assert!(!locs.contains(&format!("{origin}/id/eprint/103/")));
+    let drops = &summary.built.stats;
+    assert_eq!(drops.dropped(oai_bridge::classify::Drop::NotAUrl), 9);
+}
