@@ -663,7 +663,7 @@ fn suggest_landing(
             best = Some((n, setting));
         }
     };
-    for platform in [Platform::Dspace, Platform::Eprints] {
+    for platform in [Platform::Dspace, Platform::Eprints, Platform::Islandora] {
         if platform == landing.detected().platform {
             continue;
         }

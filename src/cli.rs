@@ -85,8 +85,8 @@ pub struct CheckArgs {
 #[derive(Debug, Args, Default)]
 pub struct LandingArgs {
     /// The repository's platform: auto (detect it), generic (Google's rule: URLs under the
-    /// baseURL's directory), dspace (the Handle gives the landing page) or eprints (the
-    /// abstract page is a dc:relation).
+    /// baseURL's directory), dspace (the Handle gives the landing page), eprints (the
+    /// abstract page is a dc:relation) or islandora (oai:host:node-N is /node/N).
     #[arg(long, value_name = "NAME")]
     pub platform: Option<String>,
     /// DSpace: where the UI serves /handle/P/S, when not at the baseURL's host (DSpace 7+).

@@ -39,11 +39,19 @@ pub enum Platform {
     Dspace,
     /// EPrints 3: the abstract page is a `dc:relation`.
     Eprints,
+    /// Islandora 2 (Drupal's `rest_oai_pmh`): the OAI identifier `oai:host:node-N` names the
+    /// node, whose page is `/node/N`.
+    Islandora,
 }
 
 impl Platform {
     /// Every platform.
-    pub const ALL: [Platform; 3] = [Platform::Generic, Platform::Dspace, Platform::Eprints];
+    pub const ALL: [Platform; 4] = [
+        Platform::Generic,
+        Platform::Dspace,
+        Platform::Eprints,
+        Platform::Islandora,
+    ];
 
     /// The name used in `bridge.toml`, on the command line, in summaries and in metrics.
     pub fn as_str(self) -> &'static str {
@@ -51,6 +59,7 @@ impl Platform {
             Platform::Generic => "generic",
             Platform::Dspace => "dspace",
             Platform::Eprints => "eprints",
+            Platform::Islandora => "islandora",
         }
     }
 }
@@ -73,15 +82,16 @@ pub enum Setting {
 
 impl Setting {
     /// Every accepted spelling, for error messages and help.
-    pub const NAMES: &'static str = "auto, generic, dspace, eprints";
+    pub const NAMES: &'static str = "auto, generic, dspace, eprints, islandora";
 
-    /// Reads `auto`, `generic`, `dspace` or `eprints` (case-insensitive).
+    /// Reads `auto` or a platform's name (case-insensitive).
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text.trim().to_ascii_lowercase().as_str() {
             "auto" => Setting::Auto,
             "generic" => Setting::Fixed(Platform::Generic),
             "dspace" => Setting::Fixed(Platform::Dspace),
             "eprints" => Setting::Fixed(Platform::Eprints),
+            "islandora" => Setting::Fixed(Platform::Islandora),
             _ => return None,
         })
     }
@@ -339,6 +349,10 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
             .filter(|r| eprints_abstract(r, base, &root).is_some())
             .count()
     });
+    let nodes = live
+        .iter()
+        .filter(|r| islandora_node(&r.identifier).is_some())
+        .count();
     let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
     let of = |n: usize| format!("{n} of the first {} live records", live.len());
     let dspace_path = path.ends_with("/oai/request");
@@ -363,6 +377,15 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
             format!(
                 "{path}{} have a dc:relation that is their own abstract page, as EPrints writes it",
                 of(abstracts)
+            ),
+        );
+    }
+    if most(nodes) {
+        return found(
+            Platform::Islandora,
+            format!(
+                "{} have OAI identifiers in Islandora's oai:host:node-N shape",
+                of(nodes)
             ),
         );
     }
@@ -459,6 +482,12 @@ pub fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
     let (root, https, _) = roots.into_iter().rev().max_by_key(|(_, _, n)| *n)?;
     let scheme = if https { "https" } else { "http" };
     Url::parse(&format!("{scheme}://{root}")).ok()
+}
+
+/// The node number of an Islandora 2 OAI identifier, `oai:{host}:node-{N}`.
+fn islandora_node(identifier: &str) -> Option<&str> {
+    let n = identifier.rsplit(':').next()?.strip_prefix("node-")?;
+    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
 }
 
 /// A path under a DSpace UI that serves a file: `bitstream/...` (DSpace 6's XMLUI and JSPUI)
@@ -618,6 +647,10 @@ enum Rule {
         base: Url,
         root: String,
     },
+    /// Islandora 2, with its site's root (`https://host/`).
+    Islandora {
+        site: String,
+    },
     Template(Template),
 }
 
@@ -698,6 +731,16 @@ impl Landing {
                     }
                     (Rule::Dspace { ui: text }, scope)
                 }
+                Platform::Islandora => {
+                    let base = base.ok_or_else(no_base)?;
+                    let scope = origin(base, "/")?;
+                    (
+                        Rule::Islandora {
+                            site: scope.to_string(),
+                        },
+                        scope,
+                    )
+                }
                 Platform::Eprints => {
                     let base = base.ok_or_else(no_base)?;
                     let root = eprints_root(base);
@@ -746,6 +789,9 @@ impl Landing {
                 "the dc:relation that is the record's abstract page ({}{{id}}/ or {}id/eprint/{{id}}/)",
                 self.scope, self.scope
             ),
+            Rule::Islandora { site } => {
+                format!("{site}node/{{N}}, from the OAI identifier oai:host:node-N")
+            }
             Rule::Template(t) => format!("the template {t}"),
         }
     }
@@ -758,6 +804,7 @@ impl Landing {
             Rule::Generic => self.scope.to_string(),
             Rule::Dspace { ui } => format!("{} dspace ui={ui}", self.scope),
             Rule::Eprints { root, .. } => format!("{} eprints root={root}", self.scope),
+            Rule::Islandora { site } => format!("{} islandora site={site}", self.scope),
             Rule::Template(t) => format!("{} template={t}", self.scope),
         }
     }
@@ -780,7 +827,27 @@ impl Landing {
             ),
             Rule::Dspace { ui } => self.dspace(record, ui, out),
             Rule::Eprints { base, root } => self.eprints(record, base, root, out),
+            Rule::Islandora { site } => self.islandora(record, site, out),
             Rule::Template(template) => self.template(record, template, out),
+        }
+    }
+
+    /// Islandora 2: the node page `{site}node/N` of the OAI identifier `oai:host:node-N`, then
+    /// the identifiers as usual (the node page again, if a site's mapping lists it, once).
+    fn islandora<'a>(&self, record: &'a Record, site: &str, out: &mut Classes<'a>) {
+        let mut page = None;
+        if let Some(n) = islandora_node(&record.identifier) {
+            let class = landing(format!("{site}node/{n}"), &self.scope, None);
+            if let Class::LandingPage(url) = &class {
+                page = Some(url.to_string());
+            }
+            out.push(class);
+        }
+        for value in &record.dc_identifiers {
+            match classify::class(value, &self.scope) {
+                Class::LandingPage(url) if page.as_deref() == Some(url.as_ref()) => {}
+                class => out.push(class),
+            }
         }
     }
 
@@ -1343,6 +1410,45 @@ mod tests {
             Some("https://h.example.edu/xmlui/")
         );
         assert_eq!(dspace_ui_in(&records[3..]), None);
+    }
+
+    #[test]
+    fn islandora_2_pages_come_from_the_node_in_the_oai_identifier() {
+        let settings = LandingSettings {
+            platform: Setting::Fixed(Platform::Islandora),
+            ..LandingSettings::default()
+        };
+        let rule = landing(
+            settings,
+            "https://digital.example.org/oai/request",
+            Platform::Islandora,
+        );
+        assert_eq!(rule.scope().to_string(), "https://digital.example.org/");
+        let r = record(
+            "oai:digital.example.org:node-42",
+            &[
+                "https://digital.example.org/node/42",
+                "islandora:42",
+                "https://doi.org/10.5555/i.42",
+            ],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://digital.example.org/node/42",
+                "drop not_a_url",
+                "pid https://doi.org/10.5555/i.42",
+            ]
+        );
+        let nodes: Vec<Record> = (1..=3)
+            .map(|i| record(&format!("oai:digital.example.org:node-{i}"), &[], &[]))
+            .collect();
+        let base = Url::parse("https://digital.example.org/oai/request").unwrap();
+        assert_eq!(
+            detect(Some(&base), &identify(None), &nodes).platform,
+            Platform::Islandora
+        );
     }
 
     fn identify(sample: Option<&str>) -> Identify {
