@@ -554,7 +554,7 @@ fn cdif_lists_hold_the_documents() {
 }
 
 /// The files directly in `dir`, by name; folders are left out.
-fn top_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn top_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap())

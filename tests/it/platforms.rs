@@ -45,7 +45,7 @@ fn run(fixture: &str, out: &Path, extra: &[&str]) -> Output {
         .expect("the oai-bridge binary runs")
 }
 
-/// The Signmap's entries: each `<url>`'s loc and its links as `rel href`.
+/// A Signmap's (or an OCX sitemap's) entries: each `<url>`'s loc and its links as `rel href`.
 fn signmap_entries(bytes: &[u8]) -> BTreeMap<String, Vec<String>> {
     let text = std::str::from_utf8(bytes).unwrap();
     let doc = roxmltree::Document::parse(text).unwrap();
@@ -289,4 +289,47 @@ async fn eprints_over_http_is_detected_from_its_relations() {
     assert!(!locs.contains(&format!("{origin}/id/eprint/103/")));
     let drops = &summary.built.stats;
     assert_eq!(drops.dropped(oai_bridge::classify::Drop::NotAUrl), 9);
+}
+
+/// One landing page per record in every profile (issue 20, point 5): the CDIF documents' `url`
+/// and the OCX entries are the DSpace records' /handle/ pages, as the sitemap and the Signmap
+/// have them.
+#[test]
+fn every_profile_reads_the_same_landing_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let output = run(
+        "dspace6",
+        &out,
+        &["--cdif", "--ocx", "--diwoo", "com_123456789_1=2"],
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let written = crate::golden::top_files(&out);
+    let sitemap: std::collections::BTreeSet<String> =
+        locs_of(&written["sitemap-1.xml"]).into_iter().collect();
+    let signmap: std::collections::BTreeSet<String> = signmap_entries(&written["signmap-1.xml"])
+        .into_keys()
+        .collect();
+    // Each entry's own loc (an OCX entry's `ocx:loc` is its document).
+    let ocx: std::collections::BTreeSet<String> =
+        signmap_entries(&written["ocx-1.xml"]).into_keys().collect();
+    let mut cdif = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(out.join("cdif")).unwrap() {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap();
+        cdif.insert(doc["url"].as_str().unwrap().to_owned());
+    }
+    assert!(
+        signmap
+            .iter()
+            .all(|l| l.contains("/handle/123456789/") || l.contains("/handle/2345/")),
+        "{signmap:?}"
+    );
+    assert_eq!(cdif, signmap);
+    assert!(ocx.is_subset(&signmap) && !ocx.is_empty(), "{ocx:?}");
+    assert!(signmap.is_subset(&sitemap));
 }
