@@ -29,13 +29,15 @@ pub fn check_list_records(data: &[u8]) {
 }
 
 /// Identifier classification: a published URL parses, lies inside the scope, is at most 2,047
-/// characters, and `classify` and `publishable` agree on it.
+/// characters, and `classify` and `publishable` agree on it; and the landing rules' properties
+/// ([`check_landing_rules`]).
 pub fn check_classify(data: &[u8]) {
     let Ok(value) = std::str::from_utf8(data) else {
         return;
     };
     let base = Url::parse("https://repo.example.org/oai/request").expect("a URL");
     let scope = Scope::from_base_url(&base).expect("a scope");
+    check_landing_rules(value);
     let classified = classify::classify(value, &scope);
     match classify::publishable(value, &scope) {
         Ok(url) => {
@@ -59,6 +61,69 @@ pub fn check_classify(data: &[u8]) {
             Identifier::Dropped(_) => {}
         },
     }
+}
+
+/// The landing rules: whatever a record's identifier, relation or OAI identifier holds (the
+/// value, each in turn), every platform's rule and a template give URLs that parse, lie inside
+/// the rule's scope and are at most 2,047 characters, and at most one landing page per record.
+pub fn check_landing_rules(value: &str) {
+    use crate::oai::parse::{DcElement, Record};
+    use crate::platform::{Detected, Landing, LandingSettings, Platform, Setting, Template};
+    let base = Url::parse("https://repo.example.org/oai/request").expect("a URL");
+    let mut record = Record {
+        identifier: format!("oai:repo.example.org:{value}"),
+        dc_identifiers: vec![value.to_owned(), format!("hdl:{value}")],
+        ..Record::default()
+    };
+    record.dc.push(DcElement::Relation, value);
+    record.dc.push(
+        DcElement::Relation,
+        &format!("https://repo.example.org/{value}/"),
+    );
+    let template = Template::parse("https://repo.example.org/records/{oai_local}?doi={doi}")
+        .expect("a template");
+    let rules = [Platform::Dspace, Platform::Eprints, Platform::Islandora]
+        .map(|p| (Setting::Fixed(p), None, p))
+        .into_iter()
+        .chain([(Setting::Auto, Some(template), Platform::Generic)]);
+    let mut classes = crate::platform::Classes::new();
+    for (platform, template, detected) in rules {
+        let settings = LandingSettings {
+            platform,
+            ui_url: None,
+            template,
+        };
+        let rule = Landing::new(&settings, Some(&base), None, Detected::configured(detected))
+            .expect("a rule")
+            .expect("not Google's rule");
+        rule.classes(&record, &mut classes);
+        let mut landings = 0;
+        for class in &classes {
+            let url = match class {
+                classify::Class::LandingPage(url) => {
+                    landings += 1;
+                    url
+                }
+                classify::Class::ContentFile { url, .. } => url,
+                _ => continue,
+            };
+            let parsed = Url::parse(url).unwrap_or_else(|e| panic!("{url:?} does not parse: {e}"));
+            assert!(
+                rule.scope().contains(&parsed),
+                "{url:?} is outside {}",
+                rule.scope()
+            );
+            assert!(url.len() <= 2047, "{} characters", url.len());
+        }
+        // A template's page and a dc:identifier inside the scope may both be landing pages
+        // (the first is the record's); a platform's rule gives one.
+        let most = if settings_has_template(&rule) { 2 } else { 1 };
+        assert!(landings <= most, "{landings} landing pages from {rule}");
+    }
+}
+
+fn settings_has_template(rule: &crate::platform::Landing) -> bool {
+    rule.rule_text().starts_with("the template")
 }
 
 /// The configuration loader: never panics, whatever the text.
