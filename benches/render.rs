@@ -1,6 +1,6 @@
-//! Micro-benchmarks of the pure core: parsing a 500-record ListRecords page, rendering a
-//! 50,000-URL shard, and writing the Signmap's and OCX's entries of 500 records (what the
-//! profiles add per record; their end-to-end benchmark is `benches/profiles/run.sh`). The
+//! Micro-benchmarks of the pure core: parsing a 500-record ListRecords page and a datestamp,
+//! rendering a 50,000-URL shard, and writing the Signmap's and OCX's entries of 500 records (what
+//! the profiles add per record; their end-to-end benchmark is `benches/profiles/run.sh`). The
 //! end-to-end harvest benchmark against a peer is `benches/harvest/run.sh`.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -42,6 +42,20 @@ fn benches(c: &mut Criterion) {
     group.bench_function("list_records_500", |b| {
         b.iter(|| parse_list_records(body.as_bytes()).unwrap())
     });
+    group.finish();
+
+    // One datestamp per record: the two UTC forms stay on the fixed-width path; an offset and a
+    // fraction (Python's isoformat()) take the longer one.
+    let mut group = c.benchmark_group("datestamp");
+    for (name, text) in [
+        ("seconds", "2024-01-02T03:04:05Z"),
+        ("day", "2024-01-02"),
+        ("offset", "2024-01-02T03:04:05.085156+02:00"),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| Datestamp::parse(std::hint::black_box(text)))
+        });
+    }
     group.finish();
 
     let urls: Vec<String> = (0..50_000)

@@ -699,10 +699,12 @@ pub fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
     Ok(sets)
 }
 
-/// A `from`/`until` date: `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`.
+/// A `from`/`until` date: `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`, or a time with an offset
+/// (converted to UTC), as [`Datestamp::parse`] reads them.
 pub fn parse_date(value: &str) -> Result<Datestamp, String> {
-    Datestamp::parse(value)
-        .ok_or_else(|| format!("{value:?} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ"))
+    Datestamp::parse(value).ok_or_else(|| {
+        format!("{value:?} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (or hh:mm:ss+hh:mm)")
+    })
 }
 
 /// `from` must not be after `until` (OAI-17).

@@ -1,8 +1,10 @@
-//! OAI-PMH datestamps and granularity: parsing the two UTC forms, ordering, W3C-datetime output.
+//! OAI-PMH datestamps and granularity: parsing the two UTC forms (and the offsets, fractions and
+//! spellings servers write instead), ordering, W3C-datetime output.
 //!
 //! Written by hand rather than with a date crate: the harvest parses one datestamp per record
-//! (millions per run), the grammar is two fixed-width forms, and the output must be exactly the
-//! intersection of W3C-DTF and `xsd:date`/`xsd:dateTime` that sitemap consumers accept (SM-13).
+//! (millions per run), the common grammar is two fixed-width forms, and the output must be
+//! exactly the intersection of W3C-DTF and `xsd:date`/`xsd:dateTime` that sitemap consumers
+//! accept (SM-13).
 
 use std::fmt;
 
@@ -54,8 +56,15 @@ pub fn unix_secs(t: std::time::SystemTime) -> i64 {
 }
 
 impl Datestamp {
-    /// Parses `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ss[.fff]Z` (surrounding whitespace allowed;
-    /// fractional seconds are truncated, OAI-19). Offsets other than `Z` are rejected.
+    /// Parses `YYYY-MM-DD`, or a time `YYYY-MM-DDThh:mm:ss` with an optional fraction of any
+    /// length (truncated, OAI-19) and a zone: `Z`, an offset (`+hh:mm`, `+hhmm`, `+hh`, RFC 3339
+    /// and ISO 8601), converted to UTC, or none, read as UTC. `t`, `z` and a space for `T` are
+    /// accepted too. Surrounding whitespace is allowed.
+    ///
+    /// OAI-PMH asks for the UTC forms, but servers write what their platform's date library
+    /// does (Python's `isoformat()`: `2026-11-25T21:46:58.085156+00:00`; PostgreSQL's text:
+    /// `2026-11-25 21:46:58+00`), and an unread `responseDate` turns every refresh into a full
+    /// harvest. The two UTC forms stay on the fixed-width path: one datestamp per record.
     pub fn parse(text: &str) -> Option<Self> {
         let b = text.trim().as_bytes();
         if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
@@ -74,8 +83,7 @@ impl Datestamp {
                 day_only: true,
             });
         }
-        if b.len() < 20 || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[b.len() - 1] != b'Z'
-        {
+        if b.len() < 19 || !matches!(b[10], b'T' | b't' | b' ') || b[13] != b':' || b[16] != b':' {
             return None;
         }
         let (h, m, s) = (
@@ -86,15 +94,10 @@ impl Datestamp {
         if h > 23 || m > 59 || s > 60 {
             return None;
         }
-        let rest = &b[19..b.len() - 1];
-        let fraction_ok =
-            rest.len() > 1 && rest[0] == b'.' && rest[1..].iter().all(u8::is_ascii_digit);
-        if !rest.is_empty() && !fraction_ok {
-            return None;
-        }
-        let secs = days * 86_400 + i64::from(h * 3600 + m * 60 + s.min(59));
+        let rest = &b[19..];
+        let offset = if rest == b"Z" { 0 } else { zone(rest)? };
         Some(Self {
-            secs,
+            secs: days * 86_400 + i64::from(h * 3600 + m * 60 + s.min(59)) - offset,
             day_only: false,
         })
     }
@@ -245,6 +248,39 @@ fn digits(b: &[u8]) -> Option<u32> {
     })
 }
 
+/// The offset from UTC in seconds of what follows a time's seconds: an optional fraction (one
+/// digit or more, dropped), then `Z`, nothing (UTC), or `+hh:mm`, `+hhmm`, `+hh` (or `-`), at
+/// most 23:59 (RFC 3339's `time-numoffset`). `None` for anything else.
+fn zone(rest: &[u8]) -> Option<i64> {
+    let rest = match rest {
+        [b'.', fraction @ ..] => {
+            let n = fraction.iter().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                return None;
+            }
+            &fraction[n..]
+        }
+        _ => rest,
+    };
+    let (sign, hhmm) = match rest {
+        [] | [b'Z' | b'z'] => return Some(0),
+        [b'+', hhmm @ ..] => (1, hhmm),
+        [b'-', hhmm @ ..] => (-1, hhmm),
+        _ => return None,
+    };
+    let (hh, mm): (&[u8], &[u8]) = match hhmm {
+        [_, _] => (hhmm, b"00"),
+        [_, _, b':', _, _] => (&hhmm[..2], &hhmm[3..]),
+        [_, _, _, _] => (&hhmm[..2], &hhmm[2..]),
+        _ => return None,
+    };
+    let (h, m) = (digits(hh)?, digits(mm)?);
+    if h > 23 || m > 59 {
+        return None;
+    }
+    Some(sign * i64::from(h * 3600 + m * 60))
+}
+
 fn is_leap(y: i64) -> bool {
     (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
 }
@@ -297,11 +333,10 @@ mod tests {
 
     #[test]
     fn parses_both_granularities_and_rejects_the_rest() {
-        // OAI-19: both forms, fractional seconds truncated, offsets rejected.
+        // OAI-19: both forms, fractional seconds truncated.
         check("2008-04-16", Some("2008-04-16"));
         check(" 2011-07-18T16:31:00Z\n", Some("2011-07-18T16:31:00Z"));
         check("2011-07-18T16:31:00.123Z", Some("2011-07-18T16:31:00Z"));
-        check("2011-07-18T16:31:00+02:00", None);
         check("2011-07-18T16:31Z", None);
         check("2011-02-29", None);
         check("2012-02-29", Some("2012-02-29"));
@@ -309,6 +344,170 @@ mod tests {
         check("1969-12-31T23:59:59Z", Some("1969-12-31T23:59:59Z"));
         check("2011-07-18T16:31:00.Z", None);
         check("", None);
+    }
+
+    #[test]
+    fn reads_the_forms_servers_write_instead() {
+        // Python's isoformat() (the server of issue 20), PostgreSQL's timestamptz text.
+        check(
+            "2026-11-25T21:46:58.085156+00:00",
+            Some("2026-11-25T21:46:58Z"),
+        );
+        check(
+            "2026-11-25 21:46:58.085156+00",
+            Some("2026-11-25T21:46:58Z"),
+        );
+        // Offsets of every spelling, converted to UTC.
+        check("2011-07-18T16:31:00+02:00", Some("2011-07-18T14:31:00Z"));
+        check("2011-07-18T16:31:00+0200", Some("2011-07-18T14:31:00Z"));
+        check("2011-07-18T16:31:00+02", Some("2011-07-18T14:31:00Z"));
+        check("2011-07-18T16:31:00-05:00", Some("2011-07-18T21:31:00Z"));
+        check("2011-07-18T16:31:00+05:30", Some("2011-07-18T11:01:00Z"));
+        check("2011-07-18T16:31:00-00:00", Some("2011-07-18T16:31:00Z"));
+        check("2011-07-18T16:31:00.5-03:30", Some("2011-07-18T20:01:00Z"));
+        // Fractions of any length, truncated; no zone is UTC; lower case; a space for T.
+        check("2011-07-18T16:31:00.1Z", Some("2011-07-18T16:31:00Z"));
+        check(
+            "2011-07-18T16:31:00.123456789012Z",
+            Some("2011-07-18T16:31:00Z"),
+        );
+        check("2011-07-18T16:31:00", Some("2011-07-18T16:31:00Z"));
+        check("2011-07-18T16:31:00.999", Some("2011-07-18T16:31:00Z"));
+        check("2011-07-18t16:31:00z", Some("2011-07-18T16:31:00Z"));
+        check("2011-07-18 16:31:00Z", Some("2011-07-18T16:31:00Z"));
+        // A leap second, as before, is the 59th.
+        check("2016-12-31T23:59:60+01:00", Some("2016-12-31T22:59:59Z"));
+    }
+
+    #[test]
+    fn offsets_cross_days_months_and_years() {
+        check("2024-03-01T01:00:00+02:00", Some("2024-02-29T23:00:00Z"));
+        check("2023-03-01T01:00:00+02:00", Some("2023-02-28T23:00:00Z"));
+        check("2024-01-01T00:30:00+01:00", Some("2023-12-31T23:30:00Z"));
+        check("2023-12-31T23:30:00-01:00", Some("2024-01-01T00:30:00Z"));
+        check("2024-04-30T22:00:00-05:00", Some("2024-05-01T03:00:00Z"));
+        check("1970-01-01T00:00:00+00:01", Some("1969-12-31T23:59:00Z"));
+    }
+
+    #[test]
+    fn rejects_what_is_no_time() {
+        for bad in [
+            "2011-07-18T16:31:00+25:00",
+            "2011-07-18T16:31:00+24:00",
+            "2011-07-18T16:31:00+02:60",
+            "2011-07-18T16:31:00+2:00",
+            "2011-07-18T16:31:00+02:0",
+            "2011-07-18T16:31:00+020",
+            "2011-07-18T16:31:00+02:00Z",
+            "2011-07-18T16:31:00Z+02:00",
+            "2011-07-18T16:31:00 +02:00",
+            "2011-07-18T16:31:00+",
+            "2011-07-18T16:31:00.",
+            "2011-07-18T16:31:00.+02:00",
+            "2011-07-18T16:31:00.12a",
+            "2011-07-18T16:31:00ZZ",
+            "2011-07-18T16:31:00GMT",
+            "2011-07-18X16:31:00Z",
+            "2011-07-18T16:31",
+            "2011-07-18T24:00:00Z",
+            "2011-07-18T16:31:00+ab:cd",
+        ] {
+            check(bad, None);
+        }
+    }
+
+    /// A record's datestamp to the second stays one, whatever its zone; a day stays a day.
+    #[test]
+    fn a_time_with_an_offset_is_to_the_second() {
+        for text in [
+            "2024-05-01T10:00:00+02:00",
+            "2024-05-01T10:00:00",
+            "2024-05-01 10:00:00Z",
+        ] {
+            assert!(!Datestamp::parse(text).unwrap().is_day(), "{text}");
+        }
+        assert!(Datestamp::parse("2024-05-01").unwrap().is_day());
+    }
+
+    /// The parser before offsets were read: every text it accepted parses to the same value.
+    fn parse_before(text: &str) -> Option<Datestamp> {
+        let b = text.trim().as_bytes();
+        if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+            return None;
+        }
+        let year = digits(&b[0..4])? as i64;
+        let month = digits(&b[5..7])?;
+        let day = digits(&b[8..10])?;
+        if !(1..=12).contains(&month) || day == 0 || day > days_in_month(year, month) {
+            return None;
+        }
+        let days = days_from_civil(year, month, day);
+        if b.len() == 10 {
+            return Some(Datestamp {
+                secs: days * 86_400,
+                day_only: true,
+            });
+        }
+        if b.len() < 20 || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[b.len() - 1] != b'Z'
+        {
+            return None;
+        }
+        let (h, m, s) = (
+            digits(&b[11..13])?,
+            digits(&b[14..16])?,
+            digits(&b[17..19])?,
+        );
+        if h > 23 || m > 59 || s > 60 {
+            return None;
+        }
+        let rest = &b[19..b.len() - 1];
+        let fraction_ok =
+            rest.len() > 1 && rest[0] == b'.' && rest[1..].iter().all(u8::is_ascii_digit);
+        if !rest.is_empty() && !fraction_ok {
+            return None;
+        }
+        let secs = days * 86_400 + i64::from(h * 3600 + m * 60 + s.min(59));
+        Some(Datestamp {
+            secs,
+            day_only: false,
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn what_parsed_before_parses_as_before(
+            text in proptest::prop_oneof![
+                "[ \t\n]?[0-9]{4}-[01][0-9]-[0-3][0-9]([Tt ][0-2][0-9]:[0-6][0-9]:[0-6][0-9](\\.[0-9]{0,12})?[Zz]?)?[ \n]?",
+                "[0-9T:Zz. +-]{0,32}",
+            ]
+        ) {
+            if let Some(before) = parse_before(&text) {
+                proptest::prop_assert_eq!(Datestamp::parse(&text), Some(before), "{:?}", text);
+            }
+        }
+
+        #[test]
+        fn an_offset_moves_the_instant_by_itself(
+            secs in 0i64..253_402_300_800,
+            hours in 0u32..24,
+            minutes in 0u32..60,
+            east in proptest::bool::ANY,
+            colon in proptest::bool::ANY,
+        ) {
+            let utc = Datestamp::from_unix(secs).to_string();
+            let local = &utc[..19];
+            let sign = if east { '+' } else { '-' };
+            let text = if colon {
+                format!("{local}{sign}{hours:02}:{minutes:02}")
+            } else {
+                format!("{local}{sign}{hours:02}{minutes:02}")
+            };
+            let offset = i64::from(hours * 3600 + minutes * 60) * if east { 1 } else { -1 };
+            proptest::prop_assert_eq!(
+                Datestamp::parse(&text).map(Datestamp::unix),
+                Some(secs - offset)
+            );
+        }
     }
 
     /// Years beyond four digits (from arithmetic, never parsed) keep their digits and sign.

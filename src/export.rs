@@ -198,7 +198,7 @@ impl ExportSummary {
         if let Some(run) = &self.run {
             let _ = writeln!(
                 out,
-                "  harvest         {}{}{}; the store holds {} live records{}",
+                "  harvest         {}{}{}; the store holds {} live records and {} deleted{}",
                 run.kind.as_str(),
                 run.from
                     .as_ref()
@@ -210,19 +210,13 @@ impl ExportSummary {
                     String::new()
                 },
                 run.live,
+                run.deleted,
                 if run.removed > 0 {
                     format!(" ({} removed: not in the full harvest)", run.removed)
                 } else {
                     String::new()
                 }
             );
-            if let Some(answer) = &run.selective_refused {
-                let _ = writeln!(
-                    out,
-                    "                  the repository refused the incremental request ({answer}): \
-                     harvested in full, as harvests will be until the full-harvest interval has passed"
-                );
-            }
             if let Some(short) = &run.short {
                 let _ = writeln!(
                     out,
@@ -237,12 +231,22 @@ impl ExportSummary {
                     short.announced
                 );
             }
+            if let Some(reason) = &run.full_reason {
+                let _ = writeln!(out, "  why full        {reason}");
+            }
+            // What this harvest brought; the store's records are counted above.
+            let _ = writeln!(
+                out,
+                "  records seen    {} in this harvest, {} of them deleted",
+                run.received, run.received_deleted
+            );
+        } else {
+            let _ = writeln!(
+                out,
+                "  records seen    {} ({} distinct, {} deleted)",
+                s.records_seen, s.records, s.deleted
+            );
         }
-        let _ = writeln!(
-            out,
-            "  records seen    {} ({} distinct, {} deleted)",
-            s.records_seen, s.records, s.deleted
-        );
         let _ = writeln!(
             out,
             "  URLs published  {} in {} shard(s); {} bytes written in all",

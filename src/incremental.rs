@@ -17,7 +17,11 @@
 //!   server's clock) minus one granularity unit, in the repository's granularity (OAI-17, OAI-18).
 //!   When the upstream refuses `from` (HTTP 400 or 422, or `badArgument`, to the list's first
 //!   request; OAI-53), the run becomes a full harvest, and so does every later one until the
-//!   full-harvest interval has passed.
+//!   full-harvest interval has passed. A missing `responseDate`, or one in none of the forms
+//!   [`Datestamp::parse`] reads, leaves no `from`: a full harvest.
+//!
+//! A full harvest always says why ([`FullReason`]): in the log (a warning unless the reason is
+//! routine, as a first harvest or the schedule is), the export summary and the status page.
 //!
 //! A record sent with an empty `<metadata/>` (Q-35) is rejected: it replaces no version stored
 //! before and removes nothing ([`Store::apply_page`]).
@@ -34,6 +38,7 @@ use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
+pub use crate::store::FullReason;
 use crate::store::{
     Checkpoint, Complete, HeldShrink, ListCount, Run, SelectiveRefused, ShortList, State, Store,
     StoreError,
@@ -92,6 +97,14 @@ pub struct RunSummary {
     pub removed: u64,
     /// Live records in the store afterwards.
     pub live: u64,
+    /// Records in the store afterwards whose newest version is deleted (tombstones).
+    pub deleted: u64,
+    /// Records this run received (repeats included).
+    pub received: u64,
+    /// Deleted headers among them.
+    pub received_deleted: u64,
+    /// Why the run harvested in full; `None` for an incremental one.
+    pub full_reason: Option<FullReason>,
     /// A list of this full harvest ended far short of its announced size (Q-04): nothing was
     /// removed.
     pub short: Option<ShortList>,
@@ -130,13 +143,9 @@ pub async fn harvest(
         && state.sets == job.request.sets
         && state.bounds == bounds
         && oai::parse::Fields::from_bits(state.fields).covers(fields);
+    // A store emptied for other settings says so (below), rather than "the first harvest".
+    let settings_changed = !follows && !state.source.is_empty();
     if !follows {
-        if !state.source.is_empty() {
-            tracing::info!(
-                store = %store.path().display(),
-                "the store followed another source, sets or date bounds, or held fewer fields; harvesting in full"
-            );
-        }
         // A refusal of `from` is the server's, whatever is harvested from it.
         let refused = state.selective_refused.filter(|_| state.source == source);
         state = State {
@@ -163,11 +172,25 @@ pub async fn harvest(
                 full = run.full,
                 pages = run.pages,
                 token = run.checkpoint.as_ref().map(|c| c.token.as_str()),
+                full_reason = run.full_reason.as_ref().map(ToString::to_string),
                 "continuing an interrupted harvest"
             );
             run
         }
-        None => plan(&state, policy, now),
+        None => {
+            let mut run = plan(&state, policy, now);
+            if settings_changed && run.full {
+                run.full_reason = Some(FullReason::SettingsChanged);
+            }
+            if let Some(reason) = &run.full_reason {
+                if reason.routine() {
+                    tracing::info!(store = %store.path().display(), "{reason}; harvesting in full");
+                } else {
+                    tracing::warn!(store = %store.path().display(), "{reason}; harvesting in full");
+                }
+            }
+            run
+        }
     };
     // A repository that refuses `from` is harvested in full instead, once per refresh (OAI-53).
     let mut refusal: Option<SelectiveRefused> = None;
@@ -201,12 +224,12 @@ pub async fn harvest(
                      harvesting in full now and at every refresh until the full-harvest interval \
                      has passed, when from is tried again (OAI-53)"
                 );
+                run = full_run(state.runs + 1, FullReason::SelectiveRefused(answer.clone()));
                 refusal = Some(SelectiveRefused {
                     answer,
                     url: e.url,
                     since: now,
                 });
-                run = full_run(state.runs + 1);
             }
             result => break result?,
         }
@@ -224,15 +247,17 @@ pub async fn harvest(
     }
 
     let identify = &report.identify;
-    state.complete = run
-        .response_date
-        .clone()
-        .or_else(|| report.first_response_date.clone())
-        .map(|response_date| Complete {
-            response_date,
-            granularity: identify.granularity.as_str().to_owned(),
-            deleted_record: identify.deleted_record.clone(),
-        });
+    // Recorded without a responseDate too, so that the next run can say why it is full.
+    state.complete = Some(Complete {
+        response_date: run
+            .response_date
+            .clone()
+            .or_else(|| report.first_response_date.clone())
+            .unwrap_or_default(),
+        granularity: identify.granularity.as_str().to_owned(),
+        deleted_record: identify.deleted_record.clone(),
+        static_repository: report.is_static,
+    });
     // A full harvest whose list ended far short of its announced size proves no deletion
     // (Q-04, I-06): what it listed is kept, nothing else is swept, and the next harvest is a
     // full one again.
@@ -255,6 +280,7 @@ pub async fn harvest(
     state.run = None;
     let removed = store.finish_run(run.full, sweep.then_some(run.id), &state)?;
     let live = store.live()?;
+    let deleted = store.deleted()?;
     let summary = RunSummary {
         kind: if run.full {
             Kind::Full
@@ -265,16 +291,23 @@ pub async fn harvest(
         resumed: run.resumed,
         removed,
         live,
+        deleted,
+        received: run.records,
+        received_deleted: run.deleted,
+        full_reason: run.full_reason.clone(),
         short: run.short.clone(),
         selective_refused: refusal.map(|r| r.answer),
     };
     tracing::info!(
         kind = summary.kind.as_str(),
         from = summary.from,
+        full_reason = summary.full_reason.as_ref().map(ToString::to_string),
         pages = run.pages,
         records = run.records,
+        deleted_headers = run.deleted,
         removed,
         live,
+        deleted,
         "harvest complete; store updated"
     );
     let patched = match previous.filter(|_| !run.full) {
@@ -432,8 +465,9 @@ fn patch_stored(
     let duplicate = crate::inventory::index(crate::classify::Drop::Duplicate);
     stats.drops[duplicate] = stats.drops[duplicate].wrapping_add(stats.urls.wrapping_sub(urls));
     stats.urls = urls;
-    // Not a record's count: the store's, which the harvest may have changed (Q-35).
+    // Not a record's counts: the store's, which the harvest may have changed (Q-35).
     stats.set_dropped(crate::classify::Drop::EmptyMetadata, store.rejected()?);
+    stats.set_deleted(store.deleted()?);
     tracing::debug!(
         removing,
         adding,
@@ -483,6 +517,7 @@ async fn harvest_run(
         }
         run.pages += 1;
         run.records += event.records.len() as u64;
+        run.deleted += event.records.iter().filter(|r| r.deleted).count() as u64;
         if run.full {
             count_list(run, &event);
         }
@@ -618,10 +653,11 @@ fn refuses_selective(e: &HarvestError) -> Option<String> {
 }
 
 /// A full harvest, numbered `id`.
-fn full_run(id: u64) -> Run {
+fn full_run(id: u64, reason: FullReason) -> Run {
     Run {
         id,
         full: true,
+        full_reason: Some(reason),
         ..Run::default()
     }
 }
@@ -629,34 +665,52 @@ fn full_run(id: u64) -> Run {
 /// The next run when none is under way.
 fn plan(state: &State, policy: &Policy, now: i64) -> Run {
     let id = state.runs + 1;
-    let full_due = |c: &Complete| {
-        c.deleted_record != "persistent"
-            && state
-                .last_full
-                .is_none_or(|t| now.saturating_sub(t) >= policy.full_interval.as_secs() as i64)
-    };
-    let from = state
-        .complete
-        .as_ref()
-        .filter(|_| state.held_shrink.is_none())
-        .filter(|_| state.short_list.as_ref().is_none_or(|s| s.repeated))
-        // A refusal of `from` is tried again after the full-harvest interval: a server's
-        // refusal can be a passing one (Zenodo's 422s come and go with the date window).
-        .filter(|_| {
-            state.selective_refused.as_ref().is_none_or(|r| {
-                now.saturating_sub(r.since) >= policy.full_interval.as_secs() as i64
-            })
-        })
-        .filter(|c| !full_due(c))
-        .and_then(|c| {
-            let granularity = Granularity::parse(&c.granularity).unwrap_or_default();
-            Datestamp::parse(&c.response_date).map(|d| d.minus_unit(granularity))
-        });
-    Run {
-        full: from.is_none(),
-        from: from.map(Datestamp::pack),
-        ..full_run(id)
+    match next_from(state, policy, now) {
+        Ok(from) => Run {
+            id,
+            from: Some(from.pack()),
+            ..Run::default()
+        },
+        Err(reason) => full_run(id, reason),
     }
+}
+
+/// The `from` of the next harvest, or why it must be a full one.
+fn next_from(state: &State, policy: &Policy, now: i64) -> Result<Datestamp, FullReason> {
+    let interval = policy.full_interval.as_secs() as i64;
+    if state.held_shrink.is_some() {
+        return Err(FullReason::HeldShrink);
+    }
+    let Some(complete) = &state.complete else {
+        return Err(FullReason::FirstHarvest);
+    };
+    if complete.static_repository {
+        return Err(FullReason::StaticRepository);
+    }
+    if state.short_list.as_ref().is_some_and(|s| !s.repeated) {
+        return Err(FullReason::ShortList);
+    }
+    // A refusal of `from` is tried again after the full-harvest interval: a server's refusal
+    // can be a passing one (Zenodo's 422s come and go with the date window).
+    if let Some(refused) = &state.selective_refused
+        && now.saturating_sub(refused.since) < interval
+    {
+        return Err(FullReason::SelectiveRefused(refused.answer.clone()));
+    }
+    if complete.deleted_record != "persistent"
+        && state
+            .last_full
+            .is_none_or(|t| now.saturating_sub(t) >= interval)
+    {
+        return Err(FullReason::FullInterval(complete.deleted_record.clone()));
+    }
+    if complete.response_date.is_empty() {
+        return Err(FullReason::NoResponseDate);
+    }
+    let granularity = Granularity::parse(&complete.granularity).unwrap_or_default();
+    Datestamp::parse(&complete.response_date)
+        .map(|d| d.minus_unit(granularity))
+        .ok_or_else(|| FullReason::UnreadableResponseDate(complete.response_date.clone()))
 }
 
 /// The shrink guard (I-07): `Err` when publishing `urls` would remove more than the policy's
@@ -808,7 +862,15 @@ mod tests {
             response_date: "2024-06-01T12:00:00Z".into(),
             granularity: "YYYY-MM-DD".into(),
             deleted_record: deleted_record.into(),
+            static_repository: false,
         })
+    }
+
+    /// Why `state` gets a full harvest next; `None` for an incremental one.
+    fn why_full(state: &State, now: i64) -> Option<FullReason> {
+        let run = plan(state, &Policy::default(), now);
+        assert_eq!(run.full, run.full_reason.is_some());
+        run.full_reason
     }
 
     #[test]
@@ -886,6 +948,91 @@ mod tests {
     }
 
     #[test]
+    fn a_full_harvest_says_why() {
+        use FullReason as R;
+        let now = 1_800_000_000;
+        let persistent = State {
+            complete: complete("persistent"),
+            ..State::default()
+        };
+        let with_date = |date: &str| State {
+            complete: Some(Complete {
+                response_date: date.into(),
+                ..persistent.complete.clone().unwrap()
+            }),
+            ..persistent.clone()
+        };
+        assert_eq!(why_full(&State::default(), now), Some(R::FirstHarvest));
+        assert_eq!(why_full(&persistent, now), None);
+        // Issue 20: Python's isoformat() is read; what is not read is named.
+        assert_eq!(
+            why_full(&with_date("2026-11-25T21:46:58.085156+00:00"), now),
+            None
+        );
+        assert_eq!(
+            why_full(&with_date("Tue, 25 Nov 2026 21:46:58 GMT"), now),
+            Some(R::UnreadableResponseDate(
+                "Tue, 25 Nov 2026 21:46:58 GMT".into()
+            ))
+        );
+        assert_eq!(why_full(&with_date(""), now), Some(R::NoResponseDate));
+        let static_file = State {
+            complete: Some(Complete {
+                response_date: String::new(),
+                static_repository: true,
+                ..persistent.complete.clone().unwrap()
+            }),
+            ..persistent.clone()
+        };
+        assert_eq!(why_full(&static_file, now), Some(R::StaticRepository));
+        let no = State {
+            complete: complete("no"),
+            ..State::default()
+        };
+        assert_eq!(why_full(&no, now), Some(R::FullInterval("no".into())));
+        let held = State {
+            held_shrink: Some(HeldShrink {
+                published: 10,
+                harvested: 1,
+                since: now,
+            }),
+            complete: None,
+            ..persistent.clone()
+        };
+        assert_eq!(why_full(&held, now), Some(R::HeldShrink));
+        let short = State {
+            short_list: Some(ShortList {
+                set: None,
+                announced: 15,
+                delivered: 10,
+                since: now,
+                repeated: false,
+            }),
+            ..persistent.clone()
+        };
+        assert_eq!(why_full(&short, now), Some(R::ShortList));
+        let refused = State {
+            selective_refused: Some(SelectiveRefused {
+                answer: "HTTP status 422".into(),
+                url: "https://h/oai?verb=ListRecords&from=2024-05-31".into(),
+                since: now,
+            }),
+            ..persistent
+        };
+        assert_eq!(
+            why_full(&refused, now),
+            Some(R::SelectiveRefused("HTTP status 422".into()))
+        );
+        // Only what the schedule or the operator brings is routine.
+        assert!(R::FirstHarvest.routine() && R::FullInterval("no".into()).routine());
+        assert!(!R::UnreadableResponseDate("x".into()).routine() && !R::HeldShrink.routine());
+        assert_eq!(
+            R::UnreadableResponseDate("garbage".into()).to_string(),
+            "the last complete harvest's responseDate \"garbage\" could not be read"
+        );
+    }
+
+    #[test]
     fn a_list_is_short_when_clearly_fewer_records_came_than_announced() {
         // Q-04: more than 5% and more than 2 records missing.
         for (delivered, announced, short) in [
@@ -927,7 +1074,7 @@ mod tests {
                 response_date: None,
             };
         let count = |events: &[PageEvent<'_>]| {
-            let mut run = full_run(1);
+            let mut run = full_run(1, FullReason::FirstHarvest);
             for e in events {
                 count_list(&mut run, e);
             }
@@ -1213,6 +1360,8 @@ mod patch_equivalence {
             store
                 .apply_page(u64::from(round) + 1, &page, &state, true)
                 .unwrap();
+            // The deleted records an incremental run counts as it goes are the store's.
+            assert_eq!(store.deleted().unwrap(), store.counts().unwrap().deleted);
             let outcome =
                 patch_stored(&job, &store, &state, &report(), previous(&published_files)).unwrap();
             let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);

@@ -61,6 +61,17 @@ impl Stats {
         self.drops[index(reason)] = count;
     }
 
+    /// Sets the records whose newest version is deleted to `deleted`, counted outside the
+    /// inventory: a store's records are read live, and its deleted ones counted
+    /// ([`crate::store::Store::deleted`]). They count among the records (seen once each) and as
+    /// the `deleted` drop, as in a harvest's inventory.
+    pub fn set_deleted(&mut self, deleted: u64) {
+        self.records_seen = self.records_seen.saturating_sub(self.deleted) + deleted;
+        self.records = self.records.saturating_sub(self.deleted) + deleted;
+        self.deleted = deleted;
+        self.set_dropped(Drop::Deleted, deleted);
+    }
+
     fn drop(&mut self, reason: Drop) {
         self.drops[index(reason)] += 1;
     }

@@ -617,7 +617,7 @@ pub async fn harvest(
 
 /// Collects the store's live records as a harvest of the whole repository would have: the
 /// render input of a refresh that went through the store. `report` is the harvest's that
-/// updated the store.
+/// updated the store. Its deleted records are counted as a harvest counts them, not read.
 pub fn collect_stored(
     job: &Job,
     store: &crate::store::Store,
@@ -627,10 +627,9 @@ pub fn collect_stored(
     let mut c = Collectors::new(job, landing, &report.identify.base_url)?;
     store.for_each_live(|record| c.add(&record))??;
     let mut harvested = c.finish(report)?;
-    harvested
-        .published
-        .stats
-        .set_dropped(Drop::EmptyMetadata, store.rejected()?);
+    let stats = &mut harvested.published.stats;
+    stats.set_dropped(Drop::EmptyMetadata, store.rejected()?);
+    stats.set_deleted(store.deleted()?);
     harvested.layout = store.state()?.layout;
     Ok(harvested)
 }

@@ -110,6 +110,9 @@ pub struct Complete {
     pub granularity: String,
     /// The repository's `deletedRecord` then (`no`, `transient`, `persistent`).
     pub deleted_record: String,
+    /// It was an OAI Static Repository, which has no `responseDate`: read whole every time.
+    #[serde(default)]
+    pub static_repository: bool,
 }
 
 /// A harvest under way. When the process dies, the next run continues it: same number (so a
@@ -138,6 +141,12 @@ pub struct Run {
     /// The first list of this run that ended far short of the size it announced (Q-04).
     #[serde(default)]
     pub short: Option<ShortList>,
+    /// Deleted headers among the records applied.
+    #[serde(default)]
+    pub deleted: u64,
+    /// Why the run is a full harvest.
+    #[serde(default)]
+    pub full_reason: Option<FullReason>,
 }
 
 /// What a list announced and delivered so far, saved with every page so that a continued run
@@ -183,6 +192,89 @@ pub struct SelectiveRefused {
     pub url: String,
     /// When (Unix seconds).
     pub since: i64,
+}
+
+/// Why a run harvests the whole list instead of the changes since the last complete harvest:
+/// logged, and shown in the export summary and on the status page, so that a refresh that could
+/// have been incremental never falls back to a full harvest silently.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FullReason {
+    /// The store holds no complete harvest yet.
+    FirstHarvest,
+    /// The store followed another source, other sets or date bounds, or held fewer Dublin Core
+    /// fields than the job needs: it was emptied.
+    SettingsChanged,
+    /// An OAI Static Repository has no `responseDate` to harvest from.
+    StaticRepository,
+    /// The last complete harvest's responses carried no `responseDate`.
+    NoResponseDate,
+    /// The last complete harvest's `responseDate`, which could not be read.
+    UnreadableResponseDate(String),
+    /// The shrink guard held a publish back: a full harvest confirms or undoes the shrink.
+    HeldShrink,
+    /// The last full harvest's list ended far short of its announced size (Q-04).
+    ShortList,
+    /// The upstream refused `from` (OAI-53) with this answer, less than the full-harvest
+    /// interval ago.
+    SelectiveRefused(String),
+    /// The repository does not keep deletions (its `deletedRecord`, OAI-39), and the full-harvest
+    /// interval has passed.
+    FullInterval(String),
+}
+
+impl FullReason {
+    /// A reason that comes with the schedule or the operator's own change, logged as
+    /// information; the others are warnings.
+    pub fn routine(&self) -> bool {
+        matches!(
+            self,
+            Self::FirstHarvest
+                | Self::SettingsChanged
+                | Self::StaticRepository
+                | Self::FullInterval(_)
+        )
+    }
+}
+
+impl std::fmt::Display for FullReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::FirstHarvest => f.write_str("the first harvest into this store"),
+            Self::SettingsChanged => f.write_str(
+                "the store followed another source, other sets or date bounds, or held fewer \
+                 Dublin Core fields than the profiles need",
+            ),
+            Self::StaticRepository => {
+                f.write_str("an OAI Static Repository has no responseDate to harvest from")
+            }
+            Self::NoResponseDate => {
+                f.write_str("the last complete harvest's responses carried no responseDate")
+            }
+            Self::UnreadableResponseDate(date) => write!(
+                f,
+                "the last complete harvest's responseDate {date:?} could not be read"
+            ),
+            Self::HeldShrink => f.write_str(
+                "the shrink guard held the last publish back: a full harvest confirms or undoes \
+                 the shrink",
+            ),
+            Self::ShortList => f.write_str(
+                "the last full harvest's list ended short of its completeListSize (Q-04)",
+            ),
+            Self::SelectiveRefused(answer) => write!(
+                f,
+                "the repository refused selective harvesting ({answer}); from is tried again \
+                 once the full-harvest interval has passed (OAI-53)"
+            ),
+            Self::FullInterval(deleted_record) => write!(
+                f,
+                "the full-harvest interval has passed, and the repository does not keep \
+                 deletions (deletedRecord {deleted_record:?})"
+            ),
+        }
+    }
 }
 
 /// Where an interrupted list continues: saved with every page.
@@ -272,8 +364,9 @@ impl Store {
                      claims BLOB NOT NULL
                  ) WITHOUT ROWID;
                  CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
-                 CREATE TABLE tally (k INTEGER PRIMARY KEY CHECK (k = 0), live INTEGER NOT NULL);
-                 INSERT INTO tally VALUES (0, 0);
+                 CREATE TABLE tally (k INTEGER PRIMARY KEY CHECK (k = 0), live INTEGER NOT NULL,
+                     deleted INTEGER NOT NULL DEFAULT 0);
+                 INSERT INTO tally VALUES (0, 0, 0);
                  PRAGMA user_version = {SCHEMA};
                  COMMIT;"
             ))
@@ -288,6 +381,24 @@ impl Store {
              ) WITHOUT ROWID;",
         )
         .map_err(fail(path, "cannot create the tables"))?;
+        // Added to version 5 without a rebuild: a store made before counts its deleted records
+        // once.
+        let counts_deleted: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tally') WHERE name = 'deleted')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(fail(path, "cannot read the schema"))?;
+        if !counts_deleted {
+            conn.execute_batch(
+                "BEGIN;
+                 ALTER TABLE tally ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+                 UPDATE tally SET deleted = (SELECT count(*) FROM records WHERE deleted <> 0);
+                 COMMIT;",
+            )
+            .map_err(fail(path, "cannot create the tables"))?;
+        }
         Ok(Self {
             conn,
             path: path.to_owned(),
@@ -376,7 +487,7 @@ impl Store {
             .map_err(fail(&self.path, "cannot begin a transaction"))?;
         tx.execute_batch(
             "DELETE FROM records; DELETE FROM shared; DELETE FROM changes; DELETE FROM rejected;
-             UPDATE tally SET live = 0;",
+             UPDATE tally SET live = 0, deleted = 0;",
         )
         .map_err(fail(&self.path, "cannot empty the records"))?;
         write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
@@ -412,7 +523,8 @@ impl Store {
             .conn
             .transaction()
             .map_err(fail(path, "cannot begin a transaction"))?;
-        let mut live = 0i64;
+        // How the live and deleted counts change (kept by incremental runs).
+        let (mut live, mut deleted) = (0i64, 0i64);
         {
             // A change: the version last published, before the first change since (NULLs for a
             // record not stored then), kept as it is when the record changed before; and the
@@ -519,7 +631,9 @@ impl Store {
                     });
                     if newer {
                         let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
+                        let was_deleted = before.as_ref().is_some_and(|(live, _, _)| !*live);
                         live += i64::from(!r.deleted) - i64::from(was_live);
+                        deleted += i64::from(r.deleted) - i64::from(was_deleted);
                         let (prev_live, prev_datestamp, prev_body) = match before {
                             Some((live, at, body)) => (Some(live), at, Some(body)),
                             None => (None, None, None),
@@ -550,8 +664,11 @@ impl Store {
             }
         }
         if track {
-            tx.execute("UPDATE tally SET live = live + ?1", [live])
-                .map_err(fail(path, "cannot count the records"))?;
+            tx.execute(
+                "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
+                [live, deleted],
+            )
+            .map_err(fail(path, "cannot count the records"))?;
         }
         write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
         tx.commit().map_err(fail(path, "cannot commit a page"))
@@ -559,7 +676,7 @@ impl Store {
 
     /// Ends a run: with `sweep`, removes every record that run did not see (a complete full
     /// harvest is the proof of their deletion, I-06); with `full` (a full harvest, which does not
-    /// keep the live count as it goes), counts the live records; saves `state`; one
+    /// keep the counts as it goes), counts the live and deleted records; saves `state`; one
     /// transaction. Returns how many live records were removed.
     pub fn finish_run(
         &mut self,
@@ -588,7 +705,8 @@ impl Store {
         debug_assert!(full || sweep.is_none(), "only a full harvest sweeps");
         if full {
             tx.execute(
-                "UPDATE tally SET live = (SELECT count(*) FROM records WHERE deleted = 0)",
+                "UPDATE tally SET (live, deleted) = (SELECT coalesce(sum(deleted = 0), 0),
+                   coalesce(sum(deleted <> 0), 0) FROM records)",
                 [],
             )
             .map_err(fail(&self.path, "cannot count the records"))?;
@@ -796,6 +914,11 @@ impl Store {
     /// what [`Store::counts`] would count, without reading every record.
     pub fn live(&self) -> Result<u64, StoreError> {
         self.number("SELECT live FROM tally", "cannot count the records")
+    }
+
+    /// Records whose newest version is deleted (tombstones), kept like [`Store::live`].
+    pub fn deleted(&self) -> Result<u64, StoreError> {
+        self.number("SELECT deleted FROM tally", "cannot count the records")
     }
 
     /// Calls `f` with every live record, in identifier order; stops at `f`'s first error.
@@ -1042,7 +1165,7 @@ mod tests {
         // The full run counted what is live; incremental runs keep the count as they go: a new
         // record, a new one deleted at once, an older repeat that changes nothing, a deletion,
         // an update, a return.
-        assert_eq!(store.live().unwrap(), 1);
+        assert_eq!((store.live().unwrap(), store.deleted().unwrap()), (1, 0));
         let mut dead = record("oai:x:5", "2024-05-04", &[]);
         dead.deleted = true;
         let mut gone = record("oai:x:1", "2024-05-05", &[]);
@@ -1056,17 +1179,39 @@ mod tests {
         ];
         for (i, page) in steps.iter().enumerate() {
             store.apply_page(4 + i as u64, page, &state, true).unwrap();
+            let counts = store.counts().unwrap();
             assert_eq!(
-                store.live().unwrap(),
-                store.counts().unwrap().live,
+                (store.live().unwrap(), store.deleted().unwrap()),
+                (counts.live, counts.deleted),
                 "step {i}"
             );
         }
-        assert_eq!(store.live().unwrap(), 2);
+        assert_eq!((store.live().unwrap(), store.deleted().unwrap()), (2, 1));
         drop(store);
         let store = Store::open(&path).unwrap();
         assert_eq!(store.state().unwrap().runs, 3);
         assert_eq!(live(&store)[0].identifier, "oai:x:1");
+    }
+
+    /// A store of version 5 made before the deleted records were counted counts them on opening.
+    #[test]
+    fn a_store_made_before_the_deleted_count_counts_its_deleted_records_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut store = Store::open(&path).unwrap();
+        let mut gone = record("oai:x:2", "2024-05-03", &[]);
+        gone.deleted = true;
+        let page = [record("oai:x:1", "2024-05-01", &["https://h/"]), gone];
+        store
+            .apply_page(1, &page, &State::default(), false)
+            .unwrap();
+        store
+            .conn
+            .execute_batch("ALTER TABLE tally DROP COLUMN deleted")
+            .unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.deleted().unwrap(), 1);
     }
 
     fn dirty(store: &Store) -> Vec<(Record, Option<Record>)> {

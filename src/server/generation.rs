@@ -73,9 +73,9 @@ pub struct Summary {
     pub pages: u64,
     /// Record occurrences read.
     pub records_seen: u64,
-    /// Distinct records.
+    /// Distinct records (through the store: its live and deleted records).
     pub records: u64,
-    /// Distinct records whose newest version is deleted.
+    /// Distinct records whose newest version is deleted (through the store: the store's).
     pub deleted: u64,
     /// URLs published.
     pub urls: u64,
@@ -99,9 +99,13 @@ pub struct Summary {
     /// The DiWoo categories, when the repository maps sets to them.
     #[serde(default)]
     pub diwoo: Vec<crate::pipeline::DiwooStats>,
-    /// The harvest that made it: `full`, or `incremental from <date>`.
+    /// The harvest that made it: `full`, or `incremental from <date>`, and the records it
+    /// received.
     #[serde(default)]
     pub harvest: String,
+    /// Why that harvest was a full one.
+    #[serde(default)]
+    pub full_reason: Option<crate::incremental::FullReason>,
     /// The settings it was made under ([`crate::pipeline::Job::settings_key`]); empty in a
     /// generation from before it was recorded.
     #[serde(default)]

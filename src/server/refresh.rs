@@ -476,10 +476,17 @@ async fn build(
                 no_landing_page: s.no_landing_page,
             }),
         diwoo: built.diwoo.clone(),
-        harvest: match &run.from {
-            Some(from) => format!("{} from {from}", run.kind.as_str()),
-            None => run.kind.as_str().to_owned(),
-        },
+        harvest: format!(
+            "{}{}: {} records received, {} of them deleted",
+            run.kind.as_str(),
+            run.from
+                .as_ref()
+                .map(|from| format!(" from {from}"))
+                .unwrap_or_default(),
+            run.received,
+            run.received_deleted
+        ),
+        full_reason: run.full_reason.clone(),
         settings: repo.settings.clone(),
         platform: built.platform.detected().to_string(),
         landing_rule: built.platform.rule_text(),

@@ -133,9 +133,20 @@ pub fn render(gateway: &Gateway) -> String {
                         )
                     })
                     .collect();
+                let why_full = s.full_reason.as_ref().map_or_else(String::new, |reason| {
+                    format!(
+                        "<br><small{}>why full: {}</small>",
+                        if reason.routine() {
+                            ""
+                        } else {
+                            " class=\"bad\""
+                        },
+                        escape(&reason.to_string())
+                    )
+                });
                 let _ = write!(
                     out,
-                    "<td>{} ({} deleted){}</td><td>{}{signmap}{ocx}{cdif}{diwoo}</td><td>{drops}</td><td>{}</td>",
+                    "<td>{} ({} deleted){}{why_full}</td><td>{}{signmap}{ocx}{cdif}{diwoo}</td><td>{drops}</td><td>{}</td>",
                     s.records,
                     s.deleted,
                     if s.harvest.is_empty() {

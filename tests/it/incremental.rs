@@ -14,7 +14,7 @@ use oai_bridge::pipeline::PipelineError;
 use oai_bridge::store::{self, Store};
 
 use crate::faults::{PUBLIC_URL, SCOPE, fast, job, snapshot};
-use crate::server::{Fault, TestRecord, TestServer, numbered};
+use crate::server::{Fault, Granularity, TestRecord, TestServer, numbered};
 
 async fn export_with(
     server: &TestServer,
@@ -734,4 +734,138 @@ async fn export_as(
         policy: Policy::default(),
     })
     .await
+}
+
+#[tokio::test]
+async fn a_response_date_with_a_fraction_and_an_offset_gives_the_next_from() {
+    // Issue 20: a server writing responseDate as Python's isoformat() does. Read, it is the
+    // next harvest's from (minus a second); unread, every refresh was a silent full harvest.
+    let mut records = numbered(12);
+    let server = TestServer::builder(records.clone())
+        .page_size(5)
+        .granularity(Granularity::Seconds)
+        .response_date("2026-11-25T21:46:58.085156+00:00")
+        .start();
+    let (_root, out, state) = folders();
+    export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    records[2] = record(3, "2026-11-25T22:00:00Z", 2);
+    server.set_records(records.clone());
+    let asked = server.list_requests().len();
+    let second = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    let requests = &server.list_requests()[asked..];
+    assert_eq!(
+        requests[0].arg("from").as_deref(),
+        Some("2026-11-25T21:46:57Z"),
+        "{}",
+        second.render(&job(&server))
+    );
+    assert_eq!(second.built.report.records, 1);
+    assert_eq!(published(&out), expected(&records));
+}
+
+/// Runs `oai-bridge export --state` against `server` as a process: its summary and its log.
+fn export_process(server: &TestServer, out: &Path, state: &Path) -> (String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        .args(["export", "--base-url", &server.url(), "--out"])
+        .arg(out)
+        .args(["--public-url", PUBLIC_URL, "--scope", SCOPE, "--state"])
+        .arg(state)
+        .args(["--no-progress", "--politeness-delay", "0"])
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_response_date_makes_a_full_harvest_that_says_why() {
+    // Issue 20: a full harvest that could have been incremental names the value it could not
+    // read, in the summary and as a warning in the log; a first harvest says so as information.
+    let server = TestServer::builder(numbered(12))
+        .page_size(5)
+        .response_date("garbage")
+        .start();
+    let (_root, out, state) = folders();
+    let (first, first_log) = tokio::task::block_in_place(|| export_process(&server, &out, &state));
+    assert!(
+        first.contains("  why full        the first harvest into this store\n"),
+        "{first}"
+    );
+    assert!(!first_log.contains("WARN"), "{first_log}");
+    let asked = server.list_requests().len();
+    let (second, log) = tokio::task::block_in_place(|| export_process(&server, &out, &state));
+    assert!(
+        server.list_requests()[asked..]
+            .iter()
+            .all(|r| r.arg("from").is_none())
+    );
+    let why = "the last complete harvest's responseDate \"garbage\" could not be read";
+    assert!(second.contains("  harvest         full;"), "{second}");
+    assert!(
+        second.contains(&format!("  why full        {why}\n")),
+        "{second}"
+    );
+    let warning = log
+        .lines()
+        .find(|l| l.contains(&format!("{why}; harvesting in full")))
+        .unwrap_or_else(|| panic!("no warning naming the value:\n{log}"));
+    assert!(warning.contains("WARN"), "{warning}");
+}
+
+#[tokio::test]
+async fn the_summary_counts_deleted_records_with_the_store_as_without() {
+    // Issue 20: deleted headers came in, and `export --state` said none; the plain export
+    // counts them. Through the store they are the store's deleted records, as published.
+    let mut records = numbered(12);
+    records.push(TestRecord::new("oai:test:13", "2024-05-20").deleted());
+    let server = TestServer::builder(records.clone()).page_size(5).start();
+    let (_root, out, state) = folders();
+    let (_plain_root, plain_out, _) = folders();
+    let plain = export_to(&server, &plain_out, None, Policy::default())
+        .await
+        .unwrap();
+    let first = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(plain.built.stats.deleted, 1);
+    assert_eq!(first.built.stats, plain.built.stats, "counted alike");
+    let summary = first.render(&job(&server));
+    for want in [
+        "the store holds 12 live records and 1 deleted",
+        "records seen    13 in this harvest, 1 of them deleted",
+        "deleted 1",
+    ] {
+        assert!(summary.contains(want), "{want:?} not in:\n{summary}");
+    }
+
+    // An incremental harvest brings one more deletion: what it received, and the store's.
+    records[4] = TestRecord::new("oai:test:5", "2024-06-02").deleted();
+    server.set_records(records);
+    server.set_response_date("2024-06-03T08:00:00Z");
+    let second = export_with(&server, &out, &state, Policy::default())
+        .await
+        .unwrap();
+    assert_eq!(second.run.as_ref().unwrap().kind, Kind::Incremental);
+    assert_eq!(
+        (second.built.stats.records, second.built.stats.deleted),
+        (13, 2)
+    );
+    let summary = second.render(&job(&server));
+    for want in [
+        "the store holds 11 live records and 2 deleted",
+        "records seen    1 in this harvest, 1 of them deleted",
+        "deleted 2",
+    ] {
+        assert!(summary.contains(want), "{want:?} not in:\n{summary}");
+    }
 }

@@ -293,6 +293,40 @@ async fn a_full_serve_cycle() {
     g.stop().await;
 }
 
+/// Issue 20: the status page counts the store's deleted records as a harvest counts them (it
+/// said "0 deleted" for every repository), and says why a refresh harvested in full: as a
+/// warning when it could have been incremental (a responseDate it could not read).
+#[tokio::test]
+async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full() {
+    let mut records = numbered(12);
+    records.push(TestRecord::new("oai:test:13", "2024-05-20").deleted());
+    let upstream = TestServer::builder(records.clone())
+        .response_date("garbage")
+        .start();
+    let (g, _state) = serving(&upstream, "").await;
+    let page = g.get("/").await.text();
+    for want in [
+        "13 (1 deleted)",
+        "last harvest: full: 13 records received, 1 of them deleted",
+        "<small>why full: the first harvest into this store</small>",
+    ] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+
+    records[4] = TestRecord::new("oai:test:5", "2024-06-02").deleted();
+    upstream.set_records(records);
+    g.refresh(0).await;
+    let page = g.get("/").await.text();
+    for want in [
+        "13 (2 deleted)",
+        "<small class=\"bad\">why full: the last complete harvest&#39;s responseDate \
+         &quot;garbage&quot; could not be read</small>",
+    ] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+    g.stop().await;
+}
+
 /// H-08: until the first generation, 503 with Retry-After; `/readyz` says who is missing; the
 /// status page shows the error. A later refresh that succeeds serves.
 #[tokio::test]

@@ -21,9 +21,27 @@
 //! harvester then re-harvests in full on its schedule). `GET /count` answers how many requests
 //! were served.
 //!
+//! `--shape dspace|eprints` serves the same kind of records as the two most-installed repository
+//! platforms send them (docs/platforms.md, fixtures/platforms/dspace6.xml and eprints34.xml), for
+//! benches/platforms/run.sh; `generic` (the default) is the shape above, byte for byte.
+//! - `dspace` (DSpace 6, `/oai/request`): header `oai:bench.northbridge.example:123456789/{id}`,
+//!   sets `com_123456789_N`/`col_123456789_N`, the crosswalk's element order, and `dc:identifier`
+//!   a citation text, the Handle `http://hdl.handle.net/123456789/{id}` (every 5th record the
+//!   local `{origin}/handle/123456789/{id}`, DSpace 6's default spelling), sometimes a DOI and
+//!   sometimes a bitstream `{origin}/bitstream/handle/123456789/{id}/file-{id}.pdf?sequence=1`.
+//!   Identify has DSpace's `oai-identifier` description. Expected URLs: the landing page
+//!   `{origin}/handle/123456789/{id}` of every live record and the bitstreams.
+//! - `eprints` (EPrints 3.4, `/cgi/oai2`): header `oai:bench.northbridge.example:{id}`,
+//!   hex-encoded sets, the abstract page `{origin}/id/eprint/{id}/` as the first `dc:relation`,
+//!   1-2 documents `{origin}/id/eprint/{id}/N/...` as `dc:identifier`, the citation text as a
+//!   `dc:identifier`, the official URL (another host) and sometimes a DOI as `dc:relation`.
+//!   Identify has the `oai-identifier` and `eprints` descriptions. Expected URLs: the abstract
+//!   pages and the documents.
+//!
 //! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
 //!                         [--seed S] [--changed-every N] [--response-date D]
 //!                         [--deleted-record no|transient|persistent]
+//!                         [--shape generic|dspace|eprints]
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -58,7 +76,33 @@ struct Options {
     /// The repository's own URLs in `dc:identifier` are https (`--https-identifiers`), as
     /// DiWoo requires; the server itself still answers plain http.
     https: bool,
+    /// Which platform's shape the records have (`--shape`).
+    shape: Shape,
 }
+
+/// The repository platform whose records are imitated.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    /// The harvest benchmark's own records.
+    Generic,
+    /// DSpace 6 (XOAI).
+    Dspace,
+    /// EPrints 3.4.
+    Eprints,
+}
+
+impl Shape {
+    /// The baseURL's path, as the platform serves it.
+    fn path(self) -> &'static str {
+        match self {
+            Shape::Generic | Shape::Dspace => "/oai/request",
+            Shape::Eprints => "/cgi/oai2",
+        }
+    }
+}
+
+/// DSpace's Handle prefix (the default of an unregistered installation).
+const HANDLE_PREFIX: &str = "123456789";
 
 impl Options {
     fn changed(&self, id: u64) -> bool {
@@ -76,6 +120,7 @@ fn parse_args() -> Result<Options, String> {
         changed_every: 0,
         deleted_record: "persistent".to_owned(),
         https: false,
+        shape: Shape::Generic,
     };
     let mut date = "2025-06-01T12:00:00Z".to_owned();
     let mut args = std::env::args().skip(1);
@@ -95,9 +140,17 @@ fn parse_args() -> Result<Options, String> {
             "--response-date" => date = value()?,
             "--deleted-record" => o.deleted_record = value()?,
             "--https-identifiers" => o.https = true,
+            "--shape" => {
+                o.shape = match value()?.as_str() {
+                    "generic" => Shape::Generic,
+                    "dspace" => Shape::Dspace,
+                    "eprints" => Shape::Eprints,
+                    other => return Err(format!("--shape: generic, dspace or eprints, not {other}")),
+                }
+            }
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers] [--shape generic|dspace|eprints]"
                 );
                 std::process::exit(0);
             }
@@ -109,6 +162,10 @@ fn parse_args() -> Result<Options, String> {
     }
     if !["no", "transient", "persistent"].contains(&o.deleted_record.as_str()) {
         return Err("--deleted-record must be no, transient or persistent".into());
+    }
+    if o.https && o.shape != Shape::Generic {
+        // The platforms' landing pages are on the baseURL's scheme (the server answers http).
+        return Err("--https-identifiers is for the generic shape only".into());
     }
     DATE.set(date).expect("set once");
     Ok(o)
@@ -249,6 +306,30 @@ fn render_record(
     urls: &mut Vec<String>,
 ) {
     let mut r = Rng::new(o.seed, id);
+    let Some(head) = render_header(out, &mut r, id, o) else {
+        return;
+    };
+    match o.shape {
+        Shape::Generic => render_generic(out, &mut r, id, &head, site, urls),
+        Shape::Dspace => render_dspace(out, &mut r, id, &head, site, urls),
+        Shape::Eprints => render_eprints(out, &mut r, id, &head, site, urls),
+    }
+}
+
+/// What the metadata of a live record reads from its header.
+struct Head {
+    changed: bool,
+    /// The datestamp's date.
+    y: i64,
+    mo: u32,
+    d: u32,
+    /// The whole datestamp, `YYYY-MM-DDThh:mm:ssZ`.
+    datestamp: String,
+}
+
+/// Appends the record's header, in the shape's spelling; a deleted record is closed and gives
+/// `None`. Every shape draws the same numbers here: the same records are deleted.
+fn render_header(out: &mut String, r: &mut Rng, id: u64, o: &Options) -> Option<Head> {
     let changed = o.changed(id);
     let deleted = r.chance(2) || (changed && (id / o.changed_every) % 2 == 0);
     // Datestamps between 2010 and 2025; changed records' in September 2025.
@@ -259,46 +340,99 @@ fn render_record(
     let (y, mo, d) = civil(secs.div_euclid(86_400));
     let tod = secs.rem_euclid(86_400);
     let set = r.below(40);
-    let _ = write!(
-        out,
-        "<record>\n<header{}>\n<identifier>oai:bench.northbridge.example:{id}</identifier>\n\
-         <datestamp>{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z</datestamp>\n\
-         <setSpec>com_{}</setSpec>\n<setSpec>col_{set}</setSpec>\n</header>\n",
-        if deleted { " status=\"deleted\"" } else { "" },
+    let datestamp = format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",
         tod / 3600,
         tod / 60 % 60,
-        tod % 60,
-        set / 8,
+        tod % 60
     );
+    let status = if deleted { " status=\"deleted\"" } else { "" };
+    let _ = match o.shape {
+        Shape::Generic => write!(
+            out,
+            "<record>\n<header{status}>\n<identifier>oai:bench.northbridge.example:{id}</identifier>\n\
+             <datestamp>{datestamp}</datestamp>\n\
+             <setSpec>com_{}</setSpec>\n<setSpec>col_{set}</setSpec>\n</header>\n",
+            set / 8,
+        ),
+        // DSpace: the item's Handle after the repository identifier; sets by community and
+        // collection Handle.
+        Shape::Dspace => write!(
+            out,
+            "<record>\n<header{status}>\n\
+             <identifier>oai:bench.northbridge.example:{HANDLE_PREFIX}/{id}</identifier>\n\
+             <datestamp>{datestamp}</datestamp>\n\
+             <setSpec>com_{HANDLE_PREFIX}_{}</setSpec>\n<setSpec>col_{HANDLE_PREFIX}_{}</setSpec>\n\
+             </header>\n",
+            set / 8 + 1,
+            set + 10,
+        ),
+        // EPrints: the eprint id; hex-encoded sets (`status=pub`, `divisions=div_N`), none for
+        // a deleted eprint.
+        Shape::Eprints => {
+            let _ = write!(
+                out,
+                "<record>\n<header{status}>\n<identifier>oai:bench.northbridge.example:{id}</identifier>\n\
+                 <datestamp>{datestamp}</datestamp>\n"
+            );
+            if !deleted {
+                out.push_str("<setSpec>7374617475733D707562</setSpec>\n<setSpec>");
+                for b in format!("divisions=div_{}", set / 8).bytes() {
+                    let _ = write!(out, "{b:02X}");
+                }
+                out.push_str("</setSpec>\n");
+            }
+            out.push_str("</header>\n");
+            Ok(())
+        }
+    };
     if deleted {
         out.push_str("</record>\n");
-        return;
+        return None;
     }
-    out.push_str(
-        "<metadata>\n<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
-         xmlns:dc=\"http://purl.org/dc/elements/1.1/\" \
-         xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
-         xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ \
-         http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n",
-    );
+    Some(Head {
+        changed,
+        y,
+        mo,
+        d,
+        datestamp,
+    })
+}
+
+const OAI_DC_OPEN: &str = "<metadata>\n<oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" \
+     xmlns:dc=\"http://purl.org/dc/elements/1.1/\" \
+     xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" \
+     xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai_dc/ \
+     http://www.openarchives.org/OAI/2.0/oai_dc.xsd\">\n";
+const OAI_DC_CLOSE: &str = "</oai_dc:dc>\n</metadata>\n</record>\n";
+
+/// The descriptive elements every shape writes in this order: title, 1-4 creators, 2-5
+/// subjects and the abstract. Returns the first creator (for a citation) and the title.
+fn render_description(out: &mut String, r: &mut Rng, head: &Head) -> (String, String) {
     out.push_str("<dc:title>");
-    if changed {
+    let title_start = out.len();
+    if head.changed {
         out.push_str("Revised: ");
     }
     let n = 6 + r.below(9) as usize;
-    capitalised_words(&mut r, out, n);
+    capitalised_words(r, out, n);
     if r.chance(30) {
         out.push_str(": ");
-        words(&mut r, out, 4);
+        words(r, out, 4);
     }
+    let title = out[title_start..].to_owned();
     out.push_str("</dc:title>\n");
-    for _ in 0..1 + r.below(4) {
-        let _ = writeln!(
-            out,
-            "<dc:creator>{}, {}</dc:creator>",
+    let mut first = String::new();
+    for i in 0..1 + r.below(4) {
+        let creator = format!(
+            "{}, {}",
             r.pick(LAST).replace('\'', "&apos;"),
             r.pick(FIRST)
         );
+        let _ = writeln!(out, "<dc:creator>{creator}</dc:creator>");
+        if i == 0 {
+            first = creator;
+        }
     }
     for _ in 0..2 + r.below(4) {
         let _ = writeln!(out, "<dc:subject>{}</dc:subject>", r.pick(SUBJECTS));
@@ -309,7 +443,7 @@ fn render_record(
     let mut written = 0;
     while written < total {
         let n = (8 + r.below(14) as usize).min(total - written);
-        capitalised_words(&mut r, out, n);
+        capitalised_words(r, out, n);
         written += n;
         out.push_str(match r.below(20) {
             0 => " &amp; more. ",
@@ -319,6 +453,21 @@ fn render_record(
     }
     out.pop();
     out.push_str("</dc:description>\n");
+    (first, title)
+}
+
+/// The harvest benchmark's own records (module doc).
+fn render_generic(
+    out: &mut String,
+    r: &mut Rng,
+    id: u64,
+    head: &Head,
+    site: &Site,
+    urls: &mut Vec<String>,
+) {
+    let Head { y, mo, d, .. } = *head;
+    out.push_str(OAI_DC_OPEN);
+    render_description(out, r, head);
     let _ = writeln!(out, "<dc:publisher>{}</dc:publisher>", r.pick(PUBLISHERS));
     let _ = writeln!(out, "<dc:date>{y:04}-{mo:02}-{d:02}</dc:date>");
     let _ = writeln!(out, "<dc:type>{}</dc:type>", r.pick(TYPES));
@@ -381,8 +530,137 @@ fn render_record(
     }
     let _ = writeln!(out, "<dc:language>{}</dc:language>", r.pick(LANGS));
     let _ = writeln!(out, "<dc:rights>{}</dc:rights>", r.pick(RIGHTS));
-    out.push_str("</oai_dc:dc>\n</metadata>\n</record>\n");
+    out.push_str(OAI_DC_CLOSE);
     urls.append(&mut scoped);
+}
+
+/// A citation as the platforms write it into `dc:identifier`: authors, year, title, journal.
+fn citation(r: &mut Rng, first: &str, title: &str, y: i64) -> String {
+    format!(
+        "{first} (et al.) ({y}). {title}. Journal of {}, {}({}), {}-{}.",
+        r.pick(SUBJECTS),
+        1 + r.below(40),
+        1 + r.below(6),
+        10 + r.below(200),
+        220 + r.below(200),
+    )
+}
+
+/// DSpace 6's oai_dc crosswalk (dspace/config/crosswalks/oai/metadataFormats/oai_dc.xsl):
+/// title, creator, subject, description, date (accessioned, available, issued), type,
+/// identifier (citation, uri, doi, and here and there a bitstream URL staff typed in),
+/// language, rights, format, publisher.
+fn render_dspace(
+    out: &mut String,
+    r: &mut Rng,
+    id: u64,
+    head: &Head,
+    site: &Site,
+    urls: &mut Vec<String>,
+) {
+    let Head { y, mo, d, .. } = *head;
+    let origin = &site.origin;
+    out.push_str(OAI_DC_OPEN);
+    let (first, title) = render_description(out, r, head);
+    let stamp = &head.datestamp;
+    let _ = writeln!(
+        out,
+        "<dc:date>{stamp}</dc:date>\n<dc:date>{stamp}</dc:date>\n<dc:date>{y:04}-{mo:02}-{d:02}</dc:date>"
+    );
+    let _ = writeln!(out, "<dc:type>{}</dc:type>", r.pick(TYPES));
+    // The citation text (dc.identifier.citation), escaped as XML text.
+    let _ = writeln!(
+        out,
+        "<dc:identifier>{}</dc:identifier>",
+        citation(r, &first, &title, y).replace(" (et al.)", " &amp; al.")
+    );
+    // dc.identifier.uri: the Handle; DSpace 6's default canonical prefix is the local
+    // ${dspace.url}/handle/, handle.net-registered sites and 5.x items have the proxy's.
+    if id % 5 == 0 {
+        let _ = writeln!(
+            out,
+            "<dc:identifier>{origin}/handle/{HANDLE_PREFIX}/{id}</dc:identifier>"
+        );
+    } else {
+        let _ = writeln!(
+            out,
+            "<dc:identifier>http://hdl.handle.net/{HANDLE_PREFIX}/{id}</dc:identifier>"
+        );
+    }
+    urls.push(format!("{origin}/handle/{HANDLE_PREFIX}/{id}"));
+    if r.chance(40) {
+        // dc.identifier.doi, as typed: a resolver URL or the bare DOI.
+        let _ = if r.chance(50) {
+            writeln!(out, "<dc:identifier>https://doi.org/10.5555/nb.{y}.{id}</dc:identifier>")
+        } else {
+            writeln!(out, "<dc:identifier>10.5555/nb.{y}.{id}</dc:identifier>")
+        };
+    }
+    if r.chance(30) {
+        // A full-text link in dc.identifier.uri (XMLUI's spelling).
+        let url =
+            format!("{origin}/bitstream/handle/{HANDLE_PREFIX}/{id}/file-{id}.pdf?sequence=1");
+        let _ = writeln!(out, "<dc:identifier>{url}</dc:identifier>");
+        urls.push(url);
+    }
+    let _ = writeln!(out, "<dc:language>{}</dc:language>", r.pick(LANGS));
+    let _ = writeln!(out, "<dc:rights>{}</dc:rights>", r.pick(RIGHTS));
+    let _ = writeln!(out, "<dc:format>application/pdf</dc:format>");
+    let _ = writeln!(out, "<dc:publisher>{}</dc:publisher>", r.pick(PUBLISHERS));
+    out.push_str(OAI_DC_CLOSE);
+}
+
+/// EPrints 3.4's Export::DC (flavours/pub_lib/plugins/EPrints/Plugin/Export/DC.pm): the abstract
+/// page as the first dc:relation, title, creator, subject, description, publisher, date, type,
+/// per document its format, language, rights and URL (dc:identifier), the citation
+/// (dc:identifier), the official URL (dc:relation) and the id_number, often a DOI (dc:relation).
+fn render_eprints(
+    out: &mut String,
+    r: &mut Rng,
+    id: u64,
+    head: &Head,
+    site: &Site,
+    urls: &mut Vec<String>,
+) {
+    let Head { y, mo, d, .. } = *head;
+    let origin = &site.origin;
+    out.push_str(OAI_DC_OPEN);
+    let abstract_page = format!("{origin}/id/eprint/{id}/");
+    let _ = writeln!(out, "<dc:relation>{abstract_page}</dc:relation>");
+    urls.push(abstract_page);
+    let (first, title) = render_description(out, r, head);
+    let _ = writeln!(out, "<dc:publisher>{}</dc:publisher>", r.pick(PUBLISHERS));
+    let _ = writeln!(out, "<dc:date>{y:04}-{mo:02}-{d:02}</dc:date>");
+    let _ = writeln!(out, "<dc:type>{}</dc:type>", r.pick(TYPES));
+    let _ = writeln!(out, "<dc:type>PeerReviewed</dc:type>");
+    let lang = r.pick(LANGS);
+    for pos in 1..=1 + r.below(2) {
+        let (format, url) = if pos == 1 {
+            ("application/pdf", format!("{origin}/id/eprint/{id}/1/paper-{id}.pdf"))
+        } else {
+            ("application/zip", format!("{origin}/id/eprint/{id}/{pos}/data-{id}.zip"))
+        };
+        let _ = writeln!(
+            out,
+            "<dc:format>{format}</dc:format>\n<dc:language>{lang}</dc:language>\n\
+             <dc:rights>cc_by_4</dc:rights>\n<dc:identifier>{url}</dc:identifier>"
+        );
+        urls.push(url);
+    }
+    // The citation, with the padding EPrints' citation rendering leaves.
+    let _ = writeln!(
+        out,
+        "<dc:identifier>  {}  </dc:identifier>",
+        citation(r, &first, &title, y).replace(" (et al.)", " and others")
+    );
+    let _ = writeln!(
+        out,
+        "<dc:relation>https://publisher.example.com/journal/article/{id}</dc:relation>"
+    );
+    if r.chance(50) {
+        let _ = writeln!(out, "<dc:relation>10.5555/nb.{y}.{id}</dc:relation>");
+    }
+    out.push_str(OAI_DC_CLOSE);
 }
 
 fn envelope_open(out: &mut String, site: &Site, request_attrs: &str) {
@@ -445,6 +723,8 @@ struct Pages {
     identify: Arc<[u8]>,
     page_size: u64,
     base_url: String,
+    /// The baseURL's path: where the server answers OAI-PMH requests.
+    path: &'static str,
 }
 
 fn render_page(
@@ -502,7 +782,7 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
             if o.https { "https" } else { "http" },
             o.port
         ),
-        base_url: format!("http://{REPO_HOST}:{}/oai/request", o.port),
+        base_url: format!("http://{REPO_HOST}:{}{}", o.port, o.shape.path()),
     };
     let pages = o.records.div_ceil(o.page_size).max(1);
     // Two threads render halves of the pages (the machine has two cores).
@@ -543,10 +823,42 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
          <baseURL>{}</baseURL>\n<protocolVersion>2.0</protocolVersion>\n\
          <adminEmail>repository@northbridge.example</adminEmail>\n\
          <earliestDatestamp>2010-01-01T00:00:00Z</earliestDatestamp>\n\
-         <deletedRecord>{}</deletedRecord>\n<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>\n\
-         </Identify>\n</OAI-PMH>\n",
+         <deletedRecord>{}</deletedRecord>\n<granularity>YYYY-MM-DDThh:mm:ssZ</granularity>\n",
         site.base_url, o.deleted_record
     );
+    // The platforms' own descriptions (dspace/config/crosswalks/oai/description.xml; EPrints'
+    // cgi/oai2); the generic shape has none.
+    let oai_identifier = |sample: &str| {
+        format!(
+            "<description>\n<oai-identifier xmlns=\"http://www.openarchives.org/OAI/2.0/oai-identifier\" \
+             xsi:schemaLocation=\"http://www.openarchives.org/OAI/2.0/oai-identifier \
+             http://www.openarchives.org/OAI/2.0/oai-identifier.xsd\">\n<scheme>oai</scheme>\n\
+             <repositoryIdentifier>bench.northbridge.example</repositoryIdentifier>\n\
+             <delimiter>:</delimiter>\n<sampleIdentifier>{sample}</sampleIdentifier>\n\
+             </oai-identifier>\n</description>\n"
+        )
+    };
+    match o.shape {
+        Shape::Generic => {}
+        Shape::Dspace => identify.push_str(&oai_identifier(&format!(
+            "oai:bench.northbridge.example:{HANDLE_PREFIX}/1234"
+        ))),
+        Shape::Eprints => {
+            identify.push_str(&oai_identifier("oai:bench.northbridge.example:1"));
+            identify.push_str(
+                "<description>\n<eprints xmlns=\"http://www.openarchives.org/OAI/1.1/eprints\" \
+                 xsi:schemaLocation=\"http://www.openarchives.org/OAI/1.1/eprints \
+                 http://www.openarchives.org/OAI/1.1/eprints.xsd\">\n\
+                 <content><text>Northbridge benchmark repository</text></content>\n\
+                 <metadataPolicy><text>No metadata policy defined.</text></metadataPolicy>\n\
+                 <dataPolicy><text>No data policy defined.</text></dataPolicy>\n\
+                 <comment>This system is running eprints server software (EPrints 3.4.5) \
+                 developed at the University of Southampton. For more information see \
+                 http://www.eprints.org/</comment>\n</eprints>\n</description>\n",
+            );
+        }
+    }
+    identify.push_str("</Identify>\n</OAI-PMH>\n");
     let changed_pages = if o.changed_every > 0 {
         (o.records / o.changed_every).div_ceil(o.page_size)
     } else {
@@ -575,6 +887,7 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
             identify: http_response("200 OK", identify.as_bytes()),
             page_size: o.page_size,
             base_url: site.base_url,
+            path: o.shape.path(),
         },
         urls,
     )
@@ -629,7 +942,7 @@ fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
         return http_response("200 OK", format!("{n}\n").as_bytes());
     }
     REQUESTS.fetch_add(1, Ordering::Relaxed);
-    if path != "/oai/request" {
+    if path != pages.path {
         return http_response("404 Not Found", b"not found\n");
     }
     let mut verb = None;
