@@ -162,7 +162,8 @@ fn profiles(c: &mut Criterion) {
         platform: oai_bridge::platform::Setting::Fixed(oai_bridge::platform::Platform::Generic),
         ..Default::default()
     };
-    let fields: Fields = fields_for(true, true, false, &generic);
+    let source = oai_bridge::oai::Source::Oai(base.clone());
+    let fields: Fields = fields_for(true, true, false, &generic, &source);
     let body = repository_page(500);
     let page = parse_list_records_with(body.as_bytes(), fields).unwrap();
     let classes: Vec<Vec<Class<'_>>> = page

@@ -184,16 +184,17 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     Ok(ExportOptions {
         job: Job {
             request: HarvestRequest {
-                source,
-                sets,
-                from,
-                until,
                 fields: crate::pipeline::fields_for(
                     signmap,
                     ocx.is_some(),
                     cdif || cdif_list,
                     &landing,
+                    &source,
                 ),
+                source,
+                sets,
+                from,
+                until,
             },
             landing,
             signmap,

@@ -497,7 +497,7 @@ async fn sample(
     options: &CheckOptions,
     report: &mut CheckReport,
 ) -> Vec<parse::Record> {
-    let fields = if options.landing.reads_relations() {
+    let fields = if options.landing.reads_relations(&options.source) {
         parse::Fields::of(&[parse::DcElement::Relation])
     } else {
         parse::Fields::default()

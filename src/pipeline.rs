@@ -672,10 +672,11 @@ pub fn fields_for(
     ocx: bool,
     cdif: bool,
     landing: &LandingSettings,
+    source: &Source,
 ) -> oai::parse::Fields {
     use oai::parse::{DcElement::*, Fields};
     let mut fields = Fields::default();
-    if landing.reads_relations() {
+    if landing.reads_relations(source) {
         fields = fields.with(Fields::of(&[Relation]));
     }
     if signmap {

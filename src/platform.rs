@@ -119,14 +119,23 @@ pub struct LandingSettings {
 }
 
 impl LandingSettings {
-    /// Whether the harvest must read `dc:relation`: EPrints' abstract page is one (and `auto`
-    /// may find EPrints), and a template may take its DOI from one.
-    pub fn reads_relations(&self) -> bool {
-        self.template.is_some()
-            || matches!(
-                self.platform,
-                Setting::Auto | Setting::Fixed(Platform::Eprints)
-            )
+    /// Whether a harvest of `source` must read `dc:relation`: EPrints' abstract page is one,
+    /// and a template may take its DOI from one. Under `auto`, only where EPrints may be found:
+    /// at EPrints' own endpoint (`/cgi/oai2`, the path its OAI-PMH script has), or a Static
+    /// Repository file, whose baseURL is known only once it is read. Elsewhere the records are
+    /// read and stored as before platforms (a store keeps the fields it was made with; one
+    /// that would need more is started anew).
+    pub fn reads_relations(&self, source: &crate::oai::Source) -> bool {
+        match (&self.template, self.platform) {
+            (Some(_), _) | (None, Setting::Fixed(Platform::Eprints)) => true,
+            (None, Setting::Auto) => match source {
+                crate::oai::Source::Oai(base) => {
+                    base.path().trim_end_matches('/').ends_with("/cgi/oai2")
+                }
+                crate::oai::Source::File(_) => true,
+            },
+            (None, Setting::Fixed(_)) => false,
+        }
     }
 
     /// Spelled out for a settings fingerprint.

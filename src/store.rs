@@ -30,10 +30,14 @@ const SCHEMA: i64 = 5;
 /// into an overflow page of its own: a million such records took 3.7 GB for 1.1 GB of bodies,
 /// and writing them (to the WAL, then the checkpoint) was a third of a full refresh's CPU. On
 /// 16 KiB pages rows of up to about 4 KB stay whole. A store of URLs alone (about 120 bytes a
-/// record) keeps SQLite's 4 KiB: an incremental refresh rewrites a page for each scattered
-/// change, and 16 KiB pages made that 40% dearer.
+/// record), or of URLs and EPrints' relations (a URL or two more), keeps SQLite's 4 KiB: an
+/// incremental refresh rewrites a page for each scattered change, and 16 KiB pages made that
+/// 40% dearer.
 pub fn page_size_for(fields: crate::oai::parse::Fields) -> i64 {
-    if fields == crate::oai::parse::Fields::default() {
+    use crate::oai::parse::{DcElement, Fields};
+    // `dc:relation` (EPrints' abstract page and official URL) is a URL or two.
+    let small = Fields::of(&[DcElement::Relation]);
+    if fields == Fields::default() || fields == small {
         4096
     } else {
         16384
@@ -1095,6 +1099,9 @@ mod tests {
             .unwrap();
         let profiles = page_size_for(crate::oai::parse::Fields::of(&[DcElement::Title]));
         assert_eq!(profiles, 16384);
+        // EPrints' relations are a URL or two: small pages still.
+        let relations = crate::oai::parse::Fields::of(&[DcElement::Relation]);
+        assert_eq!(page_size_for(relations), 4096);
         store.fit_pages(profiles);
         assert_eq!(page_size(&path), 16384);
         let mode: String = store

@@ -243,6 +243,7 @@ impl Gateway {
                         rc.ocx.is_some(),
                         rc.cdif || rc.cdif_list,
                         &rc.landing,
+                        &rc.source,
                     ),
                 },
                 landing: rc.landing.clone(),

@@ -244,10 +244,11 @@ fn generic_output_is_unchanged() {
     assert_ne!(auto, dspace, "the platform is applied");
 }
 
-/// EPrints over HTTP, detected from what the first page's records carry: `auto` reads each
-/// record's `dc:relation`s (the page readers' fast path included), finds the record's own
-/// abstract page among them, and publishes it with the documents as content files, not the
-/// official URL of another record on the same host.
+/// EPrints over HTTP, at its endpoint `/cgi/oai2`, detected from what the first page's records
+/// carry: `auto` reads each record's `dc:relation`s there (the page readers' fast path
+/// included), finds the record's own abstract page among them, and publishes it with the
+/// documents as content files, not the official URL of another record on the same host.
+/// Elsewhere `auto` reads no relation, and the same records stay under Google's rule.
 #[tokio::test]
 async fn eprints_over_http_is_detected_from_its_relations() {
     use crate::server::{TestRecord, TestServer};
@@ -267,19 +268,38 @@ async fn eprints_over_http_is_detected_from_its_relations() {
     server.set_records(records);
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("out");
-    let mut job = crate::faults::job(&server);
-    job.scope = Vec::new();
-    job.request.fields = oai_bridge::pipeline::fields_for(false, false, false, &job.landing);
-    let summary = export(&ExportOptions {
-        job: job.clone(),
+    let job_at = |path: &str| {
+        let mut job = crate::faults::job(&server);
+        job.scope = Vec::new();
+        job.request.source =
+            oai_bridge::oai::Source::Oai(url::Url::parse(&format!("{origin}{path}")).unwrap());
+        job.request.fields = oai_bridge::pipeline::fields_for(
+            false,
+            false,
+            false,
+            &job.landing,
+            &job.request.source,
+        );
+        job
+    };
+    let options = |path: &str, out: &Path| ExportOptions {
+        job: job_at(path),
         harvest: crate::faults::fast(),
-        out: out.clone(),
+        out: out.to_owned(),
         progress: false,
         state: None,
         policy: Default::default(),
-    })
-    .await
-    .unwrap();
+    };
+    let elsewhere = export(&options("/oai", &tmp.path().join("elsewhere")))
+        .await
+        .unwrap();
+    assert_eq!(
+        elsewhere.built.platform.detected().platform.as_str(),
+        "generic"
+    );
+    let summary = export(&options(crate::server::EPRINTS_PATH, &out))
+        .await
+        .unwrap();
     let detected = summary.built.platform.detected();
     assert_eq!(detected.platform.as_str(), "eprints", "{detected}");
     let locs = crate::incremental::published(&out);

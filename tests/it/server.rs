@@ -29,6 +29,8 @@ use url::Url;
 const PATH: &str = "/oai";
 /// The same endpoint under another path, as a load balancer's mirror (OAI-34).
 const MIRROR_PATH: &str = "/mirror/oai";
+/// The same endpoint where EPrints has its OAI-PMH script.
+pub const EPRINTS_PATH: &str = "/cgi/oai2";
 /// Longest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 
@@ -1217,7 +1219,7 @@ fn record_xml(record: &TestRecord, illegal_chars: bool) -> String {
 
 /// Whether `path` is the OAI-PMH endpoint (or its mirror).
 fn is_oai_path(path: &str) -> bool {
-    path == PATH || path == MIRROR_PATH
+    path == PATH || path == MIRROR_PATH || path == EPRINTS_PATH
 }
 
 /// The elements of the OAI-PMH namespace the server writes.
