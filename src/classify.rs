@@ -535,23 +535,27 @@ fn is_doi(s: &str) -> bool {
         && !s.chars().any(char::is_whitespace)
 }
 
-/// Appends `resolver` followed by `pid`, with what may not stand raw in a URL path
-/// percent-encoded (`/` and existing escapes are kept), to `url`.
+/// What may not stand raw in a URL path, when an identifier is written into one: `/` and
+/// existing escapes are kept.
+pub(crate) const NOT_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`')
+    .add(b'#')
+    .add(b'?')
+    .add(b'{')
+    .add(b'}');
+
+/// Appends `resolver` followed by `pid`, with [`NOT_IN_PATH`] percent-encoded, to `url`.
 fn encode_pid(url: &mut String, resolver: &str, pid: &str) {
-    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-    const PID: &AsciiSet = &CONTROLS
-        .add(b' ')
-        .add(b'"')
-        .add(b'<')
-        .add(b'>')
-        .add(b'`')
-        .add(b'#')
-        .add(b'?')
-        .add(b'{')
-        .add(b'}');
     url.push_str(resolver);
     // Borrowed when nothing needs escaping, as in most identifiers.
-    url.push_str(&std::borrow::Cow::from(utf8_percent_encode(pid, PID)));
+    url.push_str(&Cow::from(percent_encoding::utf8_percent_encode(
+        pid,
+        NOT_IN_PATH,
+    )));
 }
 
 #[cfg(test)]

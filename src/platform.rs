@@ -276,17 +276,7 @@ impl fmt::Display for Template {
 /// identifier's `/` and `:` are kept (`doi:10.1/x`), a `?`, `&`, `=`, `+` or `#` would change
 /// the URL's meaning.
 fn push_encoded(out: &mut String, value: &str) {
-    use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
-    const VALUE: &AsciiSet = &CONTROLS
-        .add(b' ')
-        .add(b'"')
-        .add(b'<')
-        .add(b'>')
-        .add(b'`')
-        .add(b'#')
-        .add(b'?')
-        .add(b'{')
-        .add(b'}')
+    const VALUE: &percent_encoding::AsciiSet = &classify::NOT_IN_PATH
         .add(b'&')
         .add(b'=')
         .add(b'+')
@@ -295,7 +285,9 @@ fn push_encoded(out: &mut String, value: &str) {
         .add(b'\\')
         .add(b'[')
         .add(b']');
-    out.push_str(&Cow::from(utf8_percent_encode(value, VALUE)));
+    out.push_str(&Cow::from(percent_encoding::utf8_percent_encode(
+        value, VALUE,
+    )));
 }
 
 /// The platform in effect, and why: configured, or what detection saw.
