@@ -328,10 +328,11 @@ pub const SAMPLE: usize = 200;
 
 /// The platform of a repository that is set to `auto`, from what it really sends: its baseURL's
 /// path, the `oai-identifier` description's sample identifier, and the records of `sample` (the
-/// first page, or the first stored records; at most [`SAMPLE`] are read). A platform is chosen
-/// only when most of the records show it: a baseURL path alone is evidence, not proof (another
-/// server can sit at `/oai/request`), and so is an `eprints` description (DSpace sends one
-/// too). Without live records there is nothing to publish either way, and nothing is chosen.
+/// first page, or the first stored records; at most [`SAMPLE`] are read). Google's rule stays
+/// wherever it gives most records a landing page. A platform is chosen only when most of the
+/// records show it: a baseURL path alone is evidence, not proof (another server can sit at
+/// `/oai/request`), and so is an `eprints` description (DSpace sends one too). Without live
+/// records there is nothing to publish either way, and nothing is chosen.
 pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
     let path = base.map_or("", Url::path);
     let live: Vec<&Record> = sample
@@ -354,19 +355,38 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
         .iter()
         .filter(|r| islandora_node(&r.identifier).is_some())
         .count();
+    // Records Google's rule already gives a landing page: the base case stays where it works.
+    let generic = base.and_then(Scope::from_base_url).map_or(0, |scope| {
+        live.iter()
+            .filter(|r| {
+                r.dc_identifiers
+                    .iter()
+                    .any(|v| matches!(classify::class(v, &scope), Class::LandingPage(_)))
+            })
+            .count()
+    });
     let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
     let of = |n: usize| format!("{n} of the first {} live records", live.len());
+    let found = |platform, evidence: String| Detected {
+        platform,
+        configured: false,
+        evidence,
+    };
+    if most(generic) {
+        return found(
+            Platform::Generic,
+            format!(
+                "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
+                of(generic)
+            ),
+        );
+    }
     let dspace_path = path.ends_with("/oai/request");
     let dspace_sample = identify
         .sample_identifier
         .as_deref()
         .is_some_and(is_handle_header);
     let eprints_path = path.ends_with("/cgi/oai2");
-    let found = |platform, evidence: String| Detected {
-        platform,
-        configured: false,
-        evidence,
-    };
     if most(abstracts) {
         let path = if eprints_path {
             "the baseURL's path ends in /cgi/oai2 and "
@@ -1504,6 +1524,34 @@ mod tests {
             Some(&url("https://h.example/oai/request")),
             &identify(None),
             &generic,
+        );
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert!(d.evidence.contains("(Google's rule)"), "{d}");
+        // Handles on most records, but their landing pages under the baseURL's directory:
+        // Google's rule works, and stays.
+        let both: Vec<Record> = generic
+            .iter()
+            .zip(&dspace_records)
+            .map(|(g, d)| {
+                let mut r = d.clone();
+                r.dc_identifiers.extend(g.dc_identifiers.iter().cloned());
+                r
+            })
+            .collect();
+        let d = detect(
+            Some(&url("https://h.example/oai/request")),
+            &identify(None),
+            &both,
+        );
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+        // A DSpace-like endpoint whose records show nothing of DSpace: generic, and why.
+        let plain: Vec<Record> = (1..=4)
+            .map(|i| record(&format!("oai:h:{i}"), &["Smith (2020)"], &[]))
+            .collect();
+        let d = detect(
+            Some(&url("https://h.example/oai/request")),
+            &identify(None),
+            &plain,
         );
         assert_eq!(d.platform, Platform::Generic, "{d}");
         assert!(d.evidence.contains("DSpace-like endpoint"), "{d}");
