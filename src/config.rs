@@ -795,6 +795,62 @@ mod tests {
         );
     }
 
+    /// Issue 20: the landing settings are checked when the file loads, each naming its key.
+    #[test]
+    fn landing_settings_are_checked_when_read() {
+        let repo = "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n";
+        rejects(
+            &format!("{repo}platform = \"dspace7\"\n"),
+            "[[repository]] \"a\" platform",
+            "auto, generic, dspace, eprints, islandora",
+        );
+        rejects(
+            &format!("{repo}ui_url = \"host/\"\n"),
+            "[[repository]] \"a\" ui_url",
+            "not a URL",
+        );
+        rejects(
+            &format!("{repo}ui_url = \"ftp://host/\"\n"),
+            "ui_url",
+            "http(s)",
+        );
+        rejects(
+            &format!("{repo}landing_template = \"https://h/records/{{id}}\"\n"),
+            "[[repository]] \"a\" landing_template",
+            "unknown placeholder {id}",
+        );
+        rejects(
+            &format!("{repo}landing_template = \"ftp://h/{{doi}}\"\n"),
+            "landing_template",
+            "not an http(s) URL",
+        );
+        let c = Config::parse(
+            &format!(
+                "{repo}platform = \"EPrints\"\nlanding_template = \"https://h/node/{{oai_local}}\"\n"
+            ),
+            "f",
+            Path::new("."),
+        )
+        .unwrap();
+        let landing = &c.repositories[0].landing;
+        assert_eq!(
+            landing.platform,
+            crate::platform::Setting::Fixed(crate::platform::Platform::Eprints)
+        );
+        assert_eq!(
+            landing.template.as_ref().map(|t| t.as_str()),
+            Some("https://h/node/{oai_local}")
+        );
+        assert_eq!(
+            Config::parse(repo, "f", Path::new("."))
+                .unwrap()
+                .repositories[0]
+                .landing
+                .platform,
+            crate::platform::Setting::Auto
+        );
+    }
+
     #[test]
     fn relative_files_are_taken_from_the_config_directory() {
         let c = Config::parse("[[repository]]\nname = \"s\"\nbase_url = \"fixtures/s.xml\"\npublic_url = \"https://h/maps\"\n", "f", Path::new("/etc/ob")).unwrap();
