@@ -264,7 +264,14 @@ async fn a_full_serve_cycle() {
     let status = g.get("/").await;
     assert!(status.header("content-type").starts_with("text/html"));
     let page = status.text();
-    for want in ["<b>r</b>", "fresh", "12 (0 deleted)", "last success"] {
+    for want in [
+        "<b>r</b>",
+        "fresh",
+        "12 (0 deleted)",
+        "last success",
+        // Issue 20: the platform in effect and why.
+        "platform: generic (detected: ",
+    ] {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
     let metrics = g.get("/metrics").await.text();
@@ -277,6 +284,8 @@ async fn a_full_serve_cycle() {
         "oai_bridge_last_success_timestamp_seconds{repository=\"r\"}",
         "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"out_of_scope\"} 0",
         "oai_bridge_upstream_requests_total{repository=\"r\"}",
+        "oai_bridge_platform{repository=\"r\",platform=\"generic\"} 1",
+        "oai_bridge_platform{repository=\"r\",platform=\"dspace\"} 0",
     ] {
         assert!(metrics.contains(want), "metrics lack {want:?}:\n{metrics}");
     }
