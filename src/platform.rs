@@ -346,9 +346,9 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
         .filter(|r| is_handle_header(&r.identifier))
         .count();
     let abstracts = base.map_or(0, |base| {
-        let root = eprints_root(base);
+        let at = eprints_at(base);
         live.iter()
-            .filter(|r| eprints_abstract(r, base, &root).is_some())
+            .filter(|r| eprints_abstract(r, &at).is_some())
             .count()
     });
     let nodes = live
@@ -614,29 +614,45 @@ fn eprints_root(base: &Url) -> String {
     root
 }
 
+/// Where EPrints is installed, without the scheme: the baseURL's host, its port if it names
+/// one, and [`eprints_root`] (`eprints.example.ac.uk/`).
+fn eprints_at(base: &Url) -> String {
+    let port = base.port().map(|p| format!(":{p}")).unwrap_or_default();
+    format!(
+        "{}{port}{}",
+        base.host_str().unwrap_or_default(),
+        eprints_root(base)
+    )
+}
+
+/// `text` without `prefix`, compared ignoring ASCII case.
+fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
+    let head = text.as_bytes().get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix.as_bytes())
+        .then(|| &text[prefix.len()..])
+}
+
 /// The eprint id of an EPrints OAI identifier, `oai:{repository}:{eprintid}`.
 fn eprint_id(identifier: &str) -> Option<&str> {
     let id = identifier.rsplit(':').next()?;
     (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
 }
 
-/// The record's abstract page among its `dc:relation`s: an http(s) URL on the baseURL's host
-/// whose path is `{root}{id}/` or `{root}id/eprint/{id}/` for the record's own eprint id (an
-/// official URL may point at another record of the same host). When the OAI identifier holds
-/// no id, only the first or the last relation counts, where EPrints writes it.
-fn eprints_abstract<'r>(record: &'r Record, base: &Url, root: &str) -> Option<&'r str> {
+/// The record's abstract page among its `dc:relation`s: an http(s) URL at the installation
+/// `at` ([`eprints_at`]; either scheme, as `http_url` and the baseURL often differ) whose path
+/// goes on with `{id}/` or `id/eprint/{id}/` for the record's own eprint id (an official URL
+/// may point at another record of the same host). When the OAI identifier holds no id, only
+/// the first or the last relation counts, where EPrints writes it. Compared as text, as
+/// EPrints writes it: a relation is read for every record.
+fn eprints_abstract<'r>(record: &'r Record, at: &str) -> Option<&'r str> {
     let own = eprint_id(&record.identifier);
     let relations: SmallVec<[&str; 4]> = record.dc_values(DcElement::Relation).collect();
     let last = relations.len().saturating_sub(1);
     relations.iter().enumerate().find_map(|(i, &value)| {
-        let url = Url::parse(value.trim()).ok()?;
-        let same_host = matches!(url.scheme(), "http" | "https")
-            && url.host_str() == base.host_str()
-            && url.port_or_known_default() == base.port_or_known_default();
-        if !same_host || url.query().is_some() {
-            return None;
-        }
-        let rest = url.path().strip_prefix(root)?;
+        let value = value.trim();
+        let rest = strip_prefix_ignore_case(value, "https://")
+            .or_else(|| strip_prefix_ignore_case(value, "http://"))?;
+        let rest = strip_prefix_ignore_case(rest, at)?;
         let rest = rest.strip_prefix("id/eprint/").unwrap_or(rest);
         let id = rest.strip_suffix('/').unwrap_or(rest);
         let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
@@ -659,14 +675,16 @@ pub struct Landing {
 #[derive(Clone, Debug)]
 enum Rule {
     Generic,
-    /// DSpace, with its UI's base as text ending in `/` (`https://host/` or `https://host/ui/`).
+    /// DSpace, with its UI's base as text ending in `/` (`https://host/` or `https://host/ui/`),
+    /// and that base's host and path.
     Dspace {
         ui: String,
+        host: String,
+        path: String,
     },
-    /// EPrints, with its baseURL (for the host) and installation folder.
+    /// EPrints, installed at `at` ([`eprints_at`]).
     Eprints {
-        base: Url,
-        root: String,
+        at: String,
     },
     /// Islandora 2, with its site's root (`https://host/`).
     Islandora {
@@ -750,7 +768,12 @@ impl Landing {
                     if let Some(q) = text.find(['?', '#']) {
                         text.truncate(q);
                     }
-                    (Rule::Dspace { ui: text }, scope)
+                    let rule = Rule::Dspace {
+                        ui: text,
+                        host: ui.host_str().unwrap_or_default().to_owned(),
+                        path: ui.path().to_owned(),
+                    };
+                    (rule, scope)
                 }
                 Platform::Islandora => {
                     let base = base.ok_or_else(no_base)?;
@@ -764,12 +787,10 @@ impl Landing {
                 }
                 Platform::Eprints => {
                     let base = base.ok_or_else(no_base)?;
-                    let root = eprints_root(base);
-                    let scope = origin(base, &root)?;
+                    let scope = origin(base, &eprints_root(base))?;
                     (
                         Rule::Eprints {
-                            base: base.clone(),
-                            root,
+                            at: eprints_at(base),
                         },
                         scope,
                     )
@@ -803,7 +824,7 @@ impl Landing {
     pub fn rule_text(&self) -> String {
         match &self.rule {
             Rule::Generic => format!("a dc:identifier URL inside {}", self.scope),
-            Rule::Dspace { ui } => {
+            Rule::Dspace { ui, .. } => {
                 format!("{ui}handle/{{prefix}}/{{suffix}}, from the record's Handle")
             }
             Rule::Eprints { .. } => format!(
@@ -823,8 +844,8 @@ impl Landing {
     pub fn key(&self) -> String {
         match &self.rule {
             Rule::Generic => self.scope.to_string(),
-            Rule::Dspace { ui } => format!("{} dspace ui={ui}", self.scope),
-            Rule::Eprints { root, .. } => format!("{} eprints root={root}", self.scope),
+            Rule::Dspace { ui, .. } => format!("{} dspace ui={ui}", self.scope),
+            Rule::Eprints { at } => format!("{} eprints at={at}", self.scope),
             Rule::Islandora { site } => format!("{} islandora site={site}", self.scope),
             Rule::Template(t) => format!("{} template={t}", self.scope),
         }
@@ -846,8 +867,8 @@ impl Landing {
                     .iter()
                     .map(|value| classify::class(value, scope)),
             ),
-            Rule::Dspace { ui } => self.dspace(record, ui, out),
-            Rule::Eprints { base, root } => self.eprints(record, base, root, out),
+            Rule::Dspace { ui, host, path } => self.dspace(record, ui, (host, path), out),
+            Rule::Eprints { at } => self.eprints(record, at, out),
             Rule::Islandora { site } => self.islandora(record, site, out),
             Rule::Template(template) => self.template(record, template, out),
         }
@@ -876,11 +897,7 @@ impl Landing {
     /// `{ui}handle/P/S`, once; a proxy spelling is also the record's persistent identifier.
     /// Bitstreams on the UI are content files. A value spelled as a Handle that does not parse
     /// is [`Drop::InvalidHandle`].
-    fn dspace<'a>(&self, record: &'a Record, ui: &str, out: &mut Classes<'a>) {
-        let ui_url = Url::parse(ui).ok();
-        let ui_at = ui_url
-            .as_ref()
-            .and_then(|u| Some((u.host_str()?, u.path())));
+    fn dspace<'a>(&self, record: &'a Record, ui: &str, ui_at: (&str, &str), out: &mut Classes<'a>) {
         // Every Handle the record gives, once each, in order.
         let mut handles: SmallVec<[(&'a str, &'a str, &'a str); 2]> = SmallVec::new();
         let mut rest: Classes<'a> = SmallVec::new();
@@ -892,7 +909,7 @@ impl Landing {
                     continue;
                 }
                 None if spelled_as_handle(value) => None,
-                None => match local_handle(value, ui_at) {
+                None => match local_handle(value, Some(ui_at)) {
                     Some(handle) => Some(handle),
                     None => {
                         rest.push(self.dspace_url(value, ui));
@@ -956,8 +973,8 @@ impl Landing {
     /// identifier; a `dc:relation` that is no URL is [`Drop::RelationNotAUrl`]. Relations that
     /// are other URLs (an official URL) are not the record's to publish and are not counted.
     /// Without an abstract page, the identifiers are classified as usual.
-    fn eprints<'a>(&self, record: &'a Record, base: &Url, root: &str, out: &mut Classes<'a>) {
-        let found = eprints_abstract(record, base, root);
+    fn eprints<'a>(&self, record: &'a Record, at: &str, out: &mut Classes<'a>) {
+        let found = eprints_abstract(record, at);
         let mut abstract_url = None;
         if let Some(value) = found {
             let class = landing(value.trim().to_owned(), &self.scope, None);
