@@ -1,6 +1,6 @@
 //! OCX sitemaps (the Open Curriculum "Locating Content" extension): a `urlset` declaring
 //! `xmlns:ocx="http://sitemap.ocx.org/v/1.0"`, each `<url>` carrying an `<ocx:ocx>` block whose
-//! `ocx:type` is required. Validates with `shared/schemas/ocx-sitemap.xsd`.
+//! `ocx:type` is required. Validates with `schemas/ocx-sitemap.xsd`.
 
 use super::sitemap::{push_escaped, write_url_open};
 
