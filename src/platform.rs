@@ -902,20 +902,35 @@ impl Landing {
         let mut handles: SmallVec<[(&'a str, &'a str, &'a str); 2]> = SmallVec::new();
         let mut rest: Classes<'a> = SmallVec::new();
         for value in &record.dc_identifiers {
-            let handle = match classify::pid_of(value) {
-                Some(Pid::Handle(h)) => parse_handle(h),
-                Some(doi) => {
-                    rest.push(Class::PersistentId(doi));
-                    continue;
-                }
-                None if spelled_as_handle(value) => None,
-                None => match local_handle(value, Some(ui_at)) {
-                    Some(handle) => Some(handle),
-                    None => {
-                        rest.push(self.dspace_url(value, ui));
+            // Each value is classified once; what DSpace adds is read from that.
+            let handle = match classify::class(value, &self.scope) {
+                Class::PersistentId(Pid::Handle(h)) => parse_handle(h),
+                Class::LandingPage(url) if url.starts_with(ui) => {
+                    let path = &url[ui.len()..];
+                    if path.starts_with("handle/") {
+                        // The local spelling, borrowed from the value itself.
+                        local_handle(value, Some(ui_at))
+                    } else if is_bitstream(path) {
+                        rest.push(Class::ContentFile {
+                            url,
+                            media_type: classify::OCTET_STREAM,
+                        });
+                        continue;
+                    } else {
+                        rest.push(Class::LandingPage(url));
                         continue;
                     }
-                },
+                }
+                // The local spelling in the other scheme (DSpace's canonical prefix often
+                // still says `http`).
+                Class::Dropped(Drop::OutOfScope) if local_handle(value, Some(ui_at)).is_some() => {
+                    local_handle(value, Some(ui_at))
+                }
+                Class::Dropped(_) if spelled_as_handle(value) => None,
+                class => {
+                    rest.push(class);
+                    continue;
+                }
             };
             match handle {
                 Some(h) if !handles.iter().any(|seen| seen.0 == h.0) => handles.push(h),
@@ -938,9 +953,7 @@ impl Landing {
             None => own,
         };
         if let Some((whole, prefix, suffix)) = chosen {
-            let mut url = format!("{ui}handle/{prefix}/");
-            push_encoded(&mut url, suffix);
-            out.push(landing(url, &self.scope, None));
+            out.push(self.handle_page(ui, prefix, suffix));
             // The Handle is the record's persistent identifier (the Signmap's cite-as), whatever
             // spelling gave it.
             out.push(Class::PersistentId(Pid::Handle(whole)));
@@ -953,18 +966,32 @@ impl Landing {
         out.extend(rest);
     }
 
-    /// A DSpace `dc:identifier` that is no Handle: classified as usual, but a bitstream on the
-    /// UI ([`is_bitstream`]) is a content file whatever its extension.
-    fn dspace_url<'a>(&self, value: &'a str, ui: &str) -> Class<'a> {
-        let class = classify::class(value, &self.scope);
-        match class {
-            Class::LandingPage(url) if url.starts_with(ui) && is_bitstream(&url[ui.len()..]) => {
-                Class::ContentFile {
-                    url,
-                    media_type: classify::OCTET_STREAM,
-                }
-            }
-            class => class,
+    /// The landing page `{ui}handle/{prefix}/{suffix}` of a Handle. The UI's base is a URL in
+    /// normal form, and so is the page when the Handle holds only letters, digits, `-._~` and
+    /// `/` with no dot-segment, as DSpace's do: then only the length and the scope are checked;
+    /// any other page is checked as every identifier is.
+    fn handle_page(&self, ui: &str, prefix: &str, suffix: &str) -> Class<'static> {
+        let mut url =
+            String::with_capacity(ui.len() + "handle/".len() + prefix.len() + 1 + suffix.len());
+        url.push_str(ui);
+        url.push_str("handle/");
+        url.push_str(prefix);
+        url.push('/');
+        let plain = suffix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/'))
+            && !suffix.split('/').any(|s| s == "." || s == "..");
+        if !plain {
+            push_encoded(&mut url, suffix);
+            return landing(url, &self.scope, None);
+        }
+        url.push_str(suffix);
+        if url.len() > classify::MAX_URL_LEN {
+            Class::Dropped(Drop::TooLong)
+        } else if !self.scope.contains_normal(&url) {
+            Class::Dropped(Drop::OutOfScope)
+        } else {
+            Class::LandingPage(Cow::Owned(url))
         }
     }
 
@@ -975,12 +1002,16 @@ impl Landing {
     /// Without an abstract page, the identifiers are classified as usual.
     fn eprints<'a>(&self, record: &'a Record, at: &str, out: &mut Classes<'a>) {
         let found = eprints_abstract(record, at);
-        let mut abstract_url = None;
+        // Borrowed from the record, as the abstract page is in normal form as a rule.
+        let mut abstract_url: Option<Cow<'a, str>> = None;
         if let Some(value) = found {
-            let class = landing(value.trim().to_owned(), &self.scope, None);
-            if let Class::LandingPage(url) = &class {
-                abstract_url = Some(url.to_string());
-            }
+            let class = match classify::class(value, &self.scope) {
+                Class::LandingPage(url) | Class::ContentFile { url, .. } => {
+                    abstract_url = Some(url.clone());
+                    Class::LandingPage(url)
+                }
+                class => class,
+            };
             out.push(class);
         }
         for value in &record.dc_identifiers {
@@ -1487,6 +1518,29 @@ mod tests {
             detect(Some(&base), &identify(None), &nodes).platform,
             Platform::Islandora
         );
+    }
+
+    proptest::proptest! {
+        /// A Handle's page built without the check agrees with the page checked as any
+        /// identifier is.
+        #[test]
+        fn handle_pages_agree_with_the_checked_path(
+            prefix in "[0-9][0-9a-zA-Z.]{0,8}",
+            suffix in "[a-zA-Z0-9._~/%é ?#-]{1,12}",
+            ui in proptest::sample::select(vec![
+                "https://repo.example.edu/",
+                "https://repo.example.edu/xmlui/",
+                "http://h.example:8080/",
+            ]),
+        ) {
+            let rule = dspace("https://repo.example.edu/oai/request", Some(ui));
+            let Rule::Dspace { ui, .. } = &rule.rule else { unreachable!() };
+            let mut url = format!("{ui}handle/{prefix}/");
+            push_encoded(&mut url, &suffix);
+            let checked = super::landing(url, &rule.scope, None);
+            let fast = rule.handle_page(ui, &prefix, &suffix);
+            proptest::prop_assert_eq!(format!("{fast:?}"), format!("{checked:?}"));
+        }
     }
 
     fn identify(sample: Option<&str>) -> Identify {
