@@ -1,5 +1,6 @@
 //! Classifies each `dc:identifier` value: landing page, content file, persistent identifier, or a
-//! named reason why it cannot be published (DESIGN.md "Identifier classes"; Q-21, SM-04, SM-05).
+//! named reason why it cannot be published (the reasons README.md lists under "The scope rule,
+//! and what is not published"; Q-21, SM-04, SM-05).
 
 use std::borrow::Cow;
 
@@ -111,7 +112,7 @@ impl Drop {
     }
 }
 
-/// Content-file extensions and their media types (DESIGN.md: "by extension").
+/// Content-file extensions and their media types: a URL names a content file by its extension.
 const CONTENT_TYPES: &[(&str, &str)] = &[
     ("pdf", "application/pdf"),
     ("epub", "application/epub+zip"),

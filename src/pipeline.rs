@@ -308,26 +308,36 @@ pub fn landing_of(
     };
     // A DSpace UI under a path of the baseURL's host (`/xmlui/`, `/jspui/`), as the records'
     // local Handle URLs show it, when `ui_url` does not say: on the host the operator named.
-    let mut inferred;
+    let inferred;
     let mut settings = settings;
-    if detected.platform == crate::platform::Platform::Dspace
+    let records_ui = (detected.platform == crate::platform::Platform::Dspace
         && settings.ui_url.is_none()
-        && settings.template.is_none()
-        && let Some(base) = &base
-        && let Some(ui) = crate::platform::dspace_ui_in(sample)
-        && ui.host_str() == base.host_str()
-        && ui.path() != "/"
-    {
-        let mut ui = ui;
-        let _ = ui.set_scheme(base.scheme());
-        let _ = ui.set_port(base.port());
-        detected.evidence = format!(
-            "{}; the UI at {ui}, from the records' local Handle URLs",
-            detected.evidence
-        );
-        inferred = settings.clone();
-        inferred.ui_url = Some(ui);
-        settings = &inferred;
+        && settings.template.is_none())
+    .then(|| crate::platform::dspace_ui_in(sample))
+    .flatten();
+    if let (Some(base), Some(mut ui)) = (&base, records_ui) {
+        if ui.host_str() == base.host_str() {
+            if ui.path() != "/" {
+                let _ = ui.set_scheme(base.scheme());
+                let _ = ui.set_port(base.port());
+                detected.evidence = format!(
+                    "{}; the UI at {ui}, from the records' local Handle URLs",
+                    detected.evidence
+                );
+                inferred = LandingSettings {
+                    ui_url: Some(ui),
+                    ..settings.clone()
+                };
+                settings = &inferred;
+            }
+        } else {
+            // DSpace 7 and later: the UI is on a host the operator has not named, so it is not
+            // taken from the records; say where they point.
+            detected.evidence = format!(
+                "{}; the records' local Handle URLs are under {ui}: if that is the UI, set ui_url",
+                detected.evidence
+            );
+        }
     }
     let explicit = if scope.is_empty() {
         None

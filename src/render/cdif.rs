@@ -28,8 +28,9 @@ use super::{Limits, Shard};
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
-/// The profile of one CDIF document, as a Signmap's `describedby` link to it names it (the CDIF
-/// seed: `rel='describedby'`, `type='application/ld+json'` and `profile='CDIF1.0'`).
+/// The profile of one CDIF document, as a Signmap's `describedby` link to it names it (CDIF's
+/// "Metadata publication": `rel='describedby'`, `type='application/ld+json'` and
+/// `profile='CDIF1.0'`).
 pub const PROFILE: &str = "CDIF1.0";
 /// Content-Type of a CDIF metadata list: an `ItemList` of documents.
 pub const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";

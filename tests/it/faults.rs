@@ -1,6 +1,6 @@
 //! Harvesting through faults: the local repository (`crate::server`) misbehaves in one way per
 //! test, and the harvest must end with every record or with an error an operator can act on.
-//! Rule ids (OAI-xx, Q-xx, I-xx) are those of the conformance checklist.
+//! Rule ids (OAI-xx, Q-xx, I-xx) are those of docs/conformance.md.
 //!
 //! Time is only ever bounded from below, from the server's request log: a retry came no earlier
 //! than it was told to. Settings keep backoffs at milliseconds so the whole module runs in a few

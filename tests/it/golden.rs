@@ -604,8 +604,8 @@ fn gzip_export_matches_golden() {
 
 #[test]
 fn exports_are_deterministic() {
-    // DESIGN "Output is deterministic", H-09: the same records give byte-identical files,
-    // including the gzip bytes (no name, no mtime in the header).
+    // ARCHITECTURE.md's invariant "output is deterministic", H-09: the same records give
+    // byte-identical files, including the gzip bytes (no name, no mtime in the header).
     for extra in [&[][..], GZIP_ARGS] {
         let tmp = tempfile::tempdir().unwrap();
         let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));

@@ -1,6 +1,6 @@
 //! Incremental, durable and crash-safe harvesting through the store (`export --state`): changes
 //! between refreshes, deletions without `deletedRecord` support, expired tokens, the shrink
-//! guard, and a process killed at random points. Rule ids are the conformance checklist's.
+//! guard, and a process killed at random points. Rule ids are those of docs/conformance.md.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

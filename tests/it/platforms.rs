@@ -127,6 +127,14 @@ fn dspace_6_publishes_the_handle_pages_it_never_names_as_urls() {
 
 #[test]
 fn dspace_7_puts_the_pages_on_the_ui_host_it_is_told() {
+    // Untold, it says where the records point (a host the operator has not named is not
+    // taken from them).
+    let tmp = tempfile::tempdir().unwrap();
+    let (untold, _) = export("dspace7", &tmp.path().join("out"), &[]);
+    assert!(
+        untold.contains("the records' local Handle URLs are under https://dspace7.example.org/: if that is the UI, set ui_url"),
+        "{untold}"
+    );
     let (summary, locs, _) = golden("dspace7", &["--ui-url", "https://dspace7.example.org/"]);
     assert!(summary.contains("dspace (detected: "), "{summary}");
     assert!(

@@ -1,5 +1,5 @@
 //! `oai-bridge serve`: the real gateway on a pre-bound loopback port, harvesting the local test
-//! repository. Rule ids (H-xx) are those of shared/reference/conformance.md, section 5.
+//! repository. Rule ids (H-xx) are those of docs/conformance.md, section 5.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
