@@ -363,20 +363,8 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
     }
 }
 
-/// An error and its sources, one per line.
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let line = s.to_string();
-        if !text.contains(&line) {
-            text.push_str("\n  caused by: ");
-            text.push_str(&line);
-        }
-        source = s.source();
-    }
-    text
-}
+/// An error and its sources, one per line (the shared spelling: [`crate::error::chain`]).
+pub use crate::error::chain as error_chain;
 
 /// The configuration of `serve`: the file, overridden by environment variables and flags.
 pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {

@@ -16,8 +16,8 @@ use super::generation::{
 };
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
-use crate::app::error_chain;
 use crate::classify::Drop;
+use crate::error::chain as error_chain;
 use crate::incremental;
 use crate::oai::Client;
 use crate::patch::PreviousShards;

@@ -12,3 +12,4 @@ mod platforms;
 mod props;
 mod serve;
 mod server;
+mod structure;
