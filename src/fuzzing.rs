@@ -13,7 +13,7 @@ use crate::scope::Scope;
 /// The page readers: never panic; when the fast path accepts a body, the reference reader reads
 /// the same page from it. Identify and the small answers never panic either.
 pub fn check_list_records(data: &[u8]) {
-    let fast = parse::parse_list_records_fast(data, Fields::ALL);
+    let fast = crate::oai::read::parse_list_records_fast(data, Fields::ALL);
     let reference = parse::parse_list_records_reference(data, Fields::ALL);
     if let Some(page) = fast {
         assert_eq!(

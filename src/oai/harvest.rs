@@ -214,7 +214,7 @@ pub async fn harvest_resumable(
             Ok(match parse::parse_identify(body)? {
                 IdentifyOutcome::Static(identify) => (
                     IdentifyOutcome::Static(identify),
-                    Some(parse::parse_list_records_with(body, request.fields)?),
+                    Some(super::read::parse_list_records_with(body, request.fields)?),
                 ),
                 other => (other, None),
             })
@@ -306,7 +306,7 @@ pub async fn harvest_resumable(
             };
             let page = client
                 .fetch(&call, deadline, |body| {
-                    let mut page = parse::parse_list_records_with(body, request.fields)?;
+                    let mut page = super::read::parse_list_records_with(body, request.fields)?;
                     page.forget_future_datestamps(crate::datestamp::unix_secs(
                         std::time::SystemTime::now(),
                     ));
@@ -514,7 +514,12 @@ pub(crate) async fn read_static_file(
         .await
         .map_err(|e| fail(HarvestErrorKind::File(e)))?;
     let parsed = parse::parse_identify(&body)
-        .and_then(|identify| Ok((identify, parse::parse_list_records_with(&body, fields)?)))
+        .and_then(|identify| {
+            Ok((
+                identify,
+                super::read::parse_list_records_with(&body, fields)?,
+            ))
+        })
         .map_err(|source| {
             fail(HarvestErrorKind::Parse {
                 attempts: 1,

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod harvest;
 pub mod parse;
+pub mod read;
 pub mod scan;
 
 use std::fmt;

@@ -12,8 +12,6 @@ use std::sync::Arc;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
-use super::scan;
-
 use crate::datestamp::{Datestamp, Granularity};
 
 /// The OAI-PMH namespace; the `https` spelling is accepted on input (OAI-43).
@@ -804,30 +802,11 @@ pub(super) enum Capture {
     Token,
 }
 
-/// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
-/// same way), or an error response of any verb.
-pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
-    parse_list_records_with(body, Fields::default())
-}
-
-/// [`parse_list_records`], reading `fields` of each record.
-pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
-    // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
-    // reads (or rejects) as the reference.
-    prepared(body, |text, quirks| {
-        match scan::scan_list_records(text, quirks, fields) {
-            Some(page) => Ok(page),
-            None => parse_with_quick_xml(text, quirks, body.len(), fields),
-        }
-    })?
-    .and_then(answered)
-}
-
 /// The page, when it answers `ListRecords` (OAI-08): an OAI-PMH answer holds either errors or
 /// the element named after its verb, in the OAI-PMH namespace. One with neither (an envelope
 /// with `responseDate` and `request` alone, a `ListRecords` in another namespace) is an error,
 /// not an empty last page, which would end the list early and pass for the whole repository.
-fn answered(page: ListPage) -> Result<ListPage, ParseError> {
+pub(super) fn answered(page: ListPage) -> Result<ListPage, ParseError> {
     if page.listed || !page.errors.is_empty() {
         return Ok(page);
     }
@@ -848,19 +827,11 @@ pub fn parse_list_records_reference(body: &[u8], fields: Fields) -> Result<ListP
     .and_then(answered)
 }
 
-/// The fast path alone: `None` when it declines the body (or [`prepare`] refuses it).
-#[doc(hidden)]
-pub fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> {
-    prepared(body, |text, quirks| {
-        scan::scan_list_records(text, quirks, fields)
-    })
-    .ok()
-    .flatten()
-    .and_then(|page| answered(page).ok())
-}
-
 /// `read` applied to the body after [`prepare`], with the quirks it tolerated.
-fn prepared<T>(body: &[u8], read: impl FnOnce(&str, Quirks) -> T) -> Result<T, ParseError> {
+pub(super) fn prepared<T>(
+    body: &[u8],
+    read: impl FnOnce(&str, Quirks) -> T,
+) -> Result<T, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     Ok(read(&text, quirks))
@@ -1389,6 +1360,7 @@ pub enum IdentifyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oai::read::{parse_list_records, parse_list_records_fast, parse_list_records_with};
 
     /// The records of a page share one buffer, each seeing its own values; one pushed onto
     /// takes a copy of its own first, the others unchanged.

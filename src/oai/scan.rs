@@ -832,9 +832,10 @@ mod tests {
 
     use super::*;
     use crate::oai::parse::{
-        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_list_records,
-        parse_with_quick_xml, prepare,
+        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_with_quick_xml,
+        prepare,
     };
+    use crate::oai::read::parse_list_records;
 
     /// Both readers on the same prepared text.
     fn both(doc: &str) -> (Option<ListPage>, Result<ListPage, ParseError>) {

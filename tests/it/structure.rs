@@ -164,8 +164,6 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<BTreeSet<String>> {
 const KNOWN_CYCLES: &[&[&str]] = &[
     // config builds incremental::Policy; pipeline and signposts read config's OcxConfig.
     &["config", "incremental", "pipeline", "signposts"],
-    // The page readers share the OAI model, which lives in parse.
-    &["oai::parse", "oai::scan"],
 ];
 
 #[test]
