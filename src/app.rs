@@ -274,6 +274,9 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     }
     // An operator waits for the answer: each request is tried twice at most, with short waits.
     let mut harvest = config.harvest.clone();
+    if let Some(agent) = env_user_agent() {
+        harvest.user_agent = agent;
+    }
     harvest.max_attempts = harvest.max_attempts.min(2);
     harvest.backoff_max = harvest.backoff_max.min(Duration::from_secs(2));
     harvest.backoff_initial = harvest.backoff_initial.min(harvest.backoff_max);
@@ -389,6 +392,11 @@ pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     for r in &mut config.repositories {
         r.policy.accept_shrink = args.accept_shrink;
     }
+    // The environment's user agent, as `export --user-agent` reads it (bridge.toml's header
+    // promises it overrides the file for every command).
+    if let Some(agent) = env_user_agent() {
+        config.harvest.user_agent = agent;
+    }
     if let Ok(token) = std::env::var("OAI_BRIDGE_ADMIN_TOKEN") {
         config.server.admin_token = Some(
             config::AdminToken::new(&token).map_err(|m| flag_err("OAI_BRIDGE_ADMIN_TOKEN", m))?,
@@ -402,6 +410,13 @@ pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
         });
     }
     Ok(config)
+}
+
+/// `OAI_BRIDGE_USER_AGENT`, when set and not empty.
+fn env_user_agent() -> Option<String> {
+    std::env::var("OAI_BRIDGE_USER_AGENT")
+        .ok()
+        .filter(|a| !a.trim().is_empty())
 }
 
 /// The public URL when none is configured: the listen address, with loopback for "any".

@@ -159,7 +159,7 @@ pub struct Metrics {
 pub struct PlatformLabels {
     /// `[[repository]] name`.
     pub repository: String,
-    /// `generic`, `dspace` or `eprints`.
+    /// The platform's name ([`crate::platform::Platform::as_str`]).
     pub platform: &'static str,
 }
 

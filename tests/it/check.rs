@@ -301,6 +301,39 @@ async fn oai_dc_missing_from_list_metadata_formats_is_a_warning_and_records_are_
     assert_eq!(out.status.code(), Some(0), "{report}");
 }
 
+/// `OAI_BRIDGE_USER_AGENT` names the harvester to the upstream for `check` as for `export`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_sends_the_environment_s_user_agent() {
+    let server = TestServer::start(numbered(3));
+    let url = server.url();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+            .args(["check", &url, "--fetch", "0"])
+            .env_remove("OAI_BRIDGE_CONFIG")
+            .env(
+                "OAI_BRIDGE_USER_AGENT",
+                "repo-team-harvester (ops@example.org)",
+            )
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(out.status.code().is_some(), "{out:?}");
+    let agents: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.user_agent.clone())
+        .collect();
+    assert!(!agents.is_empty());
+    assert!(
+        agents
+            .iter()
+            .all(|a| a.as_deref() == Some("repo-team-harvester (ops@example.org)")),
+        "{agents:?}"
+    );
+}
+
 /// Records in DSpace's shape: a `oai:host:P/S` header, the Handle as the proxy's URL, a
 /// citation; no URL of a landing page anywhere.
 fn dspace_records(n: usize) -> Vec<TestRecord> {
