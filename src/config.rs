@@ -124,36 +124,7 @@ struct RawOcx {
     types: std::collections::BTreeMap<String, String>,
 }
 
-/// `[repository.ocx]`: the OCX sitemap of a repository.
-#[derive(Clone, Debug)]
-pub struct OcxConfig {
-    /// `dc:type` -> OER schema or schema.org type URL: the built-in schema.org table with the
-    /// repository's `types` on top.
-    pub types: crate::dctype::TypeMap,
-    /// Type of records whose `dc:type` maps to nothing; without it they are not published.
-    pub default_type: Option<String>,
-    /// Longest `ocx:teaser`, in characters.
-    pub teaser_chars: usize,
-    /// `ocx:format`: JSON-LD, Microdata or RDFa.
-    pub format: Option<String>,
-    /// `ocx:xpath`: where in the landing page the metadata is.
-    pub xpath: Option<String>,
-}
-
-impl Default for OcxConfig {
-    fn default() -> Self {
-        Self {
-            types: crate::dctype::TypeMap::default(),
-            default_type: None,
-            teaser_chars: DEFAULT_TEASER_CHARS,
-            format: None,
-            xpath: None,
-        }
-    }
-}
-
-/// Default longest `ocx:teaser`.
-pub const DEFAULT_TEASER_CHARS: usize = 200;
+pub use crate::render::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
 
 fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
     if raw.enabled == Some(false) {
@@ -617,8 +588,7 @@ pub fn directory_url(value: &str) -> Result<Url, String> {
     Ok(url)
 }
 
-/// Highest Woo information category (the DiWoo table has 17).
-pub const DIWOO_CATEGORIES: u8 = 17;
+pub use crate::pipeline::DIWOO_CATEGORIES;
 
 /// A DiWoo table: setSpec -> information category 1-17.
 pub fn parse_diwoo(

@@ -29,6 +29,9 @@ use crate::signposts::{CollectError, ProfileShard, Resolved, SignStats, Signpost
 /// Name of the sitemap index in every generation.
 pub const INDEX_NAME: &str = "sitemap.xml";
 
+/// Highest Woo information category (the DiWoo table has 17).
+pub const DIWOO_CATEGORIES: u8 = 17;
+
 /// Receives the files of a generation.
 pub trait FileSink {
     /// The error a write can fail with.
@@ -95,7 +98,7 @@ pub struct Job {
     /// Also write a Signmap (`signmap.xml` and its shards).
     pub signmap: bool,
     /// Also write an OCX sitemap (`ocx.xml` and its shards), so configured.
-    pub ocx: Option<crate::config::OcxConfig>,
+    pub ocx: Option<crate::render::ocx::OcxConfig>,
     /// Also write each record's CDIF JSON-LD (`cdif/*.jsonld`) and the CDIF sitemap.
     pub cdif: bool,
     /// Also write CDIF's metadata lists (`cdif-list-N.jsonld`, schema.org `ItemList`s of the
@@ -441,11 +444,11 @@ impl Collectors {
         let mut diwoo: Vec<Category> = Vec::new();
         for (set, number) in &job.diwoo {
             // A category is a bit of the inventory's groups; the table has 17.
-            if !(1..=crate::config::DIWOO_CATEGORIES).contains(number) {
+            if !(1..=DIWOO_CATEGORIES).contains(number) {
                 return Err(PipelineError::InvalidJob(format!(
                     "set {set:?} is mapped to DiWoo category {number}; the Woo information \
                      categories are 1-{}",
-                    crate::config::DIWOO_CATEGORIES
+                    DIWOO_CATEGORIES
                 )));
             }
             match diwoo.iter_mut().find(|c| c.number == *number) {
@@ -1115,7 +1118,7 @@ impl Job {
             fields: _, // follows from the profiles
         } = request;
         let ocx = ocx.as_ref().map(|o| {
-            let crate::config::OcxConfig {
+            let crate::render::ocx::OcxConfig {
                 types,
                 default_type,
                 teaser_chars,
@@ -1290,7 +1293,7 @@ pub(crate) mod tests {
             let extra: Vec<(String, String)> = (0..40)
                 .map(|i| (format!("type {i}"), format!("https://schema.org/T{i}")))
                 .collect();
-            j.ocx = Some(crate::config::OcxConfig {
+            j.ocx = Some(crate::render::ocx::OcxConfig {
                 types: crate::dctype::TypeMap::with(&extra).unwrap(),
                 ..Default::default()
             });

@@ -27,13 +27,13 @@ use std::path::{Path, PathBuf};
 use url::Url;
 
 use crate::classify::{Class, Pid};
-use crate::config::OcxConfig;
 use crate::datestamp::Datestamp;
 use crate::dctype::{Memo, TypeMap};
 use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::publish::DirectWriter;
+use crate::render::ocx::OcxConfig;
 use crate::render::sitemap::{
     URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, header, lastmod_text, write_url_open,
 };

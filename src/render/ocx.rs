@@ -11,6 +11,38 @@ pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
 pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                            xmlns:ocx=\"http://sitemap.ocx.org/v/1.0\">\n";
 
+/// `[repository.ocx]`: the OCX sitemap of a repository, as `bridge.toml` sets it (the
+/// configuration reads it; the collector and this renderer use it).
+#[derive(Clone, Debug)]
+pub struct OcxConfig {
+    /// `dc:type` -> OER schema or schema.org type URL: the built-in schema.org table with the
+    /// repository's `types` on top.
+    pub types: crate::dctype::TypeMap,
+    /// Type of records whose `dc:type` maps to nothing; without it they are not published.
+    pub default_type: Option<String>,
+    /// Longest `ocx:teaser`, in characters.
+    pub teaser_chars: usize,
+    /// `ocx:format`: JSON-LD, Microdata or RDFa.
+    pub format: Option<String>,
+    /// `ocx:xpath`: where in the landing page the metadata is.
+    pub xpath: Option<String>,
+}
+
+impl Default for OcxConfig {
+    fn default() -> Self {
+        Self {
+            types: crate::dctype::TypeMap::default(),
+            default_type: None,
+            teaser_chars: DEFAULT_TEASER_CHARS,
+            format: None,
+            xpath: None,
+        }
+    }
+}
+
+/// Default longest `ocx:teaser`.
+pub const DEFAULT_TEASER_CHARS: usize = 200;
+
 /// The metadata formats `ocx:format` accepts.
 pub const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
 
