@@ -203,3 +203,94 @@ fn a_cycle_is_found() {
     assert_eq!(found.len(), 1);
     assert_eq!(found[0], ["a", "b", "c"].map(str::to_owned).into());
 }
+
+/// The layers, from the bottom: a module may import its own layer's modules and those below,
+/// never one above (issue 21, point 3). Every module of `src/` is in one.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "foundations",
+        &[
+            "cli",
+            "datestamp",
+            "error",
+            "memo",
+            "memory",
+            "progress",
+            "publish",
+            "scope",
+            "server::metrics",
+        ],
+    ),
+    (
+        "the OAI-PMH protocol",
+        &[
+            "oai",
+            "oai::client",
+            "oai::harvest",
+            "oai::parse",
+            "oai::read",
+            "oai::scan",
+        ],
+    ),
+    ("classification", &["classify", "dctype", "platform"]),
+    (
+        "rendering",
+        &[
+            "render",
+            "render::cdif",
+            "render::ocx",
+            "render::robots",
+            "render::signmap",
+            "render::sitemap",
+        ],
+    ),
+    (
+        "collecting and state",
+        &["inventory", "patch", "signposts", "store"],
+    ),
+    ("the publish sequence", &["incremental", "pipeline"]),
+    (
+        "commands",
+        &[
+            "check",
+            "config",
+            "export",
+            "fuzzing",
+            "server",
+            "server::generation",
+            "server::http",
+            "server::refresh",
+            "server::status",
+        ],
+    ),
+    ("the shell", &["app"]),
+];
+
+#[test]
+fn no_module_imports_one_above_it() {
+    let graph = imports();
+    let layer = |m: &str| LAYERS.iter().position(|(_, modules)| modules.contains(&m));
+    let unplaced: Vec<&String> = graph.keys().filter(|m| layer(m).is_none()).collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules in no layer of LAYERS: {unplaced:?}"
+    );
+    let mut upward = Vec::new();
+    for (m, targets) in &graph {
+        for t in targets {
+            if let (Some(from), Some(to)) = (layer(m), layer(t))
+                && to > from
+            {
+                upward.push(format!(
+                    "{m} ({}) imports {t} ({})",
+                    LAYERS[from].0, LAYERS[to].0
+                ));
+            }
+        }
+    }
+    assert!(
+        upward.is_empty(),
+        "imports pointing up:\n{}",
+        upward.join("\n")
+    );
+}
