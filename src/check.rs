@@ -333,7 +333,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     ) {
         Ok(landing) => landing,
         Err(e) => {
-            report.problems.push(format!("{e}; give --scope"));
+            report.problems.push(e.to_string());
             report.bridgeable = false;
             return Ok(report);
         }
@@ -730,7 +730,7 @@ async fn fetch_landing_pages(
     client: &Client,
     pages: &[String],
     n: usize,
-    allowed: Option<Vec<bool>>,
+    allowed: Option<Vec<Option<bool>>>,
     report: &mut CheckReport,
 ) {
     for (i, url) in pages.iter().take(n).enumerate() {
@@ -742,7 +742,7 @@ async fn fetch_landing_pages(
             url: url.clone(),
             status,
             error,
-            robots_allowed: allowed.as_ref().and_then(|a| a.get(i).copied()),
+            robots_allowed: allowed.as_ref().and_then(|a| a.get(i).copied().flatten()),
         });
     }
 }
@@ -784,7 +784,7 @@ async fn robots(
     landing: &[String],
     public_url: Option<&Url>,
     report: &mut CheckReport,
-) -> Option<Vec<bool>> {
+) -> Option<Vec<Option<bool>>> {
     let host_of = |u: &str| {
         Url::parse(u)
             .ok()
@@ -802,6 +802,10 @@ async fn robots(
             r.status = Some(status);
             if (200..300).contains(&status) {
                 body
+            } else if status >= 500 {
+                // An unreachable robots.txt (5xx) means everything is disallowed (RFC 9309
+                // 2.3.1.4): what a crawler then does.
+                b"User-agent: *\nDisallow: /\n".to_vec()
             } else {
                 // No robots.txt (4xx) means everything is allowed (RFC 9309 2.3.1.3).
                 Vec::new()
@@ -816,8 +820,18 @@ async fn robots(
     match texting_robots::Robot::new(CRAWLER, &body) {
         Ok(robot) => {
             r.sitemaps = robot.sitemaps.clone();
-            allowed = Some(landing.iter().map(|p| robot.allowed(p)).collect());
-            for page in landing.iter().filter(|p| p.starts_with(&origin)) {
+            // Only this host's pages are this robots.txt's to judge.
+            allowed = Some(
+                landing
+                    .iter()
+                    .map(|p| {
+                        p.starts_with(&format!("{origin}/"))
+                            .then(|| robot.allowed(p))
+                    })
+                    .collect(),
+            );
+            let on_host = |p: &&String| p.starts_with(&format!("{origin}/"));
+            for page in landing.iter().filter(on_host) {
                 r.checked += 1;
                 if !robot.allowed(page) {
                     r.disallowed += 1;

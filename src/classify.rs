@@ -64,7 +64,7 @@ pub enum Drop {
 
 impl Drop {
     /// Every reason, in report order (new reasons go at the end: a store keeps the counts in
-    /// this order). [`Drop::is_per_identifier`] tells which apply to single values.
+    /// this order). [`Drop::PER_IDENTIFIER`] lists those that apply to single values.
     pub const ALL: [Drop; 12] = [
         Drop::OutOfScope,
         Drop::NotAUrl,

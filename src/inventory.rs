@@ -250,8 +250,10 @@ impl Inventory {
         self.collected.add(record, urls, groups)
     }
 
-    /// [`Inventory::add`] of a record whose identifiers are classified already (`classes`,
-    /// one per `dc:identifier`; a deleted record's are not read and may be left out).
+    /// [`Inventory::add`] of a record whose values are classified already: `classes` as the
+    /// landing rule gives them ([`crate::platform::Landing::classes`]: one per `dc:identifier`
+    /// under Google's rule, a platform's landing page first under another); a deleted record
+    /// has none.
     pub fn add_classified(
         &mut self,
         record: &Record,

@@ -67,7 +67,8 @@ pub struct PublishedSitemap {
     pub place: String,
     /// The shards' extension: `xml` or `xml.gz`.
     pub ext: String,
-    /// The scope its URLs were classified with.
+    /// The landing rule its URLs were classified with ([`crate::platform::Landing::key`]: the
+    /// scope's text under Google's rule, as stores made before platforms recorded it).
     pub scope: String,
     /// The limits its shards were split with.
     pub max_urls: usize,

@@ -307,7 +307,14 @@ pub fn landing_of(
     let base = base_url(source, &identify.base_url);
     let mut detected = match settings.platform {
         Setting::Fixed(platform) => Detected::configured(platform),
-        Setting::Auto => crate::platform::detect(base.as_ref(), identify, sample),
+        Setting::Auto => {
+            let configured = if scope.is_empty() {
+                None
+            } else {
+                Some(scope_of(source, scope, &identify.base_url)?)
+            };
+            crate::platform::detect_over(base.as_ref(), identify, sample, configured.as_ref())
+        }
     };
     // A DSpace UI under a path of the baseURL's host (`/xmlui/`, `/jspui/`), as the records'
     // local Handle URLs show it, when `ui_url` does not say: on the host the operator named.
@@ -365,7 +372,8 @@ pub fn landing_stored(
     identify: &Identify,
 ) -> Result<Landing, PipelineError> {
     let mut sample = Vec::new();
-    if job.landing.platform == Setting::Auto && job.landing.template.is_none() {
+    // `auto` detects from it, and DSpace finds a UI under a path from it.
+    if job.landing.template.is_none() {
         let _ = store.for_each_live(|record| {
             sample.push(record);
             if sample.len() < crate::platform::SAMPLE {

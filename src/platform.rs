@@ -211,6 +211,21 @@ impl Template {
         if !rest.is_empty() {
             parts.push(Part::Text(rest.to_owned()));
         }
+        // The scheme and host are the template's own: a record's value may not choose the host.
+        let head = match parts.first() {
+            Some(Part::Text(t)) => t.as_str(),
+            _ => "",
+        };
+        let after_scheme = head
+            .split_once("://")
+            .map(|(_, rest)| rest)
+            .unwrap_or_default();
+        if !after_scheme.contains('/') && parts.iter().any(|p| matches!(p, Part::Value(_))) {
+            return Err(
+                "a placeholder before the path: the scheme and host must be written out, e.g. https://host/records/{oai_local}"
+                    .to_owned(),
+            );
+        }
         if !parts.iter().any(|p| matches!(p, Part::Value(_))) {
             return Err(
                 "no placeholder: every record would get the same landing page; use {handle}, {doi} or {oai_local}"
@@ -334,6 +349,17 @@ pub const SAMPLE: usize = 200;
 /// `/oai/request`), and so is an `eprints` description (DSpace sends one too). Without live
 /// records there is nothing to publish either way, and nothing is chosen.
 pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
+    detect_over(base, identify, sample, None)
+}
+
+/// [`detect`], with Google's rule over `scope` when one is configured (it replaces the
+/// baseURL's directory, so it is what Google's rule would publish).
+pub fn detect_over(
+    base: Option<&Url>,
+    identify: &Identify,
+    sample: &[Record],
+    scope: Option<&Scope>,
+) -> Detected {
     let path = base.map_or("", Url::path);
     let live: Vec<&Record> = sample
         .iter()
@@ -356,7 +382,10 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
         .filter(|r| islandora_node(&r.identifier).is_some())
         .count();
     // Records Google's rule already gives a landing page: the base case stays where it works.
-    let generic = base.and_then(Scope::from_base_url).map_or(0, |scope| {
+    let google = scope
+        .cloned()
+        .or_else(|| base.and_then(Scope::from_base_url));
+    let generic = google.map_or(0, |scope| {
         live.iter()
             .filter(|r| {
                 r.dc_identifiers
@@ -365,6 +394,7 @@ pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Det
             })
             .count()
     });
+    // "Most": at least half, so that on a tie Google's rule, tried first, stays.
     let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
     let of = |n: usize| format!("{n} of the first {} live records", live.len());
     let found = |platform, evidence: String| Detected {
@@ -511,10 +541,13 @@ fn islandora_node(identifier: &str) -> Option<&str> {
     (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
 }
 
-/// A path under a DSpace UI that serves a file: `bitstream/...` (DSpace 6's XMLUI and JSPUI)
-/// or `bitstreams/{uuid}/download` (DSpace 7's UI).
+/// A path under a DSpace UI that serves a file: `bitstream/...` (DSpace 6's XMLUI and JSPUI,
+/// also below a context path the UI's base does not name) or `bitstreams/{uuid}/download`
+/// (DSpace 7's UI).
 fn is_bitstream(path: &str) -> bool {
-    path.starts_with("bitstream/") || path.starts_with("bitstreams/")
+    ["bitstream/", "bitstreams/"]
+        .iter()
+        .any(|b| path.starts_with(b) || path.contains(&format!("/{b}")))
 }
 
 /// `oai:{host}:{prefix}/{suffix}`: DSpace's OAI identifier for an item.
@@ -549,9 +582,19 @@ fn parse_handle(text: &str) -> Option<(&str, &str, &str)> {
     let suffix_ok = !suffix.is_empty()
         && !suffix
             .chars()
-            .any(|c| c.is_whitespace() || c == '?' || c == '#');
+            .any(|c| c.is_whitespace() || c == '?' || c == '#')
+        && !has_dot_segment(suffix);
     let whole = &text[..prefix.len() + 1 + suffix.len()];
     (prefix_ok && suffix_ok).then_some((whole, prefix, suffix))
+}
+
+/// Whether a value put into a URL's path would be a `.` or `..` segment there, which would
+/// climb out of where it is put (`%2e` counts: the URL standard reads it as a dot).
+fn has_dot_segment(value: &str) -> bool {
+    value.split('/').any(|segment| {
+        let dots = segment.to_ascii_lowercase().replace("%2e", ".");
+        dots == "." || dots == ".."
+    })
 }
 
 /// The Handle of a `{ui}handle/P/S` URL (DSpace's local spelling), if it is one: on the UI's
@@ -605,7 +648,7 @@ fn spelled_as_handle(value: &str) -> bool {
 
 /// The folder EPrints is installed in: the baseURL's directory above `cgi/oai2`, else `/`.
 fn eprints_root(base: &Url) -> String {
-    let path = base.path();
+    let path = base.path().trim_end_matches('/');
     let root = path.strip_suffix("cgi/oai2").unwrap_or("/");
     let mut root = root.to_owned();
     if !root.ends_with('/') {
@@ -682,9 +725,10 @@ enum Rule {
         host: String,
         path: String,
     },
-    /// EPrints, installed at `at` ([`eprints_at`]).
+    /// EPrints, installed at `at` ([`eprints_at`]), served in the baseURL's `scheme`.
     Eprints {
         at: String,
+        scheme: String,
     },
     /// Islandora 2, with its site's root (`https://host/`).
     Islandora {
@@ -777,7 +821,15 @@ impl Landing {
                 }
                 Platform::Islandora => {
                     let base = base.ok_or_else(no_base)?;
-                    let scope = origin(base, "/")?;
+                    // Drupal under a path: the site is the baseURL's folder above `oai/request`.
+                    let path = base.path().trim_end_matches('/');
+                    let site = path.strip_suffix("oai/request").unwrap_or("/");
+                    let site = if site.ends_with('/') {
+                        site.to_owned()
+                    } else {
+                        format!("{site}/")
+                    };
+                    let scope = origin(base, &site)?;
                     (
                         Rule::Islandora {
                             site: scope.to_string(),
@@ -791,6 +843,7 @@ impl Landing {
                     (
                         Rule::Eprints {
                             at: eprints_at(base),
+                            scheme: base.scheme().to_owned(),
                         },
                         scope,
                     )
@@ -845,7 +898,7 @@ impl Landing {
         match &self.rule {
             Rule::Generic => self.scope.to_string(),
             Rule::Dspace { ui, .. } => format!("{} dspace ui={ui}", self.scope),
-            Rule::Eprints { at } => format!("{} eprints at={at}", self.scope),
+            Rule::Eprints { at, .. } => format!("{} eprints at={at}", self.scope),
             Rule::Islandora { site } => format!("{} islandora site={site}", self.scope),
             Rule::Template(t) => format!("{} template={t}", self.scope),
         }
@@ -868,7 +921,7 @@ impl Landing {
                     .map(|value| classify::class(value, scope)),
             ),
             Rule::Dspace { ui, host, path } => self.dspace(record, ui, (host, path), out),
-            Rule::Eprints { at } => self.eprints(record, at, out),
+            Rule::Eprints { at, scheme } => self.eprints(record, at, scheme, out),
             Rule::Islandora { site } => self.islandora(record, site, out),
             Rule::Template(template) => self.template(record, template, out),
         }
@@ -1000,12 +1053,20 @@ impl Landing {
     /// identifier; a `dc:relation` that is no URL is [`Drop::RelationNotAUrl`]. Relations that
     /// are other URLs (an official URL) are not the record's to publish and are not counted.
     /// Without an abstract page, the identifiers are classified as usual.
-    fn eprints<'a>(&self, record: &'a Record, at: &str, out: &mut Classes<'a>) {
+    fn eprints<'a>(&self, record: &'a Record, at: &str, scheme: &str, out: &mut Classes<'a>) {
         let found = eprints_abstract(record, at);
         // Borrowed from the record, as the abstract page is in normal form as a rule.
         let mut abstract_url: Option<Cow<'a, str>> = None;
         if let Some(value) = found {
-            let class = match classify::class(value, &self.scope) {
+            // EPrints' `http_url` often still says `http` where the baseURL says `https`: the
+            // page is the same installation's, served in the baseURL's scheme.
+            let class = match value.split_once("://") {
+                Some((written, rest)) if !written.eq_ignore_ascii_case(scheme) => {
+                    landing(format!("{scheme}://{rest}"), &self.scope, None)
+                }
+                _ => classify::class(value, &self.scope),
+            };
+            let class = match class {
                 Class::LandingPage(url) | Class::ContentFile { url, .. } => {
                     abstract_url = Some(url.clone());
                     Class::LandingPage(url)
@@ -1051,22 +1112,30 @@ impl Landing {
                 .filter_map(classify::pid_of)
                 .find_map(|p| want(&p))
         };
-        let filled = template.try_fill(|p| match p {
-            Placeholder::Handle => pid(|p| match p {
-                Pid::Handle(h) => Some(*h),
-                Pid::Doi(_) => None,
-            }),
-            Placeholder::Doi => pid(|p| match p {
-                Pid::Doi(d) => Some(*d),
-                Pid::Handle(_) => None,
-            }),
-            Placeholder::OaiLocal => {
-                let id = record.identifier.as_str();
-                Some(id.rsplit(':').next().unwrap_or(id)).filter(|s| !s.is_empty())
-            }
+        // A value that would be a dot segment climbs out of the template's path.
+        let mut climbs = false;
+        let filled = template.try_fill(|p| {
+            let value = match p {
+                Placeholder::Handle => pid(|p| match p {
+                    Pid::Handle(h) => Some(*h),
+                    Pid::Doi(_) => None,
+                }),
+                Placeholder::Doi => pid(|p| match p {
+                    Pid::Doi(d) => Some(*d),
+                    Pid::Handle(_) => None,
+                }),
+                Placeholder::OaiLocal => {
+                    let id = record.identifier.as_str();
+                    Some(id.rsplit(':').next().unwrap_or(id)).filter(|s| !s.is_empty())
+                }
+            };
+            climbs |= value.is_some_and(has_dot_segment);
+            value
         });
         let mut landing_url = None;
-        if let Some(url) = filled {
+        if climbs {
+            out.push(Class::Dropped(Drop::TemplateInvalidUrl));
+        } else if let Some(url) = filled {
             let class = landing(url, &self.scope, Some(Drop::TemplateInvalidUrl));
             if let Class::LandingPage(url) = &class {
                 landing_url = Some(url.to_string());
@@ -1425,10 +1494,23 @@ mod tests {
             classes(&rule, &r),
             ["landing https://zenodo.example.org/records/abc12-x7y89"]
         );
-        // A value that makes no valid URL is counted, and the record goes on.
-        let rule = template("https://{oai_local}/x", "https://h.example/oai");
-        let r = record("oai:h:a b%", &[], &[]);
-        assert_eq!(classes(&rule, &r), ["drop template_invalid_url"]);
+        // A value that would climb out of the template's path is counted, and the record goes
+        // on.
+        let rule = template(
+            "https://h.example/records/{oai_local}",
+            "https://h.example/oai",
+        );
+        for local in ["..", "%2E%2e", "x/../../admin"] {
+            let r = record(&format!("oai:h:{local}"), &["https://h.example/oai/x"], &[]);
+            assert_eq!(
+                classes(&rule, &r),
+                [
+                    "drop template_invalid_url",
+                    "landing https://h.example/oai/x"
+                ],
+                "{local}"
+            );
+        }
         // A record without the value gets no landing page from the template.
         let rule = template("https://h.example/handle/{handle}", "https://h.example/oai");
         let r = record("oai:h:1", &["https://h.example/items/1"], &[]);
@@ -1441,7 +1523,11 @@ mod tests {
             ("https://h/{nope}", "unknown placeholder {nope}"),
             ("https://h/records/1", "no placeholder"),
             ("ftp://h/{doi}", "not an http(s) URL"),
-            ("{doi}", "not a URL"),
+            ("{doi}", "a placeholder before the path"),
+            (
+                "https://{oai_local}.example.org/x",
+                "a placeholder before the path",
+            ),
             ("https://h/{doi", "unclosed"),
         ] {
             let e = Template::parse(bad).unwrap_err();
@@ -1541,6 +1627,76 @@ mod tests {
             let fast = rule.handle_page(ui, &prefix, &suffix);
             proptest::prop_assert_eq!(format!("{fast:?}"), format!("{checked:?}"));
         }
+    }
+
+    /// What the review of the first version found, each held.
+    #[test]
+    fn climbing_handles_other_schemes_and_paths() {
+        // A Handle whose suffix is a dot segment would climb out of /handle/.
+        let rule = dspace("https://repo.example.edu/oai/request", None);
+        for bad in ["hdl:1765/..", "hdl:1/../../x", "hdl:1/%2e%2E"] {
+            assert_eq!(
+                classes(&rule, &record("oai:h:x", &[bad], &[])),
+                ["drop invalid_handle"],
+                "{bad}"
+            );
+        }
+        // A bitstream below a context path the UI's base does not name is a content file.
+        let r = record(
+            "oai:h:1/4",
+            &["https://repo.example.edu/xmlui/bitstream/handle/1/4/data?sequence=2"],
+            &[],
+        );
+        assert_eq!(
+            classes(&rule, &r)[2],
+            "file application/octet-stream https://repo.example.edu/xmlui/bitstream/handle/1/4/data?sequence=2"
+        );
+        // EPrints' http_url in http under an https baseURL: the page in the baseURL's scheme.
+        let rule = eprints("https://e.example.ac.uk/cgi/oai2/");
+        let r = record("oai:e:42", &[], &["http://e.example.ac.uk/id/eprint/42/"]);
+        assert_eq!(
+            classes(&rule, &r),
+            ["landing https://e.example.ac.uk/id/eprint/42/"]
+        );
+        // Islandora under a path.
+        let settings = LandingSettings {
+            platform: Setting::Fixed(Platform::Islandora),
+            ..LandingSettings::default()
+        };
+        let rule = landing(
+            settings,
+            "https://h.example/site/oai/request",
+            Platform::Islandora,
+        );
+        let r = record("oai:h:node-7", &[], &[]);
+        assert_eq!(
+            classes(&rule, &r),
+            ["landing https://h.example/site/node/7"]
+        );
+    }
+
+    /// Google's rule over a configured scope that already finds the landing pages stays, even
+    /// where the records carry Handles.
+    #[test]
+    fn detection_weighs_the_configured_scope() {
+        let base = Url::parse("https://h.example/oai/request").unwrap();
+        let records: Vec<Record> = (1..=3)
+            .map(|i| {
+                record(
+                    &format!("oai:h:1234/{i}"),
+                    &[
+                        &format!("https://h.example/items/{i}"),
+                        &format!("hdl:1234/{i}"),
+                    ],
+                    &[],
+                )
+            })
+            .collect();
+        let scope = Scope::from_prefixes(&[Url::parse("https://h.example/").unwrap()]).unwrap();
+        let d = detect_over(Some(&base), &identify(None), &records, Some(&scope));
+        assert_eq!(d.platform, Platform::Generic, "{d}");
+        let d = detect(Some(&base), &identify(None), &records);
+        assert_eq!(d.platform, Platform::Dspace, "{d}");
     }
 
     fn identify(sample: Option<&str>) -> Identify {
