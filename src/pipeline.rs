@@ -582,40 +582,63 @@ pub async fn harvest(
     progress: &mut Progress,
 ) -> Result<Harvested, PipelineError> {
     let mut collectors: Option<Collectors> = None;
+    // The records before the landing rule is decided: `auto` decides from the first
+    // [`crate::platform::SAMPLE`] live records, as the store's path does from its first ones
+    // (a first page can be empty, or all deleted). At most [`WAITING`] are held.
+    let mut waiting: Vec<Record> = Vec::new();
+    let mut waiting_live = 0;
+    let mut identify: Option<Identify> = None;
     let mut failure: Option<PipelineError> = None;
-    let mut urls_kept = 0u64;
     let report = oai::harvest(client, &job.request, |event| {
         if failure.is_some() {
             return;
         }
-        let c = match &mut collectors {
-            Some(c) => c,
-            None => match landing_for(job, event.identify, &event.records) {
-                Ok(landing) => match Collectors::new(job, landing, &event.identify.base_url) {
-                    Ok(c) => collectors.insert(c),
-                    Err(e) => {
-                        failure = Some(e);
-                        return;
-                    }
-                },
+        let records = match &mut collectors {
+            Some(_) => event.records,
+            None => {
+                identify.get_or_insert_with(|| event.identify.clone());
+                waiting_live += event
+                    .records
+                    .iter()
+                    .filter(|r| !r.deleted && !r.unreadable())
+                    .count();
+                waiting.extend(event.records);
+                if waiting_live < crate::platform::SAMPLE && waiting.len() < WAITING {
+                    progress.page(
+                        event.page,
+                        waiting.len() as u64,
+                        0,
+                        event.complete_list_size,
+                    );
+                    return;
+                }
+                std::mem::take(&mut waiting)
+            }
+        };
+        if collectors.is_none() {
+            let identify = identify.as_ref().expect("set above");
+            match landing_for(job, identify, &records)
+                .and_then(|landing| Collectors::new(job, landing, &identify.base_url))
+            {
+                Ok(c) => collectors = Some(c),
                 Err(e) => {
                     failure = Some(e);
                     return;
                 }
-            },
-        };
-        for record in &event.records {
+            }
+        }
+        let c = collectors.as_mut().expect("made above");
+        for record in &records {
             if let Err(e) = c.add(record) {
                 failure = Some(e.into());
                 return;
             }
         }
         let inventory = &c.inventory;
-        urls_kept = inventory.urls_kept();
         progress.page(
             event.page,
             inventory.records_seen(),
-            urls_kept,
+            inventory.urls_kept(),
             event.complete_list_size,
         );
     })
@@ -625,16 +648,24 @@ pub async fn harvest(
     if let Some(e) = failure {
         return Err(e);
     }
-    let c = match collectors {
+    let mut c = match collectors {
         Some(c) => c,
+        // The whole list was shorter than the sample.
         None => Collectors::new(
             job,
-            landing_for(job, &report.identify, &[])?,
+            landing_for(job, &report.identify, &waiting)?,
             &report.identify.base_url,
         )?,
     };
+    for record in &waiting {
+        c.add(record)?;
+    }
     c.finish(report)
 }
+
+/// Most records held before the landing rule is decided (a list that begins with many deleted
+/// records decides from what it has by then).
+const WAITING: usize = 10_000;
 
 /// Collects the store's live records as a harvest of the whole repository would have: the
 /// render input of a refresh that went through the store. `report` is the harvest's that

@@ -361,3 +361,41 @@ fn every_profile_reads_the_same_landing_page() {
     assert!(ocx.is_subset(&signmap) && !ocx.is_empty(), "{ocx:?}");
     assert!(signmap.is_subset(&sitemap));
 }
+
+/// `auto` decides from the first live records however the list begins: a first page of deleted
+/// records (or an empty one) does not lock a DSpace into Google's rule in a plain export, as the
+/// store's path, which reads its first stored records, would not either.
+#[tokio::test]
+async fn auto_decides_from_the_first_live_records_not_the_first_page() {
+    use crate::server::{TestRecord, TestServer};
+    use oai_bridge::export::{ExportOptions, export};
+    let mut records: Vec<TestRecord> = (1..=5)
+        .map(|i| TestRecord::new(&format!("oai:test:123456789/{i}"), "2024-05-01").deleted())
+        .collect();
+    records.extend((6..=15).map(|i| {
+        TestRecord::new(&format!("oai:test:123456789/{i}"), "2024-05-01")
+            .url(&format!("http://hdl.handle.net/123456789/{i}"))
+    }));
+    let server = TestServer::builder(records).page_size(5).start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let mut job = crate::faults::job(&server);
+    job.scope = Vec::new();
+    let summary = export(&ExportOptions {
+        job,
+        harvest: crate::faults::fast(),
+        out: out.clone(),
+        progress: false,
+        state: None,
+        policy: Default::default(),
+    })
+    .await
+    .unwrap();
+    let detected = summary.built.platform.detected();
+    assert_eq!(detected.platform.as_str(), "dspace", "{detected}");
+    let locs = crate::incremental::published(&out);
+    assert_eq!(locs.len(), 10, "{locs:?}");
+    assert!(locs.contains(&format!("{origin}/handle/123456789/15")));
+    assert_eq!(summary.built.stats.deleted, 5);
+}
