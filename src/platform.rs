@@ -4,13 +4,17 @@
 //! Google's rule (a `dc:identifier` URL under the baseURL's directory) is the base case,
 //! `generic`, and is what [`classify`] does alone. Two platforms installed at thousands of
 //! institutions put the landing page elsewhere, in shapes found in their own source:
-//! - DSpace writes the record's handle as `dc:identifier` (`http://hdl.handle.net/P/S` with the
-//!   default `handle.canonical.prefix`), and its UI serves the item at `{ui}/handle/P/S`
-//!   (DSpace 6 `dspace-oai`'s oai_dc crosswalk; DSpace 7 `HandleIdentifierProvider`).
+//! - DSpace writes the record's Handle as `dc:identifier` (`http://hdl.handle.net/P/S`, or the
+//!   local `{ui}/handle/P/S` that `handle.canonical.prefix` defaults to since 6.0), and its UI
+//!   serves the item at `{ui}/handle/P/S` (DSpace 6 `dspace-oai`'s oai_dc crosswalk; DSpace 7
+//!   `HandleIdentifierProvider`).
 //! - EPrints writes the abstract page as a `dc:relation` (first in 3.3 and later, last in 3.0 to
 //!   3.2), and the documents as `dc:identifier` (`EPrints::Plugin::Export::DC`).
 //!
-//! A third shape, the landing page derived from an identifier by a fixed pattern (Dataverse's
+//! Islandora 2 names the node in its OAI identifier (`oai:host:node-N`, page `/node/N`) and
+//! nowhere in oai_dc. `docs/platforms.md` has the sources, and what the other platforms need.
+//!
+//! Another shape, the landing page derived from an identifier by a fixed pattern (Dataverse's
 //! `dataset.xhtml?persistentId=doi:...`, InvenioRDM's `/records/{id}`), is a [`Template`].
 //!
 //! The rule turns a record into the same [`Class`] list the generic classification gives, the
