@@ -497,11 +497,9 @@ async fn sample(
     options: &CheckOptions,
     report: &mut CheckReport,
 ) -> Vec<parse::Record> {
-    let fields = if options.landing.reads_relations(&options.source) {
-        parse::Fields::of(&[parse::DcElement::Relation])
-    } else {
-        parse::Fields::default()
-    };
+    // What a sitemap-only harvest reads.
+    let fields =
+        crate::pipeline::fields_for(false, false, false, &options.landing, &options.source);
     let request = HarvestRequest {
         source: options.source.clone(),
         sets: Vec::new(),
@@ -821,25 +819,22 @@ async fn robots(
         Ok(robot) => {
             r.sitemaps = robot.sitemaps.clone();
             // Only this host's pages are this robots.txt's to judge.
-            allowed = Some(
-                landing
-                    .iter()
-                    .map(|p| {
-                        p.starts_with(&format!("{origin}/"))
-                            .then(|| robot.allowed(p))
-                    })
-                    .collect(),
-            );
-            let on_host = |p: &&String| p.starts_with(&format!("{origin}/"));
-            for page in landing.iter().filter(on_host) {
+            let on_host = format!("{origin}/");
+            let verdicts: Vec<Option<bool>> = landing
+                .iter()
+                .map(|p| p.starts_with(&on_host).then(|| robot.allowed(p)))
+                .collect();
+            for (page, verdict) in landing.iter().zip(&verdicts) {
+                let Some(ok) = verdict else { continue };
                 r.checked += 1;
-                if !robot.allowed(page) {
+                if !ok {
                     r.disallowed += 1;
                     if r.disallowed_examples.len() < 5 {
                         r.disallowed_examples.push(page.clone());
                     }
                 }
             }
+            allowed = Some(verdicts);
         }
         Err(e) => r.error = Some(format!("cannot parse: {e}")),
     }

@@ -410,7 +410,7 @@ fn find<'a>(value: &'a str, scope: &Scope) -> Found<'a> {
     if let Some(pid) = pid(value) {
         return Found::PersistentId(pid);
     }
-    if !starts_with_ignore_case(value, "http://") && !starts_with_ignore_case(value, "https://") {
+    if !is_http_text(value) {
         // `url` would accept `urn:`, `doi:` or `uva-lib:332086` as absolute URIs, so the
         // scheme is checked first, explicitly.
         return Found::Dropped(Drop::NotAUrl);
@@ -443,8 +443,41 @@ fn find<'a>(value: &'a str, scope: &Scope) -> Found<'a> {
 }
 
 fn starts_with_ignore_case(value: &str, prefix: &str) -> bool {
-    value.len() >= prefix.len()
-        && value.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    strip_prefix_ignore_case(value, prefix).is_some()
+}
+
+/// `value` without `prefix`, compared ignoring ASCII case.
+pub(crate) fn strip_prefix_ignore_case<'v>(value: &'v str, prefix: &str) -> Option<&'v str> {
+    let head = value.as_bytes().get(..prefix.len())?;
+    // An ASCII prefix that matches ends on a character boundary.
+    head.eq_ignore_ascii_case(prefix.as_bytes())
+        .then(|| &value[prefix.len()..])
+}
+
+/// Whether `value` starts as an http(s) URL does (`http://`, `https://`, in any case), whether
+/// or not the rest parses.
+pub(crate) fn is_http_text(value: &str) -> bool {
+    starts_with_ignore_case(value, "http://") || starts_with_ignore_case(value, "https://")
+}
+
+/// The spellings a Handle is written in.
+const HANDLE_SPELLINGS: &[&str] = &[
+    "hdl:",
+    "info:hdl/",
+    "https://hdl.handle.net/",
+    "http://hdl.handle.net/",
+];
+
+/// Whether a value is spelled as a Handle (`hdl:`, `info:hdl/`, the proxy's URL, or the
+/// proxy alone), whether or not what follows parses. Surrounding whitespace is trimmed.
+pub(crate) fn spelled_as_handle(value: &str) -> bool {
+    let value = value.trim();
+    HANDLE_SPELLINGS
+        .iter()
+        .any(|s| starts_with_ignore_case(value, s))
+        || ["http://hdl.handle.net", "https://hdl.handle.net"]
+            .iter()
+            .any(|s| value.eq_ignore_ascii_case(s))
 }
 
 /// A DOI or Handle in any common spelling, as its resolver URL; `None` otherwise.
@@ -493,12 +526,6 @@ fn pid(value: &str) -> Option<Pid<'_>> {
         "https://dx.doi.org/",
         "http://dx.doi.org/",
     ];
-    const HDL_PREFIXES: &[&str] = &[
-        "hdl:",
-        "info:hdl/",
-        "https://hdl.handle.net/",
-        "http://hdl.handle.net/",
-    ];
     // Every spelling starts with one of these (a cheap test for the common case of none).
     if !matches!(
         value.as_bytes().first().map(u8::to_ascii_lowercase),
@@ -516,7 +543,8 @@ fn pid(value: &str) -> Option<Pid<'_>> {
     if let Some(doi) = doi.filter(|d| is_doi(d)) {
         return Some(Pid::Doi(doi));
     }
-    if let Some(handle) = strip(HDL_PREFIXES).filter(|h| h.contains('/') && !h.starts_with('/')) {
+    if let Some(handle) = strip(HANDLE_SPELLINGS).filter(|h| h.contains('/') && !h.starts_with('/'))
+    {
         return Some(Pid::Handle(handle));
     }
     None

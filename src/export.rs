@@ -193,7 +193,7 @@ impl ExportSummary {
         );
         let _ = writeln!(out, "  platform        {}", b.platform.detected());
         let _ = writeln!(out, "  landing pages   {}", b.platform.rule_text());
-        let _ = writeln!(out, "  scope           {}", b.scope);
+        let _ = writeln!(out, "  scope           {}", b.platform.scope());
         let _ = writeln!(out, "  pages           {}", b.report.pages);
         if let Some(run) = &self.run {
             let _ = writeln!(
@@ -360,7 +360,7 @@ impl ExportSummary {
             );
         }
         let _ = writeln!(out, "  sitemap index   {}", b.index_url);
-        if !b.scope.is_under(&job.public_url) {
+        if !b.platform.scope().is_under(&job.public_url) {
             // Every index whose files list the repository's pages: the sitemap, Signmap, OCX and
             // DiWoo ones (CDIF's list the JSON-LD beside them, on the public URL's host).
             let (these, them) = match b.indexes.len() {
@@ -372,7 +372,8 @@ impl ExportSummary {
                 "\nNote: the scope {} is not under the public URL {}. Search engines accept these sitemaps only \
                  through cross-submission: add {these} to the robots.txt of the repository host (the \
                  robots.txt written here holds {them} too):",
-                b.scope, job.public_url
+                b.platform.scope(),
+                job.public_url
             );
             for url in &b.indexes {
                 let _ = write!(out, "\n  Sitemap: {url}");

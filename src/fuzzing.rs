@@ -94,7 +94,10 @@ pub fn check_landing_rules(value: &str) {
             ui_url: None,
             template,
         };
-        let rule = Landing::new(&settings, Some(&base), None, Detected::configured(detected))
+        // The record is its own sample: a DSpace UI under a path is found from it too.
+        let mut detected = Detected::configured(detected);
+        let sample = std::slice::from_ref(&record);
+        let rule = Landing::new(&settings, Some(&base), None, &mut detected, sample)
             .expect("a rule")
             .expect("not Google's rule");
         rule.classes(&record, &mut classes);

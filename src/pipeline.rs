@@ -190,9 +190,8 @@ pub struct Built {
     pub report: HarvestReport,
     /// Counts by outcome.
     pub stats: Stats,
-    /// The scope applied.
-    pub scope: Scope,
-    /// The landing rule applied: the platform in effect and why.
+    /// The landing rule applied: the platform in effect and why, and the scope
+    /// ([`Landing::scope`]).
     pub platform: Landing,
     /// Shard file names, in index order.
     pub shards: Vec<String>,
@@ -222,7 +221,6 @@ impl Built {
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
-            scope: harvested.landing.scope().clone(),
             platform: harvested.landing,
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
@@ -305,61 +303,32 @@ pub fn landing_of(
     sample: &[Record],
 ) -> Result<Landing, PipelineError> {
     let base = base_url(source, &identify.base_url);
-    let mut detected = match settings.platform {
-        Setting::Fixed(platform) => Detected::configured(platform),
-        Setting::Auto => {
-            let configured = if scope.is_empty() {
-                None
-            } else {
-                Some(scope_of(source, scope, &identify.base_url)?)
-            };
-            crate::platform::detect_over(base.as_ref(), identify, sample, configured.as_ref())
-        }
-    };
-    // A DSpace UI under a path of the baseURL's host (`/xmlui/`, `/jspui/`), as the records'
-    // local Handle URLs show it, when `ui_url` does not say: on the host the operator named.
-    let inferred;
-    let mut settings = settings;
-    let records_ui = (detected.platform == crate::platform::Platform::Dspace
-        && settings.ui_url.is_none()
-        && settings.template.is_none())
-    .then(|| crate::platform::dspace_ui_in(sample))
-    .flatten();
-    if let (Some(base), Some(mut ui)) = (&base, records_ui) {
-        if ui.host_str() == base.host_str() {
-            if ui.path() != "/" {
-                let _ = ui.set_scheme(base.scheme());
-                let _ = ui.set_port(base.port());
-                detected.evidence = format!(
-                    "{}; the UI at {ui}, from the records' local Handle URLs",
-                    detected.evidence
-                );
-                inferred = LandingSettings {
-                    ui_url: Some(ui),
-                    ..settings.clone()
-                };
-                settings = &inferred;
-            }
-        } else {
-            // DSpace 7 and later: the UI is on a host the operator has not named, so it is not
-            // taken from the records; say where they point.
-            detected.evidence = format!(
-                "{}; the records' local Handle URLs are under {ui}: if that is the UI, set ui_url",
-                detected.evidence
-            );
-        }
-    }
     let explicit = if scope.is_empty() {
         None
     } else {
         Some(scope_of(source, scope, &identify.base_url)?)
     };
-    match Landing::new(settings, base.as_ref(), explicit, detected.clone()) {
+    let mut detected = match settings.platform {
+        Setting::Fixed(platform) => Detected::configured(platform),
+        Setting::Auto => {
+            crate::platform::detect_over(base.as_ref(), identify, sample, explicit.as_ref())
+        }
+    };
+    match Landing::new(
+        settings,
+        base.as_ref(),
+        explicit.as_ref(),
+        &mut detected,
+        sample,
+    ) {
         Ok(Some(landing)) => Ok(landing),
-        Ok(None) => Ok(Landing::generic(
-            scope_of(source, scope, &identify.base_url)?,
-            detected,
-        )),
+        Ok(None) => {
+            let scope = match explicit {
+                Some(scope) => scope,
+                None => scope_of(source, scope, &identify.base_url)?,
+            };
+            Ok(Landing::generic(scope, detected))
+        }
         Err(e) => Err(PipelineError::Scope(e.to_string())),
     }
 }

@@ -554,6 +554,34 @@ fn is_bitstream(path: &str) -> bool {
         .any(|b| path.starts_with(b) || path.contains(&format!("/{b}")))
 }
 
+/// The UI of a DSpace at `base` that no `ui_url` names: under a path of the baseURL's host
+/// (`/xmlui/`, `/jspui/`) when the records' local Handle URLs show one there, else the
+/// baseURL's root. A UI the records show on another host is not taken (the operator has not
+/// named it): `evidence` says where they point and that `ui_url` would take it.
+fn dspace_ui(base: &Url, sample: &[Record], evidence: &mut String) -> Url {
+    let mut root = base.clone();
+    root.set_path("/");
+    root.set_query(None);
+    let Some(mut ui) = dspace_ui_in(sample) else {
+        return root;
+    };
+    if ui.host_str() != base.host_str() {
+        evidence.push_str(&format!(
+            "; the records' local Handle URLs are under {ui}: if that is the UI, set ui_url"
+        ));
+        return root;
+    }
+    if ui.path() == "/" {
+        return root;
+    }
+    let _ = ui.set_scheme(base.scheme());
+    let _ = ui.set_port(base.port());
+    evidence.push_str(&format!(
+        "; the UI at {ui}, from the records' local Handle URLs"
+    ));
+    ui
+}
+
 /// `oai:{host}:{prefix}/{suffix}`: DSpace's OAI identifier for an item.
 fn is_handle_header(identifier: &str) -> bool {
     identifier
@@ -634,22 +662,6 @@ fn local_handle<'v>(
     parse_handle(rest)
 }
 
-/// Whether a value is spelled as a Handle (`hdl:`, `info:hdl/`, the proxy's URL), whether or
-/// not what follows parses.
-fn spelled_as_handle(value: &str) -> bool {
-    const SPELLINGS: [&str; 4] = [
-        "hdl:",
-        "info:hdl/",
-        "http://hdl.handle.net/",
-        "https://hdl.handle.net/",
-    ];
-    let value = value.trim();
-    SPELLINGS.iter().any(|s| {
-        value.len() >= s.len() && value.as_bytes()[..s.len()].eq_ignore_ascii_case(s.as_bytes())
-    }) || value.eq_ignore_ascii_case("http://hdl.handle.net")
-        || value.eq_ignore_ascii_case("https://hdl.handle.net")
-}
-
 /// The folder EPrints is installed in: the baseURL's directory above `cgi/oai2`, else `/`.
 fn eprints_root(base: &Url) -> String {
     let path = base.path().trim_end_matches('/');
@@ -672,13 +684,6 @@ fn eprints_at(base: &Url) -> String {
     )
 }
 
-/// `text` without `prefix`, compared ignoring ASCII case.
-fn strip_prefix_ignore_case<'t>(text: &'t str, prefix: &str) -> Option<&'t str> {
-    let head = text.as_bytes().get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix.as_bytes())
-        .then(|| &text[prefix.len()..])
-}
-
 /// The eprint id of an EPrints OAI identifier, `oai:{repository}:{eprintid}`.
 fn eprint_id(identifier: &str) -> Option<&str> {
     let id = identifier.rsplit(':').next()?;
@@ -697,9 +702,9 @@ fn eprints_abstract<'r>(record: &'r Record, at: &str) -> Option<&'r str> {
     let last = relations.len().saturating_sub(1);
     relations.iter().enumerate().find_map(|(i, &value)| {
         let value = value.trim();
-        let rest = strip_prefix_ignore_case(value, "https://")
-            .or_else(|| strip_prefix_ignore_case(value, "http://"))?;
-        let rest = strip_prefix_ignore_case(rest, at)?;
+        let rest = classify::strip_prefix_ignore_case(value, "https://")
+            .or_else(|| classify::strip_prefix_ignore_case(value, "http://"))?;
+        let rest = classify::strip_prefix_ignore_case(rest, at)?;
         let rest = rest.strip_prefix("id/eprint/").unwrap_or(rest);
         let id = rest.strip_suffix('/').unwrap_or(rest);
         let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
@@ -760,14 +765,16 @@ impl Landing {
     /// The rule for `settings` of a repository at `base` (its baseURL: the one it states, for
     /// a Static Repository) when it is a platform's or a template's; `None` for Google's rule
     /// ([`Landing::generic`]). `explicit` is the configured scope, which replaces the
-    /// platform's own; `detected` the platform found or configured. Every platform's scope is
-    /// on the baseURL's host (or `ui_url`'s, or the template's): never on a host the operator
-    /// did not name.
+    /// platform's own; `detected` the platform found or configured, to which what the rule
+    /// finds is added; `sample` the first records, where a DSpace UI under a path shows
+    /// ([`dspace_ui_in`]). Every platform's scope is on the baseURL's host (or `ui_url`'s, or
+    /// the template's): never on a host the operator did not name.
     pub fn new(
         settings: &LandingSettings,
         base: Option<&Url>,
-        explicit: Option<Scope>,
-        detected: Detected,
+        explicit: Option<&Scope>,
+        detected: &mut Detected,
+        sample: &[Record],
     ) -> Result<Option<Self>, LandingError> {
         let no_base = || {
             LandingError(format!(
@@ -806,9 +813,8 @@ impl Landing {
                             ui
                         }
                         None => {
-                            let mut ui = base.ok_or_else(no_base)?.clone();
-                            ui.set_path("/");
-                            ui
+                            let base = base.ok_or_else(no_base)?;
+                            dspace_ui(base, sample, &mut detected.evidence)
                         }
                     };
                     let scope = origin(&ui, ui.path())?;
@@ -856,8 +862,8 @@ impl Landing {
         };
         Ok(Some(Self {
             rule,
-            scope: explicit.unwrap_or(own_scope),
-            detected,
+            scope: explicit.cloned().unwrap_or(own_scope),
+            detected: detected.clone(),
         }))
     }
 
@@ -934,18 +940,29 @@ impl Landing {
     /// Islandora 2: the node page `{site}node/N` of the OAI identifier `oai:host:node-N`, then
     /// the identifiers as usual (the node page again, if a site's mapping lists it, once).
     fn islandora<'a>(&self, record: &'a Record, site: &str, out: &mut Classes<'a>) {
-        let mut page = None;
-        if let Some(n) = islandora_node(&record.identifier) {
-            let class = landing(format!("{site}node/{n}"), &self.scope, None);
-            if let Class::LandingPage(url) = &class {
-                page = Some(url.to_string());
-            }
-            out.push(class);
-        }
+        let page = islandora_node(&record.identifier)
+            .map(|n| landing(format!("{site}node/{n}"), &self.scope, None));
+        self.derived_then_identifiers(page, record, out);
+    }
+
+    /// A page the rule derived (if any) first, then the record's `dc:identifier`s classified as
+    /// Google's rule does, but for the derived page again, which is listed once.
+    fn derived_then_identifiers<'a>(
+        &self,
+        derived: Option<Class<'static>>,
+        record: &'a Record,
+        out: &mut Classes<'a>,
+    ) {
+        let first = out.len();
+        out.extend(derived);
         for value in &record.dc_identifiers {
-            match classify::class(value, &self.scope) {
-                Class::LandingPage(url) if page.as_deref() == Some(url.as_ref()) => {}
-                class => out.push(class),
+            let class = classify::class(value, &self.scope);
+            let again = matches!(
+                (&class, out.get(first)),
+                (Class::LandingPage(url), Some(Class::LandingPage(page))) if url == page
+            );
+            if !again {
+                out.push(class);
             }
         }
     }
@@ -983,7 +1000,7 @@ impl Landing {
                 Class::Dropped(Drop::OutOfScope) if local_handle(value, Some(ui_at)).is_some() => {
                     local_handle(value, Some(ui_at))
                 }
-                Class::Dropped(_) if spelled_as_handle(value) => None,
+                Class::Dropped(_) if classify::spelled_as_handle(value) => None,
                 class => {
                     rest.push(class);
                     continue;
@@ -1098,7 +1115,7 @@ impl Landing {
             }
             if let Some(pid) = classify::pid_of(value) {
                 out.push(Class::PersistentId(pid));
-            } else if !looks_like_url(value) {
+            } else if !classify::is_http_text(value.trim()) {
                 out.push(Class::Dropped(Drop::RelationNotAUrl));
             }
         }
@@ -1136,22 +1153,12 @@ impl Landing {
             climbs |= value.is_some_and(has_dot_segment);
             value
         });
-        let mut landing_url = None;
-        if climbs {
-            out.push(Class::Dropped(Drop::TemplateInvalidUrl));
-        } else if let Some(url) = filled {
-            let class = landing(url, &self.scope, Some(Drop::TemplateInvalidUrl));
-            if let Class::LandingPage(url) = &class {
-                landing_url = Some(url.to_string());
-            }
-            out.push(class);
-        }
-        for value in &record.dc_identifiers {
-            match classify::class(value, &self.scope) {
-                Class::LandingPage(url) if landing_url.as_deref() == Some(url.as_ref()) => {}
-                class => out.push(class),
-            }
-        }
+        let page = if climbs {
+            Some(Class::Dropped(Drop::TemplateInvalidUrl))
+        } else {
+            filled.map(|url| landing(url, &self.scope, Some(Drop::TemplateInvalidUrl)))
+        };
+        self.derived_then_identifiers(page, record, out);
     }
 }
 
@@ -1175,12 +1182,6 @@ fn landing(url: String, scope: &Scope, invalid: Option<Drop>) -> Class<'static> 
     }
 }
 
-fn looks_like_url(value: &str) -> bool {
-    let v = value.trim().as_bytes();
-    let starts = |p: &[u8]| v.len() >= p.len() && v[..p.len()].eq_ignore_ascii_case(p);
-    starts(b"http://") || starts(b"https://")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1199,7 +1200,8 @@ mod tests {
 
     fn landing(settings: LandingSettings, base: &str, platform: Platform) -> Landing {
         let base = Url::parse(base).unwrap();
-        Landing::new(&settings, Some(&base), None, Detected::configured(platform))
+        let mut detected = Detected::configured(platform);
+        Landing::new(&settings, Some(&base), None, &mut detected, &[])
             .unwrap()
             .expect("a platform's rule")
     }

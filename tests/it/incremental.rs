@@ -32,8 +32,19 @@ pub(crate) async fn export_to(
     state: Option<&Path>,
     policy: Policy,
 ) -> Result<ExportSummary, ExportError> {
+    export_job(job(server), out, state, policy).await
+}
+
+/// An export of `job` into `out`, through the store in `state` when there is one, with the
+/// tests' harvest settings.
+pub(crate) async fn export_job(
+    job: oai_bridge::pipeline::Job,
+    out: &Path,
+    state: Option<&Path>,
+    policy: Policy,
+) -> Result<ExportSummary, ExportError> {
     export(&ExportOptions {
-        job: job(server),
+        job,
         harvest: fast(),
         out: out.to_owned(),
         progress: false,
@@ -725,15 +736,7 @@ async fn export_as(
     let mut job = job(server);
     job.scope = Vec::new();
     job.landing.platform = oai_bridge::platform::Setting::Fixed(platform);
-    export(&ExportOptions {
-        job,
-        harvest: fast(),
-        out: out.to_owned(),
-        progress: false,
-        state: Some(state.to_owned()),
-        policy: Policy::default(),
-    })
-    .await
+    export_job(job, out, Some(state), Policy::default()).await
 }
 
 #[tokio::test]

@@ -260,7 +260,6 @@ fn generic_output_is_unchanged() {
 #[tokio::test]
 async fn eprints_over_http_is_detected_from_its_relations() {
     use crate::server::{TestRecord, TestServer};
-    use oai_bridge::export::{ExportOptions, export};
     let server = TestServer::builder(Vec::new()).page_size(4).start();
     let origin = server.url().trim_end_matches("/oai").to_owned();
     let records = (1..=9)
@@ -290,24 +289,27 @@ async fn eprints_over_http_is_detected_from_its_relations() {
         );
         job
     };
-    let options = |path: &str, out: &Path| ExportOptions {
-        job: job_at(path),
-        harvest: crate::faults::fast(),
-        out: out.to_owned(),
-        progress: false,
-        state: None,
-        policy: Default::default(),
-    };
-    let elsewhere = export(&options("/oai", &tmp.path().join("elsewhere")))
-        .await
-        .unwrap();
+    let export = crate::incremental::export_job;
+    let elsewhere = export(
+        job_at("/oai"),
+        &tmp.path().join("elsewhere"),
+        None,
+        Default::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         elsewhere.built.platform.detected().platform.as_str(),
         "generic"
     );
-    let summary = export(&options(crate::server::EPRINTS_PATH, &out))
-        .await
-        .unwrap();
+    let summary = export(
+        job_at(crate::server::EPRINTS_PATH),
+        &out,
+        None,
+        Default::default(),
+    )
+    .await
+    .unwrap();
     let detected = summary.built.platform.detected();
     assert_eq!(detected.platform.as_str(), "eprints", "{detected}");
     let locs = crate::incremental::published(&out);
@@ -368,7 +370,6 @@ fn every_profile_reads_the_same_landing_page() {
 #[tokio::test]
 async fn auto_decides_from_the_first_live_records_not_the_first_page() {
     use crate::server::{TestRecord, TestServer};
-    use oai_bridge::export::{ExportOptions, export};
     let mut records: Vec<TestRecord> = (1..=5)
         .map(|i| TestRecord::new(&format!("oai:test:123456789/{i}"), "2024-05-01").deleted())
         .collect();
@@ -382,16 +383,9 @@ async fn auto_decides_from_the_first_live_records_not_the_first_page() {
     let out = tmp.path().join("out");
     let mut job = crate::faults::job(&server);
     job.scope = Vec::new();
-    let summary = export(&ExportOptions {
-        job,
-        harvest: crate::faults::fast(),
-        out: out.clone(),
-        progress: false,
-        state: None,
-        policy: Default::default(),
-    })
-    .await
-    .unwrap();
+    let summary = crate::incremental::export_job(job, &out, None, Default::default())
+        .await
+        .unwrap();
     let detected = summary.built.platform.detected();
     assert_eq!(detected.platform.as_str(), "dspace", "{detected}");
     let locs = crate::incremental::published(&out);
