@@ -1,13 +1,14 @@
 //! `oai-bridge export`: one harvest into a folder for static hosting, swapped in atomically.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::classify::Drop;
-use crate::incremental::{self, Policy, Publish, RunSummary};
+use crate::engine::{self, Seen, Stored};
+use crate::incremental::{Policy, RunSummary};
 use crate::oai::{Client, HarvestSettings};
-use crate::patch::{self, PreviousShards};
+use crate::patch::{self, ReadShard};
 use crate::pipeline::{self, Built, FileSink, Job, PipelineError, SpillDir, human_duration};
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
@@ -79,6 +80,44 @@ impl FileSink for Staging {
     }
 }
 
+/// The export's target: a staging folder beside `out`, swapped in on commit.
+struct Folder<'a> {
+    out: &'a Path,
+    bytes: u64,
+}
+
+impl engine::Target for Folder<'_> {
+    type Sink = Staging;
+    type Committed = ();
+    type Error = ExportError;
+
+    fn place(&self) -> String {
+        self.out.display().to_string()
+    }
+
+    fn published(&self) -> Option<ReadShard> {
+        let out = self.out.to_owned();
+        Some(Box::new(move |name, buf| {
+            patch::read_file(&out.join(name), buf)
+        }))
+    }
+
+    fn stage(&mut self) -> Result<Staging, ExportError> {
+        Ok(Staging::new(self.out)?)
+    }
+
+    fn commit(
+        &mut self,
+        staging: Staging,
+        _: &Built,
+        _: Option<&RunSummary>,
+        _: Duration,
+    ) -> Result<(), ExportError> {
+        self.bytes = staging.bytes();
+        Ok(staging.commit()?)
+    }
+}
+
 /// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
 /// untouched.
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
@@ -96,8 +135,6 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         spill_dir: Some(spill_dir),
         ..options.job.clone()
     };
-    let job = &job;
-    let mut progress = Progress::new(options.progress);
     let mut store = match &options.state {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| ExportError::StateDir {
@@ -108,65 +145,32 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         }
         None => None,
     };
-    let place = options.out.display().to_string();
-    let (mut harvested, run) = match &mut store {
-        Some(store) => {
-            let out = options.out.clone();
-            let previous = PreviousShards {
-                place: place.clone(),
-                read: Box::new(move |name, buf| patch::read_file(&out.join(name), buf)),
-            };
-            let (h, run) = incremental::harvest(
-                &client,
-                job,
-                store,
-                &options.policy,
-                &mut progress,
-                Some(previous),
-            )
-            .await?;
-            (h, Some(run))
-        }
-        None => (pipeline::harvest(&client, job, &mut progress).await?, None),
+    let stored = store.as_mut().map(|store| Stored {
+        store,
+        policy: &options.policy,
+    });
+    let mut folder = Folder {
+        out: &options.out,
+        bytes: 0,
     };
-    let detected = harvested.landing.detected();
-    tracing::info!(
-        platform = %detected.platform,
-        configured = detected.configured,
-        evidence = %detected.evidence,
-        landing = %harvested.landing,
-        "landing rule"
-    );
-    if harvested.published.is_empty() {
-        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
-            &harvested.published.stats,
-            &harvested.landing,
-        ))
-        .into());
+    let outcome = engine::run(
+        &job,
+        &client,
+        stored,
+        &mut folder,
+        &mut Progress::new(options.progress),
+        &mut Seen::default(),
+    )
+    .await?;
+    if let Some(e) = outcome.unrecorded {
+        return Err(PipelineError::from(e).into());
     }
-    let (staging, rendered) = match &mut store {
-        Some(store) => incremental::render(job, store, &options.policy, &mut harvested, || {
-            Staging::new(&options.out).map_err(ExportError::from)
-        })?,
-        None => {
-            let mut staging = Staging::new(&options.out)?;
-            let rendered = pipeline::render(&harvested, job, &mut staging)?;
-            (staging, rendered)
-        }
-    };
-    let bytes = staging.bytes();
-    staging.commit()?;
-    if let Some(store) = &mut store {
-        let publish = Publish::new(&place, job, &harvested, &rendered);
-        incremental::published(store, publish).map_err(PipelineError::from)?;
-    }
-    let built = Built::new(harvested, rendered);
     Ok(ExportSummary {
-        built,
-        bytes,
+        built: outcome.built,
+        bytes: folder.bytes,
         elapsed: started.elapsed(),
         out: options.out.clone(),
-        run,
+        run: outcome.run,
     })
 }
 

@@ -14,6 +14,7 @@ pub mod cli;
 pub mod config;
 pub mod datestamp;
 pub mod dctype;
+pub mod engine;
 pub mod error;
 pub mod export;
 #[doc(hidden)]

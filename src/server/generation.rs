@@ -119,6 +119,74 @@ pub struct Summary {
     pub landing_rule: String,
 }
 
+impl Summary {
+    /// The summary of the generation `built` from `source` by the harvest `run`, in `elapsed`,
+    /// under `settings` ([`crate::pipeline::Job::settings_key`]).
+    pub fn new(
+        source: &crate::oai::Source,
+        built: &crate::pipeline::Built,
+        run: &crate::incremental::RunSummary,
+        elapsed: std::time::Duration,
+        settings: &str,
+    ) -> Self {
+        let stats = &built.stats;
+        Summary {
+            source: source.to_string(),
+            pages: built.report.pages,
+            records_seen: stats.records_seen,
+            records: stats.records,
+            deleted: stats.deleted,
+            urls: stats.urls,
+            drops: crate::classify::Drop::ALL
+                .iter()
+                .filter(|r| stats.dropped(**r) > 0)
+                .map(|r| (r.as_str().to_owned(), stats.dropped(*r)))
+                .collect(),
+            shards: built.shards.len() as u64,
+            build_ms: elapsed.as_millis() as u64,
+            index_url: built.index_url.to_string(),
+            signmap: built.signmap.as_ref().map(|(s, url)| SignmapSummary {
+                index_url: url.to_string(),
+                published: s.published,
+                no_landing_page: s.no_landing_page,
+                duplicate: s.duplicate,
+            }),
+            ocx: built.ocx.as_ref().map(|(s, url)| OcxSummary {
+                index_url: url.to_string(),
+                published: s.ocx_published,
+                no_type: s.ocx_no_type,
+                no_landing_page: s.no_landing_page,
+            }),
+            cdif: built
+                .landing
+                .as_ref()
+                .filter(|_| built.cdif_index.is_some() || built.cdif_lists.is_some())
+                .map(|s| CdifSummary {
+                    index_url: built.cdif_index.as_ref().map(url::Url::to_string),
+                    lists_index_url: built.cdif_lists.as_ref().map(|(url, _)| url.to_string()),
+                    lists: built.cdif_lists.as_ref().map_or(0, |&(_, n)| n as u64),
+                    documents: s.published,
+                    no_landing_page: s.no_landing_page,
+                }),
+            diwoo: built.diwoo.clone(),
+            harvest: format!(
+                "{}{}: {} records received, {} of them deleted",
+                run.kind.as_str(),
+                run.from
+                    .as_ref()
+                    .map(|from| format!(" from {from}"))
+                    .unwrap_or_default(),
+                run.received,
+                run.received_deleted
+            ),
+            full_reason: run.full_reason.clone(),
+            settings: settings.to_owned(),
+            platform: built.platform.detected().to_string(),
+            landing_rule: built.platform.rule_text(),
+        }
+    }
+}
+
 /// What a generation's CDIF documents are.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CdifSummary {

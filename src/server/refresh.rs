@@ -7,21 +7,20 @@
 //! rendering a large repository takes CPU-seconds that must not stall the request handlers.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
-use super::generation::{
-    CdifSummary, Generation, OcxSummary, SignmapSummary, StoreError, Summary, Writer,
-};
+use super::generation::{Generation, StoreError, Summary, Writer};
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::classify::Drop;
+use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
-use crate::incremental;
+use crate::incremental::RunSummary;
 use crate::oai::Client;
-use crate::patch::PreviousShards;
-use crate::pipeline::{self, PipelineError};
+use crate::patch::ReadShard;
+use crate::pipeline::{Built, PipelineError};
 use crate::progress::Progress;
 use crate::store::{self, Store};
 
@@ -365,141 +364,130 @@ fn build_on_own_runtime(
 /// [`crate::patch::PublishedSitemap::place`] of a gateway's sitemaps: the generation being served.
 const GENERATION_PLACE: &str = "generation";
 
+/// A refresh's target: a new generation of `repo` beside the one served.
+struct NextGeneration<'a> {
+    repo: &'a Repo,
+    previous: Option<&'a Arc<Generation>>,
+}
+
+impl<'a> engine::Target for NextGeneration<'a> {
+    type Sink = Writer<'a>;
+    type Committed = Generation;
+    type Error = RefreshError;
+
+    fn place(&self) -> String {
+        GENERATION_PLACE.to_owned()
+    }
+
+    fn published(&self) -> Option<ReadShard> {
+        let generation = Arc::clone(self.previous?);
+        // The generation keeps every shard plain beside its gzip.
+        Some(Box::new(move |name: &str, buf: &mut Vec<u8>| {
+            generation
+                .file(name.strip_suffix(".gz").unwrap_or(name))
+                .and_then(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
+        }))
+    }
+
+    fn stage(&mut self) -> Result<Writer<'a>, RefreshError> {
+        Ok(Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?)
+    }
+
+    fn commit(
+        &mut self,
+        writer: Writer<'a>,
+        built: &Built,
+        run: Option<&RunSummary>,
+        elapsed: Duration,
+    ) -> Result<Generation, RefreshError> {
+        let run = run.expect("a gateway harvests through its store");
+        let summary = Summary::new(
+            &self.repo.job.request.source,
+            built,
+            run,
+            elapsed,
+            &self.repo.settings,
+        );
+        Ok(writer.commit(summary)?)
+    }
+}
+
 /// Harvests and writes the next generation of `repo`; does not swap it in.
 async fn build(
     repo: &Repo,
     client: &Client,
     metrics: &Metrics,
 ) -> Result<Generation, RefreshError> {
-    let started = Instant::now();
-    let job = &repo.job;
-    let policy = &repo.config.policy;
     let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
     let previous = repo.current();
-    let previous_shards = previous.clone().map(|generation| PreviousShards {
-        place: GENERATION_PLACE.to_owned(),
-        // The generation keeps every shard plain beside its gzip.
-        read: Box::new(move |name: &str, buf: &mut Vec<u8>| {
-            generation
-                .file(name.strip_suffix(".gz").unwrap_or(name))
-                .and_then(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
-        }),
-    });
-    let (mut harvested, run) = incremental::harvest(
-        client,
-        job,
-        &mut store,
-        policy,
-        &mut Progress::silent(),
-        previous_shards,
-    )
-    .await?;
-    // What the harvest found of the upstream, on the status page and in the metrics, whatever
-    // comes of the publish.
-    let state = store.state().map_err(PipelineError::from)?;
-    metrics
-        .short_list
-        .get_or_create(&metrics::repo(&repo.config.name))
-        .set(i64::from(state.short_list.is_some()));
-    repo.update(|s| {
-        s.short_list = state.short_list;
-        s.selective_refused = state.selective_refused;
-    });
-    metrics
-        .harvested_records
-        .get_or_create(&metrics::KindLabels {
-            repository: repo.config.name.clone(),
-            kind: run.kind.as_str(),
-        })
-        .set(harvested.report.records as i64);
-    if harvested.published.is_empty() {
-        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
-            &harvested.published.stats,
-            &harvested.landing,
-        ))
-        .into());
-    }
-    let rendered = incremental::render(job, &mut store, policy, &mut harvested, || {
-        Writer::new(&repo.dir, previous.as_deref()).map_err(RefreshError::from)
-    });
-    // Whether the shrink guard held the publish, on the status page and in the metrics.
-    let held = matches!(
-        rendered,
-        Err(RefreshError::Pipeline(PipelineError::ShrinkHeld { .. }))
-    );
-    metrics
-        .shrink_held
-        .get_or_create(&metrics::repo(&repo.config.name))
-        .set(i64::from(held));
-    let state = store.state().map_err(PipelineError::from)?;
-    repo.update(|s| s.held_shrink = state.held_shrink.clone());
-    let (writer, rendered) = rendered?;
-    let publish = incremental::Publish::new(GENERATION_PLACE, job, &harvested, &rendered);
-    let built = pipeline::Built::new(harvested, rendered);
-    let stats = &built.stats;
-    let summary = Summary {
-        source: job.request.source.to_string(),
-        pages: built.report.pages,
-        records_seen: stats.records_seen,
-        records: stats.records,
-        deleted: stats.deleted,
-        urls: stats.urls,
-        drops: Drop::ALL
-            .iter()
-            .filter(|r| stats.dropped(**r) > 0)
-            .map(|r| (r.as_str().to_owned(), stats.dropped(*r)))
-            .collect(),
-        shards: built.shards.len() as u64,
-        build_ms: started.elapsed().as_millis() as u64,
-        index_url: built.index_url.to_string(),
-        signmap: built.signmap.as_ref().map(|(s, url)| SignmapSummary {
-            index_url: url.to_string(),
-            published: s.published,
-            no_landing_page: s.no_landing_page,
-            duplicate: s.duplicate,
-        }),
-        ocx: built.ocx.as_ref().map(|(s, url)| OcxSummary {
-            index_url: url.to_string(),
-            published: s.ocx_published,
-            no_type: s.ocx_no_type,
-            no_landing_page: s.no_landing_page,
-        }),
-        cdif: built
-            .landing
-            .as_ref()
-            .filter(|_| built.cdif_index.is_some() || built.cdif_lists.is_some())
-            .map(|s| CdifSummary {
-                index_url: built.cdif_index.as_ref().map(url::Url::to_string),
-                lists_index_url: built.cdif_lists.as_ref().map(|(url, _)| url.to_string()),
-                lists: built.cdif_lists.as_ref().map_or(0, |&(_, n)| n as u64),
-                documents: s.published,
-                no_landing_page: s.no_landing_page,
-            }),
-        diwoo: built.diwoo.clone(),
-        harvest: format!(
-            "{}{}: {} records received, {} of them deleted",
-            run.kind.as_str(),
-            run.from
-                .as_ref()
-                .map(|from| format!(" from {from}"))
-                .unwrap_or_default(),
-            run.received,
-            run.received_deleted
-        ),
-        full_reason: run.full_reason.clone(),
-        settings: repo.settings.clone(),
-        platform: built.platform.detected().to_string(),
-        landing_rule: built.platform.rule_text(),
+    let mut target = NextGeneration {
+        repo,
+        previous: previous.as_ref(),
     };
-    let generation = writer.commit(summary)?;
-    if let Err(e) = incremental::published(&mut store, publish) {
+    let mut seen = Seen::default();
+    let stored = Stored {
+        store: &mut store,
+        policy: &repo.config.policy,
+    };
+    let outcome = engine::run(
+        &repo.job,
+        client,
+        Some(stored),
+        &mut target,
+        &mut Progress::silent(),
+        &mut seen,
+    )
+    .await;
+    show_seen(repo, metrics, &store, &seen)?;
+    let outcome = outcome?;
+    if let Some(e) = outcome.unrecorded {
         // The generation is served; only the shrink guard's reference count is behind.
         tracing::warn!(
             repository = repo.config.name,
             "cannot record the publish: {e}"
         );
     }
-    Ok(generation)
+    Ok(outcome.committed)
+}
+
+/// Shows on the status page and in the metrics what a refresh found of the upstream, whatever
+/// came of the publish: a short list, a refused `from`, the records harvested, a held shrink.
+fn show_seen(
+    repo: &Repo,
+    metrics: &Metrics,
+    store: &Store,
+    seen: &Seen,
+) -> Result<(), RefreshError> {
+    let Some(run) = &seen.run else {
+        return Ok(());
+    };
+    let state = store.state().map_err(PipelineError::from)?;
+    let labels = metrics::repo(&repo.config.name);
+    metrics
+        .short_list
+        .get_or_create(&labels)
+        .set(i64::from(state.short_list.is_some()));
+    metrics
+        .harvested_records
+        .get_or_create(&metrics::KindLabels {
+            repository: repo.config.name.clone(),
+            kind: run.kind.as_str(),
+        })
+        .set(seen.records as i64);
+    if let Some(held) = seen.shrink_held {
+        metrics
+            .shrink_held
+            .get_or_create(&labels)
+            .set(i64::from(held));
+    }
+    repo.update(|s| {
+        s.short_list = state.short_list;
+        s.selective_refused = state.selective_refused;
+        if seen.shrink_held.is_some() {
+            s.held_shrink = state.held_shrink;
+        }
+    });
+    Ok(())
 }
 
 /// Refreshes are background work: on Linux, where a thread has a nice value of its own, this

@@ -248,7 +248,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "collecting and state",
         &["inventory", "patch", "signposts", "store"],
     ),
-    ("the publish sequence", &["incremental", "pipeline"]),
+    (
+        "the publish sequence",
+        &["engine", "incremental", "pipeline"],
+    ),
     (
         "commands",
         &[

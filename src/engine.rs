@@ -1,0 +1,188 @@
+//! The publish sequence, spelled once: harvest (through the repository's store, or straight from
+//! the upstream), refuse to publish nothing, render into a target's sink, commit it, and record
+//! the publish in the store. `export` and the gateway's refresh only choose the target (a
+//! folder's staging, a generation) and present the [`Outcome`].
+//!
+//! The store's invariant lives here: the store is marked as publishing before a sink is filled
+//! ([`incremental::render`]), and the publish is recorded only after the target committed, so a
+//! store never describes files that were not published; a failure at any step leaves what is
+//! published as it was.
+
+use std::time::{Duration, Instant};
+
+use crate::incremental::{self, Policy, Publish, RunSummary};
+use crate::oai::Client;
+use crate::patch::{PreviousShards, ReadShard};
+use crate::pipeline::{self, Built, FileSink, Harvested, Job, PipelineError};
+use crate::progress::Progress;
+use crate::store::{Store, StoreError};
+
+/// Where a run publishes: a folder's staging (`export`), a generation (the gateway).
+pub trait Target {
+    /// The sink one attempt at rendering writes into.
+    type Sink: FileSink;
+    /// What committing gives back: bytes written, the generation made.
+    type Committed;
+    /// The error of any step, the pipeline's included.
+    type Error: From<PipelineError>;
+
+    /// Names the place published to ([`crate::patch::PublishedSitemap::place`]): a store
+    /// patches only a sitemap published at the same place.
+    fn place(&self) -> String;
+
+    /// Reads the published shards back, for a patch of the sitemap (with a store only); `None`
+    /// when nothing is published.
+    fn published(&self) -> Option<ReadShard>;
+
+    /// A new, empty sink. A render given up part-way (a patch that does not fit) drops its sink
+    /// and asks for another.
+    fn stage(&mut self) -> Result<Self::Sink, Self::Error>;
+
+    /// Makes what `sink` holds the published files; `built` and `run` say what they are, and
+    /// `elapsed` how long it took until now.
+    fn commit(
+        &mut self,
+        sink: Self::Sink,
+        built: &Built,
+        run: Option<&RunSummary>,
+        elapsed: Duration,
+    ) -> Result<Self::Committed, Self::Error>;
+}
+
+/// The repository's store and how it is used: an incremental harvest.
+pub struct Stored<'a> {
+    /// The store.
+    pub store: &'a mut Store,
+    /// How it is used.
+    pub policy: &'a Policy,
+}
+
+/// What a run saw of the upstream, whatever came of the publish: the gateway shows it on its
+/// status page and in its metrics even when the run failed after the harvest.
+#[derive(Clone, Debug, Default)]
+pub struct Seen {
+    /// The harvest through the store, once it completed.
+    pub run: Option<RunSummary>,
+    /// Records the completed harvest received.
+    pub records: u64,
+    /// Whether the shrink guard held the publish back, once it looked.
+    pub shrink_held: Option<bool>,
+}
+
+/// What a run published.
+#[derive(Debug)]
+pub struct Outcome<C> {
+    /// The generation's counts, files and indexes.
+    pub built: Built,
+    /// What the harvest did to the store, with one.
+    pub run: Option<RunSummary>,
+    /// What the target gave back.
+    pub committed: C,
+    /// Wall time, until the publish was recorded.
+    pub elapsed: Duration,
+    /// The publish is in place but the store could not record it: the next render is then a
+    /// whole one (the store was marked as publishing), and the shrink guard still compares with
+    /// the publish before. The caller says so; the gateway serves on, `export` fails.
+    pub unrecorded: Option<StoreError>,
+}
+
+/// Harvests `job` from `client` (through `stored`, when given), renders it into a sink of
+/// `target` and commits it. On any error nothing published is changed; `seen` then holds what
+/// was learnt of the upstream before the error.
+pub async fn run<T: Target>(
+    job: &Job,
+    client: &Client,
+    mut stored: Option<Stored<'_>>,
+    target: &mut T,
+    progress: &mut Progress,
+    seen: &mut Seen,
+) -> Result<Outcome<T::Committed>, T::Error> {
+    let started = Instant::now();
+    let (mut harvested, run) = match &mut stored {
+        Some(s) => {
+            let previous = target.published().map(|read| PreviousShards {
+                place: target.place(),
+                read,
+            });
+            let (harvested, run) =
+                incremental::harvest(client, job, s.store, s.policy, progress, previous).await?;
+            seen.run = Some(run.clone());
+            seen.records = harvested.report.records;
+            (harvested, Some(run))
+        }
+        None => (pipeline::harvest(client, job, progress).await?, None),
+    };
+    log_landing_rule(&harvested);
+    if harvested.published.is_empty() {
+        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
+            &harvested.published.stats,
+            &harvested.landing,
+        ))
+        .into());
+    }
+    let (sink, rendered) = match &mut stored {
+        Some(s) => {
+            let rendered = incremental::render(job, s.store, s.policy, &mut harvested, || {
+                target.stage().map_err(Failed::Target)
+            });
+            seen.shrink_held = Some(matches!(
+                rendered,
+                Err(Failed::Pipeline(PipelineError::ShrinkHeld { .. }))
+            ));
+            rendered.map_err(Failed::into_target)?
+        }
+        None => {
+            let mut sink = target.stage()?;
+            let rendered = pipeline::render(&harvested, job, &mut sink)?;
+            (sink, rendered)
+        }
+    };
+    let publish = stored
+        .as_ref()
+        .map(|_| Publish::new(&target.place(), job, &harvested, &rendered));
+    let built = Built::new(harvested, rendered);
+    let committed = target.commit(sink, &built, run.as_ref(), started.elapsed())?;
+    let unrecorded = match (stored, publish) {
+        (Some(s), Some(publish)) => incremental::published(s.store, publish).err(),
+        _ => None,
+    };
+    Ok(Outcome {
+        built,
+        run,
+        committed,
+        elapsed: started.elapsed(),
+        unrecorded,
+    })
+}
+
+/// A render's failure: the pipeline's (the shrink guard's among them), or the target's sink's.
+enum Failed<E> {
+    Pipeline(PipelineError),
+    Target(E),
+}
+
+impl<E> From<PipelineError> for Failed<E> {
+    fn from(e: PipelineError) -> Self {
+        Failed::Pipeline(e)
+    }
+}
+
+impl<E: From<PipelineError>> Failed<E> {
+    fn into_target(self) -> E {
+        match self {
+            Failed::Pipeline(e) => e.into(),
+            Failed::Target(e) => e,
+        }
+    }
+}
+
+fn log_landing_rule(harvested: &Harvested) {
+    let detected = harvested.landing.detected();
+    tracing::info!(
+        platform = %detected.platform,
+        configured = detected.configured,
+        evidence = %detected.evidence,
+        landing = %harvested.landing,
+        "landing rule"
+    );
+}
