@@ -11,10 +11,10 @@ use oai_bridge::dctype::TypeMap;
 use oai_bridge::oai::parse::Fields;
 use oai_bridge::oai::read::{parse_list_records, parse_list_records_with};
 use oai_bridge::pipeline::fields_for;
+use oai_bridge::profiles::signposts::Signposts;
 use oai_bridge::render::Limits;
 use oai_bridge::render::sitemap::render_shards;
 use oai_bridge::scope::Scope;
-use oai_bridge::signposts::Signposts;
 use url::Url;
 
 fn page(records: usize) -> String {

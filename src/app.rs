@@ -487,7 +487,7 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     for repo in &gateway.repos {
         let job = &repo.job;
         let mut indexes = job.index_names();
-        indexes.extend(job.cdif_index_names().into_iter().map(str::to_owned));
+        indexes.extend(job.cdif_index_names());
         for (i, index) in indexes.iter().enumerate() {
             let name = if i == 0 {
                 repo.config.name.as_str()

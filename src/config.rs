@@ -124,7 +124,7 @@ struct RawOcx {
     types: std::collections::BTreeMap<String, String>,
 }
 
-pub use crate::render::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
+pub use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
 
 fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
     if raw.enabled == Some(false) {
@@ -141,11 +141,11 @@ fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
         ));
     }
     if let Some(f) = &raw.format
-        && !crate::render::ocx::FORMATS.contains(&f.as_str())
+        && !crate::profiles::ocx::FORMATS.contains(&f.as_str())
     {
         return Err((
             "format".into(),
-            format!("{f:?} must be one of {:?}", crate::render::ocx::FORMATS),
+            format!("{f:?} must be one of {:?}", crate::profiles::ocx::FORMATS),
         ));
     }
     let teaser_chars = raw.teaser_chars.unwrap_or(DEFAULT_TEASER_CHARS);
@@ -588,7 +588,7 @@ pub fn directory_url(value: &str) -> Result<Url, String> {
     Ok(url)
 }
 
-pub use crate::pipeline::DIWOO_CATEGORIES;
+pub use crate::profiles::diwoo::CATEGORIES as DIWOO_CATEGORIES;
 
 /// A DiWoo table: setSpec -> information category 1-17.
 pub fn parse_diwoo(

@@ -9,7 +9,8 @@ use crate::engine::{self, Seen, Stored};
 use crate::incremental::{Policy, RunSummary};
 use crate::oai::{Client, HarvestSettings};
 use crate::patch::{self, ReadShard};
-use crate::pipeline::{self, Built, FileSink, Job, PipelineError, SpillDir, human_duration};
+use crate::pipeline::{Built, FileSink, Job, PipelineError, SpillDir, human_duration};
+use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
 use crate::store::{self, Store};
@@ -322,7 +323,7 @@ impl ExportSummary {
             let _ = writeln!(out, "  OCX index       {url}");
         }
         if let Some(s) = &b.landing {
-            use crate::render::cdif::{CONTENT_TYPE, LIST_CONTENT_TYPE};
+            use crate::profiles::cdif::{CONTENT_TYPE, LIST_CONTENT_TYPE};
             // CDIF's two forms: a document per record, and lists of them.
             let forms = [
                 b.cdif_index.as_ref().map(|url| {
@@ -358,7 +359,7 @@ impl ExportSummary {
                 "  DiWoo cat. {:03}  {} URLs in {}; not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
                 d.category,
                 d.urls,
-                pipeline::diwoo_index_name(d.category),
+                Profile::Diwoo(d.category).index_name(),
                 d.requires_https,
                 d.requires_lastmod
             );

@@ -3,9 +3,6 @@
 
 use std::time::Duration;
 
-use flate2::Compression;
-use flate2::write::GzEncoder;
-use std::io::Write;
 use url::Url;
 
 use crate::classify::Drop;
@@ -15,72 +12,18 @@ use crate::oai::parse::{Identify, Record};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
+use crate::profiles::Profile;
+use crate::profiles::cdif::ItemLists;
+pub use crate::profiles::diwoo::DiwooStats;
+use crate::profiles::diwoo::{self, Category};
+pub use crate::profiles::files::{FileSink, gzip};
+use crate::profiles::files::{Shards, WriteError};
+use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
 use crate::progress::Progress;
-use crate::render::cdif::ItemLists;
 use crate::render::robots::{Announced, render_robots};
-use crate::render::sitemap::{
-    Layout, URLSET_OPEN, Urlsets, entries as sitemap_entries, render_index, render_laid_out,
-    render_shards, write_url,
-};
+use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out, render_shards};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
-use crate::signposts::{CollectError, ProfileShard, Resolved, SignStats, Signposts};
-
-/// Name of the sitemap index in every generation.
-pub const INDEX_NAME: &str = "sitemap.xml";
-
-/// Highest Woo information category (the DiWoo table has 17).
-pub const DIWOO_CATEGORIES: u8 = 17;
-
-/// Receives the files of a generation.
-pub trait FileSink {
-    /// The error a write can fail with.
-    type Error: std::error::Error + Send + Sync + 'static;
-    /// Stores one file.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
-
-    /// Stores one metadata document (`cdif/<hash>.jsonld`) with its record's datestamp. By
-    /// default it is a file like any other; the server's sink packs them, as there is one per
-    /// record.
-    fn put_document(
-        &mut self,
-        name: &str,
-        bytes: &[u8],
-        lastmod: Option<crate::datestamp::Datestamp>,
-    ) -> Result<(), Self::Error> {
-        let _ = lastmod;
-        self.put(name, bytes)
-    }
-
-    /// Stores the shard `name` (uncompressed: not `.gz`) that is already written out, whole, as
-    /// the file at `path`, by linking that file into place instead of writing its bytes again;
-    /// `false` when this sink does not or cannot, and the caller puts the bytes. The file is
-    /// not changed afterwards.
-    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
-        let _ = (name, path);
-        false
-    }
-
-    /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
-    /// By default the shard is stored as named (gzipped for `.gz`); the server's sink overrides
-    /// this to keep the plain bytes as well, because it answers both spellings.
-    ///
-    /// Returns when the shard last changed, if the sink knows (the server's, from the
-    /// generation before): the index lists the shard with that `lastmod` (SM-10: when the file
-    /// changed), not its newest entry's, which a deleted entry does not move. `None` here.
-    fn put_shard(
-        &mut self,
-        name: &str,
-        xml: &[u8],
-    ) -> Result<Option<crate::datestamp::Datestamp>, Self::Error> {
-        if name.ends_with(".gz") {
-            self.put(name, &gzip(xml))?;
-        } else {
-            self.put(name, xml)?;
-        }
-        Ok(None)
-    }
-}
 
 /// What to build.
 #[derive(Clone, Debug)]
@@ -98,7 +41,7 @@ pub struct Job {
     /// Also write a Signmap (`signmap.xml` and its shards).
     pub signmap: bool,
     /// Also write an OCX sitemap (`ocx.xml` and its shards), so configured.
-    pub ocx: Option<crate::render::ocx::OcxConfig>,
+    pub ocx: Option<crate::profiles::ocx::OcxConfig>,
     /// Also write each record's CDIF JSON-LD (`cdif/*.jsonld`) and the CDIF sitemap.
     pub cdif: bool,
     /// Also write CDIF's metadata lists (`cdif-list-N.jsonld`, schema.org `ItemList`s of the
@@ -166,6 +109,9 @@ pub enum PipelineError {
         httpdate::fmt_http_date(*.0)
     )]
     NotBefore(std::time::SystemTime),
+    /// A file could not be written.
+    #[error(transparent)]
+    Write(#[from] WriteError),
     /// The shrink guard held the publish back.
     #[error(
         "held back: this harvest would publish {harvested} URLs where {published} are published, \
@@ -379,23 +325,6 @@ pub struct Harvested {
     pub patch: Option<crate::patch::Patch>,
 }
 
-/// One DiWoo category: the records of its sets, a group of the inventory.
-#[derive(Debug)]
-struct Category {
-    number: u8,
-    sets: Vec<String>,
-}
-
-impl Category {
-    /// A record in set `s` is in the category: `s` is one of the category's sets or below one
-    /// (`a:b` is in `a`).
-    fn holds(&self, s: &str) -> bool {
-        self.sets.iter().any(|c| {
-            s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
-        })
-    }
-}
-
 /// Everything one harvest fills, each from the same records.
 #[derive(Debug)]
 struct Collectors {
@@ -418,25 +347,7 @@ const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
     fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, PipelineError> {
-        let mut diwoo: Vec<Category> = Vec::new();
-        for (set, number) in &job.diwoo {
-            // A category is a bit of the inventory's groups; the table has 17.
-            if !(1..=DIWOO_CATEGORIES).contains(number) {
-                return Err(PipelineError::InvalidJob(format!(
-                    "set {set:?} is mapped to DiWoo category {number}; the Woo information \
-                     categories are 1-{}",
-                    DIWOO_CATEGORIES
-                )));
-            }
-            match diwoo.iter_mut().find(|c| c.number == *number) {
-                Some(c) => c.sets.push(set.clone()),
-                None => diwoo.push(Category {
-                    number: *number,
-                    sets: vec![set.clone()],
-                }),
-            }
-        }
-        diwoo.sort_by_key(|c| c.number);
+        let diwoo = diwoo::categories(&job.diwoo).map_err(PipelineError::InvalidJob)?;
         let metadata_base = match &job.request.source {
             Source::Oai(base) => Some(base.clone()),
             // A Static Repository is read through a gateway at the baseURL it states, if any.
@@ -695,43 +606,22 @@ pub fn fields_for(
     landing: &LandingSettings,
     source: &Source,
 ) -> oai::parse::Fields {
-    use oai::parse::{DcElement::*, Fields};
+    use oai::parse::{DcElement, Fields};
     let mut fields = Fields::default();
     if landing.reads_relations(source) {
-        fields = fields.with(Fields::of(&[Relation]));
+        fields = fields.with(Fields::of(&[DcElement::Relation]));
     }
-    if signmap {
-        fields = fields.with(Fields::of(&[Type, Rights]));
-    }
-    if ocx {
-        fields = fields.with(Fields::of(&[Type, Title, Description]));
-    }
-    if cdif {
-        fields = fields.with(Fields::of(&[
-            Type,
-            Title,
-            Description,
-            Creator,
-            Date,
-            Subject,
-            Publisher,
-            Language,
-            Rights,
-        ]));
+    for (on, profile) in [
+        (signmap, Profile::Signmap),
+        (ocx, Profile::Ocx),
+        (cdif, Profile::Cdif),
+    ] {
+        if on {
+            fields = fields.with(profile.fields());
+        }
     }
     fields
 }
-
-/// Name of the Signmap index.
-pub const SIGNMAP_INDEX_NAME: &str = "signmap.xml";
-/// Name of the OCX index.
-pub const OCX_INDEX_NAME: &str = "ocx.xml";
-/// Name of the CDIF sitemap index.
-pub const CDIF_INDEX_NAME: &str = "cdif-sitemap.xml";
-/// Name of the index of the sitemap of CDIF's metadata lists.
-pub const CDIF_LIST_INDEX_NAME: &str = "cdif-list-sitemap.xml";
-/// Prefix of CDIF's metadata lists' names (`cdif-list-1.jsonld`).
-pub const CDIF_LIST_PREFIX: &str = "cdif-list";
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
 /// profile the job asks for (Signmap, DiWoo).
@@ -744,10 +634,10 @@ pub fn render<S: FileSink>(
     if published.is_empty() {
         return Err(RenderError::Empty.into());
     }
-    let mut sitemap = Shards::new(&job.public_url, "sitemap", job.shard_ext());
+    let mut sitemap = Shards::new(&job.public_url, Profile::Sitemap, job.shard_ext());
     let mut layout = harvested.layout.clone();
     let mut sitemap_shards = Vec::new();
-    let mut diwoo = Diwoo::new(job, &harvested.diwoo);
+    let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
     // A whole sitemap holds every URL's entry as the DiWoo categories have it, in the same
     // order: they are taken from its shards as they are written (a patch writes only some).
     let mut tap = (harvested.patch.is_none() && !harvested.diwoo.is_empty())
@@ -785,7 +675,7 @@ pub fn render<S: FileSink>(
         }
     }
     let names = sitemap.names.clone();
-    let mut indexes: Vec<Url> = sitemap.finish(sink, INDEX_NAME)?.into_iter().collect();
+    let mut indexes: Vec<Url> = sitemap.finish(sink)?.into_iter().collect();
     let mut signmap_index = None;
     let mut ocx_index = None;
     if let Some(signposts) = harvested
@@ -793,9 +683,9 @@ pub fn render<S: FileSink>(
         .as_ref()
         .filter(|s| job.signmap && !s.is_empty())
     {
-        let mut shards = Shards::new(&job.public_url, "signmap", "xml");
+        let mut shards = Shards::new(&job.public_url, Profile::Signmap, "xml");
         signposts.render_signmap(|shard| shards.put_profile(sink, shard))?;
-        signmap_index = shards.finish(sink, SIGNMAP_INDEX_NAME)?;
+        signmap_index = shards.finish(sink)?;
         indexes.extend(signmap_index.clone());
     }
     if let Some(signposts) = harvested
@@ -803,9 +693,9 @@ pub fn render<S: FileSink>(
         .as_ref()
         .filter(|s| job.ocx.is_some() && s.has_ocx())
     {
-        let mut shards = Shards::new(&job.public_url, "ocx", "xml");
+        let mut shards = Shards::new(&job.public_url, Profile::Ocx, "xml");
         signposts.render_ocx(|shard| shards.put_profile(sink, shard))?;
-        ocx_index = shards.finish(sink, OCX_INDEX_NAME)?;
+        ocx_index = shards.finish(sink)?;
         indexes.extend(ocx_index.clone());
     }
     let mut cdif_index = None;
@@ -817,7 +707,7 @@ pub fn render<S: FileSink>(
     {
         // One pass over the documents for both forms: each on its own, and in lists.
         let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
-        let mut lists = Shards::new(&job.public_url, CDIF_LIST_PREFIX, "jsonld");
+        let mut lists = Shards::lists(&job.public_url);
         let mut item_lists = job.cdif_list.then(|| ItemLists::new(job.limits));
         signposts.for_each_cdif_document(|doc| {
             if let Some(l) = &mut item_lists {
@@ -832,21 +722,19 @@ pub fn render<S: FileSink>(
             Ok::<(), PipelineError>(())
         })?;
         if job.cdif {
-            let mut shards = Shards::new(&job.public_url, "cdif-sitemap", "xml");
+            let mut shards = Shards::new(&job.public_url, Profile::Cdif, "xml");
             let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
             render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-            cdif_index = shards.finish(sink, CDIF_INDEX_NAME)?;
+            cdif_index = shards.finish(sink)?;
         }
         if let Some(l) = item_lists {
             l.finish(|list| lists.put(sink, list))?;
             // The lists are listed in a sitemap of their own (an index lists sitemaps only).
-            let mut shards = Shards::new(&job.public_url, "cdif-list-sitemap", "xml");
+            let mut shards = Shards::new(&job.public_url, Profile::CdifList, "xml");
             let items = lists.entries.iter().map(|(u, d)| (u.as_str(), *d));
             render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
             let count = lists.names.len();
-            cdif_lists = shards
-                .finish(sink, CDIF_LIST_INDEX_NAME)?
-                .map(|url| (url, count));
+            cdif_lists = shards.finish(sink)?.map(|url| (url, count));
         }
     }
     if tap.is_none() {
@@ -873,222 +761,6 @@ pub fn render<S: FileSink>(
         diwoo,
         layout,
     })
-}
-
-/// The DiWoo categories' shards and indexes, filled side by side (`categories[g]` is group `g`
-/// of the inventory), each URL's entry written once for all its categories. DiWoo reads only
-/// https locations, and every entry needs a lastmod: other URLs are counted, not published.
-/// The shards of different categories reach the sink interleaved (with the sitemap's, when
-/// taken from them), the indexes last, and up to one shard per category is in memory at once
-/// (a few MB each for URLs of usual length; `max_bytes` each at most).
-struct Diwoo<'a> {
-    /// Each category's splitter, files and counts.
-    outputs: Vec<(Urlsets<'a>, Shards<'a>, DiwooStats)>,
-}
-
-impl<'a> Diwoo<'a> {
-    fn new(job: &'a Job, categories: &[u8]) -> Self {
-        debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
-        let outputs = categories
-            .iter()
-            .map(|&category| {
-                (
-                    Urlsets::new(URLSET_OPEN, job.limits),
-                    Shards::new(
-                        &job.public_url,
-                        format!("diwoo-infocat{category:03}"),
-                        "xml",
-                    ),
-                    DiwooStats {
-                        category,
-                        ..DiwooStats::default()
-                    },
-                )
-            })
-            .collect();
-        Self { outputs }
-    }
-
-    /// One URL of the `groups` given, as its sitemap entry (`<url>` to the line feed, as
-    /// [`write_url`] writes it) with its lastmod.
-    fn add<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        entry: &[u8],
-        lastmod: Option<crate::datestamp::Datestamp>,
-        groups: u32,
-    ) -> Result<(), PipelineError> {
-        if groups == 0 {
-            return Ok(());
-        }
-        let https = entry.starts_with(b"<url><loc>https://");
-        for (g, (urlsets, shards, stats)) in self.outputs.iter_mut().enumerate() {
-            if groups & 1 << g == 0 {
-                continue;
-            }
-            if !https {
-                stats.requires_https += 1;
-            } else if lastmod.is_none() {
-                stats.requires_lastmod += 1;
-            } else {
-                stats.urls += 1;
-                urlsets.push(
-                    |bytes| {
-                        bytes.extend_from_slice(entry);
-                        lastmod
-                    },
-                    |shard| shards.put(sink, shard),
-                )?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every grouped URL of `published`, in one pass over the inventory (when the sitemap's
-    /// shards were not all written: a patch).
-    fn add_all<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        published: &Published,
-    ) -> Result<(), PipelineError> {
-        if self.outputs.is_empty() {
-            return Ok(());
-        }
-        let mut entry = Vec::with_capacity(512);
-        let mut date = String::with_capacity(32);
-        for (url, lastmod, groups) in published.iter_grouped() {
-            entry.clear();
-            write_url(&mut entry, url, lastmod, &mut date);
-            self.add(sink, &entry, lastmod, groups)?;
-        }
-        Ok(())
-    }
-
-    /// The last shards and the indexes (their URLs go to `indexes`); the counts.
-    fn finish<S: FileSink>(
-        self,
-        sink: &mut S,
-        indexes: &mut Vec<Url>,
-    ) -> Result<Vec<DiwooStats>, PipelineError> {
-        let mut stats = Vec::with_capacity(self.outputs.len());
-        for (urlsets, mut shards, counts) in self.outputs {
-            urlsets.finish(|shard| shards.put(sink, shard))?;
-            indexes.extend(shards.finish(sink, &diwoo_index_name(counts.category))?);
-            stats.push(counts);
-        }
-        Ok(stats)
-    }
-}
-
-/// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
-struct Shards<'a> {
-    public_url: &'a Url,
-    prefix: String,
-    ext: &'a str,
-    names: Vec<String>,
-    entries: Vec<(String, Option<crate::datestamp::Datestamp>)>,
-}
-
-impl<'a> Shards<'a> {
-    fn new(public_url: &'a Url, prefix: impl Into<String>, ext: &'a str) -> Self {
-        Self {
-            public_url,
-            prefix: prefix.into(),
-            ext,
-            names: Vec::new(),
-            entries: Vec::new(),
-        }
-    }
-
-    /// Stores the next shard.
-    fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), PipelineError> {
-        let number = self.names.len() as u32 + 1;
-        self.put_numbered(sink, number, shard)
-    }
-
-    /// The name of shard `number`.
-    fn name(&self, number: u32) -> String {
-        format!("{}-{number}.{}", self.prefix, self.ext)
-    }
-
-    /// Stores a shard as `{prefix}-{number}.{ext}`.
-    fn put_numbered<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        number: u32,
-        shard: &Shard,
-    ) -> Result<(), PipelineError> {
-        let name = self.name(number);
-        let changed = sink
-            .put_shard(&name, &shard.bytes)
-            .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-        self.listed(name, changed.or(shard.newest));
-        Ok(())
-    }
-
-    /// Stores the next shard of a landing-page profile: a shard file written during the
-    /// harvest is linked into place when the sink can, else read and put.
-    fn put_profile<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        shard: ProfileShard<'_>,
-    ) -> Result<(), PipelineError> {
-        let file = match shard {
-            ProfileShard::Cut(shard) => return self.put(sink, shard),
-            ProfileShard::File(file) => file,
-        };
-        let name = self.name(self.names.len() as u32 + 1);
-        // The landing-page profiles' shards are plain `.xml`, as written (never gzipped).
-        debug_assert!(!name.ends_with(".gz"), "{name}");
-        let changed = if sink.link_shard(&name, file.path()) {
-            None
-        } else {
-            sink.put_shard(&name, &file.read()?)
-                .map_err(|e| PipelineError::Sink(Box::new(e)))?
-        };
-        self.listed(name, changed.or(file.newest()));
-        Ok(())
-    }
-
-    /// Lists the shard stored as `name` in the index.
-    fn listed(&mut self, name: String, newest: Option<crate::datestamp::Datestamp>) {
-        self.entries
-            .push((join(self.public_url, &name).to_string(), newest));
-        self.names.push(name);
-    }
-
-    /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
-    fn finish<S: FileSink>(
-        self,
-        sink: &mut S,
-        index_name: &str,
-    ) -> Result<Option<Url>, PipelineError> {
-        if self.entries.is_empty() {
-            return Ok(None);
-        }
-        let index = render_index(self.entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-        sink.put(index_name, &index)
-            .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-        Ok(Some(join(self.public_url, index_name)))
-    }
-}
-
-/// The DiWoo index of a Woo information category: `sitemapindex-diwoo-infocat014.xml`.
-pub fn diwoo_index_name(category: u8) -> String {
-    format!("sitemapindex-diwoo-infocat{category:03}.xml")
-}
-
-/// What one DiWoo category published.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct DiwooStats {
-    /// The Woo information category, 1-17.
-    pub category: u8,
-    /// URLs published.
-    pub urls: u64,
-    /// URLs not published because they are not https (`diwoo_requires_https`).
-    pub requires_https: u64,
-    /// URLs not published because their record has no datestamp (`diwoo_requires_lastmod`).
-    pub requires_lastmod: u64,
 }
 
 impl Job {
@@ -1126,7 +798,7 @@ impl Job {
             fields: _, // follows from the profiles
         } = request;
         let ocx = ocx.as_ref().map(|o| {
-            let crate::render::ocx::OcxConfig {
+            let crate::profiles::ocx::OcxConfig {
                 types,
                 default_type,
                 teaser_chars,
@@ -1169,28 +841,29 @@ impl Job {
     /// OCX and DiWoo indexes its profiles ask for. CDIF's sitemaps are apart ([`Job::cdif`],
     /// [`Job::cdif_list`]), as robots.txt announces them in a group of their own.
     pub fn index_names(&self) -> Vec<String> {
-        let mut names = vec![INDEX_NAME.to_owned()];
-        if self.signmap {
-            names.push(SIGNMAP_INDEX_NAME.to_owned());
-        }
-        if self.ocx.is_some() {
-            names.push(OCX_INDEX_NAME.to_owned());
-        }
-        let categories: std::collections::BTreeSet<u8> =
-            self.diwoo.iter().map(|(_, n)| *n).collect();
-        names.extend(categories.into_iter().map(diwoo_index_name));
-        names
+        (self.profiles().into_iter())
+            .filter(|p| !p.for_cdif())
+            .map(Profile::index_name)
+            .collect()
     }
 
     /// The CDIF sitemaps' indexes the job publishes: of the documents, of the lists.
-    pub fn cdif_index_names(&self) -> Vec<&'static str> {
-        [
-            (self.cdif, CDIF_INDEX_NAME),
-            (self.cdif_list, CDIF_LIST_INDEX_NAME),
-        ]
-        .into_iter()
-        .filter_map(|(on, name)| on.then_some(name))
-        .collect()
+    pub fn cdif_index_names(&self) -> Vec<String> {
+        (self.profiles().into_iter())
+            .filter(|p| p.for_cdif())
+            .map(Profile::index_name)
+            .collect()
+    }
+
+    /// The profiles the job publishes, the sitemap first, in robots.txt order.
+    pub fn profiles(&self) -> Vec<Profile> {
+        Profile::all(
+            self.signmap,
+            self.ocx.is_some(),
+            &self.diwoo,
+            self.cdif,
+            self.cdif_list,
+        )
     }
 }
 
@@ -1215,20 +888,6 @@ pub struct Rendered {
     pub diwoo: Vec<DiwooStats>,
     /// The sitemap's layout after this render, to follow next time.
     pub layout: Layout,
-}
-
-/// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::new(6));
-    encoder
-        .write_all(bytes)
-        .expect("writing to memory cannot fail");
-    encoder.finish().expect("writing to memory cannot fail")
-}
-
-fn join(base: &Url, name: &str) -> Url {
-    base.join(name)
-        .expect("a file name joins onto a directory URL")
 }
 
 /// Formats a duration for summaries.
@@ -1301,7 +960,7 @@ pub(crate) mod tests {
             let extra: Vec<(String, String)> = (0..40)
                 .map(|i| (format!("type {i}"), format!("https://schema.org/T{i}")))
                 .collect();
-            j.ocx = Some(crate::render::ocx::OcxConfig {
+            j.ocx = Some(crate::profiles::ocx::OcxConfig {
                 types: crate::dctype::TypeMap::with(&extra).unwrap(),
                 ..Default::default()
             });
@@ -1422,16 +1081,19 @@ pub(crate) mod tests {
             assert_eq!(stats, &expected, "category {number}");
             // The same URLs rendered alone, the way every other sitemap is.
             let mut alone = Files::default();
-            let prefix = format!("diwoo-infocat{number:03}");
-            let mut shards = Shards::new(&job.public_url, prefix, "xml");
+            let profile = Profile::Diwoo(number);
+            assert_eq!(profile.shard_prefix(), format!("diwoo-infocat{number:03}"));
+            assert_eq!(
+                profile.index_name(),
+                format!("sitemapindex-diwoo-infocat{number:03}.xml")
+            );
+            let mut shards = Shards::new(&job.public_url, profile, "xml");
             let count = render_shards(urls.iter().copied(), limits, |shard| {
                 assert!(shard.bytes.len() <= limits.max_bytes && shard.urls <= limits.max_urls);
                 shards.put(&mut alone, shard)
             })
             .unwrap();
-            shards
-                .finish(&mut alone, &diwoo_index_name(number))
-                .unwrap();
+            shards.finish(&mut alone).unwrap();
             let ours: std::collections::BTreeMap<_, _> = files
                 .0
                 .iter()
@@ -1446,7 +1108,7 @@ pub(crate) mod tests {
         // Taken from the sitemap's shards as above, or in a pass of their own over the
         // inventory (after a patch): the same files and counts.
         let mut own_pass = Files::default();
-        let mut diwoo = Diwoo::new(&job, &harvested.diwoo);
+        let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
         diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
         let stats = diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
         assert_eq!(stats, rendered.diwoo);

@@ -1,6 +1,10 @@
 //! robots.txt: allow everything and announce every index with an absolute `Sitemap:` line
 //! (SM-18, RFC 9309).
 
+/// The user agent CDIF-aware harvesters read robots.txt as (CDIF "Find metadata"); the CDIF
+/// profile's, kept here because robots.txt writes its group.
+pub const CDIF_USER_AGENT: &str = "CDIF1.0";
+
 /// What robots.txt announces for one repository, as absolute URLs: its indexes for every
 /// crawler, and its CDIF sitemaps (CDIF "Find metadata"), whose locations are JSON-LD documents
 /// (or lists of them) rather than HTML pages.
@@ -22,7 +26,7 @@ pub fn render_robots<S: AsRef<str>>(repos: &[Announced<S>]) -> String {
     }
     for repo in repos.iter().filter(|r| !r.cdif.is_empty()) {
         out.push_str("\nUser-agent: ");
-        out.push_str(super::cdif::USER_AGENT);
+        out.push_str(CDIF_USER_AGENT);
         out.push_str("\nDisallow:\n");
         push_sitemaps(&mut out, &repo.cdif);
     }

@@ -22,10 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
 use super::{Gateway, Repo};
-use crate::pipeline::{
-    CDIF_INDEX_NAME, CDIF_LIST_INDEX_NAME, CDIF_LIST_PREFIX, INDEX_NAME, OCX_INDEX_NAME,
-    SIGNMAP_INDEX_NAME,
-};
+use crate::profiles::FileName;
 
 /// The response type of every handler.
 pub type Answer = Response<Full<Bytes>>;
@@ -128,80 +125,23 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
                 return Target::NotFound;
             };
             if let Some(key) = doc_key(name) {
-                Target::Document { repo, key }
-            } else if is_index_name(name) {
-                Target::File {
+                return Target::Document { repo, key };
+            }
+            match FileName::parse(name) {
+                Some(FileName::Index(_)) => Target::File {
                     repo,
                     name,
                     shard: false,
-                }
-            } else if is_shard_name(name) {
-                Target::File {
+                },
+                Some(FileName::Shard(..) | FileName::List(_)) => Target::File {
                     repo,
                     name,
                     shard: true,
-                }
-            } else {
-                Target::NotFound
+                },
+                None => Target::NotFound,
             }
         }
     }
-}
-
-/// `sitemap.xml`, `signmap.xml`, `ocx.xml` or `sitemapindex-diwoo-infocat{NNN}.xml`.
-fn is_index_name(name: &str) -> bool {
-    [
-        INDEX_NAME,
-        SIGNMAP_INDEX_NAME,
-        OCX_INDEX_NAME,
-        CDIF_INDEX_NAME,
-        CDIF_LIST_INDEX_NAME,
-    ]
-    .contains(&name)
-        || name
-            .strip_prefix("sitemapindex-diwoo-infocat")
-            .and_then(|rest| rest.strip_suffix(".xml"))
-            .is_some_and(is_category)
-}
-
-/// Three digits.
-fn is_category(n: &str) -> bool {
-    n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// `sitemap-{n}.xml`, `signmap-{n}.xml`, `ocx-{n}.xml`, `cdif-sitemap-{n}.xml`,
-/// `cdif-list-sitemap-{n}.xml` or `diwoo-infocat{NNN}-{n}.xml`, each also with `.gz`, or a
-/// CDIF list `cdif-list-{n}.jsonld`; n a positive decimal without leading zeros.
-fn is_shard_name(name: &str) -> bool {
-    let number =
-        |n: &str| !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit());
-    if let Some(n) = name
-        .strip_prefix(CDIF_LIST_PREFIX)
-        .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))
-    {
-        return number(n);
-    }
-    let diwoo = || {
-        let rest = name.strip_prefix("diwoo-infocat")?;
-        let (category, rest) = rest.split_at_checked(3)?;
-        is_category(category).then_some(())?;
-        rest.strip_prefix('-')
-    };
-    let Some(rest) = name
-        .strip_prefix("sitemap-")
-        .or_else(|| name.strip_prefix("signmap-"))
-        .or_else(|| name.strip_prefix("ocx-"))
-        .or_else(|| name.strip_prefix("cdif-sitemap-"))
-        .or_else(|| name.strip_prefix("cdif-list-sitemap-"))
-        .or_else(diwoo)
-    else {
-        return false;
-    };
-    let n = rest
-        .strip_suffix(".xml.gz")
-        .or_else(|| rest.strip_suffix(".xml"))
-        .unwrap_or("");
-    number(n)
 }
 
 /// `POST /-/refresh/{repo}` with `Authorization: Bearer <token>`: wakes the repository's schedule.
@@ -402,7 +342,7 @@ async fn serve_document(
         headers,
         head,
         &validators,
-        crate::render::cdif::CONTENT_TYPE,
+        crate::profiles::cdif::CONTENT_TYPE,
         None,
         &gateway.cache_control,
         || async move { Ok(body) },
@@ -440,7 +380,7 @@ async fn serve_file(
     } else if list {
         (
             name.to_owned(),
-            crate::render::cdif::LIST_CONTENT_TYPE,
+            crate::profiles::cdif::LIST_CONTENT_TYPE,
             None,
         )
     } else if accepts_gzip(headers) {

@@ -30,7 +30,8 @@ use url::Url;
 
 use crate::config::{Config, RepositoryConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
-use crate::pipeline::{INDEX_NAME, Job};
+use crate::pipeline::Job;
+use crate::profiles::Profile;
 use crate::render::robots::Announced;
 use generation::{Generation, StoreError};
 use metrics::Metrics;
@@ -182,7 +183,7 @@ impl Repo {
         indexes.extend(s.ocx.iter().map(|o| o.index_url.clone()));
         indexes.extend(
             (s.diwoo.iter().filter(|d| d.urls > 0))
-                .map(|d| format!("{base}{}", crate::pipeline::diwoo_index_name(d.category))),
+                .map(|d| format!("{base}{}", Profile::Diwoo(d.category).index_name())),
         );
         let cdif = (s.cdif.iter())
             .flat_map(|c| c.index_url.iter().chain(c.lists_index_url.iter()))
@@ -282,7 +283,10 @@ impl Gateway {
             let current = match generation::load_current(&dir) {
                 // Its files name the gateway's URLs of then: served at another public URL, they
                 // would send crawlers elsewhere until the first refresh (which runs at once).
-                Ok(Some(g)) if g.summary.index_url != format!("{}{INDEX_NAME}", job.public_url) => {
+                Ok(Some(g))
+                    if g.summary.index_url
+                        != format!("{}{}", job.public_url, Profile::Sitemap.index_name()) =>
+                {
                     tracing::warn!(
                         repository = rc.name,
                         was = g.summary.index_url,

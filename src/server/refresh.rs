@@ -21,6 +21,7 @@ use crate::incremental::RunSummary;
 use crate::oai::Client;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
+use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::store::{self, Store};
 
@@ -252,18 +253,19 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
             })
             .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
     }
-    let profile = |name: &str, entries: u64, drops: &[(&'static str, u64)]| {
+    let profile = |profile: Profile, entries: u64, drops: &[(&'static str, u64)]| {
+        let name = profile.label();
         m.profile_entries
             .get_or_create(&metrics::ProfileLabels {
                 repository: repo.config.name.clone(),
-                profile: name.to_owned(),
+                profile: name.clone(),
             })
             .set(entries as i64);
         for (reason, n) in drops {
             m.profile_dropped
                 .get_or_create(&metrics::ProfileDropLabels {
                     repository: repo.config.name.clone(),
-                    profile: name.to_owned(),
+                    profile: name.clone(),
                     reason,
                 })
                 .set(*n as i64);
@@ -271,7 +273,7 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     };
     if let Some(sm) = &s.signmap {
         profile(
-            "signmap",
+            Profile::Signmap,
             sm.published,
             &[
                 ("no_landing_page", sm.no_landing_page),
@@ -281,18 +283,18 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     }
     if let Some(c) = &s.cdif {
         // The same documents, one by one and in lists.
-        for (name, on) in [
-            ("cdif", c.index_url.is_some()),
-            ("cdif_list", c.lists_index_url.is_some()),
+        for (form, on) in [
+            (Profile::Cdif, c.index_url.is_some()),
+            (Profile::CdifList, c.lists_index_url.is_some()),
         ] {
             if on {
-                profile(name, c.documents, &[("no_landing_page", c.no_landing_page)]);
+                profile(form, c.documents, &[("no_landing_page", c.no_landing_page)]);
             }
         }
     }
     if let Some(o) = &s.ocx {
         profile(
-            "ocx",
+            Profile::Ocx,
             o.published,
             &[
                 ("ocx_no_type", o.no_type),
@@ -302,7 +304,7 @@ pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     }
     for d in &s.diwoo {
         profile(
-            &format!("diwoo-infocat{:03}", d.category),
+            Profile::Diwoo(d.category),
             d.urls,
             &[
                 ("diwoo_requires_https", d.requires_https),

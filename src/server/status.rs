@@ -125,7 +125,7 @@ pub fn render(gateway: &Gateway) -> String {
                             "<br><a href=\"{}{}\">DiWoo</a> category {:03}: {} URLs; not \
                              published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
                             escape(repo.job.public_url.as_str()),
-                            crate::pipeline::diwoo_index_name(d.category),
+                            crate::profiles::Profile::Diwoo(d.category).index_name(),
                             d.category,
                             d.urls,
                             d.requires_https,

@@ -235,18 +235,20 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("classification", &["classify", "dctype", "platform"]),
     (
         "rendering",
-        &[
-            "render",
-            "render::cdif",
-            "render::ocx",
-            "render::robots",
-            "render::signmap",
-            "render::sitemap",
-        ],
+        &["render", "render::robots", "render::sitemap"],
     ),
+    ("collecting and state", &["inventory", "patch", "store"]),
     (
-        "collecting and state",
-        &["inventory", "patch", "signposts", "store"],
+        "the profiles",
+        &[
+            "profiles",
+            "profiles::cdif",
+            "profiles::diwoo",
+            "profiles::files",
+            "profiles::ocx",
+            "profiles::signmap",
+            "profiles::signposts",
+        ],
     ),
     (
         "the publish sequence",

@@ -4,7 +4,7 @@
 //! agree on that place; the Signmap prose that puts them inside `<loc>` cannot validate, SP-04).
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
-use super::sitemap::push_escaped;
+use crate::render::sitemap::push_escaped;
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
 pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
@@ -14,7 +14,7 @@ pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/s
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
 /// The media type of the `describedby` link to a record's `GetRecord` response (with
-/// [`crate::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
+/// [`crate::profiles::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
 pub const XML: &str = "application/xml";
 
 /// The media type of the `describedby` link to a record's CDIF document.
@@ -31,7 +31,7 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
 /// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
-/// ([`XML`], [`JSON_LD`], [`crate::signposts::OAI_DC_PROFILE`], and the media types of its table
+/// ([`XML`], [`JSON_LD`], [`crate::profiles::signposts::OAI_DC_PROFILE`], and the media types of its table
 /// of file extensions, [`crate::classify::media_types`]), written as they are: a test holds each
 /// a valid `rs:ln` type free of characters to escape, which spares checking them in every entry.
 pub fn link_end(
@@ -75,10 +75,10 @@ mod tests {
         let mut entry = Vec::new();
         let mut date = String::new();
         let lastmod = crate::datestamp::Datestamp::parse("2024-05-01");
-        super::super::sitemap::write_url_open(
+        crate::render::sitemap::write_url_open(
             &mut entry,
             "https://h/r/1",
-            super::super::sitemap::lastmod_text(lastmod, &mut date),
+            crate::render::sitemap::lastmod_text(lastmod, &mut date),
         );
         write_link(
             &mut entry,
@@ -91,7 +91,7 @@ mod tests {
         entry.extend_from_slice(b"</url>\n");
         let text = format!(
             "{}{URLSET_OPEN}{}</urlset>\n",
-            super::super::sitemap::XML_DECL,
+            crate::render::sitemap::XML_DECL,
             String::from_utf8(entry).unwrap()
         );
         assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n"));
@@ -156,8 +156,8 @@ mod tests {
             assert_eq!(media_type(t), Some(t), "{t} is not an rs:ln type");
         }
         for value in types().chain([
-            crate::signposts::OAI_DC_PROFILE,
-            crate::render::cdif::PROFILE,
+            crate::profiles::signposts::OAI_DC_PROFILE,
+            crate::profiles::cdif::PROFILE,
         ]) {
             let escaped = crate::render::sitemap::escape(value);
             assert_eq!(escaped, value, "{value} needs escaping");

@@ -24,7 +24,7 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
-use super::{Limits, Shard};
+use crate::render::{Limits, Shard};
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -35,7 +35,7 @@ pub const PROFILE: &str = "CDIF1.0";
 /// Content-Type of a CDIF metadata list: an `ItemList` of documents.
 pub const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
 /// The user agent CDIF-aware harvesters read robots.txt as.
-pub const USER_AGENT: &str = "CDIF1.0";
+pub use crate::render::robots::CDIF_USER_AGENT as USER_AGENT;
 
 /// What one document is made of.
 #[derive(Clone, Debug, Default)]

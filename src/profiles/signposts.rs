@@ -33,11 +33,13 @@ use crate::inventory::{InventoryFull, Superseded};
 use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
 use crate::oai::parse::{DcElement, Record};
 use crate::publish::DirectWriter;
-use crate::render::ocx::OcxConfig;
 use crate::render::sitemap::{
     URLSET_CLOSE, Urlsets, XML_DECL, escape, frame, header, lastmod_text, write_url_open,
 };
-use crate::render::{Limits, Shard, cdif, ocx, signmap};
+use crate::render::{Limits, Shard};
+
+use super::ocx::OcxConfig;
+use super::{cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
 pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
@@ -687,7 +689,7 @@ impl Signposts {
                     "describedby",
                     url.as_str(),
                     Some(signmap::JSON_LD),
-                    Some(crate::render::cdif::PROFILE),
+                    Some(crate::profiles::cdif::PROFILE),
                 );
             }
             if let Some(get_record) = &mut self.get_record {

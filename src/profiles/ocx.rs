@@ -2,7 +2,7 @@
 //! `xmlns:ocx="http://sitemap.ocx.org/v/1.0"`, each `<url>` carrying an `<ocx:ocx>` block whose
 //! `ocx:type` is required. Validates with `schemas/ocx-sitemap.xsd`.
 
-use super::sitemap::{push_escaped, write_url_open};
+use crate::render::sitemap::{push_escaped, write_url_open};
 
 /// The OCX namespace.
 pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
@@ -88,7 +88,7 @@ impl<'a> From<&'a str> for Text<'a> {
 
 /// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
 /// datestamp, written out). The profiles' collector writes entries as records arrive
-/// ([`crate::signposts`]); the shards are cut from them later.
+/// ([`crate::profiles::signposts`]); the shards are cut from them later.
 pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");

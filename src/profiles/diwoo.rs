@@ -1,0 +1,174 @@
+//! DiWoo (the Dutch Woo's sitemaps): a sitemap per Woo information category, of the URLs of the
+//! records in the sets mapped to it. DiWoo reads only https locations, and every entry needs a
+//! lastmod.
+
+use url::Url;
+
+use crate::datestamp::Datestamp;
+use crate::inventory::Published;
+use crate::render::Limits;
+use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
+
+use super::Profile;
+use super::files::{FileSink, Shards, WriteError};
+
+/// Highest Woo information category (the DiWoo table has 17).
+pub const CATEGORIES: u8 = 17;
+
+/// One DiWoo category: the records of its sets, a group of the inventory.
+#[derive(Debug)]
+pub struct Category {
+    /// The Woo information category, 1-17.
+    pub number: u8,
+    /// The sets whose records it holds.
+    pub sets: Vec<String>,
+}
+
+impl Category {
+    /// A record in set `s` is in the category: `s` is one of the category's sets or below one
+    /// (`a:b` is in `a`).
+    pub fn holds(&self, s: &str) -> bool {
+        self.sets.iter().any(|c| {
+            s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
+        })
+    }
+}
+
+/// The categories of a mapping of sets to categories (`setSpec -> category`), in ascending order,
+/// each with its sets; an error names a category outside the table.
+pub fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
+    let mut categories: Vec<Category> = Vec::new();
+    for (set, number) in mapping {
+        // A category is a bit of the inventory's groups; the table has 17.
+        if !(1..=CATEGORIES).contains(number) {
+            return Err(format!(
+                "set {set:?} is mapped to DiWoo category {number}; the Woo information \
+                 categories are 1-{CATEGORIES}"
+            ));
+        }
+        match categories.iter_mut().find(|c| c.number == *number) {
+            Some(c) => c.sets.push(set.clone()),
+            None => categories.push(Category {
+                number: *number,
+                sets: vec![set.clone()],
+            }),
+        }
+    }
+    categories.sort_by_key(|c| c.number);
+    Ok(categories)
+}
+
+/// The DiWoo categories' shards and indexes, filled side by side (`categories[g]` is group `g`
+/// of the inventory), each URL's entry written once for all its categories. DiWoo reads only
+/// https locations, and every entry needs a lastmod: other URLs are counted, not published.
+/// The shards of different categories reach the sink interleaved (with the sitemap's, when
+/// taken from them), the indexes last, and up to one shard per category is in memory at once
+/// (a few MB each for URLs of usual length; `max_bytes` each at most).
+pub struct Writer<'a> {
+    /// Each category's splitter, files and counts.
+    outputs: Vec<(Urlsets<'a>, Shards<'a>, DiwooStats)>,
+}
+
+impl<'a> Writer<'a> {
+    /// The writers of `categories`, their files named under `public_url`.
+    pub fn new(public_url: &'a Url, limits: Limits, categories: &[u8]) -> Self {
+        debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
+        let outputs = categories
+            .iter()
+            .map(|&category| {
+                (
+                    Urlsets::new(URLSET_OPEN, limits),
+                    Shards::new(public_url, Profile::Diwoo(category), "xml"),
+                    DiwooStats {
+                        category,
+                        ..DiwooStats::default()
+                    },
+                )
+            })
+            .collect();
+        Self { outputs }
+    }
+
+    /// One URL of the `groups` given, as its sitemap entry (`<url>` to the line feed, as
+    /// [`write_url`] writes it) with its lastmod.
+    pub fn add<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        entry: &[u8],
+        lastmod: Option<Datestamp>,
+        groups: u32,
+    ) -> Result<(), WriteError> {
+        if groups == 0 {
+            return Ok(());
+        }
+        let https = entry.starts_with(b"<url><loc>https://");
+        for (g, (urlsets, shards, stats)) in self.outputs.iter_mut().enumerate() {
+            if groups & 1 << g == 0 {
+                continue;
+            }
+            if !https {
+                stats.requires_https += 1;
+            } else if lastmod.is_none() {
+                stats.requires_lastmod += 1;
+            } else {
+                stats.urls += 1;
+                urlsets.push(
+                    |bytes| {
+                        bytes.extend_from_slice(entry);
+                        lastmod
+                    },
+                    |shard| shards.put(sink, shard),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every grouped URL of `published`, in one pass over the inventory (when the sitemap's
+    /// shards were not all written: a patch).
+    pub fn add_all<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        published: &Published,
+    ) -> Result<(), WriteError> {
+        if self.outputs.is_empty() {
+            return Ok(());
+        }
+        let mut entry = Vec::with_capacity(512);
+        let mut date = String::with_capacity(32);
+        for (url, lastmod, groups) in published.iter_grouped() {
+            entry.clear();
+            write_url(&mut entry, url, lastmod, &mut date);
+            self.add(sink, &entry, lastmod, groups)?;
+        }
+        Ok(())
+    }
+
+    /// The last shards and the indexes (their URLs go to `indexes`); the counts.
+    pub fn finish<S: FileSink>(
+        self,
+        sink: &mut S,
+        indexes: &mut Vec<Url>,
+    ) -> Result<Vec<DiwooStats>, WriteError> {
+        let mut stats = Vec::with_capacity(self.outputs.len());
+        for (urlsets, mut shards, counts) in self.outputs {
+            urlsets.finish(|shard| shards.put(sink, shard))?;
+            indexes.extend(shards.finish(sink)?);
+            stats.push(counts);
+        }
+        Ok(stats)
+    }
+}
+
+/// What one DiWoo category published.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DiwooStats {
+    /// The Woo information category, 1-17.
+    pub category: u8,
+    /// URLs published.
+    pub urls: u64,
+    /// URLs not published because they are not https (`diwoo_requires_https`).
+    pub requires_https: u64,
+    /// URLs not published because their record has no datestamp (`diwoo_requires_lastmod`).
+    pub requires_lastmod: u64,
+}

@@ -1,0 +1,202 @@
+//! The files of a generation: the [`FileSink`] that receives them, whatever it is (an export's
+//! staging folder, the gateway's next generation), and the numbered shards of one index, which
+//! every profile writes the same way.
+
+use std::io::Write as _;
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use url::Url;
+
+use crate::datestamp::Datestamp;
+
+use crate::render::sitemap::render_index;
+use crate::render::{RenderError, Shard};
+
+use super::Profile;
+use super::signposts::{CollectError, ProfileShard};
+
+/// Receives the files of a generation.
+pub trait FileSink {
+    /// The error a write can fail with.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// Stores one file.
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
+
+    /// Stores one metadata document (`cdif/<hash>.jsonld`) with its record's datestamp. By
+    /// default it is a file like any other; the server's sink packs them, as there is one per
+    /// record.
+    fn put_document(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        lastmod: Option<Datestamp>,
+    ) -> Result<(), Self::Error> {
+        let _ = lastmod;
+        self.put(name, bytes)
+    }
+
+    /// Stores the shard `name` (uncompressed: not `.gz`) that is already written out, whole, as
+    /// the file at `path`, by linking that file into place instead of writing its bytes again;
+    /// `false` when this sink does not or cannot, and the caller puts the bytes. The file is
+    /// not changed afterwards.
+    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
+        let _ = (name, path);
+        false
+    }
+
+    /// Stores one shard, given uncompressed; `name` ends in `.xml.gz` when the job gzips.
+    /// By default the shard is stored as named (gzipped for `.gz`); the server's sink overrides
+    /// this to keep the plain bytes as well, because it answers both spellings.
+    ///
+    /// Returns when the shard last changed, if the sink knows (the server's, from the
+    /// generation before): the index lists the shard with that `lastmod` (SM-10: when the file
+    /// changed), not its newest entry's, which a deleted entry does not move. `None` here.
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
+        if name.ends_with(".gz") {
+            self.put(name, &gzip(xml))?;
+        } else {
+            self.put(name, xml)?;
+        }
+        Ok(None)
+    }
+}
+
+/// Why a file could not be written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// Rendering failed.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// A profile's collected records could not be read back.
+    #[error(transparent)]
+    Collect(#[from] CollectError),
+    /// Storing a file failed.
+    #[error("{0}")]
+    Sink(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
+pub struct Shards<'a> {
+    public_url: &'a Url,
+    /// The profile whose shards they are; `None` for CDIF's metadata lists.
+    profile: Option<Profile>,
+    ext: &'a str,
+    /// The shards' names, in index order.
+    pub names: Vec<String>,
+    /// Each shard's URL and when it last changed, in index order.
+    pub entries: Vec<(String, Option<Datestamp>)>,
+}
+
+impl<'a> Shards<'a> {
+    /// The shards of `profile`'s index, with extension `ext` (`xml`; the sitemap's may be
+    /// `xml.gz`).
+    pub fn new(public_url: &'a Url, profile: Profile, ext: &'a str) -> Self {
+        Self {
+            public_url,
+            profile: Some(profile),
+            ext,
+            names: Vec::new(),
+            entries: Vec::new(),
+        }
+    }
+
+    /// CDIF's metadata lists (`cdif-list-{n}.jsonld`): numbered as shards are, listed by a
+    /// sitemap of their own rather than an index.
+    pub fn lists(public_url: &'a Url) -> Self {
+        Self {
+            profile: None,
+            ..Self::new(public_url, Profile::CdifList, "jsonld")
+        }
+    }
+
+    /// Stores the next shard.
+    pub fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), WriteError> {
+        let number = self.names.len() as u32 + 1;
+        self.put_numbered(sink, number, shard)
+    }
+
+    /// The name of shard `number`.
+    pub fn name(&self, number: u32) -> String {
+        match self.profile {
+            Some(profile) => profile.shard_name(number, self.ext),
+            None => Profile::list_name(number),
+        }
+    }
+
+    /// Stores shard `number`.
+    pub fn put_numbered<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        number: u32,
+        shard: &Shard,
+    ) -> Result<(), WriteError> {
+        let name = self.name(number);
+        let changed = sink
+            .put_shard(&name, &shard.bytes)
+            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        self.listed(name, changed.or(shard.newest));
+        Ok(())
+    }
+
+    /// Stores the next shard of a landing-page profile: a shard file written during the
+    /// harvest is linked into place when the sink can, else read and put.
+    pub fn put_profile<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        shard: ProfileShard<'_>,
+    ) -> Result<(), WriteError> {
+        let file = match shard {
+            ProfileShard::Cut(shard) => return self.put(sink, shard),
+            ProfileShard::File(file) => file,
+        };
+        let name = self.name(self.names.len() as u32 + 1);
+        // The landing-page profiles' shards are plain `.xml`, as written (never gzipped).
+        debug_assert!(!name.ends_with(".gz"), "{name}");
+        let changed = if sink.link_shard(&name, file.path()) {
+            None
+        } else {
+            sink.put_shard(&name, &file.read()?)
+                .map_err(|e| WriteError::Sink(Box::new(e)))?
+        };
+        self.listed(name, changed.or(file.newest()));
+        Ok(())
+    }
+
+    /// Lists the shard stored as `name` in the index.
+    fn listed(&mut self, name: String, newest: Option<Datestamp>) {
+        self.entries
+            .push((join(self.public_url, &name).to_string(), newest));
+        self.names.push(name);
+    }
+
+    /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
+    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, WriteError> {
+        if self.entries.is_empty() {
+            return Ok(None);
+        }
+        let index_name = &self
+            .profile
+            .expect("the lists are listed in a sitemap, not an index")
+            .index_name();
+        let index = render_index(self.entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
+        sink.put(index_name, &index)
+            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        Ok(Some(join(self.public_url, index_name)))
+    }
+}
+
+/// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::new(6));
+    encoder
+        .write_all(bytes)
+        .expect("writing to memory cannot fail");
+    encoder.finish().expect("writing to memory cannot fail")
+}
+
+fn join(base: &Url, name: &str) -> Url {
+    base.join(name)
+        .expect("a file name joins onto a directory URL")
+}

@@ -1,0 +1,273 @@
+//! The profiles: each kind of file set a job can publish beside the sitemap, one module each
+//! (its configuration, the Dublin Core fields it reads, how its entries are written), and the
+//! [`Profile`] that names every file a profile publishes, parsed and formatted here only.
+//!
+//! What the landing-page profiles (Signmap, OCX, CDIF) share per record, its landing page,
+//! links and texts, is worked out once for all of them by [`signposts`].
+
+pub mod cdif;
+pub mod diwoo;
+pub mod files;
+pub mod ocx;
+pub mod signmap;
+pub mod signposts;
+
+use crate::oai::parse::{DcElement, Fields};
+
+/// A kind of file set a job publishes: the sitemap itself, or a profile beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Profile {
+    /// The sitemap of the records' landing pages and content files.
+    Sitemap,
+    /// The Signmap: each landing page with its Signposting links.
+    Signmap,
+    /// The OCX sitemap: each landing page with its type, title and teaser.
+    Ocx,
+    /// CDIF: a JSON-LD document per record, listed in a sitemap of its own.
+    Cdif,
+    /// CDIF's metadata lists: the same documents in `ItemList`s, listed in a sitemap.
+    CdifList,
+    /// A DiWoo sitemap: the URLs of one Woo information category (1-17).
+    Diwoo(u8),
+}
+
+/// What a file name of a published profile is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileName {
+    /// The profile's index (`signmap.xml`).
+    Index(Profile),
+    /// Shard `n` of the index (`signmap-3.xml`, `sitemap-2.xml.gz`).
+    Shard(Profile, u32),
+    /// CDIF metadata list `n` (`cdif-list-4.jsonld`), listed by [`Profile::CdifList`]'s shards.
+    List(u32),
+}
+
+impl Profile {
+    /// The profiles `job`-like settings ask for, in robots.txt order: the sitemap, Signmap, OCX,
+    /// the DiWoo categories in ascending order, then CDIF's documents and lists (which
+    /// robots.txt announces to their own user agent).
+    pub fn all(
+        signmap: bool,
+        ocx: bool,
+        diwoo: &[(String, u8)],
+        cdif: bool,
+        cdif_list: bool,
+    ) -> Vec<Profile> {
+        let mut all = vec![Profile::Sitemap];
+        if signmap {
+            all.push(Profile::Signmap);
+        }
+        if ocx {
+            all.push(Profile::Ocx);
+        }
+        let categories: std::collections::BTreeSet<u8> = diwoo.iter().map(|(_, n)| *n).collect();
+        all.extend(categories.into_iter().map(Profile::Diwoo));
+        if cdif {
+            all.push(Profile::Cdif);
+        }
+        if cdif_list {
+            all.push(Profile::CdifList);
+        }
+        all
+    }
+
+    /// Its name in metrics and logs: `sitemap`, `signmap`, `ocx`, `cdif`, `cdif_list`,
+    /// `diwoo-infocat014`.
+    pub fn label(self) -> String {
+        match self {
+            Profile::Sitemap => "sitemap".to_owned(),
+            Profile::Signmap => "signmap".to_owned(),
+            Profile::Ocx => "ocx".to_owned(),
+            Profile::Cdif => "cdif".to_owned(),
+            Profile::CdifList => "cdif_list".to_owned(),
+            Profile::Diwoo(category) => format!("diwoo-infocat{category:03}"),
+        }
+    }
+
+    /// Whether robots.txt announces it to CDIF's user agent rather than to every crawler: its
+    /// locations are JSON-LD documents (or lists of them), not pages.
+    pub fn for_cdif(self) -> bool {
+        matches!(self, Profile::Cdif | Profile::CdifList)
+    }
+
+    /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
+    /// `cdif-list-sitemap.xml`, `sitemapindex-diwoo-infocat014.xml`.
+    pub fn index_name(self) -> String {
+        match self {
+            Profile::Diwoo(category) => format!("sitemapindex-diwoo-infocat{category:03}.xml"),
+            _ => format!("{}.xml", self.shard_prefix()),
+        }
+    }
+
+    /// What its shards' names start with, before `-{n}.xml`.
+    pub fn shard_prefix(self) -> String {
+        match self {
+            Profile::Sitemap => "sitemap".to_owned(),
+            Profile::Signmap => "signmap".to_owned(),
+            Profile::Ocx => "ocx".to_owned(),
+            Profile::Cdif => "cdif-sitemap".to_owned(),
+            Profile::CdifList => "cdif-list-sitemap".to_owned(),
+            Profile::Diwoo(category) => format!("diwoo-infocat{category:03}"),
+        }
+    }
+
+    /// The name of shard `n` (from 1) with extension `ext` (`xml`; the sitemap's may be
+    /// `xml.gz`).
+    pub fn shard_name(self, n: u32, ext: &str) -> String {
+        format!("{}-{n}.{ext}", self.shard_prefix())
+    }
+
+    /// The name of CDIF metadata list `n` (from 1).
+    pub fn list_name(n: u32) -> String {
+        format!("{CDIF_LIST_PREFIX}-{n}.jsonld")
+    }
+
+    /// The Dublin Core elements it writes from, besides the identifiers.
+    pub fn fields(self) -> Fields {
+        use DcElement::*;
+        match self {
+            Profile::Sitemap | Profile::Diwoo(_) => Fields::default(),
+            Profile::Signmap => Fields::of(&[Type, Rights]),
+            Profile::Ocx => Fields::of(&[Type, Title, Description]),
+            Profile::Cdif | Profile::CdifList => Fields::of(&[
+                Type,
+                Title,
+                Description,
+                Creator,
+                Date,
+                Subject,
+                Publisher,
+                Language,
+                Rights,
+            ]),
+        }
+    }
+}
+
+/// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
+pub const CDIF_LIST_PREFIX: &str = "cdif-list";
+
+impl FileName {
+    /// Reads a published file's name: an index, a shard (`.xml`, or `.xml.gz` for the sitemap
+    /// and its kin, which a gateway serves both ways) or a CDIF list; `None` for any other name.
+    /// Numbers are positive decimals without leading zeros, DiWoo categories three digits.
+    pub fn parse(name: &str) -> Option<FileName> {
+        if let Some(n) = name
+            .strip_prefix(CDIF_LIST_PREFIX)
+            .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))
+        {
+            return number(n).map(FileName::List);
+        }
+        if let Some(category) = name
+            .strip_prefix("sitemapindex-diwoo-infocat")
+            .and_then(|rest| rest.strip_suffix(".xml"))
+        {
+            return self::category(category).map(|c| FileName::Index(Profile::Diwoo(c)));
+        }
+        let fixed = [
+            Profile::Sitemap,
+            Profile::Signmap,
+            Profile::Ocx,
+            Profile::Cdif,
+            Profile::CdifList,
+        ];
+        if let Some(&p) = fixed.iter().find(|p| name == p.index_name()) {
+            return Some(FileName::Index(p));
+        }
+        let (profile, rest) = match name.strip_prefix("diwoo-infocat") {
+            Some(rest) => {
+                let (category, rest) = rest.split_at_checked(3)?;
+                (
+                    Profile::Diwoo(self::category(category)?),
+                    rest.strip_prefix('-')?,
+                )
+            }
+            None => fixed.iter().find_map(|&p| {
+                let rest = name
+                    .strip_prefix(p.shard_prefix().as_str())?
+                    .strip_prefix('-')?;
+                Some((p, rest))
+            })?,
+        };
+        let n = rest
+            .strip_suffix(".xml.gz")
+            .or_else(|| rest.strip_suffix(".xml"))?;
+        number(n).map(|n| FileName::Shard(profile, n))
+    }
+}
+
+/// A positive decimal without leading zeros.
+fn number(n: &str) -> Option<u32> {
+    let digits = !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| n.parse().ok()).flatten()
+}
+
+/// A DiWoo category as its three digits (`014`).
+fn category(n: &str) -> Option<u8> {
+    (n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_a_profile_formats_parses_back_to_it() {
+        let profiles = [
+            Profile::Sitemap,
+            Profile::Signmap,
+            Profile::Ocx,
+            Profile::Cdif,
+            Profile::CdifList,
+            Profile::Diwoo(1),
+            Profile::Diwoo(14),
+            Profile::Diwoo(17),
+        ];
+        for p in profiles {
+            assert_eq!(FileName::parse(&p.index_name()), Some(FileName::Index(p)));
+            for n in [1, 9, 10, 4711] {
+                assert_eq!(
+                    FileName::parse(&p.shard_name(n, "xml")),
+                    Some(FileName::Shard(p, n)),
+                    "{p:?} {n}"
+                );
+                assert_eq!(
+                    FileName::parse(&p.shard_name(n, "xml.gz")),
+                    Some(FileName::Shard(p, n))
+                );
+            }
+        }
+        assert_eq!(
+            FileName::parse(&Profile::list_name(12)),
+            Some(FileName::List(12))
+        );
+    }
+
+    #[test]
+    fn other_names_are_not_profile_files() {
+        for name in [
+            "",
+            "robots.txt",
+            "sitemap-0.xml",
+            "sitemap-01.xml",
+            "sitemap-.xml",
+            "sitemap-1.json",
+            "sitemap-1.xml.gz.gz",
+            "sitemap-x.xml",
+            "signmap.xml.gz",
+            "sitemapindex-diwoo-infocat14.xml",
+            "diwoo-infocat014.xml",
+            "diwoo-infocat0145-1.xml",
+            "diwoo-infocat01a-1.xml",
+            "cdif-list-0.jsonld",
+            "cdif-list-1.xml",
+            "cdif-sitemap-1.jsonld",
+            "other-1.xml",
+            "sitemap-99999999999.xml",
+        ] {
+            assert_eq!(FileName::parse(name), None, "{name:?}");
+        }
+    }
+}
