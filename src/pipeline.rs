@@ -13,7 +13,7 @@ use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Sour
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::Profile;
-use crate::profiles::cdif::ItemLists;
+use crate::profiles::cdif;
 pub use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
 pub use crate::profiles::files::{FileSink, gzip};
@@ -21,7 +21,7 @@ use crate::profiles::files::{Shards, WriteError};
 use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
-use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out, render_shards};
+use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 
@@ -676,66 +676,28 @@ pub fn render<S: FileSink>(
     }
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink)?.into_iter().collect();
-    let mut signmap_index = None;
-    let mut ocx_index = None;
-    if let Some(signposts) = harvested
-        .signposts
-        .as_ref()
-        .filter(|s| job.signmap && !s.is_empty())
-    {
-        let mut shards = Shards::new(&job.public_url, Profile::Signmap, "xml");
-        signposts.render_signmap(|shard| shards.put_profile(sink, shard))?;
-        signmap_index = shards.finish(sink)?;
-        indexes.extend(signmap_index.clone());
-    }
-    if let Some(signposts) = harvested
-        .signposts
-        .as_ref()
-        .filter(|s| job.ocx.is_some() && s.has_ocx())
-    {
-        let mut shards = Shards::new(&job.public_url, Profile::Ocx, "xml");
-        signposts.render_ocx(|shard| shards.put_profile(sink, shard))?;
-        ocx_index = shards.finish(sink)?;
-        indexes.extend(ocx_index.clone());
-    }
-    let mut cdif_index = None;
-    let mut cdif_lists = None;
-    if let Some(signposts) = harvested
-        .signposts
-        .as_ref()
-        .filter(|_| job.cdif || job.cdif_list)
-    {
+    let landing_profile = |on: bool, profile, sink: &mut S| match &harvested.signposts {
+        Some(signposts) if on => signposts.publish(profile, &job.public_url, sink),
+        _ => Ok(None),
+    };
+    let signposts = harvested.signposts.as_ref();
+    let signmap_index = landing_profile(
+        job.signmap && signposts.is_some_and(|s| !s.is_empty()),
+        Profile::Signmap,
+        sink,
+    )?;
+    let ocx_index = landing_profile(
+        job.ocx.is_some() && signposts.is_some_and(Resolved::has_ocx),
+        Profile::Ocx,
+        sink,
+    )?;
+    indexes.extend(signmap_index.iter().chain(&ocx_index).cloned());
+    let mut cdif = cdif::Published::default();
+    if let Some(signposts) = signposts.filter(|_| job.cdif || job.cdif_list) {
         // One pass over the documents for both forms: each on its own, and in lists.
-        let mut locs: Vec<(String, Option<crate::datestamp::Datestamp>)> = Vec::new();
-        let mut lists = Shards::lists(&job.public_url);
-        let mut item_lists = job.cdif_list.then(|| ItemLists::new(job.limits));
-        signposts.for_each_cdif_document(|doc| {
-            if let Some(l) = &mut item_lists {
-                l.add(doc.bytes, |list| lists.put(sink, list))?;
-            }
-            // Published one by one (`job.cdif`): it has a URL of its own.
-            if let Some(url) = doc.url {
-                sink.put_document(doc.name, doc.bytes, doc.lastmod)
-                    .map_err(|e| PipelineError::Sink(Box::new(e)))?;
-                locs.push((url.to_owned(), doc.lastmod));
-            }
-            Ok::<(), PipelineError>(())
-        })?;
-        if job.cdif {
-            let mut shards = Shards::new(&job.public_url, Profile::Cdif, "xml");
-            let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
-            render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-            cdif_index = shards.finish(sink)?;
-        }
-        if let Some(l) = item_lists {
-            l.finish(|list| lists.put(sink, list))?;
-            // The lists are listed in a sitemap of their own (an index lists sitemaps only).
-            let mut shards = Shards::new(&job.public_url, Profile::CdifList, "xml");
-            let items = lists.entries.iter().map(|(u, d)| (u.as_str(), *d));
-            render_shards(items, job.limits, |shard| shards.put(sink, shard))?;
-            let count = lists.names.len();
-            cdif_lists = shards.finish(sink)?.map(|url| (url, count));
-        }
+        let mut writer = cdif::Writer::new(&job.public_url, job.limits, job.cdif, job.cdif_list);
+        signposts.for_each_cdif_document(|doc| writer.add(sink, doc))?;
+        cdif = writer.finish(sink)?;
     }
     if tap.is_none() {
         diwoo.add_all(sink, published)?;
@@ -743,8 +705,8 @@ pub fn render<S: FileSink>(
     let diwoo = diwoo.finish(sink, &mut indexes)?;
     let robots = render_robots(&[Announced {
         indexes: indexes.iter().map(Url::as_str).collect(),
-        cdif: (cdif_index.iter())
-            .chain(cdif_lists.iter().map(|(url, _)| url))
+        cdif: (cdif.index.iter())
+            .chain(cdif.lists.iter().map(|(url, _)| url))
             .map(Url::as_str)
             .collect(),
     }]);
@@ -756,8 +718,8 @@ pub fn render<S: FileSink>(
         indexes,
         signmap_index,
         ocx_index,
-        cdif_index,
-        cdif_lists,
+        cdif_index: cdif.index,
+        cdif_lists: cdif.lists,
         diwoo,
         layout,
     })
@@ -903,6 +865,7 @@ pub fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::render::sitemap::render_shards;
 
     /// Google's rule over `scope`.
     fn generic(scope: Scope) -> Landing {

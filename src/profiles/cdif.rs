@@ -24,7 +24,14 @@ use std::io::Write as _;
 
 use serde::Serialize;
 
+use url::Url;
+
+use crate::datestamp::Datestamp;
+use crate::render::sitemap::render_shards;
 use crate::render::{Limits, Shard};
+
+use super::Profile;
+use super::files::{FileSink, Shards, WriteError};
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -297,6 +304,92 @@ fn date(value: &str) -> Option<&str> {
         }
     }
     None
+}
+
+/// A CDIF document, lent by [`super::signposts::Resolved::for_each_cdif_document`].
+#[derive(Clone, Copy, Debug)]
+pub struct CdifDocument<'a> {
+    /// Its file name, `cdif/{hash}.jsonld`, stable for a record identifier.
+    pub name: &'a str,
+    /// Its URL, the one the Signmap and OCX link, when the documents are published one by one.
+    pub url: Option<&'a str>,
+    /// Its record's datestamp.
+    pub lastmod: Option<Datestamp>,
+    /// The JSON-LD.
+    pub bytes: &'a [u8],
+}
+
+/// Publishes the CDIF documents handed to it: each on its own (`cdif/{hash}.jsonld`, listed
+/// in `cdif-sitemap.xml`), in metadata lists (`cdif-list-{n}.jsonld`, listed in
+/// `cdif-list-sitemap.xml`), or both, from one pass over them.
+pub struct Writer<'a> {
+    public_url: &'a Url,
+    limits: Limits,
+    /// Each document's URL and lastmod, when they are published one by one.
+    locs: Option<Vec<(String, Option<Datestamp>)>>,
+    /// The lists, when on: their files, and the list being filled.
+    lists: Option<(Shards<'a>, ItemLists)>,
+}
+
+/// Where [`Writer`] published the documents.
+#[derive(Debug, Default)]
+pub struct Published {
+    /// The CDIF sitemap's index, when the documents were published one by one.
+    pub index: Option<Url>,
+    /// The index of the lists' sitemap and the number of lists, when there are lists.
+    pub lists: Option<(Url, usize)>,
+}
+
+impl<'a> Writer<'a> {
+    /// Publishes each document on its own (`documents`), in lists (`lists`), or both, under
+    /// `public_url`, within `limits`.
+    pub fn new(public_url: &'a Url, limits: Limits, documents: bool, lists: bool) -> Self {
+        Self {
+            public_url,
+            limits,
+            locs: documents.then(Vec::new),
+            lists: lists.then(|| (Shards::lists(public_url), ItemLists::new(limits))),
+        }
+    }
+
+    /// Publishes one document.
+    pub fn add<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        doc: CdifDocument<'_>,
+    ) -> Result<(), WriteError> {
+        if let Some((files, lists)) = &mut self.lists {
+            lists.add(doc.bytes, |list| files.put(sink, list))?;
+        }
+        // Published one by one: it has a URL of its own.
+        if let (Some(locs), Some(url)) = (&mut self.locs, doc.url) {
+            sink.put_document(doc.name, doc.bytes, doc.lastmod)
+                .map_err(|e| WriteError::Sink(Box::new(e)))?;
+            locs.push((url.to_owned(), doc.lastmod));
+        }
+        Ok(())
+    }
+
+    /// The last list, and the sitemaps that list the documents and the lists.
+    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, WriteError> {
+        let mut published = Published::default();
+        if let Some(locs) = self.locs {
+            let mut shards = Shards::new(self.public_url, Profile::Cdif, "xml");
+            let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
+            render_shards(items, self.limits, |shard| shards.put(sink, shard))?;
+            published.index = shards.finish(sink)?;
+        }
+        if let Some((mut files, lists)) = self.lists {
+            lists.finish(|list| files.put(sink, list))?;
+            // The lists are listed in a sitemap of their own (an index lists sitemaps only).
+            let mut shards = Shards::new(self.public_url, Profile::CdifList, "xml");
+            let items = files.entries.iter().map(|(u, d)| (u.as_str(), *d));
+            render_shards(items, self.limits, |shard| shards.put(sink, shard))?;
+            let count = files.names.len();
+            published.lists = shards.finish(sink)?.map(|url| (url, count));
+        }
+        Ok(published)
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use crate::render::sitemap::render_index;
 use crate::render::{RenderError, Shard};
 
 use super::Profile;
-use super::signposts::{CollectError, ProfileShard};
+use super::spill::{CollectError, ProfileShard};
 
 /// Receives the files of a generation.
 pub trait FileSink {

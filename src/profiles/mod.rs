@@ -11,6 +11,7 @@ pub mod files;
 pub mod ocx;
 pub mod signmap;
 pub mod signposts;
+pub mod spill;
 
 use crate::oai::parse::{DcElement, Fields};
 

@@ -248,6 +248,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profiles::ocx",
             "profiles::signmap",
             "profiles::signposts",
+            "profiles::spill",
         ],
     ),
     (

@@ -1,0 +1,440 @@
+//! The profiles' temporary files, apart from any one profile: shard files written as entries
+//! come (with direct I/O when they will be linked into place, not read back), settled once the
+//! winners are known (kept as they stand, a few lost entries blanked out, or marked to be cut
+//! again), append-only spill files and a reader that skips what it is not asked for.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use url::Url;
+
+use crate::datestamp::Datestamp;
+use crate::inventory::InventoryFull;
+use crate::publish::DirectWriter;
+use crate::render::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};
+use crate::render::{Limits, Shard};
+
+/// The error of the CDIF documents' temporary file, while doing `action` with it.
+pub(super) fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
+    move |source| CollectError::Spill { action, source }
+}
+
+/// An append-only temporary file of the CDIF documents.
+#[derive(Debug)]
+pub(super) struct Spill {
+    out: BufWriter<File>,
+}
+
+impl Spill {
+    pub(super) fn new() -> Result<Self, CollectError> {
+        let file = tempfile::tempfile().map_err(spill_error("create"))?;
+        Ok(Self {
+            out: BufWriter::with_capacity(1 << 20, file),
+        })
+    }
+
+    /// Appends `bytes`; their length.
+    pub(super) fn append(&mut self, bytes: &[u8]) -> Result<u32, CollectError> {
+        let len = u32::try_from(bytes.len()).map_err(|_| InventoryFull)?;
+        self.out.write_all(bytes).map_err(spill_error("write"))?;
+        Ok(len)
+    }
+
+    /// The file, written out.
+    pub(super) fn finish(self) -> Result<File, CollectError> {
+        self.out
+            .into_inner()
+            .map_err(|e| spill_error("write")(e.into_error()))
+    }
+}
+
+/// The folder of the shard files: a new hidden folder in `parent`, made when the first file is,
+/// and removed with what is left in it when dropped (files linked elsewhere stay there).
+#[derive(Debug)]
+pub(super) struct SpillFolder {
+    pub(super) parent: PathBuf,
+    pub(super) dir: Option<tempfile::TempDir>,
+    /// Write the files with direct I/O, not through the page cache: they are published as they
+    /// are (linked into place) and can be large, as the export writes its other large files.
+    /// Files that will be read back, and small ones, are written through it.
+    pub(super) direct: bool,
+}
+
+impl SpillFolder {
+    pub(super) fn path(&mut self) -> Result<&Path, CollectError> {
+        if self.dir.is_none() {
+            let dir = tempfile::Builder::new()
+                .prefix(".oai-bridge-shards-")
+                .tempdir_in(&self.parent)
+                .map_err(|source| CollectError::Folder {
+                    parent: self.parent.clone(),
+                    source,
+                })?;
+            self.dir = Some(dir);
+        }
+        Ok(self.dir.as_ref().expect("made above").path())
+    }
+}
+
+/// The Signmap's or OCX's entries, written into shard files as they come: a file is closed
+/// when the next entry would take it past the limits (the rule of [`Urlsets`]).
+#[derive(Debug)]
+pub(super) struct ShardSpill {
+    /// The profile's column of the entries' lengths (`lens`), and its name.
+    column: usize,
+    profile: &'static str,
+    /// The root start tag of the profile's `urlset`s.
+    open: &'static str,
+    /// The file being filled: its writer and what it holds so far.
+    current: Option<(DirectWriter, ShardFile)>,
+    /// The writers' buffer, from one file to the next.
+    spare: Option<crate::publish::Chunk>,
+    /// The files filled, in order.
+    done: Vec<ShardFile>,
+}
+
+impl ShardSpill {
+    /// The shard files of the profile of `column` (named `profile` in files and errors), each a
+    /// `urlset` opened by `open`.
+    pub(super) fn new(column: usize, profile: &'static str, open: &'static str) -> Self {
+        Self {
+            column,
+            profile,
+            open,
+            current: None,
+            spare: None,
+            done: Vec::new(),
+        }
+    }
+
+    /// Writes an entry (with `lastmod`) into the current file, or into a new one when it would
+    /// take the current one past `limits`; its length.
+    pub(super) fn append(
+        &mut self,
+        folder: &mut SpillFolder,
+        limits: Limits,
+        entry: &[u8],
+        lastmod: Option<Datestamp>,
+    ) -> Result<u32, CollectError> {
+        let len = u32::try_from(entry.len()).map_err(|_| InventoryFull)?;
+        if let Some((_, file)) = &self.current
+            && limits.overflows(file.urls, file.bytes + entry.len(), frame(self.open))
+        {
+            self.close()?;
+        }
+        if self.current.is_none() {
+            self.current = Some(self.start(folder)?);
+        }
+        let (out, file) = self.current.as_mut().expect("started above");
+        out.write_all(entry).map_err(file.error("write"))?;
+        file.urls += 1;
+        file.bytes += entry.len();
+        file.newest = file.newest.max(lastmod);
+        Ok(len)
+    }
+
+    /// A new file, with the declaration and the root start tag written.
+    fn start(
+        &mut self,
+        folder: &mut SpillFolder,
+    ) -> Result<(DirectWriter, ShardFile), CollectError> {
+        let name = format!(
+            "{}-{}.xml",
+            self.profile.to_ascii_lowercase(),
+            self.done.len() + 1
+        );
+        let file = ShardFile {
+            profile: self.profile,
+            path: folder.path()?.join(name),
+            urls: 0,
+            bytes: header(self.open),
+            newest: None,
+            cut: None,
+        };
+        let spare = self.spare.take();
+        let mut out =
+            DirectWriter::create(&file.path, folder.direct, spare).map_err(file.error("create"))?;
+        out.write_all(XML_DECL.as_bytes())
+            .and_then(|()| out.write_all(self.open.as_bytes()))
+            .map_err(file.error("write"))?;
+        Ok((out, file))
+    }
+
+    /// Closes the current file, if any: the close tag, written out.
+    fn close(&mut self) -> Result<(), CollectError> {
+        if let Some((mut out, mut file)) = self.current.take() {
+            out.write_all(URLSET_CLOSE.as_bytes())
+                .map_err(file.error("write"))?;
+            self.spare = Some(out.finish().map_err(file.error("write"))?.1);
+            file.bytes += URLSET_CLOSE.len();
+            self.done.push(file);
+        }
+        Ok(())
+    }
+
+    /// Every file, closed and settled now that the `winners` are known (the entries' lengths
+    /// are column `self.column` of `lens`): a file whose entries all won stays as it is; one
+    /// that lost a few has them blanked out (see [`ShardFile::settle`]); one that lost more is
+    /// marked to be cut again from its winners' entries.
+    pub(super) fn finish(
+        mut self,
+        lens: &[[u32; 3]],
+        winners: &[Winner],
+    ) -> Result<Vec<ShardFile>, CollectError> {
+        self.close()?;
+        let column = self.column;
+        let header = header(self.open) as u64;
+        let mut entries = lens.iter().enumerate().filter(|(_, l)| l[column] > 0);
+        let mut winners = winners.iter().peekable();
+        let mut kept = Vec::new();
+        let mut lost = Vec::new();
+        for file in &mut self.done {
+            kept.clear();
+            lost.clear();
+            // A file holds the next `urls` entries written, in order, after its header.
+            let mut at = header;
+            for _ in 0..file.urls {
+                let (seq, len) = entries
+                    .next()
+                    .map(|(seq, l)| (seq, l[column]))
+                    .expect("the files hold every entry written");
+                while winners.next_if(|w| (w.seq as usize) < seq).is_some() {}
+                match winners.next_if(|w| w.seq as usize == seq) {
+                    Some(w) => kept.push((at, len, Datestamp::unpack_option(w.datestamp))),
+                    None => lost.push((at, len)),
+                }
+                at += u64::from(len);
+            }
+            file.settle(&kept, &lost)?;
+        }
+        Ok(self.done)
+    }
+}
+
+/// A shard file whose lost entries take at most this share of its bytes has them blanked out;
+/// more, and it is cut again.
+const BLANK_SHARE: u64 = 16;
+
+/// A shard file of the Signmap or OCX written during the harvest: a whole `urlset`.
+#[derive(Debug)]
+pub struct ShardFile {
+    /// The profile's name, for errors.
+    profile: &'static str,
+    path: PathBuf,
+    urls: usize,
+    /// Its length (the close tag counted once written).
+    bytes: usize,
+    newest: Option<Datestamp>,
+    /// Set when it is to be cut again: the winners' entries in it (offset, length, lastmod).
+    pub(super) cut: Option<Vec<(u64, u32, Option<Datestamp>)>>,
+}
+
+impl ShardFile {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The entries in it.
+    pub fn urls(&self) -> usize {
+        self.urls
+    }
+
+    /// The newest lastmod in it: the index's `lastmod` for it.
+    pub fn newest(&self) -> Option<Datestamp> {
+        self.newest
+    }
+
+    /// Its bytes.
+    pub fn read(&self) -> Result<Vec<u8>, CollectError> {
+        std::fs::read(&self.path).map_err(self.error("read"))
+    }
+
+    /// Takes out the `lost` entries (offset, length) of those written, the `kept` ones (offset,
+    /// length, lastmod) staying. When they are few (at most 1/[`BLANK_SHARE`] of the bytes),
+    /// they are overwritten in place with spaces and a newline, which XML allows between
+    /// elements: the file is still published as it stands, at the cost of a few blank lines.
+    /// A handful of records loses in most full harvests (a landing page two records give, a
+    /// record changed while it was harvested), and cutting every file again for them took
+    /// longer than writing the files. Otherwise the file is marked to be cut again.
+    fn settle(
+        &mut self,
+        kept: &[(u64, u32, Option<Datestamp>)],
+        lost: &[(u64, u32)],
+    ) -> Result<(), CollectError> {
+        if lost.is_empty() {
+            return Ok(());
+        }
+        self.urls = kept.len();
+        self.newest = kept.iter().map(|&(.., lastmod)| lastmod).max().flatten();
+        let lost_bytes: u64 = lost.iter().map(|&(_, len)| u64::from(len)).sum();
+        // A file left without an entry is not published (the schema wants one in a urlset).
+        if kept.is_empty() || lost_bytes * BLANK_SHARE > self.bytes as u64 {
+            self.cut = Some(kept.to_vec());
+            return Ok(());
+        }
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&self.path)
+            .map_err(self.error("open"))?;
+        let mut blank = Vec::new();
+        for &(at, len) in lost {
+            blank.clear();
+            blank.resize(len as usize - 1, b' ');
+            blank.push(b'\n');
+            out.seek(std::io::SeekFrom::Start(at))
+                .and_then(|_| out.write_all(&blank))
+                .map_err(self.error("write"))?;
+        }
+        Ok(())
+    }
+
+    /// The error of this file, while doing `action` with it (the path copied only then: an
+    /// error made ready for every entry written cost more than writing it).
+    pub(super) fn error(
+        &self,
+        action: &'static str,
+    ) -> impl FnOnce(std::io::Error) -> CollectError + '_ {
+        move |source| CollectError::ShardFile {
+            profile: self.profile,
+            action,
+            path: self.path.clone(),
+            source,
+        }
+    }
+}
+
+/// A shard of the Signmap or OCX, as [`Resolved::render_signmap`] and
+/// [`Resolved::render_ocx`] hand it over.
+#[derive(Debug)]
+pub enum ProfileShard<'a> {
+    /// A file written during the harvest, published as it stands (the few entries of it that
+    /// lost blanked out).
+    File(&'a ShardFile),
+    /// Cut in memory from the published entries of a file some of whose entries lost to
+    /// newer records.
+    Cut(&'a Shard),
+}
+
+/// A published record: where its entries are.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Winner {
+    pub(super) seq: u32,
+    pub(super) datestamp: i64,
+}
+
+/// Why a record could not be collected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CollectError {
+    /// The in-memory table is full.
+    #[error(transparent)]
+    Full(#[from] InventoryFull),
+    /// The folder of the shard files cannot be made.
+    #[error("cannot make a folder for the profiles' shard files in {}: {source}", parent.display())]
+    Folder {
+        /// Where it was to be made.
+        parent: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// A shard file of a profile failed.
+    #[error("cannot {action} the {profile} shard file {}: {source}", path.display())]
+    ShardFile {
+        /// The profile: Signmap or OCX.
+        profile: &'static str,
+        /// What was being done: create, write, open or read.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The temporary file of the CDIF documents failed.
+    #[error(
+        "cannot {action} the temporary file of the CDIF documents (in {}): {source}",
+        std::env::temp_dir().display()
+    )]
+    Spill {
+        /// What was being done: create, write or read.
+        action: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The URL the CDIF documents are published under cannot have file names joined onto it.
+    #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
+    Documents(Url),
+}
+
+/// Reads entries from a temporary file front to back, skipping those not asked for.
+pub(super) struct SpillReader<'a> {
+    reader: BufReader<&'a File>,
+    /// The file offset `reader` is at.
+    at: u64,
+}
+
+impl<'a> SpillReader<'a> {
+    /// Reads `file` from its start.
+    pub(super) fn new(file: &'a File) -> std::io::Result<Self> {
+        Self::with_capacity(file, 1 << 20)
+    }
+
+    pub(super) fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
+        // Readers of one file share its position: each starts over.
+        let mut start = file;
+        start.rewind()?;
+        Ok(Self {
+            reader: BufReader::with_capacity(capacity, file),
+            at: 0,
+        })
+    }
+
+    /// Appends the `len` bytes at offset `at` (not before the last read's end) to `into`.
+    pub(super) fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
+        let skip = at
+            .checked_sub(self.at)
+            .and_then(|s| i64::try_from(s).ok())
+            .ok_or_else(|| std::io::Error::other("entries are read front to back"))?;
+        self.reader.seek_relative(skip)?;
+        let mut left = len as usize;
+        while left > 0 {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            let n = buf.len().min(left);
+            into.extend_from_slice(&buf[..n]);
+            self.reader.consume(n);
+            left -= n;
+        }
+        self.at = at + u64::from(len);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Skipped entries past the reader's buffer are sought over; a second pass starts over.
+    #[test]
+    fn the_reader_skips_past_its_buffer_and_starts_over() {
+        let mut spill = Spill::new().unwrap();
+        for text in ["first-", "second-entry-", "third"] {
+            spill.append(text.as_bytes()).unwrap();
+        }
+        let file = spill.finish().unwrap();
+        for _ in 0..2 {
+            let mut reader = SpillReader::with_capacity(&file, 4).unwrap();
+            let mut out = Vec::new();
+            reader.read(0, 6, &mut out).unwrap();
+            reader.read(19, 5, &mut out).unwrap();
+            assert_eq!(out, b"first-third");
+            let err = reader.read(0, 1, &mut out).unwrap_err().to_string();
+            assert!(err.contains("entries are read front to back"), "{err}");
+            let mut past = SpillReader::with_capacity(&file, 4).unwrap();
+            assert!(past.read(20, 10, &mut Vec::new()).is_err(), "past the end");
+        }
+    }
+}
