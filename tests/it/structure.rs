@@ -246,7 +246,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "collecting and state",
-        &["inventory", "patch", "signposts", "store"],
+        &[
+            "inventory",
+            "patch",
+            "signposts",
+            "store",
+            "store::persisted",
+        ],
     ),
     ("the publish sequence", &["incremental", "pipeline"]),
     (
