@@ -229,6 +229,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "oai::harvest",
             "oai::parse",
             "oai::read",
+            "oai::retry",
             "oai::scan",
         ],
     ),
