@@ -277,10 +277,9 @@ pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     if let Some(agent) = env_user_agent() {
         harvest.user_agent = agent;
     }
-    harvest.max_attempts = harvest.max_attempts.min(2);
-    harvest.backoff_max = harvest.backoff_max.min(Duration::from_secs(2));
-    harvest.backoff_initial = harvest.backoff_initial.min(harvest.backoff_max);
-    harvest.retry_after_max = harvest.retry_after_max.min(Duration::from_secs(30));
+    crate::oai::RetryPolicy::of(&harvest)
+        .interactive()
+        .apply(&mut harvest);
     Ok(CheckOptions {
         source,
         scope,

@@ -128,7 +128,7 @@ pub async fn harvest(
 ) -> Result<(Harvested, RunSummary), PipelineError> {
     let now = unix_secs(SystemTime::now());
     let mut state = store.state()?;
-    if let Some(t) = state.retry_not_before.filter(|t| *t > now) {
+    if let Some(t) = crate::oai::retry::pending(state.retry_not_before, now) {
         return Err(PipelineError::NotBefore(
             SystemTime::UNIX_EPOCH + Duration::from_secs(t as u64),
         ));

@@ -16,7 +16,7 @@ use crate::platform::Landing;
 use crate::scope::Scope;
 
 /// Counts of what was seen and why things were not published.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Record occurrences read (repeats across pages or sets included).
     pub records_seen: u64,
@@ -27,26 +27,7 @@ pub struct Stats {
     /// URLs published.
     pub urls: u64,
     /// Drops by reason, indexed like [`Drop::ALL`].
-    #[serde(deserialize_with = "drops_of_any_length")]
     pub drops: [u64; Drop::ALL.len()],
-}
-
-/// [`Stats::drops`] as a store saved them: one saved by a version that knew fewer reasons (they
-/// are only ever added at the end of [`Drop::ALL`]) has zeros for the reasons added since.
-fn drops_of_any_length<'de, D>(deserializer: D) -> Result<[u64; Drop::ALL.len()], D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let saved: Vec<u64> = serde::Deserialize::deserialize(deserializer)?;
-    if saved.len() > Drop::ALL.len() {
-        return Err(serde::de::Error::invalid_length(
-            saved.len(),
-            &"at most one count per drop reason",
-        ));
-    }
-    let mut drops = [0; Drop::ALL.len()];
-    drops[..saved.len()].copy_from_slice(&saved);
-    Ok(drops)
 }
 
 impl Stats {
@@ -654,19 +635,6 @@ mod tests {
         p.iter()
             .map(|(u, d)| format!("{u} {}", d.map(|d| d.to_string()).unwrap_or_default()))
             .collect()
-    }
-
-    #[test]
-    fn counts_saved_with_fewer_drop_reasons_are_read_with_zeros_for_the_new_ones() {
-        let saved =
-            r#"{"records_seen":3,"records":3,"deleted":0,"urls":2,"drops":[1,2,3,4,5,6,7,8]}"#;
-        let stats: Stats = serde_json::from_str(saved).unwrap();
-        assert_eq!(stats.drops[..8], [1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(stats.dropped(Drop::EmptyMetadata), 0);
-        let again: Stats = serde_json::from_str(&serde_json::to_string(&stats).unwrap()).unwrap();
-        assert_eq!(again, stats);
-        let too_many = saved.replace("8]", &format!("8{}]", ",0".repeat(Drop::ALL.len())));
-        assert!(serde_json::from_str::<Stats>(&too_many).is_err());
     }
 
     #[test]

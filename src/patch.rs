@@ -19,8 +19,6 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::datestamp::Datestamp;
 use crate::inventory::Stats;
 use crate::render::Shard;
@@ -29,7 +27,7 @@ use crate::render::sitemap::{
 };
 
 /// One shard of the published sitemap, as recorded at the publish.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublishedShard {
     /// Its number: `sitemap-{number}.{ext}`.
     pub number: u32,
@@ -42,7 +40,6 @@ pub struct PublishedShard {
     /// The CRC-32 of its uncompressed bytes: a patch reads only around the URLs that change,
     /// so the shard read must be byte for byte the one written. `None` in a state recorded
     /// before checksums were; such a sitemap is rendered whole once.
-    #[serde(default)]
     pub crc: Option<u32>,
 }
 
@@ -61,7 +58,7 @@ impl PublishedShard {
 
 /// The sitemap as last published: what a patch starts from. Everything a whole render depends
 /// on besides the records is here, so that a patch is made only under the same conditions.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PublishedSitemap {
     /// Where its files are: the export folder, or the gateway's generation.
     pub place: String,

@@ -18,6 +18,8 @@ use crate::datestamp::Datestamp;
 use crate::inventory::SharedUrl;
 use crate::oai::parse::{DcElement, Record};
 
+pub mod persisted;
+
 /// The store's file name in a repository's state folder.
 pub const FILE: &str = "store.sqlite";
 
@@ -58,8 +60,11 @@ pub struct StoreError {
 }
 
 /// What the store knows besides the records: kept as one JSON document, written in the same
-/// transaction as the records it describes.
+/// transaction as the records it describes. Its JSON is [`persisted::StoredState`]'s, which
+/// carries the format version ([`persisted::FORMAT`]) and mirrors the types of other modules
+/// that the state holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "persisted::StoredState", into = "persisted::StoredState")]
 pub struct State {
     /// The upstream the records come from (a store follows one source).
     pub source: String,
@@ -68,7 +73,6 @@ pub struct State {
     /// The oai_dc elements the records hold ([`crate::oai::parse::Fields::bits`]).
     pub fields: u16,
     /// The configured datestamp bounds ([`Datestamp::pack`]), which the records respect.
-    #[serde(default)]
     pub bounds: (Option<i64>, Option<i64>),
     /// The last complete harvest, full or incremental.
     pub complete: Option<Complete>,
@@ -87,20 +91,16 @@ pub struct State {
     /// The last full harvest's list ended far short of the size it announced (Q-04): it proved
     /// no deletion, and the next harvest is a full one again. Cleared by a full harvest whose
     /// lists end as announced.
-    #[serde(default)]
     pub short_list: Option<ShortList>,
     /// The upstream refused a `ListRecords` with `from` (OAI-53): every harvest is a full one
     /// until the full-harvest interval has passed since; then `from` is tried again, and an
     /// incremental harvest that completes clears it.
-    #[serde(default)]
     pub selective_refused: Option<SelectiveRefused>,
     /// The published sitemap's layout: which shard holds which URLs.
-    #[serde(default)]
     pub layout: crate::render::sitemap::Layout,
     /// The sitemap as last published, for the next refresh to patch; `None` while what is
     /// published may not match it (a publish under way, a full harvest, which does not mark
     /// what it changes): the next render is then a whole one.
-    #[serde(default)]
     pub sitemap: Option<crate::patch::PublishedSitemap>,
 }
 
@@ -324,8 +324,9 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (or creates) the store at `path`. A store written by another schema version is
-    /// emptied: the next harvest is a full one.
+    /// Opens (or creates) the store at `path`. A store whose tables are of another schema
+    /// version, or whose state is of a format this version does not read (a newer version's,
+    /// [`persisted::FORMAT`]), is emptied: the next harvest is a full one.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
         conn.busy_timeout(std::time::Duration::from_secs(30))
@@ -337,7 +338,23 @@ impl Store {
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(fail(path, "cannot read the schema version"))?;
-        if version != SCHEMA {
+        let unknown_format = version == SCHEMA && {
+            let doc: Option<String> = conn
+                .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+                .optional()
+                .map_err(fail(path, "cannot read the state"))?;
+            // A state that is no JSON at all is not taken for a newer one: reading it fails.
+            let format = doc.as_deref().and_then(persisted::format_of);
+            format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f))
+        };
+        if unknown_format {
+            tracing::warn!(
+                store = %path.display(),
+                "the store's state is of a format this version does not read (a newer version \
+                 wrote it): starting the store anew"
+            );
+        }
+        if version != SCHEMA || unknown_format {
             conn.execute_batch(&format!(
                 "BEGIN;
                  DROP TABLE IF EXISTS records;
@@ -1089,6 +1106,150 @@ mod tests {
         let again: State =
             serde_json::from_str(&serde_json::to_string(&state_of(doc)).unwrap()).unwrap();
         assert_eq!(again.layout.ranges, state_of(doc).layout.ranges);
+    }
+
+    /// `doc` without the whitespace between its tokens: the JSON `serde_json` writes.
+    fn compact(doc: &str) -> String {
+        let (mut out, mut in_string, mut escaped) = (String::new(), false, false);
+        for c in doc.chars() {
+            if in_string {
+                in_string = escaped || c != '"';
+                escaped = !escaped && c == '\\';
+            } else if c.is_whitespace() {
+                continue;
+            } else {
+                in_string = c == '"';
+            }
+            out.push(c);
+        }
+        out
+    }
+
+    /// A state written now is the one earlier versions wrote, byte for byte, with its format
+    /// in front: earlier versions, which ignore fields they do not know, read it as before.
+    #[test]
+    fn a_state_is_written_as_earlier_versions_wrote_it_with_its_format() {
+        let doc = include_str!("../fixtures/store/state-v1.json");
+        let written = serde_json::to_string(&state_of(doc)).unwrap();
+        let earlier = compact(doc);
+        assert_eq!(
+            written.strip_prefix(r#"{"format":1,"#),
+            earlier.strip_prefix('{'),
+            "{written}"
+        );
+    }
+
+    /// Every field of the state, set, comes back from the store as it was saved.
+    #[test]
+    fn a_state_round_trips_through_the_store() {
+        let doc = include_str!("../fixtures/store/state-v1.json");
+        let mut state = state_of(doc);
+        let checkpoint = Checkpoint {
+            set: Some("a:b".into()),
+            token: "tok&en".into(),
+            page: 7,
+            newest: Some(3_522_182_401),
+            ordered: true,
+        };
+        let short = ShortList {
+            set: None,
+            announced: 900,
+            delivered: 300,
+            since: 1_700_000_000,
+            repeated: true,
+        };
+        state.sets = vec!["a:b".into(), "c".into()];
+        state.bounds = (Some(1), None);
+        state.run = Some(Run {
+            id: 4,
+            full: true,
+            from: Some(3_500_000_000),
+            response_date: Some("2026-05-01T00:00:00Z".into()),
+            checkpoint: Some(checkpoint),
+            pages: 6,
+            records: 600,
+            resumed: 2,
+            list: ListCount {
+                set: Some("a:b".into()),
+                from_start: true,
+                announced: Some(900),
+                delivered: 600,
+            },
+            short: Some(short.clone()),
+            deleted: 3,
+            full_reason: Some(FullReason::SelectiveRefused("HTTP 500".into())),
+        });
+        state.retry_not_before = Some(1_800_000_000);
+        state.held_shrink = Some(HeldShrink {
+            published: 456,
+            harvested: 12,
+            since: 1_700_000_001,
+        });
+        state.short_list = Some(short);
+        state.selective_refused = Some(SelectiveRefused {
+            answer: "badArgument".into(),
+            url: "https://h/oai?verb=ListRecords&from=2026-01-01".into(),
+            since: 1_700_000_002,
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        Store::open(&path).unwrap().save_state(&state).unwrap();
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.state().unwrap(), state);
+        let saved: String = store
+            .conn
+            .query_row("SELECT doc FROM state", [], |r| r.get(0))
+            .unwrap();
+        assert!(saved.starts_with(r#"{"format":1,"source":"#), "{saved}");
+        // A new store's state, too.
+        let fresh = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&fresh.path().join(FILE)).unwrap();
+        store.save_state(&State::default()).unwrap();
+        assert_eq!(store.state().unwrap(), State::default());
+    }
+
+    /// A state of a format this version does not know (a newer version's) is not read as if it
+    /// were of this one: parsing it says why, and the store starts anew, as a store whose tables
+    /// are of another version does.
+    #[test]
+    fn a_state_of_an_unknown_format_is_not_read_and_the_store_starts_anew() {
+        let doc = include_str!("../fixtures/store/state-v1.json");
+        let newer = doc.replacen('{', r#"{"format": 2,"#, 1);
+        let refused = serde_json::from_str::<State>(&newer).unwrap_err();
+        assert!(refused.to_string().contains("state format 2"), "{refused}");
+        let same = doc.replacen('{', r#"{"format": 1,"#, 1);
+        assert_eq!(serde_json::from_str::<State>(&same).unwrap(), state_of(doc));
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut store = Store::open(&path).unwrap();
+        let state = state_of(doc);
+        store
+            .apply_page(
+                1,
+                &[record("oai:x:1", "2024-05-01", &["https://h/1"])],
+                &state,
+                false,
+            )
+            .unwrap();
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store.state().unwrap(),
+            state,
+            "a state of this format is kept"
+        );
+        assert_eq!(live(&store).len(), 1);
+        store
+            .conn
+            .execute("UPDATE state SET doc = ?1", [&newer])
+            .unwrap();
+        assert!(store.state().is_err());
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.state().unwrap(), State::default());
+        assert!(live(&store).is_empty());
+        assert_eq!(store.live().unwrap(), 0);
     }
 
     fn state_of(doc: &str) -> State {

@@ -1,13 +1,12 @@
-//! The only reqwest user: one request with timeouts, retries with backoff and jitter, `Retry-After`
-//! in both forms, POST when a GET is refused as too long, gzip and deflate (zlib-wrapped or raw,
-//! labelled or not) decoded, and a cap on the decompressed body size. It re-sends exactly the same
-//! request, which OAI-PMH makes safe (OAI-25).
+//! The only reqwest user: one request with timeouts, retries as its [`RetryPolicy`] decides
+//! (backoff with jitter, `Retry-After` in both forms), POST when a GET is refused as too long,
+//! gzip and deflate (zlib-wrapped or raw, labelled or not) decoded, and a cap on the decompressed
+//! body size. It re-sends exactly the same request, which OAI-PMH makes safe (OAI-25).
 
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
-use backon::{BackoffBuilder, ExponentialBuilder};
 use flate2::read::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
 use reqwest::StatusCode;
 use reqwest::header::{
@@ -15,6 +14,7 @@ use reqwest::header::{
 };
 
 use super::parse::ParseError;
+use super::retry::{Failure, RetryPolicy, Wait};
 use super::{HarvestErrorKind, HarvestSettings, OaiRequest};
 
 /// Counters of what the client did, for summaries and metrics.
@@ -62,6 +62,8 @@ pub struct Client {
     /// The same, following no redirect, for POSTs ([`Client::post`] follows them).
     http_post: reqwest::Client,
     settings: HarvestSettings,
+    /// How requests are retried, from `settings`.
+    retry: RetryPolicy,
     /// The body buffer of the last page, kept for the next: a page is about the same size as
     /// the one before, and allocating it afresh makes the kernel fault its pages in again (a
     /// tenth of a harvest's CPU on some machines).
@@ -85,6 +87,23 @@ enum Attempt {
     Fail(HarvestErrorKind),
 }
 
+impl Attempt {
+    /// An attempt that failed with `failure`, retried as the policy judges it; `wait` is the
+    /// upstream's `Retry-After`, if it said one.
+    fn failed(failure: Failure<'_>, wait: Option<Duration>, cause: HarvestErrorKind) -> Self {
+        Self::judged(RetryPolicy::retryable(&failure), wait, cause)
+    }
+
+    /// An attempt that failed, retried or not as `retry` says.
+    fn judged(retry: bool, wait: Option<Duration>, cause: HarvestErrorKind) -> Self {
+        if retry {
+            Self::Retry { wait, cause }
+        } else {
+            Self::Fail(cause)
+        }
+    }
+}
+
 impl Client {
     /// Builds a client: rustls, the configured timeouts and `User-Agent`. reqwest decodes gzip
     /// that says so; the client itself the rest: deflate, which reqwest takes zlib-wrapped only,
@@ -106,6 +125,7 @@ impl Client {
         Ok(Self {
             http,
             http_post,
+            retry: RetryPolicy::of(&settings),
             settings,
             spare: Spare::default(),
             post_from: AtomicUsize::new(usize::MAX),
@@ -118,8 +138,14 @@ impl Client {
         &self.settings
     }
 
-    /// Sends `request` and reads the body with `read`, retrying transient failures (network
-    /// errors, 5xx, 429, cut or garbled bodies) up to `max_attempts`, never past `deadline`.
+    /// How this client's requests, and the lists harvested with it, are retried.
+    pub fn retry(&self) -> &RetryPolicy {
+        &self.retry
+    }
+
+    /// Sends `request` and reads the body with `read`, retrying what the [`RetryPolicy`] finds
+    /// transient (network errors, 5xx, 429, cut or garbled bodies) as often and after the waits
+    /// it says, never past `deadline`.
     ///
     /// It goes as a GET, unless the upstream refused a GET at least as long with 414 URI Too
     /// Long: then as a POST of the same arguments, as every repository must take (OAI-06). A
@@ -131,15 +157,9 @@ impl Client {
         read: impl Fn(&[u8]) -> Result<T, ParseError>,
     ) -> Result<T, HarvestErrorKind> {
         let url = request.url();
-        let mut backoff = ExponentialBuilder::new()
-            .with_jitter()
-            .with_min_delay(self.settings.backoff_initial)
-            .with_max_delay(self.settings.backoff_max)
-            .without_max_times()
-            .build();
-        let max = self.settings.max_attempts.max(1);
-        let mut attempt = 1;
+        let mut retries = self.retry.retries();
         loop {
+            let attempt = retries.attempt();
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
             let post = url.len() >= self.post_from.load(Ordering::Relaxed);
             let send = if post {
@@ -178,19 +198,14 @@ impl Client {
                         self.recycle(body);
                         return Ok(value);
                     }
-                    Err(e) if status.is_success() && e.is_transient() => Attempt::Retry {
-                        wait: None,
-                        cause: parse_kind(e, attempt),
-                    },
-                    Err(e) if status.is_success() => Attempt::Fail(parse_kind(e, attempt)),
-                    // A 4xx/5xx whose body is no OAI-PMH answer: the status is the news.
-                    Err(_) if status.is_server_error() || status == StatusCode::REQUEST_TIMEOUT => {
-                        Attempt::Retry {
-                            wait: None,
-                            cause: status_kind(status, attempt),
-                        }
+                    Err(e) if status.is_success() => {
+                        let retry = RetryPolicy::retryable(&Failure::Parse(&e));
+                        Attempt::judged(retry, None, parse_kind(e, attempt))
                     }
-                    Err(_) => Attempt::Fail(status_kind(status, attempt)),
+                    // A 4xx/5xx whose body is no OAI-PMH answer: the status is the news.
+                    Err(_) => {
+                        Attempt::failed(Failure::Status(status), None, status_kind(status, attempt))
+                    }
                 },
                 Err(outcome) => outcome,
             };
@@ -208,16 +223,13 @@ impl Client {
                     .retry_not_before
                     .fetch_max(secs, Ordering::Relaxed);
             }
-            if attempt >= max {
+            let Some(delay) = retries.next(wait, fastrand::f64()) else {
                 return Err(with_attempts(cause, attempt));
-            }
-            let delay = match wait {
-                Some(wait) => {
-                    self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
-                    wait.min(self.settings.retry_after_max)
-                }
-                None => backoff.next().unwrap_or(self.settings.backoff_max),
             };
+            if let Wait::RetryAfter(_) = delay {
+                self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
+            }
+            let delay = delay.duration();
             if let Some(deadline) = deadline
                 && Instant::now() + delay > deadline
             {
@@ -228,7 +240,6 @@ impl Client {
             tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
             self.stats.retries.fetch_add(1, Ordering::Relaxed);
             tokio::time::sleep(delay).await;
-            attempt += 1;
         }
     }
 
@@ -254,23 +265,31 @@ impl Client {
             Some(form) => self.post(url, form).await?,
         };
         let status = response.status();
-        if status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS {
+        if RetryPolicy::is_flow_control(status) {
             // Flow control (OAI-33): wait as told, whatever the body says.
             let wait = retry_after(response.headers(), SystemTime::now());
-            return Err(Attempt::Retry {
+            return Err(Attempt::failed(
+                Failure::FlowControl,
                 wait,
-                cause: HarvestErrorKind::Status {
+                HarvestErrorKind::Status {
                     status: status.as_u16(),
                     attempts: 1,
                 },
-            });
+            ));
         }
         let mut response = response;
         // reqwest has taken off a `gzip` it decoded; what is left is for `decode`.
         let label = response.headers().get(CONTENT_ENCODING).cloned();
         let limit = self.settings.max_body_bytes;
+        let too_large = || {
+            Attempt::failed(
+                Failure::TooLarge,
+                None,
+                HarvestErrorKind::TooLarge { limit },
+            )
+        };
         if response.content_length().is_some_and(|len| len > limit) {
-            return Err(Attempt::Fail(HarvestErrorKind::TooLarge { limit }));
+            return Err(too_large());
         }
         let mut body = std::mem::take(&mut *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()));
         body.clear();
@@ -279,31 +298,29 @@ impl Client {
             match response.chunk().await {
                 Ok(Some(chunk)) => {
                     if body.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(Attempt::Fail(HarvestErrorKind::TooLarge { limit }));
+                        return Err(too_large());
                     }
                     body.extend_from_slice(&chunk);
                 }
                 Ok(None) => break,
                 Err(e) => {
-                    return Err(Attempt::Retry {
-                        wait: None,
-                        cause: request_kind(&e, 1),
-                    });
+                    return Err(Attempt::failed(Failure::BodyCut, None, request_kind(&e, 1)));
                 }
             }
         }
         if let Some(coding) = Coding::of(label.as_ref(), &body) {
             let raw = body;
             body = decode(&raw, coding, limit).map_err(|e| match e {
-                DecodeError::TooLarge => Attempt::Fail(HarvestErrorKind::TooLarge { limit }),
+                DecodeError::TooLarge => too_large(),
                 // Most likely cut or garbled on the way, as reqwest's own decoding errors are.
-                DecodeError::Corrupt(e) => Attempt::Retry {
-                    wait: None,
-                    cause: HarvestErrorKind::Request {
+                DecodeError::Corrupt(e) => Attempt::failed(
+                    Failure::Corrupt,
+                    None,
+                    HarvestErrorKind::Request {
                         attempts: 1,
                         message: format!("cannot decode the {} body: {e}", coding.name()),
                     },
-                },
+                ),
             })?;
             self.recycle(raw);
             if coding == (Coding::Gzip { labelled: false }) {
@@ -436,15 +453,12 @@ async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, Att
         .send()
         .await
         .map_err(|e| {
-            if e.is_redirect() {
-                // A redirect loop or one to another host does not mend itself.
-                Attempt::Fail(request_kind(&e, 1))
+            let failure = if e.is_redirect() {
+                Failure::Redirect
             } else {
-                Attempt::Retry {
-                    wait: None,
-                    cause: request_kind(&e, 1),
-                }
-            }
+                Failure::Request
+            };
+            Attempt::failed(failure, None, request_kind(&e, 1))
         })
 }
 
@@ -453,13 +467,18 @@ impl Client {
     /// most [`MAX_REDIRECTS`]) but with the POST again: reqwest turns a POST redirected by 301,
     /// 302 or 303 into a GET without its arguments, which an OAI-PMH server answers `badVerb`.
     async fn post(&self, url: &str, form: &str) -> Result<reqwest::Response, Attempt> {
-        let fail = |message: String| {
-            Attempt::Fail(HarvestErrorKind::Request {
-                attempts: 1,
-                message,
-            })
+        let fail = |failure: Failure<'_>, message: String| {
+            Attempt::failed(
+                failure,
+                None,
+                HarvestErrorKind::Request {
+                    attempts: 1,
+                    message,
+                },
+            )
         };
-        let first = reqwest::Url::parse(url).map_err(|e| fail(format!("{url}: {e}")))?;
+        let first =
+            reqwest::Url::parse(url).map_err(|e| fail(Failure::BadUrl, format!("{url}: {e}")))?;
         let mut target = first.clone();
         for _ in 0..=MAX_REDIRECTS {
             let response = send(
@@ -478,11 +497,11 @@ impl Client {
                 return Ok(response);
             };
             if !same_host(&first, &next) {
-                return Err(fail(elsewhere(&first, &next)));
+                return Err(fail(Failure::Redirect, elsewhere(&first, &next)));
             }
             target = next;
         }
-        Err(fail(too_many_redirects()))
+        Err(fail(Failure::Redirect, too_many_redirects()))
     }
 }
 

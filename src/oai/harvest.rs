@@ -95,8 +95,8 @@ pub struct Resume {
 }
 
 /// Restarts of a list after `badResumptionToken` (an expired or unknown token, OAI-27) before
-/// the harvest fails.
-pub const MAX_RESTARTS: u32 = 3;
+/// the harvest fails: the [`crate::oai::RetryPolicy`]'s.
+pub use super::retry::MAX_RESTARTS;
 
 /// One page of records, handed to the caller as soon as it is parsed.
 #[derive(Debug)]
@@ -184,7 +184,8 @@ pub async fn harvest(
 /// breaks; the caller then knows why.
 ///
 /// A list answered with `badResumptionToken` (the token expired, or a resumed token is no longer
-/// known) is started again, at most [`MAX_RESTARTS`] times, with nothing lost: from the newest
+/// known) is started again, as often as the client's [`crate::oai::RetryPolicy`] says
+/// ([`MAX_RESTARTS`] times), with nothing lost: from the newest
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
 pub async fn harvest_resumable(
@@ -332,7 +333,7 @@ pub async fn harvest_resumable(
                 }
                 if error.code == "badResumptionToken"
                     && token.is_some()
-                    && report.restarts < MAX_RESTARTS
+                    && client.retry().restarts_list(report.restarts)
                 {
                     report.restarts += 1;
                     from = restart_from(request.from, newest, ordered, granularity);

@@ -5,6 +5,7 @@ pub mod client;
 pub mod harvest;
 pub mod parse;
 pub mod read;
+pub mod retry;
 pub mod scan;
 
 use std::fmt;
@@ -14,6 +15,7 @@ pub use client::Client;
 pub use harvest::{
     HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
 };
+pub use retry::RetryPolicy;
 use url::Url;
 
 /// One OAI-PMH request: a baseURL and the protocol's arguments. It goes as a GET of

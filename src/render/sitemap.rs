@@ -249,7 +249,7 @@ pub fn render_shards<'a, E>(
 /// URL (byte) order. A refresh then changes only the shards whose URLs changed; a shard that
 /// outgrows the limits is split, its first part keeping the number and the rest getting new
 /// ones. A fresh layout packs the URLs into as few shards as the limits allow.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Layout {
     /// `(first URL, shard number)` of each range, in URL order; the first range starts below
     /// every URL (`""`). Empty for a fresh layout.

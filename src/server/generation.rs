@@ -97,7 +97,7 @@ pub struct Summary {
     #[serde(default)]
     pub cdif: Option<CdifSummary>,
     /// The DiWoo categories, when the repository maps sets to them.
-    #[serde(default)]
+    #[serde(default, with = "stored_diwoo")]
     pub diwoo: Vec<crate::pipeline::DiwooStats>,
     /// The harvest that made it: `full`, or `incremental from <date>`, and the records it
     /// received.
@@ -228,6 +228,53 @@ pub struct SignmapSummary {
     pub no_landing_page: u64,
     /// Records whose landing page a newer record has.
     pub duplicate: u64,
+}
+
+/// [`Summary::diwoo`] in a manifest, through the manifest's own type: a change to the pipeline's
+/// [`crate::pipeline::DiwooStats`] changes no manifest on disk, it stops compiling here instead.
+mod stored_diwoo {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::pipeline::DiwooStats;
+
+    /// One DiWoo category's counts, as manifests hold them.
+    #[derive(Serialize, Deserialize)]
+    struct StoredDiwoo {
+        category: u8,
+        urls: u64,
+        requires_https: u64,
+        requires_lastmod: u64,
+    }
+
+    pub fn serialize<S: Serializer>(diwoo: &[DiwooStats], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(diwoo.iter().map(|d| {
+            let DiwooStats {
+                category,
+                urls,
+                requires_https,
+                requires_lastmod,
+            } = *d;
+            StoredDiwoo {
+                category,
+                urls,
+                requires_https,
+                requires_lastmod,
+            }
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DiwooStats>, D::Error> {
+        let stored = Vec::<StoredDiwoo>::deserialize(d)?;
+        Ok(stored
+            .into_iter()
+            .map(|s| DiwooStats {
+                category: s.category,
+                urls: s.urls,
+                requires_https: s.requires_https,
+                requires_lastmod: s.requires_lastmod,
+            })
+            .collect())
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -797,6 +844,34 @@ mod tests {
             w.put(name, bytes).unwrap();
         }
         w.commit(Summary::default()).unwrap()
+    }
+
+    /// The DiWoo counts go into a manifest as they always did, through the manifest's own type.
+    #[test]
+    fn a_summary_keeps_its_diwoo_counts_in_the_manifest_format() {
+        let summary = Summary {
+            diwoo: vec![crate::pipeline::DiwooStats {
+                category: 14,
+                urls: 3,
+                requires_https: 1,
+                requires_lastmod: 2,
+            }],
+            ..Summary::default()
+        };
+        let json = serde_json::to_string(&summary).unwrap();
+        assert!(
+            json.contains(
+                r#""diwoo":[{"category":14,"urls":3,"requires_https":1,"requires_lastmod":2}]"#
+            ),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Summary>(&json).unwrap(), summary);
+        let without: Summary = serde_json::from_str(&json.replace(
+            r#""diwoo":[{"category":14,"urls":3,"requires_https":1,"requires_lastmod":2}],"#,
+            "",
+        ))
+        .unwrap();
+        assert!(without.diwoo.is_empty());
     }
 
     #[test]

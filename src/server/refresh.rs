@@ -25,8 +25,9 @@ use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::store::{self, Store};
 
-/// First retry delay after a failed refresh; it doubles per failure, up to the interval.
-const FAILURE_RETRY: Duration = Duration::from_secs(60);
+/// How the schedule backs off after failed refreshes: a minute, doubling per failure, up to the
+/// interval.
+const FAILURE_RETRY: crate::oai::retry::RefreshBackoff = crate::oai::retry::RefreshBackoff::GATEWAY;
 
 /// Why a refresh failed; the current generation, if any, keeps serving.
 #[derive(Debug, thiserror::Error)]
@@ -68,9 +69,7 @@ pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Rece
         None => SystemTime::now(),
     };
     // A Retry-After remembered from before a restart is honoured too.
-    if let Some(not_before) = repo.status().retry_not_before {
-        due = due.max(not_before);
-    }
+    due = crate::oai::retry::not_before(due, repo.status().retry_not_before);
     loop {
         repo.update(|s| s.next_refresh = Some(due));
         let wait = due.duration_since(SystemTime::now()).unwrap_or_default();
@@ -87,17 +86,10 @@ pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Rece
         due = match outcome {
             Ok(()) => SystemTime::now() + interval,
             Err(RefreshError::Shutdown) => return,
-            Err(_) => {
-                let backoff = FAILURE_RETRY
-                    .saturating_mul(1 << status.failures.saturating_sub(1).min(16))
-                    .min(interval);
-                SystemTime::now() + backoff
-            }
+            Err(_) => SystemTime::now() + FAILURE_RETRY.after(status.failures, interval),
         };
         // An upstream's Retry-After wins, even when it is longer than the schedule.
-        if let Some(not_before) = status.retry_not_before {
-            due = due.max(not_before);
-        }
+        due = crate::oai::retry::not_before(due, status.retry_not_before);
     }
 }
 

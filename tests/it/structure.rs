@@ -229,6 +229,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "oai::harvest",
             "oai::parse",
             "oai::read",
+            "oai::retry",
             "oai::scan",
         ],
     ),
@@ -237,7 +238,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "rendering",
         &["render", "render::robots", "render::sitemap"],
     ),
-    ("collecting and state", &["inventory", "patch", "store"]),
+    (
+        "collecting and state",
+        &["inventory", "patch", "store", "store::persisted"],
+    ),
     (
         "the profiles",
         &[
