@@ -31,5 +31,6 @@ pub mod publish;
 pub mod render;
 pub mod scope;
 pub mod server;
+pub mod settings;
 pub mod signposts;
 pub mod store;
