@@ -393,3 +393,368 @@ async fn shutdown_signal() {
         () = terminate => tracing::info!("SIGTERM received"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::config::AdminToken;
+
+    /// A file that sets every setting the environment or a flag overrides below.
+    const FILE: &str = r#"
+[server]
+listen = "127.0.0.1:1001"
+public_url = "https://file.example/"
+state_dir = "/file/state"
+admin_token = "file-token-0123456789"
+
+[harvest]
+user_agent = "file-agent"
+max_attempts = 4
+
+[[repository]]
+name = "a"
+base_url = "https://file.example/oai"
+public_url = "https://file.example/a/"
+scope = ["https://file.example/items/"]
+from = "2020-01-01"
+"#;
+
+    /// `FILE` written as `bridge.toml` in a folder of its own; the folder goes with it.
+    fn file() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bridge.toml");
+        std::fs::write(&path, FILE).unwrap();
+        (dir, path)
+    }
+
+    /// An environment of these variables only.
+    fn env(vars: &[(&str, &str)]) -> Environment {
+        let vars: BTreeMap<String, OsString> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), OsString::from(value)))
+            .collect();
+        Environment::read(|name| vars.get(name).cloned())
+    }
+
+    /// `oai-bridge {command} --config {config} {flags}`, parsed.
+    fn command(command: &str, config: &Path, flags: &[&str]) -> Command {
+        let config = config.to_str().unwrap();
+        let args = ["oai-bridge", command, "--config", config];
+        Cli::try_parse_from(args.iter().chain(flags))
+            .unwrap()
+            .command
+    }
+
+    fn serve(config: &Path, vars: &[(&str, &str)], flags: &[&str]) -> Result<Config, ConfigError> {
+        let Command::Serve(args) = command("serve", config, flags) else {
+            unreachable!()
+        };
+        serve_config_in(&args, &env(vars))
+    }
+
+    fn export(
+        config: &Path,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<ExportOptions, ConfigError> {
+        let flags = [&["--out", "/nowhere/out"], flags].concat();
+        let Command::Export(args) = command("export", config, &flags) else {
+            unreachable!()
+        };
+        export_options_in(&args, &env(vars))
+    }
+
+    fn check(
+        config: &Path,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<CheckOptions, ConfigError> {
+        let Command::Check(args) = command("check", config, &[&["a"], flags].concat()) else {
+            unreachable!()
+        };
+        check_options_in(&args, &env(vars))
+    }
+
+    const LISTEN: &str = Environment::LISTEN;
+    const PUBLIC_URL: &str = Environment::PUBLIC_URL;
+    const STATE_DIR: &str = Environment::STATE_DIR;
+    const ADMIN_TOKEN: &str = Environment::ADMIN_TOKEN;
+    const USER_AGENT: &str = Environment::USER_AGENT;
+
+    #[test]
+    fn serve_takes_the_flag_then_the_environment_then_the_file() {
+        let (_dir, config) = file();
+        let vars = [
+            (LISTEN, "127.0.0.1:1002"),
+            (PUBLIC_URL, "https://env.example/"),
+            (STATE_DIR, "/env/state"),
+            (ADMIN_TOKEN, "env-token-0123456789"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--listen",
+            "127.0.0.1:1003",
+            "--public-url",
+            "https://flag.example/",
+            "--state-dir",
+            "/flag/state",
+            "--accept-shrink",
+        ];
+        let from_file = [
+            "127.0.0.1:1001",
+            "https://file.example/",
+            "/file/state",
+            "file-token-0123456789",
+            "file-agent",
+            "false",
+        ];
+        let from_env = [
+            "127.0.0.1:1002",
+            "https://env.example/",
+            "/env/state",
+            "env-token-0123456789",
+            "env-agent",
+            "false",
+        ];
+        // The token and the user agent have no flag of `serve`.
+        let from_flags = [
+            "127.0.0.1:1003",
+            "https://flag.example/",
+            "/flag/state",
+            "env-token-0123456789",
+            "env-agent",
+            "true",
+        ];
+        for (vars, flags, want) in [
+            (&[][..], &[][..], from_file),
+            (&vars[..], &[][..], from_env),
+            (&vars[..], &flags[..], from_flags),
+        ] {
+            let c = serve(&config, vars, flags).unwrap();
+            let token = c.server.admin_token.clone();
+            let got = [
+                c.server.listen.to_string(),
+                c.server.public_url.unwrap().to_string(),
+                c.server.state_dir.display().to_string(),
+                c.harvest.user_agent,
+                c.repositories[0].policy.accept_shrink.to_string(),
+            ];
+            let [
+                listen,
+                public_url,
+                state_dir,
+                want_token,
+                user_agent,
+                accept_shrink,
+            ] = want;
+            assert_eq!(
+                got,
+                [listen, public_url, state_dir, user_agent, accept_shrink],
+                "{vars:?} {flags:?}"
+            );
+            assert_eq!(token, Some(AdminToken::new(want_token).unwrap()));
+        }
+    }
+
+    #[test]
+    fn export_takes_the_flag_then_the_environment_then_the_file() {
+        let (_dir, config) = file();
+        let vars = [
+            (PUBLIC_URL, "https://env.example/"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--public-url",
+            "https://flag.example/",
+            "--user-agent",
+            "flag-agent",
+            "--max-attempts",
+            "3",
+            "--scope",
+            "https://flag.example/items/",
+        ];
+        for (vars, flags, want) in [
+            (
+                &[][..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "file-agent",
+                    "4",
+                    "https://file.example/items/",
+                ],
+            ),
+            // The environment has no attempts or scope.
+            (
+                &vars[..],
+                &[][..],
+                [
+                    "https://env.example/",
+                    "env-agent",
+                    "4",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &flags[..],
+                [
+                    "https://flag.example/",
+                    "flag-agent",
+                    "3",
+                    "https://flag.example/items/",
+                ],
+            ),
+        ] {
+            let o = export(&config, vars, flags).unwrap();
+            let got = [
+                o.job.public_url.to_string(),
+                o.harvest.user_agent,
+                o.harvest.max_attempts.to_string(),
+                o.job.scope[0].to_string(),
+            ];
+            assert_eq!(got, want, "{vars:?} {flags:?}");
+        }
+    }
+
+    #[test]
+    fn check_takes_the_flag_then_the_environment_then_the_file_then_caps_retries() {
+        let (_dir, config) = file();
+        // `check` reads no public URL from the environment.
+        let vars = [
+            (PUBLIC_URL, "https://env.example/"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--public-url",
+            "https://flag.example/",
+            "--scope",
+            "https://flag.example/items/",
+        ];
+        for (vars, flags, want) in [
+            (
+                &[][..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "file-agent",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "env-agent",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &flags[..],
+                [
+                    "https://flag.example/",
+                    "env-agent",
+                    "https://flag.example/items/",
+                ],
+            ),
+        ] {
+            let o = check(&config, vars, flags).unwrap();
+            let got = [
+                o.public_url.unwrap().to_string(),
+                o.harvest.user_agent.clone(),
+                o.scope[0].to_string(),
+            ];
+            assert_eq!(got, want, "{vars:?} {flags:?}");
+            // The file's 4 attempts, capped for an operator waiting.
+            assert_eq!(o.harvest.max_attempts, 2);
+        }
+    }
+
+    /// A bad value names where it was given: the file's key, the variable, or the flag.
+    #[test]
+    fn an_error_names_the_key_the_variable_or_the_flag() {
+        let (dir, config) = file();
+        let bad_file = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad_file,
+            FILE.replace("max_attempts = 4", "max_attempts = 0"),
+        )
+        .unwrap();
+        let bad_file_name = bad_file.display().to_string();
+        for (err, file, key) in [
+            (
+                export(&bad_file, &[], &[]).err(),
+                bad_file_name.as_str(),
+                "[harvest] max_attempts",
+            ),
+            (
+                export(&config, &[], &["--max-attempts", "0"]).err(),
+                "command line",
+                "--max-attempts",
+            ),
+            (
+                serve(&config, &[(LISTEN, "nowhere")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_LISTEN",
+            ),
+            (
+                serve(&config, &[], &["--listen", "nowhere"]).err(),
+                "command line",
+                "--listen",
+            ),
+            (
+                serve(&config, &[(ADMIN_TOKEN, "short")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_ADMIN_TOKEN",
+            ),
+            (
+                export(&config, &[(PUBLIC_URL, "not-a-url")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_PUBLIC_URL",
+            ),
+            (
+                export(&config, &[], &["--public-url", "not-a-url"]).err(),
+                "command line",
+                "--public-url",
+            ),
+            // The file's `from` is 2020-01-01: the flag given is the one at fault.
+            (
+                export(&config, &[], &["--until", "2019-12-31"]).err(),
+                "command line",
+                "--until",
+            ),
+        ] {
+            let err = err.expect("an error");
+            assert_eq!((err.file.as_str(), err.key.as_str()), (file, key), "{err}");
+        }
+    }
+
+    /// A bad value a higher layer hides is never read.
+    #[test]
+    fn a_hidden_value_is_no_error() {
+        let (_dir, config) = file();
+        let c = serve(
+            &config,
+            &[(LISTEN, "nowhere")],
+            &["--listen", "127.0.0.1:0"],
+        )
+        .unwrap();
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:0");
+        let o = export(
+            &config,
+            &[(PUBLIC_URL, "not-a-url")],
+            &["--public-url", "https://flag.example/"],
+        )
+        .unwrap();
+        assert_eq!(o.job.public_url.as_str(), "https://flag.example/");
+    }
+}

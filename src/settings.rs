@@ -754,3 +754,142 @@ pub fn interactive_limits(mut harvest: HarvestSettings) -> HarvestSettings {
     harvest.retry_after_max = harvest.retry_after_max.min(CHECK_RETRY_AFTER_MAX);
     harvest
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn given<T>(value: T, origin: Origin) -> Option<Given<T>> {
+        Some(Given { value, origin })
+    }
+
+    /// Each setting the upper layer gives replaces the lower one's; the others stay.
+    #[test]
+    fn merge_puts_the_upper_layer_on_top() {
+        let env = Origin::Env(Environment::USER_AGENT);
+        let flag = Origin::Flag("--user-agent");
+        let lower = Overrides {
+            harvest: HarvestOverrides {
+                user_agent: given("env".to_owned(), env),
+                max_attempts: given(3, Origin::Env("X")),
+                ..HarvestOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let upper = Overrides {
+            harvest: HarvestOverrides {
+                user_agent: given("flag".to_owned(), flag),
+                ..HarvestOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let merged = lower.clone().merge(upper.clone()).harvest;
+        assert_eq!(merged.user_agent, given("flag".to_owned(), flag));
+        assert_eq!(merged.max_attempts, given(3, Origin::Env("X")));
+        let merged = upper.merge(lower).harvest;
+        assert_eq!(merged.user_agent, given("env".to_owned(), env));
+    }
+
+    #[test]
+    fn the_environment_is_read_as_given() {
+        let read = |vars: &[(&str, OsString)]| {
+            Environment::read(|name| {
+                vars.iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| v.clone())
+            })
+        };
+        // A blank user agent is none, for every command; any other is taken as it is.
+        for (value, want) in [("", None), ("  ", None), (" a ", Some(" a "))] {
+            let env = read(&[(Environment::USER_AGENT, value.into())]);
+            let got = env.for_serve().harvest.user_agent.map(|g| g.value);
+            assert_eq!(got.as_deref(), want, "{value:?}");
+            let got = env.for_export().harvest.user_agent.map(|g| g.value);
+            assert_eq!(got.as_deref(), want, "{value:?}");
+        }
+        // `export` takes the public URL as its repository's, `serve` as the gateway's, `check`
+        // not at all.
+        let env = read(&[(Environment::PUBLIC_URL, "https://h/".into())]);
+        let public = Some(Given {
+            value: "https://h/".to_owned(),
+            origin: Origin::Env(Environment::PUBLIC_URL),
+        });
+        assert_eq!(env.for_export().repository.public_url, public);
+        assert_eq!(env.for_export().server.public_url, None);
+        assert_eq!(env.for_serve().server.public_url, public);
+        assert_eq!(env.for_check().repository.public_url, None);
+        assert_eq!(env.for_check().server.public_url, None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_variable_that_is_not_unicode_is_an_error_or_unset() {
+        use std::os::unix::ffi::OsStringExt as _;
+        let bad = OsString::from_vec(b"127.0.0.1:\xff".to_vec());
+        let env = Environment::read(|_| Some(bad.clone()));
+        let layers = Layers::new(Config::default(), env.for_serve(), Overrides::default());
+        let err = layers.server().unwrap_err();
+        assert_eq!(err.key, Environment::LISTEN);
+        assert_eq!(env.for_serve().server.admin_token, None);
+        assert_eq!(env.for_serve().harvest.user_agent, None);
+    }
+
+    #[test]
+    fn check_caps_retries_and_waits() {
+        let long = Duration::from_secs(600);
+        let wide = HarvestSettings {
+            max_attempts: 9,
+            backoff_initial: long,
+            backoff_max: long,
+            retry_after_max: long,
+            ..HarvestSettings::default()
+        };
+        let capped = interactive_limits(wide);
+        assert_eq!(
+            (
+                capped.max_attempts,
+                capped.backoff_initial,
+                capped.backoff_max,
+                capped.retry_after_max
+            ),
+            (
+                CHECK_MAX_ATTEMPTS,
+                CHECK_BACKOFF_MAX,
+                CHECK_BACKOFF_MAX,
+                CHECK_RETRY_AFTER_MAX
+            )
+        );
+        let narrow = HarvestSettings {
+            max_attempts: 1,
+            backoff_initial: Duration::from_millis(10),
+            backoff_max: Duration::from_millis(20),
+            retry_after_max: Duration::from_secs(1),
+            ..HarvestSettings::default()
+        };
+        assert_eq!(interactive_limits(narrow.clone()), narrow);
+    }
+
+    /// A flag's first retry delay above the file's longest raises the longest; in the file
+    /// alone, the pair is an error.
+    #[test]
+    fn a_flags_first_delay_raises_the_files_longest() {
+        let file = Config::parse(
+            "[harvest]\nbackoff_max_secs = 1\nbackoff_initial_ms = 500\n",
+            "bridge.toml",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let flags = Overrides {
+            harvest: HarvestOverrides {
+                backoff_initial_ms: given(5000, Origin::Flag("--backoff-initial")),
+                ..HarvestOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let harvest = Layers::new(file, Overrides::default(), flags)
+            .harvest()
+            .unwrap();
+        assert_eq!(harvest.backoff_initial, Duration::from_secs(5));
+        assert_eq!(harvest.backoff_max, Duration::from_secs(5));
+    }
+}
