@@ -1,213 +1,54 @@
-//! Turns parsed command-line arguments and `bridge.toml` into the options of each command
-//! (precedence: flags, then environment, then file, then defaults), and runs it.
+//! Turns parsed command-line arguments, the environment and `bridge.toml` into the options of
+//! each command, through [`crate::settings`] (which holds their precedence: flags, then
+//! environment, then file, then defaults), and runs it.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use url::Url;
 
 use crate::check::{self, CheckOptions};
 use crate::cli::{CheckArgs, ExportArgs, ServeArgs};
-use crate::config::{self, Config, ConfigError, RepositoryConfig};
+use crate::config::{Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
-use crate::render::Limits;
+use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
 
 /// Exit code for a bad configuration (sysexits `EX_CONFIG`).
 pub const EXIT_CONFIG: u8 = 78;
 
-fn flag_err(flag: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError {
-        file: "command line".to_owned(),
-        key: flag.to_owned(),
-        message: message.into(),
-    }
+/// Builds the export options from flags, environment and configuration.
+pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
+    export_options_in(args, &Environment::process())
 }
 
-/// Builds the export options from flags and configuration.
-pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
-    let config = match &args.config {
+/// [`export_options`] in the environment `env`.
+pub fn export_options_in(
+    args: &ExportArgs,
+    env: &Environment,
+) -> Result<ExportOptions, ConfigError> {
+    let file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
-    let repo: Option<&RepositoryConfig> = match (&args.repository, &args.base_url) {
-        (Some(name), _) => Some(
-            config
-                .repositories
-                .iter()
-                .find(|r| &r.name == name)
-                .ok_or_else(|| {
-                    flag_err(
-                        "--repository",
-                        format!("no [[repository]] named {name:?} in the configuration"),
-                    )
-                })?,
-        ),
-        (None, Some(_)) => None,
-        (None, None) => match config.repositories.as_slice() {
-            [only] => Some(only),
-            [] => {
-                return Err(flag_err(
-                    "--base-url",
-                    "give --base-url, or --config with a [[repository]]",
-                ));
-            }
-            _ => {
-                return Err(flag_err(
-                    "--repository",
-                    "the configuration has several repositories; choose one with --repository",
-                ));
-            }
-        },
-    };
-
-    let source = match &args.base_url {
-        Some(value) => Source::parse(value).map_err(|m| flag_err("--base-url", m))?,
-        None => repo
-            .map(|r| r.source.clone())
-            .expect("a repository was chosen above"),
-    };
-    let public_url = match &args.public_url {
-        Some(value) => config::directory_url(value).map_err(|m| flag_err("--public-url", m))?,
-        None => repo
-            .and_then(|r| r.public_url.clone())
-            .or_else(|| {
-                let server = config.server.public_url.as_ref()?;
-                let name = repo.map(|r| format!("{}/", r.name))?;
-                server.join(&name).ok()
-            })
-            .ok_or_else(|| {
-                flag_err(
-                    "--public-url",
-                    "is required: the URL where the folder will be served",
-                )
-            })?,
-    };
-    let sets = if args.sets.is_empty() {
-        repo.map(|r| r.sets.clone()).unwrap_or_default()
-    } else {
-        config::validate_sets(args.sets.clone()).map_err(|m| flag_err("--set", m))?
-    };
-    let from = match &args.from {
-        Some(v) => Some(config::parse_date(v).map_err(|m| flag_err("--from", m))?),
-        None => repo.and_then(|r| r.from),
-    };
-    let until = match &args.until {
-        Some(v) => Some(config::parse_date(v).map_err(|m| flag_err("--until", m))?),
-        None => repo.and_then(|r| r.until),
-    };
-    config::check_range(from, until).map_err(|m| flag_err("--from", m))?;
-    let scope: Vec<Url> = if args.scope.is_empty() {
-        repo.map(|r| r.scope.clone()).unwrap_or_default()
-    } else {
-        config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?
-    };
-    let landing = landing_settings(
-        &args.landing,
-        repo.map(|r| r.landing.clone()).unwrap_or_default(),
-    )?;
-    let base_limits = repo.map(|r| r.limits).unwrap_or_default();
-    let limits = Limits {
-        max_urls: args.max_urls.unwrap_or(base_limits.max_urls),
-        max_bytes: args.max_bytes.unwrap_or(base_limits.max_bytes),
-    }
-    .validate()
-    .map_err(|m| flag_err("--max-urls / --max-bytes", m))?;
-
-    let mut harvest = config.harvest.clone();
-    if let Some(v) = args.max_attempts {
-        if v == 0 {
-            return Err(flag_err("--max-attempts", "must be at least 1"));
-        }
-        harvest.max_attempts = v;
-    }
-    if let Some(v) = args.request_timeout {
-        if v == 0 {
-            return Err(flag_err("--request-timeout", "must be at least 1"));
-        }
-        harvest.request_timeout = Duration::from_secs(v);
-    }
-    if let Some(v) = args.politeness_delay {
-        harvest.politeness_delay = Duration::from_millis(v);
-    }
-    if let Some(v) = args.retry_after_max {
-        harvest.retry_after_max = Duration::from_secs(v);
-    }
-    if let Some(v) = args.deadline {
-        harvest.deadline = (v > 0).then(|| Duration::from_secs(v));
-    }
-    if let Some(v) = args.max_body_bytes {
-        harvest.max_body_bytes = v;
-    }
-    if let Some(v) = args.backoff_initial {
-        harvest.backoff_initial = Duration::from_millis(v);
-        harvest.backoff_max = harvest.backoff_max.max(harvest.backoff_initial);
-    }
-    if let Some(v) = &args.user_agent {
-        harvest.user_agent = v.clone();
-    }
-
-    let mut policy = repo.map(|r| r.policy.clone()).unwrap_or_default();
-    if let Some(v) = args.full_harvest_interval {
-        policy.full_interval = Duration::from_secs(v);
-    }
-    if args.shrink_guard.is_some() {
-        policy.shrink_guard =
-            config::check_share(args.shrink_guard).map_err(|m| flag_err("--shrink-guard", m))?;
-    }
-    policy.accept_shrink = args.accept_shrink;
-    let signmap = args.signmap || repo.is_some_and(|r| r.signmap);
-    let cdif = args.cdif || repo.is_some_and(|r| r.cdif);
-    let cdif_list = args.cdif_list || repo.is_some_and(|r| r.cdif_list);
-    let ocx = repo
-        .and_then(|r| r.ocx.clone())
-        .or_else(|| args.ocx.then(config::OcxConfig::default));
-    let diwoo = if args.diwoo.is_empty() {
-        repo.map(|r| r.diwoo.clone()).unwrap_or_default()
-    } else {
-        let mut table = std::collections::BTreeMap::new();
-        for value in &args.diwoo {
-            let (set, n) = value
-                .rsplit_once('=')
-                .ok_or_else(|| flag_err("--diwoo", format!("{value:?}: give SETSPEC=CATEGORY")))?;
-            let n: i64 = n
-                .parse()
-                .map_err(|_| flag_err("--diwoo", format!("{value:?}: the category is a number")))?;
-            table.insert(set.to_owned(), n);
-        }
-        config::parse_diwoo(&table).map_err(|m| flag_err("--diwoo", m))?
-    };
+    let layers = Layers::new(file, env.for_export(), Overrides::from(args));
+    let repo = export_repository(layers.file(), args)?;
+    let settings = layers.repository(repo)?;
+    let public_url = settings
+        .public_url
+        .clone()
+        .or_else(|| repo.and_then(|r| layers.file().public_url_under_server(r)))
+        .ok_or_else(|| {
+            Origin::Flag("--public-url")
+                .error("is required: the URL where the folder will be served")
+        })?;
+    let harvest = layers.harvest()?;
+    let policy = settings.policy.clone();
     Ok(ExportOptions {
-        job: Job {
-            request: HarvestRequest {
-                fields: crate::pipeline::fields_for(
-                    signmap,
-                    ocx.is_some(),
-                    cdif || cdif_list,
-                    &landing,
-                    &source,
-                ),
-                source,
-                sets,
-                from,
-                until,
-            },
-            landing,
-            signmap,
-            ocx,
-            cdif,
-            cdif_list,
-            diwoo,
-            scope,
-            limits,
-            gzip: args.gzip || repo.is_some_and(|r| r.gzip),
-            public_url,
-            spill_dir: None,
-        },
+        job: export_job(settings, public_url),
         harvest,
         out: args.out.clone(),
         progress: !args.no_progress,
@@ -216,97 +57,154 @@ pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     })
 }
 
-/// Builds the options of `check`: a baseURL, a configured repository by name, or a local
-/// Static Repository file.
-pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
-    let is_url = args.target.starts_with("http://") || args.target.starts_with("https://");
-    let is_file = !is_url
-        && (args.target.starts_with("file://") || std::path::Path::new(&args.target).is_file());
-    // A repository name is looked up in the configuration even when a file has the same name.
-    let default_config = std::path::Path::new("bridge.toml");
-    let config = match &args.config {
-        Some(path) => Config::load(path)?,
-        None if !is_url && (!is_file || default_config.is_file()) => Config::load(default_config)?,
-        None => Config::default(),
-    };
-    let named = config.repositories.iter().find(|r| r.name == args.target);
-    let (source, mut scope, mut public_url) = if is_url {
-        let url = Url::parse(&args.target)
-            .map_err(|e| flag_err("URL", format!("{:?} is not a URL: {e}", args.target)))?;
-        (Source::Oai(url), Vec::new(), None)
-    } else if let (None, true) = (named, is_file) {
-        let source = Source::parse(&args.target).map_err(|m| flag_err("URL", m))?;
-        (source, Vec::new(), None)
-    } else {
-        let repo = named.ok_or_else(|| {
-            flag_err(
-                "URL",
-                format!(
-                    "{:?} is neither an http(s) baseURL, a [[repository]] of the configuration, nor a Static Repository file",
-                    args.target
-                ),
-            )
-        })?;
-        let public = repo.public_url.clone().or_else(|| {
-            config
-                .server
-                .public_url
-                .as_ref()
-                .and_then(|p| p.join(&format!("{}/", repo.name)).ok())
-        });
-        (repo.source.clone(), repo.scope.clone(), public)
-    };
-    let landing = landing_settings(
-        &args.landing,
-        named
-            .filter(|_| !is_url)
-            .map(|r| r.landing.clone())
-            .unwrap_or_default(),
-    )?;
-    if !args.scope.is_empty() {
-        scope = config::parse_scope(&args.scope).map_err(|m| flag_err("--scope", m))?;
+/// The `[[repository]]` an export takes: `--repository`, none with `--base-url` alone, or the
+/// only one.
+fn export_repository<'c>(
+    config: &'c Config,
+    args: &ExportArgs,
+) -> Result<Option<&'c RepositoryConfig>, ConfigError> {
+    match (&args.repository, &args.base_url) {
+        (Some(name), _) => {
+            let repo = config.repositories.iter().find(|r| &r.name == name);
+            let repo = repo.ok_or_else(|| {
+                Origin::Flag("--repository").error(format!(
+                    "no [[repository]] named {name:?} in the configuration"
+                ))
+            })?;
+            Ok(Some(repo))
+        }
+        (None, Some(_)) => Ok(None),
+        (None, None) => match config.repositories.as_slice() {
+            [only] => Ok(Some(only)),
+            [] => Err(Origin::Flag("--base-url")
+                .error("give --base-url, or --config with a [[repository]]")),
+            _ => Err(Origin::Flag("--repository")
+                .error("the configuration has several repositories; choose one with --repository")),
+        },
     }
-    if let Some(url) = &args.public_url {
-        public_url = Some(config::directory_url(url).map_err(|m| flag_err("--public-url", m))?);
+}
+
+/// The job of an export of `repo`, published at `public_url`.
+fn export_job(repo: RepositorySettings, public_url: Url) -> Job {
+    let source = repo
+        .source
+        .expect("a repository or --base-url was chosen (export_repository)");
+    Job {
+        request: HarvestRequest {
+            fields: crate::pipeline::fields_for(
+                repo.signmap,
+                repo.ocx.is_some(),
+                repo.cdif || repo.cdif_list,
+                &repo.landing,
+                &source,
+            ),
+            source,
+            sets: repo.sets,
+            from: repo.from,
+            until: repo.until,
+        },
+        landing: repo.landing,
+        signmap: repo.signmap,
+        ocx: repo.ocx,
+        cdif: repo.cdif,
+        cdif_list: repo.cdif_list,
+        diwoo: repo.diwoo,
+        scope: repo.scope,
+        limits: repo.limits,
+        gzip: repo.gzip,
+        public_url,
+        spill_dir: None,
     }
-    if args.pages == 0 {
-        return Err(flag_err("--pages", "must be at least 1"));
-    }
-    // An operator waits for the answer: each request is tried twice at most, with short waits.
-    let mut harvest = config.harvest.clone();
-    if let Some(agent) = env_user_agent() {
-        harvest.user_agent = agent;
-    }
+}
+
+/// `check`'s harvest settings over every layer: an operator waits for the answer
+/// ([`crate::oai::RetryPolicy::interactive`]).
+fn interactive(mut harvest: crate::oai::HarvestSettings) -> crate::oai::HarvestSettings {
     crate::oai::RetryPolicy::of(&harvest)
         .interactive()
         .apply(&mut harvest);
+    harvest
+}
+
+/// Builds the options of `check`: a baseURL, a configured repository by name, or a local
+/// Static Repository file.
+pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
+    check_options_in(args, &Environment::process())
+}
+
+/// [`check_options`] in the environment `env`.
+pub fn check_options_in(args: &CheckArgs, env: &Environment) -> Result<CheckOptions, ConfigError> {
+    let target = CheckTarget::of(&args.target);
+    // A repository name is looked up in the configuration even when a file has the same name.
+    let default_config = std::path::Path::new("bridge.toml");
+    let file = match &args.config {
+        Some(path) => Config::load(path)?,
+        None if !target.is_url && (!target.is_file || default_config.is_file()) => {
+            Config::load(default_config)?
+        }
+        None => Config::default(),
+    };
+    let layers = Layers::new(file, env.for_check(), Overrides::from(args));
+    let named = layers
+        .file()
+        .repositories
+        .iter()
+        .find(|r| r.name == args.target)
+        .filter(|_| !target.is_url);
+    let source = target.source(&args.target, named)?;
+    let settings = layers.repository(named)?;
+    let public_url = settings
+        .public_url
+        .or_else(|| named.and_then(|r| layers.file().public_url_under_server(r)));
+    if args.pages == 0 {
+        return Err(Origin::Flag("--pages").error("must be at least 1"));
+    }
     Ok(CheckOptions {
         source,
-        scope,
-        landing,
+        scope: settings.scope,
+        landing: settings.landing,
         fetch: args.fetch,
         public_url,
         pages: args.pages,
-        harvest,
+        harvest: interactive(layers.harvest()?),
     })
 }
 
-/// The landing settings of a command: the repository's, each flag given overriding its key.
-fn landing_settings(
-    args: &crate::cli::LandingArgs,
-    mut settings: crate::platform::LandingSettings,
-) -> Result<crate::platform::LandingSettings, ConfigError> {
-    if let Some(v) = &args.platform {
-        settings.platform = config::parse_platform(v).map_err(|m| flag_err("--platform", m))?;
+/// What `check`'s target looks like, before the configuration is read.
+struct CheckTarget {
+    is_url: bool,
+    is_file: bool,
+}
+
+impl CheckTarget {
+    fn of(target: &str) -> CheckTarget {
+        let is_url = target.starts_with("http://") || target.starts_with("https://");
+        let is_file =
+            !is_url && (target.starts_with("file://") || std::path::Path::new(target).is_file());
+        CheckTarget { is_url, is_file }
     }
-    if let Some(v) = &args.ui_url {
-        settings.ui_url = Some(config::parse_ui_url(v).map_err(|m| flag_err("--ui-url", m))?);
+
+    /// The upstream: the baseURL, the file (unless a repository has its name), or the named
+    /// repository's.
+    fn source(
+        &self,
+        target: &str,
+        named: Option<&RepositoryConfig>,
+    ) -> Result<Source, ConfigError> {
+        let origin = Origin::Flag("URL");
+        if self.is_url {
+            let url = Url::parse(target)
+                .map_err(|e| origin.error(format!("{target:?} is not a URL: {e}")))?;
+            return Ok(Source::Oai(url));
+        }
+        match named {
+            None if self.is_file => Source::parse(target).map_err(|m| origin.error(m)),
+            Some(repo) => Ok(repo.source.clone()),
+            None => Err(origin.error(format!(
+                "{target:?} is neither an http(s) baseURL, a [[repository]] of the configuration, nor a Static Repository file"
+            ))),
+        }
     }
-    if let Some(v) = &args.landing_template {
-        settings.template =
-            Some(config::parse_template(v).map_err(|m| flag_err("--landing-template", m))?);
-    }
-    Ok(settings)
 }
 
 /// Runs `check` and prints its report; exit 0 when the repository can be bridged as configured,
@@ -370,37 +268,13 @@ pub use crate::error::chain as error_chain;
 
 /// The configuration of `serve`: the file, overridden by environment variables and flags.
 pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
-    let mut config = Config::load(&args.config)?;
-    if let Some(listen) = &args.listen {
-        config.server.listen = listen.parse().map_err(|e| {
-            flag_err(
-                "--listen / OAI_BRIDGE_LISTEN",
-                format!("{listen:?} is not an address:port: {e}"),
-            )
-        })?;
-    }
-    if let Some(url) = &args.public_url {
-        config.server.public_url = Some(
-            config::directory_url(url)
-                .map_err(|m| flag_err("--public-url / OAI_BRIDGE_PUBLIC_URL", m))?,
-        );
-    }
-    if let Some(dir) = &args.state_dir {
-        config.server.state_dir = dir.clone();
-    }
-    for r in &mut config.repositories {
-        r.policy.accept_shrink = args.accept_shrink;
-    }
-    // The environment's user agent, as `export --user-agent` reads it (bridge.toml's header
-    // promises it overrides the file for every command).
-    if let Some(agent) = env_user_agent() {
-        config.harvest.user_agent = agent;
-    }
-    if let Ok(token) = std::env::var("OAI_BRIDGE_ADMIN_TOKEN") {
-        config.server.admin_token = Some(
-            config::AdminToken::new(&token).map_err(|m| flag_err("OAI_BRIDGE_ADMIN_TOKEN", m))?,
-        );
-    }
+    serve_config_in(args, &Environment::process())
+}
+
+/// [`serve_config`] in the environment `env`.
+pub fn serve_config_in(args: &ServeArgs, env: &Environment) -> Result<Config, ConfigError> {
+    let file = Config::load(&args.config)?;
+    let config = Layers::new(file, env.for_serve(), Overrides::from(args)).config()?;
     if config.repositories.is_empty() {
         return Err(ConfigError {
             file: args.config.display().to_string(),
@@ -409,13 +283,6 @@ pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
         });
     }
     Ok(config)
-}
-
-/// `OAI_BRIDGE_USER_AGENT`, when set and not empty.
-fn env_user_agent() -> Option<String> {
-    std::env::var("OAI_BRIDGE_USER_AGENT")
-        .ok()
-        .filter(|a| !a.trim().is_empty())
 }
 
 /// The public URL when none is configured: the listen address, with loopback for "any".
@@ -533,5 +400,370 @@ async fn shutdown_signal() {
             tracing::info!("Ctrl-C received");
         }
         () = terminate => tracing::info!("SIGTERM received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use crate::config::AdminToken;
+
+    /// A file that sets every setting the environment or a flag overrides below.
+    const FILE: &str = r#"
+[server]
+listen = "127.0.0.1:1001"
+public_url = "https://file.example/"
+state_dir = "/file/state"
+admin_token = "file-token-0123456789"
+
+[harvest]
+user_agent = "file-agent"
+max_attempts = 4
+
+[[repository]]
+name = "a"
+base_url = "https://file.example/oai"
+public_url = "https://file.example/a/"
+scope = ["https://file.example/items/"]
+from = "2020-01-01"
+"#;
+
+    /// `FILE` written as `bridge.toml` in a folder of its own; the folder goes with it.
+    fn file() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bridge.toml");
+        std::fs::write(&path, FILE).unwrap();
+        (dir, path)
+    }
+
+    /// An environment of these variables only.
+    fn env(vars: &[(&str, &str)]) -> Environment {
+        let vars: BTreeMap<String, OsString> = vars
+            .iter()
+            .map(|(name, value)| (name.to_string(), OsString::from(value)))
+            .collect();
+        Environment::read(|name| vars.get(name).cloned())
+    }
+
+    /// `oai-bridge {command} --config {config} {flags}`, parsed.
+    fn command(command: &str, config: &Path, flags: &[&str]) -> Command {
+        let config = config.to_str().unwrap();
+        let args = ["oai-bridge", command, "--config", config];
+        Cli::try_parse_from(args.iter().chain(flags))
+            .unwrap()
+            .command
+    }
+
+    fn serve(config: &Path, vars: &[(&str, &str)], flags: &[&str]) -> Result<Config, ConfigError> {
+        let Command::Serve(args) = command("serve", config, flags) else {
+            unreachable!()
+        };
+        serve_config_in(&args, &env(vars))
+    }
+
+    fn export(
+        config: &Path,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<ExportOptions, ConfigError> {
+        let flags = [&["--out", "/nowhere/out"], flags].concat();
+        let Command::Export(args) = command("export", config, &flags) else {
+            unreachable!()
+        };
+        export_options_in(&args, &env(vars))
+    }
+
+    fn check(
+        config: &Path,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<CheckOptions, ConfigError> {
+        let Command::Check(args) = command("check", config, &[&["a"], flags].concat()) else {
+            unreachable!()
+        };
+        check_options_in(&args, &env(vars))
+    }
+
+    const LISTEN: &str = Environment::LISTEN;
+    const PUBLIC_URL: &str = Environment::PUBLIC_URL;
+    const STATE_DIR: &str = Environment::STATE_DIR;
+    const ADMIN_TOKEN: &str = Environment::ADMIN_TOKEN;
+    const USER_AGENT: &str = Environment::USER_AGENT;
+
+    #[test]
+    fn serve_takes_the_flag_then_the_environment_then_the_file() {
+        let (_dir, config) = file();
+        let vars = [
+            (LISTEN, "127.0.0.1:1002"),
+            (PUBLIC_URL, "https://env.example/"),
+            (STATE_DIR, "/env/state"),
+            (ADMIN_TOKEN, "env-token-0123456789"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--listen",
+            "127.0.0.1:1003",
+            "--public-url",
+            "https://flag.example/",
+            "--state-dir",
+            "/flag/state",
+            "--accept-shrink",
+        ];
+        let from_file = [
+            "127.0.0.1:1001",
+            "https://file.example/",
+            "/file/state",
+            "file-token-0123456789",
+            "file-agent",
+            "false",
+        ];
+        let from_env = [
+            "127.0.0.1:1002",
+            "https://env.example/",
+            "/env/state",
+            "env-token-0123456789",
+            "env-agent",
+            "false",
+        ];
+        // The token and the user agent have no flag of `serve`.
+        let from_flags = [
+            "127.0.0.1:1003",
+            "https://flag.example/",
+            "/flag/state",
+            "env-token-0123456789",
+            "env-agent",
+            "true",
+        ];
+        for (vars, flags, want) in [
+            (&[][..], &[][..], from_file),
+            (&vars[..], &[][..], from_env),
+            (&vars[..], &flags[..], from_flags),
+        ] {
+            let c = serve(&config, vars, flags).unwrap();
+            let token = c.server.admin_token.clone();
+            let got = [
+                c.server.listen.to_string(),
+                c.server.public_url.unwrap().to_string(),
+                c.server.state_dir.display().to_string(),
+                c.harvest.user_agent,
+                c.repositories[0].policy.accept_shrink.to_string(),
+            ];
+            let [
+                listen,
+                public_url,
+                state_dir,
+                want_token,
+                user_agent,
+                accept_shrink,
+            ] = want;
+            assert_eq!(
+                got,
+                [listen, public_url, state_dir, user_agent, accept_shrink],
+                "{vars:?} {flags:?}"
+            );
+            assert_eq!(token, Some(AdminToken::new(want_token).unwrap()));
+        }
+    }
+
+    #[test]
+    fn export_takes_the_flag_then_the_environment_then_the_file() {
+        let (_dir, config) = file();
+        let vars = [
+            (PUBLIC_URL, "https://env.example/"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--public-url",
+            "https://flag.example/",
+            "--user-agent",
+            "flag-agent",
+            "--max-attempts",
+            "3",
+            "--scope",
+            "https://flag.example/items/",
+        ];
+        for (vars, flags, want) in [
+            (
+                &[][..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "file-agent",
+                    "4",
+                    "https://file.example/items/",
+                ],
+            ),
+            // The environment has no attempts or scope.
+            (
+                &vars[..],
+                &[][..],
+                [
+                    "https://env.example/",
+                    "env-agent",
+                    "4",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &flags[..],
+                [
+                    "https://flag.example/",
+                    "flag-agent",
+                    "3",
+                    "https://flag.example/items/",
+                ],
+            ),
+        ] {
+            let o = export(&config, vars, flags).unwrap();
+            let got = [
+                o.job.public_url.to_string(),
+                o.harvest.user_agent,
+                o.harvest.max_attempts.to_string(),
+                o.job.scope[0].to_string(),
+            ];
+            assert_eq!(got, want, "{vars:?} {flags:?}");
+        }
+    }
+
+    #[test]
+    fn check_takes_the_flag_then_the_environment_then_the_file_then_caps_retries() {
+        let (_dir, config) = file();
+        // `check` reads no public URL from the environment.
+        let vars = [
+            (PUBLIC_URL, "https://env.example/"),
+            (USER_AGENT, "env-agent"),
+        ];
+        let flags = [
+            "--public-url",
+            "https://flag.example/",
+            "--scope",
+            "https://flag.example/items/",
+        ];
+        for (vars, flags, want) in [
+            (
+                &[][..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "file-agent",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &[][..],
+                [
+                    "https://file.example/a/",
+                    "env-agent",
+                    "https://file.example/items/",
+                ],
+            ),
+            (
+                &vars[..],
+                &flags[..],
+                [
+                    "https://flag.example/",
+                    "env-agent",
+                    "https://flag.example/items/",
+                ],
+            ),
+        ] {
+            let o = check(&config, vars, flags).unwrap();
+            let got = [
+                o.public_url.unwrap().to_string(),
+                o.harvest.user_agent.clone(),
+                o.scope[0].to_string(),
+            ];
+            assert_eq!(got, want, "{vars:?} {flags:?}");
+            // The file's 4 attempts, capped for an operator waiting.
+            assert_eq!(o.harvest.max_attempts, 2);
+        }
+    }
+
+    /// A bad value names where it was given: the file's key, the variable, or the flag.
+    #[test]
+    fn an_error_names_the_key_the_variable_or_the_flag() {
+        let (dir, config) = file();
+        let bad_file = dir.path().join("bad.toml");
+        std::fs::write(
+            &bad_file,
+            FILE.replace("max_attempts = 4", "max_attempts = 0"),
+        )
+        .unwrap();
+        let bad_file_name = bad_file.display().to_string();
+        for (err, file, key) in [
+            (
+                export(&bad_file, &[], &[]).err(),
+                bad_file_name.as_str(),
+                "[harvest] max_attempts",
+            ),
+            (
+                export(&config, &[], &["--max-attempts", "0"]).err(),
+                "command line",
+                "--max-attempts",
+            ),
+            (
+                serve(&config, &[(LISTEN, "nowhere")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_LISTEN",
+            ),
+            (
+                serve(&config, &[], &["--listen", "nowhere"]).err(),
+                "command line",
+                "--listen",
+            ),
+            (
+                serve(&config, &[(ADMIN_TOKEN, "short")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_ADMIN_TOKEN",
+            ),
+            (
+                export(&config, &[(PUBLIC_URL, "not-a-url")], &[]).err(),
+                "environment",
+                "OAI_BRIDGE_PUBLIC_URL",
+            ),
+            (
+                export(&config, &[], &["--public-url", "not-a-url"]).err(),
+                "command line",
+                "--public-url",
+            ),
+            // The file's `from` is 2020-01-01: the flag given is the one at fault.
+            (
+                export(&config, &[], &["--until", "2019-12-31"]).err(),
+                "command line",
+                "--until",
+            ),
+        ] {
+            let err = err.expect("an error");
+            assert_eq!((err.file.as_str(), err.key.as_str()), (file, key), "{err}");
+        }
+    }
+
+    /// A bad value a higher layer hides is never read.
+    #[test]
+    fn a_hidden_value_is_no_error() {
+        let (_dir, config) = file();
+        let c = serve(
+            &config,
+            &[(LISTEN, "nowhere")],
+            &["--listen", "127.0.0.1:0"],
+        )
+        .unwrap();
+        assert_eq!(c.server.listen.to_string(), "127.0.0.1:0");
+        let o = export(
+            &config,
+            &[(PUBLIC_URL, "not-a-url")],
+            &["--public-url", "https://flag.example/"],
+        )
+        .unwrap();
+        assert_eq!(o.job.public_url.as_str(), "https://flag.example/");
     }
 }

@@ -1,4 +1,7 @@
-//! The command line (clap). Flags override `bridge.toml`, which overrides the defaults.
+//! The command line (clap). Flags override the environment, which overrides `bridge.toml`,
+//! which overrides the defaults: `settings` reads the settings' environment variables and
+//! stacks the layers. Clap reads only `OAI_BRIDGE_CONFIG` (which file) and
+//! `OAI_BRIDGE_LOG_FORMAT` (how to log), both needed before any layer.
 
 use std::path::PathBuf;
 
@@ -104,14 +107,16 @@ pub struct ServeArgs {
     /// Configuration file.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
     pub config: PathBuf,
-    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides `[server] listen`.
-    #[arg(long, env = "OAI_BRIDGE_LISTEN", value_name = "ADDR:PORT")]
+    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides
+    /// OAI_BRIDGE_LISTEN and `[server] listen`.
+    #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
-    /// Public URL of the gateway, as crawlers reach it; overrides `[server] public_url`.
-    #[arg(long, env = "OAI_BRIDGE_PUBLIC_URL")]
+    /// Public URL of the gateway, as crawlers reach it; overrides OAI_BRIDGE_PUBLIC_URL and
+    /// `[server] public_url`.
+    #[arg(long)]
     pub public_url: Option<String>,
-    /// Where generations are kept; overrides `[server] state_dir`.
-    #[arg(long, env = "OAI_BRIDGE_STATE_DIR")]
+    /// Where generations are kept; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
+    #[arg(long)]
     pub state_dir: Option<PathBuf>,
     /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
     #[arg(long)]
@@ -138,7 +143,8 @@ pub struct ExportArgs {
     #[arg(long)]
     pub out: PathBuf,
     /// Where the folder will be served (a directory URL); index and robots.txt URLs use it.
-    #[arg(long, env = "OAI_BRIDGE_PUBLIC_URL")]
+    /// Overrides OAI_BRIDGE_PUBLIC_URL and the configuration's.
+    #[arg(long)]
     pub public_url: Option<String>,
     /// Harvest only this set (repeatable).
     #[arg(long = "set", value_name = "SETSPEC")]
@@ -205,8 +211,9 @@ pub struct ExportArgs {
     /// First retry delay, in milliseconds (doubles per attempt, with jitter).
     #[arg(long, value_name = "MS")]
     pub backoff_initial: Option<u64>,
-    /// User-Agent to send; include a contact address.
-    #[arg(long, env = "OAI_BRIDGE_USER_AGENT")]
+    /// User-Agent to send; include a contact address. Overrides OAI_BRIDGE_USER_AGENT and
+    /// `[harvest] user_agent`.
+    #[arg(long)]
     pub user_agent: Option<String>,
     /// No live progress line.
     #[arg(long)]

@@ -35,9 +35,10 @@ pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {key}: {message}")]
 pub struct ConfigError {
-    /// The configuration file (or `command line`).
+    /// The configuration file (or `command line`, or `environment`).
     pub file: String,
-    /// The key, e.g. `[harvest] max_attempts` or `[[repository]] #2 base_url`.
+    /// The key, e.g. `[harvest] max_attempts` or `[[repository]] #2 base_url`; or the flag
+    /// (`--max-attempts`) or the environment variable (`OAI_BRIDGE_LISTEN`).
     pub key: String,
     /// What is wrong with it.
     pub message: String,
@@ -554,6 +555,15 @@ impl Config {
             harvest,
             repositories,
         })
+    }
+}
+
+impl Config {
+    /// Where `repo`'s files are under `[server] public_url` (`{public_url}{name}/`), when that
+    /// is set: `export` and `check` take it when the repository sets no `public_url` of its own.
+    pub fn public_url_under_server(&self, repo: &RepositoryConfig) -> Option<Url> {
+        let server = self.server.public_url.as_ref()?;
+        server.join(&format!("{}/", repo.name)).ok()
     }
 }
 

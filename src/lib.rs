@@ -33,4 +33,5 @@ pub mod publish;
 pub mod render;
 pub mod scope;
 pub mod server;
+pub mod settings;
 pub mod store;

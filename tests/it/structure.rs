@@ -271,6 +271,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::http",
             "server::refresh",
             "server::status",
+            "settings",
         ],
     ),
     ("the shell", &["app"]),
