@@ -248,7 +248,11 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
     };
     match export::export(&options).await {
         Ok(summary) => {
-            print!("{}", summary.render(&options.job));
+            if args.json {
+                println!("{}", summary.json(&options.job));
+            } else {
+                print!("{}", summary.render(&options.job));
+            }
             ExitCode::SUCCESS
         }
         Err(e) => {

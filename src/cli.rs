@@ -218,6 +218,10 @@ pub struct ExportArgs {
     /// No live progress line.
     #[arg(long)]
     pub no_progress: bool,
+    /// Print the summary as JSON: the fields of a gateway generation's summary, with the
+    /// folder and the bytes written.
+    #[arg(long)]
+    pub json: bool,
     /// Keep the repository's state in this folder (store.sqlite): later exports ask only for
     /// changes, and continue an interrupted harvest where it stopped.
     #[arg(long, value_name = "DIR")]

@@ -14,6 +14,7 @@ use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::publish::{PublishError, Staging};
 use crate::store::{self, Store};
+use crate::summary::Summary;
 
 /// Everything an export needs.
 #[derive(Clone, Debug)]
@@ -176,6 +177,31 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
 }
 
 impl ExportSummary {
+    /// The summary as JSON: the fields of a gateway generation's [`Summary`], with the folder
+    /// and the bytes written.
+    pub fn json(&self, job: &Job) -> String {
+        #[derive(serde::Serialize)]
+        struct Exported<'a> {
+            out: &'a Path,
+            bytes_written: u64,
+            #[serde(flatten)]
+            summary: Summary,
+        }
+        let summary = Summary::new(
+            &job.request.source,
+            &self.built,
+            self.run.as_ref(),
+            self.elapsed,
+            &job.settings_key(),
+        );
+        let exported = Exported {
+            out: &self.out,
+            bytes_written: self.bytes,
+            summary,
+        };
+        serde_json::to_string_pretty(&exported).expect("the summary serialises")
+    }
+
     /// The summary printed at the end of an export.
     pub fn render(&self, job: &Job) -> String {
         let b = &self.built;

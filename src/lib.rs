@@ -35,3 +35,4 @@ pub mod scope;
 pub mod server;
 pub mod settings;
 pub mod store;
+pub mod summary;

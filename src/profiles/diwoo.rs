@@ -161,7 +161,7 @@ impl<'a> Writer<'a> {
 }
 
 /// What one DiWoo category published.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DiwooStats {
     /// The Woo information category, 1-17.
     pub category: u8,

@@ -394,7 +394,6 @@ impl<'a> engine::Target for NextGeneration<'a> {
         run: Option<&RunSummary>,
         elapsed: Duration,
     ) -> Result<Generation, RefreshError> {
-        let run = run.expect("a gateway harvests through its store");
         let summary = Summary::new(
             &self.repo.job.request.source,
             built,

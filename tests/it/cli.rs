@@ -279,6 +279,44 @@ fn summary_adds_up_against_the_sample_and_the_files() {
     assert!(summary.starts_with(&format!("Exported {SAMPLE} to {}", out.display())));
 }
 
+/// `export --json` says in JSON what the text summary says, with the same counts as the sample
+/// and the files.
+#[test]
+fn the_json_summary_holds_the_same_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = export(&out, &["--public-url", PUBLIC_URL, "--json"]);
+    assert_exit(&o, 0);
+    let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let expected = expected_from_sample();
+    let n = |key: &str| {
+        json[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} in {json}"))
+    };
+    assert_eq!(n("records"), expected.records);
+    assert_eq!(n("records_seen"), expected.records);
+    assert_eq!(n("deleted"), expected.deleted);
+    assert_eq!(n("urls"), expected.urls);
+    let drops: BTreeMap<String, u64> = serde_json::from_value(json["drops"].clone()).unwrap();
+    assert_eq!(drops, expected.drops);
+    let files = snapshot(&out);
+    let shards = files
+        .keys()
+        .filter(|p| p.to_str().unwrap().starts_with("sitemap-"))
+        .count() as u64;
+    assert_eq!(n("shards"), shards);
+    let written: u64 = files
+        .iter()
+        .filter(|(p, _)| *p != Path::new(".oai-bridge-export"))
+        .map(|(_, b)| b.len() as u64)
+        .sum();
+    assert_eq!(n("bytes_written"), written);
+    assert_eq!(json["out"], out.to_str().unwrap());
+    assert_eq!(json["index_url"], format!("{PUBLIC_URL}sitemap.xml"));
+    assert_eq!(json["source"], SAMPLE);
+}
+
 #[test]
 fn gzip_summary_counts_shards_and_compressed_bytes() {
     let tmp = tempfile::tempdir().unwrap();

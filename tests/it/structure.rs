@@ -257,7 +257,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "the publish sequence",
-        &["engine", "incremental", "pipeline"],
+        &["engine", "incremental", "pipeline", "summary"],
     ),
     (
         "commands",

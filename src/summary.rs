@@ -1,0 +1,227 @@
+//! What a run published, in the one form its presenters read: `export --json`, the gateway's
+//! generation manifest (from which its status page and metrics are made). `export`'s text
+//! summary reads the [`crate::engine::Outcome`] itself, as it says more (the quirks tolerated,
+//! the store's counts).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// What a generation's harvest found, for the status page and metrics.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Summary {
+    /// The upstream (baseURL or file).
+    pub source: String,
+    /// `ListRecords` pages read.
+    pub pages: u64,
+    /// Record occurrences read.
+    pub records_seen: u64,
+    /// Distinct records (through the store: its live and deleted records).
+    pub records: u64,
+    /// Distinct records whose newest version is deleted (through the store: the store's).
+    pub deleted: u64,
+    /// URLs published.
+    pub urls: u64,
+    /// Identifiers not published, by reason (`Drop::as_str`).
+    pub drops: BTreeMap<String, u64>,
+    /// Shards in the index.
+    pub shards: u64,
+    /// Wall time of the harvest and rendering, in milliseconds.
+    pub build_ms: u64,
+    /// Absolute URL of the sitemap index.
+    pub index_url: String,
+    /// The Signmap, when the repository has one.
+    #[serde(default)]
+    pub signmap: Option<SignmapSummary>,
+    /// The OCX sitemap, when the repository has one.
+    #[serde(default)]
+    pub ocx: Option<OcxSummary>,
+    /// The CDIF documents, when the repository has them.
+    #[serde(default)]
+    pub cdif: Option<CdifSummary>,
+    /// The DiWoo categories, when the repository maps sets to them.
+    #[serde(default, with = "stored_diwoo")]
+    pub diwoo: Vec<crate::pipeline::DiwooStats>,
+    /// The harvest that made it: `full`, or `incremental from <date>`, and the records it
+    /// received.
+    #[serde(default)]
+    pub harvest: String,
+    /// Why that harvest was a full one.
+    #[serde(default)]
+    pub full_reason: Option<crate::incremental::FullReason>,
+    /// The settings it was made under ([`crate::pipeline::Job::settings_key`]); empty in a
+    /// generation from before it was recorded.
+    #[serde(default)]
+    pub settings: String,
+    /// The platform in effect and why (`dspace (detected: ...)`); empty in a generation from
+    /// before platforms.
+    #[serde(default)]
+    pub platform: String,
+    /// Where the records' landing pages came from, in words.
+    #[serde(default)]
+    pub landing_rule: String,
+}
+
+impl Summary {
+    /// The summary of the generation `built` from `source` by the harvest `run` (none: without
+    /// a store), in `elapsed`, under `settings` ([`crate::pipeline::Job::settings_key`]).
+    pub fn new(
+        source: &crate::oai::Source,
+        built: &crate::pipeline::Built,
+        run: Option<&crate::incremental::RunSummary>,
+        elapsed: std::time::Duration,
+        settings: &str,
+    ) -> Self {
+        let stats = &built.stats;
+        Summary {
+            source: source.to_string(),
+            pages: built.report.pages,
+            records_seen: stats.records_seen,
+            records: stats.records,
+            deleted: stats.deleted,
+            urls: stats.urls,
+            drops: crate::classify::Drop::ALL
+                .iter()
+                .filter(|r| stats.dropped(**r) > 0)
+                .map(|r| (r.as_str().to_owned(), stats.dropped(*r)))
+                .collect(),
+            shards: built.shards.len() as u64,
+            build_ms: elapsed.as_millis() as u64,
+            index_url: built.index_url.to_string(),
+            signmap: built.signmap.as_ref().map(|(s, url)| SignmapSummary {
+                index_url: url.to_string(),
+                published: s.published,
+                no_landing_page: s.no_landing_page,
+                duplicate: s.duplicate,
+            }),
+            ocx: built.ocx.as_ref().map(|(s, url)| OcxSummary {
+                index_url: url.to_string(),
+                published: s.ocx_published,
+                no_type: s.ocx_no_type,
+                no_landing_page: s.no_landing_page,
+            }),
+            cdif: built
+                .landing
+                .as_ref()
+                .filter(|_| built.cdif_index.is_some() || built.cdif_lists.is_some())
+                .map(|s| CdifSummary {
+                    index_url: built.cdif_index.as_ref().map(url::Url::to_string),
+                    lists_index_url: built.cdif_lists.as_ref().map(|(url, _)| url.to_string()),
+                    lists: built.cdif_lists.as_ref().map_or(0, |&(_, n)| n as u64),
+                    documents: s.published,
+                    no_landing_page: s.no_landing_page,
+                }),
+            diwoo: built.diwoo.clone(),
+            harvest: match run {
+                Some(run) => format!(
+                    "{}{}: {} records received, {} of them deleted",
+                    run.kind.as_str(),
+                    run.from
+                        .as_ref()
+                        .map(|from| format!(" from {from}"))
+                        .unwrap_or_default(),
+                    run.received,
+                    run.received_deleted
+                ),
+                None => format!(
+                    "full, without a store: {} records received, {} distinct records deleted",
+                    stats.records_seen, stats.deleted
+                ),
+            },
+            full_reason: run.and_then(|run| run.full_reason.clone()),
+            settings: settings.to_owned(),
+            platform: built.platform.detected().to_string(),
+            landing_rule: built.platform.rule_text(),
+        }
+    }
+}
+
+/// What a generation's CDIF documents are.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CdifSummary {
+    /// Absolute URL of the CDIF sitemap index, when the documents are published one by one.
+    pub index_url: Option<String>,
+    /// Absolute URL of the index of the CDIF lists' sitemap, when there are lists.
+    #[serde(default)]
+    pub lists_index_url: Option<String>,
+    /// Metadata lists (`ItemList`s) published.
+    #[serde(default)]
+    pub lists: u64,
+    /// Documents published.
+    pub documents: u64,
+    /// Live records without a landing page inside the scope (no document).
+    pub no_landing_page: u64,
+}
+
+/// What a generation's OCX sitemap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OcxSummary {
+    /// Absolute URL of the OCX index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Records with a landing page whose type maps to no OCX type.
+    pub no_type: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
+}
+
+/// What a generation's Signmap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SignmapSummary {
+    /// Absolute URL of the Signmap index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
+    /// Records whose landing page a newer record has.
+    pub duplicate: u64,
+}
+
+/// [`Summary::diwoo`] in a manifest, through the manifest's own type: a change to the pipeline's
+/// [`crate::pipeline::DiwooStats`] changes no manifest on disk, it stops compiling here instead.
+mod stored_diwoo {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::pipeline::DiwooStats;
+
+    /// One DiWoo category's counts, as manifests hold them.
+    #[derive(Serialize, Deserialize)]
+    struct StoredDiwoo {
+        category: u8,
+        urls: u64,
+        requires_https: u64,
+        requires_lastmod: u64,
+    }
+
+    pub fn serialize<S: Serializer>(diwoo: &[DiwooStats], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(diwoo.iter().map(|d| {
+            let DiwooStats {
+                category,
+                urls,
+                requires_https,
+                requires_lastmod,
+            } = *d;
+            StoredDiwoo {
+                category,
+                urls,
+                requires_https,
+                requires_lastmod,
+            }
+        }))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DiwooStats>, D::Error> {
+        let stored = Vec::<StoredDiwoo>::deserialize(d)?;
+        Ok(stored
+            .into_iter()
+            .map(|s| DiwooStats {
+                category: s.category,
+                urls: s.urls,
+                requires_https: s.requires_https,
+                requires_lastmod: s.requires_lastmod,
+            })
+            .collect())
+    }
+}
