@@ -164,7 +164,13 @@ fn profiles(c: &mut Criterion) {
         ..Default::default()
     };
     let source = oai_bridge::oai::Source::Oai(base.clone());
-    let fields: Fields = fields_for(true, true, false, &generic, &source);
+    // The Signmap's and OCX's fields.
+    let profiles = oai_bridge::config::ProfileSettings {
+        signmap: true,
+        ocx: Some(OcxConfig::default()),
+        ..Default::default()
+    };
+    let fields: Fields = fields_for(&profiles, &generic, &source);
     let body = repository_page(500);
     let page = parse_list_records_with(body.as_bytes(), fields).unwrap();
     let classes: Vec<Vec<Class<'_>>> = page

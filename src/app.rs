@@ -91,24 +91,14 @@ fn export_job(repo: RepositorySettings, public_url: Url) -> Job {
         .expect("a repository or --base-url was chosen (export_repository)");
     Job {
         request: HarvestRequest {
-            fields: crate::pipeline::fields_for(
-                repo.signmap,
-                repo.ocx.is_some(),
-                repo.cdif || repo.cdif_list,
-                &repo.landing,
-                &source,
-            ),
+            fields: crate::pipeline::fields_for(&repo.profiles, &repo.landing, &source),
             source,
             sets: repo.sets,
             from: repo.from,
             until: repo.until,
         },
         landing: repo.landing,
-        signmap: repo.signmap,
-        ocx: repo.ocx,
-        cdif: repo.cdif,
-        cdif_list: repo.cdif_list,
-        diwoo: repo.diwoo,
+        profiles: repo.profiles,
         scope: repo.scope,
         limits: repo.limits,
         gzip: repo.gzip,

@@ -499,7 +499,7 @@ async fn sample(
 ) -> Vec<parse::Record> {
     // What a sitemap-only harvest reads.
     let fields =
-        crate::pipeline::fields_for(false, false, false, &options.landing, &options.source);
+        crate::pipeline::fields_for(&Default::default(), &options.landing, &options.source);
     let request = HarvestRequest {
         source: options.source.clone(),
         sets: Vec::new(),

@@ -125,6 +125,7 @@ struct RawOcx {
     types: std::collections::BTreeMap<String, String>,
 }
 
+pub use crate::profiles::ProfileSettings;
 pub use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
 
 fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
@@ -257,16 +258,9 @@ pub struct RepositoryConfig {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
-    /// Also publish a Signmap.
-    pub signmap: bool,
-    /// Also publish CDIF JSON-LD documents and their sitemap.
-    pub cdif: bool,
-    /// Also publish CDIF's metadata lists (`ItemList`s of the documents) and their sitemap.
-    pub cdif_list: bool,
-    /// DiWoo: setSpec -> Woo information category (1-17), one sitemap index per category.
-    pub diwoo: Vec<(String, u8)>,
-    /// The OCX sitemap, when `[repository.ocx]` is present (and not `enabled = false`).
-    pub ocx: Option<OcxConfig>,
+    /// The profiles published beside the sitemap: `signmap`, `cdif`, `cdif_list`, `diwoo` and
+    /// `[repository.ocx]` (when present and not `enabled = false`).
+    pub profiles: ProfileSettings,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
     /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
@@ -515,15 +509,17 @@ impl Config {
                 .validate()
                 .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
                 gzip: r.gzip.unwrap_or(false),
-                signmap: r.signmap.unwrap_or(false),
-                cdif: r.cdif.unwrap_or(false),
-                cdif_list: r.cdif_list.unwrap_or(false),
-                diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
-                ocx: match r.ocx {
-                    Some(raw) => {
-                        parse_ocx(raw).map_err(|(k, m)| err(&key(&format!("ocx.{k}")), m))?
-                    }
-                    None => None,
+                profiles: ProfileSettings {
+                    signmap: r.signmap.unwrap_or(false),
+                    cdif: r.cdif.unwrap_or(false),
+                    cdif_list: r.cdif_list.unwrap_or(false),
+                    diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
+                    ocx: match r.ocx {
+                        Some(raw) => {
+                            parse_ocx(raw).map_err(|(k, m)| err(&key(&format!("ocx.{k}")), m))?
+                        }
+                        None => None,
+                    },
                 },
                 refresh_interval: r
                     .refresh_interval_secs
@@ -986,12 +982,13 @@ mod tests {
             (r.limits.max_urls, r.limits.max_bytes, r.gzip),
             (d.limits.max_urls, d.limits.max_bytes, d.gzip)
         );
+        let (p, q) = (&r.profiles, &d.profiles);
         assert_eq!(
-            (r.signmap, r.cdif, r.cdif_list, &r.diwoo, r.refresh_interval),
-            (d.signmap, d.cdif, d.cdif_list, &d.diwoo, d.refresh_interval)
+            (p.signmap, p.cdif, p.cdif_list, &p.diwoo, r.refresh_interval),
+            (q.signmap, q.cdif, q.cdif_list, &q.diwoo, d.refresh_interval)
         );
         assert_eq!(&r.policy, &d.policy);
-        assert!(r.ocx.is_none() && d.ocx.is_none());
+        assert!(p.ocx.is_none() && q.ocx.is_none());
         for key in KEYS {
             let shown = text.lines().any(|l| {
                 l.trim_start_matches(['#', ' '])

@@ -12,13 +12,13 @@ use crate::oai::parse::{Identify, Record};
 use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
-use crate::profiles::Profile;
 use crate::profiles::cdif;
 pub use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
 pub use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::files::{Shards, WriteError};
 use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
+use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
 use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out};
@@ -38,17 +38,8 @@ pub struct Job {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
-    /// Also write a Signmap (`signmap.xml` and its shards).
-    pub signmap: bool,
-    /// Also write an OCX sitemap (`ocx.xml` and its shards), so configured.
-    pub ocx: Option<crate::profiles::ocx::OcxConfig>,
-    /// Also write each record's CDIF JSON-LD (`cdif/*.jsonld`) and the CDIF sitemap.
-    pub cdif: bool,
-    /// Also write CDIF's metadata lists (`cdif-list-N.jsonld`, schema.org `ItemList`s of the
-    /// same documents) and their sitemap.
-    pub cdif_list: bool,
-    /// DiWoo: setSpec -> Woo information category; one index per category.
-    pub diwoo: Vec<(String, u8)>,
+    /// The profiles published beside the sitemap, with their settings.
+    pub profiles: ProfileSettings,
     /// Where the files will be served: a directory URL.
     pub public_url: Url,
     /// Where the Signmap's and OCX's shard files are written during the harvest: the system's
@@ -347,7 +338,7 @@ const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
     fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, PipelineError> {
-        let diwoo = diwoo::categories(&job.diwoo).map_err(PipelineError::InvalidJob)?;
+        let diwoo = diwoo::categories(&job.profiles.diwoo).map_err(PipelineError::InvalidJob)?;
         let metadata_base = match &job.request.source {
             Source::Oai(base) => Some(base.clone()),
             // A Static Repository is read through a gateway at the baseURL it states, if any.
@@ -355,19 +346,20 @@ impl Collectors {
                 .ok()
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
-        let signposts = if job.signmap || job.ocx.is_some() || job.cdif || job.cdif_list {
+        let profiles = &job.profiles;
+        let signposts = if profiles.describes_records() {
             let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
             if let Some(dir) = &job.spill_dir {
                 s = s.spill_in(dir.parent.clone(), dir.linked);
             }
-            if job.signmap {
+            if profiles.signmap {
                 s = s.with_signmap();
             }
-            if let Some(config) = &job.ocx {
+            if let Some(config) = &profiles.ocx {
                 s = s.with_ocx(config.clone());
             }
-            if job.cdif || job.cdif_list {
-                s = s.with_cdif(job.cdif.then(|| job.public_url.clone()))?;
+            if profiles.cdif || profiles.cdif_list {
+                s = s.with_cdif(profiles.cdif.then(|| job.public_url.clone()))?;
             }
             Some(s)
         } else {
@@ -600,27 +592,17 @@ pub fn explain_empty(stats: &Stats, landing: &Landing) -> String {
 /// The Dublin Core elements each profile writes from, and the landing rule reads: what the
 /// harvest reads besides identifiers.
 pub fn fields_for(
-    signmap: bool,
-    ocx: bool,
-    cdif: bool,
+    profiles: &ProfileSettings,
     landing: &LandingSettings,
     source: &Source,
 ) -> oai::parse::Fields {
     use oai::parse::{DcElement, Fields};
-    let mut fields = Fields::default();
+    let fields = profiles.fields();
     if landing.reads_relations(source) {
-        fields = fields.with(Fields::of(&[DcElement::Relation]));
+        fields.with(Fields::of(&[DcElement::Relation]))
+    } else {
+        fields
     }
-    for (on, profile) in [
-        (signmap, Profile::Signmap),
-        (ocx, Profile::Ocx),
-        (cdif, Profile::Cdif),
-    ] {
-        if on {
-            fields = fields.with(profile.fields());
-        }
-    }
-    fields
 }
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
@@ -682,20 +664,25 @@ pub fn render<S: FileSink>(
     };
     let signposts = harvested.signposts.as_ref();
     let signmap_index = landing_profile(
-        job.signmap && signposts.is_some_and(|s| !s.is_empty()),
+        job.profiles.signmap && signposts.is_some_and(|s| !s.is_empty()),
         Profile::Signmap,
         sink,
     )?;
     let ocx_index = landing_profile(
-        job.ocx.is_some() && signposts.is_some_and(Resolved::has_ocx),
+        job.profiles.ocx.is_some() && signposts.is_some_and(Resolved::has_ocx),
         Profile::Ocx,
         sink,
     )?;
     indexes.extend(signmap_index.iter().chain(&ocx_index).cloned());
     let mut cdif = cdif::Published::default();
-    if let Some(signposts) = signposts.filter(|_| job.cdif || job.cdif_list) {
+    let ProfileSettings {
+        cdif: documents,
+        cdif_list: lists,
+        ..
+    } = job.profiles;
+    if let Some(signposts) = signposts.filter(|_| documents || lists) {
         // One pass over the documents for both forms: each on its own, and in lists.
-        let mut writer = cdif::Writer::new(&job.public_url, job.limits, job.cdif, job.cdif_list);
+        let mut writer = cdif::Writer::new(&job.public_url, job.limits, documents, lists);
         signposts.for_each_cdif_document(|doc| writer.add(sink, doc))?;
         cdif = writer.finish(sink)?;
     }
@@ -744,14 +731,17 @@ impl Job {
             landing,
             limits,
             gzip,
+            profiles,
+            public_url,
+            spill_dir: _,
+        } = self;
+        let ProfileSettings {
             signmap,
             ocx,
             cdif,
             cdif_list,
             diwoo,
-            public_url,
-            spill_dir: _,
-        } = self;
+        } = profiles;
         let HarvestRequest {
             source,
             sets,
@@ -792,11 +782,7 @@ impl Job {
     /// Whether the job publishes only the plain sitemap: no profile needs the records, so a
     /// refresh can patch the published sitemap ([`crate::patch`]).
     pub fn sitemap_only(&self) -> bool {
-        !self.signmap
-            && self.ocx.is_none()
-            && !self.cdif
-            && !self.cdif_list
-            && self.diwoo.is_empty()
+        self.profiles.sitemap_only()
     }
 
     /// The indexes the job publishes, in robots.txt order: the sitemap index, then the Signmap,
@@ -819,13 +805,7 @@ impl Job {
 
     /// The profiles the job publishes, the sitemap first, in robots.txt order.
     pub fn profiles(&self) -> Vec<Profile> {
-        Profile::all(
-            self.signmap,
-            self.ocx.is_some(),
-            &self.diwoo,
-            self.cdif,
-            self.cdif_list,
-        )
+        self.profiles.profiles()
     }
 }
 
@@ -890,11 +870,10 @@ pub(crate) mod tests {
             landing: LandingSettings::default(),
             limits,
             gzip: false,
-            signmap: false,
-            ocx: None,
-            cdif: false,
-            cdif_list: false,
-            diwoo: diwoo.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
+            profiles: ProfileSettings {
+                diwoo: diwoo.iter().map(|(s, n)| ((*s).to_owned(), *n)).collect(),
+                ..ProfileSettings::default()
+            },
             public_url: Url::parse("https://r.example/sitemaps/").unwrap(),
             spill_dir: None,
         }
@@ -923,7 +902,7 @@ pub(crate) mod tests {
             let extra: Vec<(String, String)> = (0..40)
                 .map(|i| (format!("type {i}"), format!("https://schema.org/T{i}")))
                 .collect();
-            j.ocx = Some(crate::profiles::ocx::OcxConfig {
+            j.profiles.ocx = Some(crate::profiles::ocx::OcxConfig {
                 types: crate::dctype::TypeMap::with(&extra).unwrap(),
                 ..Default::default()
             });
@@ -942,11 +921,11 @@ pub(crate) mod tests {
         assert_eq!(spilled.settings_key(), key);
         let changes: [fn(&mut Job); 6] = [
             |j| j.public_url = Url::parse("https://elsewhere.example/maps/").unwrap(),
-            |j| j.signmap = true,
-            |j| j.cdif_list = true,
+            |j| j.profiles.signmap = true,
+            |j| j.profiles.cdif_list = true,
             |j| j.limits.max_urls = 100,
-            |j| j.diwoo.push(("b".into(), 2)),
-            |j| j.ocx = None,
+            |j| j.profiles.diwoo.push(("b".into(), 2)),
+            |j| j.profiles.ocx = None,
         ];
         for change in changes {
             let mut j = with_types();

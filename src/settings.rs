@@ -435,16 +435,8 @@ pub struct RepositorySettings {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
-    /// Also publish a Signmap.
-    pub signmap: bool,
-    /// Also publish CDIF JSON-LD documents.
-    pub cdif: bool,
-    /// Also publish CDIF's metadata lists.
-    pub cdif_list: bool,
-    /// DiWoo: setSpec -> Woo information category.
-    pub diwoo: Vec<(String, u8)>,
-    /// The OCX sitemap, when on.
-    pub ocx: Option<OcxConfig>,
+    /// The profiles published beside the sitemap.
+    pub profiles: crate::profiles::ProfileSettings,
     /// How the store is used.
     pub policy: Policy,
 }
@@ -465,11 +457,7 @@ impl RepositorySettings {
             until: r.until,
             limits: r.limits,
             gzip: r.gzip,
-            signmap: r.signmap,
-            cdif: r.cdif,
-            cdif_list: r.cdif_list,
-            diwoo: r.diwoo.clone(),
-            ocx: r.ocx.clone(),
+            profiles: r.profiles.clone(),
             policy: r.policy.clone(),
         }
     }
@@ -486,11 +474,7 @@ impl RepositorySettings {
             until,
             limits,
             gzip,
-            signmap,
-            cdif,
-            cdif_list,
-            diwoo,
-            ocx,
+            profiles,
             policy,
         } = self;
         RepositoryConfig {
@@ -504,11 +488,7 @@ impl RepositorySettings {
             until,
             limits,
             gzip,
-            signmap,
-            cdif,
-            cdif_list,
-            diwoo,
-            ocx,
+            profiles,
             refresh_interval: repo.refresh_interval,
             policy,
         }
@@ -706,19 +686,19 @@ fn what_to_publish(
     }
     for (setting, over) in [
         (&mut r.gzip, &over.gzip),
-        (&mut r.signmap, &over.signmap),
-        (&mut r.cdif, &over.cdif),
-        (&mut r.cdif_list, &over.cdif_list),
+        (&mut r.profiles.signmap, &over.signmap),
+        (&mut r.profiles.cdif, &over.cdif),
+        (&mut r.profiles.cdif_list, &over.cdif_list),
     ] {
         if let Some(v) = over {
             *setting = v.value;
         }
     }
-    if over.ocx.as_ref().is_some_and(|v| v.value) && r.ocx.is_none() {
-        r.ocx = Some(OcxConfig::default());
+    if over.ocx.as_ref().is_some_and(|v| v.value) && r.profiles.ocx.is_none() {
+        r.profiles.ocx = Some(OcxConfig::default());
     }
     if let Some(v) = &over.diwoo {
-        r.diwoo = v.parse(|entries| parse_diwoo_entries(entries))?;
+        r.profiles.diwoo = v.parse(|entries| parse_diwoo_entries(entries))?;
     }
     Ok(())
 }

@@ -32,6 +32,52 @@ pub enum Profile {
     Diwoo(u8),
 }
 
+/// The profiles a repository publishes beside its sitemap, each with its settings: the
+/// `[[repository]]` keys `signmap`, `cdif`, `cdif_list` and `diwoo`, and its `[repository.ocx]`
+/// section (and the flags of the same names).
+#[derive(Clone, Debug, Default)]
+pub struct ProfileSettings {
+    /// Also publish a Signmap.
+    pub signmap: bool,
+    /// Also publish an OCX sitemap, so configured.
+    pub ocx: Option<ocx::OcxConfig>,
+    /// Also publish each record's CDIF JSON-LD document and the CDIF sitemap.
+    pub cdif: bool,
+    /// Also publish CDIF's metadata lists (`ItemList`s of the same documents) and their sitemap.
+    pub cdif_list: bool,
+    /// DiWoo: setSpec -> Woo information category (1-17), an index per category.
+    pub diwoo: Vec<(String, u8)>,
+}
+
+impl ProfileSettings {
+    /// The profiles on, the sitemap first, in robots.txt order ([`Profile::all`]).
+    pub fn profiles(&self) -> Vec<Profile> {
+        Profile::all(
+            self.signmap,
+            self.ocx.is_some(),
+            &self.diwoo,
+            self.cdif,
+            self.cdif_list,
+        )
+    }
+
+    /// The Dublin Core elements the profiles on write from, besides the identifiers.
+    pub fn fields(&self) -> Fields {
+        (self.profiles().into_iter()).fold(Fields::default(), |f, p| f.with(p.fields()))
+    }
+
+    /// Whether a profile that describes each record's landing page is on (Signmap, OCX, CDIF):
+    /// the records are then collected for them ([`signposts`]).
+    pub fn describes_records(&self) -> bool {
+        self.signmap || self.ocx.is_some() || self.cdif || self.cdif_list
+    }
+
+    /// Whether only the plain sitemap is published.
+    pub fn sitemap_only(&self) -> bool {
+        !self.describes_records() && self.diwoo.is_empty()
+    }
+}
+
 /// What a file name of a published profile is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileName {
@@ -243,6 +289,42 @@ mod tests {
         assert_eq!(
             FileName::parse(&Profile::list_name(12)),
             Some(FileName::List(12))
+        );
+    }
+
+    /// What the harvest reads follows from the profiles on: nothing beyond the identifiers for
+    /// the sitemap and DiWoo, the union of each profile's fields otherwise.
+    #[test]
+    fn the_profiles_on_decide_the_fields_read() {
+        use DcElement::*;
+        let plain = ProfileSettings::default();
+        assert!(plain.sitemap_only() && !plain.describes_records());
+        assert_eq!(plain.fields(), Fields::default());
+        let diwoo = ProfileSettings {
+            diwoo: vec![("a".into(), 1)],
+            ..ProfileSettings::default()
+        };
+        assert!(!diwoo.sitemap_only() && !diwoo.describes_records());
+        assert_eq!(diwoo.fields(), Fields::default());
+        let signmap = ProfileSettings {
+            signmap: true,
+            ..ProfileSettings::default()
+        };
+        assert_eq!(signmap.fields(), Fields::of(&[Type, Rights]));
+        let lists = ProfileSettings {
+            cdif_list: true,
+            ..ProfileSettings::default()
+        };
+        assert!(lists.describes_records());
+        assert_eq!(lists.fields(), Profile::Cdif.fields());
+        let both = ProfileSettings {
+            signmap: true,
+            ocx: Some(ocx::OcxConfig::default()),
+            ..ProfileSettings::default()
+        };
+        assert_eq!(
+            both.fields(),
+            Fields::of(&[Type, Rights, Title, Description])
         );
     }
 

@@ -273,7 +273,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
         Target::Document { repo, key } => match gateway.repo(repo) {
-            Some(repo) if repo.job.cdif => {
+            Some(repo) if repo.job.profiles.cdif => {
                 serve_document(gateway, repo, key, req.headers(), head).await
             }
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),

@@ -944,11 +944,7 @@ pub(crate) fn job(server: &TestServer) -> Job {
         landing: Default::default(),
         limits: Limits::default(),
         gzip: false,
-        signmap: false,
-        ocx: None,
-        cdif: false,
-        cdif_list: false,
-        diwoo: Vec::new(),
+        profiles: Default::default(),
         public_url: Url::parse(PUBLIC_URL).unwrap(),
         spill_dir: None,
     }

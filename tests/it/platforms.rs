@@ -280,13 +280,8 @@ async fn eprints_over_http_is_detected_from_its_relations() {
         job.scope = Vec::new();
         job.request.source =
             oai_bridge::oai::Source::Oai(url::Url::parse(&format!("{origin}{path}")).unwrap());
-        job.request.fields = oai_bridge::pipeline::fields_for(
-            false,
-            false,
-            false,
-            &job.landing,
-            &job.request.source,
-        );
+        job.request.fields =
+            oai_bridge::pipeline::fields_for(&job.profiles, &job.landing, &job.request.source);
         job
     };
     let export = crate::incremental::export_job;
