@@ -228,86 +228,12 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     };
 
     let started = Instant::now();
-    // A local Static Repository file states its Identify inside; its baseURL (the gateway's)
-    // is where its landing pages' scope comes from, as in a harvest.
-    let (base, outcome) = match &options.source {
-        Source::Oai(base) => {
-            let call = OaiRequest::new(base, &[("verb", "Identify")]);
-            let outcome = client.fetch(&call, None, parse::parse_identify).await;
-            let url = call.url();
-            let outcome = outcome.map_err(|kind| format!("Identify failed ({url}): {kind}"));
-            (Some(base.clone()), outcome)
-        }
-        Source::File(path) => {
-            let read = oai::harvest::read_static_file(
-                path,
-                options.harvest.max_body_bytes,
-                parse::Fields::default(),
-            )
-            .await;
-            let identify = match read {
-                Ok((identify, _)) => identify,
-                Err(e) => return Ok(refused(report, e.to_string())),
-            };
-            let stated = Url::parse(&identify.base_url)
-                .ok()
-                .filter(|u| matches!(u.scheme(), "http" | "https"));
-            if stated.is_none() && options.scope.is_empty() {
-                let problem = format!(
-                    "the Static Repository {} states baseURL {:?}, which is no http(s) URL to derive a scope from; give --scope",
-                    path.display(),
-                    identify.base_url
-                );
-                return Ok(refused(report, problem));
-            }
-            (stated, Ok(parse::IdentifyOutcome::Static(identify)))
-        }
+    let (base, outcome) = match identify(&client, options).await {
+        Ok(found) => found,
+        Err(problem) => return Ok(refused(report, problem)),
     };
-    let mut is_static = false;
-    let mut identify = parse::Identify::default();
-    match outcome {
-        Ok(parse::IdentifyOutcome::Identify(i)) => {
-            identify = i.clone();
-            report.identify = Some(IdentifyReport::new(i, started));
-        }
-        Ok(parse::IdentifyOutcome::Static(i)) => {
-            is_static = true;
-            identify = i.clone();
-            report.identify = Some(IdentifyReport::new(i, started));
-            report.warnings.push(
-                "an OAI Static Repository: it is read whole; sets and dates are applied by the bridge".to_owned(),
-            );
-        }
-        Ok(parse::IdentifyOutcome::Errors(errors)) => report.problems.push(format!(
-            "Identify answered with OAI errors: {}",
-            describe_errors(&errors)
-        )),
-        Err(problem) => report.problems.push(problem),
-    }
-    if let Some(i) = &report.identify {
-        if i.protocol_version != "2.0" {
-            report.problems.push(format!(
-                "protocolVersion is {:?}; the bridge speaks OAI-PMH 2.0",
-                i.protocol_version
-            ));
-        }
-        if i.deleted_record != "persistent" {
-            report.warnings.push(format!(
-                "deletedRecord is {:?}: deletions are found only by full harvests (full_harvest_interval_secs)",
-                i.deleted_record
-            ));
-        }
-        // A Static Repository states its gateway's baseURL, not the file's.
-        if let (false, Some(base)) = (is_static, &base)
-            && !i.base_url.is_empty()
-            && i.base_url != base.as_str()
-        {
-            report.warnings.push(format!(
-                "Identify states the baseURL {}; the configured one is kept",
-                i.base_url
-            ));
-        }
-    }
+    let (identify, is_static) = report.take_identify(outcome, started);
+    report.judge_identify(is_static, base.as_ref());
     if !report.problems.is_empty() {
         report.bridgeable = false;
         return Ok(report);
@@ -342,20 +268,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     report.scope.applied = scope.prefixes();
     let landing_pages = classify_sample(&records, &landing, &mut report);
     suggest_landing(&records, options, &identify, &landing, &mut report);
-    // DSpace 7 and later: the records name the UI (their local Handle URLs), which the bridge
-    // does not take from them when it is on another host than the baseURL.
-    if landing.detected().platform == Platform::Dspace
-        && options.landing.ui_url.is_none()
-        && let Some(ui) = crate::platform::dspace_ui_in(&records)
-        && !landing.scope().contains(&ui)
-    {
-        report.warnings.push(format!(
-            "the records' local Handle URLs are under {ui}, not on the baseURL's host: if that is \
-             the DSpace UI, set ui_url = \"{ui}\" (--ui-url {ui}); the landing pages are now \
-             made under {}",
-            landing.scope()
-        ));
-    }
+    warn_dspace_ui(&records, options, &landing, &mut report);
     let allowed = robots(
         &client,
         &scope,
@@ -366,96 +279,247 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     .await;
     fetch_landing_pages(&client, &landing_pages, options.fetch, allowed, &mut report).await;
 
-    let s = &report.scope;
-    if report.sample.records > 0 && s.inside == 0 {
-        let mut problem = format!(
-            "none of the {} http(s) URLs in the sample is inside the scope ({})",
-            s.http_urls,
-            s.applied.join(" ")
-        );
-        if let Some(p) = &s.suggested {
-            let _ = write!(problem, "; try --scope {p} (scope = [\"{p}\"])");
+    report.judge_scope();
+    report.judge_landing();
+    report.judge_fetched();
+    report.judge_sample();
+    report.judge_robots();
+    report.bridgeable = report.problems.is_empty();
+    Ok(report)
+}
+
+/// The baseURL the scope comes from, and what `Identify` says (`Err` inside: why it said
+/// nothing); `Err` when a local Static Repository file cannot be checked at all.
+async fn identify(
+    client: &Client,
+    options: &CheckOptions,
+) -> Result<(Option<Url>, Result<parse::IdentifyOutcome, String>), String> {
+    // A local Static Repository file states its Identify inside; its baseURL (the gateway's)
+    // is where its landing pages' scope comes from, as in a harvest.
+    match &options.source {
+        Source::Oai(base) => {
+            let call = OaiRequest::new(base, &[("verb", "Identify")]);
+            let outcome = client.fetch(&call, None, parse::parse_identify).await;
+            let url = call.url();
+            let outcome = outcome.map_err(|kind| format!("Identify failed ({url}): {kind}"));
+            Ok((Some(base.clone()), outcome))
         }
-        report.problems.push(problem);
-    } else if report.sample.records > 0 && s.inside_share < 0.5 {
-        let mut warning = format!(
-            "only {:.0}% of the sample's http(s) URLs are inside the scope",
-            100.0 * s.inside_share
-        );
-        if let Some(p) = &s.suggested {
-            let _ = write!(warning, "; --scope {p} would cover more");
+        Source::File(path) => {
+            let read = oai::harvest::read_static_file(
+                path,
+                options.harvest.max_body_bytes,
+                parse::Fields::default(),
+            )
+            .await;
+            let identify = match read {
+                Ok((identify, _)) => identify,
+                Err(e) => return Err(e.to_string()),
+            };
+            let stated = Url::parse(&identify.base_url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"));
+            if stated.is_none() && options.scope.is_empty() {
+                return Err(format!(
+                    "the Static Repository {} states baseURL {:?}, which is no http(s) URL to derive a scope from; give --scope",
+                    path.display(),
+                    identify.base_url
+                ));
+            }
+            Ok((stated, Ok(parse::IdentifyOutcome::Static(identify))))
         }
-        report.warnings.push(warning);
     }
-    let l = &report.landing;
-    if l.live_records > 0 && l.share < 0.5 {
-        let what = format!(
-            "only {} of {} live records of the sample get a landing page under the {} rule",
-            l.with_landing_page, l.live_records, l.platform
-        );
-        match &l.suggestion {
-            Some(fix) => report.warnings.push(format!("{what}; {fix}")),
-            None => report.warnings.push(what),
+}
+
+/// Warns when the records of a DSpace 7 or later name a UI (their local Handle URLs) on
+/// another host than the baseURL, which the bridge does not take from them.
+fn warn_dspace_ui(
+    records: &[parse::Record],
+    options: &CheckOptions,
+    landing: &Landing,
+    report: &mut CheckReport,
+) {
+    if landing.detected().platform == Platform::Dspace
+        && options.landing.ui_url.is_none()
+        && let Some(ui) = crate::platform::dspace_ui_in(records)
+        && !landing.scope().contains(&ui)
+    {
+        report.warnings.push(format!(
+            "the records' local Handle URLs are under {ui}, not on the baseURL's host: if that is \
+             the DSpace UI, set ui_url = \"{ui}\" (--ui-url {ui}); the landing pages are now \
+             made under {}",
+            landing.scope()
+        ));
+    }
+}
+
+impl CheckReport {
+    /// Records what `Identify` said; returns it (empty when it said nothing) and whether the
+    /// source is a Static Repository.
+    fn take_identify(
+        &mut self,
+        outcome: Result<parse::IdentifyOutcome, String>,
+        started: Instant,
+    ) -> (parse::Identify, bool) {
+        let mut is_static = false;
+        let mut identify = parse::Identify::default();
+        match outcome {
+            Ok(parse::IdentifyOutcome::Identify(i)) => {
+                identify = i.clone();
+                self.identify = Some(IdentifyReport::new(i, started));
+            }
+            Ok(parse::IdentifyOutcome::Static(i)) => {
+                is_static = true;
+                identify = i.clone();
+                self.identify = Some(IdentifyReport::new(i, started));
+                self.warnings.push(
+                    "an OAI Static Repository: it is read whole; sets and dates are applied by the bridge".to_owned(),
+                );
+            }
+            Ok(parse::IdentifyOutcome::Errors(errors)) => self.problems.push(format!(
+                "Identify answered with OAI errors: {}",
+                describe_errors(&errors)
+            )),
+            Err(problem) => self.problems.push(problem),
+        }
+        (identify, is_static)
+    }
+
+    /// Problems and warnings from what `Identify` states: the protocol version, how deletions
+    /// are kept, a baseURL other than the configured one.
+    fn judge_identify(&mut self, is_static: bool, base: Option<&Url>) {
+        let Some(i) = &self.identify else {
+            return;
+        };
+        if i.protocol_version != "2.0" {
+            self.problems.push(format!(
+                "protocolVersion is {:?}; the bridge speaks OAI-PMH 2.0",
+                i.protocol_version
+            ));
+        }
+        if i.deleted_record != "persistent" {
+            self.warnings.push(format!(
+                "deletedRecord is {:?}: deletions are found only by full harvests (full_harvest_interval_secs)",
+                i.deleted_record
+            ));
+        }
+        // A Static Repository states its gateway's baseURL, not the file's.
+        if let (false, Some(base)) = (is_static, base)
+            && !i.base_url.is_empty()
+            && i.base_url != base.as_str()
+        {
+            self.warnings.push(format!(
+                "Identify states the baseURL {}; the configured one is kept",
+                i.base_url
+            ));
         }
     }
-    let failed: Vec<String> = report
-        .landing
-        .fetched
-        .iter()
-        .filter_map(|f| match (f.status, &f.error) {
-            (Some(s), _) if (200..300).contains(&s) => None,
-            (Some(s), _) => Some(format!("{} answers HTTP {s}", f.url)),
-            (None, Some(e)) => Some(format!("{} failed: {e}", f.url)),
-            (None, None) => None,
-        })
-        .collect();
-    match failed.len() {
-        0 => {}
-        n if n == report.landing.fetched.len() && n > 1 => report.warnings.push(format!(
-            "none of the {n} sample landing pages could be fetched, so a crawler would index none of them; the first: {}",
-            failed[0]
-        )),
-        _ => {
-            for f in failed {
-                report
-                    .warnings
-                    .push(format!("the sample landing page {f}: a crawler would not index it"));
+
+    /// A problem when no sampled URL is inside the scope, a warning when most are not.
+    fn judge_scope(&mut self) {
+        let s = &self.scope;
+        if self.sample.records > 0 && s.inside == 0 {
+            let mut problem = format!(
+                "none of the {} http(s) URLs in the sample is inside the scope ({})",
+                s.http_urls,
+                s.applied.join(" ")
+            );
+            if let Some(p) = &s.suggested {
+                let _ = write!(problem, "; try --scope {p} (scope = [\"{p}\"])");
+            }
+            self.problems.push(problem);
+        } else if self.sample.records > 0 && s.inside_share < 0.5 {
+            let mut warning = format!(
+                "only {:.0}% of the sample's http(s) URLs are inside the scope",
+                100.0 * s.inside_share
+            );
+            if let Some(p) = &s.suggested {
+                let _ = write!(warning, "; --scope {p} would cover more");
+            }
+            self.warnings.push(warning);
+        }
+    }
+
+    /// A warning when most live records get no landing page, with the suggested fix.
+    fn judge_landing(&mut self) {
+        let l = &self.landing;
+        if l.live_records > 0 && l.share < 0.5 {
+            let what = format!(
+                "only {} of {} live records of the sample get a landing page under the {} rule",
+                l.with_landing_page, l.live_records, l.platform
+            );
+            match &l.suggestion {
+                Some(fix) => self.warnings.push(format!("{what}; {fix}")),
+                None => self.warnings.push(what),
             }
         }
     }
-    if report.sample.records == 0 && report.sample.error.is_none() {
-        report
-            .warnings
-            .push("the repository returned no records (noRecordsMatch)".to_owned());
+
+    /// Warnings for the sample landing pages a crawler could not fetch.
+    fn judge_fetched(&mut self) {
+        let failed: Vec<String> = self
+            .landing
+            .fetched
+            .iter()
+            .filter_map(|f| match (f.status, &f.error) {
+                (Some(s), _) if (200..300).contains(&s) => None,
+                (Some(s), _) => Some(format!("{} answers HTTP {s}", f.url)),
+                (None, Some(e)) => Some(format!("{} failed: {e}", f.url)),
+                (None, None) => None,
+            })
+            .collect();
+        match failed.len() {
+            0 => {}
+            n if n == self.landing.fetched.len() && n > 1 => self.warnings.push(format!(
+                "none of the {n} sample landing pages could be fetched, so a crawler would index none of them; the first: {}",
+                failed[0]
+            )),
+            _ => {
+                for f in failed {
+                    self.warnings
+                        .push(format!("the sample landing page {f}: a crawler would not index it"));
+                }
+            }
+        }
     }
-    if report.sample.empty_metadata > 0 {
-        report.warnings.push(format!(
-            "{} live records of the sample have an empty <metadata/> (Q-35): they are rejected \
-             as {}, and only an earlier, readable version of them is published",
-            report.sample.empty_metadata,
-            Drop::EmptyMetadata.as_str()
-        ));
+
+    /// Warnings for a sample without records, and for records with an empty `<metadata/>`.
+    fn judge_sample(&mut self) {
+        if self.sample.records == 0 && self.sample.error.is_none() {
+            self.warnings
+                .push("the repository returned no records (noRecordsMatch)".to_owned());
+        }
+        if self.sample.empty_metadata > 0 {
+            self.warnings.push(format!(
+                "{} live records of the sample have an empty <metadata/> (Q-35): they are rejected \
+                 as {}, and only an earlier, readable version of them is published",
+                self.sample.empty_metadata,
+                Drop::EmptyMetadata.as_str()
+            ));
+        }
     }
-    let r = &report.robots;
-    if r.checked > 0 && r.disallowed == r.checked {
-        report.problems.push(format!(
-            "{} disallows every sampled landing page for {CRAWLER}: a sitemap of them would be useless",
-            r.url
-        ));
-    } else if r.disallowed > 0 {
-        report.warnings.push(format!(
-            "{} disallows {} of {} sampled landing pages for {CRAWLER}",
-            r.url, r.disallowed, r.checked
-        ));
+
+    /// A problem when robots.txt disallows every sampled landing page, a warning when it
+    /// disallows some or lacks the cross-submission line.
+    fn judge_robots(&mut self) {
+        let r = &self.robots;
+        if r.checked > 0 && r.disallowed == r.checked {
+            self.problems.push(format!(
+                "{} disallows every sampled landing page for {CRAWLER}: a sitemap of them would be useless",
+                r.url
+            ));
+        } else if r.disallowed > 0 {
+            self.warnings.push(format!(
+                "{} disallows {} of {} sampled landing pages for {CRAWLER}",
+                r.url, r.disallowed, r.checked
+            ));
+        }
+        if let (Some(line), false) = (&r.cross_submission, r.cross_submission_listed) {
+            self.warnings.push(format!(
+                "the bridge's files are served from another host: add \"{line}\" to {} (cross-submission)",
+                r.url
+            ));
+        }
     }
-    if let (Some(line), false) = (&r.cross_submission, r.cross_submission_listed) {
-        report.warnings.push(format!(
-            "the bridge's files are served from another host: add \"{line}\" to {} (cross-submission)",
-            r.url
-        ));
-    }
-    report.bridgeable = report.problems.is_empty();
-    Ok(report)
 }
 
 /// `ListMetadataFormats` and the first page of `ListSets`.
@@ -645,19 +709,36 @@ fn suggest_landing(
     if l.live_records == 0 || l.share >= 0.5 {
         return;
     }
-    let with_landing = |rule: &Landing| {
-        let mut classes = Classes::new();
-        records
-            .iter()
-            .filter(|r| {
-                rule.classes(r, &mut classes);
-                classes.iter().any(|c| matches!(c, Class::LandingPage(_)))
-            })
-            .count() as u64
+    let best = better_setting(
+        records,
+        options,
+        identify,
+        landing,
+        l.with_landing_page,
+        report.scope.suggested.as_deref(),
+    );
+    let suggestion = match best {
+        Some((n, setting)) if n * 2 >= l.live_records => {
+            Some(format!("{setting} would give {n} of them one"))
+        }
+        _ => doi_template_hint(records),
     };
+    report.landing.suggestion = suggestion;
+}
+
+/// The setting (another platform, or the `suggested` scope) that gives the most of `records`
+/// a landing page, if it gives more than the `current` rule does, with how many it gives one.
+fn better_setting(
+    records: &[parse::Record],
+    options: &CheckOptions,
+    identify: &parse::Identify,
+    landing: &Landing,
+    current: u64,
+    suggested: Option<&str>,
+) -> Option<(u64, String)> {
     let mut best: Option<(u64, String)> = None;
     let mut consider = |n: u64, setting: String| {
-        if n > l.with_landing_page && best.as_ref().is_none_or(|(b, _)| n > *b) {
+        if n > current && best.as_ref().is_none_or(|(b, _)| n > *b) {
             best = Some((n, setting));
         }
     };
@@ -678,12 +759,12 @@ fn suggest_landing(
             records,
         ) {
             consider(
-                with_landing(&rule),
+                with_landing(&rule, records),
                 format!("platform = \"{platform}\" (--platform {platform})"),
             );
         }
     }
-    if let Some(prefix) = &report.scope.suggested
+    if let Some(prefix) = suggested
         && let Ok(url) = Url::parse(prefix)
         && let Ok(rule) = crate::pipeline::landing_of(
             &options.landing,
@@ -694,31 +775,40 @@ fn suggest_landing(
         )
     {
         consider(
-            with_landing(&rule),
+            with_landing(&rule, records),
             format!("scope = [\"{prefix}\"] (--scope {prefix})"),
         );
     }
-    let suggestion = match best {
-        Some((n, setting)) if n * 2 >= l.live_records => {
-            Some(format!("{setting} would give {n} of them one"))
-        }
-        _ => {
-            let dois = records
+    best
+}
+
+/// How many of `records` get a landing page under `rule`.
+fn with_landing(rule: &Landing, records: &[parse::Record]) -> u64 {
+    let mut classes = Classes::new();
+    records
+        .iter()
+        .filter(|r| {
+            rule.classes(r, &mut classes);
+            classes.iter().any(|c| matches!(c, Class::LandingPage(_)))
+        })
+        .count() as u64
+}
+
+/// When most of `records` carry a DOI, the hint that a landing-page template could use it.
+fn doi_template_hint(records: &[parse::Record]) -> Option<String> {
+    let dois = records
+        .iter()
+        .filter(|r| {
+            r.dc_identifiers
                 .iter()
-                .filter(|r| {
-                    r.dc_identifiers
-                        .iter()
-                        .any(|v| matches!(classify::pid_of(v), Some(classify::Pid::Doi(_))))
-                })
-                .count();
-            (dois * 2 >= records.len()).then(|| {
-                format!(
-                    "{dois} of them carry a DOI: if the landing pages are made from it, set landing_template (e.g. Dataverse: \"https://host/dataset.xhtml?persistentId=doi:{{doi}}\")"
-                )
-            })
-        }
-    };
-    report.landing.suggestion = suggestion;
+                .any(|v| matches!(classify::pid_of(v), Some(classify::Pid::Doi(_))))
+        })
+        .count();
+    (dois * 2 >= records.len()).then(|| {
+        format!(
+            "{dois} of them carry a DOI: if the landing pages are made from it, set landing_template (e.g. Dataverse: \"https://host/dataset.xhtml?persistentId=doi:{{doi}}\")"
+        )
+    })
 }
 
 /// Requests up to `n` of the sample's landing pages, one at a time, as a crawler would: the
@@ -888,248 +978,308 @@ impl CheckReport {
     /// The report for people.
     pub fn render(&self) -> String {
         let mut out = String::new();
-        let mut line = |label: &str, text: String| {
-            let _ = writeln!(out, "{label:<13}{text}");
-        };
-        line("baseURL", self.base_url.clone());
+        line(&mut out, "baseURL", &self.base_url);
         if let Some(i) = &self.identify {
-            line(
-                "repository",
-                format!("{} (OAI-PMH {})", i.repository_name, i.protocol_version),
-            );
-            line(
-                "Identify",
-                format!(
-                    "{} ms; granularity {}; deletedRecord {}; earliest {}; compression {}",
-                    i.ms,
-                    i.granularity,
-                    i.deleted_record,
-                    i.earliest_datestamp.as_deref().unwrap_or("(none)"),
-                    if i.compression.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        i.compression.join(", ")
-                    }
-                ),
-            );
+            i.render(&mut out);
         }
         if self.identify.is_none() && !self.problems.is_empty() {
             // Nothing else was asked.
             for p in &self.problems {
-                line("problem", p.clone());
+                line(&mut out, "problem", p);
             }
-            line("verdict", "cannot be bridged (Identify failed)".to_owned());
+            line(&mut out, "verdict", "cannot be bridged (Identify failed)");
             return out;
         }
-        let f = &self.formats;
+        self.formats.render(&mut out);
+        self.sets.render(&mut out);
+        self.sample.render(&mut out);
+        if !self.landing.platform.is_empty() {
+            self.landing.render(&mut out);
+        }
+        self.scope.render(&mut out);
+        if !self.robots.url.is_empty() {
+            self.robots.render(&mut out);
+        }
+        for w in &self.warnings {
+            line(&mut out, "warning", w);
+        }
+        for p in &self.problems {
+            line(&mut out, "problem", p);
+        }
+        let verdict = if self.bridgeable {
+            "can be bridged as configured"
+        } else {
+            "cannot be bridged as configured (see the problems above)"
+        };
+        line(&mut out, "verdict", verdict);
+        out
+    }
+}
+
+/// One line of the report for people: `label` in a column of its own, then `text`.
+fn line(out: &mut String, label: &str, text: impl std::fmt::Display) {
+    let _ = writeln!(out, "{label:<13}{text}");
+}
+
+impl IdentifyReport {
+    /// The repository's name and the rest of what `Identify` says.
+    fn render(&self, out: &mut String) {
         line(
-            "formats",
-            match &f.error {
-                Some(e) => format!("unknown: {e}"),
-                None => format!(
-                    "{} ({})",
-                    if f.oai_dc {
-                        "oai_dc offered"
-                    } else {
-                        "oai_dc NOT listed"
-                    },
-                    f.prefixes.join(", ")
-                ),
-            },
+            out,
+            "repository",
+            format_args!(
+                "{} (OAI-PMH {})",
+                self.repository_name, self.protocol_version
+            ),
         );
-        let s = &self.sets;
+        let compression = if self.compression.is_empty() {
+            "none".to_owned()
+        } else {
+            self.compression.join(", ")
+        };
         line(
-            "sets",
-            match &s.error {
-                Some(e) => format!("none: {e}"),
-                None => format!(
-                    "{}{}{}",
-                    s.sets.len(),
-                    if s.more {
-                        " on the first page, more follow"
-                    } else {
-                        ""
-                    },
-                    if s.sets.is_empty() {
-                        String::new()
-                    } else {
-                        format!(
-                            "; e.g. {}",
-                            s.sets
-                                .iter()
-                                .take(5)
-                                .map(|(spec, name)| format!("{spec} ({name})"))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    }
-                ),
-            },
+            out,
+            "Identify",
+            format_args!(
+                "{} ms; granularity {}; deletedRecord {}; earliest {}; compression {compression}",
+                self.ms,
+                self.granularity,
+                self.deleted_record,
+                self.earliest_datestamp.as_deref().unwrap_or("(none)"),
+            ),
         );
-        let m = &self.sample;
-        line(
-            "sample",
+    }
+}
+
+impl FormatsReport {
+    /// Whether `oai_dc` is offered, among which prefixes.
+    fn render(&self, out: &mut String) {
+        match &self.error {
+            Some(e) => line(out, "formats", format_args!("unknown: {e}")),
+            None => {
+                let oai_dc = if self.oai_dc {
+                    "oai_dc offered"
+                } else {
+                    "oai_dc NOT listed"
+                };
+                line(
+                    out,
+                    "formats",
+                    format_args!("{oai_dc} ({})", self.prefixes.join(", ")),
+                );
+            }
+        }
+    }
+}
+
+impl SetsReport {
+    /// How many sets the first page holds, with a few of them.
+    fn render(&self, out: &mut String) {
+        if let Some(e) = &self.error {
+            line(out, "sets", format_args!("none: {e}"));
+            return;
+        }
+        let more = if self.more {
+            " on the first page, more follow"
+        } else {
+            ""
+        };
+        let examples = if self.sets.is_empty() {
+            String::new()
+        } else {
             format!(
+                "; e.g. {}",
+                self.sets
+                    .iter()
+                    .take(5)
+                    .map(|(spec, name)| format!("{spec} ({name})"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        line(
+            out,
+            "sets",
+            format_args!("{}{more}{examples}", self.sets.len()),
+        );
+    }
+}
+
+impl SampleReport {
+    /// What the sample read, and its identifiers by class.
+    fn render(&self, out: &mut String) {
+        line(
+            out,
+            "sample",
+            format_args!(
                 "{} page(s), {} records ({} deleted), first page in {} ms{}",
-                m.pages,
-                m.records,
-                m.deleted,
-                m.first_page_ms,
-                m.error
+                self.pages,
+                self.records,
+                self.deleted,
+                self.first_page_ms,
+                self.error
                     .as_ref()
                     .map(|e| format!("; stopped: {e}"))
                     .unwrap_or_default()
             ),
         );
-        line(
-            "identifiers",
-            if m.identifiers.is_empty() {
-                "none".to_owned()
-            } else {
-                m.identifiers
-                    .iter()
-                    .map(|(k, n)| format!("{k} {n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        );
-        if m.records_without_url > 0 {
+        let identifiers = if self.identifiers.is_empty() {
+            "none".to_owned()
+        } else {
+            self.identifiers
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        line(out, "identifiers", identifiers);
+        if self.records_without_url > 0 {
             line(
+                out,
                 "",
-                format!(
+                format_args!(
                     "{} live records have no publishable URL",
-                    m.records_without_url
+                    self.records_without_url
                 ),
             );
         }
-        if m.empty_metadata > 0 {
+        if self.empty_metadata > 0 {
             line(
+                out,
                 "",
-                format!(
+                format_args!(
                     "{} live records have an empty <metadata/> ({})",
-                    m.empty_metadata,
+                    self.empty_metadata,
                     Drop::EmptyMetadata.as_str()
                 ),
             );
         }
-        let l = &self.landing;
-        if !l.platform.is_empty() {
-            line(
-                "platform",
-                format!(
-                    "{} ({}: {})",
-                    l.platform,
-                    if l.configured {
-                        "configured"
-                    } else {
-                        "detected"
-                    },
-                    l.evidence
-                ),
-            );
-            line("landing", l.rule.clone());
-            line(
-                "",
-                format!(
-                    "{} of {} live records get a landing page ({:.0}%)",
-                    l.with_landing_page,
-                    l.live_records,
-                    100.0 * l.share
-                ),
-            );
-            for e in &l.examples {
-                line("", format!("landing page: {e}"));
-            }
-            for e in &l.content_files {
-                line("", format!("content file: {e}"));
-            }
-            if let Some(fix) = &l.suggestion {
-                line("", format!("suggested: {fix}"));
-            }
-            for f in &l.fetched {
-                let answer = match (f.status, &f.error) {
-                    (Some(s), _) => format!("HTTP {s}"),
-                    (None, Some(e)) => format!("failed: {e}"),
-                    (None, None) => "no answer".to_owned(),
-                };
-                let robots = match f.robots_allowed {
-                    Some(true) => format!("allowed for {CRAWLER}"),
-                    Some(false) => format!("DISALLOWED for {CRAWLER}"),
-                    None => "robots.txt unread".to_owned(),
-                };
-                line("fetched", format!("{}: {answer}; {robots}", f.url));
-            }
-        }
-        let sc = &self.scope;
+    }
+}
+
+impl LandingReport {
+    /// The platform and its rule, what the sample's records get from it, and the sample landing
+    /// pages requested.
+    fn render(&self, out: &mut String) {
+        let how = if self.configured {
+            "configured"
+        } else {
+            "detected"
+        };
         line(
-            "scope",
-            format!(
-                "{}: {} of {} http(s) URLs inside ({:.0}%)",
-                sc.applied.join(" "),
-                sc.inside,
-                sc.http_urls,
-                100.0 * sc.inside_share
+            out,
+            "platform",
+            format_args!("{} ({how}: {})", self.platform, self.evidence),
+        );
+        line(out, "landing", &self.rule);
+        line(
+            out,
+            "",
+            format_args!(
+                "{} of {} live records get a landing page ({:.0}%)",
+                self.with_landing_page,
+                self.live_records,
+                100.0 * self.share
             ),
         );
-        for e in &sc.outside_examples {
-            line("", format!("outside: {e}"));
+        for e in &self.examples {
+            line(out, "", format_args!("landing page: {e}"));
         }
-        if let (Some(p), Some(share)) = (&sc.suggested, sc.suggested_share) {
+        for e in &self.content_files {
+            line(out, "", format_args!("content file: {e}"));
+        }
+        if let Some(fix) = &self.suggestion {
+            line(out, "", format_args!("suggested: {fix}"));
+        }
+        for f in &self.fetched {
+            f.render(out);
+        }
+    }
+}
+
+impl FetchReport {
+    /// How the page answered, and whether robots.txt lets [`CRAWLER`] in.
+    fn render(&self, out: &mut String) {
+        let answer = match (self.status, &self.error) {
+            (Some(s), _) => format!("HTTP {s}"),
+            (None, Some(e)) => format!("failed: {e}"),
+            (None, None) => "no answer".to_owned(),
+        };
+        let robots = match self.robots_allowed {
+            Some(true) => format!("allowed for {CRAWLER}"),
+            Some(false) => format!("DISALLOWED for {CRAWLER}"),
+            None => "robots.txt unread".to_owned(),
+        };
+        line(
+            out,
+            "fetched",
+            format_args!("{}: {answer}; {robots}", self.url),
+        );
+    }
+}
+
+impl ScopeReport {
+    /// The scope's coverage, a few URLs outside it, and a better prefix.
+    fn render(&self, out: &mut String) {
+        line(
+            out,
+            "scope",
+            format_args!(
+                "{}: {} of {} http(s) URLs inside ({:.0}%)",
+                self.applied.join(" "),
+                self.inside,
+                self.http_urls,
+                100.0 * self.inside_share
+            ),
+        );
+        for e in &self.outside_examples {
+            line(out, "", format_args!("outside: {e}"));
+        }
+        if let (Some(p), Some(share)) = (&self.suggested, self.suggested_share) {
             line(
+                out,
                 "",
-                format!(
+                format_args!(
                     "suggested: --scope {p} (scope = [\"{p}\"]) would cover about {:.0}% more",
                     100.0 * share
                 ),
             );
         }
-        let r = &self.robots;
-        if !r.url.is_empty() {
-            let status = match (&r.error, r.status) {
-                (Some(e), _) => format!("unreadable: {e}"),
-                (None, Some(s)) if !(200..300).contains(&s) => {
-                    format!("HTTP {s}: none, everything allowed")
-                }
-                _ => format!(
-                    "{} Sitemap line(s); {} of {} sampled landing pages disallowed for {CRAWLER}",
-                    r.sitemaps.len(),
-                    r.disallowed,
-                    r.checked
-                ),
-            };
-            line("robots.txt", format!("{}: {status}", r.url));
-            for s in &r.sitemaps {
-                line("", format!("Sitemap: {s}"));
+    }
+}
+
+impl RobotsReport {
+    /// What robots.txt says: its sitemaps, the landing pages it disallows, the cross-submission
+    /// line.
+    fn render(&self, out: &mut String) {
+        let status = match (&self.error, self.status) {
+            (Some(e), _) => format!("unreadable: {e}"),
+            (None, Some(s)) if !(200..300).contains(&s) => {
+                format!("HTTP {s}: none, everything allowed")
             }
-            if let Some(cross) = &r.cross_submission {
-                line(
-                    "",
-                    format!(
-                        "cross-submission: \"{cross}\" {}",
-                        if r.cross_submission_listed {
-                            "is listed"
-                        } else {
-                            "must be added"
-                        }
-                    ),
-                );
-            }
+            _ => format!(
+                "{} Sitemap line(s); {} of {} sampled landing pages disallowed for {CRAWLER}",
+                self.sitemaps.len(),
+                self.disallowed,
+                self.checked
+            ),
+        };
+        line(out, "robots.txt", format_args!("{}: {status}", self.url));
+        for s in &self.sitemaps {
+            line(out, "", format_args!("Sitemap: {s}"));
         }
-        for w in &self.warnings {
-            line("warning", w.clone());
-        }
-        for p in &self.problems {
-            line("problem", p.clone());
-        }
-        line(
-            "verdict",
-            if self.bridgeable {
-                "can be bridged as configured".to_owned()
+        if let Some(cross) = &self.cross_submission {
+            let listed = if self.cross_submission_listed {
+                "is listed"
             } else {
-                "cannot be bridged as configured (see the problems above)".to_owned()
-            },
-        );
-        out
+                "must be added"
+            };
+            line(
+                out,
+                "",
+                format_args!("cross-submission: \"{cross}\" {listed}"),
+            );
+        }
     }
 }
 

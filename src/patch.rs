@@ -237,29 +237,14 @@ impl Patch {
             let number = range.1;
             let info = recorded.get(&number).copied();
             if let Some(info) = info {
-                let Some(start) = (self.read)(&format!("sitemap-{number}.{}", self.ext), &mut old)
-                else {
-                    return Err(Unpatchable(format!("shard {number} cannot be read")).into());
-                };
-                at = start;
-                let old = &old[start..];
-                if old.len() as u64 != info.len || info.crc != Some(crc32fast::hash(old)) {
-                    return Err(
-                        Unpatchable(format!("shard {number} is not as it was published")).into(),
-                    );
-                }
+                at = self.read_published(info, &mut old)?;
             }
             if r == r_end && a == a_end {
                 patched.layout.ranges.push(range.clone());
                 if let Some(info) = info {
                     patched.reused += 1;
                     patched.urls += info.urls;
-                    old.drain(..at);
-                    std::mem::swap(&mut shard.bytes, &mut old);
-                    shard.urls = info.urls as usize;
-                    shard.newest = info.newest.map(Datestamp::unpack);
-                    emit(number, &shard)?;
-                    std::mem::swap(&mut shard.bytes, &mut old);
+                    emit_unchanged(info, &mut old, at, &mut shard, &mut emit)?;
                 }
                 continue;
             }
@@ -272,32 +257,84 @@ impl Patch {
             )?;
             (r, a) = (r_end, a_end);
             patched.rewritten += 1;
-            if fits(&shard, self.limits) {
-                patched.layout.ranges.push(range.clone());
-                if shard.urls > 0 {
-                    patched.urls += shard.urls as u64;
-                    emit(number, &shard)?;
-                }
-            } else {
-                // Outgrown: split as a whole render splits a range.
-                let entries = entries_of(number, &shard.bytes)?;
-                let items: Vec<(&str, Option<Datestamp>)> =
-                    entries.iter().map(|(u, d)| (u.as_ref(), *d)).collect();
-                render_range(
-                    range.clone(),
-                    &items,
-                    self.limits,
-                    &mut patched.layout,
-                    &mut next_number,
-                    &mut |n, s| {
-                        patched.urls += s.urls as u64;
-                        emit(n, s)
-                    },
-                )?;
-            }
+            self.emit_merged(range, &shard, &mut patched, &mut next_number, &mut emit)?;
         }
         Ok(patched)
     }
+
+    /// Reads the published shard `info` into `buf` and checks that it is byte for byte the
+    /// one published; returns where its bytes start in `buf`.
+    fn read_published(
+        &self,
+        info: &PublishedShard,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, Unpatchable> {
+        let number = info.number;
+        let Some(start) = (self.read)(&format!("sitemap-{number}.{}", self.ext), buf) else {
+            return Err(Unpatchable(format!("shard {number} cannot be read")));
+        };
+        let old = &buf[start..];
+        if old.len() as u64 != info.len || info.crc != Some(crc32fast::hash(old)) {
+            return Err(Unpatchable(format!(
+                "shard {number} is not as it was published"
+            )));
+        }
+        Ok(start)
+    }
+
+    /// Gives `emit` the merged `shard` of `range` as its number, or, when it outgrew the
+    /// limits, the shards a whole render splits it into (numbered from `next_number` on).
+    fn emit_merged<E: From<Unpatchable>>(
+        &self,
+        range: &(String, u32),
+        shard: &Shard,
+        patched: &mut Patched,
+        next_number: &mut u32,
+        emit: &mut impl FnMut(u32, &Shard) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if fits(shard, self.limits) {
+            patched.layout.ranges.push(range.clone());
+            if shard.urls > 0 {
+                patched.urls += shard.urls as u64;
+                emit(range.1, shard)?;
+            }
+        } else {
+            // Outgrown: split as a whole render splits a range.
+            let entries = entries_of(range.1, &shard.bytes)?;
+            let items: Vec<(&str, Option<Datestamp>)> =
+                entries.iter().map(|(u, d)| (u.as_ref(), *d)).collect();
+            render_range(
+                range.clone(),
+                &items,
+                self.limits,
+                &mut patched.layout,
+                next_number,
+                &mut |n, s| {
+                    patched.urls += s.urls as u64;
+                    emit(n, s)
+                },
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Gives `emit` the published shard `info`, none of whose URLs changed, as it stands: its bytes
+/// are `old` from `at` on, lent to `shard` for the call, not copied.
+fn emit_unchanged<E>(
+    info: &PublishedShard,
+    old: &mut Vec<u8>,
+    at: usize,
+    shard: &mut Shard,
+    emit: &mut impl FnMut(u32, &Shard) -> Result<(), E>,
+) -> Result<(), E> {
+    old.drain(..at);
+    std::mem::swap(&mut shard.bytes, old);
+    shard.urls = info.urls as usize;
+    shard.newest = info.newest.map(Datestamp::unpack);
+    emit(info.number, shard)?;
+    std::mem::swap(&mut shard.bytes, old);
+    Ok(())
 }
 
 /// Whether a whole render would keep these entries in one shard ([`render_range`]'s splitter:

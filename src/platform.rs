@@ -364,130 +364,202 @@ pub fn detect_over(
     sample: &[Record],
     scope: Option<&Scope>,
 ) -> Detected {
-    let path = base.map_or("", Url::path);
-    let live: Vec<&Record> = sample
-        .iter()
-        .filter(|r| !r.deleted && !r.unreadable())
-        .take(SAMPLE)
-        .collect();
-    let handles = live.iter().filter(|r| carries_handle(r)).count();
-    let handle_headers = live
-        .iter()
-        .filter(|r| is_handle_header(&r.identifier))
-        .count();
-    let abstracts = base.map_or(0, |base| {
-        let at = eprints_at(base);
-        live.iter()
-            .filter(|r| eprints_abstract(r, &at).is_some())
-            .count()
-    });
-    let nodes = live
-        .iter()
-        .filter(|r| islandora_node(&r.identifier).is_some())
-        .count();
-    // Records Google's rule already gives a landing page: the base case stays where it works.
-    let google = scope
-        .cloned()
-        .or_else(|| base.and_then(Scope::from_base_url));
-    let generic = google.map_or(0, |scope| {
-        live.iter()
-            .filter(|r| {
-                r.dc_identifiers
-                    .iter()
-                    .any(|v| matches!(classify::class(v, &scope), Class::LandingPage(_)))
-            })
-            .count()
-    });
-    // "Most": at least half, so that on a tie Google's rule, tried first, stays.
-    let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
-    let of = |n: usize| format!("{n} of the first {} live records", live.len());
-    let found = |platform, evidence: String| Detected {
+    let signs = Signs::count(base, identify, sample, scope);
+    let (platform, evidence) = signs.verdict();
+    Detected {
         platform,
         configured: false,
         evidence,
-    };
-    if most(generic) {
-        return found(
-            Platform::Generic,
-            format!(
-                "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
-                of(generic)
-            ),
-        );
     }
-    let dspace_path = path.ends_with("/oai/request");
-    let dspace_sample = identify
-        .sample_identifier
-        .as_deref()
-        .is_some_and(is_handle_header);
-    let eprints_path = path.ends_with("/cgi/oai2");
-    if most(abstracts) {
-        let path = if eprints_path {
-            "the baseURL's path ends in /cgi/oai2 and "
-        } else {
-            ""
-        };
-        return found(
-            Platform::Eprints,
-            format!(
-                "{path}{} have a dc:relation that is their own abstract page, as EPrints writes it",
-                of(abstracts)
-            ),
-        );
+}
+
+/// What a repository shows of each platform: its baseURL's path, Identify's sample identifier,
+/// and how many of the first live records carry each platform's sign.
+struct Signs<'a> {
+    /// The baseURL's path (empty without one).
+    path: &'a str,
+    /// It ends as DSpace's endpoint does.
+    dspace_path: bool,
+    /// Identify's sample identifier is a handle.
+    dspace_sample: bool,
+    /// The path ends as EPrints' endpoint does.
+    eprints_path: bool,
+    /// Live records looked at (at most [`SAMPLE`]).
+    live: usize,
+    /// Of them, those carrying a Handle,
+    handles: usize,
+    /// those with an OAI identifier in DSpace's handle shape,
+    handle_headers: usize,
+    /// those with their EPrints abstract page as `dc:relation`,
+    abstracts: usize,
+    /// those with an OAI identifier in Islandora's `oai:host:node-N` shape,
+    nodes: usize,
+    /// and those Google's rule gives a landing page.
+    generic: usize,
+}
+
+impl<'a> Signs<'a> {
+    /// Counts the signs over the first [`SAMPLE`] live records of `sample`, Google's rule over
+    /// `scope` or else the baseURL's directory.
+    fn count(
+        base: Option<&'a Url>,
+        identify: &Identify,
+        sample: &[Record],
+        scope: Option<&Scope>,
+    ) -> Self {
+        let path = base.map_or("", Url::path);
+        let live: Vec<&Record> = sample
+            .iter()
+            .filter(|r| !r.deleted && !r.unreadable())
+            .take(SAMPLE)
+            .collect();
+        let handles = live.iter().filter(|r| carries_handle(r)).count();
+        let handle_headers = live
+            .iter()
+            .filter(|r| is_handle_header(&r.identifier))
+            .count();
+        let abstracts = base.map_or(0, |base| {
+            let at = eprints_at(base);
+            live.iter()
+                .filter(|r| eprints_abstract(r, &at).is_some())
+                .count()
+        });
+        let nodes = live
+            .iter()
+            .filter(|r| islandora_node(&r.identifier).is_some())
+            .count();
+        // Records Google's rule already gives a landing page: the base case stays where it works.
+        let google = scope
+            .cloned()
+            .or_else(|| base.and_then(Scope::from_base_url));
+        let generic = google.map_or(0, |scope| {
+            live.iter()
+                .filter(|r| {
+                    r.dc_identifiers
+                        .iter()
+                        .any(|v| matches!(classify::class(v, &scope), Class::LandingPage(_)))
+                })
+                .count()
+        });
+        Self {
+            path,
+            dspace_path: path.ends_with("/oai/request"),
+            dspace_sample: identify
+                .sample_identifier
+                .as_deref()
+                .is_some_and(is_handle_header),
+            eprints_path: path.ends_with("/cgi/oai2"),
+            live: live.len(),
+            handles,
+            handle_headers,
+            abstracts,
+            nodes,
+            generic,
+        }
     }
-    if most(nodes) {
-        return found(
-            Platform::Islandora,
-            format!(
-                "{} have OAI identifiers in Islandora's oai:host:node-N shape",
-                of(nodes)
-            ),
-        );
+
+    /// "Most": at least half, so that on a tie Google's rule, tried first, stays.
+    fn most(&self, n: usize) -> bool {
+        self.live > 0 && n * 2 >= self.live
     }
-    if most(handles) && (dspace_path || dspace_sample || most(handle_headers)) {
+
+    /// `n` of the live records, in words.
+    fn of(&self, n: usize) -> String {
+        format!("{n} of the first {} live records", self.live)
+    }
+
+    /// The platform most records show, in the order Google's rule, EPrints, Islandora, DSpace,
+    /// and the evidence; Google's rule with what was seen when none is shown by most.
+    fn verdict(&self) -> (Platform, String) {
+        if self.most(self.generic) {
+            return (
+                Platform::Generic,
+                format!(
+                    "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
+                    self.of(self.generic)
+                ),
+            );
+        }
+        if self.most(self.abstracts) {
+            let path = if self.eprints_path {
+                "the baseURL's path ends in /cgi/oai2 and "
+            } else {
+                ""
+            };
+            return (
+                Platform::Eprints,
+                format!(
+                    "{path}{} have a dc:relation that is their own abstract page, as EPrints writes it",
+                    self.of(self.abstracts)
+                ),
+            );
+        }
+        if self.most(self.nodes) {
+            return (
+                Platform::Islandora,
+                format!(
+                    "{} have OAI identifiers in Islandora's oai:host:node-N shape",
+                    self.of(self.nodes)
+                ),
+            );
+        }
+        if self.most(self.handles)
+            && (self.dspace_path || self.dspace_sample || self.most(self.handle_headers))
+        {
+            return (Platform::Dspace, self.dspace_evidence());
+        }
+        (Platform::Generic, self.nothing_shown())
+    }
+
+    /// Why DSpace: its endpoint, its sample identifier, its OAI identifiers, the Handles.
+    fn dspace_evidence(&self) -> String {
         let mut why = Vec::new();
-        if dspace_path {
+        if self.dspace_path {
             why.push(format!(
                 "the baseURL's path ends in {}",
-                dspace_suffix(path)
+                dspace_suffix(self.path)
             ));
         }
-        if dspace_sample {
+        if self.dspace_sample {
             why.push(
                 "Identify's sample identifier is a handle (oai:host:prefix/suffix)".to_owned(),
             );
         }
-        if most(handle_headers) {
+        if self.most(self.handle_headers) {
             why.push(format!(
                 "{} have OAI identifiers in DSpace's handle shape",
-                of(handle_headers)
+                self.of(self.handle_headers)
             ));
         }
-        why.push(format!("{} carry a Handle", of(handles)));
-        return found(Platform::Dspace, why.join(", "));
+        why.push(format!("{} carry a Handle", self.of(self.handles)));
+        why.join(", ")
     }
-    let mut seen = Vec::new();
-    if dspace_path || dspace_sample {
-        seen.push(format!(
-            "a DSpace-like endpoint, but {} carry a Handle",
-            of(handles)
-        ));
+
+    /// What was seen when no platform is shown by most records: an endpoint whose records do
+    /// not bear it out, or no live record at all.
+    fn nothing_shown(&self) -> String {
+        let mut seen = Vec::new();
+        if self.dspace_path || self.dspace_sample {
+            seen.push(format!(
+                "a DSpace-like endpoint, but {} carry a Handle",
+                self.of(self.handles)
+            ));
+        }
+        if self.eprints_path {
+            seen.push(format!(
+                "an EPrints-like endpoint, but {} have their abstract page as dc:relation",
+                self.of(self.abstracts)
+            ));
+        }
+        if self.live == 0 {
+            seen.push("no live record to look at".to_owned());
+        }
+        if seen.is_empty() {
+            "nothing platform-specific recognised".to_owned()
+        } else {
+            seen.join("; ")
+        }
     }
-    if eprints_path {
-        seen.push(format!(
-            "an EPrints-like endpoint, but {} have their abstract page as dc:relation",
-            of(abstracts)
-        ));
-    }
-    if live.is_empty() {
-        seen.push("no live record to look at".to_owned());
-    }
-    let evidence = if seen.is_empty() {
-        "nothing platform-specific recognised".to_owned()
-    } else {
-        seen.join("; ")
-    };
-    found(Platform::Generic, evidence)
 }
 
 fn dspace_suffix(path: &str) -> &'static str {
@@ -751,6 +823,106 @@ enum Rule {
 #[error("{0}")]
 pub struct LandingError(String);
 
+/// The error of `platform`'s rule without an http(s) baseURL.
+fn no_base(platform: Platform) -> LandingError {
+    LandingError(format!(
+        "the {platform} rule needs an http(s) baseURL to find the repository's host"
+    ))
+}
+
+/// The scope of everything under `path` on `url`'s host, for `platform`'s rule.
+fn origin_scope(url: &Url, path: &str, platform: Platform) -> Result<Scope, LandingError> {
+    let mut at = url.clone();
+    at.set_path(path);
+    at.set_query(None);
+    at.set_fragment(None);
+    Scope::from_prefixes(&[at]).ok_or_else(|| no_base(platform))
+}
+
+impl Rule {
+    /// A template's rule, scoped to the template's origin and the baseURL's directory
+    /// (`platform`, the one found or configured, names it in an error).
+    fn for_template(
+        template: &Template,
+        base: Option<&Url>,
+        platform: Platform,
+    ) -> Result<(Self, Scope), LandingError> {
+        let origin_url = template
+            .origin()
+            .ok_or_else(|| LandingError(format!("landing_template {template} has no host")))?;
+        let mut prefixes = vec![origin_url];
+        if let Some(dir) = base.and_then(Scope::from_base_url) {
+            prefixes.extend(dir.prefixes().iter().filter_map(|p| Url::parse(p).ok()));
+        }
+        let scope = Scope::from_prefixes(&prefixes).ok_or_else(|| no_base(platform))?;
+        Ok((Rule::Template(template.clone()), scope))
+    }
+
+    /// DSpace's rule under its UI: `ui_url` when configured, else the one the baseURL and the
+    /// sample show ([`dspace_ui`], which adds to `evidence`).
+    fn for_dspace(
+        ui_url: Option<&Url>,
+        base: Option<&Url>,
+        sample: &[Record],
+        evidence: &mut String,
+    ) -> Result<(Self, Scope), LandingError> {
+        let ui = match ui_url {
+            Some(ui) => {
+                let mut ui = ui.clone();
+                if !ui.path().ends_with('/') {
+                    let path = format!("{}/", ui.path());
+                    ui.set_path(&path);
+                }
+                ui
+            }
+            None => {
+                let base = base.ok_or_else(|| no_base(Platform::Dspace))?;
+                dspace_ui(base, sample, evidence)
+            }
+        };
+        let scope = origin_scope(&ui, ui.path(), Platform::Dspace)?;
+        let mut text = ui.to_string();
+        if let Some(q) = text.find(['?', '#']) {
+            text.truncate(q);
+        }
+        let rule = Rule::Dspace {
+            ui: text,
+            host: ui.host_str().unwrap_or_default().to_owned(),
+            path: ui.path().to_owned(),
+        };
+        Ok((rule, scope))
+    }
+
+    /// Islandora's rule, on the Drupal site whose `oai/request` the baseURL is.
+    fn for_islandora(base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
+        let base = base.ok_or_else(|| no_base(Platform::Islandora))?;
+        // Drupal under a path: the site is the baseURL's folder above `oai/request`.
+        let path = base.path().trim_end_matches('/');
+        let site = path.strip_suffix("oai/request").unwrap_or("/");
+        let site = if site.ends_with('/') {
+            site.to_owned()
+        } else {
+            format!("{site}/")
+        };
+        let scope = origin_scope(base, &site, Platform::Islandora)?;
+        let rule = Rule::Islandora {
+            site: scope.to_string(),
+        };
+        Ok((rule, scope))
+    }
+
+    /// EPrints' rule, for the installation the baseURL belongs to.
+    fn for_eprints(base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
+        let base = base.ok_or_else(|| no_base(Platform::Eprints))?;
+        let scope = origin_scope(base, &eprints_root(base), Platform::Eprints)?;
+        let rule = Rule::Eprints {
+            at: eprints_at(base),
+            scheme: base.scheme().to_owned(),
+        };
+        Ok((rule, scope))
+    }
+}
+
 impl Landing {
     /// Google's rule over `scope` (what every repository had before platforms); `detected`
     /// says why it applies.
@@ -776,88 +948,19 @@ impl Landing {
         detected: &mut Detected,
         sample: &[Record],
     ) -> Result<Option<Self>, LandingError> {
-        let no_base = || {
-            LandingError(format!(
-                "the {} rule needs an http(s) baseURL to find the repository's host",
-                detected.platform
-            ))
-        };
-        let origin = |url: &Url, path: &str| -> Result<Scope, LandingError> {
-            let mut at = url.clone();
-            at.set_path(path);
-            at.set_query(None);
-            at.set_fragment(None);
-            Scope::from_prefixes(&[at]).ok_or_else(no_base)
-        };
         let (rule, own_scope) = if let Some(template) = &settings.template {
-            let origin_url = template
-                .origin()
-                .ok_or_else(|| LandingError(format!("landing_template {template} has no host")))?;
-            let mut prefixes = vec![origin_url];
-            if let Some(dir) = base.and_then(Scope::from_base_url) {
-                prefixes.extend(dir.prefixes().iter().filter_map(|p| Url::parse(p).ok()));
-            }
-            let scope = Scope::from_prefixes(&prefixes).ok_or_else(no_base)?;
-            (Rule::Template(template.clone()), scope)
+            Rule::for_template(template, base, detected.platform)?
         } else {
             match detected.platform {
                 Platform::Generic => return Ok(None),
-                Platform::Dspace => {
-                    let ui = match &settings.ui_url {
-                        Some(ui) => {
-                            let mut ui = ui.clone();
-                            if !ui.path().ends_with('/') {
-                                let path = format!("{}/", ui.path());
-                                ui.set_path(&path);
-                            }
-                            ui
-                        }
-                        None => {
-                            let base = base.ok_or_else(no_base)?;
-                            dspace_ui(base, sample, &mut detected.evidence)
-                        }
-                    };
-                    let scope = origin(&ui, ui.path())?;
-                    let mut text = ui.to_string();
-                    if let Some(q) = text.find(['?', '#']) {
-                        text.truncate(q);
-                    }
-                    let rule = Rule::Dspace {
-                        ui: text,
-                        host: ui.host_str().unwrap_or_default().to_owned(),
-                        path: ui.path().to_owned(),
-                    };
-                    (rule, scope)
-                }
-                Platform::Islandora => {
-                    let base = base.ok_or_else(no_base)?;
-                    // Drupal under a path: the site is the baseURL's folder above `oai/request`.
-                    let path = base.path().trim_end_matches('/');
-                    let site = path.strip_suffix("oai/request").unwrap_or("/");
-                    let site = if site.ends_with('/') {
-                        site.to_owned()
-                    } else {
-                        format!("{site}/")
-                    };
-                    let scope = origin(base, &site)?;
-                    (
-                        Rule::Islandora {
-                            site: scope.to_string(),
-                        },
-                        scope,
-                    )
-                }
-                Platform::Eprints => {
-                    let base = base.ok_or_else(no_base)?;
-                    let scope = origin(base, &eprints_root(base))?;
-                    (
-                        Rule::Eprints {
-                            at: eprints_at(base),
-                            scheme: base.scheme().to_owned(),
-                        },
-                        scope,
-                    )
-                }
+                Platform::Dspace => Rule::for_dspace(
+                    settings.ui_url.as_ref(),
+                    base,
+                    sample,
+                    &mut detected.evidence,
+                )?,
+                Platform::Islandora => Rule::for_islandora(base)?,
+                Platform::Eprints => Rule::for_eprints(base)?,
             }
         };
         Ok(Some(Self {

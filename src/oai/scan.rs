@@ -670,104 +670,150 @@ impl<'t> Scanner<'t> {
             .and_then(|a| normalize(a.raw))
     }
 
-    /// Handles the start of an element at `depth`, as the quick-xml reader does.
+    /// Handles the start of an element at `depth`, as the quick-xml reader does: what it is
+    /// depends on the innermost context open.
     fn start(&mut self, ns: Ns, local: &str, depth: usize) -> Option<()> {
         if depth == 1 {
-            // The root; the scanner never reads a second top-level element.
-            match (ns, local) {
-                (Ns::Oai, "OAI-PMH") => {}
-                (Ns::None, "OAI-PMH") => self.page.quirks.no_namespace = true,
-                (Ns::Static, "Repository") => self.page.is_static = true,
-                // Not OAI-PMH: the fallback describes it.
-                _ => return None,
-            }
-            return Some(());
+            return self.root(ns, local);
         }
         let oai = ns == Ns::Oai || (self.page.quirks.no_namespace && ns == Ns::None);
-        let container = oai || (self.page.is_static && ns == Ns::Static);
-        let start_capture = |c: Capture| Some((c, depth));
         let capture = if self.capture.is_some() {
             // Markup inside a captured value: keep collecting its text.
             None
         } else if self.dc > 0 {
-            if ns != Ns::Dc {
-                None
-            } else if local == "identifier" {
-                start_capture(Capture::DcIdentifier)
-            } else if self.fields.any() {
-                DcElement::from_local(local)
-                    .filter(|e| self.fields.wants(*e))
-                    .and_then(|e| start_capture(Capture::Dc(e)))
-            } else {
-                None
-            }
+            self.dc_child(ns, local)
         } else if self.metadata > 0 {
-            self.record.empty_metadata = false;
-            if ns == Ns::OaiDc && local == "dc" && depth == self.metadata + 1 {
-                self.dc = depth;
-            }
+            self.metadata_child(ns, local, depth);
             None
         } else if self.header > 0 {
-            match (oai, local) {
-                (true, "identifier") => start_capture(Capture::Identifier),
-                (true, "datestamp") => start_capture(Capture::Datestamp),
-                (true, "setSpec") => start_capture(Capture::SetSpec),
-                _ => None,
-            }
+            Self::header_child(oai, local)
         } else if self.record_at > 0 {
-            match (oai, local) {
-                (true, "header") => {
-                    self.header = depth;
-                    self.record.deleted = self.attr("status").as_deref() == Some("deleted");
-                }
-                (true, "metadata") => {
-                    self.metadata = depth;
-                    self.record.empty_metadata = true;
-                }
-                _ => {}
-            }
+            self.record_child(oai, local, depth);
             None
         } else if self.list > 0 {
-            match (oai, local) {
-                (true, "record") => {
-                    self.record_at = depth;
-                    self.record = Record::default();
-                    None
-                }
-                (true, "resumptionToken") => {
-                    self.token = Token {
-                        value: String::new(),
-                        complete_list_size: self
-                            .attr("completeListSize")
-                            .and_then(|v| v.trim().parse().ok()),
-                        cursor: self.attr("cursor").and_then(|v| v.trim().parse().ok()),
-                    };
-                    start_capture(Capture::Token)
-                }
-                _ => None,
-            }
+            self.list_child(oai, local, depth)
         } else if depth == 2 {
-            match (container, local) {
-                (true, "ListRecords") => {
-                    self.list = depth;
-                    self.page.listed = true;
-                    None
-                }
-                (true, "responseDate") => start_capture(Capture::ResponseDate),
-                (true, "error") => {
-                    self.error_code = self.attr("code").map(Cow::into_owned).unwrap_or_default();
-                    start_capture(Capture::Error)
-                }
-                _ => None,
-            }
+            let container = oai || (self.page.is_static && ns == Ns::Static);
+            self.root_child(container, local, depth)
         } else {
             None
         };
-        if capture.is_some() {
+        if let Some(capture) = capture {
             self.buf.clear();
-            self.capture = capture;
+            self.capture = Some((capture, depth));
         }
         Some(())
+    }
+
+    /// The root: `OAI-PMH` (in its namespace or none) or a Static Repository's `Repository`;
+    /// anything else declines. The scanner never reads a second top-level element.
+    #[inline]
+    fn root(&mut self, ns: Ns, local: &str) -> Option<()> {
+        match (ns, local) {
+            (Ns::Oai, "OAI-PMH") => {}
+            (Ns::None, "OAI-PMH") => self.page.quirks.no_namespace = true,
+            (Ns::Static, "Repository") => self.page.is_static = true,
+            // Not OAI-PMH: the fallback describes it.
+            _ => return None,
+        }
+        Some(())
+    }
+
+    /// An element inside `oai_dc:dc`: the Dublin Core value to capture, if it is one read.
+    #[inline]
+    fn dc_child(&self, ns: Ns, local: &str) -> Option<Capture> {
+        if ns != Ns::Dc {
+            None
+        } else if local == "identifier" {
+            Some(Capture::DcIdentifier)
+        } else if self.fields.any() {
+            DcElement::from_local(local)
+                .filter(|e| self.fields.wants(*e))
+                .map(Capture::Dc)
+        } else {
+            None
+        }
+    }
+
+    /// An element inside `metadata`: the metadata is not empty, and `oai_dc:dc` right inside
+    /// it opens the Dublin Core.
+    #[inline]
+    fn metadata_child(&mut self, ns: Ns, local: &str, depth: usize) {
+        self.record.empty_metadata = false;
+        if ns == Ns::OaiDc && local == "dc" && depth == self.metadata + 1 {
+            self.dc = depth;
+        }
+    }
+
+    /// An element inside a record's `header`: its identifier, datestamp or a set to capture.
+    #[inline]
+    fn header_child(oai: bool, local: &str) -> Option<Capture> {
+        match (oai, local) {
+            (true, "identifier") => Some(Capture::Identifier),
+            (true, "datestamp") => Some(Capture::Datestamp),
+            (true, "setSpec") => Some(Capture::SetSpec),
+            _ => None,
+        }
+    }
+
+    /// An element inside a `record`: its `header` (with its deleted status) or its `metadata`
+    /// opens.
+    #[inline]
+    fn record_child(&mut self, oai: bool, local: &str, depth: usize) {
+        match (oai, local) {
+            (true, "header") => {
+                self.header = depth;
+                self.record.deleted = self.attr("status").as_deref() == Some("deleted");
+            }
+            (true, "metadata") => {
+                self.metadata = depth;
+                self.record.empty_metadata = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// An element inside `ListRecords`: a `record` opens, or the resumption token (with its
+    /// attributes) is captured.
+    #[inline]
+    fn list_child(&mut self, oai: bool, local: &str, depth: usize) -> Option<Capture> {
+        match (oai, local) {
+            (true, "record") => {
+                self.record_at = depth;
+                self.record = Record::default();
+                None
+            }
+            (true, "resumptionToken") => {
+                self.token = Token {
+                    value: String::new(),
+                    complete_list_size: self
+                        .attr("completeListSize")
+                        .and_then(|v| v.trim().parse().ok()),
+                    cursor: self.attr("cursor").and_then(|v| v.trim().parse().ok()),
+                };
+                Some(Capture::Token)
+            }
+            _ => None,
+        }
+    }
+
+    /// A child of the root (`container`: in the root's namespace): `ListRecords` opens, or the
+    /// response date or an error (with its code) is captured.
+    #[inline]
+    fn root_child(&mut self, container: bool, local: &str, depth: usize) -> Option<Capture> {
+        match (container, local) {
+            (true, "ListRecords") => {
+                self.list = depth;
+                self.page.listed = true;
+                None
+            }
+            (true, "responseDate") => Some(Capture::ResponseDate),
+            (true, "error") => {
+                self.error_code = self.attr("code").map(Cow::into_owned).unwrap_or_default();
+                Some(Capture::Error)
+            }
+            _ => None,
+        }
     }
 
     /// Handles the end of the element at `depth`: stores captured text and closes contexts, as

@@ -86,105 +86,124 @@ pub fn document(f: &Fields<'_>) -> String {
 /// `Vec`s a good part of the rest of CDIF's cost (the two together: a third of it). A test
 /// holds its strings equal to serde_json's.
 pub fn write_document(out: &mut Vec<u8>, f: &Fields<'_>) {
-    #[derive(Serialize)]
-    struct Named<'a> {
-        #[serde(rename = "@type")]
-        kind: &'static str,
-        name: &'a str,
+    sonic_rs::to_writer(out, &Doc::of(f)).expect("serialising borrowed strings cannot fail");
+}
+
+/// One document as it is serialised, its members in this order; every string borrowed from
+/// [`Fields`].
+#[derive(Serialize)]
+struct Doc<'a> {
+    #[serde(rename = "@context")]
+    context: &'static str,
+    #[serde(rename = "@type")]
+    kind: &'a str,
+    #[serde(rename = "@id")]
+    id: &'a str,
+    url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    #[serde(skip_serializing_if = "Persons::is_empty")]
+    creator: Persons<'a>,
+    #[serde(rename = "datePublished", skip_serializing_if = "Option::is_none")]
+    date_published: Option<&'a str>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    keywords: &'a [&'a str],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    publisher: Option<Named<'a>>,
+    #[serde(rename = "inLanguage", skip_serializing_if = "Option::is_none")]
+    in_language: Option<OneOrMany<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    license: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identifier: Option<&'a str>,
+    #[serde(rename = "subjectOf", skip_serializing_if = "Option::is_none")]
+    subject_of: Option<Download<'a>>,
+}
+
+/// A thing of a schema.org type with a name.
+#[derive(Serialize)]
+struct Named<'a> {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    name: &'a str,
+}
+
+/// A download of the record's metadata.
+#[derive(Serialize)]
+struct Download<'a> {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "contentUrl")]
+    content_url: &'a str,
+    #[serde(rename = "encodingFormat")]
+    encoding_format: &'static str,
+    description: &'static str,
+}
+
+/// Names, each as a `Person`, serialised without a `Vec` of them per record.
+struct Persons<'a>(&'a [&'a str]);
+
+impl Persons<'_> {
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
-    #[derive(Serialize)]
-    struct Download<'a> {
-        #[serde(rename = "@type")]
-        kind: &'static str,
-        #[serde(rename = "contentUrl")]
-        content_url: &'a str,
-        #[serde(rename = "encodingFormat")]
-        encoding_format: &'static str,
-        description: &'static str,
+}
+
+impl Serialize for Persons<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|name| Named {
+            kind: "Person",
+            name,
+        }))
     }
-    /// Names, each as a `Person`, serialised without a `Vec` of them per record.
-    struct Persons<'a>(&'a [&'a str]);
-    impl Persons<'_> {
-        fn is_empty(&self) -> bool {
-            self.0.is_empty()
+}
+
+/// One value as itself, several as an array.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum OneOrMany<'a> {
+    One(&'a str),
+    Many(&'a [&'a str]),
+}
+
+impl<'a> Doc<'a> {
+    /// The document of `f`, crosswalked as the table in the module docs says.
+    #[inline]
+    fn of(f: &Fields<'a>) -> Self {
+        Self {
+            context: "https://schema.org/",
+            kind: f
+                .kind
+                .and_then(|k| k.strip_prefix(crate::dctype::SCHEMA_ORG))
+                .unwrap_or("CreativeWork"),
+            id: f.url,
+            url: f.url,
+            name: f.titles.first().copied(),
+            description: f.descriptions.first().copied(),
+            creator: Persons(f.creators),
+            date_published: f.dates.iter().find_map(|d| date(d)),
+            keywords: f.subjects,
+            publisher: f.publishers.first().map(|p| Named {
+                kind: "Organization",
+                name: p,
+            }),
+            in_language: match f.languages {
+                [] => None,
+                [one] => Some(OneOrMany::One(one)),
+                many => Some(OneOrMany::Many(many)),
+            },
+            license: f.license,
+            identifier: f.identifier,
+            subject_of: f.metadata.map(|m| Download {
+                kind: "DataDownload",
+                content_url: m,
+                encoding_format: "application/xml",
+                description: "the OAI-PMH oai_dc record",
+            }),
         }
     }
-    impl Serialize for Persons<'_> {
-        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-            s.collect_seq(self.0.iter().map(|name| Named {
-                kind: "Person",
-                name,
-            }))
-        }
-    }
-    #[derive(Serialize)]
-    #[serde(untagged)]
-    enum OneOrMany<'a> {
-        One(&'a str),
-        Many(&'a [&'a str]),
-    }
-    #[derive(Serialize)]
-    struct Doc<'a> {
-        #[serde(rename = "@context")]
-        context: &'static str,
-        #[serde(rename = "@type")]
-        kind: &'a str,
-        #[serde(rename = "@id")]
-        id: &'a str,
-        url: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<&'a str>,
-        #[serde(skip_serializing_if = "Persons::is_empty")]
-        creator: Persons<'a>,
-        #[serde(rename = "datePublished", skip_serializing_if = "Option::is_none")]
-        date_published: Option<&'a str>,
-        #[serde(skip_serializing_if = "<[_]>::is_empty")]
-        keywords: &'a [&'a str],
-        #[serde(skip_serializing_if = "Option::is_none")]
-        publisher: Option<Named<'a>>,
-        #[serde(rename = "inLanguage", skip_serializing_if = "Option::is_none")]
-        in_language: Option<OneOrMany<'a>>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        license: Option<&'a str>,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        identifier: Option<&'a str>,
-        #[serde(rename = "subjectOf", skip_serializing_if = "Option::is_none")]
-        subject_of: Option<Download<'a>>,
-    }
-    let doc = Doc {
-        context: "https://schema.org/",
-        kind: f
-            .kind
-            .and_then(|k| k.strip_prefix(crate::dctype::SCHEMA_ORG))
-            .unwrap_or("CreativeWork"),
-        id: f.url,
-        url: f.url,
-        name: f.titles.first().copied(),
-        description: f.descriptions.first().copied(),
-        creator: Persons(f.creators),
-        date_published: f.dates.iter().find_map(|d| date(d)),
-        keywords: f.subjects,
-        publisher: f.publishers.first().map(|p| Named {
-            kind: "Organization",
-            name: p,
-        }),
-        in_language: match f.languages {
-            [] => None,
-            [one] => Some(OneOrMany::One(one)),
-            many => Some(OneOrMany::Many(many)),
-        },
-        license: f.license,
-        identifier: f.identifier,
-        subject_of: f.metadata.map(|m| Download {
-            kind: "DataDownload",
-            content_url: m,
-            encoding_format: "application/xml",
-            description: "the OAI-PMH oai_dc record",
-        }),
-    };
-    sonic_rs::to_writer(out, &doc).expect("serialising borrowed strings cannot fail");
 }
 
 /// A list's start: the documents' context is the list's too.

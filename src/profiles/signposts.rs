@@ -248,6 +248,144 @@ impl<'a> Classified<'a> {
     }
 }
 
+/// What the entries of one live record with a landing page share, spelled out once for every
+/// profile; borrowed, so that nothing is copied per record.
+struct Shared<'r> {
+    record: &'r Record,
+    found: &'r Classified<'r>,
+    landing: &'r str,
+    lastmod: Option<&'r str>,
+    /// The URL of the record's CDIF document, when the documents are published one by one.
+    document: Option<&'r str>,
+    /// For the Signmap and CDIF: the persistent identifier's resolver URL, the license URL and
+    /// the schema.org type.
+    cite_as: Option<&'r str>,
+    license: Option<&'r str>,
+    kind: Option<&'r str>,
+}
+
+impl Shared<'_> {
+    /// Writes the record's Signmap `<url>` into `bytes`: its links to the CDIF document, the
+    /// oai_dc record (when there is a `get_record` URL), the content files, the persistent
+    /// identifier, the license and the type.
+    #[inline]
+    fn write_signmap(&self, bytes: &mut Vec<u8>, get_record: Option<&mut GetRecord>) {
+        bytes.clear();
+        write_url_open(bytes, self.landing, self.lastmod);
+        if let Some(url) = self.document {
+            signmap::write_link(
+                bytes,
+                "describedby",
+                url,
+                Some(signmap::JSON_LD),
+                Some(crate::profiles::cdif::PROFILE),
+            );
+        }
+        if let Some(get_record) = get_record {
+            signmap::link_start(bytes, "describedby");
+            get_record.write_xml(bytes, &self.record.identifier);
+            signmap::link_end(bytes, Some(signmap::XML), Some(OAI_DC_PROFILE));
+        }
+        for (url, media_type) in self.found.items() {
+            signmap::write_link(bytes, "item", url, Some(media_type), None);
+        }
+        if let Some(url) = self.cite_as {
+            signmap::write_link(bytes, "cite-as", url, None, None);
+        }
+        if let Some(url) = self.license {
+            signmap::write_link(bytes, "license", url, None, None);
+        }
+        if let Some(url) = self.kind {
+            signmap::write_link(bytes, "type", url, None, None);
+        }
+        bytes.extend_from_slice(b"</url>\n");
+    }
+
+    /// Writes the record's OCX `<url>` of type `kind` into `bytes`: its name and teaser (written
+    /// out in `name_buf` and `teaser_buf` when they must be changed), its image, and where its
+    /// metadata is.
+    #[inline]
+    fn write_ocx(
+        &self,
+        bytes: &mut Vec<u8>,
+        name_buf: &mut String,
+        teaser_buf: &mut String,
+        config: &OcxConfig,
+        kind: &str,
+    ) {
+        let record = self.record;
+        let name = record
+            .dc_values(DcElement::Title)
+            .next()
+            .map(|t| ocx::teaser_in(t, usize::MAX, name_buf));
+        let teaser = record
+            .dc_values(DcElement::Description)
+            .next()
+            .map(|d| ocx::teaser_in(d, config.teaser_chars, teaser_buf));
+        // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
+        // for HTML); else what the configuration says.
+        let (format, meta, xpath) = match self.document {
+            Some(url) => (Some("JSON-LD"), Some(url), None),
+            None => (config.format.as_deref(), None, config.xpath.as_deref()),
+        };
+        bytes.clear();
+        ocx::write_entry(
+            bytes,
+            &ocx::Entry {
+                loc: self.landing,
+                kind,
+                format,
+                meta,
+                xpath,
+                name,
+                teaser,
+                image: self.found.image(),
+            },
+            self.lastmod,
+        );
+    }
+
+    /// Writes the record's CDIF document into `bytes`, after its name (`hash`, the part of it
+    /// that is not fixed); it links the oai_dc record when there is a `get_record` URL.
+    #[inline]
+    fn write_cdif(&self, bytes: &mut Vec<u8>, hash: &str, get_record: Option<&GetRecord>) {
+        let record = self.record;
+        let metadata = get_record.map(|g| g.url(&record.identifier));
+        // On the stack for a record's usual few values of each.
+        let values = |e| {
+            record
+                .dc_values(e)
+                .collect::<smallvec::SmallVec<[&str; 4]>>()
+        };
+        let titles = values(DcElement::Title);
+        let descriptions = values(DcElement::Description);
+        let creators = values(DcElement::Creator);
+        let dates = values(DcElement::Date);
+        let subjects = values(DcElement::Subject);
+        let publishers = values(DcElement::Publisher);
+        let languages = values(DcElement::Language);
+        bytes.clear();
+        bytes.extend_from_slice(hash.as_bytes());
+        cdif::write_document(
+            bytes,
+            &cdif::Fields {
+                url: self.landing,
+                kind: self.kind,
+                titles: &titles,
+                descriptions: &descriptions,
+                creators: &creators,
+                dates: &dates,
+                subjects: &subjects,
+                publishers: &publishers,
+                languages: &languages,
+                license: self.license,
+                identifier: self.cite_as,
+                metadata: metadata.as_deref(),
+            },
+        );
+    }
+}
+
 impl Signposts {
     /// An empty collection, with no profile on yet. `metadata_base` is the OAI-PMH baseURL for
     /// the GetRecord links (none for a Static Repository without an http(s) baseURL); `limits`
@@ -391,111 +529,38 @@ impl Signposts {
             .map(|(folder, hash)| format!("{folder}{hash}{CDIF_EXT}"));
         // The lastmod, written out once for every profile.
         let lastmod = lastmod_text(record.datestamp, &mut self.date);
+        let shared = Shared {
+            record,
+            found,
+            landing,
+            lastmod,
+            document: document.as_deref(),
+            cite_as,
+            license: license.as_deref(),
+            kind,
+        };
         if let Some(spill) = &mut self.shards[SIGNMAP] {
-            let bytes = &mut self.entry;
-            bytes.clear();
-            write_url_open(bytes, landing, lastmod);
-            if let Some(url) = &document {
-                signmap::write_link(
-                    bytes,
-                    "describedby",
-                    url.as_str(),
-                    Some(signmap::JSON_LD),
-                    Some(crate::profiles::cdif::PROFILE),
-                );
-            }
-            if let Some(get_record) = &mut self.get_record {
-                signmap::link_start(bytes, "describedby");
-                get_record.write_xml(bytes, &record.identifier);
-                signmap::link_end(bytes, Some(signmap::XML), Some(OAI_DC_PROFILE));
-            }
-            for (url, media_type) in found.items() {
-                signmap::write_link(bytes, "item", url, Some(media_type), None);
-            }
-            if let Some(url) = cite_as {
-                signmap::write_link(bytes, "cite-as", url, None, None);
-            }
-            if let Some(url) = &license {
-                signmap::write_link(bytes, "license", url, None, None);
-            }
-            if let Some(url) = kind {
-                signmap::write_link(bytes, "type", url, None, None);
-            }
-            bytes.extend_from_slice(b"</url>\n");
-            lens[SIGNMAP] = spill.append(&mut self.folder, self.limits, bytes, record.datestamp)?;
+            shared.write_signmap(&mut self.entry, self.get_record.as_mut());
+            lens[SIGNMAP] =
+                spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
         }
         let mut typed = false;
         if let (Some(config), Some(spill)) = (&self.ocx, &mut self.shards[OCX])
             && let Some(ocx_kind) = ocx_kind.or(config.default_type.as_deref())
         {
             typed = true;
-            let name = record
-                .dc_values(DcElement::Title)
-                .next()
-                .map(|t| ocx::teaser_in(t, usize::MAX, &mut self.name));
-            let teaser = record
-                .dc_values(DcElement::Description)
-                .next()
-                .map(|d| ocx::teaser_in(d, config.teaser_chars, &mut self.teaser));
-            // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
-            // for HTML); else what the configuration says.
-            let (format, meta, xpath) = match &document {
-                Some(url) => (Some("JSON-LD"), Some(url.as_str()), None),
-                None => (config.format.as_deref(), None, config.xpath.as_deref()),
-            };
-            self.entry.clear();
-            ocx::write_entry(
+            shared.write_ocx(
                 &mut self.entry,
-                &ocx::Entry {
-                    loc: landing,
-                    kind: ocx_kind,
-                    format,
-                    meta,
-                    xpath,
-                    name,
-                    teaser,
-                    image: found.image(),
-                },
-                lastmod,
+                &mut self.name,
+                &mut self.teaser,
+                config,
+                ocx_kind,
             );
             lens[OCX] =
                 spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
         }
         if let (Some(hash), Some(spill)) = (&hash, &mut self.cdif) {
-            let metadata = self.get_record.as_ref().map(|g| g.url(&record.identifier));
-            // On the stack for a record's usual few values of each.
-            let values = |e| {
-                record
-                    .dc_values(e)
-                    .collect::<smallvec::SmallVec<[&str; 4]>>()
-            };
-            let titles = values(DcElement::Title);
-            let descriptions = values(DcElement::Description);
-            let creators = values(DcElement::Creator);
-            let dates = values(DcElement::Date);
-            let subjects = values(DcElement::Subject);
-            let publishers = values(DcElement::Publisher);
-            let languages = values(DcElement::Language);
-            // The document's name first (its hash part: the rest is fixed), then the document.
-            self.entry.clear();
-            self.entry.extend_from_slice(hash.as_bytes());
-            cdif::write_document(
-                &mut self.entry,
-                &cdif::Fields {
-                    url: landing,
-                    kind,
-                    titles: &titles,
-                    descriptions: &descriptions,
-                    creators: &creators,
-                    dates: &dates,
-                    subjects: &subjects,
-                    publishers: &publishers,
-                    languages: &languages,
-                    license: license.as_deref(),
-                    identifier: cite_as,
-                    metadata: metadata.as_deref(),
-                },
-            );
+            shared.write_cdif(&mut self.entry, hash, self.get_record.as_ref());
             lens[CDIF] = spill.append(&self.entry)?;
         }
         Ok(typed)

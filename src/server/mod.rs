@@ -195,6 +195,132 @@ impl Repo {
     fn update(&self, f: impl FnOnce(&mut RepoStatus)) {
         f(&mut self.status.lock().unwrap_or_else(|e| e.into_inner()));
     }
+
+    /// Sets up the repository of `rc` in its folder under `state_dir`, with what its store
+    /// remembers, serving its persisted generation when that can be served.
+    fn open(
+        rc: &RepositoryConfig,
+        public_url: &Url,
+        state_dir: &std::path::Path,
+        metrics: &Metrics,
+    ) -> Result<Self, StoreError> {
+        let dir = state_dir.join(&rc.name);
+        let repo_public = rc
+            .public_url
+            .clone()
+            .unwrap_or_else(|| join_dir(public_url, &rc.name));
+        let job = job_for(rc, repo_public, &dir);
+        let remembered = remembered(&dir)?;
+        let current = persisted_generation(&rc.name, &dir, &job);
+        let repo = Self {
+            config: rc.clone(),
+            settings: job.settings_key(),
+            job,
+            dir,
+            current: RwLock::new(None),
+            status: Mutex::new(RepoStatus {
+                retry_not_before: remembered
+                    .retry_not_before
+                    .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)),
+                held_shrink: remembered.held_shrink,
+                short_list: remembered.short_list,
+                selective_refused: remembered.selective_refused,
+                ..RepoStatus::default()
+            }),
+            refresh_now: Notify::new(),
+        };
+        if let Some(g) = current {
+            tracing::info!(
+                repository = rc.name,
+                generation = g.id,
+                urls = g.summary.urls,
+                "serving the persisted generation"
+            );
+            refresh::record_generation(metrics, &repo, &g);
+            repo.update(|s| {
+                s.last_success = Some(g.created);
+            });
+            let _ = repo.swap(g);
+        }
+        metrics
+            .serving
+            .get_or_create(&metrics::repo(&rc.name))
+            .set(i64::from(repo.current().is_some()));
+        Ok(repo)
+    }
+}
+
+/// What a refresh of `rc` builds, published at `public_url`, its temporary files in `dir`.
+fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job {
+    Job {
+        request: HarvestRequest {
+            source: rc.source.clone(),
+            sets: rc.sets.clone(),
+            from: rc.from,
+            until: rc.until,
+            fields: crate::pipeline::fields_for(&rc.profiles, &rc.landing, &rc.source),
+        },
+        landing: rc.landing.clone(),
+        profiles: rc.profiles.clone(),
+        scope: rc.scope.clone(),
+        limits: rc.limits,
+        gzip: rc.gzip,
+        public_url,
+        // Beside the generations, where a folder left by a crash is removed at the next
+        // start; read back into the generation, not linked.
+        spill_dir: Some(crate::pipeline::SpillDir {
+            parent: dir.to_path_buf(),
+            linked: false,
+        }),
+    }
+}
+
+/// What the store in `dir` (created if need be) remembers across restarts: a Retry-After not
+/// yet over, a held shrink.
+fn remembered(dir: &std::path::Path) -> Result<crate::store::State, StoreError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|source| StoreError {
+            action: "cannot create",
+            path: dir.to_path_buf(),
+            source,
+        })
+        .and_then(|()| {
+            crate::store::Store::open(&dir.join(crate::store::FILE))
+                .and_then(|s| s.state())
+                .map_err(|e| StoreError {
+                    action: "cannot read the state store",
+                    path: e.path.clone(),
+                    source: std::io::Error::other(e),
+                })
+        })
+}
+
+/// The generation persisted in `dir` for the repository `name`, unless it cannot be served
+/// (logged): unreadable, or published at another URL than `job`'s.
+fn persisted_generation(name: &str, dir: &std::path::Path, job: &Job) -> Option<Generation> {
+    match generation::load_current(dir) {
+        // Its files name the gateway's URLs of then: served at another public URL, they
+        // would send crawlers elsewhere until the first refresh (which runs at once).
+        Ok(Some(g))
+            if g.summary.index_url
+                != format!("{}{}", job.public_url, Profile::Sitemap.index_name()) =>
+        {
+            tracing::warn!(
+                repository = name,
+                was = g.summary.index_url,
+                "the persisted generation was published at another URL and is not served; the first refresh makes one at once"
+            );
+            None
+        }
+        Ok(g) => g,
+        Err(e) => {
+            tracing::warn!(
+                repository = name,
+                "the persisted generation cannot be served and waits for the first refresh: {e}"
+            );
+            None
+        }
+    }
 }
 
 /// Why the gateway could not start.
@@ -228,106 +354,7 @@ impl Gateway {
         let metrics = Metrics::default();
         let mut repos = Vec::new();
         for rc in &config.repositories {
-            let repo_public = rc
-                .public_url
-                .clone()
-                .unwrap_or_else(|| join_dir(&public_url, &rc.name));
-            let dir = state_dir.join(&rc.name);
-            let job = Job {
-                request: HarvestRequest {
-                    source: rc.source.clone(),
-                    sets: rc.sets.clone(),
-                    from: rc.from,
-                    until: rc.until,
-                    fields: crate::pipeline::fields_for(&rc.profiles, &rc.landing, &rc.source),
-                },
-                landing: rc.landing.clone(),
-                profiles: rc.profiles.clone(),
-                scope: rc.scope.clone(),
-                limits: rc.limits,
-                gzip: rc.gzip,
-                public_url: repo_public,
-                // Beside the generations, where a folder left by a crash is removed at the next
-                // start; read back into the generation, not linked.
-                spill_dir: Some(crate::pipeline::SpillDir {
-                    parent: dir.clone(),
-                    linked: false,
-                }),
-            };
-            // What the store remembers across restarts: a Retry-After not yet over, a held shrink.
-            let remembered = std::fs::create_dir_all(&dir)
-                .map_err(|source| StoreError {
-                    action: "cannot create",
-                    path: dir.clone(),
-                    source,
-                })
-                .and_then(|()| {
-                    crate::store::Store::open(&dir.join(crate::store::FILE))
-                        .and_then(|s| s.state())
-                        .map_err(|e| StoreError {
-                            action: "cannot read the state store",
-                            path: e.path.clone(),
-                            source: std::io::Error::other(e),
-                        })
-                })?;
-            let current = match generation::load_current(&dir) {
-                // Its files name the gateway's URLs of then: served at another public URL, they
-                // would send crawlers elsewhere until the first refresh (which runs at once).
-                Ok(Some(g))
-                    if g.summary.index_url
-                        != format!("{}{}", job.public_url, Profile::Sitemap.index_name()) =>
-                {
-                    tracing::warn!(
-                        repository = rc.name,
-                        was = g.summary.index_url,
-                        "the persisted generation was published at another URL and is not served; the first refresh makes one at once"
-                    );
-                    None
-                }
-                Ok(g) => g,
-                Err(e) => {
-                    tracing::warn!(
-                        repository = rc.name,
-                        "the persisted generation cannot be served and waits for the first refresh: {e}"
-                    );
-                    None
-                }
-            };
-            let repo = Repo {
-                config: rc.clone(),
-                settings: job.settings_key(),
-                job,
-                dir,
-                current: RwLock::new(None),
-                status: Mutex::new(RepoStatus {
-                    retry_not_before: remembered
-                        .retry_not_before
-                        .map(|t| SystemTime::UNIX_EPOCH + Duration::from_secs(t.max(0) as u64)),
-                    held_shrink: remembered.held_shrink,
-                    short_list: remembered.short_list,
-                    selective_refused: remembered.selective_refused,
-                    ..RepoStatus::default()
-                }),
-                refresh_now: Notify::new(),
-            };
-            if let Some(g) = current {
-                tracing::info!(
-                    repository = rc.name,
-                    generation = g.id,
-                    urls = g.summary.urls,
-                    "serving the persisted generation"
-                );
-                refresh::record_generation(&metrics, &repo, &g);
-                repo.update(|s| {
-                    s.last_success = Some(g.created);
-                });
-                let _ = repo.swap(g);
-            }
-            metrics
-                .serving
-                .get_or_create(&metrics::repo(&rc.name))
-                .set(i64::from(repo.current().is_some()));
-            repos.push(repo);
+            repos.push(Repo::open(rc, &public_url, state_dir, &metrics)?);
         }
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)
