@@ -4,17 +4,17 @@
 //! end-to-end harvest benchmark against a peer is `benches/harvest/run.sh`.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use oai_bridge::classify::{Class, class};
-use oai_bridge::config::OcxConfig;
-use oai_bridge::datestamp::Datestamp;
-use oai_bridge::dctype::TypeMap;
-use oai_bridge::oai::parse::Fields;
-use oai_bridge::oai::read::{parse_list_records, parse_list_records_with};
-use oai_bridge::pipeline::fields_for;
-use oai_bridge::profiles::signposts::Signposts;
-use oai_bridge::render::Limits;
-use oai_bridge::render::sitemap::render_shards;
-use oai_bridge::scope::Scope;
+use oai_bridge::Datestamp;
+use oai_bridge::Fields;
+use oai_bridge::Limits;
+use oai_bridge::OcxConfig;
+use oai_bridge::Scope;
+use oai_bridge::Signposts;
+use oai_bridge::TypeMap;
+use oai_bridge::fields_for;
+use oai_bridge::render_shards;
+use oai_bridge::{Class, class};
+use oai_bridge::{parse_list_records, parse_list_records_with};
 use url::Url;
 
 fn page(records: usize) -> String {
@@ -159,13 +159,13 @@ fn profiles(c: &mut Criterion) {
     let base = Url::parse("https://h.example.edu/oai/request").unwrap();
     let scope = Scope::from_base_url(&base).unwrap();
     // Google's rule: the profiles' own cost, without a platform's.
-    let generic = oai_bridge::platform::LandingSettings {
-        platform: oai_bridge::platform::Setting::Fixed(oai_bridge::platform::Platform::Generic),
+    let generic = oai_bridge::LandingSettings {
+        platform: oai_bridge::Setting::Fixed(oai_bridge::Platform::Generic),
         ..Default::default()
     };
-    let source = oai_bridge::oai::Source::Oai(base.clone());
+    let source = oai_bridge::Source::Oai(base.clone());
     // The Signmap's and OCX's fields.
-    let profiles = oai_bridge::config::ProfileSettings {
+    let profiles = oai_bridge::ProfileSettings {
         signmap: true,
         ocx: Some(OcxConfig::default()),
         ..Default::default()

@@ -21,12 +21,12 @@ use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings
 pub const EXIT_CONFIG: u8 = 78;
 
 /// Builds the export options from flags, environment and configuration.
-pub fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
+pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
     export_options_in(args, &Environment::process())
 }
 
 /// [`export_options`] in the environment `env`.
-pub fn export_options_in(
+pub(crate) fn export_options_in(
     args: &ExportArgs,
     env: &Environment,
 ) -> Result<ExportOptions, ConfigError> {
@@ -118,12 +118,15 @@ fn interactive(mut harvest: crate::oai::HarvestSettings) -> crate::oai::HarvestS
 
 /// Builds the options of `check`: a baseURL, a configured repository by name, or a local
 /// Static Repository file.
-pub fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
+pub(crate) fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
     check_options_in(args, &Environment::process())
 }
 
 /// [`check_options`] in the environment `env`.
-pub fn check_options_in(args: &CheckArgs, env: &Environment) -> Result<CheckOptions, ConfigError> {
+pub(crate) fn check_options_in(
+    args: &CheckArgs,
+    env: &Environment,
+) -> Result<CheckOptions, ConfigError> {
     let target = CheckTarget::of(&args.target);
     // A repository name is looked up in the configuration even when a file has the same name.
     let default_config = std::path::Path::new("bridge.toml");
@@ -261,12 +264,12 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
 pub use crate::error::chain as error_chain;
 
 /// The configuration of `serve`: the file, overridden by environment variables and flags.
-pub fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
+pub(crate) fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
     serve_config_in(args, &Environment::process())
 }
 
 /// [`serve_config`] in the environment `env`.
-pub fn serve_config_in(args: &ServeArgs, env: &Environment) -> Result<Config, ConfigError> {
+pub(crate) fn serve_config_in(args: &ServeArgs, env: &Environment) -> Result<Config, ConfigError> {
     let file = Config::load(&args.config)?;
     let config = Layers::new(file, env.for_serve(), Overrides::from(args)).config()?;
     if config.repositories.is_empty() {

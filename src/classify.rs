@@ -9,11 +9,11 @@ use url::Url;
 use crate::scope::Scope;
 
 /// Longest `<loc>` a sitemap may hold: the protocol says "less than 2,048 characters" (SM-05).
-pub const MAX_URL_LEN: usize = 2047;
+pub(crate) const MAX_URL_LEN: usize = 2047;
 
 /// What a `dc:identifier` value is, for publishing.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Identifier {
+pub(crate) enum Identifier {
     /// An http(s) URL inside the scope that is not a content file: a sitemap `<loc>`. The URL
     /// is in normal form (as `url::Url` serialises it).
     LandingPage(String),
@@ -160,15 +160,16 @@ const CONTENT_TYPES: &[(&str, &str)] = &[
 
 /// The media type of a content file known as such by where it is (a DSpace bitstream, an
 /// EPrints document) but not by its extension.
-pub const OCTET_STREAM: &str = "application/octet-stream";
+pub(crate) const OCTET_STREAM: &str = "application/octet-stream";
 
 /// Every media type a content file can be given: [`content_type`]'s and [`OCTET_STREAM`].
-pub fn media_types() -> impl Iterator<Item = &'static str> {
+#[cfg(test)]
+pub(crate) fn media_types() -> impl Iterator<Item = &'static str> {
     CONTENT_TYPES.iter().map(|&(_, t)| t).chain([OCTET_STREAM])
 }
 
 /// The media type of a content file, from the extension of the URL's last path segment.
-pub fn content_type(url: &Url) -> Option<&'static str> {
+pub(crate) fn content_type(url: &Url) -> Option<&'static str> {
     content_type_of_path(url.path())
 }
 
@@ -327,7 +328,7 @@ enum Found<'a> {
 
 /// Classifies one `dc:identifier` value against `scope`. Pure; surrounding XML whitespace is
 /// trimmed first.
-pub fn classify(value: &str, scope: &Scope) -> Identifier {
+pub(crate) fn classify(value: &str, scope: &Scope) -> Identifier {
     match class(value, scope) {
         Class::LandingPage(url) => Identifier::LandingPage(url.into_owned()),
         Class::ContentFile { url, media_type } => Identifier::ContentFile {
@@ -396,7 +397,7 @@ pub fn class<'a>(value: &'a str, scope: &Scope) -> Class<'a> {
 /// (landing page or content file), borrowed from `value` when it is already in normal form, or
 /// the reason it is not published (a persistent identifier counts as [`Drop::PersistentId`]).
 /// Copies nothing and builds no resolver URL on the common paths.
-pub fn publishable<'a>(value: &'a str, scope: &Scope) -> Result<Cow<'a, str>, Drop> {
+pub(crate) fn publishable<'a>(value: &'a str, scope: &Scope) -> Result<Cow<'a, str>, Drop> {
     match find(value, scope) {
         Found::Normal(url, _) => Ok(Cow::Borrowed(url)),
         Found::Parsed(url) => Ok(Cow::Owned(url.into())),
@@ -480,14 +481,9 @@ pub(crate) fn spelled_as_handle(value: &str) -> bool {
             .any(|s| value.eq_ignore_ascii_case(s))
 }
 
-/// A DOI or Handle in any common spelling, as its resolver URL; `None` otherwise.
-pub fn persistent_id(value: &str) -> Option<String> {
-    pid(value).map(|p| p.resolver_url())
-}
-
 /// A DOI or Handle in any common spelling, borrowed from `value` (surrounding XML whitespace
 /// trimmed); `None` otherwise.
-pub fn pid_of(value: &str) -> Option<Pid<'_>> {
+pub(crate) fn pid_of(value: &str) -> Option<Pid<'_>> {
     pid(value.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r')))
 }
 

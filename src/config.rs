@@ -14,22 +14,22 @@ use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 
 /// Default listen address of `serve`.
-pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default state directory of `serve`.
-pub const DEFAULT_STATE_DIR: &str = "state";
+pub(crate) const DEFAULT_STATE_DIR: &str = "state";
 /// Default size of the gateway's cache of file bytes.
-pub const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 /// Default time in-flight requests get to finish at shutdown.
-pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `Cache-Control: max-age` of sitemap files.
-pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default `[server] client_timeout_secs`.
-pub const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
-pub const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
+pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
 /// so a short interval means back-to-back harvests, not overlapping ones).
-pub const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A configuration error, naming the file and key.
 #[derive(Debug, thiserror::Error)]
@@ -125,8 +125,8 @@ struct RawOcx {
     types: std::collections::BTreeMap<String, String>,
 }
 
-pub use crate::profiles::ProfileSettings;
-pub use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
+pub(crate) use crate::profiles::ProfileSettings;
+pub(crate) use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
 
 fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
     if raw.enabled == Some(false) {
@@ -268,7 +268,7 @@ pub struct RepositoryConfig {
 }
 
 /// A share of published URLs (0 to 1); the default guard when absent.
-pub fn check_share(value: Option<f64>) -> Result<f64, String> {
+pub(crate) fn check_share(value: Option<f64>) -> Result<f64, String> {
     match value {
         None => Ok(crate::incremental::Policy::default().shrink_guard),
         Some(v) if (0.0..=1.0).contains(&v) => Ok(v),
@@ -578,7 +578,7 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// An absolute http(s) URL naming a directory; a missing trailing `/` is added.
-pub fn directory_url(value: &str) -> Result<Url, String> {
+pub(crate) fn directory_url(value: &str) -> Result<Url, String> {
     let mut url =
         Url::parse(value).map_err(|e| format!("{value:?} is not an absolute URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
@@ -594,10 +594,10 @@ pub fn directory_url(value: &str) -> Result<Url, String> {
     Ok(url)
 }
 
-pub use crate::profiles::diwoo::CATEGORIES as DIWOO_CATEGORIES;
+pub(crate) use crate::profiles::diwoo::CATEGORIES as DIWOO_CATEGORIES;
 
 /// A DiWoo table: setSpec -> information category 1-17.
-pub fn parse_diwoo(
+pub(crate) fn parse_diwoo(
     table: &std::collections::BTreeMap<String, i64>,
 ) -> Result<Vec<(String, u8)>, String> {
     let sets = validate_sets(table.keys().cloned().collect())?;
@@ -615,7 +615,7 @@ pub fn parse_diwoo(
 }
 
 /// `platform`: `auto`, `generic`, `dspace` or `eprints`.
-pub fn parse_platform(value: &str) -> Result<crate::platform::Setting, String> {
+pub(crate) fn parse_platform(value: &str) -> Result<crate::platform::Setting, String> {
     crate::platform::Setting::parse(value).ok_or_else(|| {
         format!(
             "{value:?} is not a platform: use one of {}",
@@ -626,7 +626,7 @@ pub fn parse_platform(value: &str) -> Result<crate::platform::Setting, String> {
 
 /// `ui_url`: where a DSpace UI serves `/handle/P/S`, an absolute http(s) URL with a host and
 /// neither query nor fragment.
-pub fn parse_ui_url(value: &str) -> Result<Url, String> {
+pub(crate) fn parse_ui_url(value: &str) -> Result<Url, String> {
     let url = Url::parse(value).map_err(|e| format!("{value:?} is not a URL: {e}"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(format!("{value:?} must be an http(s) URL with a host"));
@@ -640,12 +640,12 @@ pub fn parse_ui_url(value: &str) -> Result<Url, String> {
 }
 
 /// `landing_template`: a URL with `{handle}`, `{doi}` or `{oai_local}` placeholders.
-pub fn parse_template(value: &str) -> Result<crate::platform::Template, String> {
+pub(crate) fn parse_template(value: &str) -> Result<crate::platform::Template, String> {
     crate::platform::Template::parse(value).map_err(|m| format!("{value:?}: {m}"))
 }
 
 /// Scope prefixes: absolute http(s) URLs.
-pub fn parse_scope(values: &[String]) -> Result<Vec<Url>, String> {
+pub(crate) fn parse_scope(values: &[String]) -> Result<Vec<Url>, String> {
     values
         .iter()
         .map(|v| {
@@ -659,7 +659,7 @@ pub fn parse_scope(values: &[String]) -> Result<Vec<Url>, String> {
 }
 
 /// Set specs: colon-separated parts of unreserved characters (OAI-40).
-pub fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
+pub(crate) fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
     for set in &sets {
         let ok = !set.is_empty()
             && set.split(':').all(|part| {
@@ -677,14 +677,14 @@ pub fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
 
 /// A `from`/`until` date: `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`, or a time with an offset
 /// (converted to UTC), as [`Datestamp::parse`] reads them.
-pub fn parse_date(value: &str) -> Result<Datestamp, String> {
+pub(crate) fn parse_date(value: &str) -> Result<Datestamp, String> {
     Datestamp::parse(value).ok_or_else(|| {
         format!("{value:?} is not YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ (or hh:mm:ss+hh:mm)")
     })
 }
 
 /// `from` must not be after `until` (OAI-17).
-pub fn check_range(from: Option<Datestamp>, until: Option<Datestamp>) -> Result<(), String> {
+pub(crate) fn check_range(from: Option<Datestamp>, until: Option<Datestamp>) -> Result<(), String> {
     match (from, until) {
         (Some(f), Some(u)) if f.unix() > u.last_second() => {
             Err(format!("from ({f}) is after until ({u})"))

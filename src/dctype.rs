@@ -15,7 +15,7 @@
 use foldhash::HashMap;
 
 /// The schema.org vocabulary prefix of the types returned.
-pub const SCHEMA_ORG: &str = "https://schema.org/";
+pub(crate) const SCHEMA_ORG: &str = "https://schema.org/";
 
 /// Built-in table: key -> (schema.org type, specificity). Keys are reduced as [`key`] does.
 const BUILT_IN: &[(&str, &str, u8)] = &[
@@ -198,7 +198,7 @@ const MEMO_MAX: usize = 4096;
 /// reduced to their keys once instead of once per record and table, which showed in the
 /// profiles' time. Gives what [`TypeMap::lookup`] gives; one memo serves one pair of tables.
 #[derive(Debug)]
-pub struct Memo {
+pub(crate) struct Memo {
     seen: crate::memo::Memo<[Option<u32>; 2]>,
     key: String,
 }
@@ -214,7 +214,7 @@ impl Default for Memo {
 
 impl Memo {
     /// The type URL each of `tables` gives `values` (`None` for a table not given).
-    pub fn lookup<'t, 'a>(
+    pub(crate) fn lookup<'t, 'a>(
         &mut self,
         tables: [Option<&'t TypeMap>; 2],
         values: impl IntoIterator<Item = &'a str>,
@@ -239,7 +239,7 @@ impl Memo {
 /// The lookup key of a `dc:type` value: the last segment of a URI or `info:` term, lower case,
 /// letters and digits only (`info:eu-repo/semantics/doctoralThesis` -> `doctoralthesis`,
 /// `Journal Article` -> `journalarticle`).
-pub fn key(value: &str) -> String {
+pub(crate) fn key(value: &str) -> String {
     let mut k = String::new();
     key_into(value, &mut k);
     k

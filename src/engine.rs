@@ -18,7 +18,7 @@ use crate::progress::Progress;
 use crate::store::{Store, StoreError};
 
 /// Where a run publishes: a folder's staging (`export`), a generation (the gateway).
-pub trait Target {
+pub(crate) trait Target {
     /// The sink one attempt at rendering writes into.
     type Sink: FileSink;
     /// What committing gives back: bytes written, the generation made.
@@ -50,7 +50,7 @@ pub trait Target {
 }
 
 /// The repository's store and how it is used: an incremental harvest.
-pub struct Stored<'a> {
+pub(crate) struct Stored<'a> {
     /// The store.
     pub store: &'a mut Store,
     /// How it is used.
@@ -60,7 +60,7 @@ pub struct Stored<'a> {
 /// What a run saw of the upstream, whatever came of the publish: the gateway shows it on its
 /// status page and in its metrics even when the run failed after the harvest.
 #[derive(Clone, Debug, Default)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// The harvest through the store, once it completed.
     pub run: Option<RunSummary>,
     /// Records the completed harvest received.
@@ -71,15 +71,13 @@ pub struct Seen {
 
 /// What a run published.
 #[derive(Debug)]
-pub struct Outcome<C> {
+pub(crate) struct Outcome<C> {
     /// The generation's counts, files and indexes.
     pub built: Built,
     /// What the harvest did to the store, with one.
     pub run: Option<RunSummary>,
     /// What the target gave back.
     pub committed: C,
-    /// Wall time, until the publish was recorded.
-    pub elapsed: Duration,
     /// The publish is in place but the store could not record it: the next render is then a
     /// whole one (the store was marked as publishing), and the shrink guard still compares with
     /// the publish before. The caller says so; the gateway serves on, `export` fails.
@@ -89,7 +87,7 @@ pub struct Outcome<C> {
 /// Harvests `job` from `client` (through `stored`, when given), renders it into a sink of
 /// `target` and commits it. On any error nothing published is changed; `seen` then holds what
 /// was learnt of the upstream before the error.
-pub async fn run<T: Target>(
+pub(crate) async fn run<T: Target>(
     job: &Job,
     client: &Client,
     mut stored: Option<Stored<'_>>,
@@ -150,7 +148,6 @@ pub async fn run<T: Target>(
         built,
         run,
         committed,
-        elapsed: started.elapsed(),
         unrecorded,
     })
 }

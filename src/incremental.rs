@@ -38,7 +38,7 @@ use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
-pub use crate::store::FullReason;
+pub(crate) use crate::store::FullReason;
 use crate::store::{
     Checkpoint, Complete, HeldShrink, ListCount, Run, SelectiveRefused, ShortList, State, Store,
     StoreError,
@@ -118,7 +118,7 @@ pub struct RunSummary {
 ///
 /// After an incremental harvest, when the published sitemap can be read from `previous`, it is
 /// patched with the changed records alone ([`crate::patch`]) instead of collecting every record.
-pub async fn harvest(
+pub(crate) async fn harvest(
     client: &Client,
     job: &Job,
     store: &mut Store,
@@ -775,7 +775,7 @@ fn publishing(store: &mut Store) -> Result<(), StoreError> {
 /// with its sink: `harvested` becomes every stored record, rendered into a fresh sink. Its
 /// count can differ from the patch's (a newly shared URL is counted once), so the shrink guard
 /// looks at it again. A held shrink is [`PipelineError::ShrinkHeld`], whichever look held it.
-pub fn render<S, E>(
+pub(crate) fn render<S, E>(
     job: &Job,
     store: &mut Store,
     policy: &Policy,
@@ -812,7 +812,7 @@ where
 /// written (the harvest's records are gone by then in the gateway), and recorded by
 /// [`published`] once the generation is in place.
 #[derive(Debug)]
-pub struct Publish {
+pub(crate) struct Publish {
     sitemap: PublishedSitemap,
     layout: Layout,
     /// URLs several records publish: all of them after a whole render (`replace`), else those
@@ -823,7 +823,7 @@ pub struct Publish {
 
 impl Publish {
     /// The publish of the sitemap rendered from `harvested` as `rendered`, at `place`.
-    pub fn new(place: &str, job: &Job, harvested: &Harvested, rendered: &Rendered) -> Self {
+    pub(crate) fn new(place: &str, job: &Job, harvested: &Harvested, rendered: &Rendered) -> Self {
         Self {
             sitemap: PublishedSitemap {
                 place: place.to_owned(),
@@ -844,7 +844,7 @@ impl Publish {
 
 /// Records a publish: its sitemap, layout and shared URLs; every record is then clean, and a
 /// held shrink is settled.
-pub fn published(store: &mut Store, publish: Publish) -> Result<(), StoreError> {
+pub(crate) fn published(store: &mut Store, publish: Publish) -> Result<(), StoreError> {
     let mut state = store.state()?;
     state.published_urls = Some(publish.sitemap.stats.urls);
     state.held_shrink = None;

@@ -83,7 +83,7 @@ impl Stats {
 /// whole render counts each listing as a claim): the same classification and caps as
 /// [`Inventory::add`], so that a sitemap patched record by record ([`crate::patch`]) counts as
 /// a whole render would.
-pub fn contribution(record: &Record, landing: &Landing) -> (Vec<String>, Stats) {
+pub(crate) fn contribution(record: &Record, landing: &Landing) -> (Vec<String>, Stats) {
     let mut stats = Stats {
         records_seen: 1,
         records: 1,

@@ -3,11 +3,11 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use oai_bridge::cli::{Cli, Command, LogFormat};
+use oai_bridge::{Cli, Command, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
-    oai_bridge::memory::limit_arenas();
+    oai_bridge::limit_arenas();
     let cli = Cli::parse();
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
@@ -42,9 +42,9 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match &cli.command {
-            Command::Export(args) => oai_bridge::app::run_export(args).await,
-            Command::Serve(args) => oai_bridge::app::run_serve(args).await,
-            Command::Check(args) => oai_bridge::app::run_check(args).await,
+            Command::Export(args) => oai_bridge::run_export(args).await,
+            Command::Serve(args) => oai_bridge::run_serve(args).await,
+            Command::Check(args) => oai_bridge::run_check(args).await,
         }
     })
 }

@@ -30,7 +30,7 @@ pub fn limit_arenas() {
 /// allocated has been freed: with two arenas alone, the residue after each swap still stepped
 /// up from one refresh to the next (207, then 242 MiB). It takes a few milliseconds, during which
 /// allocations in the arena being trimmed wait, so it runs off the request workers.
-pub fn release_free_memory() {
+pub(crate) fn release_free_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: `malloc_trim` takes each arena's lock itself; it frees no memory that is in use.
     #[allow(unsafe_code)]

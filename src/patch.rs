@@ -79,7 +79,7 @@ pub struct PublishedSitemap {
 
 /// Where the previous sitemap's shards are read: the export folder or the generation being
 /// served.
-pub struct PreviousShards {
+pub(crate) struct PreviousShards {
     /// Names the place ([`PublishedSitemap::place`]).
     pub place: String,
     /// Reads a shard's plain bytes, given its published name (`sitemap-3.xml.gz`).
@@ -89,11 +89,11 @@ pub struct PreviousShards {
 /// Reads a published shard's plain bytes by its name into the buffer, which it may reuse as it
 /// likes (its old contents are overwritten); `Some(start)` when the shard was read whole: its
 /// bytes are then the buffer from `start` on.
-pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
+pub(crate) type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
 
 /// Reads a published shard's file into `buf` (a [`ReadShard`] for a folder of them),
 /// uncompressed when its name ends in `.gz`.
-pub fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> Option<usize> {
+pub(crate) fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> Option<usize> {
     use std::io::Read;
     if path.extension().is_some_and(|e| e == "gz") {
         buf.clear();
@@ -169,7 +169,7 @@ impl std::fmt::Debug for Patch {
 /// A patch of the published sitemap: `removed` are the URLs the changed records published,
 /// `added` those they publish now with their lastmod (a URL in both is replaced); `read` gives
 /// the published shards, which are read only when the patch is written.
-pub fn patch(
+pub(crate) fn patch(
     published: &PublishedSitemap,
     layout: &Layout,
     limits: Limits,

@@ -13,9 +13,9 @@ use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Sour
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::cdif;
-pub use crate::profiles::diwoo::DiwooStats;
+pub(crate) use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
-pub use crate::profiles::files::{FileSink, gzip};
+pub(crate) use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::files::{Shards, WriteError};
 use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
 use crate::profiles::{Profile, ProfileSettings};
@@ -174,12 +174,13 @@ impl Built {
 
 /// The scope of a job: explicit prefixes, or the directory of the baseURL (for a Static
 /// Repository file, of the baseURL its `Identify` states).
-pub fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError> {
+#[cfg(test)]
+pub(crate) fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError> {
     scope_of(&job.request.source, &job.scope, identify_base)
 }
 
 /// [`scope_for`] the `source` with the configured `scope` prefixes (none: the default).
-pub fn scope_of(
+pub(crate) fn scope_of(
     source: &Source,
     scope: &[Url],
     identify_base: &str,
@@ -217,7 +218,7 @@ fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
 /// The landing rule of a job: its configured platform, or the one [`crate::platform::detect`]
 /// finds from `identify` and `sample` (the first records); a template over either. Google's
 /// rule over [`scope_for`]'s scope when that is what applies.
-pub fn landing_for(
+pub(crate) fn landing_for(
     job: &Job,
     identify: &Identify,
     sample: &[Record],
@@ -232,7 +233,7 @@ pub fn landing_for(
 }
 
 /// [`landing_for`] `settings` and the configured `scope` prefixes of `source`.
-pub fn landing_of(
+pub(crate) fn landing_of(
     settings: &LandingSettings,
     source: &Source,
     scope: &[Url],
@@ -272,7 +273,7 @@ pub fn landing_of(
 
 /// [`landing_for`] a job whose records are in `store`: the sample is the first stored live
 /// records, so that a refresh that brought no record finds the same platform.
-pub fn landing_stored(
+pub(crate) fn landing_stored(
     job: &Job,
     store: &crate::store::Store,
     identify: &Identify,
@@ -448,7 +449,7 @@ impl Collectors {
 
 /// Harvests the job's records into a resolved inventory (and Signmap records), every profile
 /// from the same pages: records are fetched once however many files are made of them.
-pub async fn harvest(
+pub(crate) async fn harvest(
     client: &Client,
     job: &Job,
     progress: &mut Progress,
@@ -542,7 +543,7 @@ const WAITING: usize = 10_000;
 /// Collects the store's live records as a harvest of the whole repository would have: the
 /// render input of a refresh that went through the store. `report` is the harvest's that
 /// updated the store. Its deleted records are counted as a harvest counts them, not read.
-pub fn collect_stored(
+pub(crate) fn collect_stored(
     job: &Job,
     store: &crate::store::Store,
     report: HarvestReport,
@@ -559,7 +560,7 @@ pub fn collect_stored(
 }
 
 /// Says why nothing would be published, as an operator can act on it.
-pub fn explain_empty(stats: &Stats, landing: &Landing) -> String {
+pub(crate) fn explain_empty(stats: &Stats, landing: &Landing) -> String {
     let scope = landing.scope();
     if stats.records == 0 {
         return "the repository returned no records for this request (noRecordsMatch)".to_owned();
@@ -607,7 +608,7 @@ pub fn fields_for(
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
 /// profile the job asks for (Signmap, DiWoo).
-pub fn render<S: FileSink>(
+pub(crate) fn render<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
@@ -833,7 +834,7 @@ pub struct Rendered {
 }
 
 /// Formats a duration for summaries.
-pub fn human_duration(d: Duration) -> String {
+pub(crate) fn human_duration(d: Duration) -> String {
     let s = d.as_secs_f64();
     if s < 60.0 {
         format!("{s:.1} s")

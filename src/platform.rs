@@ -32,7 +32,7 @@ use crate::oai::parse::{DcElement, Identify, Record};
 use crate::scope::Scope;
 
 /// A record's classes, on the stack for the usual few identifiers.
-pub type Classes<'a> = SmallVec<[Class<'a>; 8]>;
+pub(crate) type Classes<'a> = SmallVec<[Class<'a>; 8]>;
 
 /// A repository platform whose landing pages the bridge knows how to find.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -343,7 +343,7 @@ impl fmt::Display for Detected {
 }
 
 /// How many live records [`detect`] looks at, at most.
-pub const SAMPLE: usize = 200;
+pub(crate) const SAMPLE: usize = 200;
 
 /// The platform of a repository that is set to `auto`, from what it really sends: its baseURL's
 /// path, the `oai-identifier` description's sample identifier, and the records of `sample` (the
@@ -352,13 +352,14 @@ pub const SAMPLE: usize = 200;
 /// records show it: a baseURL path alone is evidence, not proof (another server can sit at
 /// `/oai/request`), and so is an `eprints` description (DSpace sends one too). Without live
 /// records there is nothing to publish either way, and nothing is chosen.
-pub fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
+#[cfg(test)]
+pub(crate) fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
     detect_over(base, identify, sample, None)
 }
 
 /// [`detect`], with Google's rule over `scope` when one is configured (it replaces the
 /// baseURL's directory, so it is what Google's rule would publish).
-pub fn detect_over(
+pub(crate) fn detect_over(
     base: Option<&Url>,
     identify: &Identify,
     sample: &[Record],
@@ -573,7 +574,7 @@ fn dspace_suffix(path: &str) -> &'static str {
 /// Where the records' local Handle URLs (`https://host/xmlui/handle/P/S`, DSpace's default
 /// spelling since 6.0) say the UI is: the root (`https://host/xmlui/`) most of the sample's
 /// local spellings share, if any. The scheme is the one written, which is often an old `http`.
-pub fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
+pub(crate) fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
     // Counted by host and path: `http` and `https` spellings of one UI are one UI, which
     // answers `https` if any spelling says so.
     let mut roots: Vec<(String, bool, usize)> = Vec::new();

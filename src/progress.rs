@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 /// Reports pages, records and URLs as a harvest goes.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     started: Instant,
     last_log: Instant,
@@ -16,7 +16,7 @@ pub struct Progress {
 
 impl Progress {
     /// A live progress line on stderr when stderr is a terminal and `enabled`; log lines else.
-    pub fn new(enabled: bool) -> Self {
+    pub(crate) fn new(enabled: bool) -> Self {
         let bar = (enabled && std::io::stderr().is_terminal()).then(|| {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
@@ -37,7 +37,7 @@ impl Progress {
 
     /// No live line and no periodic log lines: the server's refreshes, which log one line per
     /// harvest at info (and one per page at debug, from the harvester).
-    pub fn silent() -> Self {
+    pub(crate) fn silent() -> Self {
         Self {
             silent: true,
             ..Self::new(false)
@@ -45,7 +45,7 @@ impl Progress {
     }
 
     /// Called after each page.
-    pub fn page(&mut self, page: u64, records: u64, urls: u64, expected: Option<u64>) {
+    pub(crate) fn page(&mut self, page: u64, records: u64, urls: u64, expected: Option<u64>) {
         let elapsed = self.started.elapsed().as_secs_f64().max(0.001);
         let rate = records as f64 / elapsed;
         let of = expected.map(|n| format!(" of ~{n}")).unwrap_or_default();
@@ -62,7 +62,7 @@ impl Progress {
     }
 
     /// Removes the live line.
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }

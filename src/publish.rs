@@ -33,7 +33,7 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 /// A folder being filled beside its target. Dropped without [`Staging::commit`], it is removed
 /// and the target is untouched.
 #[derive(Debug)]
-pub struct Staging {
+pub(crate) struct Staging {
     dir: tempfile::TempDir,
     target: PathBuf,
     bytes: u64,
@@ -44,7 +44,7 @@ pub struct Staging {
 impl Staging {
     /// Creates the staging folder next to `target` (same file system, so the swap is a rename).
     /// Fails up front when `target` exists, is not empty and was not written by the bridge.
-    pub fn new(target: &Path) -> Result<Self, PublishError> {
+    pub(crate) fn new(target: &Path) -> Result<Self, PublishError> {
         let parent = beside(target);
         fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
         check_replaceable(target)?;
@@ -67,7 +67,7 @@ impl Staging {
 
     /// Writes one file into the staging folder. Large files bypass the page cache where the
     /// file system allows ([`DirectWriter`]); the rest are written as usual.
-    pub fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+    pub(crate) fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
         let path = self.dir.path().join(name);
         // Names may hold one folder level (`cdif/<hash>.jsonld`).
         if let Some(parent) = path
@@ -86,7 +86,7 @@ impl Staging {
     /// Puts the file at `from` into the staging folder as `name` by a hard link, its bytes
     /// written once for both; `false` when it cannot be linked (another file system, a file
     /// system without hard links), and nothing was done.
-    pub fn link(&mut self, name: &str, from: &Path) -> bool {
+    pub(crate) fn link(&mut self, name: &str, from: &Path) -> bool {
         let to = self.dir.path().join(name);
         match fs::metadata(from).and_then(|meta| fs::hard_link(from, &to).map(|()| meta.len())) {
             Ok(len) => {
@@ -101,13 +101,13 @@ impl Staging {
     }
 
     /// Bytes written so far.
-    pub fn bytes(&self) -> u64 {
+    pub(crate) fn bytes(&self) -> u64 {
         self.bytes
     }
 
     /// Makes the staged files durable, then puts the staging folder in the target's place: an
     /// atomic exchange where the file system supports it, else two renames.
-    pub fn commit(mut self) -> Result<(), PublishError> {
+    pub(crate) fn commit(mut self) -> Result<(), PublishError> {
         self.write(MARKER, b"This folder is written by oai-bridge export and replaced as a whole by the next export.\n")?;
         // One syncfs for every file and folder written (a CDIF export holds a file per record,
         // too many to fsync one by one).
@@ -153,12 +153,12 @@ impl Staging {
 }
 
 /// Files from this size on are written directly (a shard is up to 50 MB).
-pub const DIRECT_MIN: usize = 1 << 20;
+pub(crate) const DIRECT_MIN: usize = 1 << 20;
 
 /// Creates (or truncates) the file at `path` with `bytes`; with `sync`, makes it durable. Files
 /// from [`DIRECT_MIN`] on bypass the page cache where the file system allows ([`DirectWriter`],
 /// in `room`, which keeps its chunk for the next large file); the rest are written as usual.
-pub fn write_file(
+pub(crate) fn write_file(
     path: &Path,
     bytes: &[u8],
     room: &mut Option<Chunk>,
@@ -194,7 +194,7 @@ const BLOCK: usize = 4096;
 /// [`DirectWriter::finish`] writes the last block padded and cuts the file back to its length.
 /// Where the file system refuses direct I/O (tmpfs on older kernels, some network file
 /// systems), at the open or at a write, the file is written as usual.
-pub struct DirectWriter {
+pub(crate) struct DirectWriter {
     file: fs::File,
     direct: bool,
     buf: Chunk,
@@ -218,7 +218,7 @@ const HUGE_PAGE: usize = 2 << 20;
 /// fewer TLB misses in filling the chunk) and 0.06 s off the plain export. Without huge pages
 /// (`never`), it is memory as usual. Reused from writer to writer ([`DirectWriter::finish`]), so
 /// mapped a few times per export.
-pub struct Chunk {
+pub(crate) struct Chunk {
     map: memmap2::MmapMut,
     /// Where the aligned chunk starts in `map`.
     start: usize,
@@ -267,7 +267,7 @@ impl std::fmt::Debug for DirectWriter {
 impl DirectWriter {
     /// Creates (or truncates) the file at `path`, to be written directly when `direct` (else
     /// as usual); `buf` is room to reuse, from an earlier writer's [`DirectWriter::finish`].
-    pub fn create(path: &Path, direct: bool, buf: Option<Chunk>) -> io::Result<Self> {
+    pub(crate) fn create(path: &Path, direct: bool, buf: Option<Chunk>) -> io::Result<Self> {
         use std::os::unix::fs::OpenOptionsExt;
         let open = |flags: rustix::fs::OFlags| {
             fs::OpenOptions::new()
@@ -296,7 +296,7 @@ impl DirectWriter {
     }
 
     /// Appends `bytes`.
-    pub fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
         while !bytes.is_empty() {
             let n = (CHUNK - self.len).min(bytes.len());
             let at = self.len;
@@ -330,7 +330,7 @@ impl DirectWriter {
     }
 
     /// Writes what is left; the file, and the buffer for the next writer.
-    pub fn finish(mut self) -> io::Result<(fs::File, Chunk)> {
+    pub(crate) fn finish(mut self) -> io::Result<(fs::File, Chunk)> {
         let len = self.len;
         if len > 0 {
             let padded = if self.direct {
@@ -351,7 +351,7 @@ impl DirectWriter {
 
 /// The folder a staging folder for `target` is made in: its parent (the current folder for a
 /// bare name).
-pub fn beside(target: &Path) -> PathBuf {
+pub(crate) fn beside(target: &Path) -> PathBuf {
     match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_owned(),
         _ => PathBuf::from("."),
@@ -364,7 +364,7 @@ pub fn beside(target: &Path) -> PathBuf {
 /// patch reads every shard it rewrites once, and copying them through the page cache cost
 /// several times the reading itself. Where the file system refuses direct I/O the file is read
 /// as usual.
-pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
+pub(crate) fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
     use std::io::Read;
     let mut file = fs::File::open(path)?;
     let len = usize::try_from(file.metadata()?.len()).map_err(io::Error::other)?;

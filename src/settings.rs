@@ -26,7 +26,7 @@ use crate::render::Limits;
 
 /// Where an override was given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     /// An environment variable, e.g. `OAI_BRIDGE_USER_AGENT`.
     Env(&'static str),
     /// A command-line flag or argument, e.g. `--max-attempts`.
@@ -36,7 +36,7 @@ pub enum Origin {
 impl Origin {
     /// The error of a value given here: `environment: VARIABLE: ...` or
     /// `command line: --flag: ...`.
-    pub fn error(self, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn error(self, message: impl Into<String>) -> ConfigError {
         let (file, key) = match self {
             Origin::Env(variable) => ("environment", variable),
             Origin::Flag(flag) => ("command line", flag),
@@ -51,7 +51,7 @@ impl Origin {
 
 /// A value an override gives, as it was given, and where.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Given<T> {
+pub(crate) struct Given<T> {
     /// The value, not yet checked.
     pub value: T,
     /// The variable or flag that gave it.
@@ -60,7 +60,10 @@ pub struct Given<T> {
 
 impl<T> Given<T> {
     /// The value read by `parse`, or its error naming the variable or flag.
-    pub fn parse<U>(&self, parse: impl FnOnce(&T) -> Result<U, String>) -> Result<U, ConfigError> {
+    pub(crate) fn parse<U>(
+        &self,
+        parse: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<U, ConfigError> {
         parse(&self.value).map_err(|m| self.origin.error(m))
     }
 }
@@ -68,7 +71,7 @@ impl<T> Given<T> {
 /// The settings one layer gives over the file, section by section as `bridge.toml` has them;
 /// `None` leaves a setting to the layer below.
 #[derive(Clone, Debug, Default)]
-pub struct Overrides {
+pub(crate) struct Overrides {
     /// `[server]`.
     pub server: ServerOverrides,
     /// `[harvest]`.
@@ -79,7 +82,7 @@ pub struct Overrides {
 
 /// `[server]` keys an override may set.
 #[derive(Clone, Debug, Default)]
-pub struct ServerOverrides {
+pub(crate) struct ServerOverrides {
     /// `listen`.
     pub listen: Option<Given<String>>,
     /// `public_url`.
@@ -92,7 +95,7 @@ pub struct ServerOverrides {
 
 /// `[harvest]` keys an override may set.
 #[derive(Clone, Debug, Default)]
-pub struct HarvestOverrides {
+pub(crate) struct HarvestOverrides {
     /// `user_agent`.
     pub user_agent: Option<Given<String>>,
     /// `max_attempts`.
@@ -113,7 +116,7 @@ pub struct HarvestOverrides {
 
 /// `[[repository]]` keys an override may set, and the one-off `accept_shrink`.
 #[derive(Clone, Debug, Default)]
-pub struct RepositoryOverrides {
+pub(crate) struct RepositoryOverrides {
     /// `base_url`, taken from the working directory when a file.
     pub base_url: Option<Given<String>>,
     /// `public_url`.
@@ -166,7 +169,7 @@ macro_rules! merged {
 
 impl Overrides {
     /// These overrides with `over` on top: each setting `over` gives replaces this one's.
-    pub fn merge(self, over: Overrides) -> Overrides {
+    pub(crate) fn merge(self, over: Overrides) -> Overrides {
         let (base, over) = (self, over);
         let (b, o) = (base.server, over.server);
         let server = merged!(
@@ -230,7 +233,7 @@ impl Overrides {
 /// The environment variables of the settings. `OAI_BRIDGE_CONFIG` (which file) and
 /// `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any layer.
 #[derive(Clone, Debug, Default)]
-pub struct Environment {
+pub(crate) struct Environment {
     listen: Option<String>,
     public_url: Option<String>,
     state_dir: Option<PathBuf>,
@@ -240,26 +243,26 @@ pub struct Environment {
 
 impl Environment {
     /// `[server] listen` (`serve`).
-    pub const LISTEN: &str = "OAI_BRIDGE_LISTEN";
+    pub(crate) const LISTEN: &str = "OAI_BRIDGE_LISTEN";
     /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
-    pub const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
+    pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
     /// `[server] state_dir` (`serve`).
-    pub const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
+    pub(crate) const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
     /// `[server] admin_token` (`serve`), which has no flag so that it stays out of the process
     /// list.
-    pub const ADMIN_TOKEN: &str = "OAI_BRIDGE_ADMIN_TOKEN";
+    pub(crate) const ADMIN_TOKEN: &str = "OAI_BRIDGE_ADMIN_TOKEN";
     /// `[harvest] user_agent` (every command).
-    pub const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
+    pub(crate) const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
 
     /// The process's environment.
-    pub fn process() -> Environment {
+    pub(crate) fn process() -> Environment {
         Self::read(|name| std::env::var_os(name))
     }
 
     /// The variables as `lookup` gives them (tests pass their own). An address or URL that is
     /// not Unicode is read with replacement characters, so that it is an error naming its
     /// variable; a user agent or token that is not is unset, as is an empty user agent.
-    pub fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
+    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
         let lossy = |name| lookup(name).map(|v| v.to_string_lossy().into_owned());
         let text = |name| lookup(name).and_then(|v| v.into_string().ok());
         Environment {
@@ -272,7 +275,7 @@ impl Environment {
     }
 
     /// What `serve` reads: every variable.
-    pub fn for_serve(&self) -> Overrides {
+    pub(crate) fn for_serve(&self) -> Overrides {
         Overrides {
             server: ServerOverrides {
                 listen: variable(Self::LISTEN, &self.listen),
@@ -286,7 +289,7 @@ impl Environment {
 
     /// What `export` reads: the user agent, and the public URL as the exported repository's
     /// (what `--public-url` sets).
-    pub fn for_export(&self) -> Overrides {
+    pub(crate) fn for_export(&self) -> Overrides {
         Overrides {
             repository: RepositoryOverrides {
                 public_url: variable(Self::PUBLIC_URL, &self.public_url),
@@ -297,7 +300,7 @@ impl Environment {
     }
 
     /// What `check` reads: the user agent.
-    pub fn for_check(&self) -> Overrides {
+    pub(crate) fn for_check(&self) -> Overrides {
         Overrides {
             harvest: HarvestOverrides {
                 user_agent: variable(Self::USER_AGENT, &self.user_agent),
@@ -416,7 +419,7 @@ fn where_and_what(scope: &[String], landing: &LandingArgs) -> RepositoryOverride
 /// One repository's settings after every layer: what `export` and `check` take, and what
 /// `serve` takes of each repository.
 #[derive(Clone, Debug, Default)]
-pub struct RepositorySettings {
+pub(crate) struct RepositorySettings {
     /// The upstream; `None` when neither the file nor an override names one.
     pub source: Option<Source>,
     /// Where its files are published, when given (not yet derived from `[server]`).
@@ -498,14 +501,14 @@ impl RepositorySettings {
 /// The layers of one command's settings: the file's [`Config`] (with the defaults under it),
 /// then the environment, then the flags.
 #[derive(Clone, Debug)]
-pub struct Layers {
+pub(crate) struct Layers {
     file: Config,
     over: Overrides,
 }
 
 impl Layers {
     /// Stacks the layers; this is where their order is written, once.
-    pub fn new(file: Config, env: Overrides, flags: Overrides) -> Layers {
+    pub(crate) fn new(file: Config, env: Overrides, flags: Overrides) -> Layers {
         Layers {
             file,
             over: env.merge(flags),
@@ -513,13 +516,13 @@ impl Layers {
     }
 
     /// The file's layer, as read.
-    pub fn file(&self) -> &Config {
+    pub(crate) fn file(&self) -> &Config {
         &self.file
     }
 
     /// The whole configuration with every layer applied (`serve`): `[server]`, `[harvest]`,
     /// and each repository.
-    pub fn config(&self) -> Result<Config, ConfigError> {
+    pub(crate) fn config(&self) -> Result<Config, ConfigError> {
         let server = self.server()?;
         let harvest = self.harvest()?;
         let repositories = self
@@ -536,7 +539,7 @@ impl Layers {
     }
 
     /// `[server]`.
-    pub fn server(&self) -> Result<ServerConfig, ConfigError> {
+    pub(crate) fn server(&self) -> Result<ServerConfig, ConfigError> {
         let over = &self.over.server;
         let mut server = self.file.server.clone();
         if let Some(v) = &over.listen {
@@ -559,7 +562,7 @@ impl Layers {
     }
 
     /// `[harvest]`.
-    pub fn harvest(&self) -> Result<HarvestSettings, ConfigError> {
+    pub(crate) fn harvest(&self) -> Result<HarvestSettings, ConfigError> {
         let over = &self.over.harvest;
         let mut harvest = self.file.harvest.clone();
         if let Some(v) = &over.max_attempts {
@@ -594,7 +597,7 @@ impl Layers {
 
     /// One repository's settings: `chosen`'s (the defaults when the command takes none) with
     /// the overrides on top.
-    pub fn repository(
+    pub(crate) fn repository(
         &self,
         chosen: Option<&RepositoryConfig>,
     ) -> Result<RepositorySettings, ConfigError> {

@@ -18,7 +18,7 @@ use crate::datestamp::Datestamp;
 use crate::inventory::SharedUrl;
 use crate::oai::parse::{DcElement, Record};
 
-pub mod persisted;
+pub(crate) mod persisted;
 
 /// The store's file name in a repository's state folder.
 pub const FILE: &str = "store.sqlite";
@@ -35,7 +35,7 @@ const SCHEMA: i64 = 5;
 /// record), or of URLs and EPrints' relations (a URL or two more), keeps SQLite's 4 KiB: an
 /// incremental refresh rewrites a page for each scattered change, and 16 KiB pages made that
 /// 40% dearer.
-pub fn page_size_for(fields: crate::oai::parse::Fields) -> i64 {
+pub(crate) fn page_size_for(fields: crate::oai::parse::Fields) -> i64 {
     use crate::oai::parse::{DcElement, Fields};
     // `dc:relation` (EPrints' abstract page and official URL) is a URL or two.
     let small = Fields::of(&[DcElement::Relation]);

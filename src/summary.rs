@@ -195,7 +195,7 @@ mod stored_diwoo {
         requires_lastmod: u64,
     }
 
-    pub fn serialize<S: Serializer>(diwoo: &[DiwooStats], s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(diwoo: &[DiwooStats], s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(diwoo.iter().map(|d| {
             let DiwooStats {
                 category,
@@ -212,7 +212,9 @@ mod stored_diwoo {
         }))
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<DiwooStats>, D::Error> {
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<DiwooStats>, D::Error> {
         let stored = Vec::<StoredDiwoo>::deserialize(d)?;
         Ok(stored
             .into_iter()

@@ -581,13 +581,13 @@ fn with_attempts(kind: HarvestErrorKind, n: u32) -> HarvestErrorKind {
 
 /// `Retry-After` as a duration from `now`: delta-seconds or an HTTP-date (RFC 9110 §10.2.3).
 /// `None` when absent or unreadable (then the backoff applies).
-pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
     let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
     parse_retry_after(value, now)
 }
 
 /// Parses a `Retry-After` value; a date in the past means "now".
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }

@@ -142,7 +142,7 @@ pub struct HarvestReport {
 /// and the result needs no escaping in XML. Written by hand, a run of unreserved bytes at a
 /// time: the crate's encoder hands out a piece per escaped byte, and the Signmap writes an
 /// identifier this way for every record (`oai:repo:123` is five pieces).
-pub fn push_query_value(out: &mut Vec<u8>, value: &str) {
+pub(crate) fn push_query_value(out: &mut Vec<u8>, value: &str) {
     let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
     let mut rest = value.as_bytes();
     while let Some(at) = rest.iter().position(|&b| !unreserved(b)) {
@@ -154,7 +154,7 @@ pub fn push_query_value(out: &mut Vec<u8>, value: &str) {
 }
 
 /// [`push_query_value`] onto a `String`.
-pub fn push_query_value_str(out: &mut String, value: &str) {
+pub(crate) fn push_query_value_str(out: &mut String, value: &str) {
     let mut bytes = std::mem::take(out).into_bytes();
     push_query_value(&mut bytes, value);
     *out = String::from_utf8(bytes).expect("percent-encoding writes ASCII");
@@ -162,7 +162,7 @@ pub fn push_query_value_str(out: &mut String, value: &str) {
 
 /// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
 /// is percent-encoded exactly once. The URL of [`OaiRequest::new`].
-pub fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
+pub(crate) fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
     OaiRequest::new(base, args).into_url()
 }
 
@@ -188,7 +188,7 @@ pub async fn harvest(
 /// ([`MAX_RESTARTS`] times), with nothing lost: from the newest
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
-pub async fn harvest_resumable(
+pub(crate) async fn harvest_resumable(
     client: &Client,
     request: &HarvestRequest,
     resume: Option<&Resume>,

@@ -1,21 +1,21 @@
 //! The upstream side: talking OAI-PMH to a repository (or reading a Static Repository file),
 //! and turning its responses into records.
 
-pub mod client;
-pub mod harvest;
-pub mod parse;
-pub mod read;
-pub mod retry;
-pub mod scan;
+pub(crate) mod client;
+pub(crate) mod harvest;
+pub(crate) mod parse;
+pub(crate) mod read;
+pub(crate) mod retry;
+pub(crate) mod scan;
 
 use std::fmt;
 use std::time::Duration;
 
 pub use client::Client;
-pub use harvest::{
+pub(crate) use harvest::{
     HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
 };
-pub use retry::RetryPolicy;
+pub(crate) use retry::RetryPolicy;
 use url::Url;
 
 /// One OAI-PMH request: a baseURL and the protocol's arguments. It goes as a GET of
@@ -103,7 +103,7 @@ pub struct HarvestSettings {
 }
 
 /// Default `User-Agent`: the product and version, and where to read about it.
-pub const DEFAULT_USER_AGENT: &str = concat!(
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
     "oai-bridge/",
     env!("CARGO_PKG_VERSION"),
     " (OAI-PMH to sitemaps gateway)"

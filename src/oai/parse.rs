@@ -15,13 +15,17 @@ use quick_xml::events::{BytesStart, Event};
 use crate::datestamp::{Datestamp, Granularity};
 
 /// The OAI-PMH namespace; the `https` spelling is accepted on input (OAI-43).
-pub const OAI_NS: &str = "http://www.openarchives.org/OAI/2.0/";
+#[cfg(test)]
+pub(crate) const OAI_NS: &str = "http://www.openarchives.org/OAI/2.0/";
 /// The oai_dc namespace.
-pub const OAI_DC_NS: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
+#[cfg(test)]
+pub(crate) const OAI_DC_NS: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
 /// The Dublin Core elements namespace.
-pub const DC_NS: &str = "http://purl.org/dc/elements/1.1/";
+#[cfg(test)]
+pub(crate) const DC_NS: &str = "http://purl.org/dc/elements/1.1/";
 /// The OAI Static Repository namespace.
-pub const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-repository";
+#[cfg(test)]
+pub(crate) const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-repository";
 
 /// Deepest element nesting accepted; real oai_dc pages are 6 deep.
 pub(super) const MAX_DEPTH: usize = 256;
@@ -623,7 +627,7 @@ impl Scopes {
 /// Removes a BOM and leading whitespace, removes characters illegal in XML 1.0 (never TAB, LF or
 /// CR; OAI-46) and checks UTF-8: a byte that is not part of a UTF-8 sequence is read as
 /// Windows-1252 and counted (OAI-47). Returns the text to parse.
-pub fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, ParseError> {
+pub(crate) fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, ParseError> {
     let mut body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let start = body
         .iter()
@@ -820,7 +824,10 @@ pub(super) fn answered(page: ListPage) -> Result<ListPage, ParseError> {
 /// The reference reader alone (quick-xml), never the fast path: for differential tests and
 /// fuzzing.
 #[doc(hidden)]
-pub fn parse_list_records_reference(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
+pub(crate) fn parse_list_records_reference(
+    body: &[u8],
+    fields: Fields,
+) -> Result<ListPage, ParseError> {
     prepared(body, |text, quirks| {
         parse_with_quick_xml(text, quirks, body.len(), fields)
     })?
@@ -1167,7 +1174,7 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
 
 /// The answer to `ListMetadataFormats` or `ListSets` (the `check` command reads them).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SmallAnswer<T> {
+pub(crate) enum SmallAnswer<T> {
     /// What was asked for.
     Answer(T),
     /// OAI-PMH errors instead.
@@ -1175,7 +1182,7 @@ pub enum SmallAnswer<T> {
 }
 
 /// `ListMetadataFormats`: the `metadataPrefix` values offered.
-pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
+pub(crate) fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
     parse_small(body, "ListMetadataFormats", |list| {
         list.descendants()
             .filter(|n| n.is_element() && n.tag_name().name() == "metadataPrefix")
@@ -1185,10 +1192,10 @@ pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, P
 }
 
 /// One page of `ListSets`: `(setSpec, setName)` pairs, and whether a resumption token follows.
-pub type SetsPage = (Vec<(String, String)>, bool);
+pub(crate) type SetsPage = (Vec<(String, String)>, bool);
 
 /// One page of `ListSets`.
-pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
+pub(crate) fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
     parse_small(body, "ListSets", |list| {
         let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
             set.children()
@@ -1267,7 +1274,7 @@ fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>
 
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
-pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
+pub(crate) fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     let doc = small_document(&text, body.len())?;
@@ -1347,7 +1354,7 @@ pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
 
 /// What an `Identify` request answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IdentifyOutcome {
+pub(crate) enum IdentifyOutcome {
     /// An OAI-PMH repository.
     Identify(Identify),
     /// The URL serves an OAI Static Repository file: this is its `Identify` part, and the same

@@ -28,7 +28,7 @@ pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, 
 /// The fast path alone: `None` when it declines the body (or [`super::parse::prepare`] refuses
 /// it).
 #[doc(hidden)]
-pub fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> {
+pub(crate) fn parse_list_records_fast(body: &[u8], fields: Fields) -> Option<ListPage> {
     prepared(body, |text, quirks| {
         scan::scan_list_records(text, quirks, fields)
     })

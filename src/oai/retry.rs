@@ -216,20 +216,20 @@ impl Retries<'_> {
 /// How the gateway's schedule backs off after failed refreshes: the first wait, doubling with
 /// each failure in a row, never past the repository's refresh interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RefreshBackoff {
+pub(crate) struct RefreshBackoff {
     /// The wait after the first failure.
     pub first: Duration,
 }
 
 impl RefreshBackoff {
     /// The gateway's: a minute after a failure, then two, four... up to the interval.
-    pub const GATEWAY: Self = Self {
+    pub(crate) const GATEWAY: Self = Self {
         first: Duration::from_secs(60),
     };
 
     /// The wait after `failures` failed refreshes in a row (at least one) of a repository
     /// refreshed every `interval`.
-    pub fn after(&self, failures: u32, interval: Duration) -> Duration {
+    pub(crate) fn after(&self, failures: u32, interval: Duration) -> Duration {
         self.first
             .saturating_mul(1 << failures.saturating_sub(1).min(16))
             .min(interval)
@@ -239,7 +239,7 @@ impl RefreshBackoff {
 /// When a call planned at `due` may go: not before the time the upstream asked to be left
 /// alone until (`Retry-After`, remembered across harvests), even when that is past the
 /// schedule.
-pub fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
+pub(crate) fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
     match retry_not_before {
         Some(at) => due.max(at),
         None => due,
@@ -248,7 +248,7 @@ pub fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
 
 /// The time a call at `now` must still wait for, when the upstream asked not to be called
 /// before it (`Retry-After`).
-pub fn pending<T: Ord>(retry_not_before: Option<T>, now: T) -> Option<T> {
+pub(crate) fn pending<T: Ord>(retry_not_before: Option<T>, now: T) -> Option<T> {
     retry_not_before.filter(|at| *at > now)
 }
 

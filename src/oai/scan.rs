@@ -43,7 +43,7 @@ use crate::datestamp::Datestamp;
 /// Reads a page that [`super::parse::prepare`] has prepared: the same [`ListPage`] as the
 /// quick-xml reader, or `None` when the page holds anything this scanner does not handle.
 /// `quirks` are those counted by `prepare`.
-pub fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<ListPage> {
+pub(crate) fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<ListPage> {
     let mut scanner = Scanner {
         text,
         fields,

@@ -34,19 +34,17 @@ use super::Profile;
 use super::files::{FileSink, Shards, WriteError};
 
 /// Content-Type of one CDIF document.
-pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
+pub(crate) const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
 /// The profile of one CDIF document, as a Signmap's `describedby` link to it names it (CDIF's
 /// "Metadata publication": `rel='describedby'`, `type='application/ld+json'` and
 /// `profile='CDIF1.0'`).
-pub const PROFILE: &str = "CDIF1.0";
+pub(crate) const PROFILE: &str = "CDIF1.0";
 /// Content-Type of a CDIF metadata list: an `ItemList` of documents.
-pub const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
-/// The user agent CDIF-aware harvesters read robots.txt as.
-pub use crate::render::robots::CDIF_USER_AGENT as USER_AGENT;
+pub(crate) const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
 
 /// What one document is made of.
 #[derive(Clone, Debug, Default)]
-pub struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     /// The landing page.
     pub url: &'a str,
     /// schema.org type URL (`https://schema.org/Thesis`).
@@ -74,7 +72,8 @@ pub struct Fields<'a> {
 }
 
 /// The JSON-LD document, compact (one line), its keys in a fixed order.
-pub fn document(f: &Fields<'_>) -> String {
+#[cfg(test)]
+pub(crate) fn document(f: &Fields<'_>) -> String {
     let mut out = Vec::new();
     write_document(&mut out, f);
     String::from_utf8(out).expect("JSON is UTF-8")
@@ -85,7 +84,7 @@ pub fn document(f: &Fields<'_>) -> String {
 /// escaping, a byte at a time, was an eighth of an export with CDIF's lists, and the per-record
 /// `Vec`s a good part of the rest of CDIF's cost (the two together: a third of it). A test
 /// holds its strings equal to serde_json's.
-pub fn write_document(out: &mut Vec<u8>, f: &Fields<'_>) {
+pub(crate) fn write_document(out: &mut Vec<u8>, f: &Fields<'_>) {
     sonic_rs::to_writer(out, &Doc::of(f)).expect("serialising borrowed strings cannot fail");
 }
 
@@ -228,7 +227,7 @@ const LIST_END_MAX: usize = LIST_COUNT.len() + 5 + LIST_CLOSE.len();
 /// in memory at a time.
 #[derive(Debug)]
 #[must_use = "the last list is emitted by `finish`"]
-pub struct ItemLists {
+pub(crate) struct ItemLists {
     limits: Limits,
     /// The list being filled (`urls` counts its items).
     list: Shard,
@@ -236,7 +235,7 @@ pub struct ItemLists {
 
 impl ItemLists {
     /// A splitter into lists within `limits`.
-    pub fn new(limits: Limits) -> Self {
+    pub(crate) fn new(limits: Limits) -> Self {
         let mut bytes = Vec::with_capacity(64 * 1024);
         bytes.extend_from_slice(LIST_OPEN.as_bytes());
         Self {
@@ -256,7 +255,7 @@ impl ItemLists {
     /// documents before it, so one record deleted moves documents from list to list, which
     /// the newest datestamp of each would not show (an export's sitemap of them gives no
     /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
-    pub fn add<E>(
+    pub(crate) fn add<E>(
         &mut self,
         document: &[u8],
         emit: impl FnOnce(&Shard) -> Result<(), E>,
@@ -288,7 +287,7 @@ impl ItemLists {
     }
 
     /// Hands the last list, if it holds any document, to `emit`.
-    pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<(), E> {
+    pub(crate) fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<(), E> {
         if self.list.urls == 0 {
             return Ok(());
         }
@@ -341,7 +340,7 @@ pub struct CdifDocument<'a> {
 /// Publishes the CDIF documents handed to it: each on its own (`cdif/{hash}.jsonld`, listed
 /// in `cdif-sitemap.xml`), in metadata lists (`cdif-list-{n}.jsonld`, listed in
 /// `cdif-list-sitemap.xml`), or both, from one pass over them.
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     public_url: &'a Url,
     limits: Limits,
     /// Each document's URL and lastmod, when they are published one by one.
@@ -352,7 +351,7 @@ pub struct Writer<'a> {
 
 /// Where [`Writer`] published the documents.
 #[derive(Debug, Default)]
-pub struct Published {
+pub(crate) struct Published {
     /// The CDIF sitemap's index, when the documents were published one by one.
     pub index: Option<Url>,
     /// The index of the lists' sitemap and the number of lists, when there are lists.
@@ -362,7 +361,7 @@ pub struct Published {
 impl<'a> Writer<'a> {
     /// Publishes each document on its own (`documents`), in lists (`lists`), or both, under
     /// `public_url`, within `limits`.
-    pub fn new(public_url: &'a Url, limits: Limits, documents: bool, lists: bool) -> Self {
+    pub(crate) fn new(public_url: &'a Url, limits: Limits, documents: bool, lists: bool) -> Self {
         Self {
             public_url,
             limits,
@@ -372,7 +371,7 @@ impl<'a> Writer<'a> {
     }
 
     /// Publishes one document.
-    pub fn add<S: FileSink>(
+    pub(crate) fn add<S: FileSink>(
         &mut self,
         sink: &mut S,
         doc: CdifDocument<'_>,
@@ -390,7 +389,7 @@ impl<'a> Writer<'a> {
     }
 
     /// The last list, and the sitemaps that list the documents and the lists.
-    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, WriteError> {
+    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, WriteError> {
         let mut published = Published::default();
         if let Some(locs) = self.locs {
             let mut shards = Shards::new(self.public_url, Profile::Cdif, "xml");

@@ -13,11 +13,11 @@ use super::Profile;
 use super::files::{FileSink, Shards, WriteError};
 
 /// Highest Woo information category (the DiWoo table has 17).
-pub const CATEGORIES: u8 = 17;
+pub(crate) const CATEGORIES: u8 = 17;
 
 /// One DiWoo category: the records of its sets, a group of the inventory.
 #[derive(Debug)]
-pub struct Category {
+pub(crate) struct Category {
     /// The Woo information category, 1-17.
     pub number: u8,
     /// The sets whose records it holds.
@@ -27,7 +27,7 @@ pub struct Category {
 impl Category {
     /// A record in set `s` is in the category: `s` is one of the category's sets or below one
     /// (`a:b` is in `a`).
-    pub fn holds(&self, s: &str) -> bool {
+    pub(crate) fn holds(&self, s: &str) -> bool {
         self.sets.iter().any(|c| {
             s == c || (s.starts_with(c.as_str()) && s.as_bytes().get(c.len()) == Some(&b':'))
         })
@@ -36,7 +36,7 @@ impl Category {
 
 /// The categories of a mapping of sets to categories (`setSpec -> category`), in ascending order,
 /// each with its sets; an error names a category outside the table.
-pub fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
+pub(crate) fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
     let mut categories: Vec<Category> = Vec::new();
     for (set, number) in mapping {
         // A category is a bit of the inventory's groups; the table has 17.
@@ -64,14 +64,14 @@ pub fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
 /// The shards of different categories reach the sink interleaved (with the sitemap's, when
 /// taken from them), the indexes last, and up to one shard per category is in memory at once
 /// (a few MB each for URLs of usual length; `max_bytes` each at most).
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     /// Each category's splitter, files and counts.
     outputs: Vec<(Urlsets<'a>, Shards<'a>, DiwooStats)>,
 }
 
 impl<'a> Writer<'a> {
     /// The writers of `categories`, their files named under `public_url`.
-    pub fn new(public_url: &'a Url, limits: Limits, categories: &[u8]) -> Self {
+    pub(crate) fn new(public_url: &'a Url, limits: Limits, categories: &[u8]) -> Self {
         debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
         let outputs = categories
             .iter()
@@ -91,7 +91,7 @@ impl<'a> Writer<'a> {
 
     /// One URL of the `groups` given, as its sitemap entry (`<url>` to the line feed, as
     /// [`write_url`] writes it) with its lastmod.
-    pub fn add<S: FileSink>(
+    pub(crate) fn add<S: FileSink>(
         &mut self,
         sink: &mut S,
         entry: &[u8],
@@ -126,7 +126,7 @@ impl<'a> Writer<'a> {
 
     /// Every grouped URL of `published`, in one pass over the inventory (when the sitemap's
     /// shards were not all written: a patch).
-    pub fn add_all<S: FileSink>(
+    pub(crate) fn add_all<S: FileSink>(
         &mut self,
         sink: &mut S,
         published: &Published,
@@ -145,7 +145,7 @@ impl<'a> Writer<'a> {
     }
 
     /// The last shards and the indexes (their URLs go to `indexes`); the counts.
-    pub fn finish<S: FileSink>(
+    pub(crate) fn finish<S: FileSink>(
         self,
         sink: &mut S,
         indexes: &mut Vec<Url>,

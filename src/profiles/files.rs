@@ -78,7 +78,7 @@ pub enum WriteError {
 }
 
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
-pub struct Shards<'a> {
+pub(crate) struct Shards<'a> {
     public_url: &'a Url,
     /// The profile whose shards they are; `None` for CDIF's metadata lists.
     profile: Option<Profile>,
@@ -92,7 +92,7 @@ pub struct Shards<'a> {
 impl<'a> Shards<'a> {
     /// The shards of `profile`'s index, with extension `ext` (`xml`; the sitemap's may be
     /// `xml.gz`).
-    pub fn new(public_url: &'a Url, profile: Profile, ext: &'a str) -> Self {
+    pub(crate) fn new(public_url: &'a Url, profile: Profile, ext: &'a str) -> Self {
         Self {
             public_url,
             profile: Some(profile),
@@ -104,7 +104,7 @@ impl<'a> Shards<'a> {
 
     /// CDIF's metadata lists (`cdif-list-{n}.jsonld`): numbered as shards are, listed by a
     /// sitemap of their own rather than an index.
-    pub fn lists(public_url: &'a Url) -> Self {
+    pub(crate) fn lists(public_url: &'a Url) -> Self {
         Self {
             profile: None,
             ..Self::new(public_url, Profile::CdifList, "jsonld")
@@ -112,13 +112,17 @@ impl<'a> Shards<'a> {
     }
 
     /// Stores the next shard.
-    pub fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), WriteError> {
+    pub(crate) fn put<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        shard: &Shard,
+    ) -> Result<(), WriteError> {
         let number = self.names.len() as u32 + 1;
         self.put_numbered(sink, number, shard)
     }
 
     /// The name of shard `number`.
-    pub fn name(&self, number: u32) -> String {
+    pub(crate) fn name(&self, number: u32) -> String {
         match self.profile {
             Some(profile) => profile.shard_name(number, self.ext),
             None => Profile::list_name(number),
@@ -126,7 +130,7 @@ impl<'a> Shards<'a> {
     }
 
     /// Stores shard `number`.
-    pub fn put_numbered<S: FileSink>(
+    pub(crate) fn put_numbered<S: FileSink>(
         &mut self,
         sink: &mut S,
         number: u32,
@@ -142,7 +146,7 @@ impl<'a> Shards<'a> {
 
     /// Stores the next shard of a landing-page profile: a shard file written during the
     /// harvest is linked into place when the sink can, else read and put.
-    pub fn put_profile<S: FileSink>(
+    pub(crate) fn put_profile<S: FileSink>(
         &mut self,
         sink: &mut S,
         shard: ProfileShard<'_>,
@@ -172,7 +176,7 @@ impl<'a> Shards<'a> {
     }
 
     /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
-    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, WriteError> {
+    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, WriteError> {
         if self.entries.is_empty() {
             return Ok(None);
         }
@@ -188,7 +192,7 @@ impl<'a> Shards<'a> {
 }
 
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.
-pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::new(6));
     encoder
         .write_all(bytes)

@@ -5,13 +5,13 @@
 //! What the landing-page profiles (Signmap, OCX, CDIF) share per record, its landing page,
 //! links and texts, is worked out once for all of them by [`signposts`].
 
-pub mod cdif;
-pub mod diwoo;
-pub mod files;
-pub mod ocx;
-pub mod signmap;
-pub mod signposts;
-pub mod spill;
+pub(crate) mod cdif;
+pub(crate) mod diwoo;
+pub(crate) mod files;
+pub(crate) mod ocx;
+pub(crate) mod signmap;
+pub(crate) mod signposts;
+pub(crate) mod spill;
 
 use crate::oai::parse::{DcElement, Fields};
 
@@ -80,7 +80,7 @@ impl ProfileSettings {
 
 /// What a file name of a published profile is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FileName {
+pub(crate) enum FileName {
     /// The profile's index (`signmap.xml`).
     Index(Profile),
     /// Shard `n` of the index (`signmap-3.xml`, `sitemap-2.xml.gz`).
@@ -192,13 +192,13 @@ impl Profile {
 }
 
 /// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
-pub const CDIF_LIST_PREFIX: &str = "cdif-list";
+pub(crate) const CDIF_LIST_PREFIX: &str = "cdif-list";
 
 impl FileName {
     /// Reads a published file's name: an index, a shard (`.xml`, or `.xml.gz` for the sitemap
     /// and its kin, which a gateway serves both ways) or a CDIF list; `None` for any other name.
     /// Numbers are positive decimals without leading zeros, DiWoo categories three digits.
-    pub fn parse(name: &str) -> Option<FileName> {
+    pub(crate) fn parse(name: &str) -> Option<FileName> {
         if let Some(n) = name
             .strip_prefix(CDIF_LIST_PREFIX)
             .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))

@@ -5,10 +5,11 @@
 use crate::render::sitemap::{push_escaped, write_url_open};
 
 /// The OCX namespace.
-pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
+#[cfg(test)]
+pub(crate) const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
 
 /// The root's start tag, with the OCX namespace.
-pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+pub(crate) const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                            xmlns:ocx=\"http://sitemap.ocx.org/v/1.0\">\n";
 
 /// `[repository.ocx]`: the OCX sitemap of a repository, as `bridge.toml` sets it (the
@@ -41,14 +42,14 @@ impl Default for OcxConfig {
 }
 
 /// Default longest `ocx:teaser`.
-pub const DEFAULT_TEASER_CHARS: usize = 200;
+pub(crate) const DEFAULT_TEASER_CHARS: usize = 200;
 
 /// The metadata formats `ocx:format` accepts.
-pub const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
+pub(crate) const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
 
 /// One resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// The landing page.
     pub loc: &'a str,
     /// `ocx:type`: an OER schema or schema.org type URL.
@@ -69,7 +70,7 @@ pub struct Entry<'a> {
 
 /// The text of `ocx:name` or `ocx:teaser`, as [`teaser_in`] cut it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Text<'a> {
+pub(crate) struct Text<'a> {
     /// The text.
     pub text: &'a str,
     /// It holds none of the characters [`push_escaped`] escapes, as found while cutting it: it
@@ -89,7 +90,7 @@ impl<'a> From<&'a str> for Text<'a> {
 /// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
 /// datestamp, written out). The profiles' collector writes entries as records arrive
 /// ([`crate::profiles::signposts`]); the shards are cut from them later.
-pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
+pub(crate) fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");
     let mut element = |tag: &str, value: Option<Text<'_>>| {
@@ -119,7 +120,7 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
 
 /// [`teaser_in`] as a string of its own.
 #[cfg(test)]
-pub fn teaser(text: &str, max: usize) -> String {
+pub(crate) fn teaser(text: &str, max: usize) -> String {
     teaser_in(text, max, &mut String::new()).text.to_owned()
 }
 
@@ -127,7 +128,7 @@ pub fn teaser(text: &str, max: usize) -> String {
 /// whitespace runs become one space: borrowed from `text` when it needs neither, else written
 /// into `buf` (the profiles' collector cuts a title and a description for every record, and a
 /// new `String` for each showed in its time).
-pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> Text<'a> {
+pub(crate) fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> Text<'a> {
     buf.clear();
     match single_spaced(text, max) {
         Some((whole, false, plain)) => return Text { text: whole, plain },

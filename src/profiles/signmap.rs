@@ -7,23 +7,24 @@
 use crate::render::sitemap::push_escaped;
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
-pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
+#[cfg(test)]
+pub(crate) const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
 
 /// The root's start tag, with the ResourceSync namespace (SP-02).
-pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+pub(crate) const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
 /// The media type of the `describedby` link to a record's `GetRecord` response (with
 /// [`crate::profiles::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
-pub const XML: &str = "application/xml";
+pub(crate) const XML: &str = "application/xml";
 
 /// The media type of the `describedby` link to a record's CDIF document.
-pub const JSON_LD: &str = "application/ld+json";
+pub(crate) const JSON_LD: &str = "application/ld+json";
 
 /// Appends the start of one typed link (SP-03), up to the opening quote of its `href`: the
 /// caller writes the href, escaped, then [`link_end`]. For hrefs spelled out piece by piece
 /// (the `GetRecord` URL); [`write_link`] writes a whole one.
-pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
+pub(crate) fn link_start(bytes: &mut Vec<u8>, rel: &str) {
     bytes.extend_from_slice(b"<rs:ln rel=\"");
     bytes.extend_from_slice(rel.as_bytes());
     bytes.extend_from_slice(b"\" href=\"");
@@ -34,7 +35,7 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 /// ([`XML`], [`JSON_LD`], [`crate::profiles::signposts::OAI_DC_PROFILE`], and the media types of its table
 /// of file extensions, [`crate::classify::media_types`]), written as they are: a test holds each
 /// a valid `rs:ln` type free of characters to escape, which spares checking them in every entry.
-pub fn link_end(
+pub(crate) fn link_end(
     bytes: &mut Vec<u8>,
     media_type: Option<&'static str>,
     profile: Option<&'static str>,
@@ -52,7 +53,7 @@ pub fn link_end(
 
 /// Appends one typed link (SP-03) to an entry: after its `<loc>` and `<lastmod>`, inside
 /// `<url>` (SP-04). `href` is absolute; `media_type` and `profile` as [`link_end`] takes them.
-pub fn write_link(
+pub(crate) fn write_link(
     bytes: &mut Vec<u8>,
     rel: &str,
     href: &str,

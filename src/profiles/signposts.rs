@@ -38,15 +38,15 @@ use super::Profile;
 use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards, WriteError};
 use super::ocx::OcxConfig;
-pub use super::spill::{CollectError, ProfileShard, ShardFile};
+pub(crate) use super::spill::{CollectError, ProfileShard, ShardFile};
 use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, Winner, spill_error};
 use super::{cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
-pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
+pub(crate) const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
 /// Most `item` links one entry carries; a record with more files lists the first ones, so that
 /// one entry can never outgrow a shard.
-pub const MAX_ITEMS: usize = 50;
+pub(crate) const MAX_ITEMS: usize = 50;
 
 /// The profiles, as columns of [`Signposts::lens`] (Signmap and OCX also of
 /// [`Signposts::shards`]).
@@ -645,7 +645,8 @@ impl Signposts {
 
 /// The file name of a record's CDIF document: a hash of its header identifier, so that the URL
 /// stays the same from one harvest to the next.
-pub fn cdif_name(identifier: &str) -> String {
+#[cfg(test)]
+pub(crate) fn cdif_name(identifier: &str) -> String {
     format!("{CDIF_DIR}{}{CDIF_EXT}", cdif_hash(identifier))
 }
 

@@ -1,7 +1,7 @@
 //! Writers for the files a generation holds: sitemap shards, the sitemap index and robots.txt.
 //! Pure: they produce bytes and never touch the file system.
 
-pub mod robots;
-pub mod sitemap;
+pub(crate) mod robots;
+pub(crate) mod sitemap;
 
-pub use sitemap::{Limits, RenderError, Shard};
+pub(crate) use sitemap::{Limits, RenderError, Shard};

@@ -3,7 +3,7 @@
 
 /// The user agent CDIF-aware harvesters read robots.txt as (CDIF "Find metadata"); the CDIF
 /// profile's, kept here because robots.txt writes its group.
-pub const CDIF_USER_AGENT: &str = "CDIF1.0";
+pub(crate) const CDIF_USER_AGENT: &str = "CDIF1.0";
 
 /// What robots.txt announces for one repository, as absolute URLs: its indexes for every
 /// crawler, and its CDIF sitemaps (CDIF "Find metadata"), whose locations are JSON-LD documents
@@ -19,7 +19,7 @@ pub struct Announced<S> {
 /// Renders robots.txt for `repos` (one, for an export; every one a gateway serves): a
 /// `Sitemap:` line for each index of each, then a `User-agent: CDIF1.0` group for each that has
 /// CDIF sitemaps.
-pub fn render_robots<S: AsRef<str>>(repos: &[Announced<S>]) -> String {
+pub(crate) fn render_robots<S: AsRef<str>>(repos: &[Announced<S>]) -> String {
     let mut out = String::from("# Written by oai-bridge.\nUser-agent: *\nDisallow:\n\n");
     for repo in repos {
         push_sitemaps(&mut out, &repo.indexes);

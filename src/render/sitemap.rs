@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use crate::datestamp::Datestamp;
 
 /// Most URLs one sitemap may hold, and most sitemaps one index may list (SM-09, SM-10).
-pub const MAX_URLS: usize = 50_000;
+pub(crate) const MAX_URLS: usize = 50_000;
 /// Most bytes one sitemap or index may have, uncompressed (SM-09).
 pub const MAX_BYTES: usize = 52_428_800;
 /// Smallest byte limit accepted: a shard must fit its frame and one longest possible entry
@@ -14,7 +14,7 @@ pub const MAX_BYTES: usize = 52_428_800;
 pub const MIN_BYTES: usize = 16 * 1024;
 
 /// Written first in every file, at byte 0 (SM-02).
-pub const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+pub(crate) const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
 pub(crate) const URLSET_OPEN: &str =
     "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 pub(crate) const URLSET_CLOSE: &str = "</urlset>\n";
@@ -193,7 +193,7 @@ fn first_special(bytes: &[u8]) -> Option<usize> {
 
 /// Appends `value` to `out`, escaped as [`escape`] escapes it, without a string in between:
 /// the entries of the landing-page profiles are written this way, a handful of values each.
-pub fn push_escaped(out: &mut Vec<u8>, value: &str) {
+pub(crate) fn push_escaped(out: &mut Vec<u8>, value: &str) {
     if needs_escape(value) {
         write_escaped(out, value);
     } else {
@@ -258,7 +258,7 @@ pub struct Layout {
 
 /// [`render_shards`] through a [`Layout`]: `emit` gets each shard with its number, in URL order;
 /// a range without URLs has no file. `layout` is updated with the ranges split on the way.
-pub fn render_laid_out<'a, E>(
+pub(crate) fn render_laid_out<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
     limits: Limits,
     layout: &mut Layout,
@@ -295,7 +295,7 @@ pub fn render_laid_out<'a, E>(
 /// Renders the URLs of one range of a [`Layout`] and appends the range to `layout`: the first
 /// shard keeps the range's number; when they no longer fit one shard, each further shard starts
 /// a new range at its first URL, numbered from `next_number`. Returns the shards emitted.
-pub fn render_range<E>(
+pub(crate) fn render_range<E>(
     range: (String, u32),
     run: &[(&str, Option<Datestamp>)],
     limits: Limits,
@@ -318,14 +318,19 @@ pub fn render_range<E>(
 }
 
 /// Writes a plain sitemap's whole `<url>` entry (SM-05, SM-06); `date` is scratch space.
-pub fn write_url(bytes: &mut Vec<u8>, url: &str, lastmod: Option<Datestamp>, date: &mut String) {
+pub(crate) fn write_url(
+    bytes: &mut Vec<u8>,
+    url: &str,
+    lastmod: Option<Datestamp>,
+    date: &mut String,
+) {
     write_url_open(bytes, url, lastmod_text(lastmod, date));
     bytes.extend_from_slice(b"</url>\n");
 }
 
 /// The entries of a plain sitemap shard ([`write_url`]'s), in order: each `<url>` to its line
 /// feed. Each ends at the first `</url>` after it starts, as a location holds no `<`.
-pub fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
     const END: &[u8] = b"</url>\n";
     let body = shard
         .get(header(URLSET_OPEN)..shard.len().saturating_sub(URLSET_CLOSE.len()))
@@ -339,7 +344,7 @@ pub fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// `lastmod` written out into `date` (cleared first), for [`write_url_open`].
-pub fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
+pub(crate) fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
     date.clear();
     let d = lastmod?;
     d.write_to(date);
@@ -349,7 +354,7 @@ pub fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&st
 /// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one (written out by
 /// [`lastmod_text`], once for the entries of several files that share it); the caller adds
 /// what else the entry holds and `</url>`.
-pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
+pub(crate) fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"<url><loc>");
     push_escaped(bytes, url);
     bytes.extend_from_slice(b"</loc>");
@@ -386,7 +391,7 @@ fn render_urlsets<T, E>(
 /// shard: a fresh one per shard (up to 50 MB each) cost more in zeroed pages than writing the
 /// entries into it.
 #[must_use = "the last shard is emitted by `finish`"]
-pub struct Urlsets<'o> {
+pub(crate) struct Urlsets<'o> {
     open: &'o str,
     limits: Limits,
     /// The declaration, `open` and the close tag: a shard's bytes without entries.
@@ -400,7 +405,7 @@ pub struct Urlsets<'o> {
 
 impl<'o> Urlsets<'o> {
     /// A splitter of `urlset`s whose root start tag is `open`.
-    pub fn new(open: &'o str, limits: Limits) -> Self {
+    pub(crate) fn new(open: &'o str, limits: Limits) -> Self {
         let mut shard = Shard {
             bytes: Vec::with_capacity(64 * 1024),
             urls: 0,
@@ -419,7 +424,7 @@ impl<'o> Urlsets<'o> {
 
     /// Appends the entry `write` writes (returning its lastmod); when it does not fit, the
     /// shard before it is closed and handed to `emit` first.
-    pub fn push<E>(
+    pub(crate) fn push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Option<Datestamp>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
@@ -429,7 +434,7 @@ impl<'o> Urlsets<'o> {
 
     /// [`Urlsets::push`] of an entry whose writing can fail (read from elsewhere): on failure
     /// the entry's bytes are taken back and the error returned before any shard is emitted.
-    pub fn try_push<E>(
+    pub(crate) fn try_push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<Option<Datestamp>, E>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
@@ -462,7 +467,10 @@ impl<'o> Urlsets<'o> {
     }
 
     /// Closes and emits the last shard, if it holds an entry; the number of shards emitted.
-    pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<usize, E> {
+    pub(crate) fn finish<E>(
+        mut self,
+        emit: impl FnOnce(&Shard) -> Result<(), E>,
+    ) -> Result<usize, E> {
         if self.shard.urls > 0 {
             self.shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
             emit(&self.shard)?;
@@ -482,7 +490,7 @@ fn start_shard(shard: &mut Shard, open: &str) {
 }
 
 /// The sitemap index: one `<sitemap>` per shard with its absolute `loc` and newest `lastmod`.
-pub fn render_index<'a>(
+pub(crate) fn render_index<'a>(
     entries: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
 ) -> Result<Vec<u8>, RenderError> {
     let mut out = String::with_capacity(4096);

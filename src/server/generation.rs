@@ -23,14 +23,14 @@ use sha2::{Digest, Sha256};
 use crate::pipeline::{self, FileSink};
 
 /// Name of the file in a repository's state folder that names the current generation.
-pub const CURRENT: &str = "current";
+pub(crate) const CURRENT: &str = "current";
 /// Name of the manifest in a generation folder.
-pub const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = "manifest.json";
 /// The packed metadata documents (CDIF JSON-LD) of a generation, one per record: too many to be
 /// files of their own.
-pub const DOCS_PACK: &str = "documents.pack";
+pub(crate) const DOCS_PACK: &str = "documents.pack";
 /// Their index: sorted [`DocEntry`]s, `DOC_ENTRY_LEN` bytes each, little-endian.
-pub const DOCS_INDEX: &str = "documents.index";
+pub(crate) const DOCS_INDEX: &str = "documents.index";
 /// Bytes of one index entry: key, offset, length, lastmod.
 const DOC_ENTRY_LEN: usize = 8 + 8 + 4 + 8;
 
@@ -48,7 +48,7 @@ pub struct DocEntry {
 }
 
 /// The key of a document name, `cdif/<16 hex digits>.jsonld`.
-pub fn doc_key(name: &str) -> Option<u64> {
+pub(crate) fn doc_key(name: &str) -> Option<u64> {
     let hex = name.strip_prefix("cdif/")?.strip_suffix(".jsonld")?;
     (hex.len() == 16
         && hex
@@ -64,7 +64,7 @@ const FORMAT: u32 = 1;
 /// Process-wide counter for [`Generation::serial`].
 static SERIAL: AtomicU64 = AtomicU64::new(1);
 
-pub use crate::summary::{CdifSummary, OcxSummary, SignmapSummary, Summary};
+pub(crate) use crate::summary::Summary;
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Manifest {
@@ -246,7 +246,7 @@ fn store_err<'a>(
 /// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
 /// whatever else is there (staging folders of interrupted refreshes, retired generations).
 /// `Ok(None)` when there is none yet.
-pub fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreError> {
+pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreError> {
     let pointer = repo_dir.join(CURRENT);
     let id = match fs::read_to_string(&pointer) {
         Ok(id) => id.trim().to_owned(),
@@ -349,7 +349,7 @@ fn remove_all_but(repo_dir: &Path, keep: Option<&str>) {
 /// Writes the next generation into a staging folder, then commits it. Dropped without
 /// [`Writer::commit`], the staging folder is removed and nothing else changed.
 #[derive(Debug)]
-pub struct Writer<'a> {
+pub(crate) struct Writer<'a> {
     repo_dir: PathBuf,
     staging: tempfile::TempDir,
     previous: Option<&'a Generation>,
@@ -365,7 +365,10 @@ pub struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// Starts a generation for the repository whose state folder is `repo_dir`; `previous` is the
     /// one being served, whose `Last-Modified` times carry over to unchanged files.
-    pub fn new(repo_dir: &Path, previous: Option<&'a Generation>) -> Result<Self, StoreError> {
+    pub(crate) fn new(
+        repo_dir: &Path,
+        previous: Option<&'a Generation>,
+    ) -> Result<Self, StoreError> {
         fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
@@ -467,13 +470,8 @@ impl<'a> Writer<'a> {
         Ok(Some(secs(old.last_modified)))
     }
 
-    /// Bytes written so far.
-    pub fn bytes(&self) -> u64 {
-        self.files.iter().map(|f| f.len).sum()
-    }
-
     /// Makes the generation durable and current; returns it, ready to serve.
-    pub fn commit(mut self, summary: Summary) -> Result<Generation, StoreError> {
+    pub(crate) fn commit(mut self, summary: Summary) -> Result<Generation, StoreError> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
@@ -582,7 +580,7 @@ impl FileSink for Writer<'_> {
 
 /// The first 128 bits of the SHA-256 of `bytes`, in hex: a file's strong ETag (quoted), the
 /// same across restarts for the same bytes.
-pub fn content_hash(bytes: &[u8]) -> String {
+pub(crate) fn content_hash(bytes: &[u8]) -> String {
     Sha256::digest(bytes)[..16]
         .iter()
         .map(|b| format!("{b:02x}"))
@@ -590,12 +588,12 @@ pub fn content_hash(bytes: &[u8]) -> String {
 }
 
 /// A content hash as a strong ETag header value.
-pub fn etag_header(hash: &str) -> HeaderValue {
+pub(crate) fn etag_header(hash: &str) -> HeaderValue {
     HeaderValue::from_str(&format!("\"{hash}\"")).expect("hex digits make a header value")
 }
 
 /// A time as an HTTP-date header value (`Last-Modified`).
-pub fn date_header(t: SystemTime) -> HeaderValue {
+pub(crate) fn date_header(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t)).expect("an HTTP-date is a header value")
 }
 

@@ -25,7 +25,7 @@ use super::{Gateway, Repo};
 use crate::profiles::FileName;
 
 /// The response type of every handler.
-pub type Answer = Response<Full<Bytes>>;
+pub(crate) type Answer = Response<Full<Bytes>>;
 
 const XML: &str = "application/xml; charset=utf-8";
 const GZIP: &str = "application/gzip";
@@ -188,7 +188,7 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
 }
 
 /// Answers one request and counts it.
-pub async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
+pub(crate) async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
     let target = route(&gateway.prefix, req.uri().path());
     let answer = dispatch(gateway, &target, &req).await;
     let body_bytes = if req.method() == Method::HEAD {
@@ -565,7 +565,7 @@ fn date_in(headers: &HeaderMap, name: header::HeaderName) -> Option<SystemTime> 
 /// `Accept-Encoding` allows gzip and does not prefer the uncompressed bytes: `gzip` (or
 /// `x-gzip`) with a non-zero q, or `*` with a non-zero q when gzip is not listed; and a q at
 /// least that of `identity` when `identity` is listed (RFC 9110 §12.5.3).
-pub fn accepts_gzip(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
     let (mut gzip, mut star, mut identity) = (None, None, None);
     for value in headers.get_all(header::ACCEPT_ENCODING) {
         let Ok(value) = value.to_str() else { continue };

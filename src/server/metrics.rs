@@ -356,7 +356,7 @@ impl Metrics {
 }
 
 /// Labels for one repository.
-pub fn repo(name: &str) -> RepoLabels {
+pub(crate) fn repo(name: &str) -> RepoLabels {
     RepoLabels {
         repository: name.to_owned(),
     }

@@ -8,11 +8,11 @@
 //! - [`status`]: the status page for people.
 //! - [`metrics`]: Prometheus metrics.
 
-pub mod generation;
-pub mod http;
-pub mod metrics;
-pub mod refresh;
-pub mod status;
+pub(crate) mod generation;
+pub(crate) mod http;
+pub(crate) mod metrics;
+pub(crate) mod refresh;
+pub(crate) mod status;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -46,7 +46,7 @@ const MAX_CONNECTIONS: usize = 4096;
 const H2_PING_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Cache key: (generation serial, file index). Bytes of two generations never share a key.
-pub type CacheKey = (u64, u32);
+pub(crate) type CacheKey = (u64, u32);
 
 /// Everything the request handlers and refreshes share.
 #[derive(Debug)]

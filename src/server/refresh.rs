@@ -32,7 +32,7 @@ const FAILURE_RETRY: crate::oai::retry::RefreshBackoff = crate::oai::retry::Refr
 /// Why a refresh failed; the current generation, if any, keeps serving.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum RefreshError {
+pub(crate) enum RefreshError {
     /// Harvesting or rendering failed.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
@@ -52,7 +52,7 @@ pub enum RefreshError {
 
 /// The schedule of repository `index`: refresh when due, or at once when asked through
 /// `refresh_now`; stop when `stop` turns true.
-pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Receiver<bool>) {
+pub(crate) async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Receiver<bool>) {
     let repo = &gateway.repos[index];
     let interval = repo.config.refresh_interval;
     // A persisted generation that is still fresh, and was made under the settings of now, is
@@ -94,7 +94,7 @@ pub async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Rece
 }
 
 /// Runs one refresh of repository `index` and records its outcome.
-pub async fn refresh(
+pub(crate) async fn refresh(
     gateway: &Arc<Gateway>,
     index: usize,
     stop: watch::Receiver<bool>,
@@ -222,7 +222,7 @@ pub async fn refresh(
 }
 
 /// Sets the per-generation gauges of `repo` from `generation`.
-pub fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
+pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
     let labels = metrics::repo(&repo.config.name);
     let s = &generation.summary;
     m.records.get_or_create(&labels).set(s.records as i64);

@@ -9,7 +9,7 @@ use super::{Gateway, Repo, RepoStatus};
 use crate::pipeline::human_duration;
 
 /// Renders the status page.
-pub fn render(gateway: &Gateway) -> String {
+pub(crate) fn render(gateway: &Gateway) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     head(&mut out, gateway, now);

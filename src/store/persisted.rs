@@ -23,7 +23,7 @@ use crate::patch::{PublishedShard, PublishedSitemap};
 use crate::render::sitemap::Layout;
 
 /// The state document's format version, written in its `format` field.
-pub const FORMAT: u32 = 1;
+pub(crate) const FORMAT: u32 = 1;
 
 /// The format of a document without a `format` field: what versions before it wrote.
 fn first_format() -> u32 {
@@ -45,7 +45,7 @@ pub enum FormatError {
 }
 
 /// The format of state document `doc`, read without the rest: `None` when it is not JSON.
-pub fn format_of(doc: &str) -> Option<u32> {
+pub(crate) fn format_of(doc: &str) -> Option<u32> {
     #[derive(Deserialize)]
     struct Head {
         #[serde(default = "first_format")]

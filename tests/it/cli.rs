@@ -383,7 +383,7 @@ fn help_lists_every_export_flag() {
         assert!(help.contains(flag), "`export --help` lacks {flag}:\n{help}");
     }
     // ...and every argument clap knows of, each with a description.
-    let cli = oai_bridge::cli::Cli::command();
+    let cli = oai_bridge::Cli::command();
     let export = cli.find_subcommand("export").unwrap();
     for arg in cli.get_arguments().chain(export.get_arguments()) {
         let Some(long) = arg.get_long() else { continue };

@@ -5,10 +5,10 @@
 
 use std::path::Path;
 
-use oai_bridge::classify::Drop;
-use oai_bridge::export::{ExportError, ExportSummary};
-use oai_bridge::incremental::{Kind, Policy};
-use oai_bridge::store::{self, Store};
+use oai_bridge::Drop;
+use oai_bridge::{ExportError, ExportSummary};
+use oai_bridge::{Kind, Policy};
+use oai_bridge::{STORE_FILE, Store};
 
 use crate::faults::job;
 use crate::incremental::{export_to, folders, published};
@@ -35,7 +35,7 @@ async fn a_transient_404_to_the_incremental_request_is_not_a_refusal_of_from_for
         // Once, to the first ListRecords request of the incremental refresh (the one with from).
         server.fault_on_page(1, Fault::Status(status));
         let _ = export_at(&server, &out, Some(&state)).await;
-        let refused = Store::open(&state.join(store::FILE))
+        let refused = Store::open(&state.join(STORE_FILE))
             .unwrap()
             .state()
             .unwrap()
@@ -63,7 +63,7 @@ async fn a_short_full_harvest_reports_the_live_records_it_keeps() {
     let run = first.run.as_ref().unwrap();
     assert!(run.short.is_some(), "the list ended short");
     assert_eq!(published(&out).len(), 10);
-    let counted = Store::open(&state.join(store::FILE))
+    let counted = Store::open(&state.join(STORE_FILE))
         .unwrap()
         .counts()
         .unwrap()
@@ -183,7 +183,7 @@ async fn a_list_short_at_the_same_place_twice_stops_forcing_full_harvests() {
             (Kind::Incremental, None, 0)
         ]
     );
-    let short = Store::open(&state.join(store::FILE))
+    let short = Store::open(&state.join(STORE_FILE))
         .unwrap()
         .state()
         .unwrap()

@@ -11,16 +11,16 @@ use std::path::Path;
 use std::process::Output;
 use std::time::Duration;
 
-use oai_bridge::datestamp::Datestamp;
-use oai_bridge::export::{ExportError, ExportOptions, ExportSummary, export};
-use oai_bridge::oai::parse::{DcElement, Fields, ParseError, Record};
-use oai_bridge::oai::{
+use oai_bridge::Datestamp;
+use oai_bridge::Job;
+use oai_bridge::Limits;
+use oai_bridge::MARKER;
+use oai_bridge::{
     Client, HarvestError, HarvestErrorKind, HarvestReport, HarvestRequest, HarvestSettings, Source,
     harvest,
 };
-use oai_bridge::pipeline::Job;
-use oai_bridge::publish::MARKER;
-use oai_bridge::render::Limits;
+use oai_bridge::{DcElement, Fields, ParseError, Record};
+use oai_bridge::{ExportError, ExportOptions, ExportSummary, export};
 use url::Url;
 
 use crate::server::{
@@ -672,7 +672,7 @@ async fn bad_resumption_token_mid_list_is_a_typed_error() {
     let server = TestServer::builder(records).page_size(5).start();
     server.fault_on_page_always(3, Fault::bad_resumption_token());
     let err = run_all(&server, fast()).await.err();
-    let restarts = oai_bridge::oai::harvest::MAX_RESTARTS as usize;
+    let restarts = oai_bridge::MAX_RESTARTS as usize;
     assert_eq!(server.list_requests().len(), 3 * (restarts + 1));
     match &err.kind {
         HarvestErrorKind::Oai { code, message } => {
@@ -1221,7 +1221,7 @@ async fn export_fails_untouched(server: &TestServer, settings: HarvestSettings) 
     .await
     .expect_err("the export must fail");
     assert_eq!(snapshot(&out), before, "the published folder changed");
-    oai_bridge::app::error_chain(&err)
+    oai_bridge::error_chain(&err)
 }
 
 fn one_attempt() -> HarvestSettings {
@@ -1350,13 +1350,7 @@ async fn a_megabyte_identifier_is_dropped_as_too_long() {
     .await
     .unwrap();
     assert_eq!(summary.built.stats.urls, 2);
-    assert_eq!(
-        summary
-            .built
-            .stats
-            .dropped(oai_bridge::classify::Drop::TooLong),
-        1
-    );
+    assert_eq!(summary.built.stats.dropped(oai_bridge::Drop::TooLong), 1);
 }
 
 #[tokio::test]

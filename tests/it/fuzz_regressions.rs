@@ -64,7 +64,7 @@ fn the_fuzzers_seeds_pass_their_checks() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     for page in ["page-1.xml", "page-2.xml"] {
         let body = std::fs::read(root.join("fuzz/seeds/list_records").join(page)).unwrap();
-        let parsed = oai_bridge::oai::read::parse_list_records(&body)
+        let parsed = oai_bridge::parse_list_records(&body)
             .unwrap_or_else(|e| panic!("the seed {page} is no ListRecords page: {e}"));
         assert_eq!(parsed.records.len(), 4, "{page}");
         fuzzing::check_list_records(&body);

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use oai_bridge::classify::Drop;
-use oai_bridge::export::{ExportError, ExportOptions, ExportSummary, export};
-use oai_bridge::incremental::{Kind, Policy};
-use oai_bridge::pipeline::PipelineError;
-use oai_bridge::store::{self, Store};
+use oai_bridge::Drop;
+use oai_bridge::PipelineError;
+use oai_bridge::{ExportError, ExportOptions, ExportSummary, export};
+use oai_bridge::{Kind, Policy};
+use oai_bridge::{STORE_FILE, Store};
 
 use crate::faults::{PUBLIC_URL, SCOPE, fast, job, snapshot};
 use crate::server::{Fault, Granularity, TestRecord, TestServer, numbered};
@@ -38,7 +38,7 @@ pub(crate) async fn export_to(
 /// An export of `job` into `out`, through the store in `state` when there is one, with the
 /// tests' harvest settings.
 pub(crate) async fn export_job(
-    job: oai_bridge::pipeline::Job,
+    job: oai_bridge::Job,
     out: &Path,
     state: Option<&Path>,
     policy: Policy,
@@ -358,7 +358,7 @@ fn assert_intact(out: &Path) {
         let shard = std::fs::read_to_string(out.join(name)).unwrap();
         assert!(shard.trim_end().ends_with("</urlset>"), "{name} is cut");
     }
-    assert!(out.join(oai_bridge::publish::MARKER).exists());
+    assert!(out.join(oai_bridge::MARKER).exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -419,8 +419,7 @@ async fn killed_at_random_points_the_next_run_converges() {
         // dozen milliseconds on a busy machine) leaves no store to check, as a kill before
         // anything was published leaves no output folder (`assert_intact`).
         if state.exists() {
-            let store =
-                Store::open(&state.join(store::FILE)).expect("the store opens after a kill");
+            let store = Store::open(&state.join(STORE_FILE)).expect("the store opens after a kill");
             store
                 .verify()
                 .expect("the store is consistent after a kill");
@@ -458,7 +457,7 @@ async fn a_stored_retry_after_keeps_the_next_export_from_calling_early() {
     let (_root, out, state) = folders();
     let options = ExportOptions {
         job: job(&server),
-        harvest: oai_bridge::oai::HarvestSettings {
+        harvest: oai_bridge::HarvestSettings {
             max_attempts: 1,
             ..fast()
         },
@@ -614,7 +613,7 @@ async fn a_list_ending_short_of_its_announced_size_removes_nothing() {
     let summary = second.render(&job(&server));
     assert!(summary.contains("10 of the 15"), "{summary}");
     let stored = || {
-        Store::open(&state.join(store::FILE))
+        Store::open(&state.join(STORE_FILE))
             .unwrap()
             .state()
             .unwrap()
@@ -658,7 +657,7 @@ async fn a_repository_that_refuses_selective_harvesting_is_still_refreshed() {
     assert_eq!(run.selective_refused.as_deref(), Some("HTTP status 422"));
 
     // Remembered: the next refresh goes straight to a full harvest, without asking with `from`.
-    let store = Store::open(&state.join(store::FILE)).unwrap();
+    let store = Store::open(&state.join(STORE_FILE)).unwrap();
     let refused = store.state().unwrap().selective_refused.unwrap();
     assert_eq!(refused.answer, "HTTP status 422");
     assert!(refused.url.contains("from="), "{}", refused.url);
@@ -681,7 +680,7 @@ async fn a_repository_that_refuses_selective_harvesting_is_still_refreshed() {
 /// would remove most of the published URLs.
 #[tokio::test]
 async fn a_change_of_platform_renders_in_full_and_the_shrink_guard_still_holds() {
-    use oai_bridge::platform::Platform;
+    use oai_bridge::Platform;
     let server = TestServer::builder(Vec::new()).page_size(5).start();
     let origin = server.url().trim_end_matches("/oai").to_owned();
     // Records in DSpace's shape: their Handles; two also give a page under the OAI directory.
@@ -731,11 +730,11 @@ async fn export_as(
     server: &TestServer,
     out: &Path,
     state: &Path,
-    platform: oai_bridge::platform::Platform,
+    platform: oai_bridge::Platform,
 ) -> Result<ExportSummary, ExportError> {
     let mut job = job(server);
     job.scope = Vec::new();
-    job.landing.platform = oai_bridge::platform::Setting::Fixed(platform);
+    job.landing.platform = oai_bridge::Setting::Fixed(platform);
     export_job(job, out, Some(state), Policy::default()).await
 }
 

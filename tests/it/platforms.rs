@@ -279,9 +279,9 @@ async fn eprints_over_http_is_detected_from_its_relations() {
         let mut job = crate::faults::job(&server);
         job.scope = Vec::new();
         job.request.source =
-            oai_bridge::oai::Source::Oai(url::Url::parse(&format!("{origin}{path}")).unwrap());
+            oai_bridge::Source::Oai(url::Url::parse(&format!("{origin}{path}")).unwrap());
         job.request.fields =
-            oai_bridge::pipeline::fields_for(&job.profiles, &job.landing, &job.request.source);
+            oai_bridge::fields_for(&job.profiles, &job.landing, &job.request.source);
         job
     };
     let export = crate::incremental::export_job;
@@ -313,7 +313,7 @@ async fn eprints_over_http_is_detected_from_its_relations() {
     assert!(locs.contains(&format!("{origin}/id/eprint/3/1/paper.pdf")));
     assert!(!locs.contains(&format!("{origin}/id/eprint/103/")));
     let drops = &summary.built.stats;
-    assert_eq!(drops.dropped(oai_bridge::classify::Drop::NotAUrl), 9);
+    assert_eq!(drops.dropped(oai_bridge::Drop::NotAUrl), 9);
 }
 
 /// One landing page per record in every profile (issue 20, point 5): the CDIF documents' `url`

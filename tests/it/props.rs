@@ -9,12 +9,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;
 
-use oai_bridge::classify::Drop;
-use oai_bridge::datestamp::Datestamp;
-use oai_bridge::inventory::{Inventory, Published};
-use oai_bridge::oai::parse::Record;
-use oai_bridge::render::sitemap::{Limits, MAX_BYTES, MIN_BYTES, Shard, escape, render_shards};
-use oai_bridge::scope::Scope;
+use oai_bridge::Datestamp;
+use oai_bridge::Drop;
+use oai_bridge::Record;
+use oai_bridge::Scope;
+use oai_bridge::{Inventory, Published};
+use oai_bridge::{Limits, MAX_BYTES, MIN_BYTES, Shard, escape, render_shards};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use url::Url;

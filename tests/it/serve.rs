@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use oai_bridge::config::Config;
-use oai_bridge::server::{self, Gateway};
+use oai_bridge::Config;
+use oai_bridge::{Gateway, serve};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use tokio::sync::oneshot;
@@ -41,7 +41,7 @@ impl Running {
             .unwrap_or_else(|| Url::parse(&url).unwrap());
         let gateway = Arc::new(Gateway::new(&config, public).unwrap());
         let (tx, rx) = oneshot::channel();
-        let task = tokio::spawn(server::serve(
+        let task = tokio::spawn(serve(
             Arc::clone(&gateway),
             listener,
             Duration::from_secs(5),
@@ -605,7 +605,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs() as i64;
-        let lastmod = oai_bridge::datestamp::Datestamp::from_unix(secs);
+        let lastmod = oai_bridge::Datestamp::from_unix(secs);
         assert_eq!(index_after[n].1, lastmod.to_string(), "{name}");
         let changed = n < 2;
         assert_eq!(index_after[n] != index_before[n], changed, "{name}");

@@ -30,13 +30,13 @@ const PATH: &str = "/oai";
 /// The same endpoint under another path, as a load balancer's mirror (OAI-34).
 const MIRROR_PATH: &str = "/mirror/oai";
 /// The same endpoint where EPrints has its OAI-PMH script.
-pub const EPRINTS_PATH: &str = "/cgi/oai2";
+pub(crate) const EPRINTS_PATH: &str = "/cgi/oai2";
 /// Longest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 
 /// One record of the test repository.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TestRecord {
+pub(crate) struct TestRecord {
     /// Header identifier.
     pub identifier: String,
     /// Header datestamp, written as given (`YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ`).
@@ -58,7 +58,7 @@ pub struct TestRecord {
 
 impl TestRecord {
     /// A live record without sets, identifiers or title.
-    pub fn new(identifier: &str, datestamp: &str) -> Self {
+    pub(crate) fn new(identifier: &str, datestamp: &str) -> Self {
         Self {
             identifier: identifier.to_owned(),
             datestamp: datestamp.to_owned(),
@@ -72,37 +72,37 @@ impl TestRecord {
     }
 
     /// Adds a `dc:identifier`.
-    pub fn url(mut self, value: &str) -> Self {
+    pub(crate) fn url(mut self, value: &str) -> Self {
         self.dc_identifiers.push(value.to_owned());
         self
     }
 
     /// Adds a `dc:relation`.
-    pub fn relation(mut self, value: &str) -> Self {
+    pub(crate) fn relation(mut self, value: &str) -> Self {
         self.relations.push(value.to_owned());
         self
     }
 
     /// Adds a `setSpec`.
-    pub fn set(mut self, spec: &str) -> Self {
+    pub(crate) fn set(mut self, spec: &str) -> Self {
         self.sets.push(spec.to_owned());
         self
     }
 
     /// Sets the `dc:title`.
-    pub fn title(mut self, title: &str) -> Self {
+    pub(crate) fn title(mut self, title: &str) -> Self {
         self.title = title.to_owned();
         self
     }
 
     /// Marks the record deleted.
-    pub fn deleted(mut self) -> Self {
+    pub(crate) fn deleted(mut self) -> Self {
         self.deleted = true;
         self
     }
 
     /// Sends the record with an empty `<metadata/>`.
-    pub fn empty_metadata(mut self) -> Self {
+    pub(crate) fn empty_metadata(mut self) -> Self {
         self.empty_metadata = true;
         self
     }
@@ -110,7 +110,7 @@ impl TestRecord {
 
 /// `n` live records `oai:test:1..=n`, datestamps `2024-05-01` onwards (day granularity), each
 /// with the landing page `https://repo.example/record/<i>` and a title.
-pub fn numbered(n: usize) -> Vec<TestRecord> {
+pub(crate) fn numbered(n: usize) -> Vec<TestRecord> {
     (1..=n)
         .map(|i| {
             TestRecord::new(
@@ -125,7 +125,7 @@ pub fn numbered(n: usize) -> Vec<TestRecord> {
 
 /// The datestamp granularity the repository declares and enforces on `from`/`until` (OAI-17).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Granularity {
+pub(crate) enum Granularity {
     /// `YYYY-MM-DD`; a `from`/`until` with a time is answered with `badArgument`.
     Day,
     /// `YYYY-MM-DDThh:mm:ssZ`; both forms are accepted.
@@ -134,7 +134,7 @@ pub enum Granularity {
 
 /// How the last page of a list that took more than one page ends (OAI-21).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinalToken {
+pub(crate) enum FinalToken {
     /// `<resumptionToken completeListSize=".." cursor=".."/>`, as the spec requires.
     Empty,
     /// A token element holding only whitespace.
@@ -145,7 +145,7 @@ pub enum FinalToken {
 
 /// What a `503`/`429` says in `Retry-After`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RetryAfter {
+pub(crate) enum RetryAfter {
     /// Delta-seconds.
     Seconds(u64),
     /// An HTTP-date at least this far ahead, rounded up to a whole second. The value sent is in
@@ -159,7 +159,7 @@ pub enum RetryAfter {
 
 /// A deviation the server commits instead of (or on top of) its normal answer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Fault {
+pub(crate) enum Fault {
     /// `503 Service Unavailable` (OAI-33).
     Unavailable(RetryAfter),
     /// `429 Too Many Requests`.
@@ -227,7 +227,7 @@ pub enum Fault {
 
 /// How a [`Fault::Compressed`] answer is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
+pub(crate) enum Compression {
     /// gzip, with `Content-Encoding: gzip`.
     Gzip,
     /// zlib-wrapped deflate (RFC 1950), with `Content-Encoding: deflate`, as HTTP means it.
@@ -240,7 +240,7 @@ pub enum Compression {
 
 impl Fault {
     /// An OAI-PMH error answer.
-    pub fn oai(code: &str, message: &str) -> Self {
+    pub(crate) fn oai(code: &str, message: &str) -> Self {
         Fault::OaiError {
             code: code.to_owned(),
             message: message.to_owned(),
@@ -248,7 +248,7 @@ impl Fault {
     }
 
     /// `badResumptionToken`: the token expired (OAI-27).
-    pub fn bad_resumption_token() -> Self {
+    pub(crate) fn bad_resumption_token() -> Self {
         Fault::oai(
             "badResumptionToken",
             "The value of the resumptionToken argument is invalid or expired.",
@@ -277,7 +277,7 @@ struct Rule {
 
 /// One request as the server saw it, and what it answered.
 #[derive(Clone, Debug)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// 1-based position among all requests.
     pub n: usize,
     /// `GET` or `POST`.
@@ -312,12 +312,12 @@ pub struct Seen {
 
 impl Seen {
     /// The decoded arguments in order (`+` as space, then percent-decoding, as servers do).
-    pub fn args(&self) -> Vec<(String, String)> {
+    pub(crate) fn args(&self) -> Vec<(String, String)> {
         decode_query(&self.query)
     }
 
     /// The decoded value of one argument.
-    pub fn arg(&self, key: &str) -> Option<String> {
+    pub(crate) fn arg(&self, key: &str) -> Option<String> {
         self.args()
             .into_iter()
             .find(|(k, _)| k == key)
@@ -327,7 +327,7 @@ impl Seen {
 
 /// Builds a [`TestServer`].
 #[derive(Clone, Debug)]
-pub struct Builder {
+pub(crate) struct Builder {
     records: Vec<TestRecord>,
     page_size: usize,
     granularity: Granularity,
@@ -344,58 +344,58 @@ pub struct Builder {
 
 impl Builder {
     /// Records per page (default 5).
-    pub fn page_size(mut self, n: usize) -> Self {
+    pub(crate) fn page_size(mut self, n: usize) -> Self {
         self.page_size = n.max(1);
         self
     }
 
     /// The granularity `Identify` declares and `from`/`until` must use (default day).
-    pub fn granularity(mut self, granularity: Granularity) -> Self {
+    pub(crate) fn granularity(mut self, granularity: Granularity) -> Self {
         self.granularity = granularity;
         self
     }
 
     /// How the last page of a multi-page list ends (default [`FinalToken::Empty`]).
-    pub fn final_token(mut self, final_token: FinalToken) -> Self {
+    pub(crate) fn final_token(mut self, final_token: FinalToken) -> Self {
         self.final_token = final_token;
         self
     }
 
     /// Pretty-prints tokens with newlines and indentation around them, which must be trimmed
     /// (OAI-23, Q-20).
-    pub fn pad_tokens(mut self) -> Self {
+    pub(crate) fn pad_tokens(mut self) -> Self {
         self.pad_tokens = true;
         self
     }
 
     /// Claims this `completeListSize` and `cursor="0"` on every token, whatever the truth
     /// (OAI-22: hints only).
-    pub fn claim_complete_list_size(mut self, n: u64) -> Self {
+    pub(crate) fn claim_complete_list_size(mut self, n: u64) -> Self {
         self.claimed_size = Some(n);
         self
     }
 
     /// The `baseURL` `Identify` states (default: the server's real one).
-    pub fn identify_base_url(mut self, url: &str) -> Self {
+    pub(crate) fn identify_base_url(mut self, url: &str) -> Self {
         self.identify_base_url = Some(url.to_owned());
         self
     }
 
     /// The `responseDate` of every answer (default `2024-06-01T12:00:00Z`, so bodies are
     /// reproducible).
-    pub fn response_date(mut self, date: &str) -> Self {
+    pub(crate) fn response_date(mut self, date: &str) -> Self {
         self.response_date = date.to_owned();
         self
     }
 
     /// Serves `/robots.txt` with this text (404 without).
-    pub fn robots(mut self, text: &str) -> Self {
+    pub(crate) fn robots(mut self, text: &str) -> Self {
         self.robots = Some(text.to_owned());
         self
     }
 
     /// What `Identify` says of deletions: `no`, `transient` or `persistent` (the default).
-    pub fn deleted_record(mut self, policy: &'static str) -> Self {
+    pub(crate) fn deleted_record(mut self, policy: &'static str) -> Self {
         self.deleted_record = policy;
         self
     }
@@ -403,20 +403,20 @@ impl Builder {
     /// Answers every `ListRecords` request that carries `from` or `until` with this HTTP status
     /// and a plain-text body, as repositories with broken selective harvesting do (OAI-53; Zenodo
     /// answered 422 to some date windows, Q-26).
-    pub fn refuse_from(mut self, status: u16) -> Self {
+    pub(crate) fn refuse_from(mut self, status: u16) -> Self {
         self.refuse_from = Some(status);
         self
     }
 
     /// Answers 200 with a small HTML page for every path under `prefix` (landing pages).
-    pub fn pages(mut self, prefix: &str) -> Self {
+    pub(crate) fn pages(mut self, prefix: &str) -> Self {
         self.pages = Some(prefix.to_owned());
         self
     }
 
     /// Binds `127.0.0.1:0` and serves. The port is bound before this returns, so requests can
     /// be sent at once. Must be called inside a tokio runtime.
-    pub fn start(self) -> TestServer {
+    pub(crate) fn start(self) -> TestServer {
         let std_listener =
             std::net::TcpListener::bind("127.0.0.1:0").expect("bind a loopback port");
         std_listener
@@ -442,7 +442,7 @@ impl Builder {
 
 /// A running test repository. Dropping it stops the server and every connection.
 #[derive(Debug)]
-pub struct TestServer {
+pub(crate) struct TestServer {
     shared: Arc<Shared>,
     task: JoinHandle<()>,
 }
@@ -455,7 +455,7 @@ impl Drop for TestServer {
 
 impl TestServer {
     /// A builder for a repository holding `records`, in this order.
-    pub fn builder(records: Vec<TestRecord>) -> Builder {
+    pub(crate) fn builder(records: Vec<TestRecord>) -> Builder {
         Builder {
             records,
             page_size: 5,
@@ -473,27 +473,27 @@ impl TestServer {
     }
 
     /// A repository with the default settings.
-    pub fn start(records: Vec<TestRecord>) -> TestServer {
+    pub(crate) fn start(records: Vec<TestRecord>) -> TestServer {
         Self::builder(records).start()
     }
 
     /// The baseURL, `http://127.0.0.1:<port>/oai`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.shared.base_url.clone()
     }
 
     /// The baseURL, parsed.
-    pub fn base_url(&self) -> Url {
+    pub(crate) fn base_url(&self) -> Url {
         Url::parse(&self.shared.base_url).expect("the server's URL parses")
     }
 
     /// Every request so far, in order of arrival.
-    pub fn requests(&self) -> Vec<Seen> {
+    pub(crate) fn requests(&self) -> Vec<Seen> {
         self.shared.state().log.clone()
     }
 
     /// The `ListRecords` requests so far.
-    pub fn list_requests(&self) -> Vec<Seen> {
+    pub(crate) fn list_requests(&self) -> Vec<Seen> {
         self.requests()
             .into_iter()
             .filter(|s| s.verb.as_deref() == Some("ListRecords"))
@@ -501,7 +501,7 @@ impl TestServer {
     }
 
     /// The requests for one `ListRecords` page (retries included), of any list.
-    pub fn page_requests(&self, page: u64) -> Vec<Seen> {
+    pub(crate) fn page_requests(&self, page: u64) -> Vec<Seen> {
         self.list_requests()
             .into_iter()
             .filter(|s| s.page == Some(page))
@@ -509,32 +509,32 @@ impl TestServer {
     }
 
     /// Applies `fault` once, to the n-th request received (1-based; `Identify` is usually 1).
-    pub fn fault_on_request(&self, n: usize, fault: Fault) {
+    pub(crate) fn fault_on_request(&self, n: usize, fault: Fault) {
         self.add_rule(Trigger::Request(n), Some(1), fault);
     }
 
     /// Applies `fault` once, to the first request for `ListRecords` page `page` (1-based).
-    pub fn fault_on_page(&self, page: u64, fault: Fault) {
+    pub(crate) fn fault_on_page(&self, page: u64, fault: Fault) {
         self.add_rule(Trigger::Page(page), Some(1), fault);
     }
 
     /// Applies `fault` to the next `times` requests for page `page`, retries included.
-    pub fn fault_on_page_times(&self, page: u64, times: u32, fault: Fault) {
+    pub(crate) fn fault_on_page_times(&self, page: u64, times: u32, fault: Fault) {
         self.add_rule(Trigger::Page(page), Some(times), fault);
     }
 
     /// Applies `fault` to every request for page `page`.
-    pub fn fault_on_page_always(&self, page: u64, fault: Fault) {
+    pub(crate) fn fault_on_page_always(&self, page: u64, fault: Fault) {
         self.add_rule(Trigger::Page(page), None, fault);
     }
 
     /// Applies `fault` to every request, `Identify` included.
-    pub fn fault_always(&self, fault: Fault) {
+    pub(crate) fn fault_always(&self, fault: Fault) {
         self.add_rule(Trigger::Any, None, fault);
     }
 
     /// Replaces the records: lists started from now on see the new ones.
-    pub fn set_records(&self, records: Vec<TestRecord>) {
+    pub(crate) fn set_records(&self, records: Vec<TestRecord>) {
         *self
             .shared
             .records
@@ -543,7 +543,7 @@ impl TestServer {
     }
 
     /// Sets the server's clock (`responseDate` of every later response).
-    pub fn set_response_date(&self, date: &str) {
+    pub(crate) fn set_response_date(&self, date: &str) {
         *self
             .shared
             .response_date
@@ -552,7 +552,7 @@ impl TestServer {
     }
 
     /// Forgets every fault not yet applied.
-    pub fn clear_faults(&self) {
+    pub(crate) fn clear_faults(&self) {
         self.shared.state().rules.clear();
     }
 
