@@ -1,7 +1,8 @@
-# Shared by the benchmark scripts that compare the gateway with nginx (benches/serve,
-# benches/load): logging, cleanup of what they start, installing missing tools, building the
-# binaries, waiting for a port, and nginx as the peer. Source it after setting `work` (the
-# script's folder under target/) and `bin` (where the oai-bridge binary is copied).
+# Shared by the benchmark scripts (benches/serve, benches/load, benches/profiles,
+# benches/platforms, benches/harvest, benches/compare.sh): logging, cleanup of what they start,
+# installing missing tools, building the binaries (the working tree's or a commit's), waiting for
+# a port, and nginx as the peer. Source it after setting `work` (the script's folder under
+# target/) and `bin` (where the oai-bridge binary is copied).
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -34,14 +35,44 @@ install_missing() {
   else sudo apt-get update -qq && sudo apt-get install -y -qq "${need[@]}" >/dev/null; fi
 }
 
-# build_binaries: oai-bridge (release, copied to $bin) and the benchmark upstream
-# (target/bench-server/release/oai-bench-server).
+# build_binaries: oai-bridge (release, working tree, copied to $bin) and the benchmark upstream.
 build_binaries() {
   log "building oai-bridge (release) and the benchmark upstream"
   timeout 1800 cargo build --release --locked --bin oai-bridge
   cp target/release/oai-bridge "$bin"
+  build_server
+}
+
+# build_server: the benchmark upstream (target/bench-server/release/oai-bench-server).
+build_server() {
   timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml \
     --target-dir target/bench-server
+}
+
+# build_rev REV DEST: oai-bridge (release) as of commit REV, not the working tree, copied to DEST
+# (a copy, so that a later build cannot change what is measured). The commit's files come from
+# `git archive` into target/bench-rev/<commit>/, kept (a commit's files never change, so building
+# it again is a no-op); every commit builds into one target dir, target/bench-rev/target, apart
+# from target/release, so the dependencies are built once. The build and the copy hold a lock:
+# two scripts building two commits at once would otherwise copy each other's binary.
+build_rev() {
+  local sha tree
+  sha=$(git rev-parse --verify "$1^{commit}")
+  tree=target/bench-rev/$sha
+  mkdir -p target/bench-rev "$(dirname "$2")"
+  (
+    flock 8
+    if [ ! -f "$tree/Cargo.toml" ]; then
+      rm -rf "$tree.tmp"
+      mkdir -p "$tree.tmp"
+      git archive "$sha" | tar -x -C "$tree.tmp"
+      mv "$tree.tmp" "$tree"
+    fi
+    log "building oai-bridge ${sha:0:7} (release, from git archive)"
+    timeout 1800 cargo build --release --locked --bin oai-bridge --manifest-path "$tree/Cargo.toml" \
+      --target-dir target/bench-rev/target
+    cp target/bench-rev/target/release/oai-bridge "$2"
+  ) 8>target/bench-rev/lock
 }
 
 wait_port() { # PORT PID LOG: until PORT listens; fails when PID exits first (showing LOG)

@@ -9,8 +9,8 @@
 #
 # Knobs (environment): RECORDS (1000000), PAGE_SIZE (500), BIG_RECORDS (60000),
 # BIG_PAGE_SIZE (6000, ~12.5 MB pages), PORT (18765), STRICT=1 (exit 3 when a target is missed),
-# REV=<commit> to measure that commit (built from `git archive` in target/bench-harvest-src/)
-# instead of the working tree.
+# REV=<commit> to measure that commit (built from `git archive` in target/bench-rev/, lib.sh's
+# build_rev) instead of the working tree.
 # Exit status: 0, 1 when a harvest failed or the URL sets differ, 3 (STRICT) on a missed target.
 # Everything it builds or writes stays under target/ (target/bench-harvest/ for the run's files).
 # Loopback only; every step is bounded by `timeout`; the server is stopped on exit.
@@ -36,6 +36,9 @@ base_url="http://127.0.0.1:$PORT/oai/request"
 public_url="http://127.0.0.1:$PORT/oai/"
 clk_tck=$(getconf CLK_TCK)
 
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+
 server_pid=
 stop_server() {
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
@@ -45,8 +48,6 @@ stop_server() {
   server_pid=
 }
 trap stop_server EXIT INT TERM
-
-log() { printf '== %s\n' "$*" >&2; }
 
 # --- tools -------------------------------------------------------------------------------------
 if [ ! -x /usr/bin/time ]; then
@@ -71,13 +72,7 @@ rm -rf "$work"
 mkdir -p "$work"
 if [ -n "$REV" ]; then
   rev=$(git rev-parse --short "$REV^{commit}")
-  src=target/bench-harvest-src
-  log "building oai-bridge $rev (release, from git archive) and the benchmark server"
-  rm -rf "$src/tree"
-  mkdir -p "$src/tree"
-  git archive "$rev" | tar -x -C "$src/tree"
-  timeout 1800 cargo build --release --locked --bin oai-bridge --manifest-path "$src/tree/Cargo.toml" --target-dir "$src/target"
-  cp "$src/target/release/oai-bridge" "$ours_bin"
+  build_rev "$rev" "$ours_bin"
   describe="$rev"
 else
   log "building oai-bridge (release, working tree) and the benchmark server"
@@ -89,7 +84,7 @@ else
     describe="$describe with uncommitted changes to src/ or Cargo.*"
   fi
 fi
-timeout 900 cargo build --release --locked --manifest-path "$bench/server/Cargo.toml" --target-dir target/bench-server
+build_server
 
 # --- helpers -----------------------------------------------------------------------------------
 # start_server RECORDS PAGE_SIZE LOG EXPECTED_URLS: renders everything, then listens; waits (bounded)

@@ -25,10 +25,10 @@
 #   RECORDS=20000 ROUNDS=1 bash benches/platforms/run.sh   # a quick check of the script
 #
 # Knobs (environment): RECORDS (1000000), ROUNDS (3), PORT (18795), SHAPES ("generic dspace
-# eprints"), REV=<commit> to measure that commit (built from `git archive` in
-# target/bench-platforms-src/) instead of the working tree, DROP_CACHES=1 (as root: drop the
-# page cache before each run, as benches/profiles does; off by default, these exports write
-# little), STRICT=1 (exit 3 when a platform's export costs more than 1.10x generic).
+# eprints"), REV=<commit> to measure that commit (built from `git archive` in target/bench-rev/,
+# lib.sh's build_rev) instead of the working tree, DROP_CACHES=1 (as root: drop the page cache
+# before each run, as benches/profiles does; off by default, these exports write little),
+# STRICT=1 (exit 3 when a platform's export costs more than 1.10x generic).
 # Exit status: 0; 1 when an export that should publish failed or a URL set differs; 3 (STRICT).
 # About 5 minutes for the million records on 2 cores after the build (each shape's server
 # renders its 2.1-2.5 GB of pages first; an export takes about 3 s). Loopback only; every step
@@ -57,16 +57,8 @@ source benches/lib.sh
 install_missing /usr/bin/time:time python3:python3
 if [ -n "$REV" ]; then
   rev=$(git rev-parse --short "$REV^{commit}")
-  src=target/bench-platforms-src
-  log "building oai-bridge $rev (release, from git archive) and the benchmark upstream"
-  rm -rf "$src/tree"
-  mkdir -p "$src/tree"
-  git archive "$rev" | tar -x -C "$src/tree"
-  timeout 1800 cargo build --release --locked --bin oai-bridge --manifest-path "$src/tree/Cargo.toml" \
-    --target-dir "$src/target"
-  cp "$src/target/release/oai-bridge" "$bin"
-  timeout 900 cargo build --release --locked --manifest-path benches/harvest/server/Cargo.toml \
-    --target-dir target/bench-server
+  build_rev "$rev" "$bin"
+  build_server
   describe=$rev
 else
   # The working tree; a copy of the binary, so that a rebuild during the run cannot change what
