@@ -306,244 +306,12 @@ impl Config {
             );
             err(&key, message)
         })?;
-
-        let listen = raw.server.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-        let listen = listen.parse().map_err(|e| {
-            err(
-                "[server] listen",
-                format!("{listen:?} is not an address:port: {e}"),
-            )
-        })?;
-        let public_url = raw
-            .server
-            .public_url
-            .as_deref()
-            .map(|u| directory_url(u).map_err(|m| err("[server] public_url", m)))
-            .transpose()?;
-        let server = ServerConfig {
-            listen,
-            public_url,
-            state_dir: base_dir.join(
-                raw.server
-                    .state_dir
-                    .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
-            ),
-            cache_bytes: raw.server.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
-            drain_timeout: raw
-                .server
-                .drain_timeout_secs
-                .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
-            client_timeout: raw
-                .server
-                .client_timeout_secs
-                .map_or(DEFAULT_CLIENT_TIMEOUT, Duration::from_secs),
-            max_age: raw
-                .server
-                .max_age_secs
-                .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
-            admin_token: raw
-                .server
-                .admin_token
-                .as_deref()
-                .map(AdminToken::new)
-                .transpose()
-                .map_err(|m| err("[server] admin_token", m))?,
-        };
-        if server.client_timeout.is_zero() {
-            return Err(err(
-                "[server] client_timeout_secs",
-                "must be at least 1".to_owned(),
-            ));
-        }
-        if server.cache_bytes < 1024 * 1024 {
-            return Err(err(
-                "[server] cache_bytes",
-                "must be at least 1048576 (1 MiB)".to_owned(),
-            ));
-        }
-
-        let d = HarvestSettings::default();
-        let h = raw.harvest;
-        let harvest = HarvestSettings {
-            user_agent: h.user_agent.unwrap_or(d.user_agent),
-            request_timeout: h
-                .request_timeout_secs
-                .map_or(d.request_timeout, Duration::from_secs),
-            connect_timeout: h
-                .connect_timeout_secs
-                .map_or(d.connect_timeout, Duration::from_secs),
-            max_attempts: h.max_attempts.unwrap_or(d.max_attempts),
-            backoff_initial: h
-                .backoff_initial_ms
-                .map_or(d.backoff_initial, Duration::from_millis),
-            backoff_max: h
-                .backoff_max_secs
-                .map_or(d.backoff_max, Duration::from_secs),
-            retry_after_max: h
-                .retry_after_max_secs
-                .map_or(d.retry_after_max, Duration::from_secs),
-            politeness_delay: h
-                .politeness_delay_ms
-                .map_or(d.politeness_delay, Duration::from_millis),
-            deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
-            max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
-            max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
-        };
-        if harvest.user_agent.trim().is_empty() {
-            return Err(err("[harvest] user_agent", "must not be empty".to_owned()));
-        }
-        if harvest.max_attempts == 0 {
-            return Err(err(
-                "[harvest] max_attempts",
-                "must be at least 1".to_owned(),
-            ));
-        }
-        if harvest.request_timeout.is_zero() {
-            return Err(err(
-                "[harvest] request_timeout_secs",
-                "must be at least 1".to_owned(),
-            ));
-        }
-        if harvest.connect_timeout.is_zero() {
-            return Err(err(
-                "[harvest] connect_timeout_secs",
-                "must be at least 1".to_owned(),
-            ));
-        }
-        if harvest.max_body_bytes < 1024 {
-            return Err(err(
-                "[harvest] max_body_bytes",
-                "must be at least 1024".to_owned(),
-            ));
-        }
-        if harvest.backoff_initial > harvest.backoff_max {
-            return Err(err(
-                "[harvest] backoff_initial_ms",
-                "must not exceed backoff_max_secs".to_owned(),
-            ));
-        }
-
+        let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
+        let harvest = parse_harvest(raw.harvest).map_err(|(k, m)| err(k, m))?;
         let mut repositories: Vec<RepositoryConfig> = Vec::new();
         for (i, r) in raw.repository.into_iter().enumerate() {
-            let label = match &r.name {
-                Some(name) => format!("[[repository]] {name:?}"),
-                None => format!("[[repository]] #{}", i + 1),
-            };
-            let key = |k: &str| format!("{label} {k}");
-            let name = r
-                .name
-                .clone()
-                .ok_or_else(|| err(&key("name"), "is required".to_owned()))?;
-            if name.is_empty()
-                || !name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-            {
-                return Err(err(
-                    &key("name"),
-                    format!("{name:?}: use letters, digits, '-' and '_' only"),
-                ));
-            }
-            if repositories.iter().any(|other| other.name == name) {
-                return Err(err(
-                    &key("name"),
-                    format!("{name:?} is used by two repositories"),
-                ));
-            }
-            let base_url = r
-                .base_url
-                .as_deref()
-                .ok_or_else(|| err(&key("base_url"), "is required".to_owned()))?;
-            let source = match Source::parse(base_url).map_err(|m| err(&key("base_url"), m))? {
-                Source::File(path) if path.is_relative() => Source::File(base_dir.join(path)),
-                other => other,
-            };
-            let repo = RepositoryConfig {
-                name,
-                source,
-                public_url: r
-                    .public_url
-                    .as_deref()
-                    .map(directory_url)
-                    .transpose()
-                    .map_err(|m| err(&key("public_url"), m))?,
-                sets: validate_sets(r.sets).map_err(|m| err(&key("sets"), m))?,
-                scope: parse_scope(&r.scope).map_err(|m| err(&key("scope"), m))?,
-                landing: crate::platform::LandingSettings {
-                    platform: r
-                        .platform
-                        .as_deref()
-                        .map(parse_platform)
-                        .transpose()
-                        .map_err(|m| err(&key("platform"), m))?
-                        .unwrap_or_default(),
-                    ui_url: r
-                        .ui_url
-                        .as_deref()
-                        .map(parse_ui_url)
-                        .transpose()
-                        .map_err(|m| err(&key("ui_url"), m))?,
-                    template: r
-                        .landing_template
-                        .as_deref()
-                        .map(parse_template)
-                        .transpose()
-                        .map_err(|m| err(&key("landing_template"), m))?,
-                },
-                from: r
-                    .from
-                    .as_deref()
-                    .map(parse_date)
-                    .transpose()
-                    .map_err(|m| err(&key("from"), m))?,
-                until: r
-                    .until
-                    .as_deref()
-                    .map(parse_date)
-                    .transpose()
-                    .map_err(|m| err(&key("until"), m))?,
-                limits: Limits {
-                    max_urls: r.max_urls_per_shard.unwrap_or(MAX_URLS),
-                    max_bytes: r.max_bytes_per_shard.unwrap_or(MAX_BYTES),
-                }
-                .validate()
-                .map_err(|m| err(&key("max_urls_per_shard / max_bytes_per_shard"), m))?,
-                gzip: r.gzip.unwrap_or(false),
-                profiles: ProfileSettings {
-                    signmap: r.signmap.unwrap_or(false),
-                    cdif: r.cdif.unwrap_or(false),
-                    cdif_list: r.cdif_list.unwrap_or(false),
-                    diwoo: parse_diwoo(&r.diwoo).map_err(|m| err(&key("diwoo"), m))?,
-                    ocx: match r.ocx {
-                        Some(raw) => {
-                            parse_ocx(raw).map_err(|(k, m)| err(&key(&format!("ocx.{k}")), m))?
-                        }
-                        None => None,
-                    },
-                },
-                refresh_interval: r
-                    .refresh_interval_secs
-                    .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
-                policy: crate::incremental::Policy {
-                    full_interval: r.full_harvest_interval_secs.map_or(
-                        crate::incremental::Policy::default().full_interval,
-                        Duration::from_secs,
-                    ),
-                    shrink_guard: check_share(r.shrink_guard)
-                        .map_err(|m| err(&key("shrink_guard"), m))?,
-                    accept_shrink: false,
-                },
-            };
-            if repo.refresh_interval < MIN_REFRESH_INTERVAL {
-                return Err(err(
-                    &key("refresh_interval_secs"),
-                    format!(
-                        "must be at least {} seconds",
-                        MIN_REFRESH_INTERVAL.as_secs()
-                    ),
-                ));
-            }
-            check_range(repo.from, repo.until).map_err(|m| err(&key("from"), m))?;
+            let repo =
+                parse_repository(i, r, &repositories, base_dir).map_err(|(k, m)| err(&k, m))?;
             repositories.push(repo);
         }
         Ok(Config {
@@ -552,6 +320,258 @@ impl Config {
             repositories,
         })
     }
+}
+
+/// `[server]`, its defaults filled in; `Err` names the key and what is wrong with it.
+fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'static str, String)> {
+    let listen = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+    let listen = listen.parse().map_err(|e| {
+        (
+            "[server] listen",
+            format!("{listen:?} is not an address:port: {e}"),
+        )
+    })?;
+    let public_url = raw
+        .public_url
+        .as_deref()
+        .map(|u| directory_url(u).map_err(|m| ("[server] public_url", m)))
+        .transpose()?;
+    let server = ServerConfig {
+        listen,
+        public_url,
+        state_dir: base_dir.join(
+            raw.state_dir
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
+        ),
+        cache_bytes: raw.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
+        drain_timeout: raw
+            .drain_timeout_secs
+            .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
+        client_timeout: raw
+            .client_timeout_secs
+            .map_or(DEFAULT_CLIENT_TIMEOUT, Duration::from_secs),
+        max_age: raw
+            .max_age_secs
+            .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
+        admin_token: raw
+            .admin_token
+            .as_deref()
+            .map(AdminToken::new)
+            .transpose()
+            .map_err(|m| ("[server] admin_token", m))?,
+    };
+    if server.client_timeout.is_zero() {
+        return Err((
+            "[server] client_timeout_secs",
+            "must be at least 1".to_owned(),
+        ));
+    }
+    if server.cache_bytes < 1024 * 1024 {
+        return Err((
+            "[server] cache_bytes",
+            "must be at least 1048576 (1 MiB)".to_owned(),
+        ));
+    }
+    Ok(server)
+}
+
+/// `[harvest]`, its defaults filled in; `Err` names the key and what is wrong with it.
+fn parse_harvest(h: RawHarvest) -> Result<HarvestSettings, (&'static str, String)> {
+    let d = HarvestSettings::default();
+    let harvest = HarvestSettings {
+        user_agent: h.user_agent.unwrap_or(d.user_agent),
+        request_timeout: h
+            .request_timeout_secs
+            .map_or(d.request_timeout, Duration::from_secs),
+        connect_timeout: h
+            .connect_timeout_secs
+            .map_or(d.connect_timeout, Duration::from_secs),
+        max_attempts: h.max_attempts.unwrap_or(d.max_attempts),
+        backoff_initial: h
+            .backoff_initial_ms
+            .map_or(d.backoff_initial, Duration::from_millis),
+        backoff_max: h
+            .backoff_max_secs
+            .map_or(d.backoff_max, Duration::from_secs),
+        retry_after_max: h
+            .retry_after_max_secs
+            .map_or(d.retry_after_max, Duration::from_secs),
+        politeness_delay: h
+            .politeness_delay_ms
+            .map_or(d.politeness_delay, Duration::from_millis),
+        deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
+        max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
+        max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
+    };
+    if harvest.user_agent.trim().is_empty() {
+        return Err(("[harvest] user_agent", "must not be empty".to_owned()));
+    }
+    if harvest.max_attempts == 0 {
+        return Err(("[harvest] max_attempts", "must be at least 1".to_owned()));
+    }
+    if harvest.request_timeout.is_zero() {
+        return Err((
+            "[harvest] request_timeout_secs",
+            "must be at least 1".to_owned(),
+        ));
+    }
+    if harvest.connect_timeout.is_zero() {
+        return Err((
+            "[harvest] connect_timeout_secs",
+            "must be at least 1".to_owned(),
+        ));
+    }
+    if harvest.max_body_bytes < 1024 {
+        return Err((
+            "[harvest] max_body_bytes",
+            "must be at least 1024".to_owned(),
+        ));
+    }
+    if harvest.backoff_initial > harvest.backoff_max {
+        return Err((
+            "[harvest] backoff_initial_ms",
+            "must not exceed backoff_max_secs".to_owned(),
+        ));
+    }
+    Ok(harvest)
+}
+
+/// The `i`-th `[[repository]]` (from 0), its name not taken `before` it; `Err` names the key.
+fn parse_repository(
+    i: usize,
+    mut r: RawRepository,
+    before: &[RepositoryConfig],
+    base_dir: &Path,
+) -> Result<RepositoryConfig, (String, String)> {
+    let label = match &r.name {
+        Some(name) => format!("[[repository]] {name:?}"),
+        None => format!("[[repository]] #{}", i + 1),
+    };
+    let key = |k: &str| format!("{label} {k}");
+    let name = r
+        .name
+        .clone()
+        .ok_or_else(|| (key("name"), "is required".to_owned()))?;
+    check_name(&name, before).map_err(|m| (key("name"), m))?;
+    let base_url = r
+        .base_url
+        .as_deref()
+        .ok_or_else(|| (key("base_url"), "is required".to_owned()))?;
+    let source = match Source::parse(base_url).map_err(|m| (key("base_url"), m))? {
+        Source::File(path) if path.is_relative() => Source::File(base_dir.join(path)),
+        other => other,
+    };
+    let repo = RepositoryConfig {
+        name,
+        source,
+        public_url: r
+            .public_url
+            .as_deref()
+            .map(directory_url)
+            .transpose()
+            .map_err(|m| (key("public_url"), m))?,
+        sets: validate_sets(std::mem::take(&mut r.sets)).map_err(|m| (key("sets"), m))?,
+        scope: parse_scope(&r.scope).map_err(|m| (key("scope"), m))?,
+        landing: parse_landing(&r).map_err(|(k, m)| (key(k), m))?,
+        from: r
+            .from
+            .as_deref()
+            .map(parse_date)
+            .transpose()
+            .map_err(|m| (key("from"), m))?,
+        until: r
+            .until
+            .as_deref()
+            .map(parse_date)
+            .transpose()
+            .map_err(|m| (key("until"), m))?,
+        limits: Limits {
+            max_urls: r.max_urls_per_shard.unwrap_or(MAX_URLS),
+            max_bytes: r.max_bytes_per_shard.unwrap_or(MAX_BYTES),
+        }
+        .validate()
+        .map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?,
+        gzip: r.gzip.unwrap_or(false),
+        profiles: parse_profiles(&mut r).map_err(|(k, m)| (key(&k), m))?,
+        refresh_interval: r
+            .refresh_interval_secs
+            .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
+        policy: crate::incremental::Policy {
+            full_interval: r.full_harvest_interval_secs.map_or(
+                crate::incremental::Policy::default().full_interval,
+                Duration::from_secs,
+            ),
+            shrink_guard: check_share(r.shrink_guard).map_err(|m| (key("shrink_guard"), m))?,
+            accept_shrink: false,
+        },
+    };
+    if repo.refresh_interval < MIN_REFRESH_INTERVAL {
+        return Err((
+            key("refresh_interval_secs"),
+            format!(
+                "must be at least {} seconds",
+                MIN_REFRESH_INTERVAL.as_secs()
+            ),
+        ));
+    }
+    check_range(repo.from, repo.until).map_err(|m| (key("from"), m))?;
+    Ok(repo)
+}
+
+/// A repository's `name`: letters, digits, '-' and '_', used by no repository `before` it.
+fn check_name(name: &str, before: &[RepositoryConfig]) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    {
+        return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
+    }
+    if before.iter().any(|other| other.name == name) {
+        return Err(format!("{name:?} is used by two repositories"));
+    }
+    Ok(())
+}
+
+/// A repository's landing settings: `platform`, `ui_url`, `landing_template`; `Err` names the key.
+fn parse_landing(
+    r: &RawRepository,
+) -> Result<crate::platform::LandingSettings, (&'static str, String)> {
+    Ok(crate::platform::LandingSettings {
+        platform: r
+            .platform
+            .as_deref()
+            .map(parse_platform)
+            .transpose()
+            .map_err(|m| ("platform", m))?
+            .unwrap_or_default(),
+        ui_url: r
+            .ui_url
+            .as_deref()
+            .map(parse_ui_url)
+            .transpose()
+            .map_err(|m| ("ui_url", m))?,
+        template: r
+            .landing_template
+            .as_deref()
+            .map(parse_template)
+            .transpose()
+            .map_err(|m| ("landing_template", m))?,
+    })
+}
+
+/// A repository's profiles, its `[repository.ocx]` table taken out of `r`; `Err` names the key.
+fn parse_profiles(r: &mut RawRepository) -> Result<ProfileSettings, (String, String)> {
+    Ok(ProfileSettings {
+        signmap: r.signmap.unwrap_or(false),
+        cdif: r.cdif.unwrap_or(false),
+        cdif_list: r.cdif_list.unwrap_or(false),
+        diwoo: parse_diwoo(&r.diwoo).map_err(|m| ("diwoo".to_owned(), m))?,
+        ocx: match r.ocx.take() {
+            Some(raw) => parse_ocx(raw).map_err(|(k, m)| (format!("ocx.{k}"), m))?,
+            None => None,
+        },
+    })
 }
 
 impl Config {

@@ -32,10 +32,11 @@ use std::time::{Duration, SystemTime};
 use crate::datestamp::{Datestamp, Granularity, unix_secs};
 use std::collections::{HashMap, HashSet};
 
-use crate::inventory::{Published, SharedUrl, contribution};
+use crate::inventory::{Published, SharedUrl, Stats, contribution};
 use crate::oai::{self, Client, HarvestError, HarvestErrorKind, PageEvent, Resume};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
+use crate::platform::Landing;
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
 pub(crate) use crate::store::FullReason;
@@ -127,12 +128,41 @@ pub(crate) async fn harvest(
     previous: Option<PreviousShards>,
 ) -> Result<(Harvested, RunSummary), PipelineError> {
     let now = unix_secs(SystemTime::now());
-    let mut state = store.state()?;
+    let state = store.state()?;
     if let Some(t) = crate::oai::retry::pending(state.retry_not_before, now) {
         return Err(PipelineError::NotBefore(
             SystemTime::UNIX_EPOCH + Duration::from_secs(t as u64),
         ));
     }
+    let (mut state, settings_changed) = follow_settings(job, store, state)?;
+    store.fit_pages(crate::store::page_size_for(job.request.fields));
+    let mut run = next_run(&mut state, store, policy, now, settings_changed);
+    let (report, refusal) =
+        harvest_or_full(client, job, store, &mut state, &mut run, now, progress).await?;
+    let sweep = record_complete(&mut state, &run, &report, refusal.as_ref(), now);
+    state.run = None;
+    let removed = store.finish_run(run.full, sweep.then_some(run.id), &state)?;
+    let summary = summarize(job, store, &run, &report, removed, refusal)?;
+    let patched = match previous.filter(|_| !run.full) {
+        Some(previous) => patch_stored(job, store, &state, &report, previous)?,
+        None => refuse("a full harvest renders whole"),
+    };
+    let harvested = match patched {
+        Ok(harvested) => harvested,
+        Err(why) => {
+            tracing::debug!(%why, "rendering the sitemap from every stored record");
+            pipeline::collect_stored(job, store, report)?
+        }
+    };
+    Ok((harvested, summary))
+}
+
+/// `state` if the store follows `job`'s settings, else a reset store's; `true` if they changed.
+fn follow_settings(
+    job: &Job,
+    store: &mut Store,
+    state: State,
+) -> Result<(State, bool), StoreError> {
     let source = job.request.source.to_string();
     let fields = job.request.fields;
     let bounds = (
@@ -143,28 +173,38 @@ pub(crate) async fn harvest(
         && state.sets == job.request.sets
         && state.bounds == bounds
         && oai::parse::Fields::from_bits(state.fields).covers(fields);
-    // A store emptied for other settings says so (below), rather than "the first harvest".
+    // A store emptied for other settings says so (`next_run`), rather than "the first harvest".
     let settings_changed = !follows && !state.source.is_empty();
-    if !follows {
-        // A refusal of `from` is the server's, whatever is harvested from it.
-        let refused = state.selective_refused.filter(|_| state.source == source);
-        state = State {
-            source,
-            sets: job.request.sets.clone(),
-            fields: fields.bits(),
-            bounds,
-            runs: state.runs,
-            retry_not_before: state.retry_not_before,
-            published_urls: state.published_urls,
-            held_shrink: state.held_shrink,
-            selective_refused: refused,
-            ..State::default()
-        };
-        store.reset(&state)?;
+    if follows {
+        return Ok((state, settings_changed));
     }
-    store.fit_pages(crate::store::page_size_for(fields));
+    // A refusal of `from` is the server's, whatever is harvested from it.
+    let refused = state.selective_refused.filter(|_| state.source == source);
+    let state = State {
+        source,
+        sets: job.request.sets.clone(),
+        fields: fields.bits(),
+        bounds,
+        runs: state.runs,
+        retry_not_before: state.retry_not_before,
+        published_urls: state.published_urls,
+        held_shrink: state.held_shrink,
+        selective_refused: refused,
+        ..State::default()
+    };
+    store.reset(&state)?;
+    Ok((state, settings_changed))
+}
 
-    let mut run = match state.run.take() {
+/// The run to make: the interrupted one `state` holds (taken out of it), else a new one.
+fn next_run(
+    state: &mut State,
+    store: &Store,
+    policy: &Policy,
+    now: i64,
+    settings_changed: bool,
+) -> Run {
+    match state.run.take() {
         Some(mut run) => {
             run.resumed += 1;
             tracing::info!(
@@ -178,7 +218,7 @@ pub(crate) async fn harvest(
             run
         }
         None => {
-            let mut run = plan(&state, policy, now);
+            let mut run = plan(state, policy, now);
             if settings_changed && run.full {
                 run.full_reason = Some(FullReason::SettingsChanged);
             }
@@ -191,7 +231,19 @@ pub(crate) async fn harvest(
             }
             run
         }
-    };
+    }
+}
+
+/// [`harvest_run`], or a full run instead when the upstream refuses `from` (returned, OAI-53).
+async fn harvest_or_full(
+    client: &Client,
+    job: &Job,
+    store: &mut Store,
+    state: &mut State,
+    run: &mut Run,
+    now: i64,
+    progress: &mut Progress,
+) -> Result<(oai::HarvestReport, Option<SelectiveRefused>), PipelineError> {
     // A repository that refuses `from` is harvested in full instead, once per refresh (OAI-53).
     let mut refusal: Option<SelectiveRefused> = None;
     let report = loop {
@@ -201,17 +253,8 @@ pub(crate) async fn harvest(
             // A full harvest does not mark what it changes: the next sitemap is rendered whole.
             state.sitemap = None;
         }
-        store.save_state(&state)?;
-        let result = harvest_run(
-            client,
-            job,
-            store,
-            &mut state,
-            &mut run,
-            refusal.clone(),
-            progress,
-        )
-        .await;
+        store.save_state(state)?;
+        let result = harvest_run(client, job, store, state, run, refusal.clone(), progress).await;
         match result {
             Err(PipelineError::Harvest(e)) if !run.full => {
                 let Some(answer) = refuses_selective(&e) else {
@@ -224,7 +267,7 @@ pub(crate) async fn harvest(
                      harvesting in full now and at every refresh until the full-harvest interval \
                      has passed, when from is tried again (OAI-53)"
                 );
-                run = full_run(state.runs + 1, FullReason::SelectiveRefused(answer.clone()));
+                *run = full_run(state.runs + 1, FullReason::SelectiveRefused(answer.clone()));
                 refusal = Some(SelectiveRefused {
                     answer,
                     url: e.url,
@@ -234,12 +277,22 @@ pub(crate) async fn harvest(
             result => break result?,
         }
     };
-    let request_from = run.from.map(Datestamp::unpack).max(job.request.from);
+    Ok((report, refusal))
+}
+
+/// Records in `state` what the completed `run` showed; whether it sweeps what it did not see.
+fn record_complete(
+    state: &mut State,
+    run: &Run,
+    report: &oai::HarvestReport,
+    refusal: Option<&SelectiveRefused>,
+    now: i64,
+) -> bool {
     if !run.full {
         // `from` was taken: a refusal recorded before is over.
         state.selective_refused = None;
     }
-    if let Some(refusal) = &refusal {
+    if let Some(refusal) = refusal {
         // Recorded with the first page, unless the list had none (noRecordsMatch).
         state
             .selective_refused
@@ -277,8 +330,19 @@ pub(crate) async fn harvest(
     if sweep {
         state.last_full = Some(now);
     }
-    state.run = None;
-    let removed = store.finish_run(run.full, sweep.then_some(run.id), &state)?;
+    sweep
+}
+
+/// What the finished `run` did to the store, which then holds these counts; logged.
+fn summarize(
+    job: &Job,
+    store: &Store,
+    run: &Run,
+    report: &oai::HarvestReport,
+    removed: u64,
+    refusal: Option<SelectiveRefused>,
+) -> Result<RunSummary, StoreError> {
+    let request_from = run.from.map(Datestamp::unpack).max(job.request.from);
     let live = store.live()?;
     let deleted = store.deleted()?;
     let summary = RunSummary {
@@ -287,7 +351,7 @@ pub(crate) async fn harvest(
         } else {
             Kind::Incremental
         },
-        from: request_from.map(|f| f.in_granularity(identify.granularity, false)),
+        from: request_from.map(|f| f.in_granularity(report.identify.granularity, false)),
         resumed: run.resumed,
         removed,
         live,
@@ -310,18 +374,7 @@ pub(crate) async fn harvest(
         deleted,
         "harvest complete; store updated"
     );
-    let patched = match previous.filter(|_| !run.full) {
-        Some(previous) => patch_stored(job, store, &state, &report, previous)?,
-        None => refuse("a full harvest renders whole"),
-    };
-    let harvested = match patched {
-        Ok(harvested) => harvested,
-        Err(why) => {
-            tracing::debug!(%why, "rendering the sitemap from every stored record");
-            pipeline::collect_stored(job, store, report)?
-        }
-    };
-    Ok((harvested, summary))
+    Ok(summary)
 }
 
 /// A URL several records publish, as the changed records change it.
@@ -400,51 +453,16 @@ fn patch_stored(
         return Ok(refuse("the scope or the landing rule changed"));
     }
     let mut stats = published.stats.clone();
-    let mut removed: Vec<String> = Vec::new();
-    let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
-    // URLs several records publish: their claims and lastmod change instead.
-    let mut shared = Claims::new(store)?;
-    let mut unknown_claim = false;
-    store.dirty(|now, before| {
-        if let Some(before) = before {
-            let (urls, counts) = contribution(&before, &landing);
-            stats.remove(&counts);
-            for url in urls {
-                match shared.of(&url)? {
-                    Some(change) => unknown_claim |= !change.now.release(before.datestamp),
-                    None => removed.push(url),
-                }
-            }
-        }
-        if !now.deleted {
-            let (urls, counts) = contribution(&now, &landing);
-            stats.add(&counts);
-            for url in urls {
-                match shared.of(&url)? {
-                    Some(change) => change.now.claim(now.datestamp),
-                    None => added.push((url, now.datestamp)),
-                }
-            }
-        }
-        Ok::<_, StoreError>(())
-    })??;
-    if unknown_claim {
+    let Some(changes) = url_changes(store, &landing, &mut stats)? else {
         return Ok(refuse(
             "a record gave up a shared URL with a datestamp it was not recorded with",
         ));
-    }
-    let mut shared_after = Vec::with_capacity(shared.changes.len());
-    for (url, change) in shared.changes {
-        // The lastmod moves with the newest claim left (the next one when the newest left).
-        let newest = change.now.newest();
-        if change.now.claims.is_empty() {
-            removed.push(url);
-        } else if newest != change.before {
-            removed.push(url.clone());
-            added.push((url, newest));
-        }
-        shared_after.push(change.now);
-    }
+    };
+    let UrlChanges {
+        removed,
+        added,
+        shared_after,
+    } = changes;
     let (removing, adding) = (removed.len(), added.len());
     let patch = match patch::patch(
         published,
@@ -484,6 +502,71 @@ fn patch_stored(
         // The patch holds the layout it starts from, and its writing gives the one after.
         layout: Layout::default(),
         patch: Some(patch),
+    }))
+}
+
+/// The URLs the records changed since the publish take out of its sitemap and put into it.
+struct UrlChanges {
+    removed: Vec<String>,
+    /// With their lastmod.
+    added: Vec<(String, Option<Datestamp>)>,
+    /// The URLs several records publish that the changes touched, as they are now.
+    shared_after: Vec<SharedUrl>,
+}
+
+/// The changed records' effect on the published URLs and `stats`; `None` on an unknown claim.
+fn url_changes(
+    store: &Store,
+    landing: &Landing,
+    stats: &mut Stats,
+) -> Result<Option<UrlChanges>, StoreError> {
+    let mut removed: Vec<String> = Vec::new();
+    let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
+    // URLs several records publish: their claims and lastmod change instead.
+    let mut shared = Claims::new(store)?;
+    let mut unknown_claim = false;
+    store.dirty(|now, before| {
+        if let Some(before) = before {
+            let (urls, counts) = contribution(&before, landing);
+            stats.remove(&counts);
+            for url in urls {
+                match shared.of(&url)? {
+                    Some(change) => unknown_claim |= !change.now.release(before.datestamp),
+                    None => removed.push(url),
+                }
+            }
+        }
+        if !now.deleted {
+            let (urls, counts) = contribution(&now, landing);
+            stats.add(&counts);
+            for url in urls {
+                match shared.of(&url)? {
+                    Some(change) => change.now.claim(now.datestamp),
+                    None => added.push((url, now.datestamp)),
+                }
+            }
+        }
+        Ok::<_, StoreError>(())
+    })??;
+    if unknown_claim {
+        return Ok(None);
+    }
+    let mut shared_after = Vec::with_capacity(shared.changes.len());
+    for (url, change) in shared.changes {
+        // The lastmod moves with the newest claim left (the next one when the newest left).
+        let newest = change.now.newest();
+        if change.now.claims.is_empty() {
+            removed.push(url);
+        } else if newest != change.before {
+            removed.push(url.clone());
+            added.push((url, newest));
+        }
+        shared_after.push(change.now);
+    }
+    Ok(Some(UrlChanges {
+        removed,
+        added,
+        shared_after,
     }))
 }
 

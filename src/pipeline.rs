@@ -454,56 +454,82 @@ pub(crate) async fn harvest(
     job: &Job,
     progress: &mut Progress,
 ) -> Result<Harvested, PipelineError> {
-    let mut collectors: Option<Collectors> = None;
-    // The records before the landing rule is decided: `auto` decides from the first
-    // [`crate::platform::SAMPLE`] live records, as the store's path does from its first ones
-    // (a first page can be empty, or all deleted). At most [`WAITING`] are held.
-    let mut waiting: Vec<Record> = Vec::new();
-    let mut waiting_live = 0;
-    let mut identify: Option<Identify> = None;
-    let mut failure: Option<PipelineError> = None;
+    let mut gathering = Gathering {
+        job,
+        collectors: None,
+        waiting: Vec::new(),
+        waiting_live: 0,
+        identify: None,
+        failure: None,
+    };
     let report = oai::harvest(client, &job.request, |event| {
-        if failure.is_some() {
+        gathering.page(event, progress);
+    })
+    .await;
+    progress.finish();
+    gathering.finish(report?)
+}
+
+/// A harvest's records on their way to the [`Collectors`], held until the landing rule is decided.
+struct Gathering<'j> {
+    job: &'j Job,
+    collectors: Option<Collectors>,
+    /// The records before the landing rule is decided: `auto` decides from the first
+    /// [`crate::platform::SAMPLE`] live records, as the store's path does from its first ones
+    /// (a first page can be empty, or all deleted). At most [`WAITING`] are held.
+    waiting: Vec<Record>,
+    /// Live, readable records among those held.
+    waiting_live: usize,
+    identify: Option<Identify>,
+    /// Why the records can no longer be collected; the rest of the harvest is skipped.
+    failure: Option<PipelineError>,
+}
+
+impl Gathering<'_> {
+    /// Collects the page of `event`, or holds it until the landing rule is decided.
+    fn page(&mut self, event: oai::PageEvent<'_>, progress: &mut Progress) {
+        if self.failure.is_some() {
             return;
         }
-        let records = match &mut collectors {
+        let job = self.job;
+        let records = match &mut self.collectors {
             Some(_) => event.records,
             None => {
-                identify.get_or_insert_with(|| event.identify.clone());
-                waiting_live += event
+                self.identify.get_or_insert_with(|| event.identify.clone());
+                self.waiting_live += event
                     .records
                     .iter()
                     .filter(|r| !r.deleted && !r.unreadable())
                     .count();
-                waiting.extend(event.records);
-                if waiting_live < crate::platform::SAMPLE && waiting.len() < WAITING {
+                self.waiting.extend(event.records);
+                if self.waiting_live < crate::platform::SAMPLE && self.waiting.len() < WAITING {
                     progress.page(
                         event.page,
-                        waiting.len() as u64,
+                        self.waiting.len() as u64,
                         0,
                         event.complete_list_size,
                     );
                     return;
                 }
-                std::mem::take(&mut waiting)
+                std::mem::take(&mut self.waiting)
             }
         };
-        if collectors.is_none() {
-            let identify = identify.as_ref().expect("set above");
+        if self.collectors.is_none() {
+            let identify = self.identify.as_ref().expect("set above");
             match landing_for(job, identify, &records)
                 .and_then(|landing| Collectors::new(job, landing, &identify.base_url))
             {
-                Ok(c) => collectors = Some(c),
+                Ok(c) => self.collectors = Some(c),
                 Err(e) => {
-                    failure = Some(e);
+                    self.failure = Some(e);
                     return;
                 }
             }
         }
-        let c = collectors.as_mut().expect("made above");
+        let c = self.collectors.as_mut().expect("made above");
         for record in &records {
             if let Err(e) = c.add(record) {
-                failure = Some(e.into());
+                self.failure = Some(e.into());
                 return;
             }
         }
@@ -514,26 +540,28 @@ pub(crate) async fn harvest(
             inventory.urls_kept(),
             event.complete_list_size,
         );
-    })
-    .await;
-    progress.finish();
-    let report = report?;
-    if let Some(e) = failure {
-        return Err(e);
     }
-    let mut c = match collectors {
-        Some(c) => c,
-        // The whole list was shorter than the sample.
-        None => Collectors::new(
-            job,
-            landing_for(job, &report.identify, &waiting)?,
-            &report.identify.base_url,
-        )?,
-    };
-    for record in &waiting {
-        c.add(record)?;
+
+    /// What was gathered, resolved, once the harvest completed with `report`.
+    fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
+        if let Some(e) = self.failure {
+            return Err(e);
+        }
+        let job = self.job;
+        let mut c = match self.collectors {
+            Some(c) => c,
+            // The whole list was shorter than the sample.
+            None => Collectors::new(
+                job,
+                landing_for(job, &report.identify, &self.waiting)?,
+                &report.identify.base_url,
+            )?,
+        };
+        for record in &self.waiting {
+            c.add(record)?;
+        }
+        c.finish(report)
     }
-    c.finish(report)
 }
 
 /// Most records held before the landing rule is decided (a list that begins with many deleted

@@ -328,25 +328,11 @@ impl Store {
     /// version, or whose state is of a format this version does not read (a newer version's,
     /// [`persisted::FORMAT`]), is emptied: the next harvest is a full one.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
-        conn.busy_timeout(std::time::Duration::from_secs(30))
-            .map_err(fail(path, "cannot configure"))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(fail(path, "cannot switch to WAL"))?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fail(path, "cannot configure"))?;
+        let conn = connect(path)?;
         let version: i64 = conn
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(fail(path, "cannot read the schema version"))?;
-        let unknown_format = version == SCHEMA && {
-            let doc: Option<String> = conn
-                .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
-                .optional()
-                .map_err(fail(path, "cannot read the state"))?;
-            // A state that is no JSON at all is not taken for a newer one: reading it fails.
-            let format = doc.as_deref().and_then(persisted::format_of);
-            format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f))
-        };
+        let unknown_format = version == SCHEMA && state_of_unknown_format(&conn, path)?;
         if unknown_format {
             tracing::warn!(
                 store = %path.display(),
@@ -355,71 +341,9 @@ impl Store {
             );
         }
         if version != SCHEMA || unknown_format {
-            conn.execute_batch(&format!(
-                "BEGIN;
-                 DROP TABLE IF EXISTS records;
-                 DROP TABLE IF EXISTS state;
-                 DROP TABLE IF EXISTS shared;
-                 DROP TABLE IF EXISTS changes;
-                 DROP TABLE IF EXISTS tally;
-                 DROP TABLE IF EXISTS rejected;
-                 CREATE TABLE records (
-                     id TEXT PRIMARY KEY NOT NULL,
-                     datestamp INTEGER,
-                     deleted INTEGER NOT NULL,
-                     sets TEXT NOT NULL,
-                     body BLOB NOT NULL,
-                     seen INTEGER NOT NULL
-                 ) WITHOUT ROWID;
-                 CREATE TABLE changes (
-                     id TEXT PRIMARY KEY NOT NULL,
-                     prev_live INTEGER,
-                     prev_datestamp INTEGER,
-                     prev_body BLOB,
-                     now_deleted INTEGER NOT NULL,
-                     now_datestamp INTEGER,
-                     now_body BLOB NOT NULL
-                 ) WITHOUT ROWID;
-                 CREATE TABLE shared (
-                     url TEXT PRIMARY KEY NOT NULL,
-                     claims BLOB NOT NULL
-                 ) WITHOUT ROWID;
-                 CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
-                 CREATE TABLE tally (k INTEGER PRIMARY KEY CHECK (k = 0), live INTEGER NOT NULL,
-                     deleted INTEGER NOT NULL DEFAULT 0);
-                 INSERT INTO tally VALUES (0, 0, 0);
-                 PRAGMA user_version = {SCHEMA};
-                 COMMIT;"
-            ))
-            .map_err(fail(path, "cannot create the tables"))?;
+            create_tables(&conn, path)?;
         }
-        // Added to version 5 without a rebuild: a store made before has no rejections.
-        conn.execute_batch(
-            "CREATE TABLE IF NOT EXISTS rejected (
-                 id TEXT PRIMARY KEY NOT NULL,
-                 datestamp INTEGER,
-                 seen INTEGER NOT NULL
-             ) WITHOUT ROWID;",
-        )
-        .map_err(fail(path, "cannot create the tables"))?;
-        // Added to version 5 without a rebuild: a store made before counts its deleted records
-        // once.
-        let counts_deleted: bool = conn
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tally') WHERE name = 'deleted')",
-                [],
-                |r| r.get(0),
-            )
-            .map_err(fail(path, "cannot read the schema"))?;
-        if !counts_deleted {
-            conn.execute_batch(
-                "BEGIN;
-                 ALTER TABLE tally ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
-                 UPDATE tally SET deleted = (SELECT count(*) FROM records WHERE deleted <> 0);
-                 COMMIT;",
-            )
-            .map_err(fail(path, "cannot create the tables"))?;
-        }
+        add_later_tables(&conn, path)?;
         Ok(Self {
             conn,
             path: path.to_owned(),
@@ -545,145 +469,13 @@ impl Store {
             .transaction()
             .map_err(fail(path, "cannot begin a transaction"))?;
         // How the live and deleted counts change (kept by incremental runs).
-        let (mut live, mut deleted) = (0i64, 0i64);
-        {
-            // A change: the version last published, before the first change since (NULLs for a
-            // record not stored then), kept as it is when the record changed before; and the
-            // record as it is now, beside it, so that the publish reads this small table alone.
-            let mut track_change = tx
-                .prepare_cached(
-                    "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
-                       now_deleted, now_datestamp, now_body)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                     ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
-                       now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
-                )
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            // SET expressions all read the row as it was before the update.
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (id) DO UPDATE SET
-                       seen = excluded.seen,
-                       datestamp = iif(newer, excluded.datestamp, datestamp),
-                       deleted = iif(newer, excluded.deleted, deleted),
-                       sets = iif(newer, excluded.sets, sets),
-                       body = iif(newer, excluded.body, body)"
-                        .replace(
-                            "newer",
-                            "(excluded.datestamp IS NULL OR records.datestamp IS NULL \
-                             OR excluded.datestamp >= records.datestamp)",
-                        )
-                        .as_str(),
-                )
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            // What the record was: whether it changes, the live count an incremental run keeps,
-            // and the version a change keeps.
-            let mut stored = tx
-                .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            let mut reject = tx
-                .prepare_cached(
-                    "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
-                     ON CONFLICT (id) DO UPDATE SET seen = excluded.seen,
-                       datestamp = iif(excluded.datestamp IS NULL OR rejected.datestamp IS NULL
-                         OR excluded.datestamp >= rejected.datestamp,
-                         excluded.datestamp, rejected.datestamp)",
-                )
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            let mut keep = tx
-                .prepare_cached("UPDATE records SET seen = ?2 WHERE id = ?1")
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            let mut readable = tx
-                .prepare_cached(
-                    "DELETE FROM rejected WHERE id = ?1
-                       AND (?2 IS NULL OR datestamp IS NULL OR ?2 >= datestamp)",
-                )
-                .map_err(fail(path, "cannot prepare the record update"))?;
-            // Rejections are rare: while there are none, a readable record has none to settle.
-            let mut any_rejected: bool = tx
-                .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
-                .map_err(fail(path, "cannot read the rejected records"))?;
-            let mut body = Vec::new();
+        let (live, deleted) = {
+            let mut page = PageWriter::prepare(&tx, path)?;
             for r in records {
-                let datestamp = r.datestamp.map(Datestamp::pack);
-                if r.unreadable() {
-                    // Older than the version stored: a repeat that the newest one wins anyway.
-                    let stored_at = stored
-                        .query_row([&r.identifier], |row| row.get::<_, Option<i64>>(1))
-                        .optional()
-                        .map_err(fail(path, "cannot read a record"))?;
-                    let older =
-                        matches!((datestamp, stored_at.flatten()), (Some(d), Some(s)) if d < s);
-                    keep.execute(params![r.identifier, run as i64])
-                        .map_err(fail(path, "cannot store a record"))?;
-                    if !older {
-                        reject
-                            .execute(params![r.identifier, datestamp, run as i64])
-                            .map_err(fail(path, "cannot store a record"))?;
-                        any_rejected = true;
-                    }
-                    continue;
-                }
-                if any_rejected {
-                    readable
-                        .execute(params![r.identifier, datestamp])
-                        .map_err(fail(path, "cannot store a record"))?;
-                }
-                body.clear();
-                if !r.deleted {
-                    encode_body(r, &mut body);
-                }
-                if track {
-                    let before = stored
-                        .query_row([&r.identifier], |row| {
-                            Ok((
-                                row.get::<_, bool>(0)?,
-                                row.get::<_, Option<i64>>(1)?,
-                                row.get::<_, Vec<u8>>(2)?,
-                            ))
-                        })
-                        .optional()
-                        .map_err(fail(path, "cannot read a record"))?;
-                    // The upsert's `newer` rule (below), decided here once for both.
-                    let newer = before.as_ref().is_none_or(|(_, stored_at, _)| {
-                        datestamp.is_none() || stored_at.is_none() || datestamp >= *stored_at
-                    });
-                    if newer {
-                        let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
-                        let was_deleted = before.as_ref().is_some_and(|(live, _, _)| !*live);
-                        live += i64::from(!r.deleted) - i64::from(was_live);
-                        deleted += i64::from(r.deleted) - i64::from(was_deleted);
-                        let (prev_live, prev_datestamp, prev_body) = match before {
-                            Some((live, at, body)) => (Some(live), at, Some(body)),
-                            None => (None, None, None),
-                        };
-                        track_change
-                            .execute(params![
-                                r.identifier,
-                                prev_live,
-                                prev_datestamp,
-                                prev_body,
-                                r.deleted,
-                                datestamp,
-                                body,
-                            ])
-                            .map_err(fail(path, "cannot store a record"))?;
-                    }
-                }
-                upsert
-                    .execute(params![
-                        r.identifier,
-                        datestamp,
-                        r.deleted,
-                        r.sets.join("\n"),
-                        body,
-                        run as i64,
-                    ])
-                    .map_err(fail(path, "cannot store a record"))?;
+                page.apply(r, run, track)?;
             }
-        }
+            (page.live, page.deleted)
+        };
         if track {
             tx.execute(
                 "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
@@ -986,6 +778,302 @@ impl Store {
         }
         Ok(Ok(()))
     }
+}
+
+/// The statements of [`Store::apply_page`], prepared in its transaction, and what it counts.
+struct PageWriter<'t> {
+    path: &'t Path,
+    track_change: rusqlite::CachedStatement<'t>,
+    upsert: rusqlite::CachedStatement<'t>,
+    stored: rusqlite::CachedStatement<'t>,
+    reject: rusqlite::CachedStatement<'t>,
+    keep: rusqlite::CachedStatement<'t>,
+    readable: rusqlite::CachedStatement<'t>,
+    /// Whether any record is listed as rejected.
+    any_rejected: bool,
+    /// How the live count changes (kept by incremental runs).
+    live: i64,
+    /// How the deleted count changes (kept by incremental runs).
+    deleted: i64,
+    /// The body of the record being applied, its allocation reused.
+    body: Vec<u8>,
+}
+
+impl<'t> PageWriter<'t> {
+    /// Prepares the statements in `tx`.
+    fn prepare(tx: &'t rusqlite::Transaction<'_>, path: &'t Path) -> Result<Self, StoreError> {
+        // A change: the version last published, before the first change since (NULLs for a
+        // record not stored then), kept as it is when the record changed before; and the
+        // record as it is now, beside it, so that the publish reads this small table alone.
+        let track_change = tx
+            .prepare_cached(
+                "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+                   now_deleted, now_datestamp, now_body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+                   now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // SET expressions all read the row as it was before the update.
+        let upsert = tx
+            .prepare_cached(
+                "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET
+                   seen = excluded.seen,
+                   datestamp = iif(newer, excluded.datestamp, datestamp),
+                   deleted = iif(newer, excluded.deleted, deleted),
+                   sets = iif(newer, excluded.sets, sets),
+                   body = iif(newer, excluded.body, body)"
+                    .replace(
+                        "newer",
+                        "(excluded.datestamp IS NULL OR records.datestamp IS NULL \
+                         OR excluded.datestamp >= records.datestamp)",
+                    )
+                    .as_str(),
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // What the record was: whether it changes, the live count an incremental run keeps,
+        // and the version a change keeps.
+        let stored = tx
+            .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let reject = tx
+            .prepare_cached(
+                "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET seen = excluded.seen,
+                   datestamp = iif(excluded.datestamp IS NULL OR rejected.datestamp IS NULL
+                     OR excluded.datestamp >= rejected.datestamp,
+                     excluded.datestamp, rejected.datestamp)",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let keep = tx
+            .prepare_cached("UPDATE records SET seen = ?2 WHERE id = ?1")
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let readable = tx
+            .prepare_cached(
+                "DELETE FROM rejected WHERE id = ?1
+                   AND (?2 IS NULL OR datestamp IS NULL OR ?2 >= datestamp)",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // Rejections are rare: while there are none, a readable record has none to settle.
+        let any_rejected: bool = tx
+            .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+            .map_err(fail(path, "cannot read the rejected records"))?;
+        Ok(Self {
+            path,
+            track_change,
+            upsert,
+            stored,
+            reject,
+            keep,
+            readable,
+            any_rejected,
+            live: 0,
+            deleted: 0,
+            body: Vec::new(),
+        })
+    }
+
+    /// Applies one record seen by `run`, listing its change with `track` ([`Store::apply_page`]).
+    #[inline]
+    fn apply(&mut self, r: &Record, run: u64, track: bool) -> Result<(), StoreError> {
+        let path = self.path;
+        let datestamp = r.datestamp.map(Datestamp::pack);
+        if r.unreadable() {
+            return self.apply_unreadable(r, datestamp, run);
+        }
+        if self.any_rejected {
+            self.readable
+                .execute(params![r.identifier, datestamp])
+                .map_err(fail(path, "cannot store a record"))?;
+        }
+        self.body.clear();
+        if !r.deleted {
+            encode_body(r, &mut self.body);
+        }
+        if track {
+            self.note_change(r, datestamp)?;
+        }
+        self.upsert
+            .execute(params![
+                r.identifier,
+                datestamp,
+                r.deleted,
+                r.sets.join("\n"),
+                self.body,
+                run as i64,
+            ])
+            .map_err(fail(path, "cannot store a record"))?;
+        Ok(())
+    }
+
+    /// Marks the stored version of an unreadable record seen, and lists the record as rejected.
+    #[inline]
+    fn apply_unreadable(
+        &mut self,
+        r: &Record,
+        datestamp: Option<i64>,
+        run: u64,
+    ) -> Result<(), StoreError> {
+        let path = self.path;
+        // Older than the version stored: a repeat that the newest one wins anyway.
+        let stored_at = self
+            .stored
+            .query_row([&r.identifier], |row| row.get::<_, Option<i64>>(1))
+            .optional()
+            .map_err(fail(path, "cannot read a record"))?;
+        let older = matches!((datestamp, stored_at.flatten()), (Some(d), Some(s)) if d < s);
+        self.keep
+            .execute(params![r.identifier, run as i64])
+            .map_err(fail(path, "cannot store a record"))?;
+        if !older {
+            self.reject
+                .execute(params![r.identifier, datestamp, run as i64])
+                .map_err(fail(path, "cannot store a record"))?;
+            self.any_rejected = true;
+        }
+        Ok(())
+    }
+
+    /// Lists `r` in `changes` when it replaces the stored version, and counts it.
+    #[inline]
+    fn note_change(&mut self, r: &Record, datestamp: Option<i64>) -> Result<(), StoreError> {
+        let path = self.path;
+        let before = self
+            .stored
+            .query_row([&r.identifier], |row| {
+                Ok((
+                    row.get::<_, bool>(0)?,
+                    row.get::<_, Option<i64>>(1)?,
+                    row.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .optional()
+            .map_err(fail(path, "cannot read a record"))?;
+        // The upsert's `newer` rule, decided here once for both.
+        let newer = before.as_ref().is_none_or(|(_, stored_at, _)| {
+            datestamp.is_none() || stored_at.is_none() || datestamp >= *stored_at
+        });
+        if newer {
+            let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
+            let was_deleted = before.as_ref().is_some_and(|(live, _, _)| !*live);
+            self.live += i64::from(!r.deleted) - i64::from(was_live);
+            self.deleted += i64::from(r.deleted) - i64::from(was_deleted);
+            let (prev_live, prev_datestamp, prev_body) = match before {
+                Some((live, at, body)) => (Some(live), at, Some(body)),
+                None => (None, None, None),
+            };
+            self.track_change
+                .execute(params![
+                    r.identifier,
+                    prev_live,
+                    prev_datestamp,
+                    prev_body,
+                    r.deleted,
+                    datestamp,
+                    self.body,
+                ])
+                .map_err(fail(path, "cannot store a record"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens the database at `path` in WAL mode, waiting for a lock rather than failing at once.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(fail(path, "cannot configure"))?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail(path, "cannot switch to WAL"))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(fail(path, "cannot configure"))?;
+    Ok(conn)
+}
+
+/// Whether the saved state is of a format this version does not read ([`persisted::FORMAT`]).
+fn state_of_unknown_format(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+    let doc: Option<String> = conn
+        .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+        .optional()
+        .map_err(fail(path, "cannot read the state"))?;
+    // A state that is no JSON at all is not taken for a newer one: reading it fails.
+    let format = doc.as_deref().and_then(persisted::format_of);
+    Ok(format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f)))
+}
+
+/// Drops every table and creates those of [`SCHEMA`], empty, in one transaction.
+fn create_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    conn.execute_batch(&format!(
+        "BEGIN;
+         DROP TABLE IF EXISTS records;
+         DROP TABLE IF EXISTS state;
+         DROP TABLE IF EXISTS shared;
+         DROP TABLE IF EXISTS changes;
+         DROP TABLE IF EXISTS tally;
+         DROP TABLE IF EXISTS rejected;
+         CREATE TABLE records (
+             id TEXT PRIMARY KEY NOT NULL,
+             datestamp INTEGER,
+             deleted INTEGER NOT NULL,
+             sets TEXT NOT NULL,
+             body BLOB NOT NULL,
+             seen INTEGER NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE changes (
+             id TEXT PRIMARY KEY NOT NULL,
+             prev_live INTEGER,
+             prev_datestamp INTEGER,
+             prev_body BLOB,
+             now_deleted INTEGER NOT NULL,
+             now_datestamp INTEGER,
+             now_body BLOB NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE shared (
+             url TEXT PRIMARY KEY NOT NULL,
+             claims BLOB NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
+         CREATE TABLE tally (k INTEGER PRIMARY KEY CHECK (k = 0), live INTEGER NOT NULL,
+             deleted INTEGER NOT NULL DEFAULT 0);
+         INSERT INTO tally VALUES (0, 0, 0);
+         PRAGMA user_version = {SCHEMA};
+         COMMIT;"
+    ))
+    .map_err(fail(path, "cannot create the tables"))
+}
+
+/// Adds what version 5 gained after stores were made with it, without a rebuild.
+fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    // Added to version 5 without a rebuild: a store made before has no rejections.
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS rejected (
+             id TEXT PRIMARY KEY NOT NULL,
+             datestamp INTEGER,
+             seen INTEGER NOT NULL
+         ) WITHOUT ROWID;",
+    )
+    .map_err(fail(path, "cannot create the tables"))?;
+    // Added to version 5 without a rebuild: a store made before counts its deleted records
+    // once.
+    let counts_deleted: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tally') WHERE name = 'deleted')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(fail(path, "cannot read the schema"))?;
+    if !counts_deleted {
+        conn.execute_batch(
+            "BEGIN;
+             ALTER TABLE tally ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+             UPDATE tally SET deleted = (SELECT count(*) FROM records WHERE deleted <> 0);
+             COMMIT;",
+        )
+        .map_err(fail(path, "cannot create the tables"))?;
+    }
+    Ok(())
 }
 
 fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {

@@ -14,7 +14,7 @@ use reqwest::header::{
 };
 
 use super::parse::ParseError;
-use super::retry::{Failure, RetryPolicy, Wait};
+use super::retry::{Failure, Retries, RetryPolicy, Wait};
 use super::{HarvestErrorKind, HarvestSettings, OaiRequest};
 
 /// Counters of what the client did, for summaries and metrics.
@@ -167,29 +167,9 @@ impl Client {
             } else {
                 self.attempt(url, None)
             };
-            let attempt_result = match deadline {
-                Some(at) => match tokio::time::timeout_at(at.into(), send).await {
-                    Ok(result) => result,
-                    Err(_) => {
-                        return Err(HarvestErrorKind::Deadline {
-                            limit: self.settings.deadline.unwrap_or_default(),
-                        });
-                    }
-                },
-                None => send.await,
-            };
-            let outcome = match attempt_result {
+            let outcome = match self.within_deadline(deadline, send).await? {
                 Ok((StatusCode::URI_TOO_LONG, body)) if !post => {
-                    // A proxy's or server's limit on the URL, which a long resumption token
-                    // passes: not a failure, and no reason to wait but the politeness delay.
-                    self.recycle(body);
-                    self.post_from.fetch_min(url.len(), Ordering::Relaxed);
-                    tracing::warn!(
-                        url,
-                        length = url.len(),
-                        "414 URI Too Long: sending the same arguments as POST (OAI-06)"
-                    );
-                    tokio::time::sleep(self.settings.politeness_delay).await;
+                    self.post_from_now_on(url, body).await;
                     continue;
                 }
                 // Some servers send OAI errors with a 4xx/5xx status (OAI-32): the body decides.
@@ -213,34 +193,83 @@ impl Client {
                 Attempt::Fail(kind) => return Err(kind),
                 Attempt::Retry { wait, cause } => (wait, cause),
             };
-            if let Some(wait) = wait {
-                // Remembered uncapped, also when no attempt is left: the next harvest waits.
-                let until = SystemTime::now() + wait;
-                let secs = until
-                    .duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
-                self.stats
-                    .retry_not_before
-                    .fetch_max(secs, Ordering::Relaxed);
-            }
-            let Some(delay) = retries.next(wait, fastrand::f64()) else {
-                return Err(with_attempts(cause, attempt));
-            };
-            if let Wait::RetryAfter(_) = delay {
-                self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
-            }
-            let delay = delay.duration();
-            if let Some(deadline) = deadline
-                && Instant::now() + delay > deadline
-            {
-                return Err(HarvestErrorKind::Deadline {
-                    limit: self.settings.deadline.unwrap_or_default(),
-                });
-            }
-            tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
-            self.stats.retries.fetch_add(1, Ordering::Relaxed);
-            tokio::time::sleep(delay).await;
+            self.wait_to_retry(&mut retries, wait, cause, url, deadline)
+                .await?;
         }
+    }
+
+    /// The output of `send`, unless `deadline` passes first.
+    async fn within_deadline<F: std::future::Future>(
+        &self,
+        deadline: Option<Instant>,
+        send: F,
+    ) -> Result<F::Output, HarvestErrorKind> {
+        match deadline {
+            Some(at) => match tokio::time::timeout_at(at.into(), send).await {
+                Ok(result) => Ok(result),
+                Err(_) => Err(self.deadline_passed()),
+            },
+            None => Ok(send.await),
+        }
+    }
+
+    /// The error of a harvest that ran past its deadline.
+    fn deadline_passed(&self) -> HarvestErrorKind {
+        HarvestErrorKind::Deadline {
+            limit: self.settings.deadline.unwrap_or_default(),
+        }
+    }
+
+    /// Sends requests as long as `url` (answered 414 URI Too Long with `body`) as POSTs.
+    async fn post_from_now_on(&self, url: &str, body: Vec<u8>) {
+        // A proxy's or server's limit on the URL, which a long resumption token passes: not a
+        // failure, and no reason to wait but the politeness delay.
+        self.recycle(body);
+        self.post_from.fetch_min(url.len(), Ordering::Relaxed);
+        tracing::warn!(
+            url,
+            length = url.len(),
+            "414 URI Too Long: sending the same arguments as POST (OAI-06)"
+        );
+        tokio::time::sleep(self.settings.politeness_delay).await;
+    }
+
+    /// Waits as `retries` says (after the upstream's `wait`, if any); `Err` if no attempt is left.
+    async fn wait_to_retry(
+        &self,
+        retries: &mut Retries<'_>,
+        wait: Option<Duration>,
+        cause: HarvestErrorKind,
+        url: &str,
+        deadline: Option<Instant>,
+    ) -> Result<(), HarvestErrorKind> {
+        let attempt = retries.attempt();
+        if let Some(wait) = wait {
+            // Remembered uncapped, also when no attempt is left: the next harvest waits.
+            let until = SystemTime::now() + wait;
+            let secs = until
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0));
+            self.stats
+                .retry_not_before
+                .fetch_max(secs, Ordering::Relaxed);
+        }
+        let Some(delay) = retries.next(wait, fastrand::f64()) else {
+            return Err(with_attempts(cause, attempt));
+        };
+        if let Wait::RetryAfter(_) = delay {
+            self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
+        }
+        let delay = delay.duration();
+        if let Some(deadline) = deadline
+            && Instant::now() + delay > deadline
+        {
+            return Err(self.deadline_passed());
+        }
+        tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
+        self.stats.retries.fetch_add(1, Ordering::Relaxed);
+        tokio::time::sleep(delay).await;
+        Ok(())
     }
 
     /// One GET of a small resource that is not OAI-PMH (a host's robots.txt): its status and

@@ -208,6 +208,68 @@ pub(crate) async fn harvest_resumable(
     };
 
     let mut gzip_warning = UnlabelledGzipWarning::new(client);
+    let identify = match identify(client, request, base, deadline, &mut gzip_warning).await? {
+        Identified::Oai(identify) => identify,
+        Identified::Static(identify, page) => {
+            let _ = emit_static(request, &mut report, identify, page, &mut on_page);
+            return Ok(report);
+        }
+    };
+    let granularity = identify.granularity;
+    report.identify = identify;
+
+    let mut sets: Vec<Option<&str>> = if request.sets.is_empty() {
+        vec![None]
+    } else {
+        request.sets.iter().map(|s| Some(s.as_str())).collect()
+    };
+    if let Some(r) = resume {
+        // The lists before the interrupted one are done; an unknown set restarts them all.
+        if let Some(i) = sets.iter().position(|s| *s == r.set.as_deref()) {
+            sets.drain(..i);
+        }
+    }
+    let lists = Lists {
+        client,
+        request,
+        base,
+        deadline,
+        granularity,
+        until: request.until.map(|d| d.in_granularity(granularity, true)),
+    };
+    for set in sets {
+        let resumed = resume.filter(|r| r.set.as_deref() == set);
+        let flow = harvest_list(
+            &lists,
+            set,
+            resumed,
+            &mut report,
+            &mut gzip_warning,
+            &mut on_page,
+        )
+        .await?;
+        if flow.is_break() {
+            return Ok(report);
+        }
+    }
+    log_quirks(&report.quirks, base.as_str());
+    Ok(report)
+}
+
+/// What `Identify` at a baseURL answered: a repository, or a Static Repository with its records.
+enum Identified {
+    Oai(Identify),
+    Static(Identify, ListPage),
+}
+
+/// Asks `base` for `Identify` and checks the answer ([`check_identify`]).
+async fn identify(
+    client: &Client,
+    request: &HarvestRequest,
+    base: &Url,
+    deadline: Option<Instant>,
+    gzip_warning: &mut UnlabelledGzipWarning,
+) -> Result<Identified, HarvestError> {
     let call = OaiRequest::new(base, &[("verb", "Identify")]);
     let url = call.url();
     let outcome = client
@@ -231,8 +293,7 @@ pub(crate) async fn harvest_resumable(
     let identify = match outcome {
         (IdentifyOutcome::Identify(identify), _) => identify,
         (IdentifyOutcome::Static(identify), Some(page)) => {
-            let _ = emit_static(request, &mut report, identify, page, &mut on_page);
-            return Ok(report);
+            return Ok(Identified::Static(identify, page));
         }
         (IdentifyOutcome::Errors(errors), _) => {
             let first = errors.into_iter().next().unwrap_or(parse::OaiError {
@@ -255,167 +316,287 @@ pub(crate) async fn harvest_resumable(
         }
     };
     check_identify(&identify, base, url)?;
-    let granularity = identify.granularity;
-    report.identify = identify;
+    Ok(Identified::Oai(identify))
+}
 
-    let mut sets: Vec<Option<&str>> = if request.sets.is_empty() {
-        vec![None]
-    } else {
-        request.sets.iter().map(|s| Some(s.as_str())).collect()
-    };
-    if let Some(r) = resume {
-        // The lists before the interrupted one are done; an unknown set restarts them all.
-        if let Some(i) = sets.iter().position(|s| *s == r.set.as_deref()) {
-            sets.drain(..i);
+/// What every list of one harvest of a baseURL shares.
+struct Lists<'a> {
+    client: &'a Client,
+    request: &'a HarvestRequest,
+    base: &'a Url,
+    deadline: Option<Instant>,
+    granularity: crate::datestamp::Granularity,
+    /// The request's `until`, in the repository's granularity.
+    until: Option<String>,
+}
+
+/// Harvests the list of `set`, from where `resumed` left it; `Break` when `on_page` broke.
+async fn harvest_list(
+    lists: &Lists<'_>,
+    set: Option<&str>,
+    resumed: Option<&Resume>,
+    report: &mut HarvestReport,
+    gzip_warning: &mut UnlabelledGzipWarning,
+    on_page: &mut impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
+) -> Result<ControlFlow<()>, HarvestError> {
+    let (client, settings) = (lists.client, lists.client.settings());
+    let mut cursor = Cursor::new(lists.request.from, resumed);
+    loop {
+        let call = cursor.request(lists, set);
+        let url = call.url();
+        // Every ListRecords request follows another request (Identify at least): pause (OAI-52).
+        if !settings.politeness_delay.is_zero() {
+            tokio::time::sleep(settings.politeness_delay).await;
         }
-    }
-    let until = request.until.map(|d| d.in_granularity(granularity, true));
-    for set in sets {
-        let resumed = resume.filter(|r| r.set.as_deref() == set);
-        let mut token: Option<String> = resumed.map(|r| r.token.clone());
-        let mut from = request.from;
-        let mut newest = resumed.and_then(|r| r.newest);
-        let mut ordered = resumed.is_none_or(|r| r.ordered);
-        let mut seen_tokens = HashSet::new();
-        let mut empty_run = 0u32;
-        let mut page_no = resumed.map_or(1, |r| r.page);
-        loop {
-            let call = match &token {
-                // A follow-up carries only the verb and the token (OAI-03).
-                Some(t) => {
-                    OaiRequest::new(base, &[("verb", "ListRecords"), ("resumptionToken", t)])
-                }
-                None => {
-                    let from = from.map(|d| d.in_granularity(granularity, false));
-                    let mut args = vec![("verb", "ListRecords"), ("metadataPrefix", "oai_dc")];
-                    args.extend(set.map(|s| ("set", s)));
-                    args.extend(from.as_deref().map(|f| ("from", f)));
-                    args.extend(until.as_deref().map(|u| ("until", u)));
-                    OaiRequest::new(base, &args)
-                }
-            };
-            let url = call.url();
-            // Every ListRecords request follows another request (Identify at least): pause (OAI-52).
-            if !settings.politeness_delay.is_zero() {
-                tokio::time::sleep(settings.politeness_delay).await;
-            }
-            let fail = |kind| HarvestError {
-                url: url.to_owned(),
-                page: page_no,
-                token: token.clone(),
-                kind,
-            };
-            let page = client
-                .fetch(&call, deadline, |body| {
-                    let mut page = super::read::parse_list_records_with(body, request.fields)?;
-                    page.forget_future_datestamps(crate::datestamp::unix_secs(
-                        std::time::SystemTime::now(),
-                    ));
-                    Ok(page)
-                })
-                .await;
-            gzip_warning.check(client, url);
-            let page = page.map_err(fail)?;
-            report.quirks.add(&page.quirks);
-            if report.first_response_date.is_none() {
-                report.first_response_date = page.response_date.clone();
-            }
-            if let Some(error) = page.errors.first() {
-                if error.code == "noRecordsMatch" {
-                    if page_no > 1 {
-                        // A token whose follow-up matches nothing: the list is over (OAI-29).
-                        tracing::warn!(
-                            url,
-                            "noRecordsMatch answering a resumptionToken; taking it as the end of the list"
-                        );
-                    }
-                    break;
-                }
-                if error.code == "badResumptionToken"
-                    && token.is_some()
-                    && client.retry().restarts_list(report.restarts)
-                {
-                    report.restarts += 1;
-                    from = restart_from(request.from, newest, ordered, granularity);
-                    tracing::warn!(
-                        url,
-                        page = page_no,
-                        from = from.map(|f| f.in_granularity(granularity, false)),
-                        restart = report.restarts,
-                        "badResumptionToken: the token expired or is unknown; starting the list again (OAI-27)"
-                    );
-                    token = None;
-                    seen_tokens.clear();
-                    empty_run = 0;
-                    page_no = 1;
+        let fail = |kind| HarvestError {
+            url: url.to_owned(),
+            page: cursor.page_no,
+            token: cursor.token.clone(),
+            kind,
+        };
+        let page = fetch_page(lists, &call).await;
+        gzip_warning.check(client, url);
+        let page = page.map_err(fail)?;
+        report.quirks.add(&page.quirks);
+        if report.first_response_date.is_none() {
+            report.first_response_date = page.response_date.clone();
+        }
+        if let Some(error) = page.errors.first() {
+            match cursor.answer(error, client, report.restarts, url) {
+                Ok(Answer::EndOfList) => break,
+                Ok(Answer::Restart) => {
+                    cursor.restart(lists, report, url);
                     continue;
                 }
-                return Err(fail(HarvestErrorKind::Oai {
-                    code: error.code.clone(),
-                    message: error.message.clone(),
-                }));
+                Err(kind) => return Err(fail(kind)),
             }
-            for r in &page.records {
-                if let Some(d) = r.datestamp {
-                    ordered &= newest.is_none_or(|n| d >= n);
-                    newest = newest.max(Some(d));
-                }
-            }
-            let next = page
-                .token
-                .as_ref()
-                .map(|t| t.value.clone())
-                .filter(|t| !t.is_empty());
-            if page.records.is_empty() && next.is_some() {
-                empty_run += 1;
-                if empty_run > settings.max_empty_pages {
-                    return Err(fail(HarvestErrorKind::EmptyPages { count: empty_run }));
-                }
-            } else {
-                empty_run = 0;
-            }
-            report.pages += 1;
-            report.records += page.records.len() as u64;
-            tracing::debug!(
-                url,
-                page = page_no,
-                records = page.records.len(),
-                "page harvested"
+        }
+        cursor.delivered.track(&page.records);
+        let next = page
+            .token
+            .as_ref()
+            .map(|t| t.value.clone())
+            .filter(|t| !t.is_empty());
+        let empty = page.records.is_empty() && next.is_some();
+        cursor
+            .guards
+            .page(empty, settings.max_empty_pages)
+            .map_err(fail)?;
+        report.pages += 1;
+        report.records += page.records.len() as u64;
+        tracing::debug!(
+            url,
+            page = cursor.page_no,
+            records = page.records.len(),
+            "page harvested"
+        );
+        if let Some(next) = &next {
+            cursor.guards.token(next).map_err(fail)?;
+        }
+        let flow = on_page(PageEvent {
+            identify: &report.identify,
+            page: cursor.page_no,
+            set,
+            records: page.records,
+            complete_list_size: page.token.and_then(|t| t.complete_list_size),
+            next: next.as_ref().map(|t| cursor.resume_at(set, t)),
+            response_date: page.response_date.as_deref(),
+        });
+        if flow.is_break() {
+            return Ok(flow);
+        }
+        match next {
+            Some(next) => cursor.token = Some(next),
+            None => break,
+        }
+        cursor.page_no += 1;
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// Fetches one `ListRecords` page, forgetting datestamps ahead of the clock.
+async fn fetch_page(lists: &Lists<'_>, call: &OaiRequest) -> Result<ListPage, HarvestErrorKind> {
+    lists
+        .client
+        .fetch(call, lists.deadline, |body| {
+            let mut page = super::read::parse_list_records_with(body, lists.request.fields)?;
+            page.forget_future_datestamps(
+                crate::datestamp::unix_secs(std::time::SystemTime::now()),
             );
-            if let Some(next) = &next
-                && !seen_tokens.insert(next.clone())
-            {
-                return Err(fail(HarvestErrorKind::TokenLoop {
-                    token: next.clone(),
-                }));
-            }
-            let flow = on_page(PageEvent {
-                identify: &report.identify,
-                page: page_no,
-                set,
-                records: page.records,
-                complete_list_size: page.token.and_then(|t| t.complete_list_size),
-                next: next.as_ref().map(|t| Resume {
-                    set: set.map(str::to_owned),
-                    token: t.clone(),
-                    page: page_no + 1,
-                    newest,
-                    ordered,
-                }),
-                response_date: page.response_date.as_deref(),
-            });
-            if flow.is_break() {
-                return Ok(report);
-            }
-            match next {
-                Some(next) => token = Some(next),
-                None => break,
-            }
-            page_no += 1;
+            Ok(page)
+        })
+        .await
+}
+
+/// Where one list stands: the token to send, the page it leads to, what it delivered so far.
+struct Cursor {
+    token: Option<String>,
+    /// The `from` of the list's first request.
+    from: Option<Datestamp>,
+    delivered: Delivered,
+    guards: Guards,
+    page_no: u64,
+}
+
+impl Cursor {
+    /// A list from its start at `from`, or from where `resumed` left it.
+    fn new(from: Option<Datestamp>, resumed: Option<&Resume>) -> Self {
+        Self {
+            token: resumed.map(|r| r.token.clone()),
+            from,
+            delivered: Delivered {
+                newest: resumed.and_then(|r| r.newest),
+                ordered: resumed.is_none_or(|r| r.ordered),
+            },
+            guards: Guards {
+                seen_tokens: HashSet::new(),
+                empty_run: 0,
+            },
+            page_no: resumed.map_or(1, |r| r.page),
         }
     }
-    log_quirks(&report.quirks, base.as_str());
-    Ok(report)
+
+    /// The list's next request, for `set`.
+    fn request(&self, lists: &Lists<'_>, set: Option<&str>) -> OaiRequest {
+        match &self.token {
+            // A follow-up carries only the verb and the token (OAI-03).
+            Some(t) => OaiRequest::new(
+                lists.base,
+                &[("verb", "ListRecords"), ("resumptionToken", t)],
+            ),
+            None => {
+                let from = self
+                    .from
+                    .map(|d| d.in_granularity(lists.granularity, false));
+                let mut args = vec![("verb", "ListRecords"), ("metadataPrefix", "oai_dc")];
+                args.extend(set.map(|s| ("set", s)));
+                args.extend(from.as_deref().map(|f| ("from", f)));
+                args.extend(lists.until.as_deref().map(|u| ("until", u)));
+                OaiRequest::new(lists.base, &args)
+            }
+        }
+    }
+
+    /// Starts the list again after `url` answered `badResumptionToken` (OAI-27).
+    fn restart(&mut self, lists: &Lists<'_>, report: &mut HarvestReport, url: &str) {
+        let granularity = lists.granularity;
+        report.restarts += 1;
+        let Delivered { newest, ordered } = self.delivered;
+        self.from = restart_from(lists.request.from, newest, ordered, granularity);
+        tracing::warn!(
+            url,
+            page = self.page_no,
+            from = self.from.map(|f| f.in_granularity(granularity, false)),
+            restart = report.restarts,
+            "badResumptionToken: the token expired or is unknown; starting the list again (OAI-27)"
+        );
+        self.token = None;
+        self.guards.seen_tokens.clear();
+        self.guards.empty_run = 0;
+        self.page_no = 1;
+    }
+
+    /// What an OAI-PMH `error` answering the list's request at `url` means for the list.
+    fn answer(
+        &self,
+        error: &parse::OaiError,
+        client: &Client,
+        restarts: u32,
+        url: &str,
+    ) -> Result<Answer, HarvestErrorKind> {
+        if error.code == "noRecordsMatch" {
+            if self.page_no > 1 {
+                // A token whose follow-up matches nothing: the list is over (OAI-29).
+                tracing::warn!(
+                    url,
+                    "noRecordsMatch answering a resumptionToken; taking it as the end of the list"
+                );
+            }
+            return Ok(Answer::EndOfList);
+        }
+        if error.code == "badResumptionToken"
+            && self.token.is_some()
+            && client.retry().restarts_list(restarts)
+        {
+            return Ok(Answer::Restart);
+        }
+        Err(HarvestErrorKind::Oai {
+            code: error.code.clone(),
+            message: error.message.clone(),
+        })
+    }
+
+    /// The checkpoint of the page just read, whose list continues at `token` in `set`.
+    fn resume_at(&self, set: Option<&str>, token: &str) -> Resume {
+        Resume {
+            set: set.map(str::to_owned),
+            token: token.to_owned(),
+            page: self.page_no + 1,
+            newest: self.delivered.newest,
+            ordered: self.delivered.ordered,
+        }
+    }
+}
+
+/// What an OAI-PMH error answering a list's request means, when it is no failure.
+enum Answer {
+    /// `noRecordsMatch`: the list is over.
+    EndOfList,
+    /// `badResumptionToken`: the list starts again ([`Cursor::restart`]).
+    Restart,
+}
+
+/// A list's guards against a server that never ends it: runs of empty pages, repeated tokens.
+struct Guards {
+    seen_tokens: HashSet<String>,
+    /// Pages in a row without records that still led on.
+    empty_run: u32,
+}
+
+impl Guards {
+    /// Counts a page, `empty` when it had no records but led on; `Err` past `max` in a row.
+    fn page(&mut self, empty: bool, max: u32) -> Result<(), HarvestErrorKind> {
+        if empty {
+            self.empty_run += 1;
+            if self.empty_run > max {
+                return Err(HarvestErrorKind::EmptyPages {
+                    count: self.empty_run,
+                });
+            }
+        } else {
+            self.empty_run = 0;
+        }
+        Ok(())
+    }
+
+    /// Notes the list's `next` token; `Err` when the list sent it before (a loop).
+    fn token(&mut self, next: &str) -> Result<(), HarvestErrorKind> {
+        if !self.seen_tokens.insert(next.to_owned()) {
+            return Err(HarvestErrorKind::TokenLoop {
+                token: next.to_owned(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// What a list delivered so far: its newest datestamp, and whether in datestamp order.
+#[derive(Clone, Copy)]
+struct Delivered {
+    newest: Option<Datestamp>,
+    ordered: bool,
+}
+
+impl Delivered {
+    /// Follows the datestamps of a page's `records`.
+    fn track(&mut self, records: &[Record]) {
+        for r in records {
+            if let Some(d) = r.datestamp {
+                self.ordered &= self.newest.is_none_or(|n| d >= n);
+                self.newest = self.newest.max(Some(d));
+            }
+        }
+    }
 }
 
 /// Warns once per harvest, naming the first URL, that the server sends gzip bodies without

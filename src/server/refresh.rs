@@ -108,68 +108,13 @@ pub(crate) async fn refresh(
     });
     tracing::info!(repository = name, source = %repo.job.request.source, "refresh started");
 
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let worker = Arc::clone(gateway);
-    std::thread::Builder::new()
-        .name(format!("refresh-{name}"))
-        .spawn(move || {
-            lower_priority();
-            let _ = tx.send(build_on_own_runtime(&worker, index, stop));
-            // What the harvest and the render allocated is free now: give it back, here on the
-            // refresh's own thread, not on a request worker, and after the swap is under way.
-            crate::memory::release_free_memory();
-        })
-        .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
-    let (result, stats) = match rx.await {
-        Ok(answer) => answer,
-        Err(_) => (
-            Err(RefreshError::Aborted("the refresh thread panicked".into())),
-            UpstreamStats::default(),
-        ),
-    };
-
+    let (result, stats) = build_on_thread(gateway, index, stop, &name).await?;
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
-    m.upstream_requests
-        .get_or_create(&labels)
-        .inc_by(stats.requests);
-    m.upstream_retries
-        .get_or_create(&labels)
-        .inc_by(stats.retries);
-    m.retry_after_waits
-        .get_or_create(&labels)
-        .inc_by(stats.retry_after_waits);
+    count_upstream(m, &labels, &stats);
     let outcome = match result {
         Ok(generation) => {
-            let s = &generation.summary;
-            tracing::info!(
-                repository = name,
-                generation = generation.id,
-                pages = s.pages,
-                records = s.records,
-                deleted = s.deleted,
-                urls = s.urls,
-                shards = s.shards,
-                platform = s.platform,
-                seconds = s.build_ms as f64 / 1000.0,
-                "refresh done; serving the new generation"
-            );
-            record_generation(m, repo, &generation);
-            m.last_success
-                .get_or_create(&labels)
-                .set(crate::datestamp::unix_secs(SystemTime::now()));
-            m.last_duration
-                .get_or_create(&labels)
-                .set(s.build_ms as f64 / 1000.0);
-            if let Some(replaced) = repo.swap(generation) {
-                gateway.forget(replaced);
-            }
-            gateway.announce();
-            repo.update(|st| {
-                st.last_success = Some(SystemTime::now());
-                st.last_error = None;
-                st.failures = 0;
-            });
+            serve_generation(gateway, repo, generation, &labels);
             "success"
         }
         Err(RefreshError::Shutdown) => {
@@ -178,32 +123,7 @@ pub(crate) async fn refresh(
             return Err(RefreshError::Shutdown);
         }
         Err(e) => {
-            let message = error_chain(&e);
-            let serving = repo.current().is_some();
-            tracing::error!(
-                repository = name,
-                serving_stale = serving,
-                "refresh failed{}: {message}",
-                if serving {
-                    "; the previous generation keeps serving"
-                } else {
-                    ""
-                }
-            );
-            m.stale.get_or_create(&labels).set(i64::from(serving));
-            m.harvests
-                .get_or_create(&HarvestLabels {
-                    repository: name.clone(),
-                    outcome: "failure",
-                })
-                .inc();
-            repo.update(|st| {
-                st.last_error = Some(message);
-                st.failures += 1;
-                st.refreshing = false;
-                st.completed += 1;
-                st.retry_not_before = stats.retry_not_before;
-            });
+            record_failure(m, repo, &labels, &e, &stats);
             return Err(e);
         }
     };
@@ -219,6 +139,123 @@ pub(crate) async fn refresh(
         st.retry_not_before = stats.retry_not_before;
     });
     Ok(())
+}
+
+/// Builds repository `index`'s next generation on a thread of its own, and waits for it.
+async fn build_on_thread(
+    gateway: &Arc<Gateway>,
+    index: usize,
+    stop: watch::Receiver<bool>,
+    name: &str,
+) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let worker = Arc::clone(gateway);
+    std::thread::Builder::new()
+        .name(format!("refresh-{name}"))
+        .spawn(move || {
+            lower_priority();
+            let _ = tx.send(build_on_own_runtime(&worker, index, stop));
+            // What the harvest and the render allocated is free now: give it back, here on the
+            // refresh's own thread, not on a request worker, and after the swap is under way.
+            crate::memory::release_free_memory();
+        })
+        .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
+    Ok(match rx.await {
+        Ok(answer) => answer,
+        Err(_) => (
+            Err(RefreshError::Aborted("the refresh thread panicked".into())),
+            UpstreamStats::default(),
+        ),
+    })
+}
+
+/// Adds what the upstream client did in one refresh to the repository's counters.
+fn count_upstream(m: &Metrics, labels: &metrics::RepoLabels, stats: &UpstreamStats) {
+    m.upstream_requests
+        .get_or_create(labels)
+        .inc_by(stats.requests);
+    m.upstream_retries
+        .get_or_create(labels)
+        .inc_by(stats.retries);
+    m.retry_after_waits
+        .get_or_create(labels)
+        .inc_by(stats.retry_after_waits);
+}
+
+/// Swaps `generation` in for `repo`, and records it in the log, the metrics and the status.
+fn serve_generation(
+    gateway: &Gateway,
+    repo: &Repo,
+    generation: Generation,
+    labels: &metrics::RepoLabels,
+) {
+    let m = &gateway.metrics;
+    let s = &generation.summary;
+    tracing::info!(
+        repository = repo.config.name,
+        generation = generation.id,
+        pages = s.pages,
+        records = s.records,
+        deleted = s.deleted,
+        urls = s.urls,
+        shards = s.shards,
+        platform = s.platform,
+        seconds = s.build_ms as f64 / 1000.0,
+        "refresh done; serving the new generation"
+    );
+    record_generation(m, repo, &generation);
+    m.last_success
+        .get_or_create(labels)
+        .set(crate::datestamp::unix_secs(SystemTime::now()));
+    m.last_duration
+        .get_or_create(labels)
+        .set(s.build_ms as f64 / 1000.0);
+    if let Some(replaced) = repo.swap(generation) {
+        gateway.forget(replaced);
+    }
+    gateway.announce();
+    repo.update(|st| {
+        st.last_success = Some(SystemTime::now());
+        st.last_error = None;
+        st.failures = 0;
+    });
+}
+
+/// Logs the failed refresh of `repo`, and records it in the metrics and the status.
+fn record_failure(
+    m: &Metrics,
+    repo: &Repo,
+    labels: &metrics::RepoLabels,
+    e: &RefreshError,
+    stats: &UpstreamStats,
+) {
+    let name = &repo.config.name;
+    let message = error_chain(e);
+    let serving = repo.current().is_some();
+    tracing::error!(
+        repository = name,
+        serving_stale = serving,
+        "refresh failed{}: {message}",
+        if serving {
+            "; the previous generation keeps serving"
+        } else {
+            ""
+        }
+    );
+    m.stale.get_or_create(labels).set(i64::from(serving));
+    m.harvests
+        .get_or_create(&HarvestLabels {
+            repository: name.clone(),
+            outcome: "failure",
+        })
+        .inc();
+    repo.update(|st| {
+        st.last_error = Some(message);
+        st.failures += 1;
+        st.refreshing = false;
+        st.completed += 1;
+        st.retry_not_before = stats.retry_not_before;
+    });
 }
 
 /// Sets the per-generation gauges of `repo` from `generation`.
