@@ -248,6 +248,10 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Err(e) if !e.left_untouched() => {
+            eprintln!("error: {}", error_chain(&e));
+            ExitCode::FAILURE
+        }
         Err(e) => {
             eprintln!(
                 "error: export of {} failed; {} was left as it was.\n{}",

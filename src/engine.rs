@@ -5,8 +5,9 @@
 //!
 //! The store's invariant lives here: the store is marked as publishing before a sink is filled
 //! ([`incremental::render`]), and the publish is recorded only after the target committed, so a
-//! store never describes files that were not published; a failure at any step leaves what is
-//! published as it was.
+//! store never describes files that were not published; a failure at any step before the commit
+//! leaves what is published as it was (after it, only recording can fail:
+//! [`Outcome::unrecorded`]).
 
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ use crate::store::{Store, StoreError};
 pub(crate) trait Target {
     /// The sink one attempt at rendering writes into.
     type Sink: FileSink;
-    /// What committing gives back: bytes written, the generation made.
+    /// What committing gives back: the generation made (the gateway's), nothing (an export's).
     type Committed;
     /// The error of any step, the pipeline's included.
     type Error: From<PipelineError>;

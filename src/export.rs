@@ -54,6 +54,26 @@ pub enum ExportError {
         /// Why.
         source: std::io::Error,
     },
+    /// The folder was published, but the state store could not record it: the next export
+    /// through the store renders every record instead of patching.
+    #[error(
+        "{} was published, but the state store could not record it (the next export renders in \
+         full): {source}",
+        out.display()
+    )]
+    Unrecorded {
+        /// The folder published.
+        out: PathBuf,
+        /// Why the store failed.
+        source: crate::store::StoreError,
+    },
+}
+
+impl ExportError {
+    /// Whether the output folder is as it was before the export (all but [`Self::Unrecorded`]).
+    pub fn left_untouched(&self) -> bool {
+        !matches!(self, ExportError::Unrecorded { .. })
+    }
 }
 
 /// What an export did.
@@ -120,8 +140,8 @@ impl engine::Target for Folder<'_> {
     }
 }
 
-/// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error `out` is
-/// untouched.
+/// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error but
+/// [`ExportError::Unrecorded`] `out` is untouched.
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
     let started = Instant::now();
     let client = Client::new(options.harvest.clone())?;
@@ -164,8 +184,11 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         &mut Seen::default(),
     )
     .await?;
-    if let Some(e) = outcome.unrecorded {
-        return Err(PipelineError::from(e).into());
+    if let Some(source) = outcome.unrecorded {
+        return Err(ExportError::Unrecorded {
+            out: options.out.clone(),
+            source,
+        });
     }
     Ok(ExportSummary {
         built: outcome.built,

@@ -1,7 +1,7 @@
 //! What a run published, in the one form its presenters read: `export --json`, the gateway's
 //! generation manifest (from which its status page and metrics are made). `export`'s text
-//! summary reads the [`crate::engine::Outcome`] itself, as it says more (the quirks tolerated,
-//! the store's counts).
+//! summary reads `export::ExportSummary`, made from the same outcome, as it says more (the
+//! quirks tolerated, the store's counts).
 
 use std::collections::BTreeMap;
 

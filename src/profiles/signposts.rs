@@ -13,7 +13,7 @@
 //! none of whose entries lost (superseded, deleted later, a landing page listed by a newer
 //! record), or only a few, blanked out in place (`ShardFile::settle`), is published as it
 //! stands, and a sink on the same file system links it into place
-//! ([`crate::pipeline::FileSink::link_shard`]); the winners of files that lost more are cut
+//! ([`super::files::FileSink::link_shard`]); the winners of files that lost more are cut
 //! into shards again. So each entry is written once: for a million records, writing the
 //! entries to a temporary file, reading them back and writing the shards took a fifth of the
 //! export's time.
@@ -418,7 +418,7 @@ impl Signposts {
 
     /// Writes the Signmap's and OCX's shard files in a new folder in `parent` (call before
     /// [`Signposts::add`]). `linked`: the sink links them into place
-    /// ([`crate::pipeline::FileSink::link_shard`]) rather than reads them, so they are written
+    /// ([`super::files::FileSink::link_shard`]) rather than reads them, so they are written
     /// with direct I/O when they can be large.
     pub fn spill_in(mut self, parent: PathBuf, linked: bool) -> Self {
         self.folder.parent = parent;

@@ -11,7 +11,7 @@
 //! read ([`FormatError`]), and [`crate::store::Store::open`] starts such a store anew, as it
 //! does a store whose tables are of another version.
 //!
-//! The store's own records of a harvest ([`Complete`], [`Run`], [`Checkpoint`], ...) are the
+//! The store's own records of a harvest ([`Complete`], [`Run`], [`super::Checkpoint`], ...) are the
 //! store's types already and are kept as they are.
 
 use serde::{Deserialize, Serialize};
