@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::profiles::Profile;
+
 /// What a generation's harvest found, for the status page and metrics.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Summary {
@@ -136,6 +138,62 @@ impl Summary {
     }
 }
 
+/// What one profile of a generation published: its entries, and what it did not publish, by
+/// reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProfileCounts {
+    /// The profile.
+    pub(crate) profile: Profile,
+    /// Entries published.
+    pub(crate) entries: u64,
+    /// What it did not publish, by reason.
+    pub(crate) drops: Vec<(&'static str, u64)>,
+}
+
+impl Summary {
+    /// Each profile's counts besides the sitemap's: the Signmap, CDIF's documents and lists
+    /// (the same documents), OCX, each DiWoo category. The metrics read them from here.
+    pub(crate) fn profiles(&self) -> Vec<ProfileCounts> {
+        let counts = |profile, entries, drops: &[(&'static str, u64)]| ProfileCounts {
+            profile,
+            entries,
+            drops: drops.to_vec(),
+        };
+        let mut all = Vec::new();
+        if let Some(s) = &self.signmap {
+            let drops = [
+                ("no_landing_page", s.no_landing_page),
+                ("duplicate", s.duplicate),
+            ];
+            all.push(counts(Profile::Signmap, s.published, &drops));
+        }
+        if let Some(c) = &self.cdif {
+            let drops = [("no_landing_page", c.no_landing_page)];
+            if c.index_url.is_some() {
+                all.push(counts(Profile::Cdif, c.documents, &drops));
+            }
+            if c.lists_index_url.is_some() {
+                all.push(counts(Profile::CdifList, c.documents, &drops));
+            }
+        }
+        if let Some(o) = &self.ocx {
+            let drops = [
+                ("ocx_no_type", o.no_type),
+                ("no_landing_page", o.no_landing_page),
+            ];
+            all.push(counts(Profile::Ocx, o.published, &drops));
+        }
+        for d in &self.diwoo {
+            let drops = [
+                ("diwoo_requires_https", d.requires_https),
+                ("diwoo_requires_lastmod", d.requires_lastmod),
+            ];
+            all.push(counts(Profile::Diwoo(d.category), d.urls, &drops));
+        }
+        all
+    }
+}
+
 /// What a generation's CDIF documents are.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct CdifSummary {
@@ -225,5 +283,60 @@ mod stored_diwoo {
                 requires_lastmod: s.requires_lastmod,
             })
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each profile of a generation is counted once, with its own reasons; CDIF's two forms
+    /// count the same documents.
+    #[test]
+    fn each_profile_is_counted_with_its_reasons() {
+        let summary = Summary {
+            signmap: Some(SignmapSummary {
+                index_url: "https://p.example/signmap.xml".into(),
+                published: 7,
+                no_landing_page: 2,
+                duplicate: 1,
+            }),
+            cdif: Some(CdifSummary {
+                index_url: None,
+                lists_index_url: Some("https://p.example/cdif-list-sitemap.xml".into()),
+                lists: 1,
+                documents: 7,
+                no_landing_page: 2,
+            }),
+            diwoo: vec![crate::pipeline::DiwooStats {
+                category: 14,
+                urls: 3,
+                requires_https: 4,
+                requires_lastmod: 0,
+            }],
+            ..Summary::default()
+        };
+        let counts = |profile, entries, drops: &[(&'static str, u64)]| ProfileCounts {
+            profile,
+            entries,
+            drops: drops.to_vec(),
+        };
+        assert_eq!(
+            summary.profiles(),
+            [
+                counts(
+                    Profile::Signmap,
+                    7,
+                    &[("no_landing_page", 2), ("duplicate", 1)]
+                ),
+                counts(Profile::CdifList, 7, &[("no_landing_page", 2)]),
+                counts(
+                    Profile::Diwoo(14),
+                    3,
+                    &[("diwoo_requires_https", 4), ("diwoo_requires_lastmod", 0)]
+                ),
+            ]
+        );
+        assert!(Summary::default().profiles().is_empty());
     }
 }

@@ -21,7 +21,6 @@ use crate::incremental::RunSummary;
 use crate::oai::Client;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
-use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::store::{self, Store};
 
@@ -282,64 +281,23 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
             })
             .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
     }
-    let profile = |profile: Profile, entries: u64, drops: &[(&'static str, u64)]| {
-        let name = profile.label();
+    for counts in s.profiles() {
+        let name = counts.profile.label();
         m.profile_entries
             .get_or_create(&metrics::ProfileLabels {
                 repository: repo.config.name.clone(),
                 profile: name.clone(),
             })
-            .set(entries as i64);
-        for (reason, n) in drops {
+            .set(counts.entries as i64);
+        for (reason, n) in counts.drops {
             m.profile_dropped
                 .get_or_create(&metrics::ProfileDropLabels {
                     repository: repo.config.name.clone(),
                     profile: name.clone(),
                     reason,
                 })
-                .set(*n as i64);
+                .set(n as i64);
         }
-    };
-    if let Some(sm) = &s.signmap {
-        profile(
-            Profile::Signmap,
-            sm.published,
-            &[
-                ("no_landing_page", sm.no_landing_page),
-                ("duplicate", sm.duplicate),
-            ],
-        );
-    }
-    if let Some(c) = &s.cdif {
-        // The same documents, one by one and in lists.
-        for (form, on) in [
-            (Profile::Cdif, c.index_url.is_some()),
-            (Profile::CdifList, c.lists_index_url.is_some()),
-        ] {
-            if on {
-                profile(form, c.documents, &[("no_landing_page", c.no_landing_page)]);
-            }
-        }
-    }
-    if let Some(o) = &s.ocx {
-        profile(
-            Profile::Ocx,
-            o.published,
-            &[
-                ("ocx_no_type", o.no_type),
-                ("no_landing_page", o.no_landing_page),
-            ],
-        );
-    }
-    for d in &s.diwoo {
-        profile(
-            Profile::Diwoo(d.category),
-            d.urls,
-            &[
-                ("diwoo_requires_https", d.requires_https),
-                ("diwoo_requires_lastmod", d.requires_lastmod),
-            ],
-        );
     }
     m.stale.get_or_create(&labels).set(0);
     m.serving.get_or_create(&labels).set(1);
