@@ -22,7 +22,8 @@ use crate::store::{Store, StoreError};
 pub(crate) trait Target {
     /// The sink one attempt at rendering writes into.
     type Sink: FileSink;
-    /// What committing gives back: the generation made (the gateway's), nothing (an export's).
+    /// What committing gives back: the generation made (the gateway's), the bytes written (an
+    /// export's).
     type Committed;
     /// The error of any step, the pipeline's included.
     type Error: From<PipelineError>;

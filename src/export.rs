@@ -105,12 +105,12 @@ impl FileSink for Staging {
 /// The export's target: a staging folder beside `out`, swapped in on commit.
 struct Folder<'a> {
     out: &'a Path,
-    bytes: u64,
 }
 
 impl engine::Target for Folder<'_> {
     type Sink = Staging;
-    type Committed = ();
+    /// The bytes written.
+    type Committed = u64;
     type Error = ExportError;
 
     fn place(&self) -> String {
@@ -134,9 +134,10 @@ impl engine::Target for Folder<'_> {
         _: &Built,
         _: Option<&RunSummary>,
         _: Duration,
-    ) -> Result<(), ExportError> {
-        self.bytes = staging.bytes();
-        Ok(staging.commit()?)
+    ) -> Result<u64, ExportError> {
+        let bytes = staging.bytes();
+        staging.commit()?;
+        Ok(bytes)
     }
 }
 
@@ -171,10 +172,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         store,
         policy: &options.policy,
     });
-    let mut folder = Folder {
-        out: &options.out,
-        bytes: 0,
-    };
+    let mut folder = Folder { out: &options.out };
     let outcome = engine::run(
         &job,
         &client,
@@ -192,7 +190,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     }
     Ok(ExportSummary {
         built: outcome.built,
-        bytes: folder.bytes,
+        bytes: outcome.committed,
         elapsed: started.elapsed(),
         out: options.out.clone(),
         run: outcome.run,
@@ -252,12 +250,8 @@ impl ExportSummary {
         if let Some(run) = &self.run {
             let _ = writeln!(
                 out,
-                "  harvest         {}{}{}; the store holds {} live records and {} deleted{}",
-                run.kind.as_str(),
-                run.from
-                    .as_ref()
-                    .map(|f| format!(" from {f}"))
-                    .unwrap_or_default(),
+                "  harvest         {}{}; the store holds {} live records and {} deleted{}",
+                run.kind_text(),
                 if run.resumed > 0 {
                     format!(", continued after {} interruption(s)", run.resumed)
                 } else {

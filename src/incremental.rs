@@ -114,6 +114,16 @@ pub struct RunSummary {
     pub selective_refused: Option<String>,
 }
 
+impl RunSummary {
+    /// The kind of harvest in words: `full`, or `incremental from <date>`.
+    pub(crate) fn kind_text(&self) -> String {
+        match &self.from {
+            Some(from) => format!("{} from {from}", self.kind.as_str()),
+            None => self.kind.as_str().to_owned(),
+        }
+    }
+}
+
 /// Harvests `job` into `store` and collects the store's records for rendering. Fails, with the
 /// store consistent and its checkpoint saved, when the harvest does not complete.
 ///

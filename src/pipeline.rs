@@ -84,9 +84,6 @@ pub enum PipelineError {
     /// Rendering failed.
     #[error(transparent)]
     Render(#[from] RenderError),
-    /// Storing a file failed.
-    #[error("{0}")]
-    Sink(Box<dyn std::error::Error + Send + Sync>),
     /// The repository's state store failed.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
@@ -727,7 +724,7 @@ pub(crate) fn render<S: FileSink>(
             .collect(),
     }]);
     sink.put("robots.txt", robots.as_bytes())
-        .map_err(|e| PipelineError::Sink(Box::new(e)))?;
+        .map_err(|e| WriteError::Sink(Box::new(e)))?;
     Ok(Rendered {
         shards: names,
         sitemap_shards,

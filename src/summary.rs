@@ -116,12 +116,8 @@ impl Summary {
             diwoo: built.diwoo.clone(),
             harvest: match run {
                 Some(run) => format!(
-                    "{}{}: {} records received, {} of them deleted",
-                    run.kind.as_str(),
-                    run.from
-                        .as_ref()
-                        .map(|from| format!(" from {from}"))
-                        .unwrap_or_default(),
+                    "{}: {} records received, {} of them deleted",
+                    run.kind_text(),
                     run.received,
                     run.received_deleted
                 ),

@@ -140,22 +140,27 @@ impl Profile {
     /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
     /// `cdif-list-sitemap.xml`, `sitemapindex-diwoo-infocat014.xml`.
     pub fn index_name(self) -> String {
-        match self {
-            Profile::Diwoo(category) => format!("sitemapindex-diwoo-infocat{category:03}.xml"),
-            _ => format!("{}.xml", self.shard_prefix()),
+        match self.fixed_prefix() {
+            Some(prefix) => format!("{prefix}.xml"),
+            None => format!("sitemapindex-{}.xml", self.shard_prefix()),
         }
     }
 
     /// What its shards' names start with, before `-{n}.xml`.
     pub fn shard_prefix(self) -> String {
-        match self {
-            Profile::Sitemap => "sitemap".to_owned(),
-            Profile::Signmap => "signmap".to_owned(),
-            Profile::Ocx => "ocx".to_owned(),
-            Profile::Cdif => "cdif-sitemap".to_owned(),
-            Profile::CdifList => "cdif-list-sitemap".to_owned(),
-            Profile::Diwoo(category) => format!("diwoo-infocat{category:03}"),
+        match (self, self.fixed_prefix()) {
+            (_, Some(prefix)) => prefix.to_owned(),
+            (Profile::Diwoo(category), None) => format!("diwoo-infocat{category:03}"),
+            (_, None) => unreachable!("every profile but DiWoo's has a fixed prefix"),
         }
+    }
+
+    /// The prefix of a profile whose names do not vary ([`FIXED`]); `None` for a DiWoo category.
+    fn fixed_prefix(self) -> Option<&'static str> {
+        FIXED
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map(|&(_, prefix)| prefix)
     }
 
     /// The name of shard `n` (from 1) with extension `ext` (`xml`; the sitemap's may be
@@ -191,6 +196,16 @@ impl Profile {
     }
 }
 
+/// The profiles whose file names do not vary, with what their names start with: the index is
+/// `{prefix}.xml`, shard n `{prefix}-{n}.xml`. Names are formatted and parsed from this table.
+const FIXED: [(Profile, &str); 5] = [
+    (Profile::Sitemap, "sitemap"),
+    (Profile::Signmap, "signmap"),
+    (Profile::Ocx, "ocx"),
+    (Profile::Cdif, "cdif-sitemap"),
+    (Profile::CdifList, "cdif-list-sitemap"),
+];
+
 /// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
 pub(crate) const CDIF_LIST_PREFIX: &str = "cdif-list";
 
@@ -211,14 +226,11 @@ impl FileName {
         {
             return self::category(category).map(|c| FileName::Index(Profile::Diwoo(c)));
         }
-        let fixed = [
-            Profile::Sitemap,
-            Profile::Signmap,
-            Profile::Ocx,
-            Profile::Cdif,
-            Profile::CdifList,
-        ];
-        if let Some(&p) = fixed.iter().find(|p| name == p.index_name()) {
+        // Read without allocating: the gateway parses the name of every request.
+        let fixed = name
+            .strip_suffix(".xml")
+            .and_then(|stem| FIXED.iter().find(|&&(_, prefix)| stem == prefix));
+        if let Some(&(p, _)) = fixed {
             return Some(FileName::Index(p));
         }
         let (profile, rest) = match name.strip_prefix("diwoo-infocat") {
@@ -229,11 +241,8 @@ impl FileName {
                     rest.strip_prefix('-')?,
                 )
             }
-            None => fixed.iter().find_map(|&p| {
-                let rest = name
-                    .strip_prefix(p.shard_prefix().as_str())?
-                    .strip_prefix('-')?;
-                Some((p, rest))
+            None => FIXED.iter().find_map(|&(p, prefix)| {
+                Some((p, name.strip_prefix(prefix)?.strip_prefix('-')?))
             })?,
         };
         let n = rest
