@@ -69,12 +69,12 @@ impl ProfileSettings {
     /// Whether a profile that describes each record's landing page is on (Signmap, OCX, CDIF):
     /// the records are then collected for them ([`signposts`]).
     pub fn describes_records(&self) -> bool {
-        self.signmap || self.ocx.is_some() || self.cdif || self.cdif_list
+        self.profiles().into_iter().any(Profile::describes_records)
     }
 
     /// Whether only the plain sitemap is published.
     pub fn sitemap_only(&self) -> bool {
-        !self.describes_records() && self.diwoo.is_empty()
+        self.profiles() == [Profile::Sitemap]
     }
 }
 
@@ -134,7 +134,19 @@ impl Profile {
     /// Whether robots.txt announces it to CDIF's user agent rather than to every crawler: its
     /// locations are JSON-LD documents (or lists of them), not pages.
     pub fn for_cdif(self) -> bool {
-        matches!(self, Profile::Cdif | Profile::CdifList)
+        match self {
+            Profile::Cdif | Profile::CdifList => true,
+            Profile::Sitemap | Profile::Signmap | Profile::Ocx | Profile::Diwoo(_) => false,
+        }
+    }
+
+    /// Whether it describes each record's landing page, so that the records are collected for
+    /// it as they arrive ([`signposts`]), rather than listing the inventory's URLs.
+    pub fn describes_records(self) -> bool {
+        match self {
+            Profile::Signmap | Profile::Ocx | Profile::Cdif | Profile::CdifList => true,
+            Profile::Sitemap | Profile::Diwoo(_) => false,
+        }
     }
 
     /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
