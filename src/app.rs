@@ -20,8 +20,49 @@ use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings
 /// Exit code for a bad configuration (sysexits `EX_CONFIG`).
 pub const EXIT_CONFIG: u8 = 78;
 
+/// Exit code for a usage error, as clap's own: a flag the command needs was not given.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Why a command's options could not be built.
+#[derive(Debug)]
+pub(crate) enum OptionsError {
+    /// A flag the command needs is missing and no other layer gives it: a usage error (exit 2).
+    Missing(ConfigError),
+    /// A value is bad, in the file, the environment or a flag (exit 78).
+    Invalid(ConfigError),
+}
+
+impl From<ConfigError> for OptionsError {
+    fn from(e: ConfigError) -> OptionsError {
+        OptionsError::Invalid(e)
+    }
+}
+
+impl OptionsError {
+    /// The error, whichever kind.
+    pub(crate) fn into_inner(self) -> ConfigError {
+        match self {
+            OptionsError::Missing(e) | OptionsError::Invalid(e) => e,
+        }
+    }
+
+    /// Prints the error (a usage error with where to read about the flags) and gives its exit
+    /// code.
+    fn report(self, command: &str) -> ExitCode {
+        let usage = matches!(self, OptionsError::Missing(_));
+        let e = self.into_inner();
+        if usage {
+            eprintln!("error: {e}\n\nFor more information, try 'oai-bridge {command} --help'.");
+            ExitCode::from(EXIT_USAGE)
+        } else {
+            eprintln!("error: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        }
+    }
+}
+
 /// Builds the export options from flags, environment and configuration.
-pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigError> {
+pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, OptionsError> {
     export_options_in(args, &Environment::process())
 }
 
@@ -29,7 +70,7 @@ pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, ConfigE
 pub(crate) fn export_options_in(
     args: &ExportArgs,
     env: &Environment,
-) -> Result<ExportOptions, ConfigError> {
+) -> Result<ExportOptions, OptionsError> {
     let file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -42,8 +83,10 @@ pub(crate) fn export_options_in(
         .clone()
         .or_else(|| repo.and_then(|r| layers.file().public_url_under_server(r)))
         .ok_or_else(|| {
-            Origin::Flag("--public-url")
-                .error("is required: the URL where the folder will be served")
+            OptionsError::Missing(
+                Origin::Flag("--public-url")
+                    .error("is required: the URL where the folder will be served"),
+            )
         })?;
     let harvest = layers.harvest()?;
     let policy = settings.policy.clone();
@@ -58,11 +101,11 @@ pub(crate) fn export_options_in(
 }
 
 /// The `[[repository]]` an export takes: `--repository`, none with `--base-url` alone, or the
-/// only one.
+/// only one; with none configured, `--base-url` is missing, and with several, `--repository`.
 fn export_repository<'c>(
     config: &'c Config,
     args: &ExportArgs,
-) -> Result<Option<&'c RepositoryConfig>, ConfigError> {
+) -> Result<Option<&'c RepositoryConfig>, OptionsError> {
     match (&args.repository, &args.base_url) {
         (Some(name), _) => {
             let repo = config.repositories.iter().find(|r| &r.name == name);
@@ -76,10 +119,13 @@ fn export_repository<'c>(
         (None, Some(_)) => Ok(None),
         (None, None) => match config.repositories.as_slice() {
             [only] => Ok(Some(only)),
-            [] => Err(Origin::Flag("--base-url")
-                .error("give --base-url, or --config with a [[repository]]")),
-            _ => Err(Origin::Flag("--repository")
-                .error("the configuration has several repositories; choose one with --repository")),
+            [] => Err(OptionsError::Missing(
+                Origin::Flag("--base-url")
+                    .error("give --base-url, or --config with a [[repository]]"),
+            )),
+            _ => Err(OptionsError::Missing(Origin::Flag("--repository").error(
+                "the configuration has several repositories; choose one with --repository",
+            ))),
         },
     }
 }
@@ -234,10 +280,7 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
 pub async fn run_export(args: &ExportArgs) -> ExitCode {
     let options = match export_options(args) {
         Ok(options) => options,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        Err(e) => return e.report("export"),
     };
     match export::export(&options).await {
         Ok(summary) => {
@@ -478,7 +521,7 @@ from = "2020-01-01"
         let Command::Export(args) = command("export", config, &flags) else {
             unreachable!()
         };
-        export_options_in(&args, &env(vars))
+        export_options_in(&args, &env(vars)).map_err(OptionsError::into_inner)
     }
 
     fn check(

@@ -40,7 +40,7 @@ mod store;
 mod summary;
 
 // The commands, as the binary runs them.
-pub use app::{EXIT_CONFIG, error_chain, run_check, run_export, run_serve};
+pub use app::{EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_export, run_serve};
 pub use cli::{Cli, Command, LogFormat};
 pub use memory::limit_arenas;
 

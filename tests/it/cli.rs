@@ -475,6 +475,27 @@ fn usage_errors_exit_2() {
         assert_exit(&o, 2);
         assert!(!stderr(&o).is_empty(), "{args:?}");
     }
+    // A flag no layer gives: a usage error too, naming the flag, whether or not a (good)
+    // configuration file was read; a bad file stays 78 (above).
+    for (args, flag) in [
+        (&["export", "--out", out][..], "--base-url"),
+        (
+            &["export", "--out", out, "--base-url", SAMPLE][..],
+            "--public-url",
+        ),
+        (
+            &["export", "--out", out, "--config", "bridge.toml"][..],
+            "--public-url",
+        ),
+    ] {
+        let o = bridge().args(args).output().unwrap();
+        assert_exit(&o, 2);
+        let err = stderr(&o);
+        assert!(
+            err.contains(&format!("command line: {flag}:")) && err.contains("--help"),
+            "{args:?}: {err}"
+        );
+    }
     assert!(names(tmp.path()).is_empty());
 }
 
