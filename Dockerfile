@@ -19,7 +19,10 @@ RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates
     && useradd --system --uid 10001 --home-dir /var/lib/oai-bridge --shell /usr/sbin/nologin oai-bridge \
     && mkdir -p /var/lib/oai-bridge /etc/oai-bridge && chown oai-bridge /var/lib/oai-bridge
 COPY --from=build /src/target/release/oai-bridge /usr/local/bin/oai-bridge
+# The shipped bridge.toml serves the bundled sample, a path relative to the file's folder: the
+# image as built serves it (tests/it/packaging.rs checks every such path is copied here).
 COPY bridge.toml /etc/oai-bridge/bridge.toml
+COPY fixtures/sample-repository.xml /etc/oai-bridge/fixtures/sample-repository.xml
 USER oai-bridge
 ENV OAI_BRIDGE_LISTEN=0.0.0.0:8080 \
     OAI_BRIDGE_STATE_DIR=/var/lib/oai-bridge \
@@ -27,6 +30,11 @@ ENV OAI_BRIDGE_LISTEN=0.0.0.0:8080 \
 VOLUME /var/lib/oai-bridge
 EXPOSE 8080
 # Orchestrators probe GET /healthz (alive) and /readyz (every repository has a generation).
+# Docker's own health check asks /healthz with the binary itself (the hidden `probe` command):
+# the slim image has no curl, and installing it would add an HTTP client and its libraries to
+# the image for this alone. The port is OAI_BRIDGE_LISTEN's.
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 \
+    CMD ["/usr/local/bin/oai-bridge", "probe", "--timeout", "5", "http://127.0.0.1:8080/healthz"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/local/bin/oai-bridge"]
 CMD ["serve", "--config", "/etc/oai-bridge/bridge.toml"]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::check::{self, CheckOptions};
-use crate::cli::{CheckArgs, ExportArgs, ServeArgs};
+use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, ServeArgs};
 use crate::config::{Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
 use crate::oai::{HarvestRequest, Source};
@@ -302,6 +302,52 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
                 options.out.display(),
                 error_chain(&e)
             );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the completion script for `args.shell` on stdout.
+pub fn run_completions(args: &CompletionsArgs) -> ExitCode {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    // Made in memory first: clap_complete panics on a write error.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command, "oai-bridge", &mut script);
+    print_all(&script, "the completion script")
+}
+
+/// Prints the manual page (roff) on stdout.
+pub fn run_man() -> ExitCode {
+    let command = <Cli as clap::CommandFactory>::command();
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .render(&mut page)
+        .expect("writing to memory succeeds");
+    print_all(&page, "the manual page")
+}
+
+/// Writes `bytes` to stdout; a reader that stopped early (`| head`) had what it wanted.
+fn print_all(bytes: &[u8], what: &str) -> ExitCode {
+    match std::io::stdout().lock().write_all(bytes) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: cannot write {what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// GETs `args.url`: exit 0 on a 2xx answer, 1 on any other answer or none (said on stderr).
+pub fn run_probe(args: &ProbeArgs) -> ExitCode {
+    match crate::probe::status(&args.url, std::time::Duration::from_secs(args.timeout)) {
+        Ok(code) if (200..300).contains(&code) => ExitCode::SUCCESS,
+        Ok(code) => {
+            eprintln!("probe: {}: {code}", args.url);
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("probe: {e}");
             ExitCode::FAILURE
         }
     }

@@ -50,6 +50,33 @@ pub enum Command {
     /// a sample of records, the scope, the host's robots.txt. Writes nothing. Exit 0 when it can
     /// be bridged as configured, 1 when not. Each request is tried at most twice.
     Check(CheckArgs),
+    /// Print a shell completion script on stdout, e.g.
+    /// `oai-bridge completions bash > /etc/bash_completion.d/oai-bridge`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on stdout, e.g. `oai-bridge man | man -l -`.
+    Man,
+    /// GET an http:// URL and exit 0 when it answers 2xx, 1 otherwise: the container image's
+    /// HEALTHCHECK, which has no curl. Hidden: a tool for the image, not for operators.
+    #[command(hide = true)]
+    Probe(ProbeArgs),
+}
+
+/// `oai-bridge completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `oai-bridge probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// What to GET: http://HOST:PORT/PATH (plain HTTP, as the gateway listens).
+    pub url: String,
+    /// Seconds to wait for the connection and for the status line, each.
+    #[arg(long, value_name = "SECS", default_value_t = 5)]
+    pub timeout: u64,
 }
 
 /// `oai-bridge check`.

@@ -29,6 +29,7 @@ mod oai;
 mod patch;
 mod pipeline;
 mod platform;
+mod probe;
 mod profiles;
 mod progress;
 mod publish;
@@ -40,8 +41,11 @@ mod store;
 mod summary;
 
 // The commands, as the binary runs them.
-pub use app::{EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_export, run_serve};
-pub use cli::{Cli, Command, LogFormat};
+pub use app::{
+    EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_completions, run_export, run_man,
+    run_probe, run_serve,
+};
+pub use cli::{Cli, Command, CompletionsArgs, LogFormat, ProbeArgs};
 pub use memory::limit_arenas;
 
 // The commands as library calls, with their options and outcomes.

@@ -9,6 +9,13 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     oai_bridge::limit_arenas();
     let cli = Cli::parse();
+    // What prints a file or asks one URL needs neither logging nor a runtime.
+    match &cli.command {
+        Command::Completions(args) => return oai_bridge::run_completions(args),
+        Command::Man => return oai_bridge::run_man(),
+        Command::Probe(args) => return oai_bridge::run_probe(args),
+        Command::Export(_) | Command::Check(_) | Command::Serve(_) => {}
+    }
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
         (false, 0) => "info",
@@ -28,8 +35,8 @@ fn main() -> ExitCode {
     // `export` harvests one page after another: one thread does it without cross-thread
     // wake-ups. `serve` answers requests on every core.
     let runtime = match &cli.command {
-        Command::Export(_) | Command::Check(_) => tokio::runtime::Builder::new_current_thread(),
         Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
+        _ => tokio::runtime::Builder::new_current_thread(),
     }
     .enable_all()
     .build();
@@ -45,6 +52,9 @@ fn main() -> ExitCode {
             Command::Export(args) => oai_bridge::run_export(args).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
+            Command::Completions(_) | Command::Man | Command::Probe(_) => {
+                unreachable!("answered before the runtime starts")
+            }
         }
     })
 }

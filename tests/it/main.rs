@@ -8,6 +8,7 @@ mod faults;
 mod fuzz_regressions;
 mod golden;
 mod incremental;
+mod packaging;
 mod platforms;
 mod props;
 mod serve;

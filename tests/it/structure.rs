@@ -215,6 +215,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error",
             "memo",
             "memory",
+            "probe",
             "progress",
             "publish",
             "scope",
