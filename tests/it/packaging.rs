@@ -1,6 +1,7 @@
 //! What ships beside the binary, as shipped (issue 22): shell completions and the manual page;
 //! the container image, laid out from the Dockerfile's COPY lines and run with its ENV, CMD and
-//! HEALTHCHECK.
+//! HEALTHCHECK; the systemd unit's system-call filter, expanded as systemd 252 expands it and
+//! installed with seccomp around the real gateway through a refresh of the sample.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead as _, BufReader};
@@ -307,4 +308,211 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
         "{}",
         text(&o.stderr)
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The systemd unit
+
+/// The values of `key` in the unit's `[Service]` section, in order.
+fn service_values(unit: &str, key: &str) -> Vec<String> {
+    let mut in_service = false;
+    let mut values = Vec::new();
+    for line in unit.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_service = line == "[Service]";
+        } else if in_service
+            && let Some((k, v)) = line.split_once('=')
+            && k == key
+        {
+            values.push(v.to_owned());
+        }
+    }
+    values
+}
+
+fn unit() -> String {
+    std::fs::read_to_string(root().join("deploy/oai-bridge.service")).unwrap()
+}
+
+/// systemd 252's system-call groups (`systemd-analyze syscall-filter`, kept in fixtures/).
+fn groups() -> BTreeMap<String, Vec<String>> {
+    let text = std::fs::read_to_string(root().join("fixtures/systemd/syscall-groups.txt")).unwrap();
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines() {
+        if line.starts_with('@') {
+            current = Some(line.trim().to_owned());
+            groups.insert(line.trim().to_owned(), Vec::new());
+        } else if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            if line.trim().is_empty() {
+                current = None;
+            }
+        } else if let Some(group) = &current {
+            groups.get_mut(group).unwrap().push(line.trim().to_owned());
+        }
+    }
+    groups
+}
+
+/// A name or a group, expanded to system calls.
+fn expand(item: &str, groups: &BTreeMap<String, Vec<String>>, out: &mut Vec<String>) {
+    if item.starts_with('@') {
+        let members = groups
+            .get(item)
+            .unwrap_or_else(|| panic!("no group {item} in systemd 252"));
+        for member in members {
+            expand(member, groups, out);
+        }
+    } else {
+        out.push(item.to_owned());
+    }
+}
+
+/// The system calls an allow-list `SystemCallFilter=` sequence lets through, as systemd.exec(5)
+/// says: the first assignment, an allow list, sets the default action (refusal); each later one
+/// adds its calls, or removes them when it starts with `~`; the empty string resets. The calls
+/// for exiting, execve, time and sleeping (`@default`) are always allowed.
+fn allowed(filters: &[String]) -> std::collections::BTreeSet<String> {
+    let groups = groups();
+    let mut allowed = std::collections::BTreeSet::new();
+    let mut calls = Vec::new();
+    expand("@default", &groups, &mut calls);
+    allowed.extend(calls);
+    for (i, filter) in filters.iter().enumerate() {
+        if filter.is_empty() {
+            allowed.clear();
+            continue;
+        }
+        let (deny, list) = match filter.strip_prefix('~') {
+            Some(list) => (true, list),
+            None => (false, filter.as_str()),
+        };
+        assert!(
+            i > 0 || !deny,
+            "the unit's first SystemCallFilter= is an allow list"
+        );
+        let mut calls = Vec::new();
+        for item in list.split_whitespace() {
+            expand(item.split(':').next().unwrap(), &groups, &mut calls);
+        }
+        for call in calls {
+            if deny {
+                allowed.remove(&call);
+            } else {
+                allowed.insert(call);
+            }
+        }
+    }
+    allowed
+}
+
+/// The filter lines the unit had before issue 22: setpriority, which every refresh calls, was
+/// refused by killing the gateway (SIGSYS, exit 159), and Restart=on-failure looped it.
+const FILTER_BEFORE_22: [&str; 2] = ["@system-service", "~@privileged @resources"];
+
+/// Issue 22: what the unit's filter lets through, read from the unit: the refresh's
+/// setpriority (src/server/refresh.rs lowers its thread's priority); a refused call fails with
+/// EPERM instead of killing the gateway; SIGHUP reloads.
+#[test]
+fn the_units_filter_lets_the_refresh_lower_its_priority() {
+    let refresh = std::fs::read_to_string(root().join("src/server/refresh.rs")).unwrap();
+    assert!(refresh.contains("setpriority_process"));
+    let unit = unit();
+    let filters = service_values(&unit, "SystemCallFilter");
+    assert!(allowed(&filters).contains("setpriority"), "{filters:?}");
+    // The semantics above are those that refused it before.
+    let before = FILTER_BEFORE_22.map(String::from);
+    assert!(!allowed(&before).contains("setpriority"));
+    assert!(allowed(&before).contains("openat"));
+    assert!(!allowed(&before).contains("mount"));
+
+    assert_eq!(service_values(&unit, "SystemCallErrorNumber"), ["EPERM"]);
+    assert_eq!(
+        service_values(&unit, "ExecReload"),
+        ["/bin/kill -HUP $MAINPID"]
+    );
+}
+
+/// The real gateway under the unit's filter, installed with seccomp before exec (as systemd
+/// does, with no_new_privs), through its first refresh of the sample, where the refresh thread
+/// calls setpriority. Stricter than the unit: a refused call kills here instead of failing with
+/// EPERM, so the gateway calls nothing outside the allow list. The filter before issue 22,
+/// which differs from it by setpriority alone, kills the gateway with SIGSYS, as it did in the
+/// field; with the unit's EPERM it would have served (the refresh goes on at its priority).
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[test]
+fn the_gateway_refreshes_under_the_units_system_call_filter() {
+    use std::os::unix::process::ExitStatusExt as _;
+
+    use seccompiler::SeccompAction;
+
+    let now = allowed(&service_values(&unit(), "SystemCallFilter"));
+    let before = allowed(&FILTER_BEFORE_22.map(String::from));
+    let added: Vec<&String> = now.difference(&before).collect();
+    assert_eq!(added, ["setpriority"]);
+    assert!(before.is_subset(&now));
+
+    let serve = |calls: &std::collections::BTreeSet<String>, refused: SeccompAction| {
+        let mut calls = calls.clone();
+        // Run as root (as CI runs), SQLite hands its journal and WAL files to the database's
+        // owner with fchown (in @privileged: refused by the unit); it asks geteuid first and
+        // does not when it is not root, and the unit's DynamicUser never is.
+        if rustix::process::geteuid().is_root() {
+            calls.insert("fchown".to_owned());
+        }
+        let state = tempfile::tempdir().unwrap();
+        let mut cmd = bridge();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state.path());
+        under_filter(&mut cmd, &calls, refused);
+        Gateway::start(cmd).and_then(|mut g| g.served())
+    };
+
+    serve(&now, SeccompAction::KillProcess)
+        .expect("the gateway serves the sample under the unit's filter");
+    let status = serve(&before, SeccompAction::KillProcess)
+        .expect_err("the filter before issue 22 stops the gateway");
+    assert_eq!(status.signal(), Some(libc::SIGSYS), "{status}");
+    serve(&before, SeccompAction::Errno(libc::EPERM as u32))
+        .expect("a refused setpriority that fails with EPERM is no harm");
+}
+
+/// Has `cmd` install, between fork and exec, a seccomp filter that allows `calls` (x86_64
+/// names) and meets any other with `refused`.
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[allow(unsafe_code)]
+fn under_filter(
+    cmd: &mut Command,
+    calls: &std::collections::BTreeSet<String>,
+    refused: seccompiler::SeccompAction,
+) {
+    use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, TargetArch};
+    use std::os::unix::process::CommandExt as _;
+
+    let numbers =
+        std::fs::read_to_string(root().join("fixtures/systemd/syscalls-x86_64.txt")).unwrap();
+    let numbers: BTreeMap<&str, i64> = numbers
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (name, nr) = l.split_once(' ').unwrap();
+            (name, nr.parse().unwrap())
+        })
+        .collect();
+    // Names of other architectures (clock_gettime64, ...) are skipped, as systemd skips them.
+    let rules = calls
+        .iter()
+        .filter_map(|call| numbers.get(call.as_str()))
+        .map(|&nr| (nr, Vec::new()))
+        .collect();
+    let filter =
+        SeccompFilter::new(rules, refused, SeccompAction::Allow, TargetArch::x86_64).unwrap();
+    let program: BpfProgram = filter.try_into().unwrap();
+    // SAFETY: between fork and exec the closure calls only prctl and seccomp (apply_filter) on
+    // a program built before the fork, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            seccompiler::apply_filter(&program).map_err(|_| std::io::Error::last_os_error())
+        });
+    }
 }
