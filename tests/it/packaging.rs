@@ -311,6 +311,51 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// A static export's hidden file
+
+/// Issue 22: an export's folder holds one hidden file, the marker by which the next export
+/// knows the folder is its own; a web server would publish it. docs/deployment.md says what it
+/// is and how to keep a web server from serving it.
+#[test]
+fn the_marker_is_an_exports_only_hidden_file_and_is_documented() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sitemaps");
+    let o = bridge()
+        .args(["export", "--config", "bridge.toml", "--no-progress", "-q"])
+        .args(["--public-url", "https://repository.northbridge.example/"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let hidden = |dir: &std::path::Path| -> Vec<String> {
+        let names = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name());
+        let names = names.map(|n| n.to_string_lossy().into_owned());
+        names.filter(|n| n.starts_with('.')).collect()
+    };
+    assert_eq!(hidden(&out), [oai_bridge::MARKER]);
+    assert!(
+        hidden(tmp.path()).is_empty(),
+        "nothing hidden is left beside --out"
+    );
+
+    let docs = std::fs::read_to_string(root().join("docs/deployment.md")).unwrap();
+    for needle in [
+        format!("`{}` is how the next export knows", oai_bridge::MARKER),
+        "Do not delete it".to_owned(),
+        "location ~ /\\.(?!well-known/) { return 404; }".to_owned(),
+        "RedirectMatch 404 \"/\\.(?!well-known/)\"".to_owned(),
+    ] {
+        assert!(
+            docs.contains(&needle),
+            "docs/deployment.md lacks {needle:?}"
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
 // The systemd unit
 
 /// The values of `key` in the unit's `[Service]` section, in order.
