@@ -311,6 +311,43 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The shipped configuration
+
+/// Issue 22: bridge.toml's head said `oai-bridge export --out DIR` exported the sample, which
+/// fails (no configuration read, no public URL). Every command its head gives runs as given
+/// from the crate root (`serve` as `serve --check-config`), DIR a new folder.
+#[test]
+fn the_commands_bridge_toml_gives_work_as_given() {
+    let shipped = std::fs::read_to_string(root().join("bridge.toml")).unwrap();
+    let head = shipped.lines().take_while(|l| l.starts_with('#'));
+    let commands: Vec<&str> = head
+        .filter_map(|l| l.split('`').nth(1))
+        .filter(|c| c.starts_with("oai-bridge "))
+        .collect();
+    assert_eq!(commands.len(), 2, "{commands:?}");
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    for command in commands {
+        let mut args: Vec<String> = command
+            .split_whitespace()
+            .skip(1)
+            .map(String::from)
+            .collect();
+        if args == ["serve"] {
+            args.push("--check-config".to_owned());
+        }
+        for arg in &mut args {
+            if arg == "DIR" {
+                *arg = out.display().to_string();
+            }
+        }
+        let o = bridge().args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{command}: {}", text(&o.stderr));
+    }
+    assert!(out.join("sitemap.xml").is_file());
+}
+
+// ---------------------------------------------------------------------------------------------
 // A static export's hidden file
 
 /// Issue 22: an export's folder holds one hidden file, the marker by which the next export
