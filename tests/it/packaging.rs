@@ -311,6 +311,28 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// The README
+
+/// Issue 22: the README's first commands stay the two that set up (run the sample, run the
+/// tests); it says how to install the binary before any command calls it `oai-bridge`, and
+/// that a C compiler is needed; it stays short.
+#[test]
+fn the_readme_installs_before_it_calls_oai_bridge() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    assert!(readme.len() < 15_000, "README.md is {} bytes", readme.len());
+    let first_block = readme.split("```sh\n").nth(1).unwrap();
+    let first_block = first_block.split("```").next().unwrap();
+    assert_eq!(first_block, "cargo run --release -- serve\ncargo test\n");
+    let install = readme
+        .find("`cargo install --path .`")
+        .expect("an install step");
+    let first_call = readme.find("`oai-bridge ").unwrap();
+    let first_block_call = readme.find("\noai-bridge ").unwrap();
+    assert!(install < first_call && install < first_block_call);
+    assert!(readme.contains("C compiler"));
+}
+
+// ---------------------------------------------------------------------------------------------
 // The shipped configuration
 
 /// Issue 22: bridge.toml's head said `oai-bridge export --out DIR` exported the sample, which
