@@ -260,13 +260,15 @@ impl Client {
         if let Wait::RetryAfter(_) = delay {
             self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
         }
+        let told = matches!(delay, Wait::RetryAfter(_));
         let delay = delay.duration();
         if let Some(deadline) = deadline
             && Instant::now() + delay > deadline
         {
             return Err(self.deadline_passed());
         }
-        tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
+        let warning = retry_warning(attempt, self.retry.max_attempts, &cause, delay, told);
+        tracing::warn!(url, attempt, delay = ?delay, "{warning}");
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(delay).await;
         Ok(())
@@ -462,6 +464,43 @@ fn read_capped(decoder: impl Read, raw_len: usize, limit: u64) -> Result<Vec<u8>
     Ok(body)
 }
 
+/// The warning of attempt `attempt` of `max` (at least one is made) that failed with `cause`
+/// and is tried again after `delay`, which the upstream's `Retry-After` set when `told`:
+/// `attempt 3 of 5 failed: HTTP status 500; retrying in 8.4 s`. The cause is the attempt's
+/// own, not the error's (which counts the attempts when they run out).
+fn retry_warning(
+    attempt: u32,
+    max: u32,
+    cause: &HarvestErrorKind,
+    delay: Duration,
+    told: bool,
+) -> String {
+    format!(
+        "attempt {attempt} of {} failed: {}; retrying in {}{}",
+        max.max(1),
+        cause.attempt_text(),
+        Delay(delay),
+        if told { " (as Retry-After asks)" } else { "" }
+    )
+}
+
+/// A wait as an operator reads it: milliseconds under a second, tenths of a second under ten,
+/// whole seconds above.
+struct Delay(Duration);
+
+impl std::fmt::Display for Delay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.0;
+        if d < Duration::from_secs(1) {
+            write!(f, "{} ms", d.as_millis())
+        } else if d < Duration::from_secs(10) {
+            write!(f, "{:.1} s", d.as_secs_f64())
+        } else {
+            write!(f, "{} s", d.as_secs_f64().round())
+        }
+    }
+}
+
 fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
     HarvestErrorKind::Status {
         status: status.as_u16(),
@@ -627,6 +666,60 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22: each retry warning says which attempt of how many failed, and why, in the
+    /// attempt's own words (not "after 1 attempt(s)").
+    #[test]
+    fn retry_warnings_count_the_attempts() {
+        let status = HarvestErrorKind::Status {
+            status: 500,
+            attempts: 1,
+        };
+        let reset = HarvestErrorKind::Request {
+            attempts: 1,
+            message: "connection reset".into(),
+        };
+        let check = |attempt, cause, delay: u64, told, expected: &str| {
+            let delay = Duration::from_millis(delay);
+            assert_eq!(retry_warning(attempt, 5, cause, delay, told), expected);
+        };
+        check(
+            1,
+            &status,
+            2_500,
+            false,
+            "attempt 1 of 5 failed: HTTP status 500; retrying in 2.5 s",
+        );
+        check(
+            3,
+            &reset,
+            8_000,
+            false,
+            "attempt 3 of 5 failed: connection reset; retrying in 8.0 s",
+        );
+        check(
+            4,
+            &status,
+            120_400,
+            true,
+            "attempt 4 of 5 failed: HTTP status 500; retrying in 120 s (as Retry-After asks)",
+        );
+        check(
+            2,
+            &status,
+            15,
+            false,
+            "attempt 2 of 5 failed: HTTP status 500; retrying in 15 ms",
+        );
+        let parse = HarvestErrorKind::Parse {
+            attempts: 1,
+            source: ParseError::Truncated { len: 10 },
+        };
+        assert_eq!(
+            retry_warning(1, 0, &parse, Duration::ZERO, false),
+            "attempt 1 of 1 failed: response is truncated after 10 bytes; retrying in 0 ms"
+        );
+    }
 
     #[test]
     fn retry_after_in_both_forms() {

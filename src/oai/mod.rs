@@ -225,6 +225,19 @@ pub enum HarvestErrorKind {
     File(#[source] std::io::Error),
 }
 
+impl HarvestErrorKind {
+    /// What one attempt met, without the count of attempts the error's own text carries: the
+    /// cause a retry warning names before it says which attempt that was.
+    pub(crate) fn attempt_text(&self) -> String {
+        match self {
+            Self::Request { message, .. } => message.clone(),
+            Self::Status { status, .. } => format!("HTTP status {status}"),
+            Self::Parse { source, .. } => source.to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
 fn oai_hint(code: &str) -> &'static str {
     match code {
         "cannotDisseminateFormat" => {

@@ -1071,6 +1071,27 @@ async fn an_export_failing_on_page_3_leaves_the_previous_export_byte_identical()
 }
 
 #[tokio::test]
+async fn each_retry_warning_says_which_attempt_failed() {
+    // Issue 22: the warnings of an export count the attempts ("attempt 2 of 3 failed"), where
+    // each once said "failed after 1 attempt(s)".
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_page_times(2, 2, Fault::Status(500));
+    let root = tempfile::tempdir().unwrap();
+    let mut args = export_args(&server, &root.path().join("out"), &["--scope", SCOPE]);
+    let at = args.iter().position(|a| a == "--max-attempts").unwrap();
+    args[at + 1] = "3".to_owned();
+    let output = bridge(args).await;
+    let text = stderr(&output);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(server.page_requests(2).len(), 3);
+    for n in [1, 2] {
+        let warning = format!("attempt {n} of 3 failed: HTTP status 500; retrying in ");
+        assert_eq!(text.matches(&warning).count(), 1, "{warning:?} in {text}");
+    }
+    assert!(!text.contains("attempt(s)"), "{text}");
+}
+
+#[tokio::test]
 async fn an_export_with_no_url_inside_the_scope_fails_and_says_how_to_fix_it() {
     // G-03, SM-07: the default scope is the baseURL's directory (http://127.0.0.1:<port>/); the
     // records' landing pages are elsewhere. Nothing is published, the previous folder stays,
