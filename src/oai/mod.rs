@@ -127,9 +127,10 @@ impl Default for HarvestSettings {
     }
 }
 
-/// A harvest that did not reach the end of its list, with where it stopped.
-#[derive(Debug, thiserror::Error)]
-#[error("{kind}\n  while requesting {url}{}", Where(*.page, .token.as_deref()))]
+/// A harvest that did not reach the end of its list, with where it stopped; when the upstream
+/// answered something that is no OAI-PMH answer (a status, a page that does not parse), with a
+/// hint to ask `oai-bridge check` what it answers.
+#[derive(Debug)]
 pub struct HarvestError {
     /// The request URL (or file path) that failed.
     pub url: String,
@@ -139,6 +140,62 @@ pub struct HarvestError {
     pub token: Option<String>,
     /// What went wrong.
     pub kind: HarvestErrorKind,
+}
+
+impl std::error::Error for HarvestError {}
+
+impl fmt::Display for HarvestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.located())?;
+        if matches!(
+            self.kind,
+            HarvestErrorKind::Status { .. } | HarvestErrorKind::Parse { .. }
+        ) {
+            write!(
+                f,
+                "\n  hint: run `oai-bridge check {}` to see what the repository answers",
+                Shell(base_of(&self.url))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl HarvestError {
+    /// What went wrong and where, without the hint: for `check`, which is what the hint
+    /// suggests.
+    pub(crate) fn located(&self) -> String {
+        format!(
+            "{}\n  while requesting {}{}",
+            self.kind,
+            self.url,
+            Where(self.page, self.token.as_deref())
+        )
+    }
+}
+
+/// The baseURL of a request URL that [`OaiRequest`] made (its arguments start with `verb`, and
+/// every `=` in their values is percent-encoded); a file path as it is.
+fn base_of(url: &str) -> &str {
+    ["?verb=", "&verb="]
+        .iter()
+        .filter_map(|args| url.rfind(args))
+        .max()
+        .map_or(url, |end| &url[..end])
+}
+
+/// A word for a shell command line: as it is when it has nothing a shell reads, else quoted.
+struct Shell<'a>(&'a str);
+
+impl fmt::Display for Shell<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "/:._~%+=,@-".contains(c);
+        if !self.0.is_empty() && self.0.chars().all(plain) {
+            f.write_str(self.0)
+        } else {
+            write!(f, "'{}'", self.0.replace('\'', r"'\''"))
+        }
+    }
 }
 
 struct Where<'a>(u64, Option<&'a str>);
@@ -255,6 +312,64 @@ fn oai_hint(code: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22: an answer that is no OAI-PMH names the request and hints at `check` on the
+    /// baseURL (its own query kept, quoted for a shell); other errors give no such hint.
+    #[test]
+    fn an_answer_that_is_no_oai_pmh_hints_at_check() {
+        let error = |url: &str, kind| HarvestError {
+            url: url.to_owned(),
+            page: 2,
+            token: Some("t=1".to_owned()),
+            kind,
+        };
+        let status = || HarvestErrorKind::Status {
+            status: 403,
+            attempts: 1,
+        };
+        let text = error(
+            "https://h/oai?verb=ListRecords&resumptionToken=t%3D1",
+            status(),
+        )
+        .to_string();
+        assert_eq!(
+            text,
+            "HTTP status 403 after 1 attempt(s)\n  while requesting \
+             https://h/oai?verb=ListRecords&resumptionToken=t%3D1 \
+             (ListRecords page 2, resumptionToken \"t=1\")\n  hint: run \
+             `oai-bridge check https://h/oai` to see what the repository answers"
+        );
+        let page = HarvestErrorKind::Parse {
+            attempts: 1,
+            source: parse::ParseError::NotOai {
+                what: "an HTML page titled \"Login\"".into(),
+            },
+        };
+        let text = error("https://h/oai?repository=X&verb=Identify", page).to_string();
+        assert!(
+            text.ends_with(
+                "`oai-bridge check 'https://h/oai?repository=X'` to see what the repository answers"
+            ),
+            "{text}"
+        );
+        let file = error("/srv/static.xml", status()).to_string();
+        assert!(
+            file.contains("`oai-bridge check /srv/static.xml`"),
+            "{file}"
+        );
+        let deadline = error(
+            "https://h/oai?verb=Identify",
+            HarvestErrorKind::Deadline {
+                limit: Duration::from_secs(1),
+            },
+        );
+        assert!(!deadline.to_string().contains("hint"), "{deadline}");
+        assert_eq!(
+            error("https://h/oai?verb=Identify", status()).located(),
+            "HTTP status 403 after 1 attempt(s)\n  while requesting https://h/oai?verb=Identify \
+             (ListRecords page 2, resumptionToken \"t=1\")"
+        );
+    }
 
     /// OAI-06: a POST goes to the baseURL, its own query kept (Q-32's `?repository=X`), with the
     /// arguments as the GET URL has them.

@@ -736,8 +736,9 @@ async fn other_oai_errors_are_typed_errors_with_code_message_url_and_page() {
 
 #[tokio::test]
 async fn an_html_page_with_status_200_is_an_error_naming_the_url() {
-    // OAI-07, Q-13: a maintenance page is never "0 records". It may be a proxy's passing
-    // hiccup, so it is retried; then the harvest fails naming the URL and what came back.
+    // OAI-07, Q-13: a maintenance page is never "0 records". Served with 200 it is what the
+    // server serves at that URL, not a passing fault (a proxy's hiccup comes with a 5xx): the
+    // harvest fails at once (issue 22), naming the URL, what came back, and how to look.
     let server = TestServer::builder(numbered(12)).page_size(5).start();
     server.fault_on_page_always(2, Fault::HtmlPage);
     let err = run_all(&server, fast()).await.err();
@@ -755,7 +756,60 @@ async fn an_html_page_with_status_200_is_an_error_naming_the_url() {
     assert!(text.contains(&err.url), "{text}");
     assert!(text.contains(&server.url()), "{text}");
     assert!(text.contains("HTML page"), "{text}");
-    assert_eq!(server.page_requests(2).len(), 3);
+    assert!(text.contains("page 2"), "{text}");
+    let hint = format!("run `oai-bridge check {}`", server.url());
+    assert!(text.contains(&hint), "{text}");
+    assert_eq!(server.page_requests(2).len(), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_fails_at_once_and_a_server_error_is_retried() {
+    // Issue 22: a 401, 403, 404 or 410 (a login wall, a moved endpoint) and a lasting 5xx
+    // (501) come back the same however often asked: one request, and an error naming the
+    // URL, the page, the token and `check`. A 500, 502, 504 and 408 may pass: retried up to
+    // max_attempts (3 in these settings).
+    let client = client(fast());
+    for (status, requests) in [
+        (401, 1),
+        (403, 1),
+        (404, 1),
+        (410, 1),
+        (501, 1),
+        (500, 3),
+        (502, 3),
+        (504, 3),
+        (408, 3),
+    ] {
+        let server = TestServer::builder(numbered(12)).page_size(5).start();
+        server.fault_on_page_always(3, Fault::Status(status));
+        let err = run_on(&client, &whole_repository(&server)).await.err();
+        assert!(
+            matches!(err.kind, HarvestErrorKind::Status { status: s, attempts } if s == status && attempts == requests),
+            "{status}: {err:?}"
+        );
+        assert_eq!(server.page_requests(3).len() as u32, requests, "{status}");
+        let text = err.to_string();
+        for part in [
+            err.url.as_str(),
+            "page 3",
+            "p=3|k/2+y z",
+            &format!("run `oai-bridge check {}`", server.url()),
+        ] {
+            assert!(text.contains(part), "{text:?} should name {part:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_login_page_at_identify_fails_at_once() {
+    // Issue 22: the first request meets the page; nothing is retried or harvested.
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_request(1, Fault::HtmlPage);
+    let err = run_all(&server, fast()).await.err();
+    assert_eq!(err.page, 0);
+    assert_eq!(server.requests().len(), 1);
+    assert!(err.to_string().contains("(Identify)"), "{err}");
+    assert!(err.to_string().contains("oai-bridge check"), "{err}");
 }
 
 #[tokio::test]
