@@ -100,6 +100,16 @@ pub struct HarvestSettings {
     pub max_body_bytes: u64,
     /// Consecutive pages without records (but with a token) tolerated before failing (OAI-29).
     pub max_empty_pages: u32,
+    /// Slowest body accepted, in bytes a second on average over each
+    /// [`min_transfer_window`](Self::min_transfer_window) from its first byte, as curl's
+    /// `--speed-limit`; 0 for no minimum. A body slower than that fails its request, which is
+    /// not retried.
+    pub min_transfer_bytes_per_sec: u64,
+    /// The span over which [`min_transfer_bytes_per_sec`](Self::min_transfer_bytes_per_sec) is
+    /// averaged, as curl's `--speed-time`; at least a second. The wait for the first byte is no
+    /// part of it: a repository may think for a long while before it answers (DSpace takes 20
+    /// seconds and more before a large `ListRecords` page), which `request_timeout` bounds.
+    pub min_transfer_window: Duration,
 }
 
 /// Default `User-Agent`: the product and version, and where to read about it.
@@ -123,9 +133,21 @@ impl Default for HarvestSettings {
             deadline: None,
             max_body_bytes: 64 * 1024 * 1024,
             max_empty_pages: 10,
+            min_transfer_bytes_per_sec: DEFAULT_MIN_TRANSFER_BYTES_PER_SEC,
+            min_transfer_window: DEFAULT_MIN_TRANSFER_WINDOW,
         }
     }
 }
+
+/// Default [`HarvestSettings::min_transfer_bytes_per_sec`]: 1 KiB a second. A repository that
+/// answers at all sends a page at tens of KiB a second or more; under 1 KiB a second, the
+/// default 64 MiB page would take 18 hours.
+pub(crate) const DEFAULT_MIN_TRANSFER_BYTES_PER_SEC: u64 = 1024;
+
+/// Default [`HarvestSettings::min_transfer_window`]: 30 seconds, long enough that a pause of a
+/// server that streams a page as it reads its database passes, short enough that a drip fails
+/// within a quarter of the default request timeout.
+pub(crate) const DEFAULT_MIN_TRANSFER_WINDOW: Duration = Duration::from_secs(30);
 
 /// A harvest that did not reach the end of its list, with where it stopped; when the upstream
 /// answered something that is no OAI-PMH answer (a status, a page that does not parse), with a
@@ -267,6 +289,26 @@ pub enum HarvestErrorKind {
     EmptyPages {
         /// Empty pages seen in a row.
         count: u32,
+    },
+    /// The body arrived slower than `harvest.min_transfer_bytes_per_sec` over a whole
+    /// `harvest.min_transfer_window_secs`: a server dripping its answer. Not retried: a server
+    /// that drips (overloaded, throttling, or hostile) drips again, and each attempt would hold
+    /// the harvest another window; the next harvest (the gateway's next refresh) tries again.
+    #[error(
+        "the body arrived at {observed} bytes/s over {} s ({received} bytes in all), slower than \
+         the minimum of {min} bytes/s (harvest.min_transfer_bytes_per_sec, averaged over \
+         harvest.min_transfer_window_secs); a server dripping its answer is not retried",
+        window.as_secs()
+    )]
+    TooSlow {
+        /// Bytes a second over the window that failed, rounded down.
+        observed: u64,
+        /// The window (`harvest.min_transfer_window_secs`).
+        window: Duration,
+        /// Body bytes received in all.
+        received: u64,
+        /// The minimum, bytes a second.
+        min: u64,
     },
     /// The harvest ran past `harvest.deadline_secs`.
     #[error("the harvest deadline of {limit:?} (harvest.deadline_secs) has passed")]

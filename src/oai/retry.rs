@@ -55,6 +55,9 @@ pub enum Failure<'a> {
     Corrupt,
     /// A body over the size cap.
     TooLarge,
+    /// A body slower than the minimum transfer rate: a server dripping its answer, which
+    /// drips again (issue 22).
+    TooSlow,
     /// A redirect loop, or a redirect to another host.
     Redirect,
     /// A URL that cannot be requested.
@@ -122,7 +125,9 @@ impl RetryPolicy {
     /// (501 Not Implemented, 505 HTTP Version Not Supported, 511 Network Authentication
     /// Required: a captive portal), a successful response whose body is no OAI-PMH (a login or
     /// maintenance page served with 200) or is wrong the same way every time (not well-formed,
-    /// invalid), a body over the cap, and a redirect loop or one elsewhere.
+    /// invalid), a body over the cap or slower than the minimum rate (a drip: another attempt
+    /// would hold the harvest another window and drip again), and a redirect loop or one
+    /// elsewhere.
     pub fn retryable(failure: &Failure<'_>) -> bool {
         match failure {
             Failure::FlowControl | Failure::Request | Failure::BodyCut | Failure::Corrupt => true,
@@ -137,7 +142,7 @@ impl RetryPolicy {
                     || *status == StatusCode::REQUEST_TIMEOUT
             }
             Failure::Parse(error) => error.is_transient(),
-            Failure::TooLarge | Failure::Redirect | Failure::BadUrl => false,
+            Failure::TooLarge | Failure::TooSlow | Failure::Redirect | Failure::BadUrl => false,
         }
     }
 
@@ -429,6 +434,7 @@ mod tests {
         assert!(!retried(Failure::Parse(&malformed)));
         assert!(!retried(Failure::Parse(&ParseError::Invalid("x".into()))));
         assert!(!retried(Failure::TooLarge));
+        assert!(!retried(Failure::TooSlow));
         assert!(!retried(Failure::Redirect));
         assert!(!retried(Failure::BadUrl));
         assert!(RetryPolicy::is_flow_control(

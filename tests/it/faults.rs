@@ -46,6 +46,8 @@ pub(crate) fn fast() -> HarvestSettings {
         deadline: None,
         max_body_bytes: 1 << 20,
         max_empty_pages: 10,
+        min_transfer_bytes_per_sec: 1024,
+        min_transfer_window: Duration::from_secs(30),
     }
 }
 
@@ -1326,6 +1328,68 @@ async fn a_slow_drip_body_ends_at_the_request_timeout() {
         "{message}"
     );
     assert!(message.contains("page 1"), "{message}");
+}
+
+/// A minimum transfer rate of 1 KiB a second over `window`.
+fn minimum_rate(window: Duration) -> HarvestSettings {
+    HarvestSettings {
+        min_transfer_bytes_per_sec: 1024,
+        min_transfer_window: window,
+        ..fast()
+    }
+}
+
+#[tokio::test]
+async fn a_drip_fails_at_the_minimum_rate_not_the_timeout_and_is_not_retried() {
+    // Issue 22: a body dripping at 20 bytes a second fails when its first 2 s window ends,
+    // well before the 20 s request timeout, with the rate it came at; it is not sent again
+    // (three attempts allowed, every one would drip), and an export leaves the folder as it was.
+    let server = TestServer::builder(numbered(3)).start();
+    server.fault_on_page_always(1, Fault::SlowDrip(Duration::from_millis(50)));
+    let settings = minimum_rate(Duration::from_secs(2));
+    let err = run_all(&server, settings.clone()).await.err();
+    match err.kind {
+        HarvestErrorKind::TooSlow {
+            observed,
+            window,
+            received,
+            min,
+        } => {
+            assert!(observed < 1024, "{observed}");
+            assert_eq!((window, min), (Duration::from_secs(2), 1024));
+            assert!(received > 0 && received < 2048, "{received}");
+        }
+        ref other => panic!("the drip error was expected: {other:?}"),
+    }
+    assert_eq!(err.page, 1);
+    assert_eq!(server.page_requests(1).len(), 1);
+    let text = err.to_string();
+    for part in [
+        err.url.as_str(),
+        "page 1",
+        "bytes/s over 2 s",
+        "harvest.min_transfer_bytes_per_sec",
+        "not retried",
+    ] {
+        assert!(text.contains(part), "{text:?} should name {part:?}");
+    }
+
+    let message = export_fails_untouched(&server, settings).await;
+    assert!(message.contains("min_transfer_bytes_per_sec"), "{message}");
+    assert!(!message.contains("timed out"), "{message}");
+}
+
+#[tokio::test]
+async fn the_wait_for_the_first_byte_is_no_part_of_the_minimum_rate() {
+    // Issue 22: a repository that thinks 2 s before it answers (DSpace, a large page) is not
+    // slow by a 1 s window: the window starts at the body's first byte.
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_page(2, Fault::Delay(Duration::from_secs(2)));
+    let (_, records) = run_all(&server, minimum_rate(Duration::from_secs(1)))
+        .await
+        .ok();
+    assert_eq!(ids(&records), expected_ids(12));
+    assert_eq!(server.page_requests(2).len(), 1);
 }
 
 #[tokio::test]
