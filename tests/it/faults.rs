@@ -1380,6 +1380,28 @@ async fn a_drip_fails_at_the_minimum_rate_not_the_timeout_and_is_not_retried() {
 }
 
 #[tokio::test]
+async fn a_body_that_stalls_fails_when_its_window_ends() {
+    // Issue 22: half a page (under 1 KiB), then silence: no later byte comes to close the
+    // window, so its end does. The drip error, with the half page over the 1 s window, not
+    // the 20 s request timeout, and not retried.
+    let server = TestServer::builder(numbered(3)).start();
+    server.fault_on_page_always(1, Fault::Stall);
+    let err = run_all(&server, minimum_rate(Duration::from_secs(1)))
+        .await
+        .err();
+    match err.kind {
+        HarvestErrorKind::TooSlow {
+            observed,
+            received,
+            min: 1024,
+            ..
+        } => assert!(received < 1024 && observed <= received, "{err:?}"),
+        ref other => panic!("the drip error was expected: {other:?}"),
+    }
+    assert_eq!(server.page_requests(1).len(), 1);
+}
+
+#[tokio::test]
 async fn the_wait_for_the_first_byte_is_no_part_of_the_minimum_rate() {
     // Issue 22: a repository that thinks 2 s before it answers (DSpace, a large page) is not
     // slow by a 1 s window: the window starts at the body's first byte.
