@@ -437,11 +437,11 @@ impl Pace {
     }
 
     /// When the window under way ends, to be judged then if no byte comes before: `None`
-    /// before the first byte, or with no minimum.
+    /// before the first byte, with no minimum, or with a window past any clock.
     fn window_end(&self) -> Option<Instant> {
         self.start
             .filter(|_| self.min > 0)
-            .map(|start| start + self.window)
+            .and_then(|start| start.checked_add(self.window))
     }
 
     /// `n` bytes arrived at `now`; `Err` when they close a window that was too slow, them
@@ -861,6 +861,11 @@ mod tests {
         let mut short = Pace::new(1000, window);
         short.arrived(5, at(0)).unwrap();
         short.arrived(5, at(1_999)).unwrap();
+        // A window past any clock is never timed (nor a panic).
+        let mut endless = Pace::new(1000, Duration::MAX);
+        endless.arrived(1, at(0)).unwrap();
+        assert_eq!(endless.window_end(), None);
+        assert_eq!(endless.arrived(1, at(100_000)), Ok(()));
         // No minimum, or no window: nothing is judged, nothing is timed.
         for mut off in [Pace::new(0, window), Pace::new(1000, Duration::ZERO)] {
             off.arrived(1, at(0)).unwrap();
