@@ -313,7 +313,7 @@ async fn identify(
             .await;
             let identify = match read {
                 Ok((identify, _)) => identify,
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.located()),
             };
             let stated = Url::parse(&identify.base_url)
                 .ok()
@@ -597,10 +597,12 @@ async fn sample(
     })
     .await;
     if let Err(e) = result {
-        report.sample.error = Some(e.to_string());
+        // Without the hint to run `check`, which this is.
+        let e = e.located();
         report
             .problems
             .push(format!("ListRecords (oai_dc) failed: {e}"));
+        report.sample.error = Some(e);
     }
     records
 }

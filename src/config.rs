@@ -82,6 +82,8 @@ struct RawHarvest {
     deadline_secs: Option<u64>,
     max_body_bytes: Option<u64>,
     max_empty_pages: Option<u32>,
+    min_transfer_bytes_per_sec: Option<u64>,
+    min_transfer_window_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -402,6 +404,12 @@ fn parse_harvest(h: RawHarvest) -> Result<HarvestSettings, (&'static str, String
         deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
         max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
         max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
+        min_transfer_bytes_per_sec: h
+            .min_transfer_bytes_per_sec
+            .unwrap_or(d.min_transfer_bytes_per_sec),
+        min_transfer_window: h
+            .min_transfer_window_secs
+            .map_or(d.min_transfer_window, Duration::from_secs),
     };
     if harvest.user_agent.trim().is_empty() {
         return Err(("[harvest] user_agent", "must not be empty".to_owned()));
@@ -425,6 +433,12 @@ fn parse_harvest(h: RawHarvest) -> Result<HarvestSettings, (&'static str, String
         return Err((
             "[harvest] max_body_bytes",
             "must be at least 1024".to_owned(),
+        ));
+    }
+    if harvest.min_transfer_window.is_zero() {
+        return Err((
+            "[harvest] min_transfer_window_secs",
+            "must be at least 1 (min_transfer_bytes_per_sec = 0 turns the minimum off)".to_owned(),
         ));
     }
     if harvest.backoff_initial > harvest.backoff_max {
@@ -736,6 +750,45 @@ mod tests {
         assert!(c.repositories.is_empty());
     }
 
+    /// Issue 22: the minimum transfer rate is read from `[harvest]`, 0 turning it off; a
+    /// window of 0 is an error naming its key.
+    #[test]
+    fn the_minimum_transfer_rate_is_read_and_checked() {
+        let read = |text: &str| {
+            Config::parse(text, "bridge.toml", Path::new("."))
+                .unwrap()
+                .harvest
+        };
+        let d = read("");
+        assert_eq!(
+            (d.min_transfer_bytes_per_sec, d.min_transfer_window),
+            (1024, Duration::from_secs(30))
+        );
+        let h = read("[harvest]\nmin_transfer_bytes_per_sec = 100\nmin_transfer_window_secs = 5\n");
+        assert_eq!(
+            (h.min_transfer_bytes_per_sec, h.min_transfer_window),
+            (100, Duration::from_secs(5))
+        );
+        assert_eq!(
+            read("[harvest]\nmin_transfer_bytes_per_sec = 0\n").min_transfer_bytes_per_sec,
+            0
+        );
+        rejects(
+            "[harvest]\nmin_transfer_window_secs = 0\n",
+            "[harvest] min_transfer_window_secs",
+            "at least 1",
+        );
+        let e = Config::parse(
+            "[harvest]\nmin_transfer_window_secs = 0\n",
+            "bridge.toml",
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert_eq!(e.file, "bridge.toml");
+        // A negative rate is no u64: serde's error, at its line.
+        rejects("[harvest]\nmin_transfer_bytes_per_sec = -1\n", "line 2", "");
+    }
+
     #[test]
     fn bad_values_name_their_key() {
         rejects(
@@ -906,7 +959,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 44] = [
+    const KEYS: [&str; 46] = [
         "listen",
         "public_url",
         "state_dir",
@@ -926,6 +979,8 @@ mod tests {
         "deadline_secs",
         "max_body_bytes",
         "max_empty_pages",
+        "min_transfer_bytes_per_sec",
+        "min_transfer_window_secs",
         "name",
         "base_url",
         "sets",

@@ -260,13 +260,15 @@ impl Client {
         if let Wait::RetryAfter(_) = delay {
             self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
         }
+        let told = matches!(delay, Wait::RetryAfter(_));
         let delay = delay.duration();
         if let Some(deadline) = deadline
             && Instant::now() + delay > deadline
         {
             return Err(self.deadline_passed());
         }
-        tracing::warn!(url, attempt, delay = ?delay, "retrying: {cause}");
+        let warning = retry_warning(attempt, self.retry.max_attempts, &cause, delay, told);
+        tracing::warn!(url, attempt, delay = ?delay, "{warning}");
         self.stats.retries.fetch_add(1, Ordering::Relaxed);
         tokio::time::sleep(delay).await;
         Ok(())
@@ -323,13 +325,44 @@ impl Client {
         let mut body = std::mem::take(&mut *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()));
         body.clear();
         body.reserve(response.content_length().unwrap_or(64 * 1024).min(limit) as usize);
+        let mut pace = Pace::new(
+            self.settings.min_transfer_bytes_per_sec,
+            self.settings.min_transfer_window,
+        );
+        let too_slow = |slow: Slow, received: usize| {
+            Attempt::failed(
+                Failure::TooSlow,
+                None,
+                HarvestErrorKind::TooSlow {
+                    observed: slow.observed,
+                    window: self.settings.min_transfer_window,
+                    received: received as u64,
+                    min: self.settings.min_transfer_bytes_per_sec,
+                },
+            )
+        };
         loop {
-            match response.chunk().await {
+            // A window that ends before the next chunk is judged then, so a body that stops
+            // altogether fails at the end of its window, not at the request timeout.
+            let next = match pace.window_end() {
+                None => response.chunk().await,
+                Some(end) => match tokio::time::timeout_at(end.into(), response.chunk()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        pace.window_over(Instant::now())
+                            .map_err(|slow| too_slow(slow, body.len()))?;
+                        continue;
+                    }
+                },
+            };
+            match next {
                 Ok(Some(chunk)) => {
                     if body.len() as u64 + chunk.len() as u64 > limit {
                         return Err(too_large());
                     }
                     body.extend_from_slice(&chunk);
+                    pace.arrived(chunk.len(), Instant::now())
+                        .map_err(|slow| too_slow(slow, body.len()))?;
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -367,6 +400,81 @@ impl Client {
         if body.capacity() <= 64 * 1024 * 1024 {
             *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()) = body;
         }
+    }
+}
+
+/// The slowest a body may arrive ([`HarvestSettings::min_transfer_bytes_per_sec`]): on
+/// average at least `min` bytes a second over each `window`, the first starting at the first
+/// byte of the body. The wait for that byte is the server's thinking time, which the request
+/// timeout bounds; a body that ends before a window does is never judged, however slow.
+/// Bytes are counted as reqwest hands them over (a labelled gzip body inflated).
+#[derive(Debug)]
+struct Pace {
+    /// Bytes a second; 0 for no minimum.
+    min: u64,
+    window: Duration,
+    /// When the window under way started: `None` before the first byte.
+    start: Option<Instant>,
+    /// Bytes received in the window under way.
+    bytes: u64,
+}
+
+/// A window over which a body came slower than the minimum.
+#[derive(Debug, PartialEq, Eq)]
+struct Slow {
+    /// Bytes a second over it, rounded down.
+    observed: u64,
+}
+
+impl Pace {
+    fn new(min: u64, window: Duration) -> Self {
+        Self {
+            min: if window.is_zero() { 0 } else { min },
+            window,
+            start: None,
+            bytes: 0,
+        }
+    }
+
+    /// When the window under way ends, to be judged then if no byte comes before: `None`
+    /// before the first byte, with no minimum, or with a window past any clock.
+    fn window_end(&self) -> Option<Instant> {
+        self.start
+            .filter(|_| self.min > 0)
+            .and_then(|start| start.checked_add(self.window))
+    }
+
+    /// `n` bytes arrived at `now`; `Err` when they close a window that was too slow, them
+    /// included.
+    fn arrived(&mut self, n: usize, now: Instant) -> Result<(), Slow> {
+        if self.min == 0 {
+            return Ok(());
+        }
+        self.bytes = self.bytes.saturating_add(n as u64);
+        match self.start {
+            None => self.start = Some(now),
+            Some(start) if now.duration_since(start) >= self.window => self.window_over(now)?,
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The window under way ended at `now` (at or past its end): `Err` when it was too slow,
+    /// else the next window starts.
+    fn window_over(&mut self, now: Instant) -> Result<(), Slow> {
+        let Some(start) = self.start else {
+            return Ok(());
+        };
+        let elapsed = now.duration_since(start).max(self.window).as_millis();
+        if u128::from(self.bytes) * 1000 < u128::from(self.min) * elapsed {
+            let observed = u128::from(self.bytes) * 1000 / elapsed.max(1);
+            return Err(Slow {
+                observed: u64::try_from(observed).unwrap_or(u64::MAX),
+            });
+        }
+        self.start = Some(now);
+        self.bytes = 0;
+        Ok(())
     }
 }
 
@@ -460,6 +568,43 @@ fn read_capped(decoder: impl Read, raw_len: usize, limit: u64) -> Result<Vec<u8>
         return Err(DecodeError::TooLarge);
     }
     Ok(body)
+}
+
+/// The warning of attempt `attempt` of `max` (at least one is made) that failed with `cause`
+/// and is tried again after `delay`, which the upstream's `Retry-After` set when `told`:
+/// `attempt 3 of 5 failed: HTTP status 500; retrying in 8.4 s`. The cause is the attempt's
+/// own, not the error's (which counts the attempts when they run out).
+fn retry_warning(
+    attempt: u32,
+    max: u32,
+    cause: &HarvestErrorKind,
+    delay: Duration,
+    told: bool,
+) -> String {
+    format!(
+        "attempt {attempt} of {} failed: {}; retrying in {}{}",
+        max.max(1),
+        cause.attempt_text(),
+        Delay(delay),
+        if told { " (as Retry-After asks)" } else { "" }
+    )
+}
+
+/// A wait as an operator reads it: milliseconds under a second, tenths of a second under ten,
+/// whole seconds above.
+struct Delay(Duration);
+
+impl std::fmt::Display for Delay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let d = self.0;
+        if d < Duration::from_secs(1) {
+            write!(f, "{} ms", d.as_millis())
+        } else if d < Duration::from_secs(10) {
+            write!(f, "{:.1} s", d.as_secs_f64())
+        } else {
+            write!(f, "{} s", d.as_secs_f64().round())
+        }
+    }
 }
 
 fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
@@ -627,6 +772,107 @@ pub(crate) fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22: each retry warning says which attempt of how many failed, and why, in the
+    /// attempt's own words (not "after 1 attempt(s)").
+    #[test]
+    fn retry_warnings_count_the_attempts() {
+        let status = HarvestErrorKind::Status {
+            status: 500,
+            attempts: 1,
+        };
+        let reset = HarvestErrorKind::Request {
+            attempts: 1,
+            message: "connection reset".into(),
+        };
+        let check = |attempt, cause, delay: u64, told, expected: &str| {
+            let delay = Duration::from_millis(delay);
+            assert_eq!(retry_warning(attempt, 5, cause, delay, told), expected);
+        };
+        check(
+            1,
+            &status,
+            2_500,
+            false,
+            "attempt 1 of 5 failed: HTTP status 500; retrying in 2.5 s",
+        );
+        check(
+            3,
+            &reset,
+            8_000,
+            false,
+            "attempt 3 of 5 failed: connection reset; retrying in 8.0 s",
+        );
+        check(
+            4,
+            &status,
+            120_400,
+            true,
+            "attempt 4 of 5 failed: HTTP status 500; retrying in 120 s (as Retry-After asks)",
+        );
+        check(
+            2,
+            &status,
+            15,
+            false,
+            "attempt 2 of 5 failed: HTTP status 500; retrying in 15 ms",
+        );
+        let parse = HarvestErrorKind::Parse {
+            attempts: 1,
+            source: ParseError::Truncated { len: 10 },
+        };
+        assert_eq!(
+            retry_warning(1, 0, &parse, Duration::ZERO, false),
+            "attempt 1 of 1 failed: response is truncated after 10 bytes; retrying in 0 ms"
+        );
+    }
+
+    /// Issue 22: a body is judged over whole windows from its first byte: one that keeps the
+    /// rate on average passes, bursts and pauses included; one that drips or stops fails at
+    /// the end of its window, with the rate it came at.
+    #[test]
+    fn the_pace_is_judged_over_whole_windows_from_the_first_byte() {
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let window = Duration::from_secs(2);
+        // No window before the first byte, however long it takes to come.
+        let mut pace = Pace::new(1000, window);
+        assert_eq!(pace.window_end(), None);
+        assert_eq!(pace.arrived(10, at(60_000)), Ok(()));
+        assert_eq!(pace.window_end(), Some(at(62_000)));
+        // 2 000 bytes in the first 2 s, in a burst after a pause: at the rate.
+        assert_eq!(pace.arrived(1990, at(61_900)), Ok(()));
+        assert_eq!(pace.window_over(at(62_000)), Ok(()));
+        assert_eq!(pace.window_end(), Some(at(64_000)));
+        // A drip: 40 bytes in the next window fails when it ends, with or without a byte.
+        let mut stalled = Pace::new(1000, window);
+        stalled.arrived(1, at(0)).unwrap();
+        stalled.arrived(39, at(1_000)).unwrap();
+        let mut dripping = Pace::new(1000, window);
+        dripping.arrived(1, at(0)).unwrap();
+        dripping.arrived(38, at(1_000)).unwrap();
+        assert_eq!(stalled.window_over(at(2_000)), Err(Slow { observed: 20 }));
+        assert_eq!(dripping.arrived(1, at(2_000)), Err(Slow { observed: 20 }));
+        // A byte late past the window counts its whole span.
+        let mut late = Pace::new(1000, window);
+        late.arrived(1, at(0)).unwrap();
+        assert_eq!(late.arrived(1999, at(4_000)), Err(Slow { observed: 500 }));
+        // A body that ends within a window is never judged.
+        let mut short = Pace::new(1000, window);
+        short.arrived(5, at(0)).unwrap();
+        short.arrived(5, at(1_999)).unwrap();
+        // A window past any clock is never timed (nor a panic).
+        let mut endless = Pace::new(1000, Duration::MAX);
+        endless.arrived(1, at(0)).unwrap();
+        assert_eq!(endless.window_end(), None);
+        assert_eq!(endless.arrived(1, at(100_000)), Ok(()));
+        // No minimum, or no window: nothing is judged, nothing is timed.
+        for mut off in [Pace::new(0, window), Pace::new(1000, Duration::ZERO)] {
+            off.arrived(1, at(0)).unwrap();
+            assert_eq!(off.window_end(), None);
+            assert_eq!(off.arrived(1, at(100_000)), Ok(()));
+        }
+    }
 
     #[test]
     fn retry_after_in_both_forms() {

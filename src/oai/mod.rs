@@ -100,6 +100,16 @@ pub struct HarvestSettings {
     pub max_body_bytes: u64,
     /// Consecutive pages without records (but with a token) tolerated before failing (OAI-29).
     pub max_empty_pages: u32,
+    /// Slowest body accepted, in bytes a second on average over each
+    /// [`min_transfer_window`](Self::min_transfer_window) from its first byte, as curl's
+    /// `--speed-limit`; 0 for no minimum. A body slower than that fails its request, which is
+    /// not retried.
+    pub min_transfer_bytes_per_sec: u64,
+    /// The span over which [`min_transfer_bytes_per_sec`](Self::min_transfer_bytes_per_sec) is
+    /// averaged, as curl's `--speed-time`; at least a second. The wait for the first byte is no
+    /// part of it: a repository may think for a long while before it answers (DSpace takes 20
+    /// seconds and more before a large `ListRecords` page), which `request_timeout` bounds.
+    pub min_transfer_window: Duration,
 }
 
 /// Default `User-Agent`: the product and version, and where to read about it.
@@ -123,13 +133,26 @@ impl Default for HarvestSettings {
             deadline: None,
             max_body_bytes: 64 * 1024 * 1024,
             max_empty_pages: 10,
+            min_transfer_bytes_per_sec: DEFAULT_MIN_TRANSFER_BYTES_PER_SEC,
+            min_transfer_window: DEFAULT_MIN_TRANSFER_WINDOW,
         }
     }
 }
 
-/// A harvest that did not reach the end of its list, with where it stopped.
-#[derive(Debug, thiserror::Error)]
-#[error("{kind}\n  while requesting {url}{}", Where(*.page, .token.as_deref()))]
+/// Default [`HarvestSettings::min_transfer_bytes_per_sec`]: 1 KiB a second. A repository that
+/// answers at all sends a page at tens of KiB a second or more; under 1 KiB a second, the
+/// default 64 MiB page would take 18 hours.
+pub(crate) const DEFAULT_MIN_TRANSFER_BYTES_PER_SEC: u64 = 1024;
+
+/// Default [`HarvestSettings::min_transfer_window`]: 30 seconds, long enough that a pause of a
+/// server that streams a page as it reads its database passes, short enough that a drip fails
+/// within a quarter of the default request timeout.
+pub(crate) const DEFAULT_MIN_TRANSFER_WINDOW: Duration = Duration::from_secs(30);
+
+/// A harvest that did not reach the end of its list, with where it stopped; when the upstream
+/// answered something that is no OAI-PMH answer (a status, a page that does not parse), with a
+/// hint to ask `oai-bridge check` what it answers.
+#[derive(Debug)]
 pub struct HarvestError {
     /// The request URL (or file path) that failed.
     pub url: String,
@@ -139,6 +162,62 @@ pub struct HarvestError {
     pub token: Option<String>,
     /// What went wrong.
     pub kind: HarvestErrorKind,
+}
+
+impl std::error::Error for HarvestError {}
+
+impl fmt::Display for HarvestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.located())?;
+        if matches!(
+            self.kind,
+            HarvestErrorKind::Status { .. } | HarvestErrorKind::Parse { .. }
+        ) {
+            write!(
+                f,
+                "\n  hint: run `oai-bridge check {}` to see what the repository answers",
+                Shell(base_of(&self.url))
+            )?;
+        }
+        Ok(())
+    }
+}
+
+impl HarvestError {
+    /// What went wrong and where, without the hint: for `check`, which is what the hint
+    /// suggests.
+    pub(crate) fn located(&self) -> String {
+        format!(
+            "{}\n  while requesting {}{}",
+            self.kind,
+            self.url,
+            Where(self.page, self.token.as_deref())
+        )
+    }
+}
+
+/// The baseURL of a request URL that [`OaiRequest`] made (its arguments start with `verb`, and
+/// every `=` in their values is percent-encoded); a file path as it is.
+fn base_of(url: &str) -> &str {
+    ["?verb=", "&verb="]
+        .iter()
+        .filter_map(|args| url.rfind(args))
+        .max()
+        .map_or(url, |end| &url[..end])
+}
+
+/// A word for a shell command line: as it is when it has nothing a shell reads, else quoted.
+struct Shell<'a>(&'a str);
+
+impl fmt::Display for Shell<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "/:._~%+=,@-".contains(c);
+        if !self.0.is_empty() && self.0.chars().all(plain) {
+            f.write_str(self.0)
+        } else {
+            write!(f, "'{}'", self.0.replace('\'', r"'\''"))
+        }
+    }
 }
 
 struct Where<'a>(u64, Option<&'a str>);
@@ -211,6 +290,26 @@ pub enum HarvestErrorKind {
         /// Empty pages seen in a row.
         count: u32,
     },
+    /// The body arrived slower than `harvest.min_transfer_bytes_per_sec` over a whole
+    /// `harvest.min_transfer_window_secs`: a server dripping its answer. Not retried: a server
+    /// that drips (overloaded, throttling, or hostile) drips again, and each attempt would hold
+    /// the harvest another window; the next harvest (the gateway's next refresh) tries again.
+    #[error(
+        "the body arrived at {observed} bytes/s over {} s ({received} bytes in all), slower than \
+         the minimum of {min} bytes/s (harvest.min_transfer_bytes_per_sec, averaged over \
+         harvest.min_transfer_window_secs); a server dripping its answer is not retried",
+        window.as_secs()
+    )]
+    TooSlow {
+        /// Bytes a second over the window that failed, rounded down.
+        observed: u64,
+        /// The window (`harvest.min_transfer_window_secs`).
+        window: Duration,
+        /// Body bytes received in all.
+        received: u64,
+        /// The minimum, bytes a second.
+        min: u64,
+    },
     /// The harvest ran past `harvest.deadline_secs`.
     #[error("the harvest deadline of {limit:?} (harvest.deadline_secs) has passed")]
     Deadline {
@@ -223,6 +322,19 @@ pub enum HarvestErrorKind {
     /// A local Static Repository file could not be read.
     #[error("cannot read the file: {0}")]
     File(#[source] std::io::Error),
+}
+
+impl HarvestErrorKind {
+    /// What one attempt met, without the count of attempts the error's own text carries: the
+    /// cause a retry warning names before it says which attempt that was.
+    pub(crate) fn attempt_text(&self) -> String {
+        match self {
+            Self::Request { message, .. } => message.clone(),
+            Self::Status { status, .. } => format!("HTTP status {status}"),
+            Self::Parse { source, .. } => source.to_string(),
+            other => other.to_string(),
+        }
+    }
 }
 
 fn oai_hint(code: &str) -> &'static str {
@@ -242,6 +354,64 @@ fn oai_hint(code: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22: an answer that is no OAI-PMH names the request and hints at `check` on the
+    /// baseURL (its own query kept, quoted for a shell); other errors give no such hint.
+    #[test]
+    fn an_answer_that_is_no_oai_pmh_hints_at_check() {
+        let error = |url: &str, kind| HarvestError {
+            url: url.to_owned(),
+            page: 2,
+            token: Some("t=1".to_owned()),
+            kind,
+        };
+        let status = || HarvestErrorKind::Status {
+            status: 403,
+            attempts: 1,
+        };
+        let text = error(
+            "https://h/oai?verb=ListRecords&resumptionToken=t%3D1",
+            status(),
+        )
+        .to_string();
+        assert_eq!(
+            text,
+            "HTTP status 403 after 1 attempt(s)\n  while requesting \
+             https://h/oai?verb=ListRecords&resumptionToken=t%3D1 \
+             (ListRecords page 2, resumptionToken \"t=1\")\n  hint: run \
+             `oai-bridge check https://h/oai` to see what the repository answers"
+        );
+        let page = HarvestErrorKind::Parse {
+            attempts: 1,
+            source: parse::ParseError::NotOai {
+                what: "an HTML page titled \"Login\"".into(),
+            },
+        };
+        let text = error("https://h/oai?repository=X&verb=Identify", page).to_string();
+        assert!(
+            text.ends_with(
+                "`oai-bridge check 'https://h/oai?repository=X'` to see what the repository answers"
+            ),
+            "{text}"
+        );
+        let file = error("/srv/static.xml", status()).to_string();
+        assert!(
+            file.contains("`oai-bridge check /srv/static.xml`"),
+            "{file}"
+        );
+        let deadline = error(
+            "https://h/oai?verb=Identify",
+            HarvestErrorKind::Deadline {
+                limit: Duration::from_secs(1),
+            },
+        );
+        assert!(!deadline.to_string().contains("hint"), "{deadline}");
+        assert_eq!(
+            error("https://h/oai?verb=Identify", status()).located(),
+            "HTTP status 403 after 1 attempt(s)\n  while requesting https://h/oai?verb=Identify \
+             (ListRecords page 2, resumptionToken \"t=1\")"
+        );
+    }
 
     /// OAI-06: a POST goes to the baseURL, its own query kept (Q-32's `?repository=X`), with the
     /// arguments as the GET URL has them.

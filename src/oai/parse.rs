@@ -507,13 +507,13 @@ pub enum ParseError {
 }
 
 impl ParseError {
-    /// Whether fetching the same URL again may help (a cut or garbled transfer, a proxy's error
-    /// page), as opposed to a document that is wrong the same way every time.
+    /// Whether fetching the same URL again may help: a body cut short on the way, as opposed
+    /// to a document that is wrong the same way every time. A page that is no OAI-PMH (a login
+    /// page, a "site is down" page served with 200, JSON) is not: it is what the server serves
+    /// at that URL until someone changes it, and retrying it only delays the error (issue 22).
+    /// A proxy's passing error page comes with a 5xx status, which is retried by its status.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            ParseError::Truncated { .. } | ParseError::NotOai { .. }
-        )
+        matches!(self, ParseError::Truncated { .. })
     }
 }
 

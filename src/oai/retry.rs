@@ -55,6 +55,9 @@ pub enum Failure<'a> {
     Corrupt,
     /// A body over the size cap.
     TooLarge,
+    /// A body slower than the minimum transfer rate: a server dripping its answer, which
+    /// drips again (issue 22).
+    TooSlow,
     /// A redirect loop, or a redirect to another host.
     Redirect,
     /// A URL that cannot be requested.
@@ -113,19 +116,33 @@ impl RetryPolicy {
         }
     }
 
-    /// Whether another attempt may succeed after `failure`: the upstream's flow control, a
-    /// server error or timeout, a request or body broken on the way, and a successful response
-    /// whose body is cut short or no OAI-PMH (a proxy's error page) are retried; a client
-    /// error, a body over the cap, a document wrong the same way every time (not well-formed,
-    /// invalid) and a redirect loop or one elsewhere (which does not mend itself) are not.
+    /// Whether another attempt may succeed after `failure`. Transient, and retried: the
+    /// upstream's flow control (503, 429, with or without `Retry-After`, OAI-33), a server error
+    /// (a 500 from a resumption, a proxy's 502 or 504) and 408, a request that failed on the way
+    /// (connection refused or reset, DNS, timeout), and a body cut short or garbled. Not
+    /// transient, and failed at once, since asking again gets the same answer and only delays
+    /// the error: a client error (401, 403, 404, 410, ...), a 5xx that names a lasting state
+    /// (501 Not Implemented, 505 HTTP Version Not Supported, 511 Network Authentication
+    /// Required: a captive portal), a successful response whose body is no OAI-PMH (a login or
+    /// maintenance page served with 200) or is wrong the same way every time (not well-formed,
+    /// invalid), a body over the cap or slower than the minimum rate (a drip: another attempt
+    /// would hold the harvest another window and drip again), and a redirect loop or one
+    /// elsewhere.
     pub fn retryable(failure: &Failure<'_>) -> bool {
         match failure {
             Failure::FlowControl | Failure::Request | Failure::BodyCut | Failure::Corrupt => true,
             Failure::Status(status) => {
-                status.is_server_error() || *status == StatusCode::REQUEST_TIMEOUT
+                (status.is_server_error()
+                    && !matches!(
+                        *status,
+                        StatusCode::NOT_IMPLEMENTED
+                            | StatusCode::HTTP_VERSION_NOT_SUPPORTED
+                            | StatusCode::NETWORK_AUTHENTICATION_REQUIRED
+                    ))
+                    || *status == StatusCode::REQUEST_TIMEOUT
             }
             Failure::Parse(error) => error.is_transient(),
-            Failure::TooLarge | Failure::Redirect | Failure::BadUrl => false,
+            Failure::TooLarge | Failure::TooSlow | Failure::Redirect | Failure::BadUrl => false,
         }
     }
 
@@ -398,7 +415,7 @@ mod tests {
                 StatusCode::from_u16(status).unwrap()
             )));
         }
-        for status in [400, 401, 403, 404, 410, 422] {
+        for status in [400, 401, 403, 404, 410, 422, 501, 505, 511] {
             assert!(!retried(Failure::Status(
                 StatusCode::from_u16(status).unwrap()
             )));
@@ -412,10 +429,12 @@ mod tests {
             message: "no".into(),
         };
         assert!(retried(Failure::Parse(&cut)));
-        assert!(retried(Failure::Parse(&proxy_page)));
+        // Issue 22: a login or maintenance page served with 200 comes back the same.
+        assert!(!retried(Failure::Parse(&proxy_page)));
         assert!(!retried(Failure::Parse(&malformed)));
         assert!(!retried(Failure::Parse(&ParseError::Invalid("x".into()))));
         assert!(!retried(Failure::TooLarge));
+        assert!(!retried(Failure::TooSlow));
         assert!(!retried(Failure::Redirect));
         assert!(!retried(Failure::BadUrl));
         assert!(RetryPolicy::is_flow_control(

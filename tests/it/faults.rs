@@ -46,6 +46,8 @@ pub(crate) fn fast() -> HarvestSettings {
         deadline: None,
         max_body_bytes: 1 << 20,
         max_empty_pages: 10,
+        min_transfer_bytes_per_sec: 1024,
+        min_transfer_window: Duration::from_secs(30),
     }
 }
 
@@ -736,8 +738,9 @@ async fn other_oai_errors_are_typed_errors_with_code_message_url_and_page() {
 
 #[tokio::test]
 async fn an_html_page_with_status_200_is_an_error_naming_the_url() {
-    // OAI-07, Q-13: a maintenance page is never "0 records". It may be a proxy's passing
-    // hiccup, so it is retried; then the harvest fails naming the URL and what came back.
+    // OAI-07, Q-13: a maintenance page is never "0 records". Served with 200 it is what the
+    // server serves at that URL, not a passing fault (a proxy's hiccup comes with a 5xx): the
+    // harvest fails at once (issue 22), naming the URL, what came back, and how to look.
     let server = TestServer::builder(numbered(12)).page_size(5).start();
     server.fault_on_page_always(2, Fault::HtmlPage);
     let err = run_all(&server, fast()).await.err();
@@ -755,7 +758,60 @@ async fn an_html_page_with_status_200_is_an_error_naming_the_url() {
     assert!(text.contains(&err.url), "{text}");
     assert!(text.contains(&server.url()), "{text}");
     assert!(text.contains("HTML page"), "{text}");
-    assert_eq!(server.page_requests(2).len(), 3);
+    assert!(text.contains("page 2"), "{text}");
+    let hint = format!("run `oai-bridge check {}`", server.url());
+    assert!(text.contains(&hint), "{text}");
+    assert_eq!(server.page_requests(2).len(), 1);
+}
+
+#[tokio::test]
+async fn a_refusal_fails_at_once_and_a_server_error_is_retried() {
+    // Issue 22: a 401, 403, 404 or 410 (a login wall, a moved endpoint) and a lasting 5xx
+    // (501) come back the same however often asked: one request, and an error naming the
+    // URL, the page, the token and `check`. A 500, 502, 504 and 408 may pass: retried up to
+    // max_attempts (3 in these settings).
+    let client = client(fast());
+    for (status, requests) in [
+        (401, 1),
+        (403, 1),
+        (404, 1),
+        (410, 1),
+        (501, 1),
+        (500, 3),
+        (502, 3),
+        (504, 3),
+        (408, 3),
+    ] {
+        let server = TestServer::builder(numbered(12)).page_size(5).start();
+        server.fault_on_page_always(3, Fault::Status(status));
+        let err = run_on(&client, &whole_repository(&server)).await.err();
+        assert!(
+            matches!(err.kind, HarvestErrorKind::Status { status: s, attempts } if s == status && attempts == requests),
+            "{status}: {err:?}"
+        );
+        assert_eq!(server.page_requests(3).len() as u32, requests, "{status}");
+        let text = err.to_string();
+        for part in [
+            err.url.as_str(),
+            "page 3",
+            "p=3|k/2+y z",
+            &format!("run `oai-bridge check {}`", server.url()),
+        ] {
+            assert!(text.contains(part), "{text:?} should name {part:?}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_login_page_at_identify_fails_at_once() {
+    // Issue 22: the first request meets the page; nothing is retried or harvested.
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_request(1, Fault::HtmlPage);
+    let err = run_all(&server, fast()).await.err();
+    assert_eq!(err.page, 0);
+    assert_eq!(server.requests().len(), 1);
+    assert!(err.to_string().contains("(Identify)"), "{err}");
+    assert!(err.to_string().contains("oai-bridge check"), "{err}");
 }
 
 #[tokio::test]
@@ -1071,6 +1127,27 @@ async fn an_export_failing_on_page_3_leaves_the_previous_export_byte_identical()
 }
 
 #[tokio::test]
+async fn each_retry_warning_says_which_attempt_failed() {
+    // Issue 22: the warnings of an export count the attempts ("attempt 2 of 3 failed"), where
+    // each once said "failed after 1 attempt(s)".
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_page_times(2, 2, Fault::Status(500));
+    let root = tempfile::tempdir().unwrap();
+    let mut args = export_args(&server, &root.path().join("out"), &["--scope", SCOPE]);
+    let at = args.iter().position(|a| a == "--max-attempts").unwrap();
+    args[at + 1] = "3".to_owned();
+    let output = bridge(args).await;
+    let text = stderr(&output);
+    assert!(output.status.success(), "{text}");
+    assert_eq!(server.page_requests(2).len(), 3);
+    for n in [1, 2] {
+        let warning = format!("attempt {n} of 3 failed: HTTP status 500; retrying in ");
+        assert_eq!(text.matches(&warning).count(), 1, "{warning:?} in {text}");
+    }
+    assert!(!text.contains("attempt(s)"), "{text}");
+}
+
+#[tokio::test]
 async fn an_export_with_no_url_inside_the_scope_fails_and_says_how_to_fix_it() {
     // G-03, SM-07: the default scope is the baseURL's directory (http://127.0.0.1:<port>/); the
     // records' landing pages are elsewhere. Nothing is published, the previous folder stays,
@@ -1251,6 +1328,90 @@ async fn a_slow_drip_body_ends_at_the_request_timeout() {
         "{message}"
     );
     assert!(message.contains("page 1"), "{message}");
+}
+
+/// A minimum transfer rate of 1 KiB a second over `window`.
+fn minimum_rate(window: Duration) -> HarvestSettings {
+    HarvestSettings {
+        min_transfer_bytes_per_sec: 1024,
+        min_transfer_window: window,
+        ..fast()
+    }
+}
+
+#[tokio::test]
+async fn a_drip_fails_at_the_minimum_rate_not_the_timeout_and_is_not_retried() {
+    // Issue 22: a body dripping at 20 bytes a second fails when its first 2 s window ends,
+    // well before the 20 s request timeout, with the rate it came at; it is not sent again
+    // (three attempts allowed, every one would drip), and an export leaves the folder as it was.
+    let server = TestServer::builder(numbered(3)).start();
+    server.fault_on_page_always(1, Fault::SlowDrip(Duration::from_millis(50)));
+    let settings = minimum_rate(Duration::from_secs(2));
+    let err = run_all(&server, settings.clone()).await.err();
+    match err.kind {
+        HarvestErrorKind::TooSlow {
+            observed,
+            window,
+            received,
+            min,
+        } => {
+            assert!(observed < 1024, "{observed}");
+            assert_eq!((window, min), (Duration::from_secs(2), 1024));
+            assert!(received > 0 && received < 2048, "{received}");
+        }
+        ref other => panic!("the drip error was expected: {other:?}"),
+    }
+    assert_eq!(err.page, 1);
+    assert_eq!(server.page_requests(1).len(), 1);
+    let text = err.to_string();
+    for part in [
+        err.url.as_str(),
+        "page 1",
+        "bytes/s over 2 s",
+        "harvest.min_transfer_bytes_per_sec",
+        "not retried",
+    ] {
+        assert!(text.contains(part), "{text:?} should name {part:?}");
+    }
+
+    let message = export_fails_untouched(&server, settings).await;
+    assert!(message.contains("min_transfer_bytes_per_sec"), "{message}");
+    assert!(!message.contains("timed out"), "{message}");
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_fails_when_its_window_ends() {
+    // Issue 22: half a page (under 1 KiB), then silence: no later byte comes to close the
+    // window, so its end does. The drip error, with the half page over the 1 s window, not
+    // the 20 s request timeout, and not retried.
+    let server = TestServer::builder(numbered(3)).start();
+    server.fault_on_page_always(1, Fault::Stall);
+    let err = run_all(&server, minimum_rate(Duration::from_secs(1)))
+        .await
+        .err();
+    match err.kind {
+        HarvestErrorKind::TooSlow {
+            observed,
+            received,
+            min: 1024,
+            ..
+        } => assert!(received < 1024 && observed <= received, "{err:?}"),
+        ref other => panic!("the drip error was expected: {other:?}"),
+    }
+    assert_eq!(server.page_requests(1).len(), 1);
+}
+
+#[tokio::test]
+async fn the_wait_for_the_first_byte_is_no_part_of_the_minimum_rate() {
+    // Issue 22: a repository that thinks 2 s before it answers (DSpace, a large page) is not
+    // slow by a 1 s window: the window starts at the body's first byte.
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    server.fault_on_page(2, Fault::Delay(Duration::from_secs(2)));
+    let (_, records) = run_all(&server, minimum_rate(Duration::from_secs(1)))
+        .await
+        .ok();
+    assert_eq!(ids(&records), expected_ids(12));
+    assert_eq!(server.page_requests(2).len(), 1);
 }
 
 #[tokio::test]

@@ -201,6 +201,9 @@ pub(crate) enum Fault {
     Bytes(Vec<u8>),
     /// The normal answer, one byte at a time with this pause between bytes.
     SlowDrip(Duration),
+    /// Announce the whole body in `Content-Length`, send half of it, then nothing more until
+    /// the client hangs up: a server stalled mid-answer.
+    Stall,
     /// A `200 text/xml` body that never ends (chunked, an endless stream of whitespace after
     /// the start of a page).
     Endless,
@@ -644,6 +647,8 @@ enum Delivery {
     Drip(Duration),
     /// Chunked, never finished.
     Endless,
+    /// With `Content-Length`, half the body, then silence until the client hangs up.
+    Stall,
 }
 
 struct Reply {
@@ -872,6 +877,7 @@ impl Shared {
         match fault {
             Some(Fault::Delay(delay)) => reply.delay = *delay,
             Some(Fault::SlowDrip(pause)) => reply.delivery = Delivery::Drip(*pause),
+            Some(Fault::Stall) => reply.delivery = Delivery::Stall,
             Some(Fault::TruncateBody) => reply.delivery = Delivery::Truncated,
             Some(Fault::NoContentLength) => reply.delivery = Delivery::CloseDelimited,
             _ => {}
@@ -1556,6 +1562,20 @@ async fn write_reply(
         }
         return Ok(());
     }
+    if let Delivery::Stall = reply.delivery {
+        head.push_str(&format!(
+            "Content-Length: {}\r\nConnection: close\r\n\r\n",
+            reply.body.len()
+        ));
+        let mut bytes = head.into_bytes();
+        bytes.extend_from_slice(&reply.body[..reply.body.len() / 2]);
+        stream.write_all(&bytes).await?;
+        stream.flush().await?;
+        // Until the client hangs up (a read of nothing), or sends anything at all.
+        let mut byte = [0u8; 1];
+        let _ = stream.read(&mut byte).await;
+        return Ok(());
+    }
     if let Delivery::Endless = reply.delivery {
         head.push_str("Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
         stream.write_all(head.as_bytes()).await?;
@@ -1573,7 +1593,7 @@ async fn write_reply(
         }
     }
     let body: &[u8] = match reply.delivery {
-        Delivery::Drip(_) | Delivery::Endless => unreachable!("written above"),
+        Delivery::Drip(_) | Delivery::Endless | Delivery::Stall => unreachable!("written above"),
         Delivery::Whole => {
             head.push_str(&format!(
                 "Content-Length: {}\r\nConnection: {}\r\n",
