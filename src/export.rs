@@ -317,6 +317,13 @@ impl ExportSummary {
             }
         );
         // Each reason in words, with a few examples (the status page shows the same).
+        if b.samples.is_none() && !drops.is_empty() {
+            let _ = writeln!(
+                out,
+                "    (no examples: the published sitemap was patched with the changed records \
+                 only; a whole render shows them)"
+            );
+        }
         for reason in Drop::ALL.iter().filter(|r| s.dropped(**r) > 0) {
             let examples = b
                 .samples
