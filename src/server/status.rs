@@ -1,5 +1,6 @@
 //! The status page at `/`, for people: per repository, what is served, how the last refresh
-//! went, and when the next one is due.
+//! went, and when the next one is due; under it, what was not published and why (in words, with
+//! examples), what its public URL needs, and its last refreshes.
 
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
