@@ -110,6 +110,66 @@ impl Drop {
             Drop::TemplateInvalidUrl => "template_invalid_url",
         }
     }
+
+    /// The reason named `name` ([`Drop::as_str`]), if it is one.
+    pub fn named(name: &str) -> Option<Drop> {
+        Drop::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
+    /// What the reason means, in words, for people: the one text the status page, `check` and
+    /// `export`'s summary show beside the code.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Drop::OutOfScope => {
+                "an http(s) URL outside the scope (the baseURL's directory, or the configured \
+                 scope): crawlers accept a sitemap's URLs only under it. Many of them usually \
+                 mean the landing pages are elsewhere: oai-bridge check suggests a scope"
+            }
+            Drop::NotAUrl => {
+                "not a URL (an ISBN, a URN, citation text, a local or oai: identifier): \
+                 rightly not a <loc>"
+            }
+            Drop::InvalidUrl => {
+                "looks like an http(s) URL but does not parse, or holds whitespace: the \
+                 upstream writes broken URLs"
+            }
+            Drop::TooLong => "a URL longer than 2,047 characters, more than a sitemap allows",
+            Drop::PersistentId => {
+                "a DOI or Handle, not a URL of this repository: rightly not a <loc> (a \
+                 Signmap cites it as cite-as)"
+            }
+            Drop::Duplicate => {
+                "a URL another record (or the same one twice) gives too: published once, \
+                 with the newest datestamp"
+            }
+            Drop::Deleted => "a record marked deleted by the upstream: it publishes nothing",
+            Drop::NoUrl => {
+                "a live record none of whose values gave a URL to publish: its landing page \
+                 is not in dc:identifier. Many of them: set platform or landing_template"
+            }
+            Drop::EmptyMetadata => {
+                "a live record sent with an empty <metadata/>: rejected (no deletion); a \
+                 version read before stays published"
+            }
+            Drop::InvalidHandle => {
+                "a value spelled as a Handle whose prefix/suffix does not parse, so no \
+                 landing page can be made of it"
+            }
+            Drop::RelationNotAUrl => "an EPrints dc:relation that is neither a URL nor a DOI",
+            Drop::TemplateInvalidUrl => {
+                "the landing_template filled with a record's value gives no valid URL"
+            }
+        }
+    }
+
+    /// Whether the reason is expected in a healthy repository (nothing to do), as against one
+    /// that, when it counts many, asks for a setting or a word to the upstream.
+    pub fn expected(self) -> bool {
+        matches!(
+            self,
+            Drop::NotAUrl | Drop::PersistentId | Drop::Duplicate | Drop::Deleted
+        )
+    }
 }
 
 /// Content-file extensions and their media types: a URL names a content file by its extension.
@@ -600,6 +660,20 @@ mod tests {
             Identifier::Dropped(d) => format!("drop {}", d.as_str()),
         };
         assert_eq!(got, expected, "{value:?}");
+    }
+
+    /// Issue 22: every reason has its words and round-trips by name; a DOI reads as expected,
+    /// not as an alarm.
+    #[test]
+    fn every_reason_says_what_it_means() {
+        for reason in Drop::ALL {
+            assert_eq!(Drop::named(reason.as_str()), Some(reason));
+            assert!(reason.meaning().len() > 20, "{reason:?}");
+        }
+        assert_eq!(Drop::named("landing_page"), None);
+        assert!(Drop::PersistentId.meaning().contains("rightly not a <loc>"));
+        assert!(Drop::PersistentId.expected() && Drop::Deleted.expected());
+        assert!(!Drop::OutOfScope.expected() && !Drop::NoUrl.expected());
     }
 
     #[test]

@@ -316,6 +316,38 @@ impl ExportSummary {
                 drops.join(", ")
             }
         );
+        // Each reason in words, with a few examples (the status page shows the same).
+        if b.samples.is_none() && !drops.is_empty() {
+            let _ = writeln!(
+                out,
+                "    (no examples: the published sitemap was patched with the changed records \
+                 only; a whole render shows them)"
+            );
+        }
+        for reason in Drop::ALL.iter().filter(|r| s.dropped(**r) > 0) {
+            let examples = b
+                .samples
+                .as_ref()
+                .map(|x| x.of(*reason))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "    {}: {}{}",
+                reason.as_str(),
+                if reason.expected() { "(expected) " } else { "" },
+                reason.meaning()
+            );
+            if !examples.is_empty() {
+                let shown: Vec<String> = (examples.iter())
+                    .map(|e| match (&e.record, &e.value) {
+                        (Some(r), Some(v)) => format!("{v} ({r})"),
+                        (Some(one), None) | (None, Some(one)) => one.clone(),
+                        (None, None) => String::new(),
+                    })
+                    .collect();
+                let _ = writeln!(out, "      e.g. {}", shown.join("; "));
+            }
+        }
         let q = &b.report.quirks;
         let mut quirks = Vec::new();
         if q.illegal_chars_removed > 0 {
@@ -427,6 +459,14 @@ impl ExportSummary {
                 let _ = write!(out, "\n  Sitemap: {url}");
             }
             let _ = writeln!(out);
+        }
+        if crate::scope::is_loopback(&job.public_url) {
+            let _ = writeln!(
+                out,
+                "\nNote: the public URL {} is a loopback address: the files name URLs no crawler \
+                 can reach. Pass the address they will be served at (--public-url).",
+                job.public_url
+            );
         }
         out
     }

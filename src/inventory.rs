@@ -15,6 +15,83 @@ use crate::oai::parse::Record;
 use crate::platform::Landing;
 use crate::scope::Scope;
 
+/// Most examples [`DropSamples`] keeps of each reason.
+pub(crate) const SAMPLES_PER_REASON: usize = 3;
+
+/// Longest value an example keeps, in bytes (a `too_long` URL has more than 2,047).
+const SAMPLE_VALUE_BYTES: usize = 160;
+
+/// One example of something not published: the record it came from (none for a URL published
+/// once for several records, `duplicate`) and the value itself (none for a reason about a
+/// whole record: `deleted`, `no_url`, `empty_metadata`; none too when a platform's landing rule
+/// classified the values, which it does not keep).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DropSample {
+    /// The record's OAI identifier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record: Option<String>,
+    /// The `dc:identifier` value (or URL), cut at 160 bytes with `…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// A few examples of what was not published, per reason: the first [`SAMPLES_PER_REASON`] met
+/// in the harvest (a version a newer one replaced included), so memory stays fixed however
+/// large the repository.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DropSamples {
+    by_reason: [Vec<DropSample>; Drop::ALL.len()],
+}
+
+impl DropSamples {
+    /// Whether another example of `reason` is kept: ask before copying one.
+    pub(crate) fn wants(&self, reason: Drop) -> bool {
+        self.by_reason[index(reason)].len() < SAMPLES_PER_REASON
+    }
+
+    /// Keeps an example of `reason`, unless there are enough.
+    pub(crate) fn note(&mut self, reason: Drop, record: Option<&str>, value: Option<&str>) {
+        if !self.wants(reason) {
+            return;
+        }
+        let value = value.map(|v| {
+            let v = v.trim();
+            if v.len() <= SAMPLE_VALUE_BYTES {
+                v.to_owned()
+            } else {
+                let end = (0..=SAMPLE_VALUE_BYTES)
+                    .rev()
+                    .find(|&i| v.is_char_boundary(i))
+                    .unwrap_or(0);
+                format!("{}…", &v[..end])
+            }
+        });
+        self.by_reason[index(reason)].push(DropSample {
+            record: record.map(str::to_owned),
+            value,
+        });
+    }
+
+    /// Forgets the examples of `reason`.
+    pub(crate) fn forget(&mut self, reason: Drop) {
+        self.by_reason[index(reason)].clear();
+    }
+
+    /// The examples of `reason`.
+    pub fn of(&self, reason: Drop) -> &[DropSample] {
+        &self.by_reason[index(reason)]
+    }
+
+    /// The examples by reason name ([`Drop::as_str`]), the reasons without any left out: as a
+    /// summary keeps them.
+    pub fn by_name(&self) -> std::collections::BTreeMap<String, Vec<DropSample>> {
+        (Drop::ALL.iter())
+            .filter(|r| !self.of(**r).is_empty())
+            .map(|r| (r.as_str().to_owned(), self.of(*r).to_vec()))
+            .collect()
+    }
+}
+
 /// Counts of what was seen and why things were not published.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
@@ -184,6 +261,7 @@ struct Collected {
     /// Length of the prefix that every URL in the arena shares (0 before the first).
     common: usize,
     stats: Stats,
+    samples: DropSamples,
 }
 
 /// The inventory is held in memory with 32-bit offsets; past this it refuses more text rather
@@ -228,7 +306,8 @@ impl Inventory {
             .dc_identifiers
             .iter()
             .map(|value| classify::publishable(value, scope));
-        self.collected.add(record, urls, groups)
+        self.collected
+            .add(record, urls, Some(&record.dc_identifiers), groups)
     }
 
     /// [`Inventory::add`] of a record whose values are classified already: `classes` as the
@@ -241,8 +320,21 @@ impl Inventory {
         classes: &[Class<'_>],
         groups: u32,
     ) -> Result<(), InventoryFull> {
+        self.add_classes(record, classes, None, groups)
+    }
+
+    /// [`Inventory::add_classified`], with the values the classes were made of, one each in
+    /// the same order, when that is so (Google's rule; a platform's rule puts a landing page
+    /// first): the examples of drops then show the values.
+    pub(crate) fn add_classes(
+        &mut self,
+        record: &Record,
+        classes: &[Class<'_>],
+        values: Option<&[String]>,
+        groups: u32,
+    ) -> Result<(), InventoryFull> {
         let urls = classes.iter().map(|c| c.publishable().map(Cow::Borrowed));
-        self.collected.add(record, urls, groups)
+        self.collected.add(record, urls, values, groups)
     }
 
     /// Resolves repeats and duplicates into the sorted list of URLs to publish.
@@ -282,23 +374,33 @@ impl Superseded {
 
 impl Collected {
     /// Adds one record occurrence with its identifiers classified: `urls` has one item for
-    /// each, not read for a deleted record (which publishes nothing).
+    /// each, not read for a deleted record (which publishes nothing); `values`, when known, the
+    /// values they were classified from, in the same order (for the examples of drops).
     fn add<'a>(
         &mut self,
         record: &Record,
         urls: impl Iterator<Item = Result<Cow<'a, str>, Drop>>,
+        values: Option<&[String]>,
         groups: u32,
     ) -> Result<(), InventoryFull> {
         self.stats.records_seen += 1;
         let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
         let mut url_count = 0u16;
         let mut drops = [0u8; IDENTIFIER_DROPS];
-        let mut count = |reason: Drop| {
+        let samples = &mut self.samples;
+        let mut count = |reason: Drop, at: usize| {
             if let Some(i) = identifier_slot(reason) {
                 drops[i] = drops[i].saturating_add(1);
             }
+            if samples.wants(reason) {
+                let value = values.and_then(|v| v.get(at)).map(String::as_str);
+                samples.note(reason, Some(&record.identifier), value);
+            }
         };
-        for url in urls.filter(|_| !record.deleted) {
+        if record.deleted {
+            count(Drop::Deleted, usize::MAX);
+        }
+        for (at, url) in urls.enumerate().filter(|_| !record.deleted) {
             match url {
                 Ok(url) => {
                     if url_count == u16::MAX {
@@ -325,8 +427,11 @@ impl Collected {
                     });
                     url_count += 1;
                 }
-                Err(reason) => count(reason),
+                Err(reason) => count(reason, at),
             }
+        }
+        if url_count == 0 && !record.deleted {
+            count(Drop::NoUrl, usize::MAX);
         }
         let hasher = BuildHasherDefault::<DefaultHasher>::default();
         self.entries.push(Entry {
@@ -348,7 +453,7 @@ impl Collected {
             urls,
             common,
             mut stats,
-            ..
+            mut samples,
         } = self;
         let superseded = superseded(&entries);
         let mut items = Vec::with_capacity(urls.len());
@@ -391,6 +496,10 @@ impl Collected {
                 // The URL is in every group of a record that publishes it.
                 kept.groups |= later.groups;
                 stats.drop(Drop::Duplicate);
+                if samples.wants(Drop::Duplicate) {
+                    let url = &arena[kept.span.start as usize..][..kept.span.len as usize];
+                    samples.note(Drop::Duplicate, None, Some(url));
+                }
                 match shared.last_mut() {
                     Some(last) if text(last.0) == text(kept.span) => last.1.push(later.datestamp),
                     _ => shared.push((kept.span, vec![kept.datestamp, later.datestamp])),
@@ -411,6 +520,7 @@ impl Collected {
             items,
             stats,
             shared,
+            samples: Some(samples),
         };
         (published, superseded)
     }
@@ -504,6 +614,9 @@ pub struct Published {
     /// datestamp of each claim: what patching a change to one of them into the published
     /// sitemap needs to know ([`crate::patch`]).
     pub shared: Vec<SharedUrl>,
+    /// A few examples of each reason not to publish; `None` for a patched sitemap, which
+    /// reads only the records that changed ([`Published::counted`]).
+    pub samples: Option<DropSamples>,
 }
 
 /// A URL that several records publish (or one record twice).
@@ -554,6 +667,7 @@ impl Published {
             items: Vec::new(),
             stats,
             shared: Vec::new(),
+            samples: None,
         }
     }
 
@@ -629,6 +743,95 @@ mod tests {
             inventory.add(r, 0).unwrap();
         }
         inventory.finish()
+    }
+
+    /// Issue 22: a few examples of each reason, collected as records are added: the record
+    /// and the value (the URL for a duplicate, the record alone for one deleted or without a
+    /// URL), at most [`SAMPLES_PER_REASON`] each, long values cut.
+    #[test]
+    fn drops_keep_a_few_examples() {
+        let mut records = vec![
+            record(
+                "oai:h:1",
+                "2021-01-01",
+                &["https://h/1", "doi:10.1234/a", "ISBN 1"],
+            ),
+            record("oai:h:2", "2021-01-01", &["https://h/1", "urn:nbn:x"]),
+            Record {
+                deleted: true,
+                ..record("oai:h:3", "2021-01-01", &[])
+            },
+            record(
+                "oai:h:4",
+                "2021-01-01",
+                &[&format!("https://h/{}", "x".repeat(3000))],
+            ),
+        ];
+        for i in 5..12 {
+            records.push(record(
+                &format!("oai:h:{i}"),
+                "2021-01-01",
+                &[&format!("hdl:1/{i}")],
+            ));
+        }
+        let p = resolve(&records);
+        let samples = p.samples.as_ref().expect("a whole inventory has examples");
+        let example = |record: &str, value: Option<&str>| DropSample {
+            record: Some(record.to_owned()),
+            value: value.map(str::to_owned),
+        };
+        assert_eq!(
+            samples.of(Drop::PersistentId),
+            [
+                example("oai:h:1", Some("doi:10.1234/a")),
+                example("oai:h:5", Some("hdl:1/5")),
+                example("oai:h:6", Some("hdl:1/6")),
+            ]
+        );
+        assert_eq!(p.stats.dropped(Drop::PersistentId), 8);
+        assert_eq!(
+            samples.of(Drop::NotAUrl),
+            [
+                example("oai:h:1", Some("ISBN 1")),
+                example("oai:h:2", Some("urn:nbn:x"))
+            ]
+        );
+        assert_eq!(samples.of(Drop::Deleted), [example("oai:h:3", None)]);
+        assert_eq!(
+            samples.of(Drop::NoUrl),
+            [
+                example("oai:h:4", None),
+                example("oai:h:5", None),
+                example("oai:h:6", None)
+            ]
+        );
+        assert_eq!(
+            samples.of(Drop::Duplicate),
+            [DropSample {
+                record: None,
+                value: Some("https://h/1".into())
+            }]
+        );
+        let long = samples.of(Drop::TooLong)[0].value.clone().unwrap();
+        assert!(
+            long.starts_with("https://h/xxx") && long.ends_with('…'),
+            "{long}"
+        );
+        assert_eq!(long.len(), SAMPLE_VALUE_BYTES + '…'.len_utf8());
+        assert!(samples.of(Drop::OutOfScope).is_empty());
+        assert_eq!(
+            samples.by_name().keys().collect::<Vec<_>>(),
+            [
+                "deleted",
+                "duplicate",
+                "no_url",
+                "not_a_url",
+                "persistent_id",
+                "too_long"
+            ]
+        );
+        // A patched sitemap's counts come without examples.
+        assert_eq!(Published::counted(Stats::default()).samples, None);
     }
 
     fn listing(p: &Published) -> Vec<String> {

@@ -71,7 +71,7 @@ pub use oai::{Client, HarvestError, HarvestErrorKind, HarvestSettings};
 pub use classify::{Class, Drop, class};
 pub use datestamp::Datestamp;
 pub use dctype::TypeMap;
-pub use inventory::{Inventory, Published};
+pub use inventory::{DropSample, DropSamples, Inventory, Published};
 pub use profiles::signposts::Signposts;
 pub use render::sitemap::{Limits, MAX_BYTES, MIN_BYTES, Shard, escape, render_shards};
 pub use scope::Scope;

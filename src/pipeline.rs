@@ -124,6 +124,9 @@ pub struct Built {
     pub report: HarvestReport,
     /// Counts by outcome.
     pub stats: Stats,
+    /// A few examples of each reason not to publish; `None` when the sitemap was patched
+    /// (an incremental refresh reads only the changed records).
+    pub samples: Option<crate::inventory::DropSamples>,
     /// The landing rule applied: the platform in effect and why, and the scope
     /// ([`Landing::scope`]).
     pub platform: Landing,
@@ -155,6 +158,7 @@ impl Built {
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
+            samples: harvested.published.samples,
             platform: harvested.landing,
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
@@ -378,6 +382,16 @@ impl Collectors {
         published
             .stats
             .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
+        if let Some(samples) = &mut published.samples {
+            let mut rejected: Vec<&String> = self.rejected.keys().collect();
+            rejected.sort_unstable();
+            for id in rejected
+                .into_iter()
+                .take(crate::inventory::SAMPLES_PER_REASON)
+            {
+                samples.note(Drop::EmptyMetadata, Some(id), None);
+            }
+        }
         Ok(Harvested {
             published,
             landing: self.landing,
@@ -436,7 +450,10 @@ impl Collectors {
         // few (an allocation per record showed).
         let mut classes = Classes::new();
         self.landing.classes(record, &mut classes);
-        self.inventory.add_classified(record, &classes, groups)?;
+        // Under Google's rule each class is its value's (for the examples of drops).
+        let values = (self.landing.is_generic()).then_some(record.dc_identifiers.as_slice());
+        self.inventory
+            .add_classes(record, &classes, values, groups)?;
         if let Some(s) = &mut self.signposts {
             s.add(record, &classes)?;
         }
@@ -580,6 +597,20 @@ pub(crate) fn collect_stored(
     let stats = &mut harvested.published.stats;
     stats.set_dropped(Drop::EmptyMetadata, store.rejected()?);
     stats.set_deleted(store.deleted()?);
+    // The store's rejected and deleted records are its own (its deleted ones are not read
+    // above): a few of each from it.
+    if let Some(samples) = &mut harvested.published.samples {
+        let n = crate::inventory::SAMPLES_PER_REASON;
+        samples.forget(Drop::EmptyMetadata);
+        for id in store.rejected_examples(n)? {
+            samples.note(Drop::EmptyMetadata, Some(&id), None);
+        }
+        if stats.deleted > 0 {
+            for id in store.deleted_examples(n)? {
+                samples.note(Drop::Deleted, Some(&id), None);
+            }
+        }
+    }
     harvested.layout = store.state()?.layout;
     Ok(harvested)
 }
@@ -858,13 +889,22 @@ pub struct Rendered {
     pub layout: Layout,
 }
 
-/// Formats a duration for summaries.
+/// Formats a duration for people, in its two largest units: `12.3 s` under a minute,
+/// `4 min 05 s`, `5 h 57 min`, `2 d 3 h` (a refresh due in six hours reads as hours, not as
+/// 357 minutes).
 pub(crate) fn human_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
-    if s < 60.0 {
-        format!("{s:.1} s")
+    // Under 59.95 s, which would round to "60.0 s".
+    if d.as_millis() < 59_950 {
+        return format!("{:.1} s", d.as_secs_f64());
+    }
+    let secs = d.as_secs_f64().round() as u64;
+    let (days, hours, minutes) = (secs / 86_400, secs / 3_600 % 24, secs / 60 % 60);
+    if days > 0 {
+        format!("{days} d {hours} h")
+    } else if hours > 0 {
+        format!("{hours} h {minutes:02} min")
     } else {
-        format!("{}m{:02}s", d.as_secs() / 60, d.as_secs() % 60)
+        format!("{minutes} min {:02} s", secs % 60)
     }
 }
 
@@ -872,6 +912,25 @@ pub(crate) fn human_duration(d: Duration) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::render::sitemap::render_shards;
+
+    /// Issue 22: durations read in their two largest units ("in 357m25s" was a refresh six
+    /// hours away).
+    #[test]
+    fn durations_read_in_hours_and_days() {
+        let cases = [
+            (Duration::from_millis(0), "0.0 s"),
+            (Duration::from_millis(12_345), "12.3 s"),
+            (Duration::from_millis(59_960), "1 min 00 s"),
+            (Duration::from_secs(245), "4 min 05 s"),
+            (Duration::from_secs(3_599), "59 min 59 s"),
+            (Duration::from_secs(3_600), "1 h 00 min"),
+            (Duration::from_secs(357 * 60 + 25), "5 h 57 min"),
+            (Duration::from_secs(86_400 * 2 + 3 * 3_600 + 59), "2 d 3 h"),
+        ];
+        for (d, want) in cases {
+            assert_eq!(human_duration(d), want, "{d:?}");
+        }
+    }
 
     /// Google's rule over `scope`.
     fn generic(scope: Scope) -> Landing {

@@ -119,6 +119,22 @@ impl Scope {
     }
 }
 
+/// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`): a public URL
+/// there names files no crawler can fetch.
+pub(crate) fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(d)) => {
+            let d = d.trim_end_matches('.').to_ascii_lowercase();
+            d == "localhost" || d.ends_with(".localhost")
+        }
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        None => false,
+    }
+}
+
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.prefixes.iter().enumerate() {
@@ -133,6 +149,27 @@ impl fmt::Display for Scope {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 22: the loopback addresses a public URL must not be on.
+    #[test]
+    fn loopback_hosts() {
+        for (url, loopback) in [
+            ("http://127.0.0.1:8080/", true),
+            ("http://127.3.4.5/", true),
+            ("http://localhost/x/", true),
+            ("http://LOCALHOST./", true),
+            ("http://a.localhost/", true),
+            ("http://[::1]:8080/", true),
+            ("http://[::ffff:127.0.0.1]/", true),
+            ("http://128.0.0.1/", false),
+            ("http://localhost.example/", false),
+            ("https://sitemaps.example.org/", false),
+            ("http://[2001:db8::1]/", false),
+        ] {
+            let url = url::Url::parse(url).unwrap();
+            assert_eq!(super::is_loopback(&url), loopback, "{url}");
+        }
+    }
+
     use super::*;
 
     fn url(s: &str) -> Url {

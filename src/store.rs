@@ -594,6 +594,30 @@ impl Store {
         )
     }
 
+    /// The identifiers of up to `n` rejected records ([`Store::rejected`]), as examples.
+    pub fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id FROM rejected ORDER BY id LIMIT ?1")?;
+            stmt.query_map([n as i64], |r| r.get(0))?.collect()
+        };
+        read().map_err(fail(&self.path, "cannot read the rejected records"))
+    }
+
+    /// The identifiers of up to `n` records whose newest version is deleted, as examples. The
+    /// first found: no index leads to them, so this reads records until it has `n` (all of
+    /// them when there are fewer); ask only when [`Store::deleted`] counts some.
+    pub fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT id FROM records WHERE deleted <> 0 LIMIT ?1")?;
+            stmt.query_map([n as i64], |r| r.get(0))?.collect()
+        };
+        read().map_err(fail(&self.path, "cannot read the deleted records"))
+    }
+
     /// How many records changed since the last publish ([`Store::dirty`]).
     pub fn changed(&self) -> Result<u64, StoreError> {
         self.number(

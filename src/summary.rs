@@ -62,6 +62,24 @@ pub struct Summary {
     /// Where the records' landing pages came from, in words.
     #[serde(default)]
     pub landing_rule: String,
+    /// Whether `deleted` counts the deleted records: false in a generation the gateway made
+    /// before it counted its store's (it said 0 whatever the store held, and `records` was
+    /// the live records alone).
+    #[serde(default)]
+    pub deleted_counted: bool,
+    /// A few examples of what was not published, by reason (up to 3 each, the first met): the
+    /// record and the value. Empty in a generation from before they were kept.
+    #[serde(default)]
+    pub drop_examples: BTreeMap<String, Vec<crate::inventory::DropSample>>,
+    /// Where the examples come from when not from this generation's own harvest: a refresh
+    /// that patched the sitemap read only the changed records, so the gateway keeps those of
+    /// the last whole render, made at this time (Unix seconds). `None`: from this one.
+    #[serde(default)]
+    pub drop_examples_from: Option<u64>,
+    /// The scope's prefixes (where the landing pages may be); empty in a generation from before
+    /// it was recorded.
+    #[serde(default)]
+    pub scope: Vec<String>,
 }
 
 impl Summary {
@@ -130,7 +148,46 @@ impl Summary {
             settings: settings.to_owned(),
             platform: built.platform.detected().to_string(),
             landing_rule: built.platform.rule_text(),
+            deleted_counted: true,
+            drop_examples: built
+                .samples
+                .as_ref()
+                .map(crate::inventory::DropSamples::by_name)
+                .unwrap_or_default(),
+            drop_examples_from: None,
+            scope: built.platform.scope().prefixes(),
         }
+    }
+
+    /// Whether the scope is outside the directory of `public_url`, so that search engines take
+    /// the sitemaps only by cross-submission (a `Sitemap:` line in the robots.txt of the
+    /// repository's host): [`crate::scope::Scope::is_under`], the test `export`'s note makes.
+    /// `None` when the scope is not recorded.
+    pub(crate) fn needs_cross_submission(&self, public_url: &url::Url) -> Option<bool> {
+        let prefixes: Vec<url::Url> = (self.scope.iter())
+            .map(|p| url::Url::parse(p))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let scope = crate::scope::Scope::from_prefixes(&prefixes)?;
+        Some(!scope.is_under(public_url))
+    }
+
+    /// Takes the examples of `previous`, a generation made at `made`, for a summary of a
+    /// patched sitemap, which has none of its own: those of the reasons still counted, dated
+    /// by the whole render that collected them.
+    pub(crate) fn keep_examples(&mut self, previous: &Summary, made: std::time::SystemTime) {
+        if !self.drop_examples.is_empty() || previous.drop_examples.is_empty() {
+            return;
+        }
+        self.drop_examples = (previous.drop_examples.iter())
+            .filter(|(reason, _)| self.drops.contains_key(*reason))
+            .map(|(reason, examples)| (reason.clone(), examples.clone()))
+            .collect();
+        self.drop_examples_from = previous.drop_examples_from.or_else(|| {
+            made.duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .ok()
+                .map(|d| d.as_secs())
+        });
     }
 }
 
@@ -285,6 +342,103 @@ mod stored_diwoo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A manifest written before the examples, the scope and the counted deleted records
+    /// loads, without them; one written now keeps them.
+    #[test]
+    fn manifests_old_and_new_load() {
+        let old: Summary = serde_json::from_str(
+            r#"{"source":"s","pages":1,"records_seen":307,"records":307,"deleted":0,"urls":456,
+               "drops":{"persistent_id":216},"shards":1,"build_ms":5,"index_url":"u"}"#,
+        )
+        .unwrap();
+        assert!(!old.deleted_counted);
+        assert!(old.drop_examples.is_empty() && old.scope.is_empty());
+        assert_eq!(old.drop_examples_from, None);
+        let public = url::Url::parse("https://maps.example/r/").unwrap();
+        assert_eq!(old.needs_cross_submission(&public), None);
+
+        let example = crate::inventory::DropSample {
+            record: Some("oai:h:1".into()),
+            value: Some("doi:10.1234/a".into()),
+        };
+        let new = Summary {
+            deleted_counted: true,
+            drop_examples: [("persistent_id".to_owned(), vec![example])].into(),
+            scope: vec!["https://repo.example/".into()],
+            ..old
+        };
+        let json = serde_json::to_string(&new).unwrap();
+        assert!(json.contains(r#""persistent_id":[{"record":"oai:h:1","value":"doi:10.1234/a"}]"#));
+        assert_eq!(serde_json::from_str::<Summary>(&json).unwrap(), new);
+    }
+
+    /// Issue 22: cross-submission is needed exactly when export's note says so: when the scope
+    /// is not under the public URL's directory.
+    #[test]
+    fn cross_submission_when_the_scope_is_not_under_the_public_url() {
+        let summary = |scope: &[&str]| Summary {
+            scope: scope.iter().map(|s| s.to_string()).collect(),
+            ..Summary::default()
+        };
+        let url = |u: &str| url::Url::parse(u).unwrap();
+        let repo = summary(&["https://repo.example/"]);
+        assert_eq!(
+            repo.needs_cross_submission(&url("https://maps.example/r/")),
+            Some(true)
+        );
+        assert_eq!(
+            repo.needs_cross_submission(&url("https://repo.example/")),
+            Some(false)
+        );
+        assert_eq!(
+            summary(&["https://repo.example/items/"])
+                .needs_cross_submission(&url("https://repo.example/sitemaps/")),
+            Some(true)
+        );
+        assert_eq!(
+            summary(&["https://repo.example/items/", "https://repo.example/docs/"])
+                .needs_cross_submission(&url("https://repo.example/")),
+            Some(false)
+        );
+    }
+
+    /// A patched sitemap's summary takes the examples of the generation before, of the reasons
+    /// still counted, dated by the whole render that made them; a later patch keeps that date.
+    #[test]
+    fn a_patch_keeps_the_examples_of_the_last_whole_render() {
+        let example = |r: &str| crate::inventory::DropSample {
+            record: Some(r.into()),
+            value: None,
+        };
+        let whole = Summary {
+            drops: [("deleted".to_owned(), 2), ("no_url".to_owned(), 1)].into(),
+            drop_examples: [
+                ("deleted".to_owned(), vec![example("a"), example("b")]),
+                ("no_url".to_owned(), vec![example("c")]),
+            ]
+            .into(),
+            ..Summary::default()
+        };
+        let made = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000);
+        let mut patched = Summary {
+            drops: [("deleted".to_owned(), 3)].into(),
+            ..Summary::default()
+        };
+        patched.keep_examples(&whole, made);
+        assert_eq!(
+            patched.drop_examples,
+            [("deleted".to_owned(), vec![example("a"), example("b")])].into()
+        );
+        assert_eq!(patched.drop_examples_from, Some(1_000));
+        let mut again = Summary {
+            drops: patched.drops.clone(),
+            ..Summary::default()
+        };
+        again.keep_examples(&patched, made + std::time::Duration::from_secs(60));
+        assert_eq!(again.drop_examples_from, Some(1_000));
+        assert_eq!(again.drop_examples, patched.drop_examples);
+    }
 
     /// Each profile of a generation is counted once, with its own reasons; CDIF's two forms
     /// count the same documents.

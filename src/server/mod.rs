@@ -9,6 +9,7 @@
 //! - [`metrics`]: Prometheus metrics.
 
 pub(crate) mod generation;
+pub(crate) mod history;
 pub(crate) mod http;
 pub(crate) mod metrics;
 pub(crate) mod refresh;
@@ -97,6 +98,8 @@ pub struct Repo {
     pub status: Mutex<RepoStatus>,
     /// Wakes its schedule for an immediate refresh.
     pub refresh_now: Notify,
+    /// Its last refreshes, for the status page.
+    pub(crate) history: history::History,
 }
 
 /// The refresh history of a repository, for the status page, metrics and `Retry-After`.
@@ -216,7 +219,6 @@ impl Repo {
             config: rc.clone(),
             settings: job.settings_key(),
             job,
-            dir,
             current: RwLock::new(None),
             status: Mutex::new(RepoStatus {
                 retry_not_before: remembered
@@ -228,6 +230,8 @@ impl Repo {
                 ..RepoStatus::default()
             }),
             refresh_now: Notify::new(),
+            history: history::History::load(&dir),
+            dir,
         };
         if let Some(g) = current {
             tracing::info!(

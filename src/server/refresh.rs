@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::watch;
 
 use super::generation::{Generation, StoreError, Summary, Writer};
+use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo};
 use crate::classify::Drop;
@@ -105,6 +106,7 @@ pub(crate) async fn refresh(
         s.refreshing = true;
         s.last_attempt = Some(started);
     });
+    repo.history.start();
     tracing::info!(repository = name, source = %repo.job.request.source, "refresh started");
 
     let (result, stats) = build_on_thread(gateway, index, stop, &name).await?;
@@ -113,7 +115,12 @@ pub(crate) async fn refresh(
     count_upstream(m, &labels, &stats);
     let outcome = match result {
         Ok(generation) => {
+            let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, &labels);
+            repo.history.record(history::Entry {
+                urls: Some(urls),
+                ..history::Entry::ended_now(started)
+            });
             "success"
         }
         Err(RefreshError::Shutdown) => {
@@ -123,6 +130,8 @@ pub(crate) async fn refresh(
         }
         Err(e) => {
             record_failure(m, repo, &labels, &e, &stats);
+            repo.history
+                .record(history::Entry::ended_now(started).failed(&error_chain(&e)));
             return Err(e);
         }
     };
@@ -389,13 +398,20 @@ impl<'a> engine::Target for NextGeneration<'a> {
         run: Option<&RunSummary>,
         elapsed: Duration,
     ) -> Result<Generation, RefreshError> {
-        let summary = Summary::new(
+        let mut summary = Summary::new(
             &self.repo.job.request.source,
             built,
             run,
             elapsed,
             &self.repo.settings,
         );
+        if built.samples.is_none()
+            && let Some(previous) = self.previous
+        {
+            // A patched sitemap read only the changed records: the examples of what was not
+            // published stay those of the last whole render.
+            summary.keep_examples(&previous.summary, previous.created);
+        }
         Ok(writer.commit(summary)?)
     }
 }
@@ -449,6 +465,7 @@ fn show_seen(
     let Some(run) = &seen.run else {
         return Ok(());
     };
+    repo.history.harvested(run.kind.as_str(), seen.records);
     let state = store.state().map_err(PipelineError::from)?;
     let labels = metrics::repo(&repo.config.name);
     metrics

@@ -1,11 +1,13 @@
 //! The status page at `/`, for people: per repository, what is served, how the last refresh
-//! went, and when the next one is due.
+//! went, and when the next one is due; under it, what was not published and why (in words, with
+//! examples), what its public URL needs, and its last refreshes.
 
 use std::fmt::Write as _;
 use std::time::{Duration, SystemTime};
 
 use super::generation::{Generation, Summary};
-use super::{Gateway, Repo, RepoStatus};
+use super::{Gateway, Repo, RepoStatus, history};
+use crate::classify::Drop;
 use crate::pipeline::human_duration;
 
 /// Renders the status page.
@@ -15,6 +17,7 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     head(&mut out, gateway, now);
     for repo in &gateway.repos {
         row(&mut out, repo, now);
+        details(&mut out, repo);
     }
     out.push_str(
         "</table>\n<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
@@ -30,7 +33,11 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;",
         "text-align:left;vertical-align:top}.bad{color:#a00}.ok{color:#070}",
-        "pre{white-space:pre-wrap;margin:0}</style>\n</head>\n<body>\n",
+        "pre{white-space:pre-wrap;margin:0}.warn{background:#fff4e0;border:1px solid #e0a040;",
+        "padding:.4em .8em;margin:.5em 0}tr.more>td{background:#fcfcfc;border-top:none}",
+        "dl{margin:.3em 0}dt{margin-top:.4em}dd{margin-left:1.5em}code{font-size:90%}",
+        "td.drops{white-space:nowrap}small{color:#444}details{margin:.4em 0}summary{cursor:pointer}",
+        ".history td,.history th{font-size:90%;padding:.1em .5em}</style>\n</head>\n<body>\n",
         "<h1>oai-bridge</h1>\n"
     ));
     let _ = writeln!(
@@ -43,6 +50,16 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         url = escape(gateway.public_url.as_str()),
         robots = escape(&format!("{}robots.txt", gateway.public_url)),
     );
+    if crate::scope::is_loopback(&gateway.public_url) {
+        let _ = writeln!(
+            out,
+            "<p class=\"warn\"><b>Warning:</b> the public URL {} is a loopback address: the \
+             sitemaps, their index and robots.txt name URLs that no crawler can reach. Set \
+             <code>public_url</code> (<code>[server]</code>, <code>OAI_BRIDGE_PUBLIC_URL</code> or \
+             <code>--public-url</code>) to the address crawlers use.</p>",
+            escape(gateway.public_url.as_str())
+        );
+    }
     out.push_str(
         "<table>\n<tr><th>repository</th><th>serving</th><th>records</th><th>URLs published</th>\
          <th>not published</th><th>shards</th><th>last success</th><th>last attempt</th>\
@@ -113,11 +130,10 @@ fn summary_cells(out: &mut String, s: &Summary, repo: &Repo) {
             escape(&reason.to_string())
         )
     });
+    let records = records(s);
     let _ = write!(
         out,
-        "<td>{} ({} deleted){}{why_full}</td><td>{}",
-        s.records,
-        s.deleted,
+        "<td>{records}{}{why_full}</td><td>{}",
         if s.harvest.is_empty() {
             String::new()
         } else {
@@ -131,11 +147,46 @@ fn summary_cells(out: &mut String, s: &Summary, repo: &Repo) {
     } else {
         s.drops
             .iter()
-            .map(|(reason, n)| format!("{} {n}", escape(reason)))
+            .map(|(reason, n)| {
+                let (title, mark) = match Drop::named(reason) {
+                    Some(d) if d.expected() => (d.meaning(), " <span class=\"ok\">expected</span>"),
+                    Some(d) => (d.meaning(), " <span class=\"bad\">check if many</span>"),
+                    None => ("", ""),
+                };
+                format!(
+                    "<span title=\"{}\">{} {n}</span>{mark}",
+                    escape(title),
+                    escape(reason)
+                )
+            })
             .collect::<Vec<_>>()
             .join("<br>")
     };
-    let _ = write!(out, "</td><td>{drops}</td><td>{}</td>", s.shards);
+    let _ = write!(
+        out,
+        "</td><td class=\"drops\">{drops}</td><td>{}</td>",
+        s.shards
+    );
+}
+
+/// The records of a generation: distinct records, live and deleted, as `export` counts them
+/// (through the store, its tombstones count as deleted records). A generation made before the
+/// gateway counted its deleted records says so instead of claiming none.
+fn records(s: &Summary) -> String {
+    if s.deleted_counted {
+        format!(
+            "{} records: {} live, {} deleted",
+            s.records,
+            s.records.saturating_sub(s.deleted),
+            s.deleted
+        )
+    } else {
+        format!(
+            "{} live records<br><small>deleted records not counted: a generation made by an \
+             earlier version; the next refresh counts them</small>",
+            s.records
+        )
+    }
 }
 
 /// What each profile published beside the sitemap (Signmap, OCX, CDIF, DiWoo), a line each.
@@ -190,6 +241,137 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
             d.requires_lastmod
         );
     }
+}
+
+/// The row under a repository's: what to do about its public URL, what was not published and
+/// why (in words, with examples), and its last refreshes with a chart of the URLs published.
+fn details(out: &mut String, repo: &Repo) {
+    let generation = repo.current();
+    let entries = repo.history.entries();
+    let _ = write!(out, "<tr class=\"more\"><td colspan=\"9\">");
+    if let Some(g) = &generation {
+        cross_submission(out, repo, &g.summary);
+        not_published(out, &g.summary);
+    }
+    refreshes(out, &entries);
+    out.push_str("</td></tr>\n");
+}
+
+/// A warning when the scope is not under the repository's public URL: crawlers then take the
+/// sitemaps only through a `Sitemap:` line in the robots.txt of the repository's host.
+fn cross_submission(out: &mut String, repo: &Repo, s: &Summary) {
+    let public = &repo.job.public_url;
+    if s.needs_cross_submission(public) != Some(true) {
+        return;
+    }
+    let _ = write!(
+        out,
+        "<p class=\"warn\"><b>Cross-submission needed:</b> the scope {} is not under the public \
+         URL {}, so search engines accept these sitemaps only when the repository's host \
+         announces them: add <code>Sitemap: {}</code> to {}/robots.txt.</p>",
+        escape(&s.scope.join(", ")),
+        escape(public.as_str()),
+        escape(&s.index_url),
+        escape(&s.scope.first().map_or_else(String::new, |p| {
+            url::Url::parse(p)
+                .map(|u| u.origin().ascii_serialization())
+                .unwrap_or_default()
+        })),
+    );
+}
+
+/// Each reason something was not published: its count, what it means and whether that is
+/// expected, and a few examples (record, and value when known).
+fn not_published(out: &mut String, s: &Summary) {
+    if s.drops.is_empty() {
+        return;
+    }
+    let any_unexpected = (s.drops.keys()).any(|r| Drop::named(r).is_none_or(|d| !d.expected()));
+    let _ = write!(
+        out,
+        "<details class=\"drops\"{}><summary><b>Not published, and why</b>{}</summary><dl>",
+        if any_unexpected { " open" } else { "" },
+        match s.drop_examples_from {
+            Some(t) => format!(
+                " <small>(examples from the whole render of {}: later refreshes patched the \
+                 sitemap with the changed records only)</small>",
+                httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(t))
+            ),
+            None => String::new(),
+        }
+    );
+    for (reason, n) in &s.drops {
+        let drop = Drop::named(reason);
+        let verdict = match drop {
+            Some(d) if d.expected() => "<span class=\"ok\">expected</span>",
+            Some(_) => "<span class=\"bad\">check if many</span>",
+            None => "",
+        };
+        let _ = write!(
+            out,
+            "<dt><code>{}</code> {n} {verdict}</dt><dd>{}",
+            escape(reason),
+            escape(drop.map_or("", Drop::meaning))
+        );
+        match s.drop_examples.get(reason) {
+            Some(examples) if !examples.is_empty() => {
+                let shown: Vec<String> = (examples.iter())
+                    .map(|e| match (&e.record, &e.value) {
+                        (Some(r), Some(v)) => {
+                            format!("<code>{}</code> in {}", escape(v), escape(r))
+                        }
+                        (Some(r), None) => escape(r),
+                        (None, Some(v)) => format!("<code>{}</code>", escape(v)),
+                        (None, None) => String::new(),
+                    })
+                    .collect();
+                let _ = write!(out, "<br><small>e.g. {}</small>", shown.join("; "));
+            }
+            _ => out.push_str("<br><small>no examples kept</small>"),
+        }
+        out.push_str("</dd>");
+    }
+    out.push_str("</dl></details>");
+}
+
+/// The last refreshes: a chart of the URLs published, and a table of each.
+fn refreshes(out: &mut String, entries: &[history::Entry]) {
+    let Some(svg) = history::chart(entries) else {
+        out.push_str("<p><small>no refresh recorded yet</small></p>");
+        return;
+    };
+    let failed = entries.iter().filter(|e| e.error.is_some()).count();
+    let _ = write!(
+        out,
+        "<details class=\"history\" open><summary><b>{}</b> ({failed} failed): URLs \
+         published after each, oldest left</summary>{svg}<table><tr><th>ended</th><th>kind</th>\
+         <th>took</th><th>records received</th><th>URLs published</th><th>result</th></tr>",
+        match entries.len() {
+            1 => "The last refresh".to_owned(),
+            n => format!("The last {n} refreshes"),
+        }
+    );
+    for e in entries.iter().rev() {
+        let when = httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(e.ended));
+        let result = match &e.error {
+            None => "<span class=\"ok\">ok</span>".to_owned(),
+            Some(error) => format!("<span class=\"bad\">failed:</span> {}", escape(error)),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{result}</td></tr>",
+            escape(&when),
+            if e.kind.is_empty() {
+                "—".to_owned()
+            } else {
+                escape(&e.kind)
+            },
+            human_duration(Duration::try_from_secs_f64(e.seconds).unwrap_or_default()),
+            e.received.map_or_else(|| "—".to_owned(), |n| n.to_string()),
+            e.urls.map_or_else(|| "—".to_owned(), |n| n.to_string()),
+        );
+    }
+    out.push_str("</table></details>");
 }
 
 /// The refresh cells: last success, last attempt (with what holds the repository back, and
@@ -295,7 +477,29 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::escape;
+    use super::{Summary, escape, records};
+
+    /// Issue 22: live and deleted records as `export` says them ("320 distinct, 13 deleted");
+    /// a manifest from before the deleted records were counted (it said "307 (0 deleted)")
+    /// does not claim none.
+    #[test]
+    fn records_read_as_live_and_deleted() {
+        let s = Summary {
+            records: 320,
+            deleted: 13,
+            deleted_counted: true,
+            ..Summary::default()
+        };
+        assert_eq!(records(&s), "320 records: 307 live, 13 deleted");
+        let old: Summary = serde_json::from_str(
+            r#"{"source":"s","pages":1,"records_seen":307,"records":307,"deleted":0,"urls":456,
+               "drops":{"persistent_id":216},"shards":1,"build_ms":5,"index_url":"u"}"#,
+        )
+        .unwrap();
+        let text = records(&old);
+        assert!(text.starts_with("307 live records<br>"), "{text}");
+        assert!(text.contains("deleted records not counted"), "{text}");
+    }
 
     #[test]
     fn escapes_markup() {

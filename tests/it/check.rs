@@ -96,6 +96,17 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("landing_page 5"), "{text}");
     assert!(text.contains("can be bridged as configured"), "{text}");
+
+    // Issue 22: each reason not to publish in words, the words of the status page.
+    let out = check(&[&url, "--pages", "1"]).await;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!(
+            "\n             out_of_scope: {}\n",
+            oai_bridge::Drop::OutOfScope.meaning()
+        )),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,7 +3,7 @@
 //! (0 success, 1 failure, 2 usage, 78 bad configuration), and what happens to the output folder
 //! when an export fails, is refused, or replaces an earlier one.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -269,7 +269,8 @@ fn summary_adds_up_against_the_sample_and_the_files() {
     let seconds = elapsed
         .strip_suffix(" s")
         .is_some_and(|s| s.parse::<f64>().is_ok());
-    let minutes = elapsed.contains('m') && elapsed.ends_with('s');
+    // "4 min 05 s" (issue 22: no longer "4m05s").
+    let minutes = elapsed.contains(" min ") && elapsed.ends_with(" s");
     assert!(seconds || minutes, "elapsed {elapsed:?}");
     assert_eq!(
         summary_line(&summary, "sitemap index"),
@@ -277,6 +278,45 @@ fn summary_adds_up_against_the_sample_and_the_files() {
     );
     assert_eq!(summary_line(&summary, "scope"), PUBLIC_URL);
     assert!(summary.starts_with(&format!("Exported {SAMPLE} to {}", out.display())));
+
+    // Issue 22: each reason in words, with a few examples (value and record, in harvest
+    // order), the words the status page shows.
+    for want in [
+        "\n    persistent_id: (expected) a DOI or Handle, not a URL of this repository: rightly \
+         not a <loc>",
+        "\n      e.g. 10.5555/nbu.2 (oai:repository.northbridge.example:2); \
+         http://dx.doi.org/10.5555/nbu.4 (oai:repository.northbridge.example:4); ",
+        "\n    out_of_scope: an http(s) URL outside the scope",
+        "\n      e.g. oai:repository.northbridge.example:23; ",
+    ] {
+        assert!(summary.contains(want), "lacks {want:?}:\n{summary}");
+    }
+    assert!(!summary.contains("loopback"), "{summary}");
+}
+
+/// Issue 22: a public URL on a loopback address names files no crawler can reach; the export
+/// says so.
+#[test]
+fn a_loopback_public_url_is_pointed_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (public, loopback) in [
+        ("http://127.0.0.1:8080/sample/", true),
+        ("http://localhost/", true),
+        ("http://[::1]:8080/", true),
+        ("https://bridge.example/maps/", false),
+    ] {
+        let out = tmp.path().join("out");
+        let o = export(&out, &["--public-url", public]);
+        assert_exit(&o, 0);
+        let summary = stdout(&o);
+        assert_eq!(
+            summary.contains(&format!(
+                "Note: the public URL {public} is a loopback address"
+            )),
+            loopback,
+            "{summary}"
+        );
+    }
 }
 
 /// `export --json` says in JSON what the text summary says, with the same counts as the sample
@@ -298,6 +338,22 @@ fn the_json_summary_holds_the_same_figures() {
     assert_eq!(n("records_seen"), expected.records);
     assert_eq!(n("deleted"), expected.deleted);
     assert_eq!(n("urls"), expected.urls);
+    // Issue 22: a few examples of each reason (up to 3), and the counts they stand for.
+    let examples = json["drop_examples"].as_object().unwrap();
+    assert_eq!(
+        examples.keys().collect::<BTreeSet<_>>(),
+        expected.drops.keys().collect::<BTreeSet<_>>()
+    );
+    assert_eq!(
+        json["drop_examples"]["persistent_id"][0],
+        serde_json::json!({"record": "oai:repository.northbridge.example:2", "value": "10.5555/nbu.2"})
+    );
+    assert!(
+        examples
+            .values()
+            .all(|e| (1..=3).contains(&e.as_array().unwrap().len()))
+    );
+    assert_eq!(json["deleted_counted"], true);
     let drops: BTreeMap<String, u64> = serde_json::from_value(json["drops"].clone()).unwrap();
     assert_eq!(drops, expected.drops);
     let files = snapshot(&out);

@@ -846,6 +846,9 @@ async fn the_summary_counts_deleted_records_with_the_store_as_without() {
         "the store holds 12 live records and 1 deleted",
         "records seen    13 in this harvest, 1 of them deleted",
         "deleted 1",
+        // Issue 22: the store's deleted record is the example.
+        "    deleted: (expected) a record marked deleted by the upstream",
+        "      e.g. oai:test:13\n",
     ] {
         assert!(summary.contains(want), "{want:?} not in:\n{summary}");
     }
@@ -867,6 +870,8 @@ async fn the_summary_counts_deleted_records_with_the_store_as_without() {
         "the store holds 11 live records and 2 deleted",
         "records seen    1 in this harvest, 1 of them deleted",
         "deleted 2",
+        // A patch reads only the changed records: no examples, and the summary says why.
+        "(no examples: the published sitemap was patched",
     ] {
         assert!(summary.contains(want), "{want:?} not in:\n{summary}");
     }

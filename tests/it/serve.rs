@@ -267,8 +267,10 @@ async fn a_full_serve_cycle() {
     for want in [
         "<b>r</b>",
         "fresh",
-        "12 (0 deleted)",
+        "12 records: 12 live, 0 deleted",
         "last success",
+        // Issue 22: the gateway's own URL is on loopback here, which crawlers cannot reach.
+        "is a loopback address",
         // Issue 20: the platform in effect and why.
         "platform: generic (detected: ",
     ] {
@@ -315,7 +317,7 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
     let (g, _state) = serving(&upstream, "").await;
     let page = g.get("/").await.text();
     for want in [
-        "13 (1 deleted)",
+        "13 records: 12 live, 1 deleted",
         "last harvest: full: 13 records received, 1 of them deleted",
         "<small>why full: the first harvest into this store</small>",
     ] {
@@ -327,13 +329,99 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
     g.refresh(0).await;
     let page = g.get("/").await.text();
     for want in [
-        "13 (2 deleted)",
+        "13 records: 11 live, 2 deleted",
         "<small class=\"bad\">why full: the last complete harvest&#39;s responseDate \
          &quot;garbage&quot; could not be read</small>",
     ] {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
     g.stop().await;
+}
+
+/// Issue 22: the status page says each reason not to publish in words, with examples (kept
+/// from the last whole render when a refresh patched the sitemap), warns when crawlers need a
+/// cross-submission, and shows the last refreshes (a chart and a table) across a restart.
+#[tokio::test]
+async fn the_status_page_explains_drops_and_keeps_a_history() {
+    let mut records = numbered(6);
+    records[1] = records[1].clone().url("doi:10.1234/two");
+    records.push(TestRecord::new("oai:test:7", "2024-05-07").deleted());
+    records.push(TestRecord::new("oai:test:8", "2024-05-08").url("urn:nbn:nl:ui:8"));
+    let upstream = TestServer::builder(records.clone()).start();
+    let state = tempfile::tempdir().unwrap();
+    let text = published_at(&config(&upstream, ""), "https://maps.example/");
+    let g = Running::start(&text, state.path()).await;
+    let repo = &g.gateway.repos[0];
+    wait_for(|| repo.status().completed == 1, "the first refresh ends").await;
+    let page = g.get("/").await.text();
+    for want in [
+        "8 records: 7 live, 1 deleted",
+        // The reason in words, expected, with the value and its record.
+        "<code>persistent_id</code> 1 <span class=\"ok\">expected</span>",
+        "a DOI or Handle, not a URL of this repository: rightly not a &lt;loc&gt;",
+        "e.g. <code>doi:10.1234/two</code> in oai:test:2",
+        "e.g. <code>urn:nbn:nl:ui:8</code> in oai:test:8",
+        "<code>no_url</code> 1 <span class=\"bad\">check if many</span>",
+        // A deleted record, from the store.
+        "<code>deleted</code> 1 <span class=\"ok\">expected</span>",
+        "e.g. oai:test:7",
+        // The scope is not under the public URL.
+        "<b>Cross-submission needed:</b> the scope https://repo.example/ is not under the \
+         public URL https://maps.example/r/",
+        "<code>Sitemap: https://maps.example/r/sitemap.xml</code> to https://repo.example/robots.txt",
+        "<b>The last refresh</b> (0 failed)",
+        "<svg class=\"chart\"",
+        "<td>full</td>",
+    ] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+    assert!(!page.contains("loopback"), "{page}");
+
+    // An incremental refresh that patches the sitemap keeps the examples it did not read.
+    records.push(TestRecord::new("oai:test:9", "2024-06-01").url("https://repo.example/record/9"));
+    upstream.set_records(records);
+    g.refresh(0).await;
+    let page = g.get("/").await.text();
+    for want in [
+        "9 records: 8 live, 1 deleted",
+        "(examples from the whole render of ",
+        "e.g. <code>doi:10.1234/two</code> in oai:test:2",
+        "<b>The last 2 refreshes</b> (0 failed)",
+        "<td>incremental</td>",
+    ] {
+        assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
+    }
+
+    // A failed refresh is in the history, with its error.
+    upstream.fault_always(Fault::Status(500));
+    g.refresh(0).await;
+    let page = g.get("/").await.text();
+    assert!(
+        page.contains("<b>The last 3 refreshes</b> (1 failed)"),
+        "{page}"
+    );
+    assert!(
+        page.contains("<span class=\"bad\">failed:</span> "),
+        "{page}"
+    );
+    assert_eq!(page.matches("fill=\"#c00\"").count(), 1, "{page}");
+    g.stop().await;
+
+    // The history survives a restart (the persisted generation is served; no refresh yet).
+    let again = Running::start(&text, state.path()).await;
+    let page = again.get("/").await.text();
+    assert!(
+        page.contains("<b>The last 3 refreshes</b> (1 failed)"),
+        "{page}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(state.path().join("r/history.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        3
+    );
+    again.stop().await;
 }
 
 /// H-08: until the first generation, 503 with Retry-After; `/readyz` says who is missing; the

@@ -269,6 +269,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "fuzzing",
             "server",
             "server::generation",
+            "server::history",
             "server::http",
             "server::refresh",
             "server::status",
