@@ -328,6 +328,16 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     let addr = listener.local_addr().unwrap_or(config.server.listen);
+    let admin = match config.server.admin_listen {
+        Some(admin_addr) => match tokio::net::TcpListener::bind(admin_addr).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("error: cannot listen on {admin_addr} ([server] admin_listen): {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let public_url = match &config.server.public_url {
         Some(url) => url.clone(),
         None => {
@@ -349,7 +359,16 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let local = default_public_url(addr);
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "oai-bridge serving on {local}");
-    let _ = writeln!(out, "  status page  {local}");
+    match admin.as_ref().and_then(|l| l.local_addr().ok()) {
+        Some(admin) => {
+            let admin = default_public_url(admin);
+            let _ = writeln!(out, "  status page  {admin}");
+            let _ = writeln!(out, "  metrics      {admin}metrics");
+        }
+        None => {
+            let _ = writeln!(out, "  status page  none (admin_listen is off)");
+        }
+    }
     let _ = writeln!(out, "  robots.txt   {public_url}robots.txt");
     for repo in &gateway.repos {
         let job = &repo.job;
@@ -368,7 +387,10 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     drop(out);
     crate::server::serve(
         gateway,
-        listener,
+        crate::server::Listeners {
+            public: listener,
+            admin,
+        },
         config.server.drain_timeout,
         shutdown_signal(),
     )

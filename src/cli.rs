@@ -111,6 +111,10 @@ pub struct ServeArgs {
     /// OAI_BRIDGE_LISTEN and `[server] listen`.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Address of the admin listener (status page, /metrics, admin endpoints), e.g.
+    /// 127.0.0.1:8081, or "off"; overrides OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub admin_listen: Option<String>,
     /// Public URL of the gateway, as crawlers reach it; overrides OAI_BRIDGE_PUBLIC_URL and
     /// `[server] public_url`.
     #[arg(long)]

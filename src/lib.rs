@@ -54,7 +54,7 @@ pub use platform::{LandingSettings, Platform, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::MARKER;
-pub use server::{Gateway, serve};
+pub use server::{Gateway, Listeners, serve};
 pub use store::{FILE as STORE_FILE, Store};
 
 // The OAI-PMH side: the client, a harvest, what a page holds.

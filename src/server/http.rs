@@ -21,7 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
-use super::{Gateway, Repo};
+use super::{Gateway, Repo, Side};
 use crate::profiles::FileName;
 
 /// The response type of every handler.
@@ -87,6 +87,17 @@ enum Target<'a> {
 }
 
 impl Target<'_> {
+    /// Whether the target exists on `side`'s listener: crawlers' files on the public one, what
+    /// operators read and do on the admin one, the probes on both.
+    fn served_on(&self, side: Side) -> bool {
+        match self {
+            Target::Healthz | Target::Readyz => true,
+            Target::Robots | Target::File { .. } | Target::Document { .. } => side == Side::Public,
+            Target::Status | Target::Metrics | Target::Refresh { .. } => side == Side::Admin,
+            Target::NotFound => false,
+        }
+    }
+
     fn route(&self) -> Route {
         match self {
             Target::Status => Route::Status,
@@ -187,9 +198,13 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
     plain(StatusCode::ACCEPTED, "refresh started\n")
 }
 
-/// Answers one request and counts it.
-pub(crate) async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
-    let target = route(&gateway.prefix, req.uri().path());
+/// Answers one request that came in on `side`'s listener, and counts it. A target of the other
+/// listener is a 404, as is a path of neither.
+pub(crate) async fn handle(gateway: &Arc<Gateway>, side: Side, req: Request<Incoming>) -> Answer {
+    let target = match route(&gateway.prefix, req.uri().path()) {
+        target if target.served_on(side) => target,
+        _ => Target::NotFound,
+    };
     let answer = dispatch(gateway, &target, &req).await;
     let body_bytes = if req.method() == Method::HEAD {
         0
@@ -247,22 +262,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             .await
         }
         Target::Healthz => plain(StatusCode::OK, "ok\n"),
-        Target::Readyz => {
-            let waiting: Vec<&str> = gateway
-                .repos
-                .iter()
-                .filter(|r| r.current().is_none())
-                .map(|r| r.config.name.as_str())
-                .collect();
-            if waiting.is_empty() {
-                plain(StatusCode::OK, "ready\n")
-            } else {
-                plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
-                )
-            }
-        }
+        Target::Readyz => readyz(gateway, req.uri().query()),
         Target::Metrics => with_type(
             StatusCode::OK,
             OPENMETRICS,
@@ -279,6 +279,33 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
         Target::NotFound | Target::Refresh { .. } => plain(StatusCode::NOT_FOUND, "not found\n"),
+    }
+}
+
+/// `/readyz`: 200 while every repository serves a generation (a stale one counts: a broken
+/// upstream shows on the status page and in the metrics, not as an unready process), 503 naming
+/// those still before their first. `?repository=NAME` asks about that one (404 when unknown).
+fn readyz(gateway: &Gateway, query: Option<&str>) -> Answer {
+    let asked = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("repository="))
+        .map(|name| percent_encoding::percent_decode_str(name).decode_utf8_lossy());
+    let waiting: Vec<String> = match asked {
+        Some(name) => match gateway.repo(&name) {
+            Some(repo) if repo.current().is_some() => Vec::new(),
+            Some(repo) => vec![repo.config.name.clone()],
+            None => return plain(StatusCode::NOT_FOUND, "no such repository\n"),
+        },
+        None => gateway.waiting(),
+    };
+    if waiting.is_empty() {
+        plain(StatusCode::OK, "ready\n")
+    } else {
+        plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
+        )
     }
 }
 
@@ -731,6 +758,28 @@ mod tests {
                 matches!(target, Target::NotFound | Target::File { repo: "", .. }),
                 "{bad} -> {target:?}"
             );
+        }
+    }
+
+    /// Issue 22: crawlers' files on the public listener, the status page, the metrics and the
+    /// admin endpoints on the admin one, the probes on both.
+    #[test]
+    fn each_listener_has_its_routes() {
+        for (path, public, admin) in [
+            ("/robots.txt", true, false),
+            ("/r/sitemap.xml", true, false),
+            ("/r/sitemap-1.xml.gz", true, false),
+            ("/r/cdif/00ff00ff00ff00ff.jsonld", true, false),
+            ("/healthz", true, true),
+            ("/readyz", true, true),
+            ("/", false, true),
+            ("/metrics", false, true),
+            ("/-/refresh/r", false, true),
+            ("/nothing", false, false),
+        ] {
+            let target = route("", path);
+            assert_eq!(target.served_on(Side::Public), public, "{path}");
+            assert_eq!(target.served_on(Side::Admin), admin, "{path}");
         }
     }
 

@@ -423,9 +423,17 @@ impl Gateway {
         }
     }
 
-    /// Every repository has a generation to serve.
+    /// Every repository has a generation to serve (a stale one counts): `/readyz` is 200.
     pub fn ready(&self) -> bool {
-        self.repos.iter().all(|r| r.current().is_some())
+        self.waiting().is_empty()
+    }
+
+    /// The repositories that keep `/readyz` at 503: those before their first generation.
+    pub fn waiting(&self) -> Vec<String> {
+        (self.repos.iter())
+            .filter(|r| r.current().is_none())
+            .map(|r| r.config.name.clone())
+            .collect()
     }
 }
 
@@ -437,12 +445,36 @@ fn join_dir(base: &Url, name: &str) -> Url {
     url
 }
 
-/// A running gateway: refresh schedules started, requests answered until `shutdown` completes;
-/// then it stops accepting, gives in-flight requests `drain_timeout` to finish, and stops the
-/// refreshes (an interrupted refresh leaves nothing behind).
+/// The gateway's listeners, bound before it starts (tests bind `127.0.0.1:0`).
+#[derive(Debug)]
+pub struct Listeners {
+    /// What crawlers and the reverse proxy reach: robots.txt, the repositories' files,
+    /// `/healthz`, `/readyz`.
+    pub public: TcpListener,
+    /// What operators and monitoring reach (`[server] admin_listen`): the status page,
+    /// `/metrics`, the admin endpoints, `/healthz`, `/readyz`; `None` when switched off.
+    pub admin: Option<TcpListener>,
+}
+
+/// Which listener a request came in on: it decides which routes exist ([`http::handle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// `[server] listen`.
+    Public,
+    /// `[server] admin_listen`.
+    Admin,
+}
+
+/// Connections the admin listener serves at once, apart from the public listener's: a flood of
+/// crawler connections never locks an operator out of the status page and the metrics.
+const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// A running gateway: refresh schedules started, requests answered on both listeners until
+/// `shutdown` completes; then it stops accepting, gives in-flight requests `drain_timeout` to
+/// finish, and stops the refreshes (an interrupted refresh leaves nothing behind).
 pub async fn serve(
     gateway: Arc<Gateway>,
-    listener: TcpListener,
+    listeners: Listeners,
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -463,47 +495,32 @@ pub async fn serve(
         .max_header_list_size(MAX_HEAD_BYTES as u32)
         .max_concurrent_streams(128)
         .keep_alive_interval(Some(H2_PING_INTERVAL));
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&connections).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
+    let Listeners { public, admin } = listeners;
+    {
+        let server = Server {
+            gateway: &gateway,
+            builder: &builder,
+            graceful: &graceful,
         };
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
-                Err(e) => {
-                    // Out of file descriptors and the like: back off instead of spinning.
-                    tracing::warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
+        let public = server.accept(public, Side::Public, MAX_CONNECTIONS);
+        let admin = async {
+            match admin {
+                Some(admin) => {
+                    server
+                        .accept(admin, Side::Admin, MAX_ADMIN_CONNECTIONS)
+                        .await
                 }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let gateway = Arc::clone(&gateway);
-        let service = hyper::service::service_fn(move |req| {
-            let gateway = Arc::clone(&gateway);
-            async move { Ok::<_, std::convert::Infallible>(http::handle(&gateway, req).await) }
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection ended: {e}");
+                None => std::future::pending().await,
             }
-            drop(permit);
-        });
+        };
+        // The accept loops end only with the shutdown; dropping them closes the listeners.
+        tokio::select! {
+            () = shutdown => {}
+            () = public => {}
+            () = admin => {}
+        }
     }
-    drop(listener);
     tracing::info!("shutting down: no new connections; draining in-flight requests");
     let _ = stop_tx.send(true);
     if tokio::time::timeout(drain_timeout, graceful.shutdown())
@@ -518,6 +535,52 @@ pub async fn serve(
         let _ = s.await;
     }
     tracing::info!("stopped");
+}
+
+/// What the accept loops of both listeners share.
+struct Server<'a> {
+    gateway: &'a Arc<Gateway>,
+    builder: &'a auto::Builder<TokioExecutor>,
+    graceful: &'a GracefulShutdown,
+}
+
+impl Server<'_> {
+    /// Accepts connections on `listener`, at most `limit` served at once (more wait in the
+    /// listen backlog), each answered as `side`'s; runs until dropped.
+    async fn accept(&self, listener: TcpListener, side: Side, limit: usize) {
+        let connections = Arc::new(tokio::sync::Semaphore::new(limit));
+        loop {
+            let Ok(permit) = Arc::clone(&connections).acquire_owned().await else {
+                return;
+            };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            let gateway = Arc::clone(self.gateway);
+            let service = hyper::service::service_fn(move |req| {
+                let gateway = Arc::clone(&gateway);
+                async move { Ok::<_, std::convert::Infallible>(http::handle(&gateway, side, req).await) }
+            });
+            let conn = self
+                .builder
+                .serve_connection(TokioIo::new(stream), service)
+                .into_owned();
+            let conn = self.graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!("connection ended: {e}");
+                }
+                drop(permit);
+            });
+        }
+    }
 }
 
 /// File in the state directory holding the hash of robots.txt and when that text was first

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use oai_bridge::Config;
-use oai_bridge::{Gateway, serve};
+use oai_bridge::{Gateway, Listeners, serve};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use tokio::sync::oneshot;
@@ -18,9 +18,12 @@ use url::Url;
 
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
-/// A gateway running in this process, on a loopback port bound before it starts.
+/// A gateway running in this process, on loopback ports bound before it starts.
 struct Running {
+    /// The public listener's URL.
     url: String,
+    /// The admin listener's URL.
+    admin_url: String,
     gateway: Arc<Gateway>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -34,6 +37,8 @@ impl Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}/");
+        let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_url = format!("http://{}/", admin.local_addr().unwrap());
         let public = config
             .server
             .public_url
@@ -41,9 +46,13 @@ impl Running {
             .unwrap_or_else(|| Url::parse(&url).unwrap());
         let gateway = Arc::new(Gateway::new(&config, public).unwrap());
         let (tx, rx) = oneshot::channel();
+        let listeners = Listeners {
+            public: listener,
+            admin: Some(admin),
+        };
         let task = tokio::spawn(serve(
             Arc::clone(&gateway),
-            listener,
+            listeners,
             Duration::from_secs(5),
             async {
                 let _ = rx.await;
@@ -51,6 +60,7 @@ impl Running {
         ));
         Running {
             url,
+            admin_url,
             gateway,
             stop: Some(tx),
             task,
@@ -91,8 +101,14 @@ impl Running {
         wait_for(|| repo.status().completed > before, "the refresh ends").await;
     }
 
+    /// GET `path` from the public listener.
     async fn get(&self, path: &str) -> Reply {
         self.request(reqwest::Method::GET, path, &[]).await
+    }
+
+    /// GET `path` from the admin listener (the status page, the metrics).
+    async fn admin(&self, path: &str) -> Reply {
+        fetch(&self.admin_url, reqwest::Method::GET, path, &[]).await
     }
 
     async fn request(
@@ -101,22 +117,24 @@ impl Running {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Reply {
-        let mut req = client().request(
-            method,
-            format!("{}{}", self.url, path.trim_start_matches('/')),
-        );
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let response = req.send().await.expect("the gateway answers");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap().to_vec();
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        fetch(&self.url, method, path, headers).await
+    }
+}
+
+/// A request to the listener at `base`.
+async fn fetch(base: &str, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut req = client().request(method, format!("{}{}", base, path.trim_start_matches('/')));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = req.send().await.expect("the gateway answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.unwrap().to_vec();
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
 
@@ -261,7 +279,7 @@ async fn a_full_serve_cycle() {
 
     assert_eq!(g.get("/healthz").await.status, StatusCode::OK);
     assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
-    let status = g.get("/").await;
+    let status = g.admin("/").await;
     assert!(status.header("content-type").starts_with("text/html"));
     let page = status.text();
     for want in [
@@ -274,7 +292,7 @@ async fn a_full_serve_cycle() {
     ] {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     for want in [
         "oai_bridge_http_requests_total{route=\"index\",status=\"200\"}",
         "oai_bridge_harvests_total{repository=\"r\",outcome=\"success\"} 1",
@@ -313,7 +331,7 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
         .response_date("garbage")
         .start();
     let (g, _state) = serving(&upstream, "").await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "13 (1 deleted)",
         "last harvest: full: 13 records received, 1 of them deleted",
@@ -325,7 +343,7 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
     records[4] = TestRecord::new("oai:test:5", "2024-06-02").deleted();
     upstream.set_records(records);
     g.refresh(0).await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "13 (2 deleted)",
         "<small class=\"bad\">why full: the last complete harvest&#39;s responseDate \
@@ -360,7 +378,7 @@ async fn no_generation_yet_is_503_with_retry_after() {
     let ready = g.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(ready.text().contains('r'));
-    assert!(g.get("/").await.text().contains("nothing yet"));
+    assert!(g.admin("/").await.text().contains("nothing yet"));
     // Names that can never exist are 404 even now.
     assert_eq!(g.get("/r/other.xml").await.status, StatusCode::NOT_FOUND);
 
@@ -368,6 +386,85 @@ async fn no_generation_yet_is_503_with_retry_after() {
     g.refresh(0).await;
     assert_eq!(published(&g).await, expected(3));
     assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    g.stop().await;
+}
+
+/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository has had no
+/// generation yet, naming it; a stale generation counts as serving, so a broken upstream shows on
+/// the status page and in the metrics but never takes the process out of service.
+/// `?repository=NAME` asks about one repository; an unknown name is 404. Both listeners answer.
+#[tokio::test]
+async fn readiness_waits_only_for_first_generations() {
+    let good = TestServer::builder(numbered(3)).start();
+    let broken = TestServer::builder(numbered(4)).start();
+    broken.fault_always(Fault::Status(500));
+    let repo = |name: &str, upstream: &TestServer| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
+            upstream.url()
+        )
+    };
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}",
+        repo("good", &good),
+        repo("broken", &broken)
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    let repos = &g.gateway.repos;
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "both first refreshes end",
+    )
+    .await;
+    let ready = |path: &'static str| {
+        let g = &g;
+        async move {
+            let public = g.get(path).await;
+            let admin = g.admin(path).await;
+            assert_eq!(public.status, admin.status, "{path}");
+            (public.status, public.text())
+        }
+    };
+    let (status, text) = ready("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(text, "not ready: no generation yet for broken\n");
+    assert_eq!(ready("/readyz?repository=good").await.0, StatusCode::OK);
+    let (status, text) = ready("/readyz?repository=broken").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(text.contains("broken"), "{text}");
+    assert_eq!(
+        ready("/readyz?repository=nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(ready("/readyz?repository=").await.0, StatusCode::NOT_FOUND);
+
+    // Its first generation: ready. Then its upstream breaks again: stale, and still ready.
+    broken.clear_faults();
+    g.refresh(1).await;
+    assert_eq!(
+        ready("/readyz").await,
+        (StatusCode::OK, "ready\n".to_owned())
+    );
+    assert_eq!(ready("/readyz?repository=broken").await.0, StatusCode::OK);
+    broken.fault_always(Fault::Status(500));
+    g.refresh(1).await;
+    assert!(repos[1].status().last_error.is_some());
+    assert_eq!(ready("/readyz").await.0, StatusCode::OK);
+    assert_eq!(ready("/readyz?repository=broken").await.0, StatusCode::OK);
+    // What is wrong shows where operators look.
+    assert!(
+        g.admin("/")
+            .await
+            .text()
+            .contains("stale, the last refresh failed")
+    );
+    let metrics = g.admin("/metrics").await.text();
+    assert!(
+        metrics.contains("oai_bridge_serving_stale{repository=\"broken\"} 1"),
+        "{metrics}"
+    );
     g.stop().await;
 }
 
@@ -410,8 +507,8 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
         g.get("/r/sitemap-4.xml").await.status,
         StatusCode::NOT_FOUND
     );
-    assert!(g.get("/").await.text().contains("stale"));
-    let metrics = g.get("/metrics").await.text();
+    assert!(g.admin("/").await.text().contains("stale"));
+    let metrics = g.admin("/metrics").await.text();
     assert!(metrics.contains("oai_bridge_serving_stale{repository=\"r\"} 1"));
     assert!(metrics.contains("oai_bridge_harvests_total{repository=\"r\",outcome=\"failure\"} 1"));
     // Only one generation folder is on disk.
@@ -426,7 +523,7 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     g.refresh(0).await;
     assert_eq!(published(&g).await, expected(14));
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_serving_stale{repository=\"r\"} 0")
@@ -443,7 +540,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
         .refuse_from(422)
         .start();
     let (g, _state) = serving(&upstream, "").await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     assert!(!page.contains("selective harvesting refused"), "{page}");
     assert!(!page.contains("list ended short"), "{page}");
 
@@ -460,7 +557,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
         status.short_list.map(|s| (s.announced, s.delivered)),
         Some((20, 10))
     );
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "selective harvesting refused:</span> HTTP status 422",
         "ended after 10 of the 20 records",
@@ -469,7 +566,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
     assert_eq!(published(&g).await, expected(20), "nothing removed");
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     for want in [
         "oai_bridge_short_list{repository=\"r\"} 1",
         "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"empty_metadata\"} 1",
@@ -828,8 +925,8 @@ async fn the_signmap_is_served_from_the_same_harvest() {
     ));
     assert!(first.contains("<rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1234/1\"/>"));
     // Its own section on the status page and in the metrics.
-    assert!(g.get("/").await.text().contains("Signmap</a>: 7 entries"));
-    let metrics = g.get("/metrics").await.text();
+    assert!(g.admin("/").await.text().contains("Signmap</a>: 7 entries"));
+    let metrics = g.admin("/metrics").await.text();
     assert!(
         metrics.contains("oai_bridge_profile_entries{repository=\"r\",profile=\"signmap\"} 7"),
         "{metrics}"
@@ -887,7 +984,7 @@ async fn diwoo_categories_follow_the_sets() {
         4
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"ocx\"} 4")
@@ -935,12 +1032,12 @@ async fn diwoo_categories_follow_the_sets() {
         "record 3 is http: not published for DiWoo"
     );
     assert_eq!(category("015").await, ["https://repo.example/record/4"]);
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     assert!(metrics.contains(
         "oai_bridge_profile_records_dropped{repository=\"r\",profile=\"diwoo-infocat016\",reason=\"diwoo_requires_https\"} 1"
     ), "{metrics}");
     assert!(
-        g.get("/")
+        g.admin("/")
             .await
             .text()
             .contains("DiWoo</a> category 016: 2 URLs")
@@ -1089,19 +1186,19 @@ async fn cdif_documents_are_served_from_the_generation() {
         );
     }
     assert!(
-        g.get("/")
+        g.admin("/")
             .await
             .text()
             .contains("CDIF</a>: 3 JSON-LD documents in <a href=")
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif\"} 3")
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif_list\"} 3")
@@ -1500,7 +1597,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         "the next refresh waits for Retry-After (7200 s), not the 1 s schedule: {ahead:?}"
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_upstream_retry_after_waits_total{repository=\"busy\"}")
@@ -1586,26 +1683,63 @@ fn config_errors_and_check_config() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("sample"));
 }
 
-/// The shipped configuration serves the sample repository; SIGTERM drains and exits 0.
-#[test]
-fn the_binary_serves_the_sample_and_stops_on_sigterm() {
-    let state = tempfile::tempdir().unwrap();
+/// `oai-bridge serve` with `args`, in the crate's folder, on free loopback ports; its public
+/// and admin URLs, as the lines it prints at start give them.
+fn spawn_serve(args: &[&std::ffi::OsStr]) -> (std::process::Child, String, String) {
     let mut child = binary()
-        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
-        .arg(state.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .strip_prefix("oai-bridge serving on ")
+    let mut line = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.trim().to_owned()
+    };
+    let first = line();
+    let base = (first.strip_prefix("oai-bridge serving on "))
         .unwrap_or_else(|| panic!("first line: {first:?}"))
         .to_owned();
+    let second = line();
+    let admin = (second.strip_prefix("status page"))
+        .unwrap_or_else(|| panic!("second line: {second:?}"))
+        .trim()
+        .to_owned();
+    (child, base, admin)
+}
+
+/// Waits until `child` exits, at most 20 s.
+fn exit_status(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the process exits"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The shipped configuration serves the sample repository; SIGTERM drains and exits 0. It
+/// prints both listeners' URLs: the status page and the metrics are on the admin one only.
+#[test]
+fn the_binary_serves_the_sample_and_stops_on_sigterm() {
+    let state = tempfile::tempdir().unwrap();
+    let (mut child, base, admin) = spawn_serve(&["--state-dir".as_ref(), state.path().as_os_str()]);
+    assert_ne!(base, admin);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1633,23 +1767,26 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
         index.contains(&format!("<loc>{base}sample/sitemap-1.xml</loc>")),
         "{index}"
     );
+    runtime.block_on(async {
+        for (base, path, want) in [
+            (&admin, "", 200),
+            (&admin, "metrics", 200),
+            (&admin, "readyz", 200),
+            (&admin, "sample/sitemap.xml", 404),
+            (&base, "", 404),
+            (&base, "metrics", 404),
+            (&base, "readyz", 200),
+        ] {
+            let got = client().get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(got.status().as_u16(), want, "{base}{path}");
+        }
+    });
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "exits after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_status(&mut child).code(), Some(0));
 }
 
 /// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;
@@ -1673,7 +1810,7 @@ async fn the_admin_endpoint_needs_its_token() {
                 auth.map(|a| ("authorization", a)).into_iter().collect();
             let headers: Vec<(&str, &str)> =
                 headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            g.request(reqwest::Method::POST, path, &headers).await
+            fetch(&g.admin_url, reqwest::Method::POST, path, &headers).await
         }
     };
     let none = post(None, "/-/refresh/r").await;
@@ -1683,11 +1820,20 @@ async fn the_admin_endpoint_needs_its_token() {
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     let basic = post(Some(format!("Basic {token}")), "/-/refresh/r").await;
     assert_eq!(basic.status, StatusCode::UNAUTHORIZED);
-    let get = g.get("/-/refresh/r").await;
+    let get = g.admin("/-/refresh/r").await;
     assert_eq!(get.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(get.header("allow"), "POST");
     let unknown = post(Some(format!("Bearer {token}")), "/-/refresh/nope").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    // Issue 22: the admin endpoints exist on the admin listener only.
+    let public = g
+        .request(
+            reqwest::Method::POST,
+            "/-/refresh/r",
+            &[("authorization", &format!("Bearer {token}"))],
+        )
+        .await;
+    assert_eq!(public.status, StatusCode::NOT_FOUND);
     assert_eq!(upstream.list_requests().len(), asked, "no refresh yet");
 
     let repo = &g.gateway.repos[0];
@@ -1698,7 +1844,7 @@ async fn the_admin_endpoint_needs_its_token() {
     assert!(upstream.list_requests().len() > asked);
     // The token shows nowhere: not in the status page, the metrics or the config's Debug.
     for path in ["/", "/metrics"] {
-        assert!(!g.get(path).await.text().contains(token), "{path}");
+        assert!(!g.admin(path).await.text().contains(token), "{path}");
     }
     let parsed = Config::parse(&text.replace("{state}", "s"), "t.toml", Path::new(".")).unwrap();
     assert!(!format!("{parsed:?}").contains(token));
@@ -1706,13 +1852,13 @@ async fn the_admin_endpoint_needs_its_token() {
 
     // Without a token the endpoint does not exist.
     let g = Running::start(&config(&upstream, ""), state.path()).await;
-    let answer = g
-        .request(
-            reqwest::Method::POST,
-            "/-/refresh/r",
-            &[("authorization", "Bearer anything-at-all-16")],
-        )
-        .await;
+    let answer = fetch(
+        &g.admin_url,
+        reqwest::Method::POST,
+        "/-/refresh/r",
+        &[("authorization", "Bearer anything-at-all-16")],
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     g.stop().await;
 }
