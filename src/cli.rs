@@ -50,6 +50,24 @@ pub enum Command {
     /// a sample of records, the scope, the host's robots.txt. Writes nothing. Exit 0 when it can
     /// be bridged as configured, 1 when not. Each request is tried at most twice.
     Check(CheckArgs),
+    /// Remove the state (store and generations) of repositories no longer in the
+    /// configuration, printing each folder removed. Run it after the reload or restart that
+    /// removed them: a running gateway keeps serving what its configuration had when it last read it.
+    Prune(PruneArgs),
+}
+
+/// `oai-bridge prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Configuration file: its repositories are kept, and its `state_dir` pruned.
+    #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
+    pub config: PathBuf,
+    /// The state directory to prune; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Print what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `oai-bridge check`.
@@ -102,7 +120,7 @@ pub struct LandingArgs {
 }
 
 /// `oai-bridge serve`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Configuration file.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]

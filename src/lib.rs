@@ -40,7 +40,7 @@ mod store;
 mod summary;
 
 // The commands, as the binary runs them.
-pub use app::{EXIT_CONFIG, error_chain, run_check, run_export, run_serve};
+pub use app::{EXIT_CONFIG, error_chain, run_check, run_export, run_prune, run_serve};
 pub use cli::{Cli, Command, LogFormat};
 pub use memory::limit_arenas;
 
@@ -54,7 +54,8 @@ pub use platform::{LandingSettings, Platform, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::MARKER;
-pub use server::{Gateway, Listeners, serve};
+pub use server::reload::{ReloadError, Reloaded};
+pub use server::{Gateway, Listeners, Repo, serve};
 pub use store::{FILE as STORE_FILE, Store};
 
 // The OAI-PMH side: the client, a harvest, what a page holds.

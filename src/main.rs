@@ -28,7 +28,9 @@ fn main() -> ExitCode {
     // `export` harvests one page after another: one thread does it without cross-thread
     // wake-ups. `serve` answers requests on every core.
     let runtime = match &cli.command {
-        Command::Export(_) | Command::Check(_) => tokio::runtime::Builder::new_current_thread(),
+        Command::Export(_) | Command::Check(_) | Command::Prune(_) => {
+            tokio::runtime::Builder::new_current_thread()
+        }
         Command::Serve(_) => tokio::runtime::Builder::new_multi_thread(),
     }
     .enable_all()
@@ -45,6 +47,7 @@ fn main() -> ExitCode {
             Command::Export(args) => oai_bridge::run_export(args).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
+            Command::Prune(args) => oai_bridge::run_prune(args),
         }
     })
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::cli::{CheckArgs, ExportArgs, LandingArgs, ServeArgs};
+use crate::cli::{CheckArgs, ExportArgs, LandingArgs, PruneArgs, ServeArgs};
 use crate::config::{
     self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig,
 };
@@ -357,6 +357,18 @@ impl From<&ServeArgs> for Overrides {
                 accept_shrink: switch("--accept-shrink", args.accept_shrink),
                 ..RepositoryOverrides::default()
             },
+        }
+    }
+}
+
+impl From<&PruneArgs> for Overrides {
+    fn from(args: &PruneArgs) -> Overrides {
+        Overrides {
+            server: ServerOverrides {
+                state_dir: flag("--state-dir", &args.state_dir),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
         }
     }
 }

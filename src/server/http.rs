@@ -83,6 +83,8 @@ enum Target<'a> {
     Refresh {
         repo: &'a str,
     },
+    /// `POST /-/reload`: read the configuration again (admin token required).
+    Reload,
     NotFound,
 }
 
@@ -93,7 +95,9 @@ impl Target<'_> {
         match self {
             Target::Healthz | Target::Readyz => true,
             Target::Robots | Target::File { .. } | Target::Document { .. } => side == Side::Public,
-            Target::Status | Target::Metrics | Target::Refresh { .. } => side == Side::Admin,
+            Target::Status | Target::Metrics | Target::Refresh { .. } | Target::Reload => {
+                side == Side::Admin
+            }
             Target::NotFound => false,
         }
     }
@@ -108,7 +112,7 @@ impl Target<'_> {
             Target::File { shard: false, .. } => Route::Index,
             Target::File { shard: true, .. } => Route::Shard,
             Target::Document { .. } => Route::Document,
-            Target::Refresh { .. } => Route::Admin,
+            Target::Refresh { .. } | Target::Reload => Route::Admin,
             Target::NotFound => Route::Other,
         }
     }
@@ -126,6 +130,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
         "/healthz" => Target::Healthz,
         "/readyz" => Target::Readyz,
         "/metrics" => Target::Metrics,
+        "/-/reload" => Target::Reload,
         _ if rest.starts_with("/-/refresh/") => match &rest["/-/refresh/".len()..] {
             "" => Target::NotFound,
             repo if repo.contains('/') => Target::NotFound,
@@ -155,19 +160,20 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
     }
 }
 
-/// `POST /-/refresh/{repo}` with `Authorization: Bearer <token>`: wakes the repository's schedule.
-/// Without a configured token the endpoint does not exist (404). The token is compared in
-/// constant time and never logged; a wrong or missing one is 401 whatever the repository.
-fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answer {
-    let Some(token) = &gateway.admin_token else {
-        return plain(StatusCode::NOT_FOUND, "not found\n");
+/// Whether `req` may use an admin endpoint: `POST` with `Authorization: Bearer <token>`, or
+/// the answer that refuses it. Without a configured token the admin endpoints do not exist
+/// (404). The token is compared in constant time and never logged; a wrong or missing one is
+/// 401 whatever the endpoint's argument.
+fn admin_refusal(gateway: &Gateway, req: &Request<Incoming>) -> Option<Answer> {
+    let Some(token) = gateway.live().admin_token.clone() else {
+        return Some(plain(StatusCode::NOT_FOUND, "not found\n"));
     };
     if req.method() != Method::POST {
         let mut answer = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST\n");
         answer
             .headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return answer;
+        return Some(answer);
     }
     let offered = req
         .headers()
@@ -182,9 +188,17 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Bearer realm=\"oai-bridge\""),
         );
-        return answer;
+        return Some(answer);
     }
-    let Some(r) = gateway.repos.iter().find(|r| r.config.name == repo) else {
+    None
+}
+
+/// `POST /-/refresh/{repo}`: wakes the repository's schedule.
+fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answer {
+    if let Some(refused) = admin_refusal(gateway, req) {
+        return refused;
+    }
+    let Some(r) = gateway.repo(repo) else {
         return plain(StatusCode::NOT_FOUND, "no such repository\n");
     };
     if r.status().refreshing {
@@ -196,6 +210,25 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
     );
     r.refresh_now.notify_one();
     plain(StatusCode::ACCEPTED, "refresh started\n")
+}
+
+/// `POST /-/reload`: reads the configuration again and applies it, as SIGHUP does; 200 with
+/// what changed, or 422 with the error (naming the key) when the running configuration stays.
+async fn admin_reload(gateway: &Arc<Gateway>, req: &Request<Incoming>) -> Answer {
+    if let Some(refused) = admin_refusal(gateway, req) {
+        return refused;
+    }
+    tracing::info!("reload requested through the admin endpoint");
+    match gateway.reload().await {
+        Ok(reloaded) => plain(StatusCode::OK, &format!("{reloaded}\n")),
+        Err(e) => plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!(
+                "{}\nthe running configuration stays\n",
+                crate::error::chain(&e)
+            ),
+        ),
+    }
 }
 
 /// Answers one request that came in on `side`'s listener, and counts it. A target of the other
@@ -225,6 +258,9 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
     }
     if let Target::Refresh { repo } = *target {
         return admin_refresh(gateway, repo, req);
+    }
+    if *target == Target::Reload {
+        return admin_reload(gateway, req).await;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut answer = plain(
@@ -269,16 +305,18 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             Bytes::from(gateway.metrics.encode()),
         ),
         Target::File { repo, name, shard } => match gateway.repo(repo) {
-            Some(repo) => serve_file(gateway, repo, name, shard, req.headers(), head).await,
+            Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
         Target::Document { repo, key } => match gateway.repo(repo) {
-            Some(repo) if repo.job.profiles.cdif => {
-                serve_document(gateway, repo, key, req.headers(), head).await
+            Some(repo) if repo.served().job.profiles.cdif => {
+                serve_document(gateway, &repo, key, req.headers(), head).await
             }
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
-        Target::NotFound | Target::Refresh { .. } => plain(StatusCode::NOT_FOUND, "not found\n"),
+        Target::NotFound | Target::Refresh { .. } | Target::Reload => {
+            plain(StatusCode::NOT_FOUND, "not found\n")
+        }
     }
 }
 
@@ -293,8 +331,8 @@ fn readyz(gateway: &Gateway, query: Option<&str>) -> Answer {
         .map(|name| percent_encoding::percent_decode_str(name).decode_utf8_lossy());
     let waiting: Vec<String> = match asked {
         Some(name) => match gateway.repo(&name) {
-            Some(repo) if repo.current().is_some() => Vec::new(),
-            Some(repo) => vec![repo.config.name.clone()],
+            Some(repo) if repo.serving() => Vec::new(),
+            Some(repo) => vec![repo.name.clone()],
             None => return plain(StatusCode::NOT_FOUND, "no such repository\n"),
         },
         None => gateway.waiting(),
@@ -392,7 +430,7 @@ async fn serve_file(
     head: bool,
 ) -> Answer {
     let gz_route = name.ends_with(".gz");
-    if gz_route && !(shard && repo.config.gzip) {
+    if gz_route && !(shard && repo.served().config.gzip) {
         return plain(StatusCode::NOT_FOUND, "not found\n");
     }
     let Some(generation) = repo.current() else {
@@ -637,11 +675,11 @@ fn not_yet(repo: &Repo) -> Answer {
     let message = match &status.last_error {
         Some(e) => format!(
             "{}: no sitemap yet; the last refresh failed:\n{e}\n",
-            repo.config.name
+            repo.name
         ),
         None => format!(
             "{}: no sitemap yet; the first harvest is running\n",
-            repo.config.name
+            repo.name
         ),
     };
     let mut answer = plain(StatusCode::SERVICE_UNAVAILABLE, &message);

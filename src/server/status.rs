@@ -13,7 +13,7 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     head(&mut out, gateway, now);
-    for repo in &gateway.repos {
+    for repo in &gateway.repos() {
         row(&mut out, repo, now);
     }
     out.push_str(
@@ -94,8 +94,8 @@ fn repository_cell(out: &mut String, repo: &Repo, generation: Option<&Generation
     let _ = write!(
         out,
         "<tr><td><b>{}</b><br><small>{}</small>{platform}</td>",
-        escape(&repo.config.name),
-        escape(&repo.job.request.source.to_string())
+        escape(&repo.name),
+        escape(&repo.setup().job.request.source.to_string())
     );
 }
 
@@ -182,7 +182,7 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
             out,
             "<br><a href=\"{}{}\">DiWoo</a> category {:03}: {} URLs; not \
              published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-            escape(repo.job.public_url.as_str()),
+            escape(repo.setup().job.public_url.as_str()),
             crate::profiles::Profile::Diwoo(d.category).index_name(),
             d.category,
             d.urls,

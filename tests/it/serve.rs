@@ -34,6 +34,16 @@ impl Running {
     async fn start(config: &str, state: &Path) -> Running {
         let text = config.replace("{state}", &state.display().to_string());
         let config = Config::parse(&text, "test.toml", Path::new(".")).expect("valid config");
+        Self::launch(config, None).await
+    }
+
+    /// Starts a gateway for the configuration file `path`, which a reload reads again.
+    async fn start_file(path: &Path) -> Running {
+        let config = Config::load(path).expect("valid config");
+        Self::launch(config, Some(path.to_owned())).await
+    }
+
+    async fn launch(config: Config, file: Option<std::path::PathBuf>) -> Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}/");
@@ -44,7 +54,11 @@ impl Running {
             .public_url
             .clone()
             .unwrap_or_else(|| Url::parse(&url).unwrap());
-        let gateway = Arc::new(Gateway::new(&config, public).unwrap());
+        let mut gateway = Gateway::new(&config, public).unwrap();
+        if let Some(file) = file {
+            gateway = gateway.reloading_from(move || Config::load(&file));
+        }
+        let gateway = Arc::new(gateway);
         let (tx, rx) = oneshot::channel();
         let listeners = Listeners {
             public: listener,
@@ -81,7 +95,7 @@ impl Running {
         while !self.gateway.ready() {
             let errors: Vec<_> = self
                 .gateway
-                .repos
+                .repos()
                 .iter()
                 .map(|r| r.status().last_error)
                 .collect();
@@ -95,7 +109,7 @@ impl Running {
 
     /// Asks repository `i` for a refresh now and waits until it has ended.
     async fn refresh(&self, i: usize) {
-        let repo = &self.gateway.repos[i];
+        let repo = self.gateway.repos()[i].clone();
         let before = repo.status().completed;
         repo.refresh_now.notify_one();
         wait_for(|| repo.status().completed > before, "the refresh ends").await;
@@ -363,7 +377,7 @@ async fn no_generation_yet_is_503_with_retry_after() {
     let state = tempfile::tempdir().unwrap();
     let g = Running::start(&config(&upstream, ""), state.path()).await;
     wait_for(
-        || g.gateway.repos[0].status().completed >= 1,
+        || g.gateway.repos()[0].status().completed >= 1,
         "the first refresh fails",
     )
     .await;
@@ -412,7 +426,7 @@ async fn readiness_waits_only_for_first_generations() {
     );
     let state = tempfile::tempdir().unwrap();
     let g = Running::start(&text, state.path()).await;
-    let repos = &g.gateway.repos;
+    let repos = g.gateway.repos();
     wait_for(
         || repos.iter().all(|r| r.status().completed >= 1),
         "both first refreshes end",
@@ -487,7 +501,7 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     upstream.set_records(changed.collect());
     upstream.fault_on_page_always(2, Fault::Status(500));
     g.refresh(0).await;
-    let status = g.gateway.repos[0].status();
+    let status = g.gateway.repos()[0].status();
     assert!(
         status.last_error.as_deref().unwrap().contains("page 2"),
         "{status:?}"
@@ -551,7 +565,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
     records[7] = records[7].clone().empty_metadata();
     upstream.set_records(records);
     g.refresh(0).await;
-    let status = g.gateway.repos[0].status();
+    let status = g.gateway.repos()[0].status();
     assert_eq!(status.last_error, None);
     assert_eq!(
         status.short_list.map(|s| (s.announced, s.delivered)),
@@ -612,7 +626,7 @@ async fn validators_follow_content_not_refreshes() {
 async fn a_swap_drops_the_replaced_generations_cached_bytes() {
     let upstream = TestServer::builder(numbered(12)).start();
     let (g, _state) = serving(&upstream, "").await;
-    let serial = |g: &Running| g.gateway.repos[0].current().unwrap().serial;
+    let serial = |g: &Running| g.gateway.repos()[0].current().unwrap().serial;
     let cached_serials = |g: &Running| {
         let mut serials: Vec<u64> = g.gateway.cache.iter().map(|(k, _)| k.0).collect();
         serials.dedup();
@@ -680,7 +694,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
     upstream.set_response_date("2024-06-03T00:00:00Z");
     tokio::time::sleep(Duration::from_millis(1100)).await;
     g.refresh(0).await;
-    assert!(g.gateway.repos[0].status().last_error.is_none());
+    assert!(g.gateway.repos()[0].status().last_error.is_none());
     for (name, old) in names.iter().zip(&before) {
         let now = g.get(name).await;
         let changed = name.ends_with("-1.xml") || name.ends_with("-2.xml");
@@ -1364,7 +1378,7 @@ async fn reads_during_swaps_never_see_a_missing_shard() {
             .collect();
         upstream.set_records(records);
         g.refresh(0).await;
-        assert!(g.gateway.repos[0].status().last_error.is_none());
+        assert!(g.gateway.repos()[0].status().last_error.is_none());
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for r in readers {
@@ -1485,7 +1499,7 @@ async fn a_restart_serves_the_persisted_generation_at_once() {
     );
     // The refresh starts at once (and hangs on the upstream).
     wait_for(
-        || third.gateway.repos[0].status().refreshing,
+        || third.gateway.repos()[0].status().refreshing,
         "the refresh starts",
     )
     .await;
@@ -1514,7 +1528,7 @@ async fn a_restart_with_other_settings_refreshes_at_once() {
     );
     let second = Running::start(&signmap, state.path()).await;
     assert!(second.gateway.ready(), "the persisted generation is served");
-    let repo = &second.gateway.repos[0];
+    let repo = second.gateway.repos()[0].clone();
     wait_for(
         || repo.status().completed >= 1,
         "the refresh that runs at once ends",
@@ -1552,14 +1566,14 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         busy.url()
     );
     let g = Running::start(&text, state.path()).await;
-    let fast_repo = &g.gateway.repos[1];
+    let fast_repo = g.gateway.repos()[1].clone();
     wait_for(
         || fast_repo.current().is_some(),
         "the fast repository is served",
     )
     .await;
     assert!(
-        g.gateway.repos[0].status().refreshing,
+        g.gateway.repos()[0].status().refreshing,
         "the slow one is still harvesting"
     );
     assert_eq!(g.get("/fast/sitemap.xml").await.status, StatusCode::OK);
@@ -1583,7 +1597,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         "{robots}"
     );
 
-    let busy_repo = &g.gateway.repos[2];
+    let busy_repo = g.gateway.repos()[2].clone();
     wait_for(
         || busy_repo.status().completed >= 1,
         "the busy repository's refresh fails",
@@ -1608,7 +1622,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
     // upstream before it is over.
     let asked = busy.requests().len();
     let again = Running::start(&text, state.path()).await;
-    let busy_repo = &again.gateway.repos[2];
+    let busy_repo = again.gateway.repos()[2].clone();
     wait_for(
         || busy_repo.status().next_refresh.is_some(),
         "the busy repository is scheduled",
@@ -1836,7 +1850,7 @@ async fn the_admin_endpoint_needs_its_token() {
     assert_eq!(public.status, StatusCode::NOT_FOUND);
     assert_eq!(upstream.list_requests().len(), asked, "no refresh yet");
 
-    let repo = &g.gateway.repos[0];
+    let repo = g.gateway.repos()[0].clone();
     let before = repo.status().completed;
     let ok = post(Some(format!("Bearer {token}")), "/-/refresh/r").await;
     assert_eq!(ok.status, StatusCode::ACCEPTED);
@@ -2016,4 +2030,365 @@ async fn hostile_requests_get_plain_4xx_answers() {
     // Still serving.
     assert_eq!(g.get("/r/sitemap.xml").await.status, StatusCode::OK);
     g.stop().await;
+}
+
+/// Issue 22 point 3: a configuration of repositories named `repos` (each `(name, upstream,
+/// extra settings)`), with an admin token, in `state`.
+fn reload_config(state: &Path, repos: &[(&str, &TestServer, &str)]) -> String {
+    let mut text = format!(
+        "[server]\nstate_dir = \"{}\"\nadmin_token = \"{RELOAD_TOKEN}\"\n\
+         [harvest]\nmax_attempts = 1\nbackoff_initial_ms = 10\n",
+        state.display()
+    );
+    for (name, upstream, extra) in repos {
+        text.push_str(&format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\nmax_urls_per_shard = 5\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n{extra}",
+            upstream.url()
+        ));
+    }
+    text
+}
+
+const RELOAD_TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+impl Running {
+    /// `POST /-/reload` on the admin listener, with the token.
+    async fn post_reload(&self) -> Reply {
+        let auth = format!("Bearer {RELOAD_TOKEN}");
+        let headers = [("authorization", auth.as_str())];
+        fetch(
+            &self.admin_url,
+            reqwest::Method::POST,
+            "/-/reload",
+            &headers,
+        )
+        .await
+    }
+
+    /// The value of the metric line that starts with `series`.
+    async fn metric(&self, series: &str) -> Option<String> {
+        let text = self.admin("/metrics").await.text();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ').map(str::to_owned))
+    }
+}
+
+/// Issue 22 point 3: reloads add and remove repositories while four readers fetch the sitemaps
+/// of one present throughout, and no request of theirs fails. A removed repository is 404, its
+/// schedule stops and its state stays on disk; added back, it serves its persisted generation
+/// at once, under a new cache serial. robots.txt follows the set. A changed setting applies
+/// from the next refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloads_add_and_remove_repositories_without_failing_a_request() {
+    let kept = TestServer::start(numbered(12));
+    let old = TestServer::start(numbered(3));
+    let new = TestServer::start(numbered(4));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |repos: &[(&str, &TestServer, &str)]| {
+        std::fs::write(&file, reload_config(state.path(), repos)).unwrap();
+    };
+    write(&[("r", &kept, ""), ("old", &old, "")]);
+    let g = Arc::new(Running::start_file(&file).await);
+    g.ready().await;
+    let old_serial = g.gateway.repo("old").unwrap().current().unwrap().serial;
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (g, stop) = (Arc::clone(&g), Arc::clone(&stop));
+        readers.push(tokio::spawn(async move {
+            let (mut rounds, mut failed) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let index = g.get("/r/sitemap.xml").await;
+                if index.status != StatusCode::OK {
+                    failed.push(format!("index: {}", index.status));
+                    continue;
+                }
+                // After `gzip = true`, the index lists `.xml.gz` shards.
+                for shard in locs(&index.text()) {
+                    let reply = g.get(&path_of(&shard)).await;
+                    let body = if shard.ends_with(".gz") && reply.status == StatusCode::OK {
+                        gunzip(&reply.body)
+                    } else {
+                        reply.body
+                    };
+                    if reply.status != StatusCode::OK || !body.ends_with(b"</urlset>\n") {
+                        failed.push(format!("{shard}: {}", reply.status));
+                    }
+                }
+                rounds += 1;
+            }
+            (rounds, failed)
+        }));
+    }
+
+    // Remove `old`, add `new`.
+    write(&[("r", &kept, ""), ("new", &new, "")]);
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    assert_eq!(
+        answer.text(),
+        "reloaded: added new; removed old; changed none\n"
+    );
+    assert_eq!(
+        g.get("/old/sitemap.xml").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        g.get("/readyz?repository=old").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(state.path().join("old/current").exists(), "its state stays");
+    let asked = old.list_requests().len();
+    wait_for(
+        || g.gateway.repo("new").is_some_and(|r| r.serving()),
+        "new is served",
+    )
+    .await;
+    assert_eq!(published_of(&g, "new").await, expected(4));
+    let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!("{}new/sitemap.xml", g.url)),
+        "{robots}"
+    );
+    assert!(!robots.contains("/old/"), "{robots}");
+    let metrics = g.admin("/metrics").await.text();
+    assert!(!metrics.contains("repository=\"old\""), "{metrics}");
+    assert!(
+        metrics.contains("oai_bridge_serving{repository=\"new\"} 1"),
+        "{metrics}"
+    );
+
+    // `old` back: its persisted generation is served at once, under a serial of its own.
+    write(&[("r", &kept, ""), ("new", &new, ""), ("old", &old, "")]);
+    let reloaded = g.gateway.reload().await.unwrap();
+    assert_eq!(reloaded.added, ["old"]);
+    let again = g
+        .gateway
+        .repo("old")
+        .unwrap()
+        .current()
+        .expect("served at once");
+    assert_ne!(
+        again.serial, old_serial,
+        "cache keys stay unique across reloads"
+    );
+    assert_eq!(published_of(&g, "old").await, expected(3));
+    assert_eq!(
+        old.list_requests().len(),
+        asked,
+        "a fresh generation is not harvested again"
+    );
+
+    // A changed setting applies from the next refresh (here gzip: `.xml.gz` shards).
+    write(&[
+        ("r", &kept, "gzip = true\n"),
+        ("new", &new, ""),
+        ("old", &old, ""),
+    ]);
+    assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
+    assert_eq!(
+        g.get("/r/sitemap-1.xml.gz").await.status,
+        StatusCode::NOT_FOUND
+    );
+    g.refresh(0).await;
+    assert_eq!(g.get("/r/sitemap-1.xml.gz").await.status, StatusCode::OK);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        let (rounds, failed) = r.await.unwrap();
+        assert!(rounds > 0, "each reader completed rounds");
+        assert_eq!(failed, Vec::<String>::new(), "no request failed");
+    }
+    Arc::into_inner(g).unwrap().stop().await;
+}
+
+/// Every URL of repository `name`'s sitemap.
+async fn published_of(g: &Running, name: &str) -> BTreeSet<String> {
+    let index = g.get(&format!("/{name}/sitemap.xml")).await;
+    assert_eq!(index.status, StatusCode::OK, "{name}");
+    let mut urls = BTreeSet::new();
+    for shard in locs(&index.text()) {
+        urls.extend(locs(&g.get(&path_of(&shard)).await.text()));
+    }
+    urls
+}
+
+/// Issue 22 point 3: `POST /-/reload` needs the admin token; a file that is invalid keeps the
+/// running configuration, answers 422 naming the key, and sets
+/// `oai_bridge_config_reload_failed` until a good reload; a change only a restart applies is
+/// named and ignored.
+#[tokio::test]
+async fn a_broken_file_keeps_the_running_configuration() {
+    let upstream = TestServer::start(numbered(3));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let good = reload_config(state.path(), &[("r", &upstream, "")]);
+    std::fs::write(&file, &good).unwrap();
+    let g = Running::start_file(&file).await;
+    g.ready().await;
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("0")
+    );
+
+    let unauthorized = fetch(&g.admin_url, reqwest::Method::POST, "/-/reload", &[]).await;
+    assert_eq!(unauthorized.status, StatusCode::UNAUTHORIZED);
+    let public = g
+        .request(
+            reqwest::Method::POST,
+            "/-/reload",
+            &[("authorization", &format!("Bearer {RELOAD_TOKEN}"))],
+        )
+        .await;
+    assert_eq!(
+        public.status,
+        StatusCode::NOT_FOUND,
+        "not on the public listener"
+    );
+
+    std::fs::write(&file, good.replace("max_attempts = 1", "max_attempts = 0")).unwrap();
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        answer.text().contains("[harvest] max_attempts"),
+        "{}",
+        answer.text()
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reloads_total{outcome=\"failure\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(published(&g).await, expected(3), "still serving");
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+
+    // A good file again, with a listen address and a state folder that need a restart.
+    let moved = good
+        .replace("[server]\n", "[server]\nlisten = \"127.0.0.1:1\"\n")
+        .replace(&state.path().display().to_string(), "/elsewhere");
+    std::fs::write(&file, moved).unwrap();
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(
+        answer.text(),
+        "reloaded: added none; removed none; changed none; \
+         needs a restart (ignored): [server] listen, [server] state_dir\n"
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reloads_total{outcome=\"success\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(published(&g).await, expected(3));
+    g.stop().await;
+}
+
+/// Issue 22 point 3: SIGHUP reloads the configuration of the running binary (it used to end
+/// the process): a broken file keeps it serving and sets the gauge; a good one adds a
+/// repository. `oai-bridge prune` then removes the state of the one no longer configured.
+#[test]
+fn sighup_reloads_the_binary_and_prune_removes_what_is_gone() {
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let repo = |name: &str| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n",
+            sample.display()
+        )
+    };
+    let server = format!("[server]\nstate_dir = \"{}\"\n", state.path().display());
+    std::fs::write(&file, format!("{server}{}", repo("sample"))).unwrap();
+    let (mut child, base, admin) = spawn_serve(&["--config".as_ref(), file.as_os_str()]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let get = |url: String| {
+        runtime.block_on(async {
+            let r = client().get(url).send().await.unwrap();
+            (r.status(), r.text().await.unwrap())
+        })
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let pid = child.id().to_string();
+    let hup = || {
+        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    until("the sample is served", &|| {
+        get(format!("{base}sample/sitemap.xml")).0 == StatusCode::OK
+    });
+    let metrics = format!("{admin}metrics");
+    let gauge = |value: &str| {
+        let want = format!("oai_bridge_config_reload_failed {value}");
+        let (get, metrics) = (&get, &metrics);
+        move || get(metrics.clone()).1.lines().any(|l| l == want)
+    };
+    assert!(gauge("0")());
+
+    std::fs::write(&file, format!("{server}{}nonsense = 1\n", repo("sample"))).unwrap();
+    hup();
+    until("the failed reload shows", &gauge("1"));
+    assert_eq!(get(format!("{base}sample/sitemap.xml")).0, StatusCode::OK);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP does not end the process"
+    );
+
+    std::fs::write(
+        &file,
+        format!("{server}{}{}", repo("sample"), repo("second")),
+    )
+    .unwrap();
+    hup();
+    until("the good reload shows", &gauge("0"));
+    until("the added repository is served", &|| {
+        get(format!("{base}second/sitemap.xml")).0 == StatusCode::OK
+    });
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(exit_status(&mut child).code(), Some(0));
+
+    // `second` is no longer configured: prune removes its state, and only its.
+    std::fs::write(&file, format!("{server}{}", repo("sample"))).unwrap();
+    let prune = |dry: bool| {
+        let mut command = binary();
+        command.args(["prune", "--config"]).arg(&file);
+        if dry {
+            command.arg("--dry-run");
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let second = state.path().join("second");
+    assert_eq!(prune(true), format!("would remove {}\n", second.display()));
+    assert!(second.exists());
+    assert_eq!(prune(false), format!("removed {}\n", second.display()));
+    assert!(!second.exists());
+    assert!(state.path().join("sample/store.sqlite").exists());
+    assert!(prune(false).contains("no state of a repository that is not configured"));
 }
