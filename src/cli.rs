@@ -52,7 +52,7 @@ pub enum Command {
     Check(CheckArgs),
     /// Remove the state (store and generations) of repositories no longer in the
     /// configuration, printing each folder removed. Run it after the reload or restart that
-    /// removed them: a running gateway keeps serving what its configuration had when it last read it.
+    /// removed them: a gateway serves what its configuration held when it last read it.
     Prune(PruneArgs),
 }
 

@@ -91,6 +91,8 @@ pub struct Gateway {
     schedules: Mutex<Schedules>,
     /// Held by a reload: one at a time.
     reloading: tokio::sync::Mutex<()>,
+    /// Why the last reload failed, for the status page; `None` after a good one.
+    pub(crate) reload_error: Mutex<Option<String>>,
 }
 
 /// What a reload may change, swapped as a whole.
@@ -501,6 +503,7 @@ impl Gateway {
             loader: None,
             schedules: Mutex::new(Schedules::default()),
             reloading: tokio::sync::Mutex::new(()),
+            reload_error: Mutex::new(None),
         })
     }
 

@@ -129,21 +129,22 @@ impl Gateway {
         let _one_at_a_time = self.reloading.lock().await;
         let outcome = self.apply_reload().await;
         let m = &self.metrics;
-        match &outcome {
+        let error = match &outcome {
             Ok(reloaded) => {
                 tracing::info!("configuration {reloaded}");
                 m.config_reload_failed.set(0);
                 m.reloads("success");
+                None
             }
             Err(e) => {
-                tracing::error!(
-                    "configuration not reloaded; the running one stays: {}",
-                    crate::error::chain(e)
-                );
+                let error = crate::error::chain(e);
+                tracing::error!("configuration not reloaded; the running one stays: {error}");
                 m.config_reload_failed.set(1);
                 m.reloads("failure");
+                Some(error)
             }
-        }
+        };
+        *self.reload_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
         outcome
     }
 

@@ -43,6 +43,19 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         url = escape(gateway.public_url.as_str()),
         robots = escape(&format!("{}robots.txt", gateway.public_url)),
     );
+    let reload_error = gateway
+        .reload_error
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if let Some(error) = reload_error {
+        let _ = writeln!(
+            out,
+            "<p class=\"bad\">The last reload of the configuration failed; the running \
+             configuration stays:</p>\n<pre class=\"bad\">{}</pre>",
+            escape(&error)
+        );
+    }
     out.push_str(
         "<table>\n<tr><th>repository</th><th>serving</th><th>records</th><th>URLs published</th>\
          <th>not published</th><th>shards</th><th>last success</th><th>last attempt</th>\

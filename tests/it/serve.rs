@@ -2078,7 +2078,7 @@ impl Running {
 /// of one present throughout, and no request of theirs fails. A removed repository is 404, its
 /// schedule stops and its state stays on disk; added back, it serves its persisted generation
 /// at once, under a new cache serial. robots.txt follows the set. A changed setting applies
-/// from the next refresh.
+/// from the next refresh. An added repository keeps a ready gateway ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reloads_add_and_remove_repositories_without_failing_a_request() {
     let kept = TestServer::start(numbered(12));
@@ -2125,6 +2125,7 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
     }
 
     // Remove `old`, add `new`.
+    new.fault_always(Fault::Status(500));
     write(&[("r", &kept, ""), ("new", &new, "")]);
     let answer = g.post_reload().await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
@@ -2142,11 +2143,18 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
     );
     assert!(state.path().join("old/current").exists(), "its state stays");
     let asked = old.list_requests().len();
-    wait_for(
-        || g.gateway.repo("new").is_some_and(|r| r.serving()),
-        "new is served",
-    )
-    .await;
+    // `new`'s first refresh fails: the gateway stays ready, `new` alone is not.
+    let first = g.gateway.repo("new").unwrap();
+    wait_for(|| first.status().completed >= 1, "new's first refresh ends").await;
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    assert_eq!(
+        g.get("/readyz?repository=new").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    new.clear_faults();
+    g.refresh(1).await;
+    assert!(first.serving());
+    assert_eq!(g.get("/readyz?repository=new").await.status, StatusCode::OK);
     assert_eq!(published_of(&g, "new").await, expected(4));
     let robots = g.get("/robots.txt").await.text();
     assert!(
@@ -2269,6 +2277,12 @@ async fn a_broken_file_keeps_the_running_configuration() {
     );
     assert_eq!(published(&g).await, expected(3), "still serving");
     assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    let page = g.admin("/").await.text();
+    assert!(
+        page.contains("The last reload of the configuration failed")
+            && page.contains("[harvest] max_attempts"),
+        "{page}"
+    );
 
     // A good file again, with a listen address and a state folder that need a restart.
     let moved = good
@@ -2292,6 +2306,7 @@ async fn a_broken_file_keeps_the_running_configuration() {
             .as_deref(),
         Some("1")
     );
+    assert!(!g.admin("/").await.text().contains("reload"));
     assert_eq!(published(&g).await, expected(3));
     g.stop().await;
 }
