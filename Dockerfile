@@ -24,7 +24,11 @@ COPY --from=build /src/target/release/oai-bridge /usr/local/bin/oai-bridge
 COPY bridge.toml /etc/oai-bridge/bridge.toml
 COPY fixtures/sample-repository.xml /etc/oai-bridge/fixtures/sample-repository.xml
 USER oai-bridge
+# The admin listener (status page, /metrics, reload) listens on every interface of the
+# container, so that a scraper can reach it; it is not EXPOSEd: publish it only privately
+# (-p 127.0.0.1:8081:8081, or a private network), never beside the public port.
 ENV OAI_BRIDGE_LISTEN=0.0.0.0:8080 \
+    OAI_BRIDGE_ADMIN_LISTEN=0.0.0.0:8081 \
     OAI_BRIDGE_STATE_DIR=/var/lib/oai-bridge \
     OAI_BRIDGE_LOG_FORMAT=json
 VOLUME /var/lib/oai-bridge

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::check::{self, CheckOptions};
-use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, ServeArgs};
+use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, PruneArgs, ServeArgs};
 use crate::config::{Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
 use crate::oai::{HarvestRequest, Source};
@@ -417,6 +417,16 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     let addr = listener.local_addr().unwrap_or(config.server.listen);
+    let admin = match config.server.admin_listen {
+        Some(admin_addr) => match tokio::net::TcpListener::bind(admin_addr).await {
+            Ok(l) => Some(l),
+            Err(e) => {
+                eprintln!("error: cannot listen on {admin_addr} ([server] admin_listen): {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let public_url = match &config.server.public_url {
         Some(url) => url.clone(),
         None => {
@@ -428,8 +438,17 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             default_public_url(addr)
         }
     };
+    // SIGHUP reloads the configuration from now on (its default would end the process).
+    let hangups = match hangups() {
+        Ok(hangups) => hangups,
+        Err(e) => {
+            eprintln!("error: cannot listen for SIGHUP: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let reload_args = args.clone();
     let gateway = match crate::server::Gateway::new(&config, public_url.clone()) {
-        Ok(g) => Arc::new(g),
+        Ok(g) => Arc::new(g.reloading_from(move || serve_config(&reload_args))),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
@@ -438,31 +457,129 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let local = default_public_url(addr);
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "oai-bridge serving on {local}");
-    let _ = writeln!(out, "  status page  {local}");
+    match admin.as_ref().and_then(|l| l.local_addr().ok()) {
+        Some(admin) => {
+            let admin = default_public_url(admin);
+            let _ = writeln!(out, "  status page  {admin}");
+            let _ = writeln!(out, "  metrics      {admin}metrics");
+        }
+        None => {
+            let _ = writeln!(out, "  status page  none (admin_listen is off)");
+        }
+    }
     let _ = writeln!(out, "  robots.txt   {public_url}robots.txt");
-    for repo in &gateway.repos {
-        let job = &repo.job;
+    for repo in gateway.repos() {
+        let setup = repo.setup();
+        let job = &setup.job;
         let mut indexes = job.index_names();
         indexes.extend(job.cdif_index_names());
         for (i, index) in indexes.iter().enumerate() {
-            let name = if i == 0 {
-                repo.config.name.as_str()
-            } else {
-                ""
-            };
+            let name = if i == 0 { repo.name.as_str() } else { "" };
             let _ = writeln!(out, "  {name:<12} {}{index}", job.public_url);
         }
     }
     let _ = out.flush();
     drop(out);
-    crate::server::serve(
-        gateway,
-        listener,
+    let served = crate::server::serve(
+        Arc::clone(&gateway),
+        crate::server::Listeners {
+            public: listener,
+            admin,
+        },
         config.server.drain_timeout,
         shutdown_signal(),
-    )
-    .await;
+    );
+    tokio::select! {
+        () = served => {}
+        () = reload_on(hangups, &gateway) => {}
+    }
     ExitCode::SUCCESS
+}
+
+/// SIGHUP, as a stream of signals.
+#[cfg(unix)]
+fn hangups() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+}
+
+/// No SIGHUP here.
+#[cfg(not(unix))]
+fn hangups() -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Reloads the configuration at each SIGHUP (the outcome is logged by the reload); never ends.
+#[cfg(unix)]
+async fn reload_on(
+    mut hangups: tokio::signal::unix::Signal,
+    gateway: &Arc<crate::server::Gateway>,
+) {
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP received: reloading the configuration");
+        let _ = gateway.reload().await;
+    }
+    std::future::pending::<()>().await;
+}
+
+/// No SIGHUP here: never ends.
+#[cfg(not(unix))]
+async fn reload_on(_: (), _: &Arc<crate::server::Gateway>) {
+    std::future::pending::<()>().await;
+}
+
+/// Runs `prune`: removes the state of repositories the configuration no longer has; returns
+/// the exit code (0, 1 when a folder could not be removed, 78 for a bad configuration).
+pub fn run_prune(args: &PruneArgs) -> ExitCode {
+    let config = Config::load(&args.config).and_then(|file| {
+        Layers::new(
+            file,
+            Environment::process().for_serve(),
+            Overrides::from(args),
+        )
+        .config()
+    });
+    let config = match config {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let state_dir = &config.server.state_dir;
+    let names: Vec<&str> = config
+        .repositories
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
+    let pruned = match crate::server::prune::prune(state_dir, &names, args.dry_run) {
+        Ok(pruned) => pruned,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", state_dir.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    if pruned.is_empty() {
+        println!(
+            "{}: no state of a repository that is not configured",
+            state_dir.display()
+        );
+    }
+    let mut failed = false;
+    for (dir, removed) in pruned {
+        match removed {
+            Ok(()) if args.dry_run => println!("would remove {}", dir.display()),
+            Ok(()) => println!("removed {}", dir.display()),
+            Err(e) => {
+                eprintln!("error: cannot remove {}: {e}", dir.display());
+                failed = true;
+            }
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Completes on SIGTERM or Ctrl-C (SIGINT).

@@ -50,6 +50,10 @@ pub enum Command {
     /// a sample of records, the scope, the host's robots.txt. Writes nothing. Exit 0 when it can
     /// be bridged as configured, 1 when not. Each request is tried at most twice.
     Check(CheckArgs),
+    /// Remove the state (store and generations) of repositories no longer in the
+    /// configuration, printing each folder removed. Run it after the reload or restart that
+    /// removed them: a gateway serves what its configuration held when it last read it.
+    Prune(PruneArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `oai-bridge completions bash > /etc/bash_completion.d/oai-bridge`.
     Completions(CompletionsArgs),
@@ -59,6 +63,20 @@ pub enum Command {
     /// HEALTHCHECK, which has no curl. Hidden: a tool for the image, not for operators.
     #[command(hide = true)]
     Probe(ProbeArgs),
+}
+
+/// `oai-bridge prune`.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Configuration file: its repositories are kept, and its `state_dir` pruned.
+    #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
+    pub config: PathBuf,
+    /// The state directory to prune; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
+    #[arg(long)]
+    pub state_dir: Option<PathBuf>,
+    /// Print what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 /// `oai-bridge completions`.
@@ -129,7 +147,7 @@ pub struct LandingArgs {
 }
 
 /// `oai-bridge serve`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Configuration file.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
@@ -138,6 +156,10 @@ pub struct ServeArgs {
     /// OAI_BRIDGE_LISTEN and `[server] listen`.
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Option<String>,
+    /// Address of the admin listener (status page, /metrics, admin endpoints), e.g.
+    /// 127.0.0.1:8081, or "off"; overrides OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub admin_listen: Option<String>,
     /// Public URL of the gateway, as crawlers reach it; overrides OAI_BRIDGE_PUBLIC_URL and
     /// `[server] public_url`.
     #[arg(long)]

@@ -15,6 +15,8 @@ use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 
 /// Default listen address of `serve`.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// Default address of `serve`'s admin listener (status page, metrics, admin endpoints).
+pub(crate) const DEFAULT_ADMIN_LISTEN: &str = "127.0.0.1:8081";
 /// Default state directory of `serve`.
 pub(crate) const DEFAULT_STATE_DIR: &str = "state";
 /// Default size of the gateway's cache of file bytes.
@@ -59,6 +61,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawServer {
     listen: Option<String>,
+    admin_listen: Option<String>,
     public_url: Option<String>,
     state_dir: Option<PathBuf>,
     cache_bytes: Option<u64>,
@@ -182,8 +185,12 @@ pub struct Config {
 /// `[server]`.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Address `serve` listens on.
+    /// Address `serve` listens on: the public listener (robots.txt, the repositories' files,
+    /// `/healthz`, `/readyz`).
     pub listen: SocketAddr,
+    /// Address of the admin listener (the status page, `/metrics`, the admin endpoints);
+    /// `None`: no admin listener (`admin_listen = "off"` or `""`).
+    pub admin_listen: Option<SocketAddr>,
     /// Public URL of the gateway (may include a path prefix).
     pub public_url: Option<Url>,
     /// Where generations are kept.
@@ -333,6 +340,9 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
             format!("{listen:?} is not an address:port: {e}"),
         )
     })?;
+    let admin_listen =
+        parse_admin_listen(raw.admin_listen.as_deref().unwrap_or(DEFAULT_ADMIN_LISTEN))
+            .map_err(|m| ("[server] admin_listen", m))?;
     let public_url = raw
         .public_url
         .as_deref()
@@ -340,6 +350,7 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         .transpose()?;
     let server = ServerConfig {
         listen,
+        admin_listen,
         public_url,
         state_dir: base_dir.join(
             raw.state_dir
@@ -375,6 +386,17 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         ));
     }
     Ok(server)
+}
+
+/// `[server] admin_listen`: an address:port, or `""` / `"off"` for no admin listener.
+pub(crate) fn parse_admin_listen(value: &str) -> Result<Option<SocketAddr>, String> {
+    let value = value.trim();
+    if value.is_empty() || value.eq_ignore_ascii_case("off") {
+        return Ok(None);
+    }
+    value.parse().map(Some).map_err(|e| {
+        format!("{value:?} is not an address:port (or \"off\" for no admin listener): {e}")
+    })
 }
 
 /// `[harvest]`, its defaults filled in; `Err` names the key and what is wrong with it.
@@ -747,6 +769,10 @@ mod tests {
         let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
         assert_eq!(c.harvest, HarvestSettings::default());
         assert_eq!(c.server.listen.to_string(), DEFAULT_LISTEN);
+        assert_eq!(
+            c.server.admin_listen.map(|a| a.to_string()).as_deref(),
+            Some(DEFAULT_ADMIN_LISTEN)
+        );
         assert!(c.repositories.is_empty());
     }
 
@@ -789,6 +815,23 @@ mod tests {
         rejects("[harvest]\nmin_transfer_bytes_per_sec = -1\n", "line 2", "");
     }
 
+    /// `admin_listen = ""` or `"off"` switches the admin listener off.
+    #[test]
+    fn the_admin_listener_can_be_switched_off() {
+        for off in ["", "off", "OFF"] {
+            let text = format!("[server]\nadmin_listen = \"{off}\"\n");
+            let c = Config::parse(&text, "bridge.toml", Path::new(".")).unwrap();
+            assert_eq!(c.server.admin_listen, None, "{off:?}");
+        }
+        let c = Config::parse(
+            "[server]\nadmin_listen = \"0.0.0.0:9000\"\n",
+            "bridge.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(c.server.admin_listen, Some("0.0.0.0:9000".parse().unwrap()));
+    }
+
     #[test]
     fn bad_values_name_their_key() {
         rejects(
@@ -804,6 +847,11 @@ mod tests {
         rejects(
             "[server]\nlisten = \"nowhere\"\n",
             "[server] listen",
+            "not an address",
+        );
+        rejects(
+            "[server]\nadmin_listen = \"nowhere\"\n",
+            "[server] admin_listen",
             "not an address",
         );
         rejects(
@@ -959,8 +1007,9 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 46] = [
+    const KEYS: [&str; 47] = [
         "listen",
+        "admin_listen",
         "public_url",
         "state_dir",
         "cache_bytes",
@@ -1027,6 +1076,7 @@ mod tests {
         assert_eq!(
             (
                 s.listen,
+                s.admin_listen,
                 &s.state_dir,
                 s.cache_bytes,
                 s.drain_timeout,
@@ -1035,6 +1085,7 @@ mod tests {
             ),
             (
                 d.listen,
+                d.admin_listen,
                 &d.state_dir,
                 d.cache_bytes,
                 d.drain_timeout,

@@ -43,7 +43,7 @@ mod summary;
 // The commands, as the binary runs them.
 pub use app::{
     EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_completions, run_export, run_man,
-    run_probe, run_serve,
+    run_probe, run_prune, run_serve,
 };
 pub use cli::{Cli, Command, CompletionsArgs, LogFormat, ProbeArgs};
 pub use memory::limit_arenas;
@@ -58,7 +58,8 @@ pub use platform::{LandingSettings, Platform, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::MARKER;
-pub use server::{Gateway, serve};
+pub use server::reload::{ReloadError, Reloaded};
+pub use server::{Gateway, Listeners, Repo, serve};
 pub use store::{FILE as STORE_FILE, Store};
 
 // The OAI-PMH side: the client, a harvest, what a page holds.

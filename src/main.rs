@@ -14,7 +14,7 @@ fn main() -> ExitCode {
         Command::Completions(args) => return oai_bridge::run_completions(args),
         Command::Man => return oai_bridge::run_man(),
         Command::Probe(args) => return oai_bridge::run_probe(args),
-        Command::Export(_) | Command::Check(_) | Command::Serve(_) => {}
+        Command::Export(_) | Command::Check(_) | Command::Serve(_) | Command::Prune(_) => {}
     }
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
@@ -52,6 +52,7 @@ fn main() -> ExitCode {
             Command::Export(args) => oai_bridge::run_export(args).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
+            Command::Prune(args) => oai_bridge::run_prune(args),
             Command::Completions(_) | Command::Man | Command::Probe(_) => {
                 unreachable!("answered before the runtime starts")
             }

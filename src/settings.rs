@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::cli::{CheckArgs, ExportArgs, LandingArgs, ServeArgs};
+use crate::cli::{CheckArgs, ExportArgs, LandingArgs, PruneArgs, ServeArgs};
 use crate::config::{
     self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig,
 };
@@ -85,6 +85,8 @@ pub(crate) struct Overrides {
 pub(crate) struct ServerOverrides {
     /// `listen`.
     pub listen: Option<Given<String>>,
+    /// `admin_listen`.
+    pub admin_listen: Option<Given<String>>,
     /// `public_url`.
     pub public_url: Option<Given<String>>,
     /// `state_dir`, taken from the working directory (the file's is taken from its folder).
@@ -176,7 +178,7 @@ impl Overrides {
             ServerOverrides,
             b,
             o,
-            [listen, public_url, state_dir, admin_token]
+            [listen, admin_listen, public_url, state_dir, admin_token]
         );
         let (b, o) = (base.harvest, over.harvest);
         let harvest = merged!(
@@ -235,6 +237,7 @@ impl Overrides {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Environment {
     listen: Option<String>,
+    admin_listen: Option<String>,
     public_url: Option<String>,
     state_dir: Option<PathBuf>,
     admin_token: Option<String>,
@@ -244,6 +247,8 @@ pub(crate) struct Environment {
 impl Environment {
     /// `[server] listen` (`serve`).
     pub(crate) const LISTEN: &str = "OAI_BRIDGE_LISTEN";
+    /// `[server] admin_listen` (`serve`).
+    pub(crate) const ADMIN_LISTEN: &str = "OAI_BRIDGE_ADMIN_LISTEN";
     /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
     pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
     /// `[server] state_dir` (`serve`).
@@ -267,6 +272,7 @@ impl Environment {
         let text = |name| lookup(name).and_then(|v| v.into_string().ok());
         Environment {
             listen: lossy(Self::LISTEN),
+            admin_listen: lossy(Self::ADMIN_LISTEN),
             public_url: lossy(Self::PUBLIC_URL),
             state_dir: lookup(Self::STATE_DIR).map(PathBuf::from),
             admin_token: text(Self::ADMIN_TOKEN),
@@ -279,6 +285,7 @@ impl Environment {
         Overrides {
             server: ServerOverrides {
                 listen: variable(Self::LISTEN, &self.listen),
+                admin_listen: variable(Self::ADMIN_LISTEN, &self.admin_listen),
                 public_url: variable(Self::PUBLIC_URL, &self.public_url),
                 state_dir: variable(Self::STATE_DIR, &self.state_dir),
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
@@ -340,6 +347,7 @@ impl From<&ServeArgs> for Overrides {
         Overrides {
             server: ServerOverrides {
                 listen: flag("--listen", &args.listen),
+                admin_listen: flag("--admin-listen", &args.admin_listen),
                 public_url: flag("--public-url", &args.public_url),
                 state_dir: flag("--state-dir", &args.state_dir),
                 admin_token: None,
@@ -349,6 +357,18 @@ impl From<&ServeArgs> for Overrides {
                 accept_shrink: switch("--accept-shrink", args.accept_shrink),
                 ..RepositoryOverrides::default()
             },
+        }
+    }
+}
+
+impl From<&PruneArgs> for Overrides {
+    fn from(args: &PruneArgs) -> Overrides {
+        Overrides {
+            server: ServerOverrides {
+                state_dir: flag("--state-dir", &args.state_dir),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
         }
     }
 }
@@ -548,6 +568,9 @@ impl Layers {
                     .parse()
                     .map_err(|e| format!("{listen:?} is not an address:port: {e}"))
             })?;
+        }
+        if let Some(v) = &over.admin_listen {
+            server.admin_listen = v.parse(|listen| config::parse_admin_listen(listen))?;
         }
         if let Some(v) = &over.public_url {
             server.public_url = Some(v.parse(|url| config::directory_url(url))?);
@@ -798,6 +821,60 @@ mod tests {
         assert_eq!(err.key, Environment::LISTEN);
         assert_eq!(env.for_serve().server.admin_token, None);
         assert_eq!(env.for_serve().harvest.user_agent, None);
+    }
+
+    /// `[server] admin_listen`: the flag, then `OAI_BRIDGE_ADMIN_LISTEN`, then the file; "off"
+    /// in any layer switches the admin listener off; a bad value names its layer.
+    #[test]
+    fn the_admin_listener_takes_the_flag_then_the_environment_then_the_file() {
+        let file = Config::parse(
+            "[server]\nadmin_listen = \"127.0.0.1:1001\"\n",
+            "bridge.toml",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let env = |v: &str| Overrides {
+            server: ServerOverrides {
+                admin_listen: given(v.to_owned(), Origin::Env(Environment::ADMIN_LISTEN)),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let flag = |v: &str| Overrides {
+            server: ServerOverrides {
+                admin_listen: given(v.to_owned(), Origin::Flag("--admin-listen")),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let none = Overrides::default;
+        let admin = |env: Overrides, flags: Overrides| {
+            Layers::new(file.clone(), env, flags)
+                .server()
+                .map(|s| s.admin_listen.map(|a| a.to_string()))
+        };
+        let got = |env, flags| admin(env, flags).unwrap();
+        assert_eq!(got(none(), none()).as_deref(), Some("127.0.0.1:1001"));
+        assert_eq!(
+            got(env("127.0.0.1:1002"), none()).as_deref(),
+            Some("127.0.0.1:1002")
+        );
+        assert_eq!(
+            got(env("127.0.0.1:1002"), flag("127.0.0.1:1003")).as_deref(),
+            Some("127.0.0.1:1003")
+        );
+        assert_eq!(got(env("off"), none()), None);
+        assert_eq!(
+            got(env("off"), flag("127.0.0.1:1003")).as_deref(),
+            Some("127.0.0.1:1003")
+        );
+        assert_eq!(got(none(), flag("")), None);
+        let err = admin(env("nowhere"), none()).unwrap_err();
+        assert_eq!(err.key, Environment::ADMIN_LISTEN);
+        let err = admin(none(), flag("nowhere")).unwrap_err();
+        assert_eq!(err.key, "--admin-listen");
+        // Hidden by the flag, a bad variable is no error.
+        assert!(admin(env("nowhere"), flag("off")).is_ok());
     }
 
     /// A flag's first retry delay above the file's longest raises the longest; in the file

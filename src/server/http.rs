@@ -21,7 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
-use super::{Gateway, Repo};
+use super::{Gateway, Repo, Side};
 use crate::profiles::FileName;
 
 /// The response type of every handler.
@@ -83,10 +83,25 @@ enum Target<'a> {
     Refresh {
         repo: &'a str,
     },
+    /// `POST /-/reload`: read the configuration again (admin token required).
+    Reload,
     NotFound,
 }
 
 impl Target<'_> {
+    /// Whether the target exists on `side`'s listener: crawlers' files on the public one, what
+    /// operators read and do on the admin one, the probes on both.
+    fn served_on(&self, side: Side) -> bool {
+        match self {
+            Target::Healthz | Target::Readyz => true,
+            Target::Robots | Target::File { .. } | Target::Document { .. } => side == Side::Public,
+            Target::Status | Target::Metrics | Target::Refresh { .. } | Target::Reload => {
+                side == Side::Admin
+            }
+            Target::NotFound => false,
+        }
+    }
+
     fn route(&self) -> Route {
         match self {
             Target::Status => Route::Status,
@@ -97,7 +112,7 @@ impl Target<'_> {
             Target::File { shard: false, .. } => Route::Index,
             Target::File { shard: true, .. } => Route::Shard,
             Target::Document { .. } => Route::Document,
-            Target::Refresh { .. } => Route::Admin,
+            Target::Refresh { .. } | Target::Reload => Route::Admin,
             Target::NotFound => Route::Other,
         }
     }
@@ -115,6 +130,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
         "/healthz" => Target::Healthz,
         "/readyz" => Target::Readyz,
         "/metrics" => Target::Metrics,
+        "/-/reload" => Target::Reload,
         _ if rest.starts_with("/-/refresh/") => match &rest["/-/refresh/".len()..] {
             "" => Target::NotFound,
             repo if repo.contains('/') => Target::NotFound,
@@ -144,19 +160,20 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
     }
 }
 
-/// `POST /-/refresh/{repo}` with `Authorization: Bearer <token>`: wakes the repository's schedule.
-/// Without a configured token the endpoint does not exist (404). The token is compared in
-/// constant time and never logged; a wrong or missing one is 401 whatever the repository.
-fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answer {
-    let Some(token) = &gateway.admin_token else {
-        return plain(StatusCode::NOT_FOUND, "not found\n");
+/// Whether `req` may use an admin endpoint: `POST` with `Authorization: Bearer <token>`, or
+/// the answer that refuses it. Without a configured token the admin endpoints do not exist
+/// (404). The token is compared in constant time and never logged; a wrong or missing one is
+/// 401 whatever the endpoint's argument.
+fn admin_refusal(gateway: &Gateway, req: &Request<Incoming>) -> Option<Answer> {
+    let Some(token) = gateway.live().admin_token.clone() else {
+        return Some(plain(StatusCode::NOT_FOUND, "not found\n"));
     };
     if req.method() != Method::POST {
         let mut answer = plain(StatusCode::METHOD_NOT_ALLOWED, "only POST\n");
         answer
             .headers_mut()
             .insert(header::ALLOW, HeaderValue::from_static("POST"));
-        return answer;
+        return Some(answer);
     }
     let offered = req
         .headers()
@@ -171,9 +188,17 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
             header::WWW_AUTHENTICATE,
             HeaderValue::from_static("Bearer realm=\"oai-bridge\""),
         );
-        return answer;
+        return Some(answer);
     }
-    let Some(r) = gateway.repos.iter().find(|r| r.config.name == repo) else {
+    None
+}
+
+/// `POST /-/refresh/{repo}`: wakes the repository's schedule.
+fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answer {
+    if let Some(refused) = admin_refusal(gateway, req) {
+        return refused;
+    }
+    let Some(r) = gateway.repo(repo) else {
         return plain(StatusCode::NOT_FOUND, "no such repository\n");
     };
     if r.status().refreshing {
@@ -187,9 +212,32 @@ fn admin_refresh(gateway: &Gateway, repo: &str, req: &Request<Incoming>) -> Answ
     plain(StatusCode::ACCEPTED, "refresh started\n")
 }
 
-/// Answers one request and counts it.
-pub(crate) async fn handle(gateway: &Arc<Gateway>, req: Request<Incoming>) -> Answer {
-    let target = route(&gateway.prefix, req.uri().path());
+/// `POST /-/reload`: reads the configuration again and applies it, as SIGHUP does; 200 with
+/// what changed, or 422 with the error (naming the key) when the running configuration stays.
+async fn admin_reload(gateway: &Arc<Gateway>, req: &Request<Incoming>) -> Answer {
+    if let Some(refused) = admin_refusal(gateway, req) {
+        return refused;
+    }
+    tracing::info!("reload requested through the admin endpoint");
+    match gateway.reload().await {
+        Ok(reloaded) => plain(StatusCode::OK, &format!("{reloaded}\n")),
+        Err(e) => plain(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            &format!(
+                "{}\nthe running configuration stays\n",
+                crate::error::chain(&e)
+            ),
+        ),
+    }
+}
+
+/// Answers one request that came in on `side`'s listener, and counts it. A target of the other
+/// listener is a 404, as is a path of neither.
+pub(crate) async fn handle(gateway: &Arc<Gateway>, side: Side, req: Request<Incoming>) -> Answer {
+    let target = match route(&gateway.prefix, req.uri().path()) {
+        target if target.served_on(side) => target,
+        _ => Target::NotFound,
+    };
     let answer = dispatch(gateway, &target, &req).await;
     let body_bytes = if req.method() == Method::HEAD {
         0
@@ -210,6 +258,9 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
     }
     if let Target::Refresh { repo } = *target {
         return admin_refresh(gateway, repo, req);
+    }
+    if *target == Target::Reload {
+        return admin_reload(gateway, req).await;
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let mut answer = plain(
@@ -247,38 +298,52 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             .await
         }
         Target::Healthz => plain(StatusCode::OK, "ok\n"),
-        Target::Readyz => {
-            let waiting: Vec<&str> = gateway
-                .repos
-                .iter()
-                .filter(|r| r.current().is_none())
-                .map(|r| r.config.name.as_str())
-                .collect();
-            if waiting.is_empty() {
-                plain(StatusCode::OK, "ready\n")
-            } else {
-                plain(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
-                )
-            }
-        }
+        Target::Readyz => readyz(gateway, req.uri().query()),
         Target::Metrics => with_type(
             StatusCode::OK,
             OPENMETRICS,
             Bytes::from(gateway.metrics.encode()),
         ),
         Target::File { repo, name, shard } => match gateway.repo(repo) {
-            Some(repo) => serve_file(gateway, repo, name, shard, req.headers(), head).await,
+            Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
         Target::Document { repo, key } => match gateway.repo(repo) {
-            Some(repo) if repo.job.profiles.cdif => {
-                serve_document(gateway, repo, key, req.headers(), head).await
+            Some(repo) if repo.served().job.profiles.cdif => {
+                serve_document(gateway, &repo, key, req.headers(), head).await
             }
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
-        Target::NotFound | Target::Refresh { .. } => plain(StatusCode::NOT_FOUND, "not found\n"),
+        Target::NotFound | Target::Refresh { .. } | Target::Reload => {
+            plain(StatusCode::NOT_FOUND, "not found\n")
+        }
+    }
+}
+
+/// `/readyz`: 200 while every repository serves a generation (a stale one counts: a broken
+/// upstream shows on the status page and in the metrics, not as an unready process), 503 naming
+/// those still before their first. `?repository=NAME` asks about that one (404 when unknown).
+fn readyz(gateway: &Gateway, query: Option<&str>) -> Answer {
+    let asked = query
+        .into_iter()
+        .flat_map(|q| q.split('&'))
+        .find_map(|pair| pair.strip_prefix("repository="))
+        .map(|name| percent_encoding::percent_decode_str(name).decode_utf8_lossy());
+    let waiting: Vec<String> = match asked {
+        Some(name) => match gateway.repo(&name) {
+            Some(repo) if repo.serving() => Vec::new(),
+            Some(repo) => vec![repo.name.clone()],
+            None => return plain(StatusCode::NOT_FOUND, "no such repository\n"),
+        },
+        None => gateway.waiting(),
+    };
+    if waiting.is_empty() {
+        plain(StatusCode::OK, "ready\n")
+    } else {
+        plain(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
+        )
     }
 }
 
@@ -365,7 +430,7 @@ async fn serve_file(
     head: bool,
 ) -> Answer {
     let gz_route = name.ends_with(".gz");
-    if gz_route && !(shard && repo.config.gzip) {
+    if gz_route && !(shard && repo.served().config.gzip) {
         return plain(StatusCode::NOT_FOUND, "not found\n");
     }
     let Some(generation) = repo.current() else {
@@ -610,11 +675,11 @@ fn not_yet(repo: &Repo) -> Answer {
     let message = match &status.last_error {
         Some(e) => format!(
             "{}: no sitemap yet; the last refresh failed:\n{e}\n",
-            repo.config.name
+            repo.name
         ),
         None => format!(
             "{}: no sitemap yet; the first harvest is running\n",
-            repo.config.name
+            repo.name
         ),
     };
     let mut answer = plain(StatusCode::SERVICE_UNAVAILABLE, &message);
@@ -731,6 +796,28 @@ mod tests {
                 matches!(target, Target::NotFound | Target::File { repo: "", .. }),
                 "{bad} -> {target:?}"
             );
+        }
+    }
+
+    /// Issue 22: crawlers' files on the public listener, the status page, the metrics and the
+    /// admin endpoints on the admin one, the probes on both.
+    #[test]
+    fn each_listener_has_its_routes() {
+        for (path, public, admin) in [
+            ("/robots.txt", true, false),
+            ("/r/sitemap.xml", true, false),
+            ("/r/sitemap-1.xml.gz", true, false),
+            ("/r/cdif/00ff00ff00ff00ff.jsonld", true, false),
+            ("/healthz", true, true),
+            ("/readyz", true, true),
+            ("/", false, true),
+            ("/metrics", false, true),
+            ("/-/refresh/r", false, true),
+            ("/nothing", false, false),
+        ] {
+            let target = route("", path);
+            assert_eq!(target.served_on(Side::Public), public, "{path}");
+            assert_eq!(target.served_on(Side::Admin), admin, "{path}");
         }
     }
 

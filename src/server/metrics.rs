@@ -90,6 +90,13 @@ pub struct HarvestLabels {
     pub outcome: &'static str,
 }
 
+/// Labels of the reload counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabels {
+    /// `success` or `failure`.
+    pub outcome: &'static str,
+}
+
 /// Labels of a harvest kind.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
@@ -152,6 +159,10 @@ pub struct Metrics {
     pub profile_dropped: Family<ProfileDropLabels, Gauge>,
     /// The platform whose landing rule the served generation was made with (1), by repository.
     pub platform: Family<PlatformLabels, Gauge>,
+    /// Reloads of the configuration, by outcome.
+    pub config_reloads: Family<OutcomeLabels, Counter>,
+    /// 1 while the last reload failed (the running configuration stays), 0 after a good one.
+    pub config_reload_failed: Gauge,
 }
 
 /// Labels of the platform gauge.
@@ -307,6 +318,18 @@ impl Default for Metrics {
             "The platform whose landing rule made the generation being served (1; the others 0)",
             platform.clone(),
         );
+        let config_reloads = Family::<OutcomeLabels, Counter>::default();
+        registry.register(
+            "config_reloads",
+            "Reloads of the configuration (SIGHUP, POST /-/reload), by outcome",
+            config_reloads.clone(),
+        );
+        let config_reload_failed = Gauge::default();
+        registry.register(
+            "config_reload_failed",
+            "1 while the last reload of the configuration failed and the running one stays; 0 after a good one",
+            config_reload_failed.clone(),
+        );
         Self {
             registry,
             requests,
@@ -329,6 +352,8 @@ impl Default for Metrics {
             profile_entries,
             profile_dropped,
             platform,
+            config_reloads,
+            config_reload_failed,
         }
     }
 }
@@ -344,6 +369,13 @@ impl Metrics {
                 .get_or_create(&RouteLabels { route })
                 .inc_by(body_bytes);
         }
+    }
+
+    /// Counts one reload of the configuration.
+    pub fn reloads(&self, outcome: &'static str) {
+        self.config_reloads
+            .get_or_create(&OutcomeLabels { outcome })
+            .inc();
     }
 
     /// The OpenMetrics text.

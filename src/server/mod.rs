@@ -7,14 +7,19 @@
 //! - [`http`]: routing and answering requests (conditional GET, HEAD, gzip negotiation).
 //! - [`status`]: the status page for people.
 //! - [`metrics`]: Prometheus metrics.
+//! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
+//! - [`prune`]: the state of repositories no longer configured, removed on request.
 
 pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
 pub(crate) mod metrics;
+pub(crate) mod prune;
 pub(crate) mod refresh;
+pub(crate) mod reload;
 pub(crate) mod status;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -27,9 +32,10 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
+use tokio::task::JoinHandle;
 use url::Url;
 
-use crate::config::{Config, RepositoryConfig};
+use crate::config::{AdminToken, Config, ConfigError, RepositoryConfig, ServerConfig};
 use crate::oai::{HarvestRequest, HarvestSettings};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
@@ -52,8 +58,9 @@ pub(crate) type CacheKey = (u64, u32);
 /// Everything the request handlers and refreshes share.
 #[derive(Debug)]
 pub struct Gateway {
-    /// The repositories, in configuration order.
-    pub repos: Vec<Repo>,
+    /// What a reload may change: the repositories and the settings read at each refresh or
+    /// request. Swapped whole ([`Gateway::live`]), so a request sees one set or the next.
+    live: RwLock<Arc<Live>>,
     /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
     pub cache: moka::future::Cache<CacheKey, Bytes>,
     /// Metrics.
@@ -69,37 +76,110 @@ pub struct Gateway {
     /// Held while robots.txt is made again and installed: repositories refresh in tasks of
     /// their own, and a text made before another swap must not replace one made after it.
     announcing: Mutex<()>,
-    /// How upstreams are treated.
-    pub harvest: HarvestSettings,
     /// When the process started.
     pub started: SystemTime,
-    /// The admin endpoint's token; `None`: no admin endpoint.
-    pub admin_token: Option<crate::config::AdminToken>,
     /// Longest time a client may take to send a request head, and an idle keep-alive connection
     /// stays open (`[server] client_timeout_secs`): slow clients would hold connections.
     pub client_timeout: Duration,
     /// `[server] state_dir`, where robots.txt's modification time is kept ([`ROBOTS_MODIFIED`]).
     state_dir: PathBuf,
+    /// `[server]` as the process started with it: a reload that changes what only a restart can
+    /// change says so ([`reload`]).
+    server: ServerConfig,
+    /// Reads the configuration again, with the layers of the start; `None`: nothing to reload.
+    loader: Option<reload::Loader>,
+    /// The running refresh schedules, by repository.
+    schedules: Mutex<Schedules>,
+    /// Held by a reload: one at a time.
+    reloading: tokio::sync::Mutex<()>,
+    /// Why the last reload failed, for the status page; `None` after a good one.
+    pub(crate) reload_error: Mutex<Option<String>>,
+}
+
+/// What a reload may change, swapped as a whole.
+#[derive(Debug)]
+pub(crate) struct Live {
+    /// The repositories, in configuration order.
+    pub(crate) repos: Vec<Arc<Repo>>,
+    /// How upstreams are treated (`[harvest]`), from each refresh's start.
+    pub(crate) harvest: HarvestSettings,
+    /// The admin endpoints' token; `None`: no admin endpoints.
+    pub(crate) admin_token: Option<AdminToken>,
+}
+
+/// The refresh schedules of the repositories being served.
+#[derive(Debug, Default)]
+struct Schedules {
+    running: HashMap<String, Schedule>,
+    /// The gateway is stopping: no schedule starts any more.
+    stopped: bool,
+}
+
+/// One repository's schedule task, and what stops it.
+#[derive(Debug)]
+struct Schedule {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<()>,
 }
 
 /// One `[[repository]]` being served.
 #[derive(Debug)]
 pub struct Repo {
-    /// Its configuration.
-    pub config: RepositoryConfig,
-    /// What a refresh builds.
-    pub job: Job,
-    /// What its files are made under ([`Job::settings_key`]), as each generation records it.
-    pub settings: String,
+    /// `[[repository]] name` (a repository renamed by a reload is another repository).
+    pub name: String,
     /// Its state folder, `{state_dir}/{name}`.
     pub dir: PathBuf,
+    /// What its refreshes are made under; a reload replaces it, a refresh takes it as it starts.
+    setup: RwLock<Arc<Setup>>,
     current: RwLock<Option<Arc<Generation>>>,
+    /// The setup the generation being served was made under (or, before one, the first): what
+    /// requests follow (`.xml.gz` routes, CDIF documents) until the next swap.
+    served: RwLock<Arc<Setup>>,
     /// What its refreshes did.
     pub status: Mutex<RepoStatus>,
     /// Wakes its schedule for an immediate refresh.
     pub refresh_now: Notify,
     /// Its last refreshes, for the status page.
     pub(crate) history: history::History,
+    /// Configured when the process started: the process is not ready before its first
+    /// generation. One a reload adds keeps no ready process from serving the others (its own
+    /// readiness is `/readyz?repository=NAME`).
+    gates_readiness: bool,
+}
+
+/// A repository's settings, as its next refresh takes them.
+#[derive(Debug)]
+pub(crate) struct Setup {
+    /// Its configuration.
+    pub(crate) config: RepositoryConfig,
+    /// What a refresh builds.
+    pub(crate) job: Job,
+    /// What its files are made under ([`Job::settings_key`]), as each generation records it.
+    pub(crate) settings: String,
+}
+
+impl Setup {
+    /// The setup of `rc`, published under the gateway's `public_url` unless it has its own,
+    /// with its temporary files in `dir`.
+    fn new(rc: &RepositoryConfig, public_url: &Url, dir: &std::path::Path) -> Self {
+        let repo_public = rc
+            .public_url
+            .clone()
+            .unwrap_or_else(|| join_dir(public_url, &rc.name));
+        let job = job_for(rc, repo_public, dir);
+        Self {
+            config: rc.clone(),
+            settings: job.settings_key(),
+            job,
+        }
+    }
+
+    /// Whether `other` makes different refreshes: other files, another schedule or policy.
+    fn differs(&self, other: &Setup) -> bool {
+        self.settings != other.settings
+            || self.config.refresh_interval != other.config.refresh_interval
+            || self.config.policy != other.config.policy
+    }
 }
 
 /// The refresh history of a repository, for the status page, metrics and `Retry-After`.
@@ -132,6 +212,24 @@ pub struct RepoStatus {
 }
 
 impl Repo {
+    /// Its settings as they stand: what the next refresh takes.
+    pub(crate) fn setup(&self) -> Arc<Setup> {
+        self.setup.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The setup the generation being served was made under ([`Repo::served`]).
+    pub(crate) fn served(&self) -> Arc<Setup> {
+        self.served
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether it has a generation to serve (a stale one counts).
+    pub fn serving(&self) -> bool {
+        self.current().is_some()
+    }
+
     /// The generation being served, if any.
     pub fn current(&self) -> Option<Arc<Generation>> {
         self.current
@@ -140,10 +238,11 @@ impl Repo {
             .clone()
     }
 
-    /// Serves `next` from now on; the generation it replaces is retired (its folder goes when
-    /// the last request holding it ends). Returns the replaced generation's serial, whose cache
-    /// entries [`Gateway::forget`] drops.
-    pub fn swap(&self, next: Generation) -> Option<u64> {
+    /// Serves `next`, made under `setup`, from now on; the generation it replaces is retired
+    /// (its folder goes when the last request holding it ends). Returns the replaced
+    /// generation's serial, whose cache entries [`Gateway::forget`] drops.
+    pub(crate) fn swap(&self, next: Generation, setup: Arc<Setup>) -> Option<u64> {
+        *self.served.write().unwrap_or_else(|e| e.into_inner()) = setup;
         let previous = self
             .current
             .write()
@@ -169,13 +268,15 @@ impl Repo {
     /// the order an export's robots.txt lists them; before the first generation, those the
     /// configuration asks for (each answers 503 with `Retry-After` until then).
     pub fn announced(&self) -> Announced<String> {
-        let base = &self.job.public_url;
+        let setup = self.setup();
+        let job = &setup.job;
+        let base = &job.public_url;
         let Some(g) = self.current() else {
             return Announced {
-                indexes: (self.job.index_names().iter())
+                indexes: (job.index_names().iter())
                     .map(|n| format!("{base}{n}"))
                     .collect(),
-                cdif: (self.job.cdif_index_names().iter())
+                cdif: (job.cdif_index_names().iter())
                     .map(|n| format!("{base}{n}"))
                     .collect(),
             };
@@ -201,24 +302,24 @@ impl Repo {
 
     /// Sets up the repository of `rc` in its folder under `state_dir`, with what its store
     /// remembers, serving its persisted generation when that can be served.
+    /// `gates_readiness`: see [`Repo::gates_readiness`].
     fn open(
         rc: &RepositoryConfig,
         public_url: &Url,
         state_dir: &std::path::Path,
         metrics: &Metrics,
+        gates_readiness: bool,
     ) -> Result<Self, StoreError> {
         let dir = state_dir.join(&rc.name);
-        let repo_public = rc
-            .public_url
-            .clone()
-            .unwrap_or_else(|| join_dir(public_url, &rc.name));
-        let job = job_for(rc, repo_public, &dir);
+        let setup = Setup::new(rc, public_url, &dir);
         let remembered = remembered(&dir)?;
-        let current = persisted_generation(&rc.name, &dir, &job);
+        let current = persisted_generation(&rc.name, &dir, &setup.job);
+        let setup = Arc::new(setup);
         let repo = Self {
-            config: rc.clone(),
-            settings: job.settings_key(),
-            job,
+            name: rc.name.clone(),
+            served: RwLock::new(Arc::clone(&setup)),
+            setup: RwLock::new(Arc::clone(&setup)),
+            gates_readiness,
             current: RwLock::new(None),
             status: Mutex::new(RepoStatus {
                 retry_not_before: remembered
@@ -244,13 +345,22 @@ impl Repo {
             repo.update(|s| {
                 s.last_success = Some(g.created);
             });
-            let _ = repo.swap(g);
+            let _ = repo.swap(g, setup);
         }
         metrics
             .serving
             .get_or_create(&metrics::repo(&rc.name))
             .set(i64::from(repo.current().is_some()));
         Ok(repo)
+    }
+
+    /// Takes `rc`'s settings for the refreshes from the next on; whether they differ.
+    fn reconfigure(&self, rc: &RepositoryConfig, public_url: &Url) -> bool {
+        let next = Setup::new(rc, public_url, &self.dir);
+        let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
+        let differs = setup.differs(&next);
+        *setup = Arc::new(next);
+        differs
     }
 }
 
@@ -358,7 +468,13 @@ impl Gateway {
         let metrics = Metrics::default();
         let mut repos = Vec::new();
         for rc in &config.repositories {
-            repos.push(Repo::open(rc, &public_url, state_dir, &metrics)?);
+            repos.push(Arc::new(Repo::open(
+                rc,
+                &public_url,
+                state_dir,
+                &metrics,
+                true,
+            )?));
         }
         let cache = moka::future::Cache::builder()
             .max_capacity(config.server.cache_bytes)
@@ -368,7 +484,11 @@ impl Gateway {
         let prefix = public_url.path().trim_end_matches('/').to_owned();
         let robots = robots_file(&repos, state_dir);
         Ok(Self {
-            repos,
+            live: RwLock::new(Arc::new(Live {
+                repos,
+                harvest: config.harvest.clone(),
+                admin_token: config.server.admin_token.clone(),
+            })),
             cache,
             metrics,
             prefix,
@@ -380,17 +500,40 @@ impl Gateway {
             robots: RwLock::new(Arc::new(robots)),
             announcing: Mutex::new(()),
             public_url,
-            harvest: config.harvest.clone(),
             started: SystemTime::now(),
-            admin_token: config.server.admin_token.clone(),
             client_timeout: config.server.client_timeout,
             state_dir: state_dir.clone(),
+            server: config.server.clone(),
+            loader: None,
+            schedules: Mutex::new(Schedules::default()),
+            reloading: tokio::sync::Mutex::new(()),
+            reload_error: Mutex::new(None),
         })
     }
 
+    /// This gateway, reloading its configuration with `load` (SIGHUP, `POST /-/reload`):
+    /// the file read again with the environment and flags of the start over it.
+    pub fn reloading_from(
+        mut self,
+        load: impl Fn() -> Result<Config, ConfigError> + Send + Sync + 'static,
+    ) -> Self {
+        self.loader = Some(reload::Loader(Box::new(load)));
+        self
+    }
+
+    /// What a reload may change, as it stands.
+    pub(crate) fn live(&self) -> Arc<Live> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The repositories being served, in configuration order.
+    pub fn repos(&self) -> Vec<Arc<Repo>> {
+        self.live().repos.clone()
+    }
+
     /// The repository named `name`.
-    pub fn repo(&self, name: &str) -> Option<&Repo> {
-        self.repos.iter().find(|r| r.config.name == name)
+    pub fn repo(&self, name: &str) -> Option<Arc<Repo>> {
+        self.live().repos.iter().find(|r| r.name == name).cloned()
     }
 
     /// robots.txt as it stands.
@@ -406,7 +549,7 @@ impl Gateway {
     /// An unchanged text keeps its validators.
     pub fn announce(&self) {
         let _one_at_a_time = self.announcing.lock().unwrap_or_else(|e| e.into_inner());
-        let next = robots_file(&self.repos, &self.state_dir);
+        let next = robots_file(&self.live().repos, &self.state_dir);
         let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
         if robots.bytes != next.bytes {
             *robots = Arc::new(next);
@@ -427,9 +570,56 @@ impl Gateway {
         }
     }
 
-    /// Every repository has a generation to serve.
+    /// Every repository has a generation to serve (a stale one counts): `/readyz` is 200.
     pub fn ready(&self) -> bool {
-        self.repos.iter().all(|r| r.current().is_some())
+        self.waiting().is_empty()
+    }
+
+    /// The repositories that keep `/readyz` at 503: those before their first generation (of
+    /// those a reload added, none once the process was ready: see [`Repo::gates_readiness`]).
+    pub fn waiting(&self) -> Vec<String> {
+        (self.live().repos.iter())
+            .filter(|r| r.gates_readiness && !r.serving())
+            .map(|r| r.name.clone())
+            .collect()
+    }
+
+    /// Starts `repo`'s refresh schedule, unless the gateway is stopping.
+    fn start_schedule(self: &Arc<Self>, repo: Arc<Repo>) {
+        let mut schedules = self.schedules.lock().unwrap_or_else(|e| e.into_inner());
+        if schedules.stopped {
+            return;
+        }
+        let (stop, stopped) = watch::channel(false);
+        let name = repo.name.clone();
+        let task = tokio::spawn(refresh::schedule(Arc::clone(self), repo, stopped));
+        if let Some(old) = schedules.running.insert(name, Schedule { stop, task }) {
+            // Never so: a schedule is stopped before its repository is opened again.
+            let _ = old.stop.send(true);
+        }
+    }
+
+    /// Stops the schedules of `names` (of every repository, for good, when `None`) and waits
+    /// until they have ended: a running refresh is abandoned and leaves nothing behind.
+    async fn stop_schedules(&self, names: Option<&[String]>) {
+        let stopping: Vec<Schedule> = {
+            let mut schedules = self.schedules.lock().unwrap_or_else(|e| e.into_inner());
+            match names {
+                Some(names) => (names.iter())
+                    .filter_map(|n| schedules.running.remove(n))
+                    .collect(),
+                None => {
+                    schedules.stopped = true;
+                    schedules.running.drain().map(|(_, s)| s).collect()
+                }
+            }
+        };
+        for s in &stopping {
+            let _ = s.stop.send(true);
+        }
+        for s in stopping {
+            let _ = s.task.await;
+        }
     }
 }
 
@@ -441,19 +631,42 @@ fn join_dir(base: &Url, name: &str) -> Url {
     url
 }
 
-/// A running gateway: refresh schedules started, requests answered until `shutdown` completes;
-/// then it stops accepting, gives in-flight requests `drain_timeout` to finish, and stops the
-/// refreshes (an interrupted refresh leaves nothing behind).
+/// The gateway's listeners, bound before it starts (tests bind `127.0.0.1:0`).
+#[derive(Debug)]
+pub struct Listeners {
+    /// What crawlers and the reverse proxy reach: robots.txt, the repositories' files,
+    /// `/healthz`, `/readyz`.
+    pub public: TcpListener,
+    /// What operators and monitoring reach (`[server] admin_listen`): the status page,
+    /// `/metrics`, the admin endpoints, `/healthz`, `/readyz`; `None` when switched off.
+    pub admin: Option<TcpListener>,
+}
+
+/// Which listener a request came in on: it decides which routes exist ([`http::handle`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Side {
+    /// `[server] listen`.
+    Public,
+    /// `[server] admin_listen`.
+    Admin,
+}
+
+/// Connections the admin listener serves at once, apart from the public listener's: a flood of
+/// crawler connections never locks an operator out of the status page and the metrics.
+const MAX_ADMIN_CONNECTIONS: usize = 64;
+
+/// A running gateway: refresh schedules started, requests answered on both listeners until
+/// `shutdown` completes; then it stops accepting, gives in-flight requests `drain_timeout` to
+/// finish, and stops the refreshes (an interrupted refresh leaves nothing behind).
 pub async fn serve(
     gateway: Arc<Gateway>,
-    listener: TcpListener,
+    listeners: Listeners,
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let schedules: Vec<_> = (0..gateway.repos.len())
-        .map(|i| tokio::spawn(refresh::schedule(Arc::clone(&gateway), i, stop_rx.clone())))
-        .collect();
+    for repo in gateway.repos() {
+        gateway.start_schedule(repo);
+    }
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -467,61 +680,90 @@ pub async fn serve(
         .max_header_list_size(MAX_HEAD_BYTES as u32)
         .max_concurrent_streams(128)
         .keep_alive_interval(Some(H2_PING_INTERVAL));
-    let connections = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let graceful = GracefulShutdown::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        let permit = tokio::select! {
-            permit = Arc::clone(&connections).acquire_owned() => match permit {
-                Ok(p) => p,
-                Err(_) => break,
-            },
-            () = &mut shutdown => break,
+    let Listeners { public, admin } = listeners;
+    {
+        let server = Server {
+            gateway: &gateway,
+            builder: &builder,
+            graceful: &graceful,
         };
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(conn) => conn,
+        let public = server.accept(public, Side::Public, MAX_CONNECTIONS);
+        let admin = async {
+            match admin {
+                Some(admin) => {
+                    server
+                        .accept(admin, Side::Admin, MAX_ADMIN_CONNECTIONS)
+                        .await
+                }
+                None => std::future::pending().await,
+            }
+        };
+        // The accept loops end only with the shutdown; dropping them closes the listeners.
+        tokio::select! {
+            () = shutdown => {}
+            () = public => {}
+            () = admin => {}
+        }
+    }
+    tracing::info!("shutting down: no new connections; draining in-flight requests");
+    // Refreshes stop at once (each leaves nothing behind), while requests drain.
+    let (drained, ()) = tokio::join!(
+        tokio::time::timeout(drain_timeout, graceful.shutdown()),
+        gateway.stop_schedules(None),
+    );
+    if drained.is_err() {
+        tracing::warn!(
+            "requests still in flight after the drain timeout of {drain_timeout:?}; closing them"
+        );
+    }
+    tracing::info!("stopped");
+}
+
+/// What the accept loops of both listeners share.
+struct Server<'a> {
+    gateway: &'a Arc<Gateway>,
+    builder: &'a auto::Builder<TokioExecutor>,
+    graceful: &'a GracefulShutdown,
+}
+
+impl Server<'_> {
+    /// Accepts connections on `listener`, at most `limit` served at once (more wait in the
+    /// listen backlog), each answered as `side`'s; runs until dropped.
+    async fn accept(&self, listener: TcpListener, side: Side, limit: usize) {
+        let connections = Arc::new(tokio::sync::Semaphore::new(limit));
+        loop {
+            let Ok(permit) = Arc::clone(&connections).acquire_owned().await else {
+                return;
+            };
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.
                     tracing::warn!("accept failed: {e}");
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
-            },
-            () = &mut shutdown => break,
-        };
-        let _ = stream.set_nodelay(true);
-        let gateway = Arc::clone(&gateway);
-        let service = hyper::service::service_fn(move |req| {
-            let gateway = Arc::clone(&gateway);
-            async move { Ok::<_, std::convert::Infallible>(http::handle(&gateway, req).await) }
-        });
-        let conn = builder
-            .serve_connection(TokioIo::new(stream), service)
-            .into_owned();
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection ended: {e}");
-            }
-            drop(permit);
-        });
+            };
+            let _ = stream.set_nodelay(true);
+            let gateway = Arc::clone(self.gateway);
+            let service = hyper::service::service_fn(move |req| {
+                let gateway = Arc::clone(&gateway);
+                async move { Ok::<_, std::convert::Infallible>(http::handle(&gateway, side, req).await) }
+            });
+            let conn = self
+                .builder
+                .serve_connection(TokioIo::new(stream), service)
+                .into_owned();
+            let conn = self.graceful.watch(conn);
+            tokio::spawn(async move {
+                if let Err(e) = conn.await {
+                    tracing::debug!("connection ended: {e}");
+                }
+                drop(permit);
+            });
+        }
     }
-    drop(listener);
-    tracing::info!("shutting down: no new connections; draining in-flight requests");
-    let _ = stop_tx.send(true);
-    if tokio::time::timeout(drain_timeout, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "requests still in flight after the drain timeout of {drain_timeout:?}; closing them"
-        );
-    }
-    for s in schedules {
-        let _ = s.await;
-    }
-    tracing::info!("stopped");
 }
 
 /// File in the state directory holding the hash of robots.txt and when that text was first
@@ -530,7 +772,7 @@ const ROBOTS_MODIFIED: &str = "robots.txt.modified";
 
 /// robots.txt for `repos`, last modified when this text was first served, in this process or an
 /// earlier one (H-04: a restart or a refresh that gives the same bytes does not move it).
-fn robots_file(repos: &[Repo], state_dir: &std::path::Path) -> http::StaticFile {
+fn robots_file(repos: &[Arc<Repo>], state_dir: &std::path::Path) -> http::StaticFile {
     let bytes = Bytes::from(robots_txt(repos));
     let hash = generation::content_hash(&bytes);
     let path = state_dir.join(ROBOTS_MODIFIED);
@@ -563,7 +805,7 @@ fn robots_file(repos: &[Repo], state_dir: &std::path::Path) -> http::StaticFile 
 }
 
 /// robots.txt for `repos` ([`Repo::announced`]).
-fn robots_txt(repos: &[Repo]) -> String {
-    let announced: Vec<_> = repos.iter().map(Repo::announced).collect();
+fn robots_txt(repos: &[Arc<Repo>]) -> String {
+    let announced: Vec<_> = repos.iter().map(|r| r.announced()).collect();
     crate::render::robots::render_robots(&announced)
 }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::generation::{Generation, StoreError, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
-use super::{Gateway, Repo};
+use super::{Gateway, Repo, Setup};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
@@ -50,18 +50,24 @@ pub(crate) enum RefreshError {
     Shutdown,
 }
 
-/// The schedule of repository `index`: refresh when due, or at once when asked through
-/// `refresh_now`; stop when `stop` turns true.
-pub(crate) async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watch::Receiver<bool>) {
-    let repo = &gateway.repos[index];
-    let interval = repo.config.refresh_interval;
+/// The schedule of `repo`: refresh when due, or at once when asked through `refresh_now`; stop
+/// when `stop` turns true (the gateway stops, or a reload removed the repository). The
+/// interval is the one of its settings as they stand when a refresh ends.
+pub(crate) async fn schedule(
+    gateway: Arc<Gateway>,
+    repo: Arc<Repo>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let setup = repo.setup();
     // A persisted generation that is still fresh, and was made under the settings of now, is
     // served until it is due; else refresh now.
     let mut due = match repo.current() {
-        Some(g) if g.summary.settings == repo.settings => g.created + interval,
+        Some(g) if g.summary.settings == setup.settings => {
+            g.created + setup.config.refresh_interval
+        }
         Some(_) => {
             tracing::info!(
-                repository = repo.config.name,
+                repository = repo.name,
                 "the served generation was made under other settings (profiles, limits, scope, public URL...): refreshing at once"
             );
             SystemTime::now()
@@ -81,8 +87,9 @@ pub(crate) async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watc
         if *stop.borrow() {
             return;
         }
-        let outcome = refresh(&gateway, index, stop.clone()).await;
+        let outcome = refresh(&gateway, &repo, stop.clone()).await;
         let status = repo.status();
+        let interval = repo.setup().config.refresh_interval;
         due = match outcome {
             Ok(()) => SystemTime::now() + interval,
             Err(RefreshError::Shutdown) => return,
@@ -93,30 +100,30 @@ pub(crate) async fn schedule(gateway: Arc<Gateway>, index: usize, mut stop: watc
     }
 }
 
-/// Runs one refresh of repository `index` and records its outcome.
+/// Runs one refresh of `repo`, under its settings as they stand, and records its outcome.
 pub(crate) async fn refresh(
     gateway: &Arc<Gateway>,
-    index: usize,
+    repo: &Arc<Repo>,
     stop: watch::Receiver<bool>,
 ) -> Result<(), RefreshError> {
-    let repo = &gateway.repos[index];
-    let name = repo.config.name.clone();
+    let name = repo.name.clone();
     let started = SystemTime::now();
     repo.update(|s| {
         s.refreshing = true;
         s.last_attempt = Some(started);
     });
     repo.history.start();
-    tracing::info!(repository = name, source = %repo.job.request.source, "refresh started");
+    let setup = repo.setup();
+    tracing::info!(repository = name, source = %setup.job.request.source, "refresh started");
 
-    let (result, stats) = build_on_thread(gateway, index, stop, &name).await?;
+    let (result, stats) = build_on_thread(gateway, repo, Arc::clone(&setup), stop).await?;
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
     count_upstream(m, &labels, &stats);
     let outcome = match result {
         Ok(generation) => {
             let urls = generation.summary.urls;
-            serve_generation(gateway, repo, generation, &labels);
+            serve_generation(gateway, repo, generation, setup, &labels);
             repo.history.record(history::Entry {
                 urls: Some(urls),
                 ..history::Entry::ended_now(started)
@@ -149,20 +156,21 @@ pub(crate) async fn refresh(
     Ok(())
 }
 
-/// Builds repository `index`'s next generation on a thread of its own, and waits for it.
+/// Builds `repo`'s next generation under `setup` on a thread of its own, and waits for it.
 async fn build_on_thread(
     gateway: &Arc<Gateway>,
-    index: usize,
+    repo: &Arc<Repo>,
+    setup: Arc<Setup>,
     stop: watch::Receiver<bool>,
-    name: &str,
 ) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
+    let repo = Arc::clone(repo);
     std::thread::Builder::new()
-        .name(format!("refresh-{name}"))
+        .name(format!("refresh-{}", repo.name))
         .spawn(move || {
             lower_priority();
-            let _ = tx.send(build_on_own_runtime(&worker, index, stop));
+            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, stop));
             // What the harvest and the render allocated is free now: give it back, here on the
             // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
@@ -190,17 +198,19 @@ fn count_upstream(m: &Metrics, labels: &metrics::RepoLabels, stats: &UpstreamSta
         .inc_by(stats.retry_after_waits);
 }
 
-/// Swaps `generation` in for `repo`, and records it in the log, the metrics and the status.
+/// Swaps `generation`, made under `setup`, in for `repo`, and records it in the log, the
+/// metrics and the status.
 fn serve_generation(
     gateway: &Gateway,
     repo: &Repo,
     generation: Generation,
+    setup: Arc<Setup>,
     labels: &metrics::RepoLabels,
 ) {
     let m = &gateway.metrics;
     let s = &generation.summary;
     tracing::info!(
-        repository = repo.config.name,
+        repository = repo.name,
         generation = generation.id,
         pages = s.pages,
         records = s.records,
@@ -218,7 +228,7 @@ fn serve_generation(
     m.last_duration
         .get_or_create(labels)
         .set(s.build_ms as f64 / 1000.0);
-    if let Some(replaced) = repo.swap(generation) {
+    if let Some(replaced) = repo.swap(generation, setup) {
         gateway.forget(replaced);
     }
     gateway.announce();
@@ -237,7 +247,7 @@ fn record_failure(
     e: &RefreshError,
     stats: &UpstreamStats,
 ) {
-    let name = &repo.config.name;
+    let name = &repo.name;
     let message = error_chain(e);
     let serving = repo.current().is_some();
     tracing::error!(
@@ -268,7 +278,7 @@ fn record_failure(
 
 /// Sets the per-generation gauges of `repo` from `generation`.
 pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
-    let labels = metrics::repo(&repo.config.name);
+    let labels = metrics::repo(&repo.name);
     let s = &generation.summary;
     m.records.get_or_create(&labels).set(s.records as i64);
     m.urls.get_or_create(&labels).set(s.urls as i64);
@@ -277,7 +287,7 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
     for platform in crate::platform::Platform::ALL {
         m.platform
             .get_or_create(&metrics::PlatformLabels {
-                repository: repo.config.name.clone(),
+                repository: repo.name.clone(),
                 platform: platform.as_str(),
             })
             .set(i64::from(platform.as_str() == current));
@@ -285,7 +295,7 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
     for reason in Drop::ALL {
         m.dropped
             .get_or_create(&DropLabels {
-                repository: repo.config.name.clone(),
+                repository: repo.name.clone(),
                 reason: reason.as_str().to_owned(),
             })
             .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
@@ -294,14 +304,14 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
         let name = counts.profile.label();
         m.profile_entries
             .get_or_create(&metrics::ProfileLabels {
-                repository: repo.config.name.clone(),
+                repository: repo.name.clone(),
                 profile: name.clone(),
             })
             .set(counts.entries as i64);
         for (reason, n) in counts.drops {
             m.profile_dropped
                 .get_or_create(&metrics::ProfileDropLabels {
-                    repository: repo.config.name.clone(),
+                    repository: repo.name.clone(),
                     profile: name.clone(),
                     reason,
                 })
@@ -315,6 +325,75 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
         .set(crate::datestamp::unix_secs(generation.created));
 }
 
+/// Drops every series of `repo`, removed from the configuration: its gauges would go on
+/// describing a repository that is no longer served.
+pub(crate) fn forget_metrics(m: &Metrics, repo: &Repo) {
+    let labels = metrics::repo(&repo.name);
+    for family in [
+        &m.records,
+        &m.urls,
+        &m.last_success,
+        &m.stale,
+        &m.serving,
+        &m.shrink_held,
+        &m.short_list,
+    ] {
+        family.remove(&labels);
+    }
+    m.last_duration.remove(&labels);
+    for family in [
+        &m.upstream_retries,
+        &m.retry_after_waits,
+        &m.upstream_requests,
+    ] {
+        family.remove(&labels);
+    }
+    let repository = || repo.name.clone();
+    for outcome in ["success", "failure"] {
+        m.harvests.remove(&HarvestLabels {
+            repository: repository(),
+            outcome,
+        });
+    }
+    for kind in [
+        crate::incremental::Kind::Full,
+        crate::incremental::Kind::Incremental,
+    ] {
+        m.harvested_records.remove(&metrics::KindLabels {
+            repository: repository(),
+            kind: kind.as_str(),
+        });
+    }
+    for platform in crate::platform::Platform::ALL {
+        m.platform.remove(&metrics::PlatformLabels {
+            repository: repository(),
+            platform: platform.as_str(),
+        });
+    }
+    for reason in Drop::ALL {
+        m.dropped.remove(&DropLabels {
+            repository: repository(),
+            reason: reason.as_str().to_owned(),
+        });
+    }
+    if let Some(generation) = repo.current() {
+        for counts in generation.summary.profiles() {
+            let profile = counts.profile.label();
+            for (reason, _) in counts.drops {
+                m.profile_dropped.remove(&metrics::ProfileDropLabels {
+                    repository: repository(),
+                    profile: profile.clone(),
+                    reason,
+                });
+            }
+            m.profile_entries.remove(&metrics::ProfileLabels {
+                repository: repository(),
+                profile,
+            });
+        }
+    }
+}
+
 /// What the upstream client did during one refresh.
 #[derive(Debug, Default)]
 struct UpstreamStats {
@@ -326,7 +405,8 @@ struct UpstreamStats {
 
 fn build_on_own_runtime(
     gateway: &Gateway,
-    index: usize,
+    repo: &Repo,
+    setup: &Setup,
     mut stop: watch::Receiver<bool>,
 ) -> (Result<Generation, RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -339,13 +419,13 @@ fn build_on_own_runtime(
             return (Err(e), UpstreamStats::default());
         }
     };
-    let client = match Client::new(gateway.harvest.clone()) {
+    let client = match Client::new(gateway.live().harvest.clone()) {
         Ok(c) => c,
         Err(e) => return (Err(e.into()), UpstreamStats::default()),
     };
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(&gateway.repos[index], &client, &gateway.metrics) => r,
+            r = build(repo, setup, &client, &gateway.metrics) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -365,6 +445,7 @@ const GENERATION_PLACE: &str = "generation";
 /// A refresh's target: a new generation of `repo` beside the one served.
 struct NextGeneration<'a> {
     repo: &'a Repo,
+    setup: &'a Setup,
     previous: Option<&'a Arc<Generation>>,
 }
 
@@ -399,11 +480,11 @@ impl<'a> engine::Target for NextGeneration<'a> {
         elapsed: Duration,
     ) -> Result<Generation, RefreshError> {
         let mut summary = Summary::new(
-            &self.repo.job.request.source,
+            &self.setup.job.request.source,
             built,
             run,
             elapsed,
-            &self.repo.settings,
+            &self.setup.settings,
         );
         if built.samples.is_none()
             && let Some(previous) = self.previous
@@ -416,9 +497,10 @@ impl<'a> engine::Target for NextGeneration<'a> {
     }
 }
 
-/// Harvests and writes the next generation of `repo`; does not swap it in.
+/// Harvests and writes the next generation of `repo` under `setup`; does not swap it in.
 async fn build(
     repo: &Repo,
+    setup: &Setup,
     client: &Client,
     metrics: &Metrics,
 ) -> Result<Generation, RefreshError> {
@@ -426,15 +508,16 @@ async fn build(
     let previous = repo.current();
     let mut target = NextGeneration {
         repo,
+        setup,
         previous: previous.as_ref(),
     };
     let mut seen = Seen::default();
     let stored = Stored {
         store: &mut store,
-        policy: &repo.config.policy,
+        policy: &setup.config.policy,
     };
     let outcome = engine::run(
-        &repo.job,
+        &setup.job,
         client,
         Some(stored),
         &mut target,
@@ -446,10 +529,7 @@ async fn build(
     let outcome = outcome?;
     if let Some(e) = outcome.unrecorded {
         // The generation is served; only the shrink guard's reference count is behind.
-        tracing::warn!(
-            repository = repo.config.name,
-            "cannot record the publish: {e}"
-        );
+        tracing::warn!(repository = repo.name, "cannot record the publish: {e}");
     }
     Ok(outcome.committed)
 }
@@ -467,7 +547,7 @@ fn show_seen(
     };
     repo.history.harvested(run.kind.as_str(), seen.records);
     let state = store.state().map_err(PipelineError::from)?;
-    let labels = metrics::repo(&repo.config.name);
+    let labels = metrics::repo(&repo.name);
     metrics
         .short_list
         .get_or_create(&labels)
@@ -475,7 +555,7 @@ fn show_seen(
     metrics
         .harvested_records
         .get_or_create(&metrics::KindLabels {
-            repository: repo.config.name.clone(),
+            repository: repo.name.clone(),
             kind: run.kind.as_str(),
         })
         .set(seen.records as i64);

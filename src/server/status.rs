@@ -15,7 +15,7 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     head(&mut out, gateway, now);
-    for repo in &gateway.repos {
+    for repo in &gateway.repos() {
         row(&mut out, repo, now);
         details(&mut out, repo);
     }
@@ -58,6 +58,19 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
              <code>public_url</code> (<code>[server]</code>, <code>OAI_BRIDGE_PUBLIC_URL</code> or \
              <code>--public-url</code>) to the address crawlers use.</p>",
             escape(gateway.public_url.as_str())
+        );
+    }
+    let reload_error = gateway
+        .reload_error
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    if let Some(error) = reload_error {
+        let _ = writeln!(
+            out,
+            "<p class=\"bad\">The last reload of the configuration failed; the running \
+             configuration stays:</p>\n<pre class=\"bad\">{}</pre>",
+            escape(&error)
         );
     }
     out.push_str(
@@ -111,8 +124,8 @@ fn repository_cell(out: &mut String, repo: &Repo, generation: Option<&Generation
     let _ = write!(
         out,
         "<tr><td><b>{}</b><br><small>{}</small>{platform}</td>",
-        escape(&repo.config.name),
-        escape(&repo.job.request.source.to_string())
+        escape(&repo.name),
+        escape(&repo.setup().job.request.source.to_string())
     );
 }
 
@@ -233,7 +246,7 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
             out,
             "<br><a href=\"{}{}\">DiWoo</a> category {:03}: {} URLs; not \
              published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-            escape(repo.job.public_url.as_str()),
+            escape(repo.setup().job.public_url.as_str()),
             crate::profiles::Profile::Diwoo(d.category).index_name(),
             d.category,
             d.urls,
@@ -260,7 +273,8 @@ fn details(out: &mut String, repo: &Repo) {
 /// A warning when the scope is not under the repository's public URL: crawlers then take the
 /// sitemaps only through a `Sitemap:` line in the robots.txt of the repository's host.
 fn cross_submission(out: &mut String, repo: &Repo, s: &Summary) {
-    let public = &repo.job.public_url;
+    let served = repo.served();
+    let public = &served.job.public_url;
     if s.needs_cross_submission(public) != Some(true) {
         return;
     }

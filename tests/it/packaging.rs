@@ -273,6 +273,7 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
         .args(&args)
         .envs(&env)
         .env("OAI_BRIDGE_LISTEN", "127.0.0.1:0")
+        .env("OAI_BRIDGE_ADMIN_LISTEN", "127.0.0.1:0")
         .env("OAI_BRIDGE_STATE_DIR", tmp.path().join("state"))
         .current_dir(&image);
     let mut gateway = Gateway::start(serve).expect("the image's command starts");
@@ -566,7 +567,8 @@ fn the_gateway_refreshes_under_the_units_system_call_filter() {
         }
         let state = tempfile::tempdir().unwrap();
         let mut cmd = bridge();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
+            .arg("--state-dir")
             .arg(state.path());
         under_filter(&mut cmd, &calls, refused);
         Gateway::start(cmd).and_then(|mut g| g.served())

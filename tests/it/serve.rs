@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use oai_bridge::Config;
-use oai_bridge::{Gateway, serve};
+use oai_bridge::{Gateway, Listeners, serve};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use tokio::sync::oneshot;
@@ -18,9 +18,12 @@ use url::Url;
 
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
-/// A gateway running in this process, on a loopback port bound before it starts.
+/// A gateway running in this process, on loopback ports bound before it starts.
 struct Running {
+    /// The public listener's URL.
     url: String,
+    /// The admin listener's URL.
+    admin_url: String,
     gateway: Arc<Gateway>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -31,19 +34,39 @@ impl Running {
     async fn start(config: &str, state: &Path) -> Running {
         let text = config.replace("{state}", &state.display().to_string());
         let config = Config::parse(&text, "test.toml", Path::new(".")).expect("valid config");
+        Self::launch(config, None).await
+    }
+
+    /// Starts a gateway for the configuration file `path`, which a reload reads again.
+    async fn start_file(path: &Path) -> Running {
+        let config = Config::load(path).expect("valid config");
+        Self::launch(config, Some(path.to_owned())).await
+    }
+
+    async fn launch(config: Config, file: Option<std::path::PathBuf>) -> Running {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}/");
+        let admin = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let admin_url = format!("http://{}/", admin.local_addr().unwrap());
         let public = config
             .server
             .public_url
             .clone()
             .unwrap_or_else(|| Url::parse(&url).unwrap());
-        let gateway = Arc::new(Gateway::new(&config, public).unwrap());
+        let mut gateway = Gateway::new(&config, public).unwrap();
+        if let Some(file) = file {
+            gateway = gateway.reloading_from(move || Config::load(&file));
+        }
+        let gateway = Arc::new(gateway);
         let (tx, rx) = oneshot::channel();
+        let listeners = Listeners {
+            public: listener,
+            admin: Some(admin),
+        };
         let task = tokio::spawn(serve(
             Arc::clone(&gateway),
-            listener,
+            listeners,
             Duration::from_secs(5),
             async {
                 let _ = rx.await;
@@ -51,6 +74,7 @@ impl Running {
         ));
         Running {
             url,
+            admin_url,
             gateway,
             stop: Some(tx),
             task,
@@ -71,7 +95,7 @@ impl Running {
         while !self.gateway.ready() {
             let errors: Vec<_> = self
                 .gateway
-                .repos
+                .repos()
                 .iter()
                 .map(|r| r.status().last_error)
                 .collect();
@@ -85,14 +109,20 @@ impl Running {
 
     /// Asks repository `i` for a refresh now and waits until it has ended.
     async fn refresh(&self, i: usize) {
-        let repo = &self.gateway.repos[i];
+        let repo = self.gateway.repos()[i].clone();
         let before = repo.status().completed;
         repo.refresh_now.notify_one();
         wait_for(|| repo.status().completed > before, "the refresh ends").await;
     }
 
+    /// GET `path` from the public listener.
     async fn get(&self, path: &str) -> Reply {
         self.request(reqwest::Method::GET, path, &[]).await
+    }
+
+    /// GET `path` from the admin listener (the status page, the metrics).
+    async fn admin(&self, path: &str) -> Reply {
+        fetch(&self.admin_url, reqwest::Method::GET, path, &[]).await
     }
 
     async fn request(
@@ -101,22 +131,24 @@ impl Running {
         path: &str,
         headers: &[(&str, &str)],
     ) -> Reply {
-        let mut req = client().request(
-            method,
-            format!("{}{}", self.url, path.trim_start_matches('/')),
-        );
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let response = req.send().await.expect("the gateway answers");
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = response.bytes().await.unwrap().to_vec();
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        fetch(&self.url, method, path, headers).await
+    }
+}
+
+/// A request to the listener at `base`.
+async fn fetch(base: &str, method: reqwest::Method, path: &str, headers: &[(&str, &str)]) -> Reply {
+    let mut req = client().request(method, format!("{}{}", base, path.trim_start_matches('/')));
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let response = req.send().await.expect("the gateway answers");
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = response.bytes().await.unwrap().to_vec();
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
 
@@ -261,7 +293,7 @@ async fn a_full_serve_cycle() {
 
     assert_eq!(g.get("/healthz").await.status, StatusCode::OK);
     assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
-    let status = g.get("/").await;
+    let status = g.admin("/").await;
     assert!(status.header("content-type").starts_with("text/html"));
     let page = status.text();
     for want in [
@@ -276,7 +308,7 @@ async fn a_full_serve_cycle() {
     ] {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     for want in [
         "oai_bridge_http_requests_total{route=\"index\",status=\"200\"}",
         "oai_bridge_harvests_total{repository=\"r\",outcome=\"success\"} 1",
@@ -315,7 +347,7 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
         .response_date("garbage")
         .start();
     let (g, _state) = serving(&upstream, "").await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "13 records: 12 live, 1 deleted",
         "last harvest: full: 13 records received, 1 of them deleted",
@@ -327,7 +359,7 @@ async fn the_status_page_counts_deleted_records_and_says_why_a_harvest_was_full(
     records[4] = TestRecord::new("oai:test:5", "2024-06-02").deleted();
     upstream.set_records(records);
     g.refresh(0).await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "13 records: 11 live, 2 deleted",
         "<small class=\"bad\">why full: the last complete harvest&#39;s responseDate \
@@ -351,9 +383,9 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
     let state = tempfile::tempdir().unwrap();
     let text = published_at(&config(&upstream, ""), "https://maps.example/");
     let g = Running::start(&text, state.path()).await;
-    let repo = &g.gateway.repos[0];
+    let repo = g.gateway.repos()[0].clone();
     wait_for(|| repo.status().completed == 1, "the first refresh ends").await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "8 records: 7 live, 1 deleted",
         // The reason in words, expected, with the value and its record.
@@ -381,7 +413,7 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
     records.push(TestRecord::new("oai:test:9", "2024-06-01").url("https://repo.example/record/9"));
     upstream.set_records(records);
     g.refresh(0).await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "9 records: 8 live, 1 deleted",
         "(examples from the whole render of ",
@@ -395,7 +427,7 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
     // A failed refresh is in the history, with its error.
     upstream.fault_always(Fault::Status(500));
     g.refresh(0).await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     assert!(
         page.contains("<b>The last 3 refreshes</b> (1 failed)"),
         "{page}"
@@ -409,7 +441,7 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
 
     // The history survives a restart (the persisted generation is served; no refresh yet).
     let again = Running::start(&text, state.path()).await;
-    let page = again.get("/").await.text();
+    let page = again.admin("/").await.text();
     assert!(
         page.contains("<b>The last 3 refreshes</b> (1 failed)"),
         "{page}"
@@ -433,7 +465,7 @@ async fn no_generation_yet_is_503_with_retry_after() {
     let state = tempfile::tempdir().unwrap();
     let g = Running::start(&config(&upstream, ""), state.path()).await;
     wait_for(
-        || g.gateway.repos[0].status().completed >= 1,
+        || g.gateway.repos()[0].status().completed >= 1,
         "the first refresh fails",
     )
     .await;
@@ -448,7 +480,7 @@ async fn no_generation_yet_is_503_with_retry_after() {
     let ready = g.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(ready.text().contains('r'));
-    assert!(g.get("/").await.text().contains("nothing yet"));
+    assert!(g.admin("/").await.text().contains("nothing yet"));
     // Names that can never exist are 404 even now.
     assert_eq!(g.get("/r/other.xml").await.status, StatusCode::NOT_FOUND);
 
@@ -456,6 +488,85 @@ async fn no_generation_yet_is_503_with_retry_after() {
     g.refresh(0).await;
     assert_eq!(published(&g).await, expected(3));
     assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    g.stop().await;
+}
+
+/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository has had no
+/// generation yet, naming it; a stale generation counts as serving, so a broken upstream shows on
+/// the status page and in the metrics but never takes the process out of service.
+/// `?repository=NAME` asks about one repository; an unknown name is 404. Both listeners answer.
+#[tokio::test]
+async fn readiness_waits_only_for_first_generations() {
+    let good = TestServer::builder(numbered(3)).start();
+    let broken = TestServer::builder(numbered(4)).start();
+    broken.fault_always(Fault::Status(500));
+    let repo = |name: &str, upstream: &TestServer| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
+            upstream.url()
+        )
+    };
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}",
+        repo("good", &good),
+        repo("broken", &broken)
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "both first refreshes end",
+    )
+    .await;
+    let ready = |path: &'static str| {
+        let g = &g;
+        async move {
+            let public = g.get(path).await;
+            let admin = g.admin(path).await;
+            assert_eq!(public.status, admin.status, "{path}");
+            (public.status, public.text())
+        }
+    };
+    let (status, text) = ready("/readyz").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(text, "not ready: no generation yet for broken\n");
+    assert_eq!(ready("/readyz?repository=good").await.0, StatusCode::OK);
+    let (status, text) = ready("/readyz?repository=broken").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(text.contains("broken"), "{text}");
+    assert_eq!(
+        ready("/readyz?repository=nope").await.0,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(ready("/readyz?repository=").await.0, StatusCode::NOT_FOUND);
+
+    // Its first generation: ready. Then its upstream breaks again: stale, and still ready.
+    broken.clear_faults();
+    g.refresh(1).await;
+    assert_eq!(
+        ready("/readyz").await,
+        (StatusCode::OK, "ready\n".to_owned())
+    );
+    assert_eq!(ready("/readyz?repository=broken").await.0, StatusCode::OK);
+    broken.fault_always(Fault::Status(500));
+    g.refresh(1).await;
+    assert!(repos[1].status().last_error.is_some());
+    assert_eq!(ready("/readyz").await.0, StatusCode::OK);
+    assert_eq!(ready("/readyz?repository=broken").await.0, StatusCode::OK);
+    // What is wrong shows where operators look.
+    assert!(
+        g.admin("/")
+            .await
+            .text()
+            .contains("stale, the last refresh failed")
+    );
+    let metrics = g.admin("/metrics").await.text();
+    assert!(
+        metrics.contains("oai_bridge_serving_stale{repository=\"broken\"} 1"),
+        "{metrics}"
+    );
     g.stop().await;
 }
 
@@ -478,7 +589,7 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     upstream.set_records(changed.collect());
     upstream.fault_on_page_always(2, Fault::Status(500));
     g.refresh(0).await;
-    let status = g.gateway.repos[0].status();
+    let status = g.gateway.repos()[0].status();
     assert!(
         status.last_error.as_deref().unwrap().contains("page 2"),
         "{status:?}"
@@ -498,8 +609,8 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
         g.get("/r/sitemap-4.xml").await.status,
         StatusCode::NOT_FOUND
     );
-    assert!(g.get("/").await.text().contains("stale"));
-    let metrics = g.get("/metrics").await.text();
+    assert!(g.admin("/").await.text().contains("stale"));
+    let metrics = g.admin("/metrics").await.text();
     assert!(metrics.contains("oai_bridge_serving_stale{repository=\"r\"} 1"));
     assert!(metrics.contains("oai_bridge_harvests_total{repository=\"r\",outcome=\"failure\"} 1"));
     // Only one generation folder is on disk.
@@ -514,7 +625,7 @@ async fn a_failed_refresh_keeps_the_previous_generation() {
     g.refresh(0).await;
     assert_eq!(published(&g).await, expected(14));
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_serving_stale{repository=\"r\"} 0")
@@ -531,7 +642,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
         .refuse_from(422)
         .start();
     let (g, _state) = serving(&upstream, "").await;
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     assert!(!page.contains("selective harvesting refused"), "{page}");
     assert!(!page.contains("list ended short"), "{page}");
 
@@ -542,13 +653,13 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
     records[7] = records[7].clone().empty_metadata();
     upstream.set_records(records);
     g.refresh(0).await;
-    let status = g.gateway.repos[0].status();
+    let status = g.gateway.repos()[0].status();
     assert_eq!(status.last_error, None);
     assert_eq!(
         status.short_list.map(|s| (s.announced, s.delivered)),
         Some((20, 10))
     );
-    let page = g.get("/").await.text();
+    let page = g.admin("/").await.text();
     for want in [
         "selective harvesting refused:</span> HTTP status 422",
         "ended after 10 of the 20 records",
@@ -557,7 +668,7 @@ async fn what_the_upstream_got_wrong_is_on_the_status_page() {
         assert!(page.contains(want), "status page lacks {want:?}:\n{page}");
     }
     assert_eq!(published(&g).await, expected(20), "nothing removed");
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     for want in [
         "oai_bridge_short_list{repository=\"r\"} 1",
         "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"empty_metadata\"} 1",
@@ -603,7 +714,7 @@ async fn validators_follow_content_not_refreshes() {
 async fn a_swap_drops_the_replaced_generations_cached_bytes() {
     let upstream = TestServer::builder(numbered(12)).start();
     let (g, _state) = serving(&upstream, "").await;
-    let serial = |g: &Running| g.gateway.repos[0].current().unwrap().serial;
+    let serial = |g: &Running| g.gateway.repos()[0].current().unwrap().serial;
     let cached_serials = |g: &Running| {
         let mut serials: Vec<u64> = g.gateway.cache.iter().map(|(k, _)| k.0).collect();
         serials.dedup();
@@ -671,7 +782,7 @@ async fn a_small_change_rewrites_only_the_shards_holding_it() {
     upstream.set_response_date("2024-06-03T00:00:00Z");
     tokio::time::sleep(Duration::from_millis(1100)).await;
     g.refresh(0).await;
-    assert!(g.gateway.repos[0].status().last_error.is_none());
+    assert!(g.gateway.repos()[0].status().last_error.is_none());
     for (name, old) in names.iter().zip(&before) {
         let now = g.get(name).await;
         let changed = name.ends_with("-1.xml") || name.ends_with("-2.xml");
@@ -916,8 +1027,8 @@ async fn the_signmap_is_served_from_the_same_harvest() {
     ));
     assert!(first.contains("<rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1234/1\"/>"));
     // Its own section on the status page and in the metrics.
-    assert!(g.get("/").await.text().contains("Signmap</a>: 7 entries"));
-    let metrics = g.get("/metrics").await.text();
+    assert!(g.admin("/").await.text().contains("Signmap</a>: 7 entries"));
+    let metrics = g.admin("/metrics").await.text();
     assert!(
         metrics.contains("oai_bridge_profile_entries{repository=\"r\",profile=\"signmap\"} 7"),
         "{metrics}"
@@ -975,7 +1086,7 @@ async fn diwoo_categories_follow_the_sets() {
         4
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"ocx\"} 4")
@@ -1023,12 +1134,12 @@ async fn diwoo_categories_follow_the_sets() {
         "record 3 is http: not published for DiWoo"
     );
     assert_eq!(category("015").await, ["https://repo.example/record/4"]);
-    let metrics = g.get("/metrics").await.text();
+    let metrics = g.admin("/metrics").await.text();
     assert!(metrics.contains(
         "oai_bridge_profile_records_dropped{repository=\"r\",profile=\"diwoo-infocat016\",reason=\"diwoo_requires_https\"} 1"
     ), "{metrics}");
     assert!(
-        g.get("/")
+        g.admin("/")
             .await
             .text()
             .contains("DiWoo</a> category 016: 2 URLs")
@@ -1177,19 +1288,19 @@ async fn cdif_documents_are_served_from_the_generation() {
         );
     }
     assert!(
-        g.get("/")
+        g.admin("/")
             .await
             .text()
             .contains("CDIF</a>: 3 JSON-LD documents in <a href=")
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif\"} 3")
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_profile_entries{repository=\"r\",profile=\"cdif_list\"} 3")
@@ -1355,7 +1466,7 @@ async fn reads_during_swaps_never_see_a_missing_shard() {
             .collect();
         upstream.set_records(records);
         g.refresh(0).await;
-        assert!(g.gateway.repos[0].status().last_error.is_none());
+        assert!(g.gateway.repos()[0].status().last_error.is_none());
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for r in readers {
@@ -1476,7 +1587,7 @@ async fn a_restart_serves_the_persisted_generation_at_once() {
     );
     // The refresh starts at once (and hangs on the upstream).
     wait_for(
-        || third.gateway.repos[0].status().refreshing,
+        || third.gateway.repos()[0].status().refreshing,
         "the refresh starts",
     )
     .await;
@@ -1505,7 +1616,7 @@ async fn a_restart_with_other_settings_refreshes_at_once() {
     );
     let second = Running::start(&signmap, state.path()).await;
     assert!(second.gateway.ready(), "the persisted generation is served");
-    let repo = &second.gateway.repos[0];
+    let repo = second.gateway.repos()[0].clone();
     wait_for(
         || repo.status().completed >= 1,
         "the refresh that runs at once ends",
@@ -1543,14 +1654,14 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         busy.url()
     );
     let g = Running::start(&text, state.path()).await;
-    let fast_repo = &g.gateway.repos[1];
+    let fast_repo = g.gateway.repos()[1].clone();
     wait_for(
         || fast_repo.current().is_some(),
         "the fast repository is served",
     )
     .await;
     assert!(
-        g.gateway.repos[0].status().refreshing,
+        g.gateway.repos()[0].status().refreshing,
         "the slow one is still harvesting"
     );
     assert_eq!(g.get("/fast/sitemap.xml").await.status, StatusCode::OK);
@@ -1574,7 +1685,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         "{robots}"
     );
 
-    let busy_repo = &g.gateway.repos[2];
+    let busy_repo = g.gateway.repos()[2].clone();
     wait_for(
         || busy_repo.status().completed >= 1,
         "the busy repository's refresh fails",
@@ -1588,7 +1699,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         "the next refresh waits for Retry-After (7200 s), not the 1 s schedule: {ahead:?}"
     );
     assert!(
-        g.get("/metrics")
+        g.admin("/metrics")
             .await
             .text()
             .contains("oai_bridge_upstream_retry_after_waits_total{repository=\"busy\"}")
@@ -1599,7 +1710,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
     // upstream before it is over.
     let asked = busy.requests().len();
     let again = Running::start(&text, state.path()).await;
-    let busy_repo = &again.gateway.repos[2];
+    let busy_repo = again.gateway.repos()[2].clone();
     wait_for(
         || busy_repo.status().next_refresh.is_some(),
         "the busy repository is scheduled",
@@ -1674,26 +1785,63 @@ fn config_errors_and_check_config() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("sample"));
 }
 
-/// The shipped configuration serves the sample repository; SIGTERM drains and exits 0.
-#[test]
-fn the_binary_serves_the_sample_and_stops_on_sigterm() {
-    let state = tempfile::tempdir().unwrap();
+/// `oai-bridge serve` with `args`, in the crate's folder, on free loopback ports; its public
+/// and admin URLs, as the lines it prints at start give them.
+fn spawn_serve(args: &[&std::ffi::OsStr]) -> (std::process::Child, String, String) {
     let mut child = binary()
-        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
-        .arg(state.path())
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut first = String::new();
-    stdout.read_line(&mut first).unwrap();
-    let base = first
-        .trim()
-        .strip_prefix("oai-bridge serving on ")
+    let mut line = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.trim().to_owned()
+    };
+    let first = line();
+    let base = (first.strip_prefix("oai-bridge serving on "))
         .unwrap_or_else(|| panic!("first line: {first:?}"))
         .to_owned();
+    let second = line();
+    let admin = (second.strip_prefix("status page"))
+        .unwrap_or_else(|| panic!("second line: {second:?}"))
+        .trim()
+        .to_owned();
+    (child, base, admin)
+}
+
+/// Waits until `child` exits, at most 20 s.
+fn exit_status(child: &mut std::process::Child) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the process exits"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The shipped configuration serves the sample repository; SIGTERM drains and exits 0. It
+/// prints both listeners' URLs: the status page and the metrics are on the admin one only.
+#[test]
+fn the_binary_serves_the_sample_and_stops_on_sigterm() {
+    let state = tempfile::tempdir().unwrap();
+    let (mut child, base, admin) = spawn_serve(&["--state-dir".as_ref(), state.path().as_os_str()]);
+    assert_ne!(base, admin);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -1721,23 +1869,26 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
         index.contains(&format!("<loc>{base}sample/sitemap-1.xml</loc>")),
         "{index}"
     );
+    runtime.block_on(async {
+        for (base, path, want) in [
+            (&admin, "", 200),
+            (&admin, "metrics", 200),
+            (&admin, "readyz", 200),
+            (&admin, "sample/sitemap.xml", 404),
+            (&base, "", 404),
+            (&base, "metrics", 404),
+            (&base, "readyz", 200),
+        ] {
+            let got = client().get(format!("{base}{path}")).send().await.unwrap();
+            assert_eq!(got.status().as_u16(), want, "{base}{path}");
+        }
+    });
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "exits after SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(exit_status(&mut child).code(), Some(0));
 }
 
 /// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;
@@ -1761,7 +1912,7 @@ async fn the_admin_endpoint_needs_its_token() {
                 auth.map(|a| ("authorization", a)).into_iter().collect();
             let headers: Vec<(&str, &str)> =
                 headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            g.request(reqwest::Method::POST, path, &headers).await
+            fetch(&g.admin_url, reqwest::Method::POST, path, &headers).await
         }
     };
     let none = post(None, "/-/refresh/r").await;
@@ -1771,14 +1922,23 @@ async fn the_admin_endpoint_needs_its_token() {
     assert_eq!(wrong.status, StatusCode::UNAUTHORIZED);
     let basic = post(Some(format!("Basic {token}")), "/-/refresh/r").await;
     assert_eq!(basic.status, StatusCode::UNAUTHORIZED);
-    let get = g.get("/-/refresh/r").await;
+    let get = g.admin("/-/refresh/r").await;
     assert_eq!(get.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(get.header("allow"), "POST");
     let unknown = post(Some(format!("Bearer {token}")), "/-/refresh/nope").await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    // Issue 22: the admin endpoints exist on the admin listener only.
+    let public = g
+        .request(
+            reqwest::Method::POST,
+            "/-/refresh/r",
+            &[("authorization", &format!("Bearer {token}"))],
+        )
+        .await;
+    assert_eq!(public.status, StatusCode::NOT_FOUND);
     assert_eq!(upstream.list_requests().len(), asked, "no refresh yet");
 
-    let repo = &g.gateway.repos[0];
+    let repo = g.gateway.repos()[0].clone();
     let before = repo.status().completed;
     let ok = post(Some(format!("Bearer {token}")), "/-/refresh/r").await;
     assert_eq!(ok.status, StatusCode::ACCEPTED);
@@ -1786,7 +1946,7 @@ async fn the_admin_endpoint_needs_its_token() {
     assert!(upstream.list_requests().len() > asked);
     // The token shows nowhere: not in the status page, the metrics or the config's Debug.
     for path in ["/", "/metrics"] {
-        assert!(!g.get(path).await.text().contains(token), "{path}");
+        assert!(!g.admin(path).await.text().contains(token), "{path}");
     }
     let parsed = Config::parse(&text.replace("{state}", "s"), "t.toml", Path::new(".")).unwrap();
     assert!(!format!("{parsed:?}").contains(token));
@@ -1794,13 +1954,13 @@ async fn the_admin_endpoint_needs_its_token() {
 
     // Without a token the endpoint does not exist.
     let g = Running::start(&config(&upstream, ""), state.path()).await;
-    let answer = g
-        .request(
-            reqwest::Method::POST,
-            "/-/refresh/r",
-            &[("authorization", "Bearer anything-at-all-16")],
-        )
-        .await;
+    let answer = fetch(
+        &g.admin_url,
+        reqwest::Method::POST,
+        "/-/refresh/r",
+        &[("authorization", "Bearer anything-at-all-16")],
+    )
+    .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND);
     g.stop().await;
 }
@@ -1958,4 +2118,380 @@ async fn hostile_requests_get_plain_4xx_answers() {
     // Still serving.
     assert_eq!(g.get("/r/sitemap.xml").await.status, StatusCode::OK);
     g.stop().await;
+}
+
+/// Issue 22 point 3: a configuration of repositories named `repos` (each `(name, upstream,
+/// extra settings)`), with an admin token, in `state`.
+fn reload_config(state: &Path, repos: &[(&str, &TestServer, &str)]) -> String {
+    let mut text = format!(
+        "[server]\nstate_dir = \"{}\"\nadmin_token = \"{RELOAD_TOKEN}\"\n\
+         [harvest]\nmax_attempts = 1\nbackoff_initial_ms = 10\n",
+        state.display()
+    );
+    for (name, upstream, extra) in repos {
+        text.push_str(&format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\nmax_urls_per_shard = 5\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n{extra}",
+            upstream.url()
+        ));
+    }
+    text
+}
+
+const RELOAD_TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+impl Running {
+    /// `POST /-/reload` on the admin listener, with the token.
+    async fn post_reload(&self) -> Reply {
+        let auth = format!("Bearer {RELOAD_TOKEN}");
+        let headers = [("authorization", auth.as_str())];
+        fetch(
+            &self.admin_url,
+            reqwest::Method::POST,
+            "/-/reload",
+            &headers,
+        )
+        .await
+    }
+
+    /// The value of the metric line that starts with `series`.
+    async fn metric(&self, series: &str) -> Option<String> {
+        let text = self.admin("/metrics").await.text();
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ').map(str::to_owned))
+    }
+}
+
+/// Issue 22 point 3: reloads add and remove repositories while four readers fetch the sitemaps
+/// of one present throughout, and no request of theirs fails. A removed repository is 404, its
+/// schedule stops and its state stays on disk; added back, it serves its persisted generation
+/// at once, under a new cache serial. robots.txt follows the set. A changed setting applies
+/// from the next refresh. An added repository keeps a ready gateway ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reloads_add_and_remove_repositories_without_failing_a_request() {
+    let kept = TestServer::start(numbered(12));
+    let old = TestServer::start(numbered(3));
+    let new = TestServer::start(numbered(4));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |repos: &[(&str, &TestServer, &str)]| {
+        std::fs::write(&file, reload_config(state.path(), repos)).unwrap();
+    };
+    write(&[("r", &kept, ""), ("old", &old, "")]);
+    let g = Arc::new(Running::start_file(&file).await);
+    g.ready().await;
+    let old_serial = g.gateway.repo("old").unwrap().current().unwrap().serial;
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..4 {
+        let (g, stop) = (Arc::clone(&g), Arc::clone(&stop));
+        readers.push(tokio::spawn(async move {
+            let (mut rounds, mut failed) = (0, Vec::new());
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let index = g.get("/r/sitemap.xml").await;
+                if index.status != StatusCode::OK {
+                    failed.push(format!("index: {}", index.status));
+                    continue;
+                }
+                // After `gzip = true`, the index lists `.xml.gz` shards.
+                for shard in locs(&index.text()) {
+                    let reply = g.get(&path_of(&shard)).await;
+                    let body = if shard.ends_with(".gz") && reply.status == StatusCode::OK {
+                        gunzip(&reply.body)
+                    } else {
+                        reply.body
+                    };
+                    if reply.status != StatusCode::OK || !body.ends_with(b"</urlset>\n") {
+                        failed.push(format!("{shard}: {}", reply.status));
+                    }
+                }
+                rounds += 1;
+            }
+            (rounds, failed)
+        }));
+    }
+
+    // Remove `old`, add `new`.
+    new.fault_always(Fault::Status(500));
+    write(&[("r", &kept, ""), ("new", &new, "")]);
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text());
+    assert_eq!(
+        answer.text(),
+        "reloaded: added new; removed old; changed none\n"
+    );
+    assert_eq!(
+        g.get("/old/sitemap.xml").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        g.get("/readyz?repository=old").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert!(state.path().join("old/current").exists(), "its state stays");
+    let asked = old.list_requests().len();
+    // `new`'s first refresh fails: the gateway stays ready, `new` alone is not.
+    let first = g.gateway.repo("new").unwrap();
+    wait_for(|| first.status().completed >= 1, "new's first refresh ends").await;
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    assert_eq!(
+        g.get("/readyz?repository=new").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    new.clear_faults();
+    g.refresh(1).await;
+    assert!(first.serving());
+    assert_eq!(g.get("/readyz?repository=new").await.status, StatusCode::OK);
+    assert_eq!(published_of(&g, "new").await, expected(4));
+    let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!("{}new/sitemap.xml", g.url)),
+        "{robots}"
+    );
+    assert!(!robots.contains("/old/"), "{robots}");
+    let metrics = g.admin("/metrics").await.text();
+    assert!(!metrics.contains("repository=\"old\""), "{metrics}");
+    assert!(
+        metrics.contains("oai_bridge_serving{repository=\"new\"} 1"),
+        "{metrics}"
+    );
+
+    // `old` back: its persisted generation is served at once, under a serial of its own.
+    write(&[("r", &kept, ""), ("new", &new, ""), ("old", &old, "")]);
+    let reloaded = g.gateway.reload().await.unwrap();
+    assert_eq!(reloaded.added, ["old"]);
+    let again = g
+        .gateway
+        .repo("old")
+        .unwrap()
+        .current()
+        .expect("served at once");
+    assert_ne!(
+        again.serial, old_serial,
+        "cache keys stay unique across reloads"
+    );
+    assert_eq!(published_of(&g, "old").await, expected(3));
+    assert_eq!(
+        old.list_requests().len(),
+        asked,
+        "a fresh generation is not harvested again"
+    );
+
+    // A changed setting applies from the next refresh (here gzip: `.xml.gz` shards).
+    write(&[
+        ("r", &kept, "gzip = true\n"),
+        ("new", &new, ""),
+        ("old", &old, ""),
+    ]);
+    assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
+    assert_eq!(
+        g.get("/r/sitemap-1.xml.gz").await.status,
+        StatusCode::NOT_FOUND
+    );
+    g.refresh(0).await;
+    assert_eq!(g.get("/r/sitemap-1.xml.gz").await.status, StatusCode::OK);
+
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for r in readers {
+        let (rounds, failed) = r.await.unwrap();
+        assert!(rounds > 0, "each reader completed rounds");
+        assert_eq!(failed, Vec::<String>::new(), "no request failed");
+    }
+    Arc::into_inner(g).unwrap().stop().await;
+}
+
+/// Every URL of repository `name`'s sitemap.
+async fn published_of(g: &Running, name: &str) -> BTreeSet<String> {
+    let index = g.get(&format!("/{name}/sitemap.xml")).await;
+    assert_eq!(index.status, StatusCode::OK, "{name}");
+    let mut urls = BTreeSet::new();
+    for shard in locs(&index.text()) {
+        urls.extend(locs(&g.get(&path_of(&shard)).await.text()));
+    }
+    urls
+}
+
+/// Issue 22 point 3: `POST /-/reload` needs the admin token; a file that is invalid keeps the
+/// running configuration, answers 422 naming the key, and sets
+/// `oai_bridge_config_reload_failed` until a good reload; a change only a restart applies is
+/// named and ignored.
+#[tokio::test]
+async fn a_broken_file_keeps_the_running_configuration() {
+    let upstream = TestServer::start(numbered(3));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let good = reload_config(state.path(), &[("r", &upstream, "")]);
+    std::fs::write(&file, &good).unwrap();
+    let g = Running::start_file(&file).await;
+    g.ready().await;
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("0")
+    );
+
+    let unauthorized = fetch(&g.admin_url, reqwest::Method::POST, "/-/reload", &[]).await;
+    assert_eq!(unauthorized.status, StatusCode::UNAUTHORIZED);
+    let public = g
+        .request(
+            reqwest::Method::POST,
+            "/-/reload",
+            &[("authorization", &format!("Bearer {RELOAD_TOKEN}"))],
+        )
+        .await;
+    assert_eq!(
+        public.status,
+        StatusCode::NOT_FOUND,
+        "not on the public listener"
+    );
+
+    std::fs::write(&file, good.replace("max_attempts = 1", "max_attempts = 0")).unwrap();
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        answer.text().contains("[harvest] max_attempts"),
+        "{}",
+        answer.text()
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reloads_total{outcome=\"failure\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(published(&g).await, expected(3), "still serving");
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    let page = g.admin("/").await.text();
+    assert!(
+        page.contains("The last reload of the configuration failed")
+            && page.contains("[harvest] max_attempts"),
+        "{page}"
+    );
+
+    // A good file again, with a listen address and a state folder that need a restart.
+    let moved = good
+        .replace("[server]\n", "[server]\nlisten = \"127.0.0.1:1\"\n")
+        .replace(&state.path().display().to_string(), "/elsewhere");
+    std::fs::write(&file, moved).unwrap();
+    let answer = g.post_reload().await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(
+        answer.text(),
+        "reloaded: added none; removed none; changed none; \
+         needs a restart (ignored): [server] listen, [server] state_dir\n"
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reload_failed").await.as_deref(),
+        Some("0")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_config_reloads_total{outcome=\"success\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert!(!g.admin("/").await.text().contains("reload"));
+    assert_eq!(published(&g).await, expected(3));
+    g.stop().await;
+}
+
+/// Issue 22 point 3: SIGHUP reloads the configuration of the running binary (it used to end
+/// the process): a broken file keeps it serving and sets the gauge; a good one adds a
+/// repository. `oai-bridge prune` then removes the state of the one no longer configured.
+#[test]
+fn sighup_reloads_the_binary_and_prune_removes_what_is_gone() {
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let repo = |name: &str| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n",
+            sample.display()
+        )
+    };
+    let server = format!("[server]\nstate_dir = \"{}\"\n", state.path().display());
+    std::fs::write(&file, format!("{server}{}", repo("sample"))).unwrap();
+    let (mut child, base, admin) = spawn_serve(&["--config".as_ref(), file.as_os_str()]);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let get = |url: String| {
+        runtime.block_on(async {
+            let r = client().get(url).send().await.unwrap();
+            (r.status(), r.text().await.unwrap())
+        })
+    };
+    let until = |what: &str, done: &dyn Fn() -> bool| {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let pid = child.id().to_string();
+    let hup = || {
+        let sent = Command::new("kill").args(["-HUP", &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    until("the sample is served", &|| {
+        get(format!("{base}sample/sitemap.xml")).0 == StatusCode::OK
+    });
+    let metrics = format!("{admin}metrics");
+    let gauge = |value: &str| {
+        let want = format!("oai_bridge_config_reload_failed {value}");
+        let (get, metrics) = (&get, &metrics);
+        move || get(metrics.clone()).1.lines().any(|l| l == want)
+    };
+    assert!(gauge("0")());
+
+    std::fs::write(&file, format!("{server}{}nonsense = 1\n", repo("sample"))).unwrap();
+    hup();
+    until("the failed reload shows", &gauge("1"));
+    assert_eq!(get(format!("{base}sample/sitemap.xml")).0, StatusCode::OK);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGHUP does not end the process"
+    );
+
+    std::fs::write(
+        &file,
+        format!("{server}{}{}", repo("sample"), repo("second")),
+    )
+    .unwrap();
+    hup();
+    until("the good reload shows", &gauge("0"));
+    until("the added repository is served", &|| {
+        get(format!("{base}second/sitemap.xml")).0 == StatusCode::OK
+    });
+
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(exit_status(&mut child).code(), Some(0));
+
+    // `second` is no longer configured: prune removes its state, and only its.
+    std::fs::write(&file, format!("{server}{}", repo("sample"))).unwrap();
+    let prune = |dry: bool| {
+        let mut command = binary();
+        command.args(["prune", "--config"]).arg(&file);
+        if dry {
+            command.arg("--dry-run");
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let second = state.path().join("second");
+    assert_eq!(prune(true), format!("would remove {}\n", second.display()));
+    assert!(second.exists());
+    assert_eq!(prune(false), format!("removed {}\n", second.display()));
+    assert!(!second.exists());
+    assert!(state.path().join("sample/store.sqlite").exists());
+    assert!(prune(false).contains("no state of a repository that is not configured"));
 }

@@ -1,0 +1,284 @@
+//! Reloading the configuration while serving (SIGHUP, `POST /-/reload`): the file is read again
+//! with the environment and flags of the start over it, and applied without dropping a request.
+//!
+//! The repositories and the settings a refresh or a request reads are one value
+//! ([`super::Live`]) swapped whole, so a request sees the set before or the set after. Added
+//! repositories open their state and start their schedules (a first refresh at once, unless a
+//! persisted generation is fresh); removed ones stop being served and their schedules stop
+//! (their state stays on disk: `oai-bridge prune` removes it); a kept repository takes its new
+//! settings from its next refresh. What only a restart can change is logged and left as it
+//! is. A file that cannot be read or is invalid changes nothing and says why.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::generation::StoreError;
+use super::{Gateway, Live, Repo};
+use crate::config::{Config, ConfigError, ServerConfig};
+
+/// Reads the configuration again: the file, with the environment and the flags of the start.
+pub(crate) struct Loader(pub(crate) Box<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>);
+
+impl fmt::Debug for Loader {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Loader")
+    }
+}
+
+/// Why a reload changed nothing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The gateway was started without a configuration file to read again.
+    #[error("no configuration file to reload")]
+    NoFile,
+    /// The configuration cannot be read or is invalid (the error names the key).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An added repository's state folder cannot be set up.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What a reload changed.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Repositories added, now served (each refreshes at once unless it has a fresh generation).
+    pub added: Vec<String>,
+    /// Repositories removed: no longer served, their schedules stopped, their state kept.
+    pub removed: Vec<String>,
+    /// Repositories whose settings changed: they apply from the next refresh.
+    pub changed: Vec<String>,
+    /// `[server]` keys whose change needs a restart, left as they were.
+    pub needs_restart: Vec<&'static str>,
+}
+
+impl fmt::Display for Reloaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |names: &[String]| {
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        };
+        write!(
+            f,
+            "reloaded: added {}; removed {}; changed {}",
+            list(&self.added),
+            list(&self.removed),
+            list(&self.changed)
+        )?;
+        if !self.needs_restart.is_empty() {
+            write!(
+                f,
+                "; needs a restart (ignored): {}",
+                self.needs_restart.join(", ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The `[server]` keys that differ between `running` and `next` and that only a restart
+/// applies: the listeners, the public URL (every published URL and the routing), the state
+/// folder, the cache's size, the connection and shutdown limits, `Cache-Control`.
+fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static str> {
+    // Taken apart field by field, so that a key added later does not compile until it is
+    // placed here, as reloadable or not.
+    let ServerConfig {
+        listen,
+        admin_listen,
+        public_url,
+        state_dir,
+        cache_bytes,
+        drain_timeout,
+        client_timeout,
+        max_age,
+        admin_token: _, // reloaded: a new token applies at once
+    } = next;
+    [
+        ("[server] listen", running.listen != *listen),
+        (
+            "[server] admin_listen",
+            running.admin_listen != *admin_listen,
+        ),
+        ("[server] public_url", running.public_url != *public_url),
+        ("[server] state_dir", running.state_dir != *state_dir),
+        ("[server] cache_bytes", running.cache_bytes != *cache_bytes),
+        (
+            "[server] drain_timeout_secs",
+            running.drain_timeout != *drain_timeout,
+        ),
+        (
+            "[server] client_timeout_secs",
+            running.client_timeout != *client_timeout,
+        ),
+        ("[server] max_age_secs", running.max_age != *max_age),
+    ]
+    .into_iter()
+    .filter_map(|(key, changed)| changed.then_some(key))
+    .collect()
+}
+
+impl Gateway {
+    /// Reads the configuration again and applies it ([module docs](self)); one reload at a
+    /// time. On error the running configuration stays; either way the outcome is logged and
+    /// counted (`oai_bridge_config_reloads_total`, `oai_bridge_config_reload_failed`).
+    pub async fn reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+        let _one_at_a_time = self.reloading.lock().await;
+        let outcome = self.apply_reload().await;
+        let m = &self.metrics;
+        let error = match &outcome {
+            Ok(reloaded) => {
+                tracing::info!("configuration {reloaded}");
+                m.config_reload_failed.set(0);
+                m.reloads("success");
+                None
+            }
+            Err(e) => {
+                let error = crate::error::chain(e);
+                tracing::error!("configuration not reloaded; the running one stays: {error}");
+                m.config_reload_failed.set(1);
+                m.reloads("failure");
+                Some(error)
+            }
+        };
+        *self.reload_error.lock().unwrap_or_else(|e| e.into_inner()) = error;
+        outcome
+    }
+
+    async fn apply_reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+        let loader = self.loader.as_ref().ok_or(ReloadError::NoFile)?;
+        // A small file, read on the runtime: a reload is rare and this is its one read.
+        let config = (loader.0)()?;
+        let mut reloaded = Reloaded {
+            needs_restart: needs_restart(&self.server, &config.server),
+            ..Reloaded::default()
+        };
+        for key in &reloaded.needs_restart {
+            tracing::warn!("{key} changed: it needs a restart, and is ignored until then");
+        }
+        let running = self.live();
+        // Every added repository is opened before anything changes: one that cannot be fails
+        // the reload as a whole.
+        let mut repos = Vec::with_capacity(config.repositories.len());
+        let mut added: Vec<Arc<Repo>> = Vec::new();
+        for rc in &config.repositories {
+            match running.repos.iter().find(|r| r.name == rc.name) {
+                Some(repo) => repos.push((Arc::clone(repo), Some(rc))),
+                None => {
+                    let opened = Repo::open(
+                        rc,
+                        &self.public_url,
+                        &self.server.state_dir,
+                        &self.metrics,
+                        false,
+                    );
+                    let repo = match opened {
+                        Ok(repo) => Arc::new(repo),
+                        Err(e) => {
+                            for repo in &added {
+                                super::refresh::forget_metrics(&self.metrics, repo);
+                            }
+                            return Err(e.into());
+                        }
+                    };
+                    added.push(Arc::clone(&repo));
+                    repos.push((repo, None));
+                }
+            }
+        }
+        for (repo, kept) in &repos {
+            if let Some(rc) = kept
+                && repo.reconfigure(rc, &self.public_url)
+            {
+                tracing::info!(
+                    repository = repo.name,
+                    "settings changed; they apply from its next refresh"
+                );
+                reloaded.changed.push(repo.name.clone());
+            }
+        }
+        let removed: Vec<Arc<Repo>> = (running.repos.iter())
+            .filter(|r| !config.repositories.iter().any(|rc| rc.name == r.name))
+            .cloned()
+            .collect();
+        let next = Live {
+            repos: repos.into_iter().map(|(repo, _)| repo).collect(),
+            harvest: config.harvest,
+            admin_token: config.server.admin_token,
+        };
+        *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        drop(running);
+        // The set has changed: robots.txt follows at once.
+        self.announce();
+
+        reloaded.removed = removed.iter().map(|r| r.name.clone()).collect();
+        self.stop_schedules(Some(&reloaded.removed)).await;
+        for repo in &removed {
+            tracing::info!(
+                repository = repo.name,
+                "removed from the configuration: no longer served; its state stays on disk"
+            );
+            // Its generation stays on disk (not retired); only its cached bytes and its
+            // metrics go.
+            if let Some(g) = repo.current() {
+                self.forget(g.serial);
+            }
+            super::refresh::forget_metrics(&self.metrics, repo);
+        }
+        for repo in added {
+            tracing::info!(repository = repo.name, "added by the configuration");
+            reloaded.added.push(repo.name.clone());
+            self.start_schedule(repo);
+        }
+        Ok(reloaded)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_what_a_restart_applies_is_named() {
+        let parse = |text: &str| {
+            Config::parse(text, "bridge.toml", std::path::Path::new("."))
+                .unwrap()
+                .server
+        };
+        let running = parse("[server]\n");
+        assert!(needs_restart(&running, &parse("[server]\n")).is_empty());
+        let token = "admin_token = \"0123456789abcdef\"\n";
+        assert!(needs_restart(&running, &parse(&format!("[server]\n{token}"))).is_empty());
+        assert_eq!(
+            needs_restart(
+                &running,
+                &parse(
+                    "[server]\nlisten = \"127.0.0.1:1\"\nadmin_listen = \"off\"\n\
+                     state_dir = \"elsewhere\"\nmax_age_secs = 1\n"
+                )
+            ),
+            [
+                "[server] listen",
+                "[server] admin_listen",
+                "[server] state_dir",
+                "[server] max_age_secs"
+            ]
+        );
+    }
+
+    #[test]
+    fn what_a_reload_did_reads_in_one_line() {
+        let reloaded = Reloaded {
+            added: vec!["a".into(), "b".into()],
+            needs_restart: vec!["[server] listen"],
+            ..Reloaded::default()
+        };
+        assert_eq!(
+            reloaded.to_string(),
+            "reloaded: added a, b; removed none; changed none; needs a restart (ignored): [server] listen"
+        );
+    }
+}
