@@ -567,9 +567,15 @@ fn the_gateway_refreshes_under_the_units_system_call_filter() {
         }
         let state = tempfile::tempdir().unwrap();
         let mut cmd = bridge();
-        cmd.args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"])
-            .arg("--state-dir")
-            .arg(state.path());
+        cmd.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--state-dir")
+        .arg(state.path());
         under_filter(&mut cmd, &calls, refused);
         Gateway::start(cmd).and_then(|mut g| g.served())
     };
