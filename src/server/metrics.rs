@@ -2,7 +2,7 @@
 //! prefix, `_total` on counters, base units (seconds, bytes) in the name.
 
 use std::sync::atomic::AtomicU64;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -159,6 +159,15 @@ pub(crate) struct UpstreamLabels {
     pub(crate) status: UpstreamStatus,
 }
 
+/// Labels of `oai_bridge_refresh_phase_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct PhaseLabels {
+    /// `[[repository]] name`.
+    pub(crate) repository: String,
+    /// `harvest` or `render`.
+    pub(crate) phase: &'static str,
+}
+
 /// Labels of `oai_bridge_served_bytes_total`.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ServedLabels {
@@ -206,6 +215,8 @@ pub struct Metrics {
     pub(crate) upstream_requests: Family<UpstreamLabels, Counter>,
     /// Wall time of refreshes, by repository and outcome.
     pub(crate) refresh_duration: Family<HarvestLabels, Histogram, RefreshHistogram>,
+    /// Wall time of the harvest and the render of refreshes, by repository.
+    pub(crate) refresh_phase: Family<PhaseLabels, Histogram, RefreshHistogram>,
     /// Body bytes of repositories' files and documents sent, by repository and encoding.
     pub(crate) served_bytes: Family<ServedLabels, Counter>,
     /// Files read from the state directory into the cache (misses; concurrent misses read once).
@@ -361,6 +372,16 @@ impl Default for Metrics {
             "Wall time of refreshes (harvest and render), by repository and outcome",
             refresh_duration.clone(),
         );
+        let refresh_phase =
+            Family::<PhaseLabels, Histogram, RefreshHistogram>::new_with_constructor(|| {
+                Histogram::new(REFRESH_BUCKETS)
+            });
+        registry.register(
+            "refresh_phase_duration_seconds",
+            "Wall time of the phases of refreshes, by repository: harvest (to the end of the \
+             list) and render (from there to the new generation written)",
+            refresh_phase.clone(),
+        );
         let served_bytes = Family::<ServedLabels, Counter>::default();
         registry.register(
             "served_bytes",
@@ -434,6 +455,7 @@ impl Default for Metrics {
             retry_after_waits,
             upstream_requests,
             refresh_duration,
+            refresh_phase,
             served_bytes,
             cache_fills,
             profile_entries,
@@ -487,6 +509,26 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// Records the phases a refresh of `repository` completed: its `harvest` (the list read to
+    /// its end) and its `render` (the generation written), each when it got that far.
+    pub(crate) fn phases(
+        &self,
+        repository: &str,
+        harvest: Option<Duration>,
+        render: Option<Duration>,
+    ) {
+        for (phase, took) in [("harvest", harvest), ("render", render)] {
+            if let Some(took) = took {
+                let labels = PhaseLabels {
+                    repository: repository.to_owned(),
+                    phase,
+                };
+                let histogram = self.refresh_phase.get_or_create(&labels);
+                histogram.observe(took.as_secs_f64());
+            }
+        }
+    }
+
     /// Adds the `requests` one refresh of `repository` sent upstream, of which `statuses` were
     /// answered with each status code; the rest had no answer.
     pub(crate) fn upstream(&self, repository: &str, requests: u64, statuses: &[(u16, u64)]) {
@@ -515,6 +557,12 @@ impl Metrics {
                 outcome,
             });
         }
+        for phase in ["harvest", "render"] {
+            self.refresh_phase.remove(&PhaseLabels {
+                repository: repository(),
+                phase,
+            });
+        }
         for encoding in ["gzip", "identity"] {
             self.served_bytes.remove(&ServedLabels {
                 repository: repository(),
@@ -531,7 +579,7 @@ impl Metrics {
         }
     }
 
-    /// The OpenMetrics text of what is kept here (`/metrics` adds what [`Metrics::scrape`]
+    /// The OpenMetrics text of what is kept here (`/metrics` adds what `Metrics::scrape`
     /// reads as it comes).
     pub fn encode(&self) -> String {
         let mut out = String::new();

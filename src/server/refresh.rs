@@ -525,6 +525,7 @@ async fn build(
         &mut seen,
     )
     .await;
+    metrics.phases(&repo.name, seen.harvest_time, seen.render_time);
     show_seen(repo, metrics, &store, &seen)?;
     let outcome = outcome?;
     if let Some(e) = outcome.unrecorded {

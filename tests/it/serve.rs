@@ -2224,6 +2224,7 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
     for series in [
         "oai_bridge_upstream_requests_total{repository=\"old\",status=\"200\"}",
         "oai_bridge_refresh_duration_seconds_count{repository=\"old\",outcome=\"success\"}",
+        "oai_bridge_refresh_phase_duration_seconds_count{repository=\"old\",phase=\"render\"}",
         "oai_bridge_served_bytes_total{repository=\"old\",encoding=\"identity\"}",
         "oai_bridge_refresh_interval_seconds{repository=\"old\"}",
         "oai_bridge_last_attempt_timestamp_seconds{repository=\"old\"}",
@@ -2605,6 +2606,22 @@ async fn the_metrics_an_operator_alerts_on() {
     );
     let took = g.value(&format!("{duration}_sum{{{ok}}}")).await;
     assert!(0.0 < took && took <= after - before + 1.0, "{took}");
+    let phase = |name: &str, what: &str| {
+        format!(
+            "oai_bridge_refresh_phase_duration_seconds_{what}{{repository=\"r\",phase=\"{name}\"}}"
+        )
+    };
+    let mut phases = 0.0;
+    for name in ["harvest", "render"] {
+        assert_eq!(g.value(&phase(name, "count")).await, 1.0, "{name}");
+        let took = g.value(&phase(name, "sum")).await;
+        assert!(took > 0.0, "{name} took {took}");
+        phases += took;
+    }
+    assert!(
+        phases <= took,
+        "the phases ({phases} s) are parts of the refresh ({took} s)"
+    );
     assert_eq!(
         g.metric(&format!(
             "{duration}_count{{repository=\"r\",outcome=\"failure\"}}"
@@ -2697,6 +2714,10 @@ async fn the_metrics_an_operator_alerts_on() {
         2.0
     );
     assert_eq!(g.value(&format!("{duration}_count{{{ok}}}")).await, 1.0);
+    for name in ["harvest", "render"] {
+        let count = g.value(&phase(name, "count")).await;
+        assert_eq!(count, 1.0, "neither failed refresh harvested to the end");
+    }
     let attempt_now = g
         .value(&format!("oai_bridge_last_attempt_timestamp_seconds{r}"))
         .await;
