@@ -69,6 +69,10 @@ pub(crate) struct Seen {
     pub records: u64,
     /// Whether the shrink guard held the publish back, once it looked.
     pub shrink_held: Option<bool>,
+    /// How long the harvest took, once the list was read to its end.
+    pub(crate) harvest_time: Option<Duration>,
+    /// How long rendering and committing the generation took, once it was committed.
+    pub(crate) render_time: Option<Duration>,
 }
 
 /// What a run published.
@@ -112,6 +116,8 @@ pub(crate) async fn run<T: Target>(
         }
         None => (pipeline::harvest(client, job, progress).await?, None),
     };
+    let harvest_time = started.elapsed();
+    seen.harvest_time = Some(harvest_time);
     log_landing_rule(&harvested);
     if harvested.published.is_empty() {
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
@@ -142,6 +148,7 @@ pub(crate) async fn run<T: Target>(
         .map(|_| Publish::new(&target.place(), job, &harvested, &rendered));
     let built = Built::new(harvested, rendered);
     let committed = target.commit(sink, &built, run.as_ref(), started.elapsed())?;
+    seen.render_time = Some(started.elapsed().saturating_sub(harvest_time));
     let unrecorded = match (stored, publish) {
         (Some(s), Some(publish)) => incremental::published(s.store, publish).err(),
         _ => None,

@@ -34,6 +34,8 @@ pub struct ClientStats {
     /// The latest time (seconds since the Unix epoch) a `Retry-After` asked the client to wait
     /// until, uncapped; 0 when none did. The server schedules its next refresh after it.
     pub retry_not_before: AtomicU64,
+    /// Responses by HTTP status code (requests without one: `requests` less their sum).
+    statuses: std::sync::Mutex<std::collections::BTreeMap<u16, u64>>,
 }
 
 impl ClientStats {
@@ -42,6 +44,17 @@ impl ClientStats {
         let secs = self.retry_not_before.load(Ordering::Relaxed);
         let at = SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
         (secs > 0 && at > SystemTime::now()).then_some(at)
+    }
+
+    /// Responses received so far, by HTTP status code, in the order of the codes.
+    pub(crate) fn statuses(&self) -> Vec<(u16, u64)> {
+        let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
+        statuses.iter().map(|(&code, &n)| (code, n)).collect()
+    }
+
+    fn responded(&self, status: StatusCode) {
+        let mut statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
+        *statuses.entry(status.as_u16()).or_default() += 1;
     }
 }
 
@@ -296,6 +309,7 @@ impl Client {
             Some(form) => self.post(url, form).await?,
         };
         let status = response.status();
+        self.stats.responded(status);
         if RetryPolicy::is_flow_control(status) {
             // Flow control (OAI-33): wait as told, whatever the body says.
             let wait = retry_after(response.headers(), SystemTime::now());

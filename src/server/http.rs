@@ -246,9 +246,16 @@ pub(crate) async fn handle(gateway: &Arc<Gateway>, side: Side, req: Request<Inco
             .exact()
             .unwrap_or(0)
     };
-    gateway
-        .metrics
-        .request(target.route(), answer.status().as_u16(), body_bytes);
+    let m = &gateway.metrics;
+    m.request(target.route(), answer.status().as_u16(), body_bytes);
+    // A success names a configured repository (never a label from an unknown path).
+    if let Target::File { repo, .. } | Target::Document { repo, .. } = target
+        && answer.status().is_success()
+        && body_bytes > 0
+    {
+        let gzip = answer.headers().contains_key(header::CONTENT_ENCODING);
+        m.served(repo, gzip, body_bytes);
+    }
     answer
 }
 
@@ -302,7 +309,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Metrics => with_type(
             StatusCode::OK,
             OPENMETRICS,
-            Bytes::from(gateway.metrics.encode()),
+            Bytes::from(super::metrics::Metrics::scrape(gateway)),
         ),
         Target::File { repo, name, shard } => match gateway.repo(repo) {
             Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,

@@ -2,12 +2,26 @@
 //! prefix, `_total` on counters, base units (seconds, bytes) in the name.
 
 use std::sync::atomic::AtomicU64;
+use std::time::{Duration, SystemTime};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use super::Gateway;
+
+/// Upper bounds of the refresh duration histogram's buckets, in seconds: a small repository
+/// refreshes in a tenth of a second, a large one behind a slow upstream in hours.
+const REFRESH_BUCKETS: [f64; 17] = [
+    0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
+    7200.0, 14400.0,
+];
+
+/// The refresh duration histogram's constructor.
+type RefreshHistogram = fn() -> Histogram;
 
 /// What a request asked for, as a bounded label (never the raw path).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -115,6 +129,54 @@ pub struct DropLabels {
     pub reason: String,
 }
 
+/// Labels of `oai_bridge_build_info`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct BuildLabels {
+    /// The crate's version (`oai-bridge --version`).
+    pub(crate) version: &'static str,
+}
+
+/// What an upstream answered a request with: its HTTP status code, or `none` when no answer
+/// came (the connection failed or timed out before the status line).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) struct UpstreamStatus(pub(crate) Option<u16>);
+
+impl EncodeLabelValue for UpstreamStatus {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> Result<(), std::fmt::Error> {
+        match self.0 {
+            Some(code) => EncodeLabelValue::encode(&code, encoder),
+            None => EncodeLabelValue::encode(&"none", encoder),
+        }
+    }
+}
+
+/// Labels of `oai_bridge_upstream_requests_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct UpstreamLabels {
+    /// `[[repository]] name`.
+    pub(crate) repository: String,
+    /// The answer's status code, or `none`.
+    pub(crate) status: UpstreamStatus,
+}
+
+/// Labels of `oai_bridge_refresh_phase_duration_seconds`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct PhaseLabels {
+    /// `[[repository]] name`.
+    pub(crate) repository: String,
+    /// `harvest` or `render`.
+    pub(crate) phase: &'static str,
+}
+
+/// Labels of `oai_bridge_served_bytes_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ServedLabels {
+    /// `[[repository]] name`.
+    pub(crate) repository: String,
+    /// The answer's `Content-Encoding`: `gzip` or `identity`.
+    pub(crate) encoding: &'static str,
+}
+
 /// Every metric the gateway keeps.
 #[derive(Debug)]
 pub struct Metrics {
@@ -149,8 +211,14 @@ pub struct Metrics {
     pub upstream_retries: Family<RepoLabels, Counter>,
     /// Waits imposed by an upstream's `Retry-After`.
     pub retry_after_waits: Family<RepoLabels, Counter>,
-    /// Upstream requests sent.
-    pub upstream_requests: Family<RepoLabels, Counter>,
+    /// Upstream requests sent, by the status of their answer.
+    pub(crate) upstream_requests: Family<UpstreamLabels, Counter>,
+    /// Wall time of refreshes, by repository and outcome.
+    pub(crate) refresh_duration: Family<HarvestLabels, Histogram, RefreshHistogram>,
+    /// Wall time of the harvest and the render of refreshes, by repository.
+    pub(crate) refresh_phase: Family<PhaseLabels, Histogram, RefreshHistogram>,
+    /// Body bytes of repositories' files and documents sent, by repository and encoding.
+    pub(crate) served_bytes: Family<ServedLabels, Counter>,
     /// Files read from the state directory into the cache (misses; concurrent misses read once).
     pub cache_fills: Counter,
     /// Entries of each profile beyond the sitemap (e.g. the Signmap) being served.
@@ -288,12 +356,50 @@ impl Default for Metrics {
             "Waits imposed by an upstream's Retry-After header",
             retry_after_waits.clone(),
         );
-        let upstream_requests = Family::<RepoLabels, Counter>::default();
+        let upstream_requests = Family::<UpstreamLabels, Counter>::default();
         registry.register(
             "upstream_requests",
-            "Requests sent to the upstream, retries included",
+            "Requests sent to the upstream, retries included, by the status code of the answer \
+             (none: no answer)",
             upstream_requests.clone(),
         );
+        let refresh_duration =
+            Family::<HarvestLabels, Histogram, RefreshHistogram>::new_with_constructor(|| {
+                Histogram::new(REFRESH_BUCKETS)
+            });
+        registry.register(
+            "refresh_duration_seconds",
+            "Wall time of refreshes (harvest and render), by repository and outcome",
+            refresh_duration.clone(),
+        );
+        let refresh_phase =
+            Family::<PhaseLabels, Histogram, RefreshHistogram>::new_with_constructor(|| {
+                Histogram::new(REFRESH_BUCKETS)
+            });
+        registry.register(
+            "refresh_phase_duration_seconds",
+            "Wall time of the phases of refreshes, by repository: harvest (to the end of the \
+             list) and render (from there to the new generation written)",
+            refresh_phase.clone(),
+        );
+        let served_bytes = Family::<ServedLabels, Counter>::default();
+        registry.register(
+            "served_bytes",
+            "Response body bytes of repositories' files and documents sent, by repository and \
+             Content-Encoding",
+            served_bytes.clone(),
+        );
+        let build_info = Family::<BuildLabels, Gauge>::default();
+        registry.register(
+            "build_info",
+            "1, labelled with the version of the running build",
+            build_info.clone(),
+        );
+        build_info
+            .get_or_create(&BuildLabels {
+                version: env!("CARGO_PKG_VERSION"),
+            })
+            .set(1);
         let cache_fills = Counter::default();
         registry.register(
             "cache_fills",
@@ -348,6 +454,9 @@ impl Default for Metrics {
             upstream_retries,
             retry_after_waits,
             upstream_requests,
+            refresh_duration,
+            refresh_phase,
+            served_bytes,
             cache_fills,
             profile_entries,
             profile_dropped,
@@ -378,10 +487,142 @@ impl Metrics {
             .inc();
     }
 
-    /// The OpenMetrics text.
+    /// Counts the `bytes` of a successful answer with a file or document of `repository`;
+    /// `gzip`: it was sent with `Content-Encoding: gzip`.
+    pub(crate) fn served(&self, repository: &str, gzip: bool, bytes: u64) {
+        let labels = ServedLabels {
+            repository: repository.to_owned(),
+            encoding: if gzip { "gzip" } else { "identity" },
+        };
+        self.served_bytes.get_or_create(&labels).inc_by(bytes);
+    }
+
+    /// Records a refresh of `repository` that `started` and has just ended with `outcome`.
+    pub(crate) fn refreshed(&self, repository: &str, outcome: &'static str, started: SystemTime) {
+        let labels = HarvestLabels {
+            repository: repository.to_owned(),
+            outcome,
+        };
+        let seconds = started.elapsed().unwrap_or_default().as_secs_f64();
+        self.refresh_duration
+            .get_or_create(&labels)
+            .observe(seconds);
+    }
+
+    /// Records the phases a refresh of `repository` completed: its `harvest` (the list read to
+    /// its end) and its `render` (the generation written), each when it got that far.
+    pub(crate) fn phases(
+        &self,
+        repository: &str,
+        harvest: Option<Duration>,
+        render: Option<Duration>,
+    ) {
+        for (phase, took) in [("harvest", harvest), ("render", render)] {
+            if let Some(took) = took {
+                let labels = PhaseLabels {
+                    repository: repository.to_owned(),
+                    phase,
+                };
+                let histogram = self.refresh_phase.get_or_create(&labels);
+                histogram.observe(took.as_secs_f64());
+            }
+        }
+    }
+
+    /// Adds the `requests` one refresh of `repository` sent upstream, of which `statuses` were
+    /// answered with each status code; the rest had no answer.
+    pub(crate) fn upstream(&self, repository: &str, requests: u64, statuses: &[(u16, u64)]) {
+        let count = |status: Option<u16>, n: u64| {
+            let labels = UpstreamLabels {
+                repository: repository.to_owned(),
+                status: UpstreamStatus(status),
+            };
+            self.upstream_requests.get_or_create(&labels).inc_by(n);
+        };
+        let mut answered = 0;
+        for &(code, n) in statuses {
+            count(Some(code), n);
+            answered += n;
+        }
+        // Present from the first refresh on, so a rate over it is 0 rather than absent.
+        count(None, requests.saturating_sub(answered));
+    }
+
+    /// Drops the series of `repository` that this module sets, when a reload removes it.
+    pub(crate) fn forget(&self, repository: &str) {
+        let repository = || repository.to_owned();
+        for outcome in ["success", "failure"] {
+            self.refresh_duration.remove(&HarvestLabels {
+                repository: repository(),
+                outcome,
+            });
+        }
+        for phase in ["harvest", "render"] {
+            self.refresh_phase.remove(&PhaseLabels {
+                repository: repository(),
+                phase,
+            });
+        }
+        for encoding in ["gzip", "identity"] {
+            self.served_bytes.remove(&ServedLabels {
+                repository: repository(),
+                encoding,
+            });
+        }
+        // A family cannot be walked: every status code an answer can have (reqwest's
+        // `StatusCode` holds 100..=999), and none. Rare (a reload), and quick.
+        for status in (100..1000).map(Some).chain([None]) {
+            self.upstream_requests.remove(&UpstreamLabels {
+                repository: repository(),
+                status: UpstreamStatus(status),
+            });
+        }
+    }
+
+    /// The OpenMetrics text of what is kept here (`/metrics` adds what `Metrics::scrape`
+    /// reads as it comes).
     pub fn encode(&self) -> String {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    /// The OpenMetrics text of `gateway`'s `/metrics`: what is kept here, and what is read from
+    /// the repositories being served as the scrape comes (their settings and schedules), so it
+    /// follows a reload at once and a removed repository leaves no series behind.
+    pub(crate) fn scrape(gateway: &Gateway) -> String {
+        let mut registry = Registry::with_prefix("oai_bridge");
+        let interval = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "refresh_interval_seconds",
+            "refresh_interval_secs of the repository: time() - last_success_timestamp_seconds \
+             over N of it is N refreshes missed",
+            interval.clone(),
+        );
+        let attempt = Family::<RepoLabels, Gauge>::default();
+        registry.register(
+            "last_attempt_timestamp_seconds",
+            "Unix time the last refresh started, successful or not (absent before the first)",
+            attempt.clone(),
+        );
+        for r in gateway.repos() {
+            let labels = repo(&r.name);
+            let seconds = r.setup().config.refresh_interval.as_secs();
+            interval
+                .get_or_create(&labels)
+                .set(i64::try_from(seconds).unwrap_or(i64::MAX));
+            if let Some(started) = r.status().last_attempt {
+                attempt
+                    .get_or_create(&labels)
+                    .set(crate::datestamp::unix_secs(started));
+            }
+        }
+        let mut out = String::new();
+        use prometheus_client::encoding::text::{encode_eof, encode_registry};
+        encode_registry(&mut out, &gateway.metrics.registry)
+            .and_then(|()| encode_registry(&mut out, &registry))
+            .and_then(|()| encode_eof(&mut out))
             .expect("writing to a String cannot fail");
         out
     }

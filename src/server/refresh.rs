@@ -128,6 +128,7 @@ pub(crate) async fn refresh(
                 urls: Some(urls),
                 ..history::Entry::ended_now(started)
             });
+            m.refreshed(&name, "success", started);
             "success"
         }
         Err(RefreshError::Shutdown) => {
@@ -136,6 +137,7 @@ pub(crate) async fn refresh(
             return Err(RefreshError::Shutdown);
         }
         Err(e) => {
+            m.refreshed(&name, "failure", started);
             record_failure(m, repo, &labels, &e, &stats);
             repo.history
                 .record(history::Entry::ended_now(started).failed(&error_chain(&e)));
@@ -187,9 +189,7 @@ async fn build_on_thread(
 
 /// Adds what the upstream client did in one refresh to the repository's counters.
 fn count_upstream(m: &Metrics, labels: &metrics::RepoLabels, stats: &UpstreamStats) {
-    m.upstream_requests
-        .get_or_create(labels)
-        .inc_by(stats.requests);
+    m.upstream(&labels.repository, stats.requests, &stats.statuses);
     m.upstream_retries
         .get_or_create(labels)
         .inc_by(stats.retries);
@@ -341,13 +341,10 @@ pub(crate) fn forget_metrics(m: &Metrics, repo: &Repo) {
         family.remove(&labels);
     }
     m.last_duration.remove(&labels);
-    for family in [
-        &m.upstream_retries,
-        &m.retry_after_waits,
-        &m.upstream_requests,
-    ] {
+    for family in [&m.upstream_retries, &m.retry_after_waits] {
         family.remove(&labels);
     }
+    m.forget(&repo.name);
     let repository = || repo.name.clone();
     for outcome in ["success", "failure"] {
         m.harvests.remove(&HarvestLabels {
@@ -401,6 +398,8 @@ struct UpstreamStats {
     retries: u64,
     retry_after_waits: u64,
     retry_not_before: Option<SystemTime>,
+    /// Answers by status code.
+    statuses: Vec<(u16, u64)>,
 }
 
 fn build_on_own_runtime(
@@ -435,6 +434,7 @@ fn build_on_own_runtime(
         retries: client.stats.retries.load(Relaxed),
         retry_after_waits: client.stats.retry_after_waits.load(Relaxed),
         retry_not_before: client.stats.retry_not_before(),
+        statuses: client.stats.statuses(),
     };
     (result, stats)
 }
@@ -525,6 +525,7 @@ async fn build(
         &mut seen,
     )
     .await;
+    metrics.phases(&repo.name, seen.harvest_time, seen.render_time);
     show_seen(repo, metrics, &store, &seen)?;
     let outcome = outcome?;
     if let Some(e) = outcome.unrecorded {

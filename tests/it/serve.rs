@@ -317,7 +317,7 @@ async fn a_full_serve_cycle() {
         "oai_bridge_serving_stale{repository=\"r\"} 0",
         "oai_bridge_last_success_timestamp_seconds{repository=\"r\"}",
         "oai_bridge_identifiers_dropped{repository=\"r\",reason=\"out_of_scope\"} 0",
-        "oai_bridge_upstream_requests_total{repository=\"r\"}",
+        "oai_bridge_upstream_requests_total{repository=\"r\",status=\"200\"}",
         "oai_bridge_platform{repository=\"r\",platform=\"generic\"} 1",
         "oai_bridge_platform{repository=\"r\",platform=\"dspace\"} 0",
     ] {
@@ -2212,6 +2212,26 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
         }));
     }
 
+    // `old` has a series in every family that has a repository label and is set by then.
+    let old_repo = g.gateway.repo("old").unwrap();
+    wait_for(
+        || old_repo.status().completed >= 1,
+        "old's first refresh ends",
+    )
+    .await;
+    assert_eq!(g.get("/old/sitemap.xml").await.status, StatusCode::OK);
+    let metrics = g.admin("/metrics").await.text();
+    for series in [
+        "oai_bridge_upstream_requests_total{repository=\"old\",status=\"200\"}",
+        "oai_bridge_refresh_duration_seconds_count{repository=\"old\",outcome=\"success\"}",
+        "oai_bridge_refresh_phase_duration_seconds_count{repository=\"old\",phase=\"render\"}",
+        "oai_bridge_served_bytes_total{repository=\"old\",encoding=\"identity\"}",
+        "oai_bridge_refresh_interval_seconds{repository=\"old\"}",
+        "oai_bridge_last_attempt_timestamp_seconds{repository=\"old\"}",
+    ] {
+        assert!(metrics.contains(series), "{series}:\n{metrics}");
+    }
+
     // Remove `old`, add `new`.
     new.fault_always(Fault::Status(500));
     write(&[("r", &kept, ""), ("new", &new, "")]);
@@ -2494,4 +2514,255 @@ fn sighup_reloads_the_binary_and_prune_removes_what_is_gone() {
     assert!(!second.exists());
     assert!(state.path().join("sample/store.sqlite").exists());
     assert!(prune(false).contains("no state of a repository that is not configured"));
+}
+
+/// Seconds since the Unix epoch, now.
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+impl Running {
+    /// The value of the metric line that starts with `series`, as a number; 0 when absent.
+    async fn value(&self, series: &str) -> f64 {
+        self.metric(series)
+            .await
+            .map_or(0.0, |v| v.parse().expect("a number"))
+    }
+
+    /// Asserts that `oai_bridge_upstream_requests_total` of `r` counts, by status, exactly the
+    /// answers `upstream` gave (`none` for the connections it dropped).
+    async fn upstream_statuses_match(&self, upstream: &TestServer) {
+        let mut answered = std::collections::BTreeMap::<u16, usize>::new();
+        for seen in upstream.requests() {
+            *answered.entry(seen.status).or_default() += 1;
+        }
+        let text = self.admin("/metrics").await.text();
+        let prefix = "oai_bridge_upstream_requests_total{repository=\"r\",status=\"";
+        let mut counted = std::collections::BTreeMap::<u16, usize>::new();
+        for line in text.lines().filter_map(|l| l.strip_prefix(prefix)) {
+            let (status, n) = line.split_once("\"} ").unwrap();
+            let status = if status == "none" {
+                0
+            } else {
+                status.parse().unwrap()
+            };
+            let n: usize = n.parse().unwrap();
+            if n > 0 {
+                counted.insert(status, n);
+            }
+        }
+        assert_eq!(counted, answered, "counted by status (0: none) != answered");
+    }
+}
+
+/// Issue 22 point 5: the metrics an operator alerts on, with their labels and values: the
+/// build, each refresh's duration and outcome, when the last one started and ended, the
+/// interval (so that "stale for N refreshes" is one expression), the upstream's answers by
+/// status (none when it gave none), and the body bytes of each repository's files by encoding,
+/// which grow by exactly the bytes sent.
+#[tokio::test]
+async fn the_metrics_an_operator_alerts_on() {
+    let upstream = TestServer::builder(numbered(12)).start();
+    let before = unix_now().floor();
+    let (g, _state) = serving(&upstream, "gzip = true\n").await;
+    let repo = g.gateway.repos()[0].clone();
+    wait_for(|| repo.status().completed == 1, "the first refresh ends").await;
+    let after = unix_now();
+
+    let version = env!("CARGO_PKG_VERSION");
+    let build = format!("oai_bridge_build_info{{version=\"{version}\"}}");
+    assert_eq!(g.metric(&build).await.as_deref(), Some("1"));
+    let r = "{repository=\"r\"}";
+    assert_eq!(
+        g.value(&format!("oai_bridge_refresh_interval_seconds{r}"))
+            .await,
+        3600.0
+    );
+    let attempt = g
+        .value(&format!("oai_bridge_last_attempt_timestamp_seconds{r}"))
+        .await;
+    let success = g
+        .value(&format!("oai_bridge_last_success_timestamp_seconds{r}"))
+        .await;
+    assert!(
+        before <= attempt && attempt <= success && success <= after,
+        "{before} <= attempt {attempt} <= success {success} <= {after}"
+    );
+    let duration = "oai_bridge_refresh_duration_seconds";
+    let ok = "repository=\"r\",outcome=\"success\"";
+    assert_eq!(g.value(&format!("{duration}_count{{{ok}}}")).await, 1.0);
+    assert_eq!(
+        g.value(&format!("{duration}_bucket{{le=\"+Inf\",{ok}}}"))
+            .await,
+        1.0
+    );
+    assert_eq!(
+        g.value(&format!("{duration}_bucket{{le=\"14400.0\",{ok}}}"))
+            .await,
+        1.0
+    );
+    let took = g.value(&format!("{duration}_sum{{{ok}}}")).await;
+    assert!(0.0 < took && took <= after - before + 1.0, "{took}");
+    let phase = |name: &str, what: &str| {
+        format!(
+            "oai_bridge_refresh_phase_duration_seconds_{what}{{repository=\"r\",phase=\"{name}\"}}"
+        )
+    };
+    let mut phases = 0.0;
+    for name in ["harvest", "render"] {
+        assert_eq!(g.value(&phase(name, "count")).await, 1.0, "{name}");
+        let took = g.value(&phase(name, "sum")).await;
+        assert!(took > 0.0, "{name} took {took}");
+        phases += took;
+    }
+    assert!(
+        phases <= took,
+        "the phases ({phases} s) are parts of the refresh ({took} s)"
+    );
+    assert_eq!(
+        g.metric(&format!(
+            "{duration}_count{{repository=\"r\",outcome=\"failure\"}}"
+        ))
+        .await,
+        None
+    );
+    g.upstream_statuses_match(&upstream).await;
+    assert_eq!(
+        g.metric("oai_bridge_upstream_requests_total{repository=\"r\",status=\"none\"}")
+            .await
+            .as_deref(),
+        Some("0"),
+        "present at 0, so that a rate over it is 0 rather than absent"
+    );
+
+    // Bytes: exactly the body of each successful GET, by Content-Encoding; an `.xml.gz` is a
+    // file sent as it is (identity). HEAD, 304 and 404 add none, and an unknown repository
+    // makes no series.
+    let served = |encoding: &str| {
+        format!("oai_bridge_served_bytes_total{{repository=\"r\",encoding=\"{encoding}\"}}")
+    };
+    let (identity, gzip) = (served("identity"), served("gzip"));
+    assert_eq!(g.metric(&identity).await, None, "nothing sent yet");
+    let plain = g.get("/r/sitemap-1.xml").await;
+    assert_eq!(plain.header("content-encoding"), "");
+    assert_eq!(g.value(&identity).await, plain.body.len() as f64);
+    let file = g.get("/r/sitemap-1.xml.gz").await;
+    assert_eq!(file.header("content-type"), "application/gzip");
+    let encoded = g
+        .request(
+            reqwest::Method::GET,
+            "/r/sitemap.xml",
+            &[("accept-encoding", "gzip")],
+        )
+        .await;
+    assert_eq!(encoded.header("content-encoding"), "gzip");
+    let sent_identity = (plain.body.len() + file.body.len()) as f64;
+    assert_eq!(g.value(&identity).await, sent_identity);
+    assert_eq!(g.value(&gzip).await, encoded.body.len() as f64);
+    let etag = plain.header("etag").to_owned();
+    let head = g
+        .request(reqwest::Method::HEAD, "/r/sitemap-1.xml", &[])
+        .await;
+    assert_eq!(head.status, StatusCode::OK);
+    let unchanged = g
+        .request(
+            reqwest::Method::GET,
+            "/r/sitemap-1.xml",
+            &[("if-none-match", &etag)],
+        )
+        .await;
+    assert_eq!(unchanged.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(
+        g.get("/r/sitemap-9.xml").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        g.get("/nope/sitemap.xml").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(g.value(&identity).await, sent_identity);
+    assert_eq!(g.value(&gzip).await, encoded.body.len() as f64);
+    let text = g.admin("/metrics").await.text();
+    assert!(!text.contains("repository=\"nope\""), "{text}");
+
+    // A failing upstream: its 500 is counted, and the refresh's duration as a failure; a
+    // connection it drops is counted as none.
+    upstream.fault_always(Fault::Status(500));
+    g.refresh(0).await;
+    upstream.clear_faults();
+    upstream.fault_always(Fault::DropConnection);
+    g.refresh(0).await;
+    g.upstream_statuses_match(&upstream).await;
+    assert!(
+        g.value("oai_bridge_upstream_requests_total{repository=\"r\",status=\"500\"}")
+            .await
+            >= 1.0
+    );
+    assert!(
+        g.value("oai_bridge_upstream_requests_total{repository=\"r\",status=\"none\"}")
+            .await
+            >= 1.0
+    );
+    assert_eq!(
+        g.value(&format!(
+            "{duration}_count{{repository=\"r\",outcome=\"failure\"}}"
+        ))
+        .await,
+        2.0
+    );
+    assert_eq!(g.value(&format!("{duration}_count{{{ok}}}")).await, 1.0);
+    for name in ["harvest", "render"] {
+        let count = g.value(&phase(name, "count")).await;
+        assert_eq!(count, 1.0, "neither failed refresh harvested to the end");
+    }
+    let attempt_now = g
+        .value(&format!("oai_bridge_last_attempt_timestamp_seconds{r}"))
+        .await;
+    assert!(attempt_now >= attempt && attempt_now >= success);
+    assert_eq!(
+        g.value(&format!("oai_bridge_last_success_timestamp_seconds{r}"))
+            .await,
+        success,
+        "failures leave the last success"
+    );
+
+    // docs/metrics.md is the reference: every family the gateway exposes is in it.
+    let reference =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/metrics.md"))
+            .unwrap();
+    let text = g.admin("/metrics").await.text();
+    for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+        let mut words = line.split(' ').skip(2);
+        let (name, kind) = (words.next().unwrap(), words.next().unwrap());
+        let name = match kind {
+            "counter" => format!("{name}_total"),
+            _ => name.to_owned(),
+        };
+        assert!(
+            reference.contains(&format!("| `{name}` | {kind} |")),
+            "docs/metrics.md lacks a row for {name} ({kind})"
+        );
+    }
+    g.stop().await;
+}
+
+/// The example alert rules of docs/metrics.md are docs/alerts.yml, which CI checks with
+/// `promtool check rules` and `promtool test rules` (.ci/run).
+#[test]
+fn the_metrics_reference_shows_the_alert_rules_ci_checks() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let reference = std::fs::read_to_string(docs.join("metrics.md")).unwrap();
+    let rules = std::fs::read_to_string(docs.join("alerts.yml")).unwrap();
+    let shown = reference
+        .split_once("```yaml\n")
+        .and_then(|(_, rest)| rest.split_once("```\n"))
+        .map(|(block, _)| block)
+        .expect("docs/metrics.md has a yaml block");
+    assert_eq!(
+        shown, rules,
+        "docs/metrics.md's rules differ from docs/alerts.yml"
+    );
 }
