@@ -43,7 +43,16 @@ impl Running {
         Self::launch(config, Some(path.to_owned())).await
     }
 
-    async fn launch(config: Config, file: Option<std::path::PathBuf>) -> Running {
+    /// The first refreshes start at once (`start_spread_secs = 0`) unless the test's
+    /// configuration spreads them.
+    async fn launch(mut config: Config, file: Option<std::path::PathBuf>) -> Running {
+        let spread = |text: &str| text.contains("start_spread_secs");
+        let spread_in_file = file
+            .as_ref()
+            .is_some_and(|f| spread(&std::fs::read_to_string(f).unwrap_or_default()));
+        if !spread_in_file && config.fleet.start_spread == Duration::from_secs(30) {
+            config.fleet.start_spread = Duration::ZERO;
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}/");
@@ -56,7 +65,13 @@ impl Running {
             .unwrap_or_else(|| Url::parse(&url).unwrap());
         let mut gateway = Gateway::new(&config, public).unwrap();
         if let Some(file) = file {
-            gateway = gateway.reloading_from(move || Config::load(&file));
+            gateway = gateway.reloading_from(move || {
+                let mut config = Config::load(&file)?;
+                if !spread(&std::fs::read_to_string(&file).unwrap_or_default()) {
+                    config.fleet.start_spread = Duration::ZERO;
+                }
+                Ok(config)
+            });
         }
         let gateway = Arc::new(gateway);
         let (tx, rx) = oneshot::channel();
