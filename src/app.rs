@@ -399,6 +399,13 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             args.config.display(),
             config.repositories.len()
         );
+        let fleet = &config.fleet;
+        println!(
+            "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
+            fleet.max_concurrent_refreshes,
+            fleet.per_host_concurrency,
+            crate::pipeline::human_duration(fleet.start_spread)
+        );
         for r in &config.repositories {
             println!(
                 "  {:<16} {} (refresh every {})",
