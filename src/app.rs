@@ -88,7 +88,7 @@ pub(crate) fn export_options_in(
                     .error("is required: the URL where the folder will be served"),
             )
         })?;
-    let harvest = layers.harvest()?;
+    let harvest = layers.harvest_of(repo)?;
     let policy = settings.policy.clone();
     Ok(ExportOptions {
         job: export_job(settings, public_url),
@@ -205,7 +205,7 @@ pub(crate) fn check_options_in(
         fetch: args.fetch,
         public_url,
         pages: args.pages,
-        harvest: interactive(layers.harvest()?),
+        harvest: interactive(layers.harvest_of(named)?),
     })
 }
 
@@ -398,6 +398,13 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             "{}: valid; {} repositories:",
             args.config.display(),
             config.repositories.len()
+        );
+        let fleet = &config.fleet;
+        println!(
+            "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
+            fleet.max_concurrent_refreshes,
+            fleet.per_host_concurrency,
+            crate::pipeline::human_duration(fleet.start_spread)
         );
         for r in &config.repositories {
             println!(
@@ -615,6 +622,7 @@ mod tests {
     use std::collections::BTreeMap;
     use std::ffi::OsString;
     use std::path::{Path, PathBuf};
+    use std::time::Duration;
 
     use clap::Parser as _;
 
@@ -972,5 +980,42 @@ from = "2020-01-01"
         )
         .unwrap();
         assert_eq!(o.job.public_url.as_str(), "https://flag.example/");
+    }
+
+    /// Issue 22: a repository's `[repository.harvest]` is its harvest settings for `serve`,
+    /// `export --repository` and `check NAME` alike (one path: `Layers::harvest_of`); the
+    /// environment and the flags still override it.
+    #[test]
+    fn every_command_takes_a_repositorys_harvest_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("bridge.toml");
+        let table = "[repository.harvest]\nuser_agent = \"repo-agent\"\nmax_attempts = 3\n\
+                     politeness_delay_ms = 700\nheaders = { Authorization = \"Bearer t\" }\n";
+        std::fs::write(&config, format!("{FILE}{table}")).unwrap();
+        let c = serve(&config, &[], &[]).unwrap();
+        let h = &c.repositories[0].harvest;
+        assert_eq!((h.user_agent.as_str(), h.max_attempts), ("repo-agent", 3));
+        assert_eq!(c.harvest.user_agent, "file-agent");
+        let e = export(&config, &[], &["--repository", "a"]).unwrap();
+        assert_eq!(e.harvest.politeness_delay, Duration::from_millis(700));
+        assert_eq!(e.harvest.user_agent, "repo-agent");
+        assert!(!e.harvest.headers.is_empty());
+        let o = check(&config, &[], &[]).unwrap();
+        assert_eq!(o.harvest.politeness_delay, Duration::from_millis(700));
+        assert!(!o.harvest.headers.is_empty());
+        // The environment over the repository's table; a flag over both.
+        let c = serve(&config, &[(USER_AGENT, "env-agent")], &[]).unwrap();
+        assert_eq!(c.repositories[0].harvest.user_agent, "env-agent");
+        let e = export(
+            &config,
+            &[(USER_AGENT, "env-agent")],
+            &["--max-attempts", "5"],
+        )
+        .unwrap();
+        assert_eq!(
+            (e.harvest.user_agent.as_str(), e.harvest.max_attempts),
+            ("env-agent", 5)
+        );
+        assert_eq!(e.harvest.politeness_delay, Duration::from_millis(700));
     }
 }

@@ -29,6 +29,12 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 pub(crate) const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
 pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
+/// Default `[harvest] max_concurrent_refreshes`: refreshes running at once across the gateway.
+pub(crate) const DEFAULT_MAX_CONCURRENT_REFRESHES: usize = 4;
+/// Default `[harvest] per_host_concurrency`: refreshes running at once against one upstream host.
+pub(crate) const DEFAULT_PER_HOST_CONCURRENCY: usize = 1;
+/// Default `[harvest] start_spread_secs`: the window the first refreshes are spread over.
+pub(crate) const DEFAULT_START_SPREAD: Duration = Duration::from_secs(30);
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
 /// so a short interval means back-to-back harvests, not overlapping ones).
 pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
@@ -49,6 +55,9 @@ pub struct ConfigError {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
+    /// Files of `[[repository]]` tables, read after this file's own.
+    #[serde(default)]
+    include: Vec<String>,
     #[serde(default)]
     server: RawServer,
     #[serde(default)]
@@ -87,6 +96,19 @@ struct RawHarvest {
     max_empty_pages: Option<u32>,
     min_transfer_bytes_per_sec: Option<u64>,
     min_transfer_window_secs: Option<u64>,
+    headers: Option<std::collections::BTreeMap<String, String>>,
+    // The gateway's own: `[harvest]` only, not `[repository.harvest]`.
+    max_concurrent_refreshes: Option<usize>,
+    per_host_concurrency: Option<usize>,
+    start_spread_secs: Option<u64>,
+}
+
+/// An included file: `[[repository]]` tables only.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIncluded {
+    #[serde(default)]
+    repository: Vec<RawRepository>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -113,6 +135,7 @@ struct RawRepository {
     #[serde(default)]
     diwoo: std::collections::BTreeMap<String, i64>,
     ocx: Option<RawOcx>,
+    harvest: Option<RawHarvest>,
     refresh_interval_secs: Option<u64>,
     full_harvest_interval_secs: Option<u64>,
     shrink_guard: Option<f64>,
@@ -176,10 +199,37 @@ fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
 pub struct Config {
     /// `[server]`.
     pub server: ServerConfig,
-    /// `[harvest]`: how upstreams are treated.
+    /// `[harvest]`: how upstreams are treated (each repository's own, with its
+    /// `[repository.harvest]` over it, is [`RepositoryConfig::harvest`]).
     pub harvest: HarvestSettings,
-    /// `[[repository]]`, in file order.
+    /// The gateway's limits on refreshes (from `[harvest]`).
+    pub fleet: FleetSettings,
+    /// `[[repository]]`, in file order, then those of the `include`d files.
     pub repositories: Vec<RepositoryConfig>,
+}
+
+/// How the gateway schedules the refreshes of many repositories (`[harvest]` keys that only
+/// the gateway reads, and only gateway-wide).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FleetSettings {
+    /// Refreshes running at once, across all repositories (`max_concurrent_refreshes`).
+    pub max_concurrent_refreshes: usize,
+    /// Refreshes running at once against one upstream host, its host and port
+    /// (`per_host_concurrency`). Static Repository files have no host.
+    pub per_host_concurrency: usize,
+    /// The first refreshes after the start, and those of repositories a reload adds, are
+    /// spread evenly over this window (`start_spread_secs`).
+    pub start_spread: Duration,
+}
+
+impl Default for FleetSettings {
+    fn default() -> Self {
+        Self {
+            max_concurrent_refreshes: DEFAULT_MAX_CONCURRENT_REFRESHES,
+            per_host_concurrency: DEFAULT_PER_HOST_CONCURRENCY,
+            start_spread: DEFAULT_START_SPREAD,
+        }
+    }
 }
 
 /// `[server]`.
@@ -272,6 +322,10 @@ pub struct RepositoryConfig {
     pub profiles: ProfileSettings,
     /// Time between refreshes (`serve`).
     pub refresh_interval: Duration,
+    /// How its upstream is treated: `[harvest]` with its `[repository.harvest]` table over it.
+    pub harvest: HarvestSettings,
+    /// The file that configures it (the main file, or an `include`d one).
+    pub file: String,
     /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
     pub policy: crate::incremental::Policy,
 }
@@ -316,18 +370,152 @@ impl Config {
             err(&key, message)
         })?;
         let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
-        let harvest = parse_harvest(raw.harvest).map_err(|(k, m)| err(k, m))?;
+        let fleet =
+            parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
+        let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
+            .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let mut repositories: Vec<RepositoryConfig> = Vec::new();
-        for (i, r) in raw.repository.into_iter().enumerate() {
-            let repo =
-                parse_repository(i, r, &repositories, base_dir).map_err(|(k, m)| err(&k, m))?;
+        let from = Origin {
+            file,
+            base_dir,
+            harvest: &harvest,
+        };
+        for r in raw.repository {
+            let repo = parse_repository(r, &repositories, &from).map_err(|(k, m)| err(&k, m))?;
             repositories.push(repo);
+        }
+        for pattern in &raw.include {
+            let files = include::expand(base_dir, pattern).map_err(|m| err("include", m))?;
+            for path in files {
+                let included = path.display().to_string();
+                let from = Origin {
+                    file: &included,
+                    base_dir: path.parent().unwrap_or(base_dir),
+                    harvest: &harvest,
+                };
+                for r in include::read(&path)? {
+                    let repo = parse_repository(r, &repositories, &from).map_err(|(k, m)| {
+                        ConfigError {
+                            file: included.clone(),
+                            key: k,
+                            message: m,
+                        }
+                    })?;
+                    repositories.push(repo);
+                }
+            }
         }
         Ok(Config {
             server,
             harvest,
+            fleet,
             repositories,
         })
+    }
+}
+
+/// Where the `[[repository]]` tables being read come from: the file, its folder (which their
+/// relative paths are taken from), and the `[harvest]` their own tables go over.
+struct Origin<'a> {
+    file: &'a str,
+    base_dir: &'a Path,
+    harvest: &'a HarvestSettings,
+}
+
+/// `include`: files of `[[repository]]` tables (one file per repository, for a consortium's
+/// hundreds), named by a pattern relative to the main file's folder.
+mod include {
+    use super::{ConfigError, RawIncluded, RawRepository, line_of};
+    use std::path::{Path, PathBuf};
+
+    /// The files `pattern` names, from `base_dir`, in name order: a path, or one whose last
+    /// part has `*` (any run of characters) or `?` (one character) in it, as
+    /// `repositories.d/*.toml`. A pattern without them names a file that must exist; one with
+    /// them may name none.
+    ///
+    /// Written here rather than taken from a glob crate: one wildcard part is all a folder of
+    /// configuration files needs, and the rules stay the few a reader can check.
+    pub(super) fn expand(base_dir: &Path, pattern: &str) -> Result<Vec<PathBuf>, String> {
+        let path = base_dir.join(pattern);
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let dir = path.parent().unwrap_or(base_dir);
+        if dir.to_str().is_some_and(|d| d.contains(['*', '?'])) {
+            return Err(format!(
+                "{pattern:?}: only the file name may hold * or ?, not the folders"
+            ));
+        }
+        if !name.contains(['*', '?']) {
+            return Ok(vec![path]);
+        }
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| format!("{pattern:?}: cannot read {}: {e}", dir.display()))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .filter(|e| {
+                let file_name = e.file_name();
+                let file_name = file_name.to_string_lossy();
+                // Hidden files (an editor's swap file) are never read.
+                !file_name.starts_with('.') && matches(name.as_bytes(), file_name.as_bytes())
+            })
+            .filter(|e| e.file_type().is_ok_and(|t| !t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        Ok(files)
+    }
+
+    /// Whether `name` matches `pattern`: `*` any run of bytes, `?` one, the rest itself.
+    pub(super) fn matches(pattern: &[u8], name: &[u8]) -> bool {
+        match (pattern.split_first(), name.split_first()) {
+            (None, None) => true,
+            (Some((b'*', rest)), _) => {
+                matches(rest, name) || (!name.is_empty() && matches(pattern, &name[1..]))
+            }
+            (Some((b'?', rest)), Some((_, tail))) => matches(rest, tail),
+            (Some((p, rest)), Some((n, tail))) if p == n => matches(rest, tail),
+            _ => false,
+        }
+    }
+
+    /// The `[[repository]]` tables of the included file `path`; anything else in it is an
+    /// error naming the file and the key.
+    pub(super) fn read(path: &Path) -> Result<Vec<RawRepository>, ConfigError> {
+        let file = path.display().to_string();
+        let err = |key: String, message: String| ConfigError {
+            file: file.clone(),
+            key,
+            message,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| err("(file)".to_owned(), format!("cannot read: {e}")))?;
+        let table: toml::Table = toml::from_str(&text).map_err(|e| {
+            let key = e.span().map_or_else(
+                || "(syntax)".to_owned(),
+                |s| format!("line {}", line_of(&text, s.start)),
+            );
+            err(key, e.message().to_owned())
+        })?;
+        if let Some(key) = table.keys().find(|k| *k != "repository") {
+            let key = if table[key].is_table() {
+                format!("[{key}]")
+            } else {
+                key.clone()
+            };
+            return Err(err(
+                key,
+                "an included file holds [[repository]] tables only; [server], [harvest] and \
+                 include belong in the main file"
+                    .to_owned(),
+            ));
+        }
+        let raw: RawIncluded = toml::from_str(&text).map_err(|e| {
+            let key = e.span().map_or_else(
+                || "(syntax)".to_owned(),
+                |s| format!("line {}", line_of(&text, s.start)),
+            );
+            err(key, e.message().to_owned())
+        })?;
+        Ok(raw.repository)
     }
 }
 
@@ -399,10 +587,23 @@ pub(crate) fn parse_admin_listen(value: &str) -> Result<Option<SocketAddr>, Stri
     })
 }
 
-/// `[harvest]`, its defaults filled in; `Err` names the key and what is wrong with it.
-fn parse_harvest(h: RawHarvest) -> Result<HarvestSettings, (&'static str, String)> {
-    let d = HarvestSettings::default();
+/// `[harvest]` (or a `[repository.harvest]`) over `d`, the settings below it (the defaults,
+/// or `[harvest]`); `Err` names the key and what is wrong with it.
+fn parse_harvest(
+    h: RawHarvest,
+    d: &HarvestSettings,
+) -> Result<HarvestSettings, (&'static str, String)> {
+    let d = d.clone();
+    let headers = match &h.headers {
+        Some(table) => {
+            let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+            let over = crate::oai::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
+            d.headers.merged(&over)
+        }
+        None => d.headers.clone(),
+    };
     let harvest = HarvestSettings {
+        headers,
         user_agent: h.user_agent.unwrap_or(d.user_agent),
         request_timeout: h
             .request_timeout_secs
@@ -434,61 +635,104 @@ fn parse_harvest(h: RawHarvest) -> Result<HarvestSettings, (&'static str, String
             .map_or(d.min_transfer_window, Duration::from_secs),
     };
     if harvest.user_agent.trim().is_empty() {
-        return Err(("[harvest] user_agent", "must not be empty".to_owned()));
+        return Err(("user_agent", "must not be empty".to_owned()));
     }
     if harvest.max_attempts == 0 {
-        return Err(("[harvest] max_attempts", "must be at least 1".to_owned()));
+        return Err(("max_attempts", "must be at least 1".to_owned()));
     }
     if harvest.request_timeout.is_zero() {
-        return Err((
-            "[harvest] request_timeout_secs",
-            "must be at least 1".to_owned(),
-        ));
+        return Err(("request_timeout_secs", "must be at least 1".to_owned()));
     }
     if harvest.connect_timeout.is_zero() {
-        return Err((
-            "[harvest] connect_timeout_secs",
-            "must be at least 1".to_owned(),
-        ));
+        return Err(("connect_timeout_secs", "must be at least 1".to_owned()));
     }
     if harvest.max_body_bytes < 1024 {
-        return Err((
-            "[harvest] max_body_bytes",
-            "must be at least 1024".to_owned(),
-        ));
+        return Err(("max_body_bytes", "must be at least 1024".to_owned()));
     }
     if harvest.min_transfer_window.is_zero() {
         return Err((
-            "[harvest] min_transfer_window_secs",
+            "min_transfer_window_secs",
             "must be at least 1 (min_transfer_bytes_per_sec = 0 turns the minimum off)".to_owned(),
         ));
     }
     if harvest.backoff_initial > harvest.backoff_max {
         return Err((
-            "[harvest] backoff_initial_ms",
+            "backoff_initial_ms",
             "must not exceed backoff_max_secs".to_owned(),
         ));
     }
     Ok(harvest)
 }
 
-/// The `i`-th `[[repository]]` (from 0), its name not taken `before` it; `Err` names the key.
+/// The gateway's limits on refreshes, from `[harvest]`; `Err` names the key.
+fn parse_fleet(h: &RawHarvest) -> Result<FleetSettings, (&'static str, String)> {
+    let fleet = FleetSettings {
+        max_concurrent_refreshes: h
+            .max_concurrent_refreshes
+            .unwrap_or(DEFAULT_MAX_CONCURRENT_REFRESHES),
+        per_host_concurrency: h
+            .per_host_concurrency
+            .unwrap_or(DEFAULT_PER_HOST_CONCURRENCY),
+        start_spread: h
+            .start_spread_secs
+            .map_or(DEFAULT_START_SPREAD, Duration::from_secs),
+    };
+    if fleet.max_concurrent_refreshes == 0 {
+        return Err(("max_concurrent_refreshes", "must be at least 1".to_owned()));
+    }
+    if fleet.per_host_concurrency == 0 {
+        return Err(("per_host_concurrency", "must be at least 1".to_owned()));
+    }
+    Ok(fleet)
+}
+
+/// A `[repository.harvest]` table over `[harvest]`: every key of `[harvest]` but the
+/// gateway-wide ones; `Err` names the key.
+fn parse_repository_harvest(
+    raw: Option<RawHarvest>,
+    harvest: &HarvestSettings,
+) -> Result<HarvestSettings, (&'static str, String)> {
+    let Some(raw) = raw else {
+        return Ok(harvest.clone());
+    };
+    for (key, given) in [
+        (
+            "max_concurrent_refreshes",
+            raw.max_concurrent_refreshes.is_some(),
+        ),
+        ("per_host_concurrency", raw.per_host_concurrency.is_some()),
+        ("start_spread_secs", raw.start_spread_secs.is_some()),
+    ] {
+        if given {
+            return Err((
+                key,
+                "is gateway-wide: set it in [harvest], not in a repository's table".to_owned(),
+            ));
+        }
+    }
+    parse_harvest(raw, harvest)
+}
+
+/// A `[[repository]]` read from `from`, its name not taken `before` it; `Err` names the key.
 fn parse_repository(
-    i: usize,
     mut r: RawRepository,
     before: &[RepositoryConfig],
-    base_dir: &Path,
+    from: &Origin<'_>,
 ) -> Result<RepositoryConfig, (String, String)> {
+    let base_dir = from.base_dir;
     let label = match &r.name {
         Some(name) => format!("[[repository]] {name:?}"),
-        None => format!("[[repository]] #{}", i + 1),
+        None => format!(
+            "[[repository]] #{}",
+            before.iter().filter(|b| b.file == from.file).count() + 1
+        ),
     };
     let key = |k: &str| format!("{label} {k}");
     let name = r
         .name
         .clone()
         .ok_or_else(|| (key("name"), "is required".to_owned()))?;
-    check_name(&name, before).map_err(|m| (key("name"), m))?;
+    check_name(&name, before, from.file).map_err(|m| (key("name"), m))?;
     let base_url = r
         .base_url
         .as_deref()
@@ -532,6 +776,9 @@ fn parse_repository(
         refresh_interval: r
             .refresh_interval_secs
             .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
+        harvest: parse_repository_harvest(r.harvest.take(), from.harvest)
+            .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?,
+        file: from.file.to_owned(),
         policy: crate::incremental::Policy {
             full_interval: r.full_harvest_interval_secs.map_or(
                 crate::incremental::Policy::default().full_interval,
@@ -554,8 +801,9 @@ fn parse_repository(
     Ok(repo)
 }
 
-/// A repository's `name`: letters, digits, '-' and '_', used by no repository `before` it.
-fn check_name(name: &str, before: &[RepositoryConfig]) -> Result<(), String> {
+/// A repository's `name` (read in `file`): letters, digits, '-' and '_', used by no repository
+/// `before` it.
+fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(), String> {
     if name.is_empty()
         || !name
             .bytes()
@@ -563,8 +811,14 @@ fn check_name(name: &str, before: &[RepositoryConfig]) -> Result<(), String> {
     {
         return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
     }
-    if before.iter().any(|other| other.name == name) {
-        return Err(format!("{name:?} is used by two repositories"));
+    if let Some(other) = before.iter().find(|other| other.name == name) {
+        if other.file == file {
+            return Err(format!("{name:?} is used by two repositories"));
+        }
+        return Err(format!(
+            "{name:?} is used by two repositories: also in {}",
+            other.file
+        ));
     }
     Ok(())
 }
@@ -1005,9 +1259,195 @@ mod tests {
         );
     }
 
+    /// Issue 22: the gateway's refresh limits are read from `[harvest]`, with their defaults;
+    /// 0 is an error naming the key.
+    #[test]
+    fn the_fleet_limits_are_read_and_checked() {
+        let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
+        assert_eq!(c.fleet, FleetSettings::default());
+        assert_eq!(
+            (
+                c.fleet.max_concurrent_refreshes,
+                c.fleet.per_host_concurrency
+            ),
+            (4, 1)
+        );
+        assert_eq!(c.fleet.start_spread, Duration::from_secs(30));
+        let c = Config::parse(
+            "[harvest]\nmax_concurrent_refreshes = 8\nper_host_concurrency = 2\nstart_spread_secs = 0\n",
+            "bridge.toml",
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(
+            c.fleet,
+            FleetSettings {
+                max_concurrent_refreshes: 8,
+                per_host_concurrency: 2,
+                start_spread: Duration::ZERO
+            }
+        );
+        rejects(
+            "[harvest]\nmax_concurrent_refreshes = 0\n",
+            "[harvest] max_concurrent_refreshes",
+            "at least 1",
+        );
+        rejects(
+            "[harvest]\nper_host_concurrency = 0\n",
+            "[harvest] per_host_concurrency",
+            "at least 1",
+        );
+    }
+
+    /// Issue 22: a `[repository.harvest]` table overrides `[harvest]` for its repository only;
+    /// its headers are added to `[harvest]`'s; the gateway-wide keys and bad values are errors
+    /// naming `[[repository]] "name" harvest.key`.
+    #[test]
+    fn a_repository_harvest_table_overrides_harvest() {
+        let text = "[harvest]\nuser_agent = \"ua (mailto:a@b)\"\npoliteness_delay_ms = 100\n\
+                    headers = { X-Consortium = \"c\" }\n\
+                    [[repository]]\nname = \"a\"\nbase_url = \"https://h/oai\"\n\
+                    [repository.harvest]\npoliteness_delay_ms = 3000\nmax_attempts = 2\n\
+                    headers = { Authorization = \"Bearer s3cret\" }\n\
+                    [[repository]]\nname = \"b\"\nbase_url = \"https://h/oai2\"\n";
+        let c = Config::parse(text, "bridge.toml", Path::new(".")).unwrap();
+        let (a, b) = (&c.repositories[0].harvest, &c.repositories[1].harvest);
+        assert_eq!(a.politeness_delay, Duration::from_millis(3000));
+        assert_eq!(a.max_attempts, 2);
+        assert_eq!(a.user_agent, "ua (mailto:a@b)");
+        assert_eq!(b, &c.harvest);
+        assert_eq!(b.politeness_delay, Duration::from_millis(100));
+        let names: Vec<_> = a.headers.to_map().keys().map(|k| k.to_string()).collect();
+        assert_eq!(names, ["x-consortium", "authorization"]);
+        // The token is never shown.
+        let shown = format!("{:?}", c.repositories[0]);
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("authorization"), "{shown}");
+        let repo = "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n[repository.harvest]\n";
+        for key in [
+            "max_concurrent_refreshes",
+            "per_host_concurrency",
+            "start_spread_secs",
+        ] {
+            rejects(
+                &format!("{repo}{key} = 2\n"),
+                &format!("[[repository]] \"a\" harvest.{key}"),
+                "gateway-wide",
+            );
+        }
+        rejects(
+            &format!("{repo}max_attempts = 0\n"),
+            "[[repository]] \"a\" harvest.max_attempts",
+            "at least 1",
+        );
+        rejects(
+            &format!("{repo}headers = {{ \"Bad Name\" = \"x\" }}\n"),
+            "[[repository]] \"a\" harvest.headers",
+            "not a header name",
+        );
+        rejects(
+            &format!("{repo}headers = {{ User-Agent = \"x\" }}\n"),
+            "harvest.headers",
+            "use user_agent",
+        );
+        let e = Config::parse(
+            &format!("{repo}headers = {{ Authorization = \"Bearer s3cret\\n\" }}\n"),
+            "bridge.toml",
+            Path::new("."),
+        )
+        .unwrap_err();
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        rejects(
+            &format!("{repo}max_atempts = 2\n"),
+            "line 5",
+            "unknown field",
+        );
+    }
+
+    /// Issue 22: `include` reads `[[repository]]` tables from other files, in name order after
+    /// the main file's; their relative paths are their own folder's; anything else in them, or
+    /// a name used twice, is an error naming the file(s).
+    #[test]
+    fn included_files_add_repositories() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().join("repositories.d");
+        std::fs::create_dir(&d).unwrap();
+        let repo =
+            |name: &str| format!("[[repository]]\nname = \"{name}\"\nbase_url = \"{name}.xml\"\n");
+        std::fs::write(d.join("b.toml"), repo("b")).unwrap();
+        std::fs::write(
+            d.join("a.toml"),
+            format!("{}[repository.harvest]\nmax_attempts = 2\n", repo("a")),
+        )
+        .unwrap();
+        std::fs::write(d.join("notes.txt"), "not read").unwrap();
+        std::fs::write(d.join(".a.toml.swp"), "not read").unwrap();
+        let main = format!("include = [\"repositories.d/*.toml\"]\n{}", repo("main"));
+        let c = Config::parse(&main, "bridge.toml", dir.path()).unwrap();
+        let names: Vec<_> = c.repositories.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["main", "a", "b"]);
+        assert_eq!(c.repositories[1].source, Source::File(d.join("a.xml")));
+        assert_eq!(
+            c.repositories[0].source,
+            Source::File(dir.path().join("main.xml"))
+        );
+        assert_eq!(c.repositories[1].harvest.max_attempts, 2);
+        assert_eq!(
+            c.repositories[1].file,
+            d.join("a.toml").display().to_string()
+        );
+        // A pattern that matches nothing adds nothing; a named file must exist.
+        let none = "include = [\"repositories.d/*.conf\"]\n";
+        assert!(
+            Config::parse(none, "f", dir.path())
+                .unwrap()
+                .repositories
+                .is_empty()
+        );
+        let e = Config::parse("include = [\"missing.toml\"]\n", "f", dir.path()).unwrap_err();
+        assert!(
+            e.file.ends_with("missing.toml") && e.message.contains("cannot read"),
+            "{e}"
+        );
+        let e = Config::parse("include = [\"*/a.toml\"]\n", "f", dir.path()).unwrap_err();
+        assert_eq!((e.file.as_str(), e.key.as_str()), ("f", "include"));
+        // The same name in the main file and an included one: both files named.
+        let e = Config::parse(
+            &format!("include = [\"repositories.d/*.toml\"]\n{}", repo("b")),
+            "bridge.toml",
+            dir.path(),
+        )
+        .unwrap_err();
+        assert!(e.file.ends_with("b.toml"), "{e}");
+        assert!(e.message.contains("also in bridge.toml"), "{e}");
+        // An included file with anything but [[repository]] tables.
+        std::fs::write(d.join("c.toml"), "[harvest]\nmax_attempts = 2\n").unwrap();
+        let e = Config::parse(&main, "bridge.toml", dir.path()).unwrap_err();
+        assert!(e.file.ends_with("c.toml"), "{e}");
+        assert_eq!(e.key, "[harvest]");
+        assert!(e.message.contains("[[repository]] tables only"), "{e}");
+        std::fs::write(d.join("c.toml"), "[[repository]]\nname = \"c\"\nbase = 1\n").unwrap();
+        let e = Config::parse(&main, "bridge.toml", dir.path()).unwrap_err();
+        assert!(e.file.ends_with("c.toml") && e.key == "line 3", "{e}");
+    }
+
+    #[test]
+    fn a_pattern_matches_file_names() {
+        let m = |p: &str, n: &str| include::matches(p.as_bytes(), n.as_bytes());
+        assert!(m("*.toml", "a.toml"));
+        assert!(m("*.toml", ".toml"));
+        assert!(!m("*.toml", "a.toml.bak"));
+        assert!(m("j-?.toml", "j-1.toml"));
+        assert!(!m("j-?.toml", "j-12.toml"));
+        assert!(m("*-*.toml", "a-b-c.toml"));
+        assert!(m("a.toml", "a.toml"));
+        assert!(!m("a.toml", "b.toml"));
+    }
+
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 47] = [
+    const KEYS: [&str; 52] = [
+        "include",
         "listen",
         "admin_listen",
         "public_url",
@@ -1030,6 +1470,10 @@ mod tests {
         "max_empty_pages",
         "min_transfer_bytes_per_sec",
         "min_transfer_window_secs",
+        "headers",
+        "max_concurrent_refreshes",
+        "per_host_concurrency",
+        "start_spread_secs",
         "name",
         "base_url",
         "sets",
@@ -1072,6 +1516,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(shipped.harvest, defaults.harvest);
+        assert_eq!(shipped.fleet, defaults.fleet);
         let (s, d) = (&shipped.server, &defaults.server);
         assert_eq!(
             (
@@ -1100,6 +1545,7 @@ mod tests {
         let (r, d) = (&shipped.repositories[..], &defaults.repositories[0]);
         assert_eq!(r.len(), 1);
         let r = &r[0];
+        assert_eq!(r.harvest, d.harvest);
         assert_eq!(
             (&r.name, &r.source, &r.sets, &r.scope, r.from, r.until),
             (&d.name, &d.source, &d.sets, &d.scope, d.from, d.until)

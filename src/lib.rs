@@ -59,6 +59,7 @@ pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::MARKER;
 pub use server::reload::{ReloadError, Reloaded};
+pub use server::slots::SlotCounts;
 pub use server::{Gateway, Listeners, Repo, serve};
 pub use store::{FILE as STORE_FILE, Store};
 
@@ -66,7 +67,7 @@ pub use store::{FILE as STORE_FILE, Store};
 pub use oai::harvest::{HarvestReport, HarvestRequest, MAX_RESTARTS, Source, harvest};
 pub use oai::parse::{DcElement, Fields, ParseError, Record};
 pub use oai::read::{parse_list_records, parse_list_records_with};
-pub use oai::{Client, HarvestError, HarvestErrorKind, HarvestSettings};
+pub use oai::{Client, HarvestError, HarvestErrorKind, HarvestSettings, RequestHeaders};
 
 // The steps the property tests and benchmarks drive one by one.
 pub use classify::{Class, Drop, class};

@@ -485,8 +485,8 @@ impl RepositorySettings {
         }
     }
 
-    /// `repo` with these settings in place of its own.
-    fn configure(self, repo: &RepositoryConfig) -> RepositoryConfig {
+    /// `repo` with these settings in place of its own, and `harvest` for its upstream.
+    fn configure(self, repo: &RepositoryConfig, harvest: HarvestSettings) -> RepositoryConfig {
         let RepositorySettings {
             source,
             public_url,
@@ -513,6 +513,8 @@ impl RepositorySettings {
             gzip,
             profiles,
             refresh_interval: repo.refresh_interval,
+            harvest,
+            file: repo.file.clone(),
             policy,
         }
     }
@@ -549,11 +551,16 @@ impl Layers {
             .file
             .repositories
             .iter()
-            .map(|r| Ok(self.repository(Some(r))?.configure(r)))
+            .map(|r| {
+                Ok(self
+                    .repository(Some(r))?
+                    .configure(r, self.harvest_of(Some(r))?))
+            })
             .collect::<Result<_, ConfigError>>()?;
         Ok(Config {
             server,
             harvest,
+            fleet: self.file.fleet.clone(),
             repositories,
         })
     }
@@ -586,8 +593,19 @@ impl Layers {
 
     /// `[harvest]`.
     pub(crate) fn harvest(&self) -> Result<HarvestSettings, ConfigError> {
+        self.harvest_of(None)
+    }
+
+    /// How `chosen`'s upstream is treated: `[harvest]`, its `[repository.harvest]` over it
+    /// (already in [`RepositoryConfig::harvest`]), then the environment and the flags; only
+    /// `[harvest]` and those when the command takes no repository. The one path every command
+    /// takes to a repository's harvest settings.
+    pub(crate) fn harvest_of(
+        &self,
+        chosen: Option<&RepositoryConfig>,
+    ) -> Result<HarvestSettings, ConfigError> {
         let over = &self.over.harvest;
-        let mut harvest = self.file.harvest.clone();
+        let mut harvest = chosen.map_or(&self.file.harvest, |r| &r.harvest).clone();
         if let Some(v) = &over.max_attempts {
             harvest.max_attempts = v.parse(|&n| at_least_one(n))?;
         }

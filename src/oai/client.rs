@@ -14,6 +14,7 @@ use reqwest::header::{
 };
 
 use super::parse::ParseError;
+use super::politeness::Politeness;
 use super::retry::{Failure, Retries, RetryPolicy, Wait};
 use super::{HarvestErrorKind, HarvestSettings, OaiRequest};
 
@@ -85,6 +86,9 @@ pub struct Client {
     /// refused with 414 URI Too Long (OAI-06). `usize::MAX` until one is; shorter requests stay
     /// GETs, which proxies log and cache.
     post_from: AtomicUsize,
+    /// Spaces requests to one host by the politeness delay: this client's own, or the one the
+    /// gateway's refreshes share ([`Client::with_politeness`]).
+    politeness: std::sync::Arc<Politeness>,
     /// What this client has done so far.
     pub stats: ClientStats,
 }
@@ -122,6 +126,16 @@ impl Client {
     /// that says so; the client itself the rest: deflate, which reqwest takes zlib-wrapped only,
     /// and gzip without a `Content-Encoding`.
     pub fn new(settings: HarvestSettings) -> Result<Self, reqwest::Error> {
+        Self::with_politeness(settings, std::sync::Arc::default())
+    }
+
+    /// A client whose politeness delay is counted with `politeness`'s other clients: the
+    /// gateway's refreshes share one, so that requests to one host are spaced whichever
+    /// repository sends them.
+    pub(crate) fn with_politeness(
+        settings: HarvestSettings,
+        politeness: std::sync::Arc<Politeness>,
+    ) -> Result<Self, reqwest::Error> {
         let builder = || {
             reqwest::Client::builder()
                 .user_agent(settings.user_agent.clone())
@@ -142,6 +156,7 @@ impl Client {
             settings,
             spare: Spare::default(),
             post_from: AtomicUsize::new(usize::MAX),
+            politeness,
             stats: ClientStats::default(),
         })
     }
@@ -176,9 +191,9 @@ impl Client {
             self.stats.requests.fetch_add(1, Ordering::Relaxed);
             let post = url.len() >= self.post_from.load(Ordering::Relaxed);
             let send = if post {
-                self.attempt(request.base(), Some(request.form()))
+                self.attempt(request.base(), Some(request.form()), true)
             } else {
-                self.attempt(url, None)
+                self.attempt(url, None, true)
             };
             let outcome = match self.within_deadline(deadline, send).await? {
                 Ok((StatusCode::URI_TOO_LONG, body)) if !post => {
@@ -236,7 +251,7 @@ impl Client {
     /// Sends requests as long as `url` (answered 414 URI Too Long with `body`) as POSTs.
     async fn post_from_now_on(&self, url: &str, body: Vec<u8>) {
         // A proxy's or server's limit on the URL, which a long resumption token passes: not a
-        // failure, and no reason to wait but the politeness delay.
+        // failure, and no reason to wait but the politeness delay (the next attempt's turn).
         self.recycle(body);
         self.post_from.fetch_min(url.len(), Ordering::Relaxed);
         tracing::warn!(
@@ -244,7 +259,6 @@ impl Client {
             length = url.len(),
             "414 URI Too Long: sending the same arguments as POST (OAI-06)"
         );
-        tokio::time::sleep(self.settings.politeness_delay).await;
     }
 
     /// Waits as `retries` says (after the upstream's `wait`, if any); `Err` if no attempt is left.
@@ -291,22 +305,39 @@ impl Client {
     /// body, within the same timeouts and body cap; no retries.
     pub async fn get_once(&self, url: &str) -> Result<(u16, Vec<u8>), HarvestErrorKind> {
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
-        match self.attempt(url, None).await {
+        match self.attempt(url, None, false).await {
             Ok((status, body)) => Ok((status.as_u16(), body)),
             Err(Attempt::Retry { cause, .. } | Attempt::Fail(cause)) => Err(cause),
         }
     }
 
-    /// One request: a GET of `url`, or with a `form`, a POST of it to `url`. The status and the
-    /// whole decoded body when it is worth reading, or why not.
+    /// One request: a GET of `url`, or with a `form`, a POST of it to `url`, its turn taken
+    /// after the politeness delay of `url`'s host; an `oai` request (to the upstream) carries
+    /// the extra headers. The status and the whole decoded body when it is worth reading, or
+    /// why not.
     async fn attempt(
         &self,
         url: &str,
         form: Option<&str>,
+        oai: bool,
     ) -> Result<(StatusCode, Vec<u8>), Attempt> {
+        // Held until the body is read: the next request to the host counts from its end.
+        let _turn = self
+            .politeness
+            .turn(url, self.settings.politeness_delay)
+            .await;
+        let extra =
+            (oai && !self.settings.headers.is_empty()).then(|| self.settings.headers.to_map());
         let response = match form {
-            None => send(self.http.get(url)).await?,
-            Some(form) => self.post(url, form).await?,
+            None => {
+                let get = self.http.get(url);
+                send(match extra {
+                    Some(headers) => get.headers(headers),
+                    None => get,
+                })
+                .await?
+            }
+            Some(form) => self.post(url, form, extra).await?,
         };
         let status = response.status();
         self.stats.responded(status);
@@ -654,7 +685,12 @@ impl Client {
     /// A POST of `form` to `url`, following redirects as a GET is followed (the same host, at
     /// most [`MAX_REDIRECTS`]) but with the POST again: reqwest turns a POST redirected by 301,
     /// 302 or 303 into a GET without its arguments, which an OAI-PMH server answers `badVerb`.
-    async fn post(&self, url: &str, form: &str) -> Result<reqwest::Response, Attempt> {
+    async fn post(
+        &self,
+        url: &str,
+        form: &str,
+        extra: Option<HeaderMap>,
+    ) -> Result<reqwest::Response, Attempt> {
         let fail = |failure: Failure<'_>, message: String| {
             Attempt::failed(
                 failure,
@@ -669,10 +705,13 @@ impl Client {
             reqwest::Url::parse(url).map_err(|e| fail(Failure::BadUrl, format!("{url}: {e}")))?;
         let mut target = first.clone();
         for _ in 0..=MAX_REDIRECTS {
+            // Redirects are followed on the same host only, so the extra headers stay there.
+            let mut post = self.http_post.post(target.clone());
+            if let Some(extra) = &extra {
+                post = post.headers(extra.clone());
+            }
             let response = send(
-                self.http_post
-                    .post(target.clone())
-                    .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+                post.header(CONTENT_TYPE, "application/x-www-form-urlencoded")
                     .body(form.to_owned()),
             )
             .await?;

@@ -344,10 +344,8 @@ async fn harvest_list(
     loop {
         let call = cursor.request(lists, set);
         let url = call.url();
-        // Every ListRecords request follows another request (Identify at least): pause (OAI-52).
-        if !settings.politeness_delay.is_zero() {
-            tokio::time::sleep(settings.politeness_delay).await;
-        }
+        // Every ListRecords request follows another request (Identify at least): the client
+        // waits the politeness delay after it (OAI-52), counted per host.
         let fail = |kind| HarvestError {
             url: url.to_owned(),
             page: cursor.page_no,

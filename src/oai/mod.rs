@@ -4,6 +4,7 @@
 pub(crate) mod client;
 pub(crate) mod harvest;
 pub(crate) mod parse;
+pub(crate) mod politeness;
 pub(crate) mod read;
 pub(crate) mod retry;
 pub(crate) mod scan;
@@ -92,7 +93,9 @@ pub struct HarvestSettings {
     pub backoff_max: Duration,
     /// Longest wait a `Retry-After` header may impose; longer values are cut to this.
     pub retry_after_max: Duration,
-    /// Pause between consecutive requests to the same upstream.
+    /// Pause between consecutive requests to the same upstream host (its host and port), by
+    /// whichever repository: the gateway's refreshes share one pacer
+    /// ([`politeness::Politeness`]).
     pub politeness_delay: Duration,
     /// Limit for a whole harvest; `None` for no limit.
     pub deadline: Option<Duration>,
@@ -110,6 +113,84 @@ pub struct HarvestSettings {
     /// part of it: a repository may think for a long while before it answers (DSpace takes 20
     /// seconds and more before a large `ListRecords` page), which `request_timeout` bounds.
     pub min_transfer_window: Duration,
+    /// Extra headers sent with every OAI-PMH request (a token an upstream requires), never
+    /// logged or shown.
+    pub headers: RequestHeaders,
+}
+
+/// Extra request headers (`[harvest] headers`, `[repository.harvest] headers`): sent with every
+/// OAI-PMH request to the upstream, and only there (not with `check`'s requests for landing
+/// pages or robots.txt, which may go to other hosts). Their values are secrets: `Debug` prints
+/// the names only, and each value is marked sensitive (HTTP/2 never indexes it).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RequestHeaders(Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>);
+
+impl RequestHeaders {
+    /// Headers that the client sets itself or that would break the request.
+    const RESERVED: [&str; 7] = [
+        "host",
+        "user-agent",
+        "content-length",
+        "transfer-encoding",
+        "connection",
+        "accept-encoding",
+        "content-type",
+    ];
+
+    /// Checked headers from `name = value` pairs; an error names the header, never its value.
+    pub fn parse<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<RequestHeaders, String> {
+        use reqwest::header::{HeaderName, HeaderValue};
+        let mut headers = Vec::new();
+        for (name, value) in pairs {
+            let header = HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("{name:?} is not a header name"))?;
+            if Self::RESERVED.contains(&header.as_str()) {
+                return Err(format!(
+                    "{name:?} is set by the client itself{}",
+                    if header.as_str() == "user-agent" {
+                        ": use user_agent"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            let mut value = HeaderValue::from_str(value)
+                .map_err(|_| format!("the value of {name:?} is not a valid header value"))?;
+            value.set_sensitive(true);
+            headers.push((header, value));
+        }
+        Ok(RequestHeaders(headers))
+    }
+
+    /// These headers with `over`'s on top: a header both name is `over`'s.
+    pub(crate) fn merged(&self, over: &RequestHeaders) -> RequestHeaders {
+        let mut headers: Vec<_> = (self.0.iter())
+            .filter(|(name, _)| !over.0.iter().any(|(n, _)| n == name))
+            .cloned()
+            .collect();
+        headers.extend(over.0.iter().cloned());
+        RequestHeaders(headers)
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// As a header map, for a request.
+    pub(crate) fn to_map(&self) -> reqwest::header::HeaderMap {
+        self.0.iter().cloned().collect()
+    }
+}
+
+impl fmt::Debug for RequestHeaders {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(name, _)| (name.as_str(), "***")))
+            .finish()
+    }
 }
 
 /// Default `User-Agent`: the product and version, and where to read about it.
@@ -135,6 +216,7 @@ impl Default for HarvestSettings {
             max_empty_pages: 10,
             min_transfer_bytes_per_sec: DEFAULT_MIN_TRANSFER_BYTES_PER_SEC,
             min_transfer_window: DEFAULT_MIN_TRANSFER_WINDOW,
+            headers: RequestHeaders::default(),
         }
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod metrics;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
+pub(crate) mod slots;
 pub(crate) mod status;
 
 use std::collections::HashMap;
@@ -35,8 +36,11 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use url::Url;
 
-use crate::config::{AdminToken, Config, ConfigError, RepositoryConfig, ServerConfig};
-use crate::oai::{HarvestRequest, HarvestSettings};
+use crate::config::{
+    AdminToken, Config, ConfigError, FleetSettings, RepositoryConfig, ServerConfig,
+};
+use crate::oai::HarvestRequest;
+use crate::oai::politeness::{HostKey, Politeness};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::render::robots::Announced;
@@ -94,6 +98,10 @@ pub struct Gateway {
     reloading: tokio::sync::Mutex<()>,
     /// Why the last reload failed, for the status page; `None` after a good one.
     pub(crate) reload_error: Mutex<Option<String>>,
+    /// The refresh slots: how many refreshes run at once, in all and per upstream host.
+    pub(crate) slots: Arc<slots::Slots>,
+    /// The politeness delay per upstream host, shared by every refresh's client.
+    pub(crate) politeness: Arc<Politeness>,
 }
 
 /// What a reload may change, swapped as a whole.
@@ -101,8 +109,8 @@ pub struct Gateway {
 pub(crate) struct Live {
     /// The repositories, in configuration order.
     pub(crate) repos: Vec<Arc<Repo>>,
-    /// How upstreams are treated (`[harvest]`), from each refresh's start.
-    pub(crate) harvest: HarvestSettings,
+    /// The limits on refreshes and the spread of the first ones.
+    pub(crate) fleet: FleetSettings,
     /// The admin endpoints' token; `None`: no admin endpoints.
     pub(crate) admin_token: Option<AdminToken>,
 }
@@ -174,6 +182,15 @@ impl Setup {
         }
     }
 
+    /// The upstream host its refreshes count against (`per_host_concurrency`); `None` for a
+    /// Static Repository file.
+    pub(crate) fn host(&self) -> Option<HostKey> {
+        match &self.job.request.source {
+            crate::oai::Source::Oai(url) => HostKey::of(url),
+            crate::oai::Source::File(_) => None,
+        }
+    }
+
     /// Whether `other` makes different refreshes: other files, another schedule or policy.
     fn differs(&self, other: &Setup) -> bool {
         self.settings != other.settings
@@ -195,6 +212,9 @@ pub struct RepoStatus {
     pub failures: u32,
     /// A refresh is running.
     pub refreshing: bool,
+    /// A refresh is due and waits for a slot (`max_concurrent_refreshes`,
+    /// `per_host_concurrency`).
+    pub waiting_for_slot: bool,
     /// Refreshes ended so far, successful or not.
     pub completed: u64,
     /// When the next refresh is due.
@@ -486,9 +506,11 @@ impl Gateway {
         Ok(Self {
             live: RwLock::new(Arc::new(Live {
                 repos,
-                harvest: config.harvest.clone(),
+                fleet: config.fleet.clone(),
                 admin_token: config.server.admin_token.clone(),
             })),
+            slots: slots::Slots::new(&config.fleet),
+            politeness: Arc::default(),
             cache,
             metrics,
             prefix,
@@ -584,15 +606,37 @@ impl Gateway {
             .collect()
     }
 
-    /// Starts `repo`'s refresh schedule, unless the gateway is stopping.
-    fn start_schedule(self: &Arc<Self>, repo: Arc<Repo>) {
+    /// How many refreshes run, and wait for a slot.
+    pub fn refresh_slots(&self) -> slots::SlotCounts {
+        self.slots.counts()
+    }
+
+    /// Starts the schedules of `repos` (all those of the start, or those a reload added), the
+    /// first refresh of the `i`-th of `n` not before `i / n` of the spread window
+    /// (`start_spread_secs`): evenly over it, not all at once.
+    fn start_schedules(self: &Arc<Self>, repos: Vec<Arc<Repo>>) {
+        let spread = self.live().fleet.start_spread;
+        let n = repos.len().max(1) as u32;
+        for (i, repo) in (0u32..).zip(repos) {
+            self.start_schedule(repo, spread * i / n);
+        }
+    }
+
+    /// Starts `repo`'s refresh schedule, its first refresh not before `first_after` from now,
+    /// unless the gateway is stopping.
+    fn start_schedule(self: &Arc<Self>, repo: Arc<Repo>, first_after: Duration) {
         let mut schedules = self.schedules.lock().unwrap_or_else(|e| e.into_inner());
         if schedules.stopped {
             return;
         }
         let (stop, stopped) = watch::channel(false);
         let name = repo.name.clone();
-        let task = tokio::spawn(refresh::schedule(Arc::clone(self), repo, stopped));
+        let task = tokio::spawn(refresh::schedule(
+            Arc::clone(self),
+            repo,
+            stopped,
+            first_after,
+        ));
         if let Some(old) = schedules.running.insert(name, Schedule { stop, task }) {
             // Never so: a schedule is stopped before its repository is opened again.
             let _ = old.stop.send(true);
@@ -664,9 +708,7 @@ pub async fn serve(
     drain_timeout: Duration,
     shutdown: impl Future<Output = ()>,
 ) {
-    for repo in gateway.repos() {
-        gateway.start_schedule(repo);
-    }
+    gateway.start_schedules(gateway.repos());
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder

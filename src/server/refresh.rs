@@ -52,11 +52,14 @@ pub(crate) enum RefreshError {
 
 /// The schedule of `repo`: refresh when due, or at once when asked through `refresh_now`; stop
 /// when `stop` turns true (the gateway stops, or a reload removed the repository). The
-/// interval is the one of its settings as they stand when a refresh ends.
+/// interval is the one of its settings as they stand when a refresh ends. The first refresh
+/// is not before `first_after` (its place in `start_spread_secs`). Each refresh waits for its
+/// slot ([`super::slots`]) and holds it to its end.
 pub(crate) async fn schedule(
     gateway: Arc<Gateway>,
     repo: Arc<Repo>,
     mut stop: watch::Receiver<bool>,
+    first_after: Duration,
 ) {
     let setup = repo.setup();
     // A persisted generation that is still fresh, and was made under the settings of now, is
@@ -76,6 +79,7 @@ pub(crate) async fn schedule(
     };
     // A Retry-After remembered from before a restart is honoured too.
     due = crate::oai::retry::not_before(due, repo.status().retry_not_before);
+    due = due.max(SystemTime::now() + first_after);
     loop {
         repo.update(|s| s.next_refresh = Some(due));
         let wait = due.duration_since(SystemTime::now()).unwrap_or_default();
@@ -87,7 +91,17 @@ pub(crate) async fn schedule(
         if *stop.borrow() {
             return;
         }
+        repo.update(|s| s.waiting_for_slot = true);
+        let slot = tokio::select! {
+            slot = gateway.slots.acquire(repo.setup().host()) => Some(slot),
+            _ = stop.changed() => None,
+        };
+        repo.update(|s| s.waiting_for_slot = false);
+        let Some(slot) = slot else {
+            return;
+        };
         let outcome = refresh(&gateway, &repo, stop.clone()).await;
+        drop(slot);
         let status = repo.status();
         let interval = repo.setup().config.refresh_interval;
         due = match outcome {
@@ -418,7 +432,10 @@ fn build_on_own_runtime(
             return (Err(e), UpstreamStats::default());
         }
     };
-    let client = match Client::new(gateway.live().harvest.clone()) {
+    // The repository's own settings (`[repository.harvest]` over `[harvest]`), its politeness
+    // delay counted per host with every other refresh's.
+    let harvest = setup.config.harvest.clone();
+    let client = match Client::with_politeness(harvest, Arc::clone(&gateway.politeness)) {
         Ok(c) => c,
         Err(e) => return (Err(e.into()), UpstreamStats::default()),
     };

@@ -206,9 +206,11 @@ impl Gateway {
             .collect();
         let next = Live {
             repos: repos.into_iter().map(|(repo, _)| repo).collect(),
-            harvest: config.harvest,
+            fleet: config.fleet.clone(),
             admin_token: config.server.admin_token,
         };
+        // Refreshes waiting for a slot start at once if the limits went up.
+        self.slots.resize(&config.fleet);
         *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
         drop(running);
         // The set has changed: robots.txt follows at once.
@@ -228,11 +230,12 @@ impl Gateway {
             }
             super::refresh::forget_metrics(&self.metrics, repo);
         }
-        for repo in added {
+        for repo in &added {
             tracing::info!(repository = repo.name, "added by the configuration");
             reloaded.added.push(repo.name.clone());
-            self.start_schedule(repo);
         }
+        // Their first refreshes are spread, as those of the start are.
+        self.start_schedules(added);
         Ok(reloaded)
     }
 }

@@ -50,6 +50,13 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         url = escape(gateway.public_url.as_str()),
         robots = escape(&format!("{}robots.txt", gateway.public_url)),
     );
+    let slots = gateway.refresh_slots();
+    let _ = writeln!(
+        out,
+        "<p>Refreshes: {} running, {} waiting for a slot (at most {} at a time, {} per upstream \
+         host; most at once so far: {}).</p>",
+        slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
+    );
     if crate::scope::is_loopback(&gateway.public_url) {
         let _ = writeln!(
             out,
@@ -400,6 +407,8 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
     );
     if status.refreshing {
         out.push_str("<br><i>refreshing now</i>");
+    } else if status.waiting_for_slot {
+        out.push_str("<br><i>due, waiting for a slot</i>");
     }
     notices(out, status, now);
     if let Some(e) = &status.last_error {
@@ -412,6 +421,7 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
     }
     let next = match (status.refreshing, status.next_refresh) {
         (true, _) => "running".to_owned(),
+        (false, _) if status.waiting_for_slot => "waiting for a slot".to_owned(),
         (false, Some(t)) => ago(now, t),
         (false, None) => "not scheduled".to_owned(),
     };

@@ -48,6 +48,7 @@ pub(crate) fn fast() -> HarvestSettings {
         max_empty_pages: 10,
         min_transfer_bytes_per_sec: 1024,
         min_transfer_window: Duration::from_secs(30),
+        headers: Default::default(),
     }
 }
 

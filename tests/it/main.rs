@@ -5,6 +5,7 @@ mod check;
 mod cli;
 mod edges;
 mod faults;
+mod fleet;
 mod fuzz_regressions;
 mod golden;
 mod incremental;

@@ -43,7 +43,16 @@ impl Running {
         Self::launch(config, Some(path.to_owned())).await
     }
 
-    async fn launch(config: Config, file: Option<std::path::PathBuf>) -> Running {
+    /// The first refreshes start at once (`start_spread_secs = 0`) unless the test's
+    /// configuration spreads them.
+    async fn launch(mut config: Config, file: Option<std::path::PathBuf>) -> Running {
+        let spread = |text: &str| text.contains("start_spread_secs");
+        let spread_in_file = file
+            .as_ref()
+            .is_some_and(|f| spread(&std::fs::read_to_string(f).unwrap_or_default()));
+        if !spread_in_file && config.fleet.start_spread == Duration::from_secs(30) {
+            config.fleet.start_spread = Duration::ZERO;
+        }
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let url = format!("http://{addr}/");
@@ -56,7 +65,13 @@ impl Running {
             .unwrap_or_else(|| Url::parse(&url).unwrap());
         let mut gateway = Gateway::new(&config, public).unwrap();
         if let Some(file) = file {
-            gateway = gateway.reloading_from(move || Config::load(&file));
+            gateway = gateway.reloading_from(move || {
+                let mut config = Config::load(&file)?;
+                if !spread(&std::fs::read_to_string(&file).unwrap_or_default()) {
+                    config.fleet.start_spread = Duration::ZERO;
+                }
+                Ok(config)
+            });
         }
         let gateway = Arc::new(gateway);
         let (tx, rx) = oneshot::channel();
@@ -1783,6 +1798,12 @@ fn config_errors_and_check_config() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&out.stdout).contains("sample"));
+    assert!(
+        String::from_utf8_lossy(&out.stdout)
+            .contains("refreshes: at most 4 at a time, 1 per upstream host"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// `oai-bridge serve` with `args`, in the crate's folder, on free loopback ports; its public
@@ -2765,4 +2786,69 @@ fn the_metrics_reference_shows_the_alert_rules_ci_checks() {
         shown, rules,
         "docs/metrics.md's rules differ from docs/alerts.yml"
     );
+}
+
+/// Issue 22 point 4: with `max_concurrent_refreshes = 1`, a repository that is due while
+/// another refreshes waits for the slot, and the status page says so; a gateway stopped then
+/// stops the waiting schedule too.
+#[tokio::test]
+async fn a_refresh_waits_for_a_slot_and_the_status_page_says_so() {
+    let slow = TestServer::builder(numbered(3)).start();
+    slow.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    // The spread puts the slow one first: "b" is due half a second later.
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n\
+         max_concurrent_refreshes = 1\nstart_spread_secs = 1\n\
+         [[repository]]\nname = \"slow\"\nbase_url = \"{}\"\n\
+         [[repository]]\nname = \"b\"\nbase_url = \"{}\"\n",
+        slow.url(),
+        sample.display()
+    );
+    let g = Running::start(&text, state.path()).await;
+    let b = g.gateway.repo("b").unwrap();
+    wait_for(|| b.status().waiting_for_slot, "b waits for a slot").await;
+    let slots = g.gateway.refresh_slots();
+    assert_eq!((slots.running, slots.waiting, slots.max), (1, 1, 1));
+    assert!(g.gateway.repo("slow").unwrap().status().refreshing);
+    assert!(!b.status().refreshing && b.current().is_none());
+    let page = g.admin("/").await.text();
+    assert!(
+        page.contains("1 running, 1 waiting for a slot (at most 1 at a time, 1 per upstream host"),
+        "{page}"
+    );
+    assert!(page.contains("due, waiting for a slot"), "{page}");
+    g.stop().await;
+}
+
+/// Issue 22 point 4: the first refreshes are spread over `start_spread_secs`: the i-th of n
+/// repositories starts no sooner than i/n of it after the start.
+#[tokio::test]
+async fn the_first_refreshes_are_spread_over_the_window() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let repos: String = (0..3)
+        .map(|i| {
+            format!(
+                "[[repository]]\nname = \"r{i}\"\nbase_url = \"{}\"\n",
+                sample.display()
+            )
+        })
+        .collect();
+    let text =
+        format!("[server]\nstate_dir = \"{{state}}\"\n[harvest]\nstart_spread_secs = 3\n{repos}");
+    let started = SystemTime::now();
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    for (i, repo) in g.gateway.repos().iter().enumerate() {
+        let attempt = repo.status().last_attempt.unwrap();
+        let after = attempt.duration_since(started).unwrap();
+        assert!(
+            after >= Duration::from_secs(i as u64),
+            "{} started {after:?} after the gateway",
+            repo.name
+        );
+    }
+    g.stop().await;
 }
