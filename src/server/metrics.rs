@@ -618,6 +618,27 @@ impl Metrics {
                     .set(crate::datestamp::unix_secs(started));
             }
         }
+        // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
+        // growing means the limit is too low for the repositories' intervals.
+        let slots = gateway.refresh_slots();
+        for (name, help, value) in [
+            ("refreshes_running", "Refreshes running now", slots.running),
+            (
+                "refreshes_waiting",
+                "Refreshes due but waiting for a slot (max_concurrent_refreshes, \
+                 per_host_concurrency)",
+                slots.waiting,
+            ),
+            (
+                "refreshes_max_concurrent",
+                "max_concurrent_refreshes, as configured",
+                slots.max,
+            ),
+        ] {
+            let gauge = Gauge::<i64>::default();
+            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+            registry.register(name, help, gauge);
+        }
         let mut out = String::new();
         use prometheus_client::encoding::text::{encode_eof, encode_registry};
         encode_registry(&mut out, &gateway.metrics.registry)

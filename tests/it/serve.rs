@@ -2811,6 +2811,13 @@ async fn a_refresh_waits_for_a_slot_and_the_status_page_says_so() {
     wait_for(|| b.status().waiting_for_slot, "b waits for a slot").await;
     let slots = g.gateway.refresh_slots();
     assert_eq!((slots.running, slots.waiting, slots.max), (1, 1, 1));
+    for (series, value) in [
+        ("oai_bridge_refreshes_running", "1"),
+        ("oai_bridge_refreshes_waiting", "1"),
+        ("oai_bridge_refreshes_max_concurrent", "1"),
+    ] {
+        assert_eq!(g.metric(series).await.as_deref(), Some(value), "{series}");
+    }
     assert!(g.gateway.repo("slow").unwrap().status().refreshing);
     assert!(!b.status().refreshing && b.current().is_none());
     let page = g.admin("/").await.text();
