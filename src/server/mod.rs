@@ -191,11 +191,13 @@ impl Setup {
         }
     }
 
-    /// Whether `other` makes different refreshes: other files, another schedule or policy.
+    /// Whether `other` makes different refreshes: other files, another schedule or policy, or
+    /// another way of treating the upstream (`[repository.harvest]`).
     fn differs(&self, other: &Setup) -> bool {
         self.settings != other.settings
             || self.config.refresh_interval != other.config.refresh_interval
             || self.config.policy != other.config.policy
+            || self.config.harvest != other.config.harvest
     }
 }
 

@@ -2332,6 +2332,20 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
     );
     g.refresh(0).await;
     assert_eq!(g.get("/r/sitemap-1.xml.gz").await.status, StatusCode::OK);
+    // So does a change of how its upstream is treated alone.
+    write(&[
+        (
+            "r",
+            &kept,
+            "gzip = true
+[repository.harvest]
+max_attempts = 2
+",
+        ),
+        ("new", &new, ""),
+        ("old", &old, ""),
+    ]);
+    assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
 
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for r in readers {
