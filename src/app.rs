@@ -572,11 +572,16 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
         );
     }
     let mut failed = false;
-    for (dir, removed) in pruned {
-        match removed {
-            Ok(()) if args.dry_run => println!("would remove {}", dir.display()),
-            Ok(()) => println!("removed {}", dir.display()),
-            Err(e) => {
+    for (dir, pruned) in pruned {
+        use crate::server::prune::Pruned;
+        match pruned {
+            Pruned::WouldRemove => println!("would remove {}", dir.display()),
+            Pruned::Removed => println!("removed {}", dir.display()),
+            Pruned::StillServed => println!(
+                "kept {}: a running gateway still serves it; reload it (SIGHUP) first",
+                dir.display()
+            ),
+            Pruned::Failed(e) => {
                 eprintln!("error: cannot remove {}: {e}", dir.display());
                 failed = true;
             }

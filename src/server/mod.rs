@@ -87,6 +87,8 @@ pub struct Gateway {
     pub client_timeout: Duration,
     /// `[server] state_dir`, where robots.txt's modification time is kept ([`ROBOTS_MODIFIED`]).
     state_dir: PathBuf,
+    /// Its hold on `state_dir`, so that `oai-bridge prune` keeps what it serves.
+    _hold: prune::Hold,
     /// `[server]` as the process started with it: a reload that changes what only a restart can
     /// change says so ([`reload`]).
     server: ServerConfig,
@@ -487,6 +489,7 @@ impl Gateway {
             path: state_dir.clone(),
             source,
         })?;
+        let hold = prune::Hold::take(state_dir);
         let metrics = Metrics::default();
         let mut repos = Vec::new();
         for rc in &config.repositories {
@@ -505,6 +508,7 @@ impl Gateway {
             .build();
         let prefix = public_url.path().trim_end_matches('/').to_owned();
         let robots = robots_file(&repos, state_dir);
+        prune::record_serving(state_dir, repos.iter().map(|r| r.name.as_str()));
         Ok(Self {
             live: RwLock::new(Arc::new(Live {
                 repos,
@@ -527,6 +531,7 @@ impl Gateway {
             started: SystemTime::now(),
             client_timeout: config.server.client_timeout,
             state_dir: state_dir.clone(),
+            _hold: hold,
             server: config.server.clone(),
             loader: None,
             schedules: Mutex::new(Schedules::default()),

@@ -2,8 +2,72 @@
 //! restart) stops serving a removed repository but keeps its folder, so that putting it back
 //! serves its last generation at once and harvests incrementally; pruning is the operator's
 //! decision, taken after the reload that removed it.
+//!
+//! A gateway still serving a repository the file no longer names (the file was edited, the
+//! reload not yet done) must keep its state: each running gateway holds a shared lock on
+//! `{state_dir}/gateway.lock` and lists what it serves in `{state_dir}/serving` (written at its
+//! start and at each reload). Prune takes the lock exclusively while it works: when it cannot,
+//! a gateway runs, and the repositories it lists are kept. The lock goes with the process, so
+//! a gateway that died holds nothing back.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{FlockOperation, flock};
+
+/// The lock each running gateway holds, shared, for its lifetime.
+const LOCK: &str = "gateway.lock";
+/// The names of the repositories the running gateways serve, a line each.
+const SERVING: &str = "serving";
+
+/// A running gateway's hold on its state directory ([`LOCK`]); released when dropped.
+#[derive(Debug)]
+pub(crate) struct Hold {
+    /// The locked file: the lock lasts as long as it is open.
+    _file: Option<File>,
+}
+
+impl Hold {
+    /// Takes the shared lock of `state_dir` (waiting while a prune runs). Without it the gateway
+    /// still serves, and says that a prune could remove the state of what it serves.
+    pub(crate) fn take(state_dir: &Path) -> Self {
+        let held = open_lock(state_dir).and_then(|f| {
+            flock(&f, FlockOperation::LockShared)?;
+            Ok(f)
+        });
+        match held {
+            Ok(f) => Self { _file: Some(f) },
+            Err(e) => {
+                tracing::warn!(
+                    "cannot lock {}: {e}; `oai-bridge prune` will not know what this gateway \
+                     serves",
+                    state_dir.join(LOCK).display()
+                );
+                Self { _file: None }
+            }
+        }
+    }
+}
+
+fn open_lock(state_dir: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir.join(LOCK))
+}
+
+/// Lists `names` as what a gateway serves from `state_dir` ([`SERVING`]), replacing the list;
+/// a failure only warns (prune then keeps what the list named before).
+pub(crate) fn record_serving<'a>(state_dir: &Path, names: impl IntoIterator<Item = &'a str>) {
+    let text: String = names.into_iter().map(|n| format!("{n}\n")).collect();
+    let tmp = state_dir.join(format!("{SERVING}.tmp"));
+    let written =
+        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, state_dir.join(SERVING)));
+    if let Err(e) = written {
+        tracing::warn!("cannot write {}: {e}", state_dir.join(SERVING).display());
+    }
+}
 
 /// The folders of `state_dir` that hold a repository's state (a store or a generation pointer)
 /// and are named after no repository in `configured`, sorted.
@@ -23,23 +87,53 @@ pub(crate) fn unconfigured(state_dir: &Path, configured: &[&str]) -> std::io::Re
     Ok(found)
 }
 
+/// What became of a folder [`prune`] found.
+#[derive(Debug)]
+pub(crate) enum Pruned {
+    /// Removed.
+    Removed,
+    /// A dry run: it would be removed.
+    WouldRemove,
+    /// Kept: a running gateway still serves it (its reload is still to come).
+    StillServed,
+    /// Removing it failed.
+    Failed(std::io::Error),
+}
+
 /// Removes the state of the repositories in `state_dir` that `configured` does not name
-/// ([`unconfigured`]), or with `dry_run` only finds it; the folders, in order, and what
-/// removing each gave.
+/// ([`unconfigured`]) and no running gateway serves, or with `dry_run` only finds it; the
+/// folders, in order, and what became of each.
 pub(crate) fn prune(
     state_dir: &Path,
     configured: &[&str],
     dry_run: bool,
-) -> std::io::Result<Vec<(PathBuf, std::io::Result<()>)>> {
+) -> std::io::Result<Vec<(PathBuf, Pruned)>> {
+    // Held until the end, so that no gateway starts serving what is being removed.
+    let lock = open_lock(state_dir)?;
+    let served: Vec<String> = match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Vec::new(),
+        Err(rustix::io::Errno::WOULDBLOCK) => std::fs::read_to_string(state_dir.join(SERVING))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+        Err(e) => return Err(e.into()),
+    };
     Ok(unconfigured(state_dir, configured)?
         .into_iter()
         .map(|dir| {
-            let removed = if dry_run {
-                Ok(())
+            let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            let outcome = if served.iter().any(|s| s == name) {
+                Pruned::StillServed
+            } else if dry_run {
+                Pruned::WouldRemove
             } else {
-                std::fs::remove_dir_all(&dir)
+                match std::fs::remove_dir_all(&dir) {
+                    Ok(()) => Pruned::Removed,
+                    Err(e) => Pruned::Failed(e),
+                }
             };
-            (dir, removed)
+            (dir, outcome)
         })
         .collect())
 }
@@ -67,9 +161,21 @@ mod tests {
 
         let dry = prune(root, &["kept"], true).unwrap();
         assert_eq!(dry.len(), 2);
+        assert!(dry.iter().all(|(_, p)| matches!(p, Pruned::WouldRemove)));
         assert!(root.join("gone").exists(), "a dry run removes nothing");
+
+        // A running gateway that still serves "gone" (its reload is to come) keeps it; the list
+        // of a gateway that no longer runs counts for nothing.
+        let hold = Hold::take(root);
+        record_serving(root, ["kept", "gone"]);
         let done = prune(root, &["kept"], false).unwrap();
-        assert!(done.iter().all(|(_, r)| r.is_ok()));
+        assert!(matches!(done[0], (ref d, Pruned::StillServed) if *d == root.join("gone")));
+        assert!(matches!(done[1].1, Pruned::Removed));
+        assert!(root.join("gone").exists());
+        drop(hold);
+        let done = prune(root, &["kept"], false).unwrap();
+        assert_eq!(done.len(), 1);
+        assert!(matches!(done[0].1, Pruned::Removed));
         for (dir, there) in [
             ("kept", true),
             ("gone", false),
