@@ -131,8 +131,9 @@ mod tests {
     }
 
     /// Requests to one host from two clients sharing the pacer are spaced by the delay, from
-    /// the end of the one before; another host is not held up.
-    #[tokio::test]
+    /// the end of the one before; another host is not held up. (On tokio's paused clock: the
+    /// figures are the pacer's, not a loaded machine's.)
+    #[tokio::test(start_paused = true)]
     async fn requests_to_one_host_are_spaced_across_clients() {
         let pacer = Arc::new(Politeness::default());
         let delay = Duration::from_millis(200);
@@ -153,7 +154,7 @@ mod tests {
     }
 
     /// Two requests waiting for one host at once start a delay apart.
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn waiting_requests_start_a_delay_apart() {
         let pacer = Arc::new(Politeness::default());
         let delay = Duration::from_millis(150);
