@@ -198,7 +198,7 @@ pub(crate) fn scope_of(
             .and_then(|u| Scope::from_base_url(&u))
             .ok_or_else(|| {
                 PipelineError::Scope(format!(
-                    "the Static Repository {} states baseURL {identify_base:?}, which is no http(s) URL to derive a scope from; pass --scope",
+                    "the Static Repository {} states baseURL {identify_base:?}, which is no http(s) URL to derive a scope from; set the repository's scope (--scope)",
                     path.display()
                 ))
             }),
@@ -635,7 +635,7 @@ pub(crate) fn explain_empty(stats: &Stats, landing: &Landing) -> String {
     };
     if stats.dropped(Drop::OutOfScope) > 0 {
         return format!(
-            "0 of {urls} URLs inside the scope {scope}; pass --scope with the prefix of the landing pages (`oai-bridge check` suggests one){hint}"
+            "0 of {urls} URLs inside the scope {scope}; set the repository's scope (--scope) to the prefix of the landing pages (`oai-bridge check` suggests one){hint}"
         );
     }
     format!(
