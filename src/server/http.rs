@@ -679,16 +679,18 @@ fn not_yet(repo: &Repo) -> Answer {
             .max(Duration::from_secs(1)),
         _ => NOT_YET_RETRY,
     };
-    let message = match &status.last_error {
-        Some(e) => format!(
-            "{}: no sitemap yet; the last refresh failed:\n{e}\n",
-            repo.name
-        ),
-        None => format!(
-            "{}: no sitemap yet; the first harvest is running\n",
-            repo.name
-        ),
+    // Never the refresh's error: it names the upstream URL, which may carry an API key in its
+    // query, and crawlers have no use for it. The status page and the log show it.
+    let why = if status.refreshing {
+        "the first refresh is running"
+    } else if status.waiting_for_slot {
+        "the first refresh is waiting for a refresh slot"
+    } else if status.last_error.is_some() {
+        "the last refresh failed; the next one is scheduled"
+    } else {
+        "the first refresh is scheduled"
     };
+    let message = format!("{}: no sitemap yet; {why}\n", repo.name);
     let mut answer = plain(StatusCode::SERVICE_UNAVAILABLE, &message);
     answer.headers_mut().insert(
         header::RETRY_AFTER,

@@ -490,8 +490,17 @@ async fn no_generation_yet_is_503_with_retry_after() {
         assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
         let retry: u64 = reply.header("retry-after").parse().unwrap();
         assert!((1..=3600).contains(&retry), "Retry-After {retry}");
-        assert!(reply.text().contains("HTTP status 500"), "{}", reply.text());
+        // The public listener never shows the refresh's error: it names the upstream URL
+        // (which may carry an API key); the status page and the log have it.
+        let text = reply.text();
+        assert_eq!(
+            text,
+            "r: no sitemap yet; the last refresh failed; the next one is scheduled\n"
+        );
+        assert!(!text.contains(&upstream.url().to_string()), "{text}");
+        assert!(!text.contains("500"), "{text}");
     }
+    assert!(g.admin("/").await.text().contains("HTTP status 500"));
     let ready = g.get("/readyz").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
     assert!(ready.text().contains('r'));
@@ -2840,6 +2849,51 @@ async fn a_refresh_waits_for_a_slot_and_the_status_page_says_so() {
         "{page}"
     );
     assert!(page.contains("due, waiting for a slot"), "{page}");
+    // The 503 of a repository without a sitemap says truthfully why.
+    assert_eq!(
+        g.get("/b/sitemap.xml").await.text(),
+        "b: no sitemap yet; the first refresh is waiting for a refresh slot\n"
+    );
+    assert_eq!(
+        g.get("/slow/sitemap.xml").await.text(),
+        "slow: no sitemap yet; the first refresh is running\n"
+    );
+    g.stop().await;
+}
+
+/// A repository whose first refresh the spread puts later answers 503 saying it is scheduled,
+/// with a `Retry-After` of the time until then.
+#[tokio::test]
+async fn a_repository_waiting_for_its_first_refresh_says_so() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let repos: String = ["now", "later"]
+        .iter()
+        .map(|name| {
+            format!(
+                "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n",
+                sample.display()
+            )
+        })
+        .collect();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nstart_spread_secs = 3600\n{repos}"
+    );
+    let g = Running::start(&text, state.path()).await;
+    let later = g.gateway.repo("later").unwrap();
+    wait_for(
+        || later.status().next_refresh.is_some(),
+        "later is scheduled",
+    )
+    .await;
+    let reply = g.get("/later/sitemap.xml").await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        reply.text(),
+        "later: no sitemap yet; the first refresh is scheduled\n"
+    );
+    let retry: u64 = reply.header("retry-after").parse().unwrap();
+    assert!((1700..=1800).contains(&retry), "Retry-After {retry}");
     g.stop().await;
 }
 
