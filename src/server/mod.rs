@@ -376,12 +376,27 @@ impl Repo {
         Ok(repo)
     }
 
-    /// Takes `rc`'s settings for the refreshes from the next on; whether they differ.
+    /// Takes `rc`'s settings for the refreshes from the next on; whether they differ. When they
+    /// make other files (profiles, gzip, limits, scope, public URL...), the schedule is woken
+    /// for a refresh at once, as a restart would refresh: the generation being served keeps
+    /// serving (under its old URLs, after a change of public URL) until the new one is swapped
+    /// in. A refresh running now finishes under the old settings, and the next starts after it.
     fn reconfigure(&self, rc: &RepositoryConfig, public_url: &Url) -> bool {
         let next = Setup::new(rc, public_url, &self.dir);
         let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
         let differs = setup.differs(&next);
+        let other_files = setup.settings != next.settings;
         *setup = Arc::new(next);
+        drop(setup);
+        if other_files {
+            tracing::info!(
+                repository = self.name,
+                "its files are made differently now (profiles, gzip, limits, scope, public URL...): refreshing at once"
+            );
+            // A permit is kept if the schedule is not waiting now (a refresh runs): it wakes
+            // the schedule as soon as it waits again.
+            self.refresh_now.notify_one();
+        }
         differs
     }
 }

@@ -2328,19 +2328,15 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
         "a fresh generation is not harvested again"
     );
 
-    // A changed setting applies from the next refresh (here gzip: `.xml.gz` shards).
+    // A setting that changes the files refreshes at once, as a restart does (here gzip:
+    // `.xml.gz` shards), with no refresh asked for.
     write(&[
         ("r", &kept, "gzip = true\n"),
         ("new", &new, ""),
         ("old", &old, ""),
     ]);
     assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
-    assert_eq!(
-        g.get("/r/sitemap-1.xml.gz").await.status,
-        StatusCode::NOT_FOUND
-    );
-    g.refresh(0).await;
-    assert_eq!(g.get("/r/sitemap-1.xml.gz").await.status, StatusCode::OK);
+    wait_for_status(&g, "/r/sitemap-1.xml.gz", StatusCode::OK).await;
     // So does a change of how its upstream is treated alone.
     write(&[
         (
@@ -2363,6 +2359,62 @@ max_attempts = 2
         assert_eq!(failed, Vec::<String>::new(), "no request failed");
     }
     Arc::into_inner(g).unwrap().stop().await;
+}
+
+/// Waits until `path` on the public listener answers `status`.
+async fn wait_for_status(g: &Running, path: &str, status: StatusCode) {
+    let start = Instant::now();
+    while g.get(path).await.status != status {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting until {path} answers {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A reload that gives a repository a public URL of its own refreshes it at once: robots.txt
+/// and the index name the new URLs without a refresh asked for, and the old generation serves
+/// until then.
+#[tokio::test]
+async fn a_reload_that_changes_the_files_refreshes_at_once() {
+    let upstream = TestServer::start(numbered(7));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |extra: &str| {
+        std::fs::write(
+            &file,
+            reload_config(state.path(), &[("r", &upstream, extra)]),
+        )
+        .unwrap();
+    };
+    write("");
+    let g = Running::start_file(&file).await;
+    g.ready().await;
+    let cdn = "https://cdn.example/maps/r/";
+    assert!(!g.get("/robots.txt").await.text().contains(cdn));
+    let repo = g.gateway.repo("r").unwrap();
+    let before = repo.status().completed;
+
+    write(&format!("public_url = \"{cdn}\"\n"));
+    assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
+    wait_for(
+        || repo.status().completed > before && !repo.status().refreshing,
+        "the refresh the reload started ends",
+    )
+    .await;
+    assert!(repo.status().last_error.is_none());
+    let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!("Sitemap: {cdn}sitemap.xml\n")),
+        "{robots}"
+    );
+    let index = g.get("/r/sitemap.xml").await;
+    assert_eq!(index.status, StatusCode::OK);
+    let shards = locs(&index.text());
+    assert!(!shards.is_empty());
+    assert!(shards.iter().all(|s| s.starts_with(cdn)), "{shards:?}");
+    g.stop().await;
 }
 
 /// Every URL of repository `name`'s sitemap.
