@@ -150,8 +150,10 @@ pub struct Repo {
     /// Its last refreshes, for the status page.
     pub(crate) history: history::History,
     /// Configured when the process started: the process is not ready before its first
-    /// generation. One a reload adds keeps no ready process from serving the others (its own
-    /// readiness is `/readyz?repository=NAME`).
+    /// generation, or before its first refresh has ended: one that failed leaves the process
+    /// ready (a broken upstream shows on the status page and in the metrics, not as an unready
+    /// process). One a reload adds keeps no ready process from serving the others. Its own
+    /// readiness, `/readyz?repository=NAME`, waits for its first generation.
     gates_readiness: bool,
 }
 
@@ -609,16 +611,16 @@ impl Gateway {
         }
     }
 
-    /// Every repository has a generation to serve (a stale one counts): `/readyz` is 200.
+    /// No repository keeps `/readyz` at 503 ([`Gateway::waiting`]).
     pub fn ready(&self) -> bool {
         self.waiting().is_empty()
     }
 
-    /// The repositories that keep `/readyz` at 503: those before their first generation (of
-    /// those a reload added, none once the process was ready: see [`Repo::gates_readiness`]).
+    /// The repositories that keep `/readyz` at 503: those configured at start that have no
+    /// generation and whose first refresh has not ended yet (see [`Repo::gates_readiness`]).
     pub fn waiting(&self) -> Vec<String> {
         (self.live().repos.iter())
-            .filter(|r| r.gates_readiness && !r.serving())
+            .filter(|r| r.gates_readiness && !r.serving() && r.status().completed == 0)
             .map(|r| r.name.clone())
             .collect()
     }

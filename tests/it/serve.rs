@@ -107,7 +107,8 @@ impl Running {
     /// Waits until every repository has a generation.
     async fn ready(&self) {
         let start = Instant::now();
-        while !self.gateway.ready() {
+        // Not `Gateway::ready`: a failed first refresh makes the process ready too.
+        while !self.gateway.repos().iter().all(|r| r.serving()) {
             let errors: Vec<_> = self
                 .gateway
                 .repos()
@@ -471,8 +472,8 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
     again.stop().await;
 }
 
-/// H-08: until the first generation, 503 with Retry-After; `/readyz` says who is missing; the
-/// status page shows the error. A later refresh that succeeds serves.
+/// H-08: until the first generation, 503 with Retry-After; `/readyz?repository=` says it is
+/// missing; the status page shows the error. A later refresh that succeeds serves.
 #[tokio::test]
 async fn no_generation_yet_is_503_with_retry_after() {
     let upstream = TestServer::builder(numbered(3)).start();
@@ -501,9 +502,14 @@ async fn no_generation_yet_is_503_with_retry_after() {
         assert!(!text.contains("500"), "{text}");
     }
     assert!(g.admin("/").await.text().contains("HTTP status 500"));
-    let ready = g.get("/readyz").await;
+    // Its first refresh has ended: the process is ready; the repository is not.
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    let ready = g.get("/readyz?repository=r").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(ready.text().contains('r'));
+    assert_eq!(
+        ready.text(),
+        "not ready: no generation yet for r; the last refresh failed\n"
+    );
     assert!(g.admin("/").await.text().contains("nothing yet"));
     // Names that can never exist are 404 even now.
     assert_eq!(g.get("/r/other.xml").await.status, StatusCode::NOT_FOUND);
@@ -515,10 +521,12 @@ async fn no_generation_yet_is_503_with_retry_after() {
     g.stop().await;
 }
 
-/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository has had no
-/// generation yet, naming it; a stale generation counts as serving, so a broken upstream shows on
-/// the status page and in the metrics but never takes the process out of service.
-/// `?repository=NAME` asks about one repository; an unknown name is 404. Both listeners answer.
+/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository configured
+/// at start has neither a generation nor an ended first refresh, naming it; a stale generation
+/// counts as serving, and a failed first refresh releases the process too, so a broken upstream
+/// shows on the status page and in the metrics but never takes the process out of service, with
+/// or without a restart. `?repository=NAME` asks about one repository, strictly (503 until its
+/// first generation); an unknown name is 404. Both listeners answer.
 #[tokio::test]
 async fn readiness_waits_only_for_first_generations() {
     let good = TestServer::builder(numbered(3)).start();
@@ -537,13 +545,26 @@ async fn readiness_waits_only_for_first_generations() {
         repo("broken", &broken)
     );
     let state = tempfile::tempdir().unwrap();
+    // The broken one's first refresh hangs a while: the process waits for it.
+    broken.clear_faults();
+    broken.fault_always(Fault::Delay(Duration::from_millis(1500)));
     let g = Running::start(&text, state.path()).await;
     let repos = g.gateway.repos();
+    wait_for(|| repos[0].serving(), "good serves").await;
+    assert!(repos[1].status().refreshing);
+    assert_eq!(
+        g.get("/readyz").await.text(),
+        "not ready: no generation yet for broken\n"
+    );
+    assert!(!g.gateway.ready());
+    broken.clear_faults();
+    broken.fault_always(Fault::Status(500));
     wait_for(
         || repos.iter().all(|r| r.status().completed >= 1),
         "both first refreshes end",
     )
     .await;
+    assert!(!repos[1].serving() && repos[1].status().last_error.is_some());
     let ready = |path: &'static str| {
         let g = &g;
         async move {
@@ -553,13 +574,29 @@ async fn readiness_waits_only_for_first_generations() {
             (public.status, public.text())
         }
     };
-    let (status, text) = ready("/readyz").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(text, "not ready: no generation yet for broken\n");
+    // Its first refresh failed: the process is ready, the repository alone is not.
+    assert_eq!(
+        ready("/readyz").await,
+        (StatusCode::OK, "ready\n".to_owned())
+    );
+    assert!(g.gateway.ready());
     assert_eq!(ready("/readyz?repository=good").await.0, StatusCode::OK);
     let (status, text) = ready("/readyz?repository=broken").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(text.contains("broken"), "{text}");
+    assert_eq!(
+        text,
+        "not ready: no generation yet for broken; the last refresh failed\n"
+    );
+    assert_eq!(
+        g.get("/broken/sitemap.xml").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert!(g.admin("/").await.text().contains("nothing yet"));
+    let metrics = g.admin("/metrics").await.text();
+    assert!(
+        metrics.contains("oai_bridge_serving{repository=\"broken\"} 0"),
+        "{metrics}"
+    );
     assert_eq!(
         ready("/readyz?repository=nope").await.0,
         StatusCode::NOT_FOUND
