@@ -625,6 +625,12 @@ impl Gateway {
             .collect()
     }
 
+    /// The gateway is stopping (every schedule stops for good), as opposed to a reload stopping
+    /// the schedules of the repositories it removed.
+    pub(crate) fn stopping(&self) -> bool {
+        (self.schedules.lock().unwrap_or_else(|e| e.into_inner())).stopped
+    }
+
     /// How many refreshes run, and wait for a slot.
     pub fn refresh_slots(&self) -> slots::SlotCounts {
         self.slots.counts()

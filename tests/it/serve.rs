@@ -2454,6 +2454,88 @@ async fn a_reload_that_changes_the_files_refreshes_at_once() {
     g.stop().await;
 }
 
+/// The log lines written on this thread while it lives (the tests' runtime has one thread, so
+/// the gateway's tasks log here).
+#[derive(Clone, Default)]
+struct LogLines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogLines {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A refresh stopped because a reload removed its repository says so in the log; one stopped
+/// by the gateway stopping says shutdown.
+#[tokio::test]
+async fn the_log_says_why_a_refresh_was_abandoned() {
+    let logs = LogLines::default();
+    let _guard = logs.capture();
+    let hanging = TestServer::builder(numbered(3)).start();
+    hanging.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let also = TestServer::builder(numbered(3)).start();
+    also.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |repos: &[(&str, &TestServer, &str)]| {
+        std::fs::write(&file, reload_config(state.path(), repos)).unwrap();
+    };
+    write(&[("gone", &hanging, ""), ("kept", &also, "")]);
+    let g = Running::start_file(&file).await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().refreshing),
+        "both refreshes hang",
+    )
+    .await;
+
+    write(&[("kept", &also, "")]);
+    assert_eq!(g.gateway.reload().await.unwrap().removed, ["gone"]);
+    let text = logs.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("repository=\"gone\"") && l.contains("refresh abandoned"))
+        .unwrap_or_else(|| panic!("no line on the abandoned refresh:\n{text}"));
+    assert!(
+        line.contains("refresh abandoned: the repository was removed by a reload"),
+        "{line}"
+    );
+    assert!(!text.contains("interrupted by shutdown"), "{text}");
+
+    g.stop().await;
+    let text = logs.text();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("repository=\"kept\"")
+                && l.contains("refresh interrupted by shutdown")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("repository=\"kept\" refresh abandoned"),
+        "{text}"
+    );
+}
+
 /// Every URL of repository `name`'s sitemap.
 async fn published_of(g: &Running, name: &str) -> BTreeSet<String> {
     let index = g.get(&format!("/{name}/sitemap.xml")).await;
