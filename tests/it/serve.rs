@@ -631,6 +631,94 @@ async fn readiness_waits_only_for_first_generations() {
     g.stop().await;
 }
 
+/// The status page of many repositories: a summary above the table counts them by state and
+/// links the rows of those with a problem; the details under a row are collapsed unless its
+/// repository has a problem; the public URL is text (`/` of the public listener is 404), and
+/// robots.txt is linked.
+#[tokio::test]
+async fn the_status_page_sums_up_and_points_at_the_problems() {
+    let good = TestServer::builder(numbered(3)).start();
+    let broken = TestServer::builder(numbered(4)).start();
+    broken.fault_always(Fault::Status(500));
+    let stale = TestServer::builder(numbered(2)).start();
+    let repo = |name: &str, upstream: &TestServer| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
+            upstream.url()
+        )
+    };
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}{}",
+        repo("good", &good),
+        repo("broken", &broken),
+        repo("stale", &stale),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "the first refreshes end",
+    )
+    .await;
+    stale.fault_always(Fault::Status(500));
+    g.refresh(2).await;
+
+    let page = g.admin("/").await.text();
+    assert!(
+        page.contains(
+            "<b>3 repositories:</b> <span class=\"ok\">1 fresh</span>, <span class=\"bad\">1 \
+             stale (the last refresh failed)</span>, <span class=\"bad\">1 nothing yet (a refresh \
+             failed)</span>, 0 waiting for a first refresh."
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<p class=\"bad\"><b>2 with a problem:</b></p><ul>\
+             <li><a href=\"#repo-broken\">broken</a>: nothing served, the last refresh failed</li>\
+             <li><a href=\"#repo-stale\">stale</a>: stale, the last refresh failed</li></ul>"
+        ),
+        "{page}"
+    );
+    // The summary comes before the table, and each link has its row.
+    assert!(page.find("id=\"problems\"").unwrap() < page.find("<table>").unwrap());
+    for name in ["good", "broken", "stale"] {
+        assert!(page.contains(&format!("<tr id=\"repo-{name}\">")), "{name}");
+    }
+    // Collapsed for the good one, open for those with a problem.
+    let section = |name: &str| {
+        let from = page.find(&format!("<tr id=\"repo-{name}\">")).unwrap();
+        let rest = &page[from..];
+        let to = rest[1..].find("<tr id=").map_or(rest.len(), |i| i + 1);
+        rest[..to].to_owned()
+    };
+    let good_rows = section("good");
+    assert!(
+        good_rows.contains("<details class=\"history\">"),
+        "{good_rows}"
+    );
+    assert!(!good_rows.contains(" open>"), "{good_rows}");
+    assert!(section("broken").contains("<details class=\"history\" open>"));
+    assert!(section("stale").contains("<details class=\"history\" open>"));
+    // The public URL is shown, not linked; robots.txt is.
+    assert!(!page.contains(&format!("<a href=\"{}\">", g.url)), "{page}");
+    assert!(page.contains(&format!("Public URL <code>{}</code>", g.url)));
+    assert!(page.contains(&format!("<a href=\"{}robots.txt\">robots.txt</a>", g.url)));
+
+    // Nothing wrong: the summary says so.
+    broken.clear_faults();
+    stale.clear_faults();
+    g.refresh(1).await;
+    g.refresh(2).await;
+    let page = g.admin("/").await.text();
+    assert!(page.contains("<span class=\"ok\">3 fresh</span>"), "{page}");
+    assert!(page.contains("No repository has a problem."), "{page}");
+    assert!(!page.contains(" open>"), "{page}");
+    g.stop().await;
+}
+
 /// Stale-if-error: a refresh that fails mid-list keeps the previous generation byte-identical,
 /// with the same validators, and says so on the status page and in the metrics.
 #[tokio::test]
