@@ -88,21 +88,23 @@ fn anchor(repo: &Repo) -> String {
 /// without scrolling.
 fn summary(out: &mut String, repos: &[std::sync::Arc<Repo>], states: &[State]) {
     let count = |s: Serving| states.iter().filter(|st| st.serving == s).count();
+    // Red only when there are some.
+    let bad = |n: usize| if n > 0 { " class=\"bad\"" } else { "" };
+    let (stale, nothing) = (count(Serving::Stale), count(Serving::Nothing));
     let _ = writeln!(
         out,
-        "<p id=\"summary\"><b>{} repositories:</b> <span class=\"ok\">{} fresh</span>, \
-         <span class=\"{}\">{} stale (the last refresh failed)</span>, <span class=\"{}\">{} \
+        "<p id=\"summary\"><b>{} {}:</b> <span class=\"ok\">{} fresh</span>, \
+         <span{}>{stale} stale (the last refresh failed)</span>, <span{}>{nothing} \
          nothing yet (a refresh failed)</span>, {} waiting for a first refresh.</p>",
         repos.len(),
-        count(Serving::Fresh),
-        if count(Serving::Stale) > 0 { "bad" } else { "" },
-        count(Serving::Stale),
-        if count(Serving::Nothing) > 0 {
-            "bad"
+        if repos.len() == 1 {
+            "repository"
         } else {
-            ""
+            "repositories"
         },
-        count(Serving::Nothing),
+        count(Serving::Fresh),
+        bad(stale),
+        bad(nothing),
         count(Serving::Waiting),
     );
     let problems: Vec<String> = (repos.iter().zip(states))

@@ -715,6 +715,10 @@ async fn the_status_page_sums_up_and_points_at_the_problems() {
     let page = g.admin("/").await.text();
     assert!(page.contains("<span class=\"ok\">3 fresh</span>"), "{page}");
     assert!(page.contains("No repository has a problem."), "{page}");
+    assert!(
+        page.contains("<span>0 stale (the last refresh failed)</span>"),
+        "{page}"
+    );
     assert!(!page.contains(" open>"), "{page}");
     g.stop().await;
 }
