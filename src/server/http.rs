@@ -327,30 +327,39 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
     }
 }
 
-/// `/readyz`: 200 while every repository serves a generation (a stale one counts: a broken
-/// upstream shows on the status page and in the metrics, not as an unready process), 503 naming
-/// those still before their first. `?repository=NAME` asks about that one (404 when unknown).
+/// `/readyz`: 200 unless a repository configured at start has neither a generation nor an
+/// ended first refresh; 503 naming those. A stale generation counts as serving, and a first
+/// refresh that failed releases its repository too: a broken upstream shows on the status page
+/// and in the metrics, not as an unready process ([`Gateway::waiting`]). `?repository=NAME`
+/// asks about that one, strictly: 503 until it has a generation (404 when unknown).
 fn readyz(gateway: &Gateway, query: Option<&str>) -> Answer {
     let asked = query
         .into_iter()
         .flat_map(|q| q.split('&'))
         .find_map(|pair| pair.strip_prefix("repository="))
         .map(|name| percent_encoding::percent_decode_str(name).decode_utf8_lossy());
-    let waiting: Vec<String> = match asked {
+    let message = match asked {
         Some(name) => match gateway.repo(&name) {
-            Some(repo) if repo.serving() => Vec::new(),
-            Some(repo) => vec![repo.name.clone()],
+            Some(repo) if repo.serving() => None,
+            Some(repo) => Some(if repo.status().last_error.is_some() {
+                format!(
+                    "not ready: no generation yet for {}; the last refresh failed\n",
+                    repo.name
+                )
+            } else {
+                format!("not ready: no generation yet for {}\n", repo.name)
+            }),
             None => return plain(StatusCode::NOT_FOUND, "no such repository\n"),
         },
-        None => gateway.waiting(),
+        None => {
+            let waiting = gateway.waiting();
+            (!waiting.is_empty())
+                .then(|| format!("not ready: no generation yet for {}\n", waiting.join(", ")))
+        }
     };
-    if waiting.is_empty() {
-        plain(StatusCode::OK, "ready\n")
-    } else {
-        plain(
-            StatusCode::SERVICE_UNAVAILABLE,
-            &format!("not ready: no generation yet for {}\n", waiting.join(", ")),
-        )
+    match message {
+        None => plain(StatusCode::OK, "ready\n"),
+        Some(message) => plain(StatusCode::SERVICE_UNAVAILABLE, &message),
     }
 }
 
@@ -679,16 +688,18 @@ fn not_yet(repo: &Repo) -> Answer {
             .max(Duration::from_secs(1)),
         _ => NOT_YET_RETRY,
     };
-    let message = match &status.last_error {
-        Some(e) => format!(
-            "{}: no sitemap yet; the last refresh failed:\n{e}\n",
-            repo.name
-        ),
-        None => format!(
-            "{}: no sitemap yet; the first harvest is running\n",
-            repo.name
-        ),
+    // Never the refresh's error: it names the upstream URL, which may carry an API key in its
+    // query, and crawlers have no use for it. The status page and the log show it.
+    let why = if status.refreshing {
+        "the first refresh is running"
+    } else if status.waiting_for_slot {
+        "the first refresh is waiting for a refresh slot"
+    } else if status.last_error.is_some() {
+        "the last refresh failed; the next one is scheduled"
+    } else {
+        "the first refresh is scheduled"
     };
+    let message = format!("{}: no sitemap yet; {why}\n", repo.name);
     let mut answer = plain(StatusCode::SERVICE_UNAVAILABLE, &message);
     answer.headers_mut().insert(
         header::RETRY_AFTER,

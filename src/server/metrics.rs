@@ -195,7 +195,8 @@ pub struct Metrics {
     pub dropped: Family<DropLabels, Gauge>,
     /// Unix time of the last successful refresh.
     pub last_success: Family<RepoLabels, Gauge>,
-    /// Wall time of the last successful refresh.
+    /// Build time of the last successful refresh: harvest and render, without the set-up before
+    /// and the commit and swap after (`refresh_duration` counts those).
     pub last_duration: Family<RepoLabels, Gauge<f64, AtomicU64>>,
     /// 1 while the last refresh failed and an older generation is served.
     pub stale: Family<RepoLabels, Gauge>,
@@ -310,7 +311,7 @@ impl Default for Metrics {
         let last_duration = Family::<RepoLabels, Gauge<f64, AtomicU64>>::default();
         registry.register(
             "last_harvest_duration_seconds",
-            "Wall time of the last successful refresh",
+            "Seconds the last successful refresh took to harvest and render (not its set-up, commit and swap)",
             last_duration.clone(),
         );
         let stale = Family::<RepoLabels, Gauge>::default();

@@ -152,8 +152,10 @@ pub struct Repo {
     /// Its last refreshes, for the status page.
     pub(crate) history: history::History,
     /// Configured when the process started: the process is not ready before its first
-    /// generation. One a reload adds keeps no ready process from serving the others (its own
-    /// readiness is `/readyz?repository=NAME`).
+    /// generation, or before its first refresh has ended: one that failed leaves the process
+    /// ready (a broken upstream shows on the status page and in the metrics, not as an unready
+    /// process). One a reload adds keeps no ready process from serving the others. Its own
+    /// readiness, `/readyz?repository=NAME`, waits for its first generation.
     gates_readiness: bool,
 }
 
@@ -378,12 +380,27 @@ impl Repo {
         Ok(repo)
     }
 
-    /// Takes `rc`'s settings for the refreshes from the next on; whether they differ.
+    /// Takes `rc`'s settings for the refreshes from the next on; whether they differ. When they
+    /// make other files (profiles, gzip, limits, scope, public URL...), the schedule is woken
+    /// for a refresh at once, as a restart would refresh: the generation being served keeps
+    /// serving (under its old URLs, after a change of public URL) until the new one is swapped
+    /// in. A refresh running now finishes under the old settings, and the next starts after it.
     fn reconfigure(&self, rc: &RepositoryConfig, public_url: &Url) -> bool {
         let next = Setup::new(rc, public_url, &self.dir);
         let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
         let differs = setup.differs(&next);
+        let other_files = setup.settings != next.settings;
         *setup = Arc::new(next);
+        drop(setup);
+        if other_files {
+            tracing::info!(
+                repository = self.name,
+                "its files are made differently now (profiles, gzip, limits, scope, public URL...): refreshing at once"
+            );
+            // A permit is kept if the schedule is not waiting now (a refresh runs): it wakes
+            // the schedule as soon as it waits again.
+            self.refresh_now.notify_one();
+        }
         differs
     }
 }
@@ -599,18 +616,24 @@ impl Gateway {
         }
     }
 
-    /// Every repository has a generation to serve (a stale one counts): `/readyz` is 200.
+    /// No repository keeps `/readyz` at 503 ([`Gateway::waiting`]).
     pub fn ready(&self) -> bool {
         self.waiting().is_empty()
     }
 
-    /// The repositories that keep `/readyz` at 503: those before their first generation (of
-    /// those a reload added, none once the process was ready: see [`Repo::gates_readiness`]).
+    /// The repositories that keep `/readyz` at 503: those configured at start that have no
+    /// generation and whose first refresh has not ended yet (see [`Repo::gates_readiness`]).
     pub fn waiting(&self) -> Vec<String> {
         (self.live().repos.iter())
-            .filter(|r| r.gates_readiness && !r.serving())
+            .filter(|r| r.gates_readiness && !r.serving() && r.status().completed == 0)
             .map(|r| r.name.clone())
             .collect()
+    }
+
+    /// The gateway is stopping (every schedule stops for good), as opposed to a reload stopping
+    /// the schedules of the repositories it removed.
+    pub(crate) fn stopping(&self) -> bool {
+        (self.schedules.lock().unwrap_or_else(|e| e.into_inner())).stopped
     }
 
     /// How many refreshes run, and wait for a slot.

@@ -45,8 +45,9 @@ pub(crate) enum RefreshError {
     /// The refresh thread ended without an answer (it panicked).
     #[error("the refresh stopped unexpectedly: {0}")]
     Aborted(String),
-    /// The gateway is shutting down.
-    #[error("interrupted by shutdown")]
+    /// Its schedule was stopped: the gateway is shutting down, or a reload removed the
+    /// repository.
+    #[error("interrupted by shutdown or removal")]
     Shutdown,
 }
 
@@ -146,7 +147,16 @@ pub(crate) async fn refresh(
             "success"
         }
         Err(RefreshError::Shutdown) => {
-            tracing::info!(repository = name, "refresh interrupted by shutdown");
+            // Its schedule was stopped: by the gateway stopping, or by a reload that removed
+            // the repository (which goes on serving the others).
+            if gateway.stopping() {
+                tracing::info!(repository = name, "refresh interrupted by shutdown");
+            } else {
+                tracing::info!(
+                    repository = name,
+                    "refresh abandoned: the repository was removed by a reload"
+                );
+            }
             repo.update(|st| st.refreshing = false);
             return Err(RefreshError::Shutdown);
         }

@@ -6,8 +6,9 @@
 //! repositories open their state and start their schedules (a first refresh at once, unless a
 //! persisted generation is fresh); removed ones stop being served and their schedules stop
 //! (their state stays on disk: `oai-bridge prune` removes it); a kept repository takes its new
-//! settings from its next refresh. What only a restart can change is logged and left as it
-//! is. A file that cannot be read or is invalid changes nothing and says why.
+//! settings from its next refresh, which starts at once when they change its files. What only
+//! a restart can change is logged and left as it is. A file that cannot be read or is invalid
+//! changes nothing and says why.
 
 use std::fmt;
 use std::sync::Arc;
@@ -47,7 +48,8 @@ pub struct Reloaded {
     pub added: Vec<String>,
     /// Repositories removed: no longer served, their schedules stopped, their state kept.
     pub removed: Vec<String>,
-    /// Repositories whose settings changed: they apply from the next refresh.
+    /// Repositories whose settings changed: they apply from the next refresh (at once when they
+    /// change the files).
     pub changed: Vec<String>,
     /// `[server]` keys whose change needs a restart, left as they were.
     pub needs_restart: Vec<&'static str>,
@@ -195,7 +197,7 @@ impl Gateway {
             {
                 tracing::info!(
                     repository = repo.name,
-                    "settings changed; they apply from its next refresh"
+                    "settings changed; they apply from its next refresh (at once if its files change)"
                 );
                 reloaded.changed.push(repo.name.clone());
             }

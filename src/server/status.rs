@@ -14,10 +14,14 @@ use crate::pipeline::human_duration;
 pub(crate) fn render(gateway: &Gateway) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
+    let repos = gateway.repos();
+    let states: Vec<State> = repos.iter().map(|r| State::of(r)).collect();
     head(&mut out, gateway, now);
-    for repo in &gateway.repos() {
+    summary(&mut out, &repos, &states);
+    table_head(&mut out);
+    for (repo, state) in repos.iter().zip(&states) {
         row(&mut out, repo, now);
-        details(&mut out, repo);
+        details(&mut out, repo, state.problem().is_some());
     }
     out.push_str(
         "</table>\n<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
@@ -26,7 +30,106 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     out
 }
 
-/// The page up to the table's first row: the style, what the gateway is, the column heads.
+/// Where a repository stands, for the summary above the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Serving {
+    /// A generation, and the last refresh succeeded.
+    Fresh,
+    /// A generation, and the last refresh failed: the older one serves.
+    Stale,
+    /// No generation, and a refresh failed: its files answer 503.
+    Nothing,
+    /// No generation, no refresh ended yet: the first is scheduled, waits for a slot or runs.
+    Waiting,
+}
+
+/// A repository's state as the summary counts it.
+#[derive(Debug)]
+struct State {
+    serving: Serving,
+    /// The shrink guard holds a publish back.
+    shrink_held: bool,
+}
+
+impl State {
+    fn of(repo: &Repo) -> Self {
+        let status = repo.status();
+        let serving = match (repo.serving(), status.last_error.is_some()) {
+            (true, false) => Serving::Fresh,
+            (true, true) => Serving::Stale,
+            (false, true) => Serving::Nothing,
+            (false, false) => Serving::Waiting,
+        };
+        Self {
+            serving,
+            shrink_held: status.held_shrink.is_some(),
+        }
+    }
+
+    /// What is wrong with the repository, in a few words; `None` when nothing is (waiting for
+    /// a first refresh is no problem).
+    fn problem(&self) -> Option<&'static str> {
+        match (self.serving, self.shrink_held) {
+            (Serving::Nothing, _) => Some("nothing served, the last refresh failed"),
+            (Serving::Stale, _) => Some("stale, the last refresh failed"),
+            (_, true) => Some("shrink held back"),
+            _ => None,
+        }
+    }
+}
+
+/// The anchor of a repository's row.
+fn anchor(repo: &Repo) -> String {
+    format!("repo-{}", repo.name)
+}
+
+/// Above the table: how many repositories serve fresh, stale, nothing yet, or wait for a first
+/// refresh; and links to the rows of those with a problem, so that one among hundreds is found
+/// without scrolling.
+fn summary(out: &mut String, repos: &[std::sync::Arc<Repo>], states: &[State]) {
+    let count = |s: Serving| states.iter().filter(|st| st.serving == s).count();
+    // Red only when there are some.
+    let bad = |n: usize| if n > 0 { " class=\"bad\"" } else { "" };
+    let (stale, nothing) = (count(Serving::Stale), count(Serving::Nothing));
+    let _ = writeln!(
+        out,
+        "<p id=\"summary\"><b>{} {}:</b> <span class=\"ok\">{} fresh</span>, \
+         <span{}>{stale} stale (the last refresh failed)</span>, <span{}>{nothing} \
+         nothing yet (a refresh failed)</span>, {} waiting for a first refresh.</p>",
+        repos.len(),
+        if repos.len() == 1 {
+            "repository"
+        } else {
+            "repositories"
+        },
+        count(Serving::Fresh),
+        bad(stale),
+        bad(nothing),
+        count(Serving::Waiting),
+    );
+    let problems: Vec<String> = (repos.iter().zip(states))
+        .filter_map(|(repo, state)| {
+            let problem = state.problem()?;
+            Some(format!(
+                "<li><a href=\"#{}\">{}</a>: {problem}</li>",
+                escape(&anchor(repo)),
+                escape(&repo.name)
+            ))
+        })
+        .collect();
+    if problems.is_empty() {
+        out.push_str("<p class=\"ok\" id=\"problems\">No repository has a problem.</p>\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "<div id=\"problems\"><p class=\"bad\"><b>{} with a problem:</b></p><ul>{}</ul></div>",
+            problems.len(),
+            problems.concat()
+        );
+    }
+}
+
+/// The page up to the summary: the style, what the gateway is.
 fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
@@ -42,7 +145,7 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
     ));
     let _ = writeln!(
         out,
-        "<p>OAI-PMH to sitemaps gateway {}. Public URL <a href=\"{url}\">{url}</a>; \
+        "<p>OAI-PMH to sitemaps gateway {}. Public URL <code>{url}</code>; \
          <a href=\"{robots}\">robots.txt</a> lists every sitemap index. \
          Up for {}.</p>",
         env!("CARGO_PKG_VERSION"),
@@ -80,6 +183,10 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
             escape(&error)
         );
     }
+}
+
+/// The table's column heads.
+fn table_head(out: &mut String) {
     out.push_str(
         "<table>\n<tr><th>repository</th><th>serving</th><th>records</th><th>URLs published</th>\
          <th>not published</th><th>shards</th><th>last success</th><th>last attempt</th>\
@@ -130,7 +237,8 @@ fn repository_cell(out: &mut String, repo: &Repo, generation: Option<&Generation
         });
     let _ = write!(
         out,
-        "<tr><td><b>{}</b><br><small>{}</small>{platform}</td>",
+        "<tr id=\"{}\"><td><b>{}</b><br><small>{}</small>{platform}</td>",
+        escape(&anchor(repo)),
         escape(&repo.name),
         escape(&repo.setup().job.request.source.to_string())
     );
@@ -265,15 +373,17 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
 
 /// The row under a repository's: what to do about its public URL, what was not published and
 /// why (in words, with examples), and its last refreshes with a chart of the URLs published.
-fn details(out: &mut String, repo: &Repo) {
+/// Both collapsed, unless `open` (the repository has a problem): with hundreds of repositories
+/// the page stays one line per repository.
+fn details(out: &mut String, repo: &Repo, open: bool) {
     let generation = repo.current();
     let entries = repo.history.entries();
     let _ = write!(out, "<tr class=\"more\"><td colspan=\"9\">");
     if let Some(g) = &generation {
         cross_submission(out, repo, &g.summary);
-        not_published(out, &g.summary);
+        not_published(out, &g.summary, open);
     }
-    refreshes(out, &entries);
+    refreshes(out, &entries, open);
     out.push_str("</td></tr>\n");
 }
 
@@ -302,16 +412,15 @@ fn cross_submission(out: &mut String, repo: &Repo, s: &Summary) {
 }
 
 /// Each reason something was not published: its count, what it means and whether that is
-/// expected, and a few examples (record, and value when known).
-fn not_published(out: &mut String, s: &Summary) {
+/// expected, and a few examples (record, and value when known); collapsed unless `open`.
+fn not_published(out: &mut String, s: &Summary, open: bool) {
     if s.drops.is_empty() {
         return;
     }
-    let any_unexpected = (s.drops.keys()).any(|r| Drop::named(r).is_none_or(|d| !d.expected()));
     let _ = write!(
         out,
         "<details class=\"drops\"{}><summary><b>Not published, and why</b>{}</summary><dl>",
-        if any_unexpected { " open" } else { "" },
+        if open { " open" } else { "" },
         match s.drop_examples_from {
             Some(t) => format!(
                 " <small>(examples from the whole render of {}: later refreshes patched the \
@@ -355,8 +464,9 @@ fn not_published(out: &mut String, s: &Summary) {
     out.push_str("</dl></details>");
 }
 
-/// The last refreshes: a chart of the URLs published, and a table of each.
-fn refreshes(out: &mut String, entries: &[history::Entry]) {
+/// The last refreshes: a chart of the URLs published, and a table of each; collapsed unless
+/// `open`.
+fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
     let Some(svg) = history::chart(entries) else {
         out.push_str("<p><small>no refresh recorded yet</small></p>");
         return;
@@ -364,9 +474,10 @@ fn refreshes(out: &mut String, entries: &[history::Entry]) {
     let failed = entries.iter().filter(|e| e.error.is_some()).count();
     let _ = write!(
         out,
-        "<details class=\"history\" open><summary><b>{}</b> ({failed} failed): URLs \
+        "<details class=\"history\"{}><summary><b>{}</b> ({failed} failed): URLs \
          published after each, oldest left</summary>{svg}<table><tr><th>ended</th><th>kind</th>\
          <th>took</th><th>records received</th><th>URLs published</th><th>result</th></tr>",
+        if open { " open" } else { "" },
         match entries.len() {
             1 => "The last refresh".to_owned(),
             n => format!("The last {n} refreshes"),

@@ -107,7 +107,8 @@ impl Running {
     /// Waits until every repository has a generation.
     async fn ready(&self) {
         let start = Instant::now();
-        while !self.gateway.ready() {
+        // Not `Gateway::ready`: a failed first refresh makes the process ready too.
+        while !self.gateway.repos().iter().all(|r| r.serving()) {
             let errors: Vec<_> = self
                 .gateway
                 .repos()
@@ -471,8 +472,8 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
     again.stop().await;
 }
 
-/// H-08: until the first generation, 503 with Retry-After; `/readyz` says who is missing; the
-/// status page shows the error. A later refresh that succeeds serves.
+/// H-08: until the first generation, 503 with Retry-After; `/readyz?repository=` says it is
+/// missing; the status page shows the error. A later refresh that succeeds serves.
 #[tokio::test]
 async fn no_generation_yet_is_503_with_retry_after() {
     let upstream = TestServer::builder(numbered(3)).start();
@@ -490,11 +491,25 @@ async fn no_generation_yet_is_503_with_retry_after() {
         assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE, "{path}");
         let retry: u64 = reply.header("retry-after").parse().unwrap();
         assert!((1..=3600).contains(&retry), "Retry-After {retry}");
-        assert!(reply.text().contains("HTTP status 500"), "{}", reply.text());
+        // The public listener never shows the refresh's error: it names the upstream URL
+        // (which may carry an API key); the status page and the log have it.
+        let text = reply.text();
+        assert_eq!(
+            text,
+            "r: no sitemap yet; the last refresh failed; the next one is scheduled\n"
+        );
+        assert!(!text.contains(&upstream.url().to_string()), "{text}");
+        assert!(!text.contains("500"), "{text}");
     }
-    let ready = g.get("/readyz").await;
+    assert!(g.admin("/").await.text().contains("HTTP status 500"));
+    // Its first refresh has ended: the process is ready; the repository is not.
+    assert_eq!(g.get("/readyz").await.status, StatusCode::OK);
+    let ready = g.get("/readyz?repository=r").await;
     assert_eq!(ready.status, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(ready.text().contains('r'));
+    assert_eq!(
+        ready.text(),
+        "not ready: no generation yet for r; the last refresh failed\n"
+    );
     assert!(g.admin("/").await.text().contains("nothing yet"));
     // Names that can never exist are 404 even now.
     assert_eq!(g.get("/r/other.xml").await.status, StatusCode::NOT_FOUND);
@@ -506,10 +521,12 @@ async fn no_generation_yet_is_503_with_retry_after() {
     g.stop().await;
 }
 
-/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository has had no
-/// generation yet, naming it; a stale generation counts as serving, so a broken upstream shows on
-/// the status page and in the metrics but never takes the process out of service.
-/// `?repository=NAME` asks about one repository; an unknown name is 404. Both listeners answer.
+/// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository configured
+/// at start has neither a generation nor an ended first refresh, naming it; a stale generation
+/// counts as serving, and a failed first refresh releases the process too, so a broken upstream
+/// shows on the status page and in the metrics but never takes the process out of service, with
+/// or without a restart. `?repository=NAME` asks about one repository, strictly (503 until its
+/// first generation); an unknown name is 404. Both listeners answer.
 #[tokio::test]
 async fn readiness_waits_only_for_first_generations() {
     let good = TestServer::builder(numbered(3)).start();
@@ -528,13 +545,26 @@ async fn readiness_waits_only_for_first_generations() {
         repo("broken", &broken)
     );
     let state = tempfile::tempdir().unwrap();
+    // The broken one's first refresh hangs a while: the process waits for it.
+    broken.clear_faults();
+    broken.fault_always(Fault::Delay(Duration::from_millis(1500)));
     let g = Running::start(&text, state.path()).await;
     let repos = g.gateway.repos();
+    wait_for(|| repos[0].serving(), "good serves").await;
+    assert!(repos[1].status().refreshing);
+    assert_eq!(
+        g.get("/readyz").await.text(),
+        "not ready: no generation yet for broken\n"
+    );
+    assert!(!g.gateway.ready());
+    broken.clear_faults();
+    broken.fault_always(Fault::Status(500));
     wait_for(
         || repos.iter().all(|r| r.status().completed >= 1),
         "both first refreshes end",
     )
     .await;
+    assert!(!repos[1].serving() && repos[1].status().last_error.is_some());
     let ready = |path: &'static str| {
         let g = &g;
         async move {
@@ -544,13 +574,29 @@ async fn readiness_waits_only_for_first_generations() {
             (public.status, public.text())
         }
     };
-    let (status, text) = ready("/readyz").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert_eq!(text, "not ready: no generation yet for broken\n");
+    // Its first refresh failed: the process is ready, the repository alone is not.
+    assert_eq!(
+        ready("/readyz").await,
+        (StatusCode::OK, "ready\n".to_owned())
+    );
+    assert!(g.gateway.ready());
     assert_eq!(ready("/readyz?repository=good").await.0, StatusCode::OK);
     let (status, text) = ready("/readyz?repository=broken").await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-    assert!(text.contains("broken"), "{text}");
+    assert_eq!(
+        text,
+        "not ready: no generation yet for broken; the last refresh failed\n"
+    );
+    assert_eq!(
+        g.get("/broken/sitemap.xml").await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    assert!(g.admin("/").await.text().contains("nothing yet"));
+    let metrics = g.admin("/metrics").await.text();
+    assert!(
+        metrics.contains("oai_bridge_serving{repository=\"broken\"} 0"),
+        "{metrics}"
+    );
     assert_eq!(
         ready("/readyz?repository=nope").await.0,
         StatusCode::NOT_FOUND
@@ -582,6 +628,98 @@ async fn readiness_waits_only_for_first_generations() {
         metrics.contains("oai_bridge_serving_stale{repository=\"broken\"} 1"),
         "{metrics}"
     );
+    g.stop().await;
+}
+
+/// The status page of many repositories: a summary above the table counts them by state and
+/// links the rows of those with a problem; the details under a row are collapsed unless its
+/// repository has a problem; the public URL is text (`/` of the public listener is 404), and
+/// robots.txt is linked.
+#[tokio::test]
+async fn the_status_page_sums_up_and_points_at_the_problems() {
+    let good = TestServer::builder(numbered(3)).start();
+    let broken = TestServer::builder(numbered(4)).start();
+    broken.fault_always(Fault::Status(500));
+    let stale = TestServer::builder(numbered(2)).start();
+    let repo = |name: &str, upstream: &TestServer| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
+             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
+            upstream.url()
+        )
+    };
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}{}",
+        repo("good", &good),
+        repo("broken", &broken),
+        repo("stale", &stale),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "the first refreshes end",
+    )
+    .await;
+    stale.fault_always(Fault::Status(500));
+    g.refresh(2).await;
+
+    let page = g.admin("/").await.text();
+    assert!(
+        page.contains(
+            "<b>3 repositories:</b> <span class=\"ok\">1 fresh</span>, <span class=\"bad\">1 \
+             stale (the last refresh failed)</span>, <span class=\"bad\">1 nothing yet (a refresh \
+             failed)</span>, 0 waiting for a first refresh."
+        ),
+        "{page}"
+    );
+    assert!(
+        page.contains(
+            "<p class=\"bad\"><b>2 with a problem:</b></p><ul>\
+             <li><a href=\"#repo-broken\">broken</a>: nothing served, the last refresh failed</li>\
+             <li><a href=\"#repo-stale\">stale</a>: stale, the last refresh failed</li></ul>"
+        ),
+        "{page}"
+    );
+    // The summary comes before the table, and each link has its row.
+    assert!(page.find("id=\"problems\"").unwrap() < page.find("<table>").unwrap());
+    for name in ["good", "broken", "stale"] {
+        assert!(page.contains(&format!("<tr id=\"repo-{name}\">")), "{name}");
+    }
+    // Collapsed for the good one, open for those with a problem.
+    let section = |name: &str| {
+        let from = page.find(&format!("<tr id=\"repo-{name}\">")).unwrap();
+        let rest = &page[from..];
+        let to = rest[1..].find("<tr id=").map_or(rest.len(), |i| i + 1);
+        rest[..to].to_owned()
+    };
+    let good_rows = section("good");
+    assert!(
+        good_rows.contains("<details class=\"history\">"),
+        "{good_rows}"
+    );
+    assert!(!good_rows.contains(" open>"), "{good_rows}");
+    assert!(section("broken").contains("<details class=\"history\" open>"));
+    assert!(section("stale").contains("<details class=\"history\" open>"));
+    // The public URL is shown, not linked; robots.txt is.
+    assert!(!page.contains(&format!("<a href=\"{}\">", g.url)), "{page}");
+    assert!(page.contains(&format!("Public URL <code>{}</code>", g.url)));
+    assert!(page.contains(&format!("<a href=\"{}robots.txt\">robots.txt</a>", g.url)));
+
+    // Nothing wrong: the summary says so.
+    broken.clear_faults();
+    stale.clear_faults();
+    g.refresh(1).await;
+    g.refresh(2).await;
+    let page = g.admin("/").await.text();
+    assert!(page.contains("<span class=\"ok\">3 fresh</span>"), "{page}");
+    assert!(page.contains("No repository has a problem."), "{page}");
+    assert!(
+        page.contains("<span>0 stale (the last refresh failed)</span>"),
+        "{page}"
+    );
+    assert!(!page.contains(" open>"), "{page}");
     g.stop().await;
 }
 
@@ -2319,19 +2457,15 @@ async fn reloads_add_and_remove_repositories_without_failing_a_request() {
         "a fresh generation is not harvested again"
     );
 
-    // A changed setting applies from the next refresh (here gzip: `.xml.gz` shards).
+    // A setting that changes the files refreshes at once, as a restart does (here gzip:
+    // `.xml.gz` shards), with no refresh asked for.
     write(&[
         ("r", &kept, "gzip = true\n"),
         ("new", &new, ""),
         ("old", &old, ""),
     ]);
     assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
-    assert_eq!(
-        g.get("/r/sitemap-1.xml.gz").await.status,
-        StatusCode::NOT_FOUND
-    );
-    g.refresh(0).await;
-    assert_eq!(g.get("/r/sitemap-1.xml.gz").await.status, StatusCode::OK);
+    wait_for_status(&g, "/r/sitemap-1.xml.gz", StatusCode::OK).await;
     // So does a change of how its upstream is treated alone.
     write(&[
         (
@@ -2354,6 +2488,144 @@ max_attempts = 2
         assert_eq!(failed, Vec::<String>::new(), "no request failed");
     }
     Arc::into_inner(g).unwrap().stop().await;
+}
+
+/// Waits until `path` on the public listener answers `status`.
+async fn wait_for_status(g: &Running, path: &str, status: StatusCode) {
+    let start = Instant::now();
+    while g.get(path).await.status != status {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "timed out waiting until {path} answers {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A reload that gives a repository a public URL of its own refreshes it at once: robots.txt
+/// and the index name the new URLs without a refresh asked for, and the old generation serves
+/// until then.
+#[tokio::test]
+async fn a_reload_that_changes_the_files_refreshes_at_once() {
+    let upstream = TestServer::start(numbered(7));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |extra: &str| {
+        std::fs::write(
+            &file,
+            reload_config(state.path(), &[("r", &upstream, extra)]),
+        )
+        .unwrap();
+    };
+    write("");
+    let g = Running::start_file(&file).await;
+    g.ready().await;
+    let cdn = "https://cdn.example/maps/r/";
+    assert!(!g.get("/robots.txt").await.text().contains(cdn));
+    let repo = g.gateway.repo("r").unwrap();
+    let before = repo.status().completed;
+
+    write(&format!("public_url = \"{cdn}\"\n"));
+    assert_eq!(g.gateway.reload().await.unwrap().changed, ["r"]);
+    wait_for(
+        || repo.status().completed > before && !repo.status().refreshing,
+        "the refresh the reload started ends",
+    )
+    .await;
+    assert!(repo.status().last_error.is_none());
+    let robots = g.get("/robots.txt").await.text();
+    assert!(
+        robots.contains(&format!("Sitemap: {cdn}sitemap.xml\n")),
+        "{robots}"
+    );
+    let index = g.get("/r/sitemap.xml").await;
+    assert_eq!(index.status, StatusCode::OK);
+    let shards = locs(&index.text());
+    assert!(!shards.is_empty());
+    assert!(shards.iter().all(|s| s.starts_with(cdn)), "{shards:?}");
+    g.stop().await;
+}
+
+/// The log lines written on this thread while it lives (the tests' runtime has one thread, so
+/// the gateway's tasks log here).
+#[derive(Clone, Default)]
+struct LogLines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogLines {
+    fn capture(&self) -> tracing::subscriber::DefaultGuard {
+        let writer = self.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::set_default(subscriber)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for LogLines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A refresh stopped because a reload removed its repository says so in the log; one stopped
+/// by the gateway stopping says shutdown.
+#[tokio::test]
+async fn the_log_says_why_a_refresh_was_abandoned() {
+    let logs = LogLines::default();
+    let _guard = logs.capture();
+    let hanging = TestServer::builder(numbered(3)).start();
+    hanging.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let also = TestServer::builder(numbered(3)).start();
+    also.fault_always(Fault::Delay(Duration::from_secs(60)));
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let write = |repos: &[(&str, &TestServer, &str)]| {
+        std::fs::write(&file, reload_config(state.path(), repos)).unwrap();
+    };
+    write(&[("gone", &hanging, ""), ("kept", &also, "")]);
+    let g = Running::start_file(&file).await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().refreshing),
+        "both refreshes hang",
+    )
+    .await;
+
+    write(&[("kept", &also, "")]);
+    assert_eq!(g.gateway.reload().await.unwrap().removed, ["gone"]);
+    let text = logs.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("repository=\"gone\"") && l.contains("refresh abandoned"))
+        .unwrap_or_else(|| panic!("no line on the abandoned refresh:\n{text}"));
+    assert!(
+        line.contains("refresh abandoned: the repository was removed by a reload"),
+        "{line}"
+    );
+    assert!(!text.contains("interrupted by shutdown"), "{text}");
+
+    g.stop().await;
+    let text = logs.text();
+    assert!(
+        text.lines()
+            .any(|l| l.contains("repository=\"kept\"")
+                && l.contains("refresh interrupted by shutdown")),
+        "{text}"
+    );
+    assert!(
+        !text.contains("repository=\"kept\" refresh abandoned"),
+        "{text}"
+    );
 }
 
 /// Every URL of repository `name`'s sitemap.
@@ -2840,6 +3112,51 @@ async fn a_refresh_waits_for_a_slot_and_the_status_page_says_so() {
         "{page}"
     );
     assert!(page.contains("due, waiting for a slot"), "{page}");
+    // The 503 of a repository without a sitemap says truthfully why.
+    assert_eq!(
+        g.get("/b/sitemap.xml").await.text(),
+        "b: no sitemap yet; the first refresh is waiting for a refresh slot\n"
+    );
+    assert_eq!(
+        g.get("/slow/sitemap.xml").await.text(),
+        "slow: no sitemap yet; the first refresh is running\n"
+    );
+    g.stop().await;
+}
+
+/// A repository whose first refresh the spread puts later answers 503 saying it is scheduled,
+/// with a `Retry-After` of the time until then.
+#[tokio::test]
+async fn a_repository_waiting_for_its_first_refresh_says_so() {
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let repos: String = ["now", "later"]
+        .iter()
+        .map(|name| {
+            format!(
+                "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n",
+                sample.display()
+            )
+        })
+        .collect();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nstart_spread_secs = 3600\n{repos}"
+    );
+    let g = Running::start(&text, state.path()).await;
+    let later = g.gateway.repo("later").unwrap();
+    wait_for(
+        || later.status().next_refresh.is_some(),
+        "later is scheduled",
+    )
+    .await;
+    let reply = g.get("/later/sitemap.xml").await;
+    assert_eq!(reply.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        reply.text(),
+        "later: no sitemap yet; the first refresh is scheduled\n"
+    );
+    let retry: u64 = reply.header("retry-after").parse().unwrap();
+    assert!((1700..=1800).contains(&retry), "Retry-After {retry}");
     g.stop().await;
 }
 
