@@ -268,8 +268,10 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
     } else {
         report.render()
     };
-    print!("{text}");
-    if report.bridgeable {
+    let printed = print_all(text.as_bytes(), "the report");
+    if printed != ExitCode::SUCCESS {
+        printed
+    } else if report.bridgeable {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -284,12 +286,12 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
     };
     match export::export(&options).await {
         Ok(summary) => {
-            if args.json {
-                println!("{}", summary.json(&options.job));
+            let text = if args.json {
+                summary.json(&options.job) + "\n"
             } else {
-                print!("{}", summary.render(&options.job));
-            }
-            ExitCode::SUCCESS
+                summary.render(&options.job)
+            };
+            print_all(text.as_bytes(), "the summary")
         }
         Err(e) if !e.left_untouched() => {
             eprintln!("error: {}", error_chain(&e));
@@ -326,7 +328,9 @@ pub fn run_man() -> ExitCode {
     print_all(&page, "the manual page")
 }
 
-/// Writes `bytes` to stdout; a reader that stopped early (`| head`) had what it wanted.
+/// Writes `bytes` to stdout; a reader that stopped early (`| head`, `| true`) had what it
+/// wanted, so a broken pipe ends the command quietly with the exit code it would have had.
+/// Every command prints through here (never `println!`, which panics on a broken pipe).
 fn print_all(bytes: &[u8], what: &str) -> ExitCode {
     match std::io::stdout().lock().write_all(bytes) {
         Ok(()) => ExitCode::SUCCESS,
@@ -384,6 +388,34 @@ fn default_public_url(addr: SocketAddr) -> Url {
     Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
 }
 
+/// What `serve --check-config` prints of a valid configuration: the repositories and the
+/// fleet's limits.
+fn check_config_report(args: &ServeArgs, config: &Config) -> String {
+    use std::fmt::Write as _;
+    let n = config.repositories.len();
+    let mut out = String::new();
+    let noun = if n == 1 { "repository" } else { "repositories" };
+    let _ = writeln!(out, "{}: valid; {n} {noun}:", args.config.display());
+    let fleet = &config.fleet;
+    let _ = writeln!(
+        out,
+        "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
+        fleet.max_concurrent_refreshes,
+        fleet.per_host_concurrency,
+        crate::pipeline::human_duration(fleet.start_spread)
+    );
+    for r in &config.repositories {
+        let _ = writeln!(
+            out,
+            "  {:<16} {} (refresh every {})",
+            r.name,
+            r.source,
+            crate::pipeline::human_duration(r.refresh_interval)
+        );
+    }
+    out
+}
+
 /// Runs `serve` until SIGTERM or Ctrl-C; returns the exit code.
 pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let config = match serve_config(args) {
@@ -394,27 +426,7 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     if args.check_config {
-        println!(
-            "{}: valid; {} repositories:",
-            args.config.display(),
-            config.repositories.len()
-        );
-        let fleet = &config.fleet;
-        println!(
-            "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
-            fleet.max_concurrent_refreshes,
-            fleet.per_host_concurrency,
-            crate::pipeline::human_duration(fleet.start_spread)
-        );
-        for r in &config.repositories {
-            println!(
-                "  {:<16} {} (refresh every {})",
-                r.name,
-                r.source,
-                crate::pipeline::human_duration(r.refresh_interval)
-            );
-        }
-        return ExitCode::SUCCESS;
+        return print_all(check_config_report(args, &config).as_bytes(), "the report");
     }
     let listener = match tokio::net::TcpListener::bind(config.server.listen).await {
         Ok(l) => l,
@@ -434,6 +446,15 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    if config
+        .server
+        .admin_listen
+        .is_some_and(|a| a.ip().is_unspecified())
+    {
+        tracing::warn!(
+            "the admin listener (status page, /metrics, reload) is reachable from every interface; keep it off the public network"
+        );
+    }
     let public_url = match &config.server.public_url {
         Some(url) => url.clone(),
         None => {
@@ -565,28 +586,26 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut out = String::new();
     if pruned.is_empty() {
-        println!(
-            "{}: no state of a repository that is not configured",
+        out = format!(
+            "{}: no state of a repository that is not configured\n",
             state_dir.display()
         );
     }
     let mut failed = false;
     for (dir, removed) in pruned {
         match removed {
-            Ok(()) if args.dry_run => println!("would remove {}", dir.display()),
-            Ok(()) => println!("removed {}", dir.display()),
+            Ok(()) if args.dry_run => out += &format!("would remove {}\n", dir.display()),
+            Ok(()) => out += &format!("removed {}\n", dir.display()),
             Err(e) => {
                 eprintln!("error: cannot remove {}: {e}", dir.display());
                 failed = true;
             }
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    let printed = print_all(out.as_bytes(), "the folders removed");
+    if failed { ExitCode::FAILURE } else { printed }
 }
 
 /// Completes on SIGTERM or Ctrl-C (SIGINT).
