@@ -77,6 +77,69 @@ fn completions_name_every_command_and_flag() {
     );
 }
 
+/// What bash offers for the words `words` (the last one being completed), with the script of
+/// `oai-bridge completions bash` sourced.
+fn bash_completes(words: &[&str]) -> Vec<String> {
+    let script = text(&run(&["completions", "bash"]).stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oai-bridge.bash");
+    std::fs::write(&path, script).unwrap();
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let cword = words.len() - 1;
+    let (previous, current) = (words[cword - 1], words[cword]);
+    let program = format!(
+        "source \"$1\"; COMP_WORDS=({}); COMP_CWORD={cword}; COMP_LINE=\"${{COMP_WORDS[*]}}\"; \
+         COMP_POINT=${{#COMP_LINE}}; _oai__bridge oai-bridge '{current}' '{previous}'; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        quoted.join(" ")
+    );
+    let o = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program, "bash"])
+        .arg(&path)
+        .output()
+        .expect("bash runs");
+    assert!(o.status.success(), "{program}: {}", text(&o.stderr));
+    text(&o.stdout).lines().map(str::to_owned).collect()
+}
+
+/// Bash completes the options of a subcommand (clap_complete's labels for a hyphenated name
+/// did not match, clap-rs/clap#6421), and never offers the hidden `probe`.
+#[test]
+fn bash_completes_each_subcommands_options() {
+    let serve = bash_completes(&["oai-bridge", "serve", "--"]);
+    for flag in [
+        "--listen",
+        "--admin-listen",
+        "--check-config",
+        "--log-format",
+    ] {
+        assert!(
+            serve.iter().any(|w| w == flag),
+            "serve: {serve:?} lacks {flag}"
+        );
+    }
+    let export = bash_completes(&["oai-bridge", "export", "--o"]);
+    assert_eq!(export, ["--out", "--ocx"], "export --o");
+    let prune = bash_completes(&["oai-bridge", "prune", "--"]);
+    assert!(prune.iter().any(|w| w == "--dry-run"), "{prune:?}");
+    let top = bash_completes(&["oai-bridge", ""]);
+    for command in ["serve", "export", "check", "prune", "completions", "man"] {
+        assert!(top.iter().any(|w| w == command), "{top:?} lacks {command}");
+    }
+    assert!(!top.iter().any(|w| w == "probe"), "{top:?}");
+}
+
+/// No completion script mentions the image's hidden `probe`, which clap_complete lists unless
+/// it is left out of the command it is given.
+#[test]
+fn completions_leave_the_hidden_probe_out() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = text(&run(&["completions", shell]).stdout);
+        assert!(!script.contains("probe"), "{shell} completions offer probe");
+        assert!(script.contains("prune"), "{shell} completions lack prune");
+    }
+}
+
 #[test]
 fn the_man_page_is_roff_naming_the_commands() {
     let o = run(&["man"]);
