@@ -361,12 +361,62 @@ fn fix_bash_case_labels(script: &[u8]) -> Vec<u8> {
 
 /// Prints the manual page (roff) on stdout.
 pub fn run_man() -> ExitCode {
-    let command = <Cli as clap::CommandFactory>::command();
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command)
-        .render(&mut page)
-        .expect("writing to memory succeeds");
-    print_all(&page, "the manual page")
+    let page = manual_page().expect("writing to memory succeeds");
+    print_all(page.as_bytes(), "the manual page")
+}
+
+/// The manual page, one page for `man -l -` or for installing as `oai-bridge.1`: the top
+/// level (synopsis, global options, exit codes), then a COMMANDS section holding each visible
+/// subcommand's synopsis, description and options. clap_mangen's own page points at
+/// `oai-bridge-serve(1)` and the like, pages of their own that nothing would install.
+fn manual_page() -> std::io::Result<String> {
+    /// The lines of `roff` onto `page`, less the preamble each of clap_mangen's renders opens
+    /// with (the page has it once), each section heading through `heading`.
+    fn push(page: &mut String, roff: &[u8], heading: impl Fn(&str) -> Option<&'static str>) {
+        for line in String::from_utf8_lossy(roff).lines() {
+            if line.starts_with(".ie \\n(.g .ds Aq") || line.starts_with(".el .ds Aq") {
+                continue;
+            }
+            let line = line
+                .strip_prefix(".SH ")
+                .map_or(line, |h| heading(h).unwrap_or(line));
+            page.push_str(line);
+            page.push('\n');
+        }
+    }
+    let mut command = visible_command().disable_help_subcommand(true);
+    command.build();
+    let man = clap_mangen::Man::new(command.clone());
+    let mut page = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n".to_owned();
+    let mut top = Vec::new();
+    man.render_title(&mut top)?;
+    man.render_name_section(&mut top)?;
+    man.render_synopsis_section(&mut top)?;
+    man.render_description_section(&mut top)?;
+    man.render_options_section(&mut top)?;
+    push(&mut page, &top, |_| None);
+    page.push_str(".SH COMMANDS\n");
+    for sub in command.get_subcommands() {
+        let man = clap_mangen::Man::new(sub.clone());
+        let mut part = Vec::new();
+        man.render_synopsis_section(&mut part)?;
+        man.render_description_section(&mut part)?;
+        man.render_options_section(&mut part)?;
+        page.push_str(&format!(".SS \"oai\\-bridge {}\"\n", sub.get_name()));
+        // The sections' headings become paragraphs under the command's own.
+        push(&mut page, &part, |heading| match heading {
+            "OPTIONS" => Some(".PP\n\\fIOptions:\\fR"),
+            _ => Some(".PP"),
+        });
+    }
+    let mut tail = Vec::new();
+    man.render_extra_section(&mut tail)?;
+    man.render_version_section(&mut tail)?;
+    // The text after the help (`after_help`) is the exit codes.
+    push(&mut page, &tail, |heading| {
+        (heading == "EXTRA").then_some(".SH \"EXIT STATUS\"")
+    });
+    Ok(page)
 }
 
 /// Writes `bytes` to stdout; a reader that stopped early (`| head`, `| true`) had what it
