@@ -652,7 +652,7 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     let config = Config::load(&args.config).and_then(|file| {
         Layers::new(
             file,
-            Environment::process().for_serve(),
+            Environment::process().for_prune(),
             Overrides::from(args),
         )
         .config()

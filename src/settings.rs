@@ -251,7 +251,7 @@ impl Environment {
     pub(crate) const ADMIN_LISTEN: &str = "OAI_BRIDGE_ADMIN_LISTEN";
     /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
     pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
-    /// `[server] state_dir` (`serve`).
+    /// `[server] state_dir` (`serve`, `prune`).
     pub(crate) const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
     /// `[server] admin_token` (`serve`), which has no flag so that it stays out of the process
     /// list.
@@ -291,6 +291,18 @@ impl Environment {
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
             },
             ..self.for_check()
+        }
+    }
+
+    /// What `prune` reads: the state directory, the one setting it uses beyond the file's
+    /// repositories (a listener or token it has no use for cannot fail it).
+    pub(crate) fn for_prune(&self) -> Overrides {
+        Overrides {
+            server: ServerOverrides {
+                state_dir: variable(Self::STATE_DIR, &self.state_dir),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
         }
     }
 

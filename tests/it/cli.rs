@@ -903,3 +903,36 @@ fn an_admin_listener_on_every_interface_is_warned_about() {
         }
     }
 }
+
+/// `prune` reads `OAI_BRIDGE_CONFIG` and `OAI_BRIDGE_STATE_DIR` (docs/configuration.md's
+/// table), and no variable it has no use for: a bad listener or token does not fail it.
+#[test]
+fn prune_reads_the_config_and_state_dir_variables_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bridge.toml");
+    fs::write(
+        &config,
+        "[[repository]]\nname = \"kept\"\nbase_url = \"kept.xml\"\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state-from-env");
+    for name in ["kept", "gone"] {
+        // A repository's state, as prune recognises it: a folder with a current generation.
+        fs::create_dir_all(state.join(name).join("current")).unwrap();
+    }
+    let o = bridge()
+        .args(["prune", "--dry-run"])
+        .env("OAI_BRIDGE_CONFIG", &config)
+        .env("OAI_BRIDGE_STATE_DIR", &state)
+        .env("OAI_BRIDGE_LISTEN", "nowhere")
+        .env("OAI_BRIDGE_ADMIN_LISTEN", "nowhere")
+        .env("OAI_BRIDGE_ADMIN_TOKEN", "short")
+        .env("OAI_BRIDGE_PUBLIC_URL", "not a url")
+        .output()
+        .expect("the oai-bridge binary runs");
+    assert_exit(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        format!("would remove {}\n", state.join("gone").display())
+    );
+}
