@@ -322,6 +322,14 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::copy(root().join(source), &dest).unwrap_or_else(|e| panic!("COPY {rest}: {e}"));
     }
+    // The licence ships with the binary.
+    let licence = image.join("usr/share/doc/oai-bridge/LICENSE");
+    assert_eq!(
+        std::fs::read(&licence).unwrap_or_default(),
+        std::fs::read(root().join("LICENSE")).unwrap(),
+        "the image carries LICENSE at {}",
+        licence.display()
+    );
 
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for rest in all("ENV") {
