@@ -23,6 +23,8 @@ COPY --from=build /src/target/release/oai-bridge /usr/local/bin/oai-bridge
 # image as built serves it (tests/it/packaging.rs checks every such path is copied here).
 COPY bridge.toml /etc/oai-bridge/bridge.toml
 COPY fixtures/sample-repository.xml /etc/oai-bridge/fixtures/sample-repository.xml
+# The licence travels with the binary, where Debian keeps a package's.
+COPY LICENSE /usr/share/doc/oai-bridge/LICENSE
 USER oai-bridge
 # The admin listener (status page, /metrics, reload) listens on every interface of the
 # container, so that a scraper can reach it; it is not EXPOSEd: publish it only privately

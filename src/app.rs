@@ -268,8 +268,10 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
     } else {
         report.render()
     };
-    print!("{text}");
-    if report.bridgeable {
+    let printed = print_all(text.as_bytes(), "the report");
+    if printed != ExitCode::SUCCESS {
+        printed
+    } else if report.bridgeable {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -284,12 +286,12 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
     };
     match export::export(&options).await {
         Ok(summary) => {
-            if args.json {
-                println!("{}", summary.json(&options.job));
+            let text = if args.json {
+                summary.json(&options.job) + "\n"
             } else {
-                print!("{}", summary.render(&options.job));
-            }
-            ExitCode::SUCCESS
+                summary.render(&options.job)
+            };
+            print_all(text.as_bytes(), "the summary")
         }
         Err(e) if !e.left_untouched() => {
             eprintln!("error: {}", error_chain(&e));
@@ -307,26 +309,119 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
     }
 }
 
+/// The binary's name, as the completion scripts and the manual page spell it.
+const BIN: &str = "oai-bridge";
+
+/// The command line as operators see it: without the hidden subcommands (`probe`, the image's
+/// HEALTHCHECK), which clap_complete would otherwise offer and clap_mangen list.
+fn visible_command() -> clap::Command {
+    let full = <Cli as clap::CommandFactory>::command();
+    let visible = full.get_subcommands().filter(|s| !s.is_hide_set()).cloned();
+    let mut command = clap::Command::new(BIN)
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(full.is_subcommand_required_set())
+        .args(full.get_arguments().cloned())
+        .subcommands(visible);
+    if let Some(about) = full.get_about() {
+        command = command.about(about.clone());
+    }
+    if let Some(long_about) = full.get_long_about() {
+        command = command.long_about(long_about.clone());
+    }
+    if let Some(after_help) = full.get_after_help() {
+        command = command.after_help(after_help.clone());
+    }
+    command
+}
+
 /// Prints the completion script for `args.shell` on stdout.
 pub fn run_completions(args: &CompletionsArgs) -> ExitCode {
-    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut command = visible_command();
     // Made in memory first: clap_complete panics on a write error.
     let mut script = Vec::new();
-    clap_complete::generate(args.shell, &mut command, "oai-bridge", &mut script);
+    clap_complete::generate(args.shell, &mut command, BIN, &mut script);
+    if args.shell == clap_complete::Shell::Bash {
+        script = fix_bash_case_labels(&script);
+    }
     print_all(&script, "the completion script")
+}
+
+/// clap_complete's bash script, with the case labels that select a subcommand's options
+/// spelled as the `cmd` values it sets. For a hyphenated binary name it writes the `cmd` of
+/// `oai-bridge serve` as `oai__bridge__subcmd__serve` but labels its case
+/// `oai__subcmd__bridge__subcmd__serve`, so nothing after a subcommand completes: upstream
+/// clap-rs/clap#6421 (and #6529). Harmless once upstream is fixed: the wrong spelling is then
+/// absent.
+fn fix_bash_case_labels(script: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(script);
+    let wrong = BIN.replace('-', "__subcmd__");
+    let right = BIN.replace('-', "__");
+    text.replace(&wrong, &right).into_bytes()
 }
 
 /// Prints the manual page (roff) on stdout.
 pub fn run_man() -> ExitCode {
-    let command = <Cli as clap::CommandFactory>::command();
-    let mut page = Vec::new();
-    clap_mangen::Man::new(command)
-        .render(&mut page)
-        .expect("writing to memory succeeds");
-    print_all(&page, "the manual page")
+    let page = manual_page().expect("writing to memory succeeds");
+    print_all(page.as_bytes(), "the manual page")
 }
 
-/// Writes `bytes` to stdout; a reader that stopped early (`| head`) had what it wanted.
+/// The manual page, one page for `man -l -` or for installing as `oai-bridge.1`: the top
+/// level (synopsis, global options, exit codes), then a COMMANDS section holding each visible
+/// subcommand's synopsis, description and options. clap_mangen's own page points at
+/// `oai-bridge-serve(1)` and the like, pages of their own that nothing would install.
+fn manual_page() -> std::io::Result<String> {
+    /// The lines of `roff` onto `page`, less the preamble each of clap_mangen's renders opens
+    /// with (the page has it once), each section heading through `heading`.
+    fn push(page: &mut String, roff: &[u8], heading: impl Fn(&str) -> Option<&'static str>) {
+        for line in String::from_utf8_lossy(roff).lines() {
+            if line.starts_with(".ie \\n(.g .ds Aq") || line.starts_with(".el .ds Aq") {
+                continue;
+            }
+            let line = line
+                .strip_prefix(".SH ")
+                .map_or(line, |h| heading(h).unwrap_or(line));
+            page.push_str(line);
+            page.push('\n');
+        }
+    }
+    let mut command = visible_command().disable_help_subcommand(true);
+    command.build();
+    let man = clap_mangen::Man::new(command.clone());
+    let mut page = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n".to_owned();
+    let mut top = Vec::new();
+    man.render_title(&mut top)?;
+    man.render_name_section(&mut top)?;
+    man.render_synopsis_section(&mut top)?;
+    man.render_description_section(&mut top)?;
+    man.render_options_section(&mut top)?;
+    push(&mut page, &top, |_| None);
+    page.push_str(".SH COMMANDS\n");
+    for sub in command.get_subcommands() {
+        let man = clap_mangen::Man::new(sub.clone());
+        let mut part = Vec::new();
+        man.render_synopsis_section(&mut part)?;
+        man.render_description_section(&mut part)?;
+        man.render_options_section(&mut part)?;
+        page.push_str(&format!(".SS \"oai\\-bridge {}\"\n", sub.get_name()));
+        // The sections' headings become paragraphs under the command's own.
+        push(&mut page, &part, |heading| match heading {
+            "OPTIONS" => Some(".PP\n\\fIOptions:\\fR"),
+            _ => Some(".PP"),
+        });
+    }
+    let mut tail = Vec::new();
+    man.render_extra_section(&mut tail)?;
+    man.render_version_section(&mut tail)?;
+    // The text after the help (`after_help`) is the exit codes.
+    push(&mut page, &tail, |heading| {
+        (heading == "EXTRA").then_some(".SH \"EXIT STATUS\"")
+    });
+    Ok(page)
+}
+
+/// Writes `bytes` to stdout; a reader that stopped early (`| head`, `| true`) had what it
+/// wanted, so a broken pipe ends the command quietly with the exit code it would have had.
+/// Every command prints through here (never `println!`, which panics on a broken pipe).
 fn print_all(bytes: &[u8], what: &str) -> ExitCode {
     match std::io::stdout().lock().write_all(bytes) {
         Ok(()) => ExitCode::SUCCESS,
@@ -384,6 +479,34 @@ fn default_public_url(addr: SocketAddr) -> Url {
     Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
 }
 
+/// What `serve --check-config` prints of a valid configuration: the repositories and the
+/// fleet's limits.
+fn check_config_report(args: &ServeArgs, config: &Config) -> String {
+    use std::fmt::Write as _;
+    let n = config.repositories.len();
+    let mut out = String::new();
+    let noun = if n == 1 { "repository" } else { "repositories" };
+    let _ = writeln!(out, "{}: valid; {n} {noun}:", args.config.display());
+    let fleet = &config.fleet;
+    let _ = writeln!(
+        out,
+        "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
+        fleet.max_concurrent_refreshes,
+        fleet.per_host_concurrency,
+        crate::pipeline::human_duration(fleet.start_spread)
+    );
+    for r in &config.repositories {
+        let _ = writeln!(
+            out,
+            "  {:<16} {} (refresh every {})",
+            r.name,
+            r.source,
+            crate::pipeline::human_duration(r.refresh_interval)
+        );
+    }
+    out
+}
+
 /// Runs `serve` until SIGTERM or Ctrl-C; returns the exit code.
 pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let config = match serve_config(args) {
@@ -394,27 +517,7 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     if args.check_config {
-        println!(
-            "{}: valid; {} repositories:",
-            args.config.display(),
-            config.repositories.len()
-        );
-        let fleet = &config.fleet;
-        println!(
-            "  refreshes: at most {} at a time, {} per upstream host; the first spread over {}",
-            fleet.max_concurrent_refreshes,
-            fleet.per_host_concurrency,
-            crate::pipeline::human_duration(fleet.start_spread)
-        );
-        for r in &config.repositories {
-            println!(
-                "  {:<16} {} (refresh every {})",
-                r.name,
-                r.source,
-                crate::pipeline::human_duration(r.refresh_interval)
-            );
-        }
-        return ExitCode::SUCCESS;
+        return print_all(check_config_report(args, &config).as_bytes(), "the report");
     }
     let listener = match tokio::net::TcpListener::bind(config.server.listen).await {
         Ok(l) => l,
@@ -434,6 +537,15 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         },
         None => None,
     };
+    if config
+        .server
+        .admin_listen
+        .is_some_and(|a| a.ip().is_unspecified())
+    {
+        tracing::warn!(
+            "the admin listener (status page, /metrics, reload) is reachable from every interface; keep it off the public network"
+        );
+    }
     let public_url = match &config.server.public_url {
         Some(url) => url.clone(),
         None => {
@@ -540,7 +652,7 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     let config = Config::load(&args.config).and_then(|file| {
         Layers::new(
             file,
-            Environment::process().for_serve(),
+            Environment::process().for_prune(),
             Overrides::from(args),
         )
         .config()
@@ -565,9 +677,10 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let mut out = String::new();
     if pruned.is_empty() {
-        println!(
-            "{}: no state of a repository that is not configured",
+        out = format!(
+            "{}: no state of a repository that is not configured\n",
             state_dir.display()
         );
     }
@@ -575,23 +688,22 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     for (dir, pruned) in pruned {
         use crate::server::prune::Pruned;
         match pruned {
-            Pruned::WouldRemove => println!("would remove {}", dir.display()),
-            Pruned::Removed => println!("removed {}", dir.display()),
-            Pruned::StillServed => println!(
-                "kept {}: a running gateway still serves it; reload it (SIGHUP) first",
-                dir.display()
-            ),
+            Pruned::WouldRemove => out += &format!("would remove {}\n", dir.display()),
+            Pruned::Removed => out += &format!("removed {}\n", dir.display()),
+            Pruned::StillServed => {
+                out += &format!(
+                    "kept {}: a running gateway still serves it; reload it (SIGHUP) first\n",
+                    dir.display()
+                );
+            }
             Pruned::Failed(e) => {
                 eprintln!("error: cannot remove {}: {e}", dir.display());
                 failed = true;
             }
         }
     }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    let printed = print_all(out.as_bytes(), "the folders removed");
+    if failed { ExitCode::FAILURE } else { printed }
 }
 
 /// Completes on SIGTERM or Ctrl-C (SIGINT).
@@ -1022,5 +1134,36 @@ from = "2020-01-01"
             ("env-agent", 5)
         );
         assert_eq!(e.harvest.politeness_delay, Duration::from_millis(700));
+    }
+
+    /// The command the completions and the manual page are made of is the command line less
+    /// its hidden subcommands: every global flag, every visible subcommand with its flags.
+    #[test]
+    fn the_visible_command_is_the_cli_less_the_hidden_subcommands() {
+        let full = <Cli as clap::CommandFactory>::command();
+        let visible = visible_command();
+        visible.clone().debug_assert();
+        let ids = |c: &clap::Command| -> Vec<String> {
+            c.get_arguments().map(|a| a.get_id().to_string()).collect()
+        };
+        assert_eq!(ids(&visible), ids(&full));
+        let names = |c: &clap::Command, hidden: bool| -> Vec<String> {
+            c.get_subcommands()
+                .filter(|s| hidden || !s.is_hide_set())
+                .map(|s| s.get_name().to_owned())
+                .collect()
+        };
+        assert_eq!(names(&visible, true), names(&full, false));
+        assert!(names(&full, true).contains(&"probe".to_owned()));
+        assert!(!names(&visible, true).contains(&"probe".to_owned()));
+        for sub in visible.get_subcommands() {
+            let original = full.find_subcommand(sub.get_name()).unwrap();
+            assert_eq!(ids(sub), ids(original), "{}", sub.get_name());
+        }
+        assert_eq!(visible.get_version(), full.get_version());
+        assert_eq!(
+            visible.get_after_help().map(ToString::to_string),
+            full.get_after_help().map(ToString::to_string)
+        );
     }
 }

@@ -531,6 +531,14 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
     let admin_listen =
         parse_admin_listen(raw.admin_listen.as_deref().unwrap_or(DEFAULT_ADMIN_LISTEN))
             .map_err(|m| ("[server] admin_listen", m))?;
+    if let Some(admin) = admin_listen
+        && listeners_clash(listen, admin)
+    {
+        return Err((
+            "[server] admin_listen",
+            listeners_clash_message(admin, "[server] listen", listen),
+        ));
+    }
     let public_url = raw
         .public_url
         .as_deref()
@@ -574,6 +582,31 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         ));
     }
     Ok(server)
+}
+
+/// Whether the public listener at `listen` and the admin listener at `admin` would fight over
+/// one port, so that `serve` could not bind the second: the same nonzero port on the same
+/// address, or on any address when either is the unspecified one (0.0.0.0 or ::). Port 0 on
+/// both is two ephemeral ports, no clash.
+pub(crate) fn listeners_clash(listen: SocketAddr, admin: SocketAddr) -> bool {
+    listen.port() != 0
+        && listen.port() == admin.port()
+        && (listen.ip() == admin.ip()
+            || listen.ip().is_unspecified()
+            || admin.ip().is_unspecified())
+}
+
+/// The message of a [`listeners_clash`], said of the key that gave `this`: `other_key` gave
+/// `other`, the other listener's address.
+pub(crate) fn listeners_clash_message(
+    this: SocketAddr,
+    other_key: &str,
+    other: SocketAddr,
+) -> String {
+    format!(
+        "{this} takes the port of {other_key} ({other}): the public and the admin listener \
+         each need a port of their own (or admin_listen \"off\")"
+    )
 }
 
 /// `[server] admin_listen`: an address:port, or `""` / `"off"` for no admin listener.
@@ -1084,6 +1117,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.server.admin_listen, Some("0.0.0.0:9000".parse().unwrap()));
+    }
+
+    #[test]
+    fn the_listeners_need_ports_of_their_own() {
+        let addr = |s: &str| s.parse::<SocketAddr>().unwrap();
+        for (listen, admin, clash) in [
+            ("127.0.0.1:9000", "127.0.0.1:9000", true),
+            ("0.0.0.0:9000", "127.0.0.1:9000", true),
+            ("127.0.0.1:9000", "[::]:9000", true),
+            ("[::]:9000", "0.0.0.0:9000", true),
+            ("127.0.0.1:0", "127.0.0.1:0", false),
+            ("0.0.0.0:0", "0.0.0.0:0", false),
+            ("127.0.0.1:9000", "127.0.0.2:9000", false),
+            ("0.0.0.0:9000", "0.0.0.0:9001", false),
+        ] {
+            assert_eq!(
+                listeners_clash(addr(listen), addr(admin)),
+                clash,
+                "{listen} {admin}"
+            );
+        }
+        rejects(
+            "[server]\nlisten = \"0.0.0.0:8080\"\nadmin_listen = \"127.0.0.1:8080\"\n",
+            "[server] admin_listen",
+            "takes the port of [server] listen (0.0.0.0:8080)",
+        );
+        let off = "[server]\nlisten = \"127.0.0.1:8081\"\nadmin_listen = \"off\"\n";
+        assert!(Config::parse(off, "bridge.toml", Path::new(".")).is_ok());
     }
 
     #[test]

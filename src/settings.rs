@@ -251,7 +251,7 @@ impl Environment {
     pub(crate) const ADMIN_LISTEN: &str = "OAI_BRIDGE_ADMIN_LISTEN";
     /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
     pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
-    /// `[server] state_dir` (`serve`).
+    /// `[server] state_dir` (`serve`, `prune`).
     pub(crate) const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
     /// `[server] admin_token` (`serve`), which has no flag so that it stays out of the process
     /// list.
@@ -291,6 +291,18 @@ impl Environment {
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
             },
             ..self.for_check()
+        }
+    }
+
+    /// What `prune` reads: the state directory, the one setting it uses beyond the file's
+    /// repositories (a listener or token it has no use for cannot fail it).
+    pub(crate) fn for_prune(&self) -> Overrides {
+        Overrides {
+            server: ServerOverrides {
+                state_dir: variable(Self::STATE_DIR, &self.state_dir),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
         }
     }
 
@@ -578,6 +590,29 @@ impl Layers {
         }
         if let Some(v) = &over.admin_listen {
             server.admin_listen = v.parse(|listen| config::parse_admin_listen(listen))?;
+        }
+        // The file's own pair was checked when it was read; an override can make a clash,
+        // said of the override (the admin listener's first), naming the other key.
+        if let Some(admin) = server.admin_listen
+            && config::listeners_clash(server.listen, admin)
+        {
+            let key = |given: Option<&Given<String>>, file_key: &'static str| match given {
+                Some(Given {
+                    origin: Origin::Env(name) | Origin::Flag(name),
+                    ..
+                }) => *name,
+                None => file_key,
+            };
+            let listen_key = key(over.listen.as_ref(), "[server] listen");
+            let admin_key = key(over.admin_listen.as_ref(), "[server] admin_listen");
+            let blamed = match (&over.admin_listen, &over.listen) {
+                (Some(given), _) => Some((given.origin, admin, listen_key, server.listen)),
+                (None, Some(given)) => Some((given.origin, server.listen, admin_key, admin)),
+                (None, None) => None,
+            };
+            if let Some((origin, this, other_key, other)) = blamed {
+                return Err(origin.error(config::listeners_clash_message(this, other_key, other)));
+            }
         }
         if let Some(v) = &over.public_url {
             server.public_url = Some(v.parse(|url| config::directory_url(url))?);

@@ -738,3 +738,201 @@ fn cross_submission_note_only_when_the_public_url_is_not_above_the_scope() {
         assert!(index.contains(&format!("<loc>{public}sitemap-1.xml</loc>")));
     }
 }
+
+/// `oai-bridge serve --check-config` from the crate root with `args`, no listener setting
+/// leaking in from the environment.
+fn check_config(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = bridge();
+    cmd.args(["serve", "--check-config"])
+        .args(args)
+        .env_remove("OAI_BRIDGE_LISTEN")
+        .env_remove("OAI_BRIDGE_ADMIN_LISTEN");
+    cmd.envs(env.iter().copied());
+    cmd.output().expect("the oai-bridge binary runs")
+}
+
+/// The public and the admin listener on one port: refused when the configuration is
+/// validated (exit 78, naming both keys), not when `serve` fails to bind the second.
+#[test]
+fn one_port_for_both_listeners_is_a_configuration_error() {
+    for (args, env, keys) in [
+        (
+            &[
+                "--listen",
+                "127.0.0.1:9000",
+                "--admin-listen",
+                "127.0.0.1:9000",
+            ][..],
+            &[][..],
+            ["--listen", "--admin-listen"],
+        ),
+        (
+            &["--listen", "127.0.0.1:9000"][..],
+            &[("OAI_BRIDGE_ADMIN_LISTEN", "0.0.0.0:9000")][..],
+            ["--listen", "OAI_BRIDGE_ADMIN_LISTEN"],
+        ),
+        (
+            &["--admin-listen", "127.0.0.2:9000"][..],
+            &[("OAI_BRIDGE_LISTEN", "[::]:9000")][..],
+            ["OAI_BRIDGE_LISTEN", "--admin-listen"],
+        ),
+    ] {
+        let o = check_config(args, env);
+        assert_exit(&o, 78);
+        let err = stderr(&o);
+        for key in keys {
+            assert!(
+                err.contains(key),
+                "{args:?} {env:?}: {err} should name {key}"
+            );
+        }
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    }
+    // Two ephemeral ports, two addresses on one port, two ports on one address: all valid.
+    for args in [
+        ["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+        ["--listen", "0.0.0.0:0", "--admin-listen", "0.0.0.0:0"],
+        [
+            "--listen",
+            "127.0.0.1:9000",
+            "--admin-listen",
+            "127.0.0.2:9000",
+        ],
+        ["--listen", "0.0.0.0:9000", "--admin-listen", "0.0.0.0:9001"],
+    ] {
+        let o = check_config(&args, &[]);
+        assert_exit(&o, 0);
+        assert!(stdout(&o).contains("valid"), "{args:?}: {}", stdout(&o));
+    }
+    // The same pair from the file alone is refused too, naming the file's keys.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bridge.toml");
+    let sample = crate_root().join(SAMPLE);
+    let text = format!(
+        "[server]\nlisten = \"0.0.0.0:9000\"\nadmin_listen = \"127.0.0.1:9000\"\n\n\
+         [[repository]]\nname = \"sample\"\nbase_url = {:?}\n",
+        sample.display().to_string()
+    );
+    fs::write(&config, text).unwrap();
+    let o = check_config(&["--config", config.to_str().unwrap()], &[]);
+    assert_exit(&o, 78);
+    let err = stderr(&o);
+    assert!(
+        err.contains("[server] admin_listen") && err.contains("[server] listen"),
+        "{err}"
+    );
+}
+
+/// `--check-config` counts repositories in English.
+#[test]
+fn check_config_says_repository_for_one() {
+    let o = check_config(&[], &[]);
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("bridge.toml: valid; 1 repository:\n"),
+        "{out}"
+    );
+}
+
+/// A command whose reader went away before it printed (`| true`): it ends quietly, with no
+/// panic and no exit 101, as Unix tools do.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    use std::process::Stdio;
+    let commands: [&[&str]; 4] = [
+        &["serve", "--check-config"],
+        &["check", SAMPLE, "--fetch", "0"],
+        &["check", SAMPLE, "--fetch", "0", "--json"],
+        &["man"],
+    ];
+    for args in commands {
+        let mut child = bridge()
+            .args(args)
+            .env_remove("OAI_BRIDGE_LISTEN")
+            .env_remove("OAI_BRIDGE_ADMIN_LISTEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the oai-bridge binary runs");
+        // The reader closes at once: the child's first write meets a broken pipe.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert_ne!(o.status.code(), Some(101), "{args:?}: {err}");
+        assert!(o.status.success(), "{args:?}: {} {err}", o.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("Broken pipe"), "{args:?}: {err}");
+    }
+}
+
+/// `serve` warns, once and at start, when the admin listener is on every interface, and not
+/// when it is on loopback.
+#[test]
+fn an_admin_listener_on_every_interface_is_warned_about() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    const WARNING: &str = "the admin listener (status page, /metrics, reload) is reachable from \
+                           every interface; keep it off the public network";
+    for (admin, warned) in [("0.0.0.0:0", true), ("127.0.0.1:0", false)] {
+        let state = tempfile::tempdir().unwrap();
+        let mut child = bridge()
+            .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", admin])
+            .arg("--state-dir")
+            .arg(state.path())
+            .env_remove("OAI_BRIDGE_LISTEN")
+            .env_remove("OAI_BRIDGE_ADMIN_LISTEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the oai-bridge binary runs");
+        // The first line on stdout comes after the warning (logged as it is, unbuffered).
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(first.starts_with("oai-bridge serving on"), "{first:?}");
+        child.kill().unwrap();
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(WARNING)).collect();
+        assert_eq!(lines.len(), usize::from(warned), "{admin}: {err}");
+        if warned {
+            assert!(lines[0].contains("WARN"), "{}", lines[0]);
+        }
+    }
+}
+
+/// `prune` reads `OAI_BRIDGE_CONFIG` and `OAI_BRIDGE_STATE_DIR` (docs/configuration.md's
+/// table), and no variable it has no use for: a bad listener or token does not fail it.
+#[test]
+fn prune_reads_the_config_and_state_dir_variables_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bridge.toml");
+    fs::write(
+        &config,
+        "[[repository]]\nname = \"kept\"\nbase_url = \"kept.xml\"\n",
+    )
+    .unwrap();
+    let state = dir.path().join("state-from-env");
+    for name in ["kept", "gone"] {
+        // A repository's state, as prune recognises it: a folder with a current generation.
+        fs::create_dir_all(state.join(name).join("current")).unwrap();
+    }
+    let o = bridge()
+        .args(["prune", "--dry-run"])
+        .env("OAI_BRIDGE_CONFIG", &config)
+        .env("OAI_BRIDGE_STATE_DIR", &state)
+        .env("OAI_BRIDGE_LISTEN", "nowhere")
+        .env("OAI_BRIDGE_ADMIN_LISTEN", "nowhere")
+        .env("OAI_BRIDGE_ADMIN_TOKEN", "short")
+        .env("OAI_BRIDGE_PUBLIC_URL", "not a url")
+        .output()
+        .expect("the oai-bridge binary runs");
+    assert_exit(&o, 0);
+    assert_eq!(
+        stdout(&o),
+        format!("would remove {}\n", state.join("gone").display())
+    );
+}

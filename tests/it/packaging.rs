@@ -77,21 +77,114 @@ fn completions_name_every_command_and_flag() {
     );
 }
 
+/// What bash offers for the words `words` (the last one being completed), with the script of
+/// `oai-bridge completions bash` sourced.
+fn bash_completes(words: &[&str]) -> Vec<String> {
+    let script = text(&run(&["completions", "bash"]).stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("oai-bridge.bash");
+    std::fs::write(&path, script).unwrap();
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let cword = words.len() - 1;
+    let (previous, current) = (words[cword - 1], words[cword]);
+    let program = format!(
+        "source \"$1\"; COMP_WORDS=({}); COMP_CWORD={cword}; COMP_LINE=\"${{COMP_WORDS[*]}}\"; \
+         COMP_POINT=${{#COMP_LINE}}; _oai__bridge oai-bridge '{current}' '{previous}'; \
+         printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        quoted.join(" ")
+    );
+    let o = Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &program, "bash"])
+        .arg(&path)
+        .output()
+        .expect("bash runs");
+    assert!(o.status.success(), "{program}: {}", text(&o.stderr));
+    text(&o.stdout).lines().map(str::to_owned).collect()
+}
+
+/// Bash completes the options of a subcommand (clap_complete's labels for a hyphenated name
+/// did not match, clap-rs/clap#6421), and never offers the hidden `probe`.
+#[test]
+fn bash_completes_each_subcommands_options() {
+    let serve = bash_completes(&["oai-bridge", "serve", "--"]);
+    for flag in [
+        "--listen",
+        "--admin-listen",
+        "--check-config",
+        "--log-format",
+    ] {
+        assert!(
+            serve.iter().any(|w| w == flag),
+            "serve: {serve:?} lacks {flag}"
+        );
+    }
+    let export = bash_completes(&["oai-bridge", "export", "--o"]);
+    assert_eq!(export, ["--out", "--ocx"], "export --o");
+    let prune = bash_completes(&["oai-bridge", "prune", "--"]);
+    assert!(prune.iter().any(|w| w == "--dry-run"), "{prune:?}");
+    let top = bash_completes(&["oai-bridge", ""]);
+    for command in ["serve", "export", "check", "prune", "completions", "man"] {
+        assert!(top.iter().any(|w| w == command), "{top:?} lacks {command}");
+    }
+    assert!(!top.iter().any(|w| w == "probe"), "{top:?}");
+}
+
+/// No completion script mentions the image's hidden `probe`, which clap_complete lists unless
+/// it is left out of the command it is given.
+#[test]
+fn completions_leave_the_hidden_probe_out() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = text(&run(&["completions", shell]).stdout);
+        assert!(!script.contains("probe"), "{shell} completions offer probe");
+        assert!(script.contains("prune"), "{shell} completions lack prune");
+    }
+}
+
 #[test]
 fn the_man_page_is_roff_naming_the_commands() {
     let o = run(&["man"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let page = text(&o.stdout);
     assert!(page.contains("\n.TH oai-bridge 1 "), "{page}");
-    for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH SUBCOMMANDS"] {
+    for section in [".SH NAME", ".SH SYNOPSIS", ".SH OPTIONS", ".SH COMMANDS"] {
         assert!(page.contains(section), "the page lacks {section}");
     }
-    for command in ["serve", "export", "check", "completions", "man"] {
-        assert!(
-            page.contains(&format!("oai\\-bridge\\-{command}(1)")),
-            "the page does not name {command}"
-        );
+    // One page: no other page referred to (none is generated), none appended.
+    assert_eq!(page.matches("\n.TH ").count(), 1, "{page}");
+    assert!(!page.contains("(1)"), "{page}");
+    // Each command's own section holds its options.
+    let plain = page.replace("\\-", "-");
+    let section = |command: &str| -> &str {
+        let start = plain
+            .find(&format!(".SS \"oai-bridge {command}\"\n"))
+            .unwrap_or_else(|| panic!("the page has no section for {command}"));
+        let rest = &plain[start + 4..];
+        let end = rest.find("\n.SS ").or_else(|| rest.find("\n.SH ")).unwrap();
+        &rest[..end]
+    };
+    for (command, flags) in [
+        (
+            "serve",
+            &["--admin-listen", "--listen", "--check-config"][..],
+        ),
+        ("export", &["--out", "--public-url", "--base-url"][..]),
+        ("check", &["--fetch", "--json"][..]),
+        ("prune", &["--dry-run", "--state-dir"][..]),
+        (
+            "completions",
+            &["SHELL", "The shell to complete for", "powershell"][..],
+        ),
+        ("man", &["--help"][..]),
+    ] {
+        let text = section(command);
+        for flag in flags {
+            assert!(
+                text.contains(flag),
+                "{command}'s section lacks {flag}: {text}"
+            );
+        }
     }
+    assert!(!section("serve").contains("--dry-run"));
     // The exit codes, and not the image's hidden tool.
     assert!(
         page.contains("2 usage error, 78 bad configuration"),
@@ -229,6 +322,14 @@ fn the_image_serves_its_default_configuration_and_answers_its_health_check() {
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
         std::fs::copy(root().join(source), &dest).unwrap_or_else(|e| panic!("COPY {rest}: {e}"));
     }
+    // The licence ships with the binary.
+    let licence = image.join("usr/share/doc/oai-bridge/LICENSE");
+    assert_eq!(
+        std::fs::read(&licence).unwrap_or_default(),
+        std::fs::read(root().join("LICENSE")).unwrap(),
+        "the image carries LICENSE at {}",
+        licence.display()
+    );
 
     let mut env: BTreeMap<String, String> = BTreeMap::new();
     for rest in all("ENV") {
