@@ -521,6 +521,15 @@ async fn no_generation_yet_is_503_with_retry_after() {
     g.stop().await;
 }
 
+/// A `[[repository]]` table of `upstream` named `name`, in the test scope, refreshed hourly.
+fn repo_table(name: &str, upstream: &TestServer) -> String {
+    format!(
+        "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
+         scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
+        upstream.url()
+    )
+}
+
 /// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository configured
 /// at start has neither a generation nor an ended first refresh, naming it; a stale generation
 /// counts as serving, and a failed first refresh releases the process too, so a broken upstream
@@ -532,17 +541,10 @@ async fn readiness_waits_only_for_first_generations() {
     let good = TestServer::builder(numbered(3)).start();
     let broken = TestServer::builder(numbered(4)).start();
     broken.fault_always(Fault::Status(500));
-    let repo = |name: &str, upstream: &TestServer| {
-        format!(
-            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
-             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
-            upstream.url()
-        )
-    };
     let text = format!(
         "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}",
-        repo("good", &good),
-        repo("broken", &broken)
+        repo_table("good", &good),
+        repo_table("broken", &broken)
     );
     let state = tempfile::tempdir().unwrap();
     // The broken one's first refresh hangs a while: the process waits for it.
@@ -641,18 +643,11 @@ async fn the_status_page_sums_up_and_points_at_the_problems() {
     let broken = TestServer::builder(numbered(4)).start();
     broken.fault_always(Fault::Status(500));
     let stale = TestServer::builder(numbered(2)).start();
-    let repo = |name: &str, upstream: &TestServer| {
-        format!(
-            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\n\
-             scope = [\"https://repo.example/\"]\nrefresh_interval_secs = 3600\n",
-            upstream.url()
-        )
-    };
     let text = format!(
         "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n{}{}{}",
-        repo("good", &good),
-        repo("broken", &broken),
-        repo("stale", &stale),
+        repo_table("good", &good),
+        repo_table("broken", &broken),
+        repo_table("stale", &stale),
     );
     let state = tempfile::tempdir().unwrap();
     let g = Running::start(&text, state.path()).await;
