@@ -6,6 +6,12 @@
 
 log() { printf '== %s\n' "$*" >&2; }
 
+# Every gateway a benchmark starts puts its admin listener (status page, /metrics) on a free
+# port: its default, 127.0.0.1:8081, may be taken (a gateway left running from the README), and
+# two gateways of one run would collide on it. An environment variable, not a key, so that a
+# binary from before the admin listener (benches/compare.sh's BASE) ignores it.
+export OAI_BRIDGE_ADMIN_LISTEN=${OAI_BRIDGE_ADMIN_LISTEN:-127.0.0.1:0}
+
 # Processes to stop on exit; nginx is stopped through its pid file.
 pids=()
 cleanup() {

@@ -29,6 +29,8 @@ work=$(pwd)/target/bench-fleet
 bin=$work/oai-bridge
 # shellcheck source=benches/lib.sh
 . benches/lib.sh
+# The admin listener on its own port (lib.sh would give it a free one; the script reads it).
+export OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$ADMIN
 
 install_missing curl:curl python3:python3
 
@@ -95,7 +97,6 @@ cat >"$work/bridge.toml" <<EOF
 include = ["repositories.d/*.toml"]
 [server]
 listen = "127.0.0.1:$GATEWAY"
-admin_listen = "127.0.0.1:$ADMIN"
 state_dir = "state"
 # [harvest]: the defaults (max_concurrent_refreshes = 4, per_host_concurrency = 1,
 # start_spread_secs = 30, refresh_interval_secs = 21600: nothing is due in the idle window).

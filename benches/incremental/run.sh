@@ -21,6 +21,8 @@ PAGE_SIZE=${PAGE_SIZE:-500}
 CHANGED_EVERY=${CHANGED_EVERY:-100}
 PORT=${PORT:-18777}
 GATEWAY_PORT=${GATEWAY_PORT:-18778}
+# The gateway's admin listener on a free port, not its default 127.0.0.1:8081 (see lib.sh).
+export OAI_BRIDGE_ADMIN_LISTEN=${OAI_BRIDGE_ADMIN_LISTEN:-127.0.0.1:0}
 work=target/bench-incremental
 server_bin=target/bench-server/release/oai-bench-server
 bin=target/release/oai-bridge
