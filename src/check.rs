@@ -1137,16 +1137,7 @@ impl SampleReport {
         line(out, "identifiers", identifiers);
         // What each reason not to publish means: the words the status page and export use.
         for reason in self.identifiers.keys().filter_map(|k| Drop::named(k)) {
-            line(
-                out,
-                "",
-                format_args!(
-                    "{}: {}{}",
-                    reason.as_str(),
-                    if reason.expected() { "(expected) " } else { "" },
-                    reason.meaning()
-                ),
-            );
+            line(out, "", format_args!("{}", reason.explained()));
         }
         if self.records_without_url > 0 {
             line(

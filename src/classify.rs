@@ -170,6 +170,13 @@ impl Drop {
             Drop::NotAUrl | Drop::PersistentId | Drop::Duplicate | Drop::Deleted
         )
     }
+
+    /// The reason in a line of text: `persistent_id: (expected) a DOI or Handle, ...`, as
+    /// `check` and `export` print it.
+    pub(crate) fn explained(self) -> String {
+        let expected = if self.expected() { "(expected) " } else { "" };
+        format!("{}: {expected}{}", self.as_str(), self.meaning())
+    }
 }
 
 /// Content-file extensions and their media types: a URL names a content file by its extension.

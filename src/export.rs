@@ -330,13 +330,7 @@ impl ExportSummary {
                 .as_ref()
                 .map(|x| x.of(*reason))
                 .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "    {}: {}{}",
-                reason.as_str(),
-                if reason.expected() { "(expected) " } else { "" },
-                reason.meaning()
-            );
+            let _ = writeln!(out, "    {}", reason.explained());
             if !examples.is_empty() {
                 let shown: Vec<String> = (examples.iter())
                     .map(|e| match (&e.record, &e.value) {

@@ -32,6 +32,10 @@ fn main() -> ExitCode {
         LogFormat::Text => builder.with_target(false).init(),
         LogFormat::Json => builder.json().init(),
     }
+    // `prune` removes folders: no runtime.
+    if let Command::Prune(args) = &cli.command {
+        return oai_bridge::run_prune(args);
+    }
     // `export` harvests one page after another: one thread does it without cross-thread
     // wake-ups. `serve` answers requests on every core.
     let runtime = match &cli.command {
@@ -52,8 +56,7 @@ fn main() -> ExitCode {
             Command::Export(args) => oai_bridge::run_export(args).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
-            Command::Prune(args) => oai_bridge::run_prune(args),
-            Command::Completions(_) | Command::Man | Command::Probe(_) => {
+            Command::Completions(_) | Command::Man | Command::Probe(_) | Command::Prune(_) => {
                 unreachable!("answered before the runtime starts")
             }
         }

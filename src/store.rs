@@ -596,26 +596,31 @@ impl Store {
 
     /// The identifiers of up to `n` rejected records ([`Store::rejected`]), as examples.
     pub fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
-        let read = || -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id FROM rejected ORDER BY id LIMIT ?1")?;
-            stmt.query_map([n as i64], |r| r.get(0))?.collect()
-        };
-        read().map_err(fail(&self.path, "cannot read the rejected records"))
+        self.ids(
+            "SELECT id FROM rejected ORDER BY id LIMIT ?1",
+            n,
+            "cannot read the rejected records",
+        )
     }
 
     /// The identifiers of up to `n` records whose newest version is deleted, as examples, in
     /// identifier order: read from the partial index of deleted records, so it costs as little
     /// when they are rare among millions as when they are many.
     pub fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        self.ids(
+            "SELECT id FROM records WHERE deleted <> 0 ORDER BY id LIMIT ?1",
+            n,
+            "cannot read the deleted records",
+        )
+    }
+
+    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
+    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
         let read = || -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT id FROM records WHERE deleted <> 0 ORDER BY id LIMIT ?1")?;
+            let mut stmt = self.conn.prepare(sql)?;
             stmt.query_map([n as i64], |r| r.get(0))?.collect()
         };
-        read().map_err(fail(&self.path, "cannot read the deleted records"))
+        read().map_err(fail(&self.path, what))
     }
 
     /// How many records changed since the last publish ([`Store::dirty`]).

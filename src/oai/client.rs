@@ -197,7 +197,7 @@ impl Client {
             };
             let outcome = match self.within_deadline(deadline, send).await? {
                 Ok((StatusCode::URI_TOO_LONG, body)) if !post => {
-                    self.post_from_now_on(url, body).await;
+                    self.post_from_now_on(url, body);
                     continue;
                 }
                 // Some servers send OAI errors with a 4xx/5xx status (OAI-32): the body decides.
@@ -249,7 +249,7 @@ impl Client {
     }
 
     /// Sends requests as long as `url` (answered 414 URI Too Long with `body`) as POSTs.
-    async fn post_from_now_on(&self, url: &str, body: Vec<u8>) {
+    fn post_from_now_on(&self, url: &str, body: Vec<u8>) {
         // A proxy's or server's limit on the URL, which a long resumption token passes: not a
         // failure, and no reason to wait but the politeness delay (the next attempt's turn).
         self.recycle(body);
@@ -284,10 +284,10 @@ impl Client {
         let Some(delay) = retries.next(wait, fastrand::f64()) else {
             return Err(with_attempts(cause, attempt));
         };
-        if let Wait::RetryAfter(_) = delay {
+        let told = matches!(delay, Wait::RetryAfter(_));
+        if told {
             self.stats.retry_after_waits.fetch_add(1, Ordering::Relaxed);
         }
-        let told = matches!(delay, Wait::RetryAfter(_));
         let delay = delay.duration();
         if let Some(deadline) = deadline
             && Instant::now() + delay > deadline

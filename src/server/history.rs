@@ -47,7 +47,7 @@ impl Entry {
     pub(crate) fn ended_now(started: SystemTime) -> Self {
         let now = SystemTime::now();
         Entry {
-            ended: unix(now),
+            ended: crate::datestamp::unix_secs(now).max(0) as u64,
             seconds: now
                 .duration_since(started)
                 .unwrap_or_default()
@@ -70,11 +70,6 @@ impl Entry {
         self.error = Some(short);
         self
     }
-}
-
-fn unix(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// A repository's last refreshes.
@@ -176,7 +171,7 @@ impl History {
 }
 
 /// Replaces `path` with `bytes` by a rename, so that a crash leaves the old file or the new.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
     let tmp = PathBuf::from(tmp);

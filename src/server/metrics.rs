@@ -580,15 +580,6 @@ impl Metrics {
         }
     }
 
-    /// The OpenMetrics text of what is kept here (`/metrics` adds what `Metrics::scrape`
-    /// reads as it comes).
-    pub fn encode(&self) -> String {
-        let mut out = String::new();
-        prometheus_client::encoding::text::encode(&mut out, &self.registry)
-            .expect("writing to a String cannot fail");
-        out
-    }
-
     /// The OpenMetrics text of `gateway`'s `/metrics`: what is kept here, and what is read from
     /// the repositories being served as the scrape comes (their settings and schedules), so it
     /// follows a reload at once and a removed repository leaves no series behind.

@@ -85,8 +85,6 @@ pub struct Gateway {
     /// Longest time a client may take to send a request head, and an idle keep-alive connection
     /// stays open (`[server] client_timeout_secs`): slow clients would hold connections.
     pub client_timeout: Duration,
-    /// `[server] state_dir`, where robots.txt's modification time is kept ([`ROBOTS_MODIFIED`]).
-    state_dir: PathBuf,
     /// Its hold on `state_dir`, so that `oai-bridge prune` keeps what it serves.
     _hold: prune::Hold,
     /// `[server]` as the process started with it: a reload that changes what only a restart can
@@ -547,7 +545,6 @@ impl Gateway {
             public_url,
             started: SystemTime::now(),
             client_timeout: config.server.client_timeout,
-            state_dir: state_dir.clone(),
             _hold: hold,
             server: config.server.clone(),
             loader: None,
@@ -595,7 +592,7 @@ impl Gateway {
     /// An unchanged text keeps its validators.
     pub fn announce(&self) {
         let _one_at_a_time = self.announcing.lock().unwrap_or_else(|e| e.into_inner());
-        let next = robots_file(&self.live().repos, &self.state_dir);
+        let next = robots_file(&self.live().repos, &self.server.state_dir);
         let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
         if robots.bytes != next.bytes {
             *robots = Arc::new(next);

@@ -61,10 +61,7 @@ fn open_lock(state_dir: &Path) -> std::io::Result<File> {
 /// a failure only warns (prune then keeps what the list named before).
 pub(crate) fn record_serving<'a>(state_dir: &Path, names: impl IntoIterator<Item = &'a str>) {
     let text: String = names.into_iter().map(|n| format!("{n}\n")).collect();
-    let tmp = state_dir.join(format!("{SERVING}.tmp"));
-    let written =
-        std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, state_dir.join(SERVING)));
-    if let Err(e) = written {
+    if let Err(e) = super::history::write_atomically(&state_dir.join(SERVING), text.as_bytes()) {
         tracing::warn!("cannot write {}: {e}", state_dir.join(SERVING).display());
     }
 }

@@ -213,7 +213,10 @@ impl Gateway {
         };
         // Refreshes waiting for a slot start at once if the limits went up.
         self.slots.resize(&config.fleet);
-        super::prune::record_serving(&self.state_dir, next.repos.iter().map(|r| r.name.as_str()));
+        super::prune::record_serving(
+            &self.server.state_dir,
+            next.repos.iter().map(|r| r.name.as_str()),
+        );
         *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
         drop(running);
         // The set has changed: robots.txt follows at once.

@@ -276,10 +276,11 @@ fn summary_cells(out: &mut String, s: &Summary, repo: &Repo) {
         s.drops
             .iter()
             .map(|(reason, n)| {
-                let (title, mark) = match Drop::named(reason) {
-                    Some(d) if d.expected() => (d.meaning(), " <span class=\"ok\">expected</span>"),
-                    Some(d) => (d.meaning(), " <span class=\"bad\">check if many</span>"),
-                    None => ("", ""),
+                let drop = Drop::named(reason);
+                let title = drop.map_or("", Drop::meaning);
+                let mark = match verdict(drop) {
+                    "" => String::new(),
+                    v => format!(" {v}"),
                 };
                 format!(
                     "<span title=\"{}\">{} {n}</span>{mark}",
@@ -432,11 +433,7 @@ fn not_published(out: &mut String, s: &Summary, open: bool) {
     );
     for (reason, n) in &s.drops {
         let drop = Drop::named(reason);
-        let verdict = match drop {
-            Some(d) if d.expected() => "<span class=\"ok\">expected</span>",
-            Some(_) => "<span class=\"bad\">check if many</span>",
-            None => "",
-        };
+        let verdict = verdict(drop);
         let _ = write!(
             out,
             "<dt><code>{}</code> {n} {verdict}</dt><dd>{}",
@@ -591,6 +588,16 @@ fn ago(now: SystemTime, t: SystemTime) -> String {
             "in {}<br><small>{date}</small>",
             human_duration(e.duration())
         ),
+    }
+}
+
+/// Whether a reason not to publish is expected, as the page marks it; nothing for a reason this
+/// version does not know (from a newer generation's manifest).
+fn verdict(drop: Option<Drop>) -> &'static str {
+    match drop {
+        Some(d) if d.expected() => "<span class=\"ok\">expected</span>",
+        Some(_) => "<span class=\"bad\">check if many</span>",
+        None => "",
     }
 }
 
