@@ -3,6 +3,7 @@
 //! examples), what its public URL needs, and its last refreshes.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::generation::{Generation, Summary};
@@ -15,13 +16,24 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     let repos = gateway.repos();
-    let states: Vec<State> = repos.iter().map(|r| State::of(r)).collect();
+    // Each repository's status and generation read once, so that the summary, its row and its
+    // details agree even when a refresh swaps a generation in meanwhile.
+    let seen: Vec<(RepoStatus, Option<Arc<Generation>>)> =
+        repos.iter().map(|r| (r.status(), r.current())).collect();
+    let states: Vec<State> = (seen.iter())
+        .map(|(status, generation)| State::of(status, generation.is_some()))
+        .collect();
     head(&mut out, gateway, now);
     summary(&mut out, &repos, &states);
     table_head(&mut out);
-    for (repo, state) in repos.iter().zip(&states) {
-        row(&mut out, repo, now);
-        details(&mut out, repo, state.problem().is_some());
+    for ((repo, (status, generation)), state) in repos.iter().zip(&seen).zip(&states) {
+        row(&mut out, repo, status, generation.as_deref(), now);
+        details(
+            &mut out,
+            repo,
+            generation.as_deref(),
+            state.problem().is_some(),
+        );
     }
     out.push_str(
         "</table>\n<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
@@ -52,9 +64,8 @@ struct State {
 }
 
 impl State {
-    fn of(repo: &Repo) -> Self {
-        let status = repo.status();
-        let serving = match (repo.serving(), status.last_error.is_some()) {
+    fn of(status: &RepoStatus, serving: bool) -> Self {
+        let serving = match (serving, status.last_error.is_some()) {
             (true, false) => Serving::Fresh,
             (true, true) => Serving::Stale,
             (false, true) => Serving::Nothing,
@@ -195,11 +206,15 @@ fn table_head(out: &mut String) {
 }
 
 /// One repository's row of the table.
-fn row(out: &mut String, repo: &Repo, now: SystemTime) {
-    let status = repo.status();
-    let generation = repo.current();
-    repository_cell(out, repo, generation.as_deref());
-    match (&generation, &status.last_error) {
+fn row(
+    out: &mut String,
+    repo: &Repo,
+    status: &RepoStatus,
+    generation: Option<&Generation>,
+    now: SystemTime,
+) {
+    repository_cell(out, repo, generation);
+    match (generation, &status.last_error) {
         (None, _) => out.push_str("<td class=\"bad\">nothing yet (503)</td>"),
         (Some(g), Some(_)) => {
             let _ = write!(
@@ -216,11 +231,11 @@ fn row(out: &mut String, repo: &Repo, now: SystemTime) {
             );
         }
     }
-    match &generation {
+    match generation {
         Some(g) => summary_cells(out, &g.summary, repo),
         None => out.push_str("<td></td><td></td><td></td><td></td>"),
     }
-    refresh_cells(out, &status, now);
+    refresh_cells(out, status, now);
 }
 
 /// The repository's name, its upstream, and the platform in effect and why (what decides where
@@ -376,11 +391,10 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
 /// why (in words, with examples), and its last refreshes with a chart of the URLs published.
 /// Both collapsed, unless `open` (the repository has a problem): with hundreds of repositories
 /// the page stays one line per repository.
-fn details(out: &mut String, repo: &Repo, open: bool) {
-    let generation = repo.current();
+fn details(out: &mut String, repo: &Repo, generation: Option<&Generation>, open: bool) {
     let entries = repo.history.entries();
     let _ = write!(out, "<tr class=\"more\"><td colspan=\"9\">");
-    if let Some(g) = &generation {
+    if let Some(g) = generation {
         cross_submission(out, repo, &g.summary);
         not_published(out, &g.summary, open);
     }
