@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use url::Url;
 
+use crate::bucket::PublishSettings;
 use crate::check::{self, CheckOptions};
 use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, PruneArgs, ServeArgs};
 use crate::config::{Config, ConfigError, RepositoryConfig};
@@ -90,10 +91,15 @@ pub(crate) fn export_options_in(
         })?;
     let harvest = layers.harvest_of(repo)?;
     let policy = settings.policy.clone();
+    let server = layers.server()?;
     Ok(ExportOptions {
         job: export_job(settings, public_url),
         harvest,
         out: args.out.clone(),
+        publish: PublishSettings {
+            grace: server.publish_grace,
+            max_age: server.max_age,
+        },
         progress: !args.no_progress,
         state: args.state.clone(),
         policy,
@@ -301,7 +307,7 @@ pub async fn run_export(args: &ExportArgs) -> ExitCode {
             eprintln!(
                 "error: export of {} failed; {} was left as it was.\n{}",
                 options.job.request.source,
-                options.out.display(),
+                options.out,
                 error_chain(&e)
             );
             ExitCode::FAILURE

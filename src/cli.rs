@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use crate::publish::Output;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Publishes OAI-PMH repositories as sitemaps for search engines and FAIR crawlers.
@@ -188,9 +189,16 @@ pub struct ExportArgs {
     /// OAI-PMH baseURL, or an OAI Static Repository file (path or URL).
     #[arg(long)]
     pub base_url: Option<String>,
-    /// Folder to write; replaced as a whole, atomically, when the export succeeds.
-    #[arg(long)]
-    pub out: PathBuf,
+    /// Folder to write, replaced as a whole, atomically, when the export succeeds; or object
+    /// storage (s3://bucket/prefix/, gs://, az://, file://), uploaded so that readers always
+    /// see a complete generation. Credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
+    #[arg(long, value_name = "FOLDER|URL", value_parser = Output::parse)]
+    pub out: Output,
+    /// Object storage: how long a file no index names any more stays in the bucket, so that
+    /// a crawler holding the index before finds it (default: a day). Overrides the
+    /// configuration's `[server] publish_grace_secs`.
+    #[arg(long, value_name = "SECS")]
+    pub publish_grace_secs: Option<u64>,
     /// Where the folder will be served (a directory URL); index and robots.txt URLs use it.
     /// Overrides OAI_BRIDGE_PUBLIC_URL and the configuration's.
     #[arg(long)]

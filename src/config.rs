@@ -25,6 +25,9 @@ pub(crate) const DEFAULT_CACHE_BYTES: u64 = 256 * 1024 * 1024;
 pub(crate) const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default `Cache-Control: max-age` of sitemap files.
 pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
+/// Default `[server] publish_grace_secs`: how long a file no index names any more stays in a
+/// bucket.
+pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// Default `[server] client_timeout_secs`.
 pub(crate) const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
@@ -78,6 +81,7 @@ struct RawServer {
     client_timeout_secs: Option<u64>,
     max_age_secs: Option<u64>,
     admin_token: Option<String>,
+    publish_grace_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -255,6 +259,8 @@ pub struct ServerConfig {
     pub max_age: Duration,
     /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
     pub admin_token: Option<AdminToken>,
+    /// How long a file published to a bucket stays there once no index names it.
+    pub publish_grace: Duration,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -568,6 +574,9 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
             .map(AdminToken::new)
             .transpose()
             .map_err(|m| ("[server] admin_token", m))?,
+        publish_grace: raw
+            .publish_grace_secs
+            .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
     };
     if server.client_timeout.is_zero() {
         return Err((
@@ -1507,7 +1516,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 52] = [
+    const KEYS: [&str; 53] = [
         "include",
         "listen",
         "admin_listen",
@@ -1518,6 +1527,7 @@ mod tests {
         "client_timeout_secs",
         "max_age_secs",
         "admin_token",
+        "publish_grace_secs",
         "user_agent",
         "request_timeout_secs",
         "connect_timeout_secs",

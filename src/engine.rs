@@ -42,7 +42,8 @@ pub(crate) trait Target {
 
     /// Makes what `sink` holds the published files; `built` and `run` say what they are, and
     /// `elapsed` how long it took until now.
-    fn commit(
+    /// Async for a bucket's uploads; a folder's and a generation's commit await nothing.
+    async fn commit(
         &mut self,
         sink: Self::Sink,
         built: &Built,
@@ -147,7 +148,9 @@ pub(crate) async fn run<T: Target>(
         .as_ref()
         .map(|_| Publish::new(&target.place(), job, &harvested, &rendered));
     let built = Built::new(harvested, rendered);
-    let committed = target.commit(sink, &built, run.as_ref(), started.elapsed())?;
+    let committed = target
+        .commit(sink, &built, run.as_ref(), started.elapsed())
+        .await?;
     seen.render_time = Some(started.elapsed().saturating_sub(harvest_time));
     let unrecorded = match (stored, publish) {
         (Some(s), Some(publish)) => incremental::published(s.store, publish).err(),

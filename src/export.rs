@@ -1,9 +1,12 @@
-//! `oai-bridge export`: one harvest into a folder for static hosting, swapped in atomically.
+//! `oai-bridge export`: one harvest into a folder for static hosting, swapped in atomically, or
+//! into a bucket of object storage, uploaded in an order that keeps readers consistent
+//! ([`crate::bucket`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::bucket::{Bucket, BucketError, PublishSettings, Upload, Uploaded};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::incremental::{Policy, RunSummary};
@@ -12,7 +15,7 @@ use crate::patch::{self, ReadShard};
 use crate::pipeline::{Built, FileSink, Job, PipelineError, SpillDir, human_duration};
 use crate::profiles::Profile;
 use crate::progress::Progress;
-use crate::publish::{PublishError, Staging};
+use crate::publish::{Output, PublishError, Staging};
 use crate::store::{self, Store};
 use crate::summary::Summary;
 
@@ -23,8 +26,10 @@ pub struct ExportOptions {
     pub job: Job,
     /// How to treat the upstream.
     pub harvest: HarvestSettings,
-    /// The folder to write.
-    pub out: PathBuf,
+    /// The folder or bucket to write.
+    pub out: Output,
+    /// How files are published to a bucket (unused for a folder).
+    pub publish: PublishSettings,
     /// Show a live progress line when stderr is a terminal.
     pub progress: bool,
     /// Harvest through the store in this folder, incrementally (`--state`).
@@ -43,6 +48,9 @@ pub enum ExportError {
     /// Writing the folder failed.
     #[error(transparent)]
     Publish(#[from] PublishError),
+    /// Publishing to the bucket failed; what it published before is complete and in place.
+    #[error(transparent)]
+    Bucket(#[from] BucketError),
     /// The HTTP client could not be built.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
@@ -57,13 +65,12 @@ pub enum ExportError {
     /// The folder was published, but the state store could not record it: the next export
     /// through the store renders every record instead of patching.
     #[error(
-        "{} was published, but the state store could not record it (the next export renders in \
-         full): {source}",
-        out.display()
+        "{out} was published, but the state store could not record it (the next export renders in \
+         full): {source}"
     )]
     Unrecorded {
-        /// The folder published.
-        out: PathBuf,
+        /// The folder or bucket published.
+        out: Output,
         /// Why the store failed.
         source: crate::store::StoreError,
     },
@@ -83,10 +90,12 @@ pub struct ExportSummary {
     pub built: Built,
     /// Bytes written.
     pub bytes: u64,
+    /// What went up to the bucket, for an export to one.
+    pub uploaded: Option<Uploaded>,
     /// Wall time.
     pub elapsed: Duration,
-    /// The folder written.
-    pub out: PathBuf,
+    /// The folder or bucket written.
+    pub out: Output,
     /// What the harvest did to the store, with `--state`.
     pub run: Option<RunSummary>,
 }
@@ -102,6 +111,14 @@ impl FileSink for Staging {
     }
 }
 
+/// What an export's target gives back on commit.
+struct Written {
+    /// Bytes written (locally: into the folder, or staged for the bucket).
+    bytes: u64,
+    /// What went up to the bucket.
+    uploaded: Option<Uploaded>,
+}
+
 /// The export's target: a staging folder beside `out`, swapped in on commit.
 struct Folder<'a> {
     out: &'a Path,
@@ -109,8 +126,7 @@ struct Folder<'a> {
 
 impl engine::Target for Folder<'_> {
     type Sink = Staging;
-    /// The bytes written.
-    type Committed = u64;
+    type Committed = Written;
     type Error = ExportError;
 
     fn place(&self) -> String {
@@ -128,36 +144,81 @@ impl engine::Target for Folder<'_> {
         Ok(Staging::new(self.out)?)
     }
 
-    fn commit(
+    async fn commit(
         &mut self,
         staging: Staging,
         _: &Built,
         _: Option<&RunSummary>,
         _: Duration,
-    ) -> Result<u64, ExportError> {
+    ) -> Result<Written, ExportError> {
         let bytes = staging.bytes();
         staging.commit()?;
-        Ok(bytes)
+        Ok(Written {
+            bytes,
+            uploaded: None,
+        })
     }
 }
 
-/// Harvests, renders into a staging folder beside `out`, and swaps it in. On any error but
-/// [`ExportError::Unrecorded`] `out` is untouched.
+/// The export's target in a bucket: a staging folder in `scratch`, uploaded on commit.
+struct ToBucket<'a> {
+    bucket: &'a Bucket,
+    place: String,
+    scratch: &'a Path,
+    settings: &'a PublishSettings,
+}
+
+impl engine::Target for ToBucket<'_> {
+    type Sink = Upload;
+    type Committed = Written;
+    type Error = ExportError;
+
+    fn place(&self) -> String {
+        self.place.clone()
+    }
+
+    /// The bucket's shards are not read back: every export through a store renders in full
+    /// (on the store's stable layout, so unchanged shards keep their bytes and are not
+    /// uploaded again).
+    fn published(&self) -> Option<ReadShard> {
+        None
+    }
+
+    fn stage(&mut self) -> Result<Upload, ExportError> {
+        Ok(Upload {
+            staging: Staging::new(&self.scratch.join("generation"))?,
+            staged: Default::default(),
+        })
+    }
+
+    async fn commit(
+        &mut self,
+        upload: Upload,
+        _: &Built,
+        _: Option<&RunSummary>,
+        _: Duration,
+    ) -> Result<Written, ExportError> {
+        let uploaded = (self.bucket)
+            .publish(
+                upload.staging.path(),
+                &upload.staged,
+                self.settings,
+                std::time::SystemTime::now(),
+            )
+            .await?;
+        Ok(Written {
+            bytes: upload.staging.bytes(),
+            uploaded: Some(uploaded),
+        })
+    }
+}
+
+/// Harvests, renders into a staging folder beside `out` and swaps it in, or uploads it to the
+/// bucket `out`. On any error but [`ExportError::Unrecorded`] `out` is as it was (a bucket:
+/// every file its indexes name is there, as it was).
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
     let started = Instant::now();
     let client = Client::new(options.harvest.clone())?;
-    // Fail on an unusable output folder before spending a harvest on it.
-    drop(Staging::new(&options.out)?);
-    // The profiles' shard files are written beside the output folder, where the staging folder
-    // is: linked into it, they are written once.
-    let spill_dir = options.job.spill_dir.clone().unwrap_or_else(|| SpillDir {
-        parent: crate::publish::beside(&options.out),
-        linked: true,
-    });
-    let job = Job {
-        spill_dir: Some(spill_dir),
-        ..options.job.clone()
-    };
     let mut store = match &options.state {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|source| ExportError::StateDir {
@@ -172,16 +233,58 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         store,
         policy: &options.policy,
     });
-    let mut folder = Folder { out: &options.out };
-    let outcome = engine::run(
-        &job,
-        &client,
-        stored,
-        &mut folder,
-        &mut Progress::new(options.progress),
-        &mut Seen::default(),
-    )
-    .await?;
+    let progress = &mut Progress::new(options.progress);
+    let outcome = match &options.out {
+        Output::Folder(out) => {
+            // Fail on an unusable output folder before spending a harvest on it.
+            drop(Staging::new(out)?);
+            // The profiles' shard files are written beside the output folder, where the
+            // staging folder is: linked into it, they are written once.
+            let job = with_spill_dir(&options.job, crate::publish::beside(out));
+            let mut folder = Folder { out };
+            engine::run(
+                &job,
+                &client,
+                stored,
+                &mut folder,
+                progress,
+                &mut Seen::default(),
+            )
+            .await?
+        }
+        Output::Bucket(url) => {
+            let bucket = Bucket::open(url)?;
+            // Fail on an unreachable bucket (credentials, a missing bucket) before the harvest.
+            bucket.check().await?;
+            // The files are staged in the state folder, or else the temporary folder: a large
+            // repository's generation takes gigabytes, which a tmpfs would take from memory.
+            let parent = options.state.clone().unwrap_or_else(std::env::temp_dir);
+            let scratch = tempfile::Builder::new()
+                .prefix(".oai-bridge-upload-")
+                .tempdir_in(&parent)
+                .map_err(|source| PublishError {
+                    action: "cannot create a staging folder in",
+                    path: parent.clone(),
+                    source,
+                })?;
+            let job = with_spill_dir(&options.job, scratch.path().to_owned());
+            let mut target = ToBucket {
+                bucket: &bucket,
+                place: url.to_string(),
+                scratch: scratch.path(),
+                settings: &options.publish,
+            };
+            engine::run(
+                &job,
+                &client,
+                stored,
+                &mut target,
+                progress,
+                &mut Seen::default(),
+            )
+            .await?
+        }
+    };
     if let Some(source) = outcome.unrecorded {
         return Err(ExportError::Unrecorded {
             out: options.out.clone(),
@@ -190,11 +293,25 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     }
     Ok(ExportSummary {
         built: outcome.built,
-        bytes: outcome.committed,
+        bytes: outcome.committed.bytes,
+        uploaded: outcome.committed.uploaded,
         elapsed: started.elapsed(),
         out: options.out.clone(),
         run: outcome.run,
     })
+}
+
+/// `job`, its profiles' shard files written in `parent` (unless the job says where), where
+/// they can be linked into the staging folder.
+fn with_spill_dir(job: &Job, parent: PathBuf) -> Job {
+    let spill_dir = job.spill_dir.clone().unwrap_or(SpillDir {
+        parent,
+        linked: true,
+    });
+    Job {
+        spill_dir: Some(spill_dir),
+        ..job.clone()
+    }
 }
 
 impl ExportSummary {
@@ -202,9 +319,11 @@ impl ExportSummary {
     /// and the bytes written.
     pub fn json(&self, job: &Job) -> String {
         #[derive(serde::Serialize)]
-        struct Exported<'a> {
-            out: &'a Path,
+        struct Exported {
+            out: String,
             bytes_written: u64,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            uploaded: Option<Uploaded>,
             #[serde(flatten)]
             summary: Summary,
         }
@@ -216,8 +335,9 @@ impl ExportSummary {
             &job.settings_key(),
         );
         let exported = Exported {
-            out: &self.out,
+            out: self.out.to_string(),
             bytes_written: self.bytes,
+            uploaded: self.uploaded,
             summary,
         };
         serde_json::to_string_pretty(&exported).expect("the summary serialises")
@@ -228,12 +348,7 @@ impl ExportSummary {
         let b = &self.built;
         let s = &b.stats;
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "Exported {} to {}",
-            job.request.source,
-            self.out.display()
-        );
+        let _ = writeln!(out, "Exported {} to {}", job.request.source, self.out);
         let _ = writeln!(
             out,
             "  repository      {}",
@@ -302,6 +417,14 @@ impl ExportSummary {
             b.shards.len(),
             self.bytes
         );
+        if let Some(u) = &self.uploaded {
+            let _ = writeln!(
+                out,
+                "  uploaded        {} of {} files ({} of {} bytes; the rest were there, \
+                 unchanged); {} deleted, {} kept until their grace period ends",
+                u.uploaded, u.files, u.uploaded_bytes, u.bytes, u.deleted, u.retired
+            );
+        }
         let drops: Vec<String> = Drop::ALL
             .iter()
             .filter(|r| s.dropped(**r) > 0)

@@ -10,6 +10,7 @@
 //! schedule).
 
 mod app;
+mod bucket;
 mod check;
 mod classify;
 mod cli;
@@ -49,6 +50,7 @@ pub use cli::{Cli, Command, CompletionsArgs, LogFormat, ProbeArgs};
 pub use memory::limit_arenas;
 
 // The commands as library calls, with their options and outcomes.
+pub use bucket::{BucketError, MANIFEST as BUCKET_MANIFEST, PublishSettings, Uploaded};
 pub use check::{CheckOptions, CheckReport, check};
 pub use config::{Config, ConfigError};
 pub use export::{ExportError, ExportOptions, ExportSummary, export};
@@ -57,7 +59,7 @@ pub use pipeline::{Job, PipelineError, fields_for};
 pub use platform::{LandingSettings, Platform, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
-pub use publish::MARKER;
+pub use publish::{BucketUrl, MARKER, Output};
 pub use server::reload::{ReloadError, Reloaded};
 pub use server::slots::SlotCounts;
 pub use server::{Gateway, Listeners, Repo, serve};

@@ -2,13 +2,98 @@
 //! target, and the staging folder replaces the target in one step only after everything was
 //! written. Until then, the target is exactly as it was.
 
+use std::fmt;
 use std::fs;
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use object_store::ObjectStoreScheme;
+use url::Url;
+
 /// Marks a folder as written by `oai-bridge export`, so that a later export may replace it. A
 /// non-empty folder without it is never replaced: `--out ~` must not wipe a home directory.
 pub const MARKER: &str = ".oai-bridge-export";
+
+/// The URL schemes of object storage, as `object_store` reads them.
+const SCHEMES: &[&str] = &[
+    "s3", "s3a", "gs", "az", "azure", "abfs", "abfss", "adl", "file",
+];
+
+/// Where an export writes: a folder, replaced as a whole, or a bucket URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Output {
+    /// A local folder.
+    Folder(PathBuf),
+    /// A bucket (and prefix) of object storage.
+    Bucket(BucketUrl),
+}
+
+impl Output {
+    /// `--out`: a bucket URL (`s3://`, `gs://`, `az://`, `file://`, ...) or a folder path.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        match text.split_once("://") {
+            Some((scheme, _)) if SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) => {
+                BucketUrl::parse(text).map(Output::Bucket)
+            }
+            Some((scheme, _))
+                if !scheme.is_empty() && scheme.chars().all(|c| c.is_ascii_alphanumeric()) =>
+            {
+                Err(format!(
+                    "{text:?} is neither a folder nor object storage: the schemes are s3://, gs://, \
+                 az:// (or azure://, abfs://) and file://"
+                ))
+            }
+            _ => Ok(Output::Folder(PathBuf::from(text))),
+        }
+    }
+}
+
+impl From<PathBuf> for Output {
+    fn from(path: PathBuf) -> Self {
+        Output::Folder(path)
+    }
+}
+
+impl fmt::Display for Output {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Output::Folder(path) => write!(f, "{}", path.display()),
+            Output::Bucket(url) => url.fmt(f),
+        }
+    }
+}
+
+/// A bucket and prefix of object storage, as a URL without credentials (they come from the
+/// environment): it is shown in messages and logs as it is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BucketUrl(Url);
+
+impl BucketUrl {
+    /// Parses and checks a bucket URL.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let url = Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+        if !url.username().is_empty() || url.password().is_some() || url.query().is_some() {
+            return Err(format!(
+                "{}://...: give no credentials or options in the URL; they are read from the \
+                 environment (AWS_*, GOOGLE_*, AZURE_*)",
+                url.scheme()
+            ));
+        }
+        ObjectStoreScheme::parse(&url).map_err(|e| format!("{text:?}: {e}"))?;
+        Ok(BucketUrl(url))
+    }
+
+    /// The URL.
+    pub(crate) fn as_url(&self) -> &Url {
+        &self.0
+    }
+}
+
+impl fmt::Display for BucketUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.as_str())
+    }
+}
 
 /// A publishing error, naming the path.
 #[derive(Debug, thiserror::Error)]
@@ -98,6 +183,11 @@ impl Staging {
                 false
             }
         }
+    }
+
+    /// The staging folder.
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
     }
 
     /// Bytes written so far.
@@ -471,6 +561,29 @@ fn set_mode(_: &Path, _: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_tells_buckets_from_folders() {
+        assert_eq!(
+            Output::parse("out/site").unwrap(),
+            Output::Folder(PathBuf::from("out/site"))
+        );
+        assert!(matches!(
+            Output::parse("s3://bucket/prefix/").unwrap(),
+            Output::Bucket(_)
+        ));
+        assert!(matches!(
+            Output::parse("GS://bucket/p").unwrap(),
+            Output::Bucket(_)
+        ));
+        let err = Output::parse("https://example.org/site").unwrap_err();
+        assert!(err.contains("s3://"), "{err}");
+        let err = Output::parse("s3://key:secret@bucket/p").unwrap_err();
+        assert!(
+            err.contains("environment") && !err.contains("secret"),
+            "{err}"
+        );
+    }
 
     #[test]
     fn commit_replaces_the_whole_folder_and_drop_leaves_it() {

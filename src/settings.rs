@@ -93,6 +93,8 @@ pub(crate) struct ServerOverrides {
     pub state_dir: Option<Given<PathBuf>>,
     /// `admin_token`.
     pub admin_token: Option<Given<String>>,
+    /// `publish_grace_secs`.
+    pub publish_grace_secs: Option<Given<u64>>,
 }
 
 /// `[harvest]` keys an override may set.
@@ -178,7 +180,14 @@ impl Overrides {
             ServerOverrides,
             b,
             o,
-            [listen, admin_listen, public_url, state_dir, admin_token]
+            [
+                listen,
+                admin_listen,
+                public_url,
+                state_dir,
+                admin_token,
+                publish_grace_secs
+            ]
         );
         let (b, o) = (base.harvest, over.harvest);
         let harvest = merged!(
@@ -289,6 +298,7 @@ impl Environment {
                 public_url: variable(Self::PUBLIC_URL, &self.public_url),
                 state_dir: variable(Self::STATE_DIR, &self.state_dir),
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
+                publish_grace_secs: None,
             },
             ..self.for_check()
         }
@@ -363,6 +373,7 @@ impl From<&ServeArgs> for Overrides {
                 public_url: flag("--public-url", &args.public_url),
                 state_dir: flag("--state-dir", &args.state_dir),
                 admin_token: None,
+                publish_grace_secs: None,
             },
             harvest: HarvestOverrides::default(),
             repository: RepositoryOverrides {
@@ -388,7 +399,10 @@ impl From<&PruneArgs> for Overrides {
 impl From<&ExportArgs> for Overrides {
     fn from(args: &ExportArgs) -> Overrides {
         Overrides {
-            server: ServerOverrides::default(),
+            server: ServerOverrides {
+                publish_grace_secs: flag("--publish-grace-secs", &args.publish_grace_secs),
+                ..ServerOverrides::default()
+            },
             harvest: HarvestOverrides {
                 user_agent: flag("--user-agent", &args.user_agent),
                 max_attempts: flag("--max-attempts", &args.max_attempts),
@@ -622,6 +636,9 @@ impl Layers {
         }
         if let Some(v) = &over.admin_token {
             server.admin_token = Some(v.parse(|token| AdminToken::new(token))?);
+        }
+        if let Some(v) = &over.publish_grace_secs {
+            server.publish_grace = Duration::from_secs(v.value);
         }
         Ok(server)
     }

@@ -60,6 +60,15 @@ pub trait FileSink {
         }
         Ok(None)
     }
+
+    /// The name the shard just stored as `name` is listed under in its index: `name` itself,
+    /// unless the sink publishes shards under names of their own. A bucket's sink names them
+    /// after their content (`sitemap-1-<hash>.xml`, [`crate::bucket`]), so that a new shard
+    /// never overwrites one that the index before it names: the index switches to the new
+    /// shards at once, in one upload.
+    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
+        Ok(name)
+    }
 }
 
 /// Why a file could not be written.
@@ -140,8 +149,7 @@ impl<'a> Shards<'a> {
         let changed = sink
             .put_shard(&name, &shard.bytes)
             .map_err(|e| WriteError::Sink(Box::new(e)))?;
-        self.listed(name, changed.or(shard.newest));
-        Ok(())
+        self.listed(sink, name, changed.or(shard.newest))
     }
 
     /// Stores the next shard of a landing-page profile: a shard file written during the
@@ -164,15 +172,23 @@ impl<'a> Shards<'a> {
             sink.put_shard(&name, &file.read()?)
                 .map_err(|e| WriteError::Sink(Box::new(e)))?
         };
-        self.listed(name, changed.or(file.newest()));
-        Ok(())
+        self.listed(sink, name, changed.or(file.newest()))
     }
 
-    /// Lists the shard stored as `name` in the index.
-    fn listed(&mut self, name: String, newest: Option<Datestamp>) {
+    /// Lists the shard stored as `name` in the index, under the name `sink` gives it.
+    fn listed<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        name: String,
+        newest: Option<Datestamp>,
+    ) -> Result<(), WriteError> {
+        let name = sink
+            .listed_name(name)
+            .map_err(|e| WriteError::Sink(Box::new(e)))?;
         self.entries
             .push((join(self.public_url, &name).to_string(), newest));
         self.names.push(name);
+        Ok(())
     }
 
     /// Writes the index of the shards as `index_name`, if there is any shard; its URL.

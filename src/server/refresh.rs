@@ -499,7 +499,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         Ok(Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?)
     }
 
-    fn commit(
+    async fn commit(
         &mut self,
         writer: Writer<'a>,
         built: &Built,

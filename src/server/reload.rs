@@ -97,7 +97,8 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
         drain_timeout,
         client_timeout,
         max_age,
-        admin_token: _, // reloaded: a new token applies at once
+        admin_token: _,   // reloaded: a new token applies at once
+        publish_grace: _, // read by each publish to a bucket
     } = next;
     [
         ("[server] listen", running.listen != *listen),

@@ -1011,7 +1011,8 @@ async fn export_to(server: &TestServer, out: &Path) -> Result<ExportSummary, Exp
     export(&ExportOptions {
         job: job(server),
         harvest: fast(),
-        out: out.to_owned(),
+        out: out.to_owned().into(),
+        publish: Default::default(),
         progress: false,
         state: None,
         policy: Default::default(),
@@ -1291,7 +1292,8 @@ async fn export_fails_untouched(server: &TestServer, settings: HarvestSettings) 
     let err = export(&ExportOptions {
         job: job(server),
         harvest: settings,
-        out: out.clone(),
+        out: out.clone().into(),
+        publish: Default::default(),
         progress: false,
         state: None,
         policy: Default::default(),
@@ -1504,7 +1506,8 @@ async fn a_megabyte_identifier_is_dropped_as_too_long() {
     let summary = export(&ExportOptions {
         job: job(&server),
         harvest: settings,
-        out: out.clone(),
+        out: out.clone().into(),
+        publish: Default::default(),
         progress: false,
         state: None,
         policy: Default::default(),

@@ -46,7 +46,8 @@ pub(crate) async fn export_job(
     export(&ExportOptions {
         job,
         harvest: fast(),
-        out: out.to_owned(),
+        out: out.to_owned().into(),
+        publish: Default::default(),
         progress: false,
         state: state.map(Path::to_owned),
         policy,
@@ -461,7 +462,8 @@ async fn a_stored_retry_after_keeps_the_next_export_from_calling_early() {
             max_attempts: 1,
             ..fast()
         },
-        out,
+        out: out.into(),
+        publish: Default::default(),
         progress: false,
         state: Some(state),
         policy: Policy::default(),

@@ -1,6 +1,7 @@
 //! Integration tests: one binary, a module per concern. `server` is the local OAI-PMH test
 //! server (loopback, real resumption-token paging, injectable faults) the others harvest from.
 
+mod bucket;
 mod check;
 mod cli;
 mod edges;

@@ -264,6 +264,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "commands",
         &[
+            "bucket",
             "check",
             "config",
             "export",

@@ -1,0 +1,727 @@
+//! Publishing a generation to object storage (S3 and compatibles, Google Cloud Storage, Azure
+//! Blob Storage, or a `file://` folder by the same protocol), through the `object_store` crate.
+//!
+//! A bucket has no atomic swap of many objects, so the order of the uploads keeps every reader
+//! consistent instead:
+//!
+//! 1. the shards are named after their content (`sitemap-1-<hash>.xml`, [`Upload::listed_name`]):
+//!    a new shard never overwrites one that the published index names, and an unchanged shard
+//!    keeps its name and is not uploaded again;
+//! 2. the documents (`cdif/<hash>.jsonld`) and the shards go up first, then the indexes, then
+//!    `robots.txt`: until an index is replaced, every file it names is the one it named;
+//! 3. a file that no index names any more is deleted only after a grace period
+//!    (`publish_grace_secs`, a day by default), so a crawler that fetched the index before never gets a 404.
+//!
+//! What is published is kept in the bucket itself, in [`MANIFEST`]: every file's SHA-256, and
+//! when each retired file was retired. It lives in the bucket rather than in a state store so
+//! that whichever process publishes next (another machine's export, another gateway) compares
+//! with what the bucket holds. A new file is recorded as retired before it is uploaded, so an
+//! upload cut short (a crash, `kill -9`) leaves nothing that a later publish would not delete.
+//!
+//! Credentials and endpoints come from the environment, as each service's tools read them
+//! (`AWS_*`, `GOOGLE_*`, `AZURE_*`); no builder, store or option is ever logged or printed,
+//! since their `Debug` shows the secrets.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::io::{self, Read as _};
+use std::path::{Path as FsPath, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use object_store::path::Path;
+use object_store::{
+    Attribute, Attributes, ObjectStore, ObjectStoreExt as _, ObjectStoreScheme, PutOptions,
+    PutPayload,
+};
+use sha2::{Digest as _, Sha256};
+
+use crate::pipeline::FileSink;
+use crate::publish::{BucketUrl, PublishError, Staging};
+
+/// The object that records what is published, under the bucket URL's prefix.
+pub const MANIFEST: &str = ".oai-bridge/published.json";
+
+/// Uploads at once: object stores answer each request in tens of milliseconds, so one at a time
+/// would leave the line idle; more than this gains little and costs memory (a file is read
+/// whole before its upload).
+const PARALLEL_UPLOADS: usize = 8;
+
+/// A failure to publish to a bucket, naming the object.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BucketError {
+    /// The bucket could not be set up (a missing region, credentials, an unknown URL).
+    #[error("cannot use {url}: {source}")]
+    Open {
+        /// The bucket URL.
+        url: String,
+        /// Why.
+        source: object_store::Error,
+    },
+    /// A request to the bucket failed.
+    #[error("cannot {action} {url}: {source}")]
+    Request {
+        /// What was being done.
+        action: &'static str,
+        /// The object's URL.
+        url: String,
+        /// Why.
+        source: object_store::Error,
+    },
+    /// The manifest in the bucket cannot be read.
+    #[error("{url} is not a manifest of oai-bridge: {reason}")]
+    Manifest {
+        /// The manifest's URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A staged file could not be read.
+    #[error("cannot read {}: {source}", path.display())]
+    Local {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+/// An opened bucket.
+pub(crate) struct Bucket {
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    url: BucketUrl,
+    /// Whether the store keeps a content type and cache control with an object (the local
+    /// file system does not, and refuses them).
+    attributes: bool,
+}
+
+impl fmt::Debug for Bucket {
+    // Only the URL: a store's own Debug shows its credentials.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bucket").field("url", &self.url).finish()
+    }
+}
+
+impl Bucket {
+    /// Opens `url` with credentials and endpoint from the environment. Makes no request.
+    pub(crate) fn open(url: &BucketUrl) -> Result<Self, BucketError> {
+        let open = |source: object_store::Error| BucketError::Open {
+            url: url.to_string(),
+            source,
+        };
+        let (scheme, prefix) =
+            ObjectStoreScheme::parse(url.as_url()).map_err(|e| open(e.into()))?;
+        let raw = url.as_url().as_str();
+        let store: Arc<dyn ObjectStore> = match scheme {
+            ObjectStoreScheme::AmazonS3 => Arc::new(
+                object_store::aws::AmazonS3Builder::from_env()
+                    .with_url(raw)
+                    .build()
+                    .map_err(open)?,
+            ),
+            ObjectStoreScheme::GoogleCloudStorage => Arc::new(
+                object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                    .with_url(raw)
+                    .build()
+                    .map_err(open)?,
+            ),
+            ObjectStoreScheme::MicrosoftAzure => Arc::new(
+                object_store::azure::MicrosoftAzureBuilder::from_env()
+                    .with_url(raw)
+                    .build()
+                    .map_err(open)?,
+            ),
+            ObjectStoreScheme::Local => Arc::new(object_store::local::LocalFileSystem::new()),
+            _ => {
+                return Err(open(object_store::Error::NotSupported {
+                    source: format!(
+                        "{} is not object storage oai-bridge publishes to",
+                        url.as_url().scheme()
+                    )
+                    .into(),
+                }));
+            }
+        };
+        let attributes = scheme != ObjectStoreScheme::Local;
+        Ok(Self::new(store, prefix, url.clone(), attributes))
+    }
+
+    /// A bucket on `store`, under `prefix`.
+    pub(crate) fn new(
+        store: Arc<dyn ObjectStore>,
+        prefix: Path,
+        url: BucketUrl,
+        attributes: bool,
+    ) -> Self {
+        Self {
+            store,
+            prefix,
+            url,
+            attributes,
+        }
+    }
+
+    /// The object of the file `name` (which may hold folders: `cdif/<hash>.jsonld`).
+    fn key(&self, name: &str) -> Path {
+        name.split('/')
+            .fold(self.prefix.clone(), |key, part| key.clone().join(part))
+    }
+
+    /// The URL of the file `name`, for messages.
+    fn url_of(&self, name: &str) -> String {
+        let base = self.url.as_url().as_str();
+        format!("{}/{name}", base.trim_end_matches('/'))
+    }
+
+    fn request(
+        &self,
+        action: &'static str,
+        name: &str,
+    ) -> impl FnOnce(object_store::Error) -> BucketError {
+        let url = self.url_of(name);
+        move |source| BucketError::Request {
+            action,
+            url,
+            source,
+        }
+    }
+
+    /// Lists the prefix and reads the manifest: fails early on a bucket that does not exist,
+    /// credentials it refuses, or a manifest that cannot be read (a missing object and a
+    /// missing bucket answer a read alike; a list tells them apart).
+    pub(crate) async fn check(&self) -> Result<(), BucketError> {
+        (self.store)
+            .list_with_delimiter(Some(&self.prefix))
+            .await
+            .map_err(self.request("list", ""))?;
+        self.manifest().await.map(drop)
+    }
+
+    /// What the bucket says is published; empty when nothing is.
+    async fn manifest(&self) -> Result<Manifest, BucketError> {
+        let key = self.key(MANIFEST);
+        let bytes = match self.store.get(&key).await {
+            Ok(got) => got.bytes().await.map_err(self.request("read", MANIFEST))?,
+            Err(object_store::Error::NotFound { .. }) => return Ok(Manifest::default()),
+            Err(e) => return Err(self.request("read", MANIFEST)(e)),
+        };
+        let manifest: Manifest =
+            serde_json::from_slice(&bytes).map_err(|e| BucketError::Manifest {
+                url: self.url_of(MANIFEST),
+                reason: e.to_string(),
+            })?;
+        if manifest.format != Manifest::FORMAT {
+            return Err(BucketError::Manifest {
+                url: self.url_of(MANIFEST),
+                reason: format!(
+                    "format {} (this oai-bridge writes {})",
+                    manifest.format,
+                    Manifest::FORMAT
+                ),
+            });
+        }
+        Ok(manifest)
+    }
+
+    async fn write_manifest(&self, manifest: &Manifest) -> Result<(), BucketError> {
+        let bytes = serde_json::to_vec(manifest).expect("the manifest serialises");
+        let options = self.options("application/json", "no-store");
+        self.store
+            .put_opts(&self.key(MANIFEST), PutPayload::from(bytes), options)
+            .await
+            .map_err(self.request("write", MANIFEST))?;
+        Ok(())
+    }
+
+    fn options(&self, content_type: &'static str, cache_control: &str) -> PutOptions {
+        let mut attributes = Attributes::new();
+        if self.attributes {
+            attributes.insert(Attribute::ContentType, content_type.into());
+            attributes.insert(Attribute::CacheControl, cache_control.to_owned().into());
+        }
+        PutOptions {
+            attributes,
+            ..PutOptions::default()
+        }
+    }
+
+    /// Publishes the files of the folder `dir` (`staged` says which were named after their
+    /// content, with their hashes) in the order that keeps readers consistent; deletes the
+    /// files retired at least `settings.grace` before `now`.
+    pub(crate) async fn publish(
+        &self,
+        dir: &FsPath,
+        staged: &HashMap<String, String>,
+        settings: &PublishSettings,
+        now: SystemTime,
+    ) -> Result<Uploaded, BucketError> {
+        let now = unix_secs(now);
+        let old = self.manifest().await?;
+        let files = files_of(dir, staged)?;
+        let mut report = Uploaded {
+            files: files.len() as u64,
+            ..Uploaded::default()
+        };
+        let changed: Vec<&Staged> = (files.iter())
+            .filter(|f| old.files.get(&f.name) != Some(&f.sha256))
+            .collect();
+        // A new file is retired until an index names it: an upload cut short leaves nothing
+        // that the next publish would not delete in time.
+        let mut pending = Manifest {
+            format: Manifest::FORMAT,
+            files: old.files.clone(),
+            retired: old.retired.clone(),
+        };
+        for file in changed.iter().filter(|f| !old.files.contains_key(&f.name)) {
+            pending.retired.entry(file.name.clone()).or_insert(now);
+        }
+        if pending.retired != old.retired {
+            self.write_manifest(&pending).await?;
+        }
+        for rank in [Rank::Document, Rank::Shard, Rank::Index, Rank::Robots] {
+            let group = changed.iter().filter(|f| f.rank == rank);
+            let bytes: Vec<u64> = futures_util::stream::iter(group)
+                .map(|file| self.upload(file, settings))
+                .buffer_unordered(PARALLEL_UPLOADS)
+                .try_collect()
+                .await?;
+            report.uploaded += bytes.len() as u64;
+            report.uploaded_bytes += bytes.iter().sum::<u64>();
+        }
+        report.bytes = files.iter().map(|f| f.size).sum();
+        // Every file is up; what no index names any more is retired, and deleted once its
+        // grace is over.
+        let mut next = Manifest {
+            format: Manifest::FORMAT,
+            files: files
+                .iter()
+                .map(|f| (f.name.clone(), f.sha256.clone()))
+                .collect(),
+            retired: pending.retired,
+        };
+        for name in old.files.keys() {
+            if !next.files.contains_key(name) {
+                next.retired.entry(name.clone()).or_insert(now);
+            }
+        }
+        next.retired
+            .retain(|name, _| !next.files.contains_key(name));
+        let grace = settings.grace.as_secs();
+        let due: Vec<String> = (next.retired.iter())
+            .filter(|(_, since)| now.saturating_sub(**since) >= grace)
+            .map(|(name, _)| name.clone())
+            .collect();
+        // Deleted before the manifest forgets them: a publish cut short here deletes them again.
+        futures_util::stream::iter(&due)
+            .map(|name| self.delete(name.as_str()))
+            .buffer_unordered(PARALLEL_UPLOADS)
+            .try_collect::<Vec<()>>()
+            .await?;
+        for name in &due {
+            next.retired.remove(name);
+        }
+        report.deleted = due.len() as u64;
+        report.retired = next.retired.len() as u64;
+        self.write_manifest(&next).await?;
+        Ok(report)
+    }
+
+    async fn upload(&self, file: &Staged, settings: &PublishSettings) -> Result<u64, BucketError> {
+        let bytes = tokio::fs::read(&file.path)
+            .await
+            .map_err(|source| BucketError::Local {
+                path: file.path.clone(),
+                source,
+            })?;
+        let len = bytes.len() as u64;
+        let cache_control = if file.rank == Rank::Shard {
+            // Named after its content: never changes.
+            "public, max-age=31536000, immutable".to_owned()
+        } else {
+            format!("public, max-age={}", settings.max_age.as_secs())
+        };
+        let options = self.options(content_type(&file.name), &cache_control);
+        self.store
+            .put_opts(&self.key(&file.name), PutPayload::from(bytes), options)
+            .await
+            .map_err(self.request("upload", &file.name))?;
+        tracing::debug!(file = %file.name, bytes = len, "uploaded");
+        Ok(len)
+    }
+
+    async fn delete(&self, name: &str) -> Result<(), BucketError> {
+        match self.store.delete(&self.key(name)).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(e) => Err(self.request("delete", name)(e)),
+        }
+    }
+
+    /// Reads the file `name` from the bucket; `None` when there is none.
+    #[cfg(test)]
+    pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, BucketError> {
+        match self.store.get(&self.key(name)).await {
+            Ok(got) => Ok(Some(got.bytes().await.map_err(self.request("read", name))?)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.request("read", name)(e)),
+        }
+    }
+}
+
+/// How files are published.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishSettings {
+    /// How long a file no index names any more stays.
+    pub grace: Duration,
+    /// `Cache-Control: max-age` of the files that keep their names (indexes, robots.txt,
+    /// documents); the shards, named after their content, are cached for a year.
+    pub max_age: Duration,
+}
+
+impl Default for PublishSettings {
+    fn default() -> Self {
+        Self {
+            grace: crate::config::DEFAULT_PUBLISH_GRACE,
+            max_age: crate::config::DEFAULT_MAX_AGE,
+        }
+    }
+}
+
+/// What a publish to a bucket did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Uploaded {
+    /// Files in the generation.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files uploaded (the rest were in the bucket already, unchanged).
+    pub uploaded: u64,
+    /// Bytes uploaded.
+    pub uploaded_bytes: u64,
+    /// Files deleted: retired longer than the grace period.
+    pub deleted: u64,
+    /// Files no index names any more, kept until their grace period ends.
+    pub retired: u64,
+}
+
+/// What the bucket holds, as [`MANIFEST`].
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Manifest {
+    format: u32,
+    /// Every published file's SHA-256, in hex, by name.
+    files: BTreeMap<String, String>,
+    /// The files no index names (any more, or yet), with the Unix time since when.
+    retired: BTreeMap<String, u64>,
+}
+
+impl Manifest {
+    const FORMAT: u32 = 1;
+}
+
+/// When a file goes up: what names a file goes up after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rank {
+    /// A CDIF document, named in the shards.
+    Document,
+    /// A shard (or CDIF list), named after its content, named in an index.
+    Shard,
+    /// An index (or any other file of a fixed name), named in robots.txt.
+    Index,
+    /// robots.txt.
+    Robots,
+}
+
+/// A staged file.
+#[derive(Debug)]
+struct Staged {
+    name: String,
+    path: PathBuf,
+    size: u64,
+    sha256: String,
+    rank: Rank,
+}
+
+/// The files of `dir` (one folder level deep), with their hashes and ranks.
+fn files_of(dir: &FsPath, staged: &HashMap<String, String>) -> Result<Vec<Staged>, BucketError> {
+    let local = |path: &FsPath| {
+        let path = path.to_owned();
+        move |source| BucketError::Local { path, source }
+    };
+    let mut out = Vec::new();
+    let mut folders = vec![(dir.to_owned(), String::new())];
+    while let Some((folder, under)) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).map_err(local(&folder))? {
+            let entry = entry.map_err(local(&folder))?;
+            let path = entry.path();
+            let name = format!("{under}{}", entry.file_name().to_string_lossy());
+            let meta = entry.metadata().map_err(local(&path))?;
+            if meta.is_dir() {
+                folders.push((path, format!("{name}/")));
+                continue;
+            }
+            let (sha256, rank) = match staged.get(&name) {
+                Some(hash) => (hash.clone(), Rank::Shard),
+                None => {
+                    let rank = if name == "robots.txt" {
+                        Rank::Robots
+                    } else if name.contains('/') {
+                        Rank::Document
+                    } else {
+                        Rank::Index
+                    };
+                    (sha256_of(&path).map_err(local(&path))?, rank)
+                }
+            };
+            out.push(Staged {
+                name,
+                path,
+                size: meta.len(),
+                sha256,
+                rank,
+            });
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The SHA-256 of the file at `path`, in hex.
+fn sha256_of(path: &FsPath) -> io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex(&hasher.finalize()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+}
+
+/// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`.
+fn content_name(name: &str, sha256: &str) -> String {
+    let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
+    let short = &sha256[..16];
+    if ext.is_empty() {
+        format!("{stem}-{short}")
+    } else {
+        format!("{stem}-{short}.{ext}")
+    }
+}
+
+/// The `Content-Type` a file is published with, as the gateway serves it.
+fn content_type(name: &str) -> &'static str {
+    if name == "robots.txt" {
+        "text/plain; charset=utf-8"
+    } else if name.ends_with(".gz") {
+        "application/gzip"
+    } else if name.starts_with("cdif-list-") && name.ends_with(".jsonld") {
+        crate::profiles::cdif::LIST_CONTENT_TYPE
+    } else if name.ends_with(".jsonld") {
+        crate::profiles::cdif::CONTENT_TYPE
+    } else {
+        "application/xml; charset=utf-8"
+    }
+}
+
+fn unix_secs(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The sink of an export to a bucket: a local staging folder whose shards are renamed after
+/// their content as they are listed; [`Bucket::publish`] then uploads the folder.
+#[derive(Debug)]
+pub(crate) struct Upload {
+    /// The staging folder.
+    pub staging: Staging,
+    /// The shards named after their content, with their SHA-256.
+    pub staged: HashMap<String, String>,
+}
+
+impl FileSink for Upload {
+    type Error = PublishError;
+
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+        self.staging.write(name, bytes)
+    }
+
+    fn link_shard(&mut self, name: &str, path: &FsPath) -> bool {
+        self.staging.link(name, path)
+    }
+
+    fn listed_name(&mut self, name: String) -> Result<String, PublishError> {
+        let path = self.staging.path().join(&name);
+        let io = |action| {
+            let path = path.clone();
+            move |source| PublishError {
+                action,
+                path,
+                source,
+            }
+        };
+        let sha256 = sha256_of(&path).map_err(io("cannot read"))?;
+        let renamed = content_name(&name, &sha256);
+        std::fs::rename(&path, self.staging.path().join(&renamed)).map_err(io("cannot rename"))?;
+        self.staged.insert(renamed.clone(), sha256);
+        Ok(renamed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use object_store::memory::InMemory;
+
+    fn bucket() -> Bucket {
+        Bucket::new(
+            Arc::new(InMemory::new()),
+            Path::from("site/repo"),
+            BucketUrl::parse("s3://test/site/repo/").unwrap(),
+            true,
+        )
+    }
+
+    fn stage(files: &[(&str, &str)]) -> (tempfile::TempDir, HashMap<String, String>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut staged = HashMap::new();
+        for (name, text) in files {
+            let path = dir.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, text).unwrap();
+            if name.starts_with("sitemap-") {
+                staged.insert((*name).to_owned(), sha256_of(&path).unwrap());
+            }
+        }
+        (dir, staged)
+    }
+
+    fn at(secs: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn content_names_keep_the_extension() {
+        let hash = "0123456789abcdef0123";
+        assert_eq!(
+            content_name("sitemap-1.xml.gz", hash),
+            "sitemap-1-0123456789abcdef.xml.gz"
+        );
+        assert_eq!(content_name("x", hash), "x-0123456789abcdef");
+    }
+
+    #[tokio::test]
+    async fn an_unchanged_file_is_not_uploaded_again_and_a_retired_one_waits_for_its_grace() {
+        let bucket = bucket();
+        let settings = PublishSettings {
+            grace: Duration::from_secs(100),
+            ..PublishSettings::default()
+        };
+        let (one, staged) = stage(&[
+            ("sitemap-a.xml", "a"),
+            ("sitemap-b.xml", "b"),
+            ("sitemap.xml", "index 1"),
+            ("robots.txt", "robots"),
+        ]);
+        let first = bucket
+            .publish(one.path(), &staged, &settings, at(1000))
+            .await
+            .unwrap();
+        assert_eq!((first.files, first.uploaded, first.deleted), (4, 4, 0));
+        assert_eq!(
+            &bucket.read("sitemap-b.xml").await.unwrap().unwrap()[..],
+            b"b"
+        );
+
+        // b is gone, c is new, the index changed, robots.txt did not.
+        let (two, staged) = stage(&[
+            ("sitemap-a.xml", "a"),
+            ("sitemap-c.xml", "c"),
+            ("sitemap.xml", "index 2"),
+            ("robots.txt", "robots"),
+        ]);
+        let second = bucket
+            .publish(two.path(), &staged, &settings, at(1050))
+            .await
+            .unwrap();
+        assert_eq!((second.uploaded, second.uploaded_bytes), (2, 8));
+        assert_eq!((second.deleted, second.retired), (0, 1));
+        assert!(
+            bucket.read("sitemap-b.xml").await.unwrap().is_some(),
+            "within its grace"
+        );
+
+        let third = bucket
+            .publish(two.path(), &staged, &settings, at(1150))
+            .await
+            .unwrap();
+        assert_eq!((third.uploaded, third.deleted, third.retired), (0, 1, 0));
+        assert!(bucket.read("sitemap-b.xml").await.unwrap().is_none());
+        assert_eq!(
+            &bucket.read("sitemap.xml").await.unwrap().unwrap()[..],
+            b"index 2"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_file_uploaded_by_a_publish_cut_short_is_deleted_after_its_grace() {
+        let bucket = bucket();
+        let settings = PublishSettings {
+            grace: Duration::from_secs(10),
+            ..PublishSettings::default()
+        };
+        // A publish that wrote its pending manifest and one shard, then died.
+        let (dead, staged) = stage(&[("sitemap-x.xml", "x"), ("sitemap.xml", "index x")]);
+        let files = files_of(dead.path(), &staged).unwrap();
+        let mut pending = Manifest {
+            format: Manifest::FORMAT,
+            ..Manifest::default()
+        };
+        pending.retired.insert("sitemap-x.xml".into(), 100);
+        bucket.write_manifest(&pending).await.unwrap();
+        let shard = files.iter().find(|f| f.name == "sitemap-x.xml").unwrap();
+        bucket.upload(shard, &settings).await.unwrap();
+
+        let (next, staged) = stage(&[("sitemap-y.xml", "y"), ("sitemap.xml", "index y")]);
+        let done = bucket
+            .publish(next.path(), &staged, &settings, at(200))
+            .await
+            .unwrap();
+        assert_eq!(done.deleted, 1);
+        assert!(bucket.read("sitemap-x.xml").await.unwrap().is_none());
+        assert!(bucket.read("sitemap-y.xml").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_manifest_of_another_format_is_an_error_naming_it() {
+        let bucket = bucket();
+        let key = bucket.key(MANIFEST);
+        let body = PutPayload::from(r#"{"format":9,"files":{},"retired":{}}"#.as_bytes().to_vec());
+        bucket.store.put(&key, body).await.unwrap();
+        let (dir, staged) = stage(&[("robots.txt", "r")]);
+        let err = bucket
+            .publish(dir.path(), &staged, &PublishSettings::default(), at(1))
+            .await
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("s3://test/site/repo/.oai-bridge/published.json")
+                && text.contains("format 9"),
+            "{text}"
+        );
+    }
+}
