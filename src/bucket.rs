@@ -38,6 +38,7 @@ use object_store::{
 use sha2::{Digest as _, Sha256};
 
 use crate::pipeline::FileSink;
+pub(crate) use crate::profiles::files::content_name;
 use crate::publish::{BucketUrl, PublishError, Staging};
 
 /// The object that records what is published, under the bucket URL's prefix.
@@ -248,25 +249,22 @@ impl Bucket {
         }
     }
 
-    /// Publishes the files of the folder `dir` (`staged` says which were named after their
-    /// content, with their hashes) in the order that keeps readers consistent; deletes the
-    /// files retired at least `settings.grace` before `now`.
+    /// Publishes `files` in the order that keeps readers consistent (by [`Rank`]); deletes
+    /// the files retired at least `settings.grace` before `now`.
     pub(crate) async fn publish(
         &self,
-        dir: &FsPath,
-        staged: &HashMap<String, String>,
+        files: &[Staged],
         settings: &PublishSettings,
         now: SystemTime,
     ) -> Result<Uploaded, BucketError> {
         let now = unix_secs(now);
         let old = self.manifest().await?;
-        let files = files_of(dir, staged)?;
         let mut report = Uploaded {
             files: files.len() as u64,
             ..Uploaded::default()
         };
         let changed: Vec<&Staged> = (files.iter())
-            .filter(|f| old.files.get(&f.name) != Some(&f.sha256))
+            .filter(|f| old.files.get(&f.name) != Some(&f.hash))
             .collect();
         // A new file is retired until an index names it: an upload cut short leaves nothing
         // that the next publish would not delete in time.
@@ -298,7 +296,7 @@ impl Bucket {
             format: Manifest::FORMAT,
             files: files
                 .iter()
-                .map(|f| (f.name.clone(), f.sha256.clone()))
+                .map(|f| (f.name.clone(), f.hash.clone()))
                 .collect(),
             retired: pending.retired,
         };
@@ -330,12 +328,7 @@ impl Bucket {
     }
 
     async fn upload(&self, file: &Staged, settings: &PublishSettings) -> Result<u64, BucketError> {
-        let bytes = tokio::fs::read(&file.path)
-            .await
-            .map_err(|source| BucketError::Local {
-                path: file.path.clone(),
-                source,
-            })?;
+        let bytes = file.read().await?;
         let len = bytes.len() as u64;
         let cache_control = if file.rank == Rank::Shard {
             // Named after its content: never changes.
@@ -359,8 +352,27 @@ impl Bucket {
         }
     }
 
+    /// Uploads `bytes` as the file `name` unless the bucket holds them already; whether it
+    /// uploaded. For a single file of a fixed name outside any manifest (the root robots.txt).
+    pub(crate) async fn put_if_changed(
+        &self,
+        name: &str,
+        bytes: &[u8],
+        settings: &PublishSettings,
+    ) -> Result<bool, BucketError> {
+        if self.read(name).await?.as_deref() == Some(bytes) {
+            return Ok(false);
+        }
+        let cache_control = format!("public, max-age={}", settings.max_age.as_secs());
+        let options = self.options(content_type(name), &cache_control);
+        self.store
+            .put_opts(&self.key(name), PutPayload::from(bytes.to_vec()), options)
+            .await
+            .map_err(self.request("upload", name))?;
+        Ok(true)
+    }
+
     /// Reads the file `name` from the bucket; `None` when there is none.
-    #[cfg(test)]
     pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, BucketError> {
         match self.store.get(&self.key(name)).await {
             Ok(got) => Ok(Some(got.bytes().await.map_err(self.request("read", name))?)),
@@ -422,7 +434,7 @@ impl Manifest {
 
 /// When a file goes up: what names a file goes up after it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Rank {
+pub(crate) enum Rank {
     /// A CDIF document, named in the shards.
     Document,
     /// A shard (or CDIF list), named after its content, named in an index.
@@ -433,18 +445,50 @@ enum Rank {
     Robots,
 }
 
-/// A staged file.
+/// A file to publish: its name in the bucket, where its bytes are, and a hash of them.
 #[derive(Debug)]
-struct Staged {
-    name: String,
-    path: PathBuf,
-    size: u64,
-    sha256: String,
-    rank: Rank,
+pub(crate) struct Staged {
+    /// Its name under the bucket's prefix.
+    pub name: String,
+    /// The file holding its bytes.
+    pub path: PathBuf,
+    /// Where in the file they start (a document packed with others), and how many there are.
+    pub range: Option<(u64, u64)>,
+    /// Its length.
+    pub size: u64,
+    /// A hash of its bytes, in hex (the same bytes always give the same hash).
+    pub hash: String,
+    /// When it goes up.
+    pub rank: Rank,
 }
 
-/// The files of `dir` (one folder level deep), with their hashes and ranks.
-fn files_of(dir: &FsPath, staged: &HashMap<String, String>) -> Result<Vec<Staged>, BucketError> {
+impl Staged {
+    /// Reads its bytes.
+    async fn read(&self) -> Result<Vec<u8>, BucketError> {
+        use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
+        let local = |source| BucketError::Local {
+            path: self.path.clone(),
+            source,
+        };
+        let Some((offset, len)) = self.range else {
+            return tokio::fs::read(&self.path).await.map_err(local);
+        };
+        let mut file = tokio::fs::File::open(&self.path).await.map_err(local)?;
+        file.seek(io::SeekFrom::Start(offset))
+            .await
+            .map_err(local)?;
+        let mut bytes = vec![0; len as usize];
+        file.read_exact(&mut bytes).await.map_err(local)?;
+        Ok(bytes)
+    }
+}
+
+/// The files of `dir` (one folder level deep), with their hashes and ranks; `staged` names the
+/// shards renamed after their content, with their SHA-256.
+pub(crate) fn files_of(
+    dir: &FsPath,
+    staged: &HashMap<String, String>,
+) -> Result<Vec<Staged>, BucketError> {
     let local = |path: &FsPath| {
         let path = path.to_owned();
         move |source| BucketError::Local { path, source }
@@ -461,7 +505,7 @@ fn files_of(dir: &FsPath, staged: &HashMap<String, String>) -> Result<Vec<Staged
                 folders.push((path, format!("{name}/")));
                 continue;
             }
-            let (sha256, rank) = match staged.get(&name) {
+            let (hash, rank) = match staged.get(&name) {
                 Some(hash) => (hash.clone(), Rank::Shard),
                 None => {
                     let rank = if name == "robots.txt" {
@@ -477,8 +521,9 @@ fn files_of(dir: &FsPath, staged: &HashMap<String, String>) -> Result<Vec<Staged
             out.push(Staged {
                 name,
                 path,
+                range: None,
                 size: meta.len(),
-                sha256,
+                hash,
                 rank,
             });
         }
@@ -502,6 +547,11 @@ fn sha256_of(path: &FsPath) -> io::Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
+/// The SHA-256 of `bytes`, in hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
 fn hex(bytes: &[u8]) -> String {
     use std::fmt::Write as _;
     bytes
@@ -510,17 +560,6 @@ fn hex(bytes: &[u8]) -> String {
             let _ = write!(s, "{b:02x}");
             s
         })
-}
-
-/// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`.
-fn content_name(name: &str, sha256: &str) -> String {
-    let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
-    let short = &sha256[..16];
-    if ext.is_empty() {
-        format!("{stem}-{short}")
-    } else {
-        format!("{stem}-{short}.{ext}")
-    }
 }
 
 /// The `Content-Type` a file is published with, as the gateway serves it.
@@ -638,7 +677,7 @@ mod tests {
             ("robots.txt", "robots"),
         ]);
         let first = bucket
-            .publish(one.path(), &staged, &settings, at(1000))
+            .publish(&files_of(one.path(), &staged).unwrap(), &settings, at(1000))
             .await
             .unwrap();
         assert_eq!((first.files, first.uploaded, first.deleted), (4, 4, 0));
@@ -655,7 +694,7 @@ mod tests {
             ("robots.txt", "robots"),
         ]);
         let second = bucket
-            .publish(two.path(), &staged, &settings, at(1050))
+            .publish(&files_of(two.path(), &staged).unwrap(), &settings, at(1050))
             .await
             .unwrap();
         assert_eq!((second.uploaded, second.uploaded_bytes), (2, 8));
@@ -666,7 +705,7 @@ mod tests {
         );
 
         let third = bucket
-            .publish(two.path(), &staged, &settings, at(1150))
+            .publish(&files_of(two.path(), &staged).unwrap(), &settings, at(1150))
             .await
             .unwrap();
         assert_eq!((third.uploaded, third.deleted, third.retired), (0, 1, 0));
@@ -698,7 +737,7 @@ mod tests {
 
         let (next, staged) = stage(&[("sitemap-y.xml", "y"), ("sitemap.xml", "index y")]);
         let done = bucket
-            .publish(next.path(), &staged, &settings, at(200))
+            .publish(&files_of(next.path(), &staged).unwrap(), &settings, at(200))
             .await
             .unwrap();
         assert_eq!(done.deleted, 1);
@@ -714,7 +753,11 @@ mod tests {
         bucket.store.put(&key, body).await.unwrap();
         let (dir, staged) = stage(&[("robots.txt", "r")]);
         let err = bucket
-            .publish(dir.path(), &staged, &PublishSettings::default(), at(1))
+            .publish(
+                &files_of(dir.path(), &staged).unwrap(),
+                &PublishSettings::default(),
+                at(1),
+            )
             .await
             .unwrap_err();
         let text = err.to_string();

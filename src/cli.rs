@@ -165,6 +165,11 @@ pub struct ServeArgs {
     /// `[server] public_url`.
     #[arg(long)]
     pub public_url: Option<String>,
+    /// Also publish every generation to object storage (s3://bucket/prefix/, gs://, az://,
+    /// file://), each repository under its name, robots.txt at the root; credentials from the
+    /// environment. Overrides OAI_BRIDGE_PUBLISH_URL and `[server] publish_url`.
+    #[arg(long, value_name = "URL")]
+    pub publish_url: Option<String>,
     /// Where generations are kept; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,

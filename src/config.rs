@@ -81,6 +81,7 @@ struct RawServer {
     client_timeout_secs: Option<u64>,
     max_age_secs: Option<u64>,
     admin_token: Option<String>,
+    publish_url: Option<String>,
     publish_grace_secs: Option<u64>,
 }
 
@@ -259,6 +260,9 @@ pub struct ServerConfig {
     pub max_age: Duration,
     /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
     pub admin_token: Option<AdminToken>,
+    /// Object storage each repository's generations are published to, under
+    /// `{publish_url}{name}/`, with robots.txt at its root.
+    pub publish_url: Option<crate::publish::BucketUrl>,
     /// How long a file published to a bucket stays there once no index names it.
     pub publish_grace: Duration,
 }
@@ -574,6 +578,12 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
             .map(AdminToken::new)
             .transpose()
             .map_err(|m| ("[server] admin_token", m))?,
+        publish_url: raw
+            .publish_url
+            .as_deref()
+            .map(parse_publish_url)
+            .transpose()
+            .map_err(|m| ("[server] publish_url", m))?,
         publish_grace: raw
             .publish_grace_secs
             .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
@@ -591,6 +601,17 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         ));
     }
     Ok(server)
+}
+
+/// `[server] publish_url`: object storage (`s3://bucket/prefix/`, `gs://`, `az://`, `file://`)
+/// as a folder URL, ending in `/`.
+pub(crate) fn parse_publish_url(value: &str) -> Result<crate::publish::BucketUrl, String> {
+    match crate::publish::Output::parse(value)? {
+        crate::publish::Output::Bucket(url) => Ok(url.as_folder()),
+        crate::publish::Output::Folder(_) => Err(format!(
+            "{value:?} is not object storage: s3://bucket/prefix/, gs://, az:// or file://"
+        )),
+    }
 }
 
 /// Whether the public listener at `listen` and the admin listener at `admin` would fight over
@@ -1516,7 +1537,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 53] = [
+    const KEYS: [&str; 54] = [
         "include",
         "listen",
         "admin_listen",
@@ -1527,6 +1548,7 @@ mod tests {
         "client_timeout_secs",
         "max_age_secs",
         "admin_token",
+        "publish_url",
         "publish_grace_secs",
         "user_agent",
         "request_timeout_secs",

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::bucket::{Bucket, BucketError, PublishSettings, Upload, Uploaded};
+use crate::bucket::{Bucket, BucketError, PublishSettings, Upload, Uploaded, files_of};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::incremental::{Policy, RunSummary};
@@ -200,8 +200,7 @@ impl engine::Target for ToBucket<'_> {
     ) -> Result<Written, ExportError> {
         let uploaded = (self.bucket)
             .publish(
-                upload.staging.path(),
-                &upload.staged,
+                &files_of(upload.staging.path(), &upload.staged)?,
                 self.settings,
                 std::time::SystemTime::now(),
             )

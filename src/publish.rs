@@ -87,6 +87,23 @@ impl BucketUrl {
     pub(crate) fn as_url(&self) -> &Url {
         &self.0
     }
+
+    /// The URL as a folder: ending in `/`.
+    pub(crate) fn as_folder(&self) -> BucketUrl {
+        let mut url = self.0.clone();
+        if !url.path().ends_with('/') {
+            url.set_path(&format!("{}/", url.path()));
+        }
+        BucketUrl(url)
+    }
+
+    /// The folder `name` in this folder.
+    pub(crate) fn join(&self, name: &str) -> BucketUrl {
+        let folder = self.as_folder();
+        let mut url = folder.0.clone();
+        url.set_path(&format!("{}{name}/", folder.0.path()));
+        BucketUrl(url)
+    }
 }
 
 impl fmt::Display for BucketUrl {

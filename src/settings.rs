@@ -93,6 +93,8 @@ pub(crate) struct ServerOverrides {
     pub state_dir: Option<Given<PathBuf>>,
     /// `admin_token`.
     pub admin_token: Option<Given<String>>,
+    /// `publish_url`.
+    pub publish_url: Option<Given<String>>,
     /// `publish_grace_secs`.
     pub publish_grace_secs: Option<Given<u64>>,
 }
@@ -186,6 +188,7 @@ impl Overrides {
                 public_url,
                 state_dir,
                 admin_token,
+                publish_url,
                 publish_grace_secs
             ]
         );
@@ -250,6 +253,7 @@ pub(crate) struct Environment {
     public_url: Option<String>,
     state_dir: Option<PathBuf>,
     admin_token: Option<String>,
+    publish_url: Option<String>,
     user_agent: Option<String>,
 }
 
@@ -267,6 +271,8 @@ impl Environment {
     pub(crate) const ADMIN_TOKEN: &str = "OAI_BRIDGE_ADMIN_TOKEN";
     /// `[harvest] user_agent` (every command).
     pub(crate) const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
+    /// `[server] publish_url` (`serve`).
+    pub(crate) const PUBLISH_URL: &str = "OAI_BRIDGE_PUBLISH_URL";
 
     /// The process's environment.
     pub(crate) fn process() -> Environment {
@@ -285,6 +291,7 @@ impl Environment {
             public_url: lossy(Self::PUBLIC_URL),
             state_dir: lookup(Self::STATE_DIR).map(PathBuf::from),
             admin_token: text(Self::ADMIN_TOKEN),
+            publish_url: lossy(Self::PUBLISH_URL),
             user_agent: text(Self::USER_AGENT).filter(|a| !a.trim().is_empty()),
         }
     }
@@ -298,6 +305,7 @@ impl Environment {
                 public_url: variable(Self::PUBLIC_URL, &self.public_url),
                 state_dir: variable(Self::STATE_DIR, &self.state_dir),
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
+                publish_url: variable(Self::PUBLISH_URL, &self.publish_url),
                 publish_grace_secs: None,
             },
             ..self.for_check()
@@ -373,6 +381,7 @@ impl From<&ServeArgs> for Overrides {
                 public_url: flag("--public-url", &args.public_url),
                 state_dir: flag("--state-dir", &args.state_dir),
                 admin_token: None,
+                publish_url: flag("--publish-url", &args.publish_url),
                 publish_grace_secs: None,
             },
             harvest: HarvestOverrides::default(),
@@ -636,6 +645,9 @@ impl Layers {
         }
         if let Some(v) = &over.admin_token {
             server.admin_token = Some(v.parse(|token| AdminToken::new(token))?);
+        }
+        if let Some(v) = &over.publish_url {
+            server.publish_url = Some(v.parse(|url| config::parse_publish_url(url))?);
         }
         if let Some(v) = &over.publish_grace_secs {
             server.publish_grace = Duration::from_secs(v.value);

@@ -207,6 +207,18 @@ impl<'a> Shards<'a> {
     }
 }
 
+/// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`, from
+/// the first 16 hex digits of `hash`.
+pub(crate) fn content_name(name: &str, hash: &str) -> String {
+    let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
+    let short = &hash[..16.min(hash.len())];
+    if ext.is_empty() {
+        format!("{stem}-{short}")
+    } else {
+        format!("{stem}-{short}.{ext}")
+    }
+}
+
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.
 pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::new(6));

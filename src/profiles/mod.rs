@@ -224,7 +224,9 @@ pub(crate) const CDIF_LIST_PREFIX: &str = "cdif-list";
 impl FileName {
     /// Reads a published file's name: an index, a shard (`.xml`, or `.xml.gz` for the sitemap
     /// and its kin, which a gateway serves both ways) or a CDIF list; `None` for any other name.
-    /// Numbers are positive decimals without leading zeros, DiWoo categories three digits.
+    /// Numbers are positive decimals without leading zeros, DiWoo categories three digits. A
+    /// shard or list named after its content, as published to object storage
+    /// (`sitemap-2-3fa2c91b0d4e5a67.xml`, [`super::files::content_name`]), is the same shard.
     pub(crate) fn parse(name: &str) -> Option<FileName> {
         if let Some(n) = name
             .strip_prefix(CDIF_LIST_PREFIX)
@@ -266,6 +268,19 @@ impl FileName {
 
 /// A positive decimal without leading zeros.
 fn number(n: &str) -> Option<u32> {
+    // A content name's hash after the number: `-` and 16 lowercase hex digits.
+    let n = match n.split_once('-') {
+        Some((n, hash))
+            if hash.len() == 16
+                && hash
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            n
+        }
+        Some(_) => return None,
+        None => n,
+    };
     let digits = !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit());
     digits.then(|| n.parse().ok()).flatten()
 }
@@ -311,6 +326,24 @@ mod tests {
             FileName::parse(&Profile::list_name(12)),
             Some(FileName::List(12))
         );
+        // Named after their content, as in a bucket.
+        let hash = "0123456789abcdef";
+        for (name, parsed) in [
+            (
+                super::files::content_name("sitemap-3.xml.gz", hash),
+                FileName::Shard(Profile::Sitemap, 3),
+            ),
+            (
+                super::files::content_name(&Profile::Diwoo(14).shard_name(2, "xml"), hash),
+                FileName::Shard(Profile::Diwoo(14), 2),
+            ),
+            (
+                super::files::content_name(&Profile::list_name(5), hash),
+                FileName::List(5),
+            ),
+        ] {
+            assert_eq!(FileName::parse(&name), Some(parsed), "{name}");
+        }
     }
 
     /// What the harvest reads follows from the profiles on: nothing beyond the identifiers for
@@ -370,6 +403,11 @@ mod tests {
             "cdif-sitemap-1.jsonld",
             "other-1.xml",
             "sitemap-99999999999.xml",
+            "sitemap-1-0123456789ABCDEF.xml",
+            "sitemap-1-0123456789abcde.xml",
+            "sitemap-1-0123456789abcdef0.xml",
+            "sitemap-1-x123456789abcdef.xml",
+            "sitemap--0123456789abcdef.xml",
         ] {
             assert_eq!(FileName::parse(name), None, "{name:?}");
         }

@@ -9,7 +9,7 @@
 //! which is its strong ETag, and the time its content last changed: a file whose bytes equal those
 //! of the previous generation keeps its `Last-Modified` (H-03, H-04).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -20,6 +20,7 @@ use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::bucket::{Rank, Staged};
 use crate::pipeline::{self, FileSink};
 
 /// Name of the file in a repository's state folder that names the current generation.
@@ -77,6 +78,10 @@ struct Manifest {
     /// Packed documents ([`DOCS_PACK`]).
     #[serde(default)]
     documents: u64,
+    /// Names the index lists a shard under, other than its own: a shard named after its
+    /// content (`sitemap-1-<hash>.xml`, with a publish URL) -> the file it is (`sitemap-1.xml`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    aliases: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -141,11 +146,16 @@ impl Generation {
                 }
             })
             .collect();
-        let by_name = files
+        let mut by_name: HashMap<String, u32> = files
             .iter()
             .enumerate()
             .map(|(i, f)| (f.name.clone(), i as u32))
             .collect();
+        for (alias, name) in manifest.aliases {
+            if let Some(&i) = by_name.get(&name) {
+                by_name.insert(alias, i);
+            }
+        }
         Self {
             serial: SERIAL.fetch_add(1, Ordering::Relaxed),
             id: manifest.id,
@@ -360,6 +370,13 @@ pub(crate) struct Writer<'a> {
     doc_index: Vec<DocEntry>,
     /// Room for writing large files directly, kept from file to file.
     aligned: Option<crate::publish::Chunk>,
+    /// Whether the indexes list shards under names of their content ([`FileSink::listed_name`]),
+    /// for a gateway that publishes to object storage.
+    content_names: bool,
+    /// Those names, both spellings (`.xml`, `.xml.gz`) -> the files they are.
+    aliases: BTreeMap<String, String>,
+    /// The names the indexes list, as they list them.
+    listed: Vec<String>,
 }
 
 impl<'a> Writer<'a> {
@@ -383,7 +400,18 @@ impl<'a> Writer<'a> {
             documents: None,
             doc_index: Vec::new(),
             aligned: None,
+            content_names: false,
+            aliases: BTreeMap::new(),
+            listed: Vec::new(),
         })
+    }
+
+    /// Lists shards under names of their content (`sitemap-1-<hash>.xml`), as a bucket needs
+    /// them ([`crate::bucket`]); they are kept under their own names, which the patch of the
+    /// next refresh reads, and served under both.
+    pub(crate) fn with_content_names(mut self) -> Self {
+        self.content_names = true;
+        self
     }
 
     fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, StoreError> {
@@ -471,7 +499,14 @@ impl<'a> Writer<'a> {
     }
 
     /// Makes the generation durable and current; returns it, ready to serve.
-    pub(crate) fn commit(mut self, summary: Summary) -> Result<Generation, StoreError> {
+    #[cfg(test)]
+    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, StoreError> {
+        self.finish(summary)?.install()
+    }
+
+    /// Makes the generation durable in its staging folder, not yet in place: what is served
+    /// and what a restart serves are as they were until [`Finished::install`].
+    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, StoreError> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
@@ -497,17 +532,43 @@ impl<'a> Writer<'a> {
         let id = format!("{created}-{suffix}");
         let manifest = Manifest {
             format: FORMAT,
-            id: id.clone(),
+            id,
             created,
             summary,
             files: self.files,
             documents: doc_index.len() as u64,
+            aliases: self.aliases,
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
             .map_err(|e| store_err("cannot encode", &manifest_path)(io::Error::other(e)))?;
         write_synced(&manifest_path, &json)?;
         sync_dir(self.staging.path())?;
+        Ok(Finished {
+            repo_dir: self.repo_dir,
+            staging: self.staging,
+            manifest,
+            doc_index,
+            listed: self.listed,
+        })
+    }
+}
+
+/// A generation written and durable in its staging folder, not yet in place. Dropped without
+/// [`Finished::install`], the staging folder is removed and nothing else changed.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    repo_dir: PathBuf,
+    staging: tempfile::TempDir,
+    manifest: Manifest,
+    doc_index: Vec<DocEntry>,
+    listed: Vec<String>,
+}
+
+impl Finished {
+    /// Puts the generation in place and names it current; returns it, ready to serve.
+    pub(crate) fn install(self) -> Result<Generation, StoreError> {
+        let id = self.manifest.id.clone();
         let staged = self.staging.keep();
         let dir = self.repo_dir.join(&id);
         fs::rename(&staged, &dir).map_err(store_err("cannot move into place", &dir))?;
@@ -517,8 +578,84 @@ impl<'a> Writer<'a> {
         write_synced(&tmp, format!("{id}\n").as_bytes())?;
         fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
         sync_dir(&self.repo_dir)?;
-        Ok(Generation::from_manifest(dir, manifest, doc_index))
+        Ok(Generation::from_manifest(
+            dir,
+            self.manifest,
+            self.doc_index,
+        ))
     }
+
+    /// The generation's files as a bucket publishes them: the shards under the names their
+    /// indexes list (named after their content, with a publish URL), the indexes, and each
+    /// document out of the pack; not the gzipped siblings a gateway keeps for negotiation.
+    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, StoreError> {
+        let dir = self.staging.path();
+        let aliases = &self.manifest.aliases;
+        // Each listed file under the name its index lists; the other spelling of a listed
+        // shard, and an index's gzipped sibling, are the gateway's own.
+        let listed_as: HashMap<&str, &str> = (self.listed.iter())
+            .filter_map(|l| Some((aliases.get(l)?.as_str(), l.as_str())))
+            .collect();
+        let aliased: std::collections::HashSet<&str> =
+            aliases.values().map(String::as_str).collect();
+        let mut out = Vec::new();
+        for f in &self.manifest.files {
+            let (name, rank) = match listed_as.get(f.name.as_str()) {
+                Some(listed) => ((*listed).to_owned(), Rank::Shard),
+                None if aliased.contains(f.name.as_str()) || f.name.ends_with(".gz") => continue,
+                None => (f.name.clone(), Rank::Index),
+            };
+            out.push(Staged {
+                name,
+                path: dir.join(&f.name),
+                range: None,
+                size: f.len,
+                hash: f.hash.clone(),
+                rank,
+            });
+        }
+        if !self.doc_index.is_empty() {
+            out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &self.doc_index)?);
+        }
+        Ok(out)
+    }
+}
+
+/// The packed documents as files of a bucket (`cdif/<key>.jsonld`), each with the SHA-256 of
+/// its bytes: the pack is read once, front to back.
+fn documents_for_bucket(pack: &Path, index: &[DocEntry]) -> Result<Vec<Staged>, StoreError> {
+    use std::io::Read as _;
+    let mut by_offset: Vec<&DocEntry> = index.iter().collect();
+    by_offset.sort_unstable_by_key(|d| d.offset);
+    let mut file = io::BufReader::with_capacity(
+        1 << 20,
+        fs::File::open(pack).map_err(store_err("cannot read", pack))?,
+    );
+    let mut at = 0u64;
+    let mut buf = Vec::new();
+    let mut out = Vec::with_capacity(index.len());
+    for d in by_offset {
+        if d.offset < at {
+            return Err(store_err("damaged pack", pack)(io::Error::other(
+                "documents overlap",
+            )));
+        }
+        io::copy(&mut (&mut file).take(d.offset - at), &mut io::sink())
+            .map_err(store_err("cannot read", pack))?;
+        buf.resize(d.len as usize, 0);
+        file.read_exact(&mut buf)
+            .map_err(store_err("cannot read", pack))?;
+        at = d.offset + u64::from(d.len);
+        out.push(Staged {
+            name: format!("cdif/{:016x}.jsonld", d.key),
+            path: pack.to_owned(),
+            range: Some((d.offset, u64::from(d.len))),
+            size: u64::from(d.len),
+            hash: crate::bucket::sha256_hex(&buf),
+            rank: Rank::Document,
+        });
+    }
+    Ok(out)
 }
 
 impl FileSink for Writer<'_> {
@@ -575,6 +712,35 @@ impl FileSink for Writer<'_> {
     ) -> Result<Option<crate::datestamp::Datestamp>, StoreError> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
         Ok(Some(crate::datestamp::Datestamp::from_unix(changed as i64)))
+    }
+
+    /// With content names ([`Writer::with_content_names`]), the shard's name after its
+    /// content, both spellings served; else its own.
+    fn listed_name(&mut self, name: String) -> Result<String, StoreError> {
+        if !self.content_names {
+            return Ok(name);
+        }
+        let file = name.strip_suffix(".gz").unwrap_or(&name);
+        let hash = (self.files.iter().rev())
+            .find(|f| f.name == file)
+            .map(|f| f.hash.clone())
+            .ok_or_else(|| {
+                store_err("no such file to list:", Path::new(file))(io::Error::other(
+                    "the shard was not stored",
+                ))
+            })?;
+        let content = crate::bucket::content_name(file, &hash);
+        if file.ends_with(".xml") {
+            (self.aliases).insert(format!("{content}.gz"), format!("{file}.gz"));
+        }
+        self.aliases.insert(content.clone(), file.to_owned());
+        let listed = if name.ends_with(".gz") {
+            format!("{content}.gz")
+        } else {
+            content
+        };
+        self.listed.push(listed.clone());
+        Ok(listed)
     }
 }
 
@@ -735,6 +901,66 @@ mod tests {
         assert!(!abandoned.exists());
         assert!(!shards.exists());
         assert!(second.dir.exists(), "the current generation stays");
+    }
+
+    /// With content names, the index lists a shard under the name of its content, which is
+    /// served (both spellings) as well as its own; a bucket gets the listed spelling, the
+    /// index and the documents, not the gateway's gzip siblings.
+    #[test]
+    fn content_names_are_served_and_go_to_the_bucket_as_listed() {
+        let root = tempfile::tempdir().unwrap();
+        let mut w = Writer::new(root.path(), None).unwrap().with_content_names();
+        w.put_shard("sitemap-1.xml", b"<urlset/>").unwrap();
+        let listed = w.listed_name("sitemap-1.xml".to_owned()).unwrap();
+        let hash = content_hash(b"<urlset/>");
+        assert_eq!(listed, format!("sitemap-1-{}.xml", &hash[..16]));
+        w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
+        w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", None)
+            .unwrap();
+        let finished = w.finish(Summary::default()).unwrap();
+        let mut bucket: Vec<(String, Rank, Vec<u8>)> = (finished.for_bucket().unwrap())
+            .into_iter()
+            .map(|f| {
+                let bytes = fs::read(&f.path).unwrap();
+                let bytes = match f.range {
+                    Some((at, len)) => bytes[at as usize..][..len as usize].to_vec(),
+                    None => bytes,
+                };
+                assert_eq!(f.size, bytes.len() as u64, "{}", f.name);
+                (f.name, f.rank, bytes)
+            })
+            .collect();
+        bucket.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            bucket,
+            [
+                (
+                    "cdif/00000000000000ff.jsonld".to_owned(),
+                    Rank::Document,
+                    b"{\"b\":2}".to_vec()
+                ),
+                (listed.clone(), Rank::Shard, b"<urlset/>".to_vec()),
+                (
+                    "sitemap.xml".to_owned(),
+                    Rank::Index,
+                    b"<sitemapindex/>".to_vec()
+                ),
+            ]
+        );
+        finished.install().unwrap();
+        let loaded = load_current(root.path()).unwrap().unwrap();
+        for name in [
+            listed.clone(),
+            format!("{listed}.gz"),
+            "sitemap-1.xml".to_owned(),
+        ] {
+            assert!(loaded.file(&name).is_some(), "{name} is served");
+        }
+        assert_eq!(
+            loaded.file(&listed).unwrap().1.name,
+            "sitemap-1.xml",
+            "the same file"
+        );
     }
 
     /// Documents are packed with a sorted index that survives a reload.

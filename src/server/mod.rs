@@ -43,6 +43,7 @@ use crate::oai::HarvestRequest;
 use crate::oai::politeness::{HostKey, Politeness};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
+use crate::publish::BucketUrl;
 use crate::render::robots::Announced;
 use generation::{Generation, StoreError};
 use metrics::Metrics;
@@ -164,23 +165,40 @@ pub(crate) struct Setup {
     pub(crate) config: RepositoryConfig,
     /// What a refresh builds.
     pub(crate) job: Job,
-    /// What its files are made under ([`Job::settings_key`]), as each generation records it.
+    /// What its files are made under ([`Job::settings_key`], and whether its shards are named
+    /// after their content), as each generation records it.
     pub(crate) settings: String,
+    /// Where its generations are published besides (`{publish_url}{name}/`).
+    pub(crate) publish: Option<BucketUrl>,
 }
 
 impl Setup {
     /// The setup of `rc`, published under the gateway's `public_url` unless it has its own,
-    /// with its temporary files in `dir`.
-    fn new(rc: &RepositoryConfig, public_url: &Url, dir: &std::path::Path) -> Self {
+    /// and to `{publish_url}{name}/` too when there is a publish URL, with its temporary files
+    /// in `dir`.
+    fn new(
+        rc: &RepositoryConfig,
+        public_url: &Url,
+        publish_url: Option<&BucketUrl>,
+        dir: &std::path::Path,
+    ) -> Self {
         let repo_public = rc
             .public_url
             .clone()
             .unwrap_or_else(|| join_dir(public_url, &rc.name));
         let job = job_for(rc, repo_public, dir);
+        let key = job.settings_key();
+        // Shards named after their content are other files: a generation made without them is
+        // made again at once.
+        let settings = match publish_url {
+            Some(_) => generation::content_hash(format!("{key} content names").as_bytes()),
+            None => key,
+        };
         Self {
             config: rc.clone(),
-            settings: job.settings_key(),
+            settings,
             job,
+            publish: publish_url.map(|url| url.join(&rc.name)),
         }
     }
 
@@ -330,12 +348,13 @@ impl Repo {
     fn open(
         rc: &RepositoryConfig,
         public_url: &Url,
+        publish_url: Option<&BucketUrl>,
         state_dir: &std::path::Path,
         metrics: &Metrics,
         gates_readiness: bool,
     ) -> Result<Self, StoreError> {
         let dir = state_dir.join(&rc.name);
-        let setup = Setup::new(rc, public_url, &dir);
+        let setup = Setup::new(rc, public_url, publish_url, &dir);
         let remembered = remembered(&dir)?;
         let current = persisted_generation(&rc.name, &dir, &setup.job);
         let setup = Arc::new(setup);
@@ -383,8 +402,13 @@ impl Repo {
     /// for a refresh at once, as a restart would refresh: the generation being served keeps
     /// serving (under its old URLs, after a change of public URL) until the new one is swapped
     /// in. A refresh running now finishes under the old settings, and the next starts after it.
-    fn reconfigure(&self, rc: &RepositoryConfig, public_url: &Url) -> bool {
-        let next = Setup::new(rc, public_url, &self.dir);
+    fn reconfigure(
+        &self,
+        rc: &RepositoryConfig,
+        public_url: &Url,
+        publish_url: Option<&BucketUrl>,
+    ) -> bool {
+        let next = Setup::new(rc, public_url, publish_url, &self.dir);
         let mut setup = self.setup.write().unwrap_or_else(|e| e.into_inner());
         let differs = setup.differs(&next);
         let other_files = setup.settings != next.settings;
@@ -511,6 +535,7 @@ impl Gateway {
             repos.push(Arc::new(Repo::open(
                 rc,
                 &public_url,
+                config.server.publish_url.as_ref(),
                 state_dir,
                 &metrics,
                 true,
@@ -577,6 +602,39 @@ impl Gateway {
     /// The repository named `name`.
     pub fn repo(&self, name: &str) -> Option<Arc<Repo>> {
         self.live().repos.iter().find(|r| r.name == name).cloned()
+    }
+
+    /// How generations are published to object storage (with a publish URL).
+    pub(crate) fn publish_settings(&self) -> crate::bucket::PublishSettings {
+        crate::bucket::PublishSettings {
+            grace: self.server.publish_grace,
+            max_age: self.server.max_age,
+        }
+    }
+
+    /// Uploads robots.txt to the root of the publish URL when the bucket's differs (a
+    /// repository's indexes came or went), after a repository's generation went up. A failure
+    /// is logged: the next refresh tries again, and the indexes are published either way.
+    pub(crate) async fn publish_robots(&self) {
+        let Some(url) = &self.server.publish_url else {
+            return;
+        };
+        let robots = self.robots();
+        let put = async {
+            let bucket = crate::bucket::Bucket::open(url)?;
+            bucket
+                .put_if_changed("robots.txt", &robots.bytes, &self.publish_settings())
+                .await
+        };
+        match put.await {
+            Ok(true) => tracing::info!(bucket = %url, "robots.txt published"),
+            Ok(false) => {}
+            Err(e) => tracing::warn!(
+                bucket = %url,
+                "cannot publish robots.txt (the next refresh tries again): {}",
+                crate::error::chain(&e)
+            ),
+        }
     }
 
     /// robots.txt as it stands.

@@ -15,6 +15,7 @@ use super::generation::{Generation, StoreError, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo, Setup};
+use crate::bucket::{Bucket, BucketError, PublishSettings};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
@@ -42,6 +43,10 @@ pub(crate) enum RefreshError {
     /// The HTTP client could not be built.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[from] reqwest::Error),
+    /// Publishing to object storage failed; the bucket and the gateway keep the generation
+    /// before.
+    #[error(transparent)]
+    Bucket(#[from] BucketError),
     /// The refresh thread ended without an answer (it panicked).
     #[error("the refresh stopped unexpectedly: {0}")]
     Aborted(String),
@@ -139,6 +144,7 @@ pub(crate) async fn refresh(
         Ok(generation) => {
             let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, setup, &labels);
+            gateway.publish_robots().await;
             repo.history.record(history::Entry {
                 urls: Some(urls),
                 ..history::Entry::ended_now(started)
@@ -449,9 +455,10 @@ fn build_on_own_runtime(
         Ok(c) => c,
         Err(e) => return (Err(e.into()), UpstreamStats::default()),
     };
+    let publish = gateway.publish_settings();
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(repo, setup, &client, &gateway.metrics) => r,
+            r = build(repo, setup, &client, &gateway.metrics, &publish) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -474,6 +481,8 @@ struct NextGeneration<'a> {
     repo: &'a Repo,
     setup: &'a Setup,
     previous: Option<&'a Arc<Generation>>,
+    /// How a generation is published to object storage, when it is.
+    publish: &'a PublishSettings,
 }
 
 impl<'a> engine::Target for NextGeneration<'a> {
@@ -496,7 +505,11 @@ impl<'a> engine::Target for NextGeneration<'a> {
     }
 
     fn stage(&mut self) -> Result<Writer<'a>, RefreshError> {
-        Ok(Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?)
+        let writer = Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?;
+        Ok(match self.setup.publish {
+            Some(_) => writer.with_content_names(),
+            None => writer,
+        })
     }
 
     async fn commit(
@@ -520,7 +533,26 @@ impl<'a> engine::Target for NextGeneration<'a> {
             // published stay those of the last whole render.
             summary.keep_examples(&previous.summary, previous.created);
         }
-        Ok(writer.commit(summary)?)
+        let finished = writer.finish(summary)?;
+        if let Some(url) = &self.setup.publish {
+            // Up in the bucket before it is served here: a failed upload fails the refresh,
+            // and both keep the generation before.
+            let bucket = Bucket::open(url)?;
+            let uploaded = bucket
+                .publish(&finished.for_bucket()?, self.publish, SystemTime::now())
+                .await?;
+            tracing::info!(
+                repository = self.repo.name,
+                bucket = %url,
+                files = uploaded.files,
+                uploaded = uploaded.uploaded,
+                uploaded_bytes = uploaded.uploaded_bytes,
+                deleted = uploaded.deleted,
+                retired = uploaded.retired,
+                "published to object storage"
+            );
+        }
+        Ok(finished.install()?)
     }
 }
 
@@ -530,6 +562,7 @@ async fn build(
     setup: &Setup,
     client: &Client,
     metrics: &Metrics,
+    publish: &PublishSettings,
 ) -> Result<Generation, RefreshError> {
     let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
     let previous = repo.current();
@@ -537,6 +570,7 @@ async fn build(
         repo,
         setup,
         previous: previous.as_ref(),
+        publish,
     };
     let mut seen = Seen::default();
     let stored = Stored {

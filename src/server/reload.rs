@@ -84,7 +84,8 @@ impl fmt::Display for Reloaded {
 
 /// The `[server]` keys that differ between `running` and `next` and that only a restart
 /// applies: the listeners, the public URL (every published URL and the routing), the state
-/// folder, the cache's size, the connection and shutdown limits, `Cache-Control`.
+/// folder, the cache's size, the connection and shutdown limits, `Cache-Control`, where and
+/// how generations are published to object storage.
 fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static str> {
     // Taken apart field by field, so that a key added later does not compile until it is
     // placed here, as reloadable or not.
@@ -97,8 +98,9 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
         drain_timeout,
         client_timeout,
         max_age,
-        admin_token: _,   // reloaded: a new token applies at once
-        publish_grace: _, // read by each publish to a bucket
+        admin_token: _, // reloaded: a new token applies at once
+        publish_url,
+        publish_grace,
     } = next;
     [
         ("[server] listen", running.listen != *listen),
@@ -118,6 +120,11 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
             running.client_timeout != *client_timeout,
         ),
         ("[server] max_age_secs", running.max_age != *max_age),
+        ("[server] publish_url", running.publish_url != *publish_url),
+        (
+            "[server] publish_grace_secs",
+            running.publish_grace != *publish_grace,
+        ),
     ]
     .into_iter()
     .filter_map(|(key, changed)| changed.then_some(key))
@@ -174,6 +181,7 @@ impl Gateway {
                     let opened = Repo::open(
                         rc,
                         &self.public_url,
+                        self.server.publish_url.as_ref(),
                         &self.server.state_dir,
                         &self.metrics,
                         false,
@@ -194,7 +202,7 @@ impl Gateway {
         }
         for (repo, kept) in &repos {
             if let Some(rc) = kept
-                && repo.reconfigure(rc, &self.public_url)
+                && repo.reconfigure(rc, &self.public_url, self.server.publish_url.as_ref())
             {
                 tracing::info!(
                     repository = repo.name,

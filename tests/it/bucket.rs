@@ -9,6 +9,7 @@
 //! installs it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -169,61 +170,82 @@ async fn export(endpoint: &str, args: Vec<String>) -> String {
     stdout
 }
 
-/// What a crawler finds starting at the bucket's robots.txt: the bytes of every file it reaches
-/// (robots.txt, the indexes, the shards), by name, and every page URL the shards list. Fails
-/// on any file that is named but missing.
-async fn crawl(bucket: &AmazonS3) -> (BTreeMap<String, Vec<u8>>, BTreeSet<String>) {
-    let mut files = BTreeMap::new();
-    let mut pages = BTreeSet::new();
-    let robots = read(bucket, "robots.txt").await;
-    let mut todo: Vec<String> = String::from_utf8(robots.clone())
-        .unwrap()
-        .lines()
-        .filter_map(|l| l.strip_prefix("Sitemap: "))
-        .map(str::to_owned)
-        .collect();
-    files.insert("robots.txt".to_owned(), robots);
-    while let Some(url) = todo.pop() {
-        let name = url
-            .strip_prefix(PUBLIC_URL)
-            .unwrap_or_else(|| panic!("{url} is not under {PUBLIC_URL}"))
-            .to_owned();
-        if files.contains_key(&name) {
-            continue;
+/// A site in a bucket: its files under `prefix`, served at `public_url`.
+struct Site<'a> {
+    bucket: &'a AmazonS3,
+    prefix: &'a str,
+    public_url: &'a str,
+}
+
+impl Site<'_> {
+    /// What an export of these tests publishes to `bucket`.
+    fn exported(bucket: &AmazonS3) -> Site<'_> {
+        Site {
+            bucket,
+            prefix: PREFIX,
+            public_url: PUBLIC_URL,
         }
-        let bytes = read(bucket, &name).await;
-        let text = String::from_utf8(bytes.clone()).unwrap();
-        let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let index = doc.root_element().tag_name().name() == "sitemapindex";
-        for loc in doc.descendants().filter(|n| n.has_tag_name("loc")) {
-            let loc = loc.text().unwrap().to_owned();
-            if index {
-                todo.push(loc);
-            } else {
-                pages.insert(loc);
+    }
+
+    /// What a crawler finds starting at the site's robots.txt: the bytes of every file it
+    /// reaches (robots.txt, the indexes, the shards), by name, and every page URL the shards
+    /// list. Fails on any file that is named but missing.
+    async fn crawl(&self) -> (BTreeMap<String, Vec<u8>>, BTreeSet<String>) {
+        let mut files = BTreeMap::new();
+        let mut pages = BTreeSet::new();
+        let robots = self.read("robots.txt").await;
+        let mut todo: Vec<String> = String::from_utf8(robots.clone())
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("Sitemap: "))
+            .map(str::to_owned)
+            .collect();
+        files.insert("robots.txt".to_owned(), robots);
+        while let Some(url) = todo.pop() {
+            let name = url
+                .strip_prefix(self.public_url)
+                .unwrap_or_else(|| panic!("{url} is not under {}", self.public_url))
+                .to_owned();
+            if files.contains_key(&name) {
+                continue;
             }
+            let bytes = self.read(&name).await;
+            let text = String::from_utf8(bytes.clone()).unwrap();
+            let doc = roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let index = doc.root_element().tag_name().name() == "sitemapindex";
+            for loc in doc.descendants().filter(|n| n.has_tag_name("loc")) {
+                let loc = loc.text().unwrap().to_owned();
+                if index {
+                    todo.push(loc);
+                } else {
+                    pages.insert(loc);
+                }
+            }
+            files.insert(name, bytes);
         }
-        files.insert(name, bytes);
+        (files, pages)
     }
-    (files, pages)
-}
 
-async fn read(bucket: &AmazonS3, name: &str) -> Vec<u8> {
-    let key = Key::from(format!("{PREFIX}/{name}"));
-    match bucket.get(&key).await {
-        Ok(got) => got.bytes().await.unwrap().to_vec(),
-        Err(e) => panic!("{name} is named but cannot be read: {e}"),
+    async fn read(&self, name: &str) -> Vec<u8> {
+        match self.bucket.get(&self.key(name)).await {
+            Ok(got) => got.bytes().await.unwrap().to_vec(),
+            Err(e) => panic!("{name} is named but cannot be read: {e}"),
+        }
     }
-}
 
-/// Every object under the prefix.
-async fn objects(bucket: &AmazonS3) -> BTreeSet<String> {
-    let prefix = Key::from(PREFIX);
-    let listed: Vec<_> = bucket.list(Some(&prefix)).try_collect().await.unwrap();
-    listed
-        .into_iter()
-        .map(|meta| meta.location.as_ref()[PREFIX.len() + 1..].to_owned())
-        .collect()
+    fn key(&self, name: &str) -> Key {
+        Key::from(format!("{}/{name}", self.prefix))
+    }
+
+    /// Every object under the prefix.
+    async fn objects(&self) -> BTreeSet<String> {
+        let prefix = Key::from(self.prefix);
+        let listed: Vec<_> = self.bucket.list(Some(&prefix)).try_collect().await.unwrap();
+        listed
+            .into_iter()
+            .map(|meta| meta.location.as_ref()[self.prefix.len() + 1..].to_owned())
+            .collect()
+    }
 }
 
 /// The pages of `records`, as the sitemaps list them.
@@ -248,6 +270,7 @@ fn redated(records: &[TestRecord], day: u32) -> Vec<TestRecord> {
 async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
     let Some(moto) = Moto::start() else { return };
     let bucket = moto.bucket("change").await;
+    let site = Site::exported(&bucket);
     let records = numbered(95);
     let server = TestServer::start(records.clone());
 
@@ -257,7 +280,7 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
     )
     .await;
     assert!(first.contains("uploaded        "), "{first}");
-    let (files, pages) = crawl(&bucket).await;
+    let (files, pages) = site.crawl().await;
     assert_eq!(pages, pages_of(&records));
     // Ten shards of the sitemap, named after their content; the index, the Signmap's.
     let shards: BTreeSet<&String> = (files.keys())
@@ -274,7 +297,7 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
     assert!(files.contains_key("sitemap.xml") && files.contains_key("signmap.xml"));
     // As the gateway serves them: a crawler and a CDN read the type and the caching.
     let head = |name: &str| {
-        let key = Key::from(format!("{PREFIX}/{name}"));
+        let key = site.key(name);
         let bucket = &bucket;
         async move { bucket.get(&key).await.unwrap().attributes }
     };
@@ -314,7 +337,7 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
         export_args(&server, "change", &["--signmap"]),
     )
     .await;
-    let (after, pages) = crawl(&bucket).await;
+    let (after, pages) = site.crawl().await;
     assert_eq!(pages, pages_of(&changed));
     let names = |f: &BTreeMap<String, Vec<u8>>| f.keys().cloned().collect::<BTreeSet<_>>();
     let new: Vec<String> = names(&after).difference(&names(&files)).cloned().collect();
@@ -330,126 +353,159 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
     // The shard the old index named stays for a crawler that holds that index.
     let gone: Vec<String> = names(&files).difference(&names(&after)).cloned().collect();
     assert_eq!(gone.len(), 2, "{gone:?}");
-    let stored = objects(&bucket).await;
+    let stored = site.objects().await;
     assert!(
         gone.iter().all(|n| stored.contains(n)),
         "{gone:?} deleted early"
     );
 }
 
-/// A proxy in front of moto that lets `allowed` PUTs through and holds every later one
-/// unanswered, as a network that stops mid-upload does; `stalled` is notified at the first
-/// held request.
-async fn stalling_proxy(endpoint: String, allowed: usize, stalled: Arc<Notify>) -> String {
-    use http_body_util::{BodyExt as _, Full};
-    use hyper::service::service_fn;
-    use hyper_util::rt::TokioIo;
+/// What a proxy does with a PUT past its allowance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Held {
+    /// Never answers, as a network that stops mid-upload.
+    Stall,
+    /// Answers 403 AccessDenied, as a bucket whose credentials were revoked.
+    Refuse,
+}
 
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let puts = Arc::new(AtomicUsize::new(0));
-    let client = reqwest::Client::new();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let (endpoint, puts, client, stalled) = (
-                endpoint.clone(),
-                puts.clone(),
-                client.clone(),
-                stalled.clone(),
-            );
-            let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let (endpoint, puts, client, stalled) = (
-                    endpoint.clone(),
-                    puts.clone(),
-                    client.clone(),
-                    stalled.clone(),
-                );
-                async move {
-                    if request.method() == hyper::Method::PUT
-                        && puts.fetch_add(1, Ordering::SeqCst) >= allowed
-                    {
-                        stalled.notify_one();
-                        std::future::pending::<()>().await;
+/// A proxy in front of moto that lets `allowed` PUTs through and holds every later one;
+/// `held` is notified at each held request.
+struct Proxy {
+    address: String,
+    allowed: Arc<AtomicUsize>,
+    puts: Arc<AtomicUsize>,
+    held: Arc<Notify>,
+}
+
+impl Proxy {
+    async fn start(endpoint: String, allowed: usize, mode: Held) -> Proxy {
+        use http_body_util::{BodyExt as _, Full};
+        use hyper::service::service_fn;
+        use hyper_util::rt::TokioIo;
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let proxy = Proxy {
+            address: format!("http://{}", listener.local_addr().unwrap()),
+            allowed: Arc::new(AtomicUsize::new(allowed)),
+            puts: Arc::new(AtomicUsize::new(0)),
+            held: Arc::new(Notify::new()),
+        };
+        let shared = (
+            Arc::clone(&proxy.allowed),
+            Arc::clone(&proxy.puts),
+            Arc::clone(&proxy.held),
+            reqwest::Client::new(),
+            endpoint,
+        );
+        tokio::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                let shared = shared.clone();
+                let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                    let (allowed, puts, held, client, endpoint) = shared.clone();
+                    async move {
+                        if request.method() == hyper::Method::PUT
+                            && puts.fetch_add(1, Ordering::SeqCst) >= allowed.load(Ordering::SeqCst)
+                        {
+                            held.notify_one();
+                            if mode == Held::Stall {
+                                std::future::pending::<()>().await;
+                            }
+                            let denied = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
+                                          <Message>Access Denied</Message></Error>";
+                            let response = hyper::Response::builder()
+                                .status(403)
+                                .header("content-type", "application/xml")
+                                .body(Full::new(bytes::Bytes::from_static(denied.as_bytes())))
+                                .unwrap();
+                            return Ok::<_, std::convert::Infallible>(response);
+                        }
+                        let (parts, body) = request.into_parts();
+                        let body = body.collect().await.unwrap().to_bytes();
+                        let url = format!("{endpoint}{}", parts.uri.path_and_query().unwrap());
+                        // The signed Host header goes along as it is.
+                        let answer = client
+                            .request(parts.method, url)
+                            .headers(parts.headers)
+                            .body(body)
+                            .send()
+                            .await
+                            .unwrap();
+                        let mut response = hyper::Response::builder().status(answer.status());
+                        for (name, value) in answer.headers() {
+                            response = response.header(name, value);
+                        }
+                        let bytes = answer.bytes().await.unwrap();
+                        Ok(response.body(Full::new(bytes)).unwrap())
                     }
-                    let (parts, body) = request.into_parts();
-                    let body = body.collect().await.unwrap().to_bytes();
-                    let url = format!("{endpoint}{}", parts.uri.path_and_query().unwrap());
-                    // The signed Host header goes along as it is.
-                    let answer = client
-                        .request(parts.method, url)
-                        .headers(parts.headers)
-                        .body(body)
-                        .send()
-                        .await
-                        .unwrap();
-                    let mut response = hyper::Response::builder().status(answer.status());
-                    for (name, value) in answer.headers() {
-                        response = response.header(name, value);
-                    }
-                    let bytes = answer.bytes().await.unwrap();
-                    Ok::<_, std::convert::Infallible>(response.body(Full::new(bytes)).unwrap())
-                }
-            });
-            tokio::spawn(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
-            });
-        }
-    });
-    address
+                });
+                tokio::spawn(async move {
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        });
+        proxy
+    }
+
+    /// Holds every PUT from now on.
+    fn hold_from_now(&self) {
+        self.allowed
+            .store(self.puts.load(Ordering::SeqCst), Ordering::SeqCst);
+    }
 }
 
 #[tokio::test]
 async fn an_export_killed_mid_upload_leaves_the_previous_generation_complete() {
     let Some(moto) = Moto::start() else { return };
     let bucket = moto.bucket("killed").await;
+    let site = Site::exported(&bucket);
     let records = numbered(95);
     let server = TestServer::start(records.clone());
     let args = |extra: &[&str]| export_args(&server, "killed", extra);
     export(&moto.endpoint, args(&["--publish-grace-secs", "0"])).await;
-    let before = crawl(&bucket).await;
+    let before = site.crawl().await;
     assert_eq!(before.1, pages_of(&records));
 
     // Every shard changes; the export is let through its first manifest and two shards, then
     // its uploads hang, and it is killed.
     server.set_records(redated(&records, 10));
-    let stalled = Arc::new(Notify::new());
-    let proxy = stalling_proxy(moto.endpoint.clone(), 3, stalled.clone()).await;
-    let mut child = bridge(&proxy, &args(&["--publish-grace-secs", "0"]))
+    let proxy = Proxy::start(moto.endpoint.clone(), 3, Held::Stall).await;
+    let mut child = bridge(&proxy.address, &args(&["--publish-grace-secs", "0"]))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(60), stalled.notified())
+    tokio::time::timeout(Duration::from_secs(60), proxy.held.notified())
         .await
         .expect("the export reached its uploads");
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
-    let uploaded_by_the_killed: BTreeSet<String> = objects(&bucket)
-        .await
-        .into_iter()
-        .filter(|n| !before.0.contains_key(n) && !n.starts_with(".oai-bridge/"))
-        .collect();
-    assert_eq!(
-        uploaded_by_the_killed.len(),
-        2,
-        "two new shards went up before the hang: {uploaded_by_the_killed:?}"
-    );
+    // The two shards let through reach the bucket (the proxy finishes forwarding them).
+    until("two new shards went up before the hang", || async {
+        let new = site
+            .objects()
+            .await
+            .into_iter()
+            .filter(|n| !before.0.contains_key(n) && !n.starts_with(".oai-bridge/"));
+        new.count() == 2
+    })
+    .await;
     // A crawler finds the previous generation, byte for byte.
-    assert_eq!(crawl(&bucket).await, before);
+    assert_eq!(site.crawl().await, before);
 
     // The next export (of yet other records) publishes in full, and deletes what the killed
     // one left (its grace is 0 here), so the bucket holds exactly the new generation.
     let latest = redated(&records, 20);
     server.set_records(latest.clone());
     let report = export(&moto.endpoint, args(&["--publish-grace-secs", "0"])).await;
-    let (files, pages) = crawl(&bucket).await;
+    let (files, pages) = site.crawl().await;
     assert_eq!(pages, pages_of(&latest));
     let mut expected: BTreeSet<String> = files.keys().cloned().collect();
     expected.insert(oai_bridge::BUCKET_MANIFEST.to_owned());
-    assert_eq!(objects(&bucket).await, expected, "{report}");
+    assert_eq!(site.objects().await, expected, "{report}");
 }
 
 #[tokio::test]
@@ -473,4 +529,182 @@ async fn an_unusable_bucket_fails_before_the_harvest_and_names_it() {
         server.list_requests().is_empty(),
         "no harvest for a bucket that cannot be used"
     );
+}
+
+/// A `serve` process, stopped on drop.
+struct Serving {
+    child: Child,
+    /// `http://127.0.0.1:PORT/` of the public and the admin listener.
+    public: String,
+    admin: String,
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Serving {
+    /// Starts `oai-bridge serve` with the bucket's credentials and `endpoint`.
+    async fn start(endpoint: &str, args: &[String], token: &str) -> Serving {
+        let mut child = bridge(endpoint, args)
+            .env("OAI_BRIDGE_ADMIN_TOKEN", token)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        // "oai-bridge serving on URL", then "  status page  URL".
+        let (public, admin) = tokio::task::spawn_blocking(move || {
+            let mut lines = BufReader::new(stdout).lines().map(Result::unwrap);
+            let public = lines.next().unwrap();
+            let admin = lines.next().unwrap();
+            std::thread::spawn(move || lines.for_each(drop));
+            (public, admin)
+        })
+        .await
+        .unwrap();
+        let last = |line: &str| line.split_whitespace().last().unwrap().to_owned();
+        Serving {
+            child,
+            public: last(&public),
+            admin: last(&admin),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Vec<u8> {
+        let answer = reqwest::get(format!("{}{path}", self.public))
+            .await
+            .unwrap();
+        assert!(answer.status().is_success(), "{path}: {}", answer.status());
+        answer.bytes().await.unwrap().to_vec()
+    }
+}
+
+/// Waits up to 60 s for `done`.
+async fn until<F: Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
+    for _ in 0..600 {
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("not within 60 s: {what}");
+}
+
+#[tokio::test]
+async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_bytes() {
+    let Some(moto) = Moto::start() else { return };
+    let bucket = moto.bucket("fleet").await;
+    let site = Site {
+        bucket: &bucket,
+        prefix: "site",
+        public_url: "https://cdn.example/",
+    };
+    let (one_records, two_records) = (numbered(25), numbered(12));
+    let one = TestServer::start(one_records.clone());
+    let two = TestServer::start(two_records.clone());
+    let proxy = Proxy::start(moto.endpoint.clone(), usize::MAX, Held::Refuse).await;
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("bridge.toml");
+    let repository = |name: &str, server: &TestServer| {
+        format!(
+            "[[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\nscope = [\"{SCOPE}\"]\n\
+             max_urls_per_shard = 10\n",
+            server.url()
+        )
+    };
+    let text = format!(
+        "[server]\npublic_url = \"https://cdn.example/\"\npublish_url = \"s3://fleet/site/\"\n\
+         publish_grace_secs = 0\n[harvest]\npoliteness_delay_ms = 0\nstart_spread_secs = 0\n{}{}",
+        repository("one", &one),
+        repository("two", &two)
+    );
+    std::fs::write(&config, text).unwrap();
+    let token = "a-token-of-the-test-0123456789";
+    let args: Vec<String> = ["serve", "--config"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([config.display().to_string()])
+        .chain(
+            [
+                "--listen",
+                "127.0.0.1:0",
+                "--admin-listen",
+                "127.0.0.1:0",
+                "--state-dir",
+            ]
+            .map(str::to_owned),
+        )
+        .chain([state.path().join("state").display().to_string()])
+        .collect();
+    let gateway = Serving::start(&proxy.address, &args, token).await;
+
+    // Both repositories up, and robots.txt at the root naming both indexes.
+    until("both repositories published", || async {
+        let objects = site.objects().await;
+        let robots = match objects.contains("robots.txt") {
+            true => String::from_utf8(site.read("robots.txt").await).unwrap(),
+            false => String::new(),
+        };
+        ["one", "two"].iter().all(|r| {
+            objects.contains(&format!("{r}/{}", oai_bridge::BUCKET_MANIFEST))
+                && robots.contains(&format!("Sitemap: https://cdn.example/{r}/sitemap.xml"))
+        })
+    })
+    .await;
+    let before = site.crawl().await;
+    let (files, pages) = &before;
+    let mut expected = pages_of(&one_records);
+    expected.extend(pages_of(&two_records));
+    assert_eq!(*pages, expected);
+    let shards: Vec<&String> = files.keys().filter(|n| n.contains("/sitemap-")).collect();
+    assert_eq!(shards.len(), 3 + 2, "{shards:?}");
+    assert!(
+        shards
+            .iter()
+            .all(|n| n.ends_with(".xml") && n.len() > "one/sitemap-1-.xml".len() + 15),
+        "named after their content: {shards:?}"
+    );
+    // The gateway serves every file a crawler reaches in the bucket, byte for byte.
+    for (name, bytes) in files {
+        assert_eq!(&gateway.get(name).await, bytes, "{name}");
+    }
+
+    // The bucket refuses uploads from now on: a refresh of a changed repository fails, and
+    // both the bucket and the gateway keep the generation before.
+    one.set_records(redated(&one_records, 10));
+    proxy.hold_from_now();
+    let asked = reqwest::Client::new()
+        .post(format!("{}-/refresh/one", gateway.admin))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(asked.status().is_success(), "{}", asked.status());
+    tokio::time::timeout(Duration::from_secs(60), proxy.held.notified())
+        .await
+        .expect("the refresh tried to upload");
+    let failed =
+        "oai_bridge_refresh_duration_seconds_count{repository=\"one\",outcome=\"failure\"} 1";
+    until("the refresh failed", || async {
+        let metrics = reqwest::get(format!("{}metrics", gateway.admin))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        metrics.lines().any(|l| l == failed)
+    })
+    .await;
+    assert_eq!(site.crawl().await, before, "the bucket changed");
+    for (name, bytes) in files {
+        assert_eq!(
+            &gateway.get(name).await,
+            bytes,
+            "{name} changed on the gateway"
+        );
+    }
 }
