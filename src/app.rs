@@ -72,10 +72,13 @@ pub(crate) fn export_options_in(
     args: &ExportArgs,
     env: &Environment,
 ) -> Result<ExportOptions, OptionsError> {
-    let file = match &args.config {
+    let mut file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    // The file's `[state] url` is the gateway's, as its `[server] state_dir` is: an export
+    // keeps a store only when asked (`--state`, `--state-url`, OAI_BRIDGE_STATE_URL).
+    file.state = crate::config::StateConfig::default();
     let layers = Layers::new(file, env.for_export(), Overrides::from(args));
     let repo = export_repository(layers.file(), args)?;
     let settings = layers.repository(repo)?;
@@ -92,6 +95,16 @@ pub(crate) fn export_options_in(
     let harvest = layers.harvest_of(repo)?;
     let policy = settings.policy.clone();
     let server = layers.server()?;
+    // In a database, the store is the repository's by name: the configured one's, or else
+    // the upstream's URL (or file) as read.
+    let state_db = layers.state()?.url.map(|url| {
+        let repository = match (repo, &settings.source) {
+            (Some(r), _) => r.name.clone(),
+            (None, Some(source)) => source.to_string(),
+            (None, None) => String::new(),
+        };
+        crate::store::StoreLocation::Postgres { url, repository }
+    });
     Ok(ExportOptions {
         job: export_job(settings, public_url),
         harvest,
@@ -102,6 +115,7 @@ pub(crate) fn export_options_in(
         },
         progress: !args.no_progress,
         state: args.state.clone(),
+        state_db,
         policy,
     })
 }

@@ -159,6 +159,9 @@ impl Gateway {
             needs_restart: needs_restart(&self.server, &config.server),
             ..Reloaded::default()
         };
+        if self.state != config.state {
+            reloaded.needs_restart.push("[state] url");
+        }
         for key in &reloaded.needs_restart {
             tracing::warn!("{key} changed: it needs a restart, and is ignored until then");
         }
@@ -175,6 +178,7 @@ impl Gateway {
                         rc,
                         &self.public_url,
                         &self.server.state_dir,
+                        self.state.url.as_ref(),
                         &self.metrics,
                         false,
                     );
