@@ -1353,3 +1353,301 @@ pub(crate) mod testdb {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::testdb::TestDb;
+    use super::*;
+    use crate::store::Store;
+
+    /// The URL is shown without its password, whatever the form; it is refused when it is no
+    /// PostgreSQL URL or asks for TLS, the error never repeating it.
+    #[test]
+    fn a_state_url_shows_without_its_password() {
+        let url = StateUrl::parse("postgres://bridge:s3cret@db.example:5433/oai?sslmode=disable")
+            .unwrap();
+        assert_eq!(url.redacted(), "postgres://bridge@db.example:5433/oai");
+        assert!(!format!("{url:?}").contains("s3cret"), "{url:?}");
+        let url = StateUrl::parse("postgresql://bridge@h/oai?password=s3cret").unwrap();
+        assert_eq!(url.redacted(), "postgres://bridge@h:5432/oai");
+        let refused = [
+            "mysql://bridge:s3cret@h/oai",
+            "host=h password=s3cret",
+            "postgres://bridge:s3cret@h/oai?sslmode=require",
+            "postgres://bridge:s3cret@h:notaport/oai",
+        ];
+        for text in refused {
+            let e = StateUrl::parse(text).unwrap_err();
+            assert!(!e.contains("s3cret"), "{text}: {e}");
+        }
+        assert!(
+            StateUrl::parse("postgres://h/oai?sslmode=require")
+                .unwrap_err()
+                .contains("TLS")
+        );
+        assert_eq!(
+            StateUrl::parse("postgres://a:b@h/d").unwrap(),
+            StateUrl::parse("postgres://a:b@h/d").unwrap()
+        );
+    }
+
+    /// An unreachable server's error names the store by its URL without the password.
+    #[test]
+    fn an_unreachable_database_is_named_without_its_password() {
+        // A port nothing listens on: bound, then let go.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url =
+            StateUrl::parse(&format!("postgres://bridge:s3cret@127.0.0.1:{port}/oai")).unwrap();
+        let e = Store::open_postgres(&url, "sample")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "state store postgres://bridge@127.0.0.1:{port}/oai (repository \"sample\"): cannot connect: "
+            )),
+            "{e}"
+        );
+        assert!(!e.contains("s3cret"), "{e}");
+    }
+
+    fn schema_versions(db: &TestDb) -> Vec<i32> {
+        (db.client())
+            .query(
+                "SELECT version FROM oai_bridge_schema ORDER BY version",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    /// A new database gets every migration once; opening again (another repository, the same
+    /// one, or many stores at once) applies none; a database whose schema is newer than this
+    /// version knows is refused, naming both versions, and left as it is.
+    #[test]
+    fn migrations_are_applied_once_and_a_newer_schema_is_refused() {
+        let Some(db) = TestDb::create("migrations_are_applied_once_and_a_newer_schema_is_refused")
+        else {
+            return;
+        };
+        let known = MIGRATIONS.len() as i32;
+        let mut store = Store::open_postgres(&db.url, "a").unwrap();
+        assert_eq!(schema_versions(&db), (1..=known).collect::<Vec<_>>());
+        let tables: i64 = (db.client())
+            .query_one(
+                "SELECT count(*) FROM information_schema.tables WHERE table_name LIKE 'oai_bridge_%'",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(tables, 7, "six tables and the schema's");
+        let record = Record {
+            identifier: "oai:x:1".into(),
+            dc_identifiers: vec!["https://h/1".into()],
+            ..Record::default()
+        };
+        store
+            .apply_page(1, std::slice::from_ref(&record), &State::default(), false)
+            .unwrap();
+        drop(store);
+        // Stores opening at once, as a gateway's repositories do: the lock orders them.
+        let opened: Vec<_> = (0..6)
+            .map(|i| {
+                let url = db.url.clone();
+                std::thread::spawn(move || {
+                    Store::open_postgres(&url, &format!("r{}", i % 3)).map(drop)
+                })
+            })
+            .collect();
+        for o in opened {
+            o.join().unwrap().unwrap();
+        }
+        let store = Store::open_postgres(&db.url, "a").unwrap();
+        assert_eq!(schema_versions(&db), (1..=known).collect::<Vec<_>>());
+        assert_eq!(store.counts().unwrap().live, 1, "the records stay");
+        drop(store);
+
+        (db.client())
+            .execute(
+                "INSERT INTO oai_bridge_schema (version) VALUES ($1)",
+                &[&(known + 1)],
+            )
+            .unwrap();
+        let e = Store::open_postgres(&db.url, "a").unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("version {}", known + 1))
+                && e.contains(&format!("versions up to {known}")),
+            "{e}"
+        );
+        let kept: i64 = (db.client())
+            .query_one("SELECT count(*) FROM oai_bridge_records", &[])
+            .unwrap()
+            .get(0);
+        assert_eq!(kept, 1, "a newer schema is left as it is");
+    }
+
+    /// One database holds several repositories' stores: each sees its own records, counts,
+    /// changes, shared URLs, rejections and state; a reset, or a store started anew for a state
+    /// it cannot read, empties its own alone.
+    #[test]
+    fn the_repositories_of_one_database_do_not_see_each_other() {
+        let Some(db) = TestDb::create("the_repositories_of_one_database_do_not_see_each_other")
+        else {
+            return;
+        };
+        let mut a = Store::open_postgres(&db.url, "a").unwrap();
+        let mut b = Store::open_postgres(&db.url, "b").unwrap();
+        let rec = |id: &str, url: &str| Record {
+            identifier: id.into(),
+            datestamp: Datestamp::parse("2024-05-01"),
+            dc_identifiers: vec![url.into()],
+            ..Record::default()
+        };
+        let state_a = State {
+            source: "https://a/oai".into(),
+            ..State::default()
+        };
+        a.apply_page(
+            1,
+            &[rec("oai:1", "https://a/1"), rec("oai:2", "https://a/2")],
+            &state_a,
+            true,
+        )
+        .unwrap();
+        let empty = Record {
+            empty_metadata: true,
+            ..rec("oai:9", "")
+        };
+        a.apply_page(1, &[empty], &state_a, true).unwrap();
+        b.apply_page(7, &[rec("oai:1", "https://b/1")], &State::default(), false)
+            .unwrap();
+        let shared = SharedUrl {
+            url: "https://a/s".into(),
+            claims: vec![1, 2],
+        };
+        a.published(&state_a, std::slice::from_ref(&shared), true)
+            .unwrap();
+        a.apply_page(2, &[rec("oai:3", "https://a/3")], &state_a, true)
+            .unwrap();
+        assert_eq!((a.counts().unwrap().live, b.counts().unwrap().live), (3, 1));
+        assert_eq!((a.live().unwrap(), b.live().unwrap()), (3, 0));
+        assert_eq!((a.changed().unwrap(), b.changed().unwrap()), (1, 0));
+        assert_eq!((a.rejected().unwrap(), b.rejected().unwrap()), (1, 0));
+        assert_eq!(b.shared("https://a/s").unwrap(), None);
+        assert_eq!(a.shared("https://a/s").unwrap(), Some(shared));
+        assert_eq!(b.state().unwrap(), State::default());
+        assert_eq!(a.state().unwrap(), state_a);
+        // A full run of b that saw nothing sweeps b's records alone.
+        assert_eq!(b.finish_run(true, Some(8), &State::default()).unwrap(), 1);
+        assert_eq!((a.counts().unwrap().live, b.counts().unwrap().live), (3, 0));
+        b.apply_page(9, &[rec("oai:1", "https://b/1")], &State::default(), false)
+            .unwrap();
+        a.reset(&State::default()).unwrap();
+        assert_eq!((a.counts().unwrap().live, b.counts().unwrap().live), (0, 1));
+        assert_eq!(a.rejected().unwrap() + a.changed().unwrap(), 0);
+        // A state a newer version wrote starts that repository's store anew, not the other's.
+        a.apply_page(3, &[rec("oai:1", "https://a/1")], &state_a, false)
+            .unwrap();
+        drop(b);
+        (db.client())
+            .execute(
+                "UPDATE oai_bridge_state SET doc = '{\"format\": 99}' WHERE repository = 'b'",
+                &[],
+            )
+            .unwrap();
+        let b = Store::open_postgres(&db.url, "b").unwrap();
+        assert_eq!(b.counts().unwrap().live, 0);
+        assert_eq!(b.state().unwrap(), State::default());
+        assert_eq!(a.counts().unwrap().live, 1);
+        assert_eq!(a.state().unwrap(), state_a);
+    }
+
+    /// Random pages (repeats within a page and across pages, older versions, deletions,
+    /// unreadable records, full and incremental runs, publishes) leave the PostgreSQL store
+    /// exactly as they leave the SQLite store, whose statements decide record by record.
+    #[test]
+    fn the_postgresql_store_decides_as_the_sqlite_store_does() {
+        let Some(db) = TestDb::create("the_postgresql_store_decides_as_the_sqlite_store_does")
+        else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut sqlite = Store::open(&dir.path().join("s.sqlite")).unwrap();
+        let mut pg = Store::open_postgres(&db.url, "r").unwrap();
+        let mut rng = fastrand::Rng::with_seed(23);
+        let state = State::default();
+        for run in 1..=12u64 {
+            let full = run % 4 == 1;
+            for _ in 0..3 {
+                let page: Vec<Record> = (0..rng.usize(0..40))
+                    .map(|_| {
+                        let id = format!("oai:x:{}", rng.u8(..30));
+                        let day = rng.u8(1..20);
+                        let mut r = Record {
+                            identifier: id.clone(),
+                            datestamp: if rng.u8(..10) == 0 {
+                                None
+                            } else {
+                                Datestamp::parse(&format!("2024-05-{day:02}"))
+                            },
+                            deleted: rng.u8(..6) == 0,
+                            sets: vec![format!("s{}", rng.u8(..3))],
+                            dc_identifiers: vec![format!("https://h/{id}/{day}")],
+                            ..Record::default()
+                        };
+                        if r.deleted {
+                            r.dc_identifiers.clear();
+                        } else if rng.u8(..8) == 0 {
+                            r.empty_metadata = true;
+                            r.dc_identifiers.clear();
+                        }
+                        r
+                    })
+                    .collect();
+                sqlite.apply_page(run, &page, &state, !full).unwrap();
+                pg.apply_page(run, &page, &state, !full).unwrap();
+            }
+            if full {
+                let a = sqlite.finish_run(true, Some(run), &state).unwrap();
+                let b = pg.finish_run(true, Some(run), &state).unwrap();
+                assert_eq!(a, b, "run {run}: removed");
+            }
+            let all = |s: &Store| {
+                let mut live = Vec::new();
+                s.for_each_live(|r| {
+                    live.push(r);
+                    Ok::<_, ()>(())
+                })
+                .unwrap()
+                .unwrap();
+                let mut dirty = Vec::new();
+                s.dirty(|now, before| {
+                    dirty.push((now, before));
+                    Ok::<_, ()>(())
+                })
+                .unwrap()
+                .unwrap();
+                dirty.sort_by(|a, b| a.0.identifier.cmp(&b.0.identifier));
+                (
+                    live,
+                    dirty,
+                    s.counts().unwrap(),
+                    (s.live().unwrap(), s.deleted().unwrap()),
+                    (s.rejected().unwrap(), s.rejected_examples(100).unwrap()),
+                    s.deleted_examples(100).unwrap(),
+                    s.changed().unwrap(),
+                )
+            };
+            assert_eq!(all(&sqlite), all(&pg), "run {run}");
+            if run % 3 == 0 {
+                sqlite.published(&state, &[], true).unwrap();
+                pg.published(&state, &[], true).unwrap();
+            }
+        }
+    }
+}
