@@ -72,10 +72,13 @@ pub(crate) fn export_options_in(
     args: &ExportArgs,
     env: &Environment,
 ) -> Result<ExportOptions, OptionsError> {
-    let file = match &args.config {
+    let mut file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
     };
+    // The file's `[state] url` is the gateway's, as its `[server] state_dir` is: an export
+    // keeps a store only when asked (`--state`, `--state-url`, OAI_BRIDGE_STATE_URL).
+    file.state = crate::config::StateConfig::default();
     let layers = Layers::new(file, env.for_export(), Overrides::from(args));
     let repo = export_repository(layers.file(), args)?;
     let settings = layers.repository(repo)?;
@@ -92,6 +95,16 @@ pub(crate) fn export_options_in(
     let harvest = layers.harvest_of(repo)?;
     let policy = settings.policy.clone();
     let server = layers.server()?;
+    // In a database, the store is the repository's by name: the configured one's, or else
+    // the upstream's URL (or file) as read.
+    let state_db = layers.state()?.url.map(|url| {
+        let repository = match (repo, &settings.source) {
+            (Some(r), _) => r.name.clone(),
+            (None, Some(source)) => source.to_string(),
+            (None, None) => String::new(),
+        };
+        crate::store::StoreLocation::Postgres { url, repository }
+    });
     Ok(ExportOptions {
         job: export_job(settings, public_url),
         harvest,
@@ -102,6 +115,7 @@ pub(crate) fn export_options_in(
         },
         progress: !args.no_progress,
         state: args.state.clone(),
+        state_db,
         policy,
     })
 }
@@ -908,6 +922,78 @@ from = "2020-01-01"
             );
             assert_eq!(token, Some(AdminToken::new(want_token).unwrap()));
         }
+    }
+
+    /// `[state] url` comes from `--state-url`, then `OAI_BRIDGE_STATE_URL`, then the file, for
+    /// `serve`; `export` takes the flag and the variable alone (the file's is the gateway's),
+    /// its store then the repository's, by name. A bad URL names where it came from, never
+    /// its password.
+    #[test]
+    fn the_state_url_comes_from_the_flag_then_the_environment_then_the_file() {
+        let (dir, _) = file();
+        let config = dir.path().join("state.toml");
+        let text = FILE.replace(
+            "[harvest]",
+            "[state]\nurl = \"postgres://f:pw@file.example/oai\"\n\n[harvest]",
+        );
+        std::fs::write(&config, text).unwrap();
+        let vars = [(Environment::STATE_URL, "postgres://e:pw@env.example/oai")];
+        let flags = ["--state-url", "postgres://c:pw@flag.example/oai"];
+        let shown = |c: &Config| c.state.url.as_ref().map(|u| u.redacted());
+        let at = |host: &str, user: &str| Some(format!("postgres://{user}@{host}:5432/oai"));
+        assert_eq!(
+            shown(&serve(&config, &[], &[]).unwrap()),
+            at("file.example", "f")
+        );
+        assert_eq!(
+            shown(&serve(&config, &vars, &[]).unwrap()),
+            at("env.example", "e")
+        );
+        assert_eq!(
+            shown(&serve(&config, &vars, &flags).unwrap()),
+            at("flag.example", "c")
+        );
+        let (_plain_dir, plain) = file();
+        assert_eq!(serve(&plain, &[], &[]).unwrap().state.url, None);
+
+        let location = |o: ExportOptions| match o.state_db {
+            Some(crate::store::StoreLocation::Postgres { url, repository }) => {
+                Some((url.redacted(), repository))
+            }
+            _ => None,
+        };
+        assert_eq!(location(export(&config, &[], &[]).unwrap()), None);
+        assert_eq!(
+            location(export(&config, &vars, &[]).unwrap()),
+            Some(("postgres://e@env.example:5432/oai".into(), "a".into()))
+        );
+        assert_eq!(
+            location(export(&config, &vars, &flags).unwrap()),
+            Some(("postgres://c@flag.example:5432/oai".into(), "a".into()))
+        );
+
+        let bad = [(Environment::STATE_URL, "mysql://e:s3cret@env.example/oai")];
+        let e = serve(&config, &bad, &[]).unwrap_err().to_string();
+        assert!(e.starts_with("environment: OAI_BRIDGE_STATE_URL: "), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        let e = (serve(
+            &config,
+            &[],
+            &["--state-url", "postgres://c:s3cret@h/oai?sslmode=require"],
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("command line: --state-url: sslmode=require"),
+            "{e}"
+        );
+        std::fs::write(
+            &config,
+            FILE.replace("[harvest]", "[state]\nurl = \"db\"\n[harvest]"),
+        )
+        .unwrap();
+        let e = serve(&config, &[], &[]).unwrap_err().to_string();
+        assert!(e.contains(": [state] url: is not a PostgreSQL URL"), "{e}");
     }
 
     #[test]

@@ -173,6 +173,12 @@ pub struct ServeArgs {
     /// Where generations are kept; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
+    /// Keep every repository's store in this PostgreSQL database
+    /// (postgres://user:password@host:port/database) instead of a SQLite file in its folder;
+    /// overrides OAI_BRIDGE_STATE_URL and `[state] url`. The variable keeps the password out
+    /// of the process list.
+    #[arg(long, value_name = "URL")]
+    pub state_url: Option<String>,
     /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
     #[arg(long)]
     pub check_config: bool,
@@ -184,6 +190,7 @@ pub struct ServeArgs {
 
 /// `oai-bridge export`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("store").multiple(true).args(["state", "state_url"])))]
 pub struct ExportArgs {
     /// Configuration file; its `[harvest]` settings apply, and a `[[repository]]` may be chosen.
     #[arg(long, env = "OAI_BRIDGE_CONFIG")]
@@ -288,15 +295,21 @@ pub struct ExportArgs {
     /// changes, and continue an interrupted harvest where it stopped.
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// With --state: harvest in full this often (seconds) when the repository does not keep
+    /// Keep the repository's state in this PostgreSQL database
+    /// (postgres://user:password@host:port/database) instead, under the repository's name
+    /// (--repository's, or else the --base-url as given); overrides OAI_BRIDGE_STATE_URL,
+    /// which keeps the password out of the process list.
+    #[arg(long, value_name = "URL")]
+    pub state_url: Option<String>,
+    /// With --state or --state-url: harvest in full this often (seconds) when the repository does not keep
     /// deletions (deletedRecord no or transient). Default 604800 (a week).
-    #[arg(long, value_name = "SECS", requires = "state")]
+    #[arg(long, value_name = "SECS", requires = "store")]
     pub full_harvest_interval: Option<u64>,
-    /// With --state: the largest share (0 to 1) of the published URLs a harvest may remove
+    /// With --state or --state-url: the largest share (0 to 1) of the published URLs a harvest may remove
     /// before it is held back. Default 0.5.
-    #[arg(long, value_name = "SHARE", requires = "state")]
+    #[arg(long, value_name = "SHARE", requires = "store")]
     pub shrink_guard: Option<f64>,
-    /// With --state: publish even when the shrink guard would hold the export back.
-    #[arg(long, requires = "state")]
+    /// With --state or --state-url: publish even when the shrink guard would hold the export back.
+    #[arg(long, requires = "store")]
     pub accept_shrink: bool,
 }

@@ -12,6 +12,7 @@ use crate::datestamp::Datestamp;
 use crate::oai::{HarvestSettings, Source};
 use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
+use crate::store::StateUrl;
 
 /// Default listen address of `serve`.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -66,7 +67,15 @@ struct RawConfig {
     #[serde(default)]
     harvest: RawHarvest,
     #[serde(default)]
+    state: RawState,
+    #[serde(default)]
     repository: Vec<RawRepository>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawState {
+    url: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -209,8 +218,19 @@ pub struct Config {
     pub harvest: HarvestSettings,
     /// The gateway's limits on refreshes (from `[harvest]`).
     pub fleet: FleetSettings,
+    /// `[state]`: where the repositories' stores are.
+    pub state: StateConfig,
     /// `[[repository]]`, in file order, then those of the `include`d files.
     pub repositories: Vec<RepositoryConfig>,
+}
+
+/// `[state]`: where the gateway keeps each repository's store (records, checkpoints, harvest
+/// state, published layout).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StateConfig {
+    /// A PostgreSQL database holding every repository's store (`url`); `None`: a SQLite file
+    /// per repository in its folder under `[server] state_dir`, the default.
+    pub url: Option<StateUrl>,
 }
 
 /// How the gateway schedules the refreshes of many repositories (`[harvest]` keys that only
@@ -380,6 +400,11 @@ impl Config {
             err(&key, message)
         })?;
         let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
+        let state = StateConfig {
+            url: (raw.state.url.as_deref())
+                .map(|u| StateUrl::parse(u).map_err(|m| err("[state] url", m)))
+                .transpose()?,
+        };
         let fleet =
             parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
@@ -419,6 +444,7 @@ impl Config {
             server,
             harvest,
             fleet,
+            state,
             repositories,
         })
     }
@@ -1537,7 +1563,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 54] = [
+    const KEYS: [&str; 55] = [
         "include",
         "listen",
         "admin_listen",
@@ -1567,6 +1593,7 @@ mod tests {
         "max_concurrent_refreshes",
         "per_host_concurrency",
         "start_spread_secs",
+        "url",
         "name",
         "base_url",
         "sets",
@@ -1610,6 +1637,10 @@ mod tests {
         .unwrap();
         assert_eq!(shipped.harvest, defaults.harvest);
         assert_eq!(shipped.fleet, defaults.fleet);
+        assert_eq!(
+            shipped.state, defaults.state,
+            "[state] url is shown commented out"
+        );
         let (s, d) = (&shipped.server, &defaults.server);
         assert_eq!(
             (

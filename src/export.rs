@@ -16,7 +16,7 @@ use crate::pipeline::{Built, FileSink, Job, PipelineError, SpillDir, human_durat
 use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::publish::{Output, PublishError, Staging};
-use crate::store::{self, Store};
+use crate::store::{self, Store, StoreLocation};
 use crate::summary::Summary;
 
 /// Everything an export needs.
@@ -34,6 +34,9 @@ pub struct ExportOptions {
     pub progress: bool,
     /// Harvest through the store in this folder, incrementally (`--state`).
     pub state: Option<PathBuf>,
+    /// Harvest through this store instead, incrementally: a repository's store in PostgreSQL
+    /// (`--state-url`). `state`, if given too, then only holds the files staged for a bucket.
+    pub state_db: Option<StoreLocation>,
     /// How the store is used.
     pub policy: Policy,
 }
@@ -218,15 +221,16 @@ impl engine::Target for ToBucket<'_> {
 pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
     let started = Instant::now();
     let client = Client::new(options.harvest.clone())?;
-    let mut store = match &options.state {
-        Some(dir) => {
+    let mut store = match (&options.state_db, &options.state) {
+        (Some(location), _) => Some(Store::open_at(location).map_err(PipelineError::from)?),
+        (None, Some(dir)) => {
             std::fs::create_dir_all(dir).map_err(|source| ExportError::StateDir {
                 path: dir.clone(),
                 source,
             })?;
             Some(Store::open(&dir.join(store::FILE)).map_err(PipelineError::from)?)
         }
-        None => None,
+        (None, None) => None,
     };
     let stored = store.as_mut().map(|store| Stored {
         store,

@@ -234,9 +234,9 @@ fn next_run(
             }
             if let Some(reason) = &run.full_reason {
                 if reason.routine() {
-                    tracing::info!(store = %store.path().display(), "{reason}; harvesting in full");
+                    tracing::info!(store = %store.place(), "{reason}; harvesting in full");
                 } else {
-                    tracing::warn!(store = %store.path().display(), "{reason}; harvesting in full");
+                    tracing::warn!(store = %store.place(), "{reason}; harvesting in full");
                 }
             }
             run

@@ -52,7 +52,7 @@ pub use memory::limit_arenas;
 // The commands as library calls, with their options and outcomes.
 pub use bucket::{BucketError, MANIFEST as BUCKET_MANIFEST, PublishSettings, Uploaded};
 pub use check::{CheckOptions, CheckReport, check};
-pub use config::{Config, ConfigError};
+pub use config::{Config, ConfigError, StateConfig};
 pub use export::{ExportError, ExportOptions, ExportSummary, export};
 pub use incremental::{Kind, Policy};
 pub use pipeline::{Job, PipelineError, fields_for};
@@ -63,7 +63,7 @@ pub use publish::{BucketUrl, MARKER, Output};
 pub use server::reload::{ReloadError, Reloaded};
 pub use server::slots::SlotCounts;
 pub use server::{Gateway, Listeners, Repo, serve};
-pub use store::{FILE as STORE_FILE, Store};
+pub use store::{FILE as STORE_FILE, Place, StateUrl, Store, StoreError, StoreLocation};
 
 // The OAI-PMH side: the client, a harvest, what a page holds.
 pub use oai::harvest::{HarvestReport, HarvestRequest, MAX_RESTARTS, Source, harvest};

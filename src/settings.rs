@@ -16,7 +16,7 @@ use url::Url;
 
 use crate::cli::{CheckArgs, ExportArgs, LandingArgs, PruneArgs, ServeArgs};
 use crate::config::{
-    self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig,
+    self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig, StateConfig,
 };
 use crate::datestamp::Datestamp;
 use crate::incremental::Policy;
@@ -76,6 +76,8 @@ pub(crate) struct Overrides {
     pub server: ServerOverrides,
     /// `[harvest]`.
     pub harvest: HarvestOverrides,
+    /// `[state]`.
+    pub state: StateOverrides,
     /// The `[[repository]]` a command takes (`serve`: each of them).
     pub repository: RepositoryOverrides,
 }
@@ -97,6 +99,13 @@ pub(crate) struct ServerOverrides {
     pub publish_url: Option<Given<String>>,
     /// `publish_grace_secs`.
     pub publish_grace_secs: Option<Given<u64>>,
+}
+
+/// `[state]` keys an override may set.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct StateOverrides {
+    /// `url`.
+    pub url: Option<Given<String>>,
 }
 
 /// `[harvest]` keys an override may set.
@@ -208,6 +217,8 @@ impl Overrides {
                 backoff_initial_ms,
             ]
         );
+        let (b, o) = (base.state, over.state);
+        let state = merged!(StateOverrides, b, o, [url]);
         let (b, o) = (base.repository, over.repository);
         let repository = merged!(
             RepositoryOverrides,
@@ -239,6 +250,7 @@ impl Overrides {
         Overrides {
             server,
             harvest,
+            state,
             repository,
         }
     }
@@ -255,6 +267,7 @@ pub(crate) struct Environment {
     admin_token: Option<String>,
     publish_url: Option<String>,
     user_agent: Option<String>,
+    state_url: Option<String>,
 }
 
 impl Environment {
@@ -273,6 +286,9 @@ impl Environment {
     pub(crate) const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
     /// `[server] publish_url` (`serve`).
     pub(crate) const PUBLISH_URL: &str = "OAI_BRIDGE_PUBLISH_URL";
+    /// `[state] url` (`serve`); the exported repository's store (`export`). A variable keeps
+    /// the database's password out of the process list.
+    pub(crate) const STATE_URL: &str = "OAI_BRIDGE_STATE_URL";
 
     /// The process's environment.
     pub(crate) fn process() -> Environment {
@@ -293,6 +309,7 @@ impl Environment {
             admin_token: text(Self::ADMIN_TOKEN),
             publish_url: lossy(Self::PUBLISH_URL),
             user_agent: text(Self::USER_AGENT).filter(|a| !a.trim().is_empty()),
+            state_url: lossy(Self::STATE_URL).filter(|u| !u.is_empty()),
         }
     }
 
@@ -307,6 +324,9 @@ impl Environment {
                 admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
                 publish_url: variable(Self::PUBLISH_URL, &self.publish_url),
                 publish_grace_secs: None,
+            },
+            state: StateOverrides {
+                url: variable(Self::STATE_URL, &self.state_url),
             },
             ..self.for_check()
         }
@@ -324,13 +344,16 @@ impl Environment {
         }
     }
 
-    /// What `export` reads: the user agent, and the public URL as the exported repository's
-    /// (what `--public-url` sets).
+    /// What `export` reads: the user agent, the public URL as the exported repository's
+    /// (what `--public-url` sets), and the database of its store.
     pub(crate) fn for_export(&self) -> Overrides {
         Overrides {
             repository: RepositoryOverrides {
                 public_url: variable(Self::PUBLIC_URL, &self.public_url),
                 ..RepositoryOverrides::default()
+            },
+            state: StateOverrides {
+                url: variable(Self::STATE_URL, &self.state_url),
             },
             ..self.for_check()
         }
@@ -385,6 +408,9 @@ impl From<&ServeArgs> for Overrides {
                 publish_grace_secs: None,
             },
             harvest: HarvestOverrides::default(),
+            state: StateOverrides {
+                url: flag("--state-url", &args.state_url),
+            },
             repository: RepositoryOverrides {
                 accept_shrink: switch("--accept-shrink", args.accept_shrink),
                 ..RepositoryOverrides::default()
@@ -421,6 +447,9 @@ impl From<&ExportArgs> for Overrides {
                 deadline_secs: flag("--deadline", &args.deadline),
                 max_body_bytes: flag("--max-body-bytes", &args.max_body_bytes),
                 backoff_initial_ms: flag("--backoff-initial", &args.backoff_initial),
+            },
+            state: StateOverrides {
+                url: flag("--state-url", &args.state_url),
             },
             repository: RepositoryOverrides {
                 base_url: flag("--base-url", &args.base_url),
@@ -596,8 +625,18 @@ impl Layers {
             server,
             harvest,
             fleet: self.file.fleet.clone(),
+            state: self.state()?,
             repositories,
         })
+    }
+
+    /// `[state]`: the file's, or the database an override names.
+    pub(crate) fn state(&self) -> Result<StateConfig, ConfigError> {
+        let mut state = self.file.state.clone();
+        if let Some(v) = &self.over.state.url {
+            state.url = Some(v.parse(|url| crate::store::StateUrl::parse(url))?);
+        }
+        Ok(state)
     }
 
     /// `[server]`.

@@ -91,6 +91,8 @@ pub struct Gateway {
     /// `[server]` as the process started with it: a reload that changes what only a restart can
     /// change says so ([`reload`]).
     server: ServerConfig,
+    /// `[state]` as the process started with it: only a restart changes it.
+    state: crate::config::StateConfig,
     /// Reads the configuration again, with the layers of the start; `None`: nothing to reload.
     loader: Option<reload::Loader>,
     /// The running refresh schedules, by repository.
@@ -138,6 +140,8 @@ pub struct Repo {
     pub name: String,
     /// Its state folder, `{state_dir}/{name}`.
     pub dir: PathBuf,
+    /// Its store: `store.sqlite` in `dir`, or its rows in the `[state] url` database.
+    pub store: crate::store::StoreLocation,
     /// What its refreshes are made under; a reload replaces it, a refresh takes it as it starts.
     setup: RwLock<Arc<Setup>>,
     current: RwLock<Option<Arc<Generation>>>,
@@ -343,19 +347,27 @@ impl Repo {
     }
 
     /// Sets up the repository of `rc` in its folder under `state_dir`, with what its store
-    /// remembers, serving its persisted generation when that can be served.
-    /// `gates_readiness`: see [`Repo::gates_readiness`].
+    /// (there, or in the database at `state_url`) remembers, serving its persisted generation
+    /// when that can be served. `gates_readiness`: see [`Repo::gates_readiness`].
     fn open(
         rc: &RepositoryConfig,
         public_url: &Url,
         publish_url: Option<&BucketUrl>,
         state_dir: &std::path::Path,
+        state_url: Option<&crate::store::StateUrl>,
         metrics: &Metrics,
         gates_readiness: bool,
     ) -> Result<Self, StoreError> {
         let dir = state_dir.join(&rc.name);
+        let store = match state_url {
+            Some(url) => crate::store::StoreLocation::Postgres {
+                url: url.clone(),
+                repository: rc.name.clone(),
+            },
+            None => crate::store::StoreLocation::File(dir.join(crate::store::FILE)),
+        };
         let setup = Setup::new(rc, public_url, publish_url, &dir);
-        let remembered = remembered(&dir)?;
+        let remembered = remembered(&dir, &store)?;
         let current = persisted_generation(&rc.name, &dir, &setup.job);
         let setup = Arc::new(setup);
         let repo = Self {
@@ -376,6 +388,7 @@ impl Repo {
             refresh_now: Notify::new(),
             history: history::History::load(&dir),
             dir,
+            store,
         };
         if let Some(g) = current {
             tracing::info!(
@@ -452,9 +465,12 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
     }
 }
 
-/// What the store in `dir` (created if need be) remembers across restarts: a Retry-After not
-/// yet over, a held shrink.
-fn remembered(dir: &std::path::Path) -> Result<crate::store::State, StoreError> {
+/// What the store at `store` (created if need be, as the repository's folder `dir`)
+/// remembers across restarts: a Retry-After not yet over, a held shrink.
+fn remembered(
+    dir: &std::path::Path,
+    store: &crate::store::StoreLocation,
+) -> Result<crate::store::State, StoreError> {
     std::fs::create_dir_all(dir)
         .map_err(|source| StoreError {
             action: "cannot create",
@@ -462,11 +478,11 @@ fn remembered(dir: &std::path::Path) -> Result<crate::store::State, StoreError> 
             source,
         })
         .and_then(|()| {
-            crate::store::Store::open(&dir.join(crate::store::FILE))
+            crate::store::Store::open_at(store)
                 .and_then(|s| s.state())
                 .map_err(|e| StoreError {
-                    action: "cannot read the state store",
-                    path: e.path.clone(),
+                    action: "cannot read the state store of",
+                    path: dir.to_path_buf(),
                     source: std::io::Error::other(e),
                 })
         })
@@ -537,6 +553,7 @@ impl Gateway {
                 &public_url,
                 config.server.publish_url.as_ref(),
                 state_dir,
+                config.state.url.as_ref(),
                 &metrics,
                 true,
             )?));
@@ -572,6 +589,7 @@ impl Gateway {
             client_timeout: config.server.client_timeout,
             _hold: hold,
             server: config.server.clone(),
+            state: config.state.clone(),
             loader: None,
             schedules: Mutex::new(Schedules::default()),
             reloading: tokio::sync::Mutex::new(()),

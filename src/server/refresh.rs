@@ -24,7 +24,7 @@ use crate::oai::Client;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
 use crate::progress::Progress;
-use crate::store::{self, Store};
+use crate::store::Store;
 
 /// How the schedule backs off after failed refreshes: a minute, doubling per failure, up to the
 /// interval.
@@ -564,7 +564,7 @@ async fn build(
     metrics: &Metrics,
     publish: &PublishSettings,
 ) -> Result<Generation, RefreshError> {
-    let mut store = Store::open(&repo.dir.join(store::FILE)).map_err(PipelineError::from)?;
+    let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
     let previous = repo.current();
     let mut target = NextGeneration {
         repo,

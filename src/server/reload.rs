@@ -166,6 +166,9 @@ impl Gateway {
             needs_restart: needs_restart(&self.server, &config.server),
             ..Reloaded::default()
         };
+        if self.state != config.state {
+            reloaded.needs_restart.push("[state] url");
+        }
         for key in &reloaded.needs_restart {
             tracing::warn!("{key} changed: it needs a restart, and is ignored until then");
         }
@@ -183,6 +186,7 @@ impl Gateway {
                         &self.public_url,
                         self.server.publish_url.as_ref(),
                         &self.server.state_dir,
+                        self.state.url.as_ref(),
                         &self.metrics,
                         false,
                     );

@@ -1015,6 +1015,7 @@ async fn export_to(server: &TestServer, out: &Path) -> Result<ExportSummary, Exp
         publish: Default::default(),
         progress: false,
         state: None,
+        state_db: None,
         policy: Default::default(),
     })
     .await
@@ -1296,6 +1297,7 @@ async fn export_fails_untouched(server: &TestServer, settings: HarvestSettings) 
         publish: Default::default(),
         progress: false,
         state: None,
+        state_db: None,
         policy: Default::default(),
     })
     .await
@@ -1510,6 +1512,7 @@ async fn a_megabyte_identifier_is_dropped_as_too_long() {
         publish: Default::default(),
         progress: false,
         state: None,
+        state_db: None,
         policy: Default::default(),
     })
     .await

@@ -50,6 +50,7 @@ pub(crate) async fn export_job(
         publish: Default::default(),
         progress: false,
         state: state.map(Path::to_owned),
+        state_db: None,
         policy,
     })
     .await
@@ -466,6 +467,7 @@ async fn a_stored_retry_after_keeps_the_next_export_from_calling_early() {
         publish: Default::default(),
         progress: false,
         state: Some(state),
+        state_db: None,
         policy: Policy::default(),
     };
     export(&options).await.unwrap_err();

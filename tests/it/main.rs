@@ -12,6 +12,7 @@ mod golden;
 mod incremental;
 mod packaging;
 mod platforms;
+mod postgres;
 mod props;
 mod serve;
 mod server;

@@ -242,7 +242,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "collecting and state",
-        &["inventory", "patch", "store", "store::persisted"],
+        &[
+            "inventory",
+            "patch",
+            "store",
+            "store::persisted",
+            "store::pg",
+            "store::sqlite",
+        ],
     ),
     (
         "the profiles",

@@ -1,0 +1,819 @@
+//! The SQLite backend of [`super::Store`]: one file per repository (`store.sqlite`), in WAL mode
+//! with `synchronous=NORMAL`. A crash of the process never loses a committed page; a power
+//! failure may lose the last pages, never consistency, and the next run re-asks for them.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
+use crate::datestamp::Datestamp;
+use crate::inventory::SharedUrl;
+use crate::oai::parse::Record;
+
+/// Version of the tables; a store of another version is started anew.
+const SCHEMA: i64 = 5;
+
+/// One repository's store in its SQLite file.
+#[derive(Debug)]
+pub(super) struct Sqlite {
+    /// The connection (the tests of the SQLite layout read it).
+    pub(super) conn: Connection,
+    path: PathBuf,
+}
+
+impl Sqlite {
+    /// Opens (or creates) the store at `path`. A store whose tables are of another schema
+    /// version, or whose state is of a format this version does not read (a newer version's,
+    /// [`super::persisted::FORMAT`]), is emptied: the next harvest is a full one.
+    pub(super) fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = connect(path)?;
+        let version: i64 = conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(fail(path, "cannot read the schema version"))?;
+        let unknown_format = version == SCHEMA && state_of_unknown_format(&conn, path)?;
+        if unknown_format {
+            tracing::warn!(
+                store = %path.display(),
+                "the store's state is of a format this version does not read (a newer version \
+                 wrote it): starting the store anew"
+            );
+        }
+        if version != SCHEMA || unknown_format {
+            create_tables(&conn, path)?;
+        }
+        add_later_tables(&conn, path)?;
+        Ok(Self {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// Moves the store onto pages of `size` bytes ([`super::page_size_for`]) when it is on smaller
+    /// ones, or empty: only a rebuild (`VACUUM`, outside WAL mode) changes the page size, which
+    /// costs little on an empty store and once on a full one (made by an earlier version, or
+    /// before the profiles were on). A store with records is not moved onto smaller pages. Best
+    /// effort: when the rebuild fails (it needs room for a copy) the store stays as it was,
+    /// and works as before.
+    pub(super) fn fit_pages(&mut self, size: i64) {
+        let conn = &self.conn;
+        let page_size = || conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
+        let Ok(current) = page_size() else {
+            return;
+        };
+        let empty = || {
+            conn.query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |r| {
+                r.get(0)
+            })
+            .unwrap_or(false)
+        };
+        if current == size || (current > size && !empty()) {
+            return;
+        }
+        let rebuilt = conn
+            .pragma_update(None, "journal_mode", "DELETE")
+            .and_then(|()| conn.pragma_update(None, "page_size", size))
+            .and_then(|()| conn.execute_batch("VACUUM"));
+        let restored = conn.pragma_update(None, "journal_mode", "WAL");
+        match rebuilt.and(restored) {
+            Ok(()) => tracing::info!(
+                store = %self.path.display(),
+                from = current,
+                to = page_size().unwrap_or_default(),
+                "moved the store onto pages of another size"
+            ),
+            Err(e) => tracing::warn!(
+                store = %self.path.display(),
+                "cannot move the store onto {size}-byte pages, keeping it as it is: {e}"
+            ),
+        }
+    }
+
+    /// The store's file.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// [`super::Store::state`] on SQLite.
+    pub(super) fn state(&self) -> Result<State, StoreError> {
+        let doc: Option<String> = self
+            .conn
+            .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+            .optional()
+            .map_err(fail(&self.path, "cannot read the state"))?;
+        match doc {
+            None => Ok(State::default()),
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+                place: Place::File(self.path.clone()),
+                what: "cannot parse the state",
+                source: Box::new(e),
+            }),
+        }
+    }
+
+    /// [`super::Store::save_state`] on SQLite.
+    pub(super) fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the state"))
+    }
+
+    /// [`super::Store::reset`] on SQLite.
+    pub(super) fn reset(&mut self, state: &State) -> Result<(), StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        tx.execute_batch(
+            "DELETE FROM records; DELETE FROM shared; DELETE FROM changes; DELETE FROM rejected;
+             UPDATE tally SET live = 0, deleted = 0;",
+        )
+        .map_err(fail(&self.path, "cannot empty the records"))?;
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the reset"))
+    }
+
+    /// [`super::Store::apply_page`] on SQLite.
+    pub(super) fn apply_page(
+        &mut self,
+        run: u64,
+        records: &[Record],
+        state: &State,
+        track: bool,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(path, "cannot begin a transaction"))?;
+        // How the live and deleted counts change (kept by incremental runs).
+        let (live, deleted) = {
+            let mut page = PageWriter::prepare(&tx, path)?;
+            for r in records {
+                page.apply(r, run, track)?;
+            }
+            (page.live, page.deleted)
+        };
+        if track {
+            tx.execute(
+                "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
+                [live, deleted],
+            )
+            .map_err(fail(path, "cannot count the records"))?;
+        }
+        write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
+        tx.commit().map_err(fail(path, "cannot commit a page"))
+    }
+
+    /// [`super::Store::finish_run`] on SQLite.
+    pub(super) fn finish_run(
+        &mut self,
+        full: bool,
+        sweep: Option<u64>,
+        state: &State,
+    ) -> Result<u64, StoreError> {
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(&self.path, "cannot begin a transaction"))?;
+        let mut removed = 0;
+        if let Some(run) = sweep {
+            removed =
+                tx.query_row(
+                    "SELECT count(*) FROM records WHERE seen <> ?1 AND deleted = 0",
+                    [run as i64],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(fail(&self.path, "cannot count unseen records"))? as u64;
+            tx.execute("DELETE FROM records WHERE seen <> ?1", [run as i64])
+                .map_err(fail(&self.path, "cannot remove unseen records"))?;
+            tx.execute("DELETE FROM rejected WHERE seen <> ?1", [run as i64])
+                .map_err(fail(&self.path, "cannot remove unseen records"))?;
+        }
+        debug_assert!(full || sweep.is_none(), "only a full harvest sweeps");
+        if full {
+            tx.execute(
+                "UPDATE tally SET (live, deleted) = (SELECT coalesce(sum(deleted = 0), 0),
+                   coalesce(sum(deleted <> 0), 0) FROM records)",
+                [],
+            )
+            .map_err(fail(&self.path, "cannot count the records"))?;
+        }
+        write_state(&tx, state).map_err(fail(&self.path, "cannot save the state"))?;
+        tx.commit()
+            .map_err(fail(&self.path, "cannot commit the end of a run"))?;
+        Ok(removed)
+    }
+
+    /// [`super::Store::dirty`] on SQLite.
+    pub(super) fn dirty<E>(
+        &self,
+        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare(
+                "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                   prev_datestamp
+                 FROM changes",
+            )
+            .map_err(fail(&self.path, "cannot read the changed records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the changed records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a changed record"))?
+        {
+            let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(Record, Option<Record>)> {
+                let mut now = Record {
+                    identifier: row.get(0)?,
+                    datestamp: row.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
+                    deleted: row.get(2)?,
+                    sets: Vec::new(),
+                    dc_identifiers: Vec::new(),
+                    dc: Default::default(),
+                    empty_metadata: false,
+                };
+                let mut before = match row.get::<_, Option<bool>>(4)?.unwrap_or(false) {
+                    true => Some(Record {
+                        identifier: now.identifier.clone(),
+                        datestamp: row.get::<_, Option<i64>>(6)?.map(Datestamp::unpack),
+                        ..Record::default()
+                    }),
+                    false => None,
+                };
+                decode_column(row, 3, &mut now)?;
+                if let Some(before) = &mut before {
+                    decode_column(row, 5, before)?;
+                }
+                Ok((now, before))
+            };
+            let (now, before) = read(row).map_err(fail(&self.path, "damaged record"))?;
+            if let Err(e) = f(now, before) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// [`super::Store::rejected`] on SQLite.
+    pub(super) fn rejected(&self) -> Result<u64, StoreError> {
+        self.number(
+            "SELECT count(*) FROM rejected",
+            "cannot count the rejected records",
+        )
+    }
+
+    /// [`super::Store::rejected_examples`] on SQLite.
+    pub(super) fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        self.ids(
+            "SELECT id FROM rejected ORDER BY id LIMIT ?1",
+            n,
+            "cannot read the rejected records",
+        )
+    }
+
+    /// [`super::Store::deleted_examples`] on SQLite.
+    pub(super) fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+        self.ids(
+            "SELECT id FROM records WHERE deleted <> 0 ORDER BY id LIMIT ?1",
+            n,
+            "cannot read the deleted records",
+        )
+    }
+
+    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
+    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            stmt.query_map([n as i64], |r| r.get(0))?.collect()
+        };
+        read().map_err(fail(&self.path, what))
+    }
+
+    /// [`super::Store::changed`] on SQLite.
+    pub(super) fn changed(&self) -> Result<u64, StoreError> {
+        self.number(
+            "SELECT count(*) FROM changes",
+            "cannot count the changed records",
+        )
+    }
+
+    /// The one number `sql` selects.
+    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(fail(&self.path, what))
+    }
+
+    /// [`super::Store::shared_urls`] on SQLite.
+    pub(super) fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
+        let read = || -> rusqlite::Result<Option<HashSet<String>>> {
+            let mut stmt = self.conn.prepare("SELECT url FROM shared LIMIT ?1")?;
+            let urls = stmt
+                .query_map([limit.saturating_add(1).min(i64::MAX as u64) as i64], |r| {
+                    r.get::<_, String>(0)
+                })?
+                .collect::<rusqlite::Result<HashSet<String>>>()?;
+            Ok(Some(urls).filter(|u| u.len() as u64 <= limit))
+        };
+        read().map_err(fail(&self.path, "cannot read the shared URLs"))
+    }
+
+    /// [`super::Store::shared`] on SQLite.
+    pub(super) fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
+        self.conn
+            .prepare_cached("SELECT claims FROM shared WHERE url = ?1")
+            .and_then(|mut stmt| {
+                stmt.query_row([url], |r| {
+                    // Packed datestamps, eight little-endian bytes each.
+                    let bytes: Vec<u8> = r.get(0)?;
+                    Ok(SharedUrl {
+                        url: url.to_owned(),
+                        claims: bytes
+                            .chunks_exact(8)
+                            .map(|c| i64::from_le_bytes(c.try_into().expect("eight bytes")))
+                            .collect(),
+                    })
+                })
+                .optional()
+            })
+            .map_err(fail(&self.path, "cannot read the shared URLs"))
+    }
+
+    /// [`super::Store::published`] on SQLite.
+    pub(super) fn published(
+        &mut self,
+        state: &State,
+        shared: &[SharedUrl],
+        replace: bool,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        let tx = self
+            .conn
+            .transaction()
+            .map_err(fail(path, "cannot begin a transaction"))?;
+        tx.execute("DELETE FROM changes", [])
+            .map_err(fail(path, "cannot mark the records published"))?;
+        if replace {
+            tx.execute("DELETE FROM shared", [])
+                .map_err(fail(path, "cannot replace the shared URLs"))?;
+        }
+        {
+            let mut upsert = tx
+                .prepare(
+                    "INSERT INTO shared (url, claims) VALUES (?1, ?2)
+                     ON CONFLICT (url) DO UPDATE SET claims = excluded.claims",
+                )
+                .map_err(fail(path, "cannot record the shared URLs"))?;
+            let mut delete = tx
+                .prepare("DELETE FROM shared WHERE url = ?1")
+                .map_err(fail(path, "cannot record the shared URLs"))?;
+            for s in shared {
+                if s.claims.len() < 2 {
+                    delete.execute([&s.url])
+                } else {
+                    let claims: Vec<u8> = s.claims.iter().flat_map(|c| c.to_le_bytes()).collect();
+                    upsert.execute(params![s.url, claims])
+                }
+                .map_err(fail(path, "cannot record the shared URLs"))?;
+            }
+        }
+        write_state(&tx, state).map_err(fail(path, "cannot save the state"))?;
+        tx.commit().map_err(fail(path, "cannot commit the publish"))
+    }
+
+    /// [`super::Store::verify`] on SQLite.
+    pub(super) fn verify(&self) -> Result<(), StoreError> {
+        let verdict: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(fail(&self.path, "cannot check integrity"))?;
+        if verdict != "ok" {
+            return Err(StoreError {
+                place: Place::File(self.path.clone()),
+                what: "damaged",
+                source: format!("integrity_check: {verdict}").into(),
+            });
+        }
+        self.state().map(drop)
+    }
+
+    /// [`super::Store::counts`] on SQLite.
+    pub(super) fn counts(&self) -> Result<Counts, StoreError> {
+        self.conn
+            .query_row(
+                "SELECT coalesce(sum(deleted = 0), 0), coalesce(sum(deleted <> 0), 0) FROM records",
+                [],
+                |r| {
+                    Ok(Counts {
+                        live: r.get::<_, i64>(0)? as u64,
+                        deleted: r.get::<_, i64>(1)? as u64,
+                    })
+                },
+            )
+            .map_err(fail(&self.path, "cannot count the records"))
+    }
+
+    /// [`super::Store::live`] on SQLite.
+    pub(super) fn live(&self) -> Result<u64, StoreError> {
+        self.number("SELECT live FROM tally", "cannot count the records")
+    }
+
+    /// [`super::Store::deleted`] on SQLite.
+    pub(super) fn deleted(&self) -> Result<u64, StoreError> {
+        self.number("SELECT deleted FROM tally", "cannot count the records")
+    }
+
+    /// [`super::Store::for_each_live`] on SQLite.
+    pub(super) fn for_each_live<E>(
+        &self,
+        mut f: impl FnMut(Record) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a record"))?
+        {
+            let sets: String = row
+                .get(2)
+                .map_err(fail(&self.path, "cannot read a record"))?;
+            let mut record = Record {
+                identifier: row
+                    .get(0)
+                    .map_err(fail(&self.path, "cannot read a record"))?,
+                datestamp: row
+                    .get::<_, Option<i64>>(1)
+                    .map_err(fail(&self.path, "cannot read a record"))?
+                    .map(Datestamp::unpack),
+                deleted: false,
+                sets: if sets.is_empty() {
+                    Vec::new()
+                } else {
+                    sets.split('\n').map(str::to_owned).collect()
+                },
+                dc_identifiers: Vec::new(),
+                dc: Default::default(),
+                empty_metadata: false,
+            };
+            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
+            if let Err(e) = f(record) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// The statements of [`super::Store::apply_page`], prepared in its transaction, and what it counts.
+struct PageWriter<'t> {
+    path: &'t Path,
+    track_change: rusqlite::CachedStatement<'t>,
+    upsert: rusqlite::CachedStatement<'t>,
+    stored: rusqlite::CachedStatement<'t>,
+    reject: rusqlite::CachedStatement<'t>,
+    keep: rusqlite::CachedStatement<'t>,
+    readable: rusqlite::CachedStatement<'t>,
+    /// Whether any record is listed as rejected.
+    any_rejected: bool,
+    /// How the live count changes (kept by incremental runs).
+    live: i64,
+    /// How the deleted count changes (kept by incremental runs).
+    deleted: i64,
+    /// The body of the record being applied, its allocation reused.
+    body: Vec<u8>,
+}
+
+impl<'t> PageWriter<'t> {
+    /// Prepares the statements in `tx`.
+    fn prepare(tx: &'t rusqlite::Transaction<'_>, path: &'t Path) -> Result<Self, StoreError> {
+        // A change: the version last published, before the first change since (NULLs for a
+        // record not stored then), kept as it is when the record changed before; and the
+        // record as it is now, beside it, so that the publish reads this small table alone.
+        let track_change = tx
+            .prepare_cached(
+                "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+                   now_deleted, now_datestamp, now_body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+                 ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+                   now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // SET expressions all read the row as it was before the update.
+        let upsert = tx
+            .prepare_cached(
+                "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT (id) DO UPDATE SET
+                   seen = excluded.seen,
+                   datestamp = iif(newer, excluded.datestamp, datestamp),
+                   deleted = iif(newer, excluded.deleted, deleted),
+                   sets = iif(newer, excluded.sets, sets),
+                   body = iif(newer, excluded.body, body)"
+                    .replace(
+                        "newer",
+                        "(excluded.datestamp IS NULL OR records.datestamp IS NULL \
+                         OR excluded.datestamp >= records.datestamp)",
+                    )
+                    .as_str(),
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // What the record was: whether it changes, the live count an incremental run keeps,
+        // and the version a change keeps.
+        let stored = tx
+            .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let reject = tx
+            .prepare_cached(
+                "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE SET seen = excluded.seen,
+                   datestamp = iif(excluded.datestamp IS NULL OR rejected.datestamp IS NULL
+                     OR excluded.datestamp >= rejected.datestamp,
+                     excluded.datestamp, rejected.datestamp)",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let keep = tx
+            .prepare_cached("UPDATE records SET seen = ?2 WHERE id = ?1")
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let readable = tx
+            .prepare_cached(
+                "DELETE FROM rejected WHERE id = ?1
+                   AND (?2 IS NULL OR datestamp IS NULL OR ?2 >= datestamp)",
+            )
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        // Rejections are rare: while there are none, a readable record has none to settle.
+        let any_rejected: bool = tx
+            .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+            .map_err(fail(path, "cannot read the rejected records"))?;
+        Ok(Self {
+            path,
+            track_change,
+            upsert,
+            stored,
+            reject,
+            keep,
+            readable,
+            any_rejected,
+            live: 0,
+            deleted: 0,
+            body: Vec::new(),
+        })
+    }
+
+    /// Applies one record seen by `run`, listing its change with `track` ([`super::Store::apply_page`]).
+    #[inline]
+    fn apply(&mut self, r: &Record, run: u64, track: bool) -> Result<(), StoreError> {
+        let path = self.path;
+        let datestamp = r.datestamp.map(Datestamp::pack);
+        if r.unreadable() {
+            return self.apply_unreadable(r, datestamp, run);
+        }
+        if self.any_rejected {
+            self.readable
+                .execute(params![r.identifier, datestamp])
+                .map_err(fail(path, "cannot store a record"))?;
+        }
+        self.body.clear();
+        if !r.deleted {
+            encode_body(r, &mut self.body);
+        }
+        if track {
+            self.note_change(r, datestamp)?;
+        }
+        self.upsert
+            .execute(params![
+                r.identifier,
+                datestamp,
+                r.deleted,
+                r.sets.join("\n"),
+                self.body,
+                run as i64,
+            ])
+            .map_err(fail(path, "cannot store a record"))?;
+        Ok(())
+    }
+
+    /// Marks the stored version of an unreadable record seen, and lists the record as rejected.
+    #[inline]
+    fn apply_unreadable(
+        &mut self,
+        r: &Record,
+        datestamp: Option<i64>,
+        run: u64,
+    ) -> Result<(), StoreError> {
+        let path = self.path;
+        // Older than the version stored: a repeat that the newest one wins anyway.
+        let stored_at = self
+            .stored
+            .query_row([&r.identifier], |row| row.get::<_, Option<i64>>(1))
+            .optional()
+            .map_err(fail(path, "cannot read a record"))?;
+        let older = matches!((datestamp, stored_at.flatten()), (Some(d), Some(s)) if d < s);
+        self.keep
+            .execute(params![r.identifier, run as i64])
+            .map_err(fail(path, "cannot store a record"))?;
+        if !older {
+            self.reject
+                .execute(params![r.identifier, datestamp, run as i64])
+                .map_err(fail(path, "cannot store a record"))?;
+            self.any_rejected = true;
+        }
+        Ok(())
+    }
+
+    /// Lists `r` in `changes` when it replaces the stored version, and counts it.
+    #[inline]
+    fn note_change(&mut self, r: &Record, datestamp: Option<i64>) -> Result<(), StoreError> {
+        let path = self.path;
+        let before = self
+            .stored
+            .query_row([&r.identifier], |row| {
+                Ok((
+                    row.get::<_, bool>(0)?,
+                    row.get::<_, Option<i64>>(1)?,
+                    row.get::<_, Vec<u8>>(2)?,
+                ))
+            })
+            .optional()
+            .map_err(fail(path, "cannot read a record"))?;
+        // The upsert's `newer` rule, decided here once for both.
+        let newer = before.as_ref().is_none_or(|(_, stored_at, _)| {
+            datestamp.is_none() || stored_at.is_none() || datestamp >= *stored_at
+        });
+        if newer {
+            let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
+            let was_deleted = before.as_ref().is_some_and(|(live, _, _)| !*live);
+            self.live += i64::from(!r.deleted) - i64::from(was_live);
+            self.deleted += i64::from(r.deleted) - i64::from(was_deleted);
+            let (prev_live, prev_datestamp, prev_body) = match before {
+                Some((live, at, body)) => (Some(live), at, Some(body)),
+                None => (None, None, None),
+            };
+            self.track_change
+                .execute(params![
+                    r.identifier,
+                    prev_live,
+                    prev_datestamp,
+                    prev_body,
+                    r.deleted,
+                    datestamp,
+                    self.body,
+                ])
+                .map_err(fail(path, "cannot store a record"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Opens the database at `path` in WAL mode, waiting for a lock rather than failing at once.
+fn connect(path: &Path) -> Result<Connection, StoreError> {
+    let conn = Connection::open(path).map_err(fail(path, "cannot open"))?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))
+        .map_err(fail(path, "cannot configure"))?;
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(fail(path, "cannot switch to WAL"))?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(fail(path, "cannot configure"))?;
+    Ok(conn)
+}
+
+/// Whether the saved state is of a format this version does not read ([`super::persisted::FORMAT`]).
+fn state_of_unknown_format(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
+    let doc: Option<String> = conn
+        .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+        .optional()
+        .map_err(fail(path, "cannot read the state"))?;
+    // A state that is no JSON at all is not taken for a newer one: reading it fails.
+    let format = doc.as_deref().and_then(persisted::format_of);
+    Ok(format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f)))
+}
+
+/// Drops every table and creates those of [`SCHEMA`], empty, in one transaction.
+fn create_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    conn.execute_batch(&format!(
+        "BEGIN;
+         DROP TABLE IF EXISTS records;
+         DROP TABLE IF EXISTS state;
+         DROP TABLE IF EXISTS shared;
+         DROP TABLE IF EXISTS changes;
+         DROP TABLE IF EXISTS tally;
+         DROP TABLE IF EXISTS rejected;
+         CREATE TABLE records (
+             id TEXT PRIMARY KEY NOT NULL,
+             datestamp INTEGER,
+             deleted INTEGER NOT NULL,
+             sets TEXT NOT NULL,
+             body BLOB NOT NULL,
+             seen INTEGER NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE changes (
+             id TEXT PRIMARY KEY NOT NULL,
+             prev_live INTEGER,
+             prev_datestamp INTEGER,
+             prev_body BLOB,
+             now_deleted INTEGER NOT NULL,
+             now_datestamp INTEGER,
+             now_body BLOB NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE shared (
+             url TEXT PRIMARY KEY NOT NULL,
+             claims BLOB NOT NULL
+         ) WITHOUT ROWID;
+         CREATE TABLE state (k INTEGER PRIMARY KEY CHECK (k = 0), doc TEXT NOT NULL);
+         CREATE TABLE tally (k INTEGER PRIMARY KEY CHECK (k = 0), live INTEGER NOT NULL,
+             deleted INTEGER NOT NULL DEFAULT 0);
+         INSERT INTO tally VALUES (0, 0, 0);
+         PRAGMA user_version = {SCHEMA};
+         COMMIT;"
+    ))
+    .map_err(fail(path, "cannot create the tables"))
+}
+
+/// Adds what version 5 gained after stores were made with it, without a rebuild.
+fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    // Added to version 5 without a rebuild: a store made before has no rejections.
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS rejected (
+             id TEXT PRIMARY KEY NOT NULL,
+             datestamp INTEGER,
+             seen INTEGER NOT NULL
+         ) WITHOUT ROWID;",
+    )
+    .map_err(fail(path, "cannot create the tables"))?;
+    // Added to version 5 without a rebuild: the deleted records, for their examples
+    // ([`super::Store::deleted_examples`]). Partial, so it holds the tombstones alone and a write of a
+    // live record does not touch it; a store made before builds it once, at its next opening.
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS deleted_records ON records (id) WHERE deleted <> 0;",
+    )
+    .map_err(fail(path, "cannot create the tables"))?;
+    // Added to version 5 without a rebuild: a store made before counts its deleted records
+    // once.
+    let counts_deleted: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tally') WHERE name = 'deleted')",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(fail(path, "cannot read the schema"))?;
+    if !counts_deleted {
+        conn.execute_batch(
+            "BEGIN;
+             ALTER TABLE tally ADD COLUMN deleted INTEGER NOT NULL DEFAULT 0;
+             UPDATE tally SET deleted = (SELECT count(*) FROM records WHERE deleted <> 0);
+             COMMIT;",
+        )
+        .map_err(fail(path, "cannot create the tables"))?;
+    }
+    Ok(())
+}
+
+/// The error of `what` on the store at `path`.
+fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
+    move |source| StoreError {
+        place: Place::File(path.to_owned()),
+        what,
+        source: Box::new(source),
+    }
+}
+
+/// Saves `state` in `tx`.
+fn write_state(tx: &rusqlite::Transaction<'_>, state: &State) -> rusqlite::Result<()> {
+    let doc = serde_json::to_string(state)
+        .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
+    tx.execute(
+        "INSERT INTO state (k, doc) VALUES (0, ?1) ON CONFLICT (k) DO UPDATE SET doc = excluded.doc",
+        [doc],
+    )?;
+    Ok(())
+}
+
+/// Decodes the body in column `i` of `row` into `record`: a damaged one (or not a blob) is an
+/// error naming the record.
+fn decode_column(row: &rusqlite::Row<'_>, i: usize, record: &mut Record) -> rusqlite::Result<()> {
+    let body = row.get_ref(i)?.as_blob_or_null()?.unwrap_or_default();
+    if decode_body(body, record) {
+        Ok(())
+    } else {
+        let id = record.identifier.clone();
+        Err(rusqlite::Error::InvalidColumnType(
+            i,
+            id,
+            rusqlite::types::Type::Blob,
+        ))
+    }
+}
