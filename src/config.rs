@@ -29,6 +29,8 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default `[server] publish_grace_secs`: how long a file no index names any more stays in a
 /// bucket.
 pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// Default `[state] lease_secs`: how long a claim on a repository's refresh lasts unrenewed.
+pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Default `[server] client_timeout_secs`.
 pub(crate) const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
@@ -76,6 +78,7 @@ struct RawConfig {
 #[serde(deny_unknown_fields)]
 struct RawState {
     url: Option<String>,
+    lease_secs: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -226,11 +229,23 @@ pub struct Config {
 
 /// `[state]`: where the gateway keeps each repository's store (records, checkpoints, harvest
 /// state, published layout).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StateConfig {
     /// A PostgreSQL database holding every repository's store (`url`); `None`: a SQLite file
     /// per repository in its folder under `[server] state_dir`, the default.
     pub url: Option<StateUrl>,
+    /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
+    /// renews it (it renews it while the refresh runs); a gateway that dies loses it after this.
+    pub lease: Duration,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            lease: DEFAULT_LEASE,
+        }
+    }
 }
 
 /// How the gateway schedules the refreshes of many repositories (`[harvest]` keys that only
@@ -404,6 +419,11 @@ impl Config {
             url: (raw.state.url.as_deref())
                 .map(|u| StateUrl::parse(u).map_err(|m| err("[state] url", m)))
                 .transpose()?,
+            lease: match raw.state.lease_secs {
+                None => DEFAULT_LEASE,
+                Some(0) => return Err(err("[state] lease_secs", "must be at least 1".into())),
+                Some(secs) => Duration::from_secs(secs),
+            },
         };
         let fleet =
             parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
@@ -1563,7 +1583,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 55] = [
+    const KEYS: [&str; 56] = [
         "include",
         "listen",
         "admin_listen",
@@ -1594,6 +1614,7 @@ mod tests {
         "per_host_concurrency",
         "start_spread_secs",
         "url",
+        "lease_secs",
         "name",
         "base_url",
         "sets",

@@ -67,31 +67,34 @@ static SERIAL: AtomicU64 = AtomicU64::new(1);
 
 pub(crate) use crate::summary::Summary;
 
-#[derive(Debug, Serialize, Deserialize)]
-struct Manifest {
+/// What a generation holds, as `manifest.json` records it; a gateway of a fleet records it in
+/// the shared state too, and the others make the same generation from it ([`super::follow`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Manifest {
     format: u32,
-    id: String,
+    pub(crate) id: String,
     /// Seconds since the Unix epoch.
     created: u64,
     summary: Summary,
-    files: Vec<StoredFile>,
+    pub(crate) files: Vec<StoredFile>,
     /// Packed documents ([`DOCS_PACK`]).
     #[serde(default)]
-    documents: u64,
+    pub(crate) documents: u64,
     /// Names the index lists a shard under, other than its own: a shard named after its
     /// content (`sitemap-1-<hash>.xml`, with a publish URL) -> the file it is (`sitemap-1.xml`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    aliases: BTreeMap<String, String>,
+    pub(crate) aliases: BTreeMap<String, String>,
 }
 
+/// One file of a generation, as its manifest records it.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-struct StoredFile {
-    name: String,
-    len: u64,
+pub(crate) struct StoredFile {
+    pub(crate) name: String,
+    pub(crate) len: u64,
     /// The first 128 bits of the SHA-256 of the bytes, in hex.
-    hash: String,
+    pub(crate) hash: String,
     /// Seconds since the Unix epoch.
-    last_modified: u64,
+    pub(crate) last_modified: u64,
 }
 
 /// One stored file, as the server answers it.
@@ -377,6 +380,8 @@ pub(crate) struct Writer<'a> {
     aliases: BTreeMap<String, String>,
     /// The names the indexes list, as they list them.
     listed: Vec<String>,
+    /// The generation's id, when it is another gateway's ([`import`]).
+    id: Option<String>,
 }
 
 impl<'a> Writer<'a> {
@@ -403,6 +408,7 @@ impl<'a> Writer<'a> {
             content_names: false,
             aliases: BTreeMap::new(),
             listed: Vec::new(),
+            id: None,
         })
     }
 
@@ -529,7 +535,7 @@ impl<'a> Writer<'a> {
                     .to_owned()
             })
             .unwrap_or_default();
-        let id = format!("{created}-{suffix}");
+        let id = self.id.take().unwrap_or(format!("{created}-{suffix}"));
         let manifest = Manifest {
             format: FORMAT,
             id,
@@ -565,7 +571,20 @@ pub(crate) struct Finished {
     listed: Vec<String>,
 }
 
+impl Manifest {
+    /// When the generation was made.
+    pub(crate) fn created(&self) -> SystemTime {
+        from_secs(self.created)
+    }
+}
+
 impl Finished {
+    /// The generation's manifest.
+    #[cfg(test)]
+    pub(crate) fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
     /// Puts the generation in place and names it current; returns it, ready to serve.
     pub(crate) fn install(self) -> Result<Generation, StoreError> {
         let id = self.manifest.id.clone();
@@ -616,9 +635,172 @@ impl Finished {
         }
         if !self.doc_index.is_empty() {
             out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &self.doc_index)?);
+            // The documents' keys, lengths and dates, for the other gateways of a fleet.
+            let index = dir.join(DOCS_INDEX);
+            let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
+            out.push(Staged {
+                name: BUCKET_DOCS_INDEX.to_owned(),
+                path: index,
+                range: None,
+                size: bytes.len() as u64,
+                hash: crate::bucket::sha256_hex(&bytes),
+                rank: Rank::Document,
+            });
         }
         Ok(out)
     }
+}
+
+/// Where a generation's document index is in the bucket (for [`import`]).
+pub(crate) const BUCKET_DOCS_INDEX: &str = ".oai-bridge/documents.index";
+
+/// Makes in `repo_dir` the generation `manifest` describes, which another gateway of the fleet
+/// made and published to a bucket, with the bytes `fetch` reads from there (`None`: no such
+/// file); written into a staging folder and [`Finished`], ready to install. The files keep the
+/// manifest's hashes (ETags) and `Last-Modified` times, so every gateway serves the same
+/// answers: each is checked against its hash. A file the gateway serves already with the same
+/// hash is linked from `previous`, not fetched; a shard's other spelling (its gzip, or the
+/// plain text of a `.xml.gz` the index lists) is made from the one in the bucket. A document
+/// whose key, length and date are those of one in `previous` is taken from there; the others
+/// are fetched one by one.
+pub(crate) async fn import<F, Fut>(
+    repo_dir: &Path,
+    previous: Option<&Generation>,
+    manifest: Manifest,
+    mut fetch: F,
+) -> Result<Finished, StoreError>
+where
+    F: FnMut(String) -> Fut,
+    Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, crate::bucket::BucketError>>,
+{
+    let fetched = |name: &str| {
+        let name = name.to_owned();
+        move |e: crate::bucket::BucketError| {
+            store_err("cannot fetch from the bucket", Path::new(&name))(io::Error::other(
+                crate::error::chain(&e),
+            ))
+        }
+    };
+    let mut writer = Writer::new(repo_dir, previous)?;
+    // The bucket's names of a file: those the indexes list it under, then its own.
+    let mut listed: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (alias, file) in &manifest.aliases {
+        listed.entry(file.as_str()).or_default().push(alias);
+    }
+    for f in &manifest.files {
+        if let Some(previous) = previous
+            && let Some((_, old)) = previous.file(&f.name)
+            && old.name == f.name
+            && old.len == f.len
+            && old.etag == etag_header(&f.hash)
+            && fs::hard_link(
+                previous.dir.join(&f.name),
+                writer.staging.path().join(&f.name),
+            )
+            .is_ok()
+        {
+            writer.files.push(f.clone());
+            continue;
+        }
+        // This spelling in the bucket, or the other one, made into this one.
+        let gz = f.name.ends_with(".gz");
+        let other = match gz {
+            true => f.name.strip_suffix(".gz").unwrap_or(&f.name).to_owned(),
+            false => format!("{}.gz", f.name),
+        };
+        let names = |file: &str| -> Vec<String> {
+            let mut names: Vec<String> = (listed.get(file).into_iter().flatten())
+                .map(|n| (*n).to_owned())
+                .collect();
+            names.push(file.to_owned());
+            names
+        };
+        let mut bytes = None;
+        for name in names(&f.name) {
+            if let Some(b) = fetch(name.clone()).await.map_err(fetched(&name))? {
+                bytes = Some(b.to_vec());
+                break;
+            }
+        }
+        if bytes.is_none() {
+            for name in names(&other) {
+                if let Some(b) = fetch(name.clone()).await.map_err(fetched(&name))? {
+                    bytes = Some(match gz {
+                        true => pipeline::gzip(&b),
+                        false => {
+                            gunzip(&b).map_err(store_err("cannot gunzip", Path::new(&name)))?
+                        }
+                    });
+                    break;
+                }
+            }
+        }
+        let Some(bytes) = bytes else {
+            return Err(store_err("not in the bucket:", Path::new(&f.name))(
+                io::Error::from(io::ErrorKind::NotFound),
+            ));
+        };
+        if content_hash(&bytes) != f.hash {
+            return Err(store_err(
+                "not the bytes the manifest names:",
+                Path::new(&f.name),
+            )(io::Error::other(
+                "another generation was published meanwhile, or the file was changed",
+            )));
+        }
+        writer.store(&f.name, &bytes, Some(f.last_modified))?;
+    }
+    if manifest.documents > 0 {
+        let index = fetch(BUCKET_DOCS_INDEX.to_owned())
+            .await
+            .map_err(fetched(BUCKET_DOCS_INDEX))?
+            .ok_or_else(|| {
+                store_err("not in the bucket:", Path::new(BUCKET_DOCS_INDEX))(io::Error::from(
+                    io::ErrorKind::NotFound,
+                ))
+            })?;
+        let kept = previous.and_then(|p| Some((p, fs::File::open(p.documents_path()).ok()?)));
+        for entry in decode_index(&index) {
+            let name = format!("cdif/{:016x}.jsonld", entry.key);
+            let same = kept.as_ref().and_then(|(p, pack)| {
+                use std::os::unix::fs::FileExt as _;
+                let (_, old) = p.document(entry.key)?;
+                if old.len != entry.len || old.lastmod != entry.lastmod {
+                    return None;
+                }
+                let mut bytes = vec![0; old.len as usize];
+                pack.read_exact_at(&mut bytes, old.offset).ok()?;
+                Some(bytes)
+            });
+            let bytes = match same {
+                Some(bytes) => bytes,
+                None => fetch(name.clone())
+                    .await
+                    .map_err(fetched(&name))?
+                    .ok_or_else(|| {
+                        store_err("not in the bucket:", Path::new(&name))(io::Error::from(
+                            io::ErrorKind::NotFound,
+                        ))
+                    })?
+                    .to_vec(),
+            };
+            let lastmod = (entry.lastmod != i64::MIN)
+                .then(|| crate::datestamp::Datestamp::from_unix(entry.lastmod));
+            writer.put_document(&name, &bytes, lastmod)?;
+        }
+    }
+    // The same generation: its id, time, names and summary.
+    writer.aliases = manifest.aliases;
+    writer.now = manifest.created;
+    writer.id = Some(manifest.id);
+    writer.finish(manifest.summary)
+}
+
+fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 /// The packed documents as files of a bucket (`cdif/<key>.jsonld`), each with the SHA-256 of
@@ -935,6 +1117,16 @@ mod tests {
             bucket,
             [
                 (
+                    BUCKET_DOCS_INDEX.to_owned(),
+                    Rank::Document,
+                    encode_index(&[DocEntry {
+                        key: 0xff,
+                        offset: 0,
+                        len: 7,
+                        lastmod: i64::MIN,
+                    }]),
+                ),
+                (
                     "cdif/00000000000000ff.jsonld".to_owned(),
                     Rank::Document,
                     b"{\"b\":2}".to_vec()
@@ -961,6 +1153,97 @@ mod tests {
             "sitemap-1.xml",
             "the same file"
         );
+    }
+
+    /// Another gateway makes the same generation from the bucket and the manifest: the same
+    /// files, bytes, ETags, `Last-Modified` times and documents; a file it has already is
+    /// linked, and a file whose bytes differ from the manifest's hash is refused.
+    #[tokio::test]
+    async fn a_generation_imported_from_the_bucket_is_the_same() {
+        use crate::bucket::{Bucket, PublishSettings};
+        let holder = tempfile::tempdir().unwrap();
+        let mut w = Writer::new(holder.path(), None)
+            .unwrap()
+            .with_content_names();
+        for (name, xml) in [("sitemap-1.xml.gz", "<a/>"), ("sitemap-2.xml.gz", "<b/>")] {
+            w.put_shard(name, xml.as_bytes()).unwrap();
+            w.listed_name(name.to_owned()).unwrap();
+        }
+        w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
+        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
+            .unwrap();
+        let finished = w.finish(Summary::default()).unwrap();
+        let store = std::sync::Arc::new(object_store::memory::InMemory::new());
+        let bucket = Bucket::new(
+            store,
+            object_store::path::Path::from("one"),
+            crate::publish::BucketUrl::parse("s3://b/one/").unwrap(),
+            true,
+        );
+        let files = finished.for_bucket().unwrap();
+        (bucket.publish(&files, &PublishSettings::default(), SystemTime::now()))
+            .await
+            .unwrap();
+        let manifest = finished.manifest().clone();
+        let made = finished.install().unwrap();
+
+        let follower = tempfile::tempdir().unwrap();
+        let fetch = |name: String| {
+            let bucket = &bucket;
+            async move { bucket.read(&name).await }
+        };
+        let imported = import(follower.path(), None, manifest.clone(), fetch)
+            .await
+            .unwrap()
+            .install()
+            .unwrap();
+        let again = load_current(follower.path()).unwrap().unwrap();
+        for g in [&imported, &again] {
+            assert_eq!(g.id, made.id);
+            assert_eq!(g.files().len(), made.files().len());
+            for f in made.files() {
+                let (_, got) = g.file(&f.name).unwrap();
+                assert_eq!(
+                    (&got.etag, got.last_modified, got.len),
+                    (&f.etag, f.last_modified, f.len),
+                    "{}",
+                    f.name
+                );
+                assert_eq!(
+                    fs::read(g.path(got)).unwrap(),
+                    fs::read(made.path(f)).unwrap()
+                );
+            }
+            let (_, d) = g.document(0xff).unwrap();
+            assert_eq!(d.lastmod, day.unwrap().unix());
+            let pack = fs::read(g.documents_path()).unwrap();
+            assert_eq!(&pack[d.offset as usize..][..d.len as usize], b"{\"b\":2}");
+            for alias in manifest.aliases.keys() {
+                assert!(g.file(alias).is_some(), "{alias}");
+            }
+        }
+
+        // A file changed in the bucket since: refused, naming it.
+        let listed = (manifest.aliases.keys())
+            .find(|a| a.starts_with("sitemap-1-"))
+            .unwrap()
+            .clone();
+        let changed = |name: String| {
+            let bucket = &bucket;
+            let listed = listed.clone();
+            async move {
+                match name == listed {
+                    true => Ok(Some(bytes::Bytes::from(pipeline::gzip(b"<c/>")))),
+                    false => bucket.read(&name).await,
+                }
+            }
+        };
+        let other = tempfile::tempdir().unwrap();
+        let err = import(other.path(), None, manifest, changed)
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("sitemap-1"), "{err}");
     }
 
     /// Documents are packed with a sorted index that survives a reload.

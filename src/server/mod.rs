@@ -10,6 +10,7 @@
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
 
+pub(crate) mod fleet;
 pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
@@ -93,6 +94,8 @@ pub struct Gateway {
     server: ServerConfig,
     /// `[state]` as the process started with it: only a restart changes it.
     state: crate::config::StateConfig,
+    /// With a shared state database: the fleet of gateways it coordinates.
+    pub(crate) fleet: Option<Arc<fleet::Fleet>>,
     /// Reads the configuration again, with the layers of the start; `None`: nothing to reload.
     loader: Option<reload::Loader>,
     /// The running refresh schedules, by repository.
@@ -590,6 +593,8 @@ impl Gateway {
             _hold: hold,
             server: config.server.clone(),
             state: config.state.clone(),
+            fleet: (config.state.url.as_ref())
+                .map(|url| Arc::new(fleet::Fleet::new(url, config.state.lease))),
             loader: None,
             schedules: Mutex::new(Schedules::default()),
             reloading: tokio::sync::Mutex::new(()),
@@ -812,6 +817,8 @@ pub async fn serve(
     shutdown: impl Future<Output = ()>,
 ) {
     gateway.start_schedules(gateway.repos());
+    let follower =
+        (gateway.fleet.is_some()).then(|| tokio::spawn(refresh::follow(Arc::clone(&gateway))));
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -852,6 +859,9 @@ pub async fn serve(
         }
     }
     tracing::info!("shutting down: no new connections; draining in-flight requests");
+    if let Some(follower) = follower {
+        follower.abort();
+    }
     // Refreshes stop at once (each leaves nothing behind), while requests drain.
     let (drained, ()) = tokio::join!(
         tokio::time::timeout(drain_timeout, graceful.shutdown()),

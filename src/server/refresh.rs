@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use tokio::sync::watch;
 
+use super::fleet::{Claim, Fleet};
 use super::generation::{Generation, StoreError, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
@@ -54,6 +55,10 @@ pub(crate) enum RefreshError {
     /// repository.
     #[error("interrupted by shutdown or removal")]
     Shutdown,
+    /// The fleet's lease on the refresh could not be renewed: it was stopped, as another
+    /// gateway may have claimed the repository meanwhile.
+    #[error("stopped: the claim on the refresh was lost")]
+    ClaimLost,
 }
 
 /// The schedule of `repo`: refresh when due, or at once when asked through `refresh_now`; stop
@@ -89,11 +94,11 @@ pub(crate) async fn schedule(
     loop {
         repo.update(|s| s.next_refresh = Some(due));
         let wait = due.duration_since(SystemTime::now()).unwrap_or_default();
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            () = repo.refresh_now.notified() => {}
+        let asked = tokio::select! {
+            () = tokio::time::sleep(wait) => false,
+            () = repo.refresh_now.notified() => true,
             _ = stop.changed() => return,
-        }
+        };
         if *stop.borrow() {
             return;
         }
@@ -106,10 +111,30 @@ pub(crate) async fn schedule(
         let Some(slot) = slot else {
             return;
         };
-        let outcome = refresh(&gateway, &repo, stop.clone()).await;
+        let interval = repo.setup().config.refresh_interval;
+        let outcome = match gateway.fleet.clone() {
+            None => refresh(&gateway, &repo, stop.clone()).await,
+            Some(fleet) => match fleet.claim(&repo.name, interval, asked).await {
+                Ok(Claim::Granted) => claimed(&gateway, &repo, &fleet, stop.clone()).await,
+                // Another gateway refreshes it, or did: its generation is followed
+                // (`fleet::follow`); this schedule looks again when the repository is due.
+                Ok(Claim::Busy { until }) => {
+                    due = until;
+                    continue;
+                }
+                Ok(Claim::Fresh { since }) => {
+                    due = since + interval;
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(repository = repo.name, "{e}; trying again soon");
+                    due = SystemTime::now() + fleet.lease.min(interval);
+                    continue;
+                }
+            },
+        };
         drop(slot);
         let status = repo.status();
-        let interval = repo.setup().config.refresh_interval;
         due = match outcome {
             Ok(()) => SystemTime::now() + interval,
             Err(RefreshError::Shutdown) => return,
@@ -117,6 +142,76 @@ pub(crate) async fn schedule(
         };
         // An upstream's Retry-After wins, even when it is longer than the schedule.
         due = crate::oai::retry::not_before(due, status.retry_not_before);
+    }
+}
+
+/// Runs one refresh of `repo` under the fleet's lease on it ([`super::fleet`]): renews the lease
+/// every third of its length and stops the refresh when it cannot; then records the generation
+/// made, or gives the lease up.
+async fn claimed(
+    gateway: &Arc<Gateway>,
+    repo: &Arc<Repo>,
+    fleet: &Fleet,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), RefreshError> {
+    let (abort, aborted) = watch::channel(false);
+    let run = refresh(gateway, repo, aborted);
+    tokio::pin!(run);
+    let (mut lost, mut stopping) = (false, false);
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut run => break outcome,
+            changed = stop.changed(), if !stopping => {
+                if changed.is_err() || *stop.borrow() {
+                    stopping = true;
+                    let _ = abort.send(true);
+                }
+            }
+            () = tokio::time::sleep(fleet.lease / 3), if !lost => {
+                let renewed = fleet.renew(&repo.name).await;
+                if !matches!(renewed, Ok(true)) {
+                    lost = true;
+                    let why = renewed.err().map_or("another gateway has it".to_owned(), |e| e.to_string());
+                    tracing::warn!(repository = repo.name, "lost the claim on this refresh ({why}): stopping it");
+                    let _ = abort.send(true);
+                }
+            }
+        }
+    };
+    let recorded = match (&outcome, repo.current()) {
+        (Ok(()), Some(generation)) if !lost => {
+            let manifest = std::fs::read(generation.dir.join(super::generation::MANIFEST));
+            match manifest {
+                Ok(manifest) => fleet
+                    .published(&repo.name, &generation.id, &manifest)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(format!("cannot read the generation's manifest: {e}")),
+            }
+        }
+        _ => Ok(false),
+    };
+    match recorded {
+        Ok(true) => {}
+        Ok(false) => {
+            if let Err(e) = fleet.release(&repo.name).await {
+                tracing::warn!(repository = repo.name, "{e}");
+            }
+            if outcome.is_ok() {
+                tracing::warn!(
+                    repository = repo.name,
+                    "the claim ended before the generation was recorded: the fleet serves the next one recorded"
+                );
+            }
+        }
+        Err(e) => tracing::warn!(
+            repository = repo.name,
+            "cannot record the generation in the fleet: {e}"
+        ),
+    }
+    match outcome {
+        Err(RefreshError::Shutdown) if lost && !stopping => Err(RefreshError::ClaimLost),
+        outcome => outcome,
     }
 }
 
@@ -650,3 +745,107 @@ fn lower_priority() {
 
 /// Nice value of refresh threads (0 is normal, 19 the lowest priority).
 const REFRESH_NICE: i32 = 10;
+
+/// How often a gateway of a fleet looks for generations the others made.
+const FOLLOW_EVERY: Duration = Duration::from_secs(2);
+
+/// Serves the generations the other gateways of the fleet make: every [`FOLLOW_EVERY`], each
+/// repository whose recorded generation is newer than the one served here (and that this
+/// gateway is not refreshing itself) is made again from the bucket it was published to
+/// ([`super::generation::import`]), on a thread of its own, and swapped in. Runs until the
+/// gateway stops (the task is aborted).
+pub(crate) async fn follow(gateway: Arc<Gateway>) {
+    let Some(fleet) = gateway.fleet.clone() else {
+        return;
+    };
+    loop {
+        tokio::time::sleep(FOLLOW_EVERY).await;
+        let recorded = match fleet.generations().await {
+            Ok(recorded) => recorded,
+            Err(e) => {
+                tracing::warn!("cannot follow the fleet: {e}");
+                continue;
+            }
+        };
+        for (name, id) in recorded {
+            let Some(repo) = gateway.repos().into_iter().find(|r| r.name == name) else {
+                continue;
+            };
+            if repo.status().refreshing || repo.current().is_some_and(|g| g.id == id) {
+                continue;
+            }
+            if let Err(e) = follow_one(&gateway, &fleet, &repo).await {
+                tracing::warn!(
+                    repository = repo.name,
+                    "cannot serve the generation another gateway made (tried again in {FOLLOW_EVERY:?}): {e}"
+                );
+            }
+        }
+    }
+}
+
+/// Makes and serves the generation recorded for `repo`, if it is newer than the one served.
+async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> Result<(), String> {
+    let Some((id, manifest)) = fleet
+        .manifest(&repo.name)
+        .await
+        .map_err(|e| e.to_string())?
+    else {
+        return Ok(());
+    };
+    let manifest: super::generation::Manifest =
+        serde_json::from_slice(&manifest).map_err(|e| format!("its manifest: {e}"))?;
+    let current = repo.current();
+    if current
+        .as_ref()
+        .is_some_and(|g| g.id == id || g.created >= manifest.created())
+    {
+        return Ok(());
+    }
+    let setup = repo.setup();
+    let Some(bucket_url) = setup.publish.clone() else {
+        return Err("the gateway has no [server] publish_url to fetch it from".into());
+    };
+    let dir = repo.dir.clone();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name(format!("follow-{}", repo.name))
+        .spawn(move || {
+            let made = (|| {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("cannot start a runtime: {e}"))?;
+                let bucket = crate::bucket::Bucket::open(&bucket_url).map_err(|e| e.to_string())?;
+                let finished = runtime.block_on(super::generation::import(
+                    &dir,
+                    current.as_deref(),
+                    manifest,
+                    |name: String| {
+                        let bucket = &bucket;
+                        async move { bucket.read(&name).await }
+                    },
+                ));
+                finished
+                    .and_then(super::generation::Finished::install)
+                    .map_err(|e| e.to_string())
+            })();
+            let _ = tx.send(made);
+        })
+        .map_err(|e| format!("cannot start a thread: {e}"))?;
+    let generation = rx
+        .await
+        .map_err(|_| "the thread making it panicked".to_owned())??;
+    tracing::info!(
+        repository = repo.name,
+        generation = generation.id,
+        urls = generation.summary.urls,
+        "serving the generation another gateway of the fleet made"
+    );
+    record_generation(&gateway.metrics, repo, &generation);
+    if let Some(replaced) = repo.swap(generation, setup) {
+        gateway.forget(replaced);
+    }
+    gateway.announce();
+    Ok(())
+}

@@ -87,6 +87,19 @@ const MIGRATIONS: &[&str] = &[
         deleted BIGINT NOT NULL
     );
     "#,
+    // 2: the gateways of a fleet (`crate::server::fleet`): who refreshes each repository now
+    // (a lease: `holder` until `expires_at`), when its last refresh ended, and the generation it
+    // published, with its manifest, which the other gateways make again from the bucket.
+    r#"
+    CREATE TABLE oai_bridge_refreshes (
+        repository TEXT COLLATE "C" NOT NULL PRIMARY KEY,
+        holder TEXT,
+        expires_at TIMESTAMPTZ,
+        refreshed_at TIMESTAMPTZ,
+        generation TEXT,
+        manifest BYTEA
+    );
+    "#,
 ];
 
 /// The key of the advisory lock that migrations hold ("oaibrdg1").
@@ -166,6 +179,22 @@ impl StateUrl {
         let user = c.get_user().map(|u| format!("{u}@")).unwrap_or_default();
         let db = c.get_dbname().unwrap_or_default();
         format!("postgres://{user}{}/{db}", hosts.join(","))
+    }
+}
+
+impl StateUrl {
+    /// The connection settings for an asynchronous client (the gateway's leases), with the
+    /// same defaults as the store's.
+    pub(crate) fn async_config(&self) -> tokio_postgres::Config {
+        let mut config: tokio_postgres::Config =
+            (self.text.parse()).expect("the URL was read by the same parser in StateUrl::parse");
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
+        if config.get_application_name().is_none() {
+            config.application_name("oai-bridge");
+        }
+        config
     }
 }
 
@@ -1445,7 +1474,10 @@ mod tests {
             )
             .unwrap()
             .get(0);
-        assert_eq!(tables, 7, "six tables and the schema's");
+        assert_eq!(
+            tables, 8,
+            "six tables of the store, the fleet's and the schema's"
+        );
         let record = Record {
             identifier: "oai:x:1".into(),
             dc_identifiers: vec!["https://h/1".into()],

@@ -33,9 +33,9 @@ const KEY_ID: &str = "AKIDTESTTESTTEST";
 const SECRET: &str = "secret-that-must-never-show-4f1c";
 
 /// A moto S3 server on a loopback port, stopped on drop.
-struct Moto {
+pub(crate) struct Moto {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for Moto {
@@ -47,7 +47,7 @@ impl Drop for Moto {
 
 impl Moto {
     /// Starts moto, or `None` (outside CI) when it is not installed.
-    fn start() -> Option<Moto> {
+    pub(crate) fn start() -> Option<Moto> {
         let program = std::env::var_os("OAI_BRIDGE_TEST_MOTO")
             .map(std::path::PathBuf::from)
             .or_else(|| {
@@ -89,7 +89,7 @@ impl Moto {
     }
 
     /// Creates the bucket `name` and opens it as the tests read it.
-    async fn bucket(&self, name: &str) -> AmazonS3 {
+    pub(crate) async fn bucket(&self, name: &str) -> AmazonS3 {
         let created = reqwest::Client::new()
             .put(format!("{}/{name}", self.endpoint))
             .send()
@@ -171,10 +171,10 @@ async fn export(endpoint: &str, args: Vec<String>) -> String {
 }
 
 /// A site in a bucket: its files under `prefix`, served at `public_url`.
-struct Site<'a> {
-    bucket: &'a AmazonS3,
-    prefix: &'a str,
-    public_url: &'a str,
+pub(crate) struct Site<'a> {
+    pub(crate) bucket: &'a AmazonS3,
+    pub(crate) prefix: &'a str,
+    pub(crate) public_url: &'a str,
 }
 
 impl Site<'_> {
@@ -190,17 +190,26 @@ impl Site<'_> {
     /// What a crawler finds starting at the site's robots.txt: the bytes of every file it
     /// reaches (robots.txt, the indexes, the shards), by name, and every page URL the shards
     /// list. Fails on any file that is named but missing.
-    async fn crawl(&self) -> (BTreeMap<String, Vec<u8>>, BTreeSet<String>) {
-        let mut files = BTreeMap::new();
-        let mut pages = BTreeSet::new();
+    pub(crate) async fn crawl(&self) -> (BTreeMap<String, Vec<u8>>, BTreeSet<String>) {
         let robots = self.read("robots.txt").await;
-        let mut todo: Vec<String> = String::from_utf8(robots.clone())
+        let indexes: Vec<String> = String::from_utf8(robots.clone())
             .unwrap()
             .lines()
             .filter_map(|l| l.strip_prefix("Sitemap: "))
             .map(str::to_owned)
             .collect();
+        let (mut files, pages) = self.crawl_from(indexes).await;
         files.insert("robots.txt".to_owned(), robots);
+        (files, pages)
+    }
+
+    /// What a crawler finds starting at the indexes `todo` (their URLs).
+    pub(crate) async fn crawl_from(
+        &self,
+        mut todo: Vec<String>,
+    ) -> (BTreeMap<String, Vec<u8>>, BTreeSet<String>) {
+        let mut files = BTreeMap::new();
+        let mut pages = BTreeSet::new();
         while let Some(url) = todo.pop() {
             let name = url
                 .strip_prefix(self.public_url)
@@ -226,7 +235,7 @@ impl Site<'_> {
         (files, pages)
     }
 
-    async fn read(&self, name: &str) -> Vec<u8> {
+    pub(crate) async fn read(&self, name: &str) -> Vec<u8> {
         match self.bucket.get(&self.key(name)).await {
             Ok(got) => got.bytes().await.unwrap().to_vec(),
             Err(e) => panic!("{name} is named but cannot be read: {e}"),
@@ -238,7 +247,7 @@ impl Site<'_> {
     }
 
     /// Every object under the prefix.
-    async fn objects(&self) -> BTreeSet<String> {
+    pub(crate) async fn objects(&self) -> BTreeSet<String> {
         let prefix = Key::from(self.prefix);
         let listed: Vec<_> = self.bucket.list(Some(&prefix)).try_collect().await.unwrap();
         listed
@@ -249,7 +258,7 @@ impl Site<'_> {
 }
 
 /// The pages of `records`, as the sitemaps list them.
-fn pages_of(records: &[TestRecord]) -> BTreeSet<String> {
+pub(crate) fn pages_of(records: &[TestRecord]) -> BTreeSet<String> {
     records
         .iter()
         .filter(|r| !r.deleted)
@@ -532,11 +541,11 @@ async fn an_unusable_bucket_fails_before_the_harvest_and_names_it() {
 }
 
 /// A `serve` process, stopped on drop.
-struct Serving {
-    child: Child,
+pub(crate) struct Serving {
+    pub(crate) child: Child,
     /// `http://127.0.0.1:PORT/` of the public and the admin listener.
-    public: String,
-    admin: String,
+    pub(crate) public: String,
+    pub(crate) admin: String,
 }
 
 impl Drop for Serving {
@@ -548,7 +557,7 @@ impl Drop for Serving {
 
 impl Serving {
     /// Starts `oai-bridge serve` with the bucket's credentials and `endpoint`.
-    async fn start(endpoint: &str, args: &[String], token: &str) -> Serving {
+    pub(crate) async fn start(endpoint: &str, args: &[String], token: &str) -> Serving {
         let mut child = bridge(endpoint, args)
             .env("OAI_BRIDGE_ADMIN_TOKEN", token)
             .stdout(Stdio::piped())
@@ -574,7 +583,7 @@ impl Serving {
         }
     }
 
-    async fn get(&self, path: &str) -> Vec<u8> {
+    pub(crate) async fn get(&self, path: &str) -> Vec<u8> {
         let answer = reqwest::get(format!("{}{path}", self.public))
             .await
             .unwrap();
@@ -584,7 +593,7 @@ impl Serving {
 }
 
 /// Waits up to 60 s for `done`.
-async fn until<F: Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
+pub(crate) async fn until<F: Future<Output = bool>>(what: &str, mut done: impl FnMut() -> F) {
     for _ in 0..600 {
         if done().await {
             return;

@@ -16,4 +16,5 @@ mod postgres;
 mod props;
 mod serve;
 mod server;
+mod shared;
 mod structure;

@@ -13,15 +13,15 @@ use crate::faults::{PUBLIC_URL, SCOPE, snapshot};
 use crate::server::{TestRecord, TestServer};
 
 /// A test's database on the test server, dropped at the end.
-struct Database {
+pub(crate) struct Database {
     admin: String,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Database {
     /// A new database; `None` (and the test says it is skipped) without a server, except on CI.
-    fn create(test: &str) -> Option<Database> {
+    pub(crate) fn create(test: &str) -> Option<Database> {
         let Some(admin) = std::env::var("OAI_BRIDGE_TEST_POSTGRES")
             .ok()
             .filter(|v| !v.is_empty())

@@ -777,12 +777,20 @@ impl Shared {
                 return reply;
             }
             Some(Fault::GzipBomb) => {
-                let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-                let spaces = vec![b' '; 1 << 20];
-                for _ in 0..200 {
-                    std::io::Write::write_all(&mut gz, &spaces).expect("in memory");
-                }
-                let mut reply = Reply::xml(gz.finish().expect("in memory"));
+                // Made once, at the fastest level: compressing 200 MB in a debug build took
+                // long enough, on a loaded machine, to time the request out before the bomb
+                // was sent (the client's cap is what is tested, not the server's speed).
+                static BOMB: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+                let bomb = BOMB.get_or_init(|| {
+                    let mut gz =
+                        flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    let spaces = vec![b' '; 1 << 20];
+                    for _ in 0..200 {
+                        std::io::Write::write_all(&mut gz, &spaces).expect("in memory");
+                    }
+                    gz.finish().expect("in memory")
+                });
+                let mut reply = Reply::xml(bomb.clone());
                 reply.headers.push(("Content-Encoding", "gzip".to_owned()));
                 return reply;
             }

@@ -277,6 +277,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "export",
             "fuzzing",
             "server",
+            "server::fleet",
             "server::generation",
             "server::history",
             "server::http",

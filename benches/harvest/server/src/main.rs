@@ -17,7 +17,9 @@
 //! N-th record has changed (a new datestamp in September 2025, a revised title; every second one
 //! of them is deleted). A request with `from` on or after 2025-01-01 (every original datestamp is
 //! older) lists exactly the changed records; an earlier `from` is refused. `--response-date`
-//! sets the server's clock. `--deleted-record no|transient` makes Identify say so (a store-backed
+//! sets the server's clock. With `--changed-newest`, the changed records are instead the newest
+//! N-th part (the highest identifiers), as a repository's recent deposits are revised: a change
+//! clustered where a stable sitemap layout keeps it in a shard or two. `--deleted-record no|transient` makes Identify say so (a store-backed
 //! harvester then re-harvests in full on its schedule). `GET /count` answers how many requests
 //! were served.
 //!
@@ -39,7 +41,7 @@
 //!   pages and the documents.
 //!
 //! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
-//!                         [--seed S] [--changed-every N] [--response-date D]
+//!                         [--seed S] [--changed-every N] [--changed-newest] [--response-date D]
 //!                         [--deleted-record no|transient|persistent]
 //!                         [--shape generic|dspace|eprints]
 
@@ -70,6 +72,8 @@ struct Options {
     seed: u64,
     /// Every N-th record changed (0: none).
     changed_every: u64,
+    /// The changed records are the newest `records / changed_every` instead (`--changed-newest`).
+    changed_newest: bool,
     /// What Identify says of deletions (`--deleted-record`): `persistent` (the default), or `no`
     /// / `transient`, which make a store-backed harvester re-harvest in full to find deletions.
     deleted_record: String,
@@ -106,7 +110,23 @@ const HANDLE_PREFIX: &str = "123456789";
 
 impl Options {
     fn changed(&self, id: u64) -> bool {
-        self.changed_every > 0 && id % self.changed_every == 0
+        match self.changed_newest {
+            false => self.changed_every > 0 && id % self.changed_every == 0,
+            true => self.changed_every > 0 && id > self.records - self.changed_count(),
+        }
+    }
+
+    /// How many records changed.
+    fn changed_count(&self) -> u64 {
+        self.records / self.changed_every.max(1)
+    }
+
+    /// The identifier of the `i`-th changed record (from 0).
+    fn changed_id(&self, i: u64) -> u64 {
+        match self.changed_newest {
+            false => (i + 1) * self.changed_every.max(1),
+            true => self.records - self.changed_count() + i + 1,
+        }
     }
 }
 
@@ -118,6 +138,7 @@ fn parse_args() -> Result<Options, String> {
         expected_urls: None,
         seed: 42,
         changed_every: 0,
+        changed_newest: false,
         deleted_record: "persistent".to_owned(),
         https: false,
         shape: Shape::Generic,
@@ -137,6 +158,7 @@ fn parse_args() -> Result<Options, String> {
             "--changed-every" => {
                 o.changed_every = value()?.parse().map_err(|e| format!("--changed-every: {e}"))?
             }
+            "--changed-newest" => o.changed_newest = true,
             "--response-date" => date = value()?,
             "--deleted-record" => o.deleted_record = value()?,
             "--https-identifiers" => o.https = true,
@@ -150,7 +172,7 @@ fn parse_args() -> Result<Options, String> {
             }
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers] [--shape generic|dspace|eprints]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--changed-newest] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers] [--shape generic|dspace|eprints]"
                 );
                 std::process::exit(0);
             }
@@ -331,7 +353,12 @@ struct Head {
 /// `None`. Every shape draws the same numbers here: the same records are deleted.
 fn render_header(out: &mut String, r: &mut Rng, id: u64, o: &Options) -> Option<Head> {
     let changed = o.changed(id);
-    let deleted = r.chance(2) || (changed && (id / o.changed_every) % 2 == 0);
+    // Half the changed records are deleted.
+    let half = match o.changed_newest {
+        false => (id / o.changed_every.max(1)) % 2 == 0,
+        true => id % 2 == 0,
+    };
+    let deleted = r.chance(2) || (changed && half);
     // Datestamps between 2010 and 2025; changed records' in September 2025.
     let mut secs = 1_262_304_000 + r.below(15 * 365 * 86_400) as i64;
     if changed {
@@ -734,10 +761,10 @@ fn render_page(
     list: List,
     urls: &mut Vec<String>,
 ) -> (Vec<u8>, u64) {
-    // The list's records: every one, or every N-th (the changed ones).
-    let (total, id_at) = match list {
-        List::All => (o.records, 1),
-        List::Changed => (o.records / o.changed_every.max(1), o.changed_every.max(1)),
+    // The list's records: every one, or the changed ones.
+    let total = match list {
+        List::All => o.records,
+        List::Changed => o.changed_count(),
     };
     let start = page * o.page_size;
     let end = (start + o.page_size).min(total);
@@ -756,7 +783,11 @@ fn render_page(
     out.push_str("<ListRecords>\n");
     let records_start = out.len();
     for i in start..end {
-        render_record(&mut out, (i + 1) * id_at, o, site, urls);
+        let id = match list {
+            List::All => i + 1,
+            List::Changed => o.changed_id(i),
+        };
+        render_record(&mut out, id, o, site, urls);
     }
     let record_bytes = (out.len() - records_start) as u64;
     if end < total {
@@ -860,7 +891,7 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
     }
     identify.push_str("</Identify>\n</OAI-PMH>\n");
     let changed_pages = if o.changed_every > 0 {
-        (o.records / o.changed_every).div_ceil(o.page_size)
+        o.changed_count().div_ceil(o.page_size)
     } else {
         0
     };
