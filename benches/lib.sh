@@ -1,8 +1,9 @@
 # Shared by the benchmark scripts (benches/serve, benches/load, benches/profiles,
-# benches/platforms, benches/harvest, benches/compare.sh): logging, cleanup of what they start,
-# installing missing tools, building the binaries (the working tree's or a commit's), waiting for
-# a port, and nginx as the peer. Source it after setting `work` (the script's folder under
-# target/) and `bin` (where the oai-bridge binary is copied).
+# benches/platforms, benches/harvest, benches/bucket, benches/postgres, benches/compare.sh):
+# logging, cleanup of what they start, installing missing tools, building the binaries (the
+# working tree's or a commit's), waiting for a port, the benchmark upstream, and nginx as the
+# peer. Source it after setting `work` (the script's folder under target/) and `bin` (where the
+# oai-bridge binary is copied).
 
 log() { printf '== %s\n' "$*" >&2; }
 
@@ -89,6 +90,19 @@ wait_port() { # PORT PID LOG: until PORT listens; fails when PID exits first (sh
     sleep 0.1
   done
 }
+
+# start_upstream PORT ARGS...: the benchmark upstream on PORT with ARGS (`--records N`,
+# `--changed-every N`...), logging to $work/upstream.log; waits until it listens. Its pid is
+# $upstream_pid, until stop_upstream.
+start_upstream() {
+  local port=$1
+  shift
+  target/bench-server/release/oai-bench-server --port "$port" "$@" 2>>"$work/upstream.log" &
+  upstream_pid=$!
+  pids+=("$upstream_pid")
+  wait_port "$port" "$upstream_pid" "$work/upstream.log"
+}
+stop_upstream() { kill "$upstream_pid" 2>/dev/null || true; wait "$upstream_pid" 2>/dev/null || true; }
 
 # start_nginx_peer PORT: nginx, one worker pinned to core 0, serving $work/www on PORT with
 # gzip_static (a file's .gz sibling for clients that accept gzip), as a tuned static server would.
