@@ -11,9 +11,12 @@ use url::Url;
 
 use crate::bucket::PublishSettings;
 use crate::check::{self, CheckOptions};
-use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, PruneArgs, ServeArgs};
+use crate::cli::{
+    CheckArgs, Cli, CompletionsArgs, ExportArgs, MigrateStateArgs, ProbeArgs, PruneArgs, ServeArgs,
+};
 use crate::config::{Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
+use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
@@ -724,6 +727,151 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     }
     let printed = print_all(out.as_bytes(), "the folders removed");
     if failed { ExitCode::FAILURE } else { printed }
+}
+
+/// Builds the options of `migrate-state`: the state folder as `serve` and `prune` take it
+/// (`--state`, `OAI_BRIDGE_STATE_DIR`, `[server] state_dir`), the database as `serve` takes it
+/// (`--state-url`, `OAI_BRIDGE_STATE_URL`, `[state] url`).
+pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions, OptionsError> {
+    migrate_options_in(args, &Environment::process())
+}
+
+/// [`migrate_options`] in the environment `env`.
+pub(crate) fn migrate_options_in(
+    args: &MigrateStateArgs,
+    env: &Environment,
+) -> Result<MigrateOptions, OptionsError> {
+    let file = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let (env, flags) = (env.for_migrate(), Overrides::from(args));
+    // Without a file, the default state directory (`state` in the working directory) is no
+    // folder anyone asked to move.
+    let state_given =
+        args.config.is_some() || env.server.state_dir.is_some() || flags.server.state_dir.is_some();
+    let layers = Layers::new(file, env, flags);
+    if !state_given {
+        return Err(OptionsError::Missing(Origin::Flag("--state").error(
+            "is required: the state folder to copy (a gateway's state_dir, or an export's \
+             --state folder), or --config with [server] state_dir",
+        )));
+    }
+    let state = layers.server()?.state_dir;
+    let url = layers.state()?.url.ok_or_else(|| {
+        OptionsError::Missing(Origin::Flag("--state-url").error(
+            "is required: the PostgreSQL database to copy into (or OAI_BRIDGE_STATE_URL, or \
+             [state] url in --config)",
+        ))
+    })?;
+    let configured = (layers.file().repositories.iter())
+        .map(|r| (r.name.clone(), r.source.to_string()))
+        .collect();
+    Ok(MigrateOptions {
+        state,
+        url,
+        repositories: args.repositories.clone(),
+        configured,
+        replace: args.replace,
+        dry_run: args.dry_run,
+    })
+}
+
+/// Runs `migrate-state`: a line per repository on stdout as it is done (its errors on stderr),
+/// then the totals; exit 0 when every repository was copied (or, with `--dry-run`, could be),
+/// 1 when one was not or nothing could be, 2 or 78 for the options.
+pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
+    let options = match migrate_options(args) {
+        Ok(options) => options,
+        Err(e) => return e.report("migrate-state"),
+    };
+    let mut printed = ExitCode::SUCCESS;
+    let migrated = crate::migrate::migrate(&options, |outcome| match migrated_line(outcome) {
+        Ok(line) => {
+            let done = print_all(line.as_bytes(), "the repositories copied");
+            if done != ExitCode::SUCCESS {
+                printed = done;
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
+    });
+    let totals = match migrated {
+        Ok(totals) => totals,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = migrated_totals(&options, &totals);
+    if totals.failed.is_empty() {
+        let done = print_all(text.as_bytes(), "the summary");
+        if done != ExitCode::SUCCESS {
+            done
+        } else {
+            printed
+        }
+    } else {
+        let _ = print_all(text.as_bytes(), "the summary");
+        ExitCode::FAILURE
+    }
+}
+
+/// The line of one repository's outcome, or its error's text.
+fn migrated_line(outcome: &Outcome) -> Result<String, String> {
+    let name = &outcome.name;
+    match &outcome.result {
+        Ok(Done::Copied { survey, elapsed }) => Ok(format!(
+            "{name}: {} records copied in {:.2} s\n",
+            survey.records.live + survey.records.deleted,
+            elapsed.as_secs_f64()
+        )),
+        Ok(Done::WouldCopy { survey, replaces }) => Ok(format!(
+            "{name}: would copy {} records ({} live, {} deleted), {} changed since the last \
+             publish, {} shared URLs, {} rejected; {}{}\n",
+            survey.records.live + survey.records.deleted,
+            survey.records.live,
+            survey.records.deleted,
+            survey.changed,
+            survey.shared,
+            survey.rejected,
+            crate::migrate::describe(&survey.state),
+            if *replaces {
+                "; replacing the rows the database holds of it"
+            } else {
+                ""
+            }
+        )),
+        Err(e) => Err(format!("{name}: {}", error_chain(e))),
+    }
+}
+
+/// The totals of `migrate-state`.
+fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) -> String {
+    let all = totals.done + totals.failed.len();
+    let what = if options.dry_run {
+        "would copy"
+    } else {
+        "copied"
+    };
+    let mut text = format!(
+        "{what} {} of {all} repositories ({} records) from {} into {} in {:.2} s",
+        totals.done,
+        totals.records,
+        options.state.display(),
+        options.url.redacted(),
+        totals.elapsed.as_secs_f64()
+    );
+    if options.dry_run {
+        text.push_str("; nothing was written");
+    }
+    if !totals.failed.is_empty() {
+        text.push_str(&format!(
+            "; failed: {} (each left nothing in the database; rerun for those with --repository)",
+            totals.failed.join(", ")
+        ));
+    }
+    text.push('\n');
+    text
 }
 
 /// Completes on SIGTERM or Ctrl-C (SIGINT).
