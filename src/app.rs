@@ -827,12 +827,12 @@ fn migrated_line(outcome: &Outcome) -> Result<String, String> {
         )),
         Ok(Done::WouldCopy { survey, replaces }) => Ok(format!(
             "{name}: would copy {} records ({} live, {} deleted), {} changed since the last \
-             publish, {} shared URLs, {} rejected; {}{}\n",
+             publish, {}, {} rejected; {}{}\n",
             survey.records.live + survey.records.deleted,
             survey.records.live,
             survey.records.deleted,
             survey.changed,
-            survey.shared,
+            crate::migrate::counted(survey.shared, "shared URL"),
             survey.rejected,
             crate::migrate::describe(&survey.state),
             if *replaces {
@@ -866,7 +866,8 @@ fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) ->
     }
     if !totals.failed.is_empty() {
         text.push_str(&format!(
-            "; failed: {} (each left nothing in the database; rerun for those with --repository)",
+            "; failed: {} (the database holds of each what it held before; once the cause is \
+             dealt with, rerun for those with --repository)",
             totals.failed.join(", ")
         ));
     }
@@ -1142,6 +1143,92 @@ from = "2020-01-01"
         .unwrap();
         let e = serve(&config, &[], &[]).unwrap_err().to_string();
         assert!(e.contains(": [state] url: is not a PostgreSQL URL"), "{e}");
+    }
+
+    fn migrate(
+        config: Option<&Path>,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<MigrateOptions, OptionsError> {
+        let config: Vec<&str> = match config {
+            Some(path) => vec!["--config", path.to_str().unwrap()],
+            None => Vec::new(),
+        };
+        let args = [&["oai-bridge", "migrate-state"], &config[..], flags].concat();
+        let Command::MigrateState(args) = Cli::try_parse_from(args).unwrap().command else {
+            unreachable!()
+        };
+        migrate_options_in(&args, &env(vars))
+    }
+
+    /// `migrate-state` takes the state folder as `serve` does (`--state`, then
+    /// `OAI_BRIDGE_STATE_DIR`, then `[server] state_dir`) and the database as `serve` does
+    /// (`--state-url`, then `OAI_BRIDGE_STATE_URL`, then `[state] url`); without a folder or a
+    /// database given, it is a usage error.
+    #[test]
+    fn migrate_state_takes_the_state_and_the_database_as_serve_does() {
+        let (dir, _) = file();
+        let config = dir.path().join("state.toml");
+        let text = FILE.replace(
+            "[harvest]",
+            "[state]\nurl = \"postgres://f:pw@file.example/oai\"\n\n[harvest]",
+        );
+        std::fs::write(&config, text).unwrap();
+        let vars = [
+            (Environment::STATE_URL, "postgres://e:pw@env.example/oai"),
+            (STATE_DIR, "/env/state"),
+        ];
+        let flags = [
+            "--state-url",
+            "postgres://c:pw@flag.example/oai",
+            "--state",
+            "/flag/state",
+        ];
+        let got = |o: MigrateOptions| (o.state.display().to_string(), o.url.redacted());
+        let at = |dir: &str, host: &str, user: &str| {
+            (dir.to_owned(), format!("postgres://{user}@{host}:5432/oai"))
+        };
+        assert_eq!(
+            got(migrate(Some(&config), &[], &[]).unwrap()),
+            at("/file/state", "file.example", "f")
+        );
+        assert_eq!(
+            got(migrate(Some(&config), &vars, &[]).unwrap()),
+            at("/env/state", "env.example", "e")
+        );
+        assert_eq!(
+            got(migrate(Some(&config), &vars, &flags).unwrap()),
+            at("/flag/state", "flag.example", "c")
+        );
+        assert_eq!(
+            got(migrate(None, &vars, &[]).unwrap()),
+            at("/env/state", "env.example", "e")
+        );
+        let o = migrate(Some(&config), &[], &["--state-dir", "/alias", "--dry-run"]).unwrap();
+        assert_eq!(o.state, Path::new("/alias"));
+        assert!(o.dry_run && !o.replace);
+        assert_eq!(
+            o.configured,
+            [("a".to_owned(), "https://file.example/oai".to_owned())]
+        );
+
+        // Neither a state folder nor a file to take it from; no database.
+        let url_only = [(Environment::STATE_URL, "postgres://e:pw@env.example/oai")];
+        let e = migrate(None, &url_only, &[]).unwrap_err();
+        assert!(
+            matches!(&e, OptionsError::Missing(e) if e.key == "--state"),
+            "{e:?}"
+        );
+        let (_plain_dir, plain) = file();
+        let e = migrate(Some(&plain), &[], &[]).unwrap_err();
+        assert!(
+            matches!(&e, OptionsError::Missing(e) if e.key == "--state-url"),
+            "{e:?}"
+        );
+        let bad = [(Environment::STATE_URL, "mysql://e:s3cret@env.example/oai")];
+        let e = migrate(Some(&plain), &bad, &[]).unwrap_err().into_inner();
+        assert_eq!(e.key, Environment::STATE_URL);
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 
     #[test]

@@ -119,6 +119,17 @@ pub(crate) enum MigrateError {
         /// The name given.
         name: String,
     },
+    /// A gateway runs on the state directory: its stores would change after the copy.
+    #[error(
+        "{}: a gateway runs on this state directory (it holds {}): stop it first, or its \
+         stores change after they are copied",
+        path.display(),
+        path.join("gateway.lock").display()
+    )]
+    GatewayRuns {
+        /// The state directory.
+        path: PathBuf,
+    },
     /// The database cannot be reached or prepared.
     #[error(transparent)]
     Database(#[from] DatabaseError),
@@ -228,6 +239,22 @@ pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateErr
     Ok(found)
 }
 
+/// The gateway lock of `dir`, held, when a gateway ever ran there; an error while one runs.
+fn idle(dir: &Path) -> Result<Option<std::fs::File>, MigrateError> {
+    crate::server::prune::hold_if_idle(dir).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::WouldBlock {
+            MigrateError::GatewayRuns {
+                path: dir.to_owned(),
+            }
+        } else {
+            MigrateError::StateDir {
+                path: dir.to_owned(),
+                source: e,
+            }
+        }
+    })
+}
+
 /// The name of an export's store, as `export --state-url` names the repository it exports:
 /// the one `--repository` given; else the configured repository that harvests the store's
 /// `source` (an export of a `[[repository]]`); else the source as it reads (an export of
@@ -272,6 +299,8 @@ pub(crate) fn migrate(
 ) -> Result<Totals, MigrateError> {
     let started = Instant::now();
     let found = find(&options.state, &options.repositories)?;
+    // Held to the end: a gateway that starts meanwhile waits, as it waits for a prune.
+    let _idle = idle(&options.state)?;
     let mut database = Database::connect(&options.url, options.dry_run)?;
     let mut totals = Totals::default();
     for store in found {
@@ -325,7 +354,7 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
         }
     };
     let result = if options.dry_run {
-        survey(&source, database, &name)
+        survey(options, &source, database, &name)
     } else {
         copy(options, &source, database, &name).map(|survey| Done::Copied {
             survey,
@@ -335,16 +364,19 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
     Outcome { name, result }
 }
 
-/// What a copy of `source` into `name` would do, changing nothing.
+/// What a copy of `source` into `name` would do, changing nothing: refused as the copy would
+/// be.
 fn survey(
+    options: &MigrateOptions,
     source: &SqliteSource,
     database: &mut Database,
     name: &str,
 ) -> Result<Done, MigrateError> {
     let survey = source.survey()?;
     let occupied = database.occupied(name)?;
+    let url = database.url().redacted();
     let place = || Place::Postgres {
-        url: database_url(database),
+        url: url.clone(),
         repository: name.to_owned(),
     };
     if let Some(holder) = occupied.lease {
@@ -353,15 +385,13 @@ fn survey(
             holder,
         });
     }
+    if occupied.rows && !options.replace {
+        return Err(MigrateError::Occupied(place()));
+    }
     Ok(Done::WouldCopy {
         survey,
         replaces: occupied.rows,
     })
-}
-
-/// The database's URL, as errors name it.
-fn database_url(database: &Database) -> String {
-    database.url().redacted()
 }
 
 /// Copies `source` into the repository `name`, then reads it back through the PostgreSQL
@@ -415,19 +445,28 @@ pub(crate) fn describe(state: &State) -> String {
             run.pages, run.records
         ));
     }
-    parts.push(format!(
-        "{} run{}",
-        state.runs,
-        if state.runs == 1 { "" } else { "s" }
-    ));
+    parts.push(counted(state.runs, "run"));
     if let Some(urls) = state.published_urls {
         let shards = state.sitemap.as_ref().map_or(0, |s| s.shards.len());
-        parts.push(format!("{urls} URLs published in {shards} shards"));
+        parts.push(format!(
+            "{} published in {}",
+            counted(urls, "URL"),
+            counted(shards as u64, "shard")
+        ));
     }
     if state.held_shrink.is_some() {
         parts.push("a shrink held back".to_owned());
     }
     parts.join(", ")
+}
+
+/// `n` things, `thing` in the plural unless one.
+pub(crate) fn counted(n: u64, thing: &str) -> String {
+    if n == 1 {
+        format!("1 {thing}")
+    } else {
+        format!("{n} {thing}s")
+    }
 }
 
 #[cfg(test)]
@@ -484,6 +523,19 @@ mod tests {
             find(&root.join("nowhere"), &[]),
             Err(MigrateError::StateDir { .. })
         ));
+    }
+
+    /// A state directory a gateway runs on (it holds the lock, shared) is not moved.
+    #[test]
+    fn a_state_directory_a_gateway_runs_on_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(idle(dir.path()).unwrap().is_none(), "no gateway ever ran");
+        assert!(!dir.path().join("gateway.lock").exists(), "no lock made");
+        let gateway = crate::server::prune::Hold::take(dir.path());
+        let e = idle(dir.path()).unwrap_err();
+        assert!(matches!(e, MigrateError::GatewayRuns { .. }), "{e}");
+        drop(gateway);
+        assert!(idle(dir.path()).unwrap().is_some(), "the gateway stopped");
     }
 
     /// An export's store takes the name `export --state-url` would give its repository.
