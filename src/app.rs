@@ -866,8 +866,8 @@ fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) ->
     }
     if !totals.failed.is_empty() {
         text.push_str(&format!(
-            "; failed: {} (the database holds of each what it held before; once the cause is \
-             dealt with, rerun for those with --repository)",
+            "; failed: {} (nothing of theirs was copied; once the cause is dealt with, rerun \
+             for those with --repository)",
             totals.failed.join(", ")
         ));
     }

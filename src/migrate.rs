@@ -9,9 +9,10 @@
 //!
 //! Each repository is copied in one transaction ([`crate::store::copy`]), then read back
 //! through the PostgreSQL store and compared with the SQLite store: its counts and its
-//! [`State`](crate::store::State). A repository that fails (refused, unreadable, a mismatch)
-//! does not stop the others: each is its own transaction, so what failed left nothing behind,
-//! and a rerun of the failed ones (`--repository`) is safe. The SQLite files are only read,
+//! [`State`](crate::store::State); a copy that does not read back as written is removed again.
+//! A repository that fails (refused, unreadable, a mismatch) does not stop the others: each is
+//! its own transaction, so what failed left nothing of its copy behind, and a rerun of the
+//! failed ones (`--repository`) is safe. The SQLite files are only read,
 //! never changed.
 
 use std::path::{Path, PathBuf};
@@ -161,9 +162,11 @@ pub(crate) enum MigrateError {
         /// The gateway.
         holder: String,
     },
-    /// What the database holds after the copy differs from the SQLite store.
+    /// What the database holds after the copy differs from the SQLite store: the copy was
+    /// removed again.
     #[error(
-        "state store {place}: the copy does not match {} (SQLite, PostgreSQL): {}",
+        "state store {place}: the copy does not match {} (SQLite, PostgreSQL): {}; the copy \
+         was removed",
         path.display(),
         differences.join("; ")
     )]
@@ -417,8 +420,12 @@ fn copy(
     };
     let differences = copied.differences(&read_back);
     if !differences.is_empty() {
+        // Not left for a gateway to continue from: without it, the repository starts anew.
+        let place = store.place();
+        drop(store);
+        database.remove(name)?;
         return Err(MigrateError::Mismatch {
-            place: store.place(),
+            place,
             path: source.path().to_owned(),
             differences,
         });

@@ -662,6 +662,22 @@ impl Database {
         source.copy_into(&mut self.client, &self.url, repository, replace)
     }
 
+    /// Removes every row of `repository`'s store, its counts too, in one transaction: what a
+    /// copy that did not read back as written leaves.
+    pub(crate) fn remove(&mut self, repository: &str) -> Result<(), StoreError> {
+        let removed = (|| {
+            let mut tx = (self.client.transaction()).doing("cannot begin a transaction")?;
+            pg::empty(&mut tx, repository, true)?;
+            tx.execute(
+                "DELETE FROM oai_bridge_tally WHERE repository = $1",
+                &[&repository],
+            )
+            .doing("cannot empty the records")?;
+            tx.commit().doing("cannot commit the removal")
+        })();
+        removed.map_err(|f| self.error(repository, f))
+    }
+
     fn error(&self, repository: &str, f: Failure) -> StoreError {
         StoreError {
             place: Place::Postgres {
@@ -837,6 +853,10 @@ mod tests {
             want
         );
         assert_eq!(other.counts().unwrap().live, 1, "another repository's rows");
+        database.remove("r").unwrap();
+        assert_eq!(database.occupied("r").unwrap(), Occupied::default());
+        assert_eq!(other.counts().unwrap().live, 1, "another repository's rows");
+        database.copy(&source, "r", false).unwrap();
         drop(source);
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "the SQLite file");
         assert_eq!(files(dir.path()), before, "no file beside it");
