@@ -11,9 +11,12 @@ use url::Url;
 
 use crate::bucket::PublishSettings;
 use crate::check::{self, CheckOptions};
-use crate::cli::{CheckArgs, Cli, CompletionsArgs, ExportArgs, ProbeArgs, PruneArgs, ServeArgs};
+use crate::cli::{
+    CheckArgs, Cli, CompletionsArgs, ExportArgs, MigrateStateArgs, ProbeArgs, PruneArgs, ServeArgs,
+};
 use crate::config::{Config, ConfigError, RepositoryConfig};
 use crate::export::{self, ExportOptions};
+use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
@@ -726,6 +729,152 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     if failed { ExitCode::FAILURE } else { printed }
 }
 
+/// Builds the options of `migrate-state`: the state folder as `serve` and `prune` take it
+/// (`--state`, `OAI_BRIDGE_STATE_DIR`, `[server] state_dir`), the database as `serve` takes it
+/// (`--state-url`, `OAI_BRIDGE_STATE_URL`, `[state] url`).
+pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions, OptionsError> {
+    migrate_options_in(args, &Environment::process())
+}
+
+/// [`migrate_options`] in the environment `env`.
+pub(crate) fn migrate_options_in(
+    args: &MigrateStateArgs,
+    env: &Environment,
+) -> Result<MigrateOptions, OptionsError> {
+    let file = match &args.config {
+        Some(path) => Config::load(path)?,
+        None => Config::default(),
+    };
+    let (env, flags) = (env.for_migrate(), Overrides::from(args));
+    // Without a file, the default state directory (`state` in the working directory) is no
+    // folder anyone asked to move.
+    let state_given =
+        args.config.is_some() || env.server.state_dir.is_some() || flags.server.state_dir.is_some();
+    let layers = Layers::new(file, env, flags);
+    if !state_given {
+        return Err(OptionsError::Missing(Origin::Flag("--state").error(
+            "is required: the state folder to copy (a gateway's state_dir, or an export's \
+             --state folder), or --config with [server] state_dir",
+        )));
+    }
+    let state = layers.server()?.state_dir;
+    let url = layers.state()?.url.ok_or_else(|| {
+        OptionsError::Missing(Origin::Flag("--state-url").error(
+            "is required: the PostgreSQL database to copy into (or OAI_BRIDGE_STATE_URL, or \
+             [state] url in --config)",
+        ))
+    })?;
+    let configured = (layers.file().repositories.iter())
+        .map(|r| (r.name.clone(), r.source.to_string()))
+        .collect();
+    Ok(MigrateOptions {
+        state,
+        url,
+        repositories: args.repositories.clone(),
+        configured,
+        replace: args.replace,
+        dry_run: args.dry_run,
+    })
+}
+
+/// Runs `migrate-state`: a line per repository on stdout as it is done (its errors on stderr),
+/// then the totals; exit 0 when every repository was copied (or, with `--dry-run`, could be),
+/// 1 when one was not or nothing could be, 2 or 78 for the options.
+pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
+    let options = match migrate_options(args) {
+        Ok(options) => options,
+        Err(e) => return e.report("migrate-state"),
+    };
+    let mut printed = ExitCode::SUCCESS;
+    let migrated = crate::migrate::migrate(&options, |outcome| match migrated_line(outcome) {
+        Ok(line) => {
+            let done = print_all(line.as_bytes(), "the repositories copied");
+            if done != ExitCode::SUCCESS {
+                printed = done;
+            }
+        }
+        Err(e) => eprintln!("error: {e}"),
+    });
+    let totals = match migrated {
+        Ok(totals) => totals,
+        Err(e) => {
+            eprintln!("error: {}", error_chain(&e));
+            return ExitCode::FAILURE;
+        }
+    };
+    let text = migrated_totals(&options, &totals);
+    if totals.failed.is_empty() {
+        let done = print_all(text.as_bytes(), "the summary");
+        if done != ExitCode::SUCCESS {
+            done
+        } else {
+            printed
+        }
+    } else {
+        let _ = print_all(text.as_bytes(), "the summary");
+        ExitCode::FAILURE
+    }
+}
+
+/// The line of one repository's outcome, or its error's text.
+fn migrated_line(outcome: &Outcome) -> Result<String, String> {
+    let name = &outcome.name;
+    match &outcome.result {
+        Ok(Done::Copied { survey, elapsed }) => Ok(format!(
+            "{name}: {} records copied in {:.2} s\n",
+            survey.records.live + survey.records.deleted,
+            elapsed.as_secs_f64()
+        )),
+        Ok(Done::WouldCopy { survey, replaces }) => Ok(format!(
+            "{name}: would copy {} records ({} live, {} deleted), {} changed since the last \
+             publish, {}, {} rejected; {}{}\n",
+            survey.records.live + survey.records.deleted,
+            survey.records.live,
+            survey.records.deleted,
+            survey.changed,
+            crate::migrate::counted(survey.shared, "shared URL"),
+            survey.rejected,
+            crate::migrate::describe(&survey.state),
+            if *replaces {
+                "; replacing the rows the database holds of it"
+            } else {
+                ""
+            }
+        )),
+        Err(e) => Err(format!("{name}: {}", error_chain(e))),
+    }
+}
+
+/// The totals of `migrate-state`.
+fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) -> String {
+    let all = totals.done + totals.failed.len();
+    let what = if options.dry_run {
+        "would copy"
+    } else {
+        "copied"
+    };
+    let mut text = format!(
+        "{what} {} of {all} repositories ({} records) from {} into {} in {:.2} s",
+        totals.done,
+        totals.records,
+        options.state.display(),
+        options.url.redacted(),
+        totals.elapsed.as_secs_f64()
+    );
+    if options.dry_run {
+        text.push_str("; nothing was written");
+    }
+    if !totals.failed.is_empty() {
+        text.push_str(&format!(
+            "; failed: {} (nothing of theirs was copied; once the cause is dealt with, rerun \
+             for those with --repository)",
+            totals.failed.join(", ")
+        ));
+    }
+    text.push('\n');
+    text
+}
+
 /// Completes on SIGTERM or Ctrl-C (SIGINT).
 async fn shutdown_signal() {
     #[cfg(unix)]
@@ -994,6 +1143,92 @@ from = "2020-01-01"
         .unwrap();
         let e = serve(&config, &[], &[]).unwrap_err().to_string();
         assert!(e.contains(": [state] url: is not a PostgreSQL URL"), "{e}");
+    }
+
+    fn migrate(
+        config: Option<&Path>,
+        vars: &[(&str, &str)],
+        flags: &[&str],
+    ) -> Result<MigrateOptions, OptionsError> {
+        let config: Vec<&str> = match config {
+            Some(path) => vec!["--config", path.to_str().unwrap()],
+            None => Vec::new(),
+        };
+        let args = [&["oai-bridge", "migrate-state"], &config[..], flags].concat();
+        let Command::MigrateState(args) = Cli::try_parse_from(args).unwrap().command else {
+            unreachable!()
+        };
+        migrate_options_in(&args, &env(vars))
+    }
+
+    /// `migrate-state` takes the state folder as `serve` does (`--state`, then
+    /// `OAI_BRIDGE_STATE_DIR`, then `[server] state_dir`) and the database as `serve` does
+    /// (`--state-url`, then `OAI_BRIDGE_STATE_URL`, then `[state] url`); without a folder or a
+    /// database given, it is a usage error.
+    #[test]
+    fn migrate_state_takes_the_state_and_the_database_as_serve_does() {
+        let (dir, _) = file();
+        let config = dir.path().join("state.toml");
+        let text = FILE.replace(
+            "[harvest]",
+            "[state]\nurl = \"postgres://f:pw@file.example/oai\"\n\n[harvest]",
+        );
+        std::fs::write(&config, text).unwrap();
+        let vars = [
+            (Environment::STATE_URL, "postgres://e:pw@env.example/oai"),
+            (STATE_DIR, "/env/state"),
+        ];
+        let flags = [
+            "--state-url",
+            "postgres://c:pw@flag.example/oai",
+            "--state",
+            "/flag/state",
+        ];
+        let got = |o: MigrateOptions| (o.state.display().to_string(), o.url.redacted());
+        let at = |dir: &str, host: &str, user: &str| {
+            (dir.to_owned(), format!("postgres://{user}@{host}:5432/oai"))
+        };
+        assert_eq!(
+            got(migrate(Some(&config), &[], &[]).unwrap()),
+            at("/file/state", "file.example", "f")
+        );
+        assert_eq!(
+            got(migrate(Some(&config), &vars, &[]).unwrap()),
+            at("/env/state", "env.example", "e")
+        );
+        assert_eq!(
+            got(migrate(Some(&config), &vars, &flags).unwrap()),
+            at("/flag/state", "flag.example", "c")
+        );
+        assert_eq!(
+            got(migrate(None, &vars, &[]).unwrap()),
+            at("/env/state", "env.example", "e")
+        );
+        let o = migrate(Some(&config), &[], &["--state-dir", "/alias", "--dry-run"]).unwrap();
+        assert_eq!(o.state, Path::new("/alias"));
+        assert!(o.dry_run && !o.replace);
+        assert_eq!(
+            o.configured,
+            [("a".to_owned(), "https://file.example/oai".to_owned())]
+        );
+
+        // Neither a state folder nor a file to take it from; no database.
+        let url_only = [(Environment::STATE_URL, "postgres://e:pw@env.example/oai")];
+        let e = migrate(None, &url_only, &[]).unwrap_err();
+        assert!(
+            matches!(&e, OptionsError::Missing(e) if e.key == "--state"),
+            "{e:?}"
+        );
+        let (_plain_dir, plain) = file();
+        let e = migrate(Some(&plain), &[], &[]).unwrap_err();
+        assert!(
+            matches!(&e, OptionsError::Missing(e) if e.key == "--state-url"),
+            "{e:?}"
+        );
+        let bad = [(Environment::STATE_URL, "mysql://e:s3cret@env.example/oai")];
+        let e = migrate(Some(&plain), &bad, &[]).unwrap_err().into_inner();
+        assert_eq!(e.key, Environment::STATE_URL);
+        assert!(!e.to_string().contains("s3cret"), "{e}");
     }
 
     #[test]

@@ -55,6 +55,12 @@ pub enum Command {
     /// configuration, printing each folder removed. Run it after the reload or restart that
     /// removed them: a gateway serves what its configuration held when it last read it.
     Prune(PruneArgs),
+    /// Copy the SQLite stores of a state folder (a gateway's state_dir, a folder per
+    /// repository, or an export's --state folder) into a PostgreSQL database, for a gateway or
+    /// a fleet moving onto `[state] url`: each repository in one transaction, then read back and
+    /// compared. The SQLite files are left as they are. Stop the gateways first. Exit 0 when
+    /// every repository was copied, 1 when one was not (the others are copied all the same).
+    MigrateState(MigrateStateArgs),
     /// Print a shell completion script on stdout, e.g.
     /// `oai-bridge completions bash > /etc/bash_completion.d/oai-bridge`.
     Completions(CompletionsArgs),
@@ -76,6 +82,37 @@ pub struct PruneArgs {
     #[arg(long)]
     pub state_dir: Option<PathBuf>,
     /// Print what would be removed, and remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `oai-bridge migrate-state`.
+#[derive(Debug, Args)]
+pub struct MigrateStateArgs {
+    /// Configuration file: its `[server] state_dir` and `[state] url`, and its repositories
+    /// (an export's store takes the name of the one that harvests its source).
+    #[arg(long, env = "OAI_BRIDGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The state folder to copy: a gateway's state directory ({DIR}/{name}/store.sqlite,
+    /// each the store of repository {name}) or an export's --state folder ({DIR}/store.sqlite);
+    /// overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
+    #[arg(long, visible_alias = "state-dir", value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// The PostgreSQL database to copy into (postgres://user:password@host:port/database);
+    /// overrides OAI_BRIDGE_STATE_URL and `[state] url`. The variable keeps the password out of
+    /// the process list.
+    #[arg(long, value_name = "URL")]
+    pub state_url: Option<String>,
+    /// Copy only this repository (repeatable). For an export's state folder: the name its
+    /// store takes in the database (default: the configured repository that harvests its
+    /// source, or else the source as it reads, as `export --state-url` names it).
+    #[arg(long = "repository", value_name = "NAME")]
+    pub repositories: Vec<String>,
+    /// Replace the rows a repository already has in the database, in the copy's transaction
+    /// (without it, such a repository is refused).
+    #[arg(long)]
+    pub replace: bool,
+    /// Print what would be copied, per repository, and write nothing.
     #[arg(long)]
     pub dry_run: bool,
 }

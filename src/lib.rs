@@ -26,6 +26,7 @@ mod incremental;
 mod inventory;
 mod memo;
 mod memory;
+mod migrate;
 mod oai;
 mod patch;
 mod pipeline;
@@ -44,7 +45,7 @@ mod summary;
 // The commands, as the binary runs them.
 pub use app::{
     EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_completions, run_export, run_man,
-    run_probe, run_prune, run_serve,
+    run_migrate_state, run_probe, run_prune, run_serve,
 };
 pub use cli::{Cli, Command, CompletionsArgs, LogFormat, ProbeArgs};
 pub use memory::limit_arenas;

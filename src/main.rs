@@ -14,7 +14,11 @@ fn main() -> ExitCode {
         Command::Completions(args) => return oai_bridge::run_completions(args),
         Command::Man => return oai_bridge::run_man(),
         Command::Probe(args) => return oai_bridge::run_probe(args),
-        Command::Export(_) | Command::Check(_) | Command::Serve(_) | Command::Prune(_) => {}
+        Command::Export(_)
+        | Command::Check(_)
+        | Command::Serve(_)
+        | Command::Prune(_)
+        | Command::MigrateState(_) => {}
     }
     let level = match (cli.quiet, cli.verbose) {
         (true, _) => "warn",
@@ -32,9 +36,12 @@ fn main() -> ExitCode {
         LogFormat::Text => builder.with_target(false).init(),
         LogFormat::Json => builder.json().init(),
     }
-    // `prune` removes folders: no runtime.
-    if let Command::Prune(args) = &cli.command {
-        return oai_bridge::run_prune(args);
+    // `prune` removes folders: no runtime. Nor has `migrate-state`, whose database client
+    // blocks on a runtime of its own.
+    match &cli.command {
+        Command::Prune(args) => return oai_bridge::run_prune(args),
+        Command::MigrateState(args) => return oai_bridge::run_migrate_state(args),
+        _ => {}
     }
     // `export` harvests one page after another: one thread does it without cross-thread
     // wake-ups. `serve` answers requests on every core.
@@ -56,9 +63,11 @@ fn main() -> ExitCode {
             Command::Export(args) => oai_bridge::run_export(args).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
-            Command::Completions(_) | Command::Man | Command::Probe(_) | Command::Prune(_) => {
-                unreachable!("answered before the runtime starts")
-            }
+            Command::Completions(_)
+            | Command::Man
+            | Command::Probe(_)
+            | Command::Prune(_)
+            | Command::MigrateState(_) => unreachable!("answered before the runtime starts"),
         }
     })
 }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::cli::{CheckArgs, ExportArgs, LandingArgs, PruneArgs, ServeArgs};
+use crate::cli::{CheckArgs, ExportArgs, LandingArgs, MigrateStateArgs, PruneArgs, ServeArgs};
 use crate::config::{
     self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig, StateConfig,
 };
@@ -277,7 +277,7 @@ impl Environment {
     pub(crate) const ADMIN_LISTEN: &str = "OAI_BRIDGE_ADMIN_LISTEN";
     /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
     pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
-    /// `[server] state_dir` (`serve`, `prune`).
+    /// `[server] state_dir` (`serve`, `prune`, `migrate-state`).
     pub(crate) const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
     /// `[server] admin_token` (`serve`), which has no flag so that it stays out of the process
     /// list.
@@ -286,8 +286,8 @@ impl Environment {
     pub(crate) const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
     /// `[server] publish_url` (`serve`).
     pub(crate) const PUBLISH_URL: &str = "OAI_BRIDGE_PUBLISH_URL";
-    /// `[state] url` (`serve`); the exported repository's store (`export`). A variable keeps
-    /// the database's password out of the process list.
+    /// `[state] url` (`serve`, `migrate-state`); the exported repository's store (`export`). A
+    /// variable keeps the database's password out of the process list.
     pub(crate) const STATE_URL: &str = "OAI_BRIDGE_STATE_URL";
 
     /// The process's environment.
@@ -341,6 +341,17 @@ impl Environment {
                 ..ServerOverrides::default()
             },
             ..Overrides::default()
+        }
+    }
+
+    /// What `migrate-state` reads: the state directory to copy and the database to copy
+    /// into.
+    pub(crate) fn for_migrate(&self) -> Overrides {
+        Overrides {
+            state: StateOverrides {
+                url: variable(Self::STATE_URL, &self.state_url),
+            },
+            ..self.for_prune()
         }
     }
 
@@ -425,6 +436,21 @@ impl From<&PruneArgs> for Overrides {
             server: ServerOverrides {
                 state_dir: flag("--state-dir", &args.state_dir),
                 ..ServerOverrides::default()
+            },
+            ..Overrides::default()
+        }
+    }
+}
+
+impl From<&MigrateStateArgs> for Overrides {
+    fn from(args: &MigrateStateArgs) -> Overrides {
+        Overrides {
+            server: ServerOverrides {
+                state_dir: flag("--state", &args.state),
+                ..ServerOverrides::default()
+            },
+            state: StateOverrides {
+                url: flag("--state-url", &args.state_url),
             },
             ..Overrides::default()
         }

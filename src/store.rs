@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::inventory::SharedUrl;
 use crate::oai::parse::{DcElement, Record};
 
+pub(crate) mod copy;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;

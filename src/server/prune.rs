@@ -49,6 +49,19 @@ impl Hold {
     }
 }
 
+/// Holds `state_dir`'s lock exclusively, as a prune does, when a gateway has ever run there
+/// (the lock file exists; it is not made): `Ok(None)` when none has; an error of kind
+/// [`std::io::ErrorKind::WouldBlock`] while one runs. Released when the file is dropped.
+pub(crate) fn hold_if_idle(state_dir: &Path) -> std::io::Result<Option<File>> {
+    let file = match File::open(state_dir.join(LOCK)) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    flock(&file, FlockOperation::NonBlockingLockExclusive)?;
+    Ok(Some(file))
+}
+
 fn open_lock(state_dir: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .create(true)

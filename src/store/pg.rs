@@ -198,6 +198,14 @@ impl StateUrl {
     }
 }
 
+impl StateUrl {
+    /// A connection of its own to the database, on the caller's thread (which must not be one
+    /// of a tokio runtime's: the client blocks on a runtime of its own).
+    pub(super) fn connect(&self) -> Result<Client, Failure> {
+        self.config.connect(NoTls).doing("cannot connect")
+    }
+}
+
 impl std::fmt::Debug for StateUrl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "StateUrl({})", self.redacted())
@@ -213,13 +221,15 @@ impl PartialEq for StateUrl {
 impl Eq for StateUrl {}
 
 /// A failure in the worker: what was being done, and why.
-struct Failure {
-    what: &'static str,
-    source: Box<dyn std::error::Error + Send + Sync>,
+pub(super) struct Failure {
+    /// What was being done.
+    pub(super) what: &'static str,
+    /// PostgreSQL's error, or why what was read cannot be used.
+    pub(super) source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// Names what was being done when a PostgreSQL call failed.
-trait Doing<T> {
+pub(super) trait Doing<T> {
     /// The error, as a [`Failure`] of `what`.
     fn doing(self, what: &'static str) -> Result<T, Failure>;
 }
@@ -857,12 +867,16 @@ impl Postgres {
 }
 
 /// Saves a repository's state document (`$1`, `$2`).
-const SAVE_STATE: &str = "INSERT INTO oai_bridge_state (repository, doc) VALUES ($1, $2)
+pub(super) const SAVE_STATE: &str = "INSERT INTO oai_bridge_state (repository, doc) VALUES ($1, $2)
      ON CONFLICT (repository) DO UPDATE SET doc = excluded.doc";
 
 /// Removes `repository`'s records, changes, shared URLs and rejections, and zeroes its counts;
 /// with `state`, its state too.
-fn empty(tx: &mut postgres::Transaction<'_>, repository: &str, state: bool) -> Result<(), Failure> {
+pub(super) fn empty(
+    tx: &mut postgres::Transaction<'_>,
+    repository: &str,
+    state: bool,
+) -> Result<(), Failure> {
     let mut tables = vec![
         "oai_bridge_records",
         "oai_bridge_changes",
@@ -898,60 +912,9 @@ impl Conn {
         Ok(stmt)
     }
 
-    /// Applies the migrations the database lacks, in one transaction under an advisory lock;
-    /// refuses a database whose schema is newer than [`MIGRATIONS`].
+    /// [`migrate`] on this connection.
     fn migrate(&mut self) -> Result<(), Failure> {
-        let known = MIGRATIONS.len() as i32;
-        let mut tx = self
-            .client
-            .transaction()
-            .doing("cannot begin a transaction")?;
-        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
-            .doing("cannot lock the schema")?;
-        // Created only when missing: a schema created beforehand needs no CREATE privilege.
-        let exists: bool = tx
-            .query_one("SELECT to_regclass('oai_bridge_schema') IS NOT NULL", &[])
-            .doing("cannot read the schema version")?
-            .get(0);
-        if !exists {
-            tx.batch_execute(
-                "CREATE TABLE oai_bridge_schema (
-                     version INT PRIMARY KEY,
-                     applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
-                 )",
-            )
-            .doing("cannot create the schema's table")?;
-        }
-        let version: i32 = tx
-            .query_one(
-                "SELECT coalesce(max(version), 0) FROM oai_bridge_schema",
-                &[],
-            )
-            .doing("cannot read the schema version")?
-            .get(0);
-        if version > known {
-            return Err(Failure {
-                what: "the database's schema is newer than this version of oai-bridge knows",
-                source: format!(
-                    "the database's schema is version {version} (oai_bridge_schema), this \
-                     version of oai-bridge knows versions up to {known}: run a newer oai-bridge \
-                     (the database is left as it is)"
-                )
-                .into(),
-            });
-        }
-        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
-            let to = i as i32 + 1;
-            tx.batch_execute(sql)
-                .doing("cannot apply a migration of the schema")?;
-            tx.execute(
-                "INSERT INTO oai_bridge_schema (version) VALUES ($1)",
-                &[&to],
-            )
-            .doing("cannot record a migration of the schema")?;
-            tracing::info!(version = to, "applied a migration of the state schema");
-        }
-        tx.commit().doing("cannot commit the schema's migrations")
+        migrate(&mut self.client)
     }
 
     /// Makes the repository's counts, and starts its store anew when its state is of a format
@@ -1314,6 +1277,88 @@ impl Conn {
         }
         (tx.execute(&save, &[&repository, &doc])).doing("cannot save the checkpoint")?;
         tx.commit().doing("cannot commit a page")
+    }
+}
+
+/// Applies the migrations the database lacks, in one transaction under an advisory lock;
+/// refuses a database whose schema is newer than [`MIGRATIONS`].
+pub(super) fn migrate(client: &mut Client) -> Result<(), Failure> {
+    let known = MIGRATIONS.len() as i32;
+    let mut tx = client.transaction().doing("cannot begin a transaction")?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .doing("cannot lock the schema")?;
+    // Created only when missing: a schema created beforehand needs no CREATE privilege.
+    let exists: bool = tx
+        .query_one("SELECT to_regclass('oai_bridge_schema') IS NOT NULL", &[])
+        .doing("cannot read the schema version")?
+        .get(0);
+    if !exists {
+        tx.batch_execute(
+            "CREATE TABLE oai_bridge_schema (
+                 version INT PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             )",
+        )
+        .doing("cannot create the schema's table")?;
+    }
+    let version: i32 = tx
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM oai_bridge_schema",
+            &[],
+        )
+        .doing("cannot read the schema version")?
+        .get(0);
+    if version > known {
+        return Err(newer_schema(version));
+    }
+    for (i, sql) in MIGRATIONS.iter().enumerate().skip(version.max(0) as usize) {
+        let to = i as i32 + 1;
+        tx.batch_execute(sql)
+            .doing("cannot apply a migration of the schema")?;
+        tx.execute(
+            "INSERT INTO oai_bridge_schema (version) VALUES ($1)",
+            &[&to],
+        )
+        .doing("cannot record a migration of the schema")?;
+        tracing::info!(version = to, "applied a migration of the state schema");
+    }
+    tx.commit().doing("cannot commit the schema's migrations")
+}
+
+/// The schema version of the database (0: none yet), read without a change; a version newer
+/// than [`MIGRATIONS`] is refused as [`migrate`] refuses it.
+pub(super) fn schema_version(client: &mut Client) -> Result<i32, Failure> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('oai_bridge_schema') IS NOT NULL", &[])
+        .doing("cannot read the schema version")?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let version: i32 = client
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM oai_bridge_schema",
+            &[],
+        )
+        .doing("cannot read the schema version")?
+        .get(0);
+    if version > MIGRATIONS.len() as i32 {
+        return Err(newer_schema(version));
+    }
+    Ok(version)
+}
+
+/// The refusal of a database whose schema is `version`, newer than [`MIGRATIONS`].
+fn newer_schema(version: i32) -> Failure {
+    let known = MIGRATIONS.len();
+    Failure {
+        what: "the database's schema is newer than this version of oai-bridge knows",
+        source: format!(
+            "the database's schema is version {version} (oai_bridge_schema), this version of \
+             oai-bridge knows versions up to {known}: run a newer oai-bridge (the database is \
+             left as it is)"
+        )
+        .into(),
     }
 }
 

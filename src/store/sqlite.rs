@@ -13,7 +13,7 @@ use crate::inventory::SharedUrl;
 use crate::oai::parse::Record;
 
 /// Version of the tables; a store of another version is started anew.
-const SCHEMA: i64 = 5;
+pub(super) const SCHEMA: i64 = 5;
 
 /// One repository's store in its SQLite file.
 #[derive(Debug)]

@@ -65,7 +65,7 @@ impl Drop for Database {
 
 /// Runs `f` on a thread of its own: the `postgres` client blocks on a runtime of its own,
 /// which it cannot start on a thread of the test's runtime.
-fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     std::thread::scope(|s| s.spawn(f).join().unwrap())
 }
 
