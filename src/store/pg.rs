@@ -1042,14 +1042,25 @@ impl Conn {
             "SELECT id, datestamp, seen FROM oai_bridge_rejected
              WHERE repository = $1 AND id = ANY($2)",
         )?;
-        let upsert = self.prepared(
+        // New records are inserted and stored ones updated, each with its own statement: the
+        // page's stored versions were read above, in this transaction, and one writer at a
+        // time holds a repository's store (the gateway's lock, the fleet's lease). Should
+        // another write it all the same (an export naming a gateway's repository), the page
+        // fails: an insert on the key, an update on the rows it missed; it never overwrites.
+        // An `INSERT ... ON CONFLICT DO UPDATE` of every row costs the server about twice a
+        // plain insert on a full refresh (benches/postgres).
+        let insert = self.prepared(
             "INSERT INTO oai_bridge_records (repository, id, datestamp, deleted, sets, body, seen)
              SELECT $1, id, datestamp, deleted, sets, body, $7
              FROM unnest($2::text[], $3::int8[], $4::bool[], $5::text[], $6::bytea[])
+               AS p (id, datestamp, deleted, sets, body)",
+        )?;
+        let update = self.prepared(
+            "UPDATE oai_bridge_records AS r SET datestamp = p.datestamp, deleted = p.deleted,
+               sets = p.sets, body = p.body, seen = $7
+             FROM unnest($2::text[], $3::int8[], $4::bool[], $5::text[], $6::bytea[])
                AS p (id, datestamp, deleted, sets, body)
-             ON CONFLICT (repository, id) DO UPDATE SET datestamp = excluded.datestamp,
-               deleted = excluded.deleted, sets = excluded.sets, body = excluded.body,
-               seen = excluded.seen",
+             WHERE r.repository = $1 AND r.id = p.id",
         )?;
         let keep = self.prepared(
             "UPDATE oai_bridge_records SET seen = $3 WHERE repository = $1 AND id = ANY($2)",
@@ -1174,29 +1185,45 @@ impl Conn {
             );
         }
 
-        // The records replaced, with their new version; those only seen.
-        let mut replaced: Vec<usize> = stored.values().filter_map(|s| s.replaced).collect();
-        replaced.sort_unstable();
-        if !replaced.is_empty() {
-            let rows = || replaced.iter().map(|&i| &page[i]);
+        // The records replaced, with their new version (inserted when new, updated when
+        // stored before the page); those only seen.
+        let (mut updated, mut inserted): (Vec<_>, Vec<_>) = (stored.values())
+            .filter_map(|s| Some((s.replaced?, s.before)))
+            .partition(|&(_, before)| before);
+        for (rows, statement) in [(&mut inserted, &insert), (&mut updated, &update)] {
+            if rows.is_empty() {
+                continue;
+            }
+            rows.sort_unstable();
+            let rows = || rows.iter().map(|&(i, _)| &page[i]);
             let ids: Vec<&str> = rows().map(|r| r.id.as_str()).collect();
             let datestamps: Vec<Option<i64>> = rows().map(|r| r.datestamp).collect();
             let deleted: Vec<bool> = rows().map(|r| r.deleted).collect();
             let sets: Vec<&str> = rows().map(|r| r.sets.as_str()).collect();
             let bodies: Vec<&[u8]> = rows().map(|r| r.body.as_slice()).collect();
-            tx.execute(
-                &upsert,
-                &[
-                    &repository,
-                    &ids,
-                    &datestamps,
-                    &deleted,
-                    &sets,
-                    &bodies,
-                    &run,
-                ],
-            )
-            .doing("cannot store a record")?;
+            let params: [&(dyn postgres::types::ToSql + Sync); 7] = [
+                &repository,
+                &ids,
+                &datestamps,
+                &deleted,
+                &sets,
+                &bodies,
+                &run,
+            ];
+            let written = (tx.execute(statement, &params)).doing("cannot store a record")?;
+            // An update that misses a row read above: another writer removed it meanwhile.
+            if written != ids.len() as u64 {
+                return Err(Failure {
+                    what: "cannot store a record",
+                    source: format!(
+                        "{} of the page's {} stored records were no longer there: another \
+                         process writes this repository's store",
+                        ids.len() as u64 - written,
+                        ids.len()
+                    )
+                    .into(),
+                });
+            }
         }
         let kept: Vec<&str> = (stored.iter())
             .filter(|(_, s)| s.before && s.replaced.is_none())
