@@ -764,9 +764,11 @@ pub(crate) fn migrate_options_in(
              [state] url in --config)",
         ))
     })?;
-    let configured = (layers.file().repositories.iter())
-        .map(|r| (r.name.clone(), r.source.to_string()))
-        .collect();
+    let configured = args.config.as_ref().map(|_| {
+        (layers.file().repositories.iter())
+            .map(|r| (r.name.clone(), r.source.to_string()))
+            .collect()
+    });
     Ok(MigrateOptions {
         state,
         url,
@@ -818,21 +820,26 @@ pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
 
 /// The line of one repository's outcome, or its error's text.
 fn migrated_line(outcome: &Outcome) -> Result<String, String> {
+    use crate::migrate::counted;
     let name = &outcome.name;
+    let note = match &outcome.note {
+        Some(note) => format!(" ({note})"),
+        None => String::new(),
+    };
     match &outcome.result {
         Ok(Done::Copied { survey, elapsed }) => Ok(format!(
-            "{name}: {} records copied in {:.2} s\n",
-            survey.records.live + survey.records.deleted,
+            "{name}: {} copied in {:.2} s{note}\n",
+            counted(survey.records.live + survey.records.deleted, "record"),
             elapsed.as_secs_f64()
         )),
         Ok(Done::WouldCopy { survey, replaces }) => Ok(format!(
-            "{name}: would copy {} records ({} live, {} deleted), {} changed since the last \
-             publish, {}, {} rejected; {}{}\n",
-            survey.records.live + survey.records.deleted,
+            "{name}: would copy {} ({} live, {} deleted), {} changed since the last publish, \
+             {}, {} rejected; {}{}{note}\n",
+            counted(survey.records.live + survey.records.deleted, "record"),
             survey.records.live,
             survey.records.deleted,
             survey.changed,
-            crate::migrate::counted(survey.shared, "shared URL"),
+            counted(survey.shared, "shared URL"),
             survey.rejected,
             crate::migrate::describe(&survey.state),
             if *replaces {
@@ -841,22 +848,24 @@ fn migrated_line(outcome: &Outcome) -> Result<String, String> {
                 ""
             }
         )),
-        Err(e) => Err(format!("{name}: {}", error_chain(e))),
+        Err(e) => Err(format!("{name}: {}{note}", error_chain(e))),
     }
 }
 
 /// The totals of `migrate-state`.
 fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) -> String {
-    let all = totals.done + totals.failed.len();
+    use crate::migrate::{counted, counted_as};
+    let all = totals.done + totals.failed.len() + totals.unverified.len();
     let what = if options.dry_run {
         "would copy"
     } else {
         "copied"
     };
     let mut text = format!(
-        "{what} {} of {all} repositories ({} records) from {} into {} in {:.2} s",
+        "{what} {} of {} ({}) from {} into {} in {:.2} s",
         totals.done,
-        totals.records,
+        counted_as(all as u64, "repository", "repositories"),
+        counted(totals.records, "record"),
         options.state.display(),
         options.url.redacted(),
         totals.elapsed.as_secs_f64()
@@ -869,6 +878,13 @@ fn migrated_totals(options: &MigrateOptions, totals: &crate::migrate::Totals) ->
             "; failed: {} (nothing of theirs was copied; once the cause is dealt with, rerun \
              for those with --repository)",
             totals.failed.join(", ")
+        ));
+    }
+    if !totals.unverified.is_empty() {
+        text.push_str(&format!(
+            "; copied but read back otherwise: {} (committed and left as they are; see the \
+             errors above)",
+            totals.unverified.join(", ")
         ));
     }
     text.push('\n');
@@ -1209,7 +1225,10 @@ from = "2020-01-01"
         assert!(o.dry_run && !o.replace);
         assert_eq!(
             o.configured,
-            [("a".to_owned(), "https://file.example/oai".to_owned())]
+            Some(vec![(
+                "a".to_owned(),
+                "https://file.example/oai".to_owned()
+            )])
         );
 
         // Neither a state folder nor a file to take it from; no database.
@@ -1229,6 +1248,69 @@ from = "2020-01-01"
         let e = migrate(Some(&plain), &bad, &[]).unwrap_err().into_inner();
         assert_eq!(e.key, Environment::STATE_URL);
         assert!(!e.to_string().contains("s3cret"), "{e}");
+    }
+
+    /// `migrate-state` names an export's store as `export --state-url` named it: the names
+    /// are compared with the ones the export's own options give its store, for an export of
+    /// the configured repository, of another `--base-url`, and of a `--repository` given;
+    /// where two configured repositories harvest the store's source, the export cannot be
+    /// told from the store, and `migrate-state` asks for `--repository`.
+    #[test]
+    fn migrate_state_names_an_exports_store_as_export_does() {
+        let (dir, _) = file();
+        let db = "postgres://u@db.example/oai";
+        let store_name = |config: &Path, flags: &[&str]| -> (String, String) {
+            let flags = [
+                &["--state-url", db, "--public-url", "https://p.example/"],
+                flags,
+            ]
+            .concat();
+            let o = export(config, &[], &flags).unwrap();
+            let Some(crate::store::StoreLocation::Postgres { repository, .. }) = o.state_db else {
+                panic!("no store in the database")
+            };
+            // What the export's store records as its source (`State::source`).
+            (repository, o.job.request.source.to_string())
+        };
+        let named = |config: &Path, given: &[&str], source: &str| {
+            let mut flags = vec!["--state", "/s", "--state-url", db];
+            for name in given {
+                flags.extend(["--repository", name]);
+            }
+            let configured = migrate(Some(config), &[], &flags).unwrap().configured;
+            let given: Vec<String> = given.iter().map(|g| g.to_string()).collect();
+            crate::migrate::export_name(&given, &configured.unwrap(), source)
+        };
+        let config = dir.path().join("one.toml");
+        std::fs::write(&config, FILE).unwrap();
+        for (flags, given) in [
+            (&[][..], &[][..]),
+            (&["--base-url", "https://other.example/oai"][..], &[][..]),
+            (&["--repository", "a"][..], &["a"][..]),
+        ] {
+            let (exported, source) = store_name(&config, flags);
+            let (name, how) = named(&config, given, &source).unwrap();
+            assert_eq!(name, exported, "{flags:?}: {how}");
+        }
+        let (_, source) = store_name(&config, &[]);
+        let how = named(&config, &[], &source).unwrap().1;
+        assert_eq!(
+            how,
+            "named after [[repository]] a in the config, which harvests its source"
+        );
+        let how = named(&config, &[], "https://other.example/oai").unwrap().1;
+        assert!(how.contains("named after its source URL"), "{how}");
+
+        // A second repository of the same source: either may have made the store.
+        let twice = dir.path().join("twice.toml");
+        let second =
+            FILE[FILE.find("[[repository]]").unwrap()..].replace("name = \"a\"", "name = \"a2\"");
+        std::fs::write(&twice, format!("{FILE}\n{second}")).unwrap();
+        let (exported, source) = store_name(&twice, &["--repository", "a2"]);
+        assert_eq!(exported, "a2");
+        let e = named(&twice, &[], &source).unwrap_err();
+        assert!(e.contains("(a, a2): give --repository NAME"), "{e}");
+        assert_eq!(named(&twice, &["a2"], &source).unwrap().0, exported);
     }
 
     #[test]

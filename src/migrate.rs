@@ -5,21 +5,21 @@
 //! directory holds a folder per repository, `{state_dir}/{name}/store.sqlite`, the store of
 //! repository `name`; an export's `--state` folder holds one store, `{dir}/store.sqlite`, whose
 //! name is the one `export --state-url` would give it (`--repository`, the configured
-//! repository that harvests the same source, or else the source as it reads).
+//! repository that harvests the same source, or else the source as it reads; two configured
+//! repositories of that source are an error asking for `--repository`).
 //!
-//! Each repository is copied in one transaction ([`crate::store::copy`]), then read back
-//! through the PostgreSQL store and compared with the SQLite store: its counts and its
-//! [`State`](crate::store::State); a copy that does not read back as written is removed again.
-//! A repository that fails (refused, unreadable, a mismatch) does not stop the others: each is
+//! Each repository is copied in one transaction ([`crate::store::copy`]) under its fleet lease,
+//! compared with the SQLite store before the commit (a difference rolls it back), and once
+//! committed read back through the PostgreSQL store as a last check that only reports. A
+//! repository that fails (refused, unreadable, a mismatch) does not stop the others: each is
 //! its own transaction, so what failed left nothing of its copy behind, and a rerun of the
-//! failed ones (`--repository`) is safe. The SQLite files are only read,
-//! never changed.
+//! failed ones (`--repository`) is safe. The SQLite files are only read, never changed.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::store::copy::{CopyError, Database, DatabaseError, SqliteSource, Survey};
-use crate::store::{Counts, FILE, Place, State, StateUrl, Store, StoreError};
+use crate::store::{FILE, Place, State, StateUrl, StoreError};
 
 /// What to move, and where.
 #[derive(Clone, Debug)]
@@ -32,8 +32,8 @@ pub(crate) struct MigrateOptions {
     /// name of its store.
     pub(crate) repositories: Vec<String>,
     /// The configured repositories, by name, with their source as it reads: an export's store
-    /// that follows one of them takes its name.
-    pub(crate) configured: Vec<(String, String)>,
+    /// that follows one of them takes its name. `None` without a configuration file.
+    pub(crate) configured: Option<Vec<(String, String)>>,
     /// Replace the rows a repository already has in the database.
     pub(crate) replace: bool,
     /// Report what would be copied; write nothing.
@@ -55,6 +55,9 @@ pub(crate) struct Found {
 pub(crate) struct Outcome {
     /// The repository (an export's store that could not be named: its file).
     pub(crate) name: String,
+    /// How the name was chosen, or what else is worth saying of it (a folder that is no
+    /// configured repository), for people.
+    pub(crate) note: Option<String>,
     /// What was done, or why not.
     pub(crate) result: Result<Done, MigrateError>,
 }
@@ -85,8 +88,11 @@ pub(crate) struct Totals {
     pub(crate) done: usize,
     /// Records (rows, live and deleted) copied, or that would be.
     pub(crate) records: u64,
-    /// The repositories that failed.
+    /// The repositories that failed, leaving nothing of their copy.
     pub(crate) failed: Vec<String>,
+    /// The repositories copied whose copy, committed, read back otherwise than the SQLite
+    /// store through the PostgreSQL store ([`CopyError::ReadBack`]): left as committed.
+    pub(crate) unverified: Vec<String>,
     /// How long it all took.
     pub(crate) elapsed: Duration,
 }
@@ -151,33 +157,22 @@ pub(crate) enum MigrateError {
          them; stop the gateways that use the database first)"
     )]
     Occupied(Place),
-    /// A gateway refreshes the repository now.
+    /// A gateway (or another migration) holds a live lease on the repository now.
     #[error(
-        "state store {place}: the gateway {holder:?} holds a lease on this repository (it is \
-         refreshing it): refused; stop the gateways that use the database first"
+        "state store {place}: {holder:?} holds a live lease on this repository (a gateway of \
+         a fleet refreshing it, or another migrate-state copying it): refused; stop the \
+         gateways that use the database first"
     )]
     Leased {
         /// The repository's store in the database.
         place: Place,
-        /// The gateway.
+        /// Who holds it.
         holder: String,
     },
-    /// What the database holds after the copy differs from the SQLite store: the copy was
-    /// removed again.
-    #[error(
-        "state store {place}: the copy does not match {} (SQLite, PostgreSQL): {}; the copy \
-         was removed",
-        path.display(),
-        differences.join("; ")
-    )]
-    Mismatch {
-        /// The repository's store in the database.
-        place: Place,
-        /// The SQLite store.
-        path: PathBuf,
-        /// What differs.
-        differences: Vec<String>,
-    },
+    /// The copy failed otherwise: a mismatch (rolled back), a lease lost (rolled back), or a
+    /// read-back that differs (committed, reported).
+    #[error(transparent)]
+    Copy(CopyError),
 }
 
 impl From<CopyError> for MigrateError {
@@ -186,6 +181,9 @@ impl From<CopyError> for MigrateError {
             CopyError::Store(e) => MigrateError::Store(e),
             CopyError::Occupied(place) => MigrateError::Occupied(place),
             CopyError::Leased { place, holder } => MigrateError::Leased { place, holder },
+            e @ (CopyError::LeaseLost(_)
+            | CopyError::Mismatch { .. }
+            | CopyError::ReadBack { .. }) => MigrateError::Copy(e),
         }
     }
 }
@@ -209,7 +207,8 @@ pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateErr
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let entry = entry.map_err(unreadable)?;
         let path = entry.path().join(FILE);
-        if !entry.file_type().map_err(unreadable)?.is_dir() || !path.is_file() {
+        // `is_dir` follows a symbolic link: a repository's folder may be one.
+        if !entry.path().is_dir() || !path.is_file() {
             continue;
         }
         // A repository's name is text; a folder whose name is not cannot be one.
@@ -258,17 +257,18 @@ fn idle(dir: &Path) -> Result<Option<std::fs::File>, MigrateError> {
     })
 }
 
-/// The name of an export's store, as `export --state-url` names the repository it exports:
-/// the one `--repository` given; else the configured repository that harvests the store's
-/// `source` (an export of a `[[repository]]`); else the source as it reads (an export of
-/// `--base-url` alone).
+/// The name of an export's store, as `export --state-url` names the repository it exports
+/// (`crate::app::export_options`): the one `--repository` given; else the configured repository
+/// that harvests the store's `source` (an export of a `[[repository]]`); else the source as it
+/// reads (an export of `--base-url` alone). With the name, how it was chosen, for people. Two
+/// configured repositories of that source are an error: either may have made the store.
 pub(crate) fn export_name(
     given: &[String],
     configured: &[(String, String)],
     source: &str,
-) -> Result<String, String> {
+) -> Result<(String, String), String> {
     match given {
-        [one] => return Ok(one.clone()),
+        [one] => return Ok((one.clone(), "named by --repository".to_owned())),
         [] => {}
         _ => {
             return Err(
@@ -278,10 +278,6 @@ pub(crate) fn export_name(
             );
         }
     }
-    let mut same = configured.iter().filter(|(_, s)| s == source);
-    if let (Some((name, _)), None) = (same.next(), same.next()) {
-        return Ok(name.clone());
-    }
     if source.is_empty() {
         return Err(
             "the store has never been harvested into (its state names no source): give \
@@ -289,7 +285,27 @@ pub(crate) fn export_name(
                 .to_owned(),
         );
     }
-    Ok(source.to_owned())
+    let same: Vec<&str> = (configured.iter())
+        .filter(|(_, s)| s == source)
+        .map(|(name, _)| name.as_str())
+        .collect();
+    match same.as_slice() {
+        [] => Ok((
+            source.to_owned(),
+            "named after its source URL, as export --state-url names it without --repository"
+                .to_owned(),
+        )),
+        [name] => Ok((
+            (*name).to_owned(),
+            format!("named after [[repository]] {name} in the config, which harvests its source"),
+        )),
+        several => Err(format!(
+            "the store harvested {source}, which several [[repository]] of the config harvest \
+             ({}): give --repository NAME, the name it takes in the database (the \
+             repository's, or {source} for an export of --base-url)",
+            several.join(", ")
+        )),
+    }
 }
 
 /// Moves (or, with `dry_run`, surveys) every store `options` names into the database, telling
@@ -313,6 +329,9 @@ pub(crate) fn migrate(
                 totals.done += 1;
                 totals.records += survey.records.live + survey.records.deleted;
             }
+            Err(MigrateError::Copy(CopyError::ReadBack { .. })) => {
+                totals.unverified.push(outcome.name.clone());
+            }
             Err(_) => totals.failed.push(outcome.name.clone()),
         }
         report(&outcome);
@@ -332,26 +351,44 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
                     .name
                     .clone()
                     .unwrap_or_else(|| found.path.display().to_string()),
+                note: None,
                 result: Err(e.into()),
             };
         }
     };
+    let configured = options.configured.as_deref();
     let named = match &found.name {
-        Some(name) => Ok(name.clone()),
+        // A folder of a gateway's state directory: its name, said when the config has no
+        // repository of that name (copied all the same).
+        Some(name) => Ok((
+            name.clone(),
+            configured
+                .filter(|c| !c.iter().any(|(n, _)| n == name))
+                .map(|_| {
+                    "not a [[repository]] of the config: copied all the same, under its \
+                     folder's name"
+                        .to_owned()
+                }),
+        )),
         None => source.survey().map_err(MigrateError::from).and_then(|s| {
-            export_name(&options.repositories, &options.configured, &s.state.source).map_err(
-                |message| MigrateError::Name {
-                    path: found.path.clone(),
-                    message,
-                },
+            export_name(
+                &options.repositories,
+                configured.unwrap_or_default(),
+                &s.state.source,
             )
+            .map(|(name, how)| (name, Some(how)))
+            .map_err(|message| MigrateError::Name {
+                path: found.path.clone(),
+                message,
+            })
         }),
     };
-    let name = match named {
-        Ok(name) => name,
+    let (name, note) = match named {
+        Ok(named) => named,
         Err(e) => {
             return Outcome {
                 name: found.path.display().to_string(),
+                note: None,
                 result: Err(e),
             };
         }
@@ -364,7 +401,7 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
             elapsed: started.elapsed(),
         })
     };
-    Outcome { name, result }
+    Outcome { name, note, result }
 }
 
 /// What a copy of `source` into `name` would do, changing nothing: refused as the copy would
@@ -397,40 +434,15 @@ fn survey(
     })
 }
 
-/// Copies `source` into the repository `name`, then reads it back through the PostgreSQL
-/// store and compares.
+/// Copies `source` into the repository `name`: compared with the SQLite store before it is
+/// committed, and read back through the PostgreSQL store after ([`Database::copy`]).
 fn copy(
     options: &MigrateOptions,
     source: &SqliteSource,
     database: &mut Database,
     name: &str,
 ) -> Result<Survey, MigrateError> {
-    let copied = database.copy(source, name, options.replace)?;
-    let store = Store::open_postgres(&options.url, name)?;
-    let read_back = Survey {
-        records: store.counts()?,
-        tally: Counts {
-            live: store.live()?,
-            deleted: store.deleted()?,
-        },
-        changed: store.changed()?,
-        shared: database.shared(name)?,
-        rejected: store.rejected()?,
-        state: store.state()?,
-    };
-    let differences = copied.differences(&read_back);
-    if !differences.is_empty() {
-        // Not left for a gateway to continue from: without it, the repository starts anew.
-        let place = store.place();
-        drop(store);
-        database.remove(name)?;
-        return Err(MigrateError::Mismatch {
-            place,
-            path: source.path().to_owned(),
-            differences,
-        });
-    }
-    Ok(copied)
+    Ok(database.copy(source, name, options.replace)?)
 }
 
 /// A short account of a store's state, for people: its last complete harvest, a harvest under
@@ -467,12 +479,17 @@ pub(crate) fn describe(state: &State) -> String {
     parts.join(", ")
 }
 
-/// `n` things, `thing` in the plural unless one.
+/// `n` things, `thing` in the plural (`thing` and an `s`) unless one.
 pub(crate) fn counted(n: u64, thing: &str) -> String {
+    counted_as(n, thing, &format!("{thing}s"))
+}
+
+/// `n` things, `one` when one, else `many`.
+pub(crate) fn counted_as(n: u64, one: &str, many: &str) -> String {
     if n == 1 {
-        format!("1 {thing}")
+        format!("1 {one}")
     } else {
-        format!("{n} {thing}s")
+        format!("{n} {many}")
     }
 }
 
@@ -545,46 +562,64 @@ mod tests {
         assert!(idle(dir.path()).unwrap().is_some(), "the gateway stopped");
     }
 
-    /// An export's store takes the name `export --state-url` would give its repository.
+    /// An export's store takes the name `export --state-url` would give its repository (the
+    /// names compared with export's own: `app`'s
+    /// `migrate_state_names_an_exports_store_as_export_does`), and says how it was named.
     #[test]
     fn an_exports_store_is_named_as_export_names_it() {
         let configured = [
             ("a".to_owned(), "https://a.example/oai".to_owned()),
             ("b".to_owned(), "https://b.example/oai".to_owned()),
         ];
+        let name = |given: &[String], configured: &[(String, String)], source: &str| {
+            export_name(given, configured, source).map(|(name, _)| name)
+        };
         let given = ["mine".to_owned()];
         assert_eq!(
             export_name(&given, &configured, "https://a.example/oai").unwrap(),
-            "mine"
+            ("mine".to_owned(), "named by --repository".to_owned())
         );
         assert_eq!(
-            export_name(&[], &configured, "https://b.example/oai").unwrap(),
+            name(&[], &configured, "https://b.example/oai").unwrap(),
             "b"
         );
         assert_eq!(
-            export_name(&[], &configured, "https://c.example/oai").unwrap(),
+            name(&[], &configured, "https://c.example/oai").unwrap(),
             "https://c.example/oai"
         );
-        // Two configured repositories of one source: the source, as `--base-url` names it.
+        // Two configured repositories of one source: either may have made the store.
         let twice = [
             configured[0].clone(),
             ("a2".into(), configured[0].1.clone()),
         ];
+        let e = name(&[], &twice, "https://a.example/oai").unwrap_err();
+        assert!(e.contains("(a, a2): give --repository NAME"), "{e}");
         assert_eq!(
-            export_name(&[], &twice, "https://a.example/oai").unwrap(),
-            "https://a.example/oai"
+            name(&["a2".to_owned()], &twice, "https://a.example/oai").unwrap(),
+            "a2"
         );
-        assert!(
-            export_name(&[], &[], "")
-                .unwrap_err()
-                .contains("--repository")
-        );
+        assert!(name(&[], &[], "").unwrap_err().contains("--repository"));
         let two = ["x".to_owned(), "y".to_owned()];
         assert!(
-            export_name(&two, &[], "s")
+            name(&two, &[], "s")
                 .unwrap_err()
                 .contains("one --repository")
         );
+    }
+
+    /// A repository's folder that is a symbolic link to one is a repository's folder.
+    #[cfg(unix)]
+    #[test]
+    fn a_repository_folder_may_be_a_symbolic_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        touch(&dir.path().join("a").join(FILE));
+        touch(&elsewhere.path().join("b").join(FILE));
+        std::os::unix::fs::symlink(elsewhere.path().join("b"), dir.path().join("b")).unwrap();
+        let found = find(dir.path(), &[]).unwrap();
+        let names: Vec<_> = found.iter().map(|f| f.name.as_deref().unwrap()).collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(found[1].path, dir.path().join("b").join(FILE));
     }
 
     #[test]

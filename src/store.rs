@@ -23,6 +23,7 @@ mod pg;
 mod sqlite;
 
 pub use pg::StateUrl;
+pub(crate) use pg::{LEASE_CLAIM, LEASE_RELEASE, LEASE_RENEW};
 
 /// The store's file name in a repository's state folder.
 pub const FILE: &str = "store.sqlite";

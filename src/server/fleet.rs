@@ -122,16 +122,7 @@ impl Fleet {
         let client = self.client().await?;
         let granted = client
             .query_opt(
-                "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at)
-                 VALUES ($1, $2, now() + make_interval(secs => $3))
-                 ON CONFLICT (repository) DO UPDATE
-                   SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-                   WHERE (oai_bridge_refreshes.expires_at IS NULL
-                          OR oai_bridge_refreshes.expires_at <= now())
-                     AND ($4 OR oai_bridge_refreshes.refreshed_at IS NULL
-                          OR oai_bridge_refreshes.refreshed_at
-                             <= now() - make_interval(secs => $5))
-                 RETURNING 1",
+                crate::store::LEASE_CLAIM,
                 &[
                     &repository,
                     &self.holder,
@@ -173,8 +164,7 @@ impl Fleet {
         let client = self.client().await?;
         let renewed = client
             .execute(
-                "UPDATE oai_bridge_refreshes SET expires_at = now() + make_interval(secs => $3)
-                 WHERE repository = $1 AND holder = $2 AND expires_at > now()",
+                crate::store::LEASE_RENEW,
                 &[&repository, &self.holder, &self.lease.as_secs_f64()],
             )
             .await
@@ -186,11 +176,7 @@ impl Fleet {
     pub(crate) async fn release(&self, repository: &str) -> Result<(), FleetError> {
         let client = self.client().await?;
         client
-            .execute(
-                "UPDATE oai_bridge_refreshes SET holder = NULL, expires_at = NULL
-                 WHERE repository = $1 AND holder = $2",
-                &[&repository, &self.holder],
-            )
+            .execute(crate::store::LEASE_RELEASE, &[&repository, &self.holder])
             .await
             .map_err(self.failed("release a claim"))?;
         Ok(())

@@ -10,14 +10,30 @@
 //! store writes a page with. The SQLite file is opened for queries alone and read in one
 //! transaction: what is copied is one consistent moment of the store, and the file is never
 //! written.
+//!
+//! The copy is checked before it is committed: the rows the transaction wrote are counted, table
+//! by table, and its state document compared with the SQLite store's; a copy that differs is
+//! rolled back, so the database keeps what it held (the rows `--replace` would have replaced
+//! among them). While it copies a repository, `migrate-state` holds the repository's lease in
+//! `oai_bridge_refreshes`, as a gateway of a fleet holds it while it refreshes
+//! ([`crate::server::fleet`]): no gateway starts a refresh of it meanwhile. A copy made releases
+//! it as not fresh, so the next gateway claims the repository at once and continues
+//! incrementally from the copied state.
 
 use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use postgres::{Client, GenericClient, Transaction};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::pg::{self, Doing, Failure};
-use super::{Counts, Place, State, StateUrl, StoreError, persisted, sqlite};
+use super::{Counts, Place, State, StateUrl, Store, StoreError, persisted, sqlite};
+
+/// How long the lease `migrate-state` takes on a repository it copies lasts unrenewed: it is
+/// renewed every third of it while the copy runs, so a migration killed mid-copy holds the
+/// repository from the gateways this long at most.
+const LEASE: Duration = Duration::from_secs(60);
 
 /// Most rows in one batch written.
 const BATCH_ROWS: usize = 1000;
@@ -86,13 +102,52 @@ pub(crate) enum CopyError {
     /// The database already holds rows of the repository, and they were not to be replaced.
     #[error("state store {0}: already holds rows of this repository")]
     Occupied(Place),
-    /// A gateway of a fleet holds a live lease on the repository: it is refreshing it now.
-    #[error("state store {place}: a gateway ({holder}) is refreshing this repository now")]
+    /// A gateway of a fleet (or another migration) holds a live lease on the repository: it
+    /// is refreshing it now.
+    #[error("state store {place}: {holder:?} holds a live lease on this repository")]
     Leased {
         /// The repository's store in the database.
         place: Place,
-        /// The gateway that holds the lease.
+        /// Who holds the lease.
         holder: String,
+    },
+    /// The lease taken for the copy ended before the copy was committed (it could not be
+    /// renewed): the copy was rolled back.
+    #[error(
+        "state store {0}: the lease taken for the copy ended before it was committed: the copy \
+         was rolled back"
+    )]
+    LeaseLost(Place),
+    /// What the transaction wrote differs from the SQLite store: the copy was rolled back.
+    #[error(
+        "state store {place}: the copy does not match {} (SQLite, PostgreSQL): {}; it was \
+         rolled back, the database holds what it held before",
+        path.display(),
+        differences.join("; ")
+    )]
+    Mismatch {
+        /// The repository's store in the database.
+        place: Place,
+        /// The SQLite store.
+        path: PathBuf,
+        /// What differs.
+        differences: Vec<String>,
+    },
+    /// The copy was committed (it matched in its transaction), but reads back differently
+    /// through the PostgreSQL store: left as it is, reported.
+    #[error(
+        "state store {place}: the copy was committed, but reads back through the store \
+         otherwise than {} (SQLite, PostgreSQL): {}; it was left as it is",
+        path.display(),
+        differences.join("; ")
+    )]
+    ReadBack {
+        /// The repository's store in the database.
+        place: Place,
+        /// The SQLite store.
+        path: PathBuf,
+        /// What differs.
+        differences: Vec<String>,
     },
 }
 
@@ -243,19 +298,19 @@ impl SqliteSource {
     /// Copies the store into `repository`'s rows of the database `client` is connected to
     /// (its schema migrated), in one transaction of each: the SQLite store is read as it is at
     /// one moment; the database's rows are all written or none. Rows the database holds for
-    /// the repository already are replaced with `replace`, else the copy is refused; so is a
-    /// repository a gateway is refreshing now, either way. Returns what was copied.
-    pub(crate) fn copy_into(
+    /// the repository already are replaced with `replace`, else the copy is refused. What the
+    /// transaction wrote is counted and compared with the SQLite store before it is committed:
+    /// a difference rolls it back. `holder` is the lease the caller holds on the repository
+    /// ([`Database::copy`]), checked (and locked against a claim) before the commit. Returns
+    /// what was copied.
+    fn copy_into(
         &self,
         client: &mut Client,
-        url: &StateUrl,
+        place: &Place,
         repository: &str,
         replace: bool,
+        holder: &str,
     ) -> Result<Survey, CopyError> {
-        let place = Place::Postgres {
-            url: url.redacted(),
-            repository: repository.to_owned(),
-        };
         let at = |failure: Failure| StoreError {
             place: place.clone(),
             what: failure.what,
@@ -273,12 +328,9 @@ impl SqliteSource {
             .doing("cannot begin a transaction")
             .map_err(at)?;
         let found = occupied(&mut tx, repository).map_err(at)?;
-        if let Some(holder) = found.lease {
-            return Err(CopyError::Leased { place, holder });
-        }
         if found.rows {
             if !replace {
-                return Err(CopyError::Occupied(place));
+                return Err(CopyError::Occupied(place.clone()));
             }
             pg::empty(&mut tx, repository, true).map_err(at)?;
         }
@@ -287,6 +339,49 @@ impl SqliteSource {
             Ok(()) => {}
             Err(Fault::Sqlite(e)) => return Err(e.into()),
             Err(Fault::Postgres(f)) => return Err(at(f).into()),
+        }
+        #[cfg(test)]
+        tests::AFTER_WRITE.with(|sql| -> Result<(), CopyError> {
+            if let Some(sql) = sql.borrow().as_deref() {
+                tx.batch_execute(sql).doing("test hook").map_err(at)?;
+            }
+            Ok(())
+        })?;
+        let (written, written_doc) = written_survey(&mut tx, repository).map_err(at)?;
+        let mut differences = survey.differences(&written);
+        if written_doc != doc {
+            differences.push("the state document's text".to_owned());
+        }
+        if !differences.is_empty() {
+            // Dropped, the transaction rolls back: nothing of the copy is left.
+            drop(tx);
+            return Err(CopyError::Mismatch {
+                place: place.clone(),
+                path: self.path.clone(),
+                differences,
+            });
+        }
+        // The lease still this copy's, and held so until the commit: a claim waits for it.
+        // Live now, not when the transaction began (`now()`).
+        let lease: Option<(Option<String>, bool)> = tx
+            .query_opt(
+                "SELECT holder, coalesce(expires_at > statement_timestamp(), false)
+                 FROM oai_bridge_refreshes
+                 WHERE repository = $1 FOR UPDATE",
+                &[&repository],
+            )
+            .doing("cannot read the repository's lease")
+            .map_err(at)?
+            .map(|r| (r.get(0), r.get(1)));
+        match lease {
+            Some((Some(h), true)) if h == holder => {}
+            Some((Some(h), true)) => {
+                return Err(CopyError::Leased {
+                    place: place.clone(),
+                    holder: h,
+                });
+            }
+            _ => return Err(CopyError::LeaseLost(place.clone())),
         }
         tx.commit().doing("cannot commit the copy").map_err(at)?;
         drop(read);
@@ -587,10 +682,129 @@ fn occupied(client: &mut impl GenericClient, repository: &str) -> Result<Occupie
     Ok(found)
 }
 
+/// What `tx` holds of `repository`, counted as [`SqliteSource::survey`] counts a SQLite store,
+/// and its state document as saved: what a copy wrote, read before it is committed.
+fn written_survey(
+    tx: &mut Transaction<'_>,
+    repository: &str,
+) -> Result<(Survey, Option<String>), Failure> {
+    let mut number = |sql: &str| -> Result<u64, Failure> {
+        let n: i64 = tx
+            .query_one(sql, &[&repository])
+            .doing("cannot count what was copied")?
+            .get(0);
+        Ok(n as u64)
+    };
+    let records = Counts {
+        live: number(
+            "SELECT count(*) FROM oai_bridge_records WHERE repository = $1 AND NOT deleted",
+        )?,
+        deleted: number(
+            "SELECT count(*) FROM oai_bridge_records WHERE repository = $1 AND deleted",
+        )?,
+    };
+    let tally = Counts {
+        live: number(
+            "SELECT coalesce((SELECT live FROM oai_bridge_tally WHERE repository = $1), 0)",
+        )?,
+        deleted: number(
+            "SELECT coalesce((SELECT deleted FROM oai_bridge_tally WHERE repository = $1), 0)",
+        )?,
+    };
+    let changed = number("SELECT count(*) FROM oai_bridge_changes WHERE repository = $1")?;
+    let shared = number("SELECT count(*) FROM oai_bridge_shared WHERE repository = $1")?;
+    let rejected = number("SELECT count(*) FROM oai_bridge_rejected WHERE repository = $1")?;
+    let doc: Option<String> = tx
+        .query_opt(
+            "SELECT doc FROM oai_bridge_state WHERE repository = $1",
+            &[&repository],
+        )
+        .doing("cannot read the state copied")?
+        .map(|r| r.get(0));
+    let state = match &doc {
+        None => State::default(),
+        Some(doc) => serde_json::from_str(doc).map_err(|e| Failure {
+            what: "cannot parse the state copied",
+            source: Box::new(e),
+        })?,
+    };
+    let survey = Survey {
+        records,
+        tally,
+        changed,
+        shared,
+        rejected,
+        state,
+    };
+    Ok((survey, doc))
+}
+
+/// Renews a lease on a repository every third of its length, on a connection of its own, until
+/// stopped: the copy's connection is busy with the copy.
+struct Renewer {
+    stop: mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Renewer {
+    fn start(
+        url: &StateUrl,
+        place: &Place,
+        repository: &str,
+        holder: &str,
+        lease: Duration,
+    ) -> Result<Renewer, StoreError> {
+        let (stop, stopped) = mpsc::channel::<()>();
+        let (url, repository, holder) = (url.clone(), repository.to_owned(), holder.to_owned());
+        let (place, failed) = (place.clone(), place.clone());
+        let thread = std::thread::Builder::new()
+            .name(format!("lease-{repository}"))
+            .spawn(move || {
+                let mut client: Option<Client> = None;
+                while let Err(mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(lease / 3) {
+                    if client.as_ref().is_none_or(Client::is_closed) {
+                        client = url.connect().ok();
+                    }
+                    let Some(c) = client.as_mut() else {
+                        tracing::warn!("state store {place}: cannot connect to renew the lease");
+                        continue;
+                    };
+                    match c.execute(
+                        pg::LEASE_RENEW,
+                        &[&repository, &holder, &lease.as_secs_f64()],
+                    ) {
+                        Ok(1) => {}
+                        // Ended: the copy is rolled back before its commit (`LeaseLost`).
+                        Ok(_) => return,
+                        Err(e) => {
+                            tracing::warn!("state store {place}: cannot renew the lease: {e}")
+                        }
+                    }
+                }
+            })
+            .map_err(|e| StoreError {
+                place: failed,
+                what: "cannot start the thread that renews the lease",
+                source: Box::new(e),
+            })?;
+        Ok(Renewer { stop, thread })
+    }
+
+    /// Stops renewing (a renewal under way ends first).
+    fn stop(self) {
+        drop(self.stop);
+        let _ = self.thread.join();
+    }
+}
+
 /// A connection to the database stores are copied into.
 pub(crate) struct Database {
     client: Client,
     url: StateUrl,
+    /// Who holds the leases this migration takes: `migrate-state:{host}:{process id}`.
+    holder: String,
+    /// How long they last unrenewed ([`LEASE`]).
+    lease: Duration,
 }
 
 /// A failure to reach or prepare the database, naming it without its password.
@@ -622,9 +836,14 @@ impl Database {
         } else {
             pg::migrate(&mut client).map_err(failed)?;
         }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_owned())
+            .unwrap_or_else(|_| "localhost".to_owned());
         Ok(Database {
             client,
             url: url.clone(),
+            holder: format!("migrate-state:{host}:{}", std::process::id()),
+            lease: LEASE,
         })
     }
 
@@ -639,7 +858,7 @@ impl Database {
     }
 
     /// Shared URLs the database holds for `repository` (which [`super::Store`] does not count).
-    pub(crate) fn shared(&mut self, repository: &str) -> Result<u64, StoreError> {
+    fn shared(&mut self, repository: &str) -> Result<u64, StoreError> {
         let n: i64 = self
             .client
             .query_one(
@@ -652,38 +871,131 @@ impl Database {
         Ok(n as u64)
     }
 
-    /// Copies `source` into `repository`'s rows ([`SqliteSource::copy_into`]).
+    /// Copies `source` into `repository`'s rows ([`SqliteSource::copy_into`]), holding the
+    /// repository's lease meanwhile: taken first (refused while another holds a live one),
+    /// renewed while the copy runs, released after it. A copy committed releases it as not
+    /// fresh (`refreshed_at` unset), so a gateway claims the repository at once and continues
+    /// from the copy; one that failed leaves `refreshed_at` as it was. Once committed, the copy
+    /// is read back through [`Store`] and compared again ([`CopyError::ReadBack`] reports a
+    /// difference; nothing is removed).
     pub(crate) fn copy(
         &mut self,
         source: &SqliteSource,
         repository: &str,
         replace: bool,
     ) -> Result<Survey, CopyError> {
-        source.copy_into(&mut self.client, &self.url, repository, replace)
+        let place = self.place(repository);
+        self.claim(repository)?;
+        let copied = Renewer::start(&self.url, &place, repository, &self.holder, self.lease)
+            .map_err(CopyError::from)
+            .and_then(|renewer| {
+                let copied = source
+                    .copy_into(&mut self.client, &place, repository, replace, &self.holder)
+                    .and_then(|survey| self.read_back(source, repository, survey));
+                renewer.stop();
+                copied
+            });
+        let committed = !matches!(
+            copied,
+            Err(CopyError::Store(_)
+                | CopyError::Occupied(_)
+                | CopyError::Leased { .. }
+                | CopyError::LeaseLost(_)
+                | CopyError::Mismatch { .. })
+        );
+        if let Err(f) = self.release(repository, committed) {
+            tracing::warn!(
+                "{}",
+                self.error(repository, f).to_string()
+                    + " (the lease ends by itself within a minute)"
+            );
+        }
+        copied
     }
 
-    /// Removes every row of `repository`'s store, its counts too, in one transaction: what a
-    /// copy that did not read back as written leaves.
-    pub(crate) fn remove(&mut self, repository: &str) -> Result<(), StoreError> {
-        let removed = (|| {
-            let mut tx = (self.client.transaction()).doing("cannot begin a transaction")?;
-            pg::empty(&mut tx, repository, true)?;
-            tx.execute(
-                "DELETE FROM oai_bridge_tally WHERE repository = $1",
-                &[&repository],
+    /// Takes the lease on `repository` for this migration, however fresh it is, never from a
+    /// live lease.
+    fn claim(&mut self, repository: &str) -> Result<(), CopyError> {
+        let granted = self
+            .client
+            .query_opt(
+                pg::LEASE_CLAIM,
+                &[
+                    &repository,
+                    &self.holder,
+                    &self.lease.as_secs_f64(),
+                    &true,
+                    &0.0f64,
+                ],
             )
-            .doing("cannot empty the records")?;
-            tx.commit().doing("cannot commit the removal")
-        })();
-        removed.map_err(|f| self.error(repository, f))
+            .doing("cannot take the repository's lease")
+            .map_err(|f| self.error(repository, f))?;
+        if granted.is_some() {
+            return Ok(());
+        }
+        let holder = self.occupied(repository)?.lease;
+        Err(CopyError::Leased {
+            place: self.place(repository),
+            // Ended since: the lease was live a moment ago.
+            holder: holder.unwrap_or_else(|| "another process".to_owned()),
+        })
+    }
+
+    /// Releases this migration's lease on `repository`; `copied`, as not fresh.
+    fn release(&mut self, repository: &str, copied: bool) -> Result<(), Failure> {
+        let sql = if copied {
+            "UPDATE oai_bridge_refreshes SET holder = NULL, expires_at = NULL, refreshed_at = NULL
+             WHERE repository = $1 AND holder = $2"
+        } else {
+            pg::LEASE_RELEASE
+        };
+        self.client
+            .execute(sql, &[&repository, &self.holder])
+            .doing("cannot release the repository's lease")
+            .map(drop)
+    }
+
+    /// The copy of `source` into `repository`, committed, read back through the PostgreSQL
+    /// store and compared with `copied` (what the SQLite store held).
+    fn read_back(
+        &mut self,
+        source: &SqliteSource,
+        repository: &str,
+        copied: Survey,
+    ) -> Result<Survey, CopyError> {
+        let store = Store::open_postgres(&self.url, repository)?;
+        let read = Survey {
+            records: store.counts()?,
+            tally: Counts {
+                live: store.live()?,
+                deleted: store.deleted()?,
+            },
+            changed: store.changed()?,
+            shared: self.shared(repository)?,
+            rejected: store.rejected()?,
+            state: store.state()?,
+        };
+        let differences = copied.differences(&read);
+        if !differences.is_empty() {
+            return Err(CopyError::ReadBack {
+                place: self.place(repository),
+                path: source.path().to_owned(),
+                differences,
+            });
+        }
+        Ok(copied)
+    }
+
+    fn place(&self, repository: &str) -> Place {
+        Place::Postgres {
+            url: self.url.redacted(),
+            repository: repository.to_owned(),
+        }
     }
 
     fn error(&self, repository: &str, f: Failure) -> StoreError {
         StoreError {
-            place: Place::Postgres {
-                url: self.url.redacted(),
-                repository: repository.to_owned(),
-            },
+            place: self.place(repository),
             what: f.what,
             source: f.source,
         }
@@ -702,6 +1014,13 @@ fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    std::thread_local! {
+        /// SQL a copy runs in its transaction once it wrote its rows, before it compares them
+        /// with the SQLite store: a test's way to make a copy that differs.
+        pub(super) static AFTER_WRITE: std::cell::RefCell<Option<String>> =
+            const { std::cell::RefCell::new(None) };
+    }
 
     use crate::datestamp::Datestamp;
     use crate::inventory::SharedUrl;
@@ -766,8 +1085,176 @@ mod tests {
         )
     }
 
-    /// A SQLite store with more records than a batch, deletions, changes since a publish,
-    /// shared URLs, rejections and a state.
+    /// Every row of every table of a store, column by column, in key order.
+    #[derive(Debug, PartialEq)]
+    struct Tables {
+        records: Vec<(String, Option<i64>, bool, String, Vec<u8>, i64)>,
+        #[allow(clippy::type_complexity)]
+        changes: Vec<(
+            String,
+            Option<bool>,
+            Option<i64>,
+            Option<Vec<u8>>,
+            bool,
+            Option<i64>,
+            Vec<u8>,
+        )>,
+        shared: Vec<(String, Vec<u8>)>,
+        rejected: Vec<(String, Option<i64>, i64)>,
+        state: Option<String>,
+        tally: (i64, i64),
+    }
+
+    const RECORDS: &str = "SELECT id, datestamp, deleted, sets, body, seen FROM {t}records";
+    const CHANGES: &str = "SELECT id, prev_live, prev_datestamp, prev_body, now_deleted, \
+                           now_datestamp, now_body FROM {t}changes";
+    const SHARED: &str = "SELECT url, claims FROM {t}shared";
+    const REJECTED: &str = "SELECT id, datestamp, seen FROM {t}rejected";
+
+    /// The rows of the SQLite store at `path`.
+    fn sqlite_tables(path: &Path) -> Tables {
+        // Not SQLite's read-only mode, which leaves a WAL store's `-wal` and `-shm` behind.
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE).unwrap();
+        conn.pragma_update(None, "query_only", true).unwrap();
+        let sql = |q: &str, key: &str| format!("{} ORDER BY {key}", q.replace("{t}", ""));
+        fn all<T>(
+            conn: &Connection,
+            sql: &str,
+            row: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        ) -> Vec<T> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            stmt.query_map([], row)
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        }
+        Tables {
+            records: all(&conn, &sql(RECORDS, "id"), |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            }),
+            changes: all(&conn, &sql(CHANGES, "id"), |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            }),
+            shared: all(&conn, &sql(SHARED, "url"), |r| Ok((r.get(0)?, r.get(1)?))),
+            rejected: all(&conn, &sql(REJECTED, "id"), |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            }),
+            state: conn
+                .query_row("SELECT doc FROM state", [], |r| r.get(0))
+                .optional()
+                .unwrap(),
+            tally: conn
+                .query_row("SELECT live, deleted FROM tally", [], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .unwrap(),
+        }
+    }
+
+    /// The rows of `repository` in the database of `client`.
+    fn pg_tables(client: &mut Client, repository: &str) -> Tables {
+        let mut all = |q: &str, key: &str| {
+            let sql = format!(
+                "{} WHERE repository = $1 ORDER BY {key}",
+                q.replace("{t}", "oai_bridge_")
+            );
+            client.query(&sql, &[&repository]).unwrap()
+        };
+        let records = all(RECORDS, "id")
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3), r.get(4), r.get(5)))
+            .collect();
+        let changes = all(CHANGES, "id")
+            .iter()
+            .map(|r| {
+                (
+                    r.get(0),
+                    r.get(1),
+                    r.get(2),
+                    r.get(3),
+                    r.get(4),
+                    r.get(5),
+                    r.get(6),
+                )
+            })
+            .collect();
+        let shared = all(SHARED, "url")
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let rejected = all(REJECTED, "id")
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect();
+        let state = client
+            .query_opt(
+                "SELECT doc FROM oai_bridge_state WHERE repository = $1",
+                &[&repository],
+            )
+            .unwrap()
+            .map(|r| r.get(0));
+        let tally = client
+            .query_opt(
+                "SELECT live, deleted FROM oai_bridge_tally WHERE repository = $1",
+                &[&repository],
+            )
+            .unwrap()
+            .map_or((0, 0), |r| (r.get(0), r.get(1)));
+        Tables {
+            records,
+            changes,
+            shared,
+            rejected,
+            state,
+            tally,
+        }
+    }
+
+    /// The lease row of `repository`: holder, live, refreshed (`refreshed_at` set), generation.
+    fn lease(
+        client: &mut Client,
+        repository: &str,
+    ) -> Option<(Option<String>, bool, bool, Option<String>)> {
+        client
+            .query_opt(
+                "SELECT holder, coalesce(expires_at > now(), false), refreshed_at IS NOT NULL,
+                   generation
+                 FROM oai_bridge_refreshes WHERE repository = $1",
+                &[&repository],
+            )
+            .unwrap()
+            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+    }
+
+    /// A gateway's claim on `repository`, due every hour, as `crate::server::fleet` makes it.
+    fn gateway_claims(client: &mut Client, repository: &str) -> bool {
+        client
+            .query_opt(
+                pg::LEASE_CLAIM,
+                &[&repository, &"gw-2", &60.0f64, &false, &3600.0f64],
+            )
+            .unwrap()
+            .is_some()
+    }
+
+    /// A SQLite store with more records than a batch, deletions (with their datestamps),
+    /// records of two runs, changes since a publish, several shared URLs, rejections and a
+    /// state.
     fn filled(path: &Path) -> Store {
         let mut store = Store::open(path).unwrap();
         let doc = include_str!("../../fixtures/store/state-v1.json");
@@ -776,11 +1263,17 @@ mod tests {
         let page: Vec<Record> = (0..2500).map(|i| record(i, "2024-05-01")).collect();
         store.apply_page(1, &page, &state, false).unwrap();
         store.finish_run(true, Some(1), &state).unwrap();
-        let shared = SharedUrl {
-            url: "https://h/shared".into(),
-            claims: vec![1, 2, 3],
-        };
-        store.published(&state, &[shared], true).unwrap();
+        let shared: Vec<SharedUrl> = (0..3)
+            .map(|n| SharedUrl {
+                url: format!("https://h/shared/{n}"),
+                claims: vec![n, n + 1, n + 2],
+            })
+            .chain([SharedUrl {
+                url: "https://h/shared".into(),
+                claims: vec![1, 2, 3],
+            }])
+            .collect();
+        store.published(&state, &shared, true).unwrap();
         let mut gone = record(7, "2024-05-02");
         gone.deleted = true;
         let empty = Record {
@@ -799,9 +1292,9 @@ mod tests {
         store
     }
 
-    /// A store copied into the database answers every question as the SQLite store does, and
-    /// the SQLite file is not changed; a second copy is refused, then replaces with `replace`;
-    /// another repository's rows stay as they are.
+    /// A store copied into the database holds its every row, column for column, and answers
+    /// every question as the SQLite store does; the SQLite file is not changed; a second copy
+    /// is refused, then replaces with `replace`; another repository's rows stay as they are.
     #[test]
     fn a_copied_store_answers_as_the_sqlite_store() {
         let Some(db) = TestDb::create("a_copied_store_answers_as_the_sqlite_store") else {
@@ -812,7 +1305,23 @@ mod tests {
         let sqlite = filled(&path);
         let want = everything(&sqlite);
         drop(sqlite);
+        let rows = sqlite_tables(&path);
         assert_eq!(want.2.0.live, 2500, "2501 records, one deleted");
+        // What the comparison of rows must cover.
+        assert!(
+            rows.records.iter().any(|r| r.2 && r.1.is_some()),
+            "a datestamped deletion"
+        );
+        let runs: std::collections::BTreeSet<i64> = rows.records.iter().map(|r| r.5).collect();
+        assert_eq!(runs.len(), 2, "records seen in two runs");
+        assert_eq!(rows.shared.len(), 4, "shared URLs");
+        assert!(
+            rows.rejected.len() == 1 && rows.rejected[0].1.is_some() && rows.rejected[0].2 == 2,
+            "a rejection with its datestamp and run: {:?}",
+            rows.rejected
+        );
+        assert_eq!(rows.changes.len(), 3);
+        assert!(rows.state.is_some());
         let bytes = std::fs::read(&path).unwrap();
         let files = |dir: &Path| -> Vec<String> {
             let mut names: Vec<String> = (std::fs::read_dir(dir).unwrap())
@@ -827,15 +1336,17 @@ mod tests {
         other
             .apply_page(1, &[record(1, "2020-01-01")], &State::default(), false)
             .unwrap();
+        let mut client = db.client();
+        let others = pg_tables(&mut client, "other");
         let source = SqliteSource::open(&path).unwrap();
         let mut database = Database::connect(&db.url, false).unwrap();
         assert_eq!(database.occupied("r").unwrap(), Occupied::default());
         let survey = database.copy(&source, "r", false).unwrap();
         assert_eq!(survey, source.survey().unwrap());
-        assert_eq!((survey.changed, survey.shared, survey.rejected), (3, 1, 1));
+        assert_eq!((survey.changed, survey.shared, survey.rejected), (3, 4, 1));
+        assert_eq!(pg_tables(&mut client, "r"), rows);
         let copied = Store::open_postgres(&db.url, "r").unwrap();
         assert_eq!(everything(&copied), want);
-        assert_eq!(database.shared("r").unwrap(), 1);
         assert!(database.occupied("r").unwrap().rows);
 
         let e = database.copy(&source, "r", false).unwrap_err();
@@ -847,34 +1358,210 @@ mod tests {
             .apply_page(3, &[record(5000, "2024-06-01")], &want.5, true)
             .unwrap();
         drop(moved_on);
+        assert_ne!(pg_tables(&mut client, "r"), rows);
         database.copy(&source, "r", true).unwrap();
+        assert_eq!(pg_tables(&mut client, "r"), rows);
         assert_eq!(
             everything(&Store::open_postgres(&db.url, "r").unwrap()),
             want
         );
-        assert_eq!(other.counts().unwrap().live, 1, "another repository's rows");
-        database.remove("r").unwrap();
-        assert_eq!(database.occupied("r").unwrap(), Occupied::default());
-        assert_eq!(other.counts().unwrap().live, 1, "another repository's rows");
-        database.copy(&source, "r", false).unwrap();
+        assert_eq!(
+            pg_tables(&mut client, "other"),
+            others,
+            "another repository's rows"
+        );
         drop(source);
         assert_eq!(std::fs::read(&path).unwrap(), bytes, "the SQLite file");
         assert_eq!(files(dir.path()), before, "no file beside it");
+    }
 
-        // A live lease (a gateway refreshing it) refuses even a replacement.
-        db.client()
+    /// A copy holds the repository's lease while it copies (taken before, in a transaction of
+    /// its own) and releases it after, as not fresh: a gateway's claim is granted at once,
+    /// however recently the repository was refreshed before, and the recorded generation
+    /// stays. A copy refused releases it as it was. A live lease held by someone else refuses
+    /// the copy, even a replacement, and is left as it is.
+    #[test]
+    fn a_copy_holds_the_lease_and_releases_it_not_fresh() {
+        let Some(db) = TestDb::create("a_copy_holds_the_lease_and_releases_it_not_fresh") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        drop(filled(&path));
+        let source = SqliteSource::open(&path).unwrap();
+        let mut database = Database::connect(&db.url, false).unwrap();
+        let mut client = db.client();
+        // A repository a gateway refreshed a moment ago.
+        client
             .execute(
-                "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at)
-                 VALUES ('r', 'gw-1', now() + interval '1 minute')",
+                "INSERT INTO oai_bridge_refreshes (repository, refreshed_at, generation)
+                 VALUES ('r', now(), 'g1')",
                 &[],
             )
             .unwrap();
+        assert!(!gateway_claims(&mut client, "r"), "fresh");
+        // What the copy's transaction sees of the lease, kept with the copy.
+        AFTER_WRITE.with(|hook| {
+            *hook.borrow_mut() = Some(
+                "CREATE TABLE lease_seen AS SELECT holder, expires_at > now() AS live
+                 FROM oai_bridge_refreshes WHERE repository = 'r'"
+                    .to_owned(),
+            )
+        });
+        let copied = database.copy(&source, "r", false);
+        AFTER_WRITE.with(|hook| hook.borrow_mut().take());
+        copied.unwrap();
+        let seen = client
+            .query_one("SELECT holder, live FROM lease_seen", &[])
+            .unwrap();
+        let holder: String = seen.get(0);
+        assert_eq!(holder, database.holder);
+        assert!(holder.starts_with("migrate-state:"), "{holder}");
+        assert!(seen.get::<_, bool>(1), "live while copying");
+        assert_eq!(
+            lease(&mut client, "r"),
+            Some((None, false, false, Some("g1".to_owned()))),
+            "free, not fresh, the generation kept"
+        );
+        assert!(gateway_claims(&mut client, "r"), "claimed at once after");
+
+        // Held by the gateway now: refused, replacement or not, its lease untouched.
+        for replace in [false, true] {
+            let e = database.copy(&source, "r", replace).unwrap_err();
+            assert!(
+                matches!(&e, CopyError::Leased { holder, .. } if holder == "gw-2"),
+                "{e}"
+            );
+            assert!(e.to_string().contains("\"gw-2\" holds a live lease"), "{e}");
+            let (holder, live, ..) = lease(&mut client, "r").unwrap();
+            assert_eq!((holder.as_deref(), live), (Some("gw-2"), true));
+        }
+
+        // Refused otherwise (the rows are there): released, its refresh time as it was.
+        client
+            .execute(
+                "UPDATE oai_bridge_refreshes SET holder = NULL, expires_at = NULL,
+                   refreshed_at = now() WHERE repository = 'r'",
+                &[],
+            )
+            .unwrap();
+        let e = database.copy(&source, "r", false).unwrap_err();
+        assert!(matches!(&e, CopyError::Occupied(_)), "{e}");
+        assert_eq!(
+            lease(&mut client, "r"),
+            Some((None, false, true, Some("g1".to_owned())))
+        );
+        // A repository nobody claimed before: a free row after, not fresh.
+        database.copy(&source, "new", false).unwrap();
+        assert_eq!(lease(&mut client, "new"), Some((None, false, false, None)));
+    }
+
+    /// A copy that outlasts its lease renews it, and commits; one whose lease is another's by
+    /// the time it would commit is rolled back.
+    #[test]
+    fn a_long_copy_renews_its_lease() {
+        let Some(db) = TestDb::create("a_long_copy_renews_its_lease") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        drop(filled(&path));
         let source = SqliteSource::open(&path).unwrap();
-        let e = database.copy(&source, "r", true).unwrap_err();
+        let mut database = Database::connect(&db.url, false).unwrap();
+        database.lease = Duration::from_millis(1500);
+        let mut client = db.client();
+        AFTER_WRITE.with(|hook| *hook.borrow_mut() = Some("SELECT pg_sleep(3)".to_owned()));
+        let copied = database.copy(&source, "r", false);
+        AFTER_WRITE.with(|hook| hook.borrow_mut().take());
+        copied.unwrap();
+        assert_eq!(lease(&mut client, "r"), Some((None, false, false, None)));
+
+        // Taken over meanwhile (as a gateway would once the lease ended unrenewed).
+        AFTER_WRITE.with(|hook| {
+            *hook.borrow_mut() = Some(
+                "UPDATE oai_bridge_refreshes SET holder = 'gw-3',
+                   expires_at = now() + interval '1 minute' WHERE repository = 'q'"
+                    .to_owned(),
+            )
+        });
+        let copied = database.copy(&source, "q", false);
+        AFTER_WRITE.with(|hook| hook.borrow_mut().take());
+        let e = copied.unwrap_err();
         assert!(
-            matches!(&e, CopyError::Leased { holder, .. } if holder == "gw-1"),
+            matches!(&e, CopyError::Leased { holder, .. } if holder == "gw-3"),
             "{e}"
         );
+        assert_eq!(database.occupied("q").unwrap(), Occupied::default());
+    }
+
+    /// A copy whose rows, written, differ from the SQLite store (made so by a test's statement
+    /// in its transaction) is rolled back: nothing of it is visible, the rows it was to
+    /// replace are kept, its lease is released as it was; the error names what differs.
+    #[test]
+    fn a_copy_that_differs_is_rolled_back() {
+        let Some(db) = TestDb::create("a_copy_that_differs_is_rolled_back") else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.sqlite");
+        drop(filled(&path));
+        let source = SqliteSource::open(&path).unwrap();
+        let mut database = Database::connect(&db.url, false).unwrap();
+        let mut client = db.client();
+        database.copy(&source, "r", false).unwrap();
+        let mut store = Store::open_postgres(&db.url, "r").unwrap();
+        let state = store.state().unwrap();
+        store
+            .apply_page(3, &[record(5000, "2024-06-01")], &state, true)
+            .unwrap();
+        drop(store);
+        client
+            .execute(
+                "UPDATE oai_bridge_refreshes SET refreshed_at = now() WHERE repository = 'r'",
+                &[],
+            )
+            .unwrap();
+        let kept = pg_tables(&mut client, "r");
+        for (sabotage, differs) in [
+            (
+                "DELETE FROM oai_bridge_shared WHERE repository = 'r' AND url = 'https://h/shared'",
+                "shared URLs: 4, 3",
+            ),
+            (
+                "UPDATE oai_bridge_records SET deleted = true WHERE repository = 'r'
+                   AND id = 'oai:x:00001'",
+                "live records: 2500, 2499; deleted records: 1, 2",
+            ),
+            (
+                "UPDATE oai_bridge_state SET doc = doc || ' ' WHERE repository = 'r'",
+                "the state document's text",
+            ),
+        ] {
+            for (repository, replace) in [("r", true), ("fresh", false)] {
+                let sql = sabotage.replace("'r'", &format!("'{repository}'"));
+                AFTER_WRITE.with(|hook| *hook.borrow_mut() = Some(sql));
+                let copied = database.copy(&source, repository, replace);
+                AFTER_WRITE.with(|hook| hook.borrow_mut().take());
+                let e = copied.unwrap_err();
+                assert!(matches!(&e, CopyError::Mismatch { .. }), "{e}");
+                let text = e.to_string();
+                assert!(
+                    text.contains(&format!(": {differs}; it was rolled back")),
+                    "{text}"
+                );
+            }
+            assert_eq!(
+                pg_tables(&mut client, "r"),
+                kept,
+                "the rows replaced are kept"
+            );
+            assert_eq!(database.occupied("fresh").unwrap(), Occupied::default());
+            assert_eq!(
+                lease(&mut client, "r").map(|l| (l.0, l.1, l.2)),
+                Some((None, false, true)),
+                "released as it was"
+            );
+        }
     }
 
     /// A database without the schema yet is read without a change in a dry run: no rows, no

@@ -866,6 +866,33 @@ impl Postgres {
     }
 }
 
+/// Claims the lease on a repository's refresh (`oai_bridge_refreshes`, a fleet's): `$1` the
+/// repository, `$2` the holder, `$3` the lease's length in seconds, `$4` claimed however fresh
+/// the repository is, `$5` the interval (seconds) after its last refresh it is due. Granted (a
+/// row returned) when nobody holds a live lease on it and it is due (or `$4`); never from a
+/// live lease. The gateways of a fleet claim with it ([`crate::server::fleet`]), and so does
+/// `migrate-state` while it copies a repository ([`super::copy`]).
+pub(crate) const LEASE_CLAIM: &str =
+    "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at)
+     VALUES ($1, $2, now() + make_interval(secs => $3))
+     ON CONFLICT (repository) DO UPDATE
+       SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+       WHERE (oai_bridge_refreshes.expires_at IS NULL
+              OR oai_bridge_refreshes.expires_at <= now())
+         AND ($4 OR oai_bridge_refreshes.refreshed_at IS NULL
+              OR oai_bridge_refreshes.refreshed_at <= now() - make_interval(secs => $5))
+     RETURNING 1";
+
+/// Renews `$2`'s live lease on `$1` for `$3` seconds more; no row changed when it holds none.
+pub(crate) const LEASE_RENEW: &str =
+    "UPDATE oai_bridge_refreshes SET expires_at = now() + make_interval(secs => $3)
+     WHERE repository = $1 AND holder = $2 AND expires_at > now()";
+
+/// Gives up `$2`'s lease on `$1`, leaving when the repository was last refreshed as it was.
+pub(crate) const LEASE_RELEASE: &str =
+    "UPDATE oai_bridge_refreshes SET holder = NULL, expires_at = NULL
+     WHERE repository = $1 AND holder = $2";
+
 /// Saves a repository's state document (`$1`, `$2`).
 pub(super) const SAVE_STATE: &str = "INSERT INTO oai_bridge_state (repository, doc) VALUES ($1, $2)
      ON CONFLICT (repository) DO UPDATE SET doc = excluded.doc";
