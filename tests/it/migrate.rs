@@ -85,6 +85,45 @@ fn tables(db: &Database) -> i64 {
     })
 }
 
+/// The repositories `db` holds rows of, in any table of the stores.
+fn repositories(db: &Database) -> Vec<String> {
+    off_runtime(|| {
+        let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        client
+            .query(
+                "SELECT repository FROM oai_bridge_records UNION SELECT repository FROM oai_bridge_changes
+                 UNION SELECT repository FROM oai_bridge_shared
+                 UNION SELECT repository FROM oai_bridge_rejected
+                 UNION SELECT repository FROM oai_bridge_state
+                 UNION SELECT repository FROM oai_bridge_tally
+                 ORDER BY 1",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    })
+}
+
+/// The lease row of `repository` in `db`: its holder, and whether it is live; `None` without
+/// a row. A row whose `refreshed_at` is set (fresh) is a test failure: a copy releases its
+/// lease as not fresh.
+fn lease(db: &Database, repository: &str) -> Option<(Option<String>, bool)> {
+    off_runtime(|| {
+        let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        let row = client
+            .query_opt(
+                "SELECT holder, coalesce(expires_at > now(), false), refreshed_at IS NULL
+                 FROM oai_bridge_refreshes WHERE repository = $1",
+                &[&repository],
+            )
+            .unwrap()?;
+        assert!(row.get::<_, bool>(2), "{repository}: released as fresh");
+        Some((row.get(0), row.get(1)))
+    })
+}
+
 /// Every file of `from` (flat, as exports are) copied into `to`.
 fn copy_folder(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -149,6 +188,13 @@ async fn an_exports_state_moves_and_the_next_export_continues_from_it() {
         stdout.contains("harvested up to 2024-05-02T00:00:00Z"),
         "{stdout}"
     );
+    // How the store was named: no --repository, no configuration, so after its source.
+    assert!(
+        stdout.contains(
+            "(named after its source URL, as export --state-url names it without --repository)"
+        ),
+        "{stdout}"
+    );
     assert!(stdout.contains("nothing was written"), "{stdout}");
     assert!(!stdout.contains("s3cret"), "{stdout}");
     assert_eq!(tables(&db), 0, "a dry run makes no table");
@@ -168,7 +214,7 @@ async fn an_exports_state_moves_and_the_next_export_continues_from_it() {
         "{stdout}"
     );
     assert!(
-        lines[1].starts_with("copied 1 of 1 repositories (40 records)"),
+        lines[1].starts_with("copied 1 of 1 repository (40 records)"),
         "{stdout}"
     );
     assert!(!stdout.contains("s3cret"), "{stdout}");
@@ -330,7 +376,18 @@ async fn a_gateways_state_directory_moves_repository_by_repository() {
             .live
     };
     assert_eq!((count("alpha"), count("beta"), count("gamma")), (5, 1, 11));
-    assert_eq!(count("elsewhere"), 0);
+    // The folder without a store is no repository: the database holds nothing of it, nor of
+    // any repository but the three.
+    assert_eq!(
+        repositories(&db),
+        ["alpha", "beta", "gamma"],
+        "the repositories with rows in any table"
+    );
+    // Each lease the copies held is free, and the repositories not fresh: a gateway claims
+    // them at once and continues from the copies.
+    for name in ["alpha", "gamma"] {
+        assert_eq!(lease(&db, name), Some((None, false)), "{name}");
+    }
 
     // The one refused, replaced on its own.
     let again = tokio::task::block_in_place(|| {
@@ -341,12 +398,68 @@ async fn a_gateways_state_directory_moves_repository_by_repository() {
     });
     let stdout = succeeded(&again);
     assert!(stdout.contains("beta: 8 records copied in "), "{stdout}");
-    assert!(stdout.contains("copied 1 of 1 repositories"), "{stdout}");
+    assert!(
+        stdout.contains("copied 1 of 1 repository (8 records)"),
+        "{stdout}"
+    );
     assert_eq!(count("beta"), 8);
     let beta = Store::open_postgres(&state_url, "beta").unwrap();
     let sqlite = Store::open(&state.join("beta").join(oai_bridge::STORE_FILE)).unwrap();
     assert_eq!(live(&beta), live(&sqlite));
     assert_eq!(beta.state().unwrap(), sqlite.state().unwrap());
+
+    // A gateway of a fleet refreshing "alpha" (a live lease): refused, in a dry run too, and its
+    // lease left as it is.
+    off_runtime(|| {
+        let mut client = postgres::Client::connect(&db.url, postgres::NoTls).unwrap();
+        client
+            .execute(
+                "UPDATE oai_bridge_refreshes SET holder = 'gw-9',
+                   expires_at = now() + interval '1 minute' WHERE repository = 'alpha'",
+                &[],
+            )
+            .unwrap();
+    });
+    for extra in [&["--dry-run"][..], &[][..]] {
+        let leased = tokio::task::block_in_place(|| {
+            migrate(
+                &[
+                    &["--config", config_arg, "--repository", "alpha", "--replace"],
+                    extra,
+                ]
+                .concat(),
+                &[],
+            )
+        });
+        let stderr = text(&leased.stderr);
+        assert_eq!(leased.status.code(), Some(1), "{extra:?}: {stderr}");
+        assert!(
+            stderr.contains("(repository \"alpha\"): \"gw-9\" holds a live lease"),
+            "{stderr}"
+        );
+        assert_eq!(lease(&db, "alpha"), Some((Some("gw-9".to_owned()), true)));
+    }
+
+    // A store folder that is no configured repository: copied under its folder's name, and
+    // said so.
+    std::fs::create_dir_all(state.join("extra")).unwrap();
+    std::fs::copy(
+        state.join("alpha").join(oai_bridge::STORE_FILE),
+        state.join("extra").join(oai_bridge::STORE_FILE),
+    )
+    .unwrap();
+    let extra = tokio::task::block_in_place(|| {
+        migrate(&["--config", config_arg, "--repository", "extra"], &[])
+    });
+    let stdout = succeeded(&extra);
+    assert!(
+        stdout.contains("extra: 5 records copied in ")
+            && stdout.contains(
+                " s (not a [[repository]] of the config: copied all the same, under its \
+                 folder's name)\n"
+            ),
+        "{stdout}"
+    );
 
     // A repository the state directory does not hold is an error before anything is done.
     let unknown = tokio::task::block_in_place(|| {
