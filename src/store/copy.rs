@@ -1087,9 +1087,9 @@ mod tests {
 
     /// Every row of every table of a store, column by column, in key order.
     #[derive(Debug, PartialEq)]
+    #[allow(clippy::type_complexity)]
     struct Tables {
         records: Vec<(String, Option<i64>, bool, String, Vec<u8>, i64)>,
-        #[allow(clippy::type_complexity)]
         changes: Vec<(
             String,
             Option<bool>,
