@@ -2,17 +2,21 @@
 # Serving benchmark: wrk against `oai-bridge serve` and, in the same run, against nginx serving the
 # same bytes from disk (gzip_static), for /robots.txt, a 50,000-URL shard with gzip negotiated, and
 # the same shard as .xml.gz; once idle and once while the gateway refreshes a 1,000,000-record
-# repository back to back. Reports requests/s and p99 latency of both, as ratios, against the
-# targets (at least 1.0x nginx's requests/s, p99 at most 1.2x nginx's). Writes
-# benches/serve/RESULTS.md (and prints it).
+# repository back to back; and a third time from a gateway of a fleet (issue 23): a second gateway
+# sharing a PostgreSQL state and a bucket with the first, which serves the generation the first
+# made (fetched from the bucket) and polls the shared state meanwhile. Reports requests/s and p99
+# latency of both, as ratios, against the targets (at least 1.0x nginx's requests/s, p99 at most
+# 1.2x nginx's). Writes benches/serve/RESULTS.md (and prints it).
 #
 #   bash benches/serve/run.sh
 #
 # Knobs (environment): DURATION (seconds per wrk run, 8), CONNECTIONS (wrk connections, 32),
 # ROUNDS (saturation runs per file and server, 5; the median counts),
 # BIG_RECORDS (1000000), STRICT=1 (exit 3 when a target is missed).
-# The servers run on core 0, wrk and the upstreams on core 1 (taskset). Loopback only; it installs
-# wrk and nginx with apt-get when missing; everything it writes stays under target/bench-serve/.
+# The servers run on core 0, wrk, the upstreams and the fleet's other gateway and PostgreSQL on
+# core 1 (taskset). Loopback only; it installs wrk, nginx and PostgreSQL with apt-get when missing;
+# everything it writes stays under target/bench-serve/ (and PostgreSQL's temporary folder,
+# removed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -26,6 +30,8 @@ UP_SMALL=18801
 UP_BIG=18802
 GATEWAY=18810
 NGINX=18811
+LEADER=18812 # the fleet's gateway that refreshes
+ADMIN=18813 # the measured gateway's admin listener (/metrics)
 
 work=$(pwd)/target/bench-serve
 bin=$work/oai-bridge
@@ -33,7 +39,11 @@ server_bin=target/bench-server/release/oai-bench-server
 # shellcheck source=benches/lib.sh
 . benches/lib.sh
 
-install_missing wrk:wrk nginx:nginx-light taskset:util-linux /usr/bin/time:time
+install_missing wrk:wrk nginx:nginx-light taskset:util-linux /usr/bin/time:time \
+  /usr/lib/postgresql/15/bin/initdb:postgresql-15
+pg_dir=
+stop_all() { cleanup; [ -z "$pg_dir" ] || .ci/postgres.sh stop "$pg_dir"; }
+trap stop_all EXIT INT TERM
 
 rm -rf "$work"
 mkdir -p "$work/www/r" "$work/state"
@@ -58,7 +68,7 @@ base_url = "http://127.0.0.1:$UP_SMALL/oai/request"
 gzip = true
 $1
 EOF
-  taskset -c 0 "$bin" serve --config "$work/bridge.toml" >"$work/gateway.out" 2>"$work/gateway.log" &
+  OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$ADMIN taskset -c 0 "$bin" serve --config "$work/bridge.toml" >"$work/gateway.out" 2>"$work/gateway.log" &
   gateway_pid=$!
   pids+=("$gateway_pid")
   wait_port "$GATEWAY" "$gateway_pid" "$work/gateway.log"
@@ -83,13 +93,16 @@ curl -s -o "$work/www/r/sitemap-1.xml.gz" "http://127.0.0.1:$GATEWAY/r/sitemap-1
 start_nginx_peer "$NGINX"
 
 # Both must answer the same bytes, or the comparison means nothing.
-for path in robots.txt r/sitemap-1.xml r/sitemap-1.xml.gz; do
-  for enc in identity gzip; do
-    a=$(curl -s -H "Accept-Encoding: $enc" "http://127.0.0.1:$GATEWAY/$path" | sha256sum)
-    b=$(curl -s -H "Accept-Encoding: $enc" "http://127.0.0.1:$NGINX/$path" | sha256sum)
-    [ "$a" = "$b" ] || { log "$path ($enc) differs between the gateway and nginx"; exit 1; }
+same_bytes() {
+  for path in robots.txt r/sitemap-1.xml r/sitemap-1.xml.gz; do
+    for enc in identity gzip; do
+      a=$(curl -s -H "Accept-Encoding: $enc" "http://127.0.0.1:$GATEWAY/$path" | sha256sum)
+      b=$(curl -s -H "Accept-Encoding: $enc" "http://127.0.0.1:$NGINX/$path" | sha256sum)
+      [ "$a" = "$b" ] || { log "$path ($enc) differs between the gateway and nginx"; exit 1; }
+    done
   done
-done
+}
+same_bytes
 shard_bytes=$(stat -c %s "$work/www/r/sitemap-1.xml")
 gz_bytes=$(stat -c %s "$work/www/r/sitemap-1.xml.gz")
 
@@ -144,14 +157,62 @@ base_url = \"http://127.0.0.1:$UP_BIG/oai/request\"
 refresh_interval_secs = 1"
 # Wait until the big repository's first refresh has started.
 sleep 1
-metric() { curl -s "http://127.0.0.1:$GATEWAY/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
-before=$(metric 'oai_bridge_upstream_requests_total{repository="big"}')
+# metric SERIES: the sum of the measured gateway's series that start with SERIES (every status of
+# an upstream's answers, say).
+metric() {
+  curl -s "http://127.0.0.1:$ADMIN/metrics" | awk -v m="$1" 'index($1, m) == 1 { s += $2 } END { print s + 0 }'
+}
+before=$(metric 'oai_bridge_upstream_requests_total{repository="big",')
 run_all refresh
-after=$(metric 'oai_bridge_upstream_requests_total{repository="big"}')
+after=$(metric 'oai_bridge_upstream_requests_total{repository="big",')
 harvests=$(metric 'oai_bridge_harvests_total{repository="big",outcome="success"}')
 refresh_pages=$(( ${after:-0} - ${before:-0} ))
 log "the big repository: $refresh_pages upstream requests during the runs, ${harvests:-0} refreshes done"
 [ "$refresh_pages" -gt 0 ] || { log "no refresh ran during the measurement"; exit 1; }
+
+log "a fleet: the measured gateway follows the one that refreshes, through PostgreSQL and a bucket"
+stop_gateway
+pg_url=$(.ci/postgres.sh 2>"$work/pg-dir")
+pg_dir=$(cat "$work/pg-dir")
+# fleet_gateway NAME PORT CORE ADMIN_PORT: a gateway of the fleet; both share the state, the
+# bucket and the public URL (the measured gateway's), so that they publish the same bytes.
+fleet_gateway() {
+  cat >"$work/$1.toml" <<EOF
+[server]
+listen = "127.0.0.1:$2"
+state_dir = "$work/$1-state"
+public_url = "http://127.0.0.1:$GATEWAY/"
+publish_url = "file://$work/bucket/"
+[state]
+url = "$pg_url"
+[[repository]]
+name = "r"
+base_url = "http://127.0.0.1:$UP_SMALL/oai/request"
+gzip = true
+EOF
+  OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$4 taskset -c "$3" "$bin" serve --config "$work/$1.toml" >"$work/$1.out" 2>"$work/$1.log" &
+  gateway_pid=$!
+  pids+=("$gateway_pid")
+  wait_port "$2" "$gateway_pid" "$work/$1.log"
+  local waited=0
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$2/r/sitemap.xml")" = 200 ]; do
+    ((waited++ < 3000)) || { log "$1 did not serve r within 300 s"; cat "$work/$1.log" >&2; exit 1; }
+    sleep 0.1
+  done
+}
+fleet_gateway leader "$LEADER" 1 0
+fleet_gateway follower "$GATEWAY" 0 "$ADMIN"
+grep -q "serving the generation another gateway of the fleet made" "$work/follower.log" ||
+  { log "the measured gateway did not follow the leader"; cat "$work/follower.log" >&2; exit 1; }
+follower_requests=$(metric 'oai_bridge_upstream_requests_total{repository="r",')
+[ "${follower_requests:-0}" = 0 ] ||
+  { log "the measured gateway asked the upstream itself ($follower_requests requests)"; exit 1; }
+# nginx serves the fleet's bytes (its robots.txt names the fleet's public URL).
+for path in robots.txt r/sitemap-1.xml r/sitemap-1.xml.gz; do
+  curl -s -o "$work/www/$path" "http://127.0.0.1:$LEADER/$path"
+done
+same_bytes
+run_all shared
 
 python3 - "$work" "$DURATION" "$CONNECTIONS" "$ROUNDS" "$shard_bytes" "$gz_bytes" "$BIG_RECORDS" "$refresh_pages" "${harvests:-0}" "$STRICT" <<'PY'
 import re, sys, pathlib, statistics, subprocess, platform
@@ -181,7 +242,8 @@ labels = {
     "gz": "the same shard as .xml.gz",
 }
 rows, verdicts, failed = [], [], False
-for phase, title in (("idle", "idle"), ("refresh", f"refreshing {int(big):,} records")):
+for phase, title in (("idle", "idle"), ("refresh", f"refreshing {int(big):,} records"),
+                     ("shared", "a fleet's follower")):
     for key, label in labels.items():
         n_rps, n_sat99, n_cpu = saturation(f"{phase}-{key}-nginx")
         o_rps, o_sat99, o_cpu = saturation(f"{phase}-{key}-ours")
@@ -208,7 +270,10 @@ report = f"""# Serving benchmark results
 connections, {duration} s a run, `Accept-Encoding: gzip`) pinned to core 1. Bodies were checked
 identical before measuring. The second half ran while the gateway refreshed a {int(big):,}-record
 repository back to back (refresh_interval_secs = 1; {pages} upstream requests during the runs,
-{harvests} refreshes finished).
+{harvests} refreshes finished). The third ran against a gateway of a fleet (`[state] url` on a
+PostgreSQL 15 on core 1, `publish_url` a `file://` bucket) serving the generation that the fleet's
+other gateway made, fetched from the bucket; it made no upstream request and polled the shared
+state every 2 s meanwhile.
 
 - **req/s** at saturation, the median of {rounds} runs alternating the two servers; **client CPU**
   is wrk's share of its core: near 100% means the client, not the server, was the limit.
