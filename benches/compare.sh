@@ -143,12 +143,16 @@ upstream() {
   pids+=("$upstream_pid")
   wait_port "$port" "$upstream_pid" "$work/upstream-$name.log"
 }
-# gateway SIDE CONFIG CORE: `serve` with CONFIG (CORE "" for no pinning); sets gateway_pid.
+# gateway SIDE CONFIG CORE: `serve` with CONFIG (CORE "" for no pinning); sets gateway_pid. Its
+# admin listener (/metrics since issue 22) on ADMIN_PORT: one gateway runs at a time. A binary
+# from before the admin listener ignores the variable and answers /metrics on its public port.
 gateway_pid=
+ADMIN_PORT=${ADMIN_PORT:-18899}
 gateway() {
   local pin=()
   [ -n "$3" ] && pin=(taskset -c "$3")
-  "${pin[@]}" "${bin_of[$1]}" serve --config "$2" -q >>"$2.log" 2>&1 &
+  OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$ADMIN_PORT "${pin[@]}" "${bin_of[$1]}" serve --config "$2" -q \
+    >>"$2.log" 2>&1 &
   gateway_pid=$!
   pids+=("$gateway_pid")
 }
@@ -447,9 +451,9 @@ TOML
       until_200 "http://127.0.0.1:$gw/r/sitemap.xml" "$gateway_pid" 300
       sleep 1 # the big repository's first refresh has started
       local before after
-      before=$(metric "$gw" 'oai_bridge_upstream_requests_total{repository="big"}')
+      before=$(metric "$gw" 'oai_bridge_upstream_requests_total{repository="big"')
       serve_files refreshing "$side" "$round" "$gw"
-      after=$(metric "$gw" 'oai_bridge_upstream_requests_total{repository="big"}')
+      after=$(metric "$gw" 'oai_bridge_upstream_requests_total{repository="big"')
       check serve "the big repository refreshed during the runs" "$(( ${after:-0} > ${before:-0} ))" \
         "$side round $round: $(( ${after:-0} - ${before:-0} )) upstream requests"
       stop_gateway
@@ -458,7 +462,13 @@ TOML
   rm -rf "$work/serve"
   stop_all
 }
-metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 == m { print $2 }'; }
+# metric PORT SERIES: the sum of the gateway's series that start with SERIES (an upstream's
+# requests, over the status codes that label them since issue 22), from its admin listener's
+# /metrics, or its public one's (PORT) for a binary from before the admin listener.
+metric() {
+  { curl -sf "http://127.0.0.1:$ADMIN_PORT/metrics" || curl -sf "http://127.0.0.1:$1/metrics"; } |
+    awk -v m="$2" 'index($1, m) == 1 { s += $2 } END { print s + 0 }'
+}
 # serve_files PHASE SIDE ROUND PORT: each file at saturation, then under a fixed load (every
 # connection waits the same delay between requests: about half the first `before` run's rate).
 serve_files() {
