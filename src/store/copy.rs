@@ -28,6 +28,7 @@ use postgres::{Client, GenericClient, Transaction};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::pg::{self, Doing, Failure};
+use super::sqlite::fail;
 use super::{Counts, Place, State, StateUrl, Store, StoreError, persisted, sqlite};
 
 /// How long the lease `migrate-state` takes on a repository it copies lasts unrenewed: it is
@@ -250,19 +251,7 @@ impl SqliteSource {
                 .map(|n| n as u64)
                 .map_err(fail(path, "cannot count the records"))
         };
-        let records = self
-            .conn
-            .query_row(
-                "SELECT coalesce(sum(deleted = 0), 0), coalesce(sum(deleted <> 0), 0) FROM records",
-                [],
-                |r| {
-                    Ok(Counts {
-                        live: r.get::<_, i64>(0)? as u64,
-                        deleted: r.get::<_, i64>(1)? as u64,
-                    })
-                },
-            )
-            .map_err(fail(path, "cannot count the records"))?;
+        let records = sqlite::count_records(&self.conn, path)?;
         let tally = Counts {
             live: number("SELECT coalesce((SELECT live FROM tally), 0)")?,
             // A store made before the deleted records were counted counts them at its next
@@ -999,15 +988,6 @@ impl Database {
             what: f.what,
             source: f.source,
         }
-    }
-}
-
-/// The error of `what` on the SQLite store at `path`.
-fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
-    move |source| StoreError {
-        place: Place::File(path.to_owned()),
-        what,
-        source: Box::new(source),
     }
 }
 

@@ -409,18 +409,7 @@ impl Sqlite {
 
     /// [`super::Store::counts`] on SQLite.
     pub(super) fn counts(&self) -> Result<Counts, StoreError> {
-        self.conn
-            .query_row(
-                "SELECT coalesce(sum(deleted = 0), 0), coalesce(sum(deleted <> 0), 0) FROM records",
-                [],
-                |r| {
-                    Ok(Counts {
-                        live: r.get::<_, i64>(0)? as u64,
-                        deleted: r.get::<_, i64>(1)? as u64,
-                    })
-                },
-            )
-            .map_err(fail(&self.path, "cannot count the records"))
+        count_records(&self.conn, &self.path)
     }
 
     /// [`super::Store::live`] on SQLite.
@@ -782,8 +771,27 @@ fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The live and deleted records of the SQLite store at `path`, open as `conn`, counted (not the
+/// tally incremental runs keep).
+pub(super) fn count_records(conn: &Connection, path: &Path) -> Result<Counts, StoreError> {
+    conn.query_row(
+        "SELECT coalesce(sum(deleted = 0), 0), coalesce(sum(deleted <> 0), 0) FROM records",
+        [],
+        |r| {
+            Ok(Counts {
+                live: r.get::<_, i64>(0)? as u64,
+                deleted: r.get::<_, i64>(1)? as u64,
+            })
+        },
+    )
+    .map_err(fail(path, "cannot count the records"))
+}
+
 /// The error of `what` on the store at `path`.
-fn fail<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
+pub(super) fn fail<'a>(
+    path: &'a Path,
+    what: &'static str,
+) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
     move |source| StoreError {
         place: Place::File(path.to_owned()),
         what,
