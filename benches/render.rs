@@ -160,7 +160,7 @@ fn profiles(c: &mut Criterion) {
     let scope = Scope::from_base_url(&base).unwrap();
     // Google's rule: the profiles' own cost, without a platform's.
     let generic = oai_bridge::LandingSettings {
-        platform: oai_bridge::Setting::Fixed(oai_bridge::Platform::Generic),
+        platform: oai_bridge::Setting::Fixed("generic".into()),
         ..Default::default()
     };
     let source = oai_bridge::Source::Oai(base.clone());

@@ -14,7 +14,7 @@ use url::Url;
 use crate::classify::{self, Class, Drop};
 use crate::oai::parse::{self, SmallAnswer};
 use crate::oai::{self, Client, HarvestRequest, HarvestSettings, OaiRequest, Source};
-use crate::platform::{Classes, Landing, Platform, Setting};
+use crate::platform::{Classes, Landing, Setting};
 use crate::scope::Scope;
 
 /// What to check.
@@ -338,7 +338,7 @@ fn warn_dspace_ui(
     landing: &Landing,
     report: &mut CheckReport,
 ) {
-    if landing.detected().platform == Platform::Dspace
+    if landing.detected().platform.as_str() == "dspace"
         && options.landing.ui_url.is_none()
         && let Some(ui) = crate::platform::dspace_ui_in(records)
         && !landing.scope().contains(&ui)
@@ -744,14 +744,16 @@ fn better_setting(
             best = Some((n, setting));
         }
     };
-    for platform in [Platform::Dspace, Platform::Eprints, Platform::Islandora] {
-        if platform == landing.detected().platform {
+    for row in options.landing.platforms.rows() {
+        let platform = row.name();
+        if platform == landing.detected().platform.as_str() {
             continue;
         }
         let settings = crate::platform::LandingSettings {
-            platform: Setting::Fixed(platform),
+            platform: Setting::Fixed(platform.to_owned()),
             ui_url: options.landing.ui_url.clone(),
             template: None,
+            platforms: options.landing.platforms.clone(),
         };
         if let Ok(rule) = crate::pipeline::landing_of(
             &settings,

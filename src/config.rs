@@ -72,6 +72,9 @@ struct RawConfig {
     state: RawState,
     #[serde(default)]
     repository: Vec<RawRepository>,
+    /// An operator's platforms (`[[platform]]`, the keys of `src/platform/platforms.toml`).
+    #[serde(default)]
+    platform: Vec<crate::platform::RowSpec>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -429,11 +432,19 @@ impl Config {
             parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
+        let platforms = raw
+            .platform
+            .into_iter()
+            .map(|spec| crate::platform::Row::new(spec, false))
+            .collect::<Result<Vec<_>, _>>()
+            .and_then(crate::platform::Registry::with)
+            .map_err(|e| err(&e.key_path(), e.message().to_owned()))?;
         let mut repositories: Vec<RepositoryConfig> = Vec::new();
         let from = Origin {
             file,
             base_dir,
             harvest: &harvest,
+            platforms: &platforms,
         };
         for r in raw.repository {
             let repo = parse_repository(r, &repositories, &from).map_err(|(k, m)| err(&k, m))?;
@@ -447,6 +458,7 @@ impl Config {
                     file: &included,
                     base_dir: path.parent().unwrap_or(base_dir),
                     harvest: &harvest,
+                    platforms: &platforms,
                 };
                 for r in include::read(&path)? {
                     let repo = parse_repository(r, &repositories, &from).map_err(|(k, m)| {
@@ -476,6 +488,7 @@ struct Origin<'a> {
     file: &'a str,
     base_dir: &'a Path,
     harvest: &'a HarvestSettings,
+    platforms: &'a crate::platform::Registry,
 }
 
 /// `include`: files of `[[repository]]` tables (one file per repository, for a consortium's
@@ -861,7 +874,7 @@ fn parse_repository(
             .map_err(|m| (key("public_url"), m))?,
         sets: validate_sets(std::mem::take(&mut r.sets)).map_err(|m| (key("sets"), m))?,
         scope: parse_scope(&r.scope).map_err(|m| (key("scope"), m))?,
-        landing: parse_landing(&r).map_err(|(k, m)| (key(k), m))?,
+        landing: parse_landing(&r, from.platforms).map_err(|(k, m)| (key(k), m))?,
         from: r
             .from
             .as_deref()
@@ -935,12 +948,13 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
 /// A repository's landing settings: `platform`, `ui_url`, `landing_template`; `Err` names the key.
 fn parse_landing(
     r: &RawRepository,
+    platforms: &crate::platform::Registry,
 ) -> Result<crate::platform::LandingSettings, (&'static str, String)> {
     Ok(crate::platform::LandingSettings {
         platform: r
             .platform
             .as_deref()
-            .map(parse_platform)
+            .map(|name| parse_platform(name, platforms))
             .transpose()
             .map_err(|m| ("platform", m))?
             .unwrap_or_default(),
@@ -956,6 +970,7 @@ fn parse_landing(
             .map(parse_template)
             .transpose()
             .map_err(|m| ("landing_template", m))?,
+        platforms: platforms.clone(),
     })
 }
 
@@ -1033,12 +1048,15 @@ pub(crate) fn parse_diwoo(
         .collect()
 }
 
-/// `platform`: `auto`, `generic`, `dspace` or `eprints`.
-pub(crate) fn parse_platform(value: &str) -> Result<crate::platform::Setting, String> {
-    crate::platform::Setting::parse(value).ok_or_else(|| {
+/// `platform`: `auto`, `generic`, or the name of a row of `platforms`.
+pub(crate) fn parse_platform(
+    value: &str,
+    platforms: &crate::platform::Registry,
+) -> Result<crate::platform::Setting, String> {
+    crate::platform::Setting::parse(value, platforms).ok_or_else(|| {
         format!(
             "{value:?} is not a platform: use one of {}",
-            crate::platform::Setting::NAMES
+            platforms.names()
         )
     })
 }
@@ -1283,6 +1301,34 @@ mod tests {
         );
     }
 
+    /// An operator's `[[platform]]` is a row like the built-in ones: a repository may name it,
+    /// and a mistake in it names its key.
+    #[test]
+    fn an_operators_platform_is_read_and_checked() {
+        let row = "[[platform]]\nname = \"ours\"\ntitle = \"Our archive\"\nevidence = \"x\"\n\
+                   oai_identifier = '^oai:[^:]+:(?<n>[0-9]+)$'\n\
+                   landing = { from = \"template\", page = \"{site}show/{n}\" }\n";
+        let repo = "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nplatform = \"Ours\"\n";
+        let config = Config::parse(&format!("{row}{repo}"), "t.toml", Path::new(".")).unwrap();
+        let landing = &config.repositories[0].landing;
+        assert_eq!(
+            landing.platform,
+            crate::platform::Setting::Fixed("ours".into())
+        );
+        assert_eq!(landing.fixed().unwrap().as_str(), "ours");
+        assert!(landing.platforms.names().contains("ours"));
+        rejects(
+            &row.replace("{site}show/{n}", "{site}show/{id}"),
+            "[[platform]] \"ours\" landing.page",
+            "unknown placeholder {id}",
+        );
+        rejects(
+            &format!("{row}landing_rule = 1\n"),
+            "line",
+            "unknown field `landing_rule`",
+        );
+    }
+
     /// Issue 20: the landing settings are checked when the file loads, each naming its key.
     #[test]
     fn landing_settings_are_checked_when_read() {
@@ -1290,7 +1336,7 @@ mod tests {
         rejects(
             &format!("{repo}platform = \"dspace7\"\n"),
             "[[repository]] \"a\" platform",
-            "auto, generic, dspace, eprints, islandora",
+            "use one of auto, generic, eprints, islandora, dspace",
         );
         rejects(
             &format!("{repo}ui_url = \"host/\"\n"),
@@ -1323,7 +1369,7 @@ mod tests {
         let landing = &c.repositories[0].landing;
         assert_eq!(
             landing.platform,
-            crate::platform::Setting::Fixed(crate::platform::Platform::Eprints)
+            crate::platform::Setting::Fixed("eprints".into())
         );
         assert_eq!(
             landing.template.as_ref().map(|t| t.as_str()),

@@ -83,16 +83,17 @@ pub fn check_landing_rules(value: &str) {
     );
     let template = Template::parse("https://repo.example.org/records/{oai_local}?doi={doi}")
         .expect("a template");
-    let rules = [Platform::Dspace, Platform::Eprints, Platform::Islandora]
-        .map(|p| (Setting::Fixed(p), None, p))
-        .into_iter()
-        .chain([(Setting::Auto, Some(template), Platform::Generic)]);
+    let rules = Platform::builtin_names()
+        .skip(1)
+        .map(|p| (Setting::Fixed(p.to_owned()), None, Platform::named(p)))
+        .chain([(Setting::Auto, Some(template), Platform::generic())]);
     let mut classes = crate::platform::Classes::new();
     for (platform, template, detected) in rules {
         let settings = LandingSettings {
             platform,
             ui_url: None,
             template,
+            ..LandingSettings::default()
         };
         // The record is its own sample: a DSpace UI under a path is found from it too.
         let mut detected = Detected::configured(detected);

@@ -248,10 +248,14 @@ pub(crate) fn landing_of(
         Some(scope_of(source, scope, &identify.base_url)?)
     };
     let mut detected = match settings.platform {
-        Setting::Fixed(platform) => Detected::configured(platform),
-        Setting::Auto => {
-            crate::platform::detect_over(base.as_ref(), identify, sample, explicit.as_ref())
-        }
+        Setting::Fixed(_) => Detected::configured(settings.fixed().unwrap_or_default()),
+        Setting::Auto => crate::platform::detect_over(
+            base.as_ref(),
+            identify,
+            sample,
+            explicit.as_ref(),
+            &settings.platforms,
+        ),
     };
     match Landing::new(
         settings,
@@ -936,7 +940,7 @@ pub(crate) mod tests {
     fn generic(scope: Scope) -> Landing {
         Landing::generic(
             scope,
-            Detected::configured(crate::platform::Platform::Generic),
+            Detected::configured(crate::platform::Platform::generic()),
         )
     }
 

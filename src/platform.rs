@@ -2,27 +2,28 @@
 //! landing rule. Pure.
 //!
 //! Google's rule (a `dc:identifier` URL under the baseURL's directory) is the base case,
-//! `generic`, and is what [`classify`] does alone. Two platforms installed at thousands of
-//! institutions put the landing page elsewhere, in shapes found in their own source:
-//! - DSpace writes the record's Handle as `dc:identifier` (`http://hdl.handle.net/P/S`, or the
-//!   local `{ui}/handle/P/S` that `handle.canonical.prefix` defaults to since 6.0), and its UI
-//!   serves the item at `{ui}/handle/P/S` (DSpace 6 `dspace-oai`'s oai_dc crosswalk; DSpace 7
-//!   `HandleIdentifierProvider`).
-//! - EPrints writes the abstract page as a `dc:relation` (first in 3.3 and later, last in 3.0 to
-//!   3.2), and the documents as `dc:identifier` (`EPrints::Plugin::Export::DC`).
+//! `generic`, and is what [`classify`] does alone. Every other platform is a row of data
+//! ([`row`]: the built-in table `src/platform/platforms.toml`, and an operator's `[[platform]]`
+//! tables), each with its signs and its landing rule, and this module is their interpreter: it
+//! counts the signs of every row over the first records ([`detect_over`]) and applies the chosen
+//! row's rule to each record ([`Landing::classes`]). The rule kinds are four:
+//! - a Handle, as a page of the platform's UI (DSpace writes the Handle as `dc:identifier`,
+//!   `http://hdl.handle.net/P/S` or the local `{ui}/handle/P/S`, and serves `{ui}/handle/P/S`);
+//! - a Dublin Core element's value matched by a pattern (EPrints writes the abstract page as a
+//!   `dc:relation`, bepress Digital Commons as a `dc:identifier` beside its files);
+//! - a template over the OAI identifier's parts, the DOI or the Handle (Islandora 2's
+//!   `oai:host:node-N` is `/node/N`);
+//! - a configured `landing_template` ([`Template`]), the operator's.
 //!
-//! Islandora 2 names the node in its OAI identifier (`oai:host:node-N`, page `/node/N`) and
-//! nowhere in oai_dc. `docs/platforms.md` has the sources, and what the other platforms need.
-//!
-//! Another shape, the landing page derived from an identifier by a fixed pattern (Dataverse's
-//! `dataset.xhtml?persistentId=doi:...`, InvenioRDM's `/records/{id}`), is a [`Template`].
-//!
-//! The rule turns a record into the same [`Class`] list the generic classification gives, the
-//! landing page first, so that the sitemap and every landing-page profile read one notion of a
-//! record's landing page.
+//! `docs/platforms.md` has each platform's sources. The rule turns a record into the same
+//! [`Class`] list the generic classification gives, the landing page first, so that the sitemap
+//! and every landing-page profile read one notion of a record's landing page.
+
+mod row;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 
 use smallvec::SmallVec;
 use url::Url;
@@ -30,43 +31,51 @@ use url::Url;
 use crate::classify::{self, Class, Drop, Pid};
 use crate::oai::parse::{DcElement, Identify, Record};
 use crate::scope::Scope;
+use row::{Element, Pattern, PatternPart, RowLanding, SchemeSpec, SiteSpec};
+pub use row::{Registry, Row, RowSpec};
 
 /// A record's classes, on the stack for the usual few identifiers.
 pub(crate) type Classes<'a> = SmallVec<[Class<'a>; 8]>;
 
-/// A repository platform whose landing pages the bridge knows how to find.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Platform {
-    /// Google's same-directory rule, exactly.
-    Generic,
-    /// DSpace (any version): the handle gives the landing page.
-    Dspace,
-    /// EPrints 3: the abstract page is a `dc:relation`.
-    Eprints,
-    /// Islandora 2 (Drupal's `rest_oai_pmh`): the OAI identifier `oai:host:node-N` names the
-    /// node, whose page is `/node/N`.
-    Islandora,
-}
+/// A repository platform whose landing pages the bridge knows how to find: Google's rule
+/// (`generic`), or a row of the platforms table.
+#[derive(Clone, Debug, Default)]
+pub struct Platform(Option<Arc<Row>>);
 
 impl Platform {
-    /// Every platform.
-    pub const ALL: [Platform; 4] = [
-        Platform::Generic,
-        Platform::Dspace,
-        Platform::Eprints,
-        Platform::Islandora,
-    ];
+    /// Google's same-directory rule, exactly.
+    pub fn generic() -> Self {
+        Self(None)
+    }
+
+    /// The built-in platform `name`; `generic` for an unknown name.
+    pub fn named(name: &str) -> Self {
+        Self(Registry::default().get(name).cloned())
+    }
 
     /// The name used in `bridge.toml`, on the command line, in summaries and in metrics.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Platform::Generic => "generic",
-            Platform::Dspace => "dspace",
-            Platform::Eprints => "eprints",
-            Platform::Islandora => "islandora",
-        }
+    pub fn as_str(&self) -> &str {
+        self.0.as_ref().map_or("generic", |r| r.name())
+    }
+
+    /// Its row (none for Google's rule).
+    pub fn row(&self) -> Option<&Arc<Row>> {
+        self.0.as_ref()
+    }
+
+    /// Every built-in platform's name, `generic` first (the metrics' label values).
+    pub fn builtin_names() -> impl Iterator<Item = &'static str> {
+        std::iter::once("generic").chain(row::BUILTIN.iter().map(|r| r.spec.name.as_str()))
     }
 }
+
+impl PartialEq for Platform {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Platform {}
 
 impl fmt::Display for Platform {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -74,43 +83,40 @@ impl fmt::Display for Platform {
     }
 }
 
-/// The `platform` setting: a platform, or `auto` (found from what the repository sends).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+/// The `platform` setting: a platform's name, or `auto` (found from what the repository sends).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Setting {
-    /// Detect it ([`detect`]); `generic` when nothing is recognised with confidence.
+    /// Detect it ([`detect_over`]); `generic` when nothing is recognised with confidence.
     #[default]
     Auto,
-    /// This platform, whatever the repository looks like.
-    Fixed(Platform),
+    /// This platform (`generic`, or a row's name), whatever the repository looks like.
+    Fixed(String),
 }
 
 impl Setting {
-    /// Every accepted spelling, for error messages and help.
-    pub const NAMES: &'static str = "auto, generic, dspace, eprints, islandora";
-
-    /// Reads `auto` or a platform's name (case-insensitive).
-    pub fn parse(text: &str) -> Option<Self> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "auto" => Setting::Auto,
-            "generic" => Setting::Fixed(Platform::Generic),
-            "dspace" => Setting::Fixed(Platform::Dspace),
-            "eprints" => Setting::Fixed(Platform::Eprints),
-            "islandora" => Setting::Fixed(Platform::Islandora),
-            _ => return None,
-        })
+    /// Reads `auto` or a platform's name (case-insensitive) among `registry`'s.
+    pub fn parse(text: &str, registry: &Registry) -> Option<Self> {
+        let name = text.trim().to_ascii_lowercase();
+        match name.as_str() {
+            "auto" => Some(Setting::Auto),
+            "generic" => Some(Setting::Fixed(name)),
+            _ => registry
+                .get(&name)
+                .map(|r| Setting::Fixed(r.name().to_owned())),
+        }
     }
 
     /// The spelling [`Setting::parse`] reads.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Setting::Auto => "auto",
-            Setting::Fixed(p) => p.as_str(),
+            Setting::Fixed(p) => p,
         }
     }
 }
 
 /// How a repository's landing pages are found, as configured: the `platform`, `ui_url` and
-/// `landing_template` keys of a repository.
+/// `landing_template` keys of a repository, and the `[[platform]]` rows of the configuration.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct LandingSettings {
     /// The platform, or `auto`.
@@ -120,54 +126,81 @@ pub struct LandingSettings {
     pub ui_url: Option<Url>,
     /// A landing page made from an identifier; it takes precedence over the platform.
     pub template: Option<Template>,
+    /// The platforms `auto` tries and `platform` names: the built-in rows and the
+    /// configuration's `[[platform]]` tables.
+    pub platforms: Registry,
 }
 
 impl LandingSettings {
-    /// Whether a harvest of `source` must read `dc:relation`: EPrints' abstract page is one,
-    /// and a template may take its DOI from one. Under `auto`, only where EPrints may be found:
-    /// at EPrints' own endpoint (`/cgi/oai2`, the path its OAI-PMH script has), or a Static
-    /// Repository file, whose baseURL is known only once it is read. Elsewhere the records are
-    /// read and stored as before platforms (a store keeps the fields it was made with; one
-    /// that would need more is started anew).
+    /// The platform `platform` names (`generic` when it names none).
+    pub fn fixed(&self) -> Option<Platform> {
+        match &self.platform {
+            Setting::Auto => None,
+            Setting::Fixed(name) => Some(Platform(self.platforms.get(name).cloned())),
+        }
+    }
+
+    /// Whether a harvest of `source` must read `dc:relation`: a rule may find the landing page
+    /// there (EPrints' abstract page), and a template may take its DOI from one. Under `auto`,
+    /// only where such a platform may be found: at the endpoint of a row that reads relations
+    /// (EPrints' `/cgi/oai2`), or a Static Repository file, whose baseURL is known only once it
+    /// is read. Elsewhere the records are read and stored as before platforms (a store keeps
+    /// the fields it was made with; one that would need more is started anew).
     pub fn reads_relations(&self, source: &crate::oai::Source) -> bool {
-        match (&self.template, self.platform) {
-            (Some(_), _) | (None, Setting::Fixed(Platform::Eprints)) => true,
-            (None, Setting::Auto) => match source {
-                crate::oai::Source::Oai(base) => {
-                    base.path().trim_end_matches('/').ends_with("/cgi/oai2")
-                }
-                crate::oai::Source::File(_) => true,
-            },
-            (None, Setting::Fixed(_)) => false,
+        if self.template.is_some() {
+            return true;
+        }
+        match (&self.platform, source) {
+            (Setting::Fixed(_), _) => self
+                .fixed()
+                .and_then(|p| p.row().map(|r| r.reads_relations()))
+                .unwrap_or(false),
+            (Setting::Auto, crate::oai::Source::File(_)) => true,
+            (Setting::Auto, crate::oai::Source::Oai(base)) => {
+                let path = base.path().trim_end_matches('/');
+                self.platforms.rows().any(|r| {
+                    r.reads_relations()
+                        && r.spec.endpoint.iter().any(|e| path.ends_with(e.as_str()))
+                })
+            }
         }
     }
 
     /// Spelled out for a settings fingerprint.
     pub fn key(&self) -> String {
         format!(
-            "platform={} ui_url={:?} template={:?}",
+            "platform={} ui_url={:?} template={:?}{}",
             self.platform.as_str(),
             self.ui_url.as_ref().map(Url::as_str),
             self.template.as_ref().map(Template::as_str),
+            self.platforms.fingerprint(),
         )
     }
 }
 
 /// A placeholder of a [`Template`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Placeholder {
     /// A Handle, `prefix/suffix`, from any `dc:identifier` spelling.
     Handle,
     /// A DOI, `10.NNNN/suffix`, from any `dc:identifier` (or `dc:relation`) spelling.
     Doi,
+    /// The DOI's suffix, after its first `/`.
+    DoiSuffix,
     /// The part of the OAI identifier after its last `:`.
     OaiLocal,
+    /// A row's: the site's root (`https://host/path/`), at the start only.
+    Site,
+    /// A row's: a named group of its `oai_identifier` pattern.
+    Group(String),
 }
 
 impl Placeholder {
-    const ALL: [(&'static str, Placeholder); 3] = [
+    /// The placeholders a configured template may use.
+    const CONFIGURED: [(&'static str, Placeholder); 4] = [
         ("handle", Placeholder::Handle),
         ("doi", Placeholder::Doi),
+        ("doi_suffix", Placeholder::DoiSuffix),
         ("oai_local", Placeholder::OaiLocal),
     ];
 }
@@ -187,36 +220,23 @@ enum Part {
 }
 
 impl Template {
-    /// Parses and checks a template: placeholders `{handle}`, `{doi}`, `{oai_local}`, at least
-    /// one of them, and an absolute http(s) URL with a host once they are filled in. The error
-    /// says what is wrong, for the key's message.
+    /// Parses and checks a template: placeholders `{handle}`, `{doi}`, `{doi_suffix}`,
+    /// `{oai_local}`, at least one of them, and an absolute http(s) URL with a host once they
+    /// are filled in. The error says what is wrong, for the key's message.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let mut parts = Vec::new();
-        let mut rest = text;
-        while let Some(open) = rest.find('{') {
-            if open > 0 {
-                parts.push(Part::Text(rest[..open].to_owned()));
-            }
-            let Some(close) = rest[open..].find('}') else {
-                return Err(format!("an unclosed {{ at {:?}", &rest[open..]));
-            };
-            let name = &rest[open + 1..open + close];
-            let Some(&(_, p)) = Placeholder::ALL.iter().find(|(n, _)| *n == name) else {
-                return Err(format!(
-                    "unknown placeholder {{{name}}}; the placeholders are {{handle}}, {{doi}} and {{oai_local}}"
-                ));
-            };
-            parts.push(Part::Value(p));
-            rest = &rest[open + close + 1..];
-        }
-        if rest.contains('}') {
-            return Err(format!("a }} without {{ in {rest:?}"));
-        }
-        if !rest.is_empty() {
-            parts.push(Part::Text(rest.to_owned()));
-        }
+        let template = Self::read(text, |name| {
+            Placeholder::CONFIGURED
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, p)| p.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "unknown placeholder {{{name}}}; the placeholders are {{handle}}, {{doi}}, {{doi_suffix}} and {{oai_local}}"
+                    )
+                })
+        })?;
         // The scheme and host are the template's own: a record's value may not choose the host.
-        let head = match parts.first() {
+        let head = match template.parts.first() {
             Some(Part::Text(t)) => t.as_str(),
             _ => "",
         };
@@ -224,22 +244,12 @@ impl Template {
             .split_once("://")
             .map(|(_, rest)| rest)
             .unwrap_or_default();
-        if !after_scheme.contains('/') && parts.iter().any(|p| matches!(p, Part::Value(_))) {
+        if !after_scheme.contains('/') {
             return Err(
                 "a placeholder before the path: the scheme and host must be written out, e.g. https://host/records/{oai_local}"
                     .to_owned(),
             );
         }
-        if !parts.iter().any(|p| matches!(p, Part::Value(_))) {
-            return Err(
-                "no placeholder: every record would get the same landing page; use {handle}, {doi} or {oai_local}"
-                    .to_owned(),
-            );
-        }
-        let template = Self {
-            text: text.to_owned(),
-            parts,
-        };
         let sample = template.fill(|_| Some("10.1234/sample-1"));
         match Url::parse(&sample) {
             Ok(url) if matches!(url.scheme(), "http" | "https") && url.host_str().is_some() => {
@@ -253,9 +263,82 @@ impl Template {
         }
     }
 
+    /// A row's template: `{site}` first, then a path with the configured placeholders and the
+    /// named `groups` of the row's OAI identifier pattern.
+    fn parse_row(text: &str, groups: &[&str]) -> Result<Self, String> {
+        if !text.starts_with("{site}") {
+            return Err("a platform's template starts with {site}".to_owned());
+        }
+        Self::read(text, |name| {
+            if name == "site" {
+                return Ok(Placeholder::Site);
+            }
+            if let Some((_, p)) = Placeholder::CONFIGURED.iter().find(|(n, _)| *n == name) {
+                return Ok(p.clone());
+            }
+            if groups.contains(&name) {
+                return Ok(Placeholder::Group(name.to_owned()));
+            }
+            Err(format!(
+                "unknown placeholder {{{name}}}: {{site}}, {{handle}}, {{doi}}, {{doi_suffix}}, {{oai_local}} or a named group of oai_identifier ({groups:?})"
+            ))
+        })
+    }
+
+    /// Splits `text` into literal parts and placeholders named as `placeholder` reads them;
+    /// at least one placeholder besides `{site}`.
+    fn read(
+        text: &str,
+        placeholder: impl Fn(&str) -> Result<Placeholder, String>,
+    ) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(open) = rest.find('{') {
+            if open > 0 {
+                parts.push(Part::Text(rest[..open].to_owned()));
+            }
+            let Some(close) = rest[open..].find('}') else {
+                return Err(format!("an unclosed {{ at {:?}", &rest[open..]));
+            };
+            let name = &rest[open + 1..open + close];
+            let p = placeholder(name)?;
+            if p == Placeholder::Site && !parts.is_empty() {
+                return Err("{site} stands at the start only".to_owned());
+            }
+            parts.push(Part::Value(p));
+            rest = &rest[open + close + 1..];
+        }
+        if rest.contains('}') {
+            return Err(format!("a }} without {{ in {rest:?}"));
+        }
+        if !rest.is_empty() {
+            parts.push(Part::Text(rest.to_owned()));
+        }
+        if !parts
+            .iter()
+            .any(|p| matches!(p, Part::Value(v) if *v != Placeholder::Site))
+        {
+            return Err(
+                "no placeholder: every record would get the same landing page; use {handle}, {doi}, {doi_suffix} or {oai_local}"
+                    .to_owned(),
+            );
+        }
+        Ok(Self {
+            text: text.to_owned(),
+            parts,
+        })
+    }
+
     /// The template as written.
     pub fn as_str(&self) -> &str {
         &self.text
+    }
+
+    /// Whether it uses `placeholder`.
+    fn uses(&self, placeholder: Placeholder) -> bool {
+        self.parts
+            .iter()
+            .any(|p| matches!(p, Part::Value(v) if *v == placeholder))
     }
 
     /// The template's scheme, host and port, with the path `/`: its part of the scope.
@@ -264,23 +347,24 @@ impl Template {
         url.join("/").ok()
     }
 
-    /// The text with each placeholder's value, percent-encoded where a URL needs it; `None`
-    /// when a value is missing.
+    /// The text with each placeholder's value, percent-encoded where a URL needs it (but
+    /// `{site}`, a URL already); `None` when a value is missing.
     fn try_fill<'v>(
         &self,
-        mut value: impl FnMut(Placeholder) -> Option<&'v str>,
+        mut value: impl FnMut(&Placeholder) -> Option<&'v str>,
     ) -> Option<String> {
         let mut out = String::with_capacity(self.text.len() + 32);
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
-                Part::Value(p) => push_encoded(&mut out, value(*p)?),
+                Part::Value(Placeholder::Site) => out.push_str(value(&Placeholder::Site)?),
+                Part::Value(p) => push_encoded(&mut out, value(p)?),
             }
         }
         Some(out)
     }
 
-    fn fill<'v>(&self, value: impl FnMut(Placeholder) -> Option<&'v str>) -> String {
+    fn fill<'v>(&self, value: impl FnMut(&Placeholder) -> Option<&'v str>) -> String {
         self.try_fill(value).unwrap_or_default()
     }
 }
@@ -342,239 +426,372 @@ impl fmt::Display for Detected {
     }
 }
 
-/// How many live records [`detect`] looks at, at most.
+/// How many live records [`detect_over`] looks at, at most.
 pub(crate) const SAMPLE: usize = 200;
 
 /// The platform of a repository that is set to `auto`, from what it really sends: its baseURL's
-/// path, the `oai-identifier` description's sample identifier, and the records of `sample` (the
-/// first page, or the first stored records; at most [`SAMPLE`] are read). Google's rule stays
-/// wherever it gives most records a landing page. A platform is chosen only when most of the
-/// records show it: a baseURL path alone is evidence, not proof (another server can sit at
-/// `/oai/request`), and so is an `eprints` description (DSpace sends one too). Without live
-/// records there is nothing to publish either way, and nothing is chosen.
-#[cfg(test)]
-pub(crate) fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
-    detect_over(base, identify, sample, None)
-}
-
-/// [`detect`], with Google's rule over `scope` when one is configured (it replaces the
-/// baseURL's directory, so it is what Google's rule would publish).
+/// path, Identify, and the records of `sample` (the first page, or the first stored records; at
+/// most [`SAMPLE`] live ones are read), under the rows of `registry`. Google's rule (over
+/// `scope` when one is configured: it replaces the baseURL's directory) stays wherever it gives
+/// most records a landing page. A row is chosen only when its rule gives most of the records a
+/// landing page, and (unless the row says its pages are enough) one of its signs shows: a
+/// baseURL path alone is evidence, not proof (another server can sit at `/oai/request`). Rows
+/// are tried in order, the operator's first. Without live records nothing is chosen.
 pub(crate) fn detect_over(
     base: Option<&Url>,
     identify: &Identify,
     sample: &[Record],
     scope: Option<&Scope>,
+    registry: &Registry,
 ) -> Detected {
-    let signs = Signs::count(base, identify, sample, scope);
-    let (platform, evidence) = signs.verdict();
-    Detected {
-        platform,
-        configured: false,
-        evidence,
+    let live: Vec<&Record> = sample
+        .iter()
+        .filter(|r| !r.deleted && !r.unreadable())
+        .take(SAMPLE)
+        .collect();
+    let google = scope
+        .cloned()
+        .or_else(|| base.and_then(Scope::from_base_url));
+    let generic = google.map_or(0, |scope| {
+        live.iter()
+            .filter(|r| {
+                r.dc_identifiers
+                    .iter()
+                    .any(|v| matches!(classify::class(v, &scope), Class::LandingPage(_)))
+            })
+            .count()
+    });
+    let of = |n: usize| format!("{n} of the first {} live records", live.len());
+    let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
+    // Records Google's rule already gives a landing page: the base case stays where it works.
+    if most(generic) {
+        return Detected {
+            platform: Platform::generic(),
+            configured: false,
+            evidence: format!(
+                "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
+                of(generic)
+            ),
+        };
     }
-}
-
-/// What a repository shows of each platform: its baseURL's path, Identify's sample identifier,
-/// and how many of the first live records carry each platform's sign.
-struct Signs<'a> {
-    /// The baseURL's path (empty without one).
-    path: &'a str,
-    /// It ends as DSpace's endpoint does.
-    dspace_path: bool,
-    /// Identify's sample identifier is a handle.
-    dspace_sample: bool,
-    /// The path ends as EPrints' endpoint does.
-    eprints_path: bool,
-    /// Live records looked at (at most [`SAMPLE`]).
-    live: usize,
-    /// Of them, those carrying a Handle,
-    handles: usize,
-    /// those with an OAI identifier in DSpace's handle shape,
-    handle_headers: usize,
-    /// those with their EPrints abstract page as `dc:relation`,
-    abstracts: usize,
-    /// those with an OAI identifier in Islandora's `oai:host:node-N` shape,
-    nodes: usize,
-    /// and those Google's rule gives a landing page.
-    generic: usize,
-}
-
-impl<'a> Signs<'a> {
-    /// Counts the signs over the first [`SAMPLE`] live records of `sample`, Google's rule over
-    /// `scope` or else the baseURL's directory.
-    fn count(
-        base: Option<&'a Url>,
-        identify: &Identify,
-        sample: &[Record],
-        scope: Option<&Scope>,
-    ) -> Self {
-        let path = base.map_or("", Url::path);
-        let live: Vec<&Record> = sample
-            .iter()
-            .filter(|r| !r.deleted && !r.unreadable())
-            .take(SAMPLE)
-            .collect();
-        let handles = live.iter().filter(|r| carries_handle(r)).count();
-        let handle_headers = live
-            .iter()
-            .filter(|r| is_handle_header(&r.identifier))
-            .count();
-        let abstracts = base.map_or(0, |base| {
-            let at = eprints_at(base);
-            live.iter()
-                .filter(|r| eprints_abstract(r, &at).is_some())
-                .count()
-        });
-        let nodes = live
-            .iter()
-            .filter(|r| islandora_node(&r.identifier).is_some())
-            .count();
-        // Records Google's rule already gives a landing page: the base case stays where it works.
-        let google = scope
-            .cloned()
-            .or_else(|| base.and_then(Scope::from_base_url));
-        let generic = google.map_or(0, |scope| {
-            live.iter()
-                .filter(|r| {
-                    r.dc_identifiers
-                        .iter()
-                        .any(|v| matches!(classify::class(v, &scope), Class::LandingPage(_)))
-                })
-                .count()
-        });
-        Self {
-            path,
-            dspace_path: path.ends_with("/oai/request"),
-            dspace_sample: identify
-                .sample_identifier
-                .as_deref()
-                .is_some_and(is_handle_header),
-            eprints_path: path.ends_with("/cgi/oai2"),
-            live: live.len(),
-            handles,
-            handle_headers,
-            abstracts,
-            nodes,
-            generic,
-        }
-    }
-
-    /// "Most": at least half, so that on a tie Google's rule, tried first, stays.
-    fn most(&self, n: usize) -> bool {
-        self.live > 0 && n * 2 >= self.live
-    }
-
-    /// `n` of the live records, in words.
-    fn of(&self, n: usize) -> String {
-        format!("{n} of the first {} live records", self.live)
-    }
-
-    /// The platform most records show, in the order Google's rule, EPrints, Islandora, DSpace,
-    /// and the evidence; Google's rule with what was seen when none is shown by most.
-    fn verdict(&self) -> (Platform, String) {
-        if self.most(self.generic) {
-            return (
-                Platform::Generic,
-                format!(
-                    "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
-                    self.of(self.generic)
-                ),
-            );
-        }
-        if self.most(self.abstracts) {
-            let path = if self.eprints_path {
-                "the baseURL's path ends in /cgi/oai2 and "
-            } else {
-                ""
+    let mut seen = Vec::new();
+    for row in registry.rows() {
+        let signs = Signs::of(row, base, identify, &live);
+        if most(signs.hits) && (row.spec.requires == row::Requires::Landing || signs.any(most)) {
+            let mut why = signs.words(row, most, &of);
+            why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
+            return Detected {
+                platform: Platform(Some(row.clone())),
+                configured: false,
+                evidence: why.join(", "),
             };
-            return (
-                Platform::Eprints,
-                format!(
-                    "{path}{} have a dc:relation that is their own abstract page, as EPrints writes it",
-                    self.of(self.abstracts)
-                ),
-            );
         }
-        if self.most(self.nodes) {
-            return (
-                Platform::Islandora,
-                format!(
-                    "{} have OAI identifiers in Islandora's oai:host:node-N shape",
-                    self.of(self.nodes)
-                ),
-            );
-        }
-        if self.most(self.handles)
-            && (self.dspace_path || self.dspace_sample || self.most(self.handle_headers))
-        {
-            return (Platform::Dspace, self.dspace_evidence());
-        }
-        (Platform::Generic, self.nothing_shown())
-    }
-
-    /// Why DSpace: its endpoint, its sample identifier, its OAI identifiers, the Handles.
-    fn dspace_evidence(&self) -> String {
-        let mut why = Vec::new();
-        if self.dspace_path {
-            why.push(format!(
-                "the baseURL's path ends in {}",
-                dspace_suffix(self.path)
-            ));
-        }
-        if self.dspace_sample {
-            why.push(
-                "Identify's sample identifier is a handle (oai:host:prefix/suffix)".to_owned(),
-            );
-        }
-        if self.most(self.handle_headers) {
-            why.push(format!(
-                "{} have OAI identifiers in DSpace's handle shape",
-                self.of(self.handle_headers)
-            ));
-        }
-        why.push(format!("{} carry a Handle", self.of(self.handles)));
-        why.join(", ")
-    }
-
-    /// What was seen when no platform is shown by most records: an endpoint whose records do
-    /// not bear it out, or no live record at all.
-    fn nothing_shown(&self) -> String {
-        let mut seen = Vec::new();
-        if self.dspace_path || self.dspace_sample {
+        if signs.endpoint.is_some() {
+            let a = if row.spec.title.starts_with(['A', 'E', 'I', 'O', 'U']) {
+                "an"
+            } else {
+                "a"
+            };
             seen.push(format!(
-                "a DSpace-like endpoint, but {} carry a Handle",
-                self.of(self.handles)
+                "{a} {}-like endpoint, but {} {}",
+                row.spec.title,
+                of(signs.hits),
+                row.spec.evidence
             ));
         }
-        if self.eprints_path {
-            seen.push(format!(
-                "an EPrints-like endpoint, but {} have their abstract page as dc:relation",
-                self.of(self.abstracts)
-            ));
-        }
-        if self.live == 0 {
-            seen.push("no live record to look at".to_owned());
-        }
-        if seen.is_empty() {
+    }
+    if live.is_empty() {
+        seen.push("no live record to look at".to_owned());
+    }
+    Detected {
+        platform: Platform::generic(),
+        configured: false,
+        evidence: if seen.is_empty() {
             "nothing platform-specific recognised".to_owned()
         } else {
             seen.join("; ")
+        },
+    }
+}
+
+/// What a repository shows of one row: its endpoint, Identify, and how many of the first live
+/// records match the row's OAI identifier pattern and get a landing page from its rule.
+struct Signs<'a> {
+    /// The ending of the baseURL's path that is the row's endpoint.
+    endpoint: Option<&'a str>,
+    /// Identify's name or descriptions match the row's pattern.
+    identify: bool,
+    /// Identify's sample identifier matches the row's pattern.
+    sample: bool,
+    /// Records whose OAI identifier matches the row's pattern (none without one).
+    shaped: usize,
+    /// Records the row's rule gives a landing page.
+    hits: usize,
+}
+
+impl<'a> Signs<'a> {
+    fn of(row: &'a Row, base: Option<&Url>, identify: &Identify, live: &[&Record]) -> Self {
+        let path = base.map_or("", |b| b.path().trim_end_matches('/'));
+        let endpoint = row
+            .spec
+            .endpoint
+            .iter()
+            .find(|e| path.ends_with(e.as_str()))
+            .map(String::as_str);
+        let identify_text = || {
+            [
+                identify.repository_name.as_str(),
+                identify.descriptions.as_str(),
+            ]
+            .join("\n")
+        };
+        let shaped = row.oai_identifier.as_ref().map_or(0, |re| {
+            live.iter().filter(|r| re.is_match(&r.identifier)).count()
+        });
+        let hits = match base.and_then(|b| Site::of(row, b)) {
+            Some(site) => live.iter().filter(|r| site.hit(row, r)).count(),
+            None => 0,
+        };
+        Self {
+            endpoint,
+            identify: row
+                .identify
+                .as_ref()
+                .is_some_and(|re| re.is_match(&identify_text())),
+            sample: row.sample_identifier.as_ref().is_some_and(|re| {
+                identify
+                    .sample_identifier
+                    .as_deref()
+                    .is_some_and(|s| re.is_match(s))
+            }),
+            shaped,
+            hits,
+        }
+    }
+
+    /// Whether a sign besides the landing pages shows.
+    fn any(&self, most: impl Fn(usize) -> bool) -> bool {
+        self.endpoint.is_some() || self.identify || self.sample || most(self.shaped)
+    }
+
+    /// The signs that show, in words.
+    fn words(
+        &self,
+        row: &Row,
+        most: impl Fn(usize) -> bool,
+        of: &impl Fn(usize) -> String,
+    ) -> Vec<String> {
+        let title = &row.spec.title;
+        let mut why = Vec::new();
+        if let Some(e) = self.endpoint {
+            why.push(format!("the baseURL's path ends in {e} ({title})"));
+        }
+        if self.identify {
+            why.push(format!("Identify names {title}"));
+        }
+        if self.sample {
+            why.push(format!(
+                "Identify's sample identifier is in {title}'s shape"
+            ));
+        }
+        if row.spec.requires == row::Requires::Sign && most(self.shaped) {
+            why.push(format!(
+                "{} have OAI identifiers in {title}'s shape",
+                of(self.shaped)
+            ));
+        }
+        why
+    }
+}
+
+/// Where a row's platform is installed, from the baseURL: the site's root URL and, without the
+/// scheme, its host, port and path (`eprints.example.ac.uk/`), which `dc:*` patterns match in
+/// either scheme.
+struct Site {
+    /// `https://host/path/`.
+    url: Url,
+    /// `host[:port]/path/`.
+    at: String,
+}
+
+impl Site {
+    fn of(row: &Row, base: &Url) -> Option<Self> {
+        let root = match row.spec.site {
+            SiteSpec::Root => "/".to_owned(),
+            SiteSpec::Endpoint => {
+                let path = base.path().trim_end_matches('/');
+                let root = row
+                    .spec
+                    .endpoint
+                    .iter()
+                    .find_map(|e| path.strip_suffix(e.trim_start_matches('/')))
+                    .unwrap_or("/");
+                if root.ends_with('/') {
+                    root.to_owned()
+                } else {
+                    format!("{root}/")
+                }
+            }
+        };
+        let mut url = base.clone();
+        url.set_path(&root);
+        url.set_query(None);
+        url.set_fragment(None);
+        let host = url.host_str()?;
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let at = format!("{host}{port}{root}");
+        matches!(url.scheme(), "http" | "https").then_some(Self { url, at })
+    }
+
+    /// Whether `row`'s rule gives `record` a landing page here (for detection; the UI of a
+    /// Handle rule is not known yet, so any Handle counts).
+    fn hit(&self, row: &Row, record: &Record) -> bool {
+        match &row.landing {
+            RowLanding::Handle { before } => carries_handle(record, before),
+            RowLanding::Template(t) => fill_row(t, row, record, self.url.as_str()).is_some(),
+            RowLanding::Field {
+                element, patterns, ..
+            } => find_field(row, record, *element, patterns, &self.at).is_some(),
         }
     }
 }
 
-fn dspace_suffix(path: &str) -> &'static str {
-    if path.ends_with("/server/oai/request") {
-        "/server/oai/request (DSpace 7 and later)"
-    } else {
-        "/oai/request (DSpace)"
+/// The OAI identifier's named groups under `row`'s pattern, by name.
+fn groups<'r>(row: &Row, record: &'r Record) -> Option<regex::Captures<'r>> {
+    row.oai_identifier.as_ref()?.captures(&record.identifier)
+}
+
+/// A row's template filled for `record` at `site`; `None` when a value is missing.
+fn fill_row(template: &Template, row: &Row, record: &Record, site: &str) -> Option<String> {
+    let caps = groups(row, record);
+    let mut climbs = false;
+    let filled = template.try_fill(|p| {
+        let value = match p {
+            Placeholder::Site => Some(site),
+            Placeholder::Group(name) => caps.as_ref()?.name(name).map(|m| m.as_str()),
+            other => record_value(record, other),
+        };
+        climbs |= value.is_some_and(has_dot_segment) && *p != Placeholder::Site;
+        value
+    })?;
+    (!climbs).then_some(filled)
+}
+
+/// A record's value of a configured placeholder: its Handle, DOI (or the DOI's suffix), or the
+/// OAI identifier's part after the last `:`.
+fn record_value<'r>(record: &'r Record, placeholder: &Placeholder) -> Option<&'r str> {
+    let pid = |want: fn(&Pid<'r>) -> Option<&'r str>| {
+        record
+            .dc_identifiers
+            .iter()
+            .map(String::as_str)
+            .chain(record.dc_values(DcElement::Relation))
+            .filter_map(classify::pid_of)
+            .find_map(|p| want(&p))
+    };
+    match placeholder {
+        Placeholder::Handle => pid(|p| match p {
+            Pid::Handle(h) => Some(*h),
+            Pid::Doi(_) => None,
+        }),
+        Placeholder::Doi => pid(|p| match p {
+            Pid::Doi(d) => Some(*d),
+            Pid::Handle(_) => None,
+        }),
+        Placeholder::DoiSuffix => pid(|p| match p {
+            Pid::Doi(d) => d.split_once('/').map(|(_, s)| s).filter(|s| !s.is_empty()),
+            Pid::Handle(_) => None,
+        }),
+        Placeholder::OaiLocal => {
+            let id = record.identifier.as_str();
+            Some(id.rsplit(':').next().unwrap_or(id)).filter(|s| !s.is_empty())
+        }
+        Placeholder::Site | Placeholder::Group(_) => None,
     }
+}
+
+/// The value of `element` that is the record's page under `patterns`, at the installation `at`
+/// ([`Site::at`]). A pattern whose placeholder the record's OAI identifier does not give
+/// matches only the first or the last value, where platforms write their own page.
+fn find_field<'r>(
+    row: &Row,
+    record: &'r Record,
+    element: Element,
+    patterns: &[Pattern],
+    at: &str,
+) -> Option<&'r str> {
+    let caps = groups(row, record);
+    let values = row::element_values(record, element);
+    let last = values.len().saturating_sub(1);
+    values.iter().enumerate().find_map(|(i, &value)| {
+        let value = value.trim();
+        let rest = classify::strip_prefix_ignore_case(value, "https://")
+            .or_else(|| classify::strip_prefix_ignore_case(value, "http://"))?;
+        let rest = classify::strip_prefix_ignore_case(rest, at)?;
+        let edge = i == 0 || i == last;
+        patterns
+            .iter()
+            .any(|p| {
+                matches_pattern(p, rest, edge, |name| {
+                    caps.as_ref().and_then(|c| c.name(name)).map(|m| m.as_str())
+                })
+            })
+            .then_some(value)
+            .filter(|_| !row.is_content_file(rest))
+    })
+}
+
+/// Whether `rest` (a value after its site) matches `pattern`, with the record's group values.
+fn matches_pattern<'v>(
+    pattern: &Pattern,
+    mut rest: &str,
+    edge: bool,
+    group: impl Fn(&str) -> Option<&'v str>,
+) -> bool {
+    for part in &pattern.parts {
+        match part {
+            PatternPart::Text(t) => match rest.strip_prefix(t.as_str()) {
+                Some(r) => rest = r,
+                // A final `/` may be missing.
+                None if t == "/" && rest.is_empty() => {}
+                None => return false,
+            },
+            PatternPart::Group(name) => match group(name) {
+                Some(own) => match rest.strip_prefix(own) {
+                    Some(r) => rest = r,
+                    None => return false,
+                },
+                None => {
+                    if !edge {
+                        return false;
+                    }
+                    let n = rest
+                        .bytes()
+                        .take_while(|b| {
+                            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')
+                        })
+                        .count();
+                    if n == 0 {
+                        return false;
+                    }
+                    rest = &rest[n..];
+                }
+            },
+        }
+    }
+    pattern.rest || rest.is_empty() || rest == "/"
 }
 
 /// Where the records' local Handle URLs (`https://host/xmlui/handle/P/S`, DSpace's default
 /// spelling since 6.0) say the UI is: the root (`https://host/xmlui/`) most of the sample's
 /// local spellings share, if any. The scheme is the one written, which is often an old `http`.
 pub(crate) fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
+    ui_in(sample, "handle/")
+}
+
+/// [`dspace_ui_in`] for a UI that serves Handles under `before` (`handle/`).
+fn ui_in(sample: &[Record], before: &str) -> Option<Url> {
+    let marker = format!("/{before}");
     // Counted by host and path: `http` and `https` spellings of one UI are one UI, which
     // answers `https` if any spelling says so.
     let mut roots: Vec<(String, bool, usize)> = Vec::new();
@@ -584,13 +801,13 @@ pub(crate) fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
         .take(SAMPLE)
         .flat_map(|r| &r.dc_identifiers)
     {
-        if local_handle(value, None).is_none() {
+        if local_handle(value, None, before).is_none() {
             continue;
         }
         let Ok(url) = Url::parse(value.trim()) else {
             continue;
         };
-        let Some(at) = url.path().find("/handle/") else {
+        let Some(at) = url.path().find(&marker) else {
             continue;
         };
         let root = format!(
@@ -612,30 +829,16 @@ pub(crate) fn dspace_ui_in(sample: &[Record]) -> Option<Url> {
     Url::parse(&format!("{scheme}://{root}")).ok()
 }
 
-/// The node number of an Islandora 2 OAI identifier, `oai:{host}:node-{N}`.
-fn islandora_node(identifier: &str) -> Option<&str> {
-    let n = identifier.rsplit(':').next()?.strip_prefix("node-")?;
-    (!n.is_empty() && n.bytes().all(|b| b.is_ascii_digit())).then_some(n)
-}
-
-/// A path under a DSpace UI that serves a file: `bitstream/...` (DSpace 6's XMLUI and JSPUI,
-/// also below a context path the UI's base does not name) or `bitstreams/{uuid}/download`
-/// (DSpace 7's UI).
-fn is_bitstream(path: &str) -> bool {
-    ["bitstream/", "bitstreams/"]
-        .iter()
-        .any(|b| path.starts_with(b) || path.contains(&format!("/{b}")))
-}
-
-/// The UI of a DSpace at `base` that no `ui_url` names: under a path of the baseURL's host
-/// (`/xmlui/`, `/jspui/`) when the records' local Handle URLs show one there, else the
-/// baseURL's root. A UI the records show on another host is not taken (the operator has not
-/// named it): `evidence` says where they point and that `ui_url` would take it.
-fn dspace_ui(base: &Url, sample: &[Record], evidence: &mut String) -> Url {
+/// The UI of a platform at `base` whose pages are Handles and that no `ui_url` names: under a
+/// path of the baseURL's host (`/xmlui/`, `/jspui/`) when the records' local Handle URLs show
+/// one there, else the baseURL's root. A UI the records show on another host is not taken
+/// (the operator has not named it): `evidence` says where they point and that `ui_url` would
+/// take it.
+fn handle_ui(base: &Url, sample: &[Record], before: &str, evidence: &mut String) -> Url {
     let mut root = base.clone();
     root.set_path("/");
     root.set_query(None);
-    let Some(mut ui) = dspace_ui_in(sample) else {
+    let Some(mut ui) = ui_in(sample, before) else {
         return root;
     };
     if ui.host_str() != base.host_str() {
@@ -655,21 +858,12 @@ fn dspace_ui(base: &Url, sample: &[Record], evidence: &mut String) -> Url {
     ui
 }
 
-/// `oai:{host}:{prefix}/{suffix}`: DSpace's OAI identifier for an item.
-fn is_handle_header(identifier: &str) -> bool {
-    identifier
-        .strip_prefix("oai:")
-        .and_then(|rest| rest.split_once(':'))
-        .and_then(|(_, handle)| parse_handle(handle))
-        .is_some()
-}
-
 /// Whether a record has a `dc:identifier` that is a Handle in any spelling, or a local
-/// `/handle/P/S` URL.
-fn carries_handle(record: &Record) -> bool {
+/// `/{before}P/S` URL.
+fn carries_handle(record: &Record, before: &str) -> bool {
     record.dc_identifiers.iter().any(|v| {
         matches!(classify::pid_of(v), Some(Pid::Handle(h)) if parse_handle(h).is_some())
-            || local_handle(v, None).is_some()
+            || local_handle(v, None, before).is_some()
     })
 }
 
@@ -702,12 +896,14 @@ fn has_dot_segment(value: &str) -> bool {
     })
 }
 
-/// The Handle of a `{ui}handle/P/S` URL (DSpace's local spelling), if it is one: on the UI's
-/// host and under its path when `ui` (host, path) is given, in `http` or `https` (DSpace's
-/// canonical prefix often says `http`); anywhere but under a bitstream's path when not.
+/// The Handle of a `{ui}{before}P/S` URL (DSpace's local spelling, `before` = `handle/`), if it
+/// is one: on the UI's host and under its path when `ui` (host, path) is given, in `http` or
+/// `https` (DSpace's canonical prefix often says `http`); anywhere but under a bitstream's path
+/// when not.
 fn local_handle<'v>(
     value: &'v str,
     ui: Option<(&str, &str)>,
+    before: &str,
 ) -> Option<(&'v str, &'v str, &'v str)> {
     let value = value.trim();
     let rest = value
@@ -721,72 +917,19 @@ fn local_handle<'v>(
             if !value_host.eq_ignore_ascii_case(host) {
                 return None;
             }
-            path.strip_prefix(ui_path)?.strip_prefix("handle/")?
+            path.strip_prefix(ui_path)?.strip_prefix(before)?
         }
         None => {
-            let at = path.find("/handle/")?;
+            let marker = format!("/{before}");
+            let at = path.find(&marker)?;
             if path[..at].contains("/bitstream") {
                 return None;
             }
-            &path[at + "/handle/".len()..]
+            &path[at + marker.len()..]
         }
     };
     let rest = rest.split(['?', '#']).next().unwrap_or(rest);
     parse_handle(rest)
-}
-
-/// The folder EPrints is installed in: the baseURL's directory above `cgi/oai2`, else `/`.
-fn eprints_root(base: &Url) -> String {
-    let path = base.path().trim_end_matches('/');
-    let root = path.strip_suffix("cgi/oai2").unwrap_or("/");
-    let mut root = root.to_owned();
-    if !root.ends_with('/') {
-        root.push('/');
-    }
-    root
-}
-
-/// Where EPrints is installed, without the scheme: the baseURL's host, its port if it names
-/// one, and [`eprints_root`] (`eprints.example.ac.uk/`).
-fn eprints_at(base: &Url) -> String {
-    let port = base.port().map(|p| format!(":{p}")).unwrap_or_default();
-    format!(
-        "{}{port}{}",
-        base.host_str().unwrap_or_default(),
-        eprints_root(base)
-    )
-}
-
-/// The eprint id of an EPrints OAI identifier, `oai:{repository}:{eprintid}`.
-fn eprint_id(identifier: &str) -> Option<&str> {
-    let id = identifier.rsplit(':').next()?;
-    (!id.is_empty() && id.bytes().all(|b| b.is_ascii_digit())).then_some(id)
-}
-
-/// The record's abstract page among its `dc:relation`s: an http(s) URL at the installation
-/// `at` ([`eprints_at`]; either scheme, as `http_url` and the baseURL often differ) whose path
-/// goes on with `{id}/` or `id/eprint/{id}/` for the record's own eprint id (an official URL
-/// may point at another record of the same host). When the OAI identifier holds no id, only
-/// the first or the last relation counts, where EPrints writes it. Compared as text, as
-/// EPrints writes it: a relation is read for every record.
-fn eprints_abstract<'r>(record: &'r Record, at: &str) -> Option<&'r str> {
-    let own = eprint_id(&record.identifier);
-    let relations: SmallVec<[&str; 4]> = record.dc_values(DcElement::Relation).collect();
-    let last = relations.len().saturating_sub(1);
-    relations.iter().enumerate().find_map(|(i, &value)| {
-        let value = value.trim();
-        let rest = classify::strip_prefix_ignore_case(value, "https://")
-            .or_else(|| classify::strip_prefix_ignore_case(value, "http://"))?;
-        let rest = classify::strip_prefix_ignore_case(rest, at)?;
-        let rest = rest.strip_prefix("id/eprint/").unwrap_or(rest);
-        let id = rest.strip_suffix('/').unwrap_or(rest);
-        let id_ok = !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit());
-        let ours = match own {
-            Some(own) => id == own,
-            None => i == 0 || i == last,
-        };
-        (id_ok && ours).then_some(value)
-    })
 }
 
 /// The landing rule in effect for one harvest: the platform (or template), its scope, and why.
@@ -800,23 +943,33 @@ pub struct Landing {
 #[derive(Clone, Debug)]
 enum Rule {
     Generic,
-    /// DSpace, with its UI's base as text ending in `/` (`https://host/` or `https://host/ui/`),
-    /// and that base's host and path.
-    Dspace {
+    /// A row's rule, at its site.
+    Row {
+        row: Arc<Row>,
+        at: RowAt,
+    },
+    /// A configured template.
+    Template(Template),
+}
+
+/// Where a row's rule is applied.
+#[derive(Clone, Debug)]
+enum RowAt {
+    /// A Handle's page: the UI's base as text ending in `/` (`https://host/` or
+    /// `https://host/ui/`), that base's host and path, and the text before the Handle.
+    Handle {
         ui: String,
         host: String,
         path: String,
+        before: String,
     },
-    /// EPrints, installed at `at` ([`eprints_at`]), served in the baseURL's `scheme`.
-    Eprints {
+    /// A `dc:*` value or a template: the site's root URL and `host[:port]/path/`, and the
+    /// baseURL's scheme.
+    Site {
+        url: String,
         at: String,
         scheme: String,
     },
-    /// Islandora 2, with its site's root (`https://host/`).
-    Islandora {
-        site: String,
-    },
-    Template(Template),
 }
 
 /// Why a landing rule cannot be made.
@@ -825,14 +978,14 @@ enum Rule {
 pub struct LandingError(String);
 
 /// The error of `platform`'s rule without an http(s) baseURL.
-fn no_base(platform: Platform) -> LandingError {
+fn no_base(platform: &str) -> LandingError {
     LandingError(format!(
         "the {platform} rule needs an http(s) baseURL to find the repository's host"
     ))
 }
 
 /// The scope of everything under `path` on `url`'s host, for `platform`'s rule.
-fn origin_scope(url: &Url, path: &str, platform: Platform) -> Result<Scope, LandingError> {
+fn origin_scope(url: &Url, path: &str, platform: &str) -> Result<Scope, LandingError> {
     let mut at = url.clone();
     at.set_path(path);
     at.set_query(None);
@@ -846,7 +999,7 @@ impl Rule {
     fn for_template(
         template: &Template,
         base: Option<&Url>,
-        platform: Platform,
+        platform: &str,
     ) -> Result<(Self, Scope), LandingError> {
         let origin_url = template
             .origin()
@@ -859,9 +1012,11 @@ impl Rule {
         Ok((Rule::Template(template.clone()), scope))
     }
 
-    /// DSpace's rule under its UI: `ui_url` when configured, else the one the baseURL and the
-    /// sample show ([`dspace_ui`], which adds to `evidence`).
-    fn for_dspace(
+    /// A Handle rule under its UI: `ui_url` when configured, else the one the baseURL and the
+    /// sample show ([`handle_ui`], which adds to `evidence`).
+    fn for_handle(
+        row: &Arc<Row>,
+        before: &str,
         ui_url: Option<&Url>,
         base: Option<&Url>,
         sample: &[Record],
@@ -877,50 +1032,47 @@ impl Rule {
                 ui
             }
             None => {
-                let base = base.ok_or_else(|| no_base(Platform::Dspace))?;
-                dspace_ui(base, sample, evidence)
+                let base = base.ok_or_else(|| no_base(row.name()))?;
+                handle_ui(base, sample, before, evidence)
             }
         };
-        let scope = origin_scope(&ui, ui.path(), Platform::Dspace)?;
+        let scope = origin_scope(&ui, ui.path(), row.name())?;
         let mut text = ui.to_string();
         if let Some(q) = text.find(['?', '#']) {
             text.truncate(q);
         }
-        let rule = Rule::Dspace {
+        let at = RowAt::Handle {
             ui: text,
             host: ui.host_str().unwrap_or_default().to_owned(),
             path: ui.path().to_owned(),
+            before: before.to_owned(),
         };
-        Ok((rule, scope))
+        Ok((
+            Rule::Row {
+                row: row.clone(),
+                at,
+            },
+            scope,
+        ))
     }
 
-    /// Islandora's rule, on the Drupal site whose `oai/request` the baseURL is.
-    fn for_islandora(base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
-        let base = base.ok_or_else(|| no_base(Platform::Islandora))?;
-        // Drupal under a path: the site is the baseURL's folder above `oai/request`.
-        let path = base.path().trim_end_matches('/');
-        let site = path.strip_suffix("oai/request").unwrap_or("/");
-        let site = if site.ends_with('/') {
-            site.to_owned()
-        } else {
-            format!("{site}/")
-        };
-        let scope = origin_scope(base, &site, Platform::Islandora)?;
-        let rule = Rule::Islandora {
-            site: scope.to_string(),
-        };
-        Ok((rule, scope))
-    }
-
-    /// EPrints' rule, for the installation the baseURL belongs to.
-    fn for_eprints(base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
-        let base = base.ok_or_else(|| no_base(Platform::Eprints))?;
-        let scope = origin_scope(base, &eprints_root(base), Platform::Eprints)?;
-        let rule = Rule::Eprints {
-            at: eprints_at(base),
+    /// A `dc:*` or template rule, for the installation the baseURL belongs to.
+    fn for_site(row: &Arc<Row>, base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
+        let base = base.ok_or_else(|| no_base(row.name()))?;
+        let site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
+        let scope = origin_scope(&site.url, site.url.path(), row.name())?;
+        let at = RowAt::Site {
+            url: site.url.to_string(),
+            at: site.at,
             scheme: base.scheme().to_owned(),
         };
-        Ok((rule, scope))
+        Ok((
+            Rule::Row {
+                row: row.clone(),
+                at,
+            },
+            scope,
+        ))
     }
 }
 
@@ -950,18 +1102,21 @@ impl Landing {
         sample: &[Record],
     ) -> Result<Option<Self>, LandingError> {
         let (rule, own_scope) = if let Some(template) = &settings.template {
-            Rule::for_template(template, base, detected.platform)?
+            Rule::for_template(template, base, detected.platform.as_str())?
         } else {
-            match detected.platform {
-                Platform::Generic => return Ok(None),
-                Platform::Dspace => Rule::for_dspace(
+            let Some(row) = detected.platform.row().cloned() else {
+                return Ok(None);
+            };
+            match &row.landing {
+                RowLanding::Handle { before } => Rule::for_handle(
+                    &row,
+                    before,
                     settings.ui_url.as_ref(),
                     base,
                     sample,
                     &mut detected.evidence,
                 )?,
-                Platform::Islandora => Rule::for_islandora(base)?,
-                Platform::Eprints => Rule::for_eprints(base)?,
+                RowLanding::Template(_) | RowLanding::Field { .. } => Rule::for_site(&row, base)?,
             }
         };
         Ok(Some(Self {
@@ -991,16 +1146,39 @@ impl Landing {
     pub fn rule_text(&self) -> String {
         match &self.rule {
             Rule::Generic => format!("a dc:identifier URL inside {}", self.scope),
-            Rule::Dspace { ui, .. } => {
-                format!("{ui}handle/{{prefix}}/{{suffix}}, from the record's Handle")
-            }
-            Rule::Eprints { .. } => format!(
-                "the dc:relation that is the record's abstract page ({}{{id}}/ or {}id/eprint/{{id}}/)",
-                self.scope, self.scope
-            ),
-            Rule::Islandora { site } => {
-                format!("{site}node/{{N}}, from the OAI identifier oai:host:node-N")
-            }
+            Rule::Row { row, at } => match (&row.landing, at) {
+                (RowLanding::Handle { .. }, RowAt::Handle { ui, before, .. }) => {
+                    format!("{ui}{before}{{prefix}}/{{suffix}}, from the record's Handle")
+                }
+                (RowLanding::Template(t), RowAt::Site { url, .. }) => format!(
+                    "{}, from the record's {}",
+                    t.as_str().replacen("{site}", url, 1),
+                    row.spec
+                        .oai_identifier
+                        .as_deref()
+                        .map_or("identifiers".to_owned(), |p| format!(
+                            "OAI identifier ({p})"
+                        ))
+                ),
+                (RowLanding::Field { element, .. }, RowAt::Site { .. }) => {
+                    let element = match element {
+                        Element::Identifier => "dc:identifier",
+                        Element::Relation => "dc:relation",
+                    };
+                    let shapes: Vec<String> = row
+                        .spec
+                        .landing
+                        .patterns
+                        .iter()
+                        .map(|p| p.replacen("{site}", &self.scope.to_string(), 1))
+                        .collect();
+                    format!(
+                        "the {element} that is the record's own page ({})",
+                        shapes.join(" or ")
+                    )
+                }
+                _ => row.name().to_owned(),
+            },
             Rule::Template(t) => format!("the template {t}"),
         }
     }
@@ -1011,9 +1189,18 @@ impl Landing {
     pub fn key(&self) -> String {
         match &self.rule {
             Rule::Generic => self.scope.to_string(),
-            Rule::Dspace { ui, .. } => format!("{} dspace ui={ui}", self.scope),
-            Rule::Eprints { at, .. } => format!("{} eprints at={at}", self.scope),
-            Rule::Islandora { site } => format!("{} islandora site={site}", self.scope),
+            Rule::Row { row, at } => {
+                let at = match at {
+                    RowAt::Handle { ui, .. } => format!("ui={ui}"),
+                    RowAt::Site { url, scheme, .. } => format!("site={url} scheme={scheme}"),
+                };
+                let own = if row.builtin {
+                    String::new()
+                } else {
+                    format!(" row={}", row.fingerprint())
+                };
+                format!("{} {} {at}{own}", self.scope, row.name())
+            }
             Rule::Template(t) => format!("{} template={t}", self.scope),
         }
     }
@@ -1034,30 +1221,76 @@ impl Landing {
                     .iter()
                     .map(|value| classify::class(value, scope)),
             ),
-            Rule::Dspace { ui, host, path } => self.dspace(record, ui, (host, path), out),
-            Rule::Eprints { at, scheme } => self.eprints(record, at, scheme, out),
-            Rule::Islandora { site } => self.islandora(record, site, out),
+            Rule::Row { row, at } => {
+                let derived = match (&row.landing, at) {
+                    (
+                        RowLanding::Handle { .. },
+                        RowAt::Handle {
+                            ui,
+                            host,
+                            path,
+                            before,
+                        },
+                    ) => self.handle(record, ui, (host, path), before, out),
+                    (RowLanding::Template(t), RowAt::Site { url, .. }) => {
+                        let page = fill_row(t, row, record, url)
+                            .map(|u| landing(u, scope, Some(Drop::TemplateInvalidUrl)));
+                        self.derived_then_identifiers(page, record, out)
+                    }
+                    (
+                        RowLanding::Field {
+                            element,
+                            patterns,
+                            scheme: written,
+                        },
+                        RowAt::Site { at, scheme, .. },
+                    ) => {
+                        let scheme = (*written == SchemeSpec::Base).then_some(scheme.as_str());
+                        self.field(record, row, (*element, patterns), at, scheme, out)
+                    }
+                    _ => false,
+                };
+                if row.content_files.is_some() {
+                    self.content_files(row, derived, out);
+                }
+            }
             Rule::Template(template) => self.template(record, template, out),
         }
     }
 
-    /// Islandora 2: the node page `{site}node/N` of the OAI identifier `oai:host:node-N`, then
-    /// the identifiers as usual (the node page again, if a site's mapping lists it, once).
-    fn islandora<'a>(&self, record: &'a Record, site: &str, out: &mut Classes<'a>) {
-        let page = islandora_node(&record.identifier)
-            .map(|n| landing(format!("{site}node/{n}"), &self.scope, None));
-        self.derived_then_identifiers(page, record, out);
+    /// The URLs in scope that `row` names content files (a path after the scope's prefix
+    /// matching its `content_files`), but the page the rule derived (`derived`: the first).
+    fn content_files(&self, row: &Row, derived: bool, out: &mut Classes<'_>) {
+        let prefixes = self.scope.prefixes();
+        for class in out.iter_mut().skip(usize::from(derived)) {
+            let Class::LandingPage(url) = class else {
+                continue;
+            };
+            let after = prefixes
+                .iter()
+                .find_map(|p| url.strip_prefix(p.as_str()))
+                .unwrap_or(url);
+            if row.is_content_file(after) {
+                let url = std::mem::take(url);
+                *class = Class::ContentFile {
+                    url,
+                    media_type: classify::OCTET_STREAM,
+                };
+            }
+        }
     }
 
     /// A page the rule derived (if any) first, then the record's `dc:identifier`s classified as
-    /// Google's rule does, but for the derived page again, which is listed once.
+    /// Google's rule does, but for the derived page again, which is listed once. Whether a page
+    /// was derived.
     fn derived_then_identifiers<'a>(
         &self,
         derived: Option<Class<'static>>,
         record: &'a Record,
         out: &mut Classes<'a>,
-    ) {
+    ) -> bool {
         let first = out.len();
+        let was = derived.is_some();
         out.extend(derived);
         for value in &record.dc_identifiers {
             let class = classify::class(value, &self.scope);
@@ -1069,40 +1302,40 @@ impl Landing {
                 out.push(class);
             }
         }
+        was
     }
 
-    /// DSpace: each Handle (any spelling, or a local `/handle/P/S` URL) gives the landing page
-    /// `{ui}handle/P/S`, once; a proxy spelling is also the record's persistent identifier.
-    /// Bitstreams on the UI are content files. A value spelled as a Handle that does not parse
-    /// is [`Drop::InvalidHandle`].
-    fn dspace<'a>(&self, record: &'a Record, ui: &str, ui_at: (&str, &str), out: &mut Classes<'a>) {
+    /// A Handle rule (DSpace): each Handle (any spelling, or a local `{ui}handle/P/S` URL)
+    /// gives the landing page `{ui}handle/P/S`, once; a proxy spelling is also the record's
+    /// persistent identifier. A value spelled as a Handle that does not parse is
+    /// [`Drop::InvalidHandle`]. Whether a page was derived.
+    fn handle<'a>(
+        &self,
+        record: &'a Record,
+        ui: &str,
+        ui_at: (&str, &str),
+        before: &str,
+        out: &mut Classes<'a>,
+    ) -> bool {
         // Every Handle the record gives, once each, in order.
         let mut handles: SmallVec<[(&'a str, &'a str, &'a str); 2]> = SmallVec::new();
         let mut rest: Classes<'a> = SmallVec::new();
         for value in &record.dc_identifiers {
-            // Each value is classified once; what DSpace adds is read from that.
+            // Each value is classified once; what the rule adds is read from that.
             let handle = match classify::class(value, &self.scope) {
                 Class::PersistentId(Pid::Handle(h)) => parse_handle(h),
-                Class::LandingPage(url) if url.starts_with(ui) => {
-                    let path = &url[ui.len()..];
-                    if path.starts_with("handle/") {
-                        // The local spelling, borrowed from the value itself.
-                        local_handle(value, Some(ui_at))
-                    } else if is_bitstream(path) {
-                        rest.push(Class::ContentFile {
-                            url,
-                            media_type: classify::OCTET_STREAM,
-                        });
-                        continue;
-                    } else {
-                        rest.push(Class::LandingPage(url));
-                        continue;
-                    }
+                Class::LandingPage(url)
+                    if url.starts_with(ui) && url[ui.len()..].starts_with(before) =>
+                {
+                    // The local spelling, borrowed from the value itself.
+                    local_handle(value, Some(ui_at), before)
                 }
                 // The local spelling in the other scheme (DSpace's canonical prefix often
                 // still says `http`).
-                Class::Dropped(Drop::OutOfScope) if local_handle(value, Some(ui_at)).is_some() => {
-                    local_handle(value, Some(ui_at))
+                Class::Dropped(Drop::OutOfScope)
+                    if local_handle(value, Some(ui_at), before).is_some() =>
+                {
+                    local_handle(value, Some(ui_at), before)
                 }
                 Class::Dropped(_) if classify::spelled_as_handle(value) => None,
                 class => {
@@ -1130,8 +1363,9 @@ impl Landing {
             Some(i) => Some(handles.remove(i)),
             None => own,
         };
+        let derived = chosen.is_some();
         if let Some((whole, prefix, suffix)) = chosen {
-            out.push(self.handle_page(ui, prefix, suffix));
+            out.push(self.handle_page(ui, before, prefix, suffix));
             // The Handle is the record's persistent identifier (the Signmap's cite-as), whatever
             // spelling gave it.
             out.push(Class::PersistentId(Pid::Handle(whole)));
@@ -1142,17 +1376,18 @@ impl Landing {
                 .map(|(whole, _, _)| Class::PersistentId(Pid::Handle(whole))),
         );
         out.extend(rest);
+        derived
     }
 
-    /// The landing page `{ui}handle/{prefix}/{suffix}` of a Handle. The UI's base is a URL in
+    /// The landing page `{ui}{before}{prefix}/{suffix}` of a Handle. The UI's base is a URL in
     /// normal form, and so is the page when the Handle holds only letters, digits, `-._~` and
     /// `/` with no dot-segment, as DSpace's do: then only the length and the scope are checked;
     /// any other page is checked as every identifier is.
-    fn handle_page(&self, ui: &str, prefix: &str, suffix: &str) -> Class<'static> {
+    fn handle_page(&self, ui: &str, before: &str, prefix: &str, suffix: &str) -> Class<'static> {
         let mut url =
-            String::with_capacity(ui.len() + "handle/".len() + prefix.len() + 1 + suffix.len());
+            String::with_capacity(ui.len() + before.len() + prefix.len() + 1 + suffix.len());
         url.push_str(ui);
-        url.push_str("handle/");
+        url.push_str(before);
         url.push_str(prefix);
         url.push('/');
         let plain = suffix
@@ -1173,27 +1408,35 @@ impl Landing {
         }
     }
 
-    /// EPrints: the abstract page (a `dc:relation`) is the landing page; every other URL the
-    /// record gives on the host is a document (a content file); a DOI is the persistent
-    /// identifier; a `dc:relation` that is no URL is [`Drop::RelationNotAUrl`]. Relations that
-    /// are other URLs (an official URL) are not the record's to publish and are not counted.
-    /// Without an abstract page, the identifiers are classified as usual.
-    fn eprints<'a>(&self, record: &'a Record, at: &str, scheme: &str, out: &mut Classes<'a>) {
-        let found = eprints_abstract(record, at);
-        // Borrowed from the record, as the abstract page is in normal form as a rule.
-        let mut abstract_url: Option<Cow<'a, str>> = None;
+    /// A `dc:*` rule (EPrints' abstract page as a `dc:relation`, Digital Commons' page as a
+    /// `dc:identifier`): the value that matches the row's patterns is the landing page (in the
+    /// baseURL's `scheme` when the row says so); every other URL the record gives in scope is
+    /// then a content file; a DOI is the persistent identifier; a `dc:relation` that is no URL
+    /// is [`Drop::RelationNotAUrl`]. Relations that are other URLs (an official URL) are not the
+    /// record's to publish and are not counted. Without a page found, the identifiers are
+    /// classified as usual. Whether a page was derived.
+    fn field<'a>(
+        &self,
+        record: &'a Record,
+        row: &Row,
+        (element, patterns): (Element, &[Pattern]),
+        at: &str,
+        scheme: Option<&str>,
+        out: &mut Classes<'a>,
+    ) -> bool {
+        let found = find_field(row, record, element, patterns, at);
+        // Borrowed from the record, as the page is in normal form as a rule.
+        let mut page: Option<Cow<'a, str>> = None;
         if let Some(value) = found {
-            // EPrints' `http_url` often still says `http` where the baseURL says `https`: the
-            // page is the same installation's, served in the baseURL's scheme.
-            let class = match value.split_once("://") {
-                Some((written, rest)) if !written.eq_ignore_ascii_case(scheme) => {
+            let class = match (scheme, value.split_once("://")) {
+                (Some(scheme), Some((written, rest))) if !written.eq_ignore_ascii_case(scheme) => {
                     landing(format!("{scheme}://{rest}"), &self.scope, None)
                 }
                 _ => classify::class(value, &self.scope),
             };
             let class = match class {
                 Class::LandingPage(url) | Class::ContentFile { url, .. } => {
-                    abstract_url = Some(url.clone());
+                    page = Some(url.clone());
                     Class::LandingPage(url)
                 }
                 class => class,
@@ -1202,8 +1445,8 @@ impl Landing {
         }
         for value in &record.dc_identifiers {
             match classify::class(value, &self.scope) {
-                Class::LandingPage(url) if abstract_url.is_some() => {
-                    if abstract_url.as_deref() != Some(url.as_ref()) {
+                Class::LandingPage(url) if page.is_some() => {
+                    if page.as_deref() != Some(url.as_ref()) {
                         out.push(Class::ContentFile {
                             url,
                             media_type: classify::OCTET_STREAM,
@@ -1213,47 +1456,29 @@ impl Landing {
                 class => out.push(class),
             }
         }
-        for value in record.dc_values(DcElement::Relation) {
-            if Some(value) == found {
-                continue;
-            }
-            if let Some(pid) = classify::pid_of(value) {
-                out.push(Class::PersistentId(pid));
-            } else if !classify::is_http_text(value.trim()) {
-                out.push(Class::Dropped(Drop::RelationNotAUrl));
+        if element == Element::Relation {
+            for value in record.dc_values(DcElement::Relation) {
+                if Some(value) == found {
+                    continue;
+                }
+                if let Some(pid) = classify::pid_of(value) {
+                    out.push(Class::PersistentId(pid));
+                } else if !classify::is_http_text(value.trim()) {
+                    out.push(Class::Dropped(Drop::RelationNotAUrl));
+                }
             }
         }
+        page.is_some()
     }
 
-    /// A template: the landing page from the record's Handle, DOI or OAI identifier (a record
-    /// without the value gets none from it); the identifiers are then classified as usual.
+    /// A configured template: the landing page from the record's Handle, DOI or OAI identifier
+    /// (a record without the value gets none from it); the identifiers are then classified as
+    /// usual.
     fn template<'a>(&self, record: &'a Record, template: &Template, out: &mut Classes<'a>) {
-        let pid = |want: fn(&Pid<'a>) -> Option<&'a str>| {
-            record
-                .dc_identifiers
-                .iter()
-                .map(String::as_str)
-                .chain(record.dc_values(DcElement::Relation))
-                .filter_map(classify::pid_of)
-                .find_map(|p| want(&p))
-        };
         // A value that would be a dot segment climbs out of the template's path.
         let mut climbs = false;
         let filled = template.try_fill(|p| {
-            let value = match p {
-                Placeholder::Handle => pid(|p| match p {
-                    Pid::Handle(h) => Some(*h),
-                    Pid::Doi(_) => None,
-                }),
-                Placeholder::Doi => pid(|p| match p {
-                    Pid::Doi(d) => Some(*d),
-                    Pid::Handle(_) => None,
-                }),
-                Placeholder::OaiLocal => {
-                    let id = record.identifier.as_str();
-                    Some(id.rsplit(':').next().unwrap_or(id)).filter(|s| !s.is_empty())
-                }
-            };
+            let value = record_value(record, p);
             climbs |= value.is_some_and(has_dot_segment);
             value
         });
@@ -1290,6 +1515,11 @@ fn landing(url: String, scope: &Scope, invalid: Option<Drop>) -> Class<'static> 
 mod tests {
     use super::*;
 
+    /// [`detect_over`] with the built-in rows and no configured scope.
+    fn detect(base: Option<&Url>, identify: &Identify, sample: &[Record]) -> Detected {
+        detect_over(base, identify, sample, None, &Registry::default())
+    }
+
     fn record(id: &str, identifiers: &[&str], relations: &[&str]) -> Record {
         let mut r = Record {
             identifier: id.to_owned(),
@@ -1312,19 +1542,20 @@ mod tests {
 
     fn dspace(base: &str, ui: Option<&str>) -> Landing {
         let settings = LandingSettings {
-            platform: Setting::Fixed(Platform::Dspace),
+            platform: Setting::Fixed("dspace".into()),
             ui_url: ui.map(|u| Url::parse(u).unwrap()),
             template: None,
+            ..LandingSettings::default()
         };
-        landing(settings, base, Platform::Dspace)
+        landing(settings, base, Platform::named("dspace"))
     }
 
     fn eprints(base: &str) -> Landing {
         let settings = LandingSettings {
-            platform: Setting::Fixed(Platform::Eprints),
+            platform: Setting::Fixed("eprints".into()),
             ..LandingSettings::default()
         };
-        landing(settings, base, Platform::Eprints)
+        landing(settings, base, Platform::named("eprints"))
     }
 
     fn template(text: &str, base: &str) -> Landing {
@@ -1332,7 +1563,7 @@ mod tests {
             template: Some(Template::parse(text).unwrap()),
             ..LandingSettings::default()
         };
-        landing(settings, base, Platform::Generic)
+        landing(settings, base, Platform::generic())
     }
 
     /// The classes of a record, one line each, as the checks below spell them.
@@ -1680,13 +1911,13 @@ mod tests {
     #[test]
     fn islandora_2_pages_come_from_the_node_in_the_oai_identifier() {
         let settings = LandingSettings {
-            platform: Setting::Fixed(Platform::Islandora),
+            platform: Setting::Fixed("islandora".into()),
             ..LandingSettings::default()
         };
         let rule = landing(
             settings,
             "https://digital.example.org/oai/request",
-            Platform::Islandora,
+            Platform::named("islandora"),
         );
         assert_eq!(rule.scope().to_string(), "https://digital.example.org/");
         let r = record(
@@ -1712,7 +1943,7 @@ mod tests {
         let base = Url::parse("https://digital.example.org/oai/request").unwrap();
         assert_eq!(
             detect(Some(&base), &identify(None), &nodes).platform,
-            Platform::Islandora
+            Platform::named("islandora")
         );
     }
 
@@ -1730,11 +1961,11 @@ mod tests {
             ]),
         ) {
             let rule = dspace("https://repo.example.edu/oai/request", Some(ui));
-            let Rule::Dspace { ui, .. } = &rule.rule else { unreachable!() };
+            let Rule::Row { at: RowAt::Handle { ui, .. }, .. } = &rule.rule else { unreachable!() };
             let mut url = format!("{ui}handle/{prefix}/");
             push_encoded(&mut url, &suffix);
             let checked = super::landing(url, &rule.scope, None);
-            let fast = rule.handle_page(ui, &prefix, &suffix);
+            let fast = rule.handle_page(ui, "handle/", &prefix, &suffix);
             proptest::prop_assert_eq!(format!("{fast:?}"), format!("{checked:?}"));
         }
     }
@@ -1770,13 +2001,13 @@ mod tests {
         );
         // Islandora under a path.
         let settings = LandingSettings {
-            platform: Setting::Fixed(Platform::Islandora),
+            platform: Setting::Fixed("islandora".into()),
             ..LandingSettings::default()
         };
         let rule = landing(
             settings,
             "https://h.example/site/oai/request",
-            Platform::Islandora,
+            Platform::named("islandora"),
         );
         let r = record("oai:h:node-7", &[], &[]);
         assert_eq!(
@@ -1803,10 +2034,16 @@ mod tests {
             })
             .collect();
         let scope = Scope::from_prefixes(&[Url::parse("https://h.example/").unwrap()]).unwrap();
-        let d = detect_over(Some(&base), &identify(None), &records, Some(&scope));
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        let d = detect_over(
+            Some(&base),
+            &identify(None),
+            &records,
+            Some(&scope),
+            &Registry::default(),
+        );
+        assert_eq!(d.platform, Platform::generic(), "{d}");
         let d = detect(Some(&base), &identify(None), &records);
-        assert_eq!(d.platform, Platform::Dspace, "{d}");
+        assert_eq!(d.platform, Platform::named("dspace"), "{d}");
     }
 
     fn identify(sample: Option<&str>) -> Identify {
@@ -1833,7 +2070,7 @@ mod tests {
             &identify(Some("oai:repo.example.edu:123456789/1")),
             &dspace_records,
         );
-        assert_eq!(d.platform, Platform::Dspace, "{d}");
+        assert_eq!(d.platform, Platform::named("dspace"), "{d}");
         assert!(d.evidence.contains("/oai/request"), "{d}");
         assert!(
             d.evidence
@@ -1846,7 +2083,7 @@ mod tests {
             &identify(None),
             &dspace_records,
         );
-        assert_eq!(d.platform, Platform::Dspace, "{d}");
+        assert_eq!(d.platform, Platform::named("dspace"), "{d}");
         // A DSpace-like path whose records carry landing pages: generic, and why.
         let generic: Vec<Record> = (1..=4)
             .map(|i| {
@@ -1862,7 +2099,7 @@ mod tests {
             &identify(None),
             &generic,
         );
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert_eq!(d.platform, Platform::generic(), "{d}");
         assert!(d.evidence.contains("(Google's rule)"), "{d}");
         // Handles on most records, but their landing pages under the baseURL's directory:
         // Google's rule works, and stays.
@@ -1880,7 +2117,7 @@ mod tests {
             &identify(None),
             &both,
         );
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert_eq!(d.platform, Platform::generic(), "{d}");
         // A DSpace-like endpoint whose records show nothing of DSpace: generic, and why.
         let plain: Vec<Record> = (1..=4)
             .map(|i| record(&format!("oai:h:{i}"), &["Smith (2020)"], &[]))
@@ -1890,7 +2127,7 @@ mod tests {
             &identify(None),
             &plain,
         );
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert_eq!(d.platform, Platform::generic(), "{d}");
         assert!(d.evidence.contains("DSpace-like endpoint"), "{d}");
         // No live record: nothing chosen.
         let d = detect(
@@ -1898,7 +2135,7 @@ mod tests {
             &identify(None),
             &[],
         );
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert_eq!(d.platform, Platform::generic(), "{d}");
         // EPrints: its own abstract relation on most records (an eprints description alone
         // would prove nothing).
         let eprints_records: Vec<Record> = (1..=3)
@@ -1915,7 +2152,7 @@ mod tests {
             &identify(None),
             &eprints_records,
         );
-        assert_eq!(d.platform, Platform::Eprints, "{d}");
+        assert_eq!(d.platform, Platform::named("eprints"), "{d}");
         assert!(d.evidence.contains("/cgi/oai2"), "{d}");
         // Handles on a few records only: not DSpace.
         let mut mixed = generic.clone();
@@ -1925,6 +2162,6 @@ mod tests {
             &identify(None),
             &mixed,
         );
-        assert_eq!(d.platform, Platform::Generic, "{d}");
+        assert_eq!(d.platform, Platform::generic(), "{d}");
     }
 }

@@ -831,7 +831,8 @@ fn where_published(
         r.scope = v.parse(|scope| config::parse_scope(scope))?;
     }
     if let Some(v) = &over.platform {
-        r.landing.platform = v.parse(|name| config::parse_platform(name))?;
+        let platforms = r.landing.platforms.clone();
+        r.landing.platform = v.parse(|name| config::parse_platform(name, &platforms))?;
     }
     if let Some(v) = &over.ui_url {
         r.landing.ui_url = Some(v.parse(|url| config::parse_ui_url(url))?);

@@ -469,6 +469,9 @@ pub struct Identify {
     /// The `oai-identifier` description's `sampleIdentifier`, if any: its shape tells a
     /// platform (DSpace's is a Handle, `oai:host:123456789/1`).
     pub sample_identifier: Option<String>,
+    /// The text of the `<description>`s (toolkit titles, EPrints' comment, ...), joined by
+    /// newlines and cut at 8 KiB: a platform may name itself there.
+    pub descriptions: String,
 }
 
 /// A response body that could not be read as OAI-PMH.
@@ -1344,12 +1347,43 @@ pub(crate) fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError>
             .find(|n| n.is_element() && n.tag_name().name() == "sampleIdentifier")
             .and_then(|n| n.text())
             .map(|t| t.trim().to_owned()),
+        descriptions: description_text(identify),
     };
     Ok(if is_static {
         IdentifyOutcome::Static(result)
     } else {
         IdentifyOutcome::Identify(result)
     })
+}
+
+/// The text of `identify`'s `<description>`s, each text node trimmed, joined by newlines and
+/// cut at 8 KiB (at a character boundary).
+fn description_text(identify: roxmltree::Node<'_, '_>) -> String {
+    const MAX: usize = 8 * 1024;
+    let mut text = String::new();
+    for description in identify
+        .children()
+        .filter(|n| n.is_element() && n.tag_name().name() == "description")
+    {
+        for t in description.descendants().filter_map(|n| n.text()) {
+            let t = t.trim();
+            if t.is_empty() {
+                continue;
+            }
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(t);
+        }
+    }
+    if text.len() > MAX {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
 }
 
 /// What an `Identify` request answered.

@@ -240,7 +240,7 @@ pub struct PlatformLabels {
     /// `[[repository]] name`.
     pub repository: String,
     /// The platform's name ([`crate::platform::Platform::as_str`]).
-    pub platform: &'static str,
+    pub platform: String,
 }
 
 /// Labels of the per-profile entry gauge.

@@ -409,13 +409,19 @@ pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generatio
     m.urls.get_or_create(&labels).set(s.urls as i64);
     // 1 for the platform in effect, 0 for the others (so a change of platform shows).
     let current = s.platform.split(' ').next().unwrap_or_default();
-    for platform in crate::platform::Platform::ALL {
+    // The built-in platforms always (a dashboard's series stay), and an operator's row in
+    // effect.
+    let mut names: Vec<&str> = crate::platform::Platform::builtin_names().collect();
+    if !names.contains(&current) {
+        names.push(current);
+    }
+    for platform in names {
         m.platform
             .get_or_create(&metrics::PlatformLabels {
                 repository: repo.name.clone(),
-                platform: platform.as_str(),
+                platform: platform.to_owned(),
             })
-            .set(i64::from(platform.as_str() == current));
+            .set(i64::from(platform == current));
     }
     for reason in Drop::ALL {
         m.dropped
@@ -486,10 +492,10 @@ pub(crate) fn forget_metrics(m: &Metrics, repo: &Repo) {
             kind: kind.as_str(),
         });
     }
-    for platform in crate::platform::Platform::ALL {
+    for platform in crate::platform::Platform::builtin_names() {
         m.platform.remove(&metrics::PlatformLabels {
             repository: repository(),
-            platform: platform.as_str(),
+            platform: platform.to_owned(),
         });
     }
     for reason in Drop::ALL {

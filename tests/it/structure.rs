@@ -235,7 +235,10 @@ const LAYERS: &[(&str, &[&str])] = &[
             "oai::scan",
         ],
     ),
-    ("classification", &["classify", "dctype", "platform"]),
+    (
+        "classification",
+        &["classify", "dctype", "platform", "platform::row"],
+    ),
     (
         "rendering",
         &["render", "render::robots", "render::sitemap"],
