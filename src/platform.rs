@@ -402,6 +402,24 @@ pub struct Detected {
     pub configured: bool,
     /// What it was found from, in words (`the baseURL's path ends in /cgi/oai2, ...`).
     pub evidence: String,
+    /// Under `auto`, when no platform's rule and not Google's applies: what the records show
+    /// without one.
+    pub fallback: Fallback,
+}
+
+/// What `auto` finds in records that no platform's rule and not Google's gives landing pages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Fallback {
+    /// Nothing: Google's rule over the baseURL's directory.
+    #[default]
+    None,
+    /// Most records have a `dc:identifier` URL on the baseURL's site (its host, or one sharing
+    /// its registered domain) outside its directory: Google's rule over this wider scope, the
+    /// origin as the records spell it.
+    Widened(Scope),
+    /// Most records' OAI identifiers are http(s) URLs on the baseURL's site: each is its
+    /// record's page, within this scope.
+    OaiUrl(Scope),
 }
 
 impl Detected {
@@ -411,6 +429,7 @@ impl Detected {
             platform,
             configured: true,
             evidence: "set in the configuration".to_owned(),
+            fallback: Fallback::None,
         }
     }
 }
@@ -472,18 +491,25 @@ pub(crate) fn detect_over(
                 "{} have a dc:identifier landing page under the baseURL's directory (Google's rule)",
                 of(generic)
             ),
+            fallback: Fallback::None,
         };
     }
     let mut seen = Vec::new();
     for row in registry.rows() {
         let signs = Signs::of(row, base, identify, &live);
-        if most(signs.hits) && (row.spec.requires == row::Requires::Landing || signs.any(most)) {
+        let shown = match row.spec.requires {
+            row::Requires::Landing => true,
+            row::Requires::Sign => signs.any(most),
+            row::Requires::Endpoint => signs.endpoint.is_some(),
+        };
+        if most(signs.hits) && shown {
             let mut why = signs.words(row, most, &of);
             why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
             return Detected {
                 platform: Platform(Some(row.clone())),
                 configured: false,
                 evidence: why.join(", "),
+                fallback: Fallback::None,
             };
         }
         if signs.endpoint.is_some() {
@@ -503,15 +529,114 @@ pub(crate) fn detect_over(
     if live.is_empty() {
         seen.push("no live record to look at".to_owned());
     }
+    let mut evidence = if seen.is_empty() {
+        "nothing platform-specific recognised".to_owned()
+    } else {
+        seen.join("; ")
+    };
+    // Without a configured scope (which keeps Google's rule exactly), what the records show of
+    // their pages on the baseURL's site.
+    let fallback = match (base, scope) {
+        (Some(base), None) => site_fallback(base, &live, &most, &of, &mut evidence),
+        _ => Fallback::None,
+    };
     Detected {
         platform: Platform::generic(),
         configured: false,
-        evidence: if seen.is_empty() {
-            "nothing platform-specific recognised".to_owned()
-        } else {
-            seen.join("; ")
-        },
+        evidence,
+        fallback,
     }
+}
+
+/// Whether `host` is the baseURL's host `base`, or shares its registered domain
+/// (`export.arxiv.org` and `arxiv.org`; `www.host` and `host`), by the Public Suffix List: a
+/// page there is the repository's. Addresses (`127.0.0.1`) only as themselves.
+pub(crate) fn same_site(base: &str, host: &str) -> bool {
+    let (base, host) = (base.trim_end_matches('.'), host.trim_end_matches('.'));
+    if base.eq_ignore_ascii_case(host) {
+        return true;
+    }
+    let is_address = |h: &str| h.parse::<std::net::IpAddr>().is_ok() || h.starts_with('[');
+    if is_address(base) || is_address(host) {
+        return false;
+    }
+    let (base, host) = (base.to_ascii_lowercase(), host.to_ascii_lowercase());
+    matches!((psl::domain_str(&base), psl::domain_str(&host)), (Some(a), Some(b)) if a == b)
+}
+
+/// The origin (`https://host/`, `http://host:8080/`) of an http(s) URL on the site of `base`
+/// ([`same_site`]) that is a page, not a file by its extension.
+fn site_page_origin(value: &str, base: &Url) -> Option<String> {
+    let url = Url::parse(value.trim()).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || classify::content_type(&url).is_some() {
+        return None;
+    }
+    let host = url.host_str()?;
+    if !same_site(base.host_str()?, host) {
+        return None;
+    }
+    Some(url[..url::Position::BeforePath].to_owned() + "/")
+}
+
+/// Under `auto` with no platform found: a wider scope when most records have a `dc:identifier`
+/// page on the baseURL's site outside its directory (pages beside the OAI path, on a sibling
+/// host, or spelt `http`/`www.` where the baseURL is not), else each OAI identifier as its
+/// record's page when most are http(s) URLs on the site. Adds what it found to `evidence`.
+fn site_fallback(
+    base: &Url,
+    live: &[&Record],
+    most: &impl Fn(usize) -> bool,
+    of: &impl Fn(usize) -> String,
+    evidence: &mut String,
+) -> Fallback {
+    // Each record counts once, for the first origin it shows; the origin most records show wins.
+    let tally = |origin_of: &dyn Fn(&Record) -> Option<String>| {
+        let mut origins: Vec<(String, usize)> = Vec::new();
+        let mut records = 0;
+        for record in live {
+            let Some(origin) = origin_of(record) else {
+                continue;
+            };
+            records += 1;
+            match origins.iter_mut().find(|(o, _)| *o == origin) {
+                Some((_, n)) => *n += 1,
+                None => origins.push((origin, 1)),
+            }
+        }
+        let best = origins.into_iter().rev().max_by_key(|(_, n)| *n);
+        (records, best)
+    };
+    let (records, best) = tally(&|r: &Record| {
+        r.dc_identifiers
+            .iter()
+            .find_map(|v| site_page_origin(v, base))
+    });
+    if most(records)
+        && let Some((origin, _)) = best
+        && let Some(scope) = Url::parse(&origin)
+            .ok()
+            .and_then(|u| Scope::from_prefixes(&[u]))
+    {
+        evidence.push_str(&format!(
+            "; {} have a dc:identifier URL on the repository's site outside the baseURL's directory: the scope is widened to {origin}",
+            of(records)
+        ));
+        return Fallback::Widened(scope);
+    }
+    let (records, best) = tally(&|r: &Record| site_page_origin(&r.identifier, base));
+    if most(records)
+        && let Some((origin, _)) = best
+        && let Some(scope) = Url::parse(&origin)
+            .ok()
+            .and_then(|u| Scope::from_prefixes(&[u]))
+    {
+        evidence.push_str(&format!(
+            "; {} have OAI identifiers that are URLs on the repository's site: each is its record's page, under {origin}",
+            of(records)
+        ));
+        return Fallback::OaiUrl(scope);
+    }
+    Fallback::None
 }
 
 /// What a repository shows of one row: its endpoint, Identify, and how many of the first live
@@ -950,6 +1075,8 @@ enum Rule {
     },
     /// A configured template.
     Template(Template),
+    /// The OAI identifier, an http(s) URL, is the page ([`Fallback::OaiUrl`]).
+    OaiUrl,
 }
 
 /// Where a row's rule is applied.
@@ -1060,7 +1187,21 @@ impl Rule {
     fn for_site(row: &Arc<Row>, base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
         let base = base.ok_or_else(|| no_base(row.name()))?;
         let site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
-        let scope = origin_scope(&site.url, site.url.path(), row.name())?;
+        let mut scope = origin_scope(&site.url, site.url.path(), row.name())?;
+        // A page as the record writes it: `http` or `https`, whichever the baseURL says.
+        if let RowLanding::Field {
+            scheme: SchemeSpec::Record,
+            ..
+        } = &row.landing
+        {
+            let mut other = site.url.clone();
+            let flipped = if other.scheme() == "https" { "http" } else { "https" };
+            if other.set_scheme(flipped).is_ok()
+                && let Some(both) = Scope::from_prefixes(&[site.url.clone(), other])
+            {
+                scope = both;
+            }
+        }
         let at = RowAt::Site {
             url: site.url.to_string(),
             at: site.at,
@@ -1105,7 +1246,17 @@ impl Landing {
             Rule::for_template(template, base, detected.platform.as_str())?
         } else {
             let Some(row) = detected.platform.row().cloned() else {
-                return Ok(None);
+                // No platform: Google's rule, or what the records show without one.
+                let (rule, scope) = match &detected.fallback {
+                    Fallback::None => return Ok(None),
+                    Fallback::Widened(scope) => (Rule::Generic, scope.clone()),
+                    Fallback::OaiUrl(scope) => (Rule::OaiUrl, scope.clone()),
+                };
+                return Ok(Some(Self {
+                    rule,
+                    scope: explicit.cloned().unwrap_or(scope),
+                    detected: detected.clone(),
+                }));
             };
             match &row.landing {
                 RowLanding::Handle { before } => Rule::for_handle(
@@ -1170,7 +1321,10 @@ impl Landing {
                         .landing
                         .patterns
                         .iter()
-                        .map(|p| p.replacen("{site}", &self.scope.to_string(), 1))
+                        .map(|p| {
+                            let site = self.scope.prefixes().into_iter().next().unwrap_or_default();
+                            p.replacen("{site}", &site, 1)
+                        })
                         .collect();
                     format!(
                         "the {element} that is the record's own page ({})",
@@ -1180,6 +1334,7 @@ impl Landing {
                 _ => row.name().to_owned(),
             },
             Rule::Template(t) => format!("the template {t}"),
+            Rule::OaiUrl => format!("the OAI identifier, a URL inside {}", self.scope),
         }
     }
 
@@ -1202,6 +1357,7 @@ impl Landing {
                 format!("{} {} {at}{own}", self.scope, row.name())
             }
             Rule::Template(t) => format!("{} template={t}", self.scope),
+            Rule::OaiUrl => format!("{} oai-identifier", self.scope),
         }
     }
 
@@ -1255,6 +1411,13 @@ impl Landing {
                 }
             }
             Rule::Template(template) => self.template(record, template, out),
+            Rule::OaiUrl => {
+                let page = match classify::class(&record.identifier, scope) {
+                    Class::LandingPage(url) => Some(Class::LandingPage(Cow::Owned(url.into_owned()))),
+                    _ => None,
+                };
+                self.derived_then_identifiers(page, record, out);
+            }
         }
     }
 

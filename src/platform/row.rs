@@ -49,7 +49,8 @@ pub struct RowSpec {
     /// landing rule. Most records matching it is a sign.
     pub oai_identifier: Option<String>,
     /// `sign` (default): chosen under `auto` only when one of the signs above shows as well as
-    /// most records getting a landing page; `landing`: the landing pages alone are enough.
+    /// most records getting a landing page; `landing`: the landing pages alone are enough;
+    /// `endpoint`: the baseURL's path must end as `endpoint` says.
     #[serde(default)]
     pub requires: Requires,
     /// Where the landing page is.
@@ -84,6 +85,8 @@ pub enum Requires {
     Sign,
     /// The landing pages alone.
     Landing,
+    /// The endpoint (for a platform whose identifiers look like others', InvenioRDM's numbers).
+    Endpoint,
 }
 
 /// A row's landing rule as written.

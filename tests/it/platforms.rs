@@ -189,10 +189,15 @@ fn ojs_3_stays_on_googles_rule() {
 }
 
 #[test]
-fn invenio_rdm_needs_its_template() {
+fn invenio_rdm_under_googles_rule_needs_its_template() {
     let tmp = tempfile::tempdir().unwrap();
-    // Without the template nothing in the records is a landing page: a clear error.
-    let failed = run("invenio-rdm", &tmp.path().join("none"), &[]);
+    // Under Google's rule nothing in the records is a landing page: a clear error (`auto`
+    // knows InvenioRDM's row, below).
+    let failed = run(
+        "invenio-rdm",
+        &tmp.path().join("none"),
+        &["--platform", "generic"],
+    );
     assert!(!failed.status.success());
     let (summary, locs, signmap) = golden(
         "invenio-rdm",
@@ -387,4 +392,77 @@ async fn auto_decides_from_the_first_live_records_not_the_first_page() {
     assert_eq!(locs.len(), 10, "{locs:?}");
     assert!(locs.contains(&format!("{origin}/handle/123456789/15")));
     assert_eq!(summary.built.stats.deleted, 5);
+}
+
+/// The platforms added as rows of the table (issue 29), each in its real shape with `auto`:
+/// the platform detected, and each live record's landing page as the platform serves it.
+#[test]
+fn digital_commons_publishes_the_series_page_beside_the_file() {
+    let (summary, locs, signmap) = golden("digital-commons", &[]);
+    assert!(
+        summary.contains("platform        digital-commons (detected: "),
+        "{summary}"
+    );
+    // The page of a series article and of a journal article; the files are items, not pages.
+    for page in [
+        "https://digitalcommons.example.edu/bio_facpubs/43",
+        "https://digitalcommons.example.edu/mpq/vol61/iss1/1",
+        "https://digitalcommons.example.edu/symposium/2007/papers/1",
+    ] {
+        assert!(signmap.contains_key(page), "{page} not a landing page: {signmap:?}");
+    }
+    assert!(
+        signmap.keys().all(|p| !p.contains("viewcontent")),
+        "a file as a landing page: {signmap:?}"
+    );
+    // Records on another site (SelectedWorks, a journal's own domain) publish nothing here.
+    assert!(
+        locs.iter()
+            .all(|l| l.starts_with("https://digitalcommons.example.edu/")),
+        "{locs:?}"
+    );
+}
+
+#[test]
+fn pubmed_central_publishes_the_article_page_not_the_pubmed_one() {
+    let (summary, locs, signmap) = golden("pmc", &[]);
+    assert!(summary.contains("platform        pmc (detected: "), "{summary}");
+    assert_eq!(signmap.len(), 10, "{signmap:?}");
+    assert!(
+        signmap
+            .keys()
+            .all(|p| p.starts_with("http://www.ncbi.example.gov/pmc/articles/PMC")),
+        "{signmap:?}"
+    );
+    assert!(locs.iter().all(|l| !l.contains("/pubmed/")), "{locs:?}");
+}
+
+#[test]
+fn arxiv_pages_on_a_sibling_host_widen_the_scope_under_auto() {
+    let (summary, _, signmap) = golden("arxiv", &[]);
+    assert!(summary.contains("the scope is widened to https://arxiv.example.org/"), "{summary}");
+    assert_eq!(signmap.len(), 10, "{signmap:?}");
+    assert!(
+        signmap.keys().all(|p| p.starts_with("https://arxiv.example.org/abs/")),
+        "{signmap:?}"
+    );
+    // Google's rule, asked for by name, stays exactly Google's rule: nothing to publish.
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run("arxiv", &tmp.path().join("out"), &["--platform", "generic"]);
+    assert!(!output.status.success());
+}
+
+#[test]
+fn invenio_3_keeps_googles_rule_and_invenio_rdm_its_records_page() {
+    let (summary, _, signmap) = golden("invenio3", &[]);
+    assert!(summary.contains("platform        generic (detected: "), "{summary}");
+    assert!(!signmap.is_empty());
+    let (summary, _, signmap) = golden("invenio-rdm", &[]);
+    assert!(summary.contains("platform        invenio-rdm (detected: "), "{summary}");
+    assert!(
+        signmap
+            .keys()
+            .all(|p| p.starts_with("https://invenio-rdm.example.org/records/")),
+        "{signmap:?}"
+    );
 }
