@@ -512,7 +512,8 @@ pub(crate) fn detect_over(
                 fallback: Fallback::None,
             };
         }
-        if signs.endpoint.is_some() {
+        // An endpoint of one path segment (`/oai`) is too common to be worth saying.
+        if signs.endpoint.is_some_and(|e| e.matches('/').count() >= 2) {
             let a = if row.spec.title.starts_with(['A', 'E', 'I', 'O', 'U']) {
                 "an"
             } else {
@@ -1195,7 +1196,11 @@ impl Rule {
         } = &row.landing
         {
             let mut other = site.url.clone();
-            let flipped = if other.scheme() == "https" { "http" } else { "https" };
+            let flipped = if other.scheme() == "https" {
+                "http"
+            } else {
+                "https"
+            };
             if other.set_scheme(flipped).is_ok()
                 && let Some(both) = Scope::from_prefixes(&[site.url.clone(), other])
             {
@@ -1413,7 +1418,9 @@ impl Landing {
             Rule::Template(template) => self.template(record, template, out),
             Rule::OaiUrl => {
                 let page = match classify::class(&record.identifier, scope) {
-                    Class::LandingPage(url) => Some(Class::LandingPage(Cow::Owned(url.into_owned()))),
+                    Class::LandingPage(url) => {
+                        Some(Class::LandingPage(Cow::Owned(url.into_owned())))
+                    }
                     _ => None,
                 };
                 self.derived_then_identifiers(page, record, out);

@@ -409,7 +409,10 @@ fn digital_commons_publishes_the_series_page_beside_the_file() {
         "https://digitalcommons.example.edu/mpq/vol61/iss1/1",
         "https://digitalcommons.example.edu/symposium/2007/papers/1",
     ] {
-        assert!(signmap.contains_key(page), "{page} not a landing page: {signmap:?}");
+        assert!(
+            signmap.contains_key(page),
+            "{page} not a landing page: {signmap:?}"
+        );
     }
     assert!(
         signmap.keys().all(|p| !p.contains("viewcontent")),
@@ -426,7 +429,10 @@ fn digital_commons_publishes_the_series_page_beside_the_file() {
 #[test]
 fn pubmed_central_publishes_the_article_page_not_the_pubmed_one() {
     let (summary, locs, signmap) = golden("pmc", &[]);
-    assert!(summary.contains("platform        pmc (detected: "), "{summary}");
+    assert!(
+        summary.contains("platform        pmc (detected: "),
+        "{summary}"
+    );
     assert_eq!(signmap.len(), 10, "{signmap:?}");
     assert!(
         signmap
@@ -440,10 +446,15 @@ fn pubmed_central_publishes_the_article_page_not_the_pubmed_one() {
 #[test]
 fn arxiv_pages_on_a_sibling_host_widen_the_scope_under_auto() {
     let (summary, _, signmap) = golden("arxiv", &[]);
-    assert!(summary.contains("the scope is widened to https://arxiv.example.org/"), "{summary}");
+    assert!(
+        summary.contains("the scope is widened to https://arxiv.example.org/"),
+        "{summary}"
+    );
     assert_eq!(signmap.len(), 10, "{signmap:?}");
     assert!(
-        signmap.keys().all(|p| p.starts_with("https://arxiv.example.org/abs/")),
+        signmap
+            .keys()
+            .all(|p| p.starts_with("https://arxiv.example.org/abs/")),
         "{signmap:?}"
     );
     // Google's rule, asked for by name, stays exactly Google's rule: nothing to publish.
@@ -455,14 +466,63 @@ fn arxiv_pages_on_a_sibling_host_widen_the_scope_under_auto() {
 #[test]
 fn invenio_3_keeps_googles_rule_and_invenio_rdm_its_records_page() {
     let (summary, _, signmap) = golden("invenio3", &[]);
-    assert!(summary.contains("platform        generic (detected: "), "{summary}");
+    assert!(
+        summary.contains("platform        generic (detected: "),
+        "{summary}"
+    );
     assert!(!signmap.is_empty());
     let (summary, _, signmap) = golden("invenio-rdm", &[]);
-    assert!(summary.contains("platform        invenio-rdm (detected: "), "{summary}");
+    assert!(
+        summary.contains("platform        invenio-rdm (detected: "),
+        "{summary}"
+    );
     assert!(
         signmap
             .keys()
             .all(|p| p.starts_with("https://invenio-rdm.example.org/records/")),
+        "{signmap:?}"
+    );
+}
+
+#[test]
+fn dataverse_hyku_and_pure_publish_their_own_pages() {
+    let (summary, _, signmap) = golden("dataverse", &[]);
+    assert!(
+        summary.contains("platform        dataverse (detected: "),
+        "{summary}"
+    );
+    // DOIs, Handles and PermaLinks alike: the dataset page of the global id.
+    assert!(
+        signmap
+            .keys()
+            .all(|p| p.starts_with("https://dataverse.example.edu/dataset.xhtml?persistentId=")),
+        "{signmap:?}"
+    );
+    assert!(
+        signmap.keys().any(|p| p.contains("persistentId=hdl:")),
+        "{signmap:?}"
+    );
+    let (summary, locs, signmap) = golden("hyrax", &[]);
+    assert!(
+        summary.contains("platform        hyku (detected: "),
+        "{summary}"
+    );
+    assert_eq!(signmap.len(), 8, "{signmap:?}");
+    assert!(
+        signmap.keys().all(|p| !p.contains("/downloads/")),
+        "{signmap:?}"
+    );
+    assert!(
+        locs.iter().any(|l| l.contains("/downloads/")),
+        "the thumbnails are items"
+    );
+    let (summary, _, signmap) = golden("pure", &[]);
+    assert!(
+        summary.contains("the scope is widened to https://research.example.ac.uk/"),
+        "{summary}"
+    );
+    assert!(
+        signmap.keys().all(|p| !p.contains("/ws/files/")),
         "{signmap:?}"
     );
 }
