@@ -526,3 +526,19 @@ fn dataverse_hyku_and_pure_publish_their_own_pages() {
         "{signmap:?}"
     );
 }
+
+#[test]
+fn contentdm_publishes_the_item_page_made_from_the_oai_identifier() {
+    let (summary, _, signmap) = golden("contentdm", &[]);
+    assert!(
+        summary.contains("platform        contentdm (detected: "),
+        "{summary}"
+    );
+    assert!(!signmap.is_empty());
+    assert!(
+        signmap.keys().all(
+            |p| p.starts_with("https://cdm.example.org/digital/collection/") && p.contains("/id/")
+        ),
+        "{signmap:?}"
+    );
+}
