@@ -754,6 +754,7 @@ fn better_setting(
             ui_url: options.landing.ui_url.clone(),
             template: None,
             platforms: options.landing.platforms.clone(),
+            learned: None,
         };
         if let Ok(rule) = crate::pipeline::landing_of(
             &settings,

@@ -971,6 +971,7 @@ fn parse_landing(
             .transpose()
             .map_err(|m| ("landing_template", m))?,
         platforms: platforms.clone(),
+        learned: None,
     })
 }
 

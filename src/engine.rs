@@ -103,6 +103,15 @@ pub(crate) async fn run<T: Target>(
     seen: &mut Seen,
 ) -> Result<Outcome<T::Committed>, T::Error> {
     let started = Instant::now();
+    // Under `auto`, what the records alone cannot tell is asked of the web first.
+    let mut learned_job;
+    let job = if job.landing.platform == crate::platform::Setting::Auto {
+        learned_job = job.clone();
+        crate::learn::prepare(client, &mut learned_job).await;
+        &learned_job
+    } else {
+        job
+    };
     let (mut harvested, run) = match &mut stored {
         Some(s) => {
             let previous = target.published().map(|read| PreviousShards {

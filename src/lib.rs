@@ -24,6 +24,7 @@ mod export;
 pub mod fuzzing;
 mod incremental;
 mod inventory;
+mod learn;
 mod memo;
 mod memory;
 mod migrate;

@@ -257,6 +257,10 @@ pub(crate) fn landing_of(
             &settings.platforms,
         ),
     };
+    if let Some(learned) = &settings.learned {
+        detected.evidence.push_str("; learned: ");
+        detected.evidence.push_str(learned);
+    }
     match Landing::new(
         settings,
         base.as_ref(),

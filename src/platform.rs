@@ -129,6 +129,9 @@ pub struct LandingSettings {
     /// The platforms `auto` tries and `platform` names: the built-in rows and the
     /// configuration's `[[platform]]` tables.
     pub platforms: Registry,
+    /// What the web said when `ui_url` or `template` was learned rather than configured
+    /// ([`crate::learn`]), in words; `None` when nothing was learned.
+    pub learned: Option<String>,
 }
 
 impl LandingSettings {

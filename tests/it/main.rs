@@ -10,6 +10,7 @@ mod fleet;
 mod fuzz_regressions;
 mod golden;
 mod incremental;
+mod learn;
 mod migrate;
 mod packaging;
 mod platforms;

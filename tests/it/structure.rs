@@ -270,7 +270,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "the publish sequence",
-        &["engine", "incremental", "pipeline", "summary"],
+        &["engine", "incremental", "learn", "pipeline", "summary"],
     ),
     (
         "commands",

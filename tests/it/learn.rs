@@ -1,0 +1,240 @@
+//! Rules learned from the web (issue 29, point 3), on a loopback test web: a site (the
+//! repository's pages), a Handle and a DOI resolver that redirect, each its own listener, and
+//! an OAI Static Repository whose baseURL is on the site. Exports through the binary, with
+//! the resolvers named by the environment.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use crate::golden::{files, locs_of};
+
+/// A loopback web server answering each path of `routes` with a status and a `Location`
+/// (empty: none), and 404 elsewhere; it runs until the test ends.
+fn web(routes: BTreeMap<String, (u16, String)>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let routes = Arc::new(routes);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let routes = routes.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let n = stream.read(&mut buf).unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]);
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let (status, location) = routes.get(&path).cloned().unwrap_or((404, String::new()));
+                let location = if location.is_empty() {
+                    String::new()
+                } else {
+                    format!("Location: {location}\r\n")
+                };
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status} X\r\n{location}Content-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+            });
+        }
+    });
+    origin
+}
+
+/// A Static Repository at `base` with `records` (`(oai id, [dc:identifier])`).
+fn repository(dir: &Path, base: &str, sample: &str, records: &[(String, Vec<String>)]) -> String {
+    let mut xml = format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<Repository xmlns="http://www.openarchives.org/OAI/2.0/static-repository" xmlns:oai="http://www.openarchives.org/OAI/2.0/">
+  <Identify>
+    <oai:repositoryName>Test</oai:repositoryName>
+    <oai:baseURL>{base}</oai:baseURL>
+    <oai:protocolVersion>2.0</oai:protocolVersion>
+    <oai:adminEmail>a@example.org</oai:adminEmail>
+    <oai:earliestDatestamp>2020-01-01</oai:earliestDatestamp>
+    <oai:deletedRecord>no</oai:deletedRecord>
+    <oai:granularity>YYYY-MM-DD</oai:granularity>
+    <oai:description><oai-identifier xmlns="http://www.openarchives.org/OAI/2.0/oai-identifier"><scheme>oai</scheme><repositoryIdentifier>t</repositoryIdentifier><delimiter>:</delimiter><sampleIdentifier>{sample}</sampleIdentifier></oai-identifier></oai:description>
+  </Identify>
+  <ListMetadataFormats><oai:metadataFormat><oai:metadataPrefix>oai_dc</oai:metadataPrefix><oai:schema>http://www.openarchives.org/OAI/2.0/oai_dc.xsd</oai:schema><oai:metadataNamespace>http://www.openarchives.org/OAI/2.0/oai_dc/</oai:metadataNamespace></oai:metadataFormat></ListMetadataFormats>
+  <ListRecords metadataPrefix="oai_dc">
+"#
+    );
+    for (id, identifiers) in records {
+        xml.push_str(&format!(
+            "<oai:record><oai:header><oai:identifier>{id}</oai:identifier><oai:datestamp>2021-01-01</oai:datestamp></oai:header><oai:metadata><oai_dc:dc xmlns:oai_dc=\"http://www.openarchives.org/OAI/2.0/oai_dc/\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\"><dc:title>T</dc:title>"
+        ));
+        for v in identifiers {
+            xml.push_str(&format!("<dc:identifier>{v}</dc:identifier>"));
+        }
+        xml.push_str("</oai_dc:dc></oai:metadata></oai:record>\n");
+    }
+    xml.push_str("  </ListRecords>\n</Repository>\n");
+    let path = dir.join("repository.xml");
+    std::fs::write(&path, xml).unwrap();
+    path.display().to_string()
+}
+
+/// Exports `file` with the resolvers at `handle` and `doi`; the sitemap's locations, or the
+/// error output.
+fn export(file: &str, out: &Path, env: &[(&str, &str)]) -> Result<Vec<String>, String> {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    command
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_LEARN")
+        .args(["export", "--base-url", file, "--out"])
+        .arg(out)
+        .args([
+            "--public-url",
+            "https://sitemaps.example.org/",
+            "--no-progress",
+            "-q",
+        ]);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let output = command.output().unwrap();
+    if !output.status.success() {
+        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
+    }
+    Ok(locs_of(&files(out)["sitemap-1.xml"]))
+}
+
+/// Three DSpace records that give their Handles only as `http://hdl.handle.net/...`.
+fn dspace_records() -> Vec<(String, Vec<String>)> {
+    (1..=3)
+        .map(|n| {
+            (
+                format!("oai:t:123456789/{n}"),
+                vec![format!("http://hdl.handle.net/123456789/{n}")],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_dspace_ui_under_a_path_is_learned_from_the_handle_resolver() {
+    let site = web(BTreeMap::new());
+    let mut to_ui = BTreeMap::new();
+    let mut elsewhere = BTreeMap::new();
+    for n in 1..=3 {
+        to_ui.insert(
+            format!("/123456789/{n}"),
+            (302, format!("{site}/xmlui/handle/123456789/{n}")),
+        );
+        elsewhere.insert(
+            format!("/123456789/{n}"),
+            (
+                302,
+                format!("https://another.example.net/handle/123456789/{n}"),
+            ),
+        );
+    }
+    let resolver = web(to_ui);
+    let wrong = web(elsewhere);
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let handle = format!("{resolver}/");
+    let locs = export(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        (1..=3)
+            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+    // Without learning, with a resolver that is down, and with one that sends the Handles to
+    // another site: the UI stays the baseURL's root, as before.
+    let root: Vec<String> = (1..=3)
+        .map(|n| format!("{site}/handle/123456789/{n}"))
+        .collect();
+    let down = format!("http://127.0.0.1:{}/", free_port());
+    let wrong = format!("{wrong}/");
+    for env in [
+        vec![
+            ("OAI_BRIDGE_LEARN", "off"),
+            ("OAI_BRIDGE_HANDLE_RESOLVER", handle.as_str()),
+        ],
+        vec![("OAI_BRIDGE_HANDLE_RESOLVER", down.as_str())],
+        vec![("OAI_BRIDGE_HANDLE_RESOLVER", wrong.as_str())],
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        assert_eq!(export(&file, out.path(), &env).unwrap(), root, "{env:?}");
+    }
+}
+
+#[test]
+fn a_template_is_learned_from_where_the_dois_resolve() {
+    let ids = ["ab12c-3de45", "fg67h-8ij90", "kl12m-3no45"];
+    // The site's pages: /record/{id} redirects once more to /records/{id}, as Zenodo's does.
+    let site = web(ids
+        .iter()
+        .map(|id| (format!("/record/{id}"), (301, format!("/records/{id}"))))
+        .collect());
+    let resolver = |target: &dyn Fn(&str) -> String| {
+        let routes = ids
+            .iter()
+            .map(|id| (format!("/10.5555/rec.{id}"), (302, target(id))))
+            .collect();
+        format!("{}/", web(routes))
+    };
+    let to_site = resolver(&|id| format!("{site}/record/{id}"));
+    let to_publisher = resolver(&|id| format!("https://publisher.example.com/articles/rec.{id}"));
+    let tmp = tempfile::tempdir().unwrap();
+    // Records with a DOI and nothing else, at an endpoint no platform's row knows.
+    let records: Vec<(String, Vec<String>)> = ids
+        .iter()
+        .map(|id| {
+            (
+                format!("oai:t:{id}"),
+                vec![
+                    format!("https://doi.org/10.5555/rec.{id}"),
+                    "Some text".to_owned(),
+                ],
+            )
+        })
+        .collect();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/provider"),
+        "oai:t:ab12c-3de45",
+        &records,
+    );
+    let locs = export(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_DOI_RESOLVER", &to_site)],
+    )
+    .unwrap();
+    // The last page of the redirects that a template can express: /records/{oai_local}.
+    assert_eq!(
+        locs,
+        ids.iter()
+            .map(|id| format!("{site}/records/{id}"))
+            .collect::<Vec<_>>()
+    );
+    // A publisher's page is never the repository's: nothing learned, nothing to publish.
+    let failed = export(
+        &file,
+        &tmp.path().join("b"),
+        &[("OAI_BRIDGE_DOI_RESOLVER", &to_publisher)],
+    );
+    assert!(failed.is_err(), "{failed:?}");
+}
+
+/// A loopback port nothing listens on.
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
