@@ -449,7 +449,7 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
         "{page}"
     );
     assert!(
-        page.contains("<span class=\"bad\">failed:</span> "),
+        page.contains("<span class=\"bad\">failed:</span><pre class=\"error\">"),
         "{page}"
     );
     assert_eq!(page.matches("fill=\"#c00\"").count(), 1, "{page}");
