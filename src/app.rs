@@ -301,16 +301,23 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// Runs `export` and prints its summary or error; returns the exit code.
-pub async fn run_export(args: &ExportArgs) -> ExitCode {
-    let options = match export_options(args) {
+/// Runs `export` and prints its summary or error; returns the exit code. `quiet` (`-q`, for
+/// cron): no progress and no summary, so that a run that succeeds prints nothing at all (the
+/// log, at its error level, says nothing either); `--json` still prints, being asked for.
+pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
+    let mut options = match export_options(args) {
         Ok(options) => options,
         Err(e) => return e.report("export"),
     };
+    if quiet {
+        options.progress = false;
+    }
     match export::export(&options).await {
         Ok(summary) => {
             let text = if args.json {
                 summary.json(&options.job) + "\n"
+            } else if quiet {
+                String::new()
             } else {
                 summary.render(&options.job)
             };

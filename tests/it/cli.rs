@@ -29,8 +29,8 @@ fn bridge() -> Command {
     cmd
 }
 
-/// `oai-bridge export --config bridge.toml --out OUT --no-progress -q` plus `args`; `args` must
-/// give `--public-url`.
+/// `oai-bridge export --config bridge.toml --out OUT --no-progress` plus `args`; `args` must
+/// give `--public-url`. Not `-q`, which leaves the summary out.
 fn export(out: &Path, args: &[&str]) -> Output {
     bridge()
         .args([
@@ -38,7 +38,6 @@ fn export(out: &Path, args: &[&str]) -> Output {
             "--config",
             "bridge.toml",
             "--no-progress",
-            "-q",
             "--out",
         ])
         .arg(out)
