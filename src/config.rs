@@ -1265,6 +1265,170 @@ impl Config {
         let server = self.server.public_url.as_ref()?;
         server.join(&format!("{}/", repo.name)).ok()
     }
+
+    /// What is valid but likely wrong in the repositories and listeners, a sentence each, for
+    /// `serve` to log at start and at a reload, and for `serve --check-config` to print: two
+    /// repositories whose names differ only in case, or that harvest the same thing; a
+    /// listener on the port of a repository's own baseURL on this host. (The public URL's is
+    /// [`public_url_warning`], said of the address the gateway listens on once bound.)
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let repos = &self.repositories;
+        for (i, a) in repos.iter().enumerate() {
+            for b in &repos[i + 1..] {
+                if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
+                    warnings.push(format!(
+                        "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
+                         (/{}/ and /{}/) and state folders are one on a file system, proxy or \
+                         CDN that ignores case; rename one",
+                        a.name,
+                        in_file(a, b),
+                        b.name,
+                        in_file(b, a),
+                        a.name,
+                        b.name
+                    ));
+                }
+                if harvest_the_same(a, b) {
+                    warnings.push(format!(
+                        "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
+                         is harvested twice and its pages published in two sitemaps; remove \
+                         one, or give each its own sets",
+                        a.name,
+                        in_file(a, b),
+                        b.name,
+                        in_file(b, a),
+                        match a.source {
+                            Source::Oai(_) => "baseURL",
+                            Source::File(_) => "file",
+                        },
+                        match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
+                            (true, false) => format!("{}, every set", a.source),
+                            (true, true) => format!("{}, the same dates", a.source),
+                            (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
+                        }
+                    ));
+                }
+            }
+        }
+        let listeners = [
+            ("[server] listen", Some(self.server.listen)),
+            ("[server] admin_listen", self.server.admin_listen),
+        ];
+        for (key, addr) in listeners {
+            if let Some(addr) = addr
+                && let Some(repo) = self.repository_on_port(addr)
+            {
+                warnings.push(format!(
+                    "{key} {addr} {}",
+                    repository_on_port_message(key, addr, repo)
+                ));
+            }
+        }
+        warnings
+    }
+
+    /// The repository whose baseURL is on `addr`'s port of this host (a loopback host, and
+    /// `addr` on loopback or every address), when one is: a DSpace whose Tomcat listens on
+    /// 127.0.0.1:8080, the gateway's default `listen`.
+    pub(crate) fn repository_on_port(&self, addr: SocketAddr) -> Option<&RepositoryConfig> {
+        if addr.port() == 0 || !(addr.ip().is_loopback() || addr.ip().is_unspecified()) {
+            return None;
+        }
+        self.repositories.iter().find(|r| match &r.source {
+            Source::Oai(url) => {
+                crate::scope::is_loopback(url) && url.port_or_known_default() == Some(addr.port())
+            }
+            Source::File(_) => false,
+        })
+    }
+}
+
+/// `" (in FILE)"` when `a` and `b` are configured in different files.
+fn in_file(a: &RepositoryConfig, b: &RepositoryConfig) -> String {
+    if a.file == b.file {
+        String::new()
+    } else {
+        format!(" (in {})", a.file)
+    }
+}
+
+/// Whether `a` and `b` ask the same upstream for the same records: the same source, the same
+/// sets (in any order) and the same dates. (Their metadata format is oai_dc for both.)
+fn harvest_the_same(a: &RepositoryConfig, b: &RepositoryConfig) -> bool {
+    let sets = |r: &RepositoryConfig| {
+        let mut sets = r.sets.clone();
+        sets.sort();
+        sets.dedup();
+        sets
+    };
+    a.source == b.source && sets(a) == sets(b) && (a.from, a.until) == (b.from, b.until)
+}
+
+/// What follows `{key} {addr}` when `repo`'s baseURL is on that port of this host
+/// ([`Config::repository_on_port`]).
+pub(crate) fn repository_on_port_message(
+    key: &str,
+    addr: SocketAddr,
+    repo: &RepositoryConfig,
+) -> String {
+    let flags = if key.ends_with("admin_listen") {
+        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
+    } else {
+        "OAI_BRIDGE_LISTEN, --listen"
+    };
+    format!(
+        "is the port of [[repository]] {:?}'s baseURL {}, on this host (a DSpace's Tomcat \
+         listens on 127.0.0.1:8080, the gateway's default port): the repository and the gateway \
+         cannot both listen there. Set {key} ({flags}) to a free port, e.g. \"{}:{}\", and \
+         point the reverse proxy's sitemap location at it",
+        repo.name,
+        repo.source,
+        addr.ip(),
+        suggested_port(addr.port()),
+    )
+}
+
+/// A port to suggest instead of `port`: the next one up that no common web service takes.
+fn suggested_port(port: u16) -> u16 {
+    match port {
+        8080 | 8081 => 8090,
+        p => p.checked_add(10).unwrap_or(p - 10),
+    }
+}
+
+/// The public URL when none is configured: the listen address, with loopback for "any".
+pub(crate) fn default_public_url(addr: SocketAddr) -> Url {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
+}
+
+/// Why crawlers cannot use `effective`, the public URL in force, when they cannot: none is
+/// `configured` (the default names the listen address), or it is on a loopback address (the
+/// status page's test, [`crate::scope::is_loopback`]). One sentence, for the log at start,
+/// `serve --check-config` and the status page alike.
+pub(crate) fn public_url_warning(configured: Option<&Url>, effective: &Url) -> Option<String> {
+    const SET: &str = "set public_url ([server], OAI_BRIDGE_PUBLIC_URL or --public-url) to the \
+                       URL crawlers use";
+    let loopback = crate::scope::is_loopback(effective);
+    match (configured, loopback) {
+        (None, true) => Some(format!(
+            "no [server] public_url: the sitemaps, their index and robots.txt name {effective}, \
+             which is a loopback address no crawler can reach; {SET}"
+        )),
+        (None, false) => Some(format!(
+            "no [server] public_url: the sitemaps, their index and robots.txt name {effective}, \
+             the gateway's listen address, not where crawlers reach it through the site; {SET}"
+        )),
+        (Some(url), true) => Some(format!(
+            "the public URL {url} is a loopback address: the sitemaps, their index and \
+             robots.txt name URLs no crawler can reach; {SET}"
+        )),
+        (Some(_), false) => None,
+    }
 }
 
 impl Default for Config {
@@ -1997,6 +2161,155 @@ mod tests {
                 typed::EXPECTED.iter().any(|(k, _)| *k == key),
                 "typed::EXPECTED lacks {key}"
             );
+        }
+    }
+
+    /// Issue: what a DSpace sidecar's first configuration may hold that is valid but wrong is
+    /// warned of: names that differ only in case, two repositories harvesting the same thing,
+    /// a listener on the port of a repository's own baseURL on this host; nothing else.
+    #[test]
+    fn likely_mistakes_are_warned_of() {
+        let repo = |name: &str, base: &str, extra: &str| {
+            format!("[[repository]]\nname = \"{name}\"\nbase_url = \"{base}\"\n{extra}")
+        };
+        let tomcat = "http://localhost:8080/server/oai/request";
+        let remote = "https://dspace.example.edu/server/oai/request";
+        for (text, want) in [
+            (
+                format!(
+                    "{}{}",
+                    repo("dspace", remote, ""),
+                    repo("DSpace", "x.xml", "")
+                ),
+                &["[[repository]] \"dspace\" and \"DSpace\" differ only in case"][..],
+            ),
+            (
+                format!("{}{}", repo("a", remote, ""), repo("b", remote, "")),
+                &[
+                    "\"a\" and \"b\" harvest the same baseURL (https://dspace.example.edu/server/oai/request, every set)",
+                ][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "sets = [\"x\", \"y\"]\n"),
+                    repo("b", remote, "sets = [\"y\", \"x\"]\n")
+                ),
+                &["harvest the same baseURL"][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "sets = [\"x\"]\n"),
+                    repo("b", remote, "sets = [\"y\"]\n")
+                ),
+                &[][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "from = \"2020-01-01\"\n"),
+                    repo("b", remote, "")
+                ),
+                &[][..],
+            ),
+            (
+                repo("dspace", tomcat, ""),
+                &[
+                    "[server] listen 127.0.0.1:8080 is the port of [[repository]] \"dspace\"'s \
+                   baseURL http://localhost:8080/server/oai/request, on this host",
+                ][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"0.0.0.0:8080\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &["[server] listen 0.0.0.0:8080 is the port of"][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:8090\"\nadmin_listen = \"127.0.0.1:8080\"\n{}",
+                    repo("dspace", "http://127.0.0.1:8080/oai", "")
+                ),
+                &["[server] admin_listen 127.0.0.1:8080 is the port of"][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:8090\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &[][..],
+            ),
+            (
+                repo("dspace", "https://dspace.example.edu:8080/oai", ""),
+                &[][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &[][..],
+            ),
+        ] {
+            let c = Config::parse(&text, "bridge.toml", Path::new(".")).unwrap();
+            let warnings = c.warnings();
+            assert_eq!(warnings.len(), want.len(), "{text}\n{warnings:#?}");
+            for (warning, want) in warnings.iter().zip(want) {
+                assert!(warning.contains(want), "{warning}\nshould say {want}");
+            }
+        }
+        // The listener's warning says what to set, and to what.
+        let c = Config::parse(&repo("dspace", tomcat, ""), "f", Path::new(".")).unwrap();
+        assert!(
+            c.warnings()[0].contains(
+                "Set [server] listen (OAI_BRIDGE_LISTEN, --listen) to a free port, e.g. \
+                 \"127.0.0.1:8090\""
+            ),
+            "{:?}",
+            c.warnings()
+        );
+    }
+
+    /// The public URL crawlers are given: warned of when none is set (the default names the
+    /// listen address) or when it is on loopback, as the status page decides.
+    #[test]
+    fn a_public_url_crawlers_cannot_use_is_warned_of() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        for (configured, effective, want) in [
+            (
+                None,
+                "http://127.0.0.1:8080/",
+                Some("which is a loopback address"),
+            ),
+            (
+                None,
+                "http://10.0.0.5:8080/",
+                Some("the gateway's listen address"),
+            ),
+            (
+                Some("http://localhost/sitemaps/"),
+                "http://localhost/sitemaps/",
+                Some("the public URL http://localhost/sitemaps/ is a loopback address"),
+            ),
+            (
+                Some("https://repository.example.edu/sitemaps/"),
+                "https://repository.example.edu/sitemaps/",
+                None,
+            ),
+        ] {
+            let configured = configured.map(url);
+            let warning = public_url_warning(configured.as_ref(), &url(effective));
+            match (want, &warning) {
+                (Some(want), Some(warning)) => {
+                    assert!(warning.contains(want), "{warning}");
+                    assert!(warning.contains(effective), "{warning}");
+                    assert!(warning.contains("set public_url ([server]"), "{warning}");
+                }
+                (None, None) => {}
+                _ => panic!("{configured:?} {effective}: {warning:?}"),
+            }
         }
     }
 

@@ -174,14 +174,14 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
          host; most at once so far: {}).</p>",
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
-    if crate::scope::is_loopback(&gateway.public_url) {
+    // What the log said at start, and `serve --check-config`.
+    if let Some(warning) =
+        crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)
+    {
         let _ = writeln!(
             out,
-            "<p class=\"warn\"><b>Warning:</b> the public URL {} is a loopback address: the \
-             sitemaps, their index and robots.txt name URLs that no crawler can reach. Set \
-             <code>public_url</code> (<code>[server]</code>, <code>OAI_BRIDGE_PUBLIC_URL</code> or \
-             <code>--public-url</code>) to the address crawlers use.</p>",
-            escape(gateway.public_url.as_str())
+            "<p class=\"warn\"><b>Warning:</b> {}.</p>",
+            escape(&warning)
         );
     }
     let reload_error = gateway
