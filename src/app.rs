@@ -597,6 +597,12 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
                 }
             })
         })),
+        // Another gateway on the state directory: a configuration that cannot start until
+        // it changes (or the other stops), not a failure a restart mends.
+        Err(e @ crate::server::ServeError::StateDirInUse { .. }) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;
