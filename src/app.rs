@@ -3,7 +3,6 @@
 //! environment, then file, then defaults), and runs it.
 
 use std::io::Write as _;
-use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -14,7 +13,7 @@ use crate::check::{self, CheckOptions};
 use crate::cli::{
     CheckArgs, Cli, CompletionsArgs, ExportArgs, MigrateStateArgs, ProbeArgs, PruneArgs, ServeArgs,
 };
-use crate::config::{Config, ConfigError, RepositoryConfig};
+use crate::config::{Config, ConfigError, RepositoryConfig, default_public_url};
 use crate::export::{self, ExportOptions};
 use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::oai::{HarvestRequest, Source};
@@ -301,16 +300,23 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
     }
 }
 
-/// Runs `export` and prints its summary or error; returns the exit code.
-pub async fn run_export(args: &ExportArgs) -> ExitCode {
-    let options = match export_options(args) {
+/// Runs `export` and prints its summary or error; returns the exit code. `quiet` (`-q`, for
+/// cron): no progress and no summary, so that a run that succeeds prints nothing at all (the
+/// log, at its error level, says nothing either); `--json` still prints, being asked for.
+pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
+    let mut options = match export_options(args) {
         Ok(options) => options,
         Err(e) => return e.report("export"),
     };
+    if quiet {
+        options.progress = false;
+    }
     match export::export(&options).await {
         Ok(summary) => {
             let text = if args.json {
                 summary.json(&options.job) + "\n"
+            } else if quiet {
+                String::new()
             } else {
                 summary.render(&options.job)
             };
@@ -493,15 +499,6 @@ pub(crate) fn serve_config_in(args: &ServeArgs, env: &Environment) -> Result<Con
     Ok(config)
 }
 
-/// The public URL when none is configured: the listen address, with loopback for "any".
-fn default_public_url(addr: SocketAddr) -> Url {
-    let mut addr = addr;
-    if addr.ip().is_unspecified() {
-        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-    }
-    Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
-}
-
 /// What `serve --check-config` prints of a valid configuration: the repositories and the
 /// fleet's limits.
 fn check_config_report(args: &ServeArgs, config: &Config) -> String {
@@ -526,6 +523,14 @@ fn check_config_report(args: &ServeArgs, config: &Config) -> String {
             r.source,
             crate::pipeline::human_duration(r.refresh_interval)
         );
+    }
+    // What `serve` would log at start.
+    let public_url = (config.server.public_url.clone())
+        .unwrap_or_else(|| default_public_url(config.server.listen));
+    let public_url_warning =
+        crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
+    for warning in public_url_warning.iter().chain(&config.warnings()) {
+        let _ = writeln!(out, "warning: {warning}");
     }
     out
 }
@@ -569,17 +574,12 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             "the admin listener (status page, /metrics, reload) is reachable from every interface; keep it off the public network"
         );
     }
-    let public_url = match &config.server.public_url {
-        Some(url) => url.clone(),
-        None => {
-            if !addr.ip().is_loopback() {
-                tracing::warn!(
-                    "no [server] public_url: sitemaps will name http://{addr}/; set the URL crawlers use"
-                );
-            }
-            default_public_url(addr)
-        }
-    };
+    let public_url = (config.server.public_url.clone()).unwrap_or_else(|| default_public_url(addr));
+    let public_url_warning =
+        crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
+    for warning in public_url_warning.iter().chain(&config.warnings()) {
+        tracing::warn!("{warning}");
+    }
     // SIGHUP reloads the configuration from now on (its default would end the process).
     let hangups = match hangups() {
         Ok(hangups) => hangups,
@@ -590,7 +590,19 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     };
     let reload_args = args.clone();
     let gateway = match crate::server::Gateway::new(&config, public_url.clone()) {
-        Ok(g) => Arc::new(g.reloading_from(move || serve_config(&reload_args))),
+        Ok(g) => Arc::new(g.reloading_from(move || {
+            serve_config(&reload_args).inspect(|config| {
+                for warning in config.warnings() {
+                    tracing::warn!("{warning}");
+                }
+            })
+        })),
+        // Another gateway on the state directory: a configuration that cannot start until
+        // it changes (or the other stops), not a failure a restart mends.
+        Err(e @ crate::server::ServeError::StateDirInUse { .. }) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::FAILURE;

@@ -23,7 +23,8 @@ pub struct Cli {
     /// More log output (-v: debug, -vv: trace). RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Only warnings and errors.
+    /// Print nothing but errors (for cron): the log only at its error level, and `export` no
+    /// summary (but `--json`'s) and no progress, so that a run that succeeds prints nothing.
     #[arg(short, long, global = true)]
     pub quiet: bool,
     /// What to do.

@@ -410,11 +410,7 @@ impl Config {
             message,
         };
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
-            let message = e.message().to_owned();
-            let key = e.span().map_or_else(
-                || "(syntax)".to_owned(),
-                |s| format!("line {}", line_of(text, s.start)),
-            );
+            let (key, message) = typed::explain(text, &e);
             err(&key, message)
         })?;
         let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
@@ -489,6 +485,298 @@ struct Origin<'a> {
     base_dir: &'a Path,
     harvest: &'a HarvestSettings,
     platforms: &'a crate::platform::Registry,
+}
+
+/// What serde makes of a value of the wrong type (`invalid type: string "daily", expected
+/// u64`), said as the key and what it takes: `[harvest] deadline_secs: expected a number of
+/// seconds, found "daily" (line 4)`. The key is found from the error's place in the text; what
+/// each key takes is [`EXPECTED`], which names every key (a test holds it to the keys the
+/// shipped file shows).
+mod typed {
+    use std::ops::Range;
+
+    use toml::Spanned;
+    use toml::de::{DeTable, DeValue};
+
+    use super::line_of;
+
+    /// What each key takes, in words, by its name (the last part of its path): every key of
+    /// `bridge.toml`, every table, and the entries of the tables of free keys (`headers.*`,
+    /// `types.*`, `diwoo.*`, by their table's name and `.*`).
+    pub(super) const EXPECTED: &[(&str, &str)] = &[
+        (
+            "include",
+            "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
+        ),
+        ("server", "a table, [server]"),
+        (
+            "harvest",
+            "a table, [harvest] (in a repository, [repository.harvest])",
+        ),
+        ("state", "a table, [state]"),
+        ("repository", "tables, each [[repository]]"),
+        ("ocx", "a table, [repository.ocx]"),
+        (
+            "listen",
+            "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
+        ),
+        (
+            "admin_listen",
+            "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
+        ),
+        (
+            "public_url",
+            "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
+        ),
+        ("state_dir", "a folder in quotes"),
+        ("cache_bytes", "a number of bytes"),
+        ("drain_timeout_secs", "a number of seconds"),
+        ("client_timeout_secs", "a number of seconds"),
+        ("max_age_secs", "a number of seconds"),
+        ("admin_token", "a token in quotes"),
+        (
+            "publish_url",
+            "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
+        ),
+        ("publish_grace_secs", "a number of seconds"),
+        ("user_agent", "text in quotes"),
+        ("request_timeout_secs", "a number of seconds"),
+        ("connect_timeout_secs", "a number of seconds"),
+        ("max_attempts", "a whole number (0 or more)"),
+        ("backoff_initial_ms", "a number of milliseconds"),
+        ("backoff_max_secs", "a number of seconds"),
+        ("retry_after_max_secs", "a number of seconds"),
+        ("politeness_delay_ms", "a number of milliseconds"),
+        ("deadline_secs", "a number of seconds"),
+        ("max_body_bytes", "a number of bytes"),
+        ("max_empty_pages", "a whole number (0 or more)"),
+        ("min_transfer_bytes_per_sec", "a number of bytes a second"),
+        ("min_transfer_window_secs", "a number of seconds"),
+        (
+            "headers",
+            "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
+        ),
+        ("headers.*", "a header value in quotes"),
+        ("max_concurrent_refreshes", "a whole number (0 or more)"),
+        ("per_host_concurrency", "a whole number (0 or more)"),
+        ("start_spread_secs", "a number of seconds"),
+        (
+            "url",
+            "a URL in quotes, e.g. \"postgres://user@host/database\"",
+        ),
+        ("lease_secs", "a number of seconds"),
+        ("name", "a name in quotes"),
+        ("base_url", "a baseURL or a file in quotes"),
+        ("sets", "a list of setSpecs in quotes, e.g. [\"com_1\"]"),
+        ("scope", "a list of URLs in quotes"),
+        ("platform", "a platform name in quotes, e.g. \"dspace\""),
+        ("ui_url", "a URL in quotes"),
+        ("landing_template", "a URL template in quotes"),
+        ("from", "a date in quotes, e.g. \"2020-01-01\""),
+        ("until", "a date in quotes, e.g. \"2020-01-01\""),
+        ("max_urls_per_shard", "a whole number (0 or more)"),
+        ("max_bytes_per_shard", "a number of bytes"),
+        ("gzip", "true or false"),
+        ("signmap", "true or false"),
+        ("cdif", "true or false"),
+        ("cdif_list", "true or false"),
+        (
+            "diwoo",
+            "a table of setSpecs and category numbers, e.g. { \"besluiten\" = 1 }",
+        ),
+        ("diwoo.*", "a category number from 1 to 17"),
+        ("refresh_interval_secs", "a number of seconds"),
+        ("full_harvest_interval_secs", "a number of seconds"),
+        ("shrink_guard", "a number from 0 to 1, e.g. 0.5"),
+        ("enabled", "true or false"),
+        ("default_type", "a type URL in quotes"),
+        ("teaser_chars", "a whole number (0 or more)"),
+        ("format", "a format name in quotes"),
+        ("xpath", "an XPath in quotes"),
+        ("types", "a table of dc:type values and type URLs"),
+        ("types.*", "a type URL in quotes"),
+    ];
+
+    /// One step of a key's path: a table's key, or an array's element.
+    #[derive(Debug)]
+    enum Step<'t> {
+        Key(&'t str),
+        Index(usize),
+    }
+
+    /// The key and the message of `e`, an error reading `text`: the key where the text is
+    /// valid TOML and serde refused a value or a key; else (a syntax error) the line.
+    pub(super) fn explain(text: &str, e: &toml::de::Error) -> (String, String) {
+        let Some(span) = e.span() else {
+            return ("(syntax)".to_owned(), e.message().to_owned());
+        };
+        let line = line_of(text, span.start);
+        let at_line = || (format!("line {line}"), e.message().to_owned());
+        let Ok(root) = DeTable::parse(text) else {
+            return at_line();
+        };
+        let mut path = Vec::new();
+        if !find(root.get_ref(), &span, &mut path) {
+            return at_line();
+        }
+        let key = label(root.get_ref(), &path);
+        let message = e.message();
+        let wrong_value = ["invalid type:", "invalid value:", "invalid length"]
+            .iter()
+            .any(|p| message.starts_with(p));
+        let message = match expected(&path) {
+            Some(expected) if wrong_value => {
+                format!(
+                    "expected {expected}, found {} (line {line})",
+                    found(text, &span)
+                )
+            }
+            _ => format!("{message} (line {line})"),
+        };
+        (key, message)
+    }
+
+    /// Whether `span` is in `table` (a key or a value): then `path` leads to the innermost
+    /// key or element holding it.
+    fn find<'t>(table: &'t DeTable<'_>, span: &Range<usize>, path: &mut Vec<Step<'t>>) -> bool {
+        for (key, value) in table {
+            if within(span, &key.span()) {
+                path.push(Step::Key(key.get_ref()));
+                return true;
+            }
+            path.push(Step::Key(key.get_ref()));
+            if in_value(value, span, path) {
+                return true;
+            }
+            path.pop();
+        }
+        false
+    }
+
+    /// Whether `span` is in `value`, a table's or an array's (a table given by a header spans
+    /// the header alone, so tables and arrays are searched whatever their span).
+    fn in_value<'t>(
+        value: &'t Spanned<DeValue<'_>>,
+        span: &Range<usize>,
+        path: &mut Vec<Step<'t>>,
+    ) -> bool {
+        match value.get_ref() {
+            DeValue::Table(inner) => find(inner, span, path) || within(span, &value.span()),
+            DeValue::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push(Step::Index(i));
+                    if in_value(item, span, path) {
+                        return true;
+                    }
+                    path.pop();
+                }
+                within(span, &value.span())
+            }
+            _ => within(span, &value.span()),
+        }
+    }
+
+    fn within(span: &Range<usize>, outer: &Range<usize>) -> bool {
+        outer.start <= span.start && span.end <= outer.end && outer.start < outer.end
+    }
+
+    /// The key as errors name it: `[harvest] max_attempts`, `[[repository]] "a" harvest.
+    /// max_attempts` (or `#2` for a repository without a name), `include`.
+    fn label(root: &DeTable<'_>, path: &[Step<'_>]) -> String {
+        let keys = |steps: &[Step<'_>]| {
+            steps
+                .iter()
+                .map(|s| match s {
+                    Step::Key(k) => (*k).to_owned(),
+                    Step::Index(i) => format!("[{i}]"),
+                })
+                .collect::<Vec<_>>()
+                .join(".")
+                .replace(".[", "[")
+        };
+        match path {
+            [Step::Key("repository"), Step::Index(i), rest @ ..] => {
+                let repo = match repository_name(root, *i) {
+                    Some(name) => format!("[[repository]] {name:?}"),
+                    None => format!("[[repository]] #{}", i + 1),
+                };
+                if rest.is_empty() {
+                    repo
+                } else {
+                    format!("{repo} {}", keys(rest))
+                }
+            }
+            [Step::Key("repository")] => "[[repository]]".to_owned(),
+            [Step::Key(table @ ("server" | "harvest" | "state"))] => format!("[{table}]"),
+            // An unknown table, `[serve]`.
+            [Step::Key(key)]
+                if root.iter().any(|(k, v)| {
+                    k.get_ref() == key && matches!(v.get_ref(), DeValue::Table(_))
+                }) =>
+            {
+                format!("[{key}]")
+            }
+            [
+                Step::Key(table @ ("server" | "harvest" | "state")),
+                rest @ ..,
+            ] => {
+                format!("[{table}] {}", keys(rest))
+            }
+            _ => keys(path),
+        }
+    }
+
+    /// The `name` of the `i`-th `[[repository]]`, when it has one.
+    fn repository_name(root: &DeTable<'_>, i: usize) -> Option<String> {
+        let (_, repos) = root.iter().find(|(k, _)| k.get_ref() == "repository")?;
+        let DeValue::Array(repos) = repos.get_ref() else {
+            return None;
+        };
+        let DeValue::Table(repo) = repos.get(i)?.get_ref() else {
+            return None;
+        };
+        let (_, name) = repo.iter().find(|(k, _)| k.get_ref() == "name")?;
+        match name.get_ref() {
+            DeValue::String(name) => Some(name.to_string()),
+            _ => None,
+        }
+    }
+
+    /// What the key at `path` takes ([`EXPECTED`]): by its name, or for an entry of a table of
+    /// free keys by the table's name.
+    fn expected(path: &[Step<'_>]) -> Option<&'static str> {
+        let keys: Vec<&str> = path
+            .iter()
+            .filter_map(|s| match s {
+                Step::Key(k) => Some(*k),
+                Step::Index(_) => None,
+            })
+            .collect();
+        let lookup = |name: &str| {
+            EXPECTED
+                .iter()
+                .find(|(key, _)| *key == name)
+                .map(|(_, what)| *what)
+        };
+        match keys.as_slice() {
+            [.., table @ ("headers" | "types" | "diwoo"), _] => lookup(&format!("{table}.*")),
+            [.., last] => lookup(last),
+            [] => None,
+        }
+    }
+
+    /// The text serde refused, as written, on one line and cut short when long.
+    fn found(text: &str, span: &Range<usize>) -> String {
+        const MAX: usize = 60;
+        let written = text.get(span.clone()).unwrap_or("").trim();
+        let one_line = written.split_whitespace().collect::<Vec<_>>().join(" ");
+        if one_line.chars().count() > MAX {
+            let cut: String = one_line.chars().take(MAX).collect();
+            format!("{cut}...")
+        } else {
+            one_line
+        }
+    }
 }
 
 /// `include`: files of `[[repository]]` tables (one file per repository, for a consortium's
@@ -578,11 +866,8 @@ mod include {
             ));
         }
         let raw: RawIncluded = toml::from_str(&text).map_err(|e| {
-            let key = e.span().map_or_else(
-                || "(syntax)".to_owned(),
-                |s| format!("line {}", line_of(&text, s.start)),
-            );
-            err(key, e.message().to_owned())
+            let (key, message) = super::typed::explain(&text, &e);
+            err(key, message)
         })?;
         Ok(raw.repository)
     }
@@ -996,6 +1281,170 @@ impl Config {
         let server = self.server.public_url.as_ref()?;
         server.join(&format!("{}/", repo.name)).ok()
     }
+
+    /// What is valid but likely wrong in the repositories and listeners, a sentence each, for
+    /// `serve` to log at start and at a reload, and for `serve --check-config` to print: two
+    /// repositories whose names differ only in case, or that harvest the same thing; a
+    /// listener on the port of a repository's own baseURL on this host. (The public URL's is
+    /// [`public_url_warning`], said of the address the gateway listens on once bound.)
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        let repos = &self.repositories;
+        for (i, a) in repos.iter().enumerate() {
+            for b in &repos[i + 1..] {
+                if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
+                    warnings.push(format!(
+                        "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
+                         (/{}/ and /{}/) and state folders are one on a file system, proxy or \
+                         CDN that ignores case; rename one",
+                        a.name,
+                        in_file(a, b),
+                        b.name,
+                        in_file(b, a),
+                        a.name,
+                        b.name
+                    ));
+                }
+                if harvest_the_same(a, b) {
+                    warnings.push(format!(
+                        "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
+                         is harvested twice and its pages published in two sitemaps; remove \
+                         one, or give each its own sets",
+                        a.name,
+                        in_file(a, b),
+                        b.name,
+                        in_file(b, a),
+                        match a.source {
+                            Source::Oai(_) => "baseURL",
+                            Source::File(_) => "file",
+                        },
+                        match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
+                            (true, false) => format!("{}, every set", a.source),
+                            (true, true) => format!("{}, the same dates", a.source),
+                            (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
+                        }
+                    ));
+                }
+            }
+        }
+        let listeners = [
+            ("[server] listen", Some(self.server.listen)),
+            ("[server] admin_listen", self.server.admin_listen),
+        ];
+        for (key, addr) in listeners {
+            if let Some(addr) = addr
+                && let Some(repo) = self.repository_on_port(addr)
+            {
+                warnings.push(format!(
+                    "{key} {addr} {}",
+                    repository_on_port_message(key, addr, repo)
+                ));
+            }
+        }
+        warnings
+    }
+
+    /// The repository whose baseURL is on `addr`'s port of this host (a loopback host, and
+    /// `addr` on loopback or every address), when one is: a DSpace whose Tomcat listens on
+    /// 127.0.0.1:8080, the gateway's default `listen`.
+    pub(crate) fn repository_on_port(&self, addr: SocketAddr) -> Option<&RepositoryConfig> {
+        if addr.port() == 0 || !(addr.ip().is_loopback() || addr.ip().is_unspecified()) {
+            return None;
+        }
+        self.repositories.iter().find(|r| match &r.source {
+            Source::Oai(url) => {
+                crate::scope::is_loopback(url) && url.port_or_known_default() == Some(addr.port())
+            }
+            Source::File(_) => false,
+        })
+    }
+}
+
+/// `" (in FILE)"` when `a` and `b` are configured in different files.
+fn in_file(a: &RepositoryConfig, b: &RepositoryConfig) -> String {
+    if a.file == b.file {
+        String::new()
+    } else {
+        format!(" (in {})", a.file)
+    }
+}
+
+/// Whether `a` and `b` ask the same upstream for the same records: the same source, the same
+/// sets (in any order) and the same dates. (Their metadata format is oai_dc for both.)
+fn harvest_the_same(a: &RepositoryConfig, b: &RepositoryConfig) -> bool {
+    let sets = |r: &RepositoryConfig| {
+        let mut sets = r.sets.clone();
+        sets.sort();
+        sets.dedup();
+        sets
+    };
+    a.source == b.source && sets(a) == sets(b) && (a.from, a.until) == (b.from, b.until)
+}
+
+/// What follows `{key} {addr}` when `repo`'s baseURL is on that port of this host
+/// ([`Config::repository_on_port`]).
+pub(crate) fn repository_on_port_message(
+    key: &str,
+    addr: SocketAddr,
+    repo: &RepositoryConfig,
+) -> String {
+    let flags = if key.ends_with("admin_listen") {
+        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
+    } else {
+        "OAI_BRIDGE_LISTEN, --listen"
+    };
+    format!(
+        "is the port of [[repository]] {:?}'s baseURL {}, on this host (a DSpace's Tomcat \
+         listens on 127.0.0.1:8080, the gateway's default port): the repository and the gateway \
+         cannot both listen there. Set {key} ({flags}) to a free port, e.g. \"{}:{}\", and \
+         point the reverse proxy's sitemap location at it",
+        repo.name,
+        repo.source,
+        addr.ip(),
+        suggested_port(addr.port()),
+    )
+}
+
+/// A port to suggest instead of `port`: the next one up that no common web service takes.
+fn suggested_port(port: u16) -> u16 {
+    match port {
+        8080 | 8081 => 8090,
+        p => p.checked_add(10).unwrap_or(p - 10),
+    }
+}
+
+/// The public URL when none is configured: the listen address, with loopback for "any".
+pub(crate) fn default_public_url(addr: SocketAddr) -> Url {
+    let mut addr = addr;
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    Url::parse(&format!("http://{addr}/")).expect("an address makes a URL")
+}
+
+/// Why crawlers cannot use `effective`, the public URL in force, when they cannot: none is
+/// `configured` (the default names the listen address), or it is on a loopback address (the
+/// status page's test, [`crate::scope::is_loopback`]). One sentence, for the log at start,
+/// `serve --check-config` and the status page alike.
+pub(crate) fn public_url_warning(configured: Option<&Url>, effective: &Url) -> Option<String> {
+    const SET: &str = "set public_url ([server], OAI_BRIDGE_PUBLIC_URL or --public-url) to the \
+                       URL crawlers use";
+    let loopback = crate::scope::is_loopback(effective);
+    match (configured, loopback) {
+        (None, true) => Some(format!(
+            "no [server] public_url: the sitemaps, their index and robots.txt name {effective}, \
+             which is a loopback address no crawler can reach; {SET}"
+        )),
+        (None, false) => Some(format!(
+            "no [server] public_url: the sitemaps, their index and robots.txt name {effective}, \
+             the gateway's listen address, not where crawlers reach it through the site; {SET}"
+        )),
+        (Some(url), true) => Some(format!(
+            "the public URL {url} is a loopback address: the sitemaps, their index and \
+             robots.txt name URLs no crawler can reach; {SET}"
+        )),
+        (Some(_), false) => None,
+    }
 }
 
 impl Default for Config {
@@ -1193,8 +1642,12 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.file, "bridge.toml");
-        // A negative rate is no u64: serde's error, at its line.
-        rejects("[harvest]\nmin_transfer_bytes_per_sec = -1\n", "line 2", "");
+        // A negative rate is no u64: the key, what it takes and what it found.
+        rejects(
+            "[harvest]\nmin_transfer_bytes_per_sec = -1\n",
+            "[harvest] min_transfer_bytes_per_sec",
+            "expected a number of bytes a second, found -1 (line 2)",
+        );
     }
 
     /// `admin_listen = ""` or `"off"` switches the admin listener off.
@@ -1246,7 +1699,7 @@ mod tests {
     fn bad_values_name_their_key() {
         rejects(
             "[harvest]\nmax_atempts = 3\n",
-            "line 2",
+            "[harvest] max_atempts",
             "unknown field `max_atempts`",
         );
         rejects(
@@ -1413,7 +1866,7 @@ mod tests {
         );
         rejects(
             "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\nrefresh = 5\n",
-            "line 4",
+            "[[repository]] \"a\" refresh",
             "unknown field `refresh`",
         );
         rejects(
@@ -1543,7 +1996,7 @@ mod tests {
         assert!(!e.to_string().contains("s3cret"), "{e}");
         rejects(
             &format!("{repo}max_atempts = 2\n"),
-            "line 5",
+            "[[repository]] \"a\" harvest.max_atempts",
             "unknown field",
         );
     }
@@ -1612,7 +2065,299 @@ mod tests {
         assert!(e.message.contains("[[repository]] tables only"), "{e}");
         std::fs::write(d.join("c.toml"), "[[repository]]\nname = \"c\"\nbase = 1\n").unwrap();
         let e = Config::parse(&main, "bridge.toml", dir.path()).unwrap_err();
-        assert!(e.file.ends_with("c.toml") && e.key == "line 3", "{e}");
+        assert!(
+            e.file.ends_with("c.toml") && e.key == "[[repository]] \"c\" base",
+            "{e}"
+        );
+    }
+
+    /// A value of the wrong type names the key, what it takes and what the file says, for any
+    /// key, in any table; a syntax error names its line.
+    #[test]
+    fn a_value_of_the_wrong_type_names_the_key_what_it_takes_and_what_was_found() {
+        let repo = "[[repository]]\nname = \"dspace\"\nbase_url = \"x.xml\"\n";
+        for (text, key, message) in [
+            (
+                "[harvest]\ndeadline_secs = \"daily\"\n".to_owned(),
+                "[harvest] deadline_secs",
+                "expected a number of seconds, found \"daily\" (line 2)",
+            ),
+            (
+                format!("{repo}refresh_interval_secs = \"daily\"\n"),
+                "[[repository]] \"dspace\" refresh_interval_secs",
+                "expected a number of seconds, found \"daily\" (line 4)",
+            ),
+            (
+                "[server]\nlisten = 8080\n".to_owned(),
+                "[server] listen",
+                "expected an address:port in quotes, e.g. \"127.0.0.1:8080\", found 8080",
+            ),
+            (
+                "[server]\ncache_bytes = 1.5\n".to_owned(),
+                "[server] cache_bytes",
+                "expected a number of bytes, found 1.5",
+            ),
+            (
+                "[harvest]\nmax_attempts = -1\n".to_owned(),
+                "[harvest] max_attempts",
+                "expected a whole number (0 or more), found -1",
+            ),
+            (
+                "[harvest]\npoliteness_delay_ms = \"3 s\"\n".to_owned(),
+                "[harvest] politeness_delay_ms",
+                "expected a number of milliseconds, found \"3 s\"",
+            ),
+            (
+                "[state]\nlease_secs = true\n".to_owned(),
+                "[state] lease_secs",
+                "expected a number of seconds, found true",
+            ),
+            (
+                format!("{repo}gzip = \"yes\"\n"),
+                "[[repository]] \"dspace\" gzip",
+                "expected true or false, found \"yes\"",
+            ),
+            (
+                format!("{repo}shrink_guard = \"half\"\n"),
+                "[[repository]] \"dspace\" shrink_guard",
+                "expected a number from 0 to 1, e.g. 0.5, found \"half\"",
+            ),
+            (
+                format!("{repo}sets = \"com_1\"\n"),
+                "[[repository]] \"dspace\" sets",
+                "expected a list of setSpecs in quotes, e.g. [\"com_1\"], found \"com_1\"",
+            ),
+            (
+                // An element of a list: the list's key, and the element.
+                format!("{repo}scope = [\"https://h/\", 7]\n"),
+                "[[repository]] \"dspace\" scope[1]",
+                "expected a list of URLs in quotes, found 7",
+            ),
+            (
+                // TOML reads an unquoted date as a date-time.
+                format!("{repo}from = 2020-01-01\n"),
+                "[[repository]] \"dspace\" from",
+                "expected a date in quotes, e.g. \"2020-01-01\", found 2020-01-01",
+            ),
+            (
+                format!("{repo}diwoo = {{ \"besluiten\" = \"one\" }}\n"),
+                "[[repository]] \"dspace\" diwoo.besluiten",
+                "expected a category number from 1 to 17, found \"one\"",
+            ),
+            (
+                format!("{repo}[repository.harvest]\nheaders = {{ Authorization = 1 }}\n"),
+                "[[repository]] \"dspace\" harvest.headers.Authorization",
+                "expected a header value in quotes, found 1",
+            ),
+            (
+                format!("{repo}[repository.ocx]\nteaser_chars = \"long\"\n"),
+                "[[repository]] \"dspace\" ocx.teaser_chars",
+                "expected a whole number (0 or more), found \"long\" (line 5)",
+            ),
+            (
+                // A repository without a name is numbered.
+                "[[repository]]\nbase_url = [\"a\", \"b\"]\n".to_owned(),
+                "[[repository]] #1 base_url",
+                "expected a baseURL or a file in quotes, found [\"a\", \"b\"]",
+            ),
+            (
+                "server = 3\n".to_owned(),
+                "[server]",
+                "expected a table, [server], found 3",
+            ),
+            (
+                "include = \"repositories.d/*.toml\"\n".to_owned(),
+                "include",
+                "expected a list of file names in quotes",
+            ),
+            (
+                "[serve]\nlisten = \"x\"\n".to_owned(),
+                "[serve]",
+                "unknown field `serve`",
+            ),
+            (
+                "[server\nlisten = 1\n".to_owned(),
+                "line 1",
+                "unclosed table",
+            ),
+        ] {
+            let e = Config::parse(&text, "bridge.toml", Path::new(".")).unwrap_err();
+            assert_eq!(e.key, key, "{text}");
+            assert!(
+                e.message.contains(message),
+                "{text}: {:?} should say {message:?}",
+                e.message
+            );
+        }
+        // What is found is cut short on one line.
+        let long = format!("{repo}sets = \"{}\"\n", "x".repeat(100));
+        let e = Config::parse(&long, "bridge.toml", Path::new(".")).unwrap_err();
+        assert!(
+            e.message
+                .contains(&format!("found \"{}...", "x".repeat(59))),
+            "{e}"
+        );
+        assert!(e.message.len() < 160, "{e}");
+    }
+
+    /// Every key of the file says what it takes, for the errors above.
+    #[test]
+    fn every_key_says_what_it_takes() {
+        for key in KEYS {
+            assert!(
+                typed::EXPECTED.iter().any(|(k, _)| *k == key),
+                "typed::EXPECTED lacks {key}"
+            );
+        }
+    }
+
+    /// Issue: what a DSpace sidecar's first configuration may hold that is valid but wrong is
+    /// warned of: names that differ only in case, two repositories harvesting the same thing,
+    /// a listener on the port of a repository's own baseURL on this host; nothing else.
+    #[test]
+    fn likely_mistakes_are_warned_of() {
+        let repo = |name: &str, base: &str, extra: &str| {
+            format!("[[repository]]\nname = \"{name}\"\nbase_url = \"{base}\"\n{extra}")
+        };
+        let tomcat = "http://localhost:8080/server/oai/request";
+        let remote = "https://dspace.example.edu/server/oai/request";
+        for (text, want) in [
+            (
+                format!(
+                    "{}{}",
+                    repo("dspace", remote, ""),
+                    repo("DSpace", "x.xml", "")
+                ),
+                &["[[repository]] \"dspace\" and \"DSpace\" differ only in case"][..],
+            ),
+            (
+                format!("{}{}", repo("a", remote, ""), repo("b", remote, "")),
+                &[
+                    "\"a\" and \"b\" harvest the same baseURL (https://dspace.example.edu/server/oai/request, every set)",
+                ][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "sets = [\"x\", \"y\"]\n"),
+                    repo("b", remote, "sets = [\"y\", \"x\"]\n")
+                ),
+                &["harvest the same baseURL"][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "sets = [\"x\"]\n"),
+                    repo("b", remote, "sets = [\"y\"]\n")
+                ),
+                &[][..],
+            ),
+            (
+                format!(
+                    "{}{}",
+                    repo("a", remote, "from = \"2020-01-01\"\n"),
+                    repo("b", remote, "")
+                ),
+                &[][..],
+            ),
+            (
+                repo("dspace", tomcat, ""),
+                &[
+                    "[server] listen 127.0.0.1:8080 is the port of [[repository]] \"dspace\"'s \
+                   baseURL http://localhost:8080/server/oai/request, on this host",
+                ][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"0.0.0.0:8080\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &["[server] listen 0.0.0.0:8080 is the port of"][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:8090\"\nadmin_listen = \"127.0.0.1:8080\"\n{}",
+                    repo("dspace", "http://127.0.0.1:8080/oai", "")
+                ),
+                &["[server] admin_listen 127.0.0.1:8080 is the port of"][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:8090\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &[][..],
+            ),
+            (
+                repo("dspace", "https://dspace.example.edu:8080/oai", ""),
+                &[][..],
+            ),
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:0\"\n{}",
+                    repo("dspace", tomcat, "")
+                ),
+                &[][..],
+            ),
+        ] {
+            let c = Config::parse(&text, "bridge.toml", Path::new(".")).unwrap();
+            let warnings = c.warnings();
+            assert_eq!(warnings.len(), want.len(), "{text}\n{warnings:#?}");
+            for (warning, want) in warnings.iter().zip(want) {
+                assert!(warning.contains(want), "{warning}\nshould say {want}");
+            }
+        }
+        // The listener's warning says what to set, and to what.
+        let c = Config::parse(&repo("dspace", tomcat, ""), "f", Path::new(".")).unwrap();
+        assert!(
+            c.warnings()[0].contains(
+                "Set [server] listen (OAI_BRIDGE_LISTEN, --listen) to a free port, e.g. \
+                 \"127.0.0.1:8090\""
+            ),
+            "{:?}",
+            c.warnings()
+        );
+    }
+
+    /// The public URL crawlers are given: warned of when none is set (the default names the
+    /// listen address) or when it is on loopback, as the status page decides.
+    #[test]
+    fn a_public_url_crawlers_cannot_use_is_warned_of() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        for (configured, effective, want) in [
+            (
+                None,
+                "http://127.0.0.1:8080/",
+                Some("which is a loopback address"),
+            ),
+            (
+                None,
+                "http://10.0.0.5:8080/",
+                Some("the gateway's listen address"),
+            ),
+            (
+                Some("http://localhost/sitemaps/"),
+                "http://localhost/sitemaps/",
+                Some("the public URL http://localhost/sitemaps/ is a loopback address"),
+            ),
+            (
+                Some("https://repository.example.edu/sitemaps/"),
+                "https://repository.example.edu/sitemaps/",
+                None,
+            ),
+        ] {
+            let configured = configured.map(url);
+            let warning = public_url_warning(configured.as_ref(), &url(effective));
+            match (want, &warning) {
+                (Some(want), Some(warning)) => {
+                    assert!(warning.contains(want), "{warning}");
+                    assert!(warning.contains(effective), "{warning}");
+                    assert!(warning.contains("set public_url ([server]"), "{warning}");
+                }
+                (None, None) => {}
+                _ => panic!("{configured:?} {effective}: {warning:?}"),
+            }
+        }
     }
 
     #[test]

@@ -20,8 +20,9 @@ fn main() -> ExitCode {
         | Command::Prune(_)
         | Command::MigrateState(_) => {}
     }
+    // `-q` is for cron: only what failed is said.
     let level = match (cli.quiet, cli.verbose) {
-        (true, _) => "warn",
+        (true, _) => "error",
         (false, 0) => "info",
         (false, 1) => "debug",
         (false, _) => "trace",
@@ -60,7 +61,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         match &cli.command {
-            Command::Export(args) => oai_bridge::run_export(args).await,
+            Command::Export(args) => oai_bridge::run_export(args, cli.quiet).await,
             Command::Serve(args) => oai_bridge::run_serve(args).await,
             Command::Check(args) => oai_bridge::run_check(args).await,
             Command::Completions(_)

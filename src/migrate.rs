@@ -243,7 +243,7 @@ pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateErr
 
 /// The gateway lock of `dir`, held, when a gateway ever ran there; an error while one runs.
 fn idle(dir: &Path) -> Result<Option<std::fs::File>, MigrateError> {
-    crate::server::prune::hold_if_idle(dir).map_err(|e| {
+    crate::server::prune::hold_if_idle(dir, "migrate-state").map_err(|e| {
         if e.kind() == std::io::ErrorKind::WouldBlock {
             MigrateError::GatewayRuns {
                 path: dir.to_owned(),
@@ -555,7 +555,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         assert!(idle(dir.path()).unwrap().is_none(), "no gateway ever ran");
         assert!(!dir.path().join("gateway.lock").exists(), "no lock made");
-        let gateway = crate::server::prune::Hold::take(dir.path());
+        let gateway = crate::server::prune::Hold::take(dir.path()).unwrap();
         let e = idle(dir.path()).unwrap_err();
         assert!(matches!(e, MigrateError::GatewayRuns { .. }), "{e}");
         drop(gateway);

@@ -534,6 +534,28 @@ pub enum ServeError {
     /// The state directory is unusable.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Another gateway runs on the state directory: it holds its lock.
+    #[error(
+        "[server] state_dir {}: another gateway runs on it ({} is held{}): two gateways on one \
+         state_dir would harvest into the same stores and replace each other's generations. \
+         Stop the other one, or give this one a state_dir of its own ([server] state_dir, \
+         OAI_BRIDGE_STATE_DIR, --state-dir)",
+        state_dir.display(),
+        lock.display(),
+        match holder {
+            Some(h) => format!(" by {h}"),
+            None => " by a process that does not say which (an oai-bridge older than this one?)"
+                .to_owned(),
+        }
+    )]
+    StateDirInUse {
+        /// The state directory.
+        state_dir: std::path::PathBuf,
+        /// Its lock file.
+        lock: std::path::PathBuf,
+        /// Who holds it (`oai-bridge serve`, its process id and host), when it said.
+        holder: Option<String>,
+    },
 }
 
 impl Gateway {
@@ -547,7 +569,11 @@ impl Gateway {
             path: state_dir.clone(),
             source,
         })?;
-        let hold = prune::Hold::take(state_dir);
+        let hold = prune::Hold::take(state_dir).map_err(|in_use| ServeError::StateDirInUse {
+            state_dir: state_dir.clone(),
+            lock: in_use.lock,
+            holder: in_use.holder.map(|h| h.to_string()),
+        })?;
         let metrics = Metrics::default();
         let mut repos = Vec::new();
         for rc in &config.repositories {

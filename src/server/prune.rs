@@ -4,14 +4,21 @@
 //! decision, taken after the reload that removed it.
 //!
 //! A gateway still serving a repository the file no longer names (the file was edited, the
-//! reload not yet done) must keep its state: each running gateway holds a shared lock on
+//! reload not yet done) must keep its state: each running gateway holds the lock on
 //! `{state_dir}/gateway.lock` and lists what it serves in `{state_dir}/serving` (written at its
-//! start and at each reload). Prune takes the lock exclusively while it works: when it cannot,
-//! a gateway runs, and the repositories it lists are kept. The lock goes with the process, so
-//! a gateway that died holds nothing back.
+//! start and at each reload). Prune takes the lock while it works: when it cannot, a gateway
+//! runs, and the repositories it lists are kept. The lock goes with the process, so a gateway
+//! that died holds nothing back.
+//!
+//! The lock is exclusive: two gateways on one state directory would harvest into the same
+//! stores and replace each other's generations, so a second one is refused ([`Hold::take`]).
+//! Whoever holds it writes who it is into the file ([`Holder`]: the command, its process id,
+//! the host), so that the one refused can name it; a prune or `migrate-state` holding it is
+//! waited for, as before.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustix::fs::{FlockOperation, flock};
 
@@ -27,38 +34,217 @@ pub(crate) struct Hold {
     _file: Option<File>,
 }
 
+/// How long a gateway waits for a lock held by a process that said nothing of itself, or
+/// something it cannot trust (its own process id: a gateway of this process not yet dropped),
+/// before it gives up: a holder writes its record at once.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The state directory is another gateway's: [`Hold::take`] refused it.
+#[derive(Debug)]
+pub(crate) struct InUse {
+    /// The lock file.
+    pub(crate) lock: PathBuf,
+    /// Who holds it, when it said so and still runs.
+    pub(crate) holder: Option<Holder>,
+}
+
 impl Hold {
-    /// Takes the shared lock of `state_dir` (waiting while a prune runs). Without it the gateway
-    /// still serves, and says that a prune could remove the state of what it serves.
-    pub(crate) fn take(state_dir: &Path) -> Self {
-        let held = open_lock(state_dir).and_then(|f| {
-            flock(&f, FlockOperation::LockShared)?;
-            Ok(f)
-        });
-        match held {
-            Ok(f) => Self { _file: Some(f) },
-            Err(e) => {
-                tracing::warn!(
-                    "cannot lock {}: {e}; `oai-bridge prune` will not know what this gateway \
-                     serves",
-                    state_dir.join(LOCK).display()
-                );
-                Self { _file: None }
+    /// Takes the lock of `state_dir`, exclusively. Held by another running gateway (as the
+    /// record in the lock file says), it is refused at once; held by a prune or a
+    /// `migrate-state`, it is waited for (said in the log); held by a process that wrote
+    /// nothing (an older oai-bridge), it is refused after [`GRACE`]. When the file cannot be
+    /// opened or locked at all, the gateway still serves, and says that a prune could remove
+    /// the state of what it serves.
+    pub(crate) fn take(state_dir: &Path) -> Result<Self, InUse> {
+        Self::take_within(state_dir, GRACE)
+    }
+
+    /// [`Hold::take`], giving a holder that said nothing `grace` to go.
+    fn take_within(state_dir: &Path, grace: Duration) -> Result<Self, InUse> {
+        let lock = state_dir.join(LOCK);
+        let unlocked = |e: &dyn std::fmt::Display| {
+            tracing::warn!(
+                "cannot lock {}: {e}; `oai-bridge prune` will not know what this gateway serves",
+                lock.display()
+            );
+            Self { _file: None }
+        };
+        let file = match open_lock(state_dir) {
+            Ok(file) => file,
+            Err(e) => return Ok(unlocked(&e)),
+        };
+        let start = Instant::now();
+        loop {
+            match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => {
+                    Holder::me("serve").record(&file, &lock);
+                    return Ok(Self { _file: Some(file) });
+                }
+                Err(rustix::io::Errno::WOULDBLOCK) => {}
+                Err(e) => return Ok(unlocked(&e)),
+            }
+            let holder = Holder::read(&lock).filter(Holder::running);
+            match holder {
+                Some(h) if h.command == "serve" && !h.is_me() => {
+                    return Err(InUse {
+                        lock,
+                        holder: Some(h),
+                    });
+                }
+                Some(h) if h.command != "serve" => {
+                    tracing::warn!(
+                        "{} is held by {h}: waiting until it is done",
+                        lock.display()
+                    );
+                    if let Err(e) = flock(&file, FlockOperation::LockExclusive) {
+                        return Ok(unlocked(&e));
+                    }
+                    Holder::me("serve").record(&file, &lock);
+                    return Ok(Self { _file: Some(file) });
+                }
+                holder if start.elapsed() >= grace => return Err(InUse { lock, holder }),
+                _ => std::thread::sleep(Duration::from_millis(50)),
             }
         }
     }
 }
 
+/// Who holds a state directory's lock, as it wrote it into the lock file when it took it: a
+/// line each, `command=serve`, `pid=1234`, `host=...`, `since=` (seconds since the epoch).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Holder {
+    /// `serve`, `prune` or `migrate-state`.
+    pub(crate) command: String,
+    /// Its process id.
+    pub(crate) pid: u32,
+    /// The host it runs on (its process id means nothing elsewhere).
+    pub(crate) host: String,
+    /// When it took the lock, in seconds since the epoch.
+    pub(crate) since: u64,
+}
+
+impl Holder {
+    /// This process, running `command`.
+    pub(crate) fn me(command: &str) -> Self {
+        Self {
+            command: command.to_owned(),
+            pid: std::process::id(),
+            host: host_name(),
+            since: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
+
+    /// The record in the lock file `lock`, when it holds one.
+    pub(crate) fn read(lock: &Path) -> Option<Self> {
+        Self::parse(&std::fs::read_to_string(lock).ok()?)
+    }
+
+    fn parse(text: &str) -> Option<Self> {
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+                .map(str::trim)
+        };
+        Some(Self {
+            command: field("command")?.to_owned(),
+            pid: field("pid")?.parse().ok()?,
+            host: field("host").unwrap_or_default().to_owned(),
+            since: field("since").and_then(|s| s.parse().ok()).unwrap_or(0),
+        })
+    }
+
+    fn text(&self) -> String {
+        format!(
+            "command={}\npid={}\nhost={}\nsince={}\n",
+            self.command, self.pid, self.host, self.since
+        )
+    }
+
+    /// Writes this record into the lock file `file` (named `lock`), which this process holds:
+    /// a failure only warns (the next one refused cannot name this process, that is all).
+    pub(crate) fn record(&self, file: &File, lock: &Path) {
+        use std::io::Write as _;
+        let written = file.set_len(0).and_then(|()| {
+            let mut file = file;
+            std::io::Seek::rewind(&mut file)?;
+            file.write_all(self.text().as_bytes())
+        });
+        if let Err(e) = written {
+            tracing::warn!("cannot write who holds {}: {e}", lock.display());
+        }
+    }
+
+    /// Whether the process may still run: on another host there is no telling, so yes.
+    pub(crate) fn running(&self) -> bool {
+        if self.host != host_name() {
+            return true;
+        }
+        let Some(pid) = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return false;
+        };
+        match rustix::process::test_kill_process(pid) {
+            Ok(()) | Err(rustix::io::Errno::PERM) => true,
+            Err(_) => false,
+        }
+    }
+
+    /// Whether the record is this process's own.
+    fn is_me(&self) -> bool {
+        self.pid == std::process::id() && self.host == host_name()
+    }
+}
+
+impl std::fmt::Display for Holder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "`oai-bridge {}`, process {}", self.command, self.pid)?;
+        if !self.host.is_empty() {
+            write!(f, " on {}", self.host)?;
+        }
+        if self.since > 0 {
+            let since = SystemTime::UNIX_EPOCH + Duration::from_secs(self.since);
+            write!(f, ", since {}", httpdate::fmt_http_date(since))?;
+        }
+        Ok(())
+    }
+}
+
+/// This host's name, as the kernel has it (empty where there is no `/proc`).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_default()
+}
+
 /// Holds `state_dir`'s lock exclusively, as a prune does, when a gateway has ever run there
-/// (the lock file exists; it is not made): `Ok(None)` when none has; an error of kind
-/// [`std::io::ErrorKind::WouldBlock`] while one runs. Released when the file is dropped.
-pub(crate) fn hold_if_idle(state_dir: &Path) -> std::io::Result<Option<File>> {
-    let file = match File::open(state_dir.join(LOCK)) {
-        Ok(file) => file,
+/// (the lock file exists; it is not made), recording `command` as its holder when the file can
+/// be written: `Ok(None)` when none has; an error of kind [`std::io::ErrorKind::WouldBlock`]
+/// while one runs. Released when the file is dropped.
+pub(crate) fn hold_if_idle(state_dir: &Path, command: &str) -> std::io::Result<Option<File>> {
+    let lock = state_dir.join(LOCK);
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .open(&lock)
+    };
+    let (file, writable) = match open(true) {
+        Ok(file) => (file, true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+        Err(_) => match open(false) {
+            Ok(file) => (file, false),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        },
     };
     flock(&file, FlockOperation::NonBlockingLockExclusive)?;
+    if writable {
+        Holder::me(command).record(&file, &lock);
+    }
     Ok(Some(file))
 }
 
@@ -121,7 +307,10 @@ pub(crate) fn prune(
     // Held until the end, so that no gateway starts serving what is being removed.
     let lock = open_lock(state_dir)?;
     let served: Vec<String> = match flock(&lock, FlockOperation::NonBlockingLockExclusive) {
-        Ok(()) => Vec::new(),
+        Ok(()) => {
+            Holder::me("prune").record(&lock, &state_dir.join(LOCK));
+            Vec::new()
+        }
         Err(rustix::io::Errno::WOULDBLOCK) => std::fs::read_to_string(state_dir.join(SERVING))
             .unwrap_or_default()
             .lines()
@@ -152,6 +341,90 @@ pub(crate) fn prune(
 mod tests {
     use super::*;
 
+    /// A second gateway on a state directory is refused at once, naming the lock's holder
+    /// (another running process's `serve`); a record whose process is gone says nothing, and
+    /// is refused after the grace; a prune holding the lock is waited for; the lock and its
+    /// record go to whoever takes it next.
+    #[test]
+    fn a_second_gateway_is_refused_and_a_prune_is_waited_for() {
+        let state = tempfile::tempdir().unwrap();
+        let root = state.path();
+        let lock = root.join(LOCK);
+        let first = Hold::take(root).unwrap();
+        let mine = Holder::read(&lock).unwrap();
+        assert_eq!(
+            (mine.command.as_str(), mine.pid),
+            ("serve", std::process::id())
+        );
+        assert!(mine.running());
+        let file = first._file.as_ref().unwrap();
+
+        // The holder another process, still running: refused at once, whatever the grace.
+        let mut other = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .unwrap();
+        let gateway = Holder {
+            pid: other.id(),
+            ..Holder::me("serve")
+        };
+        gateway.record(file, &lock);
+        let asked = Instant::now();
+        let refused = Hold::take_within(root, Duration::from_secs(60)).unwrap_err();
+        assert!(asked.elapsed() < Duration::from_secs(5), "refused at once");
+        assert_eq!(refused.lock, lock);
+        assert_eq!(refused.holder.as_ref(), Some(&gateway));
+        let named = gateway.to_string();
+        assert!(
+            named.starts_with(&format!("`oai-bridge serve`, process {}", other.id())),
+            "{named}"
+        );
+
+        // That process gone, the record says nothing true: refused after the grace.
+        other.kill().unwrap();
+        other.wait().unwrap();
+        assert!(!gateway.running());
+        let asked = Instant::now();
+        let refused = Hold::take_within(root, Duration::from_millis(300)).unwrap_err();
+        assert!(asked.elapsed() >= Duration::from_millis(300));
+        assert_eq!(refused.holder, None);
+
+        // A prune's hold is waited for, however long the grace is short.
+        Holder::me("prune").record(file, &lock);
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            drop(first);
+        });
+        let asked = Instant::now();
+        let second = Hold::take_within(root, Duration::ZERO).unwrap();
+        assert!(asked.elapsed() >= Duration::from_millis(250));
+        release.join().unwrap();
+        assert_eq!(Holder::read(&lock).unwrap().command, "serve");
+        drop(second);
+        assert!(
+            Hold::take_within(root, Duration::ZERO).is_ok(),
+            "free again"
+        );
+    }
+
+    #[test]
+    fn a_holders_record_reads_back() {
+        let h = Holder {
+            command: "migrate-state".to_owned(),
+            pid: 4242,
+            host: "sidecar-1".to_owned(),
+            since: 1_700_000_000,
+        };
+        assert_eq!(Holder::parse(&h.text()), Some(h.clone()));
+        assert_eq!(
+            h.to_string(),
+            "`oai-bridge migrate-state`, process 4242 on sidecar-1, since Tue, 14 Nov 2023 \
+             22:13:20 GMT"
+        );
+        assert_eq!(Holder::parse(""), None, "an older gateway's empty file");
+        assert!(h.running(), "another host: no telling, so it may run");
+    }
+
     #[test]
     fn only_the_state_of_repositories_not_configured_goes() {
         let state = tempfile::tempdir().unwrap();
@@ -176,7 +449,7 @@ mod tests {
 
         // A running gateway that still serves "gone" (its reload is to come) keeps it; the list
         // of a gateway that no longer runs counts for nothing.
-        let hold = Hold::take(root);
+        let hold = Hold::take(root).unwrap();
         record_serving(root, ["kept", "gone"]);
         let done = prune(root, &["kept"], false).unwrap();
         assert!(matches!(done[0], (ref d, Pruned::StillServed) if *d == root.join("gone")));

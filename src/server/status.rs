@@ -147,7 +147,10 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
         "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .6em;",
         "text-align:left;vertical-align:top}.bad{color:#a00}.ok{color:#070}",
-        "pre{white-space:pre-wrap;margin:0}.warn{background:#fff4e0;border:1px solid #e0a040;",
+        // An error is one long word as often as not (a URL, a token): it may break anywhere,
+        // or it would widen its column and push the others off the screen.
+        "pre{white-space:pre-wrap;overflow-wrap:anywhere;margin:0}.error{overflow-wrap:anywhere}",
+        ".warn{background:#fff4e0;border:1px solid #e0a040;",
         "padding:.4em .8em;margin:.5em 0}tr.more>td{background:#fcfcfc;border-top:none}",
         "dl{margin:.3em 0}dt{margin-top:.4em}dd{margin-left:1.5em}code{font-size:90%}",
         "td.drops{white-space:nowrap}small{color:#444}details{margin:.4em 0}summary{cursor:pointer}",
@@ -171,14 +174,14 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
          host; most at once so far: {}).</p>",
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
-    if crate::scope::is_loopback(&gateway.public_url) {
+    // What the log said at start, and `serve --check-config`.
+    if let Some(warning) =
+        crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)
+    {
         let _ = writeln!(
             out,
-            "<p class=\"warn\"><b>Warning:</b> the public URL {} is a loopback address: the \
-             sitemaps, their index and robots.txt name URLs that no crawler can reach. Set \
-             <code>public_url</code> (<code>[server]</code>, <code>OAI_BRIDGE_PUBLIC_URL</code> or \
-             <code>--public-url</code>) to the address crawlers use.</p>",
-            escape(gateway.public_url.as_str())
+            "<p class=\"warn\"><b>Warning:</b> {}.</p>",
+            escape(&warning)
         );
     }
     let reload_error = gateway
@@ -187,12 +190,12 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
         .unwrap_or_else(|e| e.into_inner())
         .clone();
     if let Some(error) = reload_error {
-        let _ = writeln!(
-            out,
+        out.push_str(
             "<p class=\"bad\">The last reload of the configuration failed; the running \
-             configuration stays:</p>\n<pre class=\"bad\">{}</pre>",
-            escape(&error)
+             configuration stays:</p>\n",
         );
+        error_text(out, &error);
+        out.push('\n');
     }
 }
 
@@ -498,7 +501,11 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
         let when = httpdate::fmt_http_date(SystemTime::UNIX_EPOCH + Duration::from_secs(e.ended));
         let result = match &e.error {
             None => "<span class=\"ok\">ok</span>".to_owned(),
-            Some(error) => format!("<span class=\"bad\">failed:</span> {}", escape(error)),
+            Some(error) => {
+                let mut text = String::from("<span class=\"bad\">failed:</span>");
+                error_text(&mut text, error);
+                text
+            }
         };
         let _ = write!(
             out,
@@ -536,10 +543,10 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
     if let Some(e) = &status.last_error {
         let _ = write!(
             out,
-            "<br><span class=\"bad\">failed ({} in a row):</span><pre>{}</pre>",
+            "<br><span class=\"bad\">failed ({} in a row):</span>",
             status.failures,
-            escape(e)
         );
+        error_text(out, e);
     }
     let next = match (status.refreshing, status.next_refresh) {
         (true, _) => "running".to_owned(),
@@ -593,6 +600,28 @@ fn notices(out: &mut String, status: &RepoStatus, now: SystemTime) {
     }
 }
 
+/// Characters of an error shown before it is cut short.
+const ERROR_SHOWN: usize = 300;
+
+/// An error, breaking anywhere (the style's `pre`); one longer than [`ERROR_SHOWN`] characters
+/// cut short there, the whole of it one click away, so that a long error neither widens its
+/// column nor makes its row a page long.
+fn error_text(out: &mut String, error: &str) {
+    let chars = error.chars().count();
+    if chars <= ERROR_SHOWN {
+        let _ = write!(out, "<pre class=\"error\">{}</pre>", escape(error));
+        return;
+    }
+    let shown: String = error.chars().take(ERROR_SHOWN).collect();
+    let _ = write!(
+        out,
+        "<pre class=\"error\">{}…</pre><details class=\"error\"><summary>the whole error \
+         ({chars} characters)</summary><pre>{}</pre></details>",
+        escape(&shown),
+        escape(error)
+    );
+}
+
 /// "3 min ago" or "in 2 h" plus the UTC time.
 fn ago(now: SystemTime, t: SystemTime) -> String {
     let date = httpdate::fmt_http_date(t);
@@ -633,7 +662,79 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Summary, escape, records};
+    use super::{ERROR_SHOWN, Summary, escape, records};
+
+    /// The `<pre class="error">` blocks of `page` that show without a click (not in a
+    /// `<details>`), their text.
+    fn shown_errors(page: &str) -> Vec<&str> {
+        let mut shown = Vec::new();
+        let mut rest = page;
+        while let Some(at) = rest.find("<pre class=\"error\">") {
+            let text = &rest[at + "<pre class=\"error\">".len()..];
+            let end = text.find("</pre>").unwrap();
+            shown.push(&text[..end]);
+            rest = &text[end..];
+        }
+        shown
+    }
+
+    /// A long error (one unbroken word, as a URL with its resumption token) may break
+    /// anywhere, and shows its first characters only, the whole of it in a `<details>`: it
+    /// neither widens its column off the screen nor makes the row a page long. A short one is
+    /// shown whole.
+    #[test]
+    fn a_long_error_breaks_anywhere_and_is_cut_short() {
+        let state = tempfile::tempdir().unwrap();
+        let text = format!(
+            "[server]\nstate_dir = {:?}\n[[repository]]\nname = \"r\"\nbase_url = \"r.xml\"\n\
+             [[repository]]\nname = \"s\"\nbase_url = \"s.xml\"\n",
+            state.path().display().to_string()
+        );
+        let config = crate::Config::parse(&text, "bridge.toml", state.path()).unwrap();
+        let public = url::Url::parse("https://maps.example/").unwrap();
+        let gateway = crate::server::Gateway::new(&config, public).unwrap();
+        let long = format!(
+            "cannot harvest https://dspace.example.edu/server/oai/request?verb=ListRecords&\
+             resumptionToken={}: HTTP 500",
+            "x".repeat(2000)
+        );
+        let short = "cannot read s.xml: No such file or directory";
+        let repos = gateway.repos();
+        repos[0].status.lock().unwrap().last_error = Some(long.clone());
+        repos[1].status.lock().unwrap().last_error = Some(short.to_owned());
+        *gateway.reload_error.lock().unwrap() = Some(long.replace("x", "y"));
+        let page = super::render(&gateway);
+
+        // The style lets an error break anywhere.
+        assert!(
+            page.contains("pre{white-space:pre-wrap;overflow-wrap:anywhere;"),
+            "{page}"
+        );
+        let shown = shown_errors(&page);
+        assert_eq!(shown.len(), 3, "{shown:?}");
+        for text in &shown {
+            let text = text.replace("&amp;", "&");
+            assert!(text.chars().count() <= ERROR_SHOWN + 1, "{text}");
+        }
+        let cut: String = long.chars().take(ERROR_SHOWN).collect();
+        assert!(
+            shown.contains(&format!("{}…", escape(&cut)).as_str()),
+            "{shown:?}"
+        );
+        assert!(shown.contains(&short), "{shown:?}");
+        // The whole of each long error, a click away; none of the short one.
+        for whole in [&long, &long.replace("x", "y")] {
+            assert!(
+                page.contains(&format!(
+                    "<summary>the whole error ({} characters)</summary><pre>{}</pre></details>",
+                    whole.chars().count(),
+                    escape(whole)
+                )),
+                "{page}"
+            );
+        }
+        assert_eq!(page.matches("the whole error (").count(), 2, "{page}");
+    }
 
     /// Issue 22: live and deleted records as `export` says them ("320 distinct, 13 deleted");
     /// a manifest from before the deleted records were counted (it said "307 (0 deleted)")

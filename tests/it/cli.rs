@@ -29,8 +29,8 @@ fn bridge() -> Command {
     cmd
 }
 
-/// `oai-bridge export --config bridge.toml --out OUT --no-progress -q` plus `args`; `args` must
-/// give `--public-url`.
+/// `oai-bridge export --config bridge.toml --out OUT --no-progress` plus `args`; `args` must
+/// give `--public-url`. Not `-q`, which leaves the summary out.
 fn export(out: &Path, args: &[&str]) -> Output {
     bridge()
         .args([
@@ -38,7 +38,6 @@ fn export(out: &Path, args: &[&str]) -> Output {
             "--config",
             "bridge.toml",
             "--no-progress",
-            "-q",
             "--out",
         ])
         .arg(out)
@@ -902,6 +901,109 @@ fn an_admin_listener_on_every_interface_is_warned_about() {
             assert!(lines[0].contains("WARN"), "{}", lines[0]);
         }
     }
+}
+
+/// Issue: `serve` without a public URL names files no crawler reaches; the status page said so,
+/// now the log says it at start, and `serve --check-config` too (on loopback, the default;
+/// anywhere else, the listen address is not the site's either). A public URL silences it.
+#[test]
+fn serve_without_a_public_url_warns_at_start_and_in_check_config() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    const NONE: &str = "no [server] public_url: the sitemaps, their index and robots.txt name";
+    for (public, warned) in [
+        (None, true),
+        (Some("https://repo.example/sitemaps/"), false),
+    ] {
+        let state = tempfile::tempdir().unwrap();
+        let mut cmd = bridge();
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+            .arg("--state-dir")
+            .arg(state.path())
+            .env_remove("OAI_BRIDGE_LISTEN")
+            .env_remove("OAI_BRIDGE_ADMIN_LISTEN")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(public) = public {
+            cmd.args(["--public-url", public]);
+        }
+        let mut child = cmd.spawn().expect("the oai-bridge binary runs");
+        let mut first = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        let served = first
+            .strip_prefix("oai-bridge serving on ")
+            .unwrap_or_else(|| panic!("{first:?}"))
+            .trim()
+            .to_owned();
+        child.kill().unwrap();
+        let err = stderr(&child.wait_with_output().unwrap());
+        let lines: Vec<&str> = err.lines().filter(|l| l.contains(NONE)).collect();
+        assert_eq!(lines.len(), usize::from(warned), "{public:?}: {err}");
+        if warned {
+            // Said of the address bound, not of port 0.
+            assert!(lines[0].contains("WARN"), "{}", lines[0]);
+            assert!(
+                lines[0].contains(&format!("name {served}, which is a loopback address")),
+                "{}",
+                lines[0]
+            );
+        }
+
+        let mut args = vec!["--listen", "127.0.0.1:0", "--admin-listen", "off"];
+        args.extend(public.map(|p| ["--public-url", p]).into_iter().flatten());
+        let o = check_config(&args, &[]);
+        assert_exit(&o, 0);
+        assert_eq!(
+            stdout(&o).contains(&format!("warning: {NONE} http://127.0.0.1:0/")),
+            warned,
+            "{public:?}: {}",
+            stdout(&o)
+        );
+    }
+}
+
+/// Two repositories whose names differ only in case, and two that harvest the same baseURL,
+/// are warned of by `--check-config` (and in the log when `serve` starts), and valid.
+#[test]
+fn check_config_warns_of_repositories_that_collide() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bridge.toml");
+    let sample = crate_root().join(SAMPLE).display().to_string();
+    fs::write(
+        &config,
+        format!(
+            "[server]\npublic_url = \"https://repo.example/sitemaps/\"\n\
+             [[repository]]\nname = \"sample\"\nbase_url = {sample:?}\n\
+             [[repository]]\nname = \"Sample\"\nbase_url = {sample:?}\nsets = [\"x\"]\n\
+             [[repository]]\nname = \"again\"\nbase_url = {sample:?}\n"
+        ),
+    )
+    .unwrap();
+    let o = check_config(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[("OAI_BRIDGE_ADMIN_LISTEN", "off")],
+    );
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    let warnings: Vec<&str> = out.lines().filter(|l| l.starts_with("warning: ")).collect();
+    assert_eq!(warnings.len(), 2, "{out}");
+    assert!(
+        warnings[0].contains("\"sample\" and \"Sample\" differ only in case"),
+        "{out}"
+    );
+    assert!(
+        warnings[1].contains(&format!(
+            "\"sample\" and \"again\" harvest the same file ({sample}, every set)"
+        )),
+        "{out}"
+    );
 }
 
 /// `prune` reads `OAI_BRIDGE_CONFIG` and `OAI_BRIDGE_STATE_DIR` (docs/configuration.md's

@@ -1094,6 +1094,60 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+/// `export -q` is for cron: a run that succeeds prints nothing at all, on stdout or stderr,
+/// even when the harvest met what the log warns of (a 503 retried); `--json` still prints the
+/// summary it asks for; a run that fails still says why, on stderr, and exits 1.
+#[tokio::test]
+async fn a_quiet_export_prints_nothing_unless_it_fails() {
+    let server = TestServer::builder(numbered(8)).page_size(4).start();
+    let root = tempfile::tempdir().unwrap();
+    let out = root.path().join("out");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    // The same run without -q: the summary, and the retry warned of.
+    server.fault_on_page(2, Fault::Unavailable(RetryAfter::Missing));
+    let loud = bridge(export_args(&server, &out, &["--scope", SCOPE])).await;
+    assert!(loud.status.success(), "{}", stderr(&loud));
+    assert!(
+        text(&loud.stdout).contains("Exported "),
+        "{}",
+        text(&loud.stdout)
+    );
+    assert!(stderr(&loud).contains("WARN"), "{}", stderr(&loud));
+
+    server.fault_on_page(2, Fault::Unavailable(RetryAfter::Missing));
+    let quiet = bridge(export_args(&server, &out, &["--scope", SCOPE, "-q"])).await;
+    assert!(quiet.status.success(), "{}", stderr(&quiet));
+    assert_eq!(text(&quiet.stdout), "", "stdout");
+    assert_eq!(stderr(&quiet), "", "stderr");
+    assert_eq!(
+        server.page_requests(2).len(),
+        4,
+        "both runs met the 503 and retried it"
+    );
+
+    let json = bridge(export_args(
+        &server,
+        &out,
+        &["--scope", SCOPE, "-q", "--json"],
+    ))
+    .await;
+    assert!(json.status.success(), "{}", stderr(&json));
+    let summary: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(summary["urls"], 8, "{summary}");
+    assert_eq!(stderr(&json), "", "stderr");
+
+    server.fault_always(Fault::Status(500));
+    let failed = bridge(export_args(&server, &out, &["--scope", SCOPE, "-q"])).await;
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert_eq!(text(&failed.stdout), "", "stdout");
+    assert!(
+        stderr(&failed).starts_with("error: "),
+        "{}",
+        stderr(&failed)
+    );
+    assert!(stderr(&failed).contains("500"), "{}", stderr(&failed));
+}
+
 #[tokio::test]
 async fn an_export_failing_on_page_3_leaves_the_previous_export_byte_identical() {
     // I-02: a list that never reached its end is not published. The folder of the previous

@@ -39,7 +39,7 @@ fn run(fixture: &str, out: &Path, extra: &[&str]) -> Output {
         .arg("--out")
         .arg(out)
         .args(["--public-url", "https://sitemaps.example.org/"])
-        .args(["--signmap", "--no-progress", "-q"])
+        .args(["--signmap", "--no-progress"])
         .args(extra)
         .output()
         .expect("the oai-bridge binary runs")

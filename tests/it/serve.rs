@@ -449,7 +449,7 @@ async fn the_status_page_explains_drops_and_keeps_a_history() {
         "{page}"
     );
     assert!(
-        page.contains("<span class=\"bad\">failed:</span> "),
+        page.contains("<span class=\"bad\">failed:</span><pre class=\"error\">"),
         "{page}"
     );
     assert_eq!(page.matches("fill=\"#c00\"").count(), 1, "{page}");
@@ -2043,6 +2043,54 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
         .unwrap();
     assert!(killed.success());
     assert_eq!(exit_status(&mut child).code(), Some(0));
+}
+
+/// Issue: two `serve` on one state_dir both started, harvested into the same stores and swapped
+/// `current` under each other, silently. The second is refused with exit 78 (not 1, which
+/// systemd's Restart=on-failure would retry forever), naming the lock file and the first
+/// gateway's process; once the first stopped, it starts.
+#[test]
+fn a_second_gateway_on_the_same_state_dir_is_refused() {
+    let state = tempfile::tempdir().unwrap();
+    let dir = ["--state-dir".as_ref(), state.path().as_os_str()];
+    let (mut first, _, _) = spawn_serve(&dir);
+    let second = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+        .args(dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(78), "{err}");
+    for want in [
+        format!(
+            "[server] state_dir {}: another gateway runs on it",
+            state.path().display()
+        ),
+        format!(
+            "{} is held by `oai-bridge serve`, process {}",
+            state.path().join("gateway.lock").display(),
+            first.id()
+        ),
+        "--state-dir".to_owned(),
+    ] {
+        assert!(err.contains(&want), "{err}\nshould say {want}");
+    }
+    assert!(
+        !String::from_utf8_lossy(&second.stdout).contains("serving on"),
+        "{}",
+        String::from_utf8_lossy(&second.stdout)
+    );
+    let killed = Command::new("kill")
+        .args(["-TERM", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert_eq!(exit_status(&mut first).code(), Some(0));
+    // The first gone, the state_dir is free.
+    let (mut third, _, _) = spawn_serve(&dir);
+    third.kill().unwrap();
+    third.wait().unwrap();
 }
 
 /// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;
