@@ -755,6 +755,7 @@ fn better_setting(
             template: None,
             platforms: options.landing.platforms.clone(),
             learned: None,
+            web: None,
         };
         if let Ok(rule) = crate::pipeline::landing_of(
             &settings,

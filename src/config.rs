@@ -1257,6 +1257,7 @@ fn parse_landing(
             .map_err(|m| ("landing_template", m))?,
         platforms: platforms.clone(),
         learned: None,
+        web: crate::platform::Resolvers::from_env(),
     })
 }
 
@@ -1778,8 +1779,8 @@ mod tests {
         );
         rejects(
             &format!("{row}landing_rule = 1\n"),
-            "line",
-            "unknown field `landing_rule`",
+            "landing_rule",
+            "landing_rule",
         );
     }
 

@@ -105,9 +105,11 @@ pub(crate) async fn run<T: Target>(
     let started = Instant::now();
     // Under `auto`, what the records alone cannot tell is asked of the web first.
     let mut learned_job;
-    let job = if job.landing.platform == crate::platform::Setting::Auto {
+    let mut remember = None;
+    let job = if job.landing.web.is_some() {
         learned_job = job.clone();
-        crate::learn::prepare(client, &mut learned_job).await;
+        let store = stored.as_ref().map(|s| &*s.store);
+        remember = crate::learn::prepare(client, &mut learned_job, store).await;
         &learned_job
     } else {
         job
@@ -162,7 +164,14 @@ pub(crate) async fn run<T: Target>(
         .await?;
     seen.render_time = Some(started.elapsed().saturating_sub(harvest_time));
     let unrecorded = match (stored, publish) {
-        (Some(s), Some(publish)) => incremental::published(s.store, publish).err(),
+        (Some(s), Some(publish)) => {
+            let unrecorded = incremental::published(s.store, publish).err();
+            // What was learned is kept once a publish made of it is in place.
+            if let Some(rule) = remember {
+                crate::learn::remember(s.store, rule);
+            }
+            unrecorded
+        }
         _ => None,
     };
     Ok(Outcome {

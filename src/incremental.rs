@@ -190,6 +190,8 @@ fn follow_settings(
     }
     // A refusal of `from` is the server's, whatever is harvested from it.
     let refused = state.selective_refused.filter(|_| state.source == source);
+    // What was learned of the same upstream still holds (its key says for what).
+    let learned = state.learned.filter(|_| state.source == source);
     let state = State {
         source,
         sets: job.request.sets.clone(),
@@ -200,6 +202,7 @@ fn follow_settings(
         published_urls: state.published_urls,
         held_shrink: state.held_shrink,
         selective_refused: refused,
+        learned,
         ..State::default()
     };
     store.reset(&state)?;

@@ -12,13 +12,23 @@
 //!   the record's OAI identifier, DOI or DOI suffix that gives every sample's page is kept
 //!   (`landing_template`).
 //!
+//! Then a few of the pages the rule would publish are asked for (one GET each, redirects not
+//! followed): a DSpace whose Handle pages answer 404 at the root is tried under `/xmlui/`,
+//! `/jspui/` and `/dspace/`; pages that answer 404 under any other rule are said.
+//!
+//! What was learned (or that nothing was) is kept in the repository's store
+//! ([`crate::store::LearnedRule`]), so a refresh asks nothing again until the settings, the
+//! source or the resolvers change, or [`KEEP_SECS`] have passed; an export without a store asks
+//! on every run.
+//!
 //! What is learned must be on the baseURL's site ([`crate::platform::same_site`]): a publisher's
 //! DOI in a repository's record leads to the publisher's page, which is never the repository's,
 //! and a resolver's own URL is never a landing page. At most [`SAMPLES`] records are looked up,
 //! each through at most [`HOPS`] redirects, one request at a time with a timeout: a few dozen
 //! requests at most. `OAI_BRIDGE_LEARN=off` switches it off (a gateway that must make no
 //! request besides the OAI-PMH ones); `OAI_BRIDGE_HANDLE_RESOLVER` and
-//! `OAI_BRIDGE_DOI_RESOLVER` name other resolvers (a mirror; the tests' own).
+//! `OAI_BRIDGE_DOI_RESOLVER` name other resolvers (a mirror; the tests' own): see
+//! [`crate::platform::Resolvers`].
 
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -29,46 +39,19 @@ use crate::classify::{self, Class, Pid};
 use crate::oai::Client;
 use crate::oai::parse::Record;
 use crate::pipeline::Job;
-use crate::platform::{Classes, Setting, Template, same_site};
+use crate::platform::{Classes, Resolvers, Setting, Template, same_site};
+use crate::store::{LearnedRule, Store};
 
 /// Records looked up at most, per question.
 pub(crate) const SAMPLES: usize = 3;
+/// How long what was learned is kept before it is asked again: 30 days.
+pub(crate) const KEEP_SECS: i64 = 30 * 24 * 3600;
 /// Redirects followed at most from a resolver.
 pub(crate) const HOPS: usize = 5;
 /// How long one request may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
 /// How long connecting may take (a resolver out of reach is given up on quickly).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// Where the resolvers are.
-#[derive(Clone, Debug)]
-pub(crate) struct Resolvers {
-    /// `https://hdl.handle.net/`.
-    pub handle: Url,
-    /// `https://doi.org/`.
-    pub doi: Url,
-}
-
-impl Resolvers {
-    /// The public resolvers, or those the environment names; `None` when learning is off.
-    pub(crate) fn from_env() -> Option<Self> {
-        let off = std::env::var("OAI_BRIDGE_LEARN")
-            .is_ok_and(|v| matches!(v.trim(), "off" | "0" | "false" | "no"));
-        if off {
-            return None;
-        }
-        let url = |var: &str, default: &str| {
-            std::env::var(var)
-                .ok()
-                .and_then(|v| Url::parse(&v).ok())
-                .unwrap_or_else(|| Url::parse(default).expect("a resolver URL"))
-        };
-        Some(Self {
-            handle: url("OAI_BRIDGE_HANDLE_RESOLVER", "https://hdl.handle.net/"),
-            doi: url("OAI_BRIDGE_DOI_RESOLVER", "https://doi.org/"),
-        })
-    }
-}
 
 /// What was learned, and how.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,24 +60,116 @@ pub(crate) enum Learned {
     Ui(Url),
     /// A template that gives each sample's page.
     Template(Template),
+    /// Nothing to change; what was found is still said (pages that answer 404).
+    Nothing,
 }
 
 /// Before a harvest: when the job is `auto` with nothing configured that learning would
-/// replace, reads the upstream's first page and, if the rule it gives needs the web, learns and
-/// sets `ui_url` or `landing_template` on the job, saying what it found in `job.landing.learned`.
-/// Nothing is changed when learning is off, finds nothing, or the web does not answer.
-pub(crate) async fn prepare(client: &Client, job: &mut Job) {
+/// replace, and learning is on (`job.landing.web`), decides from what `store` remembers, or else
+/// reads the upstream's first page and, if the rule it gives needs the web, learns. Sets `ui_url` or `landing_template` on the job and says what was
+/// found in `job.landing.learned`. The rule to remember in the store after the publish when it
+/// was learned now; `None` when it came from the store or nothing was asked.
+pub(crate) async fn prepare(
+    client: &Client,
+    job: &mut Job,
+    store: Option<&Store>,
+) -> Option<LearnedRule> {
     let settings = &job.landing;
     if settings.platform != Setting::Auto
         || settings.template.is_some()
         || settings.ui_url.is_some()
         || !job.scope.is_empty()
     {
-        return;
+        return None;
     }
-    let Some(resolvers) = Resolvers::from_env() else {
-        return;
+    let resolvers = settings.web.clone()?;
+    let key = format!(
+        "{} {} handle={} doi={}",
+        job.request.source,
+        settings.key(),
+        resolvers.handle,
+        resolvers.doi
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    if let Some(remembered) = store
+        .and_then(|s| s.state().ok())
+        .and_then(|state| state.learned)
+        .filter(|l| l.key == key && now - l.at < KEEP_SECS)
+    {
+        apply(job, &remembered);
+        return None;
+    }
+    let (identify, records) = sample(client, job).await?;
+    let landing = crate::pipeline::landing_for(job, &identify, &records).ok()?;
+    let base = match &job.request.source {
+        crate::oai::Source::Oai(base) => Some(base.clone()),
+        crate::oai::Source::File(_) => Url::parse(&identify.base_url).ok(),
+    }?;
+    let http = reqwest::Client::builder()
+        .user_agent(client.settings().user_agent.clone())
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .ok()?;
+    let web = Web {
+        http,
+        resolvers,
+        base,
     };
+    let (learned, evidence) = web.learn(&landing, &records).await;
+    tracing::info!(learned = ?learned, evidence = %evidence, "what the web says of the landing pages");
+    let rule = LearnedRule {
+        key,
+        ui_url: match &learned {
+            Learned::Ui(ui) => Some(ui.to_string()),
+            _ => None,
+        },
+        template: match &learned {
+            Learned::Template(t) => Some(t.as_str().to_owned()),
+            _ => None,
+        },
+        evidence,
+        at: now,
+    };
+    apply(job, &rule);
+    Some(rule)
+}
+
+/// Puts what `rule` learned on the job.
+fn apply(job: &mut Job, rule: &LearnedRule) {
+    if let Some(ui) = rule.ui_url.as_deref().and_then(|u| Url::parse(u).ok()) {
+        job.landing.ui_url = Some(ui);
+    }
+    if let Some(t) = rule
+        .template
+        .as_deref()
+        .and_then(|t| Template::parse(t).ok())
+    {
+        job.landing.template = Some(t);
+    }
+    if !rule.evidence.is_empty() {
+        job.landing.learned = Some(rule.evidence.clone());
+    }
+}
+
+/// Keeps `rule` in `store`'s state, for the next run; a failure only loses the memory (the next
+/// run asks again), so it is logged, not raised.
+pub(crate) fn remember(store: &mut Store, rule: LearnedRule) {
+    let saved = store.state().and_then(|mut state| {
+        state.learned = Some(rule);
+        store.save_state(&state)
+    });
+    if let Err(e) = saved {
+        tracing::warn!(error = %e, "what was learned of the landing pages could not be kept");
+    }
+}
+
+/// Identify and the upstream's first records (its first page, or more up to
+/// [`crate::platform::SAMPLE`]).
+async fn sample(client: &Client, job: &Job) -> Option<(crate::oai::parse::Identify, Vec<Record>)> {
     let mut identify = None;
     let mut records = Vec::new();
     let _ = crate::oai::harvest::harvest_resumable(client, &job.request, None, |event| {
@@ -107,40 +182,7 @@ pub(crate) async fn prepare(client: &Client, job: &mut Job) {
         }
     })
     .await;
-    let Some(identify) = identify else {
-        return;
-    };
-    let Ok(landing) = crate::pipeline::landing_for(job, &identify, &records) else {
-        return;
-    };
-    let base = match &job.request.source {
-        crate::oai::Source::Oai(base) => Some(base.clone()),
-        crate::oai::Source::File(_) => Url::parse(&identify.base_url).ok(),
-    };
-    let Some(base) = base else { return };
-    let Ok(http) = reqwest::Client::builder()
-        .user_agent(client.settings().user_agent.clone())
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-    else {
-        return;
-    };
-    let web = Web {
-        http,
-        resolvers,
-        base,
-    };
-    let learned = web.learn(&landing, &records).await;
-    if let Some((learned, evidence)) = learned {
-        tracing::info!(learned = ?learned, evidence = %evidence, "landing rule learned from the web");
-        match learned {
-            Learned::Ui(ui) => job.landing.ui_url = Some(ui),
-            Learned::Template(t) => job.landing.template = Some(t),
-        }
-        job.landing.learned = Some(evidence);
-    }
+    Some((identify?, records))
 }
 
 /// The requests learning makes.
@@ -158,30 +200,107 @@ impl Web {
         &self,
         landing: &crate::platform::Landing,
         records: &[Record],
-    ) -> Option<(Learned, String)> {
+    ) -> (Learned, String) {
         let live: Vec<&Record> = records
             .iter()
             .filter(|r| !r.deleted && !r.unreadable())
             .take(crate::platform::SAMPLE)
             .collect();
-        if landing.detected().platform.as_str() == "dspace"
-            && crate::platform::dspace_ui_in(records).is_none()
-        {
-            return self.handle_ui(&live).await;
+        let is_dspace = landing.detected().platform.as_str() == "dspace";
+        if is_dspace && crate::platform::dspace_ui_in(records).is_none() {
+            if let Some(found) = self.handle_ui(&live).await {
+                return found;
+            }
+            // No resolver's word: the pages at the root, else a UI under a usual path.
+            return self.handle_ui_by_pages(&live).await;
         }
-        // Most records without a landing page: what their DOIs resolve to.
-        let mut classes = Classes::new();
-        let with_page = live
-            .iter()
-            .filter(|r| {
-                landing.classes(r, &mut classes);
-                classes.iter().any(|c| matches!(c, Class::LandingPage(_)))
-            })
-            .count();
-        if with_page * 2 >= live.len() {
-            return None;
+        let pages = pages_of(landing, &live);
+        if pages.len() * 2 < live.len() {
+            // Most records without a landing page: what their DOIs resolve to.
+            if let Some(found) = self.doi_template(&live).await {
+                return found;
+            }
+            return (Learned::Nothing, String::new());
         }
-        self.doi_template(&live).await
+        match self.not_found(&pages).await {
+            Some(said) => (Learned::Nothing, said),
+            None => (Learned::Nothing, String::new()),
+        }
+    }
+
+    /// The status of `url` (one GET, redirects not followed); `None` when it does not answer.
+    async fn status(&self, url: &str) -> Option<u16> {
+        let response = self.http.get(url).send().await.ok()?;
+        Some(response.status().as_u16())
+    }
+
+    /// Asks for up to [`SAMPLES`] of `pages`: when every one that answers says 404 or 410 (and
+    /// at least one answers), what to say of it.
+    async fn not_found(&self, pages: &[String]) -> Option<String> {
+        let mut missing = 0;
+        let mut answered = 0;
+        for page in pages.iter().take(SAMPLES) {
+            match self.status(page).await {
+                Some(404 | 410) => {
+                    missing += 1;
+                    answered += 1;
+                }
+                Some(_) => answered += 1,
+                None => {}
+            }
+        }
+        (answered > 0 && missing == answered).then(|| {
+            format!(
+                "{missing} of the sample's landing pages answer 404 (e.g. {}): the rule gives no page the site serves; check the platform's settings",
+                pages[0]
+            )
+        })
+    }
+
+    /// A DSpace's UI found by asking for its Handle pages: at the baseURL's root, else under
+    /// `/xmlui/`, `/jspui/` or `/dspace/`, the first where no sample page answers 404 and one
+    /// answers.
+    async fn handle_ui_by_pages(&self, live: &[&Record]) -> (Learned, String) {
+        let handles = handles_of(live);
+        if handles.is_empty() {
+            return (Learned::Nothing, String::new());
+        }
+        let mut root = self.base.clone();
+        root.set_path("/");
+        root.set_query(None);
+        let mut tried = Vec::new();
+        for path in ["", "xmlui/", "jspui/", "dspace/"] {
+            let Ok(ui) = root.join(path) else { continue };
+            let pages: Vec<String> = handles.iter().map(|h| format!("{ui}handle/{h}")).collect();
+            let mut ok = 0;
+            let mut missing = 0;
+            for page in &pages {
+                match self.status(page).await {
+                    Some(404 | 410) => missing += 1,
+                    Some(_) => ok += 1,
+                    // The site does not answer: nothing to learn from it.
+                    None => return (Learned::Nothing, String::new()),
+                }
+            }
+            if missing == 0 && ok > 0 {
+                if path.is_empty() {
+                    return (Learned::Nothing, String::new());
+                }
+                let said = format!(
+                    "the Handle pages answer 404 under {}; under {ui} they answer: the UI is {ui}",
+                    tried.join(", ")
+                );
+                return (Learned::Ui(ui), said);
+            }
+            tried.push(ui.to_string());
+        }
+        (
+            Learned::Nothing,
+            format!(
+                "the Handle pages answer 404 under {}: set ui_url to where the DSpace UI serves /handle/",
+                tried.join(", ")
+            ),
+        )
     }
 
     /// The URLs a resolver's answer for `start` leads through, each redirect's target in turn
@@ -363,4 +482,33 @@ fn template_for(url: &Url, record: &Record, doi: &str) -> Option<Template> {
         }
     }
     None
+}
+
+/// The first Handle of each of the first [`SAMPLES`] records that give one.
+fn handles_of<'r>(live: &[&'r Record]) -> Vec<&'r str> {
+    live.iter()
+        .filter_map(|r| {
+            r.dc_identifiers
+                .iter()
+                .find_map(|v| match classify::pid_of(v) {
+                    Some(Pid::Handle(h)) => Some(h),
+                    _ => None,
+                })
+        })
+        .take(SAMPLES)
+        .collect()
+}
+
+/// The landing page `landing` gives each of `live` that gets one.
+fn pages_of(landing: &crate::platform::Landing, live: &[&Record]) -> Vec<String> {
+    let mut classes = Classes::new();
+    live.iter()
+        .filter_map(|r| {
+            landing.classes(r, &mut classes);
+            classes.iter().find_map(|c| match c {
+                Class::LandingPage(url) => Some(url.to_string()),
+                _ => None,
+            })
+        })
+        .collect()
 }

@@ -132,6 +132,42 @@ pub struct LandingSettings {
     /// What the web said when `ui_url` or `template` was learned rather than configured
     /// ([`crate::learn`]), in words; `None` when nothing was learned.
     pub learned: Option<String>,
+    /// Where to ask what the records alone cannot tell (`crate::learn`); `None`: ask nothing
+    /// besides the OAI-PMH requests. The commands set it from the environment
+    /// ([`Resolvers::from_env`]); a job made in code asks nothing unless told.
+    pub web: Option<Resolvers>,
+}
+
+/// The resolvers learning asks ([`crate::learn`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Resolvers {
+    /// `https://hdl.handle.net/`.
+    pub handle: Url,
+    /// `https://doi.org/`.
+    pub doi: Url,
+}
+
+impl Resolvers {
+    /// The public resolvers, or those `OAI_BRIDGE_HANDLE_RESOLVER` and
+    /// `OAI_BRIDGE_DOI_RESOLVER` name; `None` when `OAI_BRIDGE_LEARN` is `off` (or `0`, `false`,
+    /// `no`).
+    pub fn from_env() -> Option<Self> {
+        let off = std::env::var("OAI_BRIDGE_LEARN")
+            .is_ok_and(|v| matches!(v.trim(), "off" | "0" | "false" | "no"));
+        if off {
+            return None;
+        }
+        let url = |var: &str, default: &str| {
+            std::env::var(var)
+                .ok()
+                .and_then(|v| Url::parse(&v).ok())
+                .unwrap_or_else(|| Url::parse(default).expect("a resolver URL"))
+        };
+        Some(Self {
+            handle: url("OAI_BRIDGE_HANDLE_RESOLVER", "https://hdl.handle.net/"),
+            doi: url("OAI_BRIDGE_DOI_RESOLVER", "https://doi.org/"),
+        })
+    }
 }
 
 impl LandingSettings {

@@ -773,6 +773,9 @@ impl Layers {
     ) -> Result<RepositorySettings, ConfigError> {
         let over = &self.over.repository;
         let mut r = RepositorySettings::of(chosen);
+        // Learning from the web, as the environment says, whether or not a file names the
+        // repository.
+        r.landing.web = crate::platform::Resolvers::from_env();
         what_to_harvest(&mut r, over)?;
         where_published(&mut r, over)?;
         what_to_publish(&mut r, over)?;

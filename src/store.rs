@@ -129,6 +129,26 @@ pub struct State {
     /// published may not match it (a publish under way, a full harvest, which does not mark
     /// what it changes): the next render is then a whole one.
     pub sitemap: Option<crate::patch::PublishedSitemap>,
+    /// The landing rule learned from the web ([`crate::learn`]), so that later runs decide the
+    /// same without asking again.
+    pub learned: Option<LearnedRule>,
+}
+
+/// What learning from the web found for a repository ([`crate::learn`]): a UI or a template,
+/// or nothing, with what the web said.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LearnedRule {
+    /// What it was learned for: the source, the landing settings and the resolvers, as text;
+    /// learnt again when it differs.
+    pub key: String,
+    /// The UI learned (`ui_url`).
+    pub ui_url: Option<String>,
+    /// The template learned (`landing_template`).
+    pub template: Option<String>,
+    /// What the web said, in words.
+    pub evidence: String,
+    /// When (Unix seconds); learnt again after [`crate::learn::KEEP_SECS`].
+    pub at: i64,
 }
 
 /// The last complete harvest.

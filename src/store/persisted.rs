@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Complete, HeldShrink, Run, SelectiveRefused, ShortList, State};
+use super::{Complete, HeldShrink, LearnedRule, Run, SelectiveRefused, ShortList, State};
 use crate::classify::Drop;
 use crate::inventory::Stats;
 use crate::patch::{PublishedShard, PublishedSitemap};
@@ -80,6 +80,9 @@ pub struct StoredState {
     layout: StoredLayout,
     #[serde(default)]
     sitemap: Option<StoredSitemap>,
+    /// Absent in a state recorded before learning was.
+    #[serde(default)]
+    learned: Option<LearnedRule>,
 }
 
 /// [`Layout`] on disk.
@@ -145,6 +148,7 @@ impl From<State> for StoredState {
             selective_refused,
             layout,
             sitemap,
+            learned,
         } = state;
         Self {
             format: FORMAT,
@@ -163,6 +167,7 @@ impl From<State> for StoredState {
             selective_refused,
             layout: layout.into(),
             sitemap: sitemap.map(Into::into),
+            learned,
         }
     }
 }
@@ -188,6 +193,7 @@ impl TryFrom<StoredState> for State {
             selective_refused,
             layout,
             sitemap,
+            learned,
         } = stored;
         if !(1..=FORMAT).contains(&format) {
             return Err(FormatError::Unknown(format));
@@ -208,6 +214,7 @@ impl TryFrom<StoredState> for State {
             selective_refused,
             layout: layout.into(),
             sitemap: sitemap.map(TryInto::try_into).transpose()?,
+            learned,
         })
     }
 }

@@ -110,7 +110,7 @@ impl Moto {
 
 /// The bridge with the bucket's credentials and `endpoint` in its environment.
 fn bridge(endpoint: &str, args: &[String]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    let mut command = crate::golden::bridge();
     command
         .args(args)
         .env("AWS_ACCESS_KEY_ID", KEY_ID)

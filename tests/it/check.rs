@@ -1,7 +1,7 @@
 //! `oai-bridge check` against the local test server: what the repository says, the scope and a
 //! better one, the host's robots.txt, and the exit code that says whether it can be bridged.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
@@ -10,7 +10,7 @@ use crate::server::{Fault, TestRecord, TestServer, numbered};
 async fn check(args: &[&str]) -> Output {
     let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
     tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        crate::golden::bridge()
             .arg("check")
             .args(args)
             .env_remove("OAI_BRIDGE_CONFIG")
@@ -318,7 +318,7 @@ async fn check_sends_the_environment_s_user_agent() {
     let server = TestServer::start(numbered(3));
     let url = server.url();
     let out = tokio::task::spawn_blocking(move || {
-        Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        crate::golden::bridge()
             .args(["check", &url, "--fetch", "0"])
             .env_remove("OAI_BRIDGE_CONFIG")
             .env(

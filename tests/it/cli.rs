@@ -19,7 +19,7 @@ fn crate_root() -> PathBuf {
 
 /// `oai-bridge` from the crate root, with no configuration leaking in from the environment.
 fn bridge() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    let mut cmd = crate::golden::bridge();
     cmd.current_dir(crate_root())
         .env_remove("OAI_BRIDGE_CONFIG")
         .env_remove("OAI_BRIDGE_PUBLIC_URL")

@@ -1073,7 +1073,7 @@ fn export_args(server: &TestServer, out: &Path, extra: &[&str]) -> Vec<String> {
 /// Runs the real binary in a blocking thread, so this runtime keeps serving the test server.
 async fn bridge(args: Vec<String>) -> Output {
     tokio::task::spawn_blocking(move || {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+        let mut command = crate::golden::bridge();
         command.args(&args);
         for var in [
             "OAI_BRIDGE_CONFIG",
@@ -1957,7 +1957,7 @@ async fn an_export_sends_no_request_but_to_its_upstream() {
         let args = export_args(&server, &out, &["--scope", SCOPE]);
         let proxy_url = proxy_url.clone();
         tokio::task::spawn_blocking(move || {
-            let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+            let mut command = crate::golden::bridge();
             command.args(&args);
             for var in ["OAI_BRIDGE_CONFIG", "RUST_LOG", "NO_PROXY", "no_proxy"] {
                 command.env_remove(var);

@@ -21,13 +21,22 @@ use std::process::{Command, Output};
 const PUBLIC_URL: &str = "https://repository.northbridge.example/";
 const GZIP_ARGS: &[&str] = &["--gzip", "--max-urls", "100"];
 
+/// The oai-bridge binary, with nothing learned from the web (`OAI_BRIDGE_LEARN=off`): the
+/// fixtures' made-up hosts sit under real domains, and a test reaches loopback only. The tests
+/// of learning (tests/it/learn.rs) switch it on against their own loopback resolvers.
+pub(crate) fn bridge() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    command.env("OAI_BRIDGE_LEARN", "off");
+    command
+}
+
 pub(crate) fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Runs `oai-bridge export` on the sample into `out`, from the crate root, and expects success.
 fn export(out: &Path, extra: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    let output = crate::golden::bridge()
         .current_dir(crate_root())
         .env_remove("OAI_BRIDGE_CONFIG")
         .env_remove("OAI_BRIDGE_PUBLIC_URL")

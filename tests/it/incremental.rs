@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use oai_bridge::Drop;
@@ -372,7 +372,7 @@ async fn killed_at_random_points_the_next_run_converges() {
     let server = TestServer::builder(records.clone()).page_size(5).start();
     let (_root, out, state) = folders();
     let run = |kill_after: Option<Duration>| {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        let mut child = crate::golden::bridge()
             .args(["export", "--base-url", &server.url(), "--out"])
             .arg(&out)
             .args(["--public-url", PUBLIC_URL, "--scope", SCOPE, "--state"])
@@ -770,7 +770,7 @@ async fn a_response_date_with_a_fraction_and_an_offset_gives_the_next_from() {
 
 /// Runs `oai-bridge export --state` against `server` as a process: its summary and its log.
 fn export_process(server: &TestServer, out: &Path, state: &Path) -> (String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    let output = crate::golden::bridge()
         .args(["export", "--base-url", &server.url(), "--out"])
         .arg(out)
         .args(["--public-url", PUBLIC_URL, "--scope", SCOPE, "--state"])

@@ -7,21 +7,29 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::golden::{files, locs_of};
 
 /// A loopback web server answering each path of `routes` with a status and a `Location`
 /// (empty: none), and 404 elsewhere; it runs until the test ends.
 fn web(routes: BTreeMap<String, (u16, String)>) -> String {
+    web_counted(routes).0
+}
+
+/// [`web`], and how many requests it has had.
+fn web_counted(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
     let routes = Arc::new(routes);
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counted = hits.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let routes = routes.clone();
+            counted.fetch_add(1, Ordering::SeqCst);
             std::thread::spawn(move || {
                 let mut buf = [0u8; 4096];
                 let n = stream.read(&mut buf).unwrap_or(0);
@@ -40,7 +48,7 @@ fn web(routes: BTreeMap<String, (u16, String)>) -> String {
             });
         }
     });
-    origin
+    (origin, hits)
 }
 
 /// A Static Repository at `base` with `records` (`(oai id, [dc:identifier])`).
@@ -77,13 +85,23 @@ fn repository(dir: &Path, base: &str, sample: &str, records: &[(String, Vec<Stri
     path.display().to_string()
 }
 
-/// Exports `file` with the resolvers at `handle` and `doi`; the sitemap's locations, or the
+/// Exports `file` with the environment `env` (the resolvers); the sitemap's locations, or the
 /// error output.
 fn export(file: &str, out: &Path, env: &[(&str, &str)]) -> Result<Vec<String>, String> {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    export_with(file, out, env, &[])
+}
+
+/// [`export`] with more arguments.
+fn export_with(
+    file: &str,
+    out: &Path,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Result<Vec<String>, String> {
+    let mut command = crate::golden::bridge();
     command
         .env_remove("OAI_BRIDGE_CONFIG")
-        .env_remove("OAI_BRIDGE_LEARN")
+        .env("OAI_BRIDGE_LEARN", "on")
         .args(["export", "--base-url", file, "--out"])
         .arg(out)
         .args([
@@ -92,6 +110,7 @@ fn export(file: &str, out: &Path, env: &[(&str, &str)]) -> Result<Vec<String>, S
             "--no-progress",
             "-q",
         ]);
+    command.args(args);
     for (k, v) in env {
         command.env(k, v);
     }
@@ -231,6 +250,77 @@ fn a_template_is_learned_from_where_the_dois_resolve() {
         &[("OAI_BRIDGE_DOI_RESOLVER", &to_publisher)],
     );
     assert!(failed.is_err(), "{failed:?}");
+}
+
+#[test]
+fn without_a_resolver_a_dspace_ui_is_found_by_asking_for_its_pages() {
+    // The site serves the Handle pages under /xmlui/ only; the root answers 404.
+    let site = web((1..=3)
+        .map(|n| (format!("/xmlui/handle/123456789/{n}"), (200, String::new())))
+        .collect());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let down = format!("http://127.0.0.1:{}/", free_port());
+    let locs = export(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_HANDLE_RESOLVER", &down)],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        (1..=3)
+            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn what_was_learned_is_kept_in_the_store_and_not_asked_again() {
+    let site = web(BTreeMap::new());
+    let (resolver, asked) = web_counted(
+        (1..=3)
+            .map(|n| {
+                (
+                    format!("/123456789/{n}"),
+                    (302, format!("{site}/xmlui/handle/123456789/{n}")),
+                )
+            })
+            .collect(),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let state = tmp.path().join("state");
+    let state = state.to_str().unwrap();
+    let handle = format!("{resolver}/");
+    let env = [("OAI_BRIDGE_HANDLE_RESOLVER", handle.as_str())];
+    let want: Vec<String> = (1..=3)
+        .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
+        .collect();
+    let first = export_with(&file, &tmp.path().join("a"), &env, &["--state", state]).unwrap();
+    assert_eq!(first, want);
+    let after_first = asked.load(Ordering::SeqCst);
+    assert!(
+        after_first >= 3,
+        "the resolver was asked {after_first} times"
+    );
+    let second = export_with(&file, &tmp.path().join("a"), &env, &["--state", state]).unwrap();
+    assert_eq!(second, want);
+    assert_eq!(
+        asked.load(Ordering::SeqCst),
+        after_first,
+        "a second run asks the resolver again"
+    );
 }
 
 /// A loopback port nothing listens on.

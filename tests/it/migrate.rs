@@ -7,7 +7,7 @@
 //! it the tests say they are skipped, except on CI.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use oai_bridge::{Record, StateUrl, Store};
 
@@ -17,7 +17,7 @@ use crate::server::{TestRecord, TestServer};
 
 /// `oai-bridge migrate-state {args}` in an environment of `vars` alone (of its settings).
 fn migrate(args: &[&str], vars: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    crate::golden::bridge()
         .arg("migrate-state")
         .args(args)
         .env_remove("OAI_BRIDGE_CONFIG")
@@ -30,7 +30,7 @@ fn migrate(args: &[&str], vars: &[(&str, &str)]) -> Output {
 
 /// `oai-bridge export` of `server` into `out`, with `flags` (its store among them).
 fn export(server: &TestServer, out: &Path, flags: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    crate::golden::bridge()
         .args(["export", "--base-url", &server.url(), "--out"])
         .arg(out)
         .args(["--public-url", PUBLIC_URL, "--scope", SCOPE])

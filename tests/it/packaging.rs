@@ -15,7 +15,7 @@ fn root() -> PathBuf {
 
 /// `oai-bridge` from the crate root, with no setting leaking in from the environment.
 fn bridge() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_oai-bridge"));
+    let mut cmd = crate::golden::bridge();
     cmd.current_dir(root());
     for var in [
         "OAI_BRIDGE_CONFIG",

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use crate::golden::{check_golden, crate_root, expanded, files, locs_of};
 
@@ -28,7 +28,7 @@ fn export(fixture: &str, out: &Path, extra: &[&str]) -> (String, BTreeMap<String
 }
 
 fn run(fixture: &str, out: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    crate::golden::bridge()
         .current_dir(crate_root())
         .env_remove("OAI_BRIDGE_CONFIG")
         .env_remove("OAI_BRIDGE_PUBLIC_URL")
@@ -226,7 +226,7 @@ fn invenio_rdm_under_googles_rule_needs_its_template() {
 fn generic_output_is_unchanged() {
     let tmp = tempfile::tempdir().unwrap();
     let export = |out: &Path, platform: &str| {
-        let output = Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        let output = crate::golden::bridge()
             .current_dir(crate_root())
             .env_remove("OAI_BRIDGE_CONFIG")
             .env_remove("RUST_LOG")

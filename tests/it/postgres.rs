@@ -5,7 +5,7 @@
 //! of its own. Without it the tests say they are skipped, except on CI, which must run them.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use oai_bridge::{StateUrl, Store};
 
@@ -71,7 +71,7 @@ pub(crate) fn off_runtime<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 
 /// `oai-bridge export` of `server` into `out`, its store given by `store` (flags).
 fn export(server: &TestServer, out: &Path, store: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    crate::golden::bridge()
         .args(["export", "--base-url", &server.url(), "--out"])
         .arg(out)
         .args(["--public-url", PUBLIC_URL, "--scope", SCOPE])

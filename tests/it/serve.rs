@@ -1877,7 +1877,7 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
 }
 
 fn binary() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+    crate::golden::bridge()
 }
 
 /// Config errors name the key and exit 78; `--check-config` validates and exits.
