@@ -220,6 +220,18 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
+/// Whether a process holds `state_dir`'s lock now, and who when its record says (and it still
+/// runs): `None` when none does, or no gateway ever ran there. Writes nothing; takes the lock,
+/// shared, for a moment when it is free (a gateway starting then waits that moment out).
+pub(crate) fn held(state_dir: &Path) -> Option<Option<Holder>> {
+    let lock = state_dir.join(LOCK);
+    let file = File::open(&lock).ok()?;
+    match flock(&file, FlockOperation::NonBlockingLockShared) {
+        Err(rustix::io::Errno::WOULDBLOCK) => Some(Holder::read(&lock).filter(Holder::running)),
+        _ => None,
+    }
+}
+
 /// Holds `state_dir`'s lock exclusively, as a prune does, when a gateway has ever run there
 /// (the lock file exists; it is not made), recording `command` as its holder when the file can
 /// be written: `Ok(None)` when none has; an error of kind [`std::io::ErrorKind::WouldBlock`]

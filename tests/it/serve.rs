@@ -1924,8 +1924,11 @@ fn config_errors_and_check_config() {
     assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"));
 
+    // Free ports: the check binds the listeners' (the shipped 8080 and 8081 may be taken).
     let out = binary()
         .args(["serve", "--check-config"])
+        .env("OAI_BRIDGE_LISTEN", "127.0.0.1:0")
+        .env("OAI_BRIDGE_ADMIN_LISTEN", "127.0.0.1:0")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
@@ -2053,7 +2056,7 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
 fn a_second_gateway_on_the_same_state_dir_is_refused() {
     let state = tempfile::tempdir().unwrap();
     let dir = ["--state-dir".as_ref(), state.path().as_os_str()];
-    let (mut first, _, _) = spawn_serve(&dir);
+    let (mut first, base, _) = spawn_serve(&dir);
     let second = binary()
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
         .args(dir)
@@ -2080,6 +2083,44 @@ fn a_second_gateway_on_the_same_state_dir_is_refused() {
         !String::from_utf8_lossy(&second.stdout).contains("serving on"),
         "{}",
         String::from_utf8_lossy(&second.stdout)
+    );
+    // `--check-config` beside it (as before a reload): valid, the running gateway and its port
+    // said as notes.
+    let listen = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let checked = binary()
+        .args([
+            "serve",
+            "--check-config",
+            "--listen",
+            &listen,
+            "--admin-listen",
+            "off",
+        ])
+        .args(dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&checked.stdout);
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(
+        out.contains(&format!(
+            "note: a gateway runs on [server] state_dir {} (`oai-bridge serve`, process {}",
+            state.path().display(),
+            first.id()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("note: [server] listen {listen} is in use, presumably by the gateway running on this state_dir")),
+        "{out}"
     );
     let killed = Command::new("kill")
         .args(["-TERM", &first.id().to_string()])

@@ -283,6 +283,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::generation",
             "server::history",
             "server::http",
+            "server::preflight",
             "server::prune",
             "server::refresh",
             "server::reload",
