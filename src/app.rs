@@ -685,6 +685,26 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             let _ = writeln!(out, "  {name:<12} {}{index}", job.public_url);
         }
     }
+    // What crawlers are to be told, once the public URL is the one they use: robots.txt's
+    // `Sitemap:` lines, for the robots.txt of the site whose pages the sitemaps list (the
+    // README's second step).
+    if config.server.public_url.is_some() {
+        let _ = writeln!(
+            out,
+            "Add to the robots.txt of the site whose pages these sitemaps list:"
+        );
+        let robots = gateway.robots();
+        let text = String::from_utf8_lossy(&robots.bytes);
+        for line in text.lines().filter(|l| l.starts_with("Sitemap: ")) {
+            let _ = writeln!(out, "{line}");
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "No Sitemap: lines for the site's robots.txt until [server] public_url is set: \
+             they would name {public_url}, which crawlers do not use"
+        );
+    }
     let _ = out.flush();
     drop(out);
     let served = crate::server::serve(

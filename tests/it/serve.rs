@@ -2134,6 +2134,100 @@ fn a_second_gateway_on_the_same_state_dir_is_refused() {
     third.wait().unwrap();
 }
 
+/// The README says to add "the `Sitemap:` lines the gateway prints at start" to the site's
+/// robots.txt: with a public URL, it prints them, the very lines of the robots.txt it serves;
+/// without one, it says why it prints none.
+#[test]
+fn the_start_prints_the_sitemap_lines_for_the_sites_robots_txt() {
+    let state = tempfile::tempdir().unwrap();
+    let public = "https://repository.northbridge.example/sitemaps/";
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+        .args(["--public-url", public])
+        .arg("--state-dir")
+        .arg(state.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    };
+    let first = line();
+    let base = first
+        .strip_prefix("oai-bridge serving on ")
+        .unwrap()
+        .to_owned();
+    while line() != "Add to the robots.txt of the site whose pages these sitemaps list:" {}
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let robots = runtime.block_on(async {
+        let r = client()
+            .get(format!("{base}robots.txt"))
+            .send()
+            .await
+            .unwrap();
+        r.text().await.unwrap()
+    });
+    let served: Vec<&str> = robots
+        .lines()
+        .filter(|l| l.starts_with("Sitemap: "))
+        .collect();
+    assert_eq!(
+        served,
+        [format!("Sitemap: {public}sample/sitemap.xml")],
+        "{robots}"
+    );
+    let printed: Vec<String> = served.iter().map(|_| line()).collect();
+    assert_eq!(printed, served);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Without a public URL, none, and why.
+    let state = tempfile::tempdir().unwrap();
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+        .arg("--state-dir")
+        .arg(state.path())
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = Vec::new();
+    loop {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let done = line.starts_with("No Sitemap: lines");
+        banner.push(line);
+        if done {
+            break;
+        }
+        assert!(banner.len() < 20, "{banner:?}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        banner
+            .last()
+            .unwrap()
+            .contains("until [server] public_url is set"),
+        "{banner:?}"
+    );
+    assert!(
+        !banner.iter().any(|l| l.starts_with("Sitemap:")),
+        "{banner:?}"
+    );
+}
+
 /// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;
 /// without a token configured it does not exist.
 #[tokio::test]
