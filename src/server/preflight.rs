@@ -28,8 +28,9 @@ pub(crate) struct Findings {
 }
 
 /// Everything that would stop `serve` from starting on `config` now, and what is likely wrong
-/// with its listeners; writes nothing (a listener's port is tried by binding it, not listening
-/// on it, so two checks at once do not fail each other). A gateway running on the state
+/// with its listeners; leaves nothing behind (a folder is tried with a temporary file, removed
+/// at once; a listener's port by binding it, not listening on it, so two checks at once do
+/// not fail each other). A gateway running on the state
 /// directory is a note, not a problem: `--check-config` is run beside the gateway a reload will
 /// give the file to, whose ports are then in use.
 pub(crate) fn check(config: &Config) -> Findings {
