@@ -39,7 +39,10 @@ pub(crate) fn check(config: &Config) -> Findings {
         ..Findings::default()
     };
     let state_dir = &config.server.state_dir;
-    let running = prune::held(state_dir);
+    // A gateway (or a process that does not say: an earlier version's gateway); a prune or a
+    // `migrate-state` holding the lock is done soon, and a gateway waits for it.
+    let running = prune::held(state_dir)
+        .filter(|holder| holder.as_ref().is_none_or(|h| h.command == "serve"));
     // `before_binding` said it as a problem; here it is a note.
     if let Some(holder) = &running {
         found
