@@ -3,6 +3,7 @@
 //! environment, then file, then defaults), and runs it.
 
 use std::io::Write as _;
+use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -18,6 +19,7 @@ use crate::export::{self, ExportOptions};
 use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
+use crate::server::preflight::{self, Findings};
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
 
 /// Exit code for a bad configuration (sysexits `EX_CONFIG`).
@@ -499,14 +501,27 @@ pub(crate) fn serve_config_in(args: &ServeArgs, env: &Environment) -> Result<Con
     Ok(config)
 }
 
-/// What `serve --check-config` prints of a valid configuration: the repositories and the
-/// fleet's limits.
-fn check_config_report(args: &ServeArgs, config: &Config) -> String {
+/// What `serve --check-config` prints of a valid configuration: whether `serve` would start
+/// on it (`findings`' problems, printed on stderr by the caller), the repositories and the
+/// fleet's limits, then what `serve` would warn of at start and what is worth knowing.
+fn check_config_report(args: &ServeArgs, config: &Config, findings: &Findings) -> String {
     use std::fmt::Write as _;
     let n = config.repositories.len();
     let mut out = String::new();
     let noun = if n == 1 { "repository" } else { "repositories" };
-    let _ = writeln!(out, "{}: valid; {n} {noun}:", args.config.display());
+    match findings.problems.len() {
+        0 => {
+            let _ = writeln!(out, "{}: valid; {n} {noun}:", args.config.display());
+        }
+        p => {
+            let _ = writeln!(
+                out,
+                "{}: valid, but serve would not start ({p} problem{}, on stderr); {n} {noun}:",
+                args.config.display(),
+                if p == 1 { "" } else { "s" }
+            );
+        }
+    }
     let fleet = &config.fleet;
     let _ = writeln!(
         out,
@@ -529,13 +544,22 @@ fn check_config_report(args: &ServeArgs, config: &Config) -> String {
         .unwrap_or_else(|| default_public_url(config.server.listen));
     let public_url_warning =
         crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
-    for warning in public_url_warning.iter().chain(&config.warnings()) {
+    let repositories = config.warnings();
+    let warnings = (public_url_warning.iter())
+        .chain(&repositories)
+        .chain(&findings.warnings);
+    for warning in warnings {
         let _ = writeln!(out, "warning: {warning}");
+    }
+    for note in &findings.notes {
+        let _ = writeln!(out, "note: {note}");
     }
     out
 }
 
-/// Runs `serve` until SIGTERM or Ctrl-C; returns the exit code.
+/// Runs `serve` until SIGTERM or Ctrl-C; returns the exit code: 0 when stopped, 78 when the
+/// configuration is bad or cannot start (a file it names, the state directory, a listener's
+/// port, another gateway on the state directory), 1 for any other failure to start.
 pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let config = match serve_config(args) {
         Ok(config) => config,
@@ -545,26 +569,55 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     if args.check_config {
-        return print_all(check_config_report(args, &config).as_bytes(), "the report");
-    }
-    let listener = match tokio::net::TcpListener::bind(config.server.listen).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("error: cannot listen on {}: {e}", config.server.listen);
-            return ExitCode::FAILURE;
+        let findings = preflight::check(&config);
+        let printed = print_all(
+            check_config_report(args, &config, &findings).as_bytes(),
+            "the report",
+        );
+        for problem in &findings.problems {
+            eprintln!("error: {problem}");
         }
+        return if findings.problems.is_empty() {
+            printed
+        } else {
+            ExitCode::from(EXIT_CONFIG)
+        };
+    }
+    let problems = preflight::before_binding(&config);
+    if !problems.is_empty() {
+        for problem in &problems {
+            eprintln!("error: {problem}");
+        }
+        return ExitCode::from(EXIT_CONFIG);
+    }
+    let bind = |key: &'static str, addr: SocketAddr| {
+        let config = &config;
+        async move {
+            tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+                eprintln!("error: {}", preflight::bind_problem(config, key, addr, &e));
+                ExitCode::from(EXIT_CONFIG)
+            })
+        }
+    };
+    let listener = match bind("[server] listen", config.server.listen).await {
+        Ok(l) => l,
+        Err(code) => return code,
     };
     let addr = listener.local_addr().unwrap_or(config.server.listen);
     let admin = match config.server.admin_listen {
-        Some(admin_addr) => match tokio::net::TcpListener::bind(admin_addr).await {
+        Some(admin_addr) => match bind("[server] admin_listen", admin_addr).await {
             Ok(l) => Some(l),
-            Err(e) => {
-                eprintln!("error: cannot listen on {admin_addr} ([server] admin_listen): {e}");
-                return ExitCode::FAILURE;
-            }
+            Err(code) => return code,
         },
         None => None,
     };
+    let listener_warnings = [("[server] listen", Some(config.server.listen))]
+        .into_iter()
+        .chain([("[server] admin_listen", config.server.admin_listen)])
+        .filter_map(|(key, addr)| preflight::port_warning(&config, key, addr?));
+    for warning in listener_warnings {
+        tracing::warn!("{warning}");
+    }
     if config
         .server
         .admin_listen
@@ -631,6 +684,26 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             let name = if i == 0 { repo.name.as_str() } else { "" };
             let _ = writeln!(out, "  {name:<12} {}{index}", job.public_url);
         }
+    }
+    // What crawlers are to be told, once the public URL is the one they use: robots.txt's
+    // `Sitemap:` lines, for the robots.txt of the site whose pages the sitemaps list (the
+    // README's second step).
+    if config.server.public_url.is_some() {
+        let _ = writeln!(
+            out,
+            "Add to the robots.txt of the site whose pages these sitemaps list:"
+        );
+        let robots = gateway.robots();
+        let text = String::from_utf8_lossy(&robots.bytes);
+        for line in text.lines().filter(|l| l.starts_with("Sitemap: ")) {
+            let _ = writeln!(out, "{line}");
+        }
+    } else {
+        let _ = writeln!(
+            out,
+            "No Sitemap: lines for the site's robots.txt until [server] public_url is set: \
+             they would name {public_url}, which crawlers do not use"
+        );
     }
     let _ = out.flush();
     drop(out);

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     name = "oai-bridge",
     version,
     about,
-    after_help = "Exit codes: 0 success, 1 failure (an export leaves its folder as it was), 2 usage error, 78 bad configuration."
+    after_help = "Exit codes: 0 success; 1 failure (an export leaves its folder as it was; check: the repository cannot be bridged as configured); 2 usage error; 78 bad configuration (EX_CONFIG), also when serve cannot start on it: a listener's port in use, a state_dir it cannot make or write in, a Static Repository file it cannot read, another gateway on its state_dir. The systemd unit does not restart on 78 (RestartPreventExitStatus=78); a restart would not mend it."
 )]
 pub struct Cli {
     /// Log format on stderr.
@@ -217,7 +217,9 @@ pub struct ServeArgs {
     /// of the process list.
     #[arg(long, value_name = "URL")]
     pub state_url: Option<String>,
-    /// Validate the configuration, print what would be served, and exit (0 valid, 78 not).
+    /// Validate the configuration and what serve needs to start on it (state_dir, the files it
+    /// names, the listeners' ports, no other gateway on state_dir), print what would be served
+    /// and what serve would warn of, and exit (0 it would start, 78 not).
     #[arg(long)]
     pub check_config: bool,
     /// Publish a shrink the guard holds back (`shrink_guard`), for every repository, at its

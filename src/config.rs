@@ -1283,11 +1283,11 @@ impl Config {
         server.join(&format!("{}/", repo.name)).ok()
     }
 
-    /// What is valid but likely wrong in the repositories and listeners, a sentence each, for
-    /// `serve` to log at start and at a reload, and for `serve --check-config` to print: two
-    /// repositories whose names differ only in case, or that harvest the same thing; a
-    /// listener on the port of a repository's own baseURL on this host. (The public URL's is
-    /// [`public_url_warning`], said of the address the gateway listens on once bound.)
+    /// What is valid but likely wrong in the repositories, a sentence each, for `serve` to log
+    /// at start and at a reload, and for `serve --check-config` to print: two repositories
+    /// whose names differ only in case, or that harvest the same thing. (The public URL's is
+    /// [`public_url_warning`], said of the address the gateway listens on once bound; a
+    /// listener on a repository's own port is the server's `preflight`, which binds it.)
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         let repos = &self.repositories;
@@ -1326,20 +1326,6 @@ impl Config {
                         }
                     ));
                 }
-            }
-        }
-        let listeners = [
-            ("[server] listen", Some(self.server.listen)),
-            ("[server] admin_listen", self.server.admin_listen),
-        ];
-        for (key, addr) in listeners {
-            if let Some(addr) = addr
-                && let Some(repo) = self.repository_on_port(addr)
-            {
-                warnings.push(format!(
-                    "{key} {addr} {}",
-                    repository_on_port_message(key, addr, repo)
-                ));
             }
         }
         warnings
@@ -1389,11 +1375,7 @@ pub(crate) fn repository_on_port_message(
     addr: SocketAddr,
     repo: &RepositoryConfig,
 ) -> String {
-    let flags = if key.ends_with("admin_listen") {
-        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
-    } else {
-        "OAI_BRIDGE_LISTEN, --listen"
-    };
+    let flags = listener_flags(key);
     format!(
         "is the port of [[repository]] {:?}'s baseURL {}, on this host (a DSpace's Tomcat \
          listens on 127.0.0.1:8080, the gateway's default port): the repository and the gateway \
@@ -1404,6 +1386,15 @@ pub(crate) fn repository_on_port_message(
         addr.ip(),
         suggested_port(addr.port()),
     )
+}
+
+/// The variable and the flag over the listener `key` (`[server] listen` or `admin_listen`).
+pub(crate) fn listener_flags(key: &str) -> &'static str {
+    if key.ends_with("admin_listen") {
+        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
+    } else {
+        "OAI_BRIDGE_LISTEN, --listen"
+    }
 }
 
 /// A port to suggest instead of `port`: the next one up that no common web service takes.
@@ -2213,14 +2204,13 @@ mod tests {
     }
 
     /// Issue: what a DSpace sidecar's first configuration may hold that is valid but wrong is
-    /// warned of: names that differ only in case, two repositories harvesting the same thing,
-    /// a listener on the port of a repository's own baseURL on this host; nothing else.
+    /// warned of: names that differ only in case, two repositories harvesting the same thing;
+    /// nothing else.
     #[test]
     fn likely_mistakes_are_warned_of() {
         let repo = |name: &str, base: &str, extra: &str| {
             format!("[[repository]]\nname = \"{name}\"\nbase_url = \"{base}\"\n{extra}")
         };
-        let tomcat = "http://localhost:8080/server/oai/request";
         let remote = "https://dspace.example.edu/server/oai/request";
         for (text, want) in [
             (
@@ -2262,42 +2252,7 @@ mod tests {
                 &[][..],
             ),
             (
-                repo("dspace", tomcat, ""),
-                &[
-                    "[server] listen 127.0.0.1:8080 is the port of [[repository]] \"dspace\"'s \
-                   baseURL http://localhost:8080/server/oai/request, on this host",
-                ][..],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"0.0.0.0:8080\"\n{}",
-                    repo("dspace", tomcat, "")
-                ),
-                &["[server] listen 0.0.0.0:8080 is the port of"][..],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"127.0.0.1:8090\"\nadmin_listen = \"127.0.0.1:8080\"\n{}",
-                    repo("dspace", "http://127.0.0.1:8080/oai", "")
-                ),
-                &["[server] admin_listen 127.0.0.1:8080 is the port of"][..],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"127.0.0.1:8090\"\n{}",
-                    repo("dspace", tomcat, "")
-                ),
-                &[][..],
-            ),
-            (
-                repo("dspace", "https://dspace.example.edu:8080/oai", ""),
-                &[][..],
-            ),
-            (
-                format!(
-                    "[server]\nlisten = \"127.0.0.1:0\"\n{}",
-                    repo("dspace", tomcat, "")
-                ),
+                format!("{}{}", repo("a", remote, ""), repo("b", "a.xml", "")),
                 &[][..],
             ),
         ] {
@@ -2308,15 +2263,73 @@ mod tests {
                 assert!(warning.contains(want), "{warning}\nshould say {want}");
             }
         }
-        // The listener's warning says what to set, and to what.
-        let c = Config::parse(&repo("dspace", tomcat, ""), "f", Path::new(".")).unwrap();
-        assert!(
-            c.warnings()[0].contains(
-                "Set [server] listen (OAI_BRIDGE_LISTEN, --listen) to a free port, e.g. \
-                 \"127.0.0.1:8090\""
+    }
+
+    /// A listener on the port of a repository's own baseURL on this host (a DSpace's Tomcat on
+    /// 127.0.0.1:8080, `listen`'s default) is found, and said with what to set.
+    #[test]
+    fn a_listener_on_a_repositorys_own_port_is_found() {
+        let repo =
+            |base: &str| format!("[[repository]]\nname = \"dspace\"\nbase_url = \"{base}\"\n");
+        let tomcat = repo("http://localhost:8080/server/oai/request");
+        for (text, listen, admin) in [
+            (tomcat.clone(), true, false),
+            (
+                format!("[server]\nlisten = \"0.0.0.0:8080\"\n{tomcat}"),
+                true,
+                false,
             ),
-            "{:?}",
-            c.warnings()
+            (
+                format!(
+                    "[server]\nlisten = \"127.0.0.1:8090\"\nadmin_listen = \"127.0.0.1:8080\"\n{}",
+                    repo("http://127.0.0.1:8080/oai")
+                ),
+                false,
+                true,
+            ),
+            (
+                format!("[server]\nlisten = \"127.0.0.1:8090\"\n{tomcat}"),
+                false,
+                false,
+            ),
+            (
+                format!("[server]\nlisten = \"127.0.0.1:0\"\n{tomcat}"),
+                false,
+                false,
+            ),
+            (
+                format!("[server]\nlisten = \"10.0.0.5:8080\"\n{tomcat}"),
+                false,
+                false,
+            ),
+            (repo("https://dspace.example.edu:8080/oai"), false, false),
+            (repo("http://[::1]/oai"), false, false),
+        ] {
+            let c = Config::parse(&text, "bridge.toml", Path::new(".")).unwrap();
+            assert_eq!(
+                c.repository_on_port(c.server.listen).is_some(),
+                listen,
+                "{text}"
+            );
+            assert_eq!(
+                (c.server.admin_listen).is_some_and(|a| c.repository_on_port(a).is_some()),
+                admin,
+                "{text}"
+            );
+        }
+        let c = Config::parse(&tomcat, "f", Path::new(".")).unwrap();
+        let message = repository_on_port_message(
+            "[server] listen",
+            c.server.listen,
+            c.repository_on_port(c.server.listen).unwrap(),
+        );
+        assert_eq!(
+            message,
+            "is the port of [[repository]] \"dspace\"'s baseURL \
+             http://localhost:8080/server/oai/request, on this host (a DSpace's Tomcat listens on \
+             127.0.0.1:8080, the gateway's default port): the repository and the gateway cannot \
+             both listen there. Set [server] listen (OAI_BRIDGE_LISTEN, --listen) to a free port, \
+             e.g. \"127.0.0.1:8090\", and point the reverse proxy's sitemap location at it"
         );
     }
 

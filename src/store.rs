@@ -701,6 +701,20 @@ fn decode_body(mut body: &[u8], record: &mut Record) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// docs/operations.md says which versions of the state a binary reads: its numbers are
+    /// these (a new schema or format must say so there too).
+    #[test]
+    fn the_operations_guide_names_the_schema_and_the_format() {
+        let guide = include_str!("../docs/operations.md");
+        for (name, now) in [
+            ("store::sqlite::SCHEMA", sqlite::SCHEMA),
+            ("store::persisted::FORMAT", i64::from(persisted::FORMAT)),
+        ] {
+            let said = format!("`{name}`, now {now}");
+            assert!(guide.contains(&said), "docs/operations.md lacks {said:?}");
+        }
+    }
     use crate::datestamp::Datestamp;
 
     /// Where a test's stores are, on each backend: SQLite files in a temporary folder; a

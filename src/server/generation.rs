@@ -973,6 +973,14 @@ fn from_secs(s: u64) -> SystemTime {
 mod tests {
     use super::*;
 
+    /// docs/operations.md says which manifests this version serves: the format is this.
+    #[test]
+    fn the_operations_guide_names_the_manifest_format() {
+        let said = format!("`server::generation::FORMAT`, now {FORMAT}");
+        let guide = include_str!("../../docs/operations.md");
+        assert!(guide.contains(&said), "docs/operations.md lacks {said:?}");
+    }
+
     fn build(dir: &Path, previous: Option<&Generation>, files: &[(&str, &[u8])]) -> Generation {
         let mut w = Writer::new(dir, previous).unwrap();
         for (name, bytes) in files {

@@ -15,6 +15,7 @@ pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
 pub(crate) mod metrics;
+pub(crate) mod preflight;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;

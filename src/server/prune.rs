@@ -220,6 +220,19 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
+/// Whether a process holds `state_dir`'s lock now, and who when its record says (and it still
+/// runs): `None` when none does, or no gateway ever ran there. Writes nothing; takes the lock
+/// for a moment when it is free (a gateway starting then waits that moment out). Exclusively,
+/// so that it sees a gateway of a version before this one too, which held the lock shared.
+pub(crate) fn held(state_dir: &Path) -> Option<Option<Holder>> {
+    let lock = state_dir.join(LOCK);
+    let file = File::open(&lock).ok()?;
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Err(rustix::io::Errno::WOULDBLOCK) => Some(Holder::read(&lock).filter(Holder::running)),
+        _ => None,
+    }
+}
+
 /// Holds `state_dir`'s lock exclusively, as a prune does, when a gateway has ever run there
 /// (the lock file exists; it is not made), recording `command` as its holder when the file can
 /// be written: `Ok(None)` when none has; an error of kind [`std::io::ErrorKind::WouldBlock`]
@@ -404,6 +417,34 @@ mod tests {
         assert!(
             Hold::take_within(root, Duration::ZERO).is_ok(),
             "free again"
+        );
+    }
+
+    /// `held` (for `serve --check-config`) sees who holds the lock, a gateway of an earlier
+    /// version too (a shared lock, no record), and takes nothing it keeps.
+    #[test]
+    fn who_holds_the_lock_is_seen_without_keeping_it() {
+        let state = tempfile::tempdir().unwrap();
+        let root = state.path();
+        assert!(held(root).is_none(), "no gateway ever ran");
+        let hold = Hold::take(root).unwrap();
+        let holder = held(root).unwrap().unwrap();
+        assert_eq!(
+            (holder.command.as_str(), holder.pid),
+            ("serve", std::process::id())
+        );
+        drop(hold);
+        assert!(held(root).is_none(), "the gateway stopped");
+        // An earlier version's gateway: shared, and no record of itself.
+        std::fs::write(root.join(LOCK), "").unwrap();
+        let old = File::open(root.join(LOCK)).unwrap();
+        flock(&old, FlockOperation::LockShared).unwrap();
+        assert_eq!(held(root), Some(None));
+        drop(old);
+        assert!(held(root).is_none());
+        assert!(
+            Hold::take_within(root, Duration::ZERO).is_ok(),
+            "held nothing"
         );
     }
 

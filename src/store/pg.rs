@@ -1488,6 +1488,15 @@ mod tests {
     use super::*;
     use crate::store::Store;
 
+    /// docs/operations.md says how many migrations this version knows (an older binary refuses
+    /// a database with more): the number is this.
+    #[test]
+    fn the_operations_guide_counts_the_migrations() {
+        let said = format!("`store::pg::MIGRATIONS`, now {}", MIGRATIONS.len());
+        let guide = include_str!("../../docs/operations.md");
+        assert!(guide.contains(&said), "docs/operations.md lacks {said:?}");
+    }
+
     /// The URL is shown without its password, whatever the form; it is refused when it is no
     /// PostgreSQL URL or asks for TLS, the error never repeating it.
     #[test]

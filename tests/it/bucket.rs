@@ -652,16 +652,23 @@ async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_b
     let gateway = Serving::start(&proxy.address, &args, token).await;
 
     // Both repositories up, and robots.txt at the root naming both indexes.
+    // And served: a generation goes up before the gateway installs it, and robots.txt names
+    // every configured index from the start, so the bucket alone can be ahead of the gateway
+    // (`/readyz` answers 200 once every repository has a generation).
     until("both repositories published", || async {
         let objects = site.objects().await;
         let robots = match objects.contains("robots.txt") {
             true => String::from_utf8(site.read("robots.txt").await).unwrap(),
             false => String::new(),
         };
-        ["one", "two"].iter().all(|r| {
-            objects.contains(&format!("{r}/{}", oai_bridge::BUCKET_MANIFEST))
-                && robots.contains(&format!("Sitemap: https://cdn.example/{r}/sitemap.xml"))
-        })
+        let served = reqwest::get(format!("{}readyz", gateway.public))
+            .await
+            .is_ok_and(|r| r.status().is_success());
+        served
+            && ["one", "two"].iter().all(|r| {
+                objects.contains(&format!("{r}/{}", oai_bridge::BUCKET_MANIFEST))
+                    && robots.contains(&format!("Sitemap: https://cdn.example/{r}/sitemap.xml"))
+            })
     })
     .await;
     let before = site.crawl().await;

@@ -822,10 +822,176 @@ fn one_port_for_both_listeners_is_a_configuration_error() {
     );
 }
 
+/// `oai-bridge serve` with `args` (no listener setting from the environment), expected to exit
+/// at start: its output; a gateway that starts instead is killed, and the test fails.
+fn serve_that_exits(args: &[&std::ffi::OsStr]) -> Output {
+    use std::process::Stdio;
+    let mut child = bridge()
+        .arg("serve")
+        .args(args)
+        .env_remove("OAI_BRIDGE_LISTEN")
+        .env_remove("OAI_BRIDGE_ADMIN_LISTEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the oai-bridge binary runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(20) {
+            child.kill().unwrap();
+            panic!("serve {args:?} started: {:?}", child.wait_with_output());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue: what stops `serve` from starting on a configuration exits 78 (EX_CONFIG, which the
+/// systemd unit does not restart; 1 it would restart forever) with the key named, and
+/// `--check-config` finds it first: a port in use (the one a repository's own baseURL takes on
+/// this host said so, with what to set), a state_dir that is no folder, a Static Repository
+/// file that is missing.
+#[test]
+fn what_stops_the_start_exits_78_and_check_config_finds_it() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let sample = crate_root().join(SAMPLE).display().to_string();
+    let write = |name: &str, base: &str, server: &str| {
+        let path = dir.path().join(name);
+        fs::write(
+            &path,
+            format!(
+                "[server]\n{server}state_dir = {:?}\n\
+                 [[repository]]\nname = \"dspace\"\nbase_url = {base:?}\n",
+                state.display().to_string()
+            ),
+        )
+        .unwrap();
+        path
+    };
+    let tomcat = format!("http://127.0.0.1:{port}/server/oai/request");
+    let dspace = write(
+        "dspace.toml",
+        &tomcat,
+        &format!("listen = \"127.0.0.1:{port}\"\n"),
+    );
+    let busy = write(
+        "busy.toml",
+        &sample,
+        &format!("listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:{port}\"\n"),
+    );
+    let missing = write("missing.toml", "gone.xml", "listen = \"127.0.0.1:0\"\n");
+    let plain = write(
+        "plain.toml",
+        &sample,
+        "listen = \"127.0.0.1:0\"\nadmin_listen = \"off\"\n",
+    );
+    let file_state = dir.path().join("a-file");
+    fs::write(&file_state, "").unwrap();
+    let in_use = format!(
+        "[server] listen 127.0.0.1:{port} is in use, and it is the port of [[repository]] \
+         \"dspace\"'s baseURL {tomcat}, on this host"
+    );
+    for (args, want) in [
+        (
+            vec![dspace.as_os_str()],
+            vec![
+                in_use.clone(),
+                "Set [server] listen (OAI_BRIDGE_LISTEN, --listen) to a free port".to_owned(),
+            ],
+        ),
+        (
+            vec![busy.as_os_str()],
+            vec![format!(
+                "[server] admin_listen 127.0.0.1:{port} is in use by another process: stop it, \
+                 or set [server] admin_listen (OAI_BRIDGE_ADMIN_LISTEN, --admin-listen) to a free \
+                 port"
+            )],
+        ),
+        (
+            vec![missing.as_os_str()],
+            vec![format!(
+                "{}: [[repository]] \"dspace\" base_url: cannot read the Static Repository \
+                 file {}: ",
+                missing.display(),
+                dir.path().join("gone.xml").display()
+            )],
+        ),
+        (
+            vec![
+                plain.as_os_str(),
+                "--state-dir".as_ref(),
+                file_state.as_os_str(),
+            ],
+            vec![format!(
+                "[server] state_dir {}: not a folder",
+                file_state.display()
+            )],
+        ),
+    ] {
+        let mut serve = vec!["--config".as_ref()];
+        serve.extend(&args);
+        let o = serve_that_exits(&serve);
+        assert_exit(&o, 78);
+        let err = stderr(&o);
+        for want in &want {
+            assert!(
+                err.contains(want.as_str()),
+                "{args:?}: {err}\nshould say {want}"
+            );
+        }
+        assert!(!stdout(&o).contains("serving on"), "{}", stdout(&o));
+
+        let mut checked = vec!["--config"];
+        checked.extend(args.iter().map(|a| a.to_str().unwrap()));
+        let o = check_config(&checked, &[]);
+        assert_exit(&o, 78);
+        let err = stderr(&o);
+        for (i, want) in want.iter().enumerate() {
+            let want = if i == 0 {
+                format!("error: {want}")
+            } else {
+                want.clone()
+            };
+            assert!(err.contains(&want), "{args:?}: {err}\nshould say {want}");
+        }
+        assert!(
+            stdout(&o).contains("valid, but serve would not start (1 problem, on stderr)"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    assert!(!state.exists(), "no check made the state_dir");
+    // The DSpace's port free (its Tomcat stopped), the gateway would take it: a warning.
+    drop(taken);
+    let o = check_config(
+        &[
+            "--config",
+            dspace.to_str().unwrap(),
+            "--admin-listen",
+            "off",
+        ],
+        &[],
+    );
+    assert_exit(&o, 0);
+    assert!(
+        stdout(&o).contains(&format!(
+            "warning: [server] listen 127.0.0.1:{port} is the port of [[repository]] \"dspace\""
+        )),
+        "{}",
+        stdout(&o)
+    );
+}
+
 /// `--check-config` counts repositories in English.
 #[test]
 fn check_config_says_repository_for_one() {
-    let o = check_config(&[], &[]);
+    let o = check_config(
+        &["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"],
+        &[],
+    );
     assert_exit(&o, 0);
     let out = stdout(&o);
     assert!(
@@ -846,10 +1012,11 @@ fn a_closed_pipe_ends_a_command_quietly() {
         &["man"],
     ];
     for args in commands {
+        // Free ports: the check binds the listeners' (the shipped 8080 and 8081 may be taken).
         let mut child = bridge()
             .args(args)
-            .env_remove("OAI_BRIDGE_LISTEN")
-            .env_remove("OAI_BRIDGE_ADMIN_LISTEN")
+            .env("OAI_BRIDGE_LISTEN", "127.0.0.1:0")
+            .env("OAI_BRIDGE_ADMIN_LISTEN", "127.0.0.1:0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

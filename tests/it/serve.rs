@@ -1924,8 +1924,11 @@ fn config_errors_and_check_config() {
     assert_eq!(out.status.code(), Some(78));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--public-url"));
 
+    // Free ports: the check binds the listeners' (the shipped 8080 and 8081 may be taken).
     let out = binary()
         .args(["serve", "--check-config"])
+        .env("OAI_BRIDGE_LISTEN", "127.0.0.1:0")
+        .env("OAI_BRIDGE_ADMIN_LISTEN", "127.0.0.1:0")
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .unwrap();
@@ -2053,7 +2056,7 @@ fn the_binary_serves_the_sample_and_stops_on_sigterm() {
 fn a_second_gateway_on_the_same_state_dir_is_refused() {
     let state = tempfile::tempdir().unwrap();
     let dir = ["--state-dir".as_ref(), state.path().as_os_str()];
-    let (mut first, _, _) = spawn_serve(&dir);
+    let (mut first, base, _) = spawn_serve(&dir);
     let second = binary()
         .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
         .args(dir)
@@ -2081,6 +2084,44 @@ fn a_second_gateway_on_the_same_state_dir_is_refused() {
         "{}",
         String::from_utf8_lossy(&second.stdout)
     );
+    // `--check-config` beside it (as before a reload): valid, the running gateway and its port
+    // said as notes.
+    let listen = base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let checked = binary()
+        .args([
+            "serve",
+            "--check-config",
+            "--listen",
+            &listen,
+            "--admin-listen",
+            "off",
+        ])
+        .args(dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&checked.stdout);
+    assert_eq!(
+        checked.status.code(),
+        Some(0),
+        "{out}{}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    assert!(
+        out.contains(&format!(
+            "note: a gateway runs on [server] state_dir {} (`oai-bridge serve`, process {}",
+            state.path().display(),
+            first.id()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("note: [server] listen {listen} is in use, presumably by the gateway running on this state_dir")),
+        "{out}"
+    );
     let killed = Command::new("kill")
         .args(["-TERM", &first.id().to_string()])
         .status()
@@ -2091,6 +2132,100 @@ fn a_second_gateway_on_the_same_state_dir_is_refused() {
     let (mut third, _, _) = spawn_serve(&dir);
     third.kill().unwrap();
     third.wait().unwrap();
+}
+
+/// The README says to add "the `Sitemap:` lines the gateway prints at start" to the site's
+/// robots.txt: with a public URL, it prints them, the very lines of the robots.txt it serves;
+/// without one, it says why it prints none.
+#[test]
+fn the_start_prints_the_sitemap_lines_for_the_sites_robots_txt() {
+    let state = tempfile::tempdir().unwrap();
+    let public = "https://repository.northbridge.example/sitemaps/";
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+        .args(["--public-url", public])
+        .arg("--state-dir")
+        .arg(state.path())
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        line.trim_end().to_owned()
+    };
+    let first = line();
+    let base = first
+        .strip_prefix("oai-bridge serving on ")
+        .unwrap()
+        .to_owned();
+    while line() != "Add to the robots.txt of the site whose pages these sitemaps list:" {}
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let robots = runtime.block_on(async {
+        let r = client()
+            .get(format!("{base}robots.txt"))
+            .send()
+            .await
+            .unwrap();
+        r.text().await.unwrap()
+    });
+    let served: Vec<&str> = robots
+        .lines()
+        .filter(|l| l.starts_with("Sitemap: "))
+        .collect();
+    assert_eq!(
+        served,
+        [format!("Sitemap: {public}sample/sitemap.xml")],
+        "{robots}"
+    );
+    let printed: Vec<String> = served.iter().map(|_| line()).collect();
+    assert_eq!(printed, served);
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    // Without a public URL, none, and why.
+    let state = tempfile::tempdir().unwrap();
+    let mut child = binary()
+        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
+        .arg("--state-dir")
+        .arg(state.path())
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut banner = Vec::new();
+    loop {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let done = line.starts_with("No Sitemap: lines");
+        banner.push(line);
+        if done {
+            break;
+        }
+        assert!(banner.len() < 20, "{banner:?}");
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        banner
+            .last()
+            .unwrap()
+            .contains("until [server] public_url is set"),
+        "{banner:?}"
+    );
+    assert!(
+        !banner.iter().any(|l| l.starts_with("Sitemap:")),
+        "{banner:?}"
+    );
 }
 
 /// Issue 6 point 7: the admin endpoint starts a refresh only with the configured bearer token;

@@ -286,6 +286,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::generation",
             "server::history",
             "server::http",
+            "server::preflight",
             "server::prune",
             "server::refresh",
             "server::reload",
