@@ -80,8 +80,9 @@ pub struct StoredState {
     layout: StoredLayout,
     #[serde(default)]
     sitemap: Option<StoredSitemap>,
-    /// Absent in a state recorded before learning was.
-    #[serde(default)]
+    /// Absent in a state recorded before learning was, and left out when nothing was learned
+    /// (so such a state is written as before; earlier versions ignore the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     learned: Option<LearnedRule>,
 }
 
