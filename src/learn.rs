@@ -118,6 +118,7 @@ pub(crate) async fn prepare(
         http,
         resolvers,
         base,
+        named: job.public_url.host_str().map(str::to_owned),
     };
     let (learned, evidence) = web.learn(&landing, &records).await;
     tracing::info!(learned = ?learned, evidence = %evidence, "what the web says of the landing pages");
@@ -189,8 +190,11 @@ async fn sample(client: &Client, job: &Job) -> Option<(crate::oai::parse::Identi
 pub(crate) struct Web {
     pub(crate) http: reqwest::Client,
     pub(crate) resolvers: Resolvers,
-    /// The baseURL: what is learned must be on its site.
+    /// The baseURL: what is learned must be on its site,
     pub(crate) base: Url,
+    /// or on the host the operator named for the sitemaps (`public_url`): a sidecar that
+    /// harvests its platform at `127.0.0.1` publishes for the site's public host.
+    pub(crate) named: Option<String>,
 }
 
 impl Web {
@@ -347,7 +351,8 @@ impl Web {
                 r.host_str() == Some(host)
                     && r.port_or_known_default() == url.port_or_known_default()
             });
-        !resolver && self.base.host_str().is_some_and(|b| same_site(b, host))
+        let named = self.named.as_deref().is_some_and(|n| same_site(n, host));
+        !resolver && (named || self.base.host_str().is_some_and(|b| same_site(b, host)))
     }
 
     /// The UI a DSpace's Handles resolve to: the registered URL's part before `handle/P/S`, the

@@ -261,23 +261,44 @@ pub(crate) fn landing_of(
         detected.evidence.push_str("; learned: ");
         detected.evidence.push_str(learned);
     }
-    match Landing::new(
+    let landing = match Landing::new(
         settings,
         base.as_ref(),
         explicit.as_ref(),
         &mut detected,
         sample,
     ) {
-        Ok(Some(landing)) => Ok(landing),
+        Ok(Some(landing)) => landing,
         Ok(None) => {
             let scope = match explicit {
                 Some(scope) => scope,
                 None => scope_of(source, scope, &identify.base_url)?,
             };
-            Ok(Landing::generic(scope, detected))
+            Landing::generic(scope, detected)
         }
-        Err(e) => Err(PipelineError::Scope(e.to_string())),
+        Err(e) => return Err(PipelineError::Scope(e.to_string())),
+    };
+    Ok(internal_pages_said(landing))
+}
+
+/// A landing rule whose pages are on a loopback or private address (a sidecar harvesting its
+/// platform's own Tomcat at `http://127.0.0.1:8080/oai/request`) publishes what no crawler can
+/// fetch: its evidence says so, and what to set, wherever the rule is shown (the summary, the
+/// status page, `check`).
+fn internal_pages_said(mut landing: Landing) -> Landing {
+    let internal: Vec<String> = landing
+        .scope()
+        .prefixes()
+        .into_iter()
+        .filter(|p| Url::parse(p).is_ok_and(|u| crate::scope::is_internal(&u)))
+        .collect();
+    if !internal.is_empty() {
+        landing.say(&format!(
+            "the landing pages would be under {}, a loopback or private address no crawler can reach: set ui_url (DSpace) or scope to the site's public address",
+            internal.join(", ")
+        ));
     }
+    landing
 }
 
 /// [`landing_for`] a job whose records are in `store`: the sample is the first stored live

@@ -1331,6 +1331,12 @@ impl Landing {
         &self.detected
     }
 
+    /// Adds `warning` to what is said of the rule (its evidence).
+    pub(crate) fn say(&mut self, warning: &str) {
+        self.detected.evidence.push_str("; ");
+        self.detected.evidence.push_str(warning);
+    }
+
     /// Whether this is Google's rule alone, so that the classification of `dc:identifier`
     /// values is all there is to it (the fast path).
     pub fn is_generic(&self) -> bool {

@@ -135,6 +135,22 @@ pub(crate) fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// Whether `url`'s host is a loopback or private address ([`is_loopback`], 10/8, 172.16/12,
+/// 192.168/16, 169.254/16, `fc00::/7`): a page there is no crawler's to fetch.
+pub(crate) fn is_internal(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Some(url::Host::Ipv6(ip)) => {
+            ip.is_loopback()
+                || (ip.segments()[0] & 0xfe00) == 0xfc00
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_loopback() || v4.is_private())
+        }
+        _ => is_loopback(url),
+    }
+}
+
 impl fmt::Display for Scope {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, p) in self.prefixes.iter().enumerate() {

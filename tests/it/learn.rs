@@ -104,12 +104,10 @@ fn export_with(
         .env("OAI_BRIDGE_LEARN", "on")
         .args(["export", "--base-url", file, "--out"])
         .arg(out)
-        .args([
-            "--public-url",
-            "https://sitemaps.example.org/",
-            "--no-progress",
-            "-q",
-        ]);
+        .args(["--no-progress", "-q"]);
+    if !args.contains(&"--public-url") {
+        command.args(["--public-url", "https://sitemaps.example.org/"]);
+    }
     command.args(args);
     for (k, v) in env {
         command.env(k, v);
@@ -320,6 +318,64 @@ fn what_was_learned_is_kept_in_the_store_and_not_asked_again() {
         asked.load(Ordering::SeqCst),
         after_first,
         "a second run asks the resolver again"
+    );
+}
+
+/// A sidecar: the gateway harvests its DSpace's Tomcat on loopback, whose records carry proxy
+/// Handles. Without more, the pages would be on 127.0.0.1, which is said; the Handle resolver
+/// sends them to the site's public host, which the operator named as the public URL's.
+#[test]
+fn a_sidecar_on_loopback_learns_the_public_ui_of_the_host_it_publishes_for() {
+    let (resolver, _) = web_counted(
+        (1..=3)
+            .map(|n| {
+                (
+                    format!("/123456789/{n}"),
+                    (
+                        302,
+                        format!("https://repo.example.edu/handle/123456789/{n}"),
+                    ),
+                )
+            })
+            .collect(),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let tomcat = format!("http://127.0.0.1:{}", free_port());
+    let file = repository(
+        tmp.path(),
+        &format!("{tomcat}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let handle = format!("{resolver}/");
+    let locs = export_with(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
+        &["--public-url", "https://repo.example.edu/sitemaps/"],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        (1..=3)
+            .map(|n| format!("https://repo.example.edu/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+    // Learning off: the pages on loopback, and the summary says so.
+    let output = crate::golden::bridge()
+        .args(["export", "--base-url", &file, "--out"])
+        .arg(tmp.path().join("b"))
+        .args([
+            "--public-url",
+            "https://repo.example.edu/sitemaps/",
+            "--no-progress",
+        ])
+        .output()
+        .unwrap();
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        summary.contains("a loopback or private address no crawler can reach"),
+        "{summary}"
     );
 }
 
