@@ -756,6 +756,7 @@ fn better_setting(
             platforms: options.landing.platforms.clone(),
             learned: None,
             web: None,
+            robots: None,
         };
         if let Ok(rule) = crate::pipeline::landing_of(
             &settings,

@@ -60,12 +60,15 @@ pub enum Drop {
     RelationNotAUrl,
     /// A landing-page template filled with a record's value gives no valid URL.
     TemplateInvalidUrl,
+    /// The site's robots.txt disallows the URL for a major crawler (Googlebot, Bingbot): a
+    /// sitemap listing it gets an error in the search console.
+    RobotsDisallowed,
 }
 
 impl Drop {
     /// Every reason, in report order (new reasons go at the end: a store keeps the counts in
     /// this order). [`Drop::PER_IDENTIFIER`] lists those that apply to single values.
-    pub const ALL: [Drop; 12] = [
+    pub const ALL: [Drop; 13] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -78,11 +81,12 @@ impl Drop {
         Drop::InvalidHandle,
         Drop::RelationNotAUrl,
         Drop::TemplateInvalidUrl,
+        Drop::RobotsDisallowed,
     ];
 
     /// The reasons that apply to single values of a record (not to a record or a URL as a
     /// whole), in the order an inventory entry counts them.
-    pub const PER_IDENTIFIER: [Drop; 8] = [
+    pub const PER_IDENTIFIER: [Drop; 9] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -91,6 +95,7 @@ impl Drop {
         Drop::InvalidHandle,
         Drop::RelationNotAUrl,
         Drop::TemplateInvalidUrl,
+        Drop::RobotsDisallowed,
     ];
 
     /// The stable name used in summaries, logs and metrics.
@@ -108,6 +113,7 @@ impl Drop {
             Drop::InvalidHandle => "invalid_handle",
             Drop::RelationNotAUrl => "relation_not_a_url",
             Drop::TemplateInvalidUrl => "template_invalid_url",
+            Drop::RobotsDisallowed => "robots_disallowed",
         }
     }
 
@@ -158,6 +164,11 @@ impl Drop {
             Drop::RelationNotAUrl => "an EPrints dc:relation that is neither a URL nor a DOI",
             Drop::TemplateInvalidUrl => {
                 "the landing_template filled with a record's value gives no valid URL"
+            }
+            Drop::RobotsDisallowed => {
+                "the site's robots.txt disallows it for Googlebot or Bingbot: a sitemap listing \
+                 it would be reported as an error, so it is left out (allow it in robots.txt to \
+                 publish it)"
             }
         }
     }

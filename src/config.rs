@@ -1257,7 +1257,8 @@ fn parse_landing(
             .map_err(|m| ("landing_template", m))?,
         platforms: platforms.clone(),
         learned: None,
-        web: crate::platform::Resolvers::from_env(),
+        web: crate::platform::Resolvers::for_commands(),
+        robots: None,
     })
 }
 

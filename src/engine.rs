@@ -110,6 +110,7 @@ pub(crate) async fn run<T: Target>(
         learned_job = job.clone();
         let store = stored.as_ref().map(|s| &*s.store);
         remember = crate::learn::prepare(client, &mut learned_job, store).await;
+        crate::learn::robots(client, &mut learned_job).await;
         &learned_job
     } else {
         job

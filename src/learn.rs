@@ -39,7 +39,7 @@ use crate::classify::{self, Class, Pid};
 use crate::oai::Client;
 use crate::oai::parse::Record;
 use crate::pipeline::Job;
-use crate::platform::{Classes, Resolvers, Setting, Template, same_site};
+use crate::platform::{Classes, Resolvers, Robots, Setting, Template, same_site};
 use crate::store::{LearnedRule, Store};
 
 /// Records looked up at most, per question.
@@ -516,4 +516,74 @@ fn pages_of(landing: &crate::platform::Landing, live: &[&Record]) -> Vec<String>
             })
         })
         .collect()
+}
+
+/// Reads, once per run, the robots.txt of the sites the job's pages may be on (the baseURL's
+/// origin, and `ui_url`'s, the template's and the public URL's when they are others), so that
+/// what it disallows for the major crawlers is left out ([`Robots`]). A robots.txt that is
+/// missing (4xx) allows everything; one that does not answer, or answers 5xx, is left out (the
+/// pages are then not judged: a failed fetch must not empty a sitemap). Asked only when
+/// learning is on (`job.landing.web`).
+pub(crate) async fn robots(client: &Client, job: &mut Job) {
+    if job.landing.web.is_none() {
+        return;
+    }
+    let mut origins: Vec<String> = Vec::new();
+    let base = match &job.request.source {
+        crate::oai::Source::Oai(base) => Some(base.clone()),
+        crate::oai::Source::File(_) => None,
+    };
+    let template = job
+        .landing
+        .template
+        .as_ref()
+        .and_then(|t| Url::parse(&t.as_str().replace(['{', '}'], "")).ok());
+    for url in [
+        base,
+        job.landing.ui_url.clone(),
+        template,
+        Some(job.public_url.clone()),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(job.scope.iter().cloned())
+    {
+        if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+            continue;
+        }
+        let origin = url[..url::Position::BeforePath].to_owned();
+        if !origins.contains(&origin) {
+            origins.push(origin);
+        }
+    }
+    let Ok(http) = reqwest::Client::builder()
+        .user_agent(client.settings().user_agent.clone())
+        .redirect(reqwest::redirect::Policy::limited(5))
+        .timeout(TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+    else {
+        return;
+    };
+    let mut bodies = Vec::new();
+    for origin in origins.into_iter().take(4) {
+        let url = format!("{origin}/robots.txt");
+        let Ok(response) = http.get(&url).send().await else {
+            continue;
+        };
+        let status = response.status();
+        if status.is_success() {
+            // A robots.txt is small; 500 KiB is the most RFC 9309 asks a crawler to read.
+            let Ok(body) = response.bytes().await else {
+                continue;
+            };
+            let body = body[..body.len().min(500 * 1024)].to_vec();
+            bodies.push((origin, body));
+        } else if status.is_client_error() {
+            bodies.push((origin, Vec::new()));
+        }
+    }
+    if !bodies.is_empty() {
+        job.landing.robots = Some(std::sync::Arc::new(Robots::new(&bodies)));
+    }
 }

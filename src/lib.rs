@@ -58,7 +58,7 @@ pub use config::{Config, ConfigError, StateConfig};
 pub use export::{ExportError, ExportOptions, ExportSummary, export};
 pub use incremental::{Kind, Policy};
 pub use pipeline::{Job, PipelineError, fields_for};
-pub use platform::{LandingSettings, Platform, Registry, Row, RowSpec, Setting};
+pub use platform::{LandingSettings, Platform, Registry, Resolvers, Row, RowSpec, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::{BucketUrl, MARKER, Output};

@@ -8,6 +8,8 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     oai_bridge::limit_arenas();
+    // Learning from the web (and robots.txt) as OAI_BRIDGE_LEARN and the resolvers' variables say.
+    oai_bridge::Resolvers::use_environment();
     let cli = Cli::parse();
     // What prints a file or asks one URL needs neither logging nor a runtime.
     match &cli.command {

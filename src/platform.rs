@@ -136,6 +136,76 @@ pub struct LandingSettings {
     /// besides the OAI-PMH requests. The commands set it from the environment
     /// ([`Resolvers::from_env`]); a job made in code asks nothing unless told.
     pub web: Option<Resolvers>,
+    /// The sites' robots.txt as read for this run (`crate::learn::robots`): what they disallow
+    /// for the major crawlers is left out.
+    pub robots: Option<Arc<Robots>>,
+}
+
+/// The robots.txt of the sites a repository's pages are on, for the crawlers a sitemap is
+/// read by: a URL disallowed for Googlebot or Bingbot is left out ([`Drop::RobotsDisallowed`]),
+/// as a search console reports each as an error. Only URLs of a site whose robots.txt was read
+/// are judged.
+pub struct Robots {
+    /// Per origin (`https://host`), its rules for each crawler.
+    sites: Vec<(String, Vec<texting_robots::Robot>)>,
+    /// The robots.txt bodies' digest: a change of them re-renders (part of the rule's key).
+    digest: String,
+}
+
+impl Robots {
+    /// The crawlers judged.
+    pub const CRAWLERS: [&'static str; 2] = ["Googlebot", "Bingbot"];
+
+    /// Rules from each origin's robots.txt body; an origin whose body does not parse is left out.
+    pub fn new(bodies: &[(String, Vec<u8>)]) -> Self {
+        let sites = bodies
+            .iter()
+            .filter_map(|(origin, body)| {
+                let robots: Option<Vec<_>> = Self::CRAWLERS
+                    .iter()
+                    .map(|agent| texting_robots::Robot::new(agent, body).ok())
+                    .collect();
+                Some((origin.clone(), robots?))
+            })
+            .collect();
+        let digest = bodies
+            .iter()
+            .map(|(origin, body)| format!("{origin}:{:016x}", xxhash_rust::xxh3::xxh3_64(body)))
+            .collect::<Vec<_>>()
+            .join(",");
+        Self { sites, digest }
+    }
+
+    /// Whether `url` is disallowed for one of the crawlers by its site's robots.txt.
+    pub fn disallows(&self, url: &str) -> bool {
+        self.sites.iter().any(|(origin, robots)| {
+            url.strip_prefix(origin.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+                && robots.iter().any(|r| !r.allowed(url))
+        })
+    }
+}
+
+impl fmt::Debug for Robots {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Robots")
+            .field("digest", &self.digest)
+            .finish()
+    }
+}
+
+impl PartialEq for Robots {
+    fn eq(&self, other: &Self) -> bool {
+        self.digest == other.digest
+    }
+}
+
+impl Eq for Robots {}
+
+impl std::hash::Hash for Robots {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.digest.hash(state);
+    }
 }
 
 /// The resolvers learning asks ([`crate::learn`]).
@@ -147,7 +217,24 @@ pub struct Resolvers {
     pub doi: Url,
 }
 
+/// Whether the commands learn from the web, and where: set once by the binary's `main`
+/// ([`Resolvers::use_environment`]); unset in a program that embeds the library (its tests
+/// among them), which then asks nothing besides the OAI-PMH requests unless a job says so.
+static COMMANDS_WEB: std::sync::OnceLock<Option<Resolvers>> = std::sync::OnceLock::new();
+
 impl Resolvers {
+    /// Makes the commands learn as the environment says ([`Resolvers::from_env`]): called by
+    /// the binary's `main`.
+    pub fn use_environment() {
+        let _ = COMMANDS_WEB.set(Self::from_env());
+    }
+
+    /// What the commands' repositories learn from: the environment's, once
+    /// [`Resolvers::use_environment`] was called; `None` before.
+    pub fn for_commands() -> Option<Self> {
+        COMMANDS_WEB.get().cloned().flatten()
+    }
+
     /// The public resolvers, or those `OAI_BRIDGE_HANDLE_RESOLVER` and
     /// `OAI_BRIDGE_DOI_RESOLVER` name; `None` when `OAI_BRIDGE_LEARN` is `off` (or `0`, `false`,
     /// `no`).
@@ -1103,6 +1190,8 @@ pub struct Landing {
     rule: Rule,
     scope: Scope,
     detected: Detected,
+    /// What the sites' robots.txt disallows, left out.
+    robots: Option<Arc<Robots>>,
 }
 
 #[derive(Clone, Debug)]
@@ -1269,7 +1358,14 @@ impl Landing {
             rule: Rule::Generic,
             scope,
             detected,
+            robots: None,
         }
+    }
+
+    /// This rule, leaving out what `robots` disallows.
+    pub(crate) fn with_robots(mut self, robots: Option<Arc<Robots>>) -> Self {
+        self.robots = robots;
+        self
     }
 
     /// The rule for `settings` of a repository at `base` (its baseURL: the one it states, for
@@ -1300,6 +1396,7 @@ impl Landing {
                     rule,
                     scope: explicit.cloned().unwrap_or(scope),
                     detected: detected.clone(),
+                    robots: None,
                 }));
             };
             match &row.landing {
@@ -1318,6 +1415,7 @@ impl Landing {
             rule,
             scope: explicit.cloned().unwrap_or(own_scope),
             detected: detected.clone(),
+            robots: None,
         }))
     }
 
@@ -1340,7 +1438,7 @@ impl Landing {
     /// Whether this is Google's rule alone, so that the classification of `dc:identifier`
     /// values is all there is to it (the fast path).
     pub fn is_generic(&self) -> bool {
-        matches!(self.rule, Rule::Generic)
+        matches!(self.rule, Rule::Generic) && self.robots.is_none()
     }
 
     /// Where a record's landing page comes from, in words.
@@ -1392,6 +1490,15 @@ impl Landing {
     /// generic rule (what a store recorded before platforms), else with the rule. A published
     /// sitemap is patched only under the same text.
     pub fn key(&self) -> String {
+        let rule = self.rule_key();
+        match &self.robots {
+            Some(robots) => format!("{rule} robots={}", robots.digest),
+            None => rule,
+        }
+    }
+
+    /// [`Landing::key`] without the robots.txt.
+    fn rule_key(&self) -> String {
         match &self.rule {
             Rule::Generic => self.scope.to_string(),
             Rule::Row { row, at } => {
@@ -1469,6 +1576,15 @@ impl Landing {
                     _ => None,
                 };
                 self.derived_then_identifiers(page, record, out);
+            }
+        }
+        if let Some(robots) = &self.robots {
+            for class in out.iter_mut() {
+                if let Class::LandingPage(url) | Class::ContentFile { url, .. } = class
+                    && robots.disallows(url)
+                {
+                    *class = Class::Dropped(Drop::RobotsDisallowed);
+                }
             }
         }
     }

@@ -775,7 +775,7 @@ impl Layers {
         let mut r = RepositorySettings::of(chosen);
         // Learning from the web, as the environment says, whether or not a file names the
         // repository.
-        r.landing.web = crate::platform::Resolvers::from_env();
+        r.landing.web = crate::platform::Resolvers::for_commands();
         what_to_harvest(&mut r, over)?;
         where_published(&mut r, over)?;
         what_to_publish(&mut r, over)?;

@@ -25,6 +25,10 @@ use crate::render::sitemap::Layout;
 /// The state document's format version, written in its `format` field.
 pub(crate) const FORMAT: u32 = 1;
 
+/// How many drop counts format 1 was first written with (the reasons up to
+/// `template_invalid_url`).
+const FORMAT_1_DROPS: usize = 12;
+
 /// The format of a document without a `format` field: what versions before it wrote.
 fn first_format() -> u32 {
     1
@@ -329,12 +333,18 @@ impl From<Stats> for StoredStats {
             urls,
             drops,
         } = stats;
+        // Trailing zeros left out: a reason added since a version (robots_disallowed) that
+        // counted nothing keeps the document as that version wrote it, and readable by it.
+        let mut drops = drops.to_vec();
+        while drops.len() > FORMAT_1_DROPS && drops.last() == Some(&0) {
+            drops.pop();
+        }
         Self {
             records_seen,
             records,
             deleted,
             urls,
-            drops: drops.to_vec(),
+            drops,
         }
     }
 }

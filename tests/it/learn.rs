@@ -13,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::golden::{files, locs_of};
 
 /// A loopback web server answering each path of `routes` with a status and a `Location`
-/// (empty: none), and 404 elsewhere; it runs until the test ends.
+/// (empty: none; for a 200, the text is the body instead), and 404 elsewhere; it runs until the
+/// test ends.
 fn web(routes: BTreeMap<String, (u16, String)>) -> String {
     web_counted(routes).0
 }
@@ -36,14 +37,15 @@ fn web_counted(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUs
                 let head = String::from_utf8_lossy(&buf[..n]);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
                 let (status, location) = routes.get(&path).cloned().unwrap_or((404, String::new()));
-                let location = if location.is_empty() {
-                    String::new()
-                } else {
-                    format!("Location: {location}\r\n")
+                let (location, body) = match (status, location.is_empty()) {
+                    (_, true) => (String::new(), String::new()),
+                    (200, false) => (String::new(), location),
+                    (_, false) => (format!("Location: {location}\r\n"), String::new()),
                 };
                 let _ = write!(
                     stream,
-                    "HTTP/1.1 {status} X\r\n{location}Content-Length: 0\r\nConnection: close\r\n\r\n"
+                    "HTTP/1.1 {status} X\r\n{location}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
                 );
             });
         }
@@ -377,6 +379,55 @@ fn a_sidecar_on_loopback_learns_the_public_ui_of_the_host_it_publishes_for() {
         summary.contains("a loopback or private address no crawler can reach"),
         "{summary}"
     );
+}
+
+/// What the site's robots.txt disallows for Googlebot or Bingbot is left out, with its reason;
+/// a site without one (404) is not judged.
+#[test]
+fn what_the_sites_robots_txt_disallows_is_left_out() {
+    let robots = "User-agent: *\nAllow: /\n\nUser-agent: bingbot\nDisallow: /handle/123456789/2\n";
+    let site = web([("/robots.txt".to_owned(), (200, robots.to_owned()))]
+        .into_iter()
+        .chain((1..=3).map(|n| (format!("/handle/123456789/{n}"), (200, "page".to_owned()))))
+        .collect());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let down = format!("http://127.0.0.1:{}/", free_port());
+    // The robots.txt is read from the sites the job names: here the UI the operator gives.
+    let ui = format!("{site}/");
+    let out = tmp.path().join("a");
+    let output = crate::golden::bridge()
+        .env("OAI_BRIDGE_LEARN", "on")
+        .env("OAI_BRIDGE_HANDLE_RESOLVER", &down)
+        .args(["export", "--base-url", &file, "--out"])
+        .arg(&out)
+        .args([
+            "--public-url",
+            "https://sitemaps.example.org/",
+            "--no-progress",
+        ])
+        .args(["--ui-url", &ui])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        locs_of(&files(&out)["sitemap-1.xml"]),
+        [1, 3]
+            .iter()
+            .map(|n| format!("{site}/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+    assert!(summary.contains("robots_disallowed"), "{summary}");
 }
 
 /// A loopback port nothing listens on.
