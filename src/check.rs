@@ -757,6 +757,7 @@ fn better_setting(
             learned: None,
             web: None,
             robots: None,
+            leave_out_files: options.landing.leave_out_files,
         };
         if let Ok(rule) = crate::pipeline::landing_of(
             &settings,

@@ -63,12 +63,14 @@ pub enum Drop {
     /// The site's robots.txt disallows the URL for a major crawler (Googlebot, Bingbot): a
     /// sitemap listing it gets an error in the search console.
     RobotsDisallowed,
+    /// A content file of a repository set to `content_files = false`.
+    ContentFileLeftOut,
 }
 
 impl Drop {
     /// Every reason, in report order (new reasons go at the end: a store keeps the counts in
     /// this order). [`Drop::PER_IDENTIFIER`] lists those that apply to single values.
-    pub const ALL: [Drop; 13] = [
+    pub const ALL: [Drop; 14] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -82,11 +84,12 @@ impl Drop {
         Drop::RelationNotAUrl,
         Drop::TemplateInvalidUrl,
         Drop::RobotsDisallowed,
+        Drop::ContentFileLeftOut,
     ];
 
     /// The reasons that apply to single values of a record (not to a record or a URL as a
     /// whole), in the order an inventory entry counts them.
-    pub const PER_IDENTIFIER: [Drop; 9] = [
+    pub const PER_IDENTIFIER: [Drop; 10] = [
         Drop::OutOfScope,
         Drop::NotAUrl,
         Drop::InvalidUrl,
@@ -96,6 +99,7 @@ impl Drop {
         Drop::RelationNotAUrl,
         Drop::TemplateInvalidUrl,
         Drop::RobotsDisallowed,
+        Drop::ContentFileLeftOut,
     ];
 
     /// The stable name used in summaries, logs and metrics.
@@ -114,6 +118,7 @@ impl Drop {
             Drop::RelationNotAUrl => "relation_not_a_url",
             Drop::TemplateInvalidUrl => "template_invalid_url",
             Drop::RobotsDisallowed => "robots_disallowed",
+            Drop::ContentFileLeftOut => "content_file_left_out",
         }
     }
 
@@ -170,6 +175,10 @@ impl Drop {
                  it would be reported as an error, so it is left out (allow it in robots.txt to \
                  publish it)"
             }
+            Drop::ContentFileLeftOut => {
+                "a content file, left out as the repository's content_files = false says: the \
+                 landing pages alone are listed"
+            }
         }
     }
 
@@ -178,7 +187,11 @@ impl Drop {
     pub fn expected(self) -> bool {
         matches!(
             self,
-            Drop::NotAUrl | Drop::PersistentId | Drop::Duplicate | Drop::Deleted
+            Drop::NotAUrl
+                | Drop::PersistentId
+                | Drop::Duplicate
+                | Drop::Deleted
+                | Drop::ContentFileLeftOut
         )
     }
 

@@ -144,6 +144,7 @@ struct RawRepository {
     platform: Option<String>,
     ui_url: Option<String>,
     landing_template: Option<String>,
+    content_files: Option<bool>,
     from: Option<String>,
     until: Option<String>,
     max_urls_per_shard: Option<usize>,
@@ -577,6 +578,7 @@ mod typed {
         ("max_urls_per_shard", "a whole number (0 or more)"),
         ("max_bytes_per_shard", "a number of bytes"),
         ("gzip", "true or false"),
+        ("content_files", "true or false"),
         ("signmap", "true or false"),
         ("cdif", "true or false"),
         ("cdif_list", "true or false"),
@@ -1259,6 +1261,7 @@ fn parse_landing(
         learned: None,
         web: crate::platform::Resolvers::for_commands(),
         robots: None,
+        leave_out_files: r.content_files == Some(false),
     })
 }
 
@@ -2390,7 +2393,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 56] = [
+    const KEYS: [&str; 57] = [
         "include",
         "listen",
         "admin_listen",
@@ -2429,6 +2432,7 @@ mod tests {
         "platform",
         "ui_url",
         "landing_template",
+        "content_files",
         "from",
         "until",
         "max_urls_per_shard",

@@ -278,7 +278,7 @@ pub(crate) fn landing_of(
         }
         Err(e) => return Err(PipelineError::Scope(e.to_string())),
     };
-    Ok(internal_pages_said(landing).with_robots(settings.robots.clone()))
+    Ok(internal_pages_said(landing).with_robots(settings.robots.clone(), settings.leave_out_files))
 }
 
 /// A landing rule whose pages are on a loopback or private address (a sidecar harvesting its

@@ -139,6 +139,9 @@ pub struct LandingSettings {
     /// The sites' robots.txt as read for this run (`crate::learn::robots`): what they disallow
     /// for the major crawlers is left out.
     pub robots: Option<Arc<Robots>>,
+    /// `content_files = false`: the records' content files are left out
+    /// ([`Drop::ContentFileLeftOut`]), the landing pages alone listed, as DSpace's own sitemaps do.
+    pub leave_out_files: bool,
 }
 
 /// The robots.txt of the sites a repository's pages are on, for the crawlers a sitemap is
@@ -300,7 +303,11 @@ impl LandingSettings {
             self.ui_url.as_ref().map(Url::as_str),
             self.template.as_ref().map(Template::as_str),
             self.platforms.fingerprint(),
-        )
+        ) + if self.leave_out_files {
+            " content_files=false"
+        } else {
+            ""
+        }
     }
 }
 
@@ -1192,6 +1199,8 @@ pub struct Landing {
     detected: Detected,
     /// What the sites' robots.txt disallows, left out.
     robots: Option<Arc<Robots>>,
+    /// Content files left out (`content_files = false`).
+    leave_out_files: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -1359,12 +1368,19 @@ impl Landing {
             scope,
             detected,
             robots: None,
+            leave_out_files: false,
         }
     }
 
-    /// This rule, leaving out what `robots` disallows.
-    pub(crate) fn with_robots(mut self, robots: Option<Arc<Robots>>) -> Self {
+    /// This rule, leaving out what `robots` disallows, and the content files when
+    /// `leave_out_files`.
+    pub(crate) fn with_robots(
+        mut self,
+        robots: Option<Arc<Robots>>,
+        leave_out_files: bool,
+    ) -> Self {
         self.robots = robots;
+        self.leave_out_files = leave_out_files;
         self
     }
 
@@ -1397,6 +1413,7 @@ impl Landing {
                     scope: explicit.cloned().unwrap_or(scope),
                     detected: detected.clone(),
                     robots: None,
+                    leave_out_files: false,
                 }));
             };
             match &row.landing {
@@ -1416,6 +1433,7 @@ impl Landing {
             scope: explicit.cloned().unwrap_or(own_scope),
             detected: detected.clone(),
             robots: None,
+            leave_out_files: false,
         }))
     }
 
@@ -1438,7 +1456,7 @@ impl Landing {
     /// Whether this is Google's rule alone, so that the classification of `dc:identifier`
     /// values is all there is to it (the fast path).
     pub fn is_generic(&self) -> bool {
-        matches!(self.rule, Rule::Generic) && self.robots.is_none()
+        matches!(self.rule, Rule::Generic) && self.robots.is_none() && !self.leave_out_files
     }
 
     /// Where a record's landing page comes from, in words.
@@ -1490,11 +1508,15 @@ impl Landing {
     /// generic rule (what a store recorded before platforms), else with the rule. A published
     /// sitemap is patched only under the same text.
     pub fn key(&self) -> String {
-        let rule = self.rule_key();
-        match &self.robots {
-            Some(robots) => format!("{rule} robots={}", robots.digest),
-            None => rule,
+        let mut key = self.rule_key();
+        if let Some(robots) = &self.robots {
+            key.push_str(" robots=");
+            key.push_str(&robots.digest);
         }
+        if self.leave_out_files {
+            key.push_str(" content_files=false");
+        }
+        key
     }
 
     /// [`Landing::key`] without the robots.txt.
@@ -1576,6 +1598,13 @@ impl Landing {
                     _ => None,
                 };
                 self.derived_then_identifiers(page, record, out);
+            }
+        }
+        if self.leave_out_files {
+            for class in out.iter_mut() {
+                if matches!(class, Class::ContentFile { .. }) {
+                    *class = Class::Dropped(Drop::ContentFileLeftOut);
+                }
             }
         }
         if let Some(robots) = &self.robots {
@@ -1909,6 +1938,44 @@ mod tests {
                 Class::Dropped(d) => format!("drop {}", d.as_str()),
             })
             .collect()
+    }
+
+    /// `content_files = false`: the files are counted as left out, the landing page stays;
+    /// a robots.txt's disallowed page is left out with its reason.
+    #[test]
+    fn content_files_and_robots_disallowed_pages_are_left_out_with_their_reasons() {
+        let r = record(
+            "oai:h:1/2",
+            &[
+                "http://hdl.handle.net/1/2",
+                "https://repo.example.edu/bitstream/1/2/1/thesis.pdf",
+            ],
+            &[],
+        );
+        let rule = dspace("https://repo.example.edu/oai/request", None).with_robots(None, true);
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "landing https://repo.example.edu/handle/1/2",
+                "pid https://hdl.handle.net/1/2",
+                "drop content_file_left_out",
+            ]
+        );
+        let robots = Robots::new(&[(
+            "https://repo.example.edu".to_owned(),
+            b"User-agent: Googlebot\nDisallow: /handle/1/\n".to_vec(),
+        )]);
+        let rule = dspace("https://repo.example.edu/oai/request", None)
+            .with_robots(Some(Arc::new(robots)), false);
+        assert_eq!(
+            classes(&rule, &r),
+            [
+                "drop robots_disallowed",
+                "pid https://hdl.handle.net/1/2",
+                "file application/pdf https://repo.example.edu/bitstream/1/2/1/thesis.pdf",
+            ]
+        );
+        assert!(rule.key().contains(" robots="), "{}", rule.key());
     }
 
     #[test]
