@@ -1778,7 +1778,7 @@ mod tests {
         );
         rejects(
             &format!("{row}landing_rule = 1\n"),
-            "line",
+            "platform[0].landing_rule",
             "unknown field `landing_rule`",
         );
     }
