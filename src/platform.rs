@@ -1434,14 +1434,15 @@ impl Landing {
     /// The URLs in scope that `row` names content files (a path after the scope's prefix
     /// matching its `content_files`), but the page the rule derived (`derived`: the first).
     fn content_files(&self, row: &Row, derived: bool, out: &mut Classes<'_>) {
-        let prefixes = self.scope.prefixes();
         for class in out.iter_mut().skip(usize::from(derived)) {
             let Class::LandingPage(url) = class else {
                 continue;
             };
-            let after = prefixes
-                .iter()
-                .find_map(|p| url.strip_prefix(p.as_str()))
+            // The scope's own spelling of its prefixes, borrowed: this runs for every record.
+            let after = self
+                .scope
+                .prefix_texts()
+                .find_map(|p| url.strip_prefix(p))
                 .unwrap_or(url);
             if row.is_content_file(after) {
                 let url = std::mem::take(url);
