@@ -741,12 +741,15 @@ struct Site {
     url: Url,
     /// `host[:port]/path/`.
     at: String,
+    /// `site = "domain"` before the records told the host: the baseURL's host, whose registered
+    /// domain the pages' host shares (`url` and `at` are then the baseURL host's root).
+    domain: Option<String>,
 }
 
 impl Site {
     fn of(row: &Row, base: &Url) -> Option<Self> {
         let root = match row.spec.site {
-            SiteSpec::Root => "/".to_owned(),
+            SiteSpec::Root | SiteSpec::Domain => "/".to_owned(),
             SiteSpec::Endpoint => {
                 let path = base.path().trim_end_matches('/');
                 let root = row
@@ -769,7 +772,53 @@ impl Site {
         let host = url.host_str()?;
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         let at = format!("{host}{port}{root}");
-        matches!(url.scheme(), "http" | "https").then_some(Self { url, at })
+        let domain = (row.spec.site == SiteSpec::Domain).then(|| host.to_owned());
+        matches!(url.scheme(), "http" | "https").then_some(Self { url, at, domain })
+    }
+
+    /// For `site = "domain"`: the site at the root of the host most of `sample`'s pages under
+    /// `row`'s rule are on, as the records spell its origin; `None` when none has one.
+    fn on_records_host(row: &Row, domain: &str, sample: &[Record]) -> Option<Self> {
+        let RowLanding::Field {
+            element, patterns, ..
+        } = &row.landing
+        else {
+            return None;
+        };
+        let mut origins: Vec<(String, usize)> = Vec::new();
+        for record in sample
+            .iter()
+            .filter(|r| !r.deleted && !r.unreadable())
+            .take(SAMPLE)
+        {
+            let found = find_field(row, record, *element, patterns, FieldAt::Domain(domain));
+            let Some(url) = found.and_then(|v| Url::parse(v.trim()).ok()) else {
+                continue;
+            };
+            let origin = &url[..url::Position::BeforePath];
+            match origins.iter_mut().find(|(o, _)| o == origin) {
+                Some((_, n)) => *n += 1,
+                None => origins.push((origin.to_owned(), 1)),
+            }
+        }
+        let (origin, _) = origins.into_iter().rev().max_by_key(|(_, n)| *n)?;
+        let url = Url::parse(&format!("{origin}/")).ok()?;
+        let host = url.host_str()?;
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let at = format!("{host}{port}/");
+        Some(Self {
+            url,
+            at,
+            domain: None,
+        })
+    }
+
+    /// Where a `dc:*` rule's values must be.
+    fn field_at(&self) -> FieldAt<'_> {
+        match &self.domain {
+            Some(host) => FieldAt::Domain(host),
+            None => FieldAt::Installation(&self.at),
+        }
     }
 
     /// Whether `row`'s rule gives `record` a landing page here (for detection; the UI of a
@@ -780,7 +829,36 @@ impl Site {
             RowLanding::Template(t) => fill_row(t, row, record, self.url.as_str()).is_some(),
             RowLanding::Field {
                 element, patterns, ..
-            } => find_field(row, record, *element, patterns, &self.at).is_some(),
+            } => find_field(row, record, *element, patterns, self.field_at()).is_some(),
+        }
+    }
+}
+
+/// Where a `dc:*` rule's value must be to be matched against its patterns.
+#[derive(Clone, Copy, Debug)]
+enum FieldAt<'a> {
+    /// At one installation: `host[:port]/path/` ([`Site::at`]), in either scheme.
+    Installation(&'a str),
+    /// At the root of any host sharing this host's registered domain ([`same_site`]).
+    Domain(&'a str),
+}
+
+impl FieldAt<'_> {
+    /// `rest`, a URL after its `scheme://`, after the site; `None` when it is not there.
+    fn strip(self, rest: &str) -> Option<&str> {
+        match self {
+            FieldAt::Installation(at) => classify::strip_prefix_ignore_case(rest, at),
+            FieldAt::Domain(base) => {
+                let (authority, path) = rest.split_at(rest.find('/')?);
+                if authority.contains('@') {
+                    return None;
+                }
+                let host = match authority.rsplit_once(':') {
+                    Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+                    _ => authority,
+                };
+                same_site(base, host).then(|| &path[1..])
+            }
         }
     }
 }
@@ -839,15 +917,16 @@ fn record_value<'r>(record: &'r Record, placeholder: &Placeholder) -> Option<&'r
     }
 }
 
-/// The value of `element` that is the record's page under `patterns`, at the installation `at`
-/// ([`Site::at`]). A pattern whose placeholder the record's OAI identifier does not give
-/// matches only the first or the last value, where platforms write their own page.
+/// The value of `element` that is the record's page under `patterns`, at `at` (an installation,
+/// [`Site::at`], or any host of a registered domain). A pattern whose placeholder the record's
+/// OAI identifier does not give matches only the first or the last value, where platforms write
+/// their own page.
 fn find_field<'r>(
     row: &Row,
     record: &'r Record,
     element: Element,
     patterns: &[Pattern],
-    at: &str,
+    at: FieldAt<'_>,
 ) -> Option<&'r str> {
     let caps = groups(row, record);
     let values = row::element_values(record, element);
@@ -856,7 +935,7 @@ fn find_field<'r>(
         let value = value.trim();
         let rest = classify::strip_prefix_ignore_case(value, "https://")
             .or_else(|| classify::strip_prefix_ignore_case(value, "http://"))?;
-        let rest = classify::strip_prefix_ignore_case(rest, at)?;
+        let rest = at.strip(rest)?;
         let edge = i == 0 || i == last;
         patterns
             .iter()
@@ -1187,10 +1266,26 @@ impl Rule {
         ))
     }
 
-    /// A `dc:*` or template rule, for the installation the baseURL belongs to.
-    fn for_site(row: &Arc<Row>, base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
+    /// A `dc:*` or template rule, for the installation the baseURL belongs to; for a row whose
+    /// site is the registered domain's, on the host `sample`'s pages are on (then added to
+    /// `evidence`), else the baseURL host's root.
+    fn for_site(
+        row: &Arc<Row>,
+        base: Option<&Url>,
+        sample: &[Record],
+        evidence: &mut String,
+    ) -> Result<(Self, Scope), LandingError> {
         let base = base.ok_or_else(|| no_base(row.name()))?;
-        let site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
+        let mut site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
+        if let Some(domain) = site.domain.take()
+            && let Some(on) = Site::on_records_host(row, &domain, sample)
+        {
+            evidence.push_str(&format!(
+                "; the pages on {}, as the records name them",
+                on.url
+            ));
+            site = on;
+        }
         let mut scope = origin_scope(&site.url, site.url.path(), row.name())?;
         // A page as the record writes it: `http` or `https`, whichever the baseURL says.
         if let RowLanding::Field {
@@ -1275,7 +1370,9 @@ impl Landing {
                     sample,
                     &mut detected.evidence,
                 )?,
-                RowLanding::Template(_) | RowLanding::Field { .. } => Rule::for_site(&row, base)?,
+                RowLanding::Template(_) | RowLanding::Field { .. } => {
+                    Rule::for_site(&row, base, sample, &mut detected.evidence)?
+                }
             }
         };
         Ok(Some(Self {
@@ -1410,6 +1507,7 @@ impl Landing {
                         RowAt::Site { at, scheme, .. },
                     ) => {
                         let scheme = (*written == SchemeSpec::Base).then_some(scheme.as_str());
+                        let at = FieldAt::Installation(at);
                         self.field(record, row, (*element, patterns), at, scheme, out)
                     }
                     _ => false,
@@ -1594,7 +1692,7 @@ impl Landing {
         record: &'a Record,
         row: &Row,
         (element, patterns): (Element, &[Pattern]),
-        at: &str,
+        at: FieldAt<'_>,
         scheme: Option<&str>,
         out: &mut Classes<'a>,
     ) -> bool {

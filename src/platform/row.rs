@@ -38,7 +38,9 @@ pub struct RowSpec {
     #[serde(default)]
     pub endpoint: Vec<String>,
     /// `endpoint` (default): the site is the baseURL's path above the endpoint (else the host's
-    /// root); `root`: always the host's root.
+    /// root); `root`: always the host's root; `domain` (a `dc:*` rule only): the root of the
+    /// host the records' pages are on, one sharing the baseURL's registered domain (Figshare's
+    /// pages on `figshare.com`, its endpoint on `api.figshare.com`).
     #[serde(default)]
     pub site: SiteSpec,
     /// A pattern over Identify's `repositoryName` and `<description>` text: a sign.
@@ -74,6 +76,9 @@ pub enum SiteSpec {
     Endpoint,
     /// The host's root.
     Root,
+    /// The root of the host most of the first records' pages are on, among the hosts that share
+    /// the baseURL's registered domain (by the Public Suffix List, as the widened scope's).
+    Domain,
 }
 
 /// See [`RowSpec::requires`].
@@ -300,6 +305,15 @@ impl Row {
                 ));
             }
         };
+        // A template or a Handle makes a page on a host that must be known before any record
+        // is read; only a value the records give can tell which host of the domain it is.
+        if spec.site == SiteSpec::Domain && !matches!(landing, RowLanding::Field { .. }) {
+            return Err(fail(
+                "site",
+                "\"domain\" is for a dc:identifier or dc:relation rule, whose records name the host"
+                    .to_owned(),
+            ));
+        }
         let content_files = if spec.content_files.is_empty() {
             None
         } else {
@@ -531,6 +545,7 @@ mod tests {
                 "landing = { from = \"dc:identifier\", match = [\"https://h/*\"] }",
                 "landing.match",
             ),
+            ("site = \"domain\"\nlanding = { from = \"handle\" }", "site"),
         ];
         for (extra, key) in cases {
             let err = spec(extra).expect_err(extra);
