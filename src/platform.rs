@@ -408,6 +408,9 @@ pub struct Detected {
     /// Under `auto`, when no platform's rule and not Google's applies: what the records show
     /// without one.
     pub fallback: Fallback,
+    /// Under `auto`, when nothing gives most records a landing page: what their URLs are, in
+    /// words, with what an operator can do (for the error when there is nothing to publish).
+    pub holds: Option<String>,
 }
 
 /// What `auto` finds in records that no platform's rule and not Google's gives landing pages.
@@ -433,6 +436,7 @@ impl Detected {
             configured: true,
             evidence: "set in the configuration".to_owned(),
             fallback: Fallback::None,
+            holds: None,
         }
     }
 }
@@ -495,6 +499,7 @@ pub(crate) fn detect_over(
                 of(generic)
             ),
             fallback: Fallback::None,
+            holds: None,
         };
     }
     let mut seen = Vec::new();
@@ -513,6 +518,7 @@ pub(crate) fn detect_over(
                 configured: false,
                 evidence: why.join(", "),
                 fallback: Fallback::None,
+                holds: None,
             };
         }
         // An endpoint of one path segment (`/oai`) is too common to be worth saying.
@@ -544,11 +550,16 @@ pub(crate) fn detect_over(
         (Some(base), None) => site_fallback(base, &live, &most, &of, &mut evidence),
         _ => Fallback::None,
     };
+    let holds = match (base, scope, &fallback) {
+        (Some(base), None, Fallback::None) => records_hold(base, &live, &most, &of),
+        _ => None,
+    };
     Detected {
         platform: Platform::generic(),
         configured: false,
         evidence,
         fallback,
+        holds,
     }
 }
 
@@ -641,6 +652,88 @@ fn site_fallback(
         return Fallback::OaiUrl(scope);
     }
     Fallback::None
+}
+
+/// What the first live records hold when nothing gives most of them a landing page, in words
+/// with what an operator can do: when most have URLs only on another registered domain than
+/// the baseURL's (HAL's portals, `hal.science`, beside its API host), which hosts; when most
+/// have only a resolver's URL, one that carries a URN (DiVA's
+/// `http://urn.kb.se/resolve?urn=urn:nbn:se:...`), which redirects and is no page of theirs.
+fn records_hold(
+    base: &Url,
+    live: &[&Record],
+    most: &impl Fn(usize) -> bool,
+    of: &impl Fn(usize) -> String,
+) -> Option<String> {
+    let base_host = base.host_str()?;
+    let mut elsewhere: Vec<(String, usize)> = Vec::new();
+    let (mut away, mut resolved) = (0, 0);
+    let mut example = None;
+    for record in live {
+        let (mut origin, mut resolver, mut on_site) = (None, None, false);
+        for value in &record.dc_identifiers {
+            let value = value.trim();
+            if !classify::is_http_text(value) || classify::pid_of(value).is_some() {
+                continue;
+            }
+            let Ok(url) = Url::parse(value) else {
+                continue;
+            };
+            let Some(host) = url.host_str() else {
+                continue;
+            };
+            if same_site(base_host, host) {
+                on_site = true;
+                break;
+            }
+            if url[url::Position::BeforePath..]
+                .to_ascii_lowercase()
+                .contains("urn:")
+            {
+                resolver.get_or_insert(value);
+            } else if origin.is_none() {
+                origin = Some(url[..url::Position::BeforePath].to_owned() + "/");
+            }
+        }
+        if on_site {
+            continue;
+        }
+        if let Some(origin) = origin {
+            away += 1;
+            match elsewhere.iter_mut().find(|(o, _)| *o == origin) {
+                Some((_, n)) => *n += 1,
+                None => elsewhere.push((origin, 1)),
+            }
+        } else if let Some(value) = resolver {
+            resolved += 1;
+            example.get_or_insert(value);
+        }
+    }
+    if most(away) {
+        // Most records first; a stable sort keeps the first met first among equals.
+        elsewhere.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let mut hosts = elsewhere
+            .iter()
+            .take(3)
+            .map(|(o, n)| format!("{o} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if elsewhere.len() > 3 {
+            hosts.push_str(&format!(" and {} more", elsewhere.len() - 3));
+        }
+        return Some(format!(
+            "{} have their URLs only on another registered domain than the baseURL's: {hosts}; a sitemap lists the pages of one site: set a landing_template (--landing-template) that makes each record's page from its identifiers, or a scope (--scope) on their host (docs/platforms.md)",
+            of(away),
+        ));
+    }
+    if most(resolved) {
+        return Some(format!(
+            "{} have no URL but a resolver's ({}), which redirects and is not the record's page: the records name no page of the repository to publish (docs/platforms.md says what each platform needs)",
+            of(resolved),
+            example.unwrap_or_default()
+        ));
+    }
+    None
 }
 
 /// What a repository shows of one row: its endpoint, Identify, and how many of the first live
@@ -2316,6 +2409,115 @@ mod tests {
         assert_eq!(d.platform, Platform::generic(), "{d}");
         let d = detect(Some(&base), &identify(None), &records);
         assert_eq!(d.platform, Platform::named("dspace"), "{d}");
+    }
+
+    /// Figshare (issue 29): its pages on the site's host that the records' relations name,
+    /// within the baseURL's registered domain; its endpoint makes a harvest read relations.
+    #[test]
+    fn figshare_pages_are_on_the_host_its_relations_name() {
+        let base = Url::parse("https://api.figshare.example.com/v2/oai").unwrap();
+        let records: Vec<Record> = (1..=3)
+            .map(|i| {
+                record(
+                    &format!("oai:figshare.example.com:article/{i}"),
+                    &[&format!("10.5555/fig.{i}")],
+                    &[&format!(
+                        "https://figshare.example.com/articles/dataset/Title_{i}/{i}"
+                    )],
+                )
+            })
+            .collect();
+        let mut d = detect(Some(&base), &identify(None), &records);
+        assert_eq!(d.platform, Platform::named("figshare"), "{d}");
+        let rule = Landing::new(
+            &LandingSettings::default(),
+            Some(&base),
+            None,
+            &mut d,
+            &records,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            rule.scope().to_string(),
+            "https://figshare.example.com/, http://figshare.example.com/"
+        );
+        assert_eq!(
+            classes(&rule, &records[0]),
+            [
+                "landing https://figshare.example.com/articles/dataset/Title_1/1",
+                "pid https://doi.org/10.5555/fig.1",
+            ]
+        );
+        // A relation on another registered domain is no page of the repository's.
+        let other = record(
+            "oai:figshare.example.com:article/9",
+            &[],
+            &["https://figshare.example.net/articles/x/9"],
+        );
+        assert!(classes(&rule, &other).is_empty());
+        let d = detect(Some(&base), &identify(None), &[other]);
+        assert_eq!(d.platform, Platform::generic(), "{d}");
+        // Under auto, Figshare's endpoint is what makes a harvest read relations.
+        let settings = LandingSettings::default();
+        assert!(settings.reads_relations(&crate::oai::Source::Oai(base.clone())));
+        let elsewhere = Url::parse("https://h.example/oai").unwrap();
+        assert!(!settings.reads_relations(&crate::oai::Source::Oai(elsewhere)));
+    }
+
+    /// What `auto` says the records hold when nothing gives most of them a page (issue 29:
+    /// HAL's portals, DiVA's URN resolver).
+    #[test]
+    fn detection_says_what_the_records_hold_when_nothing_applies() {
+        let base = Url::parse("https://api.example.fr/oai/hal/").unwrap();
+        let hal: Vec<Record> = [
+            "https://a.example.science/hal-1",
+            "https://b.example.science/hal-2",
+            "https://a.example.science/hal-3",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, url)| {
+            record(
+                &format!("oai:HAL:hal-{i}v1"),
+                &[&format!("hal-{i}"), url],
+                &[],
+            )
+        })
+        .collect();
+        let d = detect(Some(&base), &identify(None), &hal);
+        let holds = d.holds.expect("what they hold");
+        assert!(
+            holds.contains("3 of the first 3 live records have their URLs only on another registered domain than the baseURL's: https://a.example.science/ (2), https://b.example.science/ (1);"),
+            "{holds}"
+        );
+        let base = Url::parse("https://www.diva.example.org/dice/oai").unwrap();
+        let diva: Vec<Record> = (1..=2)
+            .map(|i| {
+                let url = format!("http://urn.example.se/resolve?urn=urn:nbn:se:x:diva-{i}");
+                record(&format!("oai:DiVA.org:x-{i}"), &[&url, "urn:isbn:1"], &[])
+            })
+            .collect();
+        let holds = detect(Some(&base), &identify(None), &diva).holds.unwrap();
+        assert!(
+            holds.contains(
+                "no URL but a resolver's (http://urn.example.se/resolve?urn=urn:nbn:se:x:diva-1)"
+            ),
+            "{holds}"
+        );
+        // Pages on the site: the widened scope says it, and nothing else needs saying.
+        let site: Vec<Record> = (1..=2)
+            .map(|i| {
+                record(
+                    &format!("oai:h:{i}"),
+                    &[&format!("https://www.diva.example.org/r/{i}")],
+                    &[],
+                )
+            })
+            .collect();
+        let d = detect(Some(&base), &identify(None), &site);
+        assert!(matches!(d.fallback, Fallback::Widened(_)), "{d}");
+        assert_eq!(d.holds, None);
     }
 
     fn identify(sample: Option<&str>) -> Identify {
