@@ -956,9 +956,32 @@ impl FieldAt<'_> {
     }
 }
 
-/// The OAI identifier's named groups under `row`'s pattern, by name.
-fn groups<'r>(row: &Row, record: &'r Record) -> Option<regex::Captures<'r>> {
-    row.oai_identifier.as_ref()?.captures(&record.identifier)
+/// The OAI identifier's named groups under a row's pattern.
+enum Groups<'r, 'p> {
+    /// As the regex captures them.
+    Captures(regex::Captures<'r>),
+    /// The one group of `^oai:[^:]+:(?<NAME>[0-9]+)$`, NAME and its value, read by hand
+    /// ([`row::oai_local_digits`]).
+    One(&'p str, &'r str),
+}
+
+impl<'r> Groups<'r, '_> {
+    /// The value of the group `name`.
+    fn name(&self, name: &str) -> Option<&'r str> {
+        match self {
+            Groups::Captures(c) => c.name(name).map(|m| m.as_str()),
+            Groups::One(own, value) => (*own == name).then_some(*value),
+        }
+    }
+}
+
+/// The OAI identifier's named groups under `row`'s pattern.
+fn groups<'r, 'p>(row: &'p Row, record: &'r Record) -> Option<Groups<'r, 'p>> {
+    if let Some(name) = &row.oai_local_digits {
+        return row::oai_local_digits(&record.identifier).map(|v| Groups::One(name, v));
+    }
+    let caps = row.oai_identifier.as_ref()?.captures(&record.identifier)?;
+    Some(Groups::Captures(caps))
 }
 
 /// A row's template filled for `record` at `site`; `None` when a value is missing.
@@ -968,7 +991,7 @@ fn fill_row(template: &Template, row: &Row, record: &Record, site: &str) -> Opti
     let filled = template.try_fill(|p| {
         let value = match p {
             Placeholder::Site => Some(site),
-            Placeholder::Group(name) => caps.as_ref()?.name(name).map(|m| m.as_str()),
+            Placeholder::Group(name) => caps.as_ref()?.name(name),
             other => record_value(record, other),
         };
         climbs |= value.is_some_and(has_dot_segment) && *p != Placeholder::Site;
@@ -1021,7 +1044,8 @@ fn find_field<'r>(
     patterns: &[Pattern],
     at: FieldAt<'_>,
 ) -> Option<&'r str> {
-    let caps = groups(row, record);
+    // Read once a pattern needs them: most `dc:*` rules' patterns name no group.
+    let caps = std::cell::OnceCell::new();
     let values = row::element_values(record, element);
     let last = values.len().saturating_sub(1);
     values.iter().enumerate().find_map(|(i, &value)| {
@@ -1034,7 +1058,9 @@ fn find_field<'r>(
             .iter()
             .any(|p| {
                 matches_pattern(p, rest, edge, |name| {
-                    caps.as_ref().and_then(|c| c.name(name)).map(|m| m.as_str())
+                    caps.get_or_init(|| groups(row, record))
+                        .as_ref()
+                        .and_then(|c| c.name(name))
                 })
             })
             .then_some(value)
