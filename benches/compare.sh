@@ -28,6 +28,11 @@
 #   load         wrk, 64 connections, every file of the generation in turn, while the gateway
 #                harvests RECORDS (250,000) records in full back to back; requests/s, p99, errors,
 #                refreshes finished, peak RSS (benches/load)
+#   platforms    (only when ONLY names it) the landing rules (benches/platforms): RECORDS
+#                (1,000,000) records in DSpace 6's, EPrints 3.4's and the harvest benchmark's
+#                shape, exported with the platform's rule and with auto (auto alone on the
+#                generic shape); `ONLY=platforms bash benches/compare.sh a1a539d` measures the
+#                rows' interpreter against the match arms it replaced
 # Exports: CPU-seconds (user + sys) and wall seconds with GNU time (gated), peak RSS (for
 # information). Gateway refreshes: CPU-seconds from /proc until the files answer (gated).
 # Figures marked "info" are shown with their ratio but never flagged (memory, counts, a restart's
@@ -69,7 +74,7 @@ flock -n 9 || { echo "another comparison is running" >&2; exit 1; }
 source benches/lib.sh
 
 for b in ${ONLY//,/ }; do
-  case $b in harvest | profiles | incremental | serve | load) ;; *) log "unknown benchmark $b"; exit 2 ;; esac
+  case $b in harvest | profiles | incremental | serve | load | platforms) ;; *) log "unknown benchmark $b"; exit 2 ;; esac
 done
 selected() { [[ ",$ONLY," == *",$1,"* ]]; }
 tools=(/usr/bin/time:time curl:curl)
@@ -574,8 +579,36 @@ load_wrk() { # OUT PORT DURATION PATHS
     -s "$work/mix.lua" "http://127.0.0.1:$2" >"$1" 2>&1 || { cat "$1" >&2; exit 1; }
 }
 
+# --- platforms ------------------------------------------------------------------------------------
+# The landing rules, as benches/platforms/run.sh measures them, the two binaries alternating on
+# the same upstream: each shape's own platform and auto, which must find it (their files must be
+# the same bytes for both binaries); auto on the generic shape, Google's rule after detection.
+platforms_bench() {
+  local records=${RECORDS:-1000000} port=$PORT shape variant base variants
+  for shape in dspace eprints generic; do
+    log "platforms: $records records in the $shape shape"
+    upstream "platforms-$shape" "$port" "" --records "$records" --shape "$shape"
+    case $shape in
+      dspace) base="http://127.0.0.1:$port/oai/request" variants="dspace auto" ;;
+      eprints) base="http://127.0.0.1:$port/cgi/oai2" variants="eprints auto" ;;
+      *) base="http://127.0.0.1:$port/oai/request" variants="auto" ;;
+    esac
+    for round in $rounds; do
+      for variant in $variants; do
+        for side in "${sides[@]}"; do
+          rm -rf "$work/out"
+          export_run platforms "$shape shape, --platform $variant" "$side" "$round" "$work/out" \
+            --base-url "$base" --public-url "http://127.0.0.1:$port/" --platform "$variant"
+        done
+      done
+    done
+    rm -rf "$work/out"
+    stop_all
+  done
+}
+
 # --- the run --------------------------------------------------------------------------------------
-for b in harvest profiles incremental serve load; do
+for b in harvest profiles incremental serve load platforms; do
   if selected "$b"; then "${b}_bench"; fi
 done
 

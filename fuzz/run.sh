@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the coverage-guided fuzz targets (cargo fuzz, libFuzzer) for a given time each.
 #
-#   bash fuzz/run.sh [SECONDS] [TARGET...]     # default: 60 s for each of list_records classify config
+#   bash fuzz/run.sh [SECONDS] [TARGET...]     # default: 60 s for each of list_records classify config platform_rows
 #
 # Corpora start from the seeds below and grow under fuzz/corpus/ (not committed). A crash stops the run: its input is in
 # fuzz/artifacts/TARGET/; copy it into fuzz/regressions/TARGET/ and `cargo test` replays it
@@ -14,7 +14,7 @@ cd "$(dirname "$0")"
 seconds=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(list_records classify config)
+[ ${#targets[@]} -gt 0 ] || targets=(list_records classify config platform_rows)
 
 if grep -q '^nightly' <<<"$(rustup toolchain list 2>/dev/null)"; then
   cargo_fuzz=(cargo +nightly fuzz)
@@ -25,8 +25,9 @@ fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 
 # Seeds: two ListRecords pages made from the sample (fuzz/seeds/), the sample's identifiers,
-# bridge.toml, and every input that once crashed a target.
-mkdir -p corpus/list_records corpus/classify corpus/config
+# bridge.toml, each built-in platform row (src/platform/platforms.toml, one a file, with record
+# values after the separator fuzzing::ROW_VALUES), and every input that once crashed a target.
+mkdir -p corpus/list_records corpus/classify corpus/config corpus/platform_rows
 cp seeds/list_records/*.xml ../fixtures/sample-repository.xml corpus/list_records/
 i=0
 # `sed -n 1,200p`, not `head -200`: head exits early, and under pipefail the SIGPIPE that sort
@@ -34,7 +35,16 @@ i=0
 grep -o '<dc:identifier>[^<]*</dc:identifier>' ../fixtures/sample-repository.xml | sed 's/<[^>]*>//g' | sort -u | sed -n 1,200p |
   while IFS= read -r id; do i=$((i + 1)); printf '%s' "$id" >"corpus/classify/seed-$i"; done
 cp ../bridge.toml corpus/config/bridge.toml
-for t in list_records classify config; do
+awk -v dir=corpus/platform_rows '
+  /^\[\[platform\]\]/ { n++; next }
+  n > 0 { print > (dir "/row-" n) }
+' ../src/platform/platforms.toml
+for f in corpus/platform_rows/row-*; do
+  printf '%s\n' '---' 'oai:repo.example.org:123456789/7' 'http://hdl.handle.net/123456789/7' \
+    'https://repo.example.org/site/id/eprint/7/' 'https://repo.example.org/articles/x/7' \
+    'https://doi.org/10.5555/x.7' >>"$f"
+done
+for t in list_records classify config platform_rows; do
   find "regressions/$t" -type f ! -name .keep -exec cp {} "corpus/$t/" \;
 done
 

@@ -259,7 +259,8 @@ pub(crate) fn media_types() -> impl Iterator<Item = &'static str> {
     CONTENT_TYPES.iter().map(|&(_, t)| t).chain([OCTET_STREAM])
 }
 
-/// The media type of a content file, from the extension of the URL's last path segment.
+/// The media type of a content file, from the extension of the URL's last path segment, or
+/// [`OCTET_STREAM`] for a platform's stored file without one ([`is_stored_file`]).
 pub(crate) fn content_type(url: &Url) -> Option<&'static str> {
     content_type_of_path(url.path())
 }
@@ -268,12 +269,62 @@ fn content_type_of_path(path: &str) -> Option<&'static str> {
     // Found by bytes: splitting at a `char` searched for its last byte, then compared the
     // whole encoding again (a path is short, and every identifier's is read).
     let path = path.as_bytes();
-    let segment = &path[path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..];
-    let ext = &segment[segment.iter().rposition(|&b| b == b'.')? + 1..];
-    CONTENT_TYPES
+    let (dir, segment) = path.split_at(path.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1));
+    let by_extension = segment
         .iter()
-        .find(|(e, _)| ext.eq_ignore_ascii_case(e.as_bytes()))
-        .map(|&(_, t)| t)
+        .rposition(|&b| b == b'.')
+        .and_then(|dot| {
+            let ext = &segment[dot + 1..];
+            CONTENT_TYPES
+                .iter()
+                .find(|(e, _)| ext.eq_ignore_ascii_case(e.as_bytes()))
+        })
+        .map(|&(_, t)| t);
+    by_extension.or_else(|| is_stored_file(dir, segment).then_some(OCTET_STREAM))
+}
+
+/// Whether a path (its directory `dir`, ending in `/`, and last `segment`) is where a platform
+/// stores a file under a name that tells no type, which Google's rule would otherwise publish as
+/// a landing page (issue 29):
+/// - Omeka Classic's and Omeka S's originals, `/files/original/HASH[.ext]`: a random MD5 (Omeka
+///   Classic, `Omeka_Filter_Filename`) or SHA-1 (Omeka S, `File\TempFile::getStorageId`) in hex,
+///   whose extension Omeka Classic drops when it has a character outside `[A-Za-z0-9_-]`;
+/// - HAL's main file, `/HALID[vN]/document` (`hal-01821474v2/document`, CCSDForge/HAL
+///   `xsl/dc.xsl`: the current edition's file), beside the page `/HALID`.
+fn is_stored_file(dir: &[u8], segment: &[u8]) -> bool {
+    if dir.ends_with(b"/files/original/") {
+        let stem = segment.split(|&b| b == b'.').next().unwrap_or_default();
+        return matches!(stem.len(), 32 | 40)
+            && stem.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    }
+    if segment == b"document"
+        && let Some(parent) = dir.strip_suffix(b"/")
+    {
+        let id = &parent[parent.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..];
+        return is_hal_id(id);
+    }
+    false
+}
+
+/// A HAL document id with its optional version: `hal-01821474`, `tel-02955615v1`,
+/// `halshs-02112233` (a portal's lower-case prefix, `-`, eight digits, `vN`).
+fn is_hal_id(id: &[u8]) -> bool {
+    let Some(dash) = id.iter().position(|&b| b == b'-') else {
+        return false;
+    };
+    let (prefix, number) = (&id[..dash], &id[dash + 1..]);
+    if prefix.is_empty()
+        || !prefix.iter().all(u8::is_ascii_lowercase)
+        || number.len() < 8
+        || !number[..8].iter().all(u8::is_ascii_digit)
+    {
+        return false;
+    }
+    match &number[8..] {
+        [] => true,
+        [b'v', version @ ..] => !version.is_empty() && version.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
 }
 
 /// Bytes the URL standard leaves as they are in a path (`NORMAL_PATH`) and in a query
@@ -879,6 +930,64 @@ mod tests {
                 .and_then(|(_, ext)| CONTENT_TYPES.iter().find(|(e, _)| ext.eq_ignore_ascii_case(e)))
                 .map(|&(_, t)| t);
             proptest::prop_assert_eq!(content_type_of_path(&path), reference);
+        }
+    }
+
+    /// Omeka's originals and HAL's main file are files, with or without an extension (issue
+    /// 29); what only looks like them is not.
+    #[test]
+    fn stored_files_without_an_extension_are_content_files() {
+        let scope = Scope::from_prefixes(&[Url::parse("https://h.example/").unwrap()]).unwrap();
+        let check = |value: &str, expected: &str| {
+            let got = match classify(value, &scope) {
+                Identifier::LandingPage(_) => "landing".to_owned(),
+                Identifier::ContentFile { media_type, .. } => format!("file {media_type}"),
+                other => format!("{other:?}"),
+            };
+            assert_eq!(got, expected, "{value}");
+        };
+        for (value, expected) in [
+            (
+                "https://h.example/files/original/a87ff679a2f3e71d9181a67b7542122c",
+                "file application/octet-stream",
+            ),
+            (
+                "https://h.example/omeka/files/original/4b227777d4dd1fc61c6f884f48641d02b4d121d3",
+                "file application/octet-stream",
+            ),
+            (
+                "https://h.example/files/original/a87ff679a2f3e71d9181a67b7542122c.x_y",
+                "file application/octet-stream",
+            ),
+            (
+                "https://h.example/files/original/a87ff679a2f3e71d9181a67b7542122c.jpg",
+                "file image/jpeg",
+            ),
+            (
+                "https://h.example/hal-01821474v2/document",
+                "file application/octet-stream",
+            ),
+            (
+                "https://h.example/tel-02955615/document",
+                "file application/octet-stream",
+            ),
+            // Not a hash, not a HAL id, not that folder: pages as before.
+            ("https://h.example/files/original/about", "landing"),
+            (
+                "https://h.example/files/original/A87FF679A2F3E71D9181A67B7542122C",
+                "landing",
+            ),
+            (
+                "https://h.example/files/a87ff679a2f3e71d9181a67b7542122c",
+                "landing",
+            ),
+            ("https://h.example/hal-01821474", "landing"),
+            ("https://h.example/items/7/document", "landing"),
+            ("https://h.example/hal-0182147/document", "landing"),
+            ("https://h.example/hal-01821474v/document", "landing"),
+            ("https://h.example/document", "landing"),
+        ] {
+            check(value, expected);
         }
     }
 

@@ -1774,8 +1774,8 @@ mod tests {
         );
         rejects(
             &format!("{row}landing_rule = 1\n"),
-            "landing_rule",
-            "landing_rule",
+            "platform[0].landing_rule",
+            "unknown field `landing_rule`",
         );
     }
 

@@ -139,6 +139,150 @@ pub fn check_landing_rules(value: &str) {
     }
 }
 
+/// The keys a row's error may name ([`crate::platform::RowSpec`]'s, as
+/// [`crate::platform::Row::new`] checks them).
+const ROW_KEYS: [&str; 10] = [
+    "name",
+    "endpoint",
+    "site",
+    "identify",
+    "sample_identifier",
+    "oai_identifier",
+    "landing.from",
+    "landing.page",
+    "landing.match",
+    "content_files",
+];
+
+/// Where the row text ends and the record values begin in a `platform_rows` input.
+pub const ROW_VALUES: &str = "\n---\n";
+
+/// The row interpreter (issue 29): the input is a `[[platform]]` table's keys in TOML, then
+/// [`ROW_VALUES`] and a record's values, one a line. Whatever the text, reading it as a row
+/// (`Row::new`, `Registry::with`, and a bridge.toml holding it) never panics, and a row refused
+/// names its key. A row accepted gives, under its own rule and under what `auto` detects with
+/// it, for records made of the values (the first line as the OAI identifier, every line as a
+/// `dc:identifier` and a `dc:relation`), URLs that parse, lie inside the rule's scope and are
+/// at most 2,047 characters; landing pages that are never a resolver's URL; one derived
+/// landing page at most per record.
+pub fn check_platform_rows(data: &[u8]) {
+    use crate::oai::parse::{DcElement, Identify, Record};
+    use crate::platform::{
+        Detected, Landing, LandingSettings, Registry, Row, RowSpec, Setting, detect_over,
+    };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (row_text, values) = text.split_once(ROW_VALUES).unwrap_or((text, ""));
+    // As bridge.toml holds it: never a panic, whatever the table says.
+    let _ = crate::config::Config::parse(
+        &format!("[[platform]]\n{row_text}"),
+        "fuzz.toml",
+        Path::new("."),
+    );
+    let Ok(spec) = toml::from_str::<RowSpec>(row_text) else {
+        return;
+    };
+    let row = match Row::new(spec.clone(), false) {
+        Ok(row) => row,
+        Err(e) => {
+            let key = e.key_path();
+            assert!(
+                ROW_KEYS
+                    .iter()
+                    .any(|k| key == format!("[[platform]] {:?} {k}", spec.name)),
+                "{e} names no key ({key})"
+            );
+            assert!(e.to_string().starts_with(&key), "{e}");
+            return;
+        }
+    };
+    let name = row.name().to_owned();
+    let twice = Row::new(spec.clone(), false).expect("a row read once reads again");
+    let e = Registry::with(vec![twice, Row::new(spec, false).expect("and again")])
+        .expect_err("two rows of one name");
+    assert_eq!(e.key_path(), format!("[[platform]] {name:?} name"), "{e}");
+    let registry = Registry::with(vec![row]).expect("one row");
+
+    let lines: Vec<&str> = values.lines().take(16).collect();
+    let mut record = Record {
+        identifier: lines
+            .first()
+            .map_or("oai:repo.example.org:1", |l| l)
+            .to_owned(),
+        dc_identifiers: lines.iter().map(|l| (*l).to_owned()).collect(),
+        ..Record::default()
+    };
+    for line in &lines {
+        record.dc.push(DcElement::Relation, line);
+    }
+    let sample = std::slice::from_ref(&record);
+    // At the row's endpoint under a path (its site then the path), else at a plain one.
+    let mine = registry.get(&name).expect("the row is there");
+    let endpoint = mine.spec.endpoint.first().map_or("/oai", String::as_str);
+    let base = Url::parse(&format!("https://repo.example.org/site{endpoint}"))
+        .or_else(|_| Url::parse("https://repo.example.org/oai"))
+        .expect("a URL");
+    let fixed = LandingSettings {
+        platform: Setting::Fixed(name.clone()),
+        platforms: registry.clone(),
+        ..LandingSettings::default()
+    };
+    let auto = LandingSettings {
+        platform: Setting::Auto,
+        platforms: registry.clone(),
+        ..LandingSettings::default()
+    };
+    let detected = detect_over(Some(&base), &Identify::default(), sample, None, &registry);
+    let fixed_detected = Detected::configured(fixed.fixed().expect("the row's platform"));
+    let mut classes = crate::platform::Classes::new();
+    for (settings, mut detected) in [(fixed, fixed_detected), (auto, detected)] {
+        let rule = match Landing::new(&settings, Some(&base), None, &mut detected, sample) {
+            Ok(Some(rule)) => rule,
+            // Google's rule: what check_classify holds.
+            Ok(None) => continue,
+            Err(e) => panic!("{name}: no rule at {base}: {e}"),
+        };
+        rule.classes(&record, &mut classes);
+        let mut landings = 0;
+        for class in &classes {
+            let url = match class {
+                classify::Class::LandingPage(url) => {
+                    landings += 1;
+                    assert!(
+                        classify::pid_of(url).is_none(),
+                        "{name}: the resolver's {url:?} as a landing page"
+                    );
+                    url
+                }
+                classify::Class::ContentFile { url, .. } => url,
+                _ => continue,
+            };
+            let parsed = Url::parse(url).unwrap_or_else(|e| panic!("{url:?} does not parse: {e}"));
+            assert!(
+                rule.scope().contains(&parsed),
+                "{name}: {url:?} is outside {}",
+                rule.scope()
+            );
+            assert!(url.len() <= 2047, "{} characters", url.len());
+        }
+        let own = record
+            .dc_identifiers
+            .iter()
+            .filter(|v| {
+                matches!(
+                    classify::class(v, rule.scope()),
+                    classify::Class::LandingPage(_)
+                )
+            })
+            .count();
+        assert!(
+            landings <= own + 1,
+            "{name}: {landings} landing pages from {rule}, {own} of them dc:identifiers"
+        );
+    }
+}
+
 /// The configuration loader: never panics, whatever the text.
 pub fn check_config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
@@ -152,6 +296,7 @@ pub fn check(target: &str) -> Option<fn(&[u8])> {
         "list_records" => Some(check_list_records),
         "classify" => Some(check_classify),
         "config" => Some(check_config),
+        "platform_rows" => Some(check_platform_rows),
         _ => None,
     }
 }

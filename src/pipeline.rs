@@ -656,6 +656,11 @@ pub(crate) fn explain_empty(stats: &Stats, landing: &Landing) -> String {
     let urls = stats.dropped(Drop::OutOfScope)
         + stats.dropped(Drop::TooLong)
         + stats.dropped(Drop::InvalidUrl);
+    // What `auto` found the records to hold instead (HAL's pages on another registered
+    // domain, DiVA's resolver URLs) says more than any hint below.
+    if let Some(holds) = &landing.detected().holds {
+        return format!("0 of {urls} URLs inside the scope {scope}: {holds}");
+    }
     // Handles and no URL: what a DSpace that `auto` did not recognise looks like.
     let hint = if landing.is_generic() && stats.dropped(Drop::PersistentId) > 0 {
         "; if the records' Handles are DSpace's, set platform = \"dspace\" (--platform dspace)"

@@ -538,6 +538,9 @@ pub struct Detected {
     /// Under `auto`, when no platform's rule and not Google's applies: what the records show
     /// without one.
     pub fallback: Fallback,
+    /// Under `auto`, when nothing gives most records a landing page: what their URLs are, in
+    /// words, with what an operator can do (for the error when there is nothing to publish).
+    pub holds: Option<String>,
 }
 
 /// What `auto` finds in records that no platform's rule and not Google's gives landing pages.
@@ -563,6 +566,7 @@ impl Detected {
             configured: true,
             evidence: "set in the configuration".to_owned(),
             fallback: Fallback::None,
+            holds: None,
         }
     }
 }
@@ -625,6 +629,7 @@ pub(crate) fn detect_over(
                 of(generic)
             ),
             fallback: Fallback::None,
+            holds: None,
         };
     }
     let mut seen = Vec::new();
@@ -643,6 +648,7 @@ pub(crate) fn detect_over(
                 configured: false,
                 evidence: why.join(", "),
                 fallback: Fallback::None,
+                holds: None,
             };
         }
         // An endpoint of one path segment (`/oai`) is too common to be worth saying.
@@ -674,11 +680,16 @@ pub(crate) fn detect_over(
         (Some(base), None) => site_fallback(base, &live, &most, &of, &mut evidence),
         _ => Fallback::None,
     };
+    let holds = match (base, scope, &fallback) {
+        (Some(base), None, Fallback::None) => records_hold(base, &live, &most, &of),
+        _ => None,
+    };
     Detected {
         platform: Platform::generic(),
         configured: false,
         evidence,
         fallback,
+        holds,
     }
 }
 
@@ -771,6 +782,88 @@ fn site_fallback(
         return Fallback::OaiUrl(scope);
     }
     Fallback::None
+}
+
+/// What the first live records hold when nothing gives most of them a landing page, in words
+/// with what an operator can do: when most have URLs only on another registered domain than
+/// the baseURL's (HAL's portals, `hal.science`, beside its API host), which hosts; when most
+/// have only a resolver's URL, one that carries a URN (DiVA's
+/// `http://urn.kb.se/resolve?urn=urn:nbn:se:...`), which redirects and is no page of theirs.
+fn records_hold(
+    base: &Url,
+    live: &[&Record],
+    most: &impl Fn(usize) -> bool,
+    of: &impl Fn(usize) -> String,
+) -> Option<String> {
+    let base_host = base.host_str()?;
+    let mut elsewhere: Vec<(String, usize)> = Vec::new();
+    let (mut away, mut resolved) = (0, 0);
+    let mut example = None;
+    for record in live {
+        let (mut origin, mut resolver, mut on_site) = (None, None, false);
+        for value in &record.dc_identifiers {
+            let value = value.trim();
+            if !classify::is_http_text(value) || classify::pid_of(value).is_some() {
+                continue;
+            }
+            let Ok(url) = Url::parse(value) else {
+                continue;
+            };
+            let Some(host) = url.host_str() else {
+                continue;
+            };
+            if same_site(base_host, host) {
+                on_site = true;
+                break;
+            }
+            if url[url::Position::BeforePath..]
+                .to_ascii_lowercase()
+                .contains("urn:")
+            {
+                resolver.get_or_insert(value);
+            } else if origin.is_none() {
+                origin = Some(url[..url::Position::BeforePath].to_owned() + "/");
+            }
+        }
+        if on_site {
+            continue;
+        }
+        if let Some(origin) = origin {
+            away += 1;
+            match elsewhere.iter_mut().find(|(o, _)| *o == origin) {
+                Some((_, n)) => *n += 1,
+                None => elsewhere.push((origin, 1)),
+            }
+        } else if let Some(value) = resolver {
+            resolved += 1;
+            example.get_or_insert(value);
+        }
+    }
+    if most(away) {
+        // Most records first; a stable sort keeps the first met first among equals.
+        elsewhere.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let mut hosts = elsewhere
+            .iter()
+            .take(3)
+            .map(|(o, n)| format!("{o} ({n})"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        if elsewhere.len() > 3 {
+            hosts.push_str(&format!(" and {} more", elsewhere.len() - 3));
+        }
+        return Some(format!(
+            "{} have their URLs only on another registered domain than the baseURL's: {hosts}; a sitemap lists the pages of one site: set a landing_template (--landing-template) that makes each record's page from its identifiers, or a scope (--scope) on their host (docs/platforms.md)",
+            of(away),
+        ));
+    }
+    if most(resolved) {
+        return Some(format!(
+            "{} have no URL but a resolver's ({}), which redirects and is not the record's page: the records name no page of the repository to publish (docs/platforms.md says what each platform needs)",
+            of(resolved),
+            example.unwrap_or_default()
+        ));
+    }
+    None
 }
 
 /// What a repository shows of one row: its endpoint, Identify, and how many of the first live
@@ -871,12 +964,15 @@ struct Site {
     url: Url,
     /// `host[:port]/path/`.
     at: String,
+    /// `site = "domain"` before the records told the host: the baseURL's host, whose registered
+    /// domain the pages' host shares (`url` and `at` are then the baseURL host's root).
+    domain: Option<String>,
 }
 
 impl Site {
     fn of(row: &Row, base: &Url) -> Option<Self> {
         let root = match row.spec.site {
-            SiteSpec::Root => "/".to_owned(),
+            SiteSpec::Root | SiteSpec::Domain => "/".to_owned(),
             SiteSpec::Endpoint => {
                 let path = base.path().trim_end_matches('/');
                 let root = row
@@ -899,7 +995,53 @@ impl Site {
         let host = url.host_str()?;
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         let at = format!("{host}{port}{root}");
-        matches!(url.scheme(), "http" | "https").then_some(Self { url, at })
+        let domain = (row.spec.site == SiteSpec::Domain).then(|| host.to_owned());
+        matches!(url.scheme(), "http" | "https").then_some(Self { url, at, domain })
+    }
+
+    /// For `site = "domain"`: the site at the root of the host most of `sample`'s pages under
+    /// `row`'s rule are on, as the records spell its origin; `None` when none has one.
+    fn on_records_host(row: &Row, domain: &str, sample: &[Record]) -> Option<Self> {
+        let RowLanding::Field {
+            element, patterns, ..
+        } = &row.landing
+        else {
+            return None;
+        };
+        let mut origins: Vec<(String, usize)> = Vec::new();
+        for record in sample
+            .iter()
+            .filter(|r| !r.deleted && !r.unreadable())
+            .take(SAMPLE)
+        {
+            let found = find_field(row, record, *element, patterns, FieldAt::Domain(domain));
+            let Some(url) = found.and_then(|v| Url::parse(v.trim()).ok()) else {
+                continue;
+            };
+            let origin = &url[..url::Position::BeforePath];
+            match origins.iter_mut().find(|(o, _)| o == origin) {
+                Some((_, n)) => *n += 1,
+                None => origins.push((origin.to_owned(), 1)),
+            }
+        }
+        let (origin, _) = origins.into_iter().rev().max_by_key(|(_, n)| *n)?;
+        let url = Url::parse(&format!("{origin}/")).ok()?;
+        let host = url.host_str()?;
+        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
+        let at = format!("{host}{port}/");
+        Some(Self {
+            url,
+            at,
+            domain: None,
+        })
+    }
+
+    /// Where a `dc:*` rule's values must be.
+    fn field_at(&self) -> FieldAt<'_> {
+        match &self.domain {
+            Some(host) => FieldAt::Domain(host),
+            None => FieldAt::Installation(&self.at),
+        }
     }
 
     /// Whether `row`'s rule gives `record` a landing page here (for detection; the UI of a
@@ -910,14 +1052,66 @@ impl Site {
             RowLanding::Template(t) => fill_row(t, row, record, self.url.as_str()).is_some(),
             RowLanding::Field {
                 element, patterns, ..
-            } => find_field(row, record, *element, patterns, &self.at).is_some(),
+            } => find_field(row, record, *element, patterns, self.field_at()).is_some(),
         }
     }
 }
 
-/// The OAI identifier's named groups under `row`'s pattern, by name.
-fn groups<'r>(row: &Row, record: &'r Record) -> Option<regex::Captures<'r>> {
-    row.oai_identifier.as_ref()?.captures(&record.identifier)
+/// Where a `dc:*` rule's value must be to be matched against its patterns.
+#[derive(Clone, Copy, Debug)]
+enum FieldAt<'a> {
+    /// At one installation: `host[:port]/path/` ([`Site::at`]), in either scheme.
+    Installation(&'a str),
+    /// At the root of any host sharing this host's registered domain ([`same_site`]).
+    Domain(&'a str),
+}
+
+impl FieldAt<'_> {
+    /// `rest`, a URL after its `scheme://`, after the site; `None` when it is not there.
+    fn strip(self, rest: &str) -> Option<&str> {
+        match self {
+            FieldAt::Installation(at) => classify::strip_prefix_ignore_case(rest, at),
+            FieldAt::Domain(base) => {
+                let (authority, path) = rest.split_at(rest.find('/')?);
+                if authority.contains('@') {
+                    return None;
+                }
+                let host = match authority.rsplit_once(':') {
+                    Some((host, port)) if port.bytes().all(|b| b.is_ascii_digit()) => host,
+                    _ => authority,
+                };
+                same_site(base, host).then(|| &path[1..])
+            }
+        }
+    }
+}
+
+/// The OAI identifier's named groups under a row's pattern.
+enum Groups<'r, 'p> {
+    /// As the regex captures them.
+    Captures(regex::Captures<'r>),
+    /// The one group of `^oai:[^:]+:(?<NAME>[0-9]+)$`, NAME and its value, read by hand
+    /// ([`row::oai_local_digits`]).
+    One(&'p str, &'r str),
+}
+
+impl<'r> Groups<'r, '_> {
+    /// The value of the group `name`.
+    fn name(&self, name: &str) -> Option<&'r str> {
+        match self {
+            Groups::Captures(c) => c.name(name).map(|m| m.as_str()),
+            Groups::One(own, value) => (*own == name).then_some(*value),
+        }
+    }
+}
+
+/// The OAI identifier's named groups under `row`'s pattern.
+fn groups<'r, 'p>(row: &'p Row, record: &'r Record) -> Option<Groups<'r, 'p>> {
+    if let Some(name) = &row.oai_local_digits {
+        return row::oai_local_digits(&record.identifier).map(|v| Groups::One(name, v));
+    }
+    let caps = row.oai_identifier.as_ref()?.captures(&record.identifier)?;
+    Some(Groups::Captures(caps))
 }
 
 /// A row's template filled for `record` at `site`; `None` when a value is missing.
@@ -927,7 +1121,7 @@ fn fill_row(template: &Template, row: &Row, record: &Record, site: &str) -> Opti
     let filled = template.try_fill(|p| {
         let value = match p {
             Placeholder::Site => Some(site),
-            Placeholder::Group(name) => caps.as_ref()?.name(name).map(|m| m.as_str()),
+            Placeholder::Group(name) => caps.as_ref()?.name(name),
             other => record_value(record, other),
         };
         climbs |= value.is_some_and(has_dot_segment) && *p != Placeholder::Site;
@@ -969,30 +1163,34 @@ fn record_value<'r>(record: &'r Record, placeholder: &Placeholder) -> Option<&'r
     }
 }
 
-/// The value of `element` that is the record's page under `patterns`, at the installation `at`
-/// ([`Site::at`]). A pattern whose placeholder the record's OAI identifier does not give
-/// matches only the first or the last value, where platforms write their own page.
+/// The value of `element` that is the record's page under `patterns`, at `at` (an installation,
+/// [`Site::at`], or any host of a registered domain). A pattern whose placeholder the record's
+/// OAI identifier does not give matches only the first or the last value, where platforms write
+/// their own page.
 fn find_field<'r>(
     row: &Row,
     record: &'r Record,
     element: Element,
     patterns: &[Pattern],
-    at: &str,
+    at: FieldAt<'_>,
 ) -> Option<&'r str> {
-    let caps = groups(row, record);
+    // Read once a pattern needs them: most `dc:*` rules' patterns name no group.
+    let caps = std::cell::OnceCell::new();
     let values = row::element_values(record, element);
     let last = values.len().saturating_sub(1);
     values.iter().enumerate().find_map(|(i, &value)| {
         let value = value.trim();
         let rest = classify::strip_prefix_ignore_case(value, "https://")
             .or_else(|| classify::strip_prefix_ignore_case(value, "http://"))?;
-        let rest = classify::strip_prefix_ignore_case(rest, at)?;
+        let rest = at.strip(rest)?;
         let edge = i == 0 || i == last;
         patterns
             .iter()
             .any(|p| {
                 matches_pattern(p, rest, edge, |name| {
-                    caps.as_ref().and_then(|c| c.name(name)).map(|m| m.as_str())
+                    caps.get_or_init(|| groups(row, record))
+                        .as_ref()
+                        .and_then(|c| c.name(name))
                 })
             })
             .then_some(value)
@@ -1321,10 +1519,26 @@ impl Rule {
         ))
     }
 
-    /// A `dc:*` or template rule, for the installation the baseURL belongs to.
-    fn for_site(row: &Arc<Row>, base: Option<&Url>) -> Result<(Self, Scope), LandingError> {
+    /// A `dc:*` or template rule, for the installation the baseURL belongs to; for a row whose
+    /// site is the registered domain's, on the host `sample`'s pages are on (then added to
+    /// `evidence`), else the baseURL host's root.
+    fn for_site(
+        row: &Arc<Row>,
+        base: Option<&Url>,
+        sample: &[Record],
+        evidence: &mut String,
+    ) -> Result<(Self, Scope), LandingError> {
         let base = base.ok_or_else(|| no_base(row.name()))?;
-        let site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
+        let mut site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
+        if let Some(domain) = site.domain.take()
+            && let Some(on) = Site::on_records_host(row, &domain, sample)
+        {
+            evidence.push_str(&format!(
+                "; the pages on {}, as the records name them",
+                on.url
+            ));
+            site = on;
+        }
         let mut scope = origin_scope(&site.url, site.url.path(), row.name())?;
         // A page as the record writes it: `http` or `https`, whichever the baseURL says.
         if let RowLanding::Field {
@@ -1425,7 +1639,9 @@ impl Landing {
                     sample,
                     &mut detected.evidence,
                 )?,
-                RowLanding::Template(_) | RowLanding::Field { .. } => Rule::for_site(&row, base)?,
+                RowLanding::Template(_) | RowLanding::Field { .. } => {
+                    Rule::for_site(&row, base, sample, &mut detected.evidence)?
+                }
             }
         };
         Ok(Some(Self {
@@ -1581,6 +1797,7 @@ impl Landing {
                         RowAt::Site { at, scheme, .. },
                     ) => {
                         let scheme = (*written == SchemeSpec::Base).then_some(scheme.as_str());
+                        let at = FieldAt::Installation(at);
                         self.field(record, row, (*element, patterns), at, scheme, out)
                     }
                     _ => false,
@@ -1621,14 +1838,15 @@ impl Landing {
     /// The URLs in scope that `row` names content files (a path after the scope's prefix
     /// matching its `content_files`), but the page the rule derived (`derived`: the first).
     fn content_files(&self, row: &Row, derived: bool, out: &mut Classes<'_>) {
-        let prefixes = self.scope.prefixes();
         for class in out.iter_mut().skip(usize::from(derived)) {
             let Class::LandingPage(url) = class else {
                 continue;
             };
-            let after = prefixes
-                .iter()
-                .find_map(|p| url.strip_prefix(p.as_str()))
+            // The scope's own spelling of its prefixes, borrowed: this runs for every record.
+            let after = self
+                .scope
+                .prefix_texts()
+                .find_map(|p| url.strip_prefix(p))
                 .unwrap_or(url);
             if row.is_content_file(after) {
                 let url = std::mem::take(url);
@@ -1780,7 +1998,7 @@ impl Landing {
         record: &'a Record,
         row: &Row,
         (element, patterns): (Element, &[Pattern]),
-        at: &str,
+        at: FieldAt<'_>,
         scheme: Option<&str>,
         out: &mut Classes<'a>,
     ) -> bool {
@@ -2442,6 +2660,115 @@ mod tests {
         assert_eq!(d.platform, Platform::generic(), "{d}");
         let d = detect(Some(&base), &identify(None), &records);
         assert_eq!(d.platform, Platform::named("dspace"), "{d}");
+    }
+
+    /// Figshare (issue 29): its pages on the site's host that the records' relations name,
+    /// within the baseURL's registered domain; its endpoint makes a harvest read relations.
+    #[test]
+    fn figshare_pages_are_on_the_host_its_relations_name() {
+        let base = Url::parse("https://api.figshare.example.com/v2/oai").unwrap();
+        let records: Vec<Record> = (1..=3)
+            .map(|i| {
+                record(
+                    &format!("oai:figshare.example.com:article/{i}"),
+                    &[&format!("10.5555/fig.{i}")],
+                    &[&format!(
+                        "https://figshare.example.com/articles/dataset/Title_{i}/{i}"
+                    )],
+                )
+            })
+            .collect();
+        let mut d = detect(Some(&base), &identify(None), &records);
+        assert_eq!(d.platform, Platform::named("figshare"), "{d}");
+        let rule = Landing::new(
+            &LandingSettings::default(),
+            Some(&base),
+            None,
+            &mut d,
+            &records,
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(
+            rule.scope().to_string(),
+            "https://figshare.example.com/, http://figshare.example.com/"
+        );
+        assert_eq!(
+            classes(&rule, &records[0]),
+            [
+                "landing https://figshare.example.com/articles/dataset/Title_1/1",
+                "pid https://doi.org/10.5555/fig.1",
+            ]
+        );
+        // A relation on another registered domain is no page of the repository's.
+        let other = record(
+            "oai:figshare.example.com:article/9",
+            &[],
+            &["https://figshare.example.net/articles/x/9"],
+        );
+        assert!(classes(&rule, &other).is_empty());
+        let d = detect(Some(&base), &identify(None), &[other]);
+        assert_eq!(d.platform, Platform::generic(), "{d}");
+        // Under auto, Figshare's endpoint is what makes a harvest read relations.
+        let settings = LandingSettings::default();
+        assert!(settings.reads_relations(&crate::oai::Source::Oai(base.clone())));
+        let elsewhere = Url::parse("https://h.example/oai").unwrap();
+        assert!(!settings.reads_relations(&crate::oai::Source::Oai(elsewhere)));
+    }
+
+    /// What `auto` says the records hold when nothing gives most of them a page (issue 29:
+    /// HAL's portals, DiVA's URN resolver).
+    #[test]
+    fn detection_says_what_the_records_hold_when_nothing_applies() {
+        let base = Url::parse("https://api.example.fr/oai/hal/").unwrap();
+        let hal: Vec<Record> = [
+            "https://a.example.science/hal-1",
+            "https://b.example.science/hal-2",
+            "https://a.example.science/hal-3",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, url)| {
+            record(
+                &format!("oai:HAL:hal-{i}v1"),
+                &[&format!("hal-{i}"), url],
+                &[],
+            )
+        })
+        .collect();
+        let d = detect(Some(&base), &identify(None), &hal);
+        let holds = d.holds.expect("what they hold");
+        assert!(
+            holds.contains("3 of the first 3 live records have their URLs only on another registered domain than the baseURL's: https://a.example.science/ (2), https://b.example.science/ (1);"),
+            "{holds}"
+        );
+        let base = Url::parse("https://www.diva.example.org/dice/oai").unwrap();
+        let diva: Vec<Record> = (1..=2)
+            .map(|i| {
+                let url = format!("http://urn.example.se/resolve?urn=urn:nbn:se:x:diva-{i}");
+                record(&format!("oai:DiVA.org:x-{i}"), &[&url, "urn:isbn:1"], &[])
+            })
+            .collect();
+        let holds = detect(Some(&base), &identify(None), &diva).holds.unwrap();
+        assert!(
+            holds.contains(
+                "no URL but a resolver's (http://urn.example.se/resolve?urn=urn:nbn:se:x:diva-1)"
+            ),
+            "{holds}"
+        );
+        // Pages on the site: the widened scope says it, and nothing else needs saying.
+        let site: Vec<Record> = (1..=2)
+            .map(|i| {
+                record(
+                    &format!("oai:h:{i}"),
+                    &[&format!("https://www.diva.example.org/r/{i}")],
+                    &[],
+                )
+            })
+            .collect();
+        let d = detect(Some(&base), &identify(None), &site);
+        assert!(matches!(d.fallback, Fallback::Widened(_)), "{d}");
+        assert_eq!(d.holds, None);
     }
 
     fn identify(sample: Option<&str>) -> Identify {

@@ -65,6 +65,12 @@ impl Scope {
         self.prefixes.iter().map(ToString::to_string).collect()
     }
 
+    /// The prefixes as [`Scope::prefixes`] spells them, borrowed (kept in that form): for a
+    /// check run once per URL, which must not allocate.
+    pub(crate) fn prefix_texts(&self) -> impl Iterator<Item = &str> {
+        self.prefixes.iter().map(|p| p.text.as_str())
+    }
+
     /// The default scope of a baseURL: its scheme, host, port and the directory part of its path
     /// (up to and including the last `/`); `https://h/oai/request` gives `https://h/oai/`.
     pub fn from_base_url(base: &Url) -> Option<Self> {
@@ -199,6 +205,22 @@ mod tests {
             scope.contains(&url(candidate)),
             inside,
             "{candidate} in scope of {base} ({scope})"
+        );
+    }
+
+    /// The borrowed spelling of the prefixes is the one `prefixes` gives.
+    #[test]
+    fn prefix_texts_spell_the_prefixes() {
+        let scope = Scope::from_prefixes(&[
+            url("https://h.example/a/"),
+            url("http://h.example:8080/"),
+            url("https://H.example:443/b/"),
+        ])
+        .unwrap();
+        assert_eq!(
+            scope.prefix_texts().collect::<Vec<_>>(),
+            scope.prefixes(),
+            "{scope}"
         );
     }
 

@@ -38,7 +38,9 @@ pub struct RowSpec {
     #[serde(default)]
     pub endpoint: Vec<String>,
     /// `endpoint` (default): the site is the baseURL's path above the endpoint (else the host's
-    /// root); `root`: always the host's root.
+    /// root); `root`: always the host's root; `domain` (a `dc:*` rule only): the root of the
+    /// host the records' pages are on, one sharing the baseURL's registered domain (Figshare's
+    /// pages on `figshare.com`, its endpoint on `api.figshare.com`).
     #[serde(default)]
     pub site: SiteSpec,
     /// A pattern over Identify's `repositoryName` and `<description>` text: a sign.
@@ -74,6 +76,9 @@ pub enum SiteSpec {
     Endpoint,
     /// The host's root.
     Root,
+    /// The root of the host most of the first records' pages are on, among the hosts that share
+    /// the baseURL's registered domain (by the Public Suffix List, as the widened scope's).
+    Domain,
 }
 
 /// See [`RowSpec::requires`].
@@ -127,6 +132,11 @@ pub struct Row {
     pub(super) identify: Option<Regex>,
     pub(super) sample_identifier: Option<Regex>,
     pub(super) oai_identifier: Option<Regex>,
+    /// When `oai_identifier` is `^oai:[^:]+:(?<NAME>[0-9]+)$` (EPrints', and `oai:host:N`
+    /// anywhere): NAME, whose value a record's OAI identifier gives without the regex
+    /// ([`oai_local_digits`]), as the match arm this row replaced read it; a regex search per
+    /// record was most of what the interpreter cost more (issue 29, point 7).
+    pub(super) oai_local_digits: Option<String>,
     pub(super) landing: RowLanding,
     pub(super) content_files: Option<regex::RegexSet>,
 }
@@ -300,6 +310,15 @@ impl Row {
                 ));
             }
         };
+        // A template or a Handle makes a page on a host that must be known before any record
+        // is read; only a value the records give can tell which host of the domain it is.
+        if spec.site == SiteSpec::Domain && !matches!(landing, RowLanding::Field { .. }) {
+            return Err(fail(
+                "site",
+                "\"domain\" is for a dc:identifier or dc:relation rule, whose records name the host"
+                    .to_owned(),
+            ));
+        }
         let content_files = if spec.content_files.is_empty() {
             None
         } else {
@@ -311,6 +330,7 @@ impl Row {
         Ok(Self {
             identify,
             sample_identifier,
+            oai_local_digits: spec.oai_identifier.as_deref().and_then(local_digits_group),
             oai_identifier,
             landing,
             content_files,
@@ -386,6 +406,23 @@ impl fmt::Display for Row {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.spec.name)
     }
+}
+
+/// The group's name when `pattern` is exactly `^oai:[^:]+:(?<NAME>[0-9]+)$` (or `(?P<NAME>`).
+fn local_digits_group(pattern: &str) -> Option<String> {
+    let rest = pattern.strip_prefix("^oai:[^:]+:(?")?;
+    let rest = rest.strip_prefix('P').unwrap_or(rest).strip_prefix('<')?;
+    let (name, tail) = rest.split_once('>')?;
+    let word = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    (word && tail == "[0-9]+)$").then(|| name.to_owned())
+}
+
+/// What `^oai:[^:]+:(?<NAME>[0-9]+)$` captures as NAME in `identifier`, without the regex.
+pub(super) fn oai_local_digits(identifier: &str) -> Option<&str> {
+    let (middle, digits) = identifier.strip_prefix("oai:")?.split_once(':')?;
+    (!middle.is_empty() && !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+        .then_some(digits)
 }
 
 /// The built-in rows, in the order `auto` tries them.
@@ -531,6 +568,7 @@ mod tests {
                 "landing = { from = \"dc:identifier\", match = [\"https://h/*\"] }",
                 "landing.match",
             ),
+            ("site = \"domain\"\nlanding = { from = \"handle\" }", "site"),
         ];
         for (extra, key) in cases {
             let err = spec(extra).expect_err(extra);
@@ -541,6 +579,34 @@ mod tests {
             "oai_identifier = '^oai:[^:]+:(?<coll>[^/]+)/(?<id>[0-9]+)$'\nlanding = { from = \"template\", page = \"{site}digital/collection/{coll}/id/{id}\" }",
         );
         assert!(ok.is_ok(), "{ok:?}");
+    }
+
+    /// The OAI identifier read by hand gives what the regex it stands for captures.
+    #[test]
+    fn local_digits_are_read_as_the_regex_reads_them() {
+        for (pattern, name) in [
+            ("^oai:[^:]+:(?<id>[0-9]+)$", Some("id")),
+            ("^oai:[^:]+:(?P<n_1>[0-9]+)$", Some("n_1")),
+            ("^oai:[^:]+:(?<id>[0-9]+)", None),
+            ("^oai:[^:]+:(?<id>[0-9]*)$", None),
+            ("^oai:[^:]+:(?<1d>[0-9]+)$", None),
+            ("^oai:[^:]*:(?<id>[0-9]+)$", None),
+        ] {
+            assert_eq!(local_digits_group(pattern).as_deref(), name, "{pattern}");
+        }
+        let eprints = BUILTIN.iter().find(|r| r.name() == "eprints").unwrap();
+        assert_eq!(eprints.oai_local_digits.as_deref(), Some("id"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn local_digits_agree_with_the_regex(
+            id in "(oai|OAI|oai:)?:?[a-z.:é\n]{0,6}:?[0-9٣]{0,4}[:a\n]?",
+        ) {
+            let re = Regex::new("^oai:[^:]+:(?<id>[0-9]+)$").unwrap();
+            let by_regex = re.captures(&id).and_then(|c| c.name("id")).map(|m| m.as_str());
+            proptest::prop_assert_eq!(oai_local_digits(&id), by_regex);
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::path::Path;
 use oai_bridge::fuzzing;
 
 /// The fuzz targets, by the names `fuzz/Cargo.toml` gives them.
-const TARGETS: [&str; 3] = ["list_records", "classify", "config"];
+const TARGETS: [&str; 4] = ["list_records", "classify", "config", "platform_rows"];
 
 /// Every file of `fuzz/regressions/{target}/` but the `.keep` placeholder.
 fn regressions(target: &str) -> Vec<std::path::PathBuf> {
@@ -80,4 +80,40 @@ fn the_fuzzers_seeds_pass_their_checks() {
         seen += 1;
     }
     assert!(seen > 100, "only {seen} identifiers in the sample");
+    // Each built-in platform row, as fuzz/run.sh seeds the platform_rows target with it.
+    let table = std::fs::read_to_string(root.join("src/platform/platforms.toml")).unwrap();
+    let values = [
+        "oai:repo.example.org:123456789/7",
+        "http://hdl.handle.net/123456789/7",
+        "https://repo.example.org/site/id/eprint/7/",
+        "https://repo.example.org/articles/x/7",
+        "https://doi.org/10.5555/x.7",
+    ]
+    .join("\n");
+    let mut rows = 0;
+    for row in table.split("[[platform]]\n").skip(1) {
+        let input = format!("{row}{}{values}\n", fuzzing::ROW_VALUES);
+        fuzzing::check_platform_rows(input.as_bytes());
+        rows += 1;
+    }
+    assert!(rows >= 10, "only {rows} rows in the table");
+}
+
+/// The `platform_rows` check itself: a row refused names its key, and one of the keys a row
+/// has; a row's rule holds its landing pages inside its scope.
+#[test]
+fn the_platform_rows_check_holds_what_it_says() {
+    let row = "name = \"x\"\ntitle = \"X\"\nevidence = \"e\"\n";
+    for bad in [
+        "landing = { from = \"nowhere\" }",
+        "oai_identifier = '(?<id>'\nlanding = { from = \"handle\" }",
+        "site = \"domain\"\nlanding = { from = \"template\", page = \"{site}{oai_local}\" }",
+    ] {
+        fuzzing::check_platform_rows(format!("{row}{bad}\n").as_bytes());
+    }
+    let input = format!(
+        "{row}site = \"domain\"\nlanding = {{ from = \"dc:relation\", match = [\"{{site}}*\"] }}{}oai:h:1\nhttps://www.example.org/a\nhttps://doi.org/10.1/x\nhttps://other.example.net/b\n",
+        fuzzing::ROW_VALUES
+    );
+    fuzzing::check_platform_rows(input.as_bytes());
 }

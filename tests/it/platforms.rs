@@ -33,6 +33,9 @@ fn run(fixture: &str, out: &Path, extra: &[&str]) -> Output {
         .env_remove("OAI_BRIDGE_CONFIG")
         .env_remove("OAI_BRIDGE_PUBLIC_URL")
         .env_remove("RUST_LOG")
+        // No network in the tests: the DOIs of HAL's, DiVA's and Figshare's records are not
+        // looked up (a resolver that does not answer changes nothing, but takes its time).
+        .env("OAI_BRIDGE_LEARN", "off")
         .arg("export")
         .arg("--base-url")
         .arg(format!("fixtures/platforms/{fixture}.xml"))
@@ -541,4 +544,178 @@ fn contentdm_publishes_the_item_page_made_from_the_oai_identifier() {
         ),
         "{signmap:?}"
     );
+}
+
+/// An export that must fail: its whole output, which says why.
+fn failed(fixture: &str, extra: &[&str]) -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let output = run(fixture, &tmp.path().join("out"), extra);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !output.status.success(),
+        "{fixture} {extra:?} exported:\n{text}"
+    );
+    assert!(text.contains("nothing to publish: "), "{text}");
+    text
+}
+
+/// The fixtures of issue 29 that had no golden export (points 2, 6): the page each record gets,
+/// as the platform serves it, and never a file, a thumbnail or a resolver's URL.
+#[test]
+fn hal_says_its_pages_are_elsewhere_and_publishes_them_with_its_template() {
+    // The API host and the portals are two registered domains: nothing under auto, and the
+    // error names the portals.
+    let text = failed("hal", &[]);
+    assert!(
+        text.contains("9 of the first 9 live records have their URLs only on another registered domain than the baseURL's: https://inria.hal.example.science/ (3), https://hal.example.science/ (2), https://shs.hal.example.science/ (2) and 2 more"),
+        "{text}"
+    );
+    assert!(text.contains("--landing-template"), "{text}");
+    assert!(!text.contains("dspace"), "no Handle here: {text}");
+    // docs/platforms.md's setting, on the fixture's made-up host: CCSD's own rule, the
+    // versioned page of every deposit on the main portal, whichever portal the record names.
+    let (summary, locs, signmap) = golden(
+        "hal",
+        &[
+            "--landing-template",
+            "https://hal.example.science/{oai_local}",
+        ],
+    );
+    assert!(
+        summary.contains("the template https://hal.example.science/{oai_local}"),
+        "{summary}"
+    );
+    assert_eq!(signmap.len(), 9, "{signmap:?}");
+    for page in signmap.keys() {
+        let id = page.strip_prefix("https://hal.example.science/").unwrap();
+        let (_, version) = id.rsplit_once('v').unwrap();
+        assert!(
+            version.parse::<u32>().is_ok(),
+            "{page} is no deposit's page"
+        );
+    }
+    // The main file (/document) and the files are the record's items, never pages.
+    let links = &signmap["https://hal.example.science/hal-03456211v2"];
+    for item in [
+        "item https://hal.example.science/hal-03456211v2/document",
+        "item https://hal.example.science/hal-03456211v2/file/twisted_thermal.pdf",
+        "cite-as https://doi.org/10.5555/PhysRevB.107.125401",
+    ] {
+        assert!(links.contains(&item.to_owned()), "{links:?}");
+    }
+    assert!(
+        locs.iter()
+            .all(|l| l.starts_with("https://hal.example.science/")),
+        "{locs:?}"
+    );
+}
+
+#[test]
+fn diva_names_no_page_of_its_own_and_says_so() {
+    // The only URL of a DiVA record is the National Library's URN resolver: no landing page,
+    // and no scope is suggested that would publish the resolver's redirects.
+    let text = failed("diva", &[]);
+    assert!(
+        text.contains("8 of the first 8 live records have no URL but a resolver's (http://urn.kb.example.se/resolve?urn=urn:nbn:se:kau:diva-2500), which redirects and is not the record's page"),
+        "{text}"
+    );
+    assert!(!text.contains("--scope"), "{text}");
+}
+
+#[test]
+fn figshare_publishes_the_article_page_its_relation_names_on_the_site() {
+    let (summary, locs, signmap) = golden("figshare", &[]);
+    assert!(
+        summary.contains("platform        figshare (detected: "),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("the pages on https://figshare.example.com/, as the records name them"),
+        "{summary}"
+    );
+    // One page per record, the article's own (its id last), its DOI cited; nothing else.
+    assert_eq!(signmap.len(), 8, "{signmap:?}");
+    for (page, links) in &signmap {
+        assert!(
+            page.starts_with("https://figshare.example.com/articles/"),
+            "{page}"
+        );
+        let id = page.rsplit('/').next().unwrap();
+        assert!(id.parse::<u64>().is_ok(), "{page}");
+        assert!(
+            links
+                .iter()
+                .any(|l| l.starts_with("cite-as https://doi.org/")),
+            "{page}: {links:?}"
+        );
+    }
+    assert_eq!(locs.len(), 8, "{locs:?}");
+    // Google's rule, asked for by name, reads no relation: nothing to publish.
+    failed("figshare", &["--platform", "generic"]);
+}
+
+#[test]
+fn omeka_publishes_the_item_page_and_files_without_an_extension_as_its_items() {
+    for (fixture, pages, stored) in [
+        (
+            "omeka-classic",
+            "https://omeka.example.org/items/show/",
+            "https://omeka.example.org/files/original/a87ff679a2f3e71d9181a67b7542122c",
+        ),
+        (
+            "omeka-s",
+            "https://omeka-s.example.org/s/archive/item/",
+            "https://omeka-s.example.org/files/original/4b227777d4dd1fc61c6f884f48641d02b4d121d3",
+        ),
+    ] {
+        let (_, locs, signmap) = golden(fixture, &[]);
+        assert_eq!(signmap.len(), 9, "{fixture}: {signmap:?}");
+        assert!(
+            signmap.keys().all(|p| p.starts_with(pages)),
+            "{fixture}: {signmap:?}"
+        );
+        // The original stored without an extension is its record's item, as the others are.
+        assert!(
+            signmap
+                .values()
+                .flatten()
+                .any(|l| *l == format!("item {stored}")),
+            "{fixture}: {signmap:?}"
+        );
+        assert!(locs.contains(&stored.to_owned()));
+    }
+}
+
+#[test]
+fn ojs_2_and_islandora_7_keep_googles_rule() {
+    let (summary, _, signmap) = golden("ojs2", &[]);
+    assert!(
+        summary.contains("platform        generic (detected: "),
+        "{summary}"
+    );
+    assert_eq!(signmap.len(), 8, "{signmap:?}");
+    assert!(
+        signmap
+            .keys()
+            .all(|p| p.starts_with("https://journals.example.org/index.php/jeps/article/view/")),
+        "{signmap:?}"
+    );
+    // Islandora 7 with its object links on: the object's page, never its thumbnail.
+    let (summary, locs, signmap) = golden("islandora7", &[]);
+    assert!(
+        summary.contains("platform        generic (detected: "),
+        "{summary}"
+    );
+    assert_eq!(signmap.len(), 9, "{signmap:?}");
+    assert!(
+        signmap
+            .keys()
+            .all(|p| p.starts_with("https://islandora.example.org/islandora/object/")),
+        "{signmap:?}"
+    );
+    assert!(locs.iter().all(|l| !l.contains("/datastream/")), "{locs:?}");
 }
