@@ -207,7 +207,7 @@ pub(crate) fn scope_of(
 
 /// The baseURL whose host and path the landing rules start from: the source's, or the one a
 /// Static Repository states (if it is an http(s) URL).
-fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
+pub(crate) fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
     match source {
         Source::Oai(base) => Some(base.clone()),
         Source::File(_) => Url::parse(identify_base)

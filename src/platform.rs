@@ -500,12 +500,7 @@ pub(crate) fn detect_over(
     let mut seen = Vec::new();
     for row in registry.rows() {
         let signs = Signs::of(row, base, identify, &live);
-        let shown = match row.spec.requires {
-            row::Requires::Landing => true,
-            row::Requires::Sign => signs.any(most),
-            row::Requires::Endpoint => signs.endpoint.is_some(),
-        };
-        if most(signs.hits) && shown {
+        if signs.shown(row, most) {
             let mut why = signs.words(row, most, &of);
             why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
             return Detected {
@@ -552,6 +547,51 @@ pub(crate) fn detect_over(
     }
 }
 
+/// Whether `row` shows on a repository as [`detect_over`] counts it: its own rule gives most of
+/// the first live records of `sample` a landing page, and the signs its `requires` asks for show
+/// (the baseURL's path, Identify, the sample identifier, the OAI identifiers' shape). The signs
+/// in words, as detection's evidence says them; `None` when they are absent. A row that does not
+/// show is never offered: its rule may well give pages, from what another platform wrote.
+pub(crate) fn shown(
+    row: &Row,
+    base: Option<&Url>,
+    identify: &Identify,
+    sample: &[Record],
+) -> Option<String> {
+    let live: Vec<&Record> = sample
+        .iter()
+        .filter(|r| !r.deleted && !r.unreadable())
+        .take(SAMPLE)
+        .collect();
+    let of = |n: usize| format!("{n} of the first {} live records", live.len());
+    let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
+    let signs = Signs::of(row, base, identify, &live);
+    signs.shown(row, most).then(|| {
+        let mut why = signs.words(row, most, &of);
+        why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
+        why.join(", ")
+    })
+}
+
+/// Whether `url` names a content file rather than a page: by its extension, or in the shape of
+/// a platform's files (any row's `content_files`: Digital Commons' `cgi/viewcontent.cgi`,
+/// DSpace's `bitstream/`), tried on its path from each directory down, as the site may be
+/// anywhere above it.
+pub(crate) fn names_file(url: &Url, registry: &Registry) -> bool {
+    if classify::content_type(url).is_some() {
+        return true;
+    }
+    let path = url.path().trim_start_matches('/');
+    let tail = match url.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+    starts
+        .into_iter()
+        .any(|at| registry.rows().any(|row| row.is_content_file(&tail[at..])))
+}
+
 /// Whether `host` is the baseURL's host `base`, or shares its registered domain
 /// (`export.arxiv.org` and `arxiv.org`; `www.host` and `host`), by the Public Suffix List: a
 /// page there is the repository's. Addresses (`127.0.0.1`) only as themselves.
@@ -572,7 +612,10 @@ pub(crate) fn same_site(base: &str, host: &str) -> bool {
 /// ([`same_site`]) that is a page, not a file by its extension.
 fn site_page_origin(value: &str, base: &Url) -> Option<String> {
     let url = Url::parse(value.trim()).ok()?;
-    if !matches!(url.scheme(), "http" | "https") || classify::content_type(&url).is_some() {
+    if !matches!(url.scheme(), "http" | "https")
+        || classify::content_type(&url).is_some()
+        || classify::is_resolver(&url)
+    {
         return None;
     }
     let host = url.host_str()?;
@@ -701,6 +744,17 @@ impl<'a> Signs<'a> {
     /// Whether a sign besides the landing pages shows.
     fn any(&self, most: impl Fn(usize) -> bool) -> bool {
         self.endpoint.is_some() || self.identify || self.sample || most(self.shaped)
+    }
+
+    /// Whether `row` shows: its rule gives most records a landing page, and the signs its
+    /// `requires` asks for show.
+    fn shown(&self, row: &Row, most: impl Fn(usize) -> bool + Copy) -> bool {
+        let signs = match row.spec.requires {
+            row::Requires::Landing => true,
+            row::Requires::Sign => self.any(most),
+            row::Requires::Endpoint => self.endpoint.is_some(),
+        };
+        most(self.hits) && signs
     }
 
     /// The signs that show, in words.
@@ -1299,6 +1353,19 @@ impl Landing {
     /// values is all there is to it (the fast path).
     pub fn is_generic(&self) -> bool {
         matches!(self.rule, Rule::Generic)
+    }
+
+    /// Under a Handle rule (DSpace) whose UI no `ui_url` named: where the records' local Handle
+    /// URLs say the UI is ([`dspace_ui_in`]), when this rule does not make its pages there.
+    pub(crate) fn ui_in(&self, sample: &[Record]) -> Option<Url> {
+        let Rule::Row {
+            at: RowAt::Handle { before, .. },
+            ..
+        } = &self.rule
+        else {
+            return None;
+        };
+        ui_in(sample, before).filter(|ui| !self.scope.contains(ui))
     }
 
     /// Where a record's landing page comes from, in words.

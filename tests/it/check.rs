@@ -47,10 +47,25 @@ fn local_records(server: &TestServer, n: usize) -> Vec<TestRecord> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
-    // Landing pages on another host: nothing is inside the default scope (G-OAI scope rule).
-    let server = TestServer::builder(numbered(12)).page_size(5).start();
-    let url = server.url();
-    let out = check(&[&url, "--json"]).await;
+    // Landing pages on the repository's host, outside the baseURL's directory /mirror/ (the
+    // test server answers OAI-PMH at /mirror/oai too): under Google's rule (`auto` would widen
+    // the scope over them itself) nothing is inside the default scope (G-OAI scope rule), and a
+    // scope over them is tried on the records.
+    let server = TestServer::builder(Vec::new())
+        .page_size(5)
+        .pages("/record/")
+        .start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    server.set_records(
+        (1..=12)
+            .map(|i| {
+                TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                    .url(&format!("{origin}/record/{i}"))
+            })
+            .collect(),
+    );
+    let url = format!("{origin}/mirror/oai");
+    let out = check(&[&url, "--json", "--platform", "generic", "--fetch", "2"]).await;
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -72,33 +87,65 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
     assert_eq!(report["sample"]["records"], 10);
     assert_eq!(report["sample"]["identifiers"]["out_of_scope"], 10);
     assert_eq!(report["scope"]["inside"], 0);
-    assert_eq!(report["scope"]["suggested"], "https://repo.example/record/");
+    let prefix = format!("{origin}/record/");
+    assert_eq!(report["scope"]["suggested"], prefix.as_str());
     assert_eq!(report["bridgeable"], false);
     let problems = report["problems"].to_string();
     assert!(
-        problems.contains("--scope https://repo.example/record/"),
+        problems.contains(&format!("--scope {prefix}")),
         "{problems}"
     );
+    // Issue 29: the suggestion was tried on the records: what it gives them, three of its
+    // pages, and (with --fetch) how two of them answer.
+    let suggested = &report["landing"]["suggested"];
+    assert_eq!(suggested["setting"], format!("scope = [\"{prefix}\"]"));
+    assert_eq!(suggested["with_landing_page"], 10);
+    assert_eq!(suggested["share"], 1.0);
+    assert_eq!(
+        suggested["examples"],
+        serde_json::json!([
+            format!("{prefix}1"),
+            format!("{prefix}2"),
+            format!("{prefix}3")
+        ])
+    );
+    let statuses: Vec<(String, u64)> = suggested["fetched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["url"].as_str().unwrap().to_owned(),
+                f["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [(format!("{prefix}1"), 200), (format!("{prefix}2"), 200)]
+    );
+    assert_eq!(report["scope"]["tried"]["with_landing_page"], 10);
     // Two ListRecords pages only, not the whole list.
     assert_eq!(server.list_requests().len(), 2);
 
     // With the suggested scope, it can be bridged.
-    let url = server.url();
-    let out = check(&[
-        &url,
-        "--scope",
-        "https://repo.example/record/",
-        "--pages",
-        "1",
-    ])
-    .await;
+    let out = check(&[&url, "--scope", &prefix, "--pages", "1"]).await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("landing_page 5"), "{text}");
     assert!(text.contains("can be bridged as configured"), "{text}");
 
     // Issue 22: each reason not to publish in words, the words of the status page.
-    let out = check(&[&url, "--pages", "1"]).await;
+    let out = check(&[
+        &url,
+        "--platform",
+        "generic",
+        "--pages",
+        "1",
+        "--fetch",
+        "1",
+    ])
+    .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(
@@ -106,6 +153,41 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
             oai_bridge::Drop::OutOfScope.meaning()
         )),
         "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "suggested: scope = [\"{prefix}\"] (--scope {prefix}) would give 5 of them one (100%)\n"
+        )) && text.contains(&format!("would publish: {prefix}1\n"))
+            && text.contains(&format!("fetched      {prefix}1: HTTP 200")),
+        "{text}"
+    );
+}
+
+/// Issue 29, rule 3: the records' pages on another site than the baseURL's are said as a fact
+/// (bridge that site as its own repository, or set scope if it is yours), never suggested as a
+/// scope. This test once expected `--scope https://repo.example/record/` for a repository at
+/// 127.0.0.1: advice to publish another site's pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_on_another_site_are_a_fact_not_a_suggestion() {
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    let out = check(&[&server.url(), "--json", "--fetch", "3"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["scope"]["suggested"], serde_json::Value::Null);
+    assert_eq!(report["landing"]["suggested"], serde_json::Value::Null);
+    let fact = report["scope"]["elsewhere"].as_str().unwrap();
+    assert!(
+        fact.starts_with("the records' pages are on https://repo.example/record/, another site")
+            && fact.ends_with("bridge it as its own repository, or set scope if it is yours"),
+        "{fact}"
+    );
+    let problems = report["problems"].to_string();
+    assert!(!problems.contains("--scope"), "{problems}");
+    assert!(problems.contains("another site"), "{problems}");
+    // Nothing was fetched on that site.
+    assert!(
+        report["landing"]["fetched"].as_array().unwrap().is_empty(),
+        "{report:#}"
     );
 }
 
