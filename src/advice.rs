@@ -76,6 +76,17 @@ impl Suggestion {
             self.examples.join(", ")
         )
     }
+
+    /// As an export's error says it: `platform = "dspace" (--platform dspace) gives 6 of the
+    /// first 6 live records a landing page (100%), e.g. A, B, C (tried: why)`.
+    pub(crate) fn sentence(&self) -> String {
+        format!(
+            "{} {} (tried, as {})",
+            self.named(),
+            self.gives_records(),
+            self.why
+        )
+    }
 }
 
 /// What the advice found.
@@ -94,6 +105,25 @@ pub(crate) struct Advice {
     pub(crate) pages_elsewhere: Option<String>,
     /// What the records carry, when no setting gives most of them a page.
     pub(crate) contents: Option<String>,
+}
+
+impl Advice {
+    /// What is said as fact, not advice.
+    pub(crate) fn facts(&self) -> Vec<String> {
+        [&self.ui_elsewhere, &self.pages_elsewhere, &self.contents]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect()
+    }
+
+    /// The suggestion, else the facts, in one sentence: an export's hint.
+    pub(crate) fn hint(&self) -> Option<String> {
+        match &self.suggestion {
+            Some(s) => Some(s.sentence()),
+            None => Some(self.facts().join("; ")).filter(|f| !f.is_empty()),
+        }
+    }
 }
 
 /// How a repository is set up, as a harvest applies it.
@@ -811,7 +841,8 @@ mod tests {
         );
     }
 
-    /// Rule 4: when nothing works, what the records carry, plainly.
+    /// Rule 4: when nothing works, what the records carry, plainly; and an export's hint
+    /// follows it (the Handles hint was given for a repository of DOIs).
     #[test]
     fn when_nothing_works_it_says_what_the_records_carry() {
         let dois = records(4, |i| {
@@ -822,12 +853,35 @@ mod tests {
         });
         let advice = at("https://repo.example.org/oai", &dois);
         assert_eq!(advice.suggestion, None);
+        let hint = advice.hint().unwrap();
         assert_eq!(
-            advice.contents.unwrap(),
+            hint,
             "the 4 live records of the sample carry only a DOI (4) and a citation (4); no URL on this site"
         );
+        assert!(
+            !hint.contains("Handle") && !hint.contains("dspace"),
+            "{hint}"
+        );
+
+        // Handles in DSpace's shape: DSpace's row shows, and is tried.
+        let handles: Vec<Record> = (1..=4)
+            .map(|i| Record {
+                identifier: format!("oai:h:123456789/{i}"),
+                dc_identifiers: vec![format!("http://hdl.handle.net/123456789/{i}")],
+                ..Record::default()
+            })
+            .collect();
+        let source = Source::Oai(Url::parse("https://repo.example.org/oai").unwrap());
+        let advice = advice_for(&source, &Identify::default(), &handles, "generic", &[]);
+        let hint = advice.hint().unwrap();
+        assert!(
+            hint.starts_with(
+                "platform = \"dspace\" (--platform dspace) gives 4 of the first 4 live records a landing page (100%), e.g. https://repo.example.org/handle/123456789/1, "
+            ),
+            "{hint}"
+        );
         // No live record: nothing to say.
-        assert_eq!(at("https://repo.example.org/oai", &[]), Advice::default());
+        assert_eq!(at("https://repo.example.org/oai", &[]).hint(), None);
     }
 
     /// A DSpace 7's records show their UI on another host: `ui_url` is tried there, on the

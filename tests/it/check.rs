@@ -552,3 +552,64 @@ async fn check_names_the_setting_that_would_give_records_landing_pages() {
         "{err}"
     );
 }
+
+/// `oai-bridge export` of `fixtures/platforms/{fixture}.xml` into a temporary folder, nothing
+/// asked of the web (`OAI_BRIDGE_LEARN=off`), with `extra` flags.
+fn export(fixture: &str, extra: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    Command::new(env!("CARGO_BIN_EXE_oai-bridge"))
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .env_remove("RUST_LOG")
+        .env("OAI_BRIDGE_LEARN", "off")
+        .arg("export")
+        .args(["--base-url", &format!("fixtures/platforms/{fixture}.xml")])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args([
+            "--public-url",
+            "https://sitemaps.example.org/",
+            "--no-progress",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue 29: export's "nothing to publish" follows what the records hold. It said "if the
+/// records' Handles are DSpace's, set platform = dspace" of a repository of DOIs; now it says
+/// they carry only DOIs, and where a platform shows, that platform tried on the records.
+#[test]
+fn an_empty_export_s_hint_follows_what_the_records_hold() {
+    let out = export("figshare", &["--platform", "generic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing to publish: ")
+            && err.contains(
+                "; the 8 live records of the sample carry only a DOI (8); no URL on this site"
+            ),
+        "{err}"
+    );
+    assert!(!err.contains("DSpace") && !err.contains("dspace"), "{err}");
+
+    let out = export("digital-commons", &["--platform", "generic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "platform = \"digital-commons\" (--platform digital-commons) gives 10 of the first 12 live records a landing page (83%), e.g. https://digitalcommons.example.edu/bio_facpubs/43, "
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("eprints"), "{err}");
+
+    let out = export("diva", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("carry only a resolver's URL, urn.kb.example.se (8)"),
+        "{err}"
+    );
+    assert!(!err.contains("set the repository's scope"), "{err}");
+}
