@@ -1015,30 +1015,32 @@ fn ui_in(sample: &[Record], before: &str) -> Option<Url> {
 /// The UI of a platform at `base` whose pages are Handles and that no `ui_url` names: under a
 /// path of the baseURL's host (`/xmlui/`, `/jspui/`) when the records' local Handle URLs show
 /// one there, else the baseURL's root. A UI the records show on another host is not taken
-/// (the operator has not named it): `evidence` says where they point and that `ui_url` would
-/// take it.
-fn handle_ui(base: &Url, sample: &[Record], before: &str, evidence: &mut String) -> Url {
+/// (the operator has not named it), and is returned as well, for `evidence` to say what
+/// `ui_url` would give there.
+fn handle_ui(
+    base: &Url,
+    sample: &[Record],
+    before: &str,
+    evidence: &mut String,
+) -> (Url, Option<Url>) {
     let mut root = base.clone();
     root.set_path("/");
     root.set_query(None);
     let Some(mut ui) = ui_in(sample, before) else {
-        return root;
+        return (root, None);
     };
     if ui.host_str() != base.host_str() {
-        evidence.push_str(&format!(
-            "; the records' local Handle URLs are under {ui}: if that is the UI, set ui_url"
-        ));
-        return root;
+        return (root, Some(ui));
     }
     if ui.path() == "/" {
-        return root;
+        return (root, None);
     }
     let _ = ui.set_scheme(base.scheme());
     let _ = ui.set_port(base.port());
     evidence.push_str(&format!(
         "; the UI at {ui}, from the records' local Handle URLs"
     ));
-    ui
+    (ui, None)
 }
 
 /// Whether a record has a `dc:identifier` that is a Handle in any spelling, or a local
@@ -1218,7 +1220,12 @@ impl Rule {
             }
             None => {
                 let base = base.ok_or_else(|| no_base(row.name()))?;
-                handle_ui(base, sample, before, evidence)
+                let (ui, elsewhere) = handle_ui(base, sample, before, evidence);
+                if let Some(other) = elsewhere {
+                    let said = Self::ui_elsewhere(row, before, &other, base, sample);
+                    evidence.push_str(&said);
+                }
+                ui
             }
         };
         let scope = origin_scope(&ui, ui.path(), row.name())?;
@@ -1239,6 +1246,65 @@ impl Rule {
             },
             scope,
         ))
+    }
+
+    /// What `evidence` says of a UI `ui` the records' local Handle URLs show on another host
+    /// than the baseURL's: tried on the live records of `sample` when it is on the baseURL's site
+    /// ([`same_site`]), with the share of them that would get a page there and three of the
+    /// pages; else that it is another site.
+    fn ui_elsewhere(
+        row: &Arc<Row>,
+        before: &str,
+        ui: &Url,
+        base: &Url,
+        sample: &[Record],
+    ) -> String {
+        let said = format!("; the records' local Handle URLs are under {ui}");
+        if !same_site(
+            base.host_str().unwrap_or_default(),
+            ui.host_str().unwrap_or_default(),
+        ) {
+            return format!(
+                "{said}, another site than the baseURL's: set ui_url if that is this \
+                 repository's UI"
+            );
+        }
+        let Ok((rule, scope)) = Self::for_handle(
+            row,
+            before,
+            Some(ui),
+            Some(base),
+            sample,
+            &mut String::new(),
+        ) else {
+            return said;
+        };
+        let there = Landing {
+            rule,
+            scope,
+            detected: Detected::configured(Platform(Some(row.clone()))),
+        };
+        let live: Vec<&Record> = sample
+            .iter()
+            .filter(|r| !r.deleted && !r.unreadable())
+            .take(SAMPLE)
+            .collect();
+        let mut classes = Classes::new();
+        let mut pages = Vec::new();
+        for record in &live {
+            there.classes(record, &mut classes);
+            if let Some(Class::LandingPage(page)) = classes.first() {
+                pages.push(page.to_string());
+            }
+        }
+        format!(
+            "{said}: if that is the UI, set ui_url, which gives {} of the first {} live records \
+             a page there ({:.0}%), e.g. {}",
+            pages.len(),
+            live.len(),
+            100.0 * pages.len() as f64 / live.len().max(1) as f64,
+            pages[..pages.len().min(3)].join(", ")
+        )
     }
 
     /// A `dc:*` or template rule, for the installation the baseURL belongs to.
@@ -2146,6 +2212,55 @@ mod tests {
             Some("https://h.example.edu/xmlui/")
         );
         assert_eq!(dspace_ui_in(&records[3..]), None);
+    }
+
+    /// Issue 29: a UI the records' local Handle URLs show on another host is not taken, and
+    /// the evidence says what `ui_url` would give there, tried on the records; on another
+    /// registered domain only that it is another site.
+    #[test]
+    fn a_ui_the_records_show_elsewhere_is_tried_or_said() {
+        let records = |host: &str| -> Vec<Record> {
+            (1..=3)
+                .map(|i| {
+                    record(
+                        &format!("oai:h:1/{i}"),
+                        &[&format!("https://{host}/handle/1/{i}")],
+                        &[],
+                    )
+                })
+                .collect()
+        };
+        let settings = LandingSettings {
+            platform: Setting::Fixed("dspace".into()),
+            ..LandingSettings::default()
+        };
+        let base = Url::parse("https://api.repo.example.org/server/oai/request").unwrap();
+        let evidence = |host: &str| {
+            let mut detected = Detected::configured(Platform::named("dspace"));
+            let rule = Landing::new(&settings, Some(&base), None, &mut detected, &records(host))
+                .unwrap()
+                .unwrap();
+            assert_eq!(rule.scope().to_string(), "https://api.repo.example.org/");
+            detected.evidence
+        };
+        let said = evidence("ui.repo.example.org");
+        assert!(
+            said.ends_with(
+                "; the records' local Handle URLs are under https://ui.repo.example.org/: if that is \
+                 the UI, set ui_url, which gives 3 of the first 3 live records a page there (100%), \
+                 e.g. https://ui.repo.example.org/handle/1/1, https://ui.repo.example.org/handle/1/2, \
+                 https://ui.repo.example.org/handle/1/3"
+            ),
+            "{said}"
+        );
+        let said = evidence("ui.example.net");
+        assert!(
+            said.ends_with(
+                "; the records' local Handle URLs are under https://ui.example.net/, another site \
+                 than the baseURL's: set ui_url if that is this repository's UI"
+            ),
+            "{said}"
+        );
     }
 
     #[test]
