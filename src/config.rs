@@ -1778,8 +1778,8 @@ mod tests {
         );
         rejects(
             &format!("{row}landing_rule = 1\n"),
-            "line",
-            "unknown field `landing_rule`",
+            "landing_rule",
+            "landing_rule",
         );
     }
 
