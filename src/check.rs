@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use url::Url;
 
+use crate::advice::{self, Suggestion};
 use crate::classify::{self, Class, Drop};
 use crate::oai::parse::{self, SmallAnswer};
 use crate::oai::{self, Client, HarvestRequest, HarvestSettings, OaiRequest, Source};
-use crate::platform::{Classes, Landing, Setting};
+use crate::platform::{Classes, Landing};
 use crate::scope::Scope;
 
 /// What to check.
@@ -151,8 +152,25 @@ pub struct LandingReport {
     pub content_files: Vec<String>,
     /// Sample landing pages requested.
     pub fetched: Vec<FetchReport>,
-    /// The setting that would give more records a landing page, when most get none.
+    /// The setting that gives more records a landing page, when most get none (or a DSpace's
+    /// `ui_url`, when the records show its UI elsewhere), in words: tried on the sample.
     pub suggestion: Option<String>,
+    /// The same, as data: the setting, what it gives the sample, its pages requested.
+    pub suggested: Option<SuggestedReport>,
+    /// What is said as fact, not advice: a DSpace UI on another site; when no setting gives
+    /// most records a landing page, what the records carry (pages on another site are
+    /// [`ScopeReport::elsewhere`]).
+    pub facts: Vec<String>,
+}
+
+/// A setting tried on the sample ([`advice::advise`]), and its pages requested (`--fetch`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SuggestedReport {
+    /// The setting and what it gives.
+    #[serde(flatten)]
+    pub tried: Suggestion,
+    /// Its example pages requested, as a crawler would.
+    pub fetched: Vec<FetchReport>,
 }
 
 /// One sample landing page, requested as a crawler would.
@@ -183,6 +201,11 @@ pub struct ScopeReport {
     pub suggested: Option<String>,
     /// The share of the sample's http(s) URLs the suggestion would cover.
     pub suggested_share: Option<f64>,
+    /// The suggested scope tried on the sample: what it gives.
+    pub tried: Option<Suggestion>,
+    /// Where most records' pages are when that is another site than the baseURL's: a fact, not
+    /// a suggestion.
+    pub elsewhere: Option<String>,
     /// A few URLs outside the scope.
     pub outside_examples: Vec<String>,
 }
@@ -266,10 +289,16 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     };
     let scope = landing.scope().clone();
     report.scope.applied = scope.prefixes();
-    let landing_pages = classify_sample(&records, &landing, &mut report);
-    suggest_landing(&records, options, &identify, &landing, &mut report);
-    warn_dspace_ui(&records, options, &landing, &mut report);
-    let allowed = robots(
+    let (landing_pages, outside) = classify_sample(&records, &landing, &mut report);
+    let setup = advice::Setup {
+        settings: &options.landing,
+        source: &options.source,
+        scope: &options.scope,
+        identify: &identify,
+    };
+    let advice = advice::advise(&records, &setup, &landing);
+    report.take_advice(advice, &outside, &landing);
+    let robots = robots(
         &client,
         &scope,
         &landing_pages,
@@ -277,7 +306,12 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
         &mut report,
     )
     .await;
-    fetch_landing_pages(&client, &landing_pages, options.fetch, allowed, &mut report).await;
+    let allowed = |page: &str| robots.as_ref().and_then(|r| r.allowed(page));
+    report.landing.fetched = fetch_pages(&client, &landing_pages, options.fetch, allowed).await;
+    if let Some(s) = &mut report.landing.suggested {
+        let n = options.fetch.min(advice::EXAMPLES);
+        s.fetched = fetch_pages(&client, &s.tried.examples, n, allowed).await;
+    }
 
     report.judge_scope();
     report.judge_landing();
@@ -330,29 +364,56 @@ async fn identify(
     }
 }
 
-/// Warns when the records of a DSpace 7 or later name a UI (their local Handle URLs) on
-/// another host than the baseURL, which the bridge does not take from them.
-fn warn_dspace_ui(
-    records: &[parse::Record],
-    options: &CheckOptions,
-    landing: &Landing,
-    report: &mut CheckReport,
-) {
-    if landing.detected().platform.as_str() == "dspace"
-        && options.landing.ui_url.is_none()
-        && let Some(ui) = crate::platform::dspace_ui_in(records)
-        && !landing.scope().contains(&ui)
-    {
-        report.warnings.push(format!(
-            "the records' local Handle URLs are under {ui}, not on the baseURL's host: if that is \
-             the DSpace UI, set ui_url = \"{ui}\" (--ui-url {ui}); the landing pages are now \
-             made under {}",
-            landing.scope()
-        ));
-    }
-}
-
 impl CheckReport {
+    /// Takes what [`advice::advise`] found: the suggestion (tried on the sample) and what is
+    /// said as fact; the scope's suggestion, with the share of the sample's URLs `outside` the
+    /// scope it covers; a warning for a `ui_url` that `landing` does not make its pages under.
+    fn take_advice(&mut self, advice: advice::Advice, outside: &[Url], landing: &Landing) {
+        // Pages on another site are the scope's to say.
+        self.landing.facts = [&advice.ui_elsewhere, &advice.contents]
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect();
+        if let Some(tried) = advice.scope {
+            let prefix = tried.value.clone();
+            let covered = outside
+                .iter()
+                .filter(|u| u.as_str().starts_with(&prefix))
+                .count();
+            let count = |k: &str| self.sample.identifiers.get(k).copied().unwrap_or(0);
+            let outside_total = count(Drop::OutOfScope.as_str()) as f64;
+            let sc = &mut self.scope;
+            if sc.inside_share < 0.5 && !outside.is_empty() {
+                let covered_share = covered as f64 / outside.len() as f64;
+                sc.suggested_share = Some(covered_share * outside_total / sc.http_urls as f64);
+                sc.suggested = Some(prefix);
+                sc.tried = Some(tried);
+            }
+        }
+        if let Some(tried) = advice.suggestion {
+            let l = &mut self.landing;
+            l.suggestion = Some(format!("{} {}", tried.named(), tried.gives()));
+            if tried.key == "ui_url" {
+                self.warnings.push(format!(
+                    "the records' local Handle URLs are under {ui}, not on the baseURL's host: if \
+                     that is the DSpace UI, set {} ({}), which {}; the landing pages are now \
+                     made under {}",
+                    tried.setting,
+                    tried.flag,
+                    tried.gives_records(),
+                    landing.scope(),
+                    ui = tried.value,
+                ));
+            }
+            l.suggested = Some(SuggestedReport {
+                tried,
+                fetched: Vec::new(),
+            });
+        }
+        self.scope.elsewhere = advice.pages_elsewhere;
+    }
+
     /// Records what `Identify` said; returns it (empty when it said nothing) and whether the
     /// source is a Static Repository.
     fn take_identify(
@@ -425,6 +486,8 @@ impl CheckReport {
             );
             if let Some(p) = &s.suggested {
                 let _ = write!(problem, "; try --scope {p} (scope = [\"{p}\"])");
+            } else if let Some(fact) = &s.elsewhere {
+                let _ = write!(problem, "; {fact}");
             }
             self.problems.push(problem);
         } else if self.sample.records > 0 && s.inside_share < 0.5 {
@@ -449,7 +512,10 @@ impl CheckReport {
             );
             match &l.suggestion {
                 Some(fix) => self.warnings.push(format!("{what}; {fix}")),
-                None => self.warnings.push(what),
+                None if l.facts.is_empty() => self.warnings.push(what),
+                None => self
+                    .warnings
+                    .push(format!("{what}; {}", l.facts.join("; "))),
             }
         }
     }
@@ -608,13 +674,13 @@ async fn sample(
 }
 
 /// Classifies the sample's live records under `landing`, as a harvest would: the identifier
-/// classes, the scope's coverage and a suggested prefix, and the landing report. Returns the
-/// landing pages seen (up to [`KEEP`]).
+/// classes, the scope's coverage, and the landing report. Returns the landing pages seen and
+/// the URLs outside the scope (up to [`KEEP`] each).
 fn classify_sample(
     records: &[parse::Record],
     landing: &Landing,
     report: &mut CheckReport,
-) -> Vec<String> {
+) -> (Vec<String>, Vec<Url>) {
     let detected = landing.detected();
     let l = &mut report.landing;
     l.platform = detected.platform.to_string();
@@ -677,16 +743,7 @@ fn classify_sample(
     sc.http_urls = http;
     sc.inside_share = share(inside, http);
     sc.outside_examples = outside.iter().take(5).map(Url::to_string).collect();
-    if sc.inside_share < 0.5
-        && let Some((prefix, covered)) = suggest_scope(&outside)
-    {
-        // The share of all http(s) URLs the prefix covers, from the sampled outside URLs.
-        let covered_share = covered as f64 / outside.len() as f64;
-        let outside_total = count(Drop::OutOfScope.as_str()) as f64;
-        sc.suggested_share = Some((covered_share * outside_total) / http as f64);
-        sc.suggested = Some(prefix);
-    }
-    pages
+    (pages, outside)
 }
 
 fn share(part: u64, whole: u64) -> f64 {
@@ -697,190 +754,56 @@ fn share(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// When most live records get no landing page, tries what else could give them one on the same
-/// records (each platform's rule, the suggested scope) and says the setting that gives the most,
-/// if it gives most records one; else what the records carry that a template could use.
-fn suggest_landing(
-    records: &[parse::Record],
-    options: &CheckOptions,
-    identify: &parse::Identify,
-    landing: &Landing,
-    report: &mut CheckReport,
-) {
-    let l = &report.landing;
-    if l.live_records == 0 || l.share >= 0.5 {
-        return;
-    }
-    let best = better_setting(
-        records,
-        options,
-        identify,
-        landing,
-        l.with_landing_page,
-        report.scope.suggested.as_deref(),
-    );
-    let suggestion = match best {
-        Some((n, setting)) if n * 2 >= l.live_records => {
-            Some(format!("{setting} would give {n} of them one"))
-        }
-        _ => doi_template_hint(records),
-    };
-    report.landing.suggestion = suggestion;
-}
-
-/// The setting (another platform, or the `suggested` scope) that gives the most of `records`
-/// a landing page, if it gives more than the `current` rule does, with how many it gives one.
-fn better_setting(
-    records: &[parse::Record],
-    options: &CheckOptions,
-    identify: &parse::Identify,
-    landing: &Landing,
-    current: u64,
-    suggested: Option<&str>,
-) -> Option<(u64, String)> {
-    let mut best: Option<(u64, String)> = None;
-    let mut consider = |n: u64, setting: String| {
-        if n > current && best.as_ref().is_none_or(|(b, _)| n > *b) {
-            best = Some((n, setting));
-        }
-    };
-    for row in options.landing.platforms.rows() {
-        let platform = row.name();
-        if platform == landing.detected().platform.as_str() {
-            continue;
-        }
-        let settings = crate::platform::LandingSettings {
-            platform: Setting::Fixed(platform.to_owned()),
-            ui_url: options.landing.ui_url.clone(),
-            template: None,
-            platforms: options.landing.platforms.clone(),
-            learned: None,
-            web: None,
-            robots: None,
-            leave_out_files: options.landing.leave_out_files,
-        };
-        if let Ok(rule) = crate::pipeline::landing_of(
-            &settings,
-            &options.source,
-            &options.scope,
-            identify,
-            records,
-        ) {
-            consider(
-                with_landing(&rule, records),
-                format!("platform = \"{platform}\" (--platform {platform})"),
-            );
-        }
-    }
-    if let Some(prefix) = suggested
-        && let Ok(url) = Url::parse(prefix)
-        && let Ok(rule) = crate::pipeline::landing_of(
-            &options.landing,
-            &options.source,
-            &[url],
-            identify,
-            records,
-        )
-    {
-        consider(
-            with_landing(&rule, records),
-            format!("scope = [\"{prefix}\"] (--scope {prefix})"),
-        );
-    }
-    best
-}
-
-/// How many of `records` get a landing page under `rule`.
-fn with_landing(rule: &Landing, records: &[parse::Record]) -> u64 {
-    let mut classes = Classes::new();
-    records
-        .iter()
-        .filter(|r| {
-            rule.classes(r, &mut classes);
-            classes.iter().any(|c| matches!(c, Class::LandingPage(_)))
-        })
-        .count() as u64
-}
-
-/// When most of `records` carry a DOI, the hint that a landing-page template could use it.
-fn doi_template_hint(records: &[parse::Record]) -> Option<String> {
-    let dois = records
-        .iter()
-        .filter(|r| {
-            r.dc_identifiers
-                .iter()
-                .any(|v| matches!(classify::pid_of(v), Some(classify::Pid::Doi(_))))
-        })
-        .count();
-    (dois * 2 >= records.len()).then(|| {
-        format!(
-            "{dois} of them carry a DOI: if the landing pages are made from it, set landing_template (e.g. Dataverse: \"https://host/dataset.xhtml?persistentId=doi:{{doi}}\")"
-        )
-    })
-}
-
-/// Requests up to `n` of the sample's landing pages, one at a time, as a crawler would: the
-/// status after same-host redirects, and whether robots.txt lets [`CRAWLER`] in (`allowed`,
-/// from [`robots`]).
-async fn fetch_landing_pages(
+/// Requests up to `n` of `pages`, one at a time, as a crawler would: the status after
+/// same-host redirects, and whether robots.txt lets [`CRAWLER`] in (`allowed`, from
+/// [`robots`]).
+async fn fetch_pages(
     client: &Client,
     pages: &[String],
     n: usize,
-    allowed: Option<Vec<Option<bool>>>,
-    report: &mut CheckReport,
-) {
-    for (i, url) in pages.iter().take(n).enumerate() {
+    allowed: impl Fn(&str) -> Option<bool>,
+) -> Vec<FetchReport> {
+    let mut fetched = Vec::new();
+    for url in pages.iter().take(n) {
         let (status, error) = match client.get_once(url).await {
             Ok((status, _)) => (Some(status), None),
             Err(kind) => (None, Some(kind.to_string())),
         };
-        report.landing.fetched.push(FetchReport {
+        fetched.push(FetchReport {
             url: url.clone(),
             status,
             error,
-            robots_allowed: allowed.as_ref().and_then(|a| a.get(i).copied().flatten()),
+            robots_allowed: allowed(url),
         });
     }
+    fetched
 }
 
-/// The prefix (scheme, host, port and first path segment) that covers most of `outside`, and how
-/// many it covers; `None` when none covers a third of them.
-fn suggest_scope(outside: &[Url]) -> Option<(String, usize)> {
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for url in outside {
-        let Some(host) = url.host_str() else {
-            continue;
-        };
-        let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
-        let segment = url
-            .path_segments()
-            .and_then(|mut s| s.next())
-            .filter(|s| !s.is_empty());
-        let prefix = match segment {
-            // A first segment that is the whole path (a file at the root) is no directory.
-            Some(seg) if url.path().len() > seg.len() + 1 => {
-                format!("{}://{host}{port}/{seg}/", url.scheme())
-            }
-            _ => format!("{}://{host}{port}/", url.scheme()),
-        };
-        *counts.entry(prefix).or_default() += 1;
+/// A robots.txt read, for judging pages of its host.
+struct Robots {
+    /// `https://host/`: the pages it judges.
+    on_host: String,
+    robot: texting_robots::Robot,
+}
+
+impl Robots {
+    /// Whether [`CRAWLER`] may fetch `page`; `None` for a page of another host.
+    fn allowed(&self, page: &str) -> Option<bool> {
+        page.starts_with(&self.on_host)
+            .then(|| self.robot.allowed(page))
     }
-    let (prefix, n) = counts
-        .into_iter()
-        .max_by_key(|(p, n)| (*n, usize::MAX - p.len()))?;
-    (n * 3 >= outside.len()).then_some((prefix, n))
 }
 
 /// Reads the robots.txt of the scope's host: sitemaps, landing pages disallowed for
-/// [`CRAWLER`], and the cross-submission line the bridge's public URL needs. Returns whether
-/// each of `landing` is allowed, when robots.txt could be read.
+/// [`CRAWLER`], and the cross-submission line the bridge's public URL needs. Returns it, to
+/// judge other pages of its host, when it could be read.
 async fn robots(
     client: &Client,
     scope: &Scope,
     landing: &[String],
     public_url: Option<&Url>,
     report: &mut CheckReport,
-) -> Option<Vec<Option<bool>>> {
+) -> Option<Robots> {
     let host_of = |u: &str| {
         Url::parse(u)
             .ok()
@@ -912,18 +835,19 @@ async fn robots(
             return None;
         }
     };
-    let mut allowed = None;
+    let mut read = None;
     match texting_robots::Robot::new(CRAWLER, &body) {
         Ok(robot) => {
             r.sitemaps = robot.sitemaps.clone();
             // Only this host's pages are this robots.txt's to judge.
-            let on_host = format!("{origin}/");
-            let verdicts: Vec<Option<bool>> = landing
-                .iter()
-                .map(|p| p.starts_with(&on_host).then(|| robot.allowed(p)))
-                .collect();
-            for (page, verdict) in landing.iter().zip(&verdicts) {
-                let Some(ok) = verdict else { continue };
+            let robots = Robots {
+                on_host: format!("{origin}/"),
+                robot,
+            };
+            for page in landing {
+                let Some(ok) = robots.allowed(page) else {
+                    continue;
+                };
                 r.checked += 1;
                 if !ok {
                     r.disallowed += 1;
@@ -932,7 +856,7 @@ async fn robots(
                     }
                 }
             }
-            allowed = Some(verdicts);
+            read = Some(robots);
         }
         Err(e) => r.error = Some(format!("cannot parse: {e}")),
     }
@@ -943,7 +867,7 @@ async fn robots(
         r.cross_submission_listed = r.sitemaps.iter().any(|s| s.trim() == index);
         r.cross_submission = Some(format!("Sitemap: {index}"));
     }
-    allowed
+    read
 }
 
 fn describe_errors(errors: &[parse::OaiError]) -> String {
@@ -1200,11 +1124,31 @@ impl LandingReport {
         for e in &self.content_files {
             line(out, "", format_args!("content file: {e}"));
         }
-        if let Some(fix) = &self.suggestion {
-            line(out, "", format_args!("suggested: {fix}"));
-        }
         for f in &self.fetched {
             f.render(out);
+        }
+        if let Some(s) = &self.suggested {
+            let t = &s.tried;
+            line(
+                out,
+                "",
+                format_args!(
+                    "suggested: {} would give {} of them one ({:.0}%)",
+                    t.named(),
+                    t.with_landing_page,
+                    100.0 * t.share
+                ),
+            );
+            line(out, "", format_args!("tried, as {}", t.why));
+            for e in &t.examples {
+                line(out, "", format_args!("would publish: {e}"));
+            }
+            for f in &s.fetched {
+                f.render(out);
+            }
+        }
+        for fact in &self.facts {
+            line(out, "", fact);
         }
     }
 }
@@ -1256,6 +1200,12 @@ impl ScopeReport {
                     100.0 * share
                 ),
             );
+            if let Some(t) = &self.tried {
+                line(out, "", format_args!("it {}", t.gives_records()));
+            }
+        }
+        if let Some(fact) = &self.elsewhere {
+            line(out, "", fact);
         }
     }
 }
@@ -1298,26 +1248,146 @@ impl RobotsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::{Detected, Platform};
 
-    #[test]
-    fn the_suggested_scope_covers_most_urls_outside() {
-        let urls: Vec<Url> = [
-            "https://h/handle/1/2",
-            "https://h/handle/1/3",
-            "https://h/handle/9/9",
-            "https://h/bitstream/1/a.pdf",
-            "https://other/x",
-        ]
-        .iter()
-        .map(|u| Url::parse(u).unwrap())
-        .collect();
-        assert_eq!(
-            suggest_scope(&urls),
-            Some(("https://h/handle/".to_owned(), 3))
+    /// A report of four live records none of which gets a landing page under Google's rule
+    /// over `https://h.example.org/oai/`, their four URLs outside it.
+    fn nothing_published() -> (CheckReport, Landing) {
+        let base = Url::parse("https://h.example.org/oai/provider").unwrap();
+        let landing = Landing::generic(
+            Scope::from_base_url(&base).unwrap(),
+            Detected::configured(Platform::generic()),
         );
-        // A file at the root suggests the host itself.
-        let root = [Url::parse("https://h/record.html").unwrap()];
-        assert_eq!(suggest_scope(&root), Some(("https://h/".to_owned(), 1)));
-        assert_eq!(suggest_scope(&[]), None);
+        let mut report = CheckReport {
+            identify: Some(IdentifyReport::default()),
+            ..CheckReport::default()
+        };
+        report.sample.records = 4;
+        report
+            .sample
+            .identifiers
+            .insert(Drop::OutOfScope.as_str().to_owned(), 4);
+        report.scope = ScopeReport {
+            applied: landing.scope().prefixes(),
+            http_urls: 4,
+            ..ScopeReport::default()
+        };
+        report.landing = LandingReport {
+            platform: "generic".to_owned(),
+            configured: true,
+            live_records: 4,
+            ..LandingReport::default()
+        };
+        (report, landing)
+    }
+
+    /// Issue 29: a suggestion is shown with what it gave the sample (the share, three pages,
+    /// their status with `--fetch`), in the text and in `--json`.
+    #[test]
+    fn a_suggestion_shows_what_it_gives_the_sample() {
+        let (mut report, landing) = nothing_published();
+        let pages: Vec<String> = (1..=3)
+            .map(|i| format!("https://h.example.org/items/{i}"))
+            .collect();
+        let tried = Suggestion {
+            key: "scope".to_owned(),
+            value: "https://h.example.org/items/".to_owned(),
+            setting: "scope = [\"https://h.example.org/items/\"]".to_owned(),
+            flag: "--scope https://h.example.org/items/".to_owned(),
+            why: "the records' pages on the baseURL's site are under https://h.example.org/items/"
+                .to_owned(),
+            live_records: 4,
+            with_landing_page: 3,
+            share: 0.75,
+            examples: pages.clone(),
+        };
+        let outside: Vec<Url> = (1..=4)
+            .map(|i| Url::parse(&format!("https://h.example.org/items/{i}")).unwrap())
+            .collect();
+        let advice = advice::Advice {
+            suggestion: Some(tried.clone()),
+            scope: Some(tried),
+            ..advice::Advice::default()
+        };
+        report.take_advice(advice, &outside, &landing);
+        let suggested = report.landing.suggested.as_mut().unwrap();
+        suggested.fetched = vec![FetchReport {
+            url: pages[0].clone(),
+            status: Some(200),
+            error: None,
+            robots_allowed: Some(true),
+        }];
+        report.judge_scope();
+        report.judge_landing();
+
+        let text = report.render();
+        for expected in [
+            "suggested: scope = [\"https://h.example.org/items/\"] (--scope https://h.example.org/items/) would give 3 of them one (75%)\n",
+            "would publish: https://h.example.org/items/1\n",
+            "would publish: https://h.example.org/items/3\n",
+            "fetched      https://h.example.org/items/1: HTTP 200; allowed for Googlebot\n",
+            "suggested: --scope https://h.example.org/items/ (scope = [\"https://h.example.org/items/\"]) would cover about 100% more\n",
+            "it gives 3 of the first 4 live records a landing page (75%), e.g. https://h.example.org/items/1, ",
+        ] {
+            assert!(text.contains(expected), "{expected}\n{text}");
+        }
+        assert!(
+            report.problems[0].ends_with("; try --scope https://h.example.org/items/ (scope = [\"https://h.example.org/items/\"])"),
+            "{:?}",
+            report.problems
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        let s = &json["landing"]["suggested"];
+        assert_eq!(s["setting"], "scope = [\"https://h.example.org/items/\"]");
+        assert_eq!(s["share"], 0.75);
+        assert_eq!(s["examples"].as_array().unwrap().len(), 3);
+        assert_eq!(s["fetched"][0]["status"], 200);
+        assert_eq!(json["scope"]["tried"]["with_landing_page"], 3);
+    }
+
+    /// Issue 29: what is no advice is said as a fact, in the report and in its problems and
+    /// warnings, and nothing is suggested.
+    #[test]
+    fn a_fact_is_said_as_a_fact() {
+        let (mut report, landing) = nothing_published();
+        let advice = advice::Advice {
+            pages_elsewhere: Some(
+                "the records' pages are on https://p.example.net/, another site than the \
+                 baseURL's (h.example.org): bridge it as its own repository, or set scope if it \
+                 is yours"
+                    .to_owned(),
+            ),
+            contents: Some(
+                "the 4 live records of the sample carry only a URL on another site, \
+                 p.example.net (4); no URL on this site"
+                    .to_owned(),
+            ),
+            ..advice::Advice::default()
+        };
+        report.take_advice(advice, &[], &landing);
+        report.judge_scope();
+        report.judge_landing();
+        assert_eq!(report.landing.suggestion, None);
+        assert_eq!(report.scope.suggested, None);
+        assert!(
+            report.problems[0]
+                .contains("; the records' pages are on https://p.example.net/, another site")
+                && !report.problems[0].contains("try --scope"),
+            "{:?}",
+            report.problems
+        );
+        assert!(
+            report.warnings[0].ends_with("; no URL on this site"),
+            "{:?}",
+            report.warnings
+        );
+        let text = report.render();
+        assert!(!text.contains("suggested:"), "{text}");
+        assert!(
+            text.contains(
+                "             the 4 live records of the sample carry only a URL on another site"
+            ),
+            "{text}"
+        );
     }
 }

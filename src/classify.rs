@@ -655,6 +655,41 @@ impl Pid<'_> {
     }
 }
 
+/// Hosts that resolve an identifier to a page elsewhere: a DOI's or Handle's proxy, URN, ARK and
+/// PURL resolvers. A subdomain counts too (`www.purl.org`).
+const RESOLVER_HOSTS: &[&str] = &[
+    "doi.org",
+    "hdl.handle.net",
+    "handle.net",
+    "urn.kb.se",
+    "urn.fi",
+    "nbn-resolving.org",
+    "nbn-resolving.de",
+    "persistent-identifier.nl",
+    "n2t.net",
+    "identifiers.org",
+    "purl.org",
+    "purl.oclc.org",
+    "w3id.org",
+    "arks.org",
+];
+
+/// Whether `url` is a resolver's: on one of [`RESOLVER_HOSTS`], or naming a national
+/// bibliography number (`urn:nbn:`, as `http://urn.kb.se/resolve?urn=urn:nbn:se:...` does) in
+/// its path or query. It sends a reader elsewhere, so it is never a repository's landing page.
+pub(crate) fn is_resolver(url: &Url) -> bool {
+    let host = url.host_str().unwrap_or_default().trim_end_matches('.');
+    let on_resolver = RESOLVER_HOSTS.iter().any(|r| {
+        host.eq_ignore_ascii_case(r)
+            || (host.len() > r.len()
+                && host.as_bytes()[host.len() - r.len() - 1] == b'.'
+                && host[host.len() - r.len()..].eq_ignore_ascii_case(r))
+    });
+    let rest = &url[url::Position::BeforePath..url::Position::AfterQuery];
+    let rest = rest.to_ascii_lowercase();
+    on_resolver || rest.contains("urn:nbn:") || rest.contains("urn%3anbn%3a")
+}
+
 fn pid(value: &str) -> Option<Pid<'_>> {
     const DOI_PREFIXES: &[&str] = &[
         "doi:",
@@ -731,6 +766,38 @@ mod tests {
 
     fn scope() -> Scope {
         Scope::from_base_url(&Url::parse("https://repo.example.edu/oai/request").unwrap()).unwrap()
+    }
+
+    /// Issue 29: a resolver's URL is never a landing page to suggest.
+    #[test]
+    fn resolvers_are_known_by_host_or_by_the_urn_they_resolve() {
+        for (url, resolver) in [
+            ("https://doi.org/10.1234/x", true),
+            ("http://dx.doi.org/10.1234/x", true),
+            ("https://hdl.handle.net/1234/5", true),
+            (
+                "http://urn.kb.se/resolve?urn=urn:nbn:se:kau:diva-2500",
+                true,
+            ),
+            (
+                "http://urn.kb.example.se/resolve?urn=urn:nbn:se:kau:diva-2500",
+                true,
+            ),
+            ("https://nbn-resolving.org/urn:nbn:de:0001-1", true),
+            ("https://n2t.net/ark:/12345/x", true),
+            ("https://identifiers.org/taxonomy:9606", true),
+            ("http://www.purl.org/net/x", true),
+            ("https://repo.example.edu/handle/1/2", false),
+            (
+                "https://dataverse.example.edu/dataset.xhtml?persistentId=doi:10.1/x",
+                false,
+            ),
+            ("https://notdoi.org/x", false),
+            ("https://gallica.example.fr/ark:/12148/bpt6k1", false),
+        ] {
+            let parsed = Url::parse(url).unwrap();
+            assert_eq!(is_resolver(&parsed), resolver, "{url}");
+        }
     }
 
     #[track_caller]

@@ -11,6 +11,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::advice;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::oai::Client;
 use crate::patch::{PreviousShards, ReadShard};
@@ -133,9 +134,22 @@ pub(crate) async fn run<T: Target>(
     seen.harvest_time = Some(harvest_time);
     log_landing_rule(&harvested);
     if harvested.published.is_empty() {
+        // What would give the first records pages, tried on them; a store's are read again.
+        let sample = match &stored {
+            Some(s) => pipeline::stored_sample(s.store)?,
+            None => std::mem::take(&mut harvested.sample),
+        };
+        let setup = advice::Setup {
+            settings: &job.landing,
+            source: &job.request.source,
+            scope: &job.scope,
+            identify: &harvested.report.identify,
+        };
+        let advice = advice::advise(&sample, &setup, &harvested.landing);
         return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
             &harvested.published.stats,
             &harvested.landing,
+            advice.hint().as_deref(),
         ))
         .into());
     }

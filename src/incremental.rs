@@ -515,6 +515,7 @@ fn patch_stored(
         // The patch holds the layout it starts from, and its writing gives the one after.
         layout: Layout::default(),
         patch: Some(patch),
+        sample: Vec::new(),
     }))
 }
 

@@ -9,6 +9,7 @@
 //! and run by `engine` for `export` (once, into a folder) and `server` (the gateway, on a
 //! schedule).
 
+mod advice;
 mod app;
 mod bucket;
 mod check;

@@ -207,7 +207,7 @@ pub(crate) fn scope_of(
 
 /// The baseURL whose host and path the landing rules start from: the source's, or the one a
 /// Static Repository states (if it is an http(s) URL).
-fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
+pub(crate) fn base_url(source: &Source, identify_base: &str) -> Option<Url> {
     match source {
         Source::Oai(base) => Some(base.clone()),
         Source::File(_) => Url::parse(identify_base)
@@ -308,19 +308,28 @@ pub(crate) fn landing_stored(
     store: &crate::store::Store,
     identify: &Identify,
 ) -> Result<Landing, PipelineError> {
-    let mut sample = Vec::new();
     // `auto` detects from it, and DSpace finds a UI under a path from it.
-    if job.landing.template.is_none() {
-        let _ = store.for_each_live(|record| {
-            sample.push(record);
-            if sample.len() < crate::platform::SAMPLE {
-                Ok(())
-            } else {
-                Err(())
-            }
-        })?;
-    }
+    let sample = if job.landing.template.is_none() {
+        stored_sample(store)?
+    } else {
+        Vec::new()
+    };
     landing_for(job, identify, &sample)
+}
+
+/// The first live records of `store`, at most [`crate::platform::SAMPLE`]: what the landing
+/// rule of a stored harvest is decided from ([`landing_stored`]).
+pub(crate) fn stored_sample(store: &crate::store::Store) -> Result<Vec<Record>, PipelineError> {
+    let mut sample = Vec::new();
+    let _ = store.for_each_live(|record| {
+        sample.push(record);
+        if sample.len() < crate::platform::SAMPLE {
+            Ok(())
+        } else {
+            Err(())
+        }
+    })?;
+    Ok(sample)
 }
 
 /// What one harvest gathered, resolved: the URL inventory and, when the job asks for a
@@ -345,12 +354,28 @@ pub struct Harvested {
     /// The patch of the published sitemap that makes its shards ([`crate::patch`]);
     /// `published` then holds only the counts.
     pub patch: Option<crate::patch::Patch>,
+    /// The first live records (at most [`crate::platform::SAMPLE`]) the landing rule was
+    /// decided from: what [`crate::advice`] tries settings on when nothing is published.
+    pub sample: Vec<Record>,
+}
+
+/// The first live records of `records`, at most [`crate::platform::SAMPLE`]: a harvest's
+/// sample ([`Harvested::sample`]).
+fn sample_of(records: &[Record]) -> Vec<Record> {
+    records
+        .iter()
+        .filter(|r| !r.deleted && !r.unreadable())
+        .take(crate::platform::SAMPLE)
+        .cloned()
+        .collect()
 }
 
 /// Everything one harvest fills, each from the same records.
 #[derive(Debug)]
 struct Collectors {
     landing: Landing,
+    /// See [`Harvested::sample`].
+    sample: Vec<Record>,
     inventory: Inventory,
     signposts: Option<Signposts>,
     diwoo: Vec<Category>,
@@ -400,6 +425,7 @@ impl Collectors {
             signposts,
             inventory: Inventory::new(landing.scope().clone()),
             landing,
+            sample: Vec::new(),
             diwoo,
             set_groups: crate::memo::Memo::new(SETS_REMEMBERED),
             rejected: std::collections::HashMap::new(),
@@ -429,6 +455,7 @@ impl Collectors {
             report,
             layout: Layout::default(),
             patch: None,
+            sample: self.sample,
         })
     }
 
@@ -562,7 +589,10 @@ impl Gathering<'_> {
             match landing_for(job, identify, &records)
                 .and_then(|landing| Collectors::new(job, landing, &identify.base_url))
             {
-                Ok(c) => self.collectors = Some(c),
+                Ok(mut c) => {
+                    c.sample = sample_of(&records);
+                    self.collectors = Some(c);
+                }
                 Err(e) => {
                     self.failure = Some(e);
                     return;
@@ -594,11 +624,15 @@ impl Gathering<'_> {
         let mut c = match self.collectors {
             Some(c) => c,
             // The whole list was shorter than the sample.
-            None => Collectors::new(
-                job,
-                landing_for(job, &report.identify, &self.waiting)?,
-                &report.identify.base_url,
-            )?,
+            None => {
+                let mut c = Collectors::new(
+                    job,
+                    landing_for(job, &report.identify, &self.waiting)?,
+                    &report.identify.base_url,
+                )?;
+                c.sample = sample_of(&self.waiting);
+                c
+            }
         };
         for record in &self.waiting {
             c.add(record)?;
@@ -644,8 +678,10 @@ pub(crate) fn collect_stored(
     Ok(harvested)
 }
 
-/// Says why nothing would be published, as an operator can act on it.
-pub(crate) fn explain_empty(stats: &Stats, landing: &Landing) -> String {
+/// Says why nothing would be published, as an operator can act on it. `advice` is what
+/// [`crate::advice`] found on the first records: a setting tried on them, or what they carry
+/// ([`crate::advice::Advice::hint`]); without it, where to look.
+pub(crate) fn explain_empty(stats: &Stats, landing: &Landing, advice: Option<&str>) -> String {
     let scope = landing.scope();
     if stats.records == 0 {
         return "the repository returned no records for this request (noRecordsMatch)".to_owned();
@@ -661,16 +697,15 @@ pub(crate) fn explain_empty(stats: &Stats, landing: &Landing) -> String {
     if let Some(holds) = &landing.detected().holds {
         return format!("0 of {urls} URLs inside the scope {scope}: {holds}");
     }
-    // Handles and no URL: what a DSpace that `auto` did not recognise looks like.
-    let hint = if landing.is_generic() && stats.dropped(Drop::PersistentId) > 0 {
-        "; if the records' Handles are DSpace's, set platform = \"dspace\" (--platform dspace)"
-    } else {
-        ""
-    };
+    // What the records hold, tried: never a platform the records do not show.
+    let hint = advice.map(|a| format!("; {a}")).unwrap_or_default();
     if stats.dropped(Drop::OutOfScope) > 0 {
-        return format!(
-            "0 of {urls} URLs inside the scope {scope}; set the repository's scope (--scope) to the prefix of the landing pages (`oai-bridge check` suggests one){hint}"
-        );
+        let look = if advice.is_some() {
+            String::new()
+        } else {
+            "; set the repository's scope (--scope) to the prefix of the landing pages (`oai-bridge check` tries one)".to_owned()
+        };
+        return format!("0 of {urls} URLs inside the scope {scope}{look}{hint}");
     }
     format!(
         "none of the {} records has a dc:identifier that is an http(s) URL ({} not URLs, {} persistent identifiers){hint}",

@@ -635,12 +635,7 @@ pub(crate) fn detect_over(
     let mut seen = Vec::new();
     for row in registry.rows() {
         let signs = Signs::of(row, base, identify, &live);
-        let shown = match row.spec.requires {
-            row::Requires::Landing => true,
-            row::Requires::Sign => signs.any(most),
-            row::Requires::Endpoint => signs.endpoint.is_some(),
-        };
-        if most(signs.hits) && shown {
+        if signs.shown(row, most) {
             let mut why = signs.words(row, most, &of);
             why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
             return Detected {
@@ -693,6 +688,51 @@ pub(crate) fn detect_over(
     }
 }
 
+/// Whether `row` shows on a repository as [`detect_over`] counts it: its own rule gives most of
+/// the first live records of `sample` a landing page, and the signs its `requires` asks for show
+/// (the baseURL's path, Identify, the sample identifier, the OAI identifiers' shape). The signs
+/// in words, as detection's evidence says them; `None` when they are absent. A row that does not
+/// show is never offered: its rule may well give pages, from what another platform wrote.
+pub(crate) fn shown(
+    row: &Row,
+    base: Option<&Url>,
+    identify: &Identify,
+    sample: &[Record],
+) -> Option<String> {
+    let live: Vec<&Record> = sample
+        .iter()
+        .filter(|r| !r.deleted && !r.unreadable())
+        .take(SAMPLE)
+        .collect();
+    let of = |n: usize| format!("{n} of the first {} live records", live.len());
+    let most = |n: usize| !live.is_empty() && n * 2 >= live.len();
+    let signs = Signs::of(row, base, identify, &live);
+    signs.shown(row, most).then(|| {
+        let mut why = signs.words(row, most, &of);
+        why.push(format!("{} {}", of(signs.hits), row.spec.evidence));
+        why.join(", ")
+    })
+}
+
+/// Whether `url` names a content file rather than a page: by its extension, or in the shape of
+/// a platform's files (any row's `content_files`: Digital Commons' `cgi/viewcontent.cgi`,
+/// DSpace's `bitstream/`), tried on its path from each directory down, as the site may be
+/// anywhere above it.
+pub(crate) fn names_file(url: &Url, registry: &Registry) -> bool {
+    if classify::content_type(url).is_some() {
+        return true;
+    }
+    let path = url.path().trim_start_matches('/');
+    let tail = match url.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    let starts = std::iter::once(0).chain(path.match_indices('/').map(|(i, _)| i + 1));
+    starts
+        .into_iter()
+        .any(|at| registry.rows().any(|row| row.is_content_file(&tail[at..])))
+}
+
 /// Whether `host` is the baseURL's host `base`, or shares its registered domain
 /// (`export.arxiv.org` and `arxiv.org`; `www.host` and `host`), by the Public Suffix List: a
 /// page there is the repository's. Addresses (`127.0.0.1`) only as themselves.
@@ -713,7 +753,10 @@ pub(crate) fn same_site(base: &str, host: &str) -> bool {
 /// ([`same_site`]) that is a page, not a file by its extension.
 fn site_page_origin(value: &str, base: &Url) -> Option<String> {
     let url = Url::parse(value.trim()).ok()?;
-    if !matches!(url.scheme(), "http" | "https") || classify::content_type(&url).is_some() {
+    if !matches!(url.scheme(), "http" | "https")
+        || classify::content_type(&url).is_some()
+        || classify::is_resolver(&url)
+    {
         return None;
     }
     let host = url.host_str()?;
@@ -924,6 +967,17 @@ impl<'a> Signs<'a> {
     /// Whether a sign besides the landing pages shows.
     fn any(&self, most: impl Fn(usize) -> bool) -> bool {
         self.endpoint.is_some() || self.identify || self.sample || most(self.shaped)
+    }
+
+    /// Whether `row` shows: its rule gives most records a landing page, and the signs its
+    /// `requires` asks for show.
+    fn shown(&self, row: &Row, most: impl Fn(usize) -> bool + Copy) -> bool {
+        let signs = match row.spec.requires {
+            row::Requires::Landing => true,
+            row::Requires::Sign => self.any(most),
+            row::Requires::Endpoint => self.endpoint.is_some(),
+        };
+        most(self.hits) && signs
     }
 
     /// The signs that show, in words.
@@ -1289,30 +1343,32 @@ fn ui_in(sample: &[Record], before: &str) -> Option<Url> {
 /// The UI of a platform at `base` whose pages are Handles and that no `ui_url` names: under a
 /// path of the baseURL's host (`/xmlui/`, `/jspui/`) when the records' local Handle URLs show
 /// one there, else the baseURL's root. A UI the records show on another host is not taken
-/// (the operator has not named it): `evidence` says where they point and that `ui_url` would
-/// take it.
-fn handle_ui(base: &Url, sample: &[Record], before: &str, evidence: &mut String) -> Url {
+/// (the operator has not named it), and is returned as well, for `evidence` to say what
+/// `ui_url` would give there.
+fn handle_ui(
+    base: &Url,
+    sample: &[Record],
+    before: &str,
+    evidence: &mut String,
+) -> (Url, Option<Url>) {
     let mut root = base.clone();
     root.set_path("/");
     root.set_query(None);
     let Some(mut ui) = ui_in(sample, before) else {
-        return root;
+        return (root, None);
     };
     if ui.host_str() != base.host_str() {
-        evidence.push_str(&format!(
-            "; the records' local Handle URLs are under {ui}: if that is the UI, set ui_url"
-        ));
-        return root;
+        return (root, Some(ui));
     }
     if ui.path() == "/" {
-        return root;
+        return (root, None);
     }
     let _ = ui.set_scheme(base.scheme());
     let _ = ui.set_port(base.port());
     evidence.push_str(&format!(
         "; the UI at {ui}, from the records' local Handle URLs"
     ));
-    ui
+    (ui, None)
 }
 
 /// Whether a record has a `dc:identifier` that is a Handle in any spelling, or a local
@@ -1496,7 +1552,12 @@ impl Rule {
             }
             None => {
                 let base = base.ok_or_else(|| no_base(row.name()))?;
-                handle_ui(base, sample, before, evidence)
+                let (ui, elsewhere) = handle_ui(base, sample, before, evidence);
+                if let Some(other) = elsewhere {
+                    let said = Self::ui_elsewhere(row, before, &other, base, sample);
+                    evidence.push_str(&said);
+                }
+                ui
             }
         };
         let scope = origin_scope(&ui, ui.path(), row.name())?;
@@ -1517,6 +1578,67 @@ impl Rule {
             },
             scope,
         ))
+    }
+
+    /// What `evidence` says of a UI `ui` the records' local Handle URLs show on another host
+    /// than the baseURL's: tried on the live records of `sample` when it is on the baseURL's site
+    /// ([`same_site`]), with the share of them that would get a page there and three of the
+    /// pages; else that it is another site.
+    fn ui_elsewhere(
+        row: &Arc<Row>,
+        before: &str,
+        ui: &Url,
+        base: &Url,
+        sample: &[Record],
+    ) -> String {
+        let said = format!("; the records' local Handle URLs are under {ui}");
+        if !same_site(
+            base.host_str().unwrap_or_default(),
+            ui.host_str().unwrap_or_default(),
+        ) {
+            return format!(
+                "{said}, another site than the baseURL's: set ui_url if that is this \
+                 repository's UI"
+            );
+        }
+        let Ok((rule, scope)) = Self::for_handle(
+            row,
+            before,
+            Some(ui),
+            Some(base),
+            sample,
+            &mut String::new(),
+        ) else {
+            return said;
+        };
+        let there = Landing {
+            rule,
+            scope,
+            detected: Detected::configured(Platform(Some(row.clone()))),
+            robots: None,
+            leave_out_files: false,
+        };
+        let live: Vec<&Record> = sample
+            .iter()
+            .filter(|r| !r.deleted && !r.unreadable())
+            .take(SAMPLE)
+            .collect();
+        let mut classes = Classes::new();
+        let mut pages = Vec::new();
+        for record in &live {
+            there.classes(record, &mut classes);
+            if let Some(Class::LandingPage(page)) = classes.first() {
+                pages.push(page.to_string());
+            }
+        }
+        format!(
+            "{said}: if that is the UI, set ui_url, which gives {} of the first {} live records \
+             a page there ({:.0}%), e.g. {}",
+            pages.len(),
+            live.len(),
+            100.0 * pages.len() as f64 / live.len().max(1) as f64,
+            pages[..pages.len().min(3)].join(", ")
+        )
     }
 
     /// A `dc:*` or template rule, for the installation the baseURL belongs to; for a row whose
@@ -1673,6 +1795,19 @@ impl Landing {
     /// values is all there is to it (the fast path).
     pub fn is_generic(&self) -> bool {
         matches!(self.rule, Rule::Generic) && self.robots.is_none() && !self.leave_out_files
+    }
+
+    /// Under a Handle rule (DSpace) whose UI no `ui_url` named: where the records' local Handle
+    /// URLs say the UI is ([`dspace_ui_in`]), when this rule does not make its pages there.
+    pub(crate) fn ui_in(&self, sample: &[Record]) -> Option<Url> {
+        let Rule::Row {
+            at: RowAt::Handle { before, .. },
+            ..
+        } = &self.rule
+        else {
+            return None;
+        };
+        ui_in(sample, before).filter(|ui| !self.scope.contains(ui))
     }
 
     /// Where a record's landing page comes from, in words.
@@ -2522,6 +2657,55 @@ mod tests {
             Some("https://h.example.edu/xmlui/")
         );
         assert_eq!(dspace_ui_in(&records[3..]), None);
+    }
+
+    /// Issue 29: a UI the records' local Handle URLs show on another host is not taken, and
+    /// the evidence says what `ui_url` would give there, tried on the records; on another
+    /// registered domain only that it is another site.
+    #[test]
+    fn a_ui_the_records_show_elsewhere_is_tried_or_said() {
+        let records = |host: &str| -> Vec<Record> {
+            (1..=3)
+                .map(|i| {
+                    record(
+                        &format!("oai:h:1/{i}"),
+                        &[&format!("https://{host}/handle/1/{i}")],
+                        &[],
+                    )
+                })
+                .collect()
+        };
+        let settings = LandingSettings {
+            platform: Setting::Fixed("dspace".into()),
+            ..LandingSettings::default()
+        };
+        let base = Url::parse("https://api.repo.example.org/server/oai/request").unwrap();
+        let evidence = |host: &str| {
+            let mut detected = Detected::configured(Platform::named("dspace"));
+            let rule = Landing::new(&settings, Some(&base), None, &mut detected, &records(host))
+                .unwrap()
+                .unwrap();
+            assert_eq!(rule.scope().to_string(), "https://api.repo.example.org/");
+            detected.evidence
+        };
+        let said = evidence("ui.repo.example.org");
+        assert!(
+            said.ends_with(
+                "; the records' local Handle URLs are under https://ui.repo.example.org/: if that is \
+                 the UI, set ui_url, which gives 3 of the first 3 live records a page there (100%), \
+                 e.g. https://ui.repo.example.org/handle/1/1, https://ui.repo.example.org/handle/1/2, \
+                 https://ui.repo.example.org/handle/1/3"
+            ),
+            "{said}"
+        );
+        let said = evidence("ui.example.net");
+        assert!(
+            said.ends_with(
+                "; the records' local Handle URLs are under https://ui.example.net/, another site \
+                 than the baseURL's: set ui_url if that is this repository's UI"
+            ),
+            "{said}"
+        );
     }
 
     #[test]

@@ -47,10 +47,25 @@ fn local_records(server: &TestServer, n: usize) -> Vec<TestRecord> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
-    // Landing pages on another host: nothing is inside the default scope (G-OAI scope rule).
-    let server = TestServer::builder(numbered(12)).page_size(5).start();
-    let url = server.url();
-    let out = check(&[&url, "--json"]).await;
+    // Landing pages on the repository's host, outside the baseURL's directory /mirror/ (the
+    // test server answers OAI-PMH at /mirror/oai too): under Google's rule (`auto` would widen
+    // the scope over them itself) nothing is inside the default scope (G-OAI scope rule), and a
+    // scope over them is tried on the records.
+    let server = TestServer::builder(Vec::new())
+        .page_size(5)
+        .pages("/record/")
+        .start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    server.set_records(
+        (1..=12)
+            .map(|i| {
+                TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                    .url(&format!("{origin}/record/{i}"))
+            })
+            .collect(),
+    );
+    let url = format!("{origin}/mirror/oai");
+    let out = check(&[&url, "--json", "--platform", "generic", "--fetch", "2"]).await;
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -72,33 +87,65 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
     assert_eq!(report["sample"]["records"], 10);
     assert_eq!(report["sample"]["identifiers"]["out_of_scope"], 10);
     assert_eq!(report["scope"]["inside"], 0);
-    assert_eq!(report["scope"]["suggested"], "https://repo.example/record/");
+    let prefix = format!("{origin}/record/");
+    assert_eq!(report["scope"]["suggested"], prefix.as_str());
     assert_eq!(report["bridgeable"], false);
     let problems = report["problems"].to_string();
     assert!(
-        problems.contains("--scope https://repo.example/record/"),
+        problems.contains(&format!("--scope {prefix}")),
         "{problems}"
     );
+    // Issue 29: the suggestion was tried on the records: what it gives them, three of its
+    // pages, and (with --fetch) how two of them answer.
+    let suggested = &report["landing"]["suggested"];
+    assert_eq!(suggested["setting"], format!("scope = [\"{prefix}\"]"));
+    assert_eq!(suggested["with_landing_page"], 10);
+    assert_eq!(suggested["share"], 1.0);
+    assert_eq!(
+        suggested["examples"],
+        serde_json::json!([
+            format!("{prefix}1"),
+            format!("{prefix}2"),
+            format!("{prefix}3")
+        ])
+    );
+    let statuses: Vec<(String, u64)> = suggested["fetched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["url"].as_str().unwrap().to_owned(),
+                f["status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses,
+        [(format!("{prefix}1"), 200), (format!("{prefix}2"), 200)]
+    );
+    assert_eq!(report["scope"]["tried"]["with_landing_page"], 10);
     // Two ListRecords pages only, not the whole list.
     assert_eq!(server.list_requests().len(), 2);
 
     // With the suggested scope, it can be bridged.
-    let url = server.url();
-    let out = check(&[
-        &url,
-        "--scope",
-        "https://repo.example/record/",
-        "--pages",
-        "1",
-    ])
-    .await;
+    let out = check(&[&url, "--scope", &prefix, "--pages", "1"]).await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
     assert!(text.contains("landing_page 5"), "{text}");
     assert!(text.contains("can be bridged as configured"), "{text}");
 
     // Issue 22: each reason not to publish in words, the words of the status page.
-    let out = check(&[&url, "--pages", "1"]).await;
+    let out = check(&[
+        &url,
+        "--platform",
+        "generic",
+        "--pages",
+        "1",
+        "--fetch",
+        "1",
+    ])
+    .await;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(&format!(
@@ -106,6 +153,41 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
             oai_bridge::Drop::OutOfScope.meaning()
         )),
         "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "suggested: scope = [\"{prefix}\"] (--scope {prefix}) would give 5 of them one (100%)\n"
+        )) && text.contains(&format!("would publish: {prefix}1\n"))
+            && text.contains(&format!("fetched      {prefix}1: HTTP 200")),
+        "{text}"
+    );
+}
+
+/// Issue 29, rule 3: the records' pages on another site than the baseURL's are said as a fact
+/// (bridge that site as its own repository, or set scope if it is yours), never suggested as a
+/// scope. This test once expected `--scope https://repo.example/record/` for a repository at
+/// 127.0.0.1: advice to publish another site's pages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_on_another_site_are_a_fact_not_a_suggestion() {
+    let server = TestServer::builder(numbered(12)).page_size(5).start();
+    let out = check(&[&server.url(), "--json", "--fetch", "3"]).await;
+    assert_eq!(out.status.code(), Some(1));
+    let report = json(&out);
+    assert_eq!(report["scope"]["suggested"], serde_json::Value::Null);
+    assert_eq!(report["landing"]["suggested"], serde_json::Value::Null);
+    let fact = report["scope"]["elsewhere"].as_str().unwrap();
+    assert!(
+        fact.starts_with("the records' pages are on https://repo.example/record/, another site")
+            && fact.ends_with("bridge it as its own repository, or set scope if it is yours"),
+        "{fact}"
+    );
+    let problems = report["problems"].to_string();
+    assert!(!problems.contains("--scope"), "{problems}");
+    assert!(problems.contains("another site"), "{problems}");
+    // Nothing was fetched on that site.
+    assert!(
+        report["landing"]["fetched"].as_array().unwrap().is_empty(),
+        "{report:#}"
     );
 }
 
@@ -469,4 +551,223 @@ async fn check_names_the_setting_that_would_give_records_landing_pages() {
         err.contains("--landing-template") && err.contains("{nope}"),
         "{err}"
     );
+}
+
+/// `fixtures/platforms/{name}.xml` in `dir`, its host `host` moved onto the test server's
+/// origin, so that robots.txt and the pages fetched are asked of loopback; its path.
+fn fixture_on(server: &TestServer, name: &str, host: &str, dir: &std::path::Path) -> String {
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let text = std::fs::read_to_string(format!("fixtures/platforms/{name}.xml"))
+        .unwrap()
+        .replace(&format!("https://{host}"), &origin)
+        .replace(&format!("http://{host}"), &origin);
+    let path = dir.join(format!("{name}.xml"));
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// Issue 29, rule 1: a platform whose signs are absent is never suggested. Under Google's rule
+/// (auto finds these two outright), EPrints' rule gave the bepress Digital Commons records
+/// pages and was advised, and DSpace's the Dataverse ones: each gives pages only through the
+/// scope its site has, and shows none of its signs. Their own rows are suggested instead,
+/// tried on the records: the share, three pages, and with --fetch how they answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_never_suggests_a_platform_whose_signs_are_absent() {
+    let server = TestServer::builder(Vec::new()).pages("/").start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+
+    let dc = fixture_on(
+        &server,
+        "digital-commons",
+        "digitalcommons.example.edu",
+        dir.path(),
+    );
+    let out = check(&[&dc, "--json", "--platform", "generic", "--fetch", "3"]).await;
+    let report = json(&out);
+    let landing = &report["landing"];
+    assert_eq!(landing["platform"], "generic");
+    assert_eq!(landing["with_landing_page"], 0);
+    let suggested = &landing["suggested"];
+    assert_eq!(suggested["key"], "platform", "{report:#}");
+    assert_eq!(suggested["value"], "digital-commons");
+    assert_eq!(suggested["flag"], "--platform digital-commons");
+    assert_eq!(suggested["live_records"], 12);
+    assert_eq!(suggested["with_landing_page"], 10);
+    let pages = [
+        format!("{origin}/bio_facpubs/43"),
+        format!("{origin}/geo_facpubs/297"),
+        format!("{origin}/physics_facpubs/186"),
+    ];
+    assert_eq!(suggested["examples"], serde_json::json!(pages));
+    let fetched: Vec<u64> = suggested["fetched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(fetched, [200, 200, 200], "{report:#}");
+    let said = report.to_string();
+    assert!(!said.contains("eprints"), "{report:#}");
+    let text = String::from_utf8(
+        check(&[&dc, "--platform", "generic", "--fetch", "1"])
+            .await
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("suggested: platform = \"digital-commons\" (--platform digital-commons) would give 10 of them one (83%)\n")
+            && text.contains("tried, as the baseURL's path ends in /do/oai (bepress Digital Commons)")
+            && text.contains(&format!("would publish: {}\n", pages[2]))
+            && text.contains(&format!("fetched      {}: HTTP 200", pages[0])),
+        "{text}"
+    );
+
+    let dv = fixture_on(&server, "dataverse", "dataverse.example.edu", dir.path());
+    let out = check(&[&dv, "--json", "--platform", "generic", "--fetch", "0"]).await;
+    let report = json(&out);
+    let suggested = &report["landing"]["suggested"];
+    assert_eq!(suggested["value"], "dataverse", "{report:#}");
+    assert_eq!(suggested["share"], 1.0);
+    assert!(
+        suggested["examples"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{origin}/dataset.xhtml?persistentId=")),
+        "{report:#}"
+    );
+    assert!(!report.to_string().contains("dspace"), "{report:#}");
+}
+
+/// Issue 29, rules 2 and 4: a scope that would publish a content file as a landing page is
+/// never suggested (here DSpace bitstreams beside the pages, no extension to tell them by);
+/// and then the report says plainly what the records carry. Under Google's rule, which `auto`
+/// would widen over the pages itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_never_suggests_a_setting_that_publishes_files() {
+    let server = TestServer::builder(Vec::new()).start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let records = |files: bool| -> Vec<TestRecord> {
+        (1..=4)
+            .map(|i| {
+                let r = TestRecord::new(&format!("oai:test:{i}"), "2024-05-01")
+                    .url(&format!("{origin}/site/record/{i}"));
+                if files {
+                    r.url(&format!("{origin}/site/bitstream/{i}/data"))
+                } else {
+                    r
+                }
+            })
+            .collect()
+    };
+    let url = format!("{origin}/mirror/oai");
+    server.set_records(records(false));
+    let report = json(&check(&[&url, "--json", "--platform", "generic", "--fetch", "0"]).await);
+    assert_eq!(
+        report["landing"]["suggested"]["setting"],
+        format!("scope = [\"{origin}/site/\"]"),
+        "{report:#}"
+    );
+    server.set_records(records(true));
+    let report = json(&check(&[&url, "--json", "--platform", "generic", "--fetch", "0"]).await);
+    assert_eq!(
+        report["landing"]["suggested"],
+        serde_json::Value::Null,
+        "{report:#}"
+    );
+    assert_eq!(report["scope"]["suggested"], serde_json::Value::Null);
+    let facts = report["landing"]["facts"].to_string();
+    assert!(
+        facts.contains(
+            "the 4 live records of the sample carry a URL on this site (4) and a file on this site (4); no setting tried gives most of them a landing page"
+        ),
+        "{facts}"
+    );
+}
+
+/// Issue 29, rules 3 and 4: DiVA's only URL is the National Library's URN resolver, on another
+/// registered domain: check once advised a scope there. Now nothing is suggested, and the
+/// report says what the records carry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_says_what_diva_records_carry_and_suggests_no_resolver() {
+    let server = TestServer::builder(Vec::new()).start();
+    let dir = tempfile::tempdir().unwrap();
+    let diva = fixture_on(&server, "diva", "www.diva-portal.example.org", dir.path());
+    let out = check(&[&diva, "--json", "--fetch", "3"]).await;
+    let report = json(&out);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(report["scope"]["suggested"], serde_json::Value::Null);
+    assert_eq!(report["landing"]["suggested"], serde_json::Value::Null);
+    assert_eq!(report["landing"]["suggestion"], serde_json::Value::Null);
+    let facts = report["landing"]["facts"].to_string();
+    assert!(
+        facts.contains("the 8 live records of the sample carry only a resolver's URL, urn.kb.example.se (8), a DOI (3)")
+            && facts.contains("; no URL on this site"),
+        "{facts}"
+    );
+    let said = format!("{} {}", report["problems"], report["warnings"]);
+    assert!(!said.contains("--scope"), "{said}");
+    assert!(said.contains("no URL on this site"), "{said}");
+    // Nothing was asked of the resolver.
+    assert!(report["landing"]["fetched"].as_array().unwrap().is_empty());
+}
+
+/// `oai-bridge export` of `fixtures/platforms/{fixture}.xml` into a temporary folder, nothing
+/// asked of the web (`OAI_BRIDGE_LEARN=off`), with `extra` flags.
+fn export(fixture: &str, extra: &[&str]) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    crate::golden::bridge()
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env_remove("OAI_BRIDGE_PUBLIC_URL")
+        .env_remove("RUST_LOG")
+        .env("OAI_BRIDGE_LEARN", "off")
+        .arg("export")
+        .args(["--base-url", &format!("fixtures/platforms/{fixture}.xml")])
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args([
+            "--public-url",
+            "https://sitemaps.example.org/",
+            "--no-progress",
+        ])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+/// Issue 29: export's "nothing to publish" follows what the records hold. It said "if the
+/// records' Handles are DSpace's, set platform = dspace" of a repository of DOIs; now it says
+/// they carry only DOIs, and where a platform shows, that platform tried on the records.
+#[test]
+fn an_empty_export_s_hint_follows_what_the_records_hold() {
+    let out = export("figshare", &["--platform", "generic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("nothing to publish: ")
+            && err.contains(
+                "; the 8 live records of the sample carry only a DOI (8); no URL on this site"
+            ),
+        "{err}"
+    );
+    assert!(!err.contains("DSpace") && !err.contains("dspace"), "{err}");
+
+    let out = export("digital-commons", &["--platform", "generic"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(
+            "platform = \"digital-commons\" (--platform digital-commons) gives 10 of the first 12 live records a landing page (83%), e.g. https://digitalcommons.example.edu/bio_facpubs/43, "
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("eprints"), "{err}");
+
+    let out = export("diva", &[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    // What `auto` found them to hold: only the URN resolver's URLs.
+    assert!(err.contains("no URL but a resolver's"), "{err}");
+    assert!(err.contains("urn.kb.example.se"), "{err}");
+    assert!(!err.contains("set the repository's scope"), "{err}");
 }

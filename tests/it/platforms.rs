@@ -135,7 +135,7 @@ fn dspace_7_puts_the_pages_on_the_ui_host_it_is_told() {
     let tmp = tempfile::tempdir().unwrap();
     let (untold, _) = export("dspace7", &tmp.path().join("out"), &[]);
     assert!(
-        untold.contains("the records' local Handle URLs are under https://dspace7.example.org/: if that is the UI, set ui_url"),
+        untold.contains("the records' local Handle URLs are under https://dspace7.example.org/: if that is the UI, set ui_url, which gives 6 of the first 6 live records a page there (100%), e.g. https://dspace7.example.org/handle/20.500.12345/701, "),
         "{untold}"
     );
     let (summary, locs, _) = golden("dspace7", &["--ui-url", "https://dspace7.example.org/"]);

@@ -270,7 +270,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "the publish sequence",
-        &["engine", "incremental", "learn", "pipeline", "summary"],
+        &[
+            "advice",
+            "engine",
+            "incremental",
+            "learn",
+            "pipeline",
+            "summary",
+        ],
     ),
     (
         "commands",
