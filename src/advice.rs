@@ -278,7 +278,7 @@ pub(crate) fn advise(records: &[Record], setup: &Setup<'_>, current: &Landing) -
     {
         advice.pages_elsewhere = Some(format!(
             "the records' pages are on {prefix}, another site than the baseURL's \
-             ({base_host}): bridge it as its own repository, or set scope if it is yours"
+             ({base_host}): bridge it as its own repository, or set scope (--scope) if it is yours"
         ));
     }
     advice.contents = Some(contents(&live, base_host, registry));
@@ -833,7 +833,9 @@ mod tests {
             ),
             "{fact}"
         );
-        assert!(fact.contains("bridge it as its own repository, or set scope if it is yours"));
+        assert!(
+            fact.contains("bridge it as its own repository, or set scope (--scope) if it is yours")
+        );
 
         // DiVA: the only URL is the National Library's URN resolver, another site and a
         // resolver: no scope there, and the records' contents said plainly.

@@ -1353,8 +1353,8 @@ mod tests {
         let advice = advice::Advice {
             pages_elsewhere: Some(
                 "the records' pages are on https://p.example.net/, another site than the \
-                 baseURL's (h.example.org): bridge it as its own repository, or set scope if it \
-                 is yours"
+                 baseURL's (h.example.org): bridge it as its own repository, or set scope \
+                 (--scope) if it is yours"
                     .to_owned(),
             ),
             contents: Some(

@@ -165,7 +165,7 @@ async fn a_repository_whose_pages_are_outside_the_scope_gets_a_suggestion() {
 
 /// Issue 29, rule 3: the records' pages on another site than the baseURL's are said as a fact
 /// (bridge that site as its own repository, or set scope if it is yours), never suggested as a
-/// scope. This test once expected `--scope https://repo.example/record/` for a repository at
+/// scope: no `try --scope PREFIX`. This test once expected `--scope https://repo.example/record/` for a repository at
 /// 127.0.0.1: advice to publish another site's pages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pages_on_another_site_are_a_fact_not_a_suggestion() {
@@ -178,11 +178,16 @@ async fn pages_on_another_site_are_a_fact_not_a_suggestion() {
     let fact = report["scope"]["elsewhere"].as_str().unwrap();
     assert!(
         fact.starts_with("the records' pages are on https://repo.example/record/, another site")
-            && fact.ends_with("bridge it as its own repository, or set scope if it is yours"),
+            && fact.ends_with(
+                "bridge it as its own repository, or set scope (--scope) if it is yours"
+            ),
         "{fact}"
     );
     let problems = report["problems"].to_string();
-    assert!(!problems.contains("--scope"), "{problems}");
+    assert!(
+        !problems.contains("try --scope") && !problems.contains("--scope https://repo.example"),
+        "{problems}"
+    );
     assert!(problems.contains("another site"), "{problems}");
     // Nothing was fetched on that site.
     assert!(
