@@ -107,13 +107,7 @@ pub(crate) async fn prepare(
         crate::oai::Source::Oai(base) => Some(base.clone()),
         crate::oai::Source::File(_) => Url::parse(&identify.base_url).ok(),
     }?;
-    let http = reqwest::Client::builder()
-        .user_agent(client.settings().user_agent.clone())
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-        .ok()?;
+    let http = http_client(client, reqwest::redirect::Policy::none())?;
     let web = Web {
         http,
         resolvers,
@@ -137,6 +131,17 @@ pub(crate) async fn prepare(
     };
     apply(job, &rule);
     Some(rule)
+}
+
+/// The client of learning's requests: the harvest's user agent, its own timeouts, `redirect`.
+fn http_client(client: &Client, redirect: reqwest::redirect::Policy) -> Option<reqwest::Client> {
+    reqwest::Client::builder()
+        .user_agent(client.settings().user_agent.clone())
+        .redirect(redirect)
+        .timeout(TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .build()
+        .ok()
 }
 
 /// Puts what `rule` learned on the job.
@@ -359,18 +364,7 @@ impl Web {
     /// same for every sample, on the site, and other than the baseURL's root (which the rule
     /// takes anyway).
     async fn handle_ui(&self, live: &[&Record]) -> Option<(Learned, String)> {
-        let handles: Vec<&str> = live
-            .iter()
-            .filter_map(|r| {
-                r.dc_identifiers
-                    .iter()
-                    .find_map(|v| match classify::pid_of(v) {
-                        Some(Pid::Handle(h)) => Some(h),
-                        _ => None,
-                    })
-            })
-            .take(SAMPLES)
-            .collect();
+        let handles = handles_of(live);
         let mut ui: Option<Url> = None;
         for handle in &handles {
             let start = self.resolvers.handle.join(handle).ok()?;
@@ -556,13 +550,8 @@ pub(crate) async fn robots(client: &Client, job: &mut Job) {
             origins.push(origin);
         }
     }
-    let Ok(http) = reqwest::Client::builder()
-        .user_agent(client.settings().user_agent.clone())
-        .redirect(reqwest::redirect::Policy::limited(5))
-        .timeout(TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .build()
-    else {
+    // RFC 9309: a crawler follows at least five redirects to a robots.txt.
+    let Some(http) = http_client(client, reqwest::redirect::Policy::limited(5)) else {
         return;
     };
     let mut bodies = Vec::new();
