@@ -860,8 +860,11 @@ async fn robots(
         }
         Err(e) => r.error = Some(format!("cannot parse: {e}")),
     }
+    // Needed wherever the sitemaps' folder does not hold the pages (sitemaps.org's location
+    // rule): on another host, and on the same host under a path (`/sitemaps/` behind the
+    // site's proxy, the documented sidecar setup).
     if let Some(public) = public_url
-        && host_of(public.as_str()).as_deref() != Some(origin.as_str())
+        && !scope.is_under(public)
     {
         let index = format!("{public}sitemap.xml");
         r.cross_submission_listed = r.sitemaps.iter().any(|s| s.trim() == index);

@@ -196,6 +196,31 @@ async fn pages_on_another_site_are_a_fact_not_a_suggestion() {
     );
 }
 
+/// Issue 29: a public URL on the repository's own host, under a path (`/sitemaps/` behind the
+/// site's proxy, the documented sidecar setup), still needs the cross-submission line: the
+/// sitemaps' folder does not hold the pages; at the host's root it does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_public_url_on_the_same_host_under_a_path_needs_the_sitemap_line() {
+    let server = TestServer::builder(Vec::new())
+        .robots("User-agent: *\nAllow: /\n")
+        .start();
+    server.set_records(local_records(&server, 6));
+    let url = server.url();
+    let origin = url.split("/oai").next().unwrap().to_owned();
+    let under_a_path = format!("{origin}/sitemaps/");
+    let out = check(&[&url, "--json", "--public-url", &under_a_path]).await;
+    let report = json(&out);
+    assert_eq!(
+        report["robots"]["cross_submission"],
+        format!("Sitemap: {under_a_path}sitemap.xml"),
+        "{report:#}"
+    );
+    let at_the_root = format!("{origin}/");
+    let out = check(&[&url, "--json", "--public-url", &at_the_root]).await;
+    let report = json(&out);
+    assert!(report["robots"]["cross_submission"].is_null(), "{report:#}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn robots_txt_that_disallows_the_landing_pages_is_a_problem() {
     let server = TestServer::builder(Vec::new())
