@@ -757,6 +757,23 @@ fn share(part: u64, whole: u64) -> f64 {
 /// Requests up to `n` of `pages`, one at a time, as a crawler would: the status after
 /// same-host redirects, and whether robots.txt lets [`CRAWLER`] in (`allowed`, from
 /// [`robots`]).
+/// Why a URL on a reserved name is not asked for.
+const RESERVED: &str = "not asked: its host is a reserved name (.example, .invalid, .test) no DNS answers, as a made-up sample's is";
+
+/// Whether `url`'s host is under a name reserved never to resolve (RFC 2606, RFC 6761):
+/// `.example`, `.invalid`, `.test` (the bundled sample's `repository.northbridge.example`).
+fn names_no_host(url: &str) -> bool {
+    Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_ascii_lowercase))
+        .is_some_and(|h| {
+            let h = h.trim_end_matches('.');
+            ["example", "invalid", "test"]
+                .iter()
+                .any(|tld| h == *tld || h.ends_with(&format!(".{tld}")))
+        })
+}
+
 async fn fetch_pages(
     client: &Client,
     pages: &[String],
@@ -765,9 +782,13 @@ async fn fetch_pages(
 ) -> Vec<FetchReport> {
     let mut fetched = Vec::new();
     for url in pages.iter().take(n) {
-        let (status, error) = match client.get_once(url).await {
-            Ok((status, _)) => (Some(status), None),
-            Err(kind) => (None, Some(kind.to_string())),
+        let (status, error) = if names_no_host(url) {
+            (None, Some(RESERVED.to_owned()))
+        } else {
+            match client.get_once(url).await {
+                Ok((status, _)) => (Some(status), None),
+                Err(kind) => (None, Some(kind.to_string())),
+            }
         };
         fetched.push(FetchReport {
             url: url.clone(),
@@ -814,6 +835,11 @@ async fn robots(
         .and_then(|u| host_of(u))
         .or_else(|| scope.prefixes().first().and_then(|p| host_of(p)))?;
     let url = format!("{origin}/robots.txt");
+    if names_no_host(&url) {
+        report.robots.url = url;
+        report.robots.error = Some(RESERVED.to_owned());
+        return None;
+    }
     let r = &mut report.robots;
     r.url = url.clone();
     let body = match client.get_once(&url).await {
@@ -1251,6 +1277,27 @@ impl RobotsReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The bundled sample's made-up host, and any other reserved name, is never asked for.
+    #[test]
+    fn reserved_names_are_not_asked_for() {
+        for url in [
+            "https://repository.northbridge.example/items/1",
+            "http://x.invalid/",
+            "https://a.b.test./r",
+            "https://example/",
+        ] {
+            assert!(names_no_host(url), "{url}");
+        }
+        for url in [
+            "https://example.org/x",
+            "https://repo.example.edu/",
+            "http://127.0.0.1:8080/",
+            "https://testing.org/",
+        ] {
+            assert!(!names_no_host(url), "{url}");
+        }
+    }
     use crate::platform::{Detected, Platform};
 
     /// A report of four live records none of which gets a landing page under Google's rule
