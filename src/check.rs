@@ -272,14 +272,35 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     }
 
     let records = sample(&client, options, &mut report).await;
-    // What a harvest would find from the same first records.
-    let landing = match crate::pipeline::landing_of(
-        &options.landing,
-        &options.source,
-        &options.scope,
-        &identify,
-        &records,
+    // What a harvest would find from the same first records, and from the web as it would ask.
+    let landing_of = |settings: &crate::platform::LandingSettings| {
+        crate::pipeline::landing_of(
+            settings,
+            &options.source,
+            &options.scope,
+            &identify,
+            &records,
+        )
+    };
+    let mut settings = options.landing.clone();
+    let mut landing = landing_of(&settings);
+    if let (Ok(found), Some(resolvers), Some(base)) = (
+        &landing,
+        crate::learn::applies(&options.landing, &options.scope),
+        crate::pipeline::base_url(&options.source, &identify.base_url),
     ) {
+        let named = options
+            .public_url
+            .as_ref()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        if let Some((learned, evidence)) =
+            crate::learn::ask(&client, resolvers, base, named, found, &records).await
+        {
+            crate::learn::put(&mut settings, learned, evidence);
+            landing = landing_of(&settings);
+        }
+    }
+    let landing = match landing {
         Ok(landing) => landing,
         Err(e) => {
             report.problems.push(e.to_string());
@@ -291,7 +312,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     report.scope.applied = scope.prefixes();
     let (landing_pages, outside) = classify_sample(&records, &landing, &mut report);
     let setup = advice::Setup {
-        settings: &options.landing,
+        settings: &settings,
         source: &options.source,
         scope: &options.scope,
         identify: &identify,
@@ -520,11 +541,16 @@ impl CheckReport {
         }
     }
 
-    /// Warnings for the sample landing pages a crawler could not fetch.
+    /// Warnings for the sample landing pages a crawler could not fetch; a page on a reserved
+    /// name was not asked for, and its report says so, not a warning.
     fn judge_fetched(&mut self) {
-        let failed: Vec<String> = self
+        let asked: Vec<&FetchReport> = self
             .landing
             .fetched
+            .iter()
+            .filter(|f| f.error.as_deref() != Some(RESERVED))
+            .collect();
+        let failed: Vec<String> = asked
             .iter()
             .filter_map(|f| match (f.status, &f.error) {
                 (Some(s), _) if (200..300).contains(&s) => None,
@@ -535,7 +561,7 @@ impl CheckReport {
             .collect();
         match failed.len() {
             0 => {}
-            n if n == self.landing.fetched.len() && n > 1 => self.warnings.push(format!(
+            n if n == asked.len() && n > 1 => self.warnings.push(format!(
                 "none of the {n} sample landing pages could be fetched, so a crawler would index none of them; the first: {}",
                 failed[0]
             )),
@@ -1297,6 +1323,34 @@ mod tests {
         ] {
             assert!(!names_no_host(url), "{url}");
         }
+    }
+
+    /// Pages not asked for (a reserved name) are no failure to warn of; pages that answer 404
+    /// are.
+    #[test]
+    fn pages_not_asked_for_are_not_warned_of() {
+        let page = |url: &str, status: Option<u16>, error: Option<&str>| FetchReport {
+            url: url.to_owned(),
+            status,
+            error: error.map(str::to_owned),
+            robots_allowed: None,
+        };
+        let mut report = CheckReport::default();
+        report.landing.fetched = vec![
+            page("https://r.example/1", None, Some(RESERVED)),
+            page("https://r.example/2", None, Some(RESERVED)),
+        ];
+        report.judge_fetched();
+        assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+        report.landing.fetched = vec![
+            page("https://r.org/1", Some(404), None),
+            page("https://r.org/2", Some(404), None),
+        ];
+        report.judge_fetched();
+        assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
+        assert!(
+            report.warnings[0].starts_with("none of the 2 sample landing pages could be fetched")
+        );
     }
     use crate::platform::{Detected, Platform};
 

@@ -117,6 +117,7 @@ struct RawHarvest {
     min_transfer_bytes_per_sec: Option<u64>,
     min_transfer_window_secs: Option<u64>,
     headers: Option<std::collections::BTreeMap<String, String>>,
+    learn_from_web: Option<bool>,
     // The gateway's own: `[harvest]` only, not `[repository.harvest]`.
     max_concurrent_refreshes: Option<usize>,
     per_host_concurrency: Option<usize>,
@@ -553,6 +554,7 @@ mod typed {
         ("max_empty_pages", "a whole number (0 or more)"),
         ("min_transfer_bytes_per_sec", "a number of bytes a second"),
         ("min_transfer_window_secs", "a number of seconds"),
+        ("learn_from_web", "true or false"),
         (
             "headers",
             "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
@@ -1042,6 +1044,7 @@ fn parse_harvest(
         min_transfer_window: h
             .min_transfer_window_secs
             .map_or(d.min_transfer_window, Duration::from_secs),
+        learn_from_web: h.learn_from_web.unwrap_or(d.learn_from_web),
     };
     if harvest.user_agent.trim().is_empty() {
         return Err(("user_agent", "must not be empty".to_owned()));
@@ -1261,6 +1264,7 @@ fn parse_landing(
         learned: None,
         web: crate::platform::Resolvers::for_commands(),
         robots: None,
+        sites: Vec::new(),
         leave_out_files: r.content_files == Some(false),
     })
 }
@@ -2393,7 +2397,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 57] = [
+    const KEYS: [&str; 58] = [
         "include",
         "listen",
         "admin_listen",
@@ -2420,6 +2424,7 @@ mod tests {
         "min_transfer_bytes_per_sec",
         "min_transfer_window_secs",
         "headers",
+        "learn_from_web",
         "max_concurrent_refreshes",
         "per_host_concurrency",
         "start_spread_secs",

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::advice;
 use crate::incremental::{self, Policy, Publish, RunSummary};
+use crate::learn::Prepared;
 use crate::oai::Client;
 use crate::patch::{PreviousShards, ReadShard};
 use crate::pipeline::{self, Built, FileSink, Harvested, Job, PipelineError};
@@ -105,31 +106,32 @@ pub(crate) async fn run<T: Target>(
 ) -> Result<Outcome<T::Committed>, T::Error> {
     let started = Instant::now();
     // Under `auto`, what the records alone cannot tell is asked of the web first.
-    let mut learned_job;
-    let mut remember = None;
-    let job = if job.landing.web.is_some() {
-        learned_job = job.clone();
-        let store = stored.as_ref().map(|s| &*s.store);
-        remember = crate::learn::prepare(client, &mut learned_job, store).await;
-        crate::learn::robots(client, &mut learned_job).await;
-        &learned_job
-    } else {
-        job
-    };
-    let (mut harvested, run) = match &mut stored {
-        Some(s) => {
-            let previous = target.published().map(|read| PreviousShards {
-                place: target.place(),
-                read,
-            });
-            let (harvested, run) =
-                incremental::harvest(client, job, s.store, s.policy, progress, previous).await?;
-            seen.run = Some(run.clone());
-            seen.records = harvested.report.records;
-            (harvested, Some(run))
+    let store = stored.as_ref().map(|s| &*s.store);
+    let (mut learned, mut prepared) = learn(client, job, store).await;
+    let (mut harvested, mut run) =
+        harvest(&learned, client, &mut stored, target, progress, seen).await?;
+    // A remembered rule whose new pages answer 404 is learned again, and every stored record
+    // rendered with what is learned now, as after a settings change (the second harvest asks
+    // the upstream for what changed since the first, which is nothing).
+    if let (Prepared::Remembered(rule), Some(s), Some(patch)) =
+        (&prepared, &mut stored, &harvested.patch)
+        && let Some(said) = crate::learn::gone(client, rule, patch.added()).await
+    {
+        tracing::warn!(%said, "learning the landing rule again, and rendering every record");
+        crate::learn::forget(s.store);
+        (learned, prepared) = learn(client, job, Some(&*s.store)).await;
+        if let Some(again) = learned.landing.learned.take() {
+            learned.landing.learned = Some(format!("{said}; learned again: {again}"));
+        } else {
+            learned.landing.learned = Some(format!("{said}; learned again"));
         }
-        None => (pipeline::harvest(client, job, progress).await?, None),
+        (harvested, run) = harvest(&learned, client, &mut stored, target, progress, seen).await?;
+    }
+    let remember = match prepared {
+        Prepared::Learned(rule) => Some(rule),
+        _ => None,
     };
+    let job = &learned;
     let harvest_time = started.elapsed();
     seen.harvest_time = Some(harvest_time);
     log_landing_rule(&harvested);
@@ -195,6 +197,44 @@ pub(crate) async fn run<T: Target>(
         committed,
         unrecorded,
     })
+}
+
+/// `job` with what the web says put on it ([`crate::learn::prepare`]), and the sites'
+/// robots.txt read, when learning is on; `job` as it is otherwise.
+async fn learn(client: &Client, job: &Job, store: Option<&Store>) -> (Job, Prepared) {
+    let mut learned = job.clone();
+    if job.landing.web.is_none() {
+        return (learned, Prepared::Untouched);
+    }
+    let prepared = crate::learn::prepare(client, &mut learned, store).await;
+    crate::learn::robots(client, &mut learned).await;
+    (learned, prepared)
+}
+
+/// Harvests `job` through `stored`'s store (following what `target` published), or straight
+/// from the upstream; notes what was seen in `seen`.
+async fn harvest<T: Target>(
+    job: &Job,
+    client: &Client,
+    stored: &mut Option<Stored<'_>>,
+    target: &T,
+    progress: &mut Progress,
+    seen: &mut Seen,
+) -> Result<(Harvested, Option<RunSummary>), PipelineError> {
+    match stored {
+        Some(s) => {
+            let previous = target.published().map(|read| PreviousShards {
+                place: target.place(),
+                read,
+            });
+            let (harvested, run) =
+                incremental::harvest(client, job, s.store, s.policy, progress, previous).await?;
+            seen.run = Some(run.clone());
+            seen.records = harvested.report.records;
+            Ok((harvested, Some(run)))
+        }
+        None => Ok((pipeline::harvest(client, job, progress).await?, None)),
+    }
 }
 
 /// A render's failure: the pipeline's (the shrink guard's among them), or the target's sink's.

@@ -18,15 +18,17 @@
 //!
 //! What was learned (or that nothing was) is kept in the repository's store
 //! ([`crate::store::LearnedRule`]), so a refresh asks nothing again until the settings, the
-//! source or the resolvers change, or [`KEEP_SECS`] have passed; an export without a store asks
-//! on every run.
+//! source or the resolvers change, or [`KEEP_SECS`] have passed, or the pages a refresh adds
+//! under the remembered rule answer 404 ([`gone`]: the engine then learns again and renders
+//! every record); an export without a store asks on every run.
 //!
 //! What is learned must be on the baseURL's site ([`crate::platform::same_site`]): a publisher's
 //! DOI in a repository's record leads to the publisher's page, which is never the repository's,
 //! and a resolver's own URL is never a landing page. At most [`SAMPLES`] records are looked up,
 //! each through at most [`HOPS`] redirects, one request at a time with a timeout: a few dozen
-//! requests at most. `OAI_BRIDGE_LEARN=off` switches it off (a gateway that must make no
-//! request besides the OAI-PMH ones); `OAI_BRIDGE_HANDLE_RESOLVER` and
+//! requests at most. `[harvest] learn_from_web = false` switches it off for a repository, and
+//! `OAI_BRIDGE_LEARN=off` for all (a gateway that must make no request besides the OAI-PMH
+//! ones); `OAI_BRIDGE_HANDLE_RESOLVER` and
 //! `OAI_BRIDGE_DOI_RESOLVER` name other resolvers (a mirror; the tests' own): see
 //! [`crate::platform::Resolvers`].
 
@@ -39,7 +41,7 @@ use crate::classify::{self, Class, Pid};
 use crate::oai::Client;
 use crate::oai::parse::Record;
 use crate::pipeline::Job;
-use crate::platform::{Classes, Resolvers, Robots, Setting, Template, same_site};
+use crate::platform::{Classes, LandingSettings, Resolvers, Robots, Setting, Template, same_site};
 use crate::store::{LearnedRule, Store};
 
 /// Records looked up at most, per question.
@@ -64,25 +66,27 @@ pub(crate) enum Learned {
     Nothing,
 }
 
+/// What [`prepare`] did.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// Nothing: learning is off, or settings leave nothing to learn.
+    Untouched,
+    /// Applied what the store remembered (checked again by [`gone`] as records change).
+    Remembered(LearnedRule),
+    /// Asked the web now: to keep in the store once a publish made of it is in place.
+    Learned(LearnedRule),
+}
+
 /// Before a harvest: when the job is `auto` with nothing configured that learning would
 /// replace, and learning is on (`job.landing.web`), decides from what `store` remembers, or else
-/// reads the upstream's first page and, if the rule it gives needs the web, learns. Sets `ui_url` or `landing_template` on the job and says what was
-/// found in `job.landing.learned`. The rule to remember in the store after the publish when it
-/// was learned now; `None` when it came from the store or nothing was asked.
-pub(crate) async fn prepare(
-    client: &Client,
-    job: &mut Job,
-    store: Option<&Store>,
-) -> Option<LearnedRule> {
+/// reads the upstream's first page and, if the rule it gives needs the web, learns. Sets
+/// `ui_url` or `landing_template` on the job, the sites its pages were seen on, and says what
+/// was found in `job.landing.learned`.
+pub(crate) async fn prepare(client: &Client, job: &mut Job, store: Option<&Store>) -> Prepared {
     let settings = &job.landing;
-    if settings.platform != Setting::Auto
-        || settings.template.is_some()
-        || settings.ui_url.is_some()
-        || !job.scope.is_empty()
-    {
-        return None;
-    }
-    let resolvers = settings.web.clone()?;
+    let Some(resolvers) = applies(settings, &job.scope) else {
+        return Prepared::Untouched;
+    };
     let key = format!(
         "{} {} handle={} doi={}",
         job.request.source,
@@ -99,24 +103,27 @@ pub(crate) async fn prepare(
         .filter(|l| l.key == key && now - l.at < KEEP_SECS)
     {
         apply(job, &remembered);
-        return None;
+        return Prepared::Remembered(remembered);
     }
-    let (identify, records) = sample(client, job).await?;
-    let landing = crate::pipeline::landing_for(job, &identify, &records).ok()?;
-    let base = match &job.request.source {
+    let Some((identify, records)) = sample(client, job).await else {
+        return Prepared::Untouched;
+    };
+    let Ok(landing) = crate::pipeline::landing_for(job, &identify, &records) else {
+        return Prepared::Untouched;
+    };
+    let Some(base) = (match &job.request.source {
         crate::oai::Source::Oai(base) => Some(base.clone()),
         crate::oai::Source::File(_) => Url::parse(&identify.base_url).ok(),
-    }?;
-    let http = http_client(client, reqwest::redirect::Policy::none())?;
-    let web = Web {
-        http,
-        resolvers,
-        base,
-        named: job.public_url.host_str().map(str::to_owned),
+    }) else {
+        return Prepared::Untouched;
     };
-    let (learned, evidence) = web.learn(&landing, &records).await;
-    tracing::info!(learned = ?learned, evidence = %evidence, "what the web says of the landing pages");
-    let rule = LearnedRule {
+    let named = job.public_url.host_str().map(str::to_owned);
+    let Some((learned, evidence)) =
+        ask(client, resolvers, base.clone(), named, &landing, &records).await
+    else {
+        return Prepared::Untouched;
+    };
+    let mut rule = LearnedRule {
         key,
         ui_url: match &learned {
             Learned::Ui(ui) => Some(ui.to_string()),
@@ -128,18 +135,87 @@ pub(crate) async fn prepare(
         },
         evidence,
         at: now,
+        sites: Vec::new(),
     };
     apply(job, &rule);
-    Some(rule)
+    // Where the rule's pages are, besides the baseURL's site: their robots.txt is read too.
+    if let Ok(landing) = crate::pipeline::landing_for(job, &identify, &records) {
+        let live: Vec<&Record> = records.iter().filter(|r| !r.deleted).collect();
+        for page in pages_of(&landing, &live) {
+            let Ok(page) = Url::parse(&page) else {
+                continue;
+            };
+            let site = origin_of(&page);
+            if site != origin_of(&base) && !rule.sites.contains(&site) {
+                rule.sites.push(site);
+            }
+        }
+        apply(job, &rule);
+    }
+    Prepared::Learned(rule)
 }
 
-/// The client of learning's requests: the harvest's user agent, its own timeouts, `redirect`.
+/// The resolvers to ask when `settings` leave something to learn: `auto`, with no `ui_url`,
+/// `landing_template` or `scope` configured (`scope`), and learning on.
+pub(crate) fn applies(settings: &LandingSettings, scope: &[Url]) -> Option<Resolvers> {
+    let configured = settings.platform != Setting::Auto
+        || settings.template.is_some()
+        || settings.ui_url.is_some()
+        || !scope.is_empty();
+    if configured {
+        return None;
+    }
+    settings.web.clone()
+}
+
+/// What the web says of `records` under `landing` (the rule the records alone give), asking
+/// `resolvers` and the pages; what is learned must be on `base`'s site or `named`'s.
+pub(crate) async fn ask(
+    client: &Client,
+    resolvers: Resolvers,
+    base: Url,
+    named: Option<String>,
+    landing: &crate::platform::Landing,
+    records: &[Record],
+) -> Option<(Learned, String)> {
+    let http = http_client(client, reqwest::redirect::Policy::none())?;
+    let web = Web {
+        http,
+        resolvers,
+        base,
+        named,
+    };
+    let (learned, evidence) = web.learn(landing, records).await;
+    tracing::info!(learned = ?learned, evidence = %evidence, "what the web says of the landing pages");
+    Some((learned, evidence))
+}
+
+/// Puts what was learned on `settings`.
+pub(crate) fn put(settings: &mut LandingSettings, learned: Learned, evidence: String) {
+    match learned {
+        Learned::Ui(ui) => settings.ui_url = Some(ui),
+        Learned::Template(t) => settings.template = Some(t),
+        Learned::Nothing => {}
+    }
+    if !evidence.is_empty() {
+        settings.learned = Some(evidence);
+    }
+}
+
+/// `url`'s scheme, host and port: `https://host:8080`.
+fn origin_of(url: &Url) -> String {
+    url[..url::Position::BeforePath].to_owned()
+}
+
+/// The client of learning's requests: the harvest's user agent, its own timeouts (or the
+/// harvest's, when shorter), `redirect`.
 fn http_client(client: &Client, redirect: reqwest::redirect::Policy) -> Option<reqwest::Client> {
+    let settings = client.settings();
     reqwest::Client::builder()
-        .user_agent(client.settings().user_agent.clone())
+        .user_agent(settings.user_agent.clone())
         .redirect(redirect)
-        .timeout(TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
+        .timeout(TIMEOUT.min(settings.request_timeout))
+        .connect_timeout(CONNECT_TIMEOUT.min(settings.connect_timeout))
         .build()
         .ok()
 }
@@ -159,18 +235,63 @@ fn apply(job: &mut Job, rule: &LearnedRule) {
     if !rule.evidence.is_empty() {
         job.landing.learned = Some(rule.evidence.clone());
     }
+    job.landing.sites = rule
+        .sites
+        .iter()
+        .filter_map(|s| Url::parse(s).ok())
+        .collect();
 }
 
 /// Keeps `rule` in `store`'s state, for the next run; a failure only loses the memory (the next
 /// run asks again), so it is logged, not raised.
 pub(crate) fn remember(store: &mut Store, rule: LearnedRule) {
+    keep(store, Some(rule));
+}
+
+/// Forgets what `store` remembers of the web: the next [`prepare`] asks again.
+pub(crate) fn forget(store: &mut Store) {
+    keep(store, None);
+}
+
+fn keep(store: &mut Store, rule: Option<LearnedRule>) {
     let saved = store.state().and_then(|mut state| {
-        state.learned = Some(rule);
+        state.learned = rule;
         store.save_state(&state)
     });
     if let Err(e) = saved {
         tracing::warn!(error = %e, "what was learned of the landing pages could not be kept");
     }
+}
+
+/// Whether the pages a remembered `rule` gives have started to answer 404: asks for up to
+/// [`SAMPLES`] of `added` (the URLs a refresh adds to the sitemap) that the rule made (under
+/// its UI or its template's fixed start), and says what was found when every one that
+/// answers says 404 or 410. Nothing is asked when the rule learned nothing or the refresh
+/// added no such page: a refresh that changes nothing asks nothing.
+pub(crate) async fn gone<'u>(
+    client: &Client,
+    rule: &LearnedRule,
+    added: impl Iterator<Item = &'u str>,
+) -> Option<String> {
+    let prefix = match (&rule.ui_url, &rule.template) {
+        (Some(ui), _) => format!("{ui}handle/"),
+        (None, Some(t)) => t.split('{').next().unwrap_or_default().to_owned(),
+        (None, None) => return None,
+    };
+    let pages: Vec<String> = added
+        .filter(|u| u.starts_with(&prefix))
+        .take(SAMPLES)
+        .map(str::to_owned)
+        .collect();
+    if pages.is_empty() {
+        return None;
+    }
+    let http = http_client(client, reqwest::redirect::Policy::none())?;
+    let missing = not_found(&http, &pages).await?;
+    Some(format!(
+        "{missing} of the pages this refresh added under the rule learned before answer 404 (e.g. {})",
+        pages[0]
+    ))
 }
 
 /// Identify and the upstream's first records (its first page, or more up to
@@ -231,39 +352,21 @@ impl Web {
             }
             return (Learned::Nothing, String::new());
         }
-        match self.not_found(&pages).await {
-            Some(said) => (Learned::Nothing, said),
+        match not_found(&self.http, &pages).await {
+            Some(missing) => (
+                Learned::Nothing,
+                format!(
+                    "{missing} of the sample's landing pages answer 404 (e.g. {}): the rule gives no page the site serves; check the platform's settings",
+                    pages[0]
+                ),
+            ),
             None => (Learned::Nothing, String::new()),
         }
     }
 
     /// The status of `url` (one GET, redirects not followed); `None` when it does not answer.
     async fn status(&self, url: &str) -> Option<u16> {
-        let response = self.http.get(url).send().await.ok()?;
-        Some(response.status().as_u16())
-    }
-
-    /// Asks for up to [`SAMPLES`] of `pages`: when every one that answers says 404 or 410 (and
-    /// at least one answers), what to say of it.
-    async fn not_found(&self, pages: &[String]) -> Option<String> {
-        let mut missing = 0;
-        let mut answered = 0;
-        for page in pages.iter().take(SAMPLES) {
-            match self.status(page).await {
-                Some(404 | 410) => {
-                    missing += 1;
-                    answered += 1;
-                }
-                Some(_) => answered += 1,
-                None => {}
-            }
-        }
-        (answered > 0 && missing == answered).then(|| {
-            format!(
-                "{missing} of the sample's landing pages answer 404 (e.g. {}): the rule gives no page the site serves; check the platform's settings",
-                pages[0]
-            )
-        })
+        status(&self.http, url).await
     }
 
     /// A DSpace's UI found by asking for its Handle pages: at the baseURL's root, else under
@@ -450,6 +553,30 @@ impl Web {
     }
 }
 
+/// The status of `url` (one GET, redirects not followed); `None` when it does not answer.
+async fn status(http: &reqwest::Client, url: &str) -> Option<u16> {
+    let response = http.get(url).send().await.ok()?;
+    Some(response.status().as_u16())
+}
+
+/// Asks for up to [`SAMPLES`] of `pages`: when every one that answers says 404 or 410 (and at
+/// least one answers), how many did.
+async fn not_found(http: &reqwest::Client, pages: &[String]) -> Option<usize> {
+    let mut missing = 0;
+    let mut answered = 0;
+    for page in pages.iter().take(SAMPLES) {
+        match status(http, page).await {
+            Some(404 | 410) => {
+                missing += 1;
+                answered += 1;
+            }
+            Some(_) => answered += 1,
+            None => {}
+        }
+    }
+    (answered > 0 && missing == answered).then_some(missing)
+}
+
 /// A template that gives `url` for `record`: `url` with the record's OAI identifier's last part,
 /// its DOI or the DOI's suffix in place of the whole path segment (or query value) that holds
 /// it, tried in that order.
@@ -541,6 +668,7 @@ pub(crate) async fn robots(client: &Client, job: &mut Job) {
     .into_iter()
     .flatten()
     .chain(job.scope.iter().cloned())
+    .chain(job.landing.sites.iter().cloned())
     {
         if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
             continue;

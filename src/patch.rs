@@ -203,6 +203,11 @@ pub(crate) fn patch(
 }
 
 impl Patch {
+    /// The URLs the patch puts into the sitemap, in order.
+    pub(crate) fn added(&self) -> impl Iterator<Item = &str> {
+        self.added.iter().map(|(url, _)| url.as_str())
+    }
+
     /// Makes the patched shards and gives each to `emit`, in layout order. Fails, having
     /// emitted some, when a published shard is not as it was published or does not hold what
     /// the change expects.

@@ -139,6 +139,10 @@ pub struct LandingSettings {
     /// The sites' robots.txt as read for this run (`crate::learn::robots`): what they disallow
     /// for the major crawlers is left out.
     pub robots: Option<Arc<Robots>>,
+    /// The sites (origins) a sample of the pages was seen on when the rule was learned, beside
+    /// the baseURL's and the configured ones: a scope widened to `arxiv.org` from
+    /// `export.arxiv.org`. Their robots.txt is read too.
+    pub sites: Vec<Url>,
     /// `content_files = false`: the records' content files are left out
     /// ([`Drop::ContentFileLeftOut`]), the landing pages alone listed, as DSpace's own sitemaps do.
     pub leave_out_files: bool,
@@ -308,6 +312,22 @@ impl LandingSettings {
         } else {
             ""
         }
+    }
+}
+
+/// Puts the first persistent identifier of the first kind in `order` that the record carries
+/// before its other persistent identifiers: the profiles' `cite-as` is the first one. The other
+/// classes keep their order.
+fn prefer_cite_as(order: &[row::CiteAs], out: &mut Classes<'_>) {
+    let Some(first) = out.iter().position(|c| matches!(c, Class::PersistentId(_))) else {
+        return;
+    };
+    let preferred = order.iter().find_map(|kind| {
+        out.iter()
+            .position(|c| matches!(c, Class::PersistentId(pid) if kind.is(pid)))
+    });
+    if let Some(at) = preferred {
+        out[first..=at].rotate_right(1);
     }
 }
 
@@ -1940,6 +1960,7 @@ impl Landing {
                 if row.content_files.is_some() {
                     self.content_files(row, derived, out);
                 }
+                prefer_cite_as(&row.spec.cite_as, out);
             }
             Rule::Template(template) => self.template(record, template, out),
             Rule::OaiUrl => {
@@ -2291,6 +2312,60 @@ mod tests {
                 Class::Dropped(d) => format!("drop {}", d.as_str()),
             })
             .collect()
+    }
+
+    /// A row's `cite_as` puts the kind it prefers first among the persistent identifiers (the
+    /// profiles cite the first); without it, the record's own order stands.
+    #[test]
+    fn a_rows_cite_as_chooses_the_persistent_identifier() {
+        let r = record(
+            "doi:10.5072/FK2/ABC",
+            &[
+                "http://hdl.handle.net/1902/7",
+                "https://doi.org/10.5072/FK2/ABC",
+            ],
+            &[],
+        );
+        let dataverse = |cite_as: &[row::CiteAs]| {
+            let mut spec = row::BUILTIN
+                .iter()
+                .find(|r| r.name() == "dataverse")
+                .unwrap()
+                .spec
+                .clone();
+            spec.name = "dv".into();
+            spec.cite_as = cite_as.to_vec();
+            let platforms = Registry::with(vec![Row::new(spec, false).unwrap()]).unwrap();
+            let settings = LandingSettings {
+                platform: Setting::Fixed("dv".into()),
+                platforms: platforms.clone(),
+                ..LandingSettings::default()
+            };
+            landing(
+                settings,
+                "https://data.example.edu/oai",
+                Platform(platforms.get("dv").cloned()),
+            )
+        };
+        let pids = |rule: &Landing| -> Vec<String> {
+            classes(rule, &r)
+                .into_iter()
+                .filter(|c| c.starts_with("pid "))
+                .collect()
+        };
+        let handle = "pid https://hdl.handle.net/1902/7".to_owned();
+        let doi = "pid https://doi.org/10.5072/FK2/ABC".to_owned();
+        use row::CiteAs::{Doi, Handle};
+        assert_eq!(
+            pids(&dataverse(&[Doi, Handle])),
+            [doi.clone(), handle.clone()]
+        );
+        assert_eq!(pids(&dataverse(&[Handle])), [handle.clone(), doi.clone()]);
+        assert_eq!(pids(&dataverse(&[])), [handle, doi]);
+        assert_eq!(
+            classes(&dataverse(&[Doi]), &r)[0],
+            "landing https://data.example.edu/dataset.xhtml?persistentId=doi:10.5072/FK2/ABC"
+        );
     }
 
     /// `content_files = false`: the files are counted as left out, the landing page stays;

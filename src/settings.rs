@@ -774,8 +774,9 @@ impl Layers {
         let over = &self.over.repository;
         let mut r = RepositorySettings::of(chosen);
         // Learning from the web, as the environment says, whether or not a file names the
-        // repository.
-        r.landing.web = crate::platform::Resolvers::for_commands();
+        // repository, unless its `learn_from_web` says no.
+        r.landing.web = crate::platform::Resolvers::for_commands()
+            .filter(|_| self.harvest_of(chosen).is_ok_and(|h| h.learn_from_web));
         what_to_harvest(&mut r, over)?;
         where_published(&mut r, over)?;
         what_to_publish(&mut r, over)?;

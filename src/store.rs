@@ -149,6 +149,10 @@ pub struct LearnedRule {
     pub evidence: String,
     /// When (Unix seconds); learnt again after [`crate::learn::KEEP_SECS`].
     pub at: i64,
+    /// The sites (origins) the sample's pages were on besides the baseURL's, whose robots.txt
+    /// is read ([`crate::platform::LandingSettings::sites`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<String>,
 }
 
 /// The last complete harvest.

@@ -116,6 +116,10 @@ pub struct HarvestSettings {
     /// Extra headers sent with every OAI-PMH request (a token an upstream requires), never
     /// logged or shown.
     pub headers: RequestHeaders,
+    /// Whether the bridge may ask the web besides the OAI-PMH requests where the records alone
+    /// cannot tell (Handle and DOI resolvers, a few landing pages, the sites' robots.txt). Not
+    /// read by the OAI-PMH client: the bridge's learning reads it (`learn_from_web`).
+    pub learn_from_web: bool,
 }
 
 /// Extra request headers (`[harvest] headers`, `[repository.harvest] headers`): sent with every
@@ -217,6 +221,7 @@ impl Default for HarvestSettings {
             min_transfer_bytes_per_sec: DEFAULT_MIN_TRANSFER_BYTES_PER_SEC,
             min_transfer_window: DEFAULT_MIN_TRANSFER_WINDOW,
             headers: RequestHeaders::default(),
+            learn_from_web: true,
         }
     }
 }

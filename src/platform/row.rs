@@ -60,11 +60,38 @@ pub struct RowSpec {
     /// Patterns over a URL's path and query (after the site) that name content files, not pages.
     #[serde(default)]
     pub content_files: Vec<String>,
+    /// Which of a record's persistent identifiers is its `cite-as` (the Signmap's, the
+    /// linkset's), in order of preference: `["doi", "handle"]` makes the DOI it carries the
+    /// cite-as even when its Handle comes first. Empty (default): the first one the record
+    /// gives.
+    #[serde(default)]
+    pub cite_as: Vec<CiteAs>,
     /// What most records show when the rule applies, after "N of the first M live records"
     /// (`carry a Handle`).
     pub evidence: String,
     /// What an operator needs to do when the records hold no way to the page, for `check`.
     pub advice: Option<String>,
+}
+
+/// A kind of persistent identifier ([`RowSpec::cite_as`]).
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum CiteAs {
+    /// A DOI.
+    Doi,
+    /// A Handle.
+    Handle,
+}
+
+impl CiteAs {
+    /// Whether `pid` is of this kind.
+    pub fn is(self, pid: &crate::classify::Pid<'_>) -> bool {
+        matches!(
+            (self, pid),
+            (CiteAs::Doi, crate::classify::Pid::Doi(_))
+                | (CiteAs::Handle, crate::classify::Pid::Handle(_))
+        )
+    }
 }
 
 /// See [`RowSpec::site`].

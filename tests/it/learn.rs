@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::golden::{files, locs_of};
 
@@ -21,9 +21,20 @@ fn web(routes: BTreeMap<String, (u16, String)>) -> String {
 
 /// [`web`], and how many requests it has had.
 fn web_counted(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUsize>) {
+    let (origin, hits, _) = web_shared(routes);
+    (origin, hits)
+}
+
+/// The routes of a [`web_shared`] server, which a test may change while it runs.
+type Routes = Arc<Mutex<BTreeMap<String, (u16, String)>>>;
+
+/// [`web_counted`], and its routes to change. A route whose location is `/slow` is never
+/// answered (a resolver that hangs).
+fn web_shared(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUsize>, Routes) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let origin = format!("http://{}", listener.local_addr().unwrap());
-    let routes = Arc::new(routes);
+    let routes = Arc::new(Mutex::new(routes));
+    let shared = routes.clone();
     let hits = Arc::new(AtomicUsize::new(0));
     let counted = hits.clone();
     std::thread::spawn(move || {
@@ -36,7 +47,13 @@ fn web_counted(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUs
                 let n = stream.read(&mut buf).unwrap_or(0);
                 let head = String::from_utf8_lossy(&buf[..n]);
                 let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
-                let (status, location) = routes.get(&path).cloned().unwrap_or((404, String::new()));
+                let route = routes.lock().unwrap().get(&path).cloned();
+                let (status, location) = route.unwrap_or((404, String::new()));
+                if location == "/slow" {
+                    // Holds the connection, answering nothing, longer than any client waits.
+                    std::thread::sleep(std::time::Duration::from_secs(60));
+                    return;
+                }
                 let (location, body) = match (status, location.is_empty()) {
                     (_, true) => (String::new(), String::new()),
                     (200, false) => (String::new(), location),
@@ -50,7 +67,7 @@ fn web_counted(routes: BTreeMap<String, (u16, String)>) -> (String, Arc<AtomicUs
             });
         }
     });
-    (origin, hits)
+    (origin, hits, shared)
 }
 
 /// A Static Repository at `base` with `records` (`(oai id, [dc:identifier])`).
@@ -428,6 +445,253 @@ fn what_the_sites_robots_txt_disallows_is_left_out() {
             .collect::<Vec<_>>()
     );
     assert!(summary.contains("robots_disallowed"), "{summary}");
+}
+
+/// A Handle resolver that accepts and never answers is given up on within the harvest's
+/// request timeout (`--request-timeout 1`), and the UI is found by asking for its pages.
+#[test]
+fn a_resolver_that_hangs_is_given_up_on_and_the_pages_are_asked_for() {
+    let site = web((1..=3)
+        .map(|n| {
+            (
+                format!("/xmlui/handle/123456789/{n}"),
+                (200, "page".to_owned()),
+            )
+        })
+        .collect());
+    let (resolver, asked) = web_counted(
+        (1..=3)
+            .map(|n| (format!("/123456789/{n}"), (302, "/slow".to_owned())))
+            .collect(),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let handle = format!("{resolver}/");
+    let locs = export_with(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
+        &["--request-timeout", "1"],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        (1..=3)
+            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+    // A resolver that does not answer the first Handle is not asked for the others.
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}
+
+/// `[harvest] learn_from_web = false`: no request besides the OAI-PMH ones, whatever the
+/// environment allows.
+#[test]
+fn learn_from_web_false_asks_nothing() {
+    let (site, site_asked) = web_counted(BTreeMap::new());
+    let (resolver, asked) = web_counted(
+        (1..=3)
+            .map(|n| {
+                (
+                    format!("/123456789/{n}"),
+                    (302, format!("{site}/xmlui/handle/123456789/{n}")),
+                )
+            })
+            .collect(),
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let config = tmp.path().join("bridge.toml");
+    std::fs::write(&config, "[harvest]\nlearn_from_web = false\n").unwrap();
+    let handle = format!("{resolver}/");
+    let locs = export_with(
+        &file,
+        &tmp.path().join("a"),
+        &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
+        &["--config", config.to_str().unwrap()],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        (1..=3)
+            .map(|n| format!("{site}/handle/123456789/{n}"))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "the resolver was asked");
+    assert_eq!(site_asked.load(Ordering::SeqCst), 0, "the site was asked");
+}
+
+/// Pages on another site than the baseURL's (a scope widened from the records, as arXiv's
+/// `export.` host and its pages' host): that site's robots.txt is read too.
+#[test]
+fn the_robots_txt_of_the_site_the_pages_are_on_is_read() {
+    let pages = web([(
+        "/robots.txt".to_owned(),
+        (200, "User-agent: *\nDisallow: /abs/2\n".to_owned()),
+    )]
+    .into_iter()
+    .chain((1..=3).map(|n| (format!("/abs/{n}"), (200, "page".to_owned()))))
+    .collect());
+    let oai = web(BTreeMap::new());
+    let tmp = tempfile::tempdir().unwrap();
+    let records: Vec<(String, Vec<String>)> = (1..=3)
+        .map(|n| (format!("oai:t:{n}"), vec![format!("{pages}/abs/{n}")]))
+        .collect();
+    let file = repository(tmp.path(), &format!("{oai}/oai2"), "oai:t:1", &records);
+    let down = format!("http://127.0.0.1:{}/", free_port());
+    let locs = export(
+        &file,
+        &tmp.path().join("a"),
+        &[
+            ("OAI_BRIDGE_HANDLE_RESOLVER", &down),
+            ("OAI_BRIDGE_DOI_RESOLVER", &down),
+        ],
+    )
+    .unwrap();
+    assert_eq!(
+        locs,
+        [1, 3]
+            .iter()
+            .map(|n| format!("{pages}/abs/{n}"))
+            .collect::<Vec<_>>()
+    );
+}
+
+/// A remembered UI whose pages start to answer 404 (the DSpace moved from `/xmlui/` to
+/// `/jspui/`, and the Handle server was told) is learned again at the refresh that adds a page
+/// under it, and every record published under the new UI; a refresh that adds nothing asks
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remembered_ui_whose_new_pages_answer_404_is_learned_again() {
+    use crate::server::{TestRecord, TestServer};
+    let record = |n: u32, date: &str| {
+        TestRecord::new(&format!("oai:t:123456789/{n}"), date)
+            .url(&format!("http://hdl.handle.net/123456789/{n}"))
+    };
+    let mut records: Vec<TestRecord> = (1..=3).map(|n| record(n, "2024-05-01")).collect();
+    let server = TestServer::start(records.clone());
+    let site = web((1..=4)
+        .map(|n| {
+            (
+                format!("/jspui/handle/123456789/{n}"),
+                (200, "page".to_owned()),
+            )
+        })
+        .collect());
+    let to = |ui: &str| -> BTreeMap<String, (u16, String)> {
+        (1..=4)
+            .map(|n| {
+                (
+                    format!("/123456789/{n}"),
+                    (302, format!("{site}/{ui}/handle/123456789/{n}")),
+                )
+            })
+            .collect()
+    };
+    let (resolver, asked, routes) = web_shared(to("xmlui"));
+    let tmp = tempfile::tempdir().unwrap();
+    let base = server.url();
+    let state = tmp.path().join("state");
+    let out = tmp.path().join("out");
+    let handle = format!("{resolver}/");
+    let run = move || {
+        let (base, state, out, handle) = (base.clone(), state.clone(), out.clone(), handle.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                export_with(
+                    &base,
+                    &out,
+                    &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
+                    &["--state", state.to_str().unwrap()],
+                )
+            })
+            .await
+            .unwrap()
+            .unwrap()
+        }
+    };
+    let under = |ui: &str, n: u32| -> Vec<String> {
+        (1..=n)
+            .map(|i| format!("{site}/{ui}/handle/123456789/{i}"))
+            .collect()
+    };
+    assert_eq!(run().await, under("xmlui", 3));
+
+    // The UI moves: its old pages answer 404, the resolver sends the Handles to the new one,
+    // and a record is added.
+    *routes.lock().unwrap() = to("jspui");
+    records.push(record(4, "2024-06-02"));
+    server.set_records(records);
+    server.set_response_date("2024-06-03T08:00:00Z");
+    let before = asked.load(Ordering::SeqCst);
+    assert_eq!(run().await, under("jspui", 4));
+    assert!(asked.load(Ordering::SeqCst) > before, "not learned again");
+
+    // Learned again, and kept: the next refresh asks the resolver nothing.
+    let before = asked.load(Ordering::SeqCst);
+    assert_eq!(run().await, under("jspui", 4));
+    assert_eq!(asked.load(Ordering::SeqCst), before);
+}
+
+/// `check` asks the web as a harvest would, and says what it learned: the sample's pages are
+/// those the export publishes.
+#[test]
+fn check_learns_what_the_export_learns() {
+    let site = web((1..=3)
+        .map(|n| {
+            (
+                format!("/xmlui/handle/123456789/{n}"),
+                (200, "page".to_owned()),
+            )
+        })
+        .collect());
+    let resolver = web((1..=3)
+        .map(|n| {
+            (
+                format!("/123456789/{n}"),
+                (302, format!("{site}/xmlui/handle/123456789/{n}")),
+            )
+        })
+        .collect());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = repository(
+        tmp.path(),
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    );
+    let handle = format!("{resolver}/");
+    let output = crate::golden::bridge()
+        .env_remove("OAI_BRIDGE_CONFIG")
+        .env("OAI_BRIDGE_LEARN", "on")
+        .env("OAI_BRIDGE_HANDLE_RESOLVER", &handle)
+        .args(["check", &file, "--json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let report: serde_json::Value = serde_json::from_str(&text).expect(&text);
+    let evidence = report.to_string();
+    assert!(
+        evidence.contains(&format!(
+            "learned: the Handle resolver {handle} sends 3 of the records' Handles to {site}/xmlui/handle/"
+        )),
+        "{evidence}"
+    );
+    let pages = report["landing"]["fetched"].to_string();
+    assert!(
+        pages.contains(&format!("{site}/xmlui/handle/123456789/1")),
+        "{text}"
+    );
 }
 
 /// A loopback port nothing listens on.
