@@ -814,29 +814,28 @@ fn site_fallback(
         let best = origins.into_iter().rev().max_by_key(|(_, n)| *n);
         (records, best)
     };
-    let (records, best) = tally(&|r: &Record| {
+    // The scope over the origin most records show, when most show one.
+    let scope = |(records, best): (usize, Option<(String, usize)>)| {
+        let (origin, _) = best.filter(|_| most(records))?;
+        let scope = Url::parse(&origin)
+            .ok()
+            .and_then(|u| Scope::from_prefixes(&[u]))?;
+        Some((records, origin, scope))
+    };
+    let identifiers = tally(&|r: &Record| {
         r.dc_identifiers
             .iter()
             .find_map(|v| site_page_origin(v, base))
     });
-    if most(records)
-        && let Some((origin, _)) = best
-        && let Some(scope) = Url::parse(&origin)
-            .ok()
-            .and_then(|u| Scope::from_prefixes(&[u]))
-    {
+    if let Some((records, origin, scope)) = scope(identifiers) {
         evidence.push_str(&format!(
             "; {} have a dc:identifier URL on the repository's site outside the baseURL's directory: the scope is widened to {origin}",
             of(records)
         ));
         return Fallback::Widened(scope);
     }
-    let (records, best) = tally(&|r: &Record| site_page_origin(&r.identifier, base));
-    if most(records)
-        && let Some((origin, _)) = best
-        && let Some(scope) = Url::parse(&origin)
-            .ok()
-            .and_then(|u| Scope::from_prefixes(&[u]))
+    if let Some((records, origin, scope)) =
+        scope(tally(&|r: &Record| site_page_origin(&r.identifier, base)))
     {
         evidence.push_str(&format!(
             "; {} have OAI identifiers that are URLs on the repository's site: each is its record's page, under {origin}",

@@ -138,6 +138,47 @@ fn export_with(
     Ok(locs_of(&files(out)["sitemap-1.xml"]))
 }
 
+/// A Static Repository of [`dspace_records`] whose baseURL is `{site}/oai/request`.
+fn dspace_repository(dir: &Path, site: &str) -> String {
+    repository(
+        dir,
+        &format!("{site}/oai/request"),
+        "oai:t:123456789/1",
+        &dspace_records(),
+    )
+}
+
+/// The pages of [`dspace_records`] under the UI `ui` (ending in `/`).
+fn handle_pages(ui: &str) -> Vec<String> {
+    (1..=3)
+        .map(|n| format!("{ui}handle/123456789/{n}"))
+        .collect()
+}
+
+/// A Handle resolver's routes that send the Handles of [`dspace_records`] to the UI `ui`.
+fn handles_to(ui: &str) -> BTreeMap<String, (u16, String)> {
+    (1..=3)
+        .map(|n| {
+            (
+                format!("/123456789/{n}"),
+                (302, format!("{ui}handle/123456789/{n}")),
+            )
+        })
+        .collect()
+}
+
+/// A site's routes that serve the pages of [`dspace_records`] under the path `ui`.
+fn serving(ui: &str) -> BTreeMap<String, (u16, String)> {
+    (1..=3)
+        .map(|n| {
+            (
+                format!("{ui}handle/123456789/{n}"),
+                (200, "page".to_owned()),
+            )
+        })
+        .collect()
+}
+
 /// Three DSpace records that give their Handles only as `http://hdl.handle.net/...`.
 fn dspace_records() -> Vec<(String, Vec<String>)> {
     (1..=3)
@@ -171,12 +212,7 @@ fn a_dspace_ui_under_a_path_is_learned_from_the_handle_resolver() {
     let resolver = web(to_ui);
     let wrong = web(elsewhere);
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let handle = format!("{resolver}/");
     let locs = export(
         &file,
@@ -184,17 +220,10 @@ fn a_dspace_ui_under_a_path_is_learned_from_the_handle_resolver() {
         &[("OAI_BRIDGE_HANDLE_RESOLVER", &handle)],
     )
     .unwrap();
-    assert_eq!(
-        locs,
-        (1..=3)
-            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(locs, handle_pages(&format!("{site}/xmlui/")));
     // Without learning, with a resolver that is down, and with one that sends the Handles to
     // another site: the UI stays the baseURL's root, as before.
-    let root: Vec<String> = (1..=3)
-        .map(|n| format!("{site}/handle/123456789/{n}"))
-        .collect();
+    let root: Vec<String> = handle_pages(&format!("{site}/"));
     let down = format!("http://127.0.0.1:{}/", free_port());
     let wrong = format!("{wrong}/");
     for env in [
@@ -272,16 +301,9 @@ fn a_template_is_learned_from_where_the_dois_resolve() {
 #[test]
 fn without_a_resolver_a_dspace_ui_is_found_by_asking_for_its_pages() {
     // The site serves the Handle pages under /xmlui/ only; the root answers 404.
-    let site = web((1..=3)
-        .map(|n| (format!("/xmlui/handle/123456789/{n}"), (200, String::new())))
-        .collect());
+    let site = web(serving("/xmlui/"));
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let down = format!("http://127.0.0.1:{}/", free_port());
     let locs = export(
         &file,
@@ -289,41 +311,20 @@ fn without_a_resolver_a_dspace_ui_is_found_by_asking_for_its_pages() {
         &[("OAI_BRIDGE_HANDLE_RESOLVER", &down)],
     )
     .unwrap();
-    assert_eq!(
-        locs,
-        (1..=3)
-            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(locs, handle_pages(&format!("{site}/xmlui/")));
 }
 
 #[test]
 fn what_was_learned_is_kept_in_the_store_and_not_asked_again() {
     let site = web(BTreeMap::new());
-    let (resolver, asked) = web_counted(
-        (1..=3)
-            .map(|n| {
-                (
-                    format!("/123456789/{n}"),
-                    (302, format!("{site}/xmlui/handle/123456789/{n}")),
-                )
-            })
-            .collect(),
-    );
+    let (resolver, asked) = web_counted(handles_to(&format!("{site}/xmlui/")));
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let state = tmp.path().join("state");
     let state = state.to_str().unwrap();
     let handle = format!("{resolver}/");
     let env = [("OAI_BRIDGE_HANDLE_RESOLVER", handle.as_str())];
-    let want: Vec<String> = (1..=3)
-        .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
-        .collect();
+    let want: Vec<String> = handle_pages(&format!("{site}/xmlui/"));
     let first = export_with(&file, &tmp.path().join("a"), &env, &["--state", state]).unwrap();
     assert_eq!(first, want);
     let after_first = asked.load(Ordering::SeqCst);
@@ -345,27 +346,10 @@ fn what_was_learned_is_kept_in_the_store_and_not_asked_again() {
 /// sends them to the site's public host, which the operator named as the public URL's.
 #[test]
 fn a_sidecar_on_loopback_learns_the_public_ui_of_the_host_it_publishes_for() {
-    let (resolver, _) = web_counted(
-        (1..=3)
-            .map(|n| {
-                (
-                    format!("/123456789/{n}"),
-                    (
-                        302,
-                        format!("https://repo.example.edu/handle/123456789/{n}"),
-                    ),
-                )
-            })
-            .collect(),
-    );
+    let (resolver, _) = web_counted(handles_to("https://repo.example.edu/"));
     let tmp = tempfile::tempdir().unwrap();
     let tomcat = format!("http://127.0.0.1:{}", free_port());
-    let file = repository(
-        tmp.path(),
-        &format!("{tomcat}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &tomcat);
     let handle = format!("{resolver}/");
     let locs = export_with(
         &file,
@@ -374,12 +358,7 @@ fn a_sidecar_on_loopback_learns_the_public_ui_of_the_host_it_publishes_for() {
         &["--public-url", "https://repo.example.edu/sitemaps/"],
     )
     .unwrap();
-    assert_eq!(
-        locs,
-        (1..=3)
-            .map(|n| format!("https://repo.example.edu/handle/123456789/{n}"))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(locs, handle_pages("https://repo.example.edu/"));
     // Learning off: the pages on loopback, and the summary says so.
     let output = crate::golden::bridge()
         .args(["export", "--base-url", &file, "--out"])
@@ -408,12 +387,7 @@ fn what_the_sites_robots_txt_disallows_is_left_out() {
         .chain((1..=3).map(|n| (format!("/handle/123456789/{n}"), (200, "page".to_owned()))))
         .collect());
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let down = format!("http://127.0.0.1:{}/", free_port());
     // The robots.txt is read from the sites the job names: here the UI the operator gives.
     let ui = format!("{site}/");
@@ -465,12 +439,7 @@ fn a_resolver_that_hangs_is_given_up_on_and_the_pages_are_asked_for() {
             .collect(),
     );
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let handle = format!("{resolver}/");
     let locs = export_with(
         &file,
@@ -479,12 +448,7 @@ fn a_resolver_that_hangs_is_given_up_on_and_the_pages_are_asked_for() {
         &["--request-timeout", "1"],
     )
     .unwrap();
-    assert_eq!(
-        locs,
-        (1..=3)
-            .map(|n| format!("{site}/xmlui/handle/123456789/{n}"))
-            .collect::<Vec<_>>()
-    );
+    assert_eq!(locs, handle_pages(&format!("{site}/xmlui/")));
     // A resolver that does not answer the first Handle is not asked for the others.
     assert_eq!(asked.load(Ordering::SeqCst), 1);
 }
@@ -494,23 +458,9 @@ fn a_resolver_that_hangs_is_given_up_on_and_the_pages_are_asked_for() {
 #[test]
 fn learn_from_web_false_asks_nothing() {
     let (site, site_asked) = web_counted(BTreeMap::new());
-    let (resolver, asked) = web_counted(
-        (1..=3)
-            .map(|n| {
-                (
-                    format!("/123456789/{n}"),
-                    (302, format!("{site}/xmlui/handle/123456789/{n}")),
-                )
-            })
-            .collect(),
-    );
+    let (resolver, asked) = web_counted(handles_to(&format!("{site}/xmlui/")));
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let config = tmp.path().join("bridge.toml");
     std::fs::write(&config, "[harvest]\nlearn_from_web = false\n").unwrap();
     let handle = format!("{resolver}/");
@@ -655,21 +605,9 @@ fn check_learns_what_the_export_learns() {
             )
         })
         .collect());
-    let resolver = web((1..=3)
-        .map(|n| {
-            (
-                format!("/123456789/{n}"),
-                (302, format!("{site}/xmlui/handle/123456789/{n}")),
-            )
-        })
-        .collect());
+    let resolver = web(handles_to(&format!("{site}/xmlui/")));
     let tmp = tempfile::tempdir().unwrap();
-    let file = repository(
-        tmp.path(),
-        &format!("{site}/oai/request"),
-        "oai:t:123456789/1",
-        &dspace_records(),
-    );
+    let file = dspace_repository(tmp.path(), &site);
     let handle = format!("{resolver}/");
     let output = crate::golden::bridge()
         .env_remove("OAI_BRIDGE_CONFIG")
