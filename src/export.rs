@@ -310,6 +310,7 @@ fn with_spill_dir(job: &Job, parent: PathBuf) -> Job {
     let spill_dir = job.spill_dir.clone().unwrap_or(SpillDir {
         parent,
         linked: true,
+        memory: crate::spill::DEFAULT_MEMORY_BUDGET,
     });
     Job {
         spill_dir: Some(spill_dir),
@@ -420,6 +421,14 @@ impl ExportSummary {
             b.shards.len(),
             self.bytes
         );
+        if b.spill_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "  spilled         {} bytes of sorted URLs on disk at most (the inventory \
+                 outgrew its memory budget)",
+                b.spill_bytes
+            );
+        }
         if let Some(u) = &self.uploaded {
             let _ = writeln!(
                 out,

@@ -21,7 +21,7 @@ use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
-use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out};
+use crate::render::sitemap::{Layout, entries as sitemap_entries, try_render_laid_out};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 
@@ -47,8 +47,9 @@ pub struct Job {
     pub spill_dir: Option<SpillDir>,
 }
 
-/// Where the Signmap's and OCX's shard files are written during the harvest, in a new folder
-/// (`.oai-bridge-shards-*`) removed when the render is done.
+/// Where a harvest's temporary files are written, in new folders removed when the render is
+/// done: the Signmap's and OCX's shard files (`.oai-bridge-shards-*`) and the URL inventory's
+/// sorted runs once it holds more than `memory` (`.oai-bridge-spill-*`, [`crate::spill`]).
 #[derive(Clone, Debug)]
 pub struct SpillDir {
     /// The folder it is made in: on the file system of the sink's files, so that the sink can
@@ -57,6 +58,20 @@ pub struct SpillDir {
     /// The sink links them (the export): they are written with direct I/O, as the export writes
     /// its other large files, rather than through the page cache to be read back.
     pub linked: bool,
+    /// Bytes of memory the URL inventory holds before it spills sorted runs
+    /// ([`crate::spill::DEFAULT_MEMORY_BUDGET`] unless set).
+    pub memory: u64,
+}
+
+impl Job {
+    /// Where the harvest spills, and the memory it holds first: the job's spill folder, or the
+    /// system's temporary folder.
+    pub(crate) fn budget(&self) -> crate::spill::Budget {
+        match &self.spill_dir {
+            Some(dir) => crate::spill::Budget::new(dir.parent.clone(), dir.memory),
+            None => crate::spill::Budget::default(),
+        }
+    }
 }
 
 /// Why a generation could not be built.
@@ -78,6 +93,9 @@ pub enum PipelineError {
     /// The in-memory inventory is full.
     #[error(transparent)]
     Inventory(#[from] InventoryFull),
+    /// The inventory's runs on disk failed.
+    #[error(transparent)]
+    Spill(#[from] crate::spill::SpillError),
     /// A profile's records could not be collected.
     #[error(transparent)]
     Collect(#[from] CollectError),
@@ -117,6 +135,15 @@ pub enum PipelineError {
     },
 }
 
+impl From<crate::inventory::InventoryError> for PipelineError {
+    fn from(e: crate::inventory::InventoryError) -> Self {
+        match e {
+            crate::inventory::InventoryError::Full(e) => Self::Inventory(e),
+            crate::inventory::InventoryError::Spill(e) => Self::Spill(e),
+        }
+    }
+}
+
 /// What a built generation holds.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -146,6 +173,8 @@ pub struct Built {
     pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
+    /// The most bytes the harvest's sorted runs took on disk at once (0: none spilled).
+    pub spill_bytes: u64,
     /// Every index written for all crawlers, the sitemap index first, as robots.txt lists them
     /// (CDIF's are apart: [`Built::cdif_index`], [`Built::cdif_lists`]).
     pub indexes: Vec<Url>,
@@ -169,6 +198,7 @@ impl Built {
             landing,
             diwoo: rendered.diwoo,
             indexes: rendered.indexes,
+            spill_bytes: harvested.spill_bytes,
         }
     }
 }
@@ -357,6 +387,9 @@ pub struct Harvested {
     /// The first live records (at most [`crate::platform::SAMPLE`]) the landing rule was
     /// decided from: what [`crate::advice`] tries settings on when nothing is published.
     pub sample: Vec<Record>,
+    /// The most bytes the URL inventory's sorted runs took on disk at once (0: it fit in its
+    /// memory budget).
+    pub spill_bytes: u64,
 }
 
 /// The first live records of `records`, at most [`crate::platform::SAMPLE`]: a harvest's
@@ -423,7 +456,7 @@ impl Collectors {
         };
         Ok(Self {
             signposts,
-            inventory: Inventory::new(landing.scope().clone()),
+            inventory: Inventory::with_budget(landing.scope().clone(), job.budget()),
             landing,
             sample: Vec::new(),
             diwoo,
@@ -433,7 +466,8 @@ impl Collectors {
     }
 
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
-        let (mut published, superseded) = self.inventory.finish_with_superseded();
+        let meter = self.inventory.meter();
+        let (mut published, superseded) = self.inventory.resolve()?;
         published
             .stats
             .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
@@ -456,6 +490,7 @@ impl Collectors {
             layout: Layout::default(),
             patch: None,
             sample: self.sample,
+            spill_bytes: meter.peak(),
         })
     }
 
@@ -749,13 +784,15 @@ pub(crate) fn render<S: FileSink>(
     // A whole sitemap holds every URL's entry as the DiWoo categories have it, in the same
     // order: they are taken from its shards as they are written (a patch writes only some).
     let mut tap = (harvested.patch.is_none() && !harvested.diwoo.is_empty())
-        .then(|| published.lastmods_and_groups());
+        .then(|| published.entries())
+        .transpose()?;
     let mut put = |number, shard: &Shard| {
         sitemap_shards.push(PublishedShard::of(number, shard));
         sitemap.put_numbered(sink, number, shard)?;
         if let Some(urls) = &mut tap {
             for entry in sitemap_entries(&shard.bytes) {
-                let (lastmod, groups) = urls.next().expect("a shard's entries are URLs in order");
+                let (_, lastmod, groups) =
+                    (urls.next()).expect("a shard's entries are URLs in order")?;
                 diwoo.add(sink, entry, lastmod, groups)?;
             }
         }
@@ -779,7 +816,11 @@ pub(crate) fn render<S: FileSink>(
             layout = patched.layout;
         }
         None => {
-            render_laid_out(published.iter(), job.limits, &mut layout, &mut put)?;
+            let urls = published.entries()?.map(|entry| {
+                let (url, lastmod, _) = entry?;
+                Ok((url, lastmod))
+            });
+            try_render_laid_out(urls, job.limits, &mut layout, &mut put)?;
         }
     }
     let names = sitemap.names.clone();
@@ -1071,6 +1112,7 @@ pub(crate) mod tests {
         spilled.spill_dir = Some(SpillDir {
             parent: "/tmp".into(),
             linked: false,
+            memory: crate::spill::DEFAULT_MEMORY_BUDGET,
         });
         assert_eq!(spilled.settings_key(), key);
         let changes: [fn(&mut Job); 6] = [

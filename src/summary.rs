@@ -80,6 +80,14 @@ pub struct Summary {
     /// it was recorded.
     #[serde(default)]
     pub scope: Vec<String>,
+    /// The most bytes the harvest's sorted runs took on disk at once, when its inventory
+    /// outgrew its memory budget (left out when none spilled).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spill_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -156,6 +164,7 @@ impl Summary {
                 .unwrap_or_default(),
             drop_examples_from: None,
             scope: built.platform.scope().prefixes(),
+            spill_bytes: built.spill_bytes,
         }
     }
 

@@ -331,6 +331,9 @@ pub enum CollectError {
     /// The in-memory table is full.
     #[error(transparent)]
     Full(#[from] InventoryFull),
+    /// The URL inventory's runs on disk failed.
+    #[error(transparent)]
+    Inventory(#[from] crate::spill::SpillError),
     /// The folder of the shard files cannot be made.
     #[error("cannot make a folder for the profiles' shard files in {}: {source}", parent.display())]
     Folder {
@@ -365,6 +368,15 @@ pub enum CollectError {
     /// The URL the CDIF documents are published under cannot have file names joined onto it.
     #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
     Documents(Url),
+}
+
+impl From<crate::inventory::InventoryError> for CollectError {
+    fn from(e: crate::inventory::InventoryError) -> Self {
+        match e {
+            crate::inventory::InventoryError::Full(e) => Self::Full(e),
+            crate::inventory::InventoryError::Spill(e) => Self::Inventory(e),
+        }
+    }
 }
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.

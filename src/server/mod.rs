@@ -465,6 +465,7 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
         spill_dir: Some(crate::pipeline::SpillDir {
             parent: dir.to_path_buf(),
             linked: false,
+            memory: crate::spill::DEFAULT_MEMORY_BUDGET,
         }),
     }
 }

@@ -220,6 +220,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "publish",
             "scope",
             "server::metrics",
+            "spill",
         ],
     ),
     (
@@ -247,6 +248,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "collecting and state",
         &[
             "inventory",
+            "inventory::spill",
             "patch",
             "store",
             "store::copy",
