@@ -436,8 +436,11 @@ impl Collectors {
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
         let profiles = &job.profiles;
+        // The inventory and the profiles' records share one budget, and report one spill.
+        let budget = job.budget();
         let signposts = if profiles.describes_records() {
-            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
+            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits)
+                .within(&budget);
             if let Some(dir) = &job.spill_dir {
                 s = s.spill_in(dir.parent.clone(), dir.linked);
             }
@@ -456,7 +459,7 @@ impl Collectors {
         };
         Ok(Self {
             signposts,
-            inventory: Inventory::with_budget(landing.scope().clone(), job.budget()),
+            inventory: Inventory::with_budget(landing.scope().clone(), budget),
             landing,
             sample: Vec::new(),
             diwoo,

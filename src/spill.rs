@@ -348,6 +348,16 @@ impl RunReader {
             .ok_or_else(|| self.error(std::io::ErrorKind::UnexpectedEof.into()))
     }
 
+    /// The next eight-byte number; `None` at the end of the file (not inside a record).
+    pub(crate) fn fixed_or_end(&mut self) -> Result<Option<u64>, SpillError> {
+        let mut bytes = [0u8; 8];
+        match self.input.read_exact(&mut bytes) {
+            Ok(()) => Ok(Some(u64::from_le_bytes(bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(None),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
     /// The next eight-byte number.
     pub(crate) fn fixed(&mut self) -> Result<u64, SpillError> {
         let mut bytes = [0u8; 8];

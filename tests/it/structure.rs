@@ -268,6 +268,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profiles::signmap",
             "profiles::signposts",
             "profiles::spill",
+            "profiles::versions",
         ],
     ),
     (
