@@ -424,8 +424,8 @@ impl ExportSummary {
         if b.spill_bytes > 0 {
             let _ = writeln!(
                 out,
-                "  spilled         {} bytes of sorted URLs on disk at most (the inventory \
-                 outgrew its memory budget)",
+                "  spilled         {} bytes on disk at most (sorted runs past the memory \
+                 budget, the profiles' records)",
                 b.spill_bytes
             );
         }

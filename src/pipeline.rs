@@ -173,7 +173,8 @@ pub struct Built {
     pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
-    /// The most bytes the harvest's sorted runs took on disk at once (0: none spilled).
+    /// The most bytes the harvest's temporary files took on disk at once
+    /// ([`Harvested::spill_bytes`]).
     pub spill_bytes: u64,
     /// Every index written for all crawlers, the sitemap index first, as robots.txt lists them
     /// (CDIF's are apart: [`Built::cdif_index`], [`Built::cdif_lists`]).
@@ -387,8 +388,9 @@ pub struct Harvested {
     /// The first live records (at most [`crate::platform::SAMPLE`]) the landing rule was
     /// decided from: what [`crate::advice`] tries settings on when nothing is published.
     pub sample: Vec<Record>,
-    /// The most bytes the URL inventory's sorted runs took on disk at once (0: it fit in its
-    /// memory budget).
+    /// The most bytes the harvest's temporary files took on disk at once: the URL inventory's
+    /// sorted runs past its memory budget, and the landing-page profiles' record occurrences
+    /// (0: neither).
     pub spill_bytes: u64,
 }
 
@@ -1257,6 +1259,94 @@ pub(crate) mod tests {
             .filter(|(name, _)| name.contains("diwoo"))
             .collect();
         assert_eq!(taken, own_pass.0.iter().collect());
+    }
+
+    /// Issue 30: a harvest whose inventory and profiles' records outgrow a tiny memory budget
+    /// (a run on disk after every record, merged at the end) renders the same files, byte for
+    /// byte, with the same counts, as one held in memory: the sitemap across several shards,
+    /// the Signmap and OCX, and DiWoo's categories taken from the sitemap's shards or in a
+    /// pass of their own; repeats of records, newer and older, deleted ones and URLs several
+    /// records list included. Its spill folder is gone afterwards, and the bytes it held are
+    /// reported.
+    #[test]
+    fn a_spilled_harvest_renders_what_one_in_memory_does() {
+        let limits = Limits {
+            max_urls: 17,
+            ..Limits::default()
+        };
+        let mut records = Vec::new();
+        for i in 0..400u32 {
+            let id = i % 150;
+            records.push(oai::parse::Record {
+                identifier: format!("oai:r:{id}"),
+                datestamp: crate::datestamp::Datestamp::parse(&format!(
+                    "2024-0{}-{:02}",
+                    1 + i % 3,
+                    1 + (i * 7) % 28
+                )),
+                deleted: i % 13 == 5,
+                sets: vec![["a", "b", "c"][(i % 3) as usize].to_owned()],
+                dc_identifiers: vec![
+                    format!("https://r.example/oai/item/{}", id % 120),
+                    format!("https://r.example/oai/file/{}.pdf", i % 90),
+                    format!("doi:10.1/{i}"),
+                ],
+                dc: Default::default(),
+                empty_metadata: false,
+            });
+        }
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        let render_with = |spill_dir: Option<SpillDir>| {
+            let mut job = job(&[("a", 1), ("b", 2)], limits);
+            job.profiles.signmap = true;
+            job.profiles.ocx = Some(crate::profiles::ocx::OcxConfig::default());
+            job.spill_dir = spill_dir;
+            let scope = scope_for(&job, base.as_str()).unwrap();
+            let mut c = Collectors::new(&job, generic(scope), base.as_str()).unwrap();
+            for r in &records {
+                c.add(r).unwrap();
+            }
+            let harvested = c.finish(HarvestReport::default()).unwrap();
+            let mut files = Files::default();
+            let rendered = render(&harvested, &job, &mut files).unwrap();
+            let mut own_pass = Files::default();
+            let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
+            diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
+            diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
+            let signposts = harvested.signposts.as_ref().map(|s| s.stats.clone());
+            let built = (
+                harvested.published.stats.clone(),
+                harvested.published.shared.clone(),
+                signposts,
+                rendered.diwoo,
+                own_pass.0,
+            );
+            (
+                files.0,
+                built,
+                harvested.spill_bytes,
+                harvested.published.spilled(),
+            )
+        };
+        // The profiles' record occurrences are on disk either way.
+        let (memory, memory_built, occurrences, in_memory) = render_with(None);
+        assert!(!in_memory);
+        let dir = tempfile::tempdir().unwrap();
+        let (spilled, spilled_built, bytes, on_disk) = render_with(Some(SpillDir {
+            parent: dir.path().to_owned(),
+            linked: false,
+            memory: 1,
+        }));
+        assert!(on_disk && bytes > occurrences, "{bytes} {occurrences}");
+        assert!(
+            memory.keys().filter(|n| n.starts_with("sitemap-")).count() > 3,
+            "{:?}",
+            memory.keys()
+        );
+        assert!(memory.keys().any(|n| n.starts_with("signmap-")));
+        assert_eq!(memory, spilled);
+        assert_eq!(memory_built, spilled_built);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     /// Q-35 in a harvest without a store: a version with empty metadata replaces no earlier

@@ -80,8 +80,9 @@ pub struct Summary {
     /// it was recorded.
     #[serde(default)]
     pub scope: Vec<String>,
-    /// The most bytes the harvest's sorted runs took on disk at once, when its inventory
-    /// outgrew its memory budget (left out when none spilled).
+    /// The most bytes the harvest's temporary files took on disk at once: sorted runs when its
+    /// inventory outgrew its memory budget, the landing-page profiles' record occurrences (left
+    /// out when there were none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub spill_bytes: u64,
 }

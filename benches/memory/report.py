@@ -76,6 +76,8 @@ for line in open(same_path):
 
 print("\nCPU-seconds are user + system time of the export process (GNU time), the server's "
       "rendering not included; peak RSS is its maximum resident set. The spilled bytes are the "
-      "most the inventory's sorted runs and its merged file held on disk at once (the export "
-      "summary's `spill_bytes`). With more than one round the least-CPU run is shown: other "
+      "most the harvest's temporary files held on disk at once (the export summary's "
+      "`spill_bytes`): the inventory's sorted runs and merged file past its memory budget, and "
+      "with profiles the record occurrences' file (about 20 bytes a record) and their versions' "
+      "runs. With more than one round the least-CPU run is shown: other "
       "work shares the 2 cores.")
