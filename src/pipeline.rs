@@ -53,8 +53,9 @@ pub struct Job {
 #[derive(Clone, Debug)]
 pub struct SpillDir {
     /// The folder it is made in: on the file system of the sink's files, so that the sink can
-    /// link them into place ([`FileSink::link_shard`]).
-    pub parent: std::path::PathBuf,
+    /// link them into place ([`FileSink::link_shard`]). `None`: where the export puts it,
+    /// beside its output (the system's temporary folder for a job run otherwise).
+    pub parent: Option<std::path::PathBuf>,
     /// The sink links them (the export): they are written with direct I/O, as the export writes
     /// its other large files, rather than through the page cache to be read back.
     pub linked: bool,
@@ -68,7 +69,15 @@ impl Job {
     /// system's temporary folder.
     pub(crate) fn budget(&self) -> crate::spill::Budget {
         match &self.spill_dir {
-            Some(dir) => crate::spill::Budget::new(dir.parent.clone(), dir.memory),
+            Some(SpillDir {
+                parent: Some(parent),
+                memory,
+                ..
+            }) => crate::spill::Budget::new(parent.clone(), *memory),
+            Some(SpillDir { memory, .. }) => crate::spill::Budget {
+                memory: *memory,
+                ..crate::spill::Budget::default()
+            },
             None => crate::spill::Budget::default(),
         }
     }
@@ -443,8 +452,13 @@ impl Collectors {
         let signposts = if profiles.describes_records() {
             let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits)
                 .within(&budget);
-            if let Some(dir) = &job.spill_dir {
-                s = s.spill_in(dir.parent.clone(), dir.linked);
+            if let Some(SpillDir {
+                parent: Some(parent),
+                linked,
+                ..
+            }) = &job.spill_dir
+            {
+                s = s.spill_in(parent.clone(), *linked);
             }
             if profiles.signmap {
                 s = s.with_signmap();
@@ -1115,7 +1129,7 @@ pub(crate) mod tests {
         }
         let mut spilled = with_types();
         spilled.spill_dir = Some(SpillDir {
-            parent: "/tmp".into(),
+            parent: Some("/tmp".into()),
             linked: false,
             memory: crate::spill::DEFAULT_MEMORY_BUDGET,
         });
@@ -1333,7 +1347,7 @@ pub(crate) mod tests {
         assert!(!in_memory);
         let dir = tempfile::tempdir().unwrap();
         let (spilled, spilled_built, bytes, on_disk) = render_with(Some(SpillDir {
-            parent: dir.path().to_owned(),
+            parent: Some(dir.path().to_owned()),
             linked: false,
             memory: 1,
         }));
