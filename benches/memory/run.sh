@@ -15,7 +15,8 @@
 #   SIZES="1 4 16 50" bash benches/memory/run.sh
 #
 # Knobs (environment): SIZES ("1 4 16"), BASE (main), ROUNDS (2, at 1 million), PORT (18767),
-# PROFILES (1: also the runs with profiles), COMPARE_UP_TO (4).
+# PROFILES (1: also the runs with profiles), COMPARE_UP_TO (4), OURS_BIN and BASE_BIN (binaries
+# built already, copied instead of building; OURS_DESCRIBE names the first in the report).
 # It needs about 1.3 GB of disk a million records with profiles (the export's own files), which
 # each run removes after measuring; the spill files take about a third of the URLs' bytes more.
 # Loopback only; every step is bounded by `timeout`; what it starts is stopped on exit.
@@ -38,12 +39,19 @@ install_missing /usr/bin/time:time
 
 rm -rf "$work"
 mkdir -p "$work"
-build_binaries
-build_rev "$BASE" "$base_bin"
 describe="$(git rev-parse --short HEAD)"
 if [ -n "$(git status --porcelain -- src Cargo.toml Cargo.lock)" ]; then
   describe="$describe with uncommitted changes to src/ or Cargo.*"
 fi
+# OURS_BIN / BASE_BIN: binaries built already (a loaded machine takes half an hour for one).
+if [ -n "${OURS_BIN:-}" ]; then
+  cp "$OURS_BIN" "$bin"
+  build_server
+  describe=${OURS_DESCRIBE:-"$OURS_BIN"}
+else
+  build_binaries
+fi
+if [ -n "${BASE_BIN:-}" ]; then cp "$BASE_BIN" "$base_bin"; else build_rev "$BASE" "$base_bin"; fi
 
 diwoo=()
 for i in 0 1 2 3 4; do diwoo+=(--diwoo "com_$i=$((i + 1))"); done
