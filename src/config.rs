@@ -2414,7 +2414,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 58] = [
+    const KEYS: [&str; 59] = [
         "include",
         "listen",
         "admin_listen",
