@@ -3,12 +3,12 @@
 //! records, and come out byte for byte as a render of every stored record would make them.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use oai_bridge::{Job, Limits, OcxConfig, Policy, ProfileSettings, TypeMap, fields_for};
 
 use crate::faults::{job, snapshot};
-use crate::incremental::{export_job, folders};
+use crate::incremental::{edit_a_lastmod, export_job, folders};
 use crate::server::{TestRecord, TestServer};
 
 /// The ledger the profiles' patch reads, published beside their files.
@@ -156,6 +156,64 @@ fn assert_same(patched: &BTreeMap<String, Vec<u8>>, whole: &BTreeMap<String, Vec
     }
 }
 
+/// A repository published in full through a store, with every patchable profile.
+struct Published {
+    server: TestServer,
+    _root: tempfile::TempDir,
+    out: PathBuf,
+    state: PathBuf,
+    job: Job,
+    full: oai_bridge::ExportSummary,
+}
+
+impl Published {
+    async fn new(repository: &Repository) -> Self {
+        let server = TestServer::builder(records(repository))
+            .page_size(25)
+            .start();
+        let (_root, out, state) = folders();
+        let job = profiles_job(&server);
+        let full = export_job(job.clone(), &out, Some(&state), Policy::default())
+            .await
+            .unwrap();
+        Self {
+            server,
+            _root,
+            out,
+            state,
+            job,
+            full,
+        }
+    }
+
+    /// The upstream changed at random (`day` of June): its records after.
+    fn change(&self, repository: &mut Repository, rng: &mut Rng, day: u32) {
+        self.server.set_records(change(repository, rng, day));
+        self.server
+            .set_response_date(&format!("2024-06-{:02}T08:00:00Z", day + 1));
+    }
+
+    /// The next refresh, through the store; the shrink guard does not stop a random change.
+    async fn refresh(&self) -> oai_bridge::ExportSummary {
+        let accept = Policy {
+            accept_shrink: true,
+            ..Policy::default()
+        };
+        export_job(self.job.clone(), &self.out, Some(&self.state), accept)
+            .await
+            .unwrap()
+    }
+
+    /// The profiles' files of an export from nothing of the repository as it is now.
+    async fn afresh(&self) -> BTreeMap<String, Vec<u8>> {
+        let (_root, out, state) = folders();
+        export_job(self.job.clone(), &out, Some(&state), Policy::default())
+            .await
+            .unwrap();
+        profile_files(&out)
+    }
+}
+
 /// Random changes, refreshed incrementally twice (the second patch starts from the first's
 /// files and ledger): each refresh gives the bytes of a render of every stored record (the
 /// same store made to render whole, ledger and counts included), and the profiles' files of an
@@ -174,72 +232,32 @@ async fn a_patch_of_every_profile_gives_the_bytes_of_a_whole_render() {
                 )
             })
             .collect();
-        let server = TestServer::builder(records(&repository))
-            .page_size(25)
-            .start();
-        let (_root, out, state) = folders();
-        let job = profiles_job(&server);
-        let full = export_job(job.clone(), &out, Some(&state), Policy::default())
-            .await
-            .unwrap();
-        assert!(
-            full.built.signmap.is_some() && full.built.ocx.is_some(),
-            "seed {seed}"
-        );
-        assert!(
-            out.join(LEDGER).exists(),
-            "seed {seed}: a render from the store writes the ledger"
-        );
+        let p = Published::new(&repository).await;
+        let (signmap, ocx) = (&p.full.built.signmap, &p.full.built.ocx);
+        assert!(signmap.is_some() && ocx.is_some(), "seed {seed}");
+        assert!(p.out.join(LEDGER).exists(), "seed {seed}: no ledger");
         for (round, day) in [(1, 2), (2, 3)] {
             let what = format!("seed {seed}, refresh {round}");
-            let changed = change(&mut repository, &mut rng, day);
-            server.set_records(changed);
-            server.set_response_date(&format!("2024-06-{:02}T08:00:00Z", day + 1));
-            let accept = Policy {
-                accept_shrink: true,
-                ..Policy::default()
-            };
-            let patched = export_job(job.clone(), &out, Some(&state), accept.clone())
-                .await
-                .unwrap();
-            assert_eq!(
-                patched.run.as_ref().unwrap().kind,
-                oai_bridge::Kind::Incremental,
-                "{what}"
-            );
+            p.change(&mut repository, &mut rng, day);
+            let patched = p.refresh().await;
+            let kind = patched.run.as_ref().unwrap().kind;
+            assert_eq!(kind, oai_bridge::Kind::Incremental, "{what}");
             // Patched, not rendered whole: a patch reads no record but the changed ones, and
             // so has no examples of what it does not publish.
             refreshes += 1;
             patches += usize::from(patched.built.samples.is_none());
-            let files = snapshot(&out);
+            let files = snapshot(&p.out);
 
             // The same store rendered whole: without the ledger, nothing is patched.
-            std::fs::remove_file(out.join(LEDGER)).unwrap();
-            let whole = export_job(job.clone(), &out, Some(&state), accept)
-                .await
-                .unwrap();
-            assert!(
-                whole.built.samples.is_some(),
-                "{what}: patched without a ledger"
-            );
-            assert_same(&files, &snapshot(&out), &what);
+            std::fs::remove_file(p.out.join(LEDGER)).unwrap();
+            let whole = p.refresh().await;
+            assert!(whole.built.samples.is_some(), "{what}: patched, no ledger");
+            assert_same(&files, &snapshot(&p.out), &what);
             assert_eq!(patched.built.landing, whole.built.landing, "{what}: counts");
-            assert_eq!(
-                patched.built.diwoo, whole.built.diwoo,
-                "{what}: DiWoo counts"
-            );
+            assert_eq!(patched.built.diwoo, whole.built.diwoo, "{what}: DiWoo");
 
             // An export from nothing of the same repository: the same profiles' files.
-            let (_fresh_root, fresh_out, fresh_state) = folders();
-            export_job(
-                job.clone(),
-                &fresh_out,
-                Some(&fresh_state),
-                Policy::default(),
-            )
-            .await
-            .unwrap();
-            assert_same(&profile_files(&out), &profile_files(&fresh_out), &what);
+            assert_same(&profile_files(&p.out), &p.afresh().await, &what);
         }
     }
     assert!(
@@ -256,43 +274,13 @@ async fn an_edited_profile_file_is_not_patched_but_rendered_whole() {
     let mut repository: Repository = (0..60)
         .map(|i| (format!("{i:03}"), (i, "2024-05-01".to_owned())))
         .collect();
-    let server = TestServer::builder(records(&repository))
-        .page_size(25)
-        .start();
-    let (_root, out, state) = folders();
-    let job = profiles_job(&server);
-    export_job(job.clone(), &out, Some(&state), Policy::default())
-        .await
-        .unwrap();
-    let shard = out.join("signmap-2.xml");
-    let text = std::fs::read_to_string(&shard).unwrap();
-    let edited = text.replacen("<lastmod>2", "<lastmod>1", 1);
-    assert_ne!(edited, text);
-    std::fs::write(&shard, &edited).unwrap();
-
-    server.set_records(change(&mut repository, &mut rng, 2));
-    server.set_response_date("2024-06-03T08:00:00Z");
-    let accept = Policy {
-        accept_shrink: true,
-        ..Policy::default()
-    };
-    let second = export_job(job, &out, Some(&state), accept).await.unwrap();
+    let p = Published::new(&repository).await;
+    edit_a_lastmod(&p.out.join("signmap-2.xml"));
+    p.change(&mut repository, &mut rng, 2);
+    let second = p.refresh().await;
     assert!(
         second.built.samples.is_some(),
         "patched from an edited file"
     );
-    let (_fresh_root, fresh_out, fresh_state) = folders();
-    export_job(
-        profiles_job(&server),
-        &fresh_out,
-        Some(&fresh_state),
-        Policy::default(),
-    )
-    .await
-    .unwrap();
-    assert_same(
-        &profile_files(&out),
-        &profile_files(&fresh_out),
-        "after an edit",
-    );
+    assert_same(&profile_files(&p.out), &p.afresh().await, "after an edit");
 }
