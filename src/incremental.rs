@@ -599,7 +599,12 @@ fn patch_profiles(
     let (resolved, fresh) = pipeline::collect_changed(job, landing.clone(), report, &live)?;
     let streams = resolved.map(|r| r.entry_streams()).transpose()?;
     let scanned = scan_rows(fresh.as_bytes(), rows, &gone);
-    let (fresh_pages, pages, touched, before_groups) = match scanned {
+    let Scanned {
+        fresh_pages,
+        pages,
+        touched,
+        before_groups,
+    } = match scanned {
         Ok(scanned) => scanned,
         Err(why) => return Ok(Err(why)),
     };
@@ -654,16 +659,21 @@ fn patch_profiles(
 /// entries lost it), by the page's hash.
 type Pages<T> = HashMap<u128, Vec<(String, i64, T)>>;
 
-/// From the changed records' rows (`fresh`) and the published ones (`rows`): the landing pages
-/// the changed records give, the unchanged records that give a landing page a changed record
-/// gives or gave, those pages, and the categories of each changed record (`gone`) when last
-/// published.
-#[allow(clippy::type_complexity)]
-fn scan_rows(
-    fresh: &[u8],
-    rows: &[u8],
-    gone: &[String],
-) -> Result<(Pages<()>, Pages<bool>, HashSet<u128>, Vec<Option<u32>>), Unpatchable> {
+/// What the published rows say of the changed records ([`scan_rows`]).
+struct Scanned {
+    /// The landing pages the changed records give now.
+    fresh_pages: Pages<()>,
+    /// The unchanged records that give a landing page a changed record gives or gave.
+    pages: Pages<bool>,
+    /// Those landing pages.
+    touched: HashSet<u128>,
+    /// The categories of each changed record when last published.
+    before_groups: Vec<Option<u32>>,
+}
+
+/// What the published rows (`rows`) say of the changed records (`gone`, with their rows now:
+/// `fresh`).
+fn scan_rows(fresh: &[u8], rows: &[u8], gone: &[String]) -> Result<Scanned, Unpatchable> {
     use crate::profiles::ledger::RowReader;
     let mut fresh_pages: Pages<()> = HashMap::new();
     let mut reader = RowReader::new(fresh)?;
@@ -694,7 +704,12 @@ fn scan_rows(
         }
         reader.advance()?;
     }
-    Ok((fresh_pages, pages, touched, before_groups))
+    Ok(Scanned {
+        fresh_pages,
+        pages,
+        touched,
+        before_groups,
+    })
 }
 
 /// What the changed records (`changed`, by identifier, with their categories when last
@@ -715,7 +730,9 @@ fn diwoo_changes(
 > {
     use crate::profiles::ledger::{SharedClaims, sorted_claims};
     let mut diwoo: Vec<CategoryChanges> = categories.iter().map(|_| Default::default()).collect();
-    let mut claims: HashMap<&str, (Vec<(i64, u32)>, Vec<(i64, u32)>)> = (shared.iter())
+    // Each shared URL's claims (packed datestamp, categories) before and after.
+    type Claims = Vec<(i64, u32)>;
+    let mut claims: HashMap<&str, (Claims, Claims)> = (shared.iter())
         .map(|s| (s.url.as_str(), (s.claims.clone(), s.claims.clone())))
         .collect();
     // A URL of one record leaves its categories, or comes into them.

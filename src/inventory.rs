@@ -778,6 +778,10 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
+/// The URLs several records publish, and the groups of each claim ([`Published::shared`],
+/// [`Published::shared_groups`]).
+type Shared = (Vec<SharedUrl>, Vec<Vec<u32>>);
+
 /// A URL that several records publish (or one record twice).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedUrl {

@@ -125,7 +125,7 @@ impl Spilled {
         occurrences: usize,
         stats: &mut Stats,
         samples: &mut DropSamples,
-    ) -> Result<(Run, (Vec<SharedUrl>, Vec<Vec<u32>>), Superseded), SpillError> {
+    ) -> Result<(Run, super::Shared, Superseded), SpillError> {
         let superseded = self.resolve_records(occurrences, stats)?;
         let runs = std::mem::take(&mut self.urls);
         let runs = self.narrow(runs)?;

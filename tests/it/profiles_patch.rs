@@ -61,19 +61,19 @@ fn record(key: &str, version: u64, date: &str) -> TestRecord {
     let shape = version.wrapping_mul(0x9E37_79B9) ^ key.len() as u64;
     let mut r = TestRecord::new(&format!("oai:test:{key}"), date)
         .title(&format!("Record {key} v{version}"));
-    if shape % 7 != 0 {
+    if !shape.is_multiple_of(7) {
         r = r.url(&format!("https://repo.example/record/{key}"));
     } else {
         // No landing page inside the scope: counted, not published by the Signmap.
         r = r.url(&format!("urn:nbn:test:{key}"));
     }
-    if shape % 3 == 0 {
+    if shape.is_multiple_of(3) {
         r = r.url(&format!("https://repo.example/files/{key}-{version}.pdf"));
     }
-    if shape % 5 == 0 {
+    if shape.is_multiple_of(5) {
         r = r.url(&format!("https://repo.example/collections/{}", shape % 4));
     }
-    if shape % 2 == 0 {
+    if shape.is_multiple_of(2) {
         r = r.kind("Lesplan");
     }
     for (bit, set) in [(1, "a"), (2, "b:sub"), (4, "c")] {
