@@ -897,8 +897,14 @@ pub(crate) fn render<S: FileSink>(
             harvested.signposts.as_ref().map(|s| &s.stats),
         ),
     };
-    if let Some(stats) = stats.filter(|_| job.profiles.describes_records()) {
-        head.set_sign_stats(stats);
+    if let Some(s) = stats.filter(|_| job.profiles.describes_records()) {
+        head.stats = [
+            s.published,
+            s.no_landing_page,
+            s.duplicate,
+            s.ocx_published,
+            s.ocx_no_type,
+        ];
     }
     head.shared = match &harvested.profiles {
         Some(patch) => patch.shared().to_vec(),

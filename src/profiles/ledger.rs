@@ -18,8 +18,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::patch::{PublishedShard, Unpatchable, refuse};
 
-use super::signposts::SignStats;
-
 /// The ledger's file name, beside the profiles' files.
 pub(crate) const LEDGER: &str = ".oai-bridge-ledger";
 
@@ -33,7 +31,8 @@ pub(crate) struct Head {
     pub key: String,
     /// [`sitemap_fingerprint`] of the sitemap published with the ledger.
     pub sitemap: u64,
-    /// The landing-page profiles' counts (the fields of [`SignStats`], in order).
+    /// The landing-page profiles' counts: published, no_landing_page, duplicate,
+    /// ocx_published, ocx_no_type (the Signmap's `SignStats`).
     pub stats: [u64; 5],
     /// Each DiWoo category's counts: category, urls, requires_https, requires_lastmod.
     pub diwoo: Vec<[u64; 4]>,
@@ -46,17 +45,6 @@ pub(crate) struct Head {
 }
 
 impl Head {
-    /// Records `stats`.
-    pub(crate) fn set_sign_stats(&mut self, s: &SignStats) {
-        self.stats = [
-            s.published,
-            s.no_landing_page,
-            s.duplicate,
-            s.ocx_published,
-            s.ocx_no_type,
-        ];
-    }
-
     /// The record of the file stored as `name`.
     pub(crate) fn file(&self, name: &str) -> Option<&FileRecord> {
         self.files.iter().find(|f| f.name == name)
@@ -144,7 +132,7 @@ pub(crate) struct Row<'a> {
     pub lens: [u32; 3],
     /// Its packed datestamp ([`crate::datestamp::Datestamp::pack_option`]).
     pub datestamp: i64,
-    /// [`super::signposts`]' hash of its landing page.
+    /// The hash of its landing page (the one the collection tells pages apart by).
     pub hash: u128,
 }
 
