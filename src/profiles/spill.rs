@@ -162,7 +162,7 @@ impl ShardSpill {
         out.write_all(XML_DECL.as_bytes())
             .and_then(|()| out.write_all(self.open.as_bytes()))
             .map_err(file.error("write"))?;
-        let mut hasher = Hasher(xxhash_rust::xxh3::Xxh3::new());
+        let mut hasher = Hasher(super::ledger::Hasher::new());
         hasher.0.update(XML_DECL.as_bytes());
         hasher.0.update(self.open.as_bytes());
         Ok((out, file, hasher))
@@ -176,7 +176,7 @@ impl ShardSpill {
             self.spare = Some(out.finish().map_err(file.error("write"))?.1);
             file.bytes += URLSET_CLOSE.len();
             hasher.0.update(URLSET_CLOSE.as_bytes());
-            file.hash = Some(hasher.0.digest());
+            file.hash = Some(hasher.0.finish());
             self.done.push(file);
         }
         Ok(())
@@ -251,7 +251,7 @@ pub struct ShardFile {
 }
 
 /// The hash of a shard file's bytes as they are written.
-struct Hasher(xxhash_rust::xxh3::Xxh3);
+struct Hasher(super::ledger::Hasher);
 
 impl std::fmt::Debug for Hasher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
