@@ -29,6 +29,15 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default `[server] publish_grace_secs`: how long a file no index names any more stays in a
 /// bucket.
 pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// Default `[server] metrics_repository_series`: repositories with series of their own in
+/// `/metrics`. A repository costs about 130 lines of a scrape (its two refresh histograms most
+/// of them), so 100 keep a scrape near 13,000 lines and 1 MiB whatever the fleet's size, well
+/// within what one Prometheus target is expected to hold, while a gateway of up to 100
+/// repositories (most of them) sees every one of its repositories as before.
+pub(crate) const DEFAULT_METRICS_REPOSITORY_SERIES: usize = 100;
+/// The `repository` label under which `/metrics` sums the repositories beyond
+/// `metrics_repository_series`: a name no repository may take.
+pub(crate) const OTHER_REPOSITORIES: &str = "_other";
 /// Default `[state] lease_secs`: how long a claim on a repository's refresh lasts unrenewed.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Default `[server] client_timeout_secs`.
@@ -98,6 +107,7 @@ struct RawServer {
     admin_token: Option<String>,
     publish_url: Option<String>,
     publish_grace_secs: Option<u64>,
+    metrics_repository_series: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -305,6 +315,9 @@ pub struct ServerConfig {
     pub publish_url: Option<crate::publish::BucketUrl>,
     /// How long a file published to a bucket stays there once no index names it.
     pub publish_grace: Duration,
+    /// How many repositories, the first of the configuration, have series of their own in
+    /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
+    pub metrics_repository_series: usize,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -541,6 +554,7 @@ mod typed {
             "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
         ),
         ("publish_grace_secs", "a number of seconds"),
+        ("metrics_repository_series", "a whole number (0 or more)"),
         ("user_agent", "text in quotes"),
         ("request_timeout_secs", "a number of seconds"),
         ("connect_timeout_secs", "a number of seconds"),
@@ -935,6 +949,9 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         publish_grace: raw
             .publish_grace_secs
             .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
+        metrics_repository_series: raw
+            .metrics_repository_series
+            .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
     };
     if server.client_timeout.is_zero() {
         return Err((
@@ -1213,8 +1230,8 @@ fn parse_repository(
     Ok(repo)
 }
 
-/// A repository's `name` (read in `file`): letters, digits, '-' and '_', used by no repository
-/// `before` it.
+/// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
+/// no repository `before` it.
 fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(), String> {
     if name.is_empty()
         || !name
@@ -1222,6 +1239,12 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
+    }
+    // The metrics sum the repositories beyond [server] metrics_repository_series under it.
+    if name == OTHER_REPOSITORIES {
+        return Err(format!(
+            "{name:?} is reserved: /metrics sums repositories under it"
+        ));
     }
     if let Some(other) = before.iter().find(|other| other.name == name) {
         if other.file == file {
@@ -1647,6 +1670,31 @@ mod tests {
             "[harvest]\nmin_transfer_bytes_per_sec = -1\n",
             "[harvest] min_transfer_bytes_per_sec",
             "expected a number of bytes a second, found -1 (line 2)",
+        );
+    }
+
+    /// Issue 30: `metrics_repository_series` bounds the repositories with series of their own
+    /// (100 unless set; 0: only the sums), and no repository may take the name their sums go
+    /// under.
+    #[test]
+    fn the_metrics_bound_and_its_reserved_name() {
+        let read = |text: &str| {
+            (Config::parse(text, "bridge.toml", Path::new(".")).unwrap())
+                .server
+                .metrics_repository_series
+        };
+        assert_eq!(read(""), DEFAULT_METRICS_REPOSITORY_SERIES);
+        assert_eq!(read("[server]\nmetrics_repository_series = 0\n"), 0);
+        assert_eq!(read("[server]\nmetrics_repository_series = 5000\n"), 5000);
+        rejects(
+            "[server]\nmetrics_repository_series = -1\n",
+            "[server] metrics_repository_series",
+            "expected a whole number (0 or more), found -1",
+        );
+        rejects(
+            "[[repository]]\nname = \"_other\"\nbase_url = \"r.xml\"\n",
+            "name",
+            "\"_other\" is reserved",
         );
     }
 
@@ -2397,7 +2445,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 58] = [
+    const KEYS: [&str; 59] = [
         "include",
         "listen",
         "admin_listen",
@@ -2410,6 +2458,7 @@ mod tests {
         "admin_token",
         "publish_url",
         "publish_grace_secs",
+        "metrics_repository_series",
         "user_agent",
         "request_timeout_secs",
         "connect_timeout_secs",

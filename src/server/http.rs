@@ -284,7 +284,10 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Status => with_type(
             StatusCode::OK,
             HTML,
-            Bytes::from(super::status::render(gateway)),
+            Bytes::from(super::status::render_view(
+                gateway,
+                &super::status::View::parse(req.uri().query()),
+            )),
         ),
         Target::Robots => {
             let file = gateway.robots();

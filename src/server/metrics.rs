@@ -1,7 +1,16 @@
 //! Prometheus metrics (`/metrics`, OpenMetrics text), with conventional names: a `oai_bridge_`
 //! prefix, `_total` on counters, base units (seconds, bytes) in the name.
+//!
+//! The series labelled by repository are bounded (`[server] metrics_repository_series`): the
+//! first repositories of the configuration have series of their own, and the others are summed
+//! under `repository="_other"`, so that a fleet of ten thousand repositories costs a scrape of a
+//! few thousand lines while every total stays right. Counters and histograms are counted under
+//! `_other` as they happen; the gauges of the aggregated repositories are computed from their
+//! state as the scrape comes ([`Metrics::scrape`]), since a gauge cannot be summed as it is set.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -12,6 +21,13 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::Gateway;
+use super::generation::Generation;
+use crate::classify::Drop;
+use crate::summary::Summary;
+
+/// The `repository` label of the series summed over the repositories beyond
+/// `[server] metrics_repository_series` (a name no repository may take).
+pub(crate) const OTHER: &str = crate::config::OTHER_REPOSITORIES;
 
 /// Upper bounds of the refresh duration histogram's buckets, in seconds: a small repository
 /// refreshes in a tenth of a second, a large one behind a slow upstream in hours.
@@ -232,6 +248,23 @@ pub struct Metrics {
     pub config_reloads: Family<OutcomeLabels, Counter>,
     /// 1 while the last reload failed (the running configuration stays), 0 after a good one.
     pub config_reload_failed: Gauge,
+    /// Repositories summed under `repository="_other"`.
+    aggregated: Gauge,
+    /// How many repositories have series of their own (`[server] metrics_repository_series`).
+    bound: usize,
+    /// The repositories that have series of their own; the others count under [`OTHER`].
+    own: RwLock<HashSet<String>>,
+    /// The label sets of the `_other` gauges the last scrape set, so that the next removes the
+    /// ones that no aggregated repository has any more (a profile switched off).
+    other_series: Mutex<OtherSeries>,
+}
+
+/// The `_other` series with a label besides the repository's, as the last scrape set them.
+#[derive(Debug, Default)]
+struct OtherSeries {
+    platform: Vec<PlatformLabels>,
+    profile_entries: Vec<ProfileLabels>,
+    profile_dropped: Vec<ProfileDropLabels>,
 }
 
 /// Labels of the platform gauge.
@@ -265,6 +298,13 @@ pub struct ProfileDropLabels {
 
 impl Default for Metrics {
     fn default() -> Self {
+        Self::new(crate::config::DEFAULT_METRICS_REPOSITORY_SERIES)
+    }
+}
+
+impl Metrics {
+    /// The metrics of a gateway where at most `bound` repositories have series of their own.
+    pub fn new(bound: usize) -> Self {
         let mut registry = Registry::with_prefix("oai_bridge");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -437,6 +477,13 @@ impl Default for Metrics {
             "1 while the last reload of the configuration failed and the running one stays; 0 after a good one",
             config_reload_failed.clone(),
         );
+        let aggregated = Gauge::default();
+        registry.register(
+            "repositories_aggregated",
+            "Repositories beyond metrics_repository_series: their series are summed under \
+             repository=\"_other\"",
+            aggregated.clone(),
+        );
         Self {
             registry,
             requests,
@@ -464,11 +511,48 @@ impl Default for Metrics {
             platform,
             config_reloads,
             config_reload_failed,
+            aggregated,
+            bound,
+            own: RwLock::default(),
+            other_series: Mutex::default(),
         }
     }
-}
 
-impl Metrics {
+    /// Gives each repository of `added`, in configuration order, series of its own while fewer
+    /// than the bound have them, counting only those still `configured` (the ones a reload
+    /// removes free their places for the repositories it adds). A repository keeps its series
+    /// as long as it is configured, so that its counters never move to `_other` and back.
+    pub(crate) fn admit<'a>(&self, configured: &[&str], added: impl Iterator<Item = &'a str>) {
+        let mut own = self.own.write().unwrap_or_else(|e| e.into_inner());
+        let configured: HashSet<&str> = configured.iter().copied().collect();
+        let mut kept = own
+            .iter()
+            .filter(|n| configured.contains(n.as_str()))
+            .count();
+        for name in added {
+            if kept >= self.bound {
+                break;
+            }
+            if own.insert(name.to_owned()) {
+                kept += 1;
+            }
+        }
+    }
+
+    /// Whether `repository` has series of its own.
+    pub(crate) fn own(&self, repository: &str) -> bool {
+        (self.own.read().unwrap_or_else(|e| e.into_inner())).contains(repository)
+    }
+
+    /// The `repository` label that counts `repository`: its name, or [`OTHER`].
+    pub(crate) fn label(&self, repository: &str) -> String {
+        if self.own(repository) {
+            repository.to_owned()
+        } else {
+            OTHER.to_owned()
+        }
+    }
+
     /// Counts one answered request.
     pub fn request(&self, route: Route, status: u16, body_bytes: u64) {
         self.requests
@@ -492,7 +576,7 @@ impl Metrics {
     /// `gzip`: it was sent with `Content-Encoding: gzip`.
     pub(crate) fn served(&self, repository: &str, gzip: bool, bytes: u64) {
         let labels = ServedLabels {
-            repository: repository.to_owned(),
+            repository: self.label(repository),
             encoding: if gzip { "gzip" } else { "identity" },
         };
         self.served_bytes.get_or_create(&labels).inc_by(bytes);
@@ -501,7 +585,7 @@ impl Metrics {
     /// Records a refresh of `repository` that `started` and has just ended with `outcome`.
     pub(crate) fn refreshed(&self, repository: &str, outcome: &'static str, started: SystemTime) {
         let labels = HarvestLabels {
-            repository: repository.to_owned(),
+            repository: self.label(repository),
             outcome,
         };
         let seconds = started.elapsed().unwrap_or_default().as_secs_f64();
@@ -521,7 +605,7 @@ impl Metrics {
         for (phase, took) in [("harvest", harvest), ("render", render)] {
             if let Some(took) = took {
                 let labels = PhaseLabels {
-                    repository: repository.to_owned(),
+                    repository: self.label(repository),
                     phase,
                 };
                 let histogram = self.refresh_phase.get_or_create(&labels);
@@ -533,9 +617,10 @@ impl Metrics {
     /// Adds the `requests` one refresh of `repository` sent upstream, of which `statuses` were
     /// answered with each status code; the rest had no answer.
     pub(crate) fn upstream(&self, repository: &str, requests: u64, statuses: &[(u16, u64)]) {
+        let repository = self.label(repository);
         let count = |status: Option<u16>, n: u64| {
             let labels = UpstreamLabels {
-                repository: repository.to_owned(),
+                repository: repository.clone(),
                 status: UpstreamStatus(status),
             };
             self.upstream_requests.get_or_create(&labels).inc_by(n);
@@ -549,8 +634,13 @@ impl Metrics {
         count(None, requests.saturating_sub(answered));
     }
 
-    /// Drops the series of `repository` that this module sets, when a reload removes it.
+    /// Drops the series of `repository` that this module sets, when a reload removes it, and
+    /// its place among those with series of their own. One summed under `_other` has none to
+    /// drop: its counts stay in the sums, as counters never go down.
     pub(crate) fn forget(&self, repository: &str) {
+        if !(self.own.write().unwrap_or_else(|e| e.into_inner())).remove(repository) {
+            return;
+        }
         let repository = || repository.to_owned();
         for outcome in ["success", "failure"] {
             self.refresh_duration.remove(&HarvestLabels {
@@ -598,7 +688,13 @@ impl Metrics {
             "Unix time the last refresh started, successful or not (absent before the first)",
             attempt.clone(),
         );
-        for r in gateway.repos() {
+        let repos = gateway.repos();
+        let mut aggregated = Vec::new();
+        for r in &repos {
+            if !gateway.metrics.own(&r.name) {
+                aggregated.push(r.as_ref());
+                continue;
+            }
             let labels = repo(&r.name);
             let seconds = r.setup().config.refresh_interval.as_secs();
             interval
@@ -610,6 +706,7 @@ impl Metrics {
                     .set(crate::datestamp::unix_secs(started));
             }
         }
+        gateway.metrics.aggregate(&aggregated, &interval, &attempt);
         // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
         // growing means the limit is too low for the repositories' intervals.
         let slots = gateway.refresh_slots();
@@ -639,6 +736,270 @@ impl Metrics {
             .expect("writing to a String cannot fail");
         out
     }
+}
+
+impl Metrics {
+    /// Sets the `_other` gauges from the state of the `aggregated` repositories, and the
+    /// scrape's own `interval` and `attempt` families: sums of what adds up (records, URLs,
+    /// what was not published, profile entries), the number on each platform, the worst case
+    /// of a state (not serving if one does not, stale, a shrink held or a short list if one
+    /// has), the longest build, and the last success, last attempt and interval of the most
+    /// overdue one, so that each alert of `docs/alerts.yml` fires for `_other` when it would
+    /// fire for one of them.
+    fn aggregate(
+        &self,
+        aggregated: &[&super::Repo],
+        interval: &Family<RepoLabels, Gauge>,
+        attempt: &Family<RepoLabels, Gauge>,
+    ) {
+        let other = repo(OTHER);
+        self.aggregated
+            .set(i64::try_from(aggregated.len()).unwrap_or(i64::MAX));
+        let mut sums: HashMap<GenerationSeries, i64> = HashMap::new();
+        let (mut serving, mut stale, mut shrink_held, mut short_list) = (1, 0, 0, 0);
+        let mut longest_build: Option<f64> = None;
+        // (overdue, in intervals; last success; interval), of the most overdue repository.
+        let mut overdue: Option<(f64, i64, u64)> = None;
+        let mut oldest_attempt: Option<i64> = None;
+        let now = crate::datestamp::unix_secs(SystemTime::now());
+        for r in aggregated {
+            let status = r.status();
+            let current = r.current();
+            if let Some(g) = &current {
+                generation_series(&g.summary, |series, n| {
+                    *sums.entry(series).or_default() += n
+                });
+                let build = g.summary.build_ms as f64 / 1000.0;
+                longest_build = Some(longest_build.map_or(build, |b: f64| b.max(build)));
+            }
+            serving = serving.min(i64::from(current.is_some()));
+            stale = stale.max(i64::from(current.is_some() && status.last_error.is_some()));
+            shrink_held = shrink_held.max(i64::from(status.held_shrink.is_some()));
+            short_list = short_list.max(i64::from(status.short_list.is_some()));
+            let every = r.setup().config.refresh_interval.as_secs().max(1);
+            if let Some(t) = status.last_success.map(crate::datestamp::unix_secs) {
+                let late = (now - t) as f64 / every as f64;
+                if overdue.is_none_or(|(most, _, _)| late > most) {
+                    overdue = Some((late, t, every));
+                }
+            }
+            if let Some(t) = status.last_attempt.map(crate::datestamp::unix_secs) {
+                oldest_attempt = Some(oldest_attempt.map_or(t, |o| o.min(t)));
+            }
+        }
+        let mut before = self.other_series.lock().unwrap_or_else(|e| e.into_inner());
+        let families = [
+            (&self.serving, Some(serving)),
+            (&self.stale, Some(stale)),
+            (&self.shrink_held, Some(shrink_held)),
+            (&self.short_list, Some(short_list)),
+            (&self.last_success, overdue.map(|(_, t, _)| t)),
+        ];
+        for (family, value) in families {
+            match value.filter(|_| !aggregated.is_empty()) {
+                Some(v) => {
+                    family.get_or_create(&other).set(v);
+                }
+                None => {
+                    family.remove(&other);
+                }
+            }
+        }
+        match longest_build {
+            Some(b) => {
+                self.last_duration.get_or_create(&other).set(b);
+            }
+            None => {
+                self.last_duration.remove(&other);
+            }
+        }
+        if !sums.contains_key(&GenerationSeries::Records) {
+            self.records.remove(&other);
+            self.urls.remove(&other);
+        }
+        if let Some((_, _, every)) = overdue {
+            interval
+                .get_or_create(&other)
+                .set(i64::try_from(every).unwrap_or(i64::MAX));
+        }
+        if let Some(t) = oldest_attempt {
+            attempt.get_or_create(&other).set(t);
+        }
+        let (mut platform, mut entries, mut dropped) = (Vec::new(), Vec::new(), Vec::new());
+        for reason in Drop::ALL {
+            let labels = DropLabels {
+                repository: OTHER.to_owned(),
+                reason: reason.as_str().to_owned(),
+            };
+            if aggregated.is_empty() {
+                self.dropped.remove(&labels);
+            } else {
+                let n = sums.remove(&GenerationSeries::Dropped(reason.as_str()));
+                self.dropped.get_or_create(&labels).set(n.unwrap_or(0));
+            }
+        }
+        for (series, n) in sums {
+            let repository = OTHER.to_owned();
+            match series {
+                GenerationSeries::Records => {
+                    self.records.get_or_create(&other).set(n);
+                }
+                GenerationSeries::Urls => {
+                    self.urls.get_or_create(&other).set(n);
+                }
+                GenerationSeries::Dropped(_) => {}
+                GenerationSeries::Platform(platform_name) => platform.push((
+                    PlatformLabels {
+                        repository,
+                        platform: platform_name,
+                    },
+                    n,
+                )),
+                GenerationSeries::ProfileEntries(profile) => {
+                    entries.push((
+                        ProfileLabels {
+                            repository,
+                            profile,
+                        },
+                        n,
+                    ));
+                }
+                GenerationSeries::ProfileDropped(profile, reason) => dropped.push((
+                    ProfileDropLabels {
+                        repository,
+                        profile,
+                        reason,
+                    },
+                    n,
+                )),
+            }
+        }
+        replace(&self.platform, platform, &mut before.platform);
+        replace(&self.profile_entries, entries, &mut before.profile_entries);
+        replace(&self.profile_dropped, dropped, &mut before.profile_dropped);
+    }
+}
+
+/// Sets `values` in `family`, and removes the series `before` named that `values` does not;
+/// `before` becomes the labels of `values`.
+fn replace<L>(family: &Family<L, Gauge>, values: Vec<(L, i64)>, before: &mut Vec<L>)
+where
+    L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug,
+{
+    for old in before.iter() {
+        if !values.iter().any(|(l, _)| l == old) {
+            family.remove(old);
+        }
+    }
+    before.clear();
+    for (labels, n) in values {
+        family.get_or_create(&labels).set(n);
+        before.push(labels);
+    }
+}
+
+/// A gauge a served generation sets, beside the repository's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+pub(crate) enum GenerationSeries {
+    /// `oai_bridge_records`.
+    Records,
+    /// `oai_bridge_urls_published`.
+    Urls,
+    /// `oai_bridge_identifiers_dropped`, by reason.
+    Dropped(&'static str),
+    /// `oai_bridge_platform`, by platform.
+    Platform(String),
+    /// `oai_bridge_profile_entries`, by profile.
+    ProfileEntries(String),
+    /// `oai_bridge_profile_records_dropped`, by profile and reason.
+    ProfileDropped(String, &'static str),
+}
+
+/// Each gauge the generation summed up in `s` sets, with its value, handed to `set`: one
+/// mapping for a repository's own series and for the `_other` sums.
+pub(crate) fn generation_series(s: &Summary, mut set: impl FnMut(GenerationSeries, i64)) {
+    set(GenerationSeries::Records, s.records as i64);
+    set(GenerationSeries::Urls, s.urls as i64);
+    // 1 for the platform in effect, 0 for the others (so a change of platform shows).
+    let current = s.platform.split(' ').next().unwrap_or_default();
+    // The built-in platforms always (a dashboard's series stay), and an operator's row in
+    // effect.
+    let mut names: Vec<&str> = crate::platform::Platform::builtin_names().collect();
+    if !names.contains(&current) {
+        names.push(current);
+    }
+    for platform in names {
+        set(
+            GenerationSeries::Platform(platform.to_owned()),
+            i64::from(platform == current),
+        );
+    }
+    for reason in Drop::ALL {
+        let n = s.drops.get(reason.as_str()).copied().unwrap_or(0);
+        set(GenerationSeries::Dropped(reason.as_str()), n as i64);
+    }
+    for counts in s.profiles() {
+        let name = counts.profile.label();
+        set(
+            GenerationSeries::ProfileEntries(name.clone()),
+            counts.entries as i64,
+        );
+        for (reason, n) in counts.drops {
+            set(
+                GenerationSeries::ProfileDropped(name.clone(), reason),
+                n as i64,
+            );
+        }
+    }
+}
+
+/// Sets the per-generation gauges of a repository with series of its own from `generation`.
+pub(crate) fn record_generation(m: &Metrics, name: &str, generation: &Generation) {
+    if !m.own(name) {
+        return;
+    }
+    let labels = repo(name);
+    let repository = || name.to_owned();
+    generation_series(&generation.summary, |series, n| {
+        let _previous = match series {
+            GenerationSeries::Records => m.records.get_or_create(&labels).set(n),
+            GenerationSeries::Urls => m.urls.get_or_create(&labels).set(n),
+            GenerationSeries::Dropped(reason) => m
+                .dropped
+                .get_or_create(&DropLabels {
+                    repository: repository(),
+                    reason: reason.to_owned(),
+                })
+                .set(n),
+            GenerationSeries::Platform(platform) => m
+                .platform
+                .get_or_create(&PlatformLabels {
+                    repository: repository(),
+                    platform,
+                })
+                .set(n),
+            GenerationSeries::ProfileEntries(profile) => m
+                .profile_entries
+                .get_or_create(&ProfileLabels {
+                    repository: repository(),
+                    profile,
+                })
+                .set(n),
+            GenerationSeries::ProfileDropped(profile, reason) => m
+                .profile_dropped
+                .get_or_create(&ProfileDropLabels {
+                    repository: repository(),
+                    profile,
+                    reason,
+                })
+                .set(n),
+        };
+    });
+    m.stale.get_or_create(&labels).set(0);
+    m.serving.get_or_create(&labels).set(1);
+    m.last_success
+        .get_or_create(&labels)
+        .set(crate::datestamp::unix_secs(generation.created));
 }
 
 /// Labels for one repository.

@@ -407,10 +407,12 @@ impl Repo {
             });
             let _ = repo.swap(g, setup);
         }
-        metrics
-            .serving
-            .get_or_create(&metrics::repo(&rc.name))
-            .set(i64::from(repo.current().is_some()));
+        if metrics.own(&rc.name) {
+            metrics
+                .serving
+                .get_or_create(&metrics::repo(&rc.name))
+                .set(i64::from(repo.current().is_some()));
+        }
         Ok(repo)
     }
 
@@ -575,7 +577,11 @@ impl Gateway {
             lock: in_use.lock,
             holder: in_use.holder.map(|h| h.to_string()),
         })?;
-        let metrics = Metrics::default();
+        let metrics = Metrics::new(config.server.metrics_repository_series);
+        let names: Vec<&str> = (config.repositories.iter())
+            .map(|r| r.name.as_str())
+            .collect();
+        metrics.admit(&names, names.iter().copied());
         let mut repos = Vec::new();
         for rc in &config.repositories {
             repos.push(Arc::new(Repo::open(
