@@ -35,9 +35,6 @@ pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600
 /// within what one Prometheus target is expected to hold, while a gateway of up to 100
 /// repositories (most of them) sees every one of its repositories as before.
 pub(crate) const DEFAULT_METRICS_REPOSITORY_SERIES: usize = 100;
-/// The `repository` label under which `/metrics` sums the repositories beyond
-/// `metrics_repository_series`: a name no repository may take.
-pub(crate) const OTHER_REPOSITORIES: &str = "_other";
 /// Default `[state] lease_secs`: how long a claim on a repository's refresh lasts unrenewed.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Default `[server] client_timeout_secs`.
@@ -1241,7 +1238,7 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
         return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
     }
     // The metrics sum the repositories beyond [server] metrics_repository_series under it.
-    if name == OTHER_REPOSITORIES {
+    if name == crate::server::metrics::OTHER {
         return Err(format!(
             "{name:?} is reserved: /metrics sums repositories under it"
         ));

@@ -6,7 +6,7 @@
 //! - [`refresh`]: the schedule of each repository and one refresh.
 //! - [`http`]: routing and answering requests (conditional GET, HEAD, gzip negotiation).
 //! - [`status`]: the status page for people.
-//! - [`metrics`]: Prometheus metrics.
+//! - [`metrics`]: Prometheus metrics; `scrape`: the `/metrics` answer.
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
 
@@ -19,6 +19,7 @@ pub(crate) mod preflight;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
+mod scrape;
 pub(crate) mod slots;
 pub(crate) mod status;
 

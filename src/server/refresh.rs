@@ -409,7 +409,7 @@ fn record_failure(
 /// Sets the per-generation gauges of `repo` from `generation`, when it has series of its own
 /// (the scrape sums the others').
 pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
-    metrics::record_generation(m, &repo.name, generation);
+    super::scrape::record_generation(m, &repo.name, generation);
 }
 
 /// Drops every series of `repo`, removed from the configuration: its gauges would go on
