@@ -1319,44 +1319,73 @@ impl Config {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         let repos = &self.repositories;
-        for (i, a) in repos.iter().enumerate() {
-            for b in &repos[i + 1..] {
-                if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
+        for (i, j) in Self::alike(repos) {
+            let (a, b) = (&repos[i], &repos[j]);
+            if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
                          (/{}/ and /{}/) and state folders are one on a file system, proxy or \
                          CDN that ignores case; rename one",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        a.name,
-                        b.name
-                    ));
-                }
-                if harvest_the_same(a, b) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    a.name,
+                    b.name
+                ));
+            }
+            if harvest_the_same(a, b) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
                          is harvested twice and its pages published in two sitemaps; remove \
                          one, or give each its own sets",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        match a.source {
-                            Source::Oai(_) => "baseURL",
-                            Source::File(_) => "file",
-                        },
-                        match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
-                            (true, false) => format!("{}, every set", a.source),
-                            (true, true) => format!("{}, the same dates", a.source),
-                            (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
-                        }
-                    ));
-                }
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    match a.source {
+                        Source::Oai(_) => "baseURL",
+                        Source::File(_) => "file",
+                    },
+                    match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
+                        (true, false) => format!("{}, every set", a.source),
+                        (true, true) => format!("{}, the same dates", a.source),
+                        (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
+                    }
+                ));
             }
         }
         warnings
+    }
+
+    /// The pairs of `repos` (by index, in order) that may warn: those whose names are one
+    /// ignoring case, or that read the same source. Found by grouping, not by comparing every
+    /// pair: a fleet of ten thousand repositories would be fifty million pairs, ten seconds of
+    /// each start and reload.
+    fn alike(repos: &[RepositoryConfig]) -> std::collections::BTreeSet<(usize, usize)> {
+        let mut groups: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, r) in repos.iter().enumerate() {
+            let source = match &r.source {
+                Source::Oai(url) => format!("oai {url}"),
+                Source::File(path) => {
+                    let path: PathBuf = path.components().collect();
+                    format!("file {}", path.display())
+                }
+            };
+            groups.entry(source).or_default().push(i);
+            let name = format!("name {}", r.name.to_ascii_lowercase());
+            groups.entry(name).or_default().push(i);
+        }
+        let mut pairs = std::collections::BTreeSet::new();
+        for members in groups.values() {
+            for (k, &i) in members.iter().enumerate() {
+                for &j in &members[k + 1..] {
+                    pairs.insert((i, j));
+                }
+            }
+        }
+        pairs
     }
 
     /// The repository whose baseURL is on `addr`'s port of this host (a loopback host, and
