@@ -30,8 +30,8 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// bucket.
 pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// Default `[server] metrics_repository_series`: repositories with series of their own in
-/// `/metrics`. A repository costs about 130 lines of a scrape (its two refresh histograms most
-/// of them), so 100 keep a scrape near 13,000 lines and 1 MiB whatever the fleet's size, well
+/// `/metrics`. A repository costs about 100 lines of a scrape (its two refresh histograms most
+/// of them), so 100 keep a scrape near 10,000 lines and 850 KiB whatever the fleet's size, well
 /// within what one Prometheus target is expected to hold, while a gateway of up to 100
 /// repositories (most of them) sees every one of its repositories as before.
 pub(crate) const DEFAULT_METRICS_REPOSITORY_SERIES: usize = 100;
