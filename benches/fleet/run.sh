@@ -98,7 +98,10 @@ config() {
     echo 'state_dir = "state"'
     [ -z "$2" ] || echo "metrics_repository_series = $2"
     echo '# [harvest]: the defaults (max_concurrent_refreshes = 4, per_host_concurrency = 1,'
-    echo '# start_spread_secs = 30, refresh_interval_secs = 21600: nothing is due meanwhile).'
+    echo '# start_spread_secs = 30, refresh_interval_secs = 21600: nothing is due meanwhile), but'
+    echo '# for the body limit: a Static Repository is one body, 150 MB for the largest here.'
+    echo '[harvest]'
+    echo 'max_body_bytes = 1073741824'
   } >"$1/bridge.toml"
 }
 
@@ -225,7 +228,9 @@ cat >benches/fleet/RESULTS.md <<EOF
 One \`oai-bridge serve\` (at $commit, release build) for $small and then $big repositories, in
 one run: a Static Repository file and a \`repositories.d/*.toml\` file (\`include\`) per
 repository, with the default fleet controls (\`max_concurrent_refreshes = 4\`,
-\`start_spread_secs = 30\`) and the default \`metrics_repository_series = 100\`. Record counts
+\`start_spread_secs = 30\`) and the default \`metrics_repository_series = 100\`;
+\`max_body_bytes\` is raised to 1 GiB, since a Static Repository file is one body (150 MB for a
+repository of 250,000 records). Record counts
 are spread as real repositories' are: lognormal around $MEDIAN with sigma $SIGMA, from 10 to
 $MAX_RECORDS, and one of $LARGE_RECORDS records every $LARGE_EVERY repositories (seeded: the
 first $small of the $big are the $small). At $small: ${fig[$small,spread]}; at $big:
