@@ -29,6 +29,12 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default `[server] publish_grace_secs`: how long a file no index names any more stays in a
 /// bucket.
 pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// Default `[server] metrics_repository_series`: repositories with series of their own in
+/// `/metrics`. A repository costs about 100 lines of a scrape (its two refresh histograms most
+/// of them), so 100 keep a scrape near 10,000 lines and 850 KiB whatever the fleet's size, well
+/// within what one Prometheus target is expected to hold, while a gateway of up to 100
+/// repositories (most of them) sees every one of its repositories as before.
+pub(crate) const DEFAULT_METRICS_REPOSITORY_SERIES: usize = 100;
 /// Default `[state] lease_secs`: how long a claim on a repository's refresh lasts unrenewed.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Default `[server] client_timeout_secs`.
@@ -98,6 +104,7 @@ struct RawServer {
     admin_token: Option<String>,
     publish_url: Option<String>,
     publish_grace_secs: Option<u64>,
+    metrics_repository_series: Option<usize>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -309,6 +316,9 @@ pub struct ServerConfig {
     pub publish_url: Option<crate::publish::BucketUrl>,
     /// How long a file published to a bucket stays there once no index names it.
     pub publish_grace: Duration,
+    /// How many repositories, the first of the configuration, have series of their own in
+    /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
+    pub metrics_repository_series: usize,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -556,6 +566,7 @@ mod typed {
             "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
         ),
         ("publish_grace_secs", "a number of seconds"),
+        ("metrics_repository_series", "a whole number (0 or more)"),
         ("user_agent", "text in quotes"),
         ("request_timeout_secs", "a number of seconds"),
         ("connect_timeout_secs", "a number of seconds"),
@@ -951,6 +962,9 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         publish_grace: raw
             .publish_grace_secs
             .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
+        metrics_repository_series: raw
+            .metrics_repository_series
+            .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
     };
     if server.client_timeout.is_zero() {
         return Err((
@@ -1230,8 +1244,8 @@ fn parse_repository(
     Ok(repo)
 }
 
-/// A repository's `name` (read in `file`): letters, digits, '-' and '_', used by no repository
-/// `before` it.
+/// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
+/// no repository `before` it.
 fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(), String> {
     if name.is_empty()
         || !name
@@ -1239,6 +1253,12 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
+    }
+    // The metrics sum the repositories beyond [server] metrics_repository_series under it.
+    if name == crate::server::metrics::OTHER {
+        return Err(format!(
+            "{name:?} is reserved: /metrics sums repositories under it"
+        ));
     }
     if let Some(other) = before.iter().find(|other| other.name == name) {
         if other.file == file {
@@ -1316,44 +1336,73 @@ impl Config {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         let repos = &self.repositories;
-        for (i, a) in repos.iter().enumerate() {
-            for b in &repos[i + 1..] {
-                if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
+        for (i, j) in Self::alike(repos) {
+            let (a, b) = (&repos[i], &repos[j]);
+            if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
                          (/{}/ and /{}/) and state folders are one on a file system, proxy or \
                          CDN that ignores case; rename one",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        a.name,
-                        b.name
-                    ));
-                }
-                if harvest_the_same(a, b) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    a.name,
+                    b.name
+                ));
+            }
+            if harvest_the_same(a, b) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
                          is harvested twice and its pages published in two sitemaps; remove \
                          one, or give each its own sets",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        match a.source {
-                            Source::Oai(_) => "baseURL",
-                            Source::File(_) => "file",
-                        },
-                        match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
-                            (true, false) => format!("{}, every set", a.source),
-                            (true, true) => format!("{}, the same dates", a.source),
-                            (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
-                        }
-                    ));
-                }
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    match a.source {
+                        Source::Oai(_) => "baseURL",
+                        Source::File(_) => "file",
+                    },
+                    match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
+                        (true, false) => format!("{}, every set", a.source),
+                        (true, true) => format!("{}, the same dates", a.source),
+                        (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
+                    }
+                ));
             }
         }
         warnings
+    }
+
+    /// The pairs of `repos` (by index, in order) that may warn: those whose names are one
+    /// ignoring case, or that read the same source. Found by grouping, not by comparing every
+    /// pair: a fleet of ten thousand repositories would be fifty million pairs, ten seconds of
+    /// each start and reload.
+    fn alike(repos: &[RepositoryConfig]) -> std::collections::BTreeSet<(usize, usize)> {
+        let mut groups: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, r) in repos.iter().enumerate() {
+            let source = match &r.source {
+                Source::Oai(url) => format!("oai {url}"),
+                Source::File(path) => {
+                    let path: PathBuf = path.components().collect();
+                    format!("file {}", path.display())
+                }
+            };
+            groups.entry(source).or_default().push(i);
+            let name = format!("name {}", r.name.to_ascii_lowercase());
+            groups.entry(name).or_default().push(i);
+        }
+        let mut pairs = std::collections::BTreeSet::new();
+        for members in groups.values() {
+            for (k, &i) in members.iter().enumerate() {
+                for &j in &members[k + 1..] {
+                    pairs.insert((i, j));
+                }
+            }
+        }
+        pairs
     }
 
     /// The repository whose baseURL is on `addr`'s port of this host (a loopback host, and
@@ -1664,6 +1713,31 @@ mod tests {
             "[harvest]\nmin_transfer_bytes_per_sec = -1\n",
             "[harvest] min_transfer_bytes_per_sec",
             "expected a number of bytes a second, found -1 (line 2)",
+        );
+    }
+
+    /// Issue 30: `metrics_repository_series` bounds the repositories with series of their own
+    /// (100 unless set; 0: only the sums), and no repository may take the name their sums go
+    /// under.
+    #[test]
+    fn the_metrics_bound_and_its_reserved_name() {
+        let read = |text: &str| {
+            (Config::parse(text, "bridge.toml", Path::new(".")).unwrap())
+                .server
+                .metrics_repository_series
+        };
+        assert_eq!(read(""), DEFAULT_METRICS_REPOSITORY_SERIES);
+        assert_eq!(read("[server]\nmetrics_repository_series = 0\n"), 0);
+        assert_eq!(read("[server]\nmetrics_repository_series = 5000\n"), 5000);
+        rejects(
+            "[server]\nmetrics_repository_series = -1\n",
+            "[server] metrics_repository_series",
+            "expected a whole number (0 or more), found -1",
+        );
+        rejects(
+            "[[repository]]\nname = \"_other\"\nbase_url = \"r.xml\"\n",
+            "name",
+            "\"_other\" is reserved",
         );
     }
 
@@ -2427,6 +2501,7 @@ mod tests {
         "admin_token",
         "publish_url",
         "publish_grace_secs",
+        "metrics_repository_series",
         "user_agent",
         "request_timeout_secs",
         "connect_timeout_secs",

@@ -284,7 +284,10 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Status => with_type(
             StatusCode::OK,
             HTML,
-            Bytes::from(super::status::render(gateway)),
+            Bytes::from(super::status::render_view(
+                gateway,
+                &super::status::View::parse(req.uri().query()),
+            )),
         ),
         Target::Robots => {
             let file = gateway.robots();
@@ -309,7 +312,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Metrics => with_type(
             StatusCode::OK,
             OPENMETRICS,
-            Bytes::from(super::metrics::Metrics::scrape(gateway)),
+            Bytes::from(super::scrape::scrape(gateway)),
         ),
         Target::File { repo, name, shard } => match gateway.repo(repo) {
             Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,

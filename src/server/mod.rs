@@ -6,7 +6,7 @@
 //! - [`refresh`]: the schedule of each repository and one refresh.
 //! - [`http`]: routing and answering requests (conditional GET, HEAD, gzip negotiation).
 //! - [`status`]: the status page for people.
-//! - [`metrics`]: Prometheus metrics.
+//! - [`metrics`]: Prometheus metrics; `scrape`: the `/metrics` answer.
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
 
@@ -19,6 +19,7 @@ pub(crate) mod preflight;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
+mod scrape;
 pub(crate) mod slots;
 pub(crate) mod status;
 
@@ -407,10 +408,12 @@ impl Repo {
             });
             let _ = repo.swap(g, setup);
         }
-        metrics
-            .serving
-            .get_or_create(&metrics::repo(&rc.name))
-            .set(i64::from(repo.current().is_some()));
+        if metrics.own(&rc.name) {
+            metrics
+                .serving
+                .get_or_create(&metrics::repo(&rc.name))
+                .set(i64::from(repo.current().is_some()));
+        }
         Ok(repo)
     }
 
@@ -576,7 +579,11 @@ impl Gateway {
             lock: in_use.lock,
             holder: in_use.holder.map(|h| h.to_string()),
         })?;
-        let metrics = Metrics::default();
+        let metrics = Metrics::new(config.server.metrics_repository_series);
+        let names: Vec<&str> = (config.repositories.iter())
+            .map(|r| r.name.as_str())
+            .collect();
+        metrics.admit(&names, names.iter().copied());
         let mut repos = Vec::new();
         for rc in &config.repositories {
             repos.push(Arc::new(Repo::open(

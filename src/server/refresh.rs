@@ -234,7 +234,7 @@ pub(crate) async fn refresh(
     let (result, stats) = build_on_thread(gateway, repo, Arc::clone(&setup), stop).await?;
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
-    count_upstream(m, &labels, &stats);
+    count_upstream(m, &name, &stats);
     let outcome = match result {
         Ok(generation) => {
             let urls = generation.summary.urls;
@@ -271,7 +271,7 @@ pub(crate) async fn refresh(
     };
     m.harvests
         .get_or_create(&HarvestLabels {
-            repository: name,
+            repository: m.label(&name),
             outcome,
         })
         .inc();
@@ -313,8 +313,9 @@ async fn build_on_thread(
 }
 
 /// Adds what the upstream client did in one refresh to the repository's counters.
-fn count_upstream(m: &Metrics, labels: &metrics::RepoLabels, stats: &UpstreamStats) {
-    m.upstream(&labels.repository, stats.requests, &stats.statuses);
+fn count_upstream(m: &Metrics, name: &str, stats: &UpstreamStats) {
+    m.upstream(name, stats.requests, &stats.statuses);
+    let labels = &metrics::repo(&m.label(name));
     m.upstream_retries
         .get_or_create(labels)
         .inc_by(stats.retries);
@@ -347,12 +348,14 @@ fn serve_generation(
         "refresh done; serving the new generation"
     );
     record_generation(m, repo, &generation);
-    m.last_success
-        .get_or_create(labels)
-        .set(crate::datestamp::unix_secs(SystemTime::now()));
-    m.last_duration
-        .get_or_create(labels)
-        .set(s.build_ms as f64 / 1000.0);
+    if m.own(&repo.name) {
+        m.last_success
+            .get_or_create(labels)
+            .set(crate::datestamp::unix_secs(SystemTime::now()));
+        m.last_duration
+            .get_or_create(labels)
+            .set(s.build_ms as f64 / 1000.0);
+    }
     if let Some(replaced) = repo.swap(generation, setup) {
         gateway.forget(replaced);
     }
@@ -385,10 +388,12 @@ fn record_failure(
             ""
         }
     );
-    m.stale.get_or_create(labels).set(i64::from(serving));
+    if m.own(name) {
+        m.stale.get_or_create(labels).set(i64::from(serving));
+    }
     m.harvests
         .get_or_create(&HarvestLabels {
-            repository: name.clone(),
+            repository: m.label(name),
             outcome: "failure",
         })
         .inc();
@@ -401,59 +406,10 @@ fn record_failure(
     });
 }
 
-/// Sets the per-generation gauges of `repo` from `generation`.
+/// Sets the per-generation gauges of `repo` from `generation`, when it has series of its own
+/// (the scrape sums the others').
 pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
-    let labels = metrics::repo(&repo.name);
-    let s = &generation.summary;
-    m.records.get_or_create(&labels).set(s.records as i64);
-    m.urls.get_or_create(&labels).set(s.urls as i64);
-    // 1 for the platform in effect, 0 for the others (so a change of platform shows).
-    let current = s.platform.split(' ').next().unwrap_or_default();
-    // The built-in platforms always (a dashboard's series stay), and an operator's row in
-    // effect.
-    let mut names: Vec<&str> = crate::platform::Platform::builtin_names().collect();
-    if !names.contains(&current) {
-        names.push(current);
-    }
-    for platform in names {
-        m.platform
-            .get_or_create(&metrics::PlatformLabels {
-                repository: repo.name.clone(),
-                platform: platform.to_owned(),
-            })
-            .set(i64::from(platform == current));
-    }
-    for reason in Drop::ALL {
-        m.dropped
-            .get_or_create(&DropLabels {
-                repository: repo.name.clone(),
-                reason: reason.as_str().to_owned(),
-            })
-            .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
-    }
-    for counts in s.profiles() {
-        let name = counts.profile.label();
-        m.profile_entries
-            .get_or_create(&metrics::ProfileLabels {
-                repository: repo.name.clone(),
-                profile: name.clone(),
-            })
-            .set(counts.entries as i64);
-        for (reason, n) in counts.drops {
-            m.profile_dropped
-                .get_or_create(&metrics::ProfileDropLabels {
-                    repository: repo.name.clone(),
-                    profile: name.clone(),
-                    reason,
-                })
-                .set(n as i64);
-        }
-    }
-    m.stale.get_or_create(&labels).set(0);
-    m.serving.get_or_create(&labels).set(1);
-    m.last_success
-        .get_or_create(&labels)
-        .set(crate::datestamp::unix_secs(generation.created));
+    super::scrape::record_generation(m, &repo.name, generation);
 }
 
 /// Drops every series of `repo`, removed from the configuration: its gauges would go on
@@ -710,11 +666,23 @@ fn show_seen(
     };
     repo.history.harvested(run.kind.as_str(), seen.records);
     let state = store.state().map_err(PipelineError::from)?;
+    let short_list = state.short_list.is_some();
+    repo.update(|s| {
+        s.short_list = state.short_list;
+        s.selective_refused = state.selective_refused;
+        if seen.shrink_held.is_some() {
+            s.held_shrink = state.held_shrink;
+        }
+    });
+    // The scrape sums the state of a repository without series of its own.
+    if !metrics.own(&repo.name) {
+        return Ok(());
+    }
     let labels = metrics::repo(&repo.name);
     metrics
         .short_list
         .get_or_create(&labels)
-        .set(i64::from(state.short_list.is_some()));
+        .set(i64::from(short_list));
     metrics
         .harvested_records
         .get_or_create(&metrics::KindLabels {
@@ -728,13 +696,6 @@ fn show_seen(
             .get_or_create(&labels)
             .set(i64::from(held));
     }
-    repo.update(|s| {
-        s.short_list = state.short_list;
-        s.selective_refused = state.selective_refused;
-        if seen.shrink_held.is_some() {
-            s.held_shrink = state.held_shrink;
-        }
-    });
     Ok(())
 }
 

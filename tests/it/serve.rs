@@ -530,6 +530,105 @@ fn repo_table(name: &str, upstream: &TestServer) -> String {
     )
 }
 
+/// Issue 30: `[server] metrics_repository_series` bounds the series labelled by repository:
+/// the first repositories of the configuration have their own, and the others are summed under
+/// `repository="_other"` (counters and histograms as they count, gauges as the scrape comes),
+/// so that the totals are those of every repository; a state is the worst case of those summed.
+#[tokio::test]
+async fn metrics_sum_the_repositories_beyond_the_bound() {
+    let upstreams: Vec<TestServer> = (3..6).map(|n| TestServer::start(numbered(n))).collect();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\nmetrics_repository_series = 1\n\
+         [harvest]\nmax_attempts = 1\n{}{}{}",
+        repo_table("a", &upstreams[0]),
+        repo_table("b", &upstreams[1]),
+        repo_table("c", &upstreams[2]),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "the first refreshes end",
+    )
+    .await;
+    assert_eq!(g.get("/b/sitemap.xml").await.status, StatusCode::OK);
+    let records = |i: usize| repos[i].current().unwrap().summary.records;
+    let urls = |i: usize| repos[i].current().unwrap().summary.urls;
+    let metrics = g.admin("/metrics").await.text();
+    for (series, value) in [
+        (
+            "oai_bridge_records{repository=\"a\"}",
+            records(0).to_string(),
+        ),
+        (
+            "oai_bridge_records{repository=\"_other\"}",
+            (records(1) + records(2)).to_string(),
+        ),
+        (
+            "oai_bridge_urls_published{repository=\"_other\"}",
+            (urls(1) + urls(2)).to_string(),
+        ),
+        (
+            "oai_bridge_harvests_total{repository=\"_other\",outcome=\"success\"}",
+            "2".to_owned(),
+        ),
+        (
+            "oai_bridge_refresh_duration_seconds_count{repository=\"_other\",outcome=\"success\"}",
+            "2".to_owned(),
+        ),
+        (
+            "oai_bridge_platform{repository=\"_other\",platform=\"generic\"}",
+            "2".to_owned(),
+        ),
+        ("oai_bridge_serving{repository=\"_other\"}", "1".to_owned()),
+        (
+            "oai_bridge_serving_stale{repository=\"_other\"}",
+            "0".to_owned(),
+        ),
+        (
+            "oai_bridge_refresh_interval_seconds{repository=\"_other\"}",
+            "3600".to_owned(),
+        ),
+        ("oai_bridge_repositories_aggregated", "2".to_owned()),
+    ] {
+        let line = format!("{series} {value}\n");
+        assert!(metrics.contains(&line), "{line}:\n{metrics}");
+    }
+    assert!(
+        metrics
+            .contains("oai_bridge_served_bytes_total{repository=\"_other\",encoding=\"identity\"}"),
+        "{metrics}"
+    );
+    for name in ["b", "c"] {
+        assert!(
+            !metrics.contains(&format!("repository=\"{name}\"")),
+            "{name}:\n{metrics}"
+        );
+    }
+    // Every family has the same total as one repository's series each would have.
+    let lines = |prefix: &str| metrics.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(lines("oai_bridge_refresh_duration_seconds_bucket"), 2 * 18);
+
+    // One of those summed fails: `_other` is stale, and counts the failure.
+    upstreams[2].fault_always(Fault::Status(500));
+    g.refresh(2).await;
+    assert_eq!(
+        g.metric("oai_bridge_serving_stale{repository=\"_other\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_harvests_total{repository=\"_other\",outcome=\"failure\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    g.stop().await;
+}
+
 /// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository configured
 /// at start has neither a generation nor an ended first refresh, naming it; a stale generation
 /// counts as serving, and a failed first refresh releases the process too, so a broken upstream

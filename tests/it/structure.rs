@@ -300,6 +300,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::prune",
             "server::refresh",
             "server::reload",
+            "server::scrape",
             "server::slots",
             "server::status",
             "settings",
