@@ -170,6 +170,8 @@ impl AsyncWrite for Connection {
         cx: &mut Context<'_>,
         bufs: &[IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
+        // Empty slices in front would make the head's write below write nothing, forever.
+        let bufs = &bufs[bufs.iter().take_while(|b| b.is_empty()).count()..];
         let found = bufs
             .iter()
             .enumerate()
