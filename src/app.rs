@@ -110,7 +110,7 @@ pub(crate) fn export_options_in(
         crate::store::StoreLocation::Postgres { url, repository }
     });
     Ok(ExportOptions {
-        job: export_job(settings, public_url),
+        job: export_job(settings, public_url, layers.file().memory_budget),
         harvest,
         out: args.out.clone(),
         publish: PublishSettings {
@@ -154,8 +154,9 @@ fn export_repository<'c>(
     }
 }
 
-/// The job of an export of `repo`, published at `public_url`.
-fn export_job(repo: RepositorySettings, public_url: Url) -> Job {
+/// The job of an export of `repo`, published at `public_url`, its harvest holding `memory`
+/// bytes before it spills (beside the output, where the export puts it).
+fn export_job(repo: RepositorySettings, public_url: Url, memory: u64) -> Job {
     let source = repo
         .source
         .expect("a repository or --base-url was chosen (export_repository)");
@@ -173,7 +174,11 @@ fn export_job(repo: RepositorySettings, public_url: Url) -> Job {
         limits: repo.limits,
         gzip: repo.gzip,
         public_url,
-        spill_dir: None,
+        spill_dir: Some(crate::pipeline::SpillDir {
+            parent: None,
+            linked: true,
+            memory,
+        }),
     }
 }
 

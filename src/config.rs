@@ -122,6 +122,7 @@ struct RawHarvest {
     max_concurrent_refreshes: Option<usize>,
     per_host_concurrency: Option<usize>,
     start_spread_secs: Option<u64>,
+    memory_budget_bytes: Option<u64>,
 }
 
 /// An included file: `[[repository]]` tables only.
@@ -230,6 +231,9 @@ pub struct Config {
     pub state: StateConfig,
     /// `[[repository]]`, in file order, then those of the `include`d files.
     pub repositories: Vec<RepositoryConfig>,
+    /// Bytes of memory an export's harvest holds before it spills sorted runs to disk
+    /// (`[harvest] memory_budget_bytes`).
+    pub memory_budget: u64,
 }
 
 /// `[state]`: where the gateway keeps each repository's store (records, checkpoints, harvest
@@ -428,6 +432,16 @@ impl Config {
         };
         let fleet =
             parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
+        let memory_budget = match raw.harvest.memory_budget_bytes {
+            None => crate::spill::DEFAULT_MEMORY_BUDGET,
+            Some(0) => {
+                return Err(err(
+                    "[harvest] memory_budget_bytes",
+                    "must be at least 1".into(),
+                ));
+            }
+            Some(bytes) => bytes,
+        };
         let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
@@ -476,6 +490,7 @@ impl Config {
             fleet,
             state,
             repositories,
+            memory_budget,
         })
     }
 }
@@ -563,6 +578,7 @@ mod typed {
         ("max_concurrent_refreshes", "a whole number (0 or more)"),
         ("per_host_concurrency", "a whole number (0 or more)"),
         ("start_spread_secs", "a number of seconds"),
+        ("memory_budget_bytes", "a number of bytes"),
         (
             "url",
             "a URL in quotes, e.g. \"postgres://user@host/database\"",
@@ -1114,6 +1130,7 @@ fn parse_repository_harvest(
         ),
         ("per_host_concurrency", raw.per_host_concurrency.is_some()),
         ("start_spread_secs", raw.start_spread_secs.is_some()),
+        ("memory_budget_bytes", raw.memory_budget_bytes.is_some()),
     ] {
         if given {
             return Err((
@@ -2203,7 +2220,7 @@ mod tests {
     /// Every key of the file says what it takes, for the errors above.
     #[test]
     fn every_key_says_what_it_takes() {
-        for key in KEYS {
+        for &key in KEYS {
             assert!(
                 typed::EXPECTED.iter().any(|(k, _)| *k == key),
                 "typed::EXPECTED lacks {key}"
@@ -2397,7 +2414,7 @@ mod tests {
 
     /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
     /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: [&str; 58] = [
+    const KEYS: &[&str] = &[
         "include",
         "listen",
         "admin_listen",
@@ -2428,6 +2445,7 @@ mod tests {
         "max_concurrent_refreshes",
         "per_host_concurrency",
         "start_spread_secs",
+        "memory_budget_bytes",
         "url",
         "lease_secs",
         "name",

@@ -120,11 +120,10 @@ pub(crate) async fn run<T: Target>(
         tracing::warn!(%said, "learning the landing rule again, and rendering every record");
         crate::learn::forget(s.store);
         (learned, prepared) = learn(client, job, Some(&*s.store)).await;
-        if let Some(again) = learned.landing.learned.take() {
-            learned.landing.learned = Some(format!("{said}; learned again: {again}"));
-        } else {
-            learned.landing.learned = Some(format!("{said}; learned again"));
-        }
+        let again = learned.landing.learned.take();
+        learned.landing.learned = Some(again.map_or(format!("{said}; learned again"), |a| {
+            format!("{said}; learned again: {a}")
+        }));
         (harvested, run) = harvest(&learned, client, &mut stored, target, progress, seen).await?;
     }
     let remember = match prepared {

@@ -304,13 +304,20 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
     })
 }
 
-/// `job`, its profiles' shard files written in `parent` (unless the job says where), where
-/// they can be linked into the staging folder.
+/// `job`, its temporary files (the profiles' shard files, the inventory's runs) written in
+/// `parent` unless the job says where: the profiles' shard files can be linked into the
+/// staging folder from there. The job's memory budget stays.
 fn with_spill_dir(job: &Job, parent: PathBuf) -> Job {
-    let spill_dir = job.spill_dir.clone().unwrap_or(SpillDir {
-        parent,
-        linked: true,
-    });
+    let spill_dir = match &job.spill_dir {
+        Some(dir) if dir.parent.is_some() => dir.clone(),
+        given => SpillDir {
+            parent: Some(parent),
+            linked: true,
+            memory: given
+                .as_ref()
+                .map_or(crate::spill::DEFAULT_MEMORY_BUDGET, |d| d.memory),
+        },
+    };
     Job {
         spill_dir: Some(spill_dir),
         ..job.clone()
@@ -420,6 +427,14 @@ impl ExportSummary {
             b.shards.len(),
             self.bytes
         );
+        if b.spill_bytes > 0 {
+            let _ = writeln!(
+                out,
+                "  spilled         {} bytes on disk at most (sorted runs past the memory \
+                 budget, the profiles' records)",
+                b.spill_bytes
+            );
+        }
         if let Some(u) = &self.uploaded {
             let _ = writeln!(
                 out,

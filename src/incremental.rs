@@ -516,6 +516,7 @@ fn patch_stored(
         layout: Layout::default(),
         patch: Some(patch),
         sample: Vec::new(),
+        spill_bytes: 0,
     }))
 }
 

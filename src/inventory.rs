@@ -4,7 +4,11 @@
 //! same records always give the same files.
 //!
 //! Strings live in one arena and records are 32-byte entries, so a million records cost about
-//! as much memory as their URL text; nothing else of a record is kept.
+//! as much memory as their URL text; nothing else of a record is kept. Past its memory budget
+//! the inventory writes what it holds to disk as sorted runs and merges them at the end
+//! ([`spill`]), so a harvest of any size resolves in the same memory, into the same entries.
+
+mod spill;
 
 use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
@@ -14,6 +18,7 @@ use crate::datestamp::Datestamp;
 use crate::oai::parse::Record;
 use crate::platform::Landing;
 use crate::scope::Scope;
+use crate::spill::{Budget, Run, SpillError};
 
 /// Most examples [`DropSamples`] keeps of each reason.
 pub(crate) const SAMPLES_PER_REASON: usize = 3;
@@ -249,6 +254,13 @@ struct Span {
 pub struct Inventory {
     scope: Scope,
     collected: Collected,
+    /// Where it spills, and the memory it holds first.
+    budget: Budget,
+    /// The runs spilled so far; `None` while everything fits in memory.
+    spilled: Option<spill::Spilled>,
+    /// Occurrences and URLs in the runs spilled so far.
+    spilled_occurrences: u32,
+    spilled_urls: u64,
 }
 
 /// What an inventory has collected: apart from its scope, so that the URLs of a record can be
@@ -264,8 +276,8 @@ struct Collected {
     samples: DropSamples,
 }
 
-/// The inventory is held in memory with 32-bit offsets; past this it refuses more text rather
-/// than wrap around.
+/// The inventory numbers its record occurrences with 32 bits and holds text in memory with 32-bit
+/// offsets; past this it refuses more rather than wrap around.
 #[derive(Debug, thiserror::Error)]
 #[error(
     "the harvested URLs exceed {} bytes of text, more than one in-memory inventory holds",
@@ -273,12 +285,34 @@ struct Collected {
 )]
 pub struct InventoryFull;
 
+/// Why a record could not be added to the inventory, or the inventory not resolved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum InventoryError {
+    /// It is full.
+    #[error(transparent)]
+    Full(#[from] InventoryFull),
+    /// Its runs on disk could not be written or read.
+    #[error(transparent)]
+    Spill(#[from] SpillError),
+}
+
 impl Inventory {
     /// An empty inventory whose URLs must lie inside `scope`.
     pub fn new(scope: Scope) -> Self {
+        Self::with_budget(scope, Budget::default())
+    }
+
+    /// An empty inventory whose URLs must lie inside `scope`, which spills sorted runs to
+    /// `budget`'s folder once it holds more than its memory.
+    pub(crate) fn with_budget(scope: Scope, budget: Budget) -> Self {
         Self {
             scope,
             collected: Collected::default(),
+            budget,
+            spilled: None,
+            spilled_occurrences: 0,
+            spilled_urls: 0,
         }
     }
 
@@ -294,20 +328,46 @@ impl Inventory {
 
     /// URLs kept so far, before duplicates are removed.
     pub fn urls_kept(&self) -> u64 {
-        self.collected.urls.len() as u64
+        self.spilled_urls + self.collected.urls.len() as u64
+    }
+
+    /// What counts the bytes it spills to disk.
+    pub(crate) fn meter(&self) -> crate::spill::Meter {
+        self.budget.meter.clone()
+    }
+
+    /// Spills what it holds when that is past the budget.
+    fn keep_within_budget(&mut self) -> Result<(), InventoryError> {
+        if self.collected.memory() <= self.budget.memory {
+            return Ok(());
+        }
+        let spilled = (self.spilled).get_or_insert_with(|| spill::Spilled::new(&self.budget));
+        spilled.spill(&self.collected, self.spilled_occurrences)?;
+        let c = &mut self.collected;
+        self.spilled_occurrences = (self.spilled_occurrences)
+            .checked_add(u32::try_from(c.entries.len()).map_err(|_| InventoryFull)?)
+            .ok_or(InventoryFull)?;
+        self.spilled_urls += c.urls.len() as u64;
+        // The memory is used again: cleared, not freed.
+        c.arena.clear();
+        c.entries.clear();
+        c.urls.clear();
+        c.common = 0;
+        Ok(())
     }
 
     /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
     /// `groups` has a bit set for each group of records it is in (the DiWoo categories whose
     /// sets hold it, [`Published::iter_grouped`]); 0 when there are none.
-    pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryFull> {
+    pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryError> {
         let scope = &self.scope;
         let urls = record
             .dc_identifiers
             .iter()
             .map(|value| classify::publishable(value, scope));
         self.collected
-            .add(record, urls, Some(&record.dc_identifiers), groups)
+            .add(record, urls, Some(&record.dc_identifiers), groups)?;
+        self.keep_within_budget()
     }
 
     /// [`Inventory::add`] of a record whose values are classified already: `classes` as the
@@ -319,7 +379,7 @@ impl Inventory {
         record: &Record,
         classes: &[Class<'_>],
         groups: u32,
-    ) -> Result<(), InventoryFull> {
+    ) -> Result<(), InventoryError> {
         self.add_classes(record, classes, None, groups)
     }
 
@@ -332,21 +392,54 @@ impl Inventory {
         classes: &[Class<'_>],
         values: Option<&[String]>,
         groups: u32,
-    ) -> Result<(), InventoryFull> {
+    ) -> Result<(), InventoryError> {
         let urls = classes.iter().map(|c| c.publishable().map(Cow::Borrowed));
-        self.collected.add(record, urls, values, groups)
+        self.collected.add(record, urls, values, groups)?;
+        self.keep_within_budget()
     }
 
     /// Resolves repeats and duplicates into the sorted list of URLs to publish.
+    ///
+    /// # Panics
+    ///
+    /// When the inventory spilled to disk and its runs cannot be read back: [`Inventory::resolve`]
+    /// says so as an error.
     pub fn finish(self) -> Published {
-        self.collected.finish().0
+        self.resolve()
+            .expect("the inventory's runs are read back")
+            .0
     }
 
     /// [`Inventory::finish`], and which record occurrences a newer version replaced: for the
     /// landing-page profiles, which saw the same occurrences in the same order, so that one
     /// rule decides the winning version of a record for every file.
+    ///
+    /// # Panics
+    ///
+    /// As [`Inventory::finish`].
     pub fn finish_with_superseded(self) -> (Published, Superseded) {
-        self.collected.finish()
+        self.resolve().expect("the inventory's runs are read back")
+    }
+
+    /// [`Inventory::finish_with_superseded`], an error when its runs on disk fail.
+    pub(crate) fn resolve(self) -> Result<(Published, Superseded), InventoryError> {
+        let Some(spilled) = self.spilled else {
+            return Ok(self.collected.finish());
+        };
+        let mut c = self.collected;
+        // What is still in memory is the last run.
+        let mut spilled = spilled;
+        spilled.spill(&c, self.spilled_occurrences)?;
+        let occurrences = self.spilled_occurrences as usize + c.entries.len();
+        let (run, shared, superseded) =
+            spilled.finish(occurrences, &mut c.stats, &mut c.samples)?;
+        let published = Published {
+            urls: Urls::Spilled(run),
+            stats: c.stats,
+            shared,
+            samples: Some(c.samples),
+        };
+        Ok((published, superseded))
     }
 }
 
@@ -373,6 +466,14 @@ impl Superseded {
 }
 
 impl Collected {
+    /// The memory it holds, and will hold to resolve: the text, the occurrences, and for each
+    /// URL its span and its sort item.
+    fn memory(&self) -> u64 {
+        (self.arena.len()
+            + self.entries.len() * size_of::<Entry>()
+            + self.urls.len() * (size_of::<Span>() + size_of::<Item>())) as u64
+    }
+
     /// Adds one record occurrence with its identifiers classified: `urls` has one item for
     /// each, not read for a deleted record (which publishes nothing); `values`, when known, the
     /// values they were classified from, in the same order (for the examples of drops).
@@ -516,8 +617,7 @@ impl Collected {
             })
             .collect();
         let published = Published {
-            arena,
-            items,
+            urls: Urls::Memory { arena, items },
             stats,
             shared,
             samples: Some(samples),
@@ -606,8 +706,7 @@ fn superseded(entries: &[Entry]) -> Superseded {
 /// The resolved inventory: sorted, distinct URLs with their lastmod.
 #[derive(Debug)]
 pub struct Published {
-    arena: String,
-    items: Vec<Item>,
+    urls: Urls,
     /// Final counts.
     pub stats: Stats,
     /// URLs that more than one record publishes (or one record twice), each once, with the
@@ -617,6 +716,53 @@ pub struct Published {
     /// A few examples of each reason not to publish; `None` for a patched sitemap, which
     /// reads only the records that changed ([`Published::counted`]).
     pub samples: Option<DropSamples>,
+}
+
+/// Where the published URLs are.
+#[derive(Debug)]
+enum Urls {
+    /// In memory: the text, and the items in order.
+    Memory { arena: String, items: Vec<Item> },
+    /// In a file of the spill folder, in order ([`spill::PublishedReader`]).
+    Spilled(Run),
+}
+
+/// One published URL, its lastmod and its groups ([`Published::iter_grouped`]).
+pub(crate) type PublishedUrl<'a> = (Cow<'a, str>, Option<Datestamp>, u32);
+
+/// The published URLs in order, read from memory or from disk ([`Published::entries`]).
+#[derive(Debug)]
+pub struct Entries<'a>(EntriesFrom<'a>);
+
+#[derive(Debug)]
+enum EntriesFrom<'a> {
+    /// From memory: the URLs' text, and the items still to go.
+    Memory {
+        arena: &'a str,
+        items: std::slice::Iter<'a, Item>,
+    },
+    /// From the file of a spilled inventory.
+    Spilled(spill::PublishedReader),
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Result<PublishedUrl<'a>, SpillError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            EntriesFrom::Memory { arena, items } => items.next().map(|item| {
+                let s = item.span;
+                Ok((
+                    Cow::Borrowed(&arena[s.start as usize..][..s.len as usize]),
+                    Datestamp::unpack_option(item.datestamp),
+                    item.groups,
+                ))
+            }),
+            EntriesFrom::Spilled(reader) => reader.next().transpose().map(|r| {
+                r.map(|(url, d, groups)| (Cow::Owned(url), Datestamp::unpack_option(d), groups))
+            }),
+        }
+    }
 }
 
 /// A URL that several records publish (or one record twice).
@@ -663,8 +809,10 @@ impl Published {
     /// ([`crate::patch`]) holds.
     pub fn counted(stats: Stats) -> Self {
         Self {
-            arena: String::new(),
-            items: Vec::new(),
+            urls: Urls::Memory {
+                arena: String::new(),
+                items: Vec::new(),
+            },
             stats,
             shared: Vec::new(),
             samples: None,
@@ -681,41 +829,57 @@ impl Published {
         self.stats.urls == 0
     }
 
-    /// The URLs in order, with their lastmod.
+    /// The URLs in order, with their lastmod and groups (group `g`, 0-31 as given to
+    /// [`Inventory::add`], is bit `1 << g`), from memory or, for an inventory that spilled,
+    /// from its file on disk. A URL's lastmod is the newest datestamp among all records that
+    /// publish it, in a group or not (the page is the same page).
+    pub fn entries(&self) -> Result<Entries<'_>, SpillError> {
+        Ok(Entries(match &self.urls {
+            Urls::Memory { arena, items } => EntriesFrom::Memory {
+                arena,
+                items: items.iter(),
+            },
+            Urls::Spilled(run) => EntriesFrom::Spilled(spill::PublishedReader::new(run)?),
+        }))
+    }
+
+    /// Whether its URLs are in a file on disk rather than in memory.
+    pub fn spilled(&self) -> bool {
+        matches!(self.urls, Urls::Spilled(_))
+    }
+
+    /// The URLs in order, with their lastmod, of an inventory resolved in memory.
+    ///
+    /// # Panics
+    ///
+    /// On an inventory that spilled to disk ([`Published::spilled`]), whose URLs
+    /// [`Published::entries`] reads.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Option<Datestamp>)> + '_ {
-        self.items.iter().map(|item| self.entry(item))
+        self.iter_all().map(|(url, lastmod, _)| (url, lastmod))
     }
 
-    /// The URLs in at least one group, in order, each with its lastmod and its groups as bits
-    /// (group `g`, 0-31 as given to [`Inventory::add`], is bit `1 << g`). A URL's lastmod is
-    /// its lastmod in [`Published::iter`]: the newest datestamp among all records that publish
-    /// it, in the group or not (the page is the same page). Every group in one pass: a pass
-    /// per group cost more than its URLs' bytes suggest, as a group's URLs are scattered over
-    /// the inventory's text and each pass waited on memory for most of them.
+    /// The URLs in at least one group, in order, each with its lastmod and its groups as bits,
+    /// of an inventory resolved in memory (see [`Published::entries`]).
+    ///
+    /// # Panics
+    ///
+    /// As [`Published::iter`].
     pub fn iter_grouped(&self) -> impl Iterator<Item = (&str, Option<Datestamp>, u32)> + '_ {
-        self.items
-            .iter()
-            .filter(|item| item.groups != 0)
-            .map(|item| {
-                let (url, lastmod) = self.entry(item);
-                (url, lastmod, item.groups)
-            })
+        self.iter_all().filter(|&(.., groups)| groups != 0)
     }
 
-    /// The lastmod and groups of every URL, in the order of [`Published::iter`], without the
-    /// URLs (which are in another part of memory): for going through rendered entries.
-    pub fn lastmods_and_groups(&self) -> impl Iterator<Item = (Option<Datestamp>, u32)> + '_ {
-        self.items
-            .iter()
-            .map(|item| (Datestamp::unpack_option(item.datestamp), item.groups))
-    }
-
-    fn entry(&self, item: &Item) -> (&str, Option<Datestamp>) {
-        let s = item.span;
-        (
-            &self.arena[s.start as usize..][..s.len as usize],
-            Datestamp::unpack_option(item.datestamp),
-        )
+    fn iter_all(&self) -> impl Iterator<Item = (&str, Option<Datestamp>, u32)> + '_ {
+        let Urls::Memory { arena, items } = &self.urls else {
+            panic!("the URLs of a spilled inventory are read with `entries`");
+        };
+        items.iter().map(move |item| {
+            let s = item.span;
+            (
+                &arena[s.start as usize..][..s.len as usize],
+                Datestamp::unpack_option(item.datestamp),
+                item.groups,
+            )
+        })
     }
 }
 
@@ -890,5 +1054,90 @@ mod tests {
         ]);
         assert_eq!(listing(&p), ["https://h/x 2021-01-01"]);
         assert_eq!(p.stats.dropped(Drop::Duplicate), 1);
+    }
+
+    type Everything = (
+        Vec<(String, Option<Datestamp>, u32)>,
+        Stats,
+        Vec<SharedUrl>,
+        Option<DropSamples>,
+        Vec<bool>,
+        bool,
+    );
+
+    /// Everything a resolved inventory says, in comparable form: each URL with its lastmod
+    /// and groups in order, the counts, the shared URLs, the examples and which occurrences
+    /// lost.
+    fn everything(inventory: Inventory) -> Everything {
+        let (p, superseded) = inventory.resolve().unwrap();
+        let urls = (p.entries().unwrap())
+            .map(|e| e.map(|(u, d, g)| (u.into_owned(), d, g)))
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let lost = (0..superseded.len())
+            .map(|i| superseded.contains(i))
+            .collect();
+        let spilled = p.spilled();
+        (urls, p.stats, p.shared, p.samples, lost, spilled)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+        /// Issue 30: an inventory that spills sorted runs to disk (here after every few
+        /// records, so that a harvest makes dozens of runs, and past 64 merges them in passes)
+        /// resolves to exactly what the in-memory one does: the same URLs with the same
+        /// lastmods and groups in the same order, the same counts, shared URLs, examples and
+        /// superseded occurrences; through repeats of a record (newer, older, as old), deleted
+        /// versions, URLs several records list, and values that are not published.
+        #[test]
+        fn a_spilled_inventory_resolves_as_the_in_memory_one(
+            occurrences in proptest::collection::vec(
+                (0u8..40, 0u8..6, proptest::bool::weighted(0.15), 0u32..4,
+                 proptest::collection::vec(0u8..60, 0..4)),
+                0..400,
+            ),
+            budget in 1u64..4096,
+        ) {
+            let scope = Scope::from_base_url(&Url::parse("https://h/oai").unwrap()).unwrap();
+            let records: Vec<(Record, u32)> = occurrences
+                .iter()
+                .map(|(id, day, deleted, groups, values)| {
+                    let values: Vec<String> = values
+                        .iter()
+                        .map(|v| match v % 6 {
+                            // Out of scope, a persistent identifier, and mostly landing pages.
+                            0 => format!("https://other/{v}"),
+                            1 => format!("doi:10.1/{v}"),
+                            _ => format!("https://h/{}/{v}", "p".repeat(usize::from(v % 5) * 7)),
+                        })
+                        .collect();
+                    let date = if *day == 0 { String::new() } else { format!("2021-01-0{day}") };
+                    let mut r = record(&format!("oai:h:{id}"), &date, &[]);
+                    r.dc_identifiers = values;
+                    r.deleted = *deleted;
+                    (r, *groups)
+                })
+                .collect();
+            let dir = tempfile::tempdir().unwrap();
+            let mut memory = Inventory::new(scope.clone());
+            let mut spilling =
+                Inventory::with_budget(scope, Budget::new(dir.path().to_owned(), budget));
+            for (r, groups) in &records {
+                memory.add(r, *groups).unwrap();
+                spilling.add(r, *groups).unwrap();
+            }
+            let spills = spilling.spilled.is_some();
+            let (m, s) = (everything(memory), everything(spilling));
+            proptest::prop_assert!(!m.5);
+            proptest::prop_assert_eq!(s.5, spills);
+            proptest::prop_assert_eq!(&m.0, &s.0);
+            proptest::prop_assert_eq!(&m.1, &s.1);
+            proptest::prop_assert_eq!(&m.2, &s.2);
+            proptest::prop_assert_eq!(&m.3, &s.3);
+            proptest::prop_assert_eq!(&m.4, &s.4);
+            // Every spill file is gone with the inventory.
+            proptest::prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
     }
 }

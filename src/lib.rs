@@ -41,6 +41,7 @@ mod render;
 mod scope;
 mod server;
 mod settings;
+mod spill;
 mod store;
 mod summary;
 

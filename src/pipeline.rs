@@ -21,7 +21,7 @@ use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
-use crate::render::sitemap::{Layout, entries as sitemap_entries, render_laid_out};
+use crate::render::sitemap::{Layout, entries as sitemap_entries, try_render_laid_out};
 use crate::render::{Limits, RenderError, Shard};
 use crate::scope::Scope;
 
@@ -47,16 +47,40 @@ pub struct Job {
     pub spill_dir: Option<SpillDir>,
 }
 
-/// Where the Signmap's and OCX's shard files are written during the harvest, in a new folder
-/// (`.oai-bridge-shards-*`) removed when the render is done.
+/// Where a harvest's temporary files are written, in new folders removed when the render is
+/// done: the Signmap's and OCX's shard files (`.oai-bridge-shards-*`) and the URL inventory's
+/// sorted runs once it holds more than `memory` (`.oai-bridge-spill-*`, [`crate::spill`]).
 #[derive(Clone, Debug)]
 pub struct SpillDir {
     /// The folder it is made in: on the file system of the sink's files, so that the sink can
-    /// link them into place ([`FileSink::link_shard`]).
-    pub parent: std::path::PathBuf,
+    /// link them into place ([`FileSink::link_shard`]). `None`: where the export puts it,
+    /// beside its output (the system's temporary folder for a job run otherwise).
+    pub parent: Option<std::path::PathBuf>,
     /// The sink links them (the export): they are written with direct I/O, as the export writes
     /// its other large files, rather than through the page cache to be read back.
     pub linked: bool,
+    /// Bytes of memory the URL inventory holds before it spills sorted runs
+    /// ([`crate::spill::DEFAULT_MEMORY_BUDGET`] unless set).
+    pub memory: u64,
+}
+
+impl Job {
+    /// Where the harvest spills, and the memory it holds first: the job's spill folder, or the
+    /// system's temporary folder.
+    pub(crate) fn budget(&self) -> crate::spill::Budget {
+        match &self.spill_dir {
+            Some(SpillDir {
+                parent: Some(parent),
+                memory,
+                ..
+            }) => crate::spill::Budget::new(parent.clone(), *memory),
+            Some(SpillDir { memory, .. }) => crate::spill::Budget {
+                memory: *memory,
+                ..crate::spill::Budget::default()
+            },
+            None => crate::spill::Budget::default(),
+        }
+    }
 }
 
 /// Why a generation could not be built.
@@ -78,6 +102,9 @@ pub enum PipelineError {
     /// The in-memory inventory is full.
     #[error(transparent)]
     Inventory(#[from] InventoryFull),
+    /// The inventory's runs on disk failed.
+    #[error(transparent)]
+    Spill(#[from] crate::spill::SpillError),
     /// A profile's records could not be collected.
     #[error(transparent)]
     Collect(#[from] CollectError),
@@ -117,6 +144,15 @@ pub enum PipelineError {
     },
 }
 
+impl From<crate::inventory::InventoryError> for PipelineError {
+    fn from(e: crate::inventory::InventoryError) -> Self {
+        match e {
+            crate::inventory::InventoryError::Full(e) => Self::Inventory(e),
+            crate::inventory::InventoryError::Spill(e) => Self::Spill(e),
+        }
+    }
+}
+
 /// What a built generation holds.
 #[derive(Clone, Debug)]
 pub struct Built {
@@ -146,6 +182,9 @@ pub struct Built {
     pub landing: Option<SignStats>,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
+    /// The most bytes the harvest's temporary files took on disk at once
+    /// ([`Harvested::spill_bytes`]).
+    pub spill_bytes: u64,
     /// Every index written for all crawlers, the sitemap index first, as robots.txt lists them
     /// (CDIF's are apart: [`Built::cdif_index`], [`Built::cdif_lists`]).
     pub indexes: Vec<Url>,
@@ -169,6 +208,7 @@ impl Built {
             landing,
             diwoo: rendered.diwoo,
             indexes: rendered.indexes,
+            spill_bytes: harvested.spill_bytes,
         }
     }
 }
@@ -357,6 +397,10 @@ pub struct Harvested {
     /// The first live records (at most [`crate::platform::SAMPLE`]) the landing rule was
     /// decided from: what [`crate::advice`] tries settings on when nothing is published.
     pub sample: Vec<Record>,
+    /// The most bytes the harvest's temporary files took on disk at once: the URL inventory's
+    /// sorted runs past its memory budget, and the landing-page profiles' record occurrences
+    /// (0: neither).
+    pub spill_bytes: u64,
 }
 
 /// The first live records of `records`, at most [`crate::platform::SAMPLE`]: a harvest's
@@ -403,10 +447,18 @@ impl Collectors {
                 .filter(|u| matches!(u.scheme(), "http" | "https")),
         };
         let profiles = &job.profiles;
+        // The inventory and the profiles' records share one budget, and report one spill.
+        let budget = job.budget();
         let signposts = if profiles.describes_records() {
-            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits);
-            if let Some(dir) = &job.spill_dir {
-                s = s.spill_in(dir.parent.clone(), dir.linked);
+            let mut s = Signposts::new(TypeMap::default(), metadata_base.as_ref(), job.limits)
+                .within(&budget);
+            if let Some(SpillDir {
+                parent: Some(parent),
+                linked,
+                ..
+            }) = &job.spill_dir
+            {
+                s = s.spill_in(parent.clone(), *linked);
             }
             if profiles.signmap {
                 s = s.with_signmap();
@@ -423,7 +475,7 @@ impl Collectors {
         };
         Ok(Self {
             signposts,
-            inventory: Inventory::new(landing.scope().clone()),
+            inventory: Inventory::with_budget(landing.scope().clone(), budget),
             landing,
             sample: Vec::new(),
             diwoo,
@@ -433,7 +485,8 @@ impl Collectors {
     }
 
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
-        let (mut published, superseded) = self.inventory.finish_with_superseded();
+        let meter = self.inventory.meter();
+        let (mut published, superseded) = self.inventory.resolve()?;
         published
             .stats
             .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
@@ -456,6 +509,7 @@ impl Collectors {
             layout: Layout::default(),
             patch: None,
             sample: self.sample,
+            spill_bytes: meter.peak(),
         })
     }
 
@@ -749,13 +803,15 @@ pub(crate) fn render<S: FileSink>(
     // A whole sitemap holds every URL's entry as the DiWoo categories have it, in the same
     // order: they are taken from its shards as they are written (a patch writes only some).
     let mut tap = (harvested.patch.is_none() && !harvested.diwoo.is_empty())
-        .then(|| published.lastmods_and_groups());
+        .then(|| published.entries())
+        .transpose()?;
     let mut put = |number, shard: &Shard| {
         sitemap_shards.push(PublishedShard::of(number, shard));
         sitemap.put_numbered(sink, number, shard)?;
         if let Some(urls) = &mut tap {
             for entry in sitemap_entries(&shard.bytes) {
-                let (lastmod, groups) = urls.next().expect("a shard's entries are URLs in order");
+                let (_, lastmod, groups) =
+                    (urls.next()).expect("a shard's entries are URLs in order")?;
                 diwoo.add(sink, entry, lastmod, groups)?;
             }
         }
@@ -779,7 +835,11 @@ pub(crate) fn render<S: FileSink>(
             layout = patched.layout;
         }
         None => {
-            render_laid_out(published.iter(), job.limits, &mut layout, &mut put)?;
+            let urls = published.entries()?.map(|entry| {
+                let (url, lastmod, _) = entry?;
+                Ok((url, lastmod))
+            });
+            try_render_laid_out(urls, job.limits, &mut layout, &mut put)?;
         }
     }
     let names = sitemap.names.clone();
@@ -1069,8 +1129,9 @@ pub(crate) mod tests {
         }
         let mut spilled = with_types();
         spilled.spill_dir = Some(SpillDir {
-            parent: "/tmp".into(),
+            parent: Some("/tmp".into()),
             linked: false,
+            memory: crate::spill::DEFAULT_MEMORY_BUDGET,
         });
         assert_eq!(spilled.settings_key(), key);
         let changes: [fn(&mut Job); 6] = [
@@ -1212,6 +1273,94 @@ pub(crate) mod tests {
             .filter(|(name, _)| name.contains("diwoo"))
             .collect();
         assert_eq!(taken, own_pass.0.iter().collect());
+    }
+
+    /// Issue 30: a harvest whose inventory and profiles' records outgrow a tiny memory budget
+    /// (a run on disk after every record, merged at the end) renders the same files, byte for
+    /// byte, with the same counts, as one held in memory: the sitemap across several shards,
+    /// the Signmap and OCX, and DiWoo's categories taken from the sitemap's shards or in a
+    /// pass of their own; repeats of records, newer and older, deleted ones and URLs several
+    /// records list included. Its spill folder is gone afterwards, and the bytes it held are
+    /// reported.
+    #[test]
+    fn a_spilled_harvest_renders_what_one_in_memory_does() {
+        let limits = Limits {
+            max_urls: 17,
+            ..Limits::default()
+        };
+        let mut records = Vec::new();
+        for i in 0..400u32 {
+            let id = i % 150;
+            records.push(oai::parse::Record {
+                identifier: format!("oai:r:{id}"),
+                datestamp: crate::datestamp::Datestamp::parse(&format!(
+                    "2024-0{}-{:02}",
+                    1 + i % 3,
+                    1 + (i * 7) % 28
+                )),
+                deleted: i % 13 == 5,
+                sets: vec![["a", "b", "c"][(i % 3) as usize].to_owned()],
+                dc_identifiers: vec![
+                    format!("https://r.example/oai/item/{}", id % 120),
+                    format!("https://r.example/oai/file/{}.pdf", i % 90),
+                    format!("doi:10.1/{i}"),
+                ],
+                dc: Default::default(),
+                empty_metadata: false,
+            });
+        }
+        let base = Url::parse("https://r.example/oai/request").unwrap();
+        let render_with = |spill_dir: Option<SpillDir>| {
+            let mut job = job(&[("a", 1), ("b", 2)], limits);
+            job.profiles.signmap = true;
+            job.profiles.ocx = Some(crate::profiles::ocx::OcxConfig::default());
+            job.spill_dir = spill_dir;
+            let scope = scope_for(&job, base.as_str()).unwrap();
+            let mut c = Collectors::new(&job, generic(scope), base.as_str()).unwrap();
+            for r in &records {
+                c.add(r).unwrap();
+            }
+            let harvested = c.finish(HarvestReport::default()).unwrap();
+            let mut files = Files::default();
+            let rendered = render(&harvested, &job, &mut files).unwrap();
+            let mut own_pass = Files::default();
+            let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
+            diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
+            diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
+            let signposts = harvested.signposts.as_ref().map(|s| s.stats.clone());
+            let built = (
+                harvested.published.stats.clone(),
+                harvested.published.shared.clone(),
+                signposts,
+                rendered.diwoo,
+                own_pass.0,
+            );
+            (
+                files.0,
+                built,
+                harvested.spill_bytes,
+                harvested.published.spilled(),
+            )
+        };
+        // The profiles' record occurrences are on disk either way.
+        let (memory, memory_built, occurrences, in_memory) = render_with(None);
+        assert!(!in_memory);
+        let dir = tempfile::tempdir().unwrap();
+        let (spilled, spilled_built, bytes, on_disk) = render_with(Some(SpillDir {
+            parent: Some(dir.path().to_owned()),
+            linked: false,
+            memory: 1,
+        }));
+        assert!(on_disk && bytes > occurrences, "{bytes} {occurrences}");
+        assert!(
+            memory.keys().filter(|n| n.starts_with("sitemap-")).count() > 3,
+            "{:?}",
+            memory.keys()
+        );
+        assert!(memory.keys().any(|n| n.starts_with("signmap-")));
+        assert_eq!(memory, spilled);
+        assert_eq!(memory_built, spilled_built);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     /// Q-35 in a harvest without a store: a version with empty metadata replaces no earlier

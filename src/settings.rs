@@ -653,6 +653,7 @@ impl Layers {
             fleet: self.file.fleet.clone(),
             state: self.state()?,
             repositories,
+            memory_budget: self.file.memory_budget,
         })
     }
 

@@ -80,6 +80,15 @@ pub struct Summary {
     /// it was recorded.
     #[serde(default)]
     pub scope: Vec<String>,
+    /// The most bytes the harvest's temporary files took on disk at once: sorted runs when its
+    /// inventory outgrew its memory budget, the landing-page profiles' record occurrences (left
+    /// out when there were none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spill_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Summary {
@@ -156,6 +165,7 @@ impl Summary {
                 .unwrap_or_default(),
             drop_examples_from: None,
             scope: built.platform.scope().prefixes(),
+            spill_bytes: built.spill_bytes,
         }
     }
 

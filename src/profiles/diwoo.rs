@@ -11,6 +11,7 @@ use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::Profile;
 use super::files::{FileSink, Shards, WriteError};
+use super::spill::CollectError;
 
 /// Highest Woo information category (the DiWoo table has 17).
 pub(crate) const CATEGORIES: u8 = 17;
@@ -136,9 +137,14 @@ impl<'a> Writer<'a> {
         }
         let mut entry = Vec::with_capacity(512);
         let mut date = String::with_capacity(32);
-        for (url, lastmod, groups) in published.iter_grouped() {
+        let urls = published.entries().map_err(CollectError::from)?;
+        for url in urls {
+            let (url, lastmod, groups) = url.map_err(CollectError::from)?;
+            if groups == 0 {
+                continue;
+            }
             entry.clear();
-            write_url(&mut entry, url, lastmod, &mut date);
+            write_url(&mut entry, &url, lastmod, &mut date);
             self.add(sink, &entry, lastmod, groups)?;
         }
         Ok(())

@@ -12,6 +12,7 @@ pub(crate) mod ocx;
 pub(crate) mod signmap;
 pub(crate) mod signposts;
 pub(crate) mod spill;
+mod versions;
 
 use crate::oai::parse::{DcElement, Fields};
 

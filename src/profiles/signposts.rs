@@ -39,7 +39,8 @@ use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards, WriteError};
 use super::ocx::OcxConfig;
 pub(crate) use super::spill::{CollectError, ProfileShard, ShardFile};
-use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, Winner, spill_error};
+use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, spill_error};
+use super::versions::{Occurrences, Resolution, State};
 use super::{cdif, ocx, signmap};
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
@@ -55,28 +56,6 @@ const OCX: usize = 1;
 const CDIF: usize = 2;
 /// Their names, by column, for errors.
 const PROFILES: [&str; 3] = ["Signmap", "OCX", "CDIF"];
-
-/// What became of one record occurrence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Deleted,
-    NoLandingPage,
-    /// Published with a landing page; `typed`: with an OCX entry.
-    Landing {
-        typed: bool,
-    },
-}
-
-/// One record occurrence, as resolving needs it.
-#[derive(Clone, Copy, Debug)]
-struct Version {
-    /// [`hash128`] of the landing page (0 without one).
-    landing: u128,
-    datestamp: i64,
-    /// Its place in the harvest, and in the temporary files.
-    seq: u32,
-    state: State,
-}
 
 /// A 128-bit hash of a text (XXH3-128). Landing pages are told apart by it alone (no text is
 /// kept); two of a million texts collide with a chance of about 10^-27.
@@ -120,9 +99,9 @@ pub struct Signposts {
     shards: [Option<ShardSpill>; 2],
     /// The CDIF documents, when on.
     cdif: Option<Spill>,
-    versions: Vec<Version>,
-    /// Bytes of each version's entry in each profile (none: 0), by `seq`.
-    lens: Vec<[u32; 3]>,
+    /// Each occurrence's entries' lengths, datestamp and state, and the versions with a landing
+    /// page, on disk past their share of the memory budget.
+    occurrences: Occurrences,
     /// Scratch space: the entry being written, its lastmod, persistent identifier's URL, OCX
     /// name and teaser written out.
     entry: Vec<u8>,
@@ -406,8 +385,7 @@ impl Signposts {
             },
             shards: [None, None],
             cdif: None,
-            versions: Vec::new(),
-            lens: Vec::new(),
+            occurrences: Occurrences::new(&crate::spill::Budget::default()),
             entry: Vec::new(),
             date: String::new(),
             cite_as: String::new(),
@@ -423,6 +401,13 @@ impl Signposts {
     pub fn spill_in(mut self, parent: PathBuf, linked: bool) -> Self {
         self.folder.parent = parent;
         self.folder.direct = linked && self.limits.max_bytes >= crate::publish::DIRECT_MIN;
+        self
+    }
+
+    /// Keeps its record occurrences within `budget` (call before [`Signposts::add`]): the
+    /// harvest's, shared with the URL inventory.
+    pub(crate) fn within(mut self, budget: &crate::spill::Budget) -> Self {
+        self.occurrences = Occurrences::new(budget);
         self
     }
 
@@ -465,27 +450,25 @@ impl Signposts {
     /// identifiers classified against the scope (`classes`, one per `dc:identifier`; none for a
     /// deleted record).
     pub fn add(&mut self, record: &Record, classes: &[Class<'_>]) -> Result<(), CollectError> {
-        let seq = u32::try_from(self.versions.len()).map_err(|_| InventoryFull)?;
-        let mut version = Version {
-            landing: 0,
-            datestamp: Datestamp::pack_option(record.datestamp),
-            seq,
-            state: State::Deleted,
-        };
+        if self.occurrences.len() == u32::MAX {
+            return Err(InventoryFull.into());
+        }
+        let mut state = State::Deleted;
+        let mut hash = 0;
         let mut lens = [0u32; 3];
         if !record.deleted {
             let found = Classified::of(classes);
-            version.state = match found.landing {
+            state = match found.landing {
                 None => State::NoLandingPage,
                 Some(landing) => {
-                    version.landing = hash128(landing);
+                    hash = hash128(landing);
                     let typed = self.write_entries(record, &found, landing, &mut lens)?;
                     State::Landing { typed }
                 }
             };
         }
-        self.versions.push(version);
-        self.lens.push(lens);
+        let datestamp = Datestamp::pack_option(record.datestamp);
+        self.occurrences.push(lens, datestamp, state, hash)?;
         Ok(())
     }
 
@@ -574,59 +557,27 @@ impl Signposts {
     /// When `superseded` does not cover exactly the occurrences added here: it must come from
     /// the inventory that was given the same records in the same order.
     pub fn finish(self, superseded: &Superseded) -> Result<Resolved, CollectError> {
-        let mut versions = self.versions;
         assert_eq!(
             superseded.len(),
-            versions.len(),
+            self.occurrences.len() as usize,
             "the inventory and the profiles saw different record occurrences"
         );
-        let mut stats = SignStats::default();
-        versions.retain(|v| match v.state {
-            _ if superseded.contains(v.seq as usize) => false,
-            State::Deleted => false,
-            State::NoLandingPage => {
-                stats.no_landing_page += 1;
-                false
-            }
-            State::Landing { .. } => true,
-        });
-        // A landing page is listed once, from its newest record (a tie: the later). Sorted by
-        // the landing page alone, as pages two records give are few: the newest of a run is
-        // moved to its front as the run is merged.
-        versions.sort_unstable_by_key(|v| v.landing);
-        let before = versions.len();
-        versions.dedup_by(|next, kept| {
-            if next.landing != kept.landing {
-                return false;
-            }
-            if (next.datestamp, next.seq) > (kept.datestamp, kept.seq) {
-                std::mem::swap(next, kept);
-            }
-            true
-        });
-        stats.duplicate = (before - versions.len()) as u64;
-        stats.published = versions.len() as u64;
+        let mut counts = super::versions::SignStats::default();
+        let resolution = self.occurrences.finish(superseded, &mut counts)?;
+        let mut stats = SignStats {
+            published: counts.published,
+            no_landing_page: counts.no_landing_page,
+            duplicate: counts.duplicate,
+            ..SignStats::default()
+        };
         if self.ocx.is_some() {
-            let typed = versions
-                .iter()
-                .filter(|v| v.state == State::Landing { typed: true })
-                .count() as u64;
-            stats.ocx_published = typed;
-            stats.ocx_no_type = stats.published - typed;
+            stats.ocx_published = counts.typed;
+            stats.ocx_no_type = counts.published - counts.typed;
         }
-        let mut winners: Vec<Winner> = versions
-            .iter()
-            .map(|v| Winner {
-                seq: v.seq,
-                datestamp: v.datestamp,
-            })
-            .collect();
-        drop(versions);
-        winners.sort_unstable_by_key(|w| w.seq);
         let [signmap, ocx] = self.shards;
         let files = |spill: Option<ShardSpill>| {
             spill
-                .map(|s| s.finish(&self.lens, &winners))
+                .map(|s| s.finish(&resolution))
                 .transpose()
                 .map(Option::unwrap_or_default)
         };
@@ -636,8 +587,7 @@ impl Signposts {
             documents: self.documents,
             _folder: self.folder,
             limits: self.limits,
-            lens: self.lens,
-            winners,
+            resolution,
             stats,
         })
     }
@@ -679,6 +629,9 @@ fn license_url(value: &str) -> Option<String> {
         .map(String::from)
 }
 
+/// Where an entry is in its profile's file (offset, length), and its lastmod.
+type EntryAt = (u64, u32, Option<Datestamp>);
+
 /// The profiles' entries, resolved.
 #[derive(Debug)]
 pub struct Resolved {
@@ -691,9 +644,8 @@ pub struct Resolved {
     /// The folder of the shard files, kept for them (it is removed when dropped).
     _folder: SpillFolder,
     limits: Limits,
-    lens: Vec<[u32; 3]>,
-    /// In harvest order.
-    winners: Vec<Winner>,
+    /// Which occurrences won, and where their entries are.
+    resolution: Resolution,
     /// Counts by outcome.
     pub stats: SignStats,
 }
@@ -701,7 +653,7 @@ pub struct Resolved {
 impl Resolved {
     /// No entry to publish.
     pub fn is_empty(&self) -> bool {
-        self.winners.is_empty()
+        self.stats.published == 0
     }
 
     /// With OCX: is there any OCX entry.
@@ -802,24 +754,38 @@ impl Resolved {
     }
 
     /// Where each winner's entry of profile `column` is among all its entries (offset, length),
-    /// with its lastmod; winners without one (no OCX type) are left out.
-    fn entries(&self, column: usize) -> impl Iterator<Item = (u64, u32, Option<Datestamp>)> + '_ {
+    /// with its lastmod, in harvest order; winners without one (no OCX type) are left out.
+    /// Read from the occurrences' file, front to back.
+    fn read_entries(
+        &self,
+        column: usize,
+    ) -> Result<impl Iterator<Item = Result<EntryAt, CollectError>> + '_, CollectError> {
         // The entries lie in `seq` order; the offset of one is the sum of the lengths before.
+        let mut reader = self.resolution.read()?;
         let mut seq = 0usize;
         let mut offset = 0u64;
-        self.winners.iter().filter_map(move |w| {
-            let at = w.seq as usize;
-            offset += self.lens[seq..at]
-                .iter()
-                .map(|l| u64::from(l[column]))
-                .sum::<u64>();
-            let len = self.lens[at][column];
-            let start = offset;
-            offset += u64::from(len);
-            seq = at + 1;
-            let lastmod = Datestamp::unpack_option(w.datestamp);
-            (len > 0).then_some((start, len, lastmod))
-        })
+        Ok(std::iter::from_fn(move || {
+            loop {
+                let o = match reader.next() {
+                    Ok(Some(o)) => o,
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(e.into())),
+                };
+                let (at, len) = (seq, o.lens[column]);
+                let start = offset;
+                offset += u64::from(len);
+                seq += 1;
+                if len > 0 && self.resolution.won(at) {
+                    return Some(Ok((start, len, Datestamp::unpack_option(o.datestamp))));
+                }
+            }
+        }))
+    }
+
+    /// [`Resolved::read_entries`], whose reads the tests expect to succeed.
+    #[cfg(test)]
+    fn entries(&self, column: usize) -> impl Iterator<Item = EntryAt> + '_ {
+        (self.read_entries(column).unwrap()).map(Result::unwrap)
     }
 
     /// Hands `each` the CDIF document of every record that has one, in harvest order. One
@@ -837,7 +803,8 @@ impl Resolved {
         // The folder's URL and the name's hash part, as the Signmap and OCX link the document.
         let mut url = self.documents.clone();
         let folder = url.as_ref().map_or(0, String::len);
-        for (at, len, lastmod) in self.entries(CDIF) {
+        for entry in self.read_entries(CDIF)? {
+            let (at, len, lastmod) = entry?;
             bytes.clear();
             reader
                 .read(at, len, &mut bytes)
@@ -1395,6 +1362,21 @@ mod tests {
         ) {
             check_profiles(&occurrences, max_urls)?;
         }
+
+        /// Issue 30: the same when the versions outgrow a tiny memory budget (a run on disk
+        /// every few records, merged at the end) and the occurrences are read back from disk.
+        #[test]
+        fn the_profiles_publish_what_the_reference_model_does_when_spilling(
+            occurrences in proptest::collection::vec(occurrence(40, 30, 0.1), 0..200),
+            max_urls in 3usize..60,
+            budget in 1u64..1024,
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let budget = crate::spill::Budget::new(dir.path().to_owned(), budget);
+            check_profiles_within(&occurrences, max_urls, &budget)?;
+            // Its files are gone with the profiles' records.
+            proptest::prop_assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        }
     }
 
     /// What [`the_profiles_publish_what_the_reference_model_does`] checks, with shards of at most
@@ -1402,6 +1384,15 @@ mod tests {
     fn check_profiles(
         occurrences: &[Occurrence],
         max_urls: usize,
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        check_profiles_within(occurrences, max_urls, &crate::spill::Budget::default())
+    }
+
+    /// [`check_profiles`], the records kept within `budget`.
+    fn check_profiles_within(
+        occurrences: &[Occurrence],
+        max_urls: usize,
+        budget: &crate::spill::Budget,
     ) -> Result<(), proptest::test_runner::TestCaseError> {
         let base = Url::parse("https://h/oai/request").unwrap();
         let config = OcxConfig {
@@ -1413,6 +1404,7 @@ mod tests {
             max_bytes: 1 << 20,
         };
         let s = Signposts::new(TypeMap::default(), Some(&base), limits)
+            .within(budget)
             .with_signmap()
             .with_ocx(config)
             .with_cdif(Some(Url::parse("https://g/").unwrap()))

@@ -15,6 +15,8 @@ use crate::publish::DirectWriter;
 use crate::render::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};
 use crate::render::{Limits, Shard};
 
+use super::versions::Resolution;
+
 /// The error of the CDIF documents' temporary file, while doing `action` with it.
 pub(super) fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
     move |source| CollectError::Spill { action, source }
@@ -173,20 +175,30 @@ impl ShardSpill {
         Ok(())
     }
 
-    /// Every file, closed and settled now that the `winners` are known (the entries' lengths
-    /// are column `self.column` of `lens`): a file whose entries all won stays as it is; one
-    /// that lost a few has them blanked out (see [`ShardFile::settle`]); one that lost more is
-    /// marked to be cut again from its winners' entries.
+    /// Every file, closed and settled now that the winners are known (the entries' lengths
+    /// are column `self.column` of each occurrence's in `resolution`): a file whose entries all
+    /// won stays as it is; one that lost a few has them blanked out (see
+    /// [`ShardFile::settle`]); one that lost more is marked to be cut again from its winners'
+    /// entries.
     pub(super) fn finish(
         mut self,
-        lens: &[[u32; 3]],
-        winners: &[Winner],
+        resolution: &Resolution,
     ) -> Result<Vec<ShardFile>, CollectError> {
         self.close()?;
         let column = self.column;
         let header = header(self.open) as u64;
-        let mut entries = lens.iter().enumerate().filter(|(_, l)| l[column] > 0);
-        let mut winners = winners.iter().peekable();
+        let mut occurrences = resolution.read()?;
+        let mut seq = 0usize;
+        // The next occurrence with an entry in this profile: its number, length and datestamp.
+        let mut next_entry = || -> Result<Option<(usize, u32, i64)>, CollectError> {
+            while let Some(o) = occurrences.next()? {
+                seq += 1;
+                if o.lens[column] > 0 {
+                    return Ok(Some((seq - 1, o.lens[column], o.datestamp)));
+                }
+            }
+            Ok(None)
+        };
         let mut kept = Vec::new();
         let mut lost = Vec::new();
         for file in &mut self.done {
@@ -195,14 +207,12 @@ impl ShardSpill {
             // A file holds the next `urls` entries written, in order, after its header.
             let mut at = header;
             for _ in 0..file.urls {
-                let (seq, len) = entries
-                    .next()
-                    .map(|(seq, l)| (seq, l[column]))
-                    .expect("the files hold every entry written");
-                while winners.next_if(|w| (w.seq as usize) < seq).is_some() {}
-                match winners.next_if(|w| w.seq as usize == seq) {
-                    Some(w) => kept.push((at, len, Datestamp::unpack_option(w.datestamp))),
-                    None => lost.push((at, len)),
+                let (seq, len, datestamp) =
+                    next_entry()?.expect("the files hold every entry written");
+                if resolution.won(seq) {
+                    kept.push((at, len, Datestamp::unpack_option(datestamp)));
+                } else {
+                    lost.push((at, len));
                 }
                 at += u64::from(len);
             }
@@ -317,13 +327,6 @@ pub enum ProfileShard<'a> {
     Cut(&'a Shard),
 }
 
-/// A published record: where its entries are.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Winner {
-    pub(super) seq: u32,
-    pub(super) datestamp: i64,
-}
-
 /// Why a record could not be collected.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -331,6 +334,9 @@ pub enum CollectError {
     /// The in-memory table is full.
     #[error(transparent)]
     Full(#[from] InventoryFull),
+    /// The URL inventory's runs on disk failed.
+    #[error(transparent)]
+    Inventory(#[from] crate::spill::SpillError),
     /// The folder of the shard files cannot be made.
     #[error("cannot make a folder for the profiles' shard files in {}: {source}", parent.display())]
     Folder {
@@ -365,6 +371,15 @@ pub enum CollectError {
     /// The URL the CDIF documents are published under cannot have file names joined onto it.
     #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
     Documents(Url),
+}
+
+impl From<crate::inventory::InventoryError> for CollectError {
+    fn from(e: crate::inventory::InventoryError) -> Self {
+        match e {
+            crate::inventory::InventoryError::Full(e) => Self::Full(e),
+            crate::inventory::InventoryError::Spill(e) => Self::Inventory(e),
+        }
+    }
 }
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.

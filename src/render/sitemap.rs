@@ -258,8 +258,21 @@ pub struct Layout {
 
 /// [`render_shards`] through a [`Layout`]: `emit` gets each shard with its number, in URL order;
 /// a range without URLs has no file. `layout` is updated with the ranges split on the way.
+#[cfg(test)]
 pub(crate) fn render_laid_out<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
+    limits: Limits,
+    layout: &mut Layout,
+    emit: impl FnMut(u32, &Shard) -> Result<(), E>,
+) -> Result<usize, E> {
+    try_render_laid_out(items.into_iter().map(Ok), limits, layout, emit)
+}
+
+/// [`render_laid_out`] of URLs read from somewhere that can fail (the inventory's file on
+/// disk). The URLs stream through: at most one shard is in memory, however many URLs a range
+/// of the layout holds (a fresh layout is one range of every URL).
+pub(crate) fn try_render_laid_out<S: AsRef<str>, E>(
+    items: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
     limits: Limits,
     layout: &mut Layout,
     mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
@@ -271,24 +284,45 @@ pub(crate) fn render_laid_out<'a, E>(
     };
     let mut next_number = old.iter().map(|(_, n)| *n).max().unwrap_or(0) + 1;
     let mut count = 0;
-    let mut run: Vec<(&'a str, Option<Datestamp>)> = Vec::new();
     let mut ranges = old.into_iter().peekable();
-    let mut current = ranges.next().expect("a layout has a range");
+    // The range being filled: the number of its shard being filled, and the splitter. The
+    // first shard keeps the range's number; when its URLs no longer fit one shard, each
+    // further shard starts a new range at its first URL, numbered from `next_number`.
+    let start = |range: (String, u32), layout: &mut Layout| {
+        let number = range.1;
+        layout.ranges.push(range);
+        (number, Urlsets::new(URLSET_OPEN, limits))
+    };
+    let (mut number, mut urlsets) = start(ranges.next().expect("a layout has a range"), layout);
+    let mut date = String::with_capacity(32);
     for item in items {
+        let (url, lastmod) = item?;
+        let url = url.as_ref();
         while ranges
             .peek()
-            .is_some_and(|(start, _)| item.0 >= start.as_str())
+            .is_some_and(|(begins, _)| url >= begins.as_str())
         {
-            let range = std::mem::replace(&mut current, ranges.next().expect("peeked"));
-            count += render_range(range, &run, limits, layout, &mut next_number, &mut emit)?;
-            run.clear();
+            count += urlsets.finish(|shard| emit(number, shard))?;
+            (number, urlsets) = start(ranges.next().expect("peeked"), layout);
         }
-        run.push(item);
+        urlsets.push(
+            |bytes| {
+                write_url(bytes, url, lastmod, &mut date);
+                lastmod
+            },
+            // The shard before this URL is full: this URL starts the next one.
+            |shard| {
+                emit(number, shard)?;
+                number = next_number;
+                next_number += 1;
+                layout.ranges.push((url.to_owned(), number));
+                Ok(())
+            },
+        )?;
     }
-    count += render_range(current, &run, limits, layout, &mut next_number, &mut emit)?;
-    for range in ranges {
-        count += render_range(range, &[], limits, layout, &mut next_number, &mut emit)?;
-    }
+    count += urlsets.finish(|shard| emit(number, shard))?;
+    // The ranges after the last URL hold none: kept, without a file.
+    layout.ranges.extend(ranges);
     Ok(count)
 }
 

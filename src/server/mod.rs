@@ -467,8 +467,9 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
         // Beside the generations, where a folder left by a crash is removed at the next
         // start; read back into the generation, not linked.
         spill_dir: Some(crate::pipeline::SpillDir {
-            parent: dir.to_path_buf(),
+            parent: Some(dir.to_path_buf()),
             linked: false,
+            memory: crate::spill::DEFAULT_MEMORY_BUDGET,
         }),
     }
 }

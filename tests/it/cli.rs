@@ -1205,3 +1205,40 @@ fn prune_reads_the_config_and_state_dir_variables_only() {
         format!("would remove {}\n", state.join("gone").display())
     );
 }
+
+/// Issue 30: with `[harvest] memory_budget_bytes` small enough that the harvest writes its
+/// inventory and the profiles' records to disk after every record, the export writes the same
+/// files, byte for byte, as with the default budget, says how much it spilled, and leaves no
+/// spill folder beside the output.
+#[test]
+fn a_tiny_memory_budget_spills_and_exports_the_same_files() {
+    let root = crate_root();
+    let text = fs::read_to_string(root.join("bridge.toml")).unwrap();
+    let tiny = text.replace("memory_budget_bytes = 201326592", "memory_budget_bytes = 1");
+    assert_ne!(tiny, text, "bridge.toml shows the default budget");
+    // The sample's path, relative to the file's folder, spelled out.
+    let tiny = tiny.replace("\"fixtures/", &format!("\"{}/fixtures/", root.display()));
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("tiny.toml");
+    fs::write(&config, tiny).unwrap();
+    let export = |config: &Path, out: &Path| {
+        let output = bridge()
+            .args(["export", "--config"])
+            .arg(config)
+            .args(["--no-progress", "-q", "--json", "--signmap", "--ocx"])
+            .args(["--public-url", PUBLIC_URL, "--out"])
+            .arg(out)
+            .output()
+            .expect("the oai-bridge binary runs");
+        assert_exit(&output, 0);
+        let summary: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        summary["spill_bytes"].as_u64().unwrap_or(0)
+    };
+    let (default, tiny) = (dir.path().join("default"), dir.path().join("tiny"));
+    let default_spill = export(&root.join("bridge.toml"), &default);
+    let tiny_spill = export(&config, &tiny);
+    fs::remove_file(&config).unwrap();
+    assert!(tiny_spill > default_spill, "{tiny_spill} {default_spill}");
+    assert_eq!(snapshot(&default), snapshot(&tiny));
+    assert_eq!(names(dir.path()), ["default", "tiny"]);
+}

@@ -1945,36 +1945,46 @@ fn config_errors_and_check_config() {
 /// `oai-bridge serve` with `args`, in the crate's folder, on free loopback ports; its public
 /// and admin URLs, as the lines it prints at start give them.
 fn spawn_serve(args: &[&std::ffi::OsStr]) -> (std::process::Child, String, String) {
-    let mut child = binary()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .args(args)
+    let listen: [&std::ffi::OsStr; 2] = ["--admin-listen".as_ref(), "127.0.0.1:0".as_ref()];
+    let (child, mut line) = serve_printing(&[&listen[..], args].concat(), &[]);
+    let first = line().trim().to_owned();
+    let base = (first.strip_prefix("oai-bridge serving on "))
+        .unwrap_or_else(|| panic!("first line: {first:?}"))
+        .to_owned();
+    let second = line().trim().to_owned();
+    let admin = (second.strip_prefix("status page"))
+        .unwrap_or_else(|| panic!("second line: {second:?}"))
+        .trim()
+        .to_owned();
+    (child, base, admin)
+}
+
+/// `oai-bridge serve` with `args` on a free loopback port, in the crate's folder, without the
+/// environment's `remove`d variables; and what it prints, a line (its end trimmed) a call.
+fn serve_printing(
+    args: &[&std::ffi::OsStr],
+    remove: &[&str],
+) -> (std::process::Child, impl FnMut() -> String + use<>) {
+    let mut command = binary();
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args);
+    for variable in remove {
+        command.env_remove(variable);
+    }
+    let mut child = command
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = || {
+    let line = move || {
         let mut line = String::new();
         stdout.read_line(&mut line).unwrap();
-        line.trim().to_owned()
+        line.trim_end().to_owned()
     };
-    let first = line();
-    let base = (first.strip_prefix("oai-bridge serving on "))
-        .unwrap_or_else(|| panic!("first line: {first:?}"))
-        .to_owned();
-    let second = line();
-    let admin = (second.strip_prefix("status page"))
-        .unwrap_or_else(|| panic!("second line: {second:?}"))
-        .trim()
-        .to_owned();
-    (child, base, admin)
+    (child, line)
 }
 
 /// Waits until `child` exits, at most 20 s.
@@ -2141,22 +2151,17 @@ fn a_second_gateway_on_the_same_state_dir_is_refused() {
 fn the_start_prints_the_sitemap_lines_for_the_sites_robots_txt() {
     let state = tempfile::tempdir().unwrap();
     let public = "https://repository.northbridge.example/sitemaps/";
-    let mut child = binary()
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
-        .args(["--public-url", public])
-        .arg("--state-dir")
-        .arg(state.path())
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut line = || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        line.trim_end().to_owned()
-    };
+    let (mut child, mut line) = serve_printing(
+        &[
+            "--admin-listen".as_ref(),
+            "off".as_ref(),
+            "--public-url".as_ref(),
+            public.as_ref(),
+            "--state-dir".as_ref(),
+            state.path().as_os_str(),
+        ],
+        &[],
+    );
     let first = line();
     let base = first
         .strip_prefix("oai-bridge serving on ")
@@ -2191,21 +2196,18 @@ fn the_start_prints_the_sitemap_lines_for_the_sites_robots_txt() {
 
     // Without a public URL, none, and why.
     let state = tempfile::tempdir().unwrap();
-    let mut child = binary()
-        .args(["serve", "--listen", "127.0.0.1:0", "--admin-listen", "off"])
-        .arg("--state-dir")
-        .arg(state.path())
-        .env_remove("OAI_BRIDGE_PUBLIC_URL")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut line) = serve_printing(
+        &[
+            "--admin-listen".as_ref(),
+            "off".as_ref(),
+            "--state-dir".as_ref(),
+            state.path().as_os_str(),
+        ],
+        &["OAI_BRIDGE_PUBLIC_URL"],
+    );
     let mut banner = Vec::new();
     loop {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
+        let line = line();
         let done = line.starts_with("No Sitemap: lines");
         banner.push(line);
         if done {

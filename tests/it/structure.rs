@@ -220,6 +220,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "publish",
             "scope",
             "server::metrics",
+            "spill",
         ],
     ),
     (
@@ -247,6 +248,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "collecting and state",
         &[
             "inventory",
+            "inventory::spill",
             "patch",
             "store",
             "store::copy",
@@ -266,6 +268,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profiles::signmap",
             "profiles::signposts",
             "profiles::spill",
+            "profiles::versions",
         ],
     ),
     (

@@ -40,10 +40,15 @@
 //!   Identify has the `oai-identifier` and `eprints` descriptions. Expected URLs: the abstract
 //!   pages and the documents.
 //!
+//! `--on-demand` renders each `ListRecords` page of the whole list when it is asked for instead
+//! of at start, the same bytes: for repositories too large to hold rendered (50 million records
+//! take about 110 GB), at the cost of the server's CPU during the harvest (shown apart by the
+//! benchmarks) and without `--expected-urls`. benches/memory/run.sh uses it.
+//!
 //! Usage: oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE]
 //!                         [--seed S] [--changed-every N] [--changed-newest] [--response-date D]
 //!                         [--deleted-record no|transient|persistent]
-//!                         [--shape generic|dspace|eprints]
+//!                         [--shape generic|dspace|eprints] [--on-demand]
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -82,6 +87,8 @@ struct Options {
     https: bool,
     /// Which platform's shape the records have (`--shape`).
     shape: Shape,
+    /// Render the list's pages as they are asked for (`--on-demand`).
+    on_demand: bool,
 }
 
 /// The repository platform whose records are imitated.
@@ -142,6 +149,7 @@ fn parse_args() -> Result<Options, String> {
         deleted_record: "persistent".to_owned(),
         https: false,
         shape: Shape::Generic,
+        on_demand: false,
     };
     let mut date = "2025-06-01T12:00:00Z".to_owned();
     let mut args = std::env::args().skip(1);
@@ -156,23 +164,28 @@ fn parse_args() -> Result<Options, String> {
             "--seed" => o.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--expected-urls" => o.expected_urls = Some(value()?),
             "--changed-every" => {
-                o.changed_every = value()?.parse().map_err(|e| format!("--changed-every: {e}"))?
+                o.changed_every = value()?
+                    .parse()
+                    .map_err(|e| format!("--changed-every: {e}"))?
             }
             "--changed-newest" => o.changed_newest = true,
             "--response-date" => date = value()?,
             "--deleted-record" => o.deleted_record = value()?,
             "--https-identifiers" => o.https = true,
+            "--on-demand" => o.on_demand = true,
             "--shape" => {
                 o.shape = match value()?.as_str() {
                     "generic" => Shape::Generic,
                     "dspace" => Shape::Dspace,
                     "eprints" => Shape::Eprints,
-                    other => return Err(format!("--shape: generic, dspace or eprints, not {other}")),
+                    other => {
+                        return Err(format!("--shape: generic, dspace or eprints, not {other}"));
+                    }
                 }
             }
             "-h" | "--help" => {
                 println!(
-                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--changed-newest] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers] [--shape generic|dspace|eprints]"
+                    "oai-bench-server [--records N] [--page-size N] [--port P] [--expected-urls FILE] [--seed S] [--changed-every N] [--changed-newest] [--response-date D] [--deleted-record no|transient|persistent] [--https-identifiers] [--shape generic|dspace|eprints] [--on-demand]"
                 );
                 std::process::exit(0);
             }
@@ -223,36 +236,182 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "analysis", "adaptive", "model", "framework", "evidence", "longitudinal", "study", "cohort",
-    "effects", "climate", "regional", "variability", "network", "distributed", "learning",
-    "protein", "structure", "dynamics", "coastal", "sediment", "transport", "policy", "urban",
-    "mobility", "health", "outcomes", "randomised", "trial", "quantum", "transport", "thermal",
-    "conductivity", "graphene", "soil", "microbial", "community", "governance", "digital",
-    "archive", "heritage", "language", "acquisition", "bilingual", "children", "income",
-    "inequality", "labour", "market", "reform", "energy", "storage", "battery", "lithium",
-    "catalyst", "synthesis", "machine", "translation", "corpus", "annotation", "medieval",
-    "manuscript", "tradition", "ecosystem", "services", "biodiversity", "monitoring", "satellite",
-    "remote", "sensing", "groundwater", "recharge", "estimation", "uncertainty", "bayesian",
-    "inference", "hierarchical", "spatial", "temporal", "patterns", "migration", "routes",
-    "seabirds", "genomic", "variation", "population", "history", "early", "modern", "trade",
-    "ceramics", "excavation", "settlement", "practices", "teacher", "education", "assessment",
-    "curriculum", "mathematics", "reasoning", "proof", "algebraic", "topology", "invariants",
-    "optimisation", "convex", "stochastic", "gradient", "methods", "convergence", "robust",
-    "control", "systems", "wind", "turbine", "fatigue", "loads", "materials", "composite",
-    "damage", "detection", "acoustic", "emission", "signal", "processing", "sparse", "recovery",
-    "imaging", "magnetic", "resonance", "brain", "connectivity", "ageing", "cognition", "memory",
-    "sleep", "quality", "workers", "shift", "nursing", "hospital", "readmission", "risk",
-    "prediction", "fairness", "accountability", "algorithms", "public", "sector", "welfare",
+    "analysis",
+    "adaptive",
+    "model",
+    "framework",
+    "evidence",
+    "longitudinal",
+    "study",
+    "cohort",
+    "effects",
+    "climate",
+    "regional",
+    "variability",
+    "network",
+    "distributed",
+    "learning",
+    "protein",
+    "structure",
+    "dynamics",
+    "coastal",
+    "sediment",
+    "transport",
+    "policy",
+    "urban",
+    "mobility",
+    "health",
+    "outcomes",
+    "randomised",
+    "trial",
+    "quantum",
+    "transport",
+    "thermal",
+    "conductivity",
+    "graphene",
+    "soil",
+    "microbial",
+    "community",
+    "governance",
+    "digital",
+    "archive",
+    "heritage",
+    "language",
+    "acquisition",
+    "bilingual",
+    "children",
+    "income",
+    "inequality",
+    "labour",
+    "market",
+    "reform",
+    "energy",
+    "storage",
+    "battery",
+    "lithium",
+    "catalyst",
+    "synthesis",
+    "machine",
+    "translation",
+    "corpus",
+    "annotation",
+    "medieval",
+    "manuscript",
+    "tradition",
+    "ecosystem",
+    "services",
+    "biodiversity",
+    "monitoring",
+    "satellite",
+    "remote",
+    "sensing",
+    "groundwater",
+    "recharge",
+    "estimation",
+    "uncertainty",
+    "bayesian",
+    "inference",
+    "hierarchical",
+    "spatial",
+    "temporal",
+    "patterns",
+    "migration",
+    "routes",
+    "seabirds",
+    "genomic",
+    "variation",
+    "population",
+    "history",
+    "early",
+    "modern",
+    "trade",
+    "ceramics",
+    "excavation",
+    "settlement",
+    "practices",
+    "teacher",
+    "education",
+    "assessment",
+    "curriculum",
+    "mathematics",
+    "reasoning",
+    "proof",
+    "algebraic",
+    "topology",
+    "invariants",
+    "optimisation",
+    "convex",
+    "stochastic",
+    "gradient",
+    "methods",
+    "convergence",
+    "robust",
+    "control",
+    "systems",
+    "wind",
+    "turbine",
+    "fatigue",
+    "loads",
+    "materials",
+    "composite",
+    "damage",
+    "detection",
+    "acoustic",
+    "emission",
+    "signal",
+    "processing",
+    "sparse",
+    "recovery",
+    "imaging",
+    "magnetic",
+    "resonance",
+    "brain",
+    "connectivity",
+    "ageing",
+    "cognition",
+    "memory",
+    "sleep",
+    "quality",
+    "workers",
+    "shift",
+    "nursing",
+    "hospital",
+    "readmission",
+    "risk",
+    "prediction",
+    "fairness",
+    "accountability",
+    "algorithms",
+    "public",
+    "sector",
+    "welfare",
 ];
 
 const FIRST: &[&str] = &[
-    "Anna", "Jan", "Maria", "Pieter", "Sofia", "Lukas", "Emma", "Noah", "Chiara", "Mateo",
-    "Aoife", "Søren", "Zoë", "José", "Björn", "Ines", "Kenji", "Amara", "Olga", "Tomasz",
+    "Anna", "Jan", "Maria", "Pieter", "Sofia", "Lukas", "Emma", "Noah", "Chiara", "Mateo", "Aoife",
+    "Søren", "Zoë", "José", "Björn", "Ines", "Kenji", "Amara", "Olga", "Tomasz",
 ];
 const LAST: &[&str] = &[
-    "Jansen", "de Vries", "Müller", "Rossi", "García", "Nowak", "O'Brien", "Dubois", "Nielsen",
-    "Kowalski", "Smith", "Okafor", "Tanaka", "Ivanova", "Silva", "Andersson", "Novák", "Brown",
-    "Horváth", "Lefèvre",
+    "Jansen",
+    "de Vries",
+    "Müller",
+    "Rossi",
+    "García",
+    "Nowak",
+    "O'Brien",
+    "Dubois",
+    "Nielsen",
+    "Kowalski",
+    "Smith",
+    "Okafor",
+    "Tanaka",
+    "Ivanova",
+    "Silva",
+    "Andersson",
+    "Novák",
+    "Brown",
+    "Horváth",
+    "Lefèvre",
 ];
 const PUBLISHERS: &[&str] = &[
     "Northbridge University",
@@ -269,9 +428,24 @@ const TYPES: &[&str] = &[
     "Text",
 ];
 const SUBJECTS: &[&str] = &[
-    "Earth sciences", "Oceanography", "Public health", "Computer science", "Linguistics",
-    "Economics", "History", "Archaeology", "Education", "Mathematics", "Engineering",
-    "Neuroscience", "Nursing", "Law", "Political science", "Ecology", "Chemistry", "Physics",
+    "Earth sciences",
+    "Oceanography",
+    "Public health",
+    "Computer science",
+    "Linguistics",
+    "Economics",
+    "History",
+    "Archaeology",
+    "Education",
+    "Mathematics",
+    "Engineering",
+    "Neuroscience",
+    "Nursing",
+    "Law",
+    "Political science",
+    "Ecology",
+    "Chemistry",
+    "Physics",
 ];
 const LANGS: &[&str] = &["en", "en", "en", "de", "nl", "fr"];
 const RIGHTS: &[&str] = &[
@@ -312,6 +486,7 @@ fn civil(days: i64) -> (i64, u32, u32) {
 }
 
 /// Everything that depends on where the repository is served.
+#[derive(Clone)]
 struct Site {
     /// `http://127.0.0.1:PORT` (`https` with `--https-identifiers`)
     origin: String,
@@ -320,13 +495,7 @@ struct Site {
 }
 
 /// Appends one `<record>` for record `id` to `out`; pushes its in-scope URLs onto `urls`.
-fn render_record(
-    out: &mut String,
-    id: u64,
-    o: &Options,
-    site: &Site,
-    urls: &mut Vec<String>,
-) {
+fn render_record(out: &mut String, id: u64, o: &Options, site: &Site, urls: &mut Vec<String>) {
     let mut r = Rng::new(o.seed, id);
     let Some(head) = render_header(out, &mut r, id, o) else {
         return;
@@ -618,7 +787,10 @@ fn render_dspace(
     if r.chance(40) {
         // dc.identifier.doi, as typed: a resolver URL or the bare DOI.
         let _ = if r.chance(50) {
-            writeln!(out, "<dc:identifier>https://doi.org/10.5555/nb.{y}.{id}</dc:identifier>")
+            writeln!(
+                out,
+                "<dc:identifier>https://doi.org/10.5555/nb.{y}.{id}</dc:identifier>"
+            )
         } else {
             writeln!(out, "<dc:identifier>10.5555/nb.{y}.{id}</dc:identifier>")
         };
@@ -663,9 +835,15 @@ fn render_eprints(
     let lang = r.pick(LANGS);
     for pos in 1..=1 + r.below(2) {
         let (format, url) = if pos == 1 {
-            ("application/pdf", format!("{origin}/id/eprint/{id}/1/paper-{id}.pdf"))
+            (
+                "application/pdf",
+                format!("{origin}/id/eprint/{id}/1/paper-{id}.pdf"),
+            )
         } else {
-            ("application/zip", format!("{origin}/id/eprint/{id}/{pos}/data-{id}.zip"))
+            (
+                "application/zip",
+                format!("{origin}/id/eprint/{id}/{pos}/data-{id}.zip"),
+            )
         };
         let _ = writeln!(
             out,
@@ -742,9 +920,11 @@ enum List {
     Changed,
 }
 
-/// All responses, rendered.
+/// All responses, rendered (the list's pages, with `--on-demand`, when asked for).
 struct Pages {
     list: Vec<Arc<[u8]>>,
+    /// With `--on-demand`: what renders the list's pages, and how many there are.
+    on_demand: Option<(Arc<Options>, Site, u64)>,
     /// The pages of the changed records' list.
     changed: Vec<Arc<[u8]>>,
     identify: Arc<[u8]>,
@@ -806,7 +986,20 @@ fn render_page(
     (out.into_bytes(), record_bytes)
 }
 
-fn render_all(o: &Options) -> (Pages, Vec<String>) {
+impl Pages {
+    /// Page `index` of the whole list, rendered now with `--on-demand`.
+    fn list_page(&self, index: u64) -> Option<Arc<[u8]>> {
+        match &self.on_demand {
+            Some((o, site, pages)) => (index < *pages).then(|| {
+                let (body, _) = render_page(o, site, index, List::All, &mut Vec::new());
+                http_response("200 OK", &body)
+            }),
+            None => self.list.get(index as usize).cloned(),
+        }
+    }
+}
+
+fn render_all(o: &Arc<Options>) -> (Pages, Vec<String>) {
     let site = Site {
         origin: format!(
             "{}://{REPO_HOST}:{}",
@@ -819,6 +1012,8 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
     // Two threads render halves of the pages (the machine has two cores).
     let half = pages.div_ceil(2);
     let (mut list, mut urls, mut record_bytes, mut max_page) = (Vec::new(), Vec::new(), 0u64, 0);
+    // With `--on-demand` nothing of the list is rendered here.
+    let (half, pages) = if o.on_demand { (0, 0) } else { (half, pages) };
     std::thread::scope(|s| {
         let work = |from: u64, to: u64| {
             let site = &site;
@@ -902,18 +1097,29 @@ fn render_all(o: &Options) -> (Pages, Vec<String>) {
         })
         .collect();
     let total: usize = list.iter().map(|p| p.len()).sum();
-    eprintln!(
-        "oai-bench-server: {} records in {} pages of {}; {:.1} MB in all, {:.0} bytes a record on average, largest page {:.2} MB",
-        o.records,
-        pages,
-        o.page_size,
-        total as f64 / 1e6,
-        record_bytes as f64 / o.records.max(1) as f64,
-        max_page as f64 / 1e6,
-    );
+    let on_demand = o.on_demand.then(|| {
+        let pages = o.records.div_ceil(o.page_size).max(1);
+        eprintln!(
+            "oai-bench-server: {} records in {pages} pages of {}, rendered as they are asked for",
+            o.records, o.page_size
+        );
+        (o.clone(), site.clone(), pages)
+    });
+    if !o.on_demand {
+        eprintln!(
+            "oai-bench-server: {} records in {} pages of {}; {:.1} MB in all, {:.0} bytes a record on average, largest page {:.2} MB",
+            o.records,
+            pages,
+            o.page_size,
+            total as f64 / 1e6,
+            record_bytes as f64 / o.records.max(1) as f64,
+            max_page as f64 / 1e6,
+        );
+    }
     (
         Pages {
             list,
+            on_demand,
             changed,
             identify: http_response("200 OK", identify.as_bytes()),
             page_size: o.page_size,
@@ -994,7 +1200,7 @@ fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
     match verb.as_deref() {
         Some("Identify") => pages.identify.clone(),
         Some("ListRecords") => match (prefix.as_deref(), token.as_deref(), from.as_deref()) {
-            (Some("oai_dc"), None, None) => pages.list[0].clone(),
+            (Some("oai_dc"), None, None) => pages.list_page(0).expect("a list has a page"),
             (Some("oai_dc"), None, Some(f)) if f >= FROM_MIN => match pages.changed.first() {
                 Some(page) => page.clone(),
                 None => oai_error(pages, "noRecordsMatch", "nothing changed"),
@@ -1008,15 +1214,14 @@ fn route(pages: &Pages, target: &str) -> Arc<[u8]> {
             (None, Some(t), None) => {
                 let size = pages.page_size;
                 let page = cursor_of(t).and_then(|(c, list)| {
-                    let list = match list {
-                        List::All => &pages.list,
-                        List::Changed => &pages.changed,
-                    };
                     (c % size == 0).then_some(())?;
-                    list.get((c / size) as usize)
+                    match list {
+                        List::All => pages.list_page(c / size),
+                        List::Changed => pages.changed.get((c / size) as usize).cloned(),
+                    }
                 });
                 match page {
-                    Some(p) => p.clone(),
+                    Some(p) => p,
                     None => oai_error(pages, "badResumptionToken", "unknown token"),
                 }
             }
@@ -1077,25 +1282,39 @@ async fn main() {
             std::process::exit(2);
         }
     };
+    if o.on_demand && o.expected_urls.is_some() {
+        eprintln!(
+            "oai-bench-server: --expected-urls needs the pages rendered at start, not --on-demand"
+        );
+        std::process::exit(2);
+    }
+    let o = Arc::new(o);
     let started = Instant::now();
     let (pages, mut urls) = render_all(&o);
     if let Some(path) = &o.expected_urls {
         urls.sort_unstable();
         urls.dedup();
         let set: BTreeSet<&str> = urls.iter().map(String::as_str).collect();
-        let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("expected-urls file"));
+        let mut f =
+            std::io::BufWriter::new(std::fs::File::create(path).expect("expected-urls file"));
         for u in &set {
             writeln!(f, "{u}").expect("write expected-urls");
         }
         f.flush().expect("write expected-urls");
-        eprintln!("oai-bench-server: {} distinct in-scope URLs written to {path}", set.len());
+        eprintln!(
+            "oai-bench-server: {} distinct in-scope URLs written to {path}",
+            set.len()
+        );
     }
     drop(urls);
     // Listen only once everything is rendered, so an open port means ready.
     let listener = TcpListener::bind((REPO_HOST, o.port))
         .await
         .unwrap_or_else(|e| {
-            eprintln!("oai-bench-server: cannot listen on {REPO_HOST}:{}: {e}", o.port);
+            eprintln!(
+                "oai-bench-server: cannot listen on {REPO_HOST}:{}: {e}",
+                o.port
+            );
             std::process::exit(1);
         });
     eprintln!(
