@@ -610,7 +610,7 @@ impl Gateway {
             slots: slots::Slots::new(&config.fleet),
             politeness: Arc::default(),
             cache,
-            bodies: sendfile::FileBodies::default(),
+            bodies: sendfile::FileBodies::new(),
             metrics,
             prefix,
             cache_control: hyper::header::HeaderValue::from_str(&format!(

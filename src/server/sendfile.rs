@@ -41,8 +41,15 @@ pub(crate) const MIN_BYTES: usize = 64 * 1024;
 /// lives exactly as long as its body's memory ([`Owner`]'s `Drop` removes it before the memory
 /// is freed), so an address found here is always the registered body's and never a later
 /// allocation's at the same place.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct FileBodies(Arc<Mutex<BTreeMap<usize, Registered>>>);
+///
+/// Each entry keeps its file open, and the cache may hold thousands of big files (256 MiB of
+/// 64 KiB ones is 4,096), so the entries are bounded by `max_open`: past it a big body is kept
+/// as a small one is, and copied when sent. Connections need descriptors too.
+#[derive(Debug, Clone)]
+pub(crate) struct FileBodies {
+    registered: Arc<Mutex<BTreeMap<usize, Registered>>>,
+    max_open: usize,
+}
 
 /// A registered body: its length and the file its bytes were read from.
 #[derive(Debug)]
@@ -52,23 +59,51 @@ struct Registered {
 }
 
 impl FileBodies {
+    /// Registered bodies keep at most a quarter of the process's open-file limit open, after
+    /// raising its soft limit to the hard one (as nginx's `worker_rlimit_nofile` and Go's
+    /// runtime do: the soft limit is often 1,024 where the hard one is far higher).
+    pub(crate) fn new() -> Self {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        if limit.current != limit.maximum {
+            let raised = rustix::process::Rlimit {
+                current: limit.maximum,
+                ..limit
+            };
+            if setrlimit(Resource::Nofile, raised).is_ok() {
+                limit = getrlimit(Resource::Nofile);
+            }
+        }
+        // `None` is unlimited; a quarter of a million files is more than any cache holds.
+        let open = limit.current.unwrap_or(1 << 20);
+        Self::with_max_open(usize::try_from(open / 4).unwrap_or(usize::MAX))
+    }
+
+    fn with_max_open(max_open: usize) -> Self {
+        Self {
+            registered: Arc::default(),
+            max_open,
+        }
+    }
+
     /// The bytes of the file at `path`; from [`MIN_BYTES`] up, registered with the file kept
     /// open, so that [`Connection`] sends them from the file. Blocking: call it off the runtime.
     pub(crate) fn read(&self, path: &Path) -> io::Result<Bytes> {
         let mut file = File::open(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
-        if bytes.len() < MIN_BYTES {
+        let mut registered = self.lock();
+        if bytes.len() < MIN_BYTES || registered.len() >= self.max_open {
             return Ok(Bytes::from(bytes));
         }
-        let file = Arc::new(file);
-        self.lock().insert(
+        registered.insert(
             bytes.as_ptr() as usize,
             Registered {
                 len: bytes.len(),
-                file,
+                file: Arc::new(file),
             },
         );
+        drop(registered);
         Ok(Bytes::from_owner(Owner {
             bytes,
             bodies: self.clone(),
@@ -93,7 +128,7 @@ impl FileBodies {
 
     fn lock(&self) -> MutexGuard<'_, BTreeMap<usize, Registered>> {
         // The map is consistent after any panic: each change is one insert or one remove.
-        self.0
+        self.registered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -233,7 +268,7 @@ mod tests {
     #[test]
     fn big_bodies_are_registered_while_alive_and_small_ones_never() {
         let dir = tempfile::tempdir().unwrap();
-        let bodies = FileBodies::default();
+        let bodies = FileBodies::with_max_open(4);
         let small = dir.path().join("small");
         std::fs::write(&small, pattern(MIN_BYTES - 1)).unwrap();
         let read = bodies.read(&small).unwrap();
@@ -256,6 +291,22 @@ mod tests {
         assert_eq!(bodies.len(), 0);
     }
 
+    #[test]
+    fn past_max_open_big_bodies_are_kept_unregistered() {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies = FileBodies::with_max_open(2);
+        let big = dir.path().join("big");
+        std::fs::write(&big, pattern(MIN_BYTES)).unwrap();
+        let kept: Vec<Bytes> = (0..3).map(|_| bodies.read(&big).unwrap()).collect();
+        assert_eq!(bodies.len(), 2);
+        assert!(kept.iter().all(|b| *b == pattern(MIN_BYTES)));
+        assert!(bodies.find(&kept[2]).is_none(), "the third is copied when sent");
+        drop(kept);
+        assert_eq!(bodies.len(), 0);
+        bodies.read(&big).unwrap();
+        assert_eq!(bodies.len(), 0, "dropped at once: nothing holds it");
+    }
+
     /// What the client reads is what it would read from a plain socket: head, then the body
     /// from the file, from any offset hyper resumes at, with bytes before and after it.
     #[tokio::test]
@@ -264,7 +315,7 @@ mod tests {
         let path = dir.path().join("shard.xml.gz");
         let expected_body = pattern(5 * MIN_BYTES + 17);
         std::fs::write(&path, &expected_body).unwrap();
-        let bodies = FileBodies::default();
+        let bodies = FileBodies::with_max_open(4);
         let body = bodies.read(&path).unwrap();
 
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
