@@ -9,6 +9,7 @@
 //! - [`metrics`]: Prometheus metrics; `scrape`: the `/metrics` answer.
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
+//! - [`sendfile`]: big files sent to the socket from the page cache, beneath hyper.
 
 pub(crate) mod fleet;
 pub(crate) mod generation;
@@ -20,6 +21,7 @@ pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
 mod scrape;
+pub(crate) mod sendfile;
 pub(crate) mod slots;
 pub(crate) mod status;
 
@@ -71,6 +73,8 @@ pub struct Gateway {
     live: RwLock<Arc<Live>>,
     /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
     pub cache: moka::future::Cache<CacheKey, Bytes>,
+    /// The cached bodies big enough to be sent with sendfile(2), and the files they came from.
+    pub(crate) bodies: sendfile::FileBodies,
     /// Metrics.
     pub metrics: Metrics,
     /// The public URL of the gateway (a directory URL).
@@ -613,6 +617,7 @@ impl Gateway {
             slots: slots::Slots::new(&config.fleet),
             politeness: Arc::default(),
             cache,
+            bodies: sendfile::FileBodies::new(),
             metrics,
             prefix,
             cache_control: hyper::header::HeaderValue::from_str(&format!(
@@ -936,6 +941,7 @@ impl Server<'_> {
                 }
             };
             let _ = stream.set_nodelay(true);
+            let connection = sendfile::Connection::new(stream, self.gateway.bodies.clone());
             let gateway = Arc::clone(self.gateway);
             let service = hyper::service::service_fn(move |req| {
                 let gateway = Arc::clone(&gateway);
@@ -943,7 +949,7 @@ impl Server<'_> {
             });
             let conn = self
                 .builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(connection), service)
                 .into_owned();
             let conn = self.graceful.watch(conn);
             tokio::spawn(async move {
