@@ -301,6 +301,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::refresh",
             "server::reload",
             "server::scrape",
+            "server::sendfile",
             "server::slots",
             "server::status",
             "settings",
