@@ -5,11 +5,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, HarvestSettings, Source};
 use serde::Deserialize;
 use url::Url;
 
-use crate::datestamp::Datestamp;
-use crate::oai::{HarvestSettings, Source};
 use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 use crate::store::StateUrl;
@@ -1038,7 +1037,7 @@ fn parse_harvest(
     let headers = match &h.headers {
         Some(table) => {
             let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let over = crate::oai::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
+            let over = oai_pmh::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
             d.headers.merged(&over)
         }
         None => d.headers.clone(),

@@ -12,15 +12,14 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, HarvestSettings, Source};
 use url::Url;
 
 use crate::cli::{CheckArgs, ExportArgs, LandingArgs, MigrateStateArgs, PruneArgs, ServeArgs};
 use crate::config::{
     self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig, StateConfig,
 };
-use crate::datestamp::Datestamp;
 use crate::incremental::Policy;
-use crate::oai::{HarvestSettings, Source};
 use crate::platform::LandingSettings;
 use crate::render::Limits;
 

@@ -300,7 +300,10 @@ mod tests {
         let kept: Vec<Bytes> = (0..3).map(|_| bodies.read(&big).unwrap()).collect();
         assert_eq!(bodies.len(), 2);
         assert!(kept.iter().all(|b| *b == pattern(MIN_BYTES)));
-        assert!(bodies.find(&kept[2]).is_none(), "the third is copied when sent");
+        assert!(
+            bodies.find(&kept[2]).is_none(),
+            "the third is copied when sent"
+        );
         drop(kept);
         assert_eq!(bodies.len(), 0);
         bodies.read(&big).unwrap();

@@ -95,7 +95,7 @@ pub struct Resume {
 }
 
 /// Restarts of a list after `badResumptionToken` (an expired or unknown token, OAI-27) before
-/// the harvest fails: the [`crate::oai::RetryPolicy`]'s.
+/// the harvest fails: the [`crate::RetryPolicy`]'s.
 pub use super::retry::MAX_RESTARTS;
 
 /// One page of records, handed to the caller as soon as it is parsed.
@@ -142,7 +142,7 @@ pub struct HarvestReport {
 /// and the result needs no escaping in XML. Written by hand, a run of unreserved bytes at a
 /// time: the crate's encoder hands out a piece per escaped byte, and the Signmap writes an
 /// identifier this way for every record (`oai:repo:123` is five pieces).
-pub(crate) fn push_query_value(out: &mut Vec<u8>, value: &str) {
+pub fn push_query_value(out: &mut Vec<u8>, value: &str) {
     let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
     let mut rest = value.as_bytes();
     while let Some(at) = rest.iter().position(|&b| !unreserved(b)) {
@@ -154,16 +154,10 @@ pub(crate) fn push_query_value(out: &mut Vec<u8>, value: &str) {
 }
 
 /// [`push_query_value`] onto a `String`.
-pub(crate) fn push_query_value_str(out: &mut String, value: &str) {
+pub fn push_query_value_str(out: &mut String, value: &str) {
     let mut bytes = std::mem::take(out).into_bytes();
     push_query_value(&mut bytes, value);
     *out = String::from_utf8(bytes).expect("percent-encoding writes ASCII");
-}
-
-/// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
-/// is percent-encoded exactly once. The URL of [`OaiRequest::new`].
-pub(crate) fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
-    OaiRequest::new(base, args).into_url()
 }
 
 /// Harvests every record of `request` and hands them to `on_page` a page at a time. Returns only
@@ -184,11 +178,11 @@ pub async fn harvest(
 /// breaks; the caller then knows why.
 ///
 /// A list answered with `badResumptionToken` (the token expired, or a resumed token is no longer
-/// known) is started again, as often as the client's [`crate::oai::RetryPolicy`] says
+/// known) is started again, as often as the client's [`crate::RetryPolicy`] says
 /// ([`MAX_RESTARTS`] times), with nothing lost: from the newest
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
-pub(crate) async fn harvest_resumable(
+pub async fn harvest_resumable(
     client: &Client,
     request: &HarvestRequest,
     resume: Option<&Resume>,
@@ -672,7 +666,7 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
 }
 
 /// Reads a local Static Repository file whole: its Identify and its oai_dc records as one page.
-pub(crate) async fn read_static_file(
+pub async fn read_static_file(
     path: &PathBuf,
     limit: u64,
     fields: parse::Fields,
@@ -824,6 +818,11 @@ mod tests {
             out,
             format!("x={}", utf8_percent_encode(&value, UNRESERVED_KEPT))
         );
+    }
+
+    /// The GET URL of a request, as [`OaiRequest::url`] spells it.
+    fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
+        OaiRequest::new(base, args).into_url()
     }
 
     #[test]

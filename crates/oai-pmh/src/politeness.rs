@@ -15,14 +15,14 @@ use url::Url;
 
 /// An upstream host: the URL's host and port (the scheme's default when it names none).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct HostKey {
+pub struct HostKey {
     host: String,
     port: u16,
 }
 
 impl HostKey {
     /// The host of `url`; `None` for a URL without a host.
-    pub(crate) fn of(url: &Url) -> Option<HostKey> {
+    pub fn of(url: &Url) -> Option<HostKey> {
         Some(HostKey {
             host: url.host_str()?.to_ascii_lowercase(),
             port: url.port_or_known_default().unwrap_or(0),
@@ -38,7 +38,7 @@ impl std::fmt::Display for HostKey {
 
 /// The next moment each host may be sent a request.
 #[derive(Debug, Default)]
-pub(crate) struct Politeness {
+pub struct Politeness {
     hosts: Mutex<HashMap<HostKey, Spacing>>,
 }
 

@@ -877,11 +877,11 @@ mod tests {
     use proptest::test_runner::Config as ProptestConfig;
 
     use super::*;
-    use crate::oai::parse::{
+    use crate::parse::{
         DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_with_quick_xml,
         prepare,
     };
-    use crate::oai::read::parse_list_records;
+    use crate::read::parse_list_records;
 
     /// Both readers on the same prepared text.
     fn both(doc: &str) -> (Option<ListPage>, Result<ListPage, ParseError>) {

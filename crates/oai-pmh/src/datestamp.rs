@@ -50,7 +50,7 @@ pub struct Datestamp {
 }
 
 /// `t` in seconds since the Unix epoch (0 for a time before it).
-pub(crate) fn unix_secs(t: std::time::SystemTime) -> i64 {
+pub fn unix_secs(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }

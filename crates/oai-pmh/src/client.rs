@@ -48,7 +48,7 @@ impl ClientStats {
     }
 
     /// Responses received so far, by HTTP status code, in the order of the codes.
-    pub(crate) fn statuses(&self) -> Vec<(u16, u64)> {
+    pub fn statuses(&self) -> Vec<(u16, u64)> {
         let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
         statuses.iter().map(|(&code, &n)| (code, n)).collect()
     }
@@ -132,7 +132,7 @@ impl Client {
     /// A client whose politeness delay is counted with `politeness`'s other clients: the
     /// gateway's refreshes share one, so that requests to one host are spaced whichever
     /// repository sends them.
-    pub(crate) fn with_politeness(
+    pub fn with_politeness(
         settings: HarvestSettings,
         politeness: std::sync::Arc<Politeness>,
     ) -> Result<Self, reqwest::Error> {
@@ -167,7 +167,7 @@ impl Client {
     }
 
     /// How this client's requests, and the lists harvested with it, are retried.
-    pub fn retry(&self) -> &RetryPolicy {
+    pub(crate) fn retry(&self) -> &RetryPolicy {
         &self.retry
     }
 

@@ -168,7 +168,7 @@ impl DcValues {
     /// it (checking the ends for character boundaries) read bytes of a page's values that had
     /// left the cache, for every lookup of an element (writing a Signmap and OCX entry took 4%
     /// longer so, in the `signmap_ocx_entries_500` bench).
-    pub fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
+    pub(crate) fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
         let (text, spans) = self.parts();
         spans
             .iter()
@@ -188,13 +188,11 @@ impl DcValues {
     }
 
     /// Whether there are none.
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
     /// Removes every value.
-    #[cfg(test)]
     pub fn clear(&mut self) {
         *self = Self::default();
     }
@@ -216,7 +214,7 @@ impl std::fmt::Debug for DcValues {
     }
 }
 
-#[cfg(test)]
+/// Values pushed in order, as [`DcValues::push`] does.
 impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
     fn from_iter<I: IntoIterator<Item = (DcElement, S)>>(values: I) -> Self {
         let mut dc = Self::default();
@@ -238,7 +236,7 @@ pub struct Fields {
 
 impl Fields {
     /// Every element.
-    pub const ALL: Fields = Fields { elements: u16::MAX };
+    pub(crate) const ALL: Fields = Fields { elements: u16::MAX };
 
     /// These elements.
     pub const fn of(elements: &[DcElement]) -> Fields {
@@ -259,12 +257,12 @@ impl Fields {
     }
 
     /// Is this element read.
-    pub fn wants(self, element: DcElement) -> bool {
+    pub(crate) fn wants(self, element: DcElement) -> bool {
         self.elements & (1 << element as u16) != 0
     }
 
     /// Is any element read.
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.elements != 0
     }
 
@@ -324,7 +322,7 @@ impl DcElement {
     ];
 
     /// The element with this local name in the DC namespace.
-    pub fn from_local(local: &str) -> Option<Self> {
+    pub(crate) fn from_local(local: &str) -> Option<Self> {
         Some(match local {
             "title" => Self::Title,
             "creator" => Self::Creator,
@@ -397,7 +395,7 @@ pub struct Quirks {
 
 impl Quirks {
     /// Adds another body's counts to these.
-    pub fn add(&mut self, other: &Quirks) {
+    pub(crate) fn add(&mut self, other: &Quirks) {
         self.illegal_chars_removed += other.illegal_chars_removed;
         self.https_namespaces += other.https_namespaces;
         self.no_namespace |= other.no_namespace;
@@ -429,14 +427,14 @@ pub struct ListPage {
 impl ListPage {
     /// How far ahead of the clock a datestamp may be: a server's clock a little fast, or local
     /// time written as UTC, is not yet a wrong datestamp.
-    pub const FUTURE_TOLERANCE_SECS: i64 = 24 * 60 * 60;
+    pub(crate) const FUTURE_TOLERANCE_SECS: i64 = 24 * 60 * 60;
 
     /// Forgets each record's datestamp later than `now` by more than
     /// [`ListPage::FUTURE_TOLERANCE_SECS`] (Q-36; a bulk update, a wrong clock): it says nothing
     /// of when the record changed. The record is kept and published without a lastmod, and the
     /// date neither becomes an index's lastmod nor where a resumed harvest starts. Counted in
     /// the quirks, for the warning.
-    pub fn forget_future_datestamps(&mut self, now: i64) {
+    pub(crate) fn forget_future_datestamps(&mut self, now: i64) {
         let latest = now.saturating_add(Self::FUTURE_TOLERANCE_SECS);
         for record in &mut self.records {
             if record.datestamp.is_some_and(|d| d.unix() > latest) {
@@ -515,7 +513,7 @@ impl ParseError {
     /// page, a "site is down" page served with 200, JSON) is not: it is what the server serves
     /// at that URL until someone changes it, and retrying it only delays the error (issue 22).
     /// A proxy's passing error page comes with a 5xx status, which is retried by its status.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         matches!(self, ParseError::Truncated { .. })
     }
 }
@@ -1177,7 +1175,7 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
 
 /// The answer to `ListMetadataFormats` or `ListSets` (the `check` command reads them).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SmallAnswer<T> {
+pub enum SmallAnswer<T> {
     /// What was asked for.
     Answer(T),
     /// OAI-PMH errors instead.
@@ -1185,7 +1183,7 @@ pub(crate) enum SmallAnswer<T> {
 }
 
 /// `ListMetadataFormats`: the `metadataPrefix` values offered.
-pub(crate) fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
+pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
     parse_small(body, "ListMetadataFormats", |list| {
         list.descendants()
             .filter(|n| n.is_element() && n.tag_name().name() == "metadataPrefix")
@@ -1195,10 +1193,10 @@ pub(crate) fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<Stri
 }
 
 /// One page of `ListSets`: `(setSpec, setName)` pairs, and whether a resumption token follows.
-pub(crate) type SetsPage = (Vec<(String, String)>, bool);
+pub type SetsPage = (Vec<(String, String)>, bool);
 
 /// One page of `ListSets`.
-pub(crate) fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
+pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
     parse_small(body, "ListSets", |list| {
         let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
             set.children()
@@ -1277,7 +1275,7 @@ fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>
 
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
-pub(crate) fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
+pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     let doc = small_document(&text, body.len())?;
@@ -1388,7 +1386,7 @@ fn description_text(identify: roxmltree::Node<'_, '_>) -> String {
 
 /// What an `Identify` request answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum IdentifyOutcome {
+pub enum IdentifyOutcome {
     /// An OAI-PMH repository.
     Identify(Identify),
     /// The URL serves an OAI Static Repository file: this is its `Identify` part, and the same
@@ -1401,7 +1399,7 @@ pub(crate) enum IdentifyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oai::read::{parse_list_records, parse_list_records_fast, parse_list_records_with};
+    use crate::read::{parse_list_records, parse_list_records_fast, parse_list_records_with};
 
     /// The records of a page share one buffer, each seeing its own values; one pushed onto
     /// takes a copy of its own first, the others unchanged.

@@ -1,22 +1,33 @@
 //! The upstream side: talking OAI-PMH to a repository (or reading a Static Repository file),
 //! and turning its responses into records.
 
-pub(crate) mod client;
-pub(crate) mod harvest;
-pub(crate) mod parse;
-pub(crate) mod politeness;
-pub(crate) mod read;
-pub(crate) mod retry;
-pub(crate) mod scan;
+mod client;
+mod datestamp;
+#[doc(hidden)]
+pub mod fuzzing;
+mod harvest;
+mod parse;
+mod politeness;
+mod read;
+mod retry;
+mod scan;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use client::Client;
-pub(crate) use harvest::{
-    HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
+pub use client::{Client, ClientStats};
+pub use datestamp::{Datestamp, Granularity, unix_secs};
+pub use harvest::{
+    HarvestReport, HarvestRequest, MAX_RESTARTS, PageEvent, Resume, Source, harvest,
+    harvest_resumable, push_query_value, push_query_value_str, read_static_file,
 };
-pub(crate) use retry::RetryPolicy;
+pub use parse::{
+    DcElement, DcValues, Fields, Identify, IdentifyOutcome, ListPage, OaiError, ParseError, Quirks,
+    Record, SetsPage, SmallAnswer, Token, parse_identify, parse_metadata_formats, parse_sets,
+};
+pub use politeness::{HostKey, Politeness};
+pub use read::{parse_list_records, parse_list_records_with};
+pub use retry::{RetryPolicy, not_before, pending};
 use url::Url;
 
 /// One OAI-PMH request: a baseURL and the protocol's arguments. It goes as a GET of
@@ -61,12 +72,12 @@ impl OaiRequest {
     }
 
     /// Where a POST goes: the baseURL, with its own query, if any.
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.url[..self.base_end]
     }
 
     /// The arguments as a POST body (`application/x-www-form-urlencoded`): as the URL has them.
-    pub fn form(&self) -> &str {
+    pub(crate) fn form(&self) -> &str {
         self.url.get(self.base_end + 1..).unwrap_or_default()
     }
 
@@ -169,7 +180,7 @@ impl RequestHeaders {
     }
 
     /// These headers with `over`'s on top: a header both name is `over`'s.
-    pub(crate) fn merged(&self, over: &RequestHeaders) -> RequestHeaders {
+    pub fn merged(&self, over: &RequestHeaders) -> RequestHeaders {
         let mut headers: Vec<_> = (self.0.iter())
             .filter(|(name, _)| !over.0.iter().any(|(n, _)| n == name))
             .cloned()
@@ -184,7 +195,7 @@ impl RequestHeaders {
     }
 
     /// As a header map, for a request.
-    pub(crate) fn to_map(&self) -> reqwest::header::HeaderMap {
+    pub fn to_map(&self) -> reqwest::header::HeaderMap {
         self.0.iter().cloned().collect()
     }
 }
@@ -273,7 +284,7 @@ impl fmt::Display for HarvestError {
 impl HarvestError {
     /// What went wrong and where, without the hint: for `check`, which is what the hint
     /// suggests.
-    pub(crate) fn located(&self) -> String {
+    pub fn located(&self) -> String {
         format!(
             "{}\n  while requesting {}{}",
             self.kind,
