@@ -1238,6 +1238,7 @@ mod tests {
             page,
             token: token.map(str::to_owned),
             kind,
+            diagnose_command: None,
         };
         let status = |status| HarvestErrorKind::Status {
             status,

@@ -24,7 +24,7 @@ pub enum Source {
 }
 
 impl Source {
-    /// Reads a `--base-url` value: an http(s) URL, or else a local path (`file://` allowed).
+    /// Reads a baseURL as a user gives it: an http(s) URL, or else a local path (`file://` allowed).
     pub fn parse(value: &str) -> Result<Self, String> {
         let lower = value.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -37,7 +37,7 @@ impl Source {
             }
             if url.query_pairs().any(|(k, _)| k == "verb") {
                 return Err(format!(
-                    "{value:?}: give the baseURL without verb=...; the bridge adds the OAI-PMH arguments itself"
+                    "{value:?}: give the baseURL without verb=...; the harvester adds the OAI-PMH arguments itself"
                 ));
             }
             return Ok(Source::Oai(url));
@@ -140,8 +140,8 @@ pub struct HarvestReport {
 /// Appends `value` percent-encoded as an OAI-PMH argument value to `out`: only RFC 3986
 /// unreserved characters are left, so tokens with `+ / = | &` or spaces arrive intact (OAI-05)
 /// and the result needs no escaping in XML. Written by hand, a run of unreserved bytes at a
-/// time: the crate's encoder hands out a piece per escaped byte, and the Signmap writes an
-/// identifier this way for every record (`oai:repo:123` is five pieces).
+/// time: the percent-encoding crate's encoder hands out a piece per escaped byte, and a caller
+/// may write an identifier this way for every record (`oai:repo:123` is five pieces).
 pub fn push_query_value(out: &mut Vec<u8>, value: &str) {
     let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
     let mut rest = value.as_bytes();
@@ -183,6 +183,20 @@ pub async fn harvest(
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
 pub async fn harvest_resumable(
+    client: &Client,
+    request: &HarvestRequest,
+    resume: Option<&Resume>,
+    on_page: impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
+) -> Result<HarvestReport, HarvestError> {
+    let result = resumable(client, request, resume, on_page).await;
+    result.map_err(|e| HarvestError {
+        diagnose_command: client.settings().diagnose_command.as_deref().map(Box::from),
+        ..e
+    })
+}
+
+/// [`harvest_resumable`], its errors without the hint.
+async fn resumable(
     client: &Client,
     request: &HarvestRequest,
     resume: Option<&Resume>,
@@ -283,6 +297,7 @@ async fn identify(
         page: 0,
         token: None,
         kind,
+        diagnose_command: None,
     })?;
     let identify = match outcome {
         (IdentifyOutcome::Identify(identify), _) => identify,
@@ -303,6 +318,7 @@ async fn identify(
                 page: 0,
                 token: None,
                 kind,
+                diagnose_command: None,
             });
         }
         (IdentifyOutcome::Static(_), None) => {
@@ -345,6 +361,7 @@ async fn harvest_list(
             page: cursor.page_no,
             token: cursor.token.clone(),
             kind,
+            diagnose_command: None,
         };
         let page = fetch_page(lists, &call).await;
         gzip_warning.check(client, url);
@@ -647,6 +664,7 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
             page: 0,
             token: None,
             kind,
+            diagnose_command: None,
         });
     }
     if let Some(text) = &identify.granularity_unknown {
@@ -676,6 +694,7 @@ pub async fn read_static_file(
         page: 1,
         token: None,
         kind,
+        diagnose_command: None,
     };
     let len = tokio::fs::metadata(path)
         .await
@@ -782,8 +801,7 @@ fn log_quirks(quirks: &Quirks, source: &str) {
         tracing::warn!(
             source,
             records = quirks.future_datestamps,
-            "datestamps more than a day ahead of the clock: published without lastmod, and \
-             not in DiWoo, which requires one (Q-36)"
+            "datestamps more than a day ahead of the clock: read as none (Q-36)"
         );
     }
     if quirks.windows_1252_bytes > 0 {
@@ -852,7 +870,7 @@ mod tests {
         );
     }
 
-    /// G-01: the configuration takes a baseURL, to which the bridge adds `verb=...` itself; a
+    /// G-01: the harvester takes a baseURL, to which it adds `verb=...` itself; a
     /// request URL (one carrying `verb=`) is refused.
     #[test]
     fn sources() {

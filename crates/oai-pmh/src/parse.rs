@@ -2,7 +2,7 @@
 //! errors it carries. Pure: no IO, no tokio. Namespace-aware (OAI-44), never DTD-loading (OAI-09).
 //!
 //! `ListRecords` pages are read with quick-xml as a stream of events, keeping only what
-//! publishing needs per record; most pages are first taken by the hand-written scanner in
+//! the caller asked for per record; most pages are first taken by the hand-written scanner in
 //! [`super::scan`], which gives the same result faster and declines anything unusual.
 //! `Identify` is small and read with roxmltree.
 
@@ -30,12 +30,12 @@ pub(crate) const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-r
 /// Deepest element nesting accepted; real oai_dc pages are 6 deep.
 pub(super) const MAX_DEPTH: usize = 256;
 
-/// One harvested record: only what publishing needs.
+/// One harvested record: its header, its `dc:identifier`s and the other oai_dc values asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Record {
-    /// The header identifier (the record's key, never a URL to publish; OAI-37).
+    /// The header identifier (the record's key, not a URL to resolve; OAI-37).
     pub identifier: String,
-    /// The header datestamp; `None` when missing or unparsable (kept, published without lastmod).
+    /// The header datestamp; `None` when missing or unparsable (the record is kept).
     pub datestamp: Option<Datestamp>,
     /// `status="deleted"` on the header.
     pub deleted: bool,
@@ -44,7 +44,7 @@ pub struct Record {
     /// Every `dc:identifier` of the oai_dc metadata, trimmed.
     pub dc_identifiers: Vec<String>,
     /// The other oai_dc elements, trimmed, in document order; read only when the harvest asks
-    /// for them ([`Fields::wants`]), empty otherwise.
+    /// for them ([`Fields`]), empty otherwise.
     pub dc: DcValues,
     /// Its `<metadata>` held no element at all (`<metadata/>`, Q-35), which is not the same as
     /// oai_dc without a `dc:identifier`: see [`Record::unreadable`].
@@ -54,7 +54,7 @@ pub struct Record {
 /// A record's other Dublin Core values, in document order, with their elements. The records of
 /// a list page share one text buffer for all their values (the page's `Values`), each record
 /// holding where its own are: a buffer per record, grown and freed record by record, showed in
-/// the profiles' time (and a `String` per value before that, more so).
+/// the time of callers that read many elements (and a `String` per value before that, more so).
 #[derive(Clone, Default)]
 pub struct DcValues {
     /// The values of this record and, from a list page, of the page's other records; `None`
@@ -96,7 +96,7 @@ impl Values {
     /// Room for the values of a page of `bytes`, read for `fields`: their text is never longer
     /// than the page, so its buffer never grows (growing it a few times a page freed large
     /// blocks, on each of which glibc sorts every small free block it holds: reading a page
-    /// with the profiles' elements took 3% longer so, in the `parse_500` bench); the spans get
+    /// with many elements took 3% longer so, in the root package's `parse_500` bench); the spans get
     /// a guess, and grow on pages of many short values. Only the pages touched are memory in
     /// use, and the buffer goes with the page's records.
     pub(crate) fn for_page(bytes: usize, fields: Fields) -> Self {
@@ -166,8 +166,8 @@ impl DcValues {
 
     /// The values of `element`, in document order. The others' text is not touched: slicing
     /// it (checking the ends for character boundaries) read bytes of a page's values that had
-    /// left the cache, for every lookup of an element (writing a Signmap and OCX entry took 4%
-    /// longer so, in the `signmap_ocx_entries_500` bench).
+    /// left the cache, for every lookup of an element (a caller that looks up several elements of
+    /// every record took 4% longer so, in the root package's `signmap_ocx_entries_500` bench).
     pub(crate) fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
         let (text, spans) = self.parts();
         spans
@@ -226,9 +226,9 @@ impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
 }
 
 /// What to read of each record besides its header and `dc:identifier`s: the other Dublin Core
-/// elements ([`Record::dc`]) that the enabled profiles use (Signmaps, OCX, CDIF), as a set.
-/// Empty for plain sitemaps, which then pay nothing for them; each element read costs
-/// unescaping and copying its values, so a profile asks only for what it writes.
+/// elements ([`Record::dc`]) that the caller uses, as a set. Empty for a caller that needs only
+/// the identifiers, which then pays nothing for the others; each element read costs unescaping
+/// and copying its values, so a caller asks only for what it uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
     elements: u16,
@@ -389,7 +389,8 @@ pub struct Quirks {
     pub leading_whitespace: bool,
     /// Bytes that were not UTF-8, read as Windows-1252 (OAI-47).
     pub windows_1252_bytes: u64,
-    /// Datestamps ahead of the clock, forgotten (Q-36; [`ListPage::forget_future_datestamps`]).
+    /// Datestamps more than a day ahead of the clock, forgotten: the record is kept without one
+    /// (Q-36).
     pub future_datestamps: u64,
 }
 
@@ -420,7 +421,8 @@ pub struct ListPage {
     pub quirks: Quirks,
     /// True when the body was an OAI Static Repository, not an OAI-PMH response.
     pub is_static: bool,
-    /// Whether it holds the `ListRecords` element (OAI-08); see [`answered`].
+    /// Whether it holds the `ListRecords` element (OAI-08): a page with neither it nor errors is
+    /// no answer, not an empty last page.
     pub listed: bool,
 }
 
@@ -431,9 +433,9 @@ impl ListPage {
 
     /// Forgets each record's datestamp later than `now` by more than
     /// [`ListPage::FUTURE_TOLERANCE_SECS`] (Q-36; a bulk update, a wrong clock): it says nothing
-    /// of when the record changed. The record is kept and published without a lastmod, and the
-    /// date neither becomes an index's lastmod nor where a resumed harvest starts. Counted in
-    /// the quirks, for the warning.
+    /// of when the record changed. The record is kept without a datestamp, so the date is neither
+    /// taken for when it changed nor where a resumed harvest starts. Counted in the quirks, for
+    /// the warning.
     pub(crate) fn forget_future_datestamps(&mut self, now: i64) {
         let latest = now.saturating_add(Self::FUTURE_TOLERANCE_SECS);
         for record in &mut self.records {
@@ -452,7 +454,7 @@ pub struct Identify {
     pub repository_name: String,
     /// `baseURL` as the repository states it.
     pub base_url: String,
-    /// `protocolVersion`; the bridge speaks 2.0 only.
+    /// `protocolVersion`; this crate speaks 2.0 only.
     pub protocol_version: String,
     /// `granularity`, or day granularity when missing or unknown (OAI-13).
     pub granularity: Granularity,
@@ -1173,7 +1175,7 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
         })
 }
 
-/// The answer to `ListMetadataFormats` or `ListSets` (the `check` command reads them).
+/// The answer to `ListMetadataFormats` or `ListSets` (a diagnosis of a repository reads them).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SmallAnswer<T> {
     /// What was asked for.
@@ -1673,7 +1675,7 @@ mod tests {
 
     /// OAI-36: a record is its header, optional metadata and any number of `about` containers,
     /// which are passed over, whatever they hold (here provenance naming another record, and an
-    /// oai_dc record of its own). OAI-45, Q-17: an element the bridge does not map, a dcterms
+    /// oai_dc record of its own). OAI-45, Q-17: an element this crate does not read, a dcterms
     /// element put in the DC namespace (Dataverse #3368), is passed over without failing the
     /// record. Both readers agree.
     #[test]

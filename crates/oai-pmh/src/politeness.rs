@@ -1,10 +1,11 @@
 //! The politeness delay, counted per upstream host: consecutive requests to one host are spaced
-//! by the delay, whichever repository (and whichever refresh's client) sends them.
+//! by the delay, whichever repository (and whichever of the clients sharing one [`Politeness`])
+//! sends them.
 //!
-//! A host is a URL's host and port ([`HostKey`]), as the gateway's per-host refresh limit counts
-//! it: hundreds of journals on one OJS server are one host, and so are their delays. `export`
-//! and `check` have one client each, hence a pacer of their own; the gateway shares one among
-//! every refresh.
+//! A host is a URL's host and port ([`HostKey`]): hundreds of journals on one OJS server are one
+//! host, and so are their delays. A client made with [`Client::new`](crate::Client::new) has a
+//! pacer of its own; clients made with [`Client::with_politeness`](crate::Client::with_politeness)
+//! and one `Politeness` space their requests to a host together.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,7 @@
 //! `Retry-After` up to a maximum), when to give up, how often a list is started again after
 //! `badResumptionToken`, and when a call may go after the upstream's `Retry-After`.
 //!
-//! [`RetryPolicy`] is built from the [`HarvestSettings`] that the configuration and the flags
-//! fill; [`crate::Client`] asks it, and so does the paging loop
+//! [`RetryPolicy`] is built from the [`HarvestSettings`] the caller fills; [`crate::Client`] asks it, and so does the paging loop
 //! ([`crate::harvest`]). The decisions are pure: the client draws the jitter and keeps
 //! the clock.
 
@@ -103,7 +102,7 @@ impl RetryPolicy {
         settings.retry_after_max = self.retry_after_max;
     }
 
-    /// The policy for an operator waiting for the answer (`check`): each request is tried twice
+    /// The policy for an operator waiting for the answer (a diagnosis): each request is tried twice
     /// at most, with short waits: backoff at most 2 s, `Retry-After` at most 30 s.
     pub fn interactive(self) -> Self {
         let backoff_max = self.backoff_max.min(Duration::from_secs(2));

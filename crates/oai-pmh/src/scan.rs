@@ -2,8 +2,8 @@
 //! [`ListPage`] of the quick-xml reader in [`super::parse`], or declines the page.
 //!
 //! Why by hand: the harvest's CPU budget is 3 CPU-seconds per million records (about 2.1 GB of
-//! XML), and page parsing dominated it. On the 818 KB, 500-record benchmark page (`cargo bench
-//! --bench render -- parse`, which includes `prepare`), the quick-xml reader, with its
+//! XML), and page parsing dominated it. On the 818 KB, 500-record benchmark page (the root package's
+//! `cargo bench --bench render -- parse`, which includes `prepare`), the quick-xml reader, with its
 //! tokenizer, its UTF-8 re-validation of every event and our dispatch, runs at 0.55-1.0 GiB/s
 //! depending on the load of the shared machine, about 13.5 million instructions per page
 //! (callgrind). With this scanner the same benchmark runs at about 2.5 GiB/s, 5.9 million
