@@ -3,8 +3,9 @@
 //! scope, and publishes shard-split sitemaps with robots.txt.
 //!
 //! The library exists for the binary, the tests, the benchmarks and the fuzz targets: its modules
-//! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported here, grouped by what it is for. The flow,
-//! one module per step, is in ARCHITECTURE.md: `oai` (client, paging, parsing) -> `platform`,
+//! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported
+//! here, grouped by what it is for. The flow, one module per step, is in ARCHITECTURE.md: the
+//! `oai_pmh` crate (`crates/oai-pmh`: client, paging, parsing, datestamps) -> `platform`,
 //! `classify` and `scope` -> `inventory` and `profiles` -> `render`, tied together by `pipeline`
 //! and run by `engine` for `export` (once, into a folder) and `server` (the gateway, on a
 //! schedule).
