@@ -74,7 +74,6 @@
 //!     request.url(),
 //!     "https://repo.example/oai?repository=a&verb=ListRecords&resumptionToken=a%20b%2Bc"
 //! );
-//! assert_eq!(request.base(), "https://repo.example/oai?repository=a");
 //! # Ok::<(), url::ParseError>(())
 //! ```
 //!

@@ -168,7 +168,7 @@ impl DcValues {
     /// it (checking the ends for character boundaries) read bytes of a page's values that had
     /// left the cache, for every lookup of an element (a caller that looks up several elements of
     /// every record took 4% longer so, in the root package's `signmap_ocx_entries_500` bench).
-    pub(crate) fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
+    pub fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
         let (text, spans) = self.parts();
         spans
             .iter()

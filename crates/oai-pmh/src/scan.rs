@@ -1056,8 +1056,10 @@ mod tests {
         ));
         assert!(page.is_static);
         assert_eq!(page.records[0].identifier, "i");
+        // The workspace's sample repository (its `fixtures/`, two folders up).
         let sample = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/sample-repository.xml"),
         )
         .unwrap();
         let page = check(std::str::from_utf8(&sample).unwrap());
