@@ -36,6 +36,7 @@ use bytes::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use oai_pmh::{HarvestRequest, HostKey, Politeness};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -44,8 +45,6 @@ use url::Url;
 use crate::config::{
     AdminToken, Config, ConfigError, FleetSettings, RepositoryConfig, ServerConfig,
 };
-use crate::oai::HarvestRequest;
-use crate::oai::politeness::{HostKey, Politeness};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::publish::BucketUrl;
@@ -219,8 +218,8 @@ impl Setup {
     /// Static Repository file.
     pub(crate) fn host(&self) -> Option<HostKey> {
         match &self.job.request.source {
-            crate::oai::Source::Oai(url) => HostKey::of(url),
-            crate::oai::Source::File(_) => None,
+            oai_pmh::Source::Oai(url) => HostKey::of(url),
+            oai_pmh::Source::File(_) => None,
         }
     }
 
