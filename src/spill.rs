@@ -964,14 +964,13 @@ mod tests {
         let e = w.finish().unwrap_err();
         assert_eq!(e.source.kind(), std::io::ErrorKind::StorageFull);
         let message = e.to_string();
-        for said in [
+        let said = [
             "spill_max_bytes = 10",
             "repository big",
             "urls-2",
             "11 bytes",
-        ] {
-            assert!(message.contains(said), "{said}: {message}");
-        }
+        ];
+        assert!(said.iter().all(|s| message.contains(s)), "{message}");
         assert_eq!(pool.spill(), 10);
         drop(small);
         drop(folder);
