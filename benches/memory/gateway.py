@@ -62,8 +62,10 @@ def hashes(port, repos):
                 body = get(base + path)
             except OSError:
                 continue  # no Signmap without PROFILES=1
-            print(path, hashlib.sha256(body).hexdigest())
-            for loc in re.findall(rb"<loc>([^<]+)</loc>", body):
+            # An index's lastmods are its generation's time: its list of shards is compared.
+            listed = re.findall(rb"<loc>([^<]+)</loc>", body)
+            print(path, "(its shards)", hashlib.sha256(b"\n".join(listed)).hexdigest())
+            for loc in listed:
                 shard = "/" + loc.decode().split("/", 3)[3]
                 print(shard, hashlib.sha256(get(base + shard)).hexdigest())
 
@@ -78,7 +80,14 @@ def report(work, describe, repos, records, profiles, budgets):
         budget, wall, hwm_kb, state = line.rstrip("\n").split("\t")
         runs[budget] = dict(wall=float(wall), hwm=int(hwm_kb) * 1024, state=int(state))
     budgets = budgets.split()
-    digests = {b: open(os.path.join(work, f"run-{b}", "hashes.txt")).read() for b in runs}
+    # The shards' bytes, and the list of shards of each index (not its lastmods).
+    digests = {
+        b: "".join(
+            line for line in open(os.path.join(work, f"run-{b}", "hashes.txt"))
+            if not line.split()[0].endswith(("/sitemap.xml", "/signmap.xml")) or "(its shards)" in line
+        )
+        for b in runs
+    }
     same = len(set(digests.values())) == 1
     files = len(next(iter(digests.values())).splitlines()) if digests else 0
     print("# Gateway memory benchmark results\n")
@@ -116,7 +125,7 @@ def report(work, describe, repos, records, profiles, budgets):
         label = "default" if b == "default" else f"{int(b):,} ({mib(b)})"
         print(f"| {label} | {r['wall']:.1f} s | {mib(r['hwm'])} | {mib(held)} | {mib(spilled)} "
               f"| {over} | {'; '.join(each)} | {r['state'] / 1e6:,.0f} MB |")
-    print(f"\nFiles served ({files}, every index and shard): "
+    print(f"\nFiles served ({files}: every shard's bytes, every index's list of shards): "
           f"{'byte-identical in every run' if same else 'DIFFERENT between runs'}.\n")
     cpu = platform.processor() or platform.machine()
     load = open("/proc/loadavg").read().split()[:3]

@@ -69,7 +69,7 @@ config() {
       echo '[[repository]]'
       echo "name = \"r$i\""
       echo "base_url = \"http://127.0.0.1:$((PORT + 2 + i))/oai/request\""
-      [ "$PROFILES" = 1 ] && echo 'signmap = true'
+      if [ "$PROFILES" = 1 ]; then echo 'signmap = true'; fi
     done
   } >"$1/bridge.toml"
 }
