@@ -5,11 +5,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, HarvestSettings, Source};
 use serde::Deserialize;
 use url::Url;
 
-use crate::datestamp::Datestamp;
-use crate::oai::{HarvestSettings, Source};
 use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 use crate::store::StateUrl;
@@ -47,6 +46,18 @@ pub(crate) const DEFAULT_MAX_CONCURRENT_REFRESHES: usize = 4;
 pub(crate) const DEFAULT_PER_HOST_CONCURRENCY: usize = 1;
 /// Default `[harvest] start_spread_secs`: the window the first refreshes are spread over.
 pub(crate) const DEFAULT_START_SPREAD: Duration = Duration::from_secs(30);
+/// Default `[harvest] user_agent`: the product and version, and where to read about it.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
+    "oai-bridge/",
+    env!("CARGO_PKG_VERSION"),
+    " (OAI-PMH to sitemaps gateway)"
+);
+/// The command an error of a harvest names when the upstream answered something that is no
+/// OAI-PMH answer: it shows what the repository answers.
+pub(crate) const DIAGNOSE_COMMAND: &str = "oai-bridge check";
+/// Default `[harvest] learn_from_web`: the bridge may ask the web where the records alone
+/// cannot tell.
+pub(crate) const DEFAULT_LEARN_FROM_WEB: bool = true;
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
 /// so a short interval means back-to-back harvests, not overlapping ones).
 pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
@@ -234,6 +245,12 @@ pub struct Config {
     /// `[harvest]`: how upstreams are treated (each repository's own, with its
     /// `[repository.harvest]` over it, is [`RepositoryConfig::harvest`]).
     pub harvest: HarvestSettings,
+    /// `[harvest] learn_from_web`: whether the bridge may ask the web besides the OAI-PMH
+    /// requests where the records alone cannot tell (Handle and DOI resolvers, a few landing
+    /// pages, the sites' robots.txt); each repository's own is
+    /// [`RepositoryConfig::learn_from_web`]. Not the OAI-PMH client's: the bridge's learning
+    /// reads it.
+    pub learn_from_web: bool,
     /// The gateway's limits on refreshes (from `[harvest]`).
     pub fleet: FleetSettings,
     /// `[state]`: where the repositories' stores are.
@@ -399,6 +416,8 @@ pub struct RepositoryConfig {
     pub refresh_interval: Duration,
     /// How its upstream is treated: `[harvest]` with its `[repository.harvest]` table over it.
     pub harvest: HarvestSettings,
+    /// `learn_from_web` of `[harvest]`, with its `[repository.harvest]`'s over it.
+    pub learn_from_web: bool,
     /// The file that configures it (the main file, or an `include`d one).
     pub file: String,
     /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
@@ -463,7 +482,8 @@ impl Config {
             }
             Some(bytes) => bytes,
         };
-        let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
+        let learn_from_web = raw.harvest.learn_from_web.unwrap_or(DEFAULT_LEARN_FROM_WEB);
+        let harvest = parse_harvest(raw.harvest, &default_harvest())
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
             .platform
@@ -477,6 +497,7 @@ impl Config {
             file,
             base_dir,
             harvest: &harvest,
+            learn_from_web,
             platforms: &platforms,
         };
         for r in raw.repository {
@@ -491,6 +512,7 @@ impl Config {
                     file: &included,
                     base_dir: path.parent().unwrap_or(base_dir),
                     harvest: &harvest,
+                    learn_from_web,
                     platforms: &platforms,
                 };
                 for r in include::read(&path)? {
@@ -508,6 +530,7 @@ impl Config {
         Ok(Config {
             server,
             harvest,
+            learn_from_web,
             fleet,
             state,
             repositories,
@@ -522,6 +545,7 @@ struct Origin<'a> {
     file: &'a str,
     base_dir: &'a Path,
     harvest: &'a HarvestSettings,
+    learn_from_web: bool,
     platforms: &'a crate::platform::Registry,
 }
 
@@ -1053,6 +1077,16 @@ pub(crate) fn parse_admin_listen(value: &str) -> Result<Option<SocketAddr>, Stri
     })
 }
 
+/// The `[harvest]` defaults: the OAI-PMH client's, with the bridge's `User-Agent`, and
+/// `oai-bridge check` named in the error of an answer that is no OAI-PMH answer.
+pub(crate) fn default_harvest() -> HarvestSettings {
+    HarvestSettings {
+        user_agent: DEFAULT_USER_AGENT.to_owned(),
+        diagnose_command: Some(DIAGNOSE_COMMAND.to_owned()),
+        ..HarvestSettings::default()
+    }
+}
+
 /// `[harvest]` (or a `[repository.harvest]`) over `d`, the settings below it (the defaults,
 /// or `[harvest]`); `Err` names the key and what is wrong with it.
 fn parse_harvest(
@@ -1063,13 +1097,14 @@ fn parse_harvest(
     let headers = match &h.headers {
         Some(table) => {
             let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let over = crate::oai::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
+            let over = oai_pmh::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
             d.headers.merged(&over)
         }
         None => d.headers.clone(),
     };
     let harvest = HarvestSettings {
         headers,
+        diagnose_command: d.diagnose_command,
         user_agent: h.user_agent.unwrap_or(d.user_agent),
         request_timeout: h
             .request_timeout_secs
@@ -1099,7 +1134,6 @@ fn parse_harvest(
         min_transfer_window: h
             .min_transfer_window_secs
             .map_or(d.min_transfer_window, Duration::from_secs),
-        learn_from_web: h.learn_from_web.unwrap_or(d.learn_from_web),
     };
     if harvest.user_agent.trim().is_empty() {
         return Err(("user_agent", "must not be empty".to_owned()));
@@ -1244,6 +1278,9 @@ fn parse_repository(
         refresh_interval: r
             .refresh_interval_secs
             .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
+        learn_from_web: (r.harvest.as_ref())
+            .and_then(|h| h.learn_from_web)
+            .unwrap_or(from.learn_from_web),
         harvest: parse_repository_harvest(r.harvest.take(), from.harvest)
             .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?,
         file: from.file.to_owned(),
@@ -1724,7 +1761,7 @@ mod tests {
     #[test]
     fn empty_file_gives_the_defaults() {
         let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
-        assert_eq!(c.harvest, HarvestSettings::default());
+        assert_eq!(c.harvest, default_harvest());
         assert_eq!(c.server.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(
             c.server.admin_listen.map(|a| a.to_string()).as_deref(),

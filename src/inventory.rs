@@ -13,9 +13,9 @@ mod spill;
 use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
+use oai_pmh::{Datestamp, Record};
+
 use crate::classify::{self, Class, Drop};
-use crate::datestamp::Datestamp;
-use crate::oai::parse::Record;
 use crate::platform::Landing;
 use crate::scope::Scope;
 use crate::spill::{Budget, Run, Share, SpillError};

@@ -3,13 +3,12 @@
 
 use std::time::Duration;
 
+use oai_pmh::{Client, HarvestError, HarvestReport, HarvestRequest, Identify, Record, Source};
 use url::Url;
 
 use crate::classify::Drop;
 use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
-use crate::oai::parse::{Identify, Record};
-use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::cdif;
@@ -426,11 +425,11 @@ struct Collectors {
     /// The DiWoo categories (bits, as groups) of each set seen, up to [`SETS_REMEMBERED`]: a
     /// repository has a few hundred sets, and every record is in some.
     set_groups: crate::memo::Memo<u32>,
-    /// Records whose newest version was unreadable ([`oai::parse::Record::unreadable`]), with
+    /// Records whose newest version was unreadable ([`oai_pmh::Record::unreadable`]), with
     /// that version's datestamp: rejected, counted as [`Drop::EmptyMetadata`]. Their earlier
     /// version in the same harvest, if any, is published (as the store keeps the version it
     /// has), and a readable version at least as new settles them.
-    rejected: std::collections::HashMap<String, Option<crate::datestamp::Datestamp>>,
+    rejected: std::collections::HashMap<String, Option<oai_pmh::Datestamp>>,
 }
 
 /// Most sets whose DiWoo categories [`Collectors`] remembers.
@@ -514,7 +513,7 @@ impl Collectors {
     }
 
     /// The DiWoo categories the record is in, as bits.
-    fn groups(&mut self, record: &oai::parse::Record) -> u32 {
+    fn groups(&mut self, record: &oai_pmh::Record) -> u32 {
         if self.diwoo.is_empty() {
             return 0;
         }
@@ -530,7 +529,7 @@ impl Collectors {
         groups
     }
 
-    fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
+    fn add(&mut self, record: &oai_pmh::Record) -> Result<(), CollectError> {
         if record.unreadable() {
             // Q-35: neither a version of the record nor its deletion (I-06).
             let at = self.rejected.entry(record.identifier.clone()).or_default();
@@ -586,7 +585,7 @@ pub(crate) async fn harvest(
         identify: None,
         failure: None,
     };
-    let report = oai::harvest(client, &job.request, |event| {
+    let report = oai_pmh::harvest(client, &job.request, |event| {
         gathering.page(event, progress);
     })
     .await;
@@ -611,7 +610,7 @@ struct Gathering<'j> {
 
 impl Gathering<'_> {
     /// Collects the page of `event`, or holds it until the landing rule is decided.
-    fn page(&mut self, event: oai::PageEvent<'_>, progress: &mut Progress) {
+    fn page(&mut self, event: oai_pmh::PageEvent<'_>, progress: &mut Progress) {
         if self.failure.is_some() {
             return;
         }
@@ -775,8 +774,8 @@ pub fn fields_for(
     profiles: &ProfileSettings,
     landing: &LandingSettings,
     source: &Source,
-) -> oai::parse::Fields {
-    use oai::parse::{DcElement, Fields};
+) -> oai_pmh::Fields {
+    use oai_pmh::{DcElement, Fields};
     let fields = profiles.fields();
     if landing.reads_relations(source) {
         fields.with(Fields::of(&[DcElement::Relation]))
@@ -945,7 +944,7 @@ impl Job {
             } = o;
             format!("{types:?} {default_type:?} {teaser_chars} {format:?} {xpath:?}")
         });
-        let date = |d: &Option<crate::datestamp::Datestamp>| d.map(|d| d.to_string());
+        let date = |d: &Option<oai_pmh::Datestamp>| d.map(|d| d.to_string());
         let scope: Vec<&str> = scope.iter().map(Url::as_str).collect();
         let mut text = format!(
             "source={source} sets={sets:?} from={:?} until={:?} scope={scope:?} max_urls={} \
@@ -1218,10 +1217,9 @@ pub(crate) mod tests {
             .collect();
             let scheme = if i % 7 == 3 { "http" } else { "https" };
             let date = format!("2024-01-{:02}", 1 + i % 28);
-            records.push(oai::parse::Record {
+            records.push(oai_pmh::Record {
                 identifier: format!("oai:r:{i}"),
-                datestamp: (i % 11 != 4)
-                    .then(|| crate::datestamp::Datestamp::parse(&date).unwrap()),
+                datestamp: (i % 11 != 4).then(|| oai_pmh::Datestamp::parse(&date).unwrap()),
                 deleted: false,
                 sets,
                 dc_identifiers: vec![
@@ -1239,7 +1237,7 @@ pub(crate) mod tests {
         let mut files = Files::default();
         let rendered = render(&harvested, &job, &mut files).unwrap();
 
-        let in_set = |r: &oai::parse::Record, set: &str| {
+        let in_set = |r: &oai_pmh::Record, set: &str| {
             r.sets
                 .iter()
                 .any(|s| s == set || s.starts_with(&format!("{set}:")))
@@ -1324,9 +1322,9 @@ pub(crate) mod tests {
         let mut records = Vec::new();
         for i in 0..400u32 {
             let id = i % 150;
-            records.push(oai::parse::Record {
+            records.push(oai_pmh::Record {
                 identifier: format!("oai:r:{id}"),
-                datestamp: crate::datestamp::Datestamp::parse(&format!(
+                datestamp: oai_pmh::Datestamp::parse(&format!(
                     "2024-0{}-{:02}",
                     1 + i % 3,
                     1 + (i * 7) % 28
@@ -1410,9 +1408,9 @@ pub(crate) mod tests {
             base.as_str(),
         )
         .unwrap();
-        let record = |id: u32, date: &str, empty: bool| oai::parse::Record {
+        let record = |id: u32, date: &str, empty: bool| oai_pmh::Record {
             identifier: format!("oai:r:{id}"),
-            datestamp: crate::datestamp::Datestamp::parse(date),
+            datestamp: oai_pmh::Datestamp::parse(date),
             dc_identifiers: if empty {
                 Vec::new()
             } else {

@@ -803,8 +803,8 @@ where
                     })?
                     .to_vec(),
             };
-            let lastmod = (entry.lastmod != i64::MIN)
-                .then(|| crate::datestamp::Datestamp::from_unix(entry.lastmod));
+            let lastmod =
+                (entry.lastmod != i64::MIN).then(|| oai_pmh::Datestamp::from_unix(entry.lastmod));
             writer.put_document(&name, &bytes, lastmod)?;
         }
     }
@@ -876,7 +876,7 @@ impl FileSink for Writer<'_> {
         &mut self,
         name: &str,
         bytes: &[u8],
-        lastmod: Option<crate::datestamp::Datestamp>,
+        lastmod: Option<oai_pmh::Datestamp>,
     ) -> Result<(), StoreError> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
@@ -910,9 +910,9 @@ impl FileSink for Writer<'_> {
         &mut self,
         name: &str,
         xml: &[u8],
-    ) -> Result<Option<crate::datestamp::Datestamp>, StoreError> {
+    ) -> Result<Option<oai_pmh::Datestamp>, StoreError> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
-        Ok(Some(crate::datestamp::Datestamp::from_unix(changed as i64)))
+        Ok(Some(oai_pmh::Datestamp::from_unix(changed as i64)))
     }
 
     /// With content names ([`Writer::with_content_names`]), the shard's name after its
@@ -1197,7 +1197,7 @@ mod tests {
             w.listed_name(name.to_owned()).unwrap();
         }
         w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
-        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
         let finished = w.finish(Summary::default()).unwrap();
@@ -1279,7 +1279,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut w = Writer::new(root.path(), None).unwrap();
         w.put("sitemap.xml", b"<a/>").unwrap();
-        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
         w.put_document("cdif/0000000000000001.jsonld", b"{\"a\":1}", None)

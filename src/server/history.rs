@@ -54,7 +54,7 @@ impl Entry {
     pub(crate) fn ended_now(started: SystemTime) -> Self {
         let now = SystemTime::now();
         Entry {
-            ended: crate::datestamp::unix_secs(now).max(0) as u64,
+            ended: oai_pmh::unix_secs(now).max(0) as u64,
             seconds: now
                 .duration_since(started)
                 .unwrap_or_default()

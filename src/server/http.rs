@@ -510,8 +510,12 @@ async fn load(
     meta: &FileMeta,
 ) -> Result<Bytes, Arc<std::io::Error>> {
     let path = generation.path(meta);
+    let bodies = gateway.bodies.clone();
     cached(gateway, generation, index, async move {
-        tokio::fs::read(&path).await.map(Bytes::from)
+        // Read through `bodies`, so that a big file is sent from the page cache (sendfile.rs).
+        tokio::task::spawn_blocking(move || bodies.read(&path))
+            .await
+            .map_err(std::io::Error::other)?
     })
     .await
 }

@@ -9,6 +9,7 @@
 //! - [`metrics`]: Prometheus metrics; `scrape`: the `/metrics` answer.
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
+//! - [`sendfile`]: big files sent to the socket from the page cache, beneath hyper.
 
 pub(crate) mod fleet;
 pub(crate) mod generation;
@@ -20,6 +21,7 @@ pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
 mod scrape;
+pub(crate) mod sendfile;
 pub(crate) mod slots;
 pub(crate) mod status;
 
@@ -34,6 +36,7 @@ use bytes::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use oai_pmh::{HarvestRequest, HostKey, Politeness};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -42,8 +45,6 @@ use url::Url;
 use crate::config::{
     AdminToken, Config, ConfigError, FleetSettings, RepositoryConfig, ServerConfig,
 };
-use crate::oai::HarvestRequest;
-use crate::oai::politeness::{HostKey, Politeness};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::publish::BucketUrl;
@@ -71,6 +72,8 @@ pub struct Gateway {
     live: RwLock<Arc<Live>>,
     /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
     pub cache: moka::future::Cache<CacheKey, Bytes>,
+    /// The cached bodies big enough to be sent with sendfile(2), and the files they came from.
+    pub(crate) bodies: sendfile::FileBodies,
     /// Metrics.
     pub metrics: Metrics,
     /// The public URL of the gateway (a directory URL).
@@ -220,8 +223,8 @@ impl Setup {
     /// Static Repository file.
     pub(crate) fn host(&self) -> Option<HostKey> {
         match &self.job.request.source {
-            crate::oai::Source::Oai(url) => HostKey::of(url),
-            crate::oai::Source::File(_) => None,
+            oai_pmh::Source::Oai(url) => HostKey::of(url),
+            oai_pmh::Source::File(_) => None,
         }
     }
 
@@ -623,6 +626,7 @@ impl Gateway {
             pool: crate::spill::Pool::new(config.pool_limits()),
             machine: crate::memory::limit(),
             cache,
+            bodies: sendfile::FileBodies::new(),
             metrics,
             prefix,
             cache_control: hyper::header::HeaderValue::from_str(&format!(
@@ -946,6 +950,7 @@ impl Server<'_> {
                 }
             };
             let _ = stream.set_nodelay(true);
+            let connection = sendfile::Connection::new(stream, self.gateway.bodies.clone());
             let gateway = Arc::clone(self.gateway);
             let service = hyper::service::service_fn(move |req| {
                 let gateway = Arc::clone(&gateway);
@@ -953,7 +958,7 @@ impl Server<'_> {
             });
             let conn = self
                 .builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(connection), service)
                 .into_owned();
             let conn = self.graceful.watch(conn);
             tokio::spawn(async move {

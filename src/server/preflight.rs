@@ -8,8 +8,9 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use oai_pmh::Source;
+
 use crate::config::{Config, listener_flags, repository_on_port_message};
-use crate::oai::Source;
 
 use super::ServeError;
 use super::prune;

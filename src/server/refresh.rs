@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use oai_pmh::Client;
 use tokio::sync::watch;
 
 use super::fleet::{Claim, Fleet};
@@ -21,7 +22,6 @@ use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
 use crate::incremental::RunSummary;
-use crate::oai::Client;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
 use crate::progress::Progress;
@@ -30,7 +30,30 @@ use crate::store::Store;
 
 /// How the schedule backs off after failed refreshes: a minute, doubling per failure, up to the
 /// interval.
-const FAILURE_RETRY: crate::oai::retry::RefreshBackoff = crate::oai::retry::RefreshBackoff::GATEWAY;
+const FAILURE_RETRY: RefreshBackoff = RefreshBackoff::GATEWAY;
+
+/// How the gateway's schedule backs off after failed refreshes: the first wait, doubling with
+/// each failure in a row, never past the repository's refresh interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RefreshBackoff {
+    /// The wait after the first failure.
+    pub first: Duration,
+}
+
+impl RefreshBackoff {
+    /// The gateway's: a minute after a failure, then two, four... up to the interval.
+    pub(crate) const GATEWAY: Self = Self {
+        first: Duration::from_secs(60),
+    };
+
+    /// The wait after `failures` failed refreshes in a row (at least one) of a repository
+    /// refreshed every `interval`.
+    pub(crate) fn after(&self, failures: u32, interval: Duration) -> Duration {
+        self.first
+            .saturating_mul(1 << failures.saturating_sub(1).min(16))
+            .min(interval)
+    }
+}
 
 /// Why a refresh failed; the current generation, if any, keeps serving.
 #[derive(Debug, thiserror::Error)]
@@ -90,7 +113,7 @@ pub(crate) async fn schedule(
         None => SystemTime::now(),
     };
     // A Retry-After remembered from before a restart is honoured too.
-    due = crate::oai::retry::not_before(due, repo.status().retry_not_before);
+    due = oai_pmh::not_before(due, repo.status().retry_not_before);
     due = due.max(SystemTime::now() + first_after);
     loop {
         repo.update(|s| s.next_refresh = Some(due));
@@ -142,7 +165,7 @@ pub(crate) async fn schedule(
             Err(_) => SystemTime::now() + FAILURE_RETRY.after(status.failures, interval),
         };
         // An upstream's Retry-After wins, even when it is longer than the schedule.
-        due = crate::oai::retry::not_before(due, status.retry_not_before);
+        due = oai_pmh::not_before(due, status.retry_not_before);
     }
 }
 
@@ -359,7 +382,7 @@ fn serve_generation(
     if m.own(&repo.name) {
         m.last_success
             .get_or_create(labels)
-            .set(crate::datestamp::unix_secs(SystemTime::now()));
+            .set(oai_pmh::unix_secs(SystemTime::now()));
         m.last_duration
             .get_or_create(labels)
             .set(s.build_ms as f64 / 1000.0);
@@ -840,4 +863,24 @@ async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> 
     }
     gateway.announce();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn failed_refreshes_back_off_up_to_the_interval() {
+        let b = RefreshBackoff::GATEWAY;
+        let hour = secs(3600);
+        let waits: Vec<u64> = (1..=8).map(|n| b.after(n, hour).as_secs()).collect();
+        assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600]);
+        assert_eq!(b.after(0, hour), secs(60));
+        assert_eq!(b.after(u32::MAX, Duration::MAX), secs(60 << 16));
+        assert_eq!(b.after(3, secs(90)), secs(90));
+    }
 }

@@ -78,7 +78,7 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
         if let Some(started) = r.status().last_attempt {
             attempt
                 .get_or_create(&labels)
-                .set(crate::datestamp::unix_secs(started));
+                .set(oai_pmh::unix_secs(started));
         }
     }
     aggregate(&gateway.metrics, &aggregated, &interval, &attempt);
@@ -203,7 +203,7 @@ fn aggregate(
     // (overdue, in intervals; last success; interval), of the most overdue repository.
     let mut overdue: Option<(f64, i64, u64)> = None;
     let mut oldest_attempt: Option<i64> = None;
-    let now = crate::datestamp::unix_secs(SystemTime::now());
+    let now = oai_pmh::unix_secs(SystemTime::now());
     for r in aggregated {
         let status = r.status();
         let current = r.current();
@@ -219,13 +219,13 @@ fn aggregate(
         shrink_held = shrink_held.max(i64::from(status.held_shrink.is_some()));
         short_list = short_list.max(i64::from(status.short_list.is_some()));
         let every = r.setup().config.refresh_interval.as_secs().max(1);
-        if let Some(t) = status.last_success.map(crate::datestamp::unix_secs) {
+        if let Some(t) = status.last_success.map(oai_pmh::unix_secs) {
             let late = (now - t) as f64 / every as f64;
             if overdue.is_none_or(|(most, _, _)| late > most) {
                 overdue = Some((late, t, every));
             }
         }
-        if let Some(t) = status.last_attempt.map(crate::datestamp::unix_secs) {
+        if let Some(t) = status.last_attempt.map(oai_pmh::unix_secs) {
             oldest_attempt = Some(oldest_attempt.map_or(t, |o| o.min(t)));
         }
     }
@@ -440,5 +440,5 @@ pub(crate) fn record_generation(m: &Metrics, name: &str, generation: &Generation
     m.serving.get_or_create(&labels).set(1);
     m.last_success
         .get_or_create(&labels)
-        .set(crate::datestamp::unix_secs(generation.created));
+        .set(oai_pmh::unix_secs(generation.created));
 }
