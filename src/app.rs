@@ -178,6 +178,7 @@ fn export_job(repo: RepositorySettings, public_url: Url, memory: u64) -> Job {
             parent: None,
             linked: true,
             memory,
+            account: None,
         }),
     }
 }
@@ -636,6 +637,14 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let public_url_warning =
         crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
     for warning in public_url_warning.iter().chain(&config.warnings()) {
+        tracing::warn!("{warning}");
+    }
+    // The memory and the disk the refreshes may take, against what the machine gives.
+    let machine = preflight::resources(&config, crate::memory::limit().as_ref());
+    for note in &machine.notes {
+        tracing::info!("{note}");
+    }
+    for warning in &machine.warnings {
         tracing::warn!("{warning}");
     }
     // SIGHUP reloads the configuration from now on (its default would end the process).

@@ -116,6 +116,8 @@ struct RawServer {
     publish_url: Option<String>,
     publish_grace_secs: Option<u64>,
     metrics_repository_series: Option<usize>,
+    memory_budget_bytes: Option<u64>,
+    spill_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -336,6 +338,15 @@ pub struct ServerConfig {
     /// How many repositories, the first of the configuration, have series of their own in
     /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
     pub metrics_repository_series: usize,
+    /// Bytes of memory the refreshes running at once hold together in their collectors (the
+    /// URL inventories, the profiles' record versions) before they spill
+    /// (`memory_budget_bytes`); `None`: `max_concurrent_refreshes` times `[harvest]
+    /// memory_budget_bytes` ([`Config::pool_limits`]).
+    pub memory_budget: Option<u64>,
+    /// Bytes the refreshes' spill files take on disk together at most (`spill_max_bytes`): a
+    /// refresh that would pass it fails, and the generation served stays. `None`: no cap but
+    /// the file system's free space, less a reserve.
+    pub spill_max: Option<u64>,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -591,6 +602,7 @@ mod typed {
         ),
         ("publish_grace_secs", "a number of seconds"),
         ("metrics_repository_series", "a whole number (0 or more)"),
+        ("spill_max_bytes", "a number of bytes"),
         ("user_agent", "text in quotes"),
         ("request_timeout_secs", "a number of seconds"),
         ("connect_timeout_secs", "a number of seconds"),
@@ -989,7 +1001,20 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         metrics_repository_series: raw
             .metrics_repository_series
             .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
+        memory_budget: raw.memory_budget_bytes,
+        spill_max: raw.spill_max_bytes,
     };
+    for (key, value) in [
+        ("[server] memory_budget_bytes", server.memory_budget),
+        ("[server] spill_max_bytes", server.spill_max),
+    ] {
+        if value == Some(0) {
+            return Err((
+                key,
+                "must be at least 1 (leave it out for the default)".to_owned(),
+            ));
+        }
+    }
     if server.client_timeout.is_zero() {
         return Err((
             "[server] client_timeout_secs",
@@ -1365,13 +1390,48 @@ impl Config {
         server.join(&format!("{}/", repo.name)).ok()
     }
 
-    /// What is valid but likely wrong in the repositories, a sentence each, for `serve` to log
-    /// at start and at a reload, and for `serve --check-config` to print: two repositories
-    /// whose names differ only in case, or that harvest the same thing. (The public URL's is
+    /// The memory and disk the gateway's refreshes share: `[server] memory_budget_bytes`
+    /// (by default `max_concurrent_refreshes` times `[harvest] memory_budget_bytes`, so that
+    /// the refreshes running at once hold what each would alone), each refresh's own cap
+    /// (`[harvest] memory_budget_bytes`), and `[server] spill_max_bytes`.
+    pub(crate) fn pool_limits(&self) -> crate::spill::PoolLimits {
+        let refreshes = self.fleet.max_concurrent_refreshes as u64;
+        crate::spill::PoolLimits {
+            memory: (self.server.memory_budget)
+                .unwrap_or_else(|| self.memory_budget.saturating_mul(refreshes)),
+            per_refresh: self.memory_budget,
+            spill_max: self.server.spill_max,
+        }
+    }
+
+    /// A memory budget too small for the refreshes that may run at once: each then spills in
+    /// runs so small that merging them takes several passes.
+    fn memory_warning(&self) -> Option<String> {
+        let limits = self.pool_limits();
+        let refreshes = self.fleet.max_concurrent_refreshes as u64;
+        let each = limits.memory / refreshes.max(1);
+        let least = crate::spill::MIN_REFRESH_MEMORY.min(limits.per_refresh);
+        (each < least).then(|| {
+            format!(
+                "[server] memory_budget_bytes = {} leaves each of the {refreshes} refreshes \
+                 that may run at once (max_concurrent_refreshes) {each} bytes when all of them \
+                 hold memory, less than {least}: a large repository's refresh then spills many \
+                 small runs and merges them in several passes; raise memory_budget_bytes or \
+                 lower max_concurrent_refreshes",
+                limits.memory
+            )
+        })
+    }
+
+    /// What is valid but likely wrong, a sentence each, for `serve` to log at start and at a
+    /// reload, and for `serve --check-config` to print: a memory budget too small for the
+    /// refreshes that may run at once; two repositories whose names differ only in case, or
+    /// that harvest the same thing. (The public URL's is
     /// [`public_url_warning`], said of the address the gateway listens on once bound; a
     /// listener on a repository's own port is the server's `preflight`, which binds it.)
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
+        warnings.extend(self.memory_warning());
         let repos = &self.repositories;
         for (i, j) in Self::alike(repos) {
             let (a, b) = (&repos[i], &repos[j]);
@@ -2539,6 +2599,7 @@ mod tests {
         "publish_url",
         "publish_grace_secs",
         "metrics_repository_series",
+        "spill_max_bytes",
         "user_agent",
         "request_timeout_secs",
         "connect_timeout_secs",
@@ -2617,7 +2678,9 @@ mod tests {
                 s.cache_bytes,
                 s.drain_timeout,
                 s.client_timeout,
-                s.max_age
+                s.max_age,
+                s.memory_budget,
+                s.spill_max
             ),
             (
                 d.listen,
@@ -2626,8 +2689,14 @@ mod tests {
                 d.cache_bytes,
                 d.drain_timeout,
                 d.client_timeout,
-                d.max_age
+                d.max_age,
+                d.memory_budget,
+                d.spill_max
             )
+        );
+        assert_eq!(
+            (shipped.pool_limits(), shipped.memory_budget),
+            (defaults.pool_limits(), defaults.memory_budget)
         );
         assert_eq!(
             s.public_url, None,

@@ -317,6 +317,7 @@ fn with_spill_dir(job: &Job, parent: PathBuf) -> Job {
             memory: given
                 .as_ref()
                 .map_or(crate::spill::DEFAULT_MEMORY_BUDGET, |d| d.memory),
+            account: None,
         },
     };
     Job {

@@ -61,23 +61,23 @@ pub struct SpillDir {
     /// Bytes of memory the URL inventory holds before it spills sorted runs
     /// ([`crate::spill::DEFAULT_MEMORY_BUDGET`] unless set).
     pub memory: u64,
+    /// A gateway's refresh: its account with the pool the refreshes share (`[server]
+    /// memory_budget_bytes`, `spill_max_bytes`), where its memory and spill are counted.
+    pub(crate) account: Option<std::sync::Arc<crate::spill::Account>>,
 }
 
 impl Job {
     /// Where the harvest spills, and the memory it holds first: the job's spill folder, or the
     /// system's temporary folder.
     pub(crate) fn budget(&self) -> crate::spill::Budget {
-        match &self.spill_dir {
-            Some(SpillDir {
-                parent: Some(parent),
-                memory,
-                ..
-            }) => crate::spill::Budget::new(parent.clone(), *memory),
-            Some(SpillDir { memory, .. }) => crate::spill::Budget {
-                memory: *memory,
-                ..crate::spill::Budget::default()
-            },
-            None => crate::spill::Budget::default(),
+        let Some(dir) = &self.spill_dir else {
+            return crate::spill::Budget::default();
+        };
+        let parent = (dir.parent.clone()).unwrap_or_else(std::env::temp_dir);
+        let budget = crate::spill::Budget::new(parent, dir.memory);
+        match &dir.account {
+            Some(account) => budget.within(account),
+            None => budget,
         }
     }
 }
@@ -1036,10 +1036,42 @@ pub(crate) fn human_duration(d: Duration) -> String {
     }
 }
 
+/// Formats a number of bytes for people, in binary units with one decimal past the bytes:
+/// `512 B`, `1.5 KiB`, `192.0 MiB`, `3.2 GiB`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    // 1023.95 would round to "1024.0".
+    while value >= 1023.95 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::render::sitemap::render_shards;
+
+    /// Bytes read in their largest binary unit.
+    #[test]
+    fn bytes_read_in_binary_units() {
+        for (bytes, text) in [
+            (0, "0 B"),
+            (1023, "1023 B"),
+            (1536, "1.5 KiB"),
+            (192 << 20, "192.0 MiB"),
+            ((1 << 30) - 1, "1.0 GiB"),
+            (u64::MAX, "16384.0 PiB"),
+        ] {
+            assert_eq!(human_bytes(bytes), text);
+        }
+    }
 
     /// Issue 22: durations read in their two largest units ("in 357m25s" was a refresh six
     /// hours away).
@@ -1131,6 +1163,7 @@ pub(crate) mod tests {
             parent: Some("/tmp".into()),
             linked: false,
             memory: crate::spill::DEFAULT_MEMORY_BUDGET,
+            account: None,
         });
         assert_eq!(spilled.settings_key(), key);
         let changes: [fn(&mut Job); 6] = [
@@ -1348,6 +1381,7 @@ pub(crate) mod tests {
             parent: Some(dir.path().to_owned()),
             linked: false,
             memory: 1,
+            account: None,
         }));
         assert!(on_disk && bytes > occurrences, "{bytes} {occurrences}");
         assert!(

@@ -351,12 +351,31 @@ fn remove_all_but(repo_dir: &Path, keep: Option<&str>) {
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         if is_dir && keep.is_none_or(|k| entry.file_name() != k) {
             let path = entry.path();
+            // A refresh's spill files, which a crash or a kill left: said, with their size.
+            let spill = (entry.file_name().to_str())
+                .is_some_and(|n| n.starts_with(crate::spill::PREFIX))
+                .then(|| dir_bytes(&path));
             match fs::remove_dir_all(&path) {
-                Ok(()) => tracing::debug!(dir = %path.display(), "removed a leftover folder"),
+                Ok(()) => match spill {
+                    Some(bytes) => tracing::info!(
+                        dir = %path.display(),
+                        bytes,
+                        "removed the spill files a stopped refresh left"
+                    ),
+                    None => tracing::debug!(dir = %path.display(), "removed a leftover folder"),
+                },
                 Err(e) => tracing::warn!(dir = %path.display(), "cannot remove: {e}"),
             }
         }
     }
+}
+
+/// The bytes of the files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    (fs::read_dir(dir).into_iter().flatten().flatten())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// Writes the next generation into a staging folder, then commits it. Dropped without

@@ -113,6 +113,11 @@ pub struct Gateway {
     pub(crate) slots: Arc<slots::Slots>,
     /// The politeness delay per upstream host, shared by every refresh's client.
     pub(crate) politeness: Arc<Politeness>,
+    /// The memory and spill space the running refreshes share (`[server]
+    /// memory_budget_bytes`, `spill_max_bytes`), and what each holds now.
+    pub(crate) pool: crate::spill::Pool,
+    /// The memory the process may use, as the machine or its cgroup says at the start.
+    pub(crate) machine: Option<crate::memory::Limit>,
 }
 
 /// What a reload may change, swapped as a whole.
@@ -468,10 +473,13 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
         public_url,
         // Beside the generations, where a folder left by a crash is removed at the next
         // start; read back into the generation, not linked.
+        // Its memory and its account with the gateway's pool are each refresh's own
+        // (`refresh::build`).
         spill_dir: Some(crate::pipeline::SpillDir {
             parent: Some(dir.to_path_buf()),
             linked: false,
             memory: crate::spill::DEFAULT_MEMORY_BUDGET,
+            account: None,
         }),
     }
 }
@@ -615,6 +623,8 @@ impl Gateway {
             })),
             slots: slots::Slots::new(&config.fleet),
             politeness: Arc::default(),
+            pool: crate::spill::Pool::new(config.pool_limits()),
+            machine: crate::memory::limit(),
             cache,
             bodies: sendfile::FileBodies::new(),
             metrics,

@@ -25,6 +25,7 @@ use crate::incremental::RunSummary;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
 use crate::progress::Progress;
+use crate::spill::Account;
 use crate::store::Store;
 
 /// How the schedule backs off after failed refreshes: a minute, doubling per failure, up to the
@@ -253,8 +254,12 @@ pub(crate) async fn refresh(
     repo.history.start();
     let setup = repo.setup();
     tracing::info!(repository = name, source = %setup.job.request.source, "refresh started");
+    // Its memory and spill, counted in the gateway's pool and shown while it runs.
+    let account = gateway.pool.account(&name);
 
-    let (result, stats) = build_on_thread(gateway, repo, Arc::clone(&setup), stop).await?;
+    let (result, stats) =
+        build_on_thread(gateway, repo, Arc::clone(&setup), &account, stop).await?;
+    let held = |entry: history::Entry| entry.held(account.memory.peak(), account.spill.peak());
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
     count_upstream(m, &name, &stats);
@@ -263,10 +268,10 @@ pub(crate) async fn refresh(
             let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, setup, &labels);
             gateway.publish_robots().await;
-            repo.history.record(history::Entry {
+            repo.history.record(held(history::Entry {
                 urls: Some(urls),
                 ..history::Entry::ended_now(started)
-            });
+            }));
             m.refreshed(&name, "success", started);
             "success"
         }
@@ -288,7 +293,7 @@ pub(crate) async fn refresh(
             m.refreshed(&name, "failure", started);
             record_failure(m, repo, &labels, &e, &stats);
             repo.history
-                .record(history::Entry::ended_now(started).failed(&error_chain(&e)));
+                .record(held(history::Entry::ended_now(started)).failed(&error_chain(&e)));
             return Err(e);
         }
     };
@@ -306,21 +311,24 @@ pub(crate) async fn refresh(
     Ok(())
 }
 
-/// Builds `repo`'s next generation under `setup` on a thread of its own, and waits for it.
+/// Builds `repo`'s next generation under `setup` on a thread of its own, its memory and spill
+/// counted on `account`, and waits for it.
 async fn build_on_thread(
     gateway: &Arc<Gateway>,
     repo: &Arc<Repo>,
     setup: Arc<Setup>,
+    account: &Arc<Account>,
     stop: watch::Receiver<bool>,
 ) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
     let repo = Arc::clone(repo);
+    let account = Arc::clone(account);
     std::thread::Builder::new()
         .name(format!("refresh-{}", repo.name))
         .spawn(move || {
             lower_priority();
-            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, stop));
+            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, &account, stop));
             // What the harvest and the render allocated is free now: give it back, here on the
             // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
@@ -516,6 +524,7 @@ fn build_on_own_runtime(
     gateway: &Gateway,
     repo: &Repo,
     setup: &Setup,
+    account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
 ) -> (Result<Generation, RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -538,7 +547,7 @@ fn build_on_own_runtime(
     let publish = gateway.publish_settings();
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(repo, setup, &client, &gateway.metrics, &publish) => r,
+            r = build(repo, setup, account, &client, &gateway.metrics, &publish) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -636,14 +645,17 @@ impl<'a> engine::Target for NextGeneration<'a> {
     }
 }
 
-/// Harvests and writes the next generation of `repo` under `setup`; does not swap it in.
+/// Harvests and writes the next generation of `repo` under `setup`, its memory and spill
+/// counted on `account`; does not swap it in.
 async fn build(
     repo: &Repo,
     setup: &Setup,
+    account: &Arc<Account>,
     client: &Client,
     metrics: &Metrics,
     publish: &PublishSettings,
 ) -> Result<Generation, RefreshError> {
+    let job = counted(&setup.job, account);
     let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
     let previous = repo.current();
     let mut target = NextGeneration {
@@ -658,7 +670,7 @@ async fn build(
         policy: &setup.config.policy,
     };
     let outcome = engine::run(
-        &setup.job,
+        &job,
         client,
         Some(stored),
         &mut target,
@@ -674,6 +686,19 @@ async fn build(
         tracing::warn!(repository = repo.name, "cannot record the publish: {e}");
     }
     Ok(outcome.committed)
+}
+
+/// `job` as one refresh runs it: its collectors' memory capped at a refresh's
+/// (`[harvest] memory_budget_bytes`), and counted, with its spill, on `account` in the
+/// gateway's pool, which holds the refreshes running at once to `[server]
+/// memory_budget_bytes` and `spill_max_bytes`.
+fn counted(job: &crate::pipeline::Job, account: &Arc<Account>) -> crate::pipeline::Job {
+    let mut job = job.clone();
+    if let Some(dir) = &mut job.spill_dir {
+        dir.memory = account.per_refresh();
+        dir.account = Some(Arc::clone(account));
+    }
+    job
 }
 
 /// Shows on the status page and in the metrics what a refresh found of the upstream, whatever

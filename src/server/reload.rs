@@ -102,6 +102,9 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
         publish_url,
         publish_grace,
         metrics_repository_series,
+        // Reloaded: the refreshes' pool takes them at once.
+        memory_budget: _,
+        spill_max: _,
     } = next;
     [
         ("[server] listen", running.listen != *listen),
@@ -239,13 +242,16 @@ impl Gateway {
             .filter(|r| !configured.contains(r.name.as_str()))
             .cloned()
             .collect();
+        let pool_limits = config.pool_limits();
         let next = Live {
             repos: repos.into_iter().map(|(repo, _)| repo).collect(),
             fleet: config.fleet.clone(),
             admin_token: config.server.admin_token,
         };
-        // Refreshes waiting for a slot start at once if the limits went up.
+        // Refreshes waiting for a slot start at once if the limits went up; the memory and
+        // spill space they share follow (a default budget follows max_concurrent_refreshes).
         self.slots.resize(&config.fleet);
+        self.pool.configure(pool_limits);
         super::prune::record_serving(
             &self.server.state_dir,
             next.repos.iter().map(|r| r.name.as_str()),

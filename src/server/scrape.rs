@@ -36,14 +36,41 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
         "Unix time the last refresh started, successful or not (absent before the first)",
         attempt.clone(),
     );
+    let memory = Family::<RepoLabels, Gauge>::default();
+    registry.register(
+        "refresh_memory_bytes",
+        "Bytes of memory the repository's running refresh holds in its collectors (the URL \
+         inventory, the landing-page profiles' records) now, within [server] \
+         memory_budget_bytes; 0 when none runs",
+        memory.clone(),
+    );
+    let spill = Family::<RepoLabels, Gauge>::default();
+    registry.register(
+        "refresh_spill_bytes",
+        "Bytes the repository's running refresh's spill files (sorted runs past its memory) \
+         take on disk now; 0 when none runs",
+        spill.clone(),
+    );
+    let running = gateway.pool.running();
+    // (memory, spill) of the refresh of `name` running now.
+    let held = |name: &str| {
+        (running.iter().filter(|u| u.name == name))
+            .fold((0, 0), |(m, s), u| (m + u.memory, s + u.spill))
+    };
+    let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut other_held = (0, 0);
     let repos = gateway.repos();
     let mut aggregated = Vec::new();
     for r in &repos {
+        let (m, s) = held(&r.name);
         if !gateway.metrics.own(&r.name) {
             aggregated.push(r.as_ref());
+            other_held = (other_held.0 + m, other_held.1 + s);
             continue;
         }
         let labels = metrics::repo(&r.name);
+        memory.get_or_create(&labels).set(bytes(m));
+        spill.get_or_create(&labels).set(bytes(s));
         let seconds = r.setup().config.refresh_interval.as_secs();
         interval
             .get_or_create(&labels)
@@ -55,6 +82,12 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
         }
     }
     aggregate(&gateway.metrics, &aggregated, &interval, &attempt);
+    if !aggregated.is_empty() {
+        let other = metrics::repo(OTHER);
+        memory.get_or_create(&other).set(bytes(other_held.0));
+        spill.get_or_create(&other).set(bytes(other_held.1));
+    }
+    pool_gauges(gateway, &mut registry);
     // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
     // growing means the limit is too low for the repositories' intervals.
     let slots = gateway.refresh_slots();
@@ -83,6 +116,69 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
         .and_then(|()| encode_eof(&mut out))
         .expect("writing to a String cannot fail");
     out
+}
+
+/// Registers the gateway-wide gauges of memory and spill space: what the running refreshes
+/// hold together, the limits they are held to, and what the machine gives (the memory the
+/// process may use, the state directory's free space).
+fn pool_gauges(gateway: &Gateway, registry: &mut Registry) {
+    let pool = &gateway.pool;
+    let limits = pool.limits();
+    let free = crate::spill::free_space(&gateway.server.state_dir).ok();
+    let gauges = [
+        (
+            "memory_budget_bytes",
+            "[server] memory_budget_bytes: the memory the running refreshes' collectors hold \
+             together at most before they spill",
+            Some(limits.memory),
+        ),
+        (
+            "refresh_memory_budget_bytes",
+            "[harvest] memory_budget_bytes: the memory one refresh's URL inventory holds at most \
+             (its profiles' records a quarter of it more)",
+            Some(limits.per_refresh),
+        ),
+        (
+            "refreshes_memory_bytes",
+            "Bytes of memory the running refreshes' collectors hold now, together",
+            Some(pool.memory()),
+        ),
+        (
+            "refreshes_spill_bytes",
+            "Bytes the running refreshes' spill files take on disk now, together",
+            Some(pool.spill()),
+        ),
+        (
+            "spill_max_bytes",
+            "[server] spill_max_bytes: the most the refreshes' spill files take together (absent: \
+             no cap but the state directory's free space)",
+            limits.spill_max,
+        ),
+        (
+            "state_dir_free_bytes",
+            "Bytes free on the file system of [server] state_dir, where the refreshes spill and \
+             write their generations",
+            free.map(|(free, _)| free),
+        ),
+        (
+            "state_dir_size_bytes",
+            "Bytes of the file system of [server] state_dir",
+            free.map(|(_, size)| size),
+        ),
+        (
+            "memory_limit_bytes",
+            "The memory the process may use, as its cgroup (memory.max) or the machine (MemTotal) \
+             said at the start",
+            gateway.machine.as_ref().map(|m| m.bytes),
+        ),
+    ];
+    for (name, help, value) in gauges {
+        if let Some(value) = value {
+            let gauge = Gauge::<i64>::default();
+            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+            registry.register(name, help, gauge);
+        }
+    }
 }
 
 /// Sets the `_other` gauges from the state of the `aggregated` repositories, and the

@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use super::generation::{Generation, Summary};
 use super::{Gateway, Repo, RepoStatus, history};
 use crate::classify::Drop;
-use crate::pipeline::human_duration;
+use crate::pipeline::{human_bytes, human_duration};
+use crate::spill::Usage;
 
 /// Rows of the status page shown at a time: a fleet of thousands of repositories is paged, so
 /// that the page answers quickly and stays readable.
@@ -108,14 +109,16 @@ pub(crate) fn render_view(gateway: &Gateway, view: &View) -> String {
         1
     };
     let shown = &kept[(page - 1) * PAGE_ROWS..kept.len().min(page * PAGE_ROWS)];
-    head(&mut out, gateway, now);
+    let running = gateway.pool.running();
+    head(&mut out, gateway, &running, now);
     summary(&mut out, &repos, &states, shown);
     find_form(&mut out, view);
     pager(&mut out, view, page, pages, kept.len(), repos.len());
     table_head(&mut out);
     for &i in shown {
         let (repo, (status, generation), state) = (&repos[i], &seen[i], &states[i]);
-        row(&mut out, repo, status, generation.as_deref(), now);
+        let held = running.iter().find(|u| u.name == repo.name);
+        row(&mut out, repo, status, generation.as_deref(), held, now);
         details(
             &mut out,
             repo,
@@ -320,8 +323,9 @@ fn summary(out: &mut String, repos: &[Arc<Repo>], states: &[State], shown: &[usi
     );
 }
 
-/// The page up to the summary: the style, what the gateway is.
-fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
+/// The page up to the summary: the style, what the gateway is, its refreshes (those `running`
+/// with what they hold).
+fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime) {
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
@@ -354,6 +358,7 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
          host; most at once so far: {}).</p>",
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
+    memory(out, gateway, running);
     // What the log said at start, and `serve --check-config`.
     if let Some(warning) =
         crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)
@@ -379,6 +384,62 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
     }
 }
 
+/// What the running refreshes hold, in memory and on disk, against the limits they are held to
+/// and what the machine gives.
+fn memory(out: &mut String, gateway: &Gateway, running: &[Usage]) {
+    let pool = &gateway.pool;
+    let limits = pool.limits();
+    let machine = gateway.machine.as_ref().map_or_else(String::new, |m| {
+        format!(
+            "; the process may use {} (<span title=\"{}\">the machine's or its cgroup's \
+             limit</span>)",
+            human_bytes(m.bytes),
+            escape(&m.source)
+        )
+    });
+    let _ = write!(
+        out,
+        "<p id=\"memory\">Memory: the running refreshes hold {} of {} (memory_budget_bytes; \
+         each at most {}){machine}. Spill: {} on disk",
+        human_bytes(pool.memory()),
+        human_bytes(limits.memory),
+        human_bytes(limits.per_refresh),
+        human_bytes(pool.spill()),
+    );
+    match limits.spill_max {
+        Some(max) => {
+            let _ = write!(out, " of {} (spill_max_bytes)", human_bytes(max));
+        }
+        None => out.push_str(" (no spill_max_bytes)"),
+    }
+    if let Ok((free, size)) = crate::spill::free_space(&gateway.server.state_dir) {
+        let keep = crate::spill::reserve(size);
+        let _ = write!(
+            out,
+            "; <span{}>{} free on the state directory's file system</span> (a spill stops {} \
+             short of full)",
+            if free <= keep { " class=\"bad\"" } else { "" },
+            human_bytes(free),
+            human_bytes(keep)
+        );
+    }
+    out.push('.');
+    if !running.is_empty() {
+        let each: Vec<String> = (running.iter())
+            .map(|u| {
+                format!(
+                    "{}: {} in memory, {} spilled",
+                    escape(&u.name),
+                    human_bytes(u.memory),
+                    human_bytes(u.spill)
+                )
+            })
+            .collect();
+        let _ = write!(out, " <small>{}</small>", each.join("; "));
+    }
+    out.push_str("</p>\n");
+}
+
 /// The table's column heads.
 fn table_head(out: &mut String) {
     out.push_str(
@@ -394,6 +455,7 @@ fn row(
     repo: &Repo,
     status: &RepoStatus,
     generation: Option<&Generation>,
+    held: Option<&Usage>,
     now: SystemTime,
 ) {
     repository_cell(out, repo, generation);
@@ -418,7 +480,7 @@ fn row(
         Some(g) => summary_cells(out, &g.summary, repo),
         None => out.push_str("<td></td><td></td><td></td><td></td>"),
     }
-    refresh_cells(out, status, now);
+    refresh_cells(out, status, held, now);
 }
 
 /// The repository's name, its upstream, and the platform in effect and why (what decides where
@@ -670,7 +732,8 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
         out,
         "<details class=\"history\"{}><summary><b>{}</b> ({failed} failed): URLs \
          published after each, oldest left</summary>{svg}<table><tr><th>ended</th><th>kind</th>\
-         <th>took</th><th>records received</th><th>URLs published</th><th>result</th></tr>",
+         <th>took</th><th>records received</th><th>URLs published</th><th>memory, spilled \
+         (most)</th><th>result</th></tr>",
         if open { " open" } else { "" },
         match entries.len() {
             1 => "The last refresh".to_owned(),
@@ -687,9 +750,18 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
                 text
             }
         };
+        let held = match (e.memory, e.spilled) {
+            (None, None) => "—".to_owned(),
+            (memory, spilled) => format!(
+                "{}, {}",
+                human_bytes(memory.unwrap_or(0)),
+                human_bytes(spilled.unwrap_or(0))
+            ),
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{result}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{held}</td>\
+             <td>{result}</td></tr>",
             escape(&when),
             if e.kind.is_empty() {
                 "—".to_owned()
@@ -704,9 +776,9 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
     out.push_str("</table></details>");
 }
 
-/// The refresh cells: last success, last attempt (with what holds the repository back, and
-/// the last failure), next refresh.
-fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
+/// The refresh cells: last success, last attempt (with what the running refresh holds, what
+/// holds the repository back, and the last failure), next refresh.
+fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, now: SystemTime) {
     let when = |t: Option<SystemTime>| t.map_or_else(|| "never".to_owned(), |t| ago(now, t));
     let _ = write!(
         out,
@@ -716,6 +788,14 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
     );
     if status.refreshing {
         out.push_str("<br><i>refreshing now</i>");
+        if let Some(u) = held {
+            let _ = write!(
+                out,
+                "<br><small class=\"held\">holds {} in memory, {} spilled to disk</small>",
+                human_bytes(u.memory),
+                human_bytes(u.spill)
+            );
+        }
     } else if status.waiting_for_slot {
         out.push_str("<br><i>due, waiting for a slot</i>");
     }
@@ -856,6 +936,79 @@ mod tests {
         let config = crate::Config::parse(&text, "bridge.toml", state).unwrap();
         let public = url::Url::parse("https://maps.example/").unwrap();
         crate::server::Gateway::new(&config, public).unwrap()
+    }
+
+    /// Issue 30: what each running refresh holds, in memory and spilled, is on its row and in
+    /// the head of the page, and in /metrics: a series each for the repositories with series of
+    /// their own, the others summed under `_other`; the pool's totals and limits beside. A
+    /// refresh that ended holds nothing.
+    #[test]
+    fn running_refreshes_show_their_memory_and_spill() {
+        let state = tempfile::tempdir().unwrap();
+        let mut text = format!(
+            "[server]\nstate_dir = {:?}\nmetrics_repository_series = 1\n\
+             memory_budget_bytes = 1048576\nspill_max_bytes = 1073741824\n",
+            state.path().display().to_string()
+        );
+        for name in ["a", "b", "c"] {
+            text.push_str(&format!(
+                "[[repository]]\nname = \"{name}\"\nbase_url = \"{name}.xml\"\n"
+            ));
+        }
+        let config = crate::Config::parse(&text, "bridge.toml", state.path()).unwrap();
+        let public = url::Url::parse("https://maps.example/").unwrap();
+        let gateway = crate::server::Gateway::new(&config, public).unwrap();
+        let spill_dir = tempfile::tempdir().unwrap();
+        let mut refreshes = Vec::new();
+        for (name, memory, spilled) in [("a", 1000, 300), ("b", 2000, 0), ("c", 4000, 500)] {
+            let account = gateway.pool.account(name);
+            let budget =
+                crate::spill::Budget::new(spill_dir.path().to_owned(), 64).within(&account);
+            let mut share = crate::spill::Share::new(&budget, 64);
+            share.count(memory);
+            let mut folder = crate::spill::Folder::new(&budget);
+            let run = (spilled > 0).then(|| {
+                let mut w = folder.create("urls").unwrap();
+                w.bytes(&vec![0; spilled]).unwrap();
+                w.finish().unwrap()
+            });
+            gateway.repo(name).unwrap().update(|s| s.refreshing = true);
+            refreshes.push((account, share, folder, run));
+        }
+        let page = super::render(&gateway);
+        for said in [
+            "Memory: the running refreshes hold 6.8 KiB of 1.0 MiB (memory_budget_bytes; each \
+             at most 192.0 MiB)",
+            "Spill: 800 B on disk of 1.0 GiB (spill_max_bytes)",
+            "a: 1000 B in memory, 300 B spilled; b: 2.0 KiB in memory, 0 B spilled",
+            "holds 3.9 KiB in memory, 500 B spilled to disk",
+        ] {
+            assert!(page.contains(said), "{said}: {page}");
+        }
+        let metrics = |want: &[&str]| {
+            let text = crate::server::scrape::scrape(&gateway);
+            for line in want {
+                assert!(text.contains(&format!("\n{line}\n")), "{line}: {text}");
+            }
+        };
+        metrics(&[
+            "oai_bridge_refresh_memory_bytes{repository=\"a\"} 1000",
+            "oai_bridge_refresh_memory_bytes{repository=\"_other\"} 6000",
+            "oai_bridge_refresh_spill_bytes{repository=\"a\"} 300",
+            "oai_bridge_refresh_spill_bytes{repository=\"_other\"} 500",
+            "oai_bridge_refreshes_memory_bytes 7000",
+            "oai_bridge_refreshes_spill_bytes 800",
+            "oai_bridge_memory_budget_bytes 1048576",
+            "oai_bridge_refresh_memory_budget_bytes 201326592",
+            "oai_bridge_spill_max_bytes 1073741824",
+        ]);
+        drop(refreshes);
+        metrics(&[
+            "oai_bridge_refresh_memory_bytes{repository=\"a\"} 0",
+            "oai_bridge_refresh_spill_bytes{repository=\"_other\"} 0",
+            "oai_bridge_refreshes_memory_bytes 0",
+            "oai_bridge_refreshes_spill_bytes 0",
+        ]);
     }
 
     /// The names of the rows a page shows, in order.
