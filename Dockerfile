@@ -9,6 +9,7 @@ FROM rust:1.95-slim-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+COPY crates ./crates
 COPY src ./src
 COPY benches ./benches
 RUN cargo build --release --locked --bin oai-bridge && strip target/release/oai-bridge

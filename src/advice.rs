@@ -14,12 +14,11 @@
 
 use std::collections::BTreeMap;
 
+use oai_pmh::{Identify, Record, Source};
 use serde::Serialize;
 use url::Url;
 
 use crate::classify::{self, Class, Drop, Pid};
-use crate::oai::Source;
-use crate::oai::parse::{Identify, Record};
 use crate::platform::{self, Classes, Landing, LandingSettings, Registry, Setting};
 
 /// How many of its landing pages a suggestion shows.
@@ -646,7 +645,7 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::oai::parse::{self, DcElement, Fields, IdentifyOutcome};
+    use oai_pmh::{DcElement, Fields, IdentifyOutcome, parse_identify};
 
     /// A fixture of `fixtures/platforms/`: its Identify and records, relations read.
     fn fixture(name: &str) -> (Identify, Vec<Record>) {
@@ -655,12 +654,11 @@ mod tests {
             env!("CARGO_MANIFEST_DIR")
         );
         let body = std::fs::read(&path).unwrap();
-        let IdentifyOutcome::Static(identify) = parse::parse_identify(&body).unwrap() else {
+        let IdentifyOutcome::Static(identify) = parse_identify(&body).unwrap() else {
             panic!("{path} is a Static Repository");
         };
         let page =
-            crate::oai::read::parse_list_records_with(&body, Fields::of(&[DcElement::Relation]))
-                .unwrap();
+            oai_pmh::parse_list_records_with(&body, Fields::of(&[DcElement::Relation])).unwrap();
         (identify, page.records)
     }
 

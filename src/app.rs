@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use oai_pmh::{HarvestRequest, Source};
 use url::Url;
 
 use crate::bucket::PublishSettings;
@@ -17,7 +18,6 @@ use crate::cli::{
 use crate::config::{Config, ConfigError, RepositoryConfig, default_public_url};
 use crate::export::{self, ExportOptions};
 use crate::migrate::{Done, MigrateOptions, Outcome};
-use crate::oai::{HarvestRequest, Source};
 use crate::pipeline::Job;
 use crate::server::preflight::{self, Findings};
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
@@ -178,14 +178,15 @@ fn export_job(repo: RepositorySettings, public_url: Url, memory: u64) -> Job {
             parent: None,
             linked: true,
             memory,
+            account: None,
         }),
     }
 }
 
 /// `check`'s harvest settings over every layer: an operator waits for the answer
-/// ([`crate::oai::RetryPolicy::interactive`]).
-fn interactive(mut harvest: crate::oai::HarvestSettings) -> crate::oai::HarvestSettings {
-    crate::oai::RetryPolicy::of(&harvest)
+/// ([`oai_pmh::RetryPolicy::interactive`]).
+fn interactive(mut harvest: oai_pmh::HarvestSettings) -> oai_pmh::HarvestSettings {
+    oai_pmh::RetryPolicy::of(&harvest)
         .interactive()
         .apply(&mut harvest);
     harvest
@@ -636,6 +637,14 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
     let public_url_warning =
         crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
     for warning in public_url_warning.iter().chain(&config.warnings()) {
+        tracing::warn!("{warning}");
+    }
+    // The memory and the disk the refreshes may take, against what the machine gives.
+    let machine = preflight::resources(&config, crate::memory::limit().as_ref());
+    for note in &machine.notes {
+        tracing::info!("{note}");
+    }
+    for warning in &machine.warnings {
         tracing::warn!("{warning}");
     }
     // SIGHUP reloads the configuration from now on (its default would end the process).

@@ -8,13 +8,15 @@ use std::fmt::Write as _;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
+use oai_pmh::{
+    Client, Fields, HarvestRequest, HarvestSettings, Identify, IdentifyOutcome, OaiError,
+    OaiRequest, Record, SmallAnswer, Source, parse_identify, parse_metadata_formats, parse_sets,
+};
 use serde::Serialize;
 use url::Url;
 
 use crate::advice::{self, Suggestion};
 use crate::classify::{self, Class, Drop};
-use crate::oai::parse::{self, SmallAnswer};
-use crate::oai::{self, Client, HarvestRequest, HarvestSettings, OaiRequest, Source};
 use crate::platform::{Classes, Landing};
 use crate::scope::Scope;
 
@@ -348,24 +350,21 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
 async fn identify(
     client: &Client,
     options: &CheckOptions,
-) -> Result<(Option<Url>, Result<parse::IdentifyOutcome, String>), String> {
+) -> Result<(Option<Url>, Result<IdentifyOutcome, String>), String> {
     // A local Static Repository file states its Identify inside; its baseURL (the gateway's)
     // is where its landing pages' scope comes from, as in a harvest.
     match &options.source {
         Source::Oai(base) => {
             let call = OaiRequest::new(base, &[("verb", "Identify")]);
-            let outcome = client.fetch(&call, None, parse::parse_identify).await;
+            let outcome = client.fetch(&call, None, parse_identify).await;
             let url = call.url();
             let outcome = outcome.map_err(|kind| format!("Identify failed ({url}): {kind}"));
             Ok((Some(base.clone()), outcome))
         }
         Source::File(path) => {
-            let read = oai::harvest::read_static_file(
-                path,
-                options.harvest.max_body_bytes,
-                parse::Fields::default(),
-            )
-            .await;
+            let read =
+                oai_pmh::read_static_file(path, options.harvest.max_body_bytes, Fields::default())
+                    .await;
             let identify = match read {
                 Ok((identify, _)) => identify,
                 Err(e) => return Err(e.located()),
@@ -380,7 +379,7 @@ async fn identify(
                     identify.base_url
                 ));
             }
-            Ok((stated, Ok(parse::IdentifyOutcome::Static(identify))))
+            Ok((stated, Ok(IdentifyOutcome::Static(identify))))
         }
     }
 }
@@ -439,17 +438,17 @@ impl CheckReport {
     /// source is a Static Repository.
     fn take_identify(
         &mut self,
-        outcome: Result<parse::IdentifyOutcome, String>,
+        outcome: Result<IdentifyOutcome, String>,
         started: Instant,
-    ) -> (parse::Identify, bool) {
+    ) -> (Identify, bool) {
         let mut is_static = false;
-        let mut identify = parse::Identify::default();
+        let mut identify = Identify::default();
         match outcome {
-            Ok(parse::IdentifyOutcome::Identify(i)) => {
+            Ok(IdentifyOutcome::Identify(i)) => {
                 identify = i.clone();
                 self.identify = Some(IdentifyReport::new(i, started));
             }
-            Ok(parse::IdentifyOutcome::Static(i)) => {
+            Ok(IdentifyOutcome::Static(i)) => {
                 is_static = true;
                 identify = i.clone();
                 self.identify = Some(IdentifyReport::new(i, started));
@@ -457,7 +456,7 @@ impl CheckReport {
                     "an OAI Static Repository: it is read whole; sets and dates are applied by the bridge".to_owned(),
                 );
             }
-            Ok(parse::IdentifyOutcome::Errors(errors)) => self.problems.push(format!(
+            Ok(IdentifyOutcome::Errors(errors)) => self.problems.push(format!(
                 "Identify answered with OAI errors: {}",
                 describe_errors(&errors)
             )),
@@ -617,10 +616,7 @@ impl CheckReport {
 /// `ListMetadataFormats` and the first page of `ListSets`.
 async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckReport) {
     let call = OaiRequest::new(base, &[("verb", "ListMetadataFormats")]);
-    match client
-        .fetch(&call, None, parse::parse_metadata_formats)
-        .await
-    {
+    match client.fetch(&call, None, parse_metadata_formats).await {
         Ok(SmallAnswer::Answer(prefixes)) => {
             report.formats.oai_dc = prefixes.iter().any(|p| p == "oai_dc");
             report.formats.prefixes = prefixes;
@@ -635,7 +631,7 @@ async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckRe
     }
 
     let call = OaiRequest::new(base, &[("verb", "ListSets")]);
-    match client.fetch(&call, None, parse::parse_sets).await {
+    match client.fetch(&call, None, parse_sets).await {
         Ok(SmallAnswer::Answer((sets, more))) => {
             report.sets.sets = sets;
             report.sets.more = more;
@@ -648,11 +644,7 @@ async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckRe
 /// Reads up to `options.pages` pages of `ListRecords`: counts records, and keeps the live ones
 /// (up to [`KEEP_RECORDS`]) to classify once the landing rule is known, which the first of
 /// them decide under `platform = "auto"`.
-async fn sample(
-    client: &Client,
-    options: &CheckOptions,
-    report: &mut CheckReport,
-) -> Vec<parse::Record> {
+async fn sample(client: &Client, options: &CheckOptions, report: &mut CheckReport) -> Vec<Record> {
     // What a sitemap-only harvest reads.
     let fields =
         crate::pipeline::fields_for(&Default::default(), &options.landing, &options.source);
@@ -666,7 +658,7 @@ async fn sample(
     let started = Instant::now();
     let mut records = Vec::new();
     let s = &mut report.sample;
-    let result = oai::harvest_resumable(client, &request, None, |event| {
+    let result = oai_pmh::harvest_resumable(client, &request, None, |event| {
         if s.pages == 0 {
             s.first_page_ms = millis(started.elapsed());
         }
@@ -703,7 +695,7 @@ async fn sample(
 /// classes, the scope's coverage, and the landing report. Returns the landing pages seen and
 /// the URLs outside the scope (up to [`KEEP`] each).
 fn classify_sample(
-    records: &[parse::Record],
+    records: &[Record],
     landing: &Landing,
     report: &mut CheckReport,
 ) -> (Vec<String>, Vec<Url>) {
@@ -925,7 +917,7 @@ async fn robots(
     read
 }
 
-fn describe_errors(errors: &[parse::OaiError]) -> String {
+fn describe_errors(errors: &[OaiError]) -> String {
     errors
         .iter()
         .map(|e| format!("{} ({})", e.code, e.message))
@@ -941,7 +933,7 @@ fn refused(mut report: CheckReport, problem: String) -> CheckReport {
 }
 
 impl IdentifyReport {
-    fn new(i: parse::Identify, started: Instant) -> Self {
+    fn new(i: Identify, started: Instant) -> Self {
         Self {
             repository_name: i.repository_name,
             base_url: i.base_url,

@@ -5,11 +5,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, HarvestSettings, Source};
 use serde::Deserialize;
 use url::Url;
 
-use crate::datestamp::Datestamp;
-use crate::oai::{HarvestSettings, Source};
 use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 use crate::store::StateUrl;
@@ -29,6 +28,12 @@ pub(crate) const DEFAULT_MAX_AGE: Duration = Duration::from_secs(3600);
 /// Default `[server] publish_grace_secs`: how long a file no index names any more stays in a
 /// bucket.
 pub(crate) const DEFAULT_PUBLISH_GRACE: Duration = Duration::from_secs(24 * 3600);
+/// Default `[server] metrics_repository_series`: repositories with series of their own in
+/// `/metrics`. A repository costs about 100 lines of a scrape (its two refresh histograms most
+/// of them), so 100 keep a scrape near 10,000 lines and 850 KiB whatever the fleet's size, well
+/// within what one Prometheus target is expected to hold, while a gateway of up to 100
+/// repositories (most of them) sees every one of its repositories as before.
+pub(crate) const DEFAULT_METRICS_REPOSITORY_SERIES: usize = 100;
 /// Default `[state] lease_secs`: how long a claim on a repository's refresh lasts unrenewed.
 pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 /// Default `[server] client_timeout_secs`.
@@ -41,6 +46,18 @@ pub(crate) const DEFAULT_MAX_CONCURRENT_REFRESHES: usize = 4;
 pub(crate) const DEFAULT_PER_HOST_CONCURRENCY: usize = 1;
 /// Default `[harvest] start_spread_secs`: the window the first refreshes are spread over.
 pub(crate) const DEFAULT_START_SPREAD: Duration = Duration::from_secs(30);
+/// Default `[harvest] user_agent`: the product and version, and where to read about it.
+pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
+    "oai-bridge/",
+    env!("CARGO_PKG_VERSION"),
+    " (OAI-PMH to sitemaps gateway)"
+);
+/// The command an error of a harvest names when the upstream answered something that is no
+/// OAI-PMH answer: it shows what the repository answers.
+pub(crate) const DIAGNOSE_COMMAND: &str = "oai-bridge check";
+/// Default `[harvest] learn_from_web`: the bridge may ask the web where the records alone
+/// cannot tell.
+pub(crate) const DEFAULT_LEARN_FROM_WEB: bool = true;
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
 /// so a short interval means back-to-back harvests, not overlapping ones).
 pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
@@ -98,6 +115,9 @@ struct RawServer {
     admin_token: Option<String>,
     publish_url: Option<String>,
     publish_grace_secs: Option<u64>,
+    metrics_repository_series: Option<usize>,
+    memory_budget_bytes: Option<u64>,
+    spill_max_bytes: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -225,6 +245,12 @@ pub struct Config {
     /// `[harvest]`: how upstreams are treated (each repository's own, with its
     /// `[repository.harvest]` over it, is [`RepositoryConfig::harvest`]).
     pub harvest: HarvestSettings,
+    /// `[harvest] learn_from_web`: whether the bridge may ask the web besides the OAI-PMH
+    /// requests where the records alone cannot tell (Handle and DOI resolvers, a few landing
+    /// pages, the sites' robots.txt); each repository's own is
+    /// [`RepositoryConfig::learn_from_web`]. Not the OAI-PMH client's: the bridge's learning
+    /// reads it.
+    pub learn_from_web: bool,
     /// The gateway's limits on refreshes (from `[harvest]`).
     pub fleet: FleetSettings,
     /// `[state]`: where the repositories' stores are.
@@ -309,6 +335,18 @@ pub struct ServerConfig {
     pub publish_url: Option<crate::publish::BucketUrl>,
     /// How long a file published to a bucket stays there once no index names it.
     pub publish_grace: Duration,
+    /// How many repositories, the first of the configuration, have series of their own in
+    /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
+    pub metrics_repository_series: usize,
+    /// Bytes of memory the refreshes running at once hold together in their collectors (the
+    /// URL inventories, the profiles' record versions) before they spill
+    /// (`memory_budget_bytes`); `None`: `max_concurrent_refreshes` times `[harvest]
+    /// memory_budget_bytes` ([`Config::pool_limits`]).
+    pub memory_budget: Option<u64>,
+    /// Bytes the refreshes' spill files take on disk together at most (`spill_max_bytes`): a
+    /// refresh that would pass it fails, and the generation served stays. `None`: no cap but
+    /// the file system's free space, less a reserve.
+    pub spill_max: Option<u64>,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -378,6 +416,8 @@ pub struct RepositoryConfig {
     pub refresh_interval: Duration,
     /// How its upstream is treated: `[harvest]` with its `[repository.harvest]` table over it.
     pub harvest: HarvestSettings,
+    /// `learn_from_web` of `[harvest]`, with its `[repository.harvest]`'s over it.
+    pub learn_from_web: bool,
     /// The file that configures it (the main file, or an `include`d one).
     pub file: String,
     /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
@@ -442,7 +482,8 @@ impl Config {
             }
             Some(bytes) => bytes,
         };
-        let harvest = parse_harvest(raw.harvest, &HarvestSettings::default())
+        let learn_from_web = raw.harvest.learn_from_web.unwrap_or(DEFAULT_LEARN_FROM_WEB);
+        let harvest = parse_harvest(raw.harvest, &default_harvest())
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
             .platform
@@ -456,6 +497,7 @@ impl Config {
             file,
             base_dir,
             harvest: &harvest,
+            learn_from_web,
             platforms: &platforms,
         };
         for r in raw.repository {
@@ -470,6 +512,7 @@ impl Config {
                     file: &included,
                     base_dir: path.parent().unwrap_or(base_dir),
                     harvest: &harvest,
+                    learn_from_web,
                     platforms: &platforms,
                 };
                 for r in include::read(&path)? {
@@ -487,6 +530,7 @@ impl Config {
         Ok(Config {
             server,
             harvest,
+            learn_from_web,
             fleet,
             state,
             repositories,
@@ -501,6 +545,7 @@ struct Origin<'a> {
     file: &'a str,
     base_dir: &'a Path,
     harvest: &'a HarvestSettings,
+    learn_from_web: bool,
     platforms: &'a crate::platform::Registry,
 }
 
@@ -556,6 +601,8 @@ mod typed {
             "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
         ),
         ("publish_grace_secs", "a number of seconds"),
+        ("metrics_repository_series", "a whole number (0 or more)"),
+        ("spill_max_bytes", "a number of bytes"),
         ("user_agent", "text in quotes"),
         ("request_timeout_secs", "a number of seconds"),
         ("connect_timeout_secs", "a number of seconds"),
@@ -951,7 +998,23 @@ fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'stat
         publish_grace: raw
             .publish_grace_secs
             .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
+        metrics_repository_series: raw
+            .metrics_repository_series
+            .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
+        memory_budget: raw.memory_budget_bytes,
+        spill_max: raw.spill_max_bytes,
     };
+    for (key, value) in [
+        ("[server] memory_budget_bytes", server.memory_budget),
+        ("[server] spill_max_bytes", server.spill_max),
+    ] {
+        if value == Some(0) {
+            return Err((
+                key,
+                "must be at least 1 (leave it out for the default)".to_owned(),
+            ));
+        }
+    }
     if server.client_timeout.is_zero() {
         return Err((
             "[server] client_timeout_secs",
@@ -1014,6 +1077,16 @@ pub(crate) fn parse_admin_listen(value: &str) -> Result<Option<SocketAddr>, Stri
     })
 }
 
+/// The `[harvest]` defaults: the OAI-PMH client's, with the bridge's `User-Agent`, and
+/// `oai-bridge check` named in the error of an answer that is no OAI-PMH answer.
+pub(crate) fn default_harvest() -> HarvestSettings {
+    HarvestSettings {
+        user_agent: DEFAULT_USER_AGENT.to_owned(),
+        diagnose_command: Some(DIAGNOSE_COMMAND.to_owned()),
+        ..HarvestSettings::default()
+    }
+}
+
 /// `[harvest]` (or a `[repository.harvest]`) over `d`, the settings below it (the defaults,
 /// or `[harvest]`); `Err` names the key and what is wrong with it.
 fn parse_harvest(
@@ -1024,13 +1097,14 @@ fn parse_harvest(
     let headers = match &h.headers {
         Some(table) => {
             let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let over = crate::oai::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
+            let over = oai_pmh::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
             d.headers.merged(&over)
         }
         None => d.headers.clone(),
     };
     let harvest = HarvestSettings {
         headers,
+        diagnose_command: d.diagnose_command,
         user_agent: h.user_agent.unwrap_or(d.user_agent),
         request_timeout: h
             .request_timeout_secs
@@ -1060,7 +1134,6 @@ fn parse_harvest(
         min_transfer_window: h
             .min_transfer_window_secs
             .map_or(d.min_transfer_window, Duration::from_secs),
-        learn_from_web: h.learn_from_web.unwrap_or(d.learn_from_web),
     };
     if harvest.user_agent.trim().is_empty() {
         return Err(("user_agent", "must not be empty".to_owned()));
@@ -1205,6 +1278,9 @@ fn parse_repository(
         refresh_interval: r
             .refresh_interval_secs
             .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
+        learn_from_web: (r.harvest.as_ref())
+            .and_then(|h| h.learn_from_web)
+            .unwrap_or(from.learn_from_web),
         harvest: parse_repository_harvest(r.harvest.take(), from.harvest)
             .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?,
         file: from.file.to_owned(),
@@ -1230,8 +1306,8 @@ fn parse_repository(
     Ok(repo)
 }
 
-/// A repository's `name` (read in `file`): letters, digits, '-' and '_', used by no repository
-/// `before` it.
+/// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
+/// no repository `before` it.
 fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(), String> {
     if name.is_empty()
         || !name
@@ -1239,6 +1315,12 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
     {
         return Err(format!("{name:?}: use letters, digits, '-' and '_' only"));
+    }
+    // The metrics sum the repositories beyond [server] metrics_repository_series under it.
+    if name == crate::server::metrics::OTHER {
+        return Err(format!(
+            "{name:?} is reserved: /metrics sums repositories under it"
+        ));
     }
     if let Some(other) = before.iter().find(|other| other.name == name) {
         if other.file == file {
@@ -1308,52 +1390,116 @@ impl Config {
         server.join(&format!("{}/", repo.name)).ok()
     }
 
-    /// What is valid but likely wrong in the repositories, a sentence each, for `serve` to log
-    /// at start and at a reload, and for `serve --check-config` to print: two repositories
-    /// whose names differ only in case, or that harvest the same thing. (The public URL's is
+    /// The memory and disk the gateway's refreshes share: `[server] memory_budget_bytes`
+    /// (by default `max_concurrent_refreshes` times `[harvest] memory_budget_bytes`, so that
+    /// the refreshes running at once hold what each would alone), each refresh's own cap
+    /// (`[harvest] memory_budget_bytes`), and `[server] spill_max_bytes`.
+    pub(crate) fn pool_limits(&self) -> crate::spill::PoolLimits {
+        let refreshes = self.fleet.max_concurrent_refreshes as u64;
+        crate::spill::PoolLimits {
+            memory: (self.server.memory_budget)
+                .unwrap_or_else(|| self.memory_budget.saturating_mul(refreshes)),
+            per_refresh: self.memory_budget,
+            spill_max: self.server.spill_max,
+        }
+    }
+
+    /// A memory budget too small for the refreshes that may run at once: each then spills in
+    /// runs so small that merging them takes several passes.
+    fn memory_warning(&self) -> Option<String> {
+        let limits = self.pool_limits();
+        let refreshes = self.fleet.max_concurrent_refreshes as u64;
+        let each = limits.memory / refreshes.max(1);
+        let least = crate::spill::MIN_REFRESH_MEMORY.min(limits.per_refresh);
+        (each < least).then(|| {
+            format!(
+                "[server] memory_budget_bytes = {} leaves each of the {refreshes} refreshes \
+                 that may run at once (max_concurrent_refreshes) {each} bytes when all of them \
+                 hold memory, less than {least}: a large repository's refresh then spills many \
+                 small runs and merges them in several passes; raise memory_budget_bytes or \
+                 lower max_concurrent_refreshes",
+                limits.memory
+            )
+        })
+    }
+
+    /// What is valid but likely wrong, a sentence each, for `serve` to log at start and at a
+    /// reload, and for `serve --check-config` to print: a memory budget too small for the
+    /// refreshes that may run at once; two repositories whose names differ only in case, or
+    /// that harvest the same thing. (The public URL's is
     /// [`public_url_warning`], said of the address the gateway listens on once bound; a
     /// listener on a repository's own port is the server's `preflight`, which binds it.)
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
+        warnings.extend(self.memory_warning());
         let repos = &self.repositories;
-        for (i, a) in repos.iter().enumerate() {
-            for b in &repos[i + 1..] {
-                if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
+        for (i, j) in Self::alike(repos) {
+            let (a, b) = (&repos[i], &repos[j]);
+            if a.name != b.name && a.name.eq_ignore_ascii_case(&b.name) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} differ only in case: their URLs \
                          (/{}/ and /{}/) and state folders are one on a file system, proxy or \
                          CDN that ignores case; rename one",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        a.name,
-                        b.name
-                    ));
-                }
-                if harvest_the_same(a, b) {
-                    warnings.push(format!(
-                        "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    a.name,
+                    b.name
+                ));
+            }
+            if harvest_the_same(a, b) {
+                warnings.push(format!(
+                    "[[repository]] {:?}{} and {:?}{} harvest the same {} ({}): the upstream \
                          is harvested twice and its pages published in two sitemaps; remove \
                          one, or give each its own sets",
-                        a.name,
-                        in_file(a, b),
-                        b.name,
-                        in_file(b, a),
-                        match a.source {
-                            Source::Oai(_) => "baseURL",
-                            Source::File(_) => "file",
-                        },
-                        match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
-                            (true, false) => format!("{}, every set", a.source),
-                            (true, true) => format!("{}, the same dates", a.source),
-                            (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
-                        }
-                    ));
-                }
+                    a.name,
+                    in_file(a, b),
+                    b.name,
+                    in_file(b, a),
+                    match a.source {
+                        Source::Oai(_) => "baseURL",
+                        Source::File(_) => "file",
+                    },
+                    match (a.sets.is_empty(), a.from.is_some() || a.until.is_some()) {
+                        (true, false) => format!("{}, every set", a.source),
+                        (true, true) => format!("{}, the same dates", a.source),
+                        (false, _) => format!("{}, sets {}", a.source, a.sets.join(", ")),
+                    }
+                ));
             }
         }
         warnings
+    }
+
+    /// The pairs of `repos` (by index, in order) that may warn: those whose names are one
+    /// ignoring case, or that read the same source. Found by grouping, not by comparing every
+    /// pair: a fleet of ten thousand repositories would be fifty million pairs, ten seconds of
+    /// each start and reload.
+    fn alike(repos: &[RepositoryConfig]) -> std::collections::BTreeSet<(usize, usize)> {
+        let mut groups: std::collections::HashMap<String, Vec<usize>> =
+            std::collections::HashMap::new();
+        for (i, r) in repos.iter().enumerate() {
+            let source = match &r.source {
+                Source::Oai(url) => format!("oai {url}"),
+                Source::File(path) => {
+                    let path: PathBuf = path.components().collect();
+                    format!("file {}", path.display())
+                }
+            };
+            groups.entry(source).or_default().push(i);
+            let name = format!("name {}", r.name.to_ascii_lowercase());
+            groups.entry(name).or_default().push(i);
+        }
+        let mut pairs = std::collections::BTreeSet::new();
+        for members in groups.values() {
+            for (k, &i) in members.iter().enumerate() {
+                for &j in &members[k + 1..] {
+                    pairs.insert((i, j));
+                }
+            }
+        }
+        pairs
     }
 
     /// The repository whose baseURL is on `addr`'s port of this host (a loopback host, and
@@ -1615,7 +1761,7 @@ mod tests {
     #[test]
     fn empty_file_gives_the_defaults() {
         let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
-        assert_eq!(c.harvest, HarvestSettings::default());
+        assert_eq!(c.harvest, default_harvest());
         assert_eq!(c.server.listen.to_string(), DEFAULT_LISTEN);
         assert_eq!(
             c.server.admin_listen.map(|a| a.to_string()).as_deref(),
@@ -1664,6 +1810,31 @@ mod tests {
             "[harvest]\nmin_transfer_bytes_per_sec = -1\n",
             "[harvest] min_transfer_bytes_per_sec",
             "expected a number of bytes a second, found -1 (line 2)",
+        );
+    }
+
+    /// Issue 30: `metrics_repository_series` bounds the repositories with series of their own
+    /// (100 unless set; 0: only the sums), and no repository may take the name their sums go
+    /// under.
+    #[test]
+    fn the_metrics_bound_and_its_reserved_name() {
+        let read = |text: &str| {
+            (Config::parse(text, "bridge.toml", Path::new(".")).unwrap())
+                .server
+                .metrics_repository_series
+        };
+        assert_eq!(read(""), DEFAULT_METRICS_REPOSITORY_SERIES);
+        assert_eq!(read("[server]\nmetrics_repository_series = 0\n"), 0);
+        assert_eq!(read("[server]\nmetrics_repository_series = 5000\n"), 5000);
+        rejects(
+            "[server]\nmetrics_repository_series = -1\n",
+            "[server] metrics_repository_series",
+            "expected a whole number (0 or more), found -1",
+        );
+        rejects(
+            "[[repository]]\nname = \"_other\"\nbase_url = \"r.xml\"\n",
+            "name",
+            "\"_other\" is reserved",
         );
     }
 
@@ -2427,6 +2598,8 @@ mod tests {
         "admin_token",
         "publish_url",
         "publish_grace_secs",
+        "metrics_repository_series",
+        "spill_max_bytes",
         "user_agent",
         "request_timeout_secs",
         "connect_timeout_secs",
@@ -2505,7 +2678,9 @@ mod tests {
                 s.cache_bytes,
                 s.drain_timeout,
                 s.client_timeout,
-                s.max_age
+                s.max_age,
+                s.memory_budget,
+                s.spill_max
             ),
             (
                 d.listen,
@@ -2514,8 +2689,14 @@ mod tests {
                 d.cache_bytes,
                 d.drain_timeout,
                 d.client_timeout,
-                d.max_age
+                d.max_age,
+                d.memory_budget,
+                d.spill_max
             )
+        );
+        assert_eq!(
+            (shipped.pool_limits(), shipped.memory_budget),
+            (defaults.pool_limits(), defaults.memory_budget)
         );
         assert_eq!(
             s.public_url, None,

@@ -11,10 +11,11 @@
 
 use std::time::{Duration, Instant};
 
+use oai_pmh::Client;
+
 use crate::advice;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::learn::Prepared;
-use crate::oai::Client;
 use crate::patch::{PreviousShards, ReadShard};
 use crate::pipeline::{self, Built, FileSink, Harvested, Job, PipelineError};
 use crate::progress::Progress;

@@ -6,11 +6,12 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use oai_pmh::{Client, HarvestSettings};
+
 use crate::bucket::{Bucket, BucketError, PublishSettings, Upload, Uploaded, files_of};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::incremental::{Policy, RunSummary};
-use crate::oai::{Client, HarvestSettings};
 use crate::patch::{self, ReadShard};
 use crate::pipeline::{Built, FileSink, Job, PipelineError, SpillDir, human_duration};
 use crate::profiles::Profile;
@@ -316,6 +317,7 @@ fn with_spill_dir(job: &Job, parent: PathBuf) -> Job {
             memory: given
                 .as_ref()
                 .map_or(crate::spill::DEFAULT_MEMORY_BUDGET, |d| d.memory),
+            account: None,
         },
     };
     Job {

@@ -5,7 +5,7 @@
 //!
 //! Which harvest a run makes:
 //! - an interrupted run is continued: from its checkpoint's token while the upstream still knows
-//!   it, else from the newest datestamp it applied (see [`oai::harvest_resumable`]);
+//!   it, else from the newest datestamp it applied (see [`oai_pmh::harvest_resumable`]);
 //! - a full harvest when there was no complete one, when the store followed another source or
 //!   held fewer oai_dc fields than the job needs, after a publish held back by the shrink guard,
 //!   and every `full_interval` when the repository does not keep deletions (`deletedRecord` `no`
@@ -29,12 +29,14 @@
 use std::ops::ControlFlow;
 use std::time::{Duration, SystemTime};
 
-use crate::datestamp::{Datestamp, Granularity, unix_secs};
 use std::collections::{HashMap, HashSet};
 
+use oai_pmh::{
+    Client, Datestamp, Granularity, HarvestError, HarvestErrorKind, PageEvent, Record, Resume,
+    unix_secs,
+};
+
 use crate::inventory::{Published, SharedUrl, Stats, contribution};
-use crate::oai::parse::Record;
-use crate::oai::{self, Client, HarvestError, HarvestErrorKind, PageEvent, Resume};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::platform::Landing;
@@ -141,7 +143,7 @@ pub(crate) async fn harvest(
 ) -> Result<(Harvested, RunSummary), PipelineError> {
     let now = unix_secs(SystemTime::now());
     let state = store.state()?;
-    if let Some(t) = crate::oai::retry::pending(state.retry_not_before, now) {
+    if let Some(t) = oai_pmh::pending(state.retry_not_before, now) {
         return Err(PipelineError::NotBefore(
             SystemTime::UNIX_EPOCH + Duration::from_secs(t as u64),
         ));
@@ -184,7 +186,7 @@ fn follow_settings(
     let follows = state.source == source
         && state.sets == job.request.sets
         && state.bounds == bounds
-        && oai::parse::Fields::from_bits(state.fields).covers(fields);
+        && oai_pmh::Fields::from_bits(state.fields).covers(fields);
     // A store emptied for other settings says so (`next_run`), rather than "the first harvest".
     let settings_changed = !follows && !state.source.is_empty();
     if follows {
@@ -258,7 +260,7 @@ async fn harvest_or_full(
     run: &mut Run,
     now: i64,
     progress: &mut Progress,
-) -> Result<(oai::HarvestReport, Option<SelectiveRefused>), PipelineError> {
+) -> Result<(oai_pmh::HarvestReport, Option<SelectiveRefused>), PipelineError> {
     // A repository that refuses `from` is harvested in full instead, once per refresh (OAI-53).
     let mut refusal: Option<SelectiveRefused> = None;
     let report = loop {
@@ -299,7 +301,7 @@ async fn harvest_or_full(
 fn record_complete(
     state: &mut State,
     run: &Run,
-    report: &oai::HarvestReport,
+    report: &oai_pmh::HarvestReport,
     refusal: Option<&SelectiveRefused>,
     now: i64,
 ) -> bool {
@@ -353,7 +355,7 @@ fn summarize(
     job: &Job,
     store: &Store,
     run: &Run,
-    report: &oai::HarvestReport,
+    report: &oai_pmh::HarvestReport,
     removed: u64,
     refusal: Option<SelectiveRefused>,
 ) -> Result<RunSummary, StoreError> {
@@ -445,7 +447,7 @@ fn patch_stored(
     job: &Job,
     store: &Store,
     state: &State,
-    report: &oai::HarvestReport,
+    report: &oai_pmh::HarvestReport,
     previous: PreviousShards,
 ) -> Result<Result<Harvested, Unpatchable>, PipelineError> {
     let Some(published) = &state.sitemap else {
@@ -545,7 +547,7 @@ fn patch_profiles(
     job: &Job,
     store: &Store,
     landing: &Landing,
-    report: &oai::HarvestReport,
+    report: &oai_pmh::HarvestReport,
     published: &PublishedSitemap,
     read: patch::ReadShard,
 ) -> Result<Result<ProfilePatch, Unpatchable>, PipelineError> {
@@ -910,7 +912,7 @@ async fn harvest_run(
     run: &mut Run,
     mut refusal: Option<SelectiveRefused>,
     progress: &mut Progress,
-) -> Result<oai::HarvestReport, PipelineError> {
+) -> Result<oai_pmh::HarvestReport, PipelineError> {
     let mut request = job.request.clone();
     // A configured lower bound still holds for an incremental harvest.
     request.from = run.from.map(Datestamp::unpack).max(job.request.from);
@@ -922,7 +924,7 @@ async fn harvest_run(
         ordered: c.ordered,
     });
     let mut failure: Option<StoreError> = None;
-    let result = oai::harvest_resumable(client, &request, resume.as_ref(), |event| {
+    let result = oai_pmh::harvest_resumable(client, &request, resume.as_ref(), |event| {
         if run.response_date.is_none() {
             run.response_date = event.response_date.map(str::to_owned);
         }
@@ -1467,7 +1469,7 @@ mod tests {
 
     #[test]
     fn lists_are_counted_from_their_first_page_and_judged_when_they_end() {
-        let identify = oai::parse::Identify::default();
+        let identify = oai_pmh::Identify::default();
         let event =
             |set: Option<&'static str>, page: u64, records: usize, size, last: bool| PageEvent {
                 identify: &identify,
@@ -1549,6 +1551,7 @@ mod tests {
             page,
             token: token.map(str::to_owned),
             kind,
+            diagnose_command: None,
         };
         let status = |status| HarvestErrorKind::Status {
             status,
@@ -1642,10 +1645,10 @@ mod patch_equivalence {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::oai::HarvestReport;
-    use crate::oai::parse::{Identify, Record};
     use crate::pipeline::tests::Files;
     use crate::render::sitemap::{Limits, MIN_BYTES};
+    use oai_pmh::HarvestReport;
+    use oai_pmh::{Identify, Record};
 
     const BASE: &str = "https://r.example/oai/request";
 

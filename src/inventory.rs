@@ -13,12 +13,12 @@ mod spill;
 use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 
+use oai_pmh::{Datestamp, Record};
+
 use crate::classify::{self, Class, Drop};
-use crate::datestamp::Datestamp;
-use crate::oai::parse::Record;
 use crate::platform::Landing;
 use crate::scope::Scope;
-use crate::spill::{Budget, Run, SpillError};
+use crate::spill::{Budget, Run, Share, SpillError};
 
 /// Most examples [`DropSamples`] keeps of each reason.
 pub(crate) const SAMPLES_PER_REASON: usize = 3;
@@ -256,6 +256,8 @@ pub struct Inventory {
     collected: Collected,
     /// Where it spills, and the memory it holds first.
     budget: Budget,
+    /// The memory it holds, within the budget (and in the gateway, the refreshes' pool).
+    share: Share,
     /// The runs spilled so far; `None` while everything fits in memory.
     spilled: Option<spill::Spilled>,
     /// Occurrences and URLs in the runs spilled so far.
@@ -309,6 +311,7 @@ impl Inventory {
         Self {
             scope,
             collected: Collected::default(),
+            share: Share::new(&budget, budget.memory),
             budget,
             spilled: None,
             spilled_occurrences: 0,
@@ -336,9 +339,10 @@ impl Inventory {
         self.budget.meter.clone()
     }
 
-    /// Spills what it holds when that is past the budget.
+    /// Spills what it holds when that is past the budget, or past what the refreshes' pool
+    /// leaves it.
     fn keep_within_budget(&mut self) -> Result<(), InventoryError> {
-        if self.collected.memory() <= self.budget.memory {
+        if self.share.allows(self.collected.memory()) {
             return Ok(());
         }
         let spilled = (self.spilled).get_or_insert_with(|| spill::Spilled::new(&self.budget));
@@ -348,11 +352,19 @@ impl Inventory {
             .checked_add(u32::try_from(c.entries.len()).map_err(|_| InventoryFull)?)
             .ok_or(InventoryFull)?;
         self.spilled_urls += c.urls.len() as u64;
-        // The memory is used again: cleared, not freed.
-        c.arena.clear();
-        c.entries.clear();
-        c.urls.clear();
+        // The memory is used again: cleared, not freed; unless the pool holds it to less than
+        // its cap, when the other refreshes need it.
+        if self.share.limit() < self.share.cap() {
+            c.arena = String::new();
+            c.entries = Vec::new();
+            c.urls = Vec::new();
+        } else {
+            c.arena.clear();
+            c.entries.clear();
+            c.urls.clear();
+        }
         c.common = 0;
+        self.share.count(0);
         Ok(())
     }
 
@@ -424,7 +436,12 @@ impl Inventory {
     /// [`Inventory::finish_with_superseded`], an error when its runs on disk fail.
     pub(crate) fn resolve(self) -> Result<(Published, Superseded), InventoryError> {
         let Some(spilled) = self.spilled else {
-            return Ok(self.collected.finish());
+            let (mut published, superseded) = self.collected.finish();
+            // The URLs stay in memory until the render has read them.
+            let mut share = self.share;
+            share.count(published.memory());
+            published.share = Some(share);
+            return Ok((published, superseded));
         };
         let mut c = self.collected;
         // What is still in memory is the last run.
@@ -435,6 +452,7 @@ impl Inventory {
             spilled.finish(occurrences, &mut c.stats, &mut c.samples)?;
         let published = Published {
             urls: Urls::Spilled(run),
+            share: None,
             stats: c.stats,
             shared,
             shared_groups,
@@ -627,6 +645,7 @@ impl Collected {
             .unzip();
         let published = Published {
             urls: Urls::Memory { arena, items },
+            share: None,
             stats,
             shared,
             shared_groups,
@@ -717,6 +736,8 @@ fn superseded(entries: &[Entry]) -> Superseded {
 #[derive(Debug)]
 pub struct Published {
     urls: Urls,
+    /// The memory its URLs hold, while they are in memory.
+    share: Option<Share>,
     /// Final counts.
     pub stats: Stats,
     /// URLs that more than one record publishes (or one record twice), each once, with the
@@ -830,6 +851,7 @@ impl Published {
                 arena: String::new(),
                 items: Vec::new(),
             },
+            share: None,
             stats,
             shared: Vec::new(),
             shared_groups: Vec::new(),
@@ -859,6 +881,14 @@ impl Published {
             },
             Urls::Spilled(run) => EntriesFrom::Spilled(spill::PublishedReader::new(run)?),
         }))
+    }
+
+    /// The memory its URLs hold: their text and their entries, when in memory.
+    fn memory(&self) -> u64 {
+        match &self.urls {
+            Urls::Memory { arena, items } => (arena.len() + items.len() * size_of::<Item>()) as u64,
+            Urls::Spilled(_) => 0,
+        }
     }
 
     /// Whether its URLs are in a file on disk rather than in memory.

@@ -35,11 +35,10 @@
 use std::ops::ControlFlow;
 use std::time::Duration;
 
+use oai_pmh::{Client, Record};
 use url::Url;
 
 use crate::classify::{self, Class, Pid};
-use crate::oai::Client;
-use crate::oai::parse::Record;
 use crate::pipeline::Job;
 use crate::platform::{Classes, LandingSettings, Resolvers, Robots, Setting, Template, same_site};
 use crate::store::{LearnedRule, Store};
@@ -112,8 +111,8 @@ pub(crate) async fn prepare(client: &Client, job: &mut Job, store: Option<&Store
         return Prepared::Untouched;
     };
     let Some(base) = (match &job.request.source {
-        crate::oai::Source::Oai(base) => Some(base.clone()),
-        crate::oai::Source::File(_) => Url::parse(&identify.base_url).ok(),
+        oai_pmh::Source::Oai(base) => Some(base.clone()),
+        oai_pmh::Source::File(_) => Url::parse(&identify.base_url).ok(),
     }) else {
         return Prepared::Untouched;
     };
@@ -296,10 +295,10 @@ pub(crate) async fn gone<'u>(
 
 /// Identify and the upstream's first records (its first page, or more up to
 /// [`crate::platform::SAMPLE`]).
-async fn sample(client: &Client, job: &Job) -> Option<(crate::oai::parse::Identify, Vec<Record>)> {
+async fn sample(client: &Client, job: &Job) -> Option<(oai_pmh::Identify, Vec<Record>)> {
     let mut identify = None;
     let mut records = Vec::new();
-    let _ = crate::oai::harvest::harvest_resumable(client, &job.request, None, |event| {
+    let _ = oai_pmh::harvest_resumable(client, &job.request, None, |event| {
         identify = Some(event.identify.clone());
         records.extend(event.records);
         if records.len() >= crate::platform::SAMPLE {
@@ -651,8 +650,8 @@ pub(crate) async fn robots(client: &Client, job: &mut Job) {
     }
     let mut origins: Vec<String> = Vec::new();
     let base = match &job.request.source {
-        crate::oai::Source::Oai(base) => Some(base.clone()),
-        crate::oai::Source::File(_) => None,
+        oai_pmh::Source::Oai(base) => Some(base.clone()),
+        oai_pmh::Source::File(_) => None,
     };
     let template = job
         .landing

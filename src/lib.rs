@@ -3,8 +3,9 @@
 //! scope, and publishes shard-split sitemaps with robots.txt.
 //!
 //! The library exists for the binary, the tests, the benchmarks and the fuzz targets: its modules
-//! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported here, grouped by what it is for. The flow,
-//! one module per step, is in ARCHITECTURE.md: `oai` (client, paging, parsing) -> `platform`,
+//! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported
+//! here, grouped by what it is for. The flow, one module per step, is in ARCHITECTURE.md: the
+//! `oai_pmh` crate (`crates/oai-pmh`: client, paging, parsing, datestamps) -> `platform`,
 //! `classify` and `scope` -> `inventory` and `profiles` -> `render`, tied together by `pipeline`
 //! and run by `engine` for `export` (once, into a folder) and `server` (the gateway, on a
 //! schedule).
@@ -16,7 +17,6 @@ mod check;
 mod classify;
 mod cli;
 mod config;
-mod datestamp;
 mod dctype;
 mod engine;
 mod error;
@@ -29,7 +29,6 @@ mod learn;
 mod memo;
 mod memory;
 mod migrate;
-mod oai;
 mod patch;
 mod pipeline;
 mod platform;
@@ -70,16 +69,17 @@ pub use server::{Gateway, Listeners, Repo, serve};
 pub use store::{FILE as STORE_FILE, Place, StateUrl, Store, StoreError, StoreLocation};
 
 // The OAI-PMH side: the client, a harvest, what a page holds.
-pub use oai::harvest::{HarvestReport, HarvestRequest, MAX_RESTARTS, Source, harvest};
-pub use oai::parse::{DcElement, Fields, ParseError, Record};
-pub use oai::read::{parse_list_records, parse_list_records_with};
-pub use oai::{Client, HarvestError, HarvestErrorKind, HarvestSettings, RequestHeaders};
+pub use oai_pmh::{
+    Client, DcElement, Fields, HarvestError, HarvestErrorKind, HarvestReport, HarvestRequest,
+    HarvestSettings, MAX_RESTARTS, ParseError, Record, RequestHeaders, Source, harvest,
+    parse_list_records, parse_list_records_with,
+};
 
 // The steps the property tests and benchmarks drive one by one.
 pub use classify::{Class, Drop, class};
-pub use datestamp::Datestamp;
 pub use dctype::TypeMap;
 pub use inventory::{DropSample, DropSamples, Inventory, Published};
+pub use oai_pmh::Datestamp;
 pub use profiles::signposts::Signposts;
 pub use render::sitemap::{Limits, MAX_BYTES, MIN_BYTES, Shard, escape, render_shards};
 pub use scope::Scope;

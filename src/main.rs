@@ -29,8 +29,10 @@ fn main() -> ExitCode {
         (false, 1) => "debug",
         (false, _) => "trace",
     };
+    // The bridge's own targets and the OAI-PMH crate's (its client's retries and the quirks it
+    // tolerated) at the chosen level; every other crate's warnings.
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("oai_bridge={level},warn")));
+        .unwrap_or_else(|_| EnvFilter::new(format!("oai_bridge={level},oai_pmh={level},warn")));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -19,7 +19,8 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use crate::datestamp::Datestamp;
+use oai_pmh::Datestamp;
+
 use crate::inventory::Stats;
 use crate::render::Shard;
 use crate::render::sitemap::{

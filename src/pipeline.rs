@@ -3,13 +3,12 @@
 
 use std::time::Duration;
 
+use oai_pmh::{Client, HarvestError, HarvestReport, HarvestRequest, Identify, Record, Source};
 use url::Url;
 
 use crate::classify::Drop;
 use crate::dctype::TypeMap;
 use crate::inventory::{Inventory, InventoryFull, Published, Stats};
-use crate::oai::parse::{Identify, Record};
-use crate::oai::{self, Client, HarvestError, HarvestReport, HarvestRequest, Source};
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::cdif;
@@ -64,23 +63,23 @@ pub struct SpillDir {
     /// Bytes of memory the URL inventory holds before it spills sorted runs
     /// ([`crate::spill::DEFAULT_MEMORY_BUDGET`] unless set).
     pub memory: u64,
+    /// A gateway's refresh: its account with the pool the refreshes share (`[server]
+    /// memory_budget_bytes`, `spill_max_bytes`), where its memory and spill are counted.
+    pub(crate) account: Option<std::sync::Arc<crate::spill::Account>>,
 }
 
 impl Job {
     /// Where the harvest spills, and the memory it holds first: the job's spill folder, or the
     /// system's temporary folder.
     pub(crate) fn budget(&self) -> crate::spill::Budget {
-        match &self.spill_dir {
-            Some(SpillDir {
-                parent: Some(parent),
-                memory,
-                ..
-            }) => crate::spill::Budget::new(parent.clone(), *memory),
-            Some(SpillDir { memory, .. }) => crate::spill::Budget {
-                memory: *memory,
-                ..crate::spill::Budget::default()
-            },
-            None => crate::spill::Budget::default(),
+        let Some(dir) = &self.spill_dir else {
+            return crate::spill::Budget::default();
+        };
+        let parent = (dir.parent.clone()).unwrap_or_else(std::env::temp_dir);
+        let budget = crate::spill::Budget::new(parent, dir.memory);
+        match &dir.account {
+            Some(account) => budget.within(account),
+            None => budget,
         }
     }
 }
@@ -437,11 +436,11 @@ struct Collectors {
     set_groups: crate::memo::Memo<u32>,
     /// The profiles' ledger's rows, when kept ([`Harvested::ledger`]).
     ledger: Option<Rows>,
-    /// Records whose newest version was unreadable ([`oai::parse::Record::unreadable`]), with
+    /// Records whose newest version was unreadable ([`oai_pmh::Record::unreadable`]), with
     /// that version's datestamp: rejected, counted as [`Drop::EmptyMetadata`]. Their earlier
     /// version in the same harvest, if any, is published (as the store keeps the version it
     /// has), and a readable version at least as new settles them.
-    rejected: std::collections::HashMap<String, Option<crate::datestamp::Datestamp>>,
+    rejected: std::collections::HashMap<String, Option<oai_pmh::Datestamp>>,
 }
 
 /// Most sets whose DiWoo categories [`Collectors`] remembers.
@@ -534,7 +533,7 @@ impl Collectors {
     }
 
     /// The DiWoo categories the record is in, as bits.
-    fn groups(&mut self, record: &oai::parse::Record) -> u32 {
+    fn groups(&mut self, record: &oai_pmh::Record) -> u32 {
         if self.diwoo.is_empty() {
             return 0;
         }
@@ -546,7 +545,7 @@ impl Collectors {
         groups
     }
 
-    fn add(&mut self, record: &oai::parse::Record) -> Result<(), CollectError> {
+    fn add(&mut self, record: &oai_pmh::Record) -> Result<(), CollectError> {
         if record.unreadable() {
             // Q-35: neither a version of the record nor its deletion (I-06).
             let at = self.rejected.entry(record.identifier.clone()).or_default();
@@ -602,7 +601,7 @@ impl Collectors {
         if let Some(w) = written {
             row.landing = true;
             row.lens = w.lens;
-            row.datestamp = crate::datestamp::Datestamp::pack_option(record.datestamp);
+            row.datestamp = oai_pmh::Datestamp::pack_option(record.datestamp);
             row.hash = w.hash;
         }
         rows.push(&row);
@@ -624,7 +623,7 @@ pub(crate) async fn harvest(
         identify: None,
         failure: None,
     };
-    let report = oai::harvest(client, &job.request, |event| {
+    let report = oai_pmh::harvest(client, &job.request, |event| {
         gathering.page(event, progress);
     })
     .await;
@@ -649,7 +648,7 @@ struct Gathering<'j> {
 
 impl Gathering<'_> {
     /// Collects the page of `event`, or holds it until the landing rule is decided.
-    fn page(&mut self, event: oai::PageEvent<'_>, progress: &mut Progress) {
+    fn page(&mut self, event: oai_pmh::PageEvent<'_>, progress: &mut Progress) {
         if self.failure.is_some() {
             return;
         }
@@ -841,8 +840,8 @@ pub fn fields_for(
     profiles: &ProfileSettings,
     landing: &LandingSettings,
     source: &Source,
-) -> oai::parse::Fields {
-    use oai::parse::{DcElement, Fields};
+) -> oai_pmh::Fields {
+    use oai_pmh::{DcElement, Fields};
     let fields = profiles.fields();
     if landing.reads_relations(source) {
         fields.with(Fields::of(&[DcElement::Relation]))
@@ -1115,7 +1114,7 @@ impl Job {
             } = o;
             format!("{types:?} {default_type:?} {teaser_chars} {format:?} {xpath:?}")
         });
-        let date = |d: &Option<crate::datestamp::Datestamp>| d.map(|d| d.to_string());
+        let date = |d: &Option<oai_pmh::Datestamp>| d.map(|d| d.to_string());
         let scope: Vec<&str> = scope.iter().map(Url::as_str).collect();
         let mut text = format!(
             "source={source} sets={sets:?} from={:?} until={:?} scope={scope:?} max_urls={} \
@@ -1210,10 +1209,42 @@ pub(crate) fn human_duration(d: Duration) -> String {
     }
 }
 
+/// Formats a number of bytes for people, in binary units with one decimal past the bytes:
+/// `512 B`, `1.5 KiB`, `192.0 MiB`, `3.2 GiB`.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    // 1023.95 would round to "1024.0".
+    while value >= 1023.95 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
     use crate::render::sitemap::render_shards;
+
+    /// Bytes read in their largest binary unit.
+    #[test]
+    fn bytes_read_in_binary_units() {
+        for (bytes, text) in [
+            (0, "0 B"),
+            (1023, "1023 B"),
+            (1536, "1.5 KiB"),
+            (192 << 20, "192.0 MiB"),
+            ((1 << 30) - 1, "1.0 GiB"),
+            (u64::MAX, "16384.0 PiB"),
+        ] {
+            assert_eq!(human_bytes(bytes), text);
+        }
+    }
 
     /// Issue 22: durations read in their two largest units ("in 357m25s" was a refresh six
     /// hours away).
@@ -1305,6 +1336,7 @@ pub(crate) mod tests {
             parent: Some("/tmp".into()),
             linked: false,
             memory: crate::spill::DEFAULT_MEMORY_BUDGET,
+            account: None,
         });
         assert_eq!(spilled.settings_key(), key);
         let changes: [fn(&mut Job); 6] = [
@@ -1358,10 +1390,9 @@ pub(crate) mod tests {
             .collect();
             let scheme = if i % 7 == 3 { "http" } else { "https" };
             let date = format!("2024-01-{:02}", 1 + i % 28);
-            records.push(oai::parse::Record {
+            records.push(oai_pmh::Record {
                 identifier: format!("oai:r:{i}"),
-                datestamp: (i % 11 != 4)
-                    .then(|| crate::datestamp::Datestamp::parse(&date).unwrap()),
+                datestamp: (i % 11 != 4).then(|| oai_pmh::Datestamp::parse(&date).unwrap()),
                 deleted: false,
                 sets,
                 dc_identifiers: vec![
@@ -1379,7 +1410,7 @@ pub(crate) mod tests {
         let mut files = Files::default();
         let rendered = render(&harvested, &job, &mut files).unwrap();
 
-        let in_set = |r: &oai::parse::Record, set: &str| {
+        let in_set = |r: &oai_pmh::Record, set: &str| {
             r.sets
                 .iter()
                 .any(|s| s == set || s.starts_with(&format!("{set}:")))
@@ -1464,9 +1495,9 @@ pub(crate) mod tests {
         let mut records = Vec::new();
         for i in 0..400u32 {
             let id = i % 150;
-            records.push(oai::parse::Record {
+            records.push(oai_pmh::Record {
                 identifier: format!("oai:r:{id}"),
-                datestamp: crate::datestamp::Datestamp::parse(&format!(
+                datestamp: oai_pmh::Datestamp::parse(&format!(
                     "2024-0{}-{:02}",
                     1 + i % 3,
                     1 + (i * 7) % 28
@@ -1523,6 +1554,7 @@ pub(crate) mod tests {
             parent: Some(dir.path().to_owned()),
             linked: false,
             memory: 1,
+            account: None,
         }));
         assert!(on_disk && bytes > occurrences, "{bytes} {occurrences}");
         assert!(
@@ -1549,9 +1581,9 @@ pub(crate) mod tests {
             base.as_str(),
         )
         .unwrap();
-        let record = |id: u32, date: &str, empty: bool| oai::parse::Record {
+        let record = |id: u32, date: &str, empty: bool| oai_pmh::Record {
             identifier: format!("oai:r:{id}"),
-            datestamp: crate::datestamp::Datestamp::parse(date),
+            datestamp: oai_pmh::Datestamp::parse(date),
             dc_identifiers: if empty {
                 Vec::new()
             } else {

@@ -25,11 +25,11 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+use oai_pmh::{DcElement, Identify, Record};
 use smallvec::SmallVec;
 use url::Url;
 
 use crate::classify::{self, Class, Drop, Pid};
-use crate::oai::parse::{DcElement, Identify, Record};
 use crate::scope::Scope;
 use row::{Element, Pattern, PatternPart, RowLanding, SchemeSpec, SiteSpec};
 pub use row::{Registry, Row, RowSpec};
@@ -310,7 +310,7 @@ impl LandingSettings {
     /// (EPrints' `/cgi/oai2`), or a Static Repository file, whose baseURL is known only once it
     /// is read. Elsewhere the records are read and stored as before platforms (a store keeps
     /// the fields it was made with; one that would need more is started anew).
-    pub fn reads_relations(&self, source: &crate::oai::Source) -> bool {
+    pub fn reads_relations(&self, source: &oai_pmh::Source) -> bool {
         if self.template.is_some() {
             return true;
         }
@@ -319,8 +319,8 @@ impl LandingSettings {
                 .fixed()
                 .and_then(|p| p.row().map(|r| r.reads_relations()))
                 .unwrap_or(false),
-            (Setting::Auto, crate::oai::Source::File(_)) => true,
-            (Setting::Auto, crate::oai::Source::Oai(base)) => {
+            (Setting::Auto, oai_pmh::Source::File(_)) => true,
+            (Setting::Auto, oai_pmh::Source::Oai(base)) => {
                 let path = base.path().trim_end_matches('/');
                 self.platforms.rows().any(|r| {
                     r.reads_relations()
@@ -3028,9 +3028,9 @@ mod tests {
         assert_eq!(d.platform, Platform::generic(), "{d}");
         // Under auto, Figshare's endpoint is what makes a harvest read relations.
         let settings = LandingSettings::default();
-        assert!(settings.reads_relations(&crate::oai::Source::Oai(base.clone())));
+        assert!(settings.reads_relations(&oai_pmh::Source::Oai(base.clone())));
         let elsewhere = Url::parse("https://h.example/oai").unwrap();
-        assert!(!settings.reads_relations(&crate::oai::Source::Oai(elsewhere)));
+        assert!(!settings.reads_relations(&oai_pmh::Source::Oai(elsewhere)));
     }
 
     /// What `auto` says the records hold when nothing gives most of them a page (issue 29:

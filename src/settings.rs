@@ -12,15 +12,14 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, HarvestSettings, Source};
 use url::Url;
 
 use crate::cli::{CheckArgs, ExportArgs, LandingArgs, MigrateStateArgs, PruneArgs, ServeArgs};
 use crate::config::{
     self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig, StateConfig,
 };
-use crate::datestamp::Datestamp;
 use crate::incremental::Policy;
-use crate::oai::{HarvestSettings, Source};
 use crate::platform::LandingSettings;
 use crate::render::Limits;
 
@@ -604,6 +603,7 @@ impl RepositorySettings {
             profiles,
             refresh_interval: repo.refresh_interval,
             harvest,
+            learn_from_web: repo.learn_from_web,
             file: repo.file.clone(),
             policy,
         }
@@ -650,6 +650,7 @@ impl Layers {
         Ok(Config {
             server,
             harvest,
+            learn_from_web: self.file.learn_from_web,
             fleet: self.file.fleet.clone(),
             state: self.state()?,
             repositories,
@@ -776,8 +777,10 @@ impl Layers {
         let mut r = RepositorySettings::of(chosen);
         // Learning from the web, as the environment says, whether or not a file names the
         // repository, unless its `learn_from_web` says no.
-        r.landing.web = crate::platform::Resolvers::for_commands()
-            .filter(|_| self.harvest_of(chosen).is_ok_and(|h| h.learn_from_web));
+        r.landing.web = crate::platform::Resolvers::for_commands().filter(|_| {
+            let learn = chosen.map_or(self.file.learn_from_web, |r| r.learn_from_web);
+            self.harvest_of(chosen).is_ok() && learn
+        });
         what_to_harvest(&mut r, over)?;
         where_published(&mut r, over)?;
         what_to_publish(&mut r, over)?;

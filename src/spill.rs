@@ -5,20 +5,32 @@
 //!
 //! The URL inventory spills sorted runs here ([`crate::inventory`]); the profiles' shard files
 //! go in a folder of the same kind ([`crate::profiles::signposts`]).
+//!
+//! In the gateway, the refreshes running at once share one [`Pool`] (`[server]
+//! memory_budget_bytes`, `spill_max_bytes`): each collector of a refresh holds a [`Share`] of
+//! the pool's memory, and the refreshes' spill files count against its cap on disk. Every
+//! spill, the gateway's or an export's, stops short of filling its file system
+//! ([`free_space`]).
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Memory the URL inventory holds before it writes a sorted run to disk, by default: a million
 /// records of the harvest benchmark fit (about 160 MiB at the resolving peak), so the common
 /// repository never spills, and a harvest of any size stays within a few hundred MiB.
 pub(crate) const DEFAULT_MEMORY_BUDGET: u64 = 192 << 20;
 
+/// The least memory a refresh should be left when every refresh the gateway may run at once
+/// holds its share of `[server] memory_budget_bytes`: below it, a large repository spills runs
+/// so small that merging them takes more than one pass (a warning at start, not an error: the
+/// tests spill with a few bytes).
+pub(crate) const MIN_REFRESH_MEMORY: u64 = 16 << 20;
+
 /// The name of every spill folder starts so; the process id and a random part follow.
-const PREFIX: &str = ".oai-bridge-spill-";
+pub(crate) const PREFIX: &str = ".oai-bridge-spill-";
 
 /// Why a temporary file of the harvest failed.
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +54,10 @@ pub(crate) struct Budget {
     pub(crate) memory: u64,
     /// Bytes on disk so far, shared with whoever reports them.
     pub(crate) meter: Meter,
+    /// Bytes of memory its collectors hold now ([`Share`]s), shared likewise.
+    pub(crate) held: Meter,
+    /// In the gateway: the refresh's account with the pool the refreshes share.
+    pub(crate) account: Option<Arc<Account>>,
 }
 
 impl Budget {
@@ -51,7 +67,22 @@ impl Budget {
             parent,
             memory: memory.max(1),
             meter: Meter::default(),
+            held: Meter::default(),
+            account: None,
         }
+    }
+
+    /// The budget of a refresh holding `account` with the gateway's pool: its memory and its
+    /// spill count there too, and the pool decides when it spills.
+    pub(crate) fn within(mut self, account: &Arc<Account>) -> Self {
+        self.meter = account.spill.clone();
+        self.held = account.memory.clone();
+        self.account = Some(Arc::clone(account));
+        self
+    }
+
+    fn pool(&self) -> Option<&Pool> {
+        self.account.as_ref().map(|a| &a.pool)
     }
 }
 
@@ -63,24 +94,370 @@ impl Default for Budget {
     }
 }
 
-/// The bytes a harvest's spill files hold now, and the most they held: cheap to clone, shared
-/// by the writers and the summary.
+/// An amount held now and the most it held, counted into a total too (a refresh's into the
+/// gateway's): cheap to clone, shared by the writers and whoever reports it.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Meter(Arc<(AtomicU64, AtomicU64)>);
+pub(crate) struct Meter(Arc<Level>);
+
+#[derive(Debug, Default)]
+struct Level {
+    now: AtomicU64,
+    peak: AtomicU64,
+    /// The meter this one counts into as well.
+    total: Option<Meter>,
+}
 
 impl Meter {
+    /// A meter that counts into `total` as well.
+    fn part_of(total: &Meter) -> Self {
+        Self(Arc::new(Level {
+            total: Some(total.clone()),
+            ..Level::default()
+        }))
+    }
+
     fn add(&self, bytes: u64) {
-        let now = self.0.0.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.0.1.fetch_max(now, Ordering::Relaxed);
+        let now = self.0.now.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.0.peak.fetch_max(now, Ordering::Relaxed);
+        if let Some(total) = &self.0.total {
+            total.add(bytes);
+        }
     }
 
     fn remove(&self, bytes: u64) {
-        self.0.0.fetch_sub(bytes, Ordering::Relaxed);
+        self.0.now.fetch_sub(bytes, Ordering::Relaxed);
+        if let Some(total) = &self.0.total {
+            total.remove(bytes);
+        }
     }
 
-    /// The most bytes the spill files held at once.
+    /// What it holds now.
+    pub(crate) fn now(&self) -> u64 {
+        self.0.now.load(Ordering::Relaxed)
+    }
+
+    /// The most it held at once.
     pub(crate) fn peak(&self) -> u64 {
-        self.0.1.load(Ordering::Relaxed)
+        self.0.peak.load(Ordering::Relaxed)
+    }
+
+    /// What the outermost total holds now: the gateway's, for a refresh's meter.
+    fn total_now(&self) -> u64 {
+        match &self.0.total {
+            Some(total) => total.total_now(),
+            None => self.now(),
+        }
+    }
+}
+
+/// The limits the gateway's refreshes share, as configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PoolLimits {
+    /// Bytes of memory every refresh's collectors hold together at most (`[server]
+    /// memory_budget_bytes`).
+    pub(crate) memory: u64,
+    /// Bytes one refresh's URL inventory holds at most, the landing-page profiles' versions a
+    /// quarter of it more (`[harvest] memory_budget_bytes`).
+    pub(crate) per_refresh: u64,
+    /// Bytes the refreshes' spill files take on disk together at most (`[server]
+    /// spill_max_bytes`); `None`: as much as the file system has free, less its reserve.
+    pub(crate) spill_max: Option<u64>,
+}
+
+/// The memory and the spill space the gateway's running refreshes share. Each collector of a
+/// refresh (its URL inventory, its profiles' versions) holds a [`Share`]: it may hold up to its
+/// own cap as long as the refreshes together stay within the pool; when they would not, it
+/// spills, but never below its fair part (its cap scaled down so that every collector's fits
+/// the pool), so a refresh that starts while another holds the whole pool gets its part, and
+/// the other spills down to its own at its next record. Cheap to clone.
+#[derive(Clone, Debug)]
+pub(crate) struct Pool(Arc<PoolInner>);
+
+#[derive(Debug)]
+struct PoolInner {
+    memory_budget: AtomicU64,
+    per_refresh: AtomicU64,
+    /// 0: no cap.
+    spill_max: AtomicU64,
+    /// What the collectors hold now, and the most.
+    memory: Meter,
+    /// What the refreshes' spill files take on disk now, and the most.
+    spill: Meter,
+    /// The caps of the collectors holding a share now, summed.
+    caps: AtomicU64,
+    /// The refreshes running, as their accounts.
+    accounts: Mutex<Vec<Weak<Account>>>,
+}
+
+/// What one running refresh holds, reported by repository: its collectors' memory and its
+/// spill files, each counted into the pool's too. Alive while the refresh runs.
+#[derive(Debug)]
+pub(crate) struct Account {
+    /// The repository.
+    pub(crate) name: String,
+    /// Its collectors' memory now, and the most.
+    pub(crate) memory: Meter,
+    /// Its spill files' bytes on disk now, and the most.
+    pub(crate) spill: Meter,
+    pool: Pool,
+}
+
+impl Account {
+    /// What one refresh's URL inventory holds at most, as the pool is configured now.
+    pub(crate) fn per_refresh(&self) -> u64 {
+        self.pool.limits().per_refresh
+    }
+}
+
+/// A running refresh's figures, as [`Pool::running`] reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Usage {
+    /// The repository.
+    pub(crate) name: String,
+    /// Bytes of memory its collectors hold now.
+    pub(crate) memory: u64,
+    /// Bytes its spill files take on disk now.
+    pub(crate) spill: u64,
+}
+
+impl Pool {
+    /// A pool of `limits`.
+    pub(crate) fn new(limits: PoolLimits) -> Self {
+        let pool = Self(Arc::new(PoolInner {
+            memory_budget: AtomicU64::new(0),
+            per_refresh: AtomicU64::new(0),
+            spill_max: AtomicU64::new(0),
+            memory: Meter::default(),
+            spill: Meter::default(),
+            caps: AtomicU64::new(0),
+            accounts: Mutex::default(),
+        }));
+        pool.configure(limits);
+        pool
+    }
+
+    /// Takes `limits` from now on (a reload): the running refreshes' collectors follow at
+    /// their next record, their caps at the next refresh.
+    pub(crate) fn configure(&self, limits: PoolLimits) {
+        let p = &self.0;
+        p.memory_budget
+            .store(limits.memory.max(1), Ordering::Relaxed);
+        p.per_refresh
+            .store(limits.per_refresh.max(1), Ordering::Relaxed);
+        p.spill_max
+            .store(limits.spill_max.map_or(0, |m| m.max(1)), Ordering::Relaxed);
+    }
+
+    /// The limits it holds to.
+    pub(crate) fn limits(&self) -> PoolLimits {
+        let p = &self.0;
+        PoolLimits {
+            memory: p.memory_budget.load(Ordering::Relaxed),
+            per_refresh: p.per_refresh.load(Ordering::Relaxed),
+            spill_max: Some(p.spill_max.load(Ordering::Relaxed)).filter(|&m| m > 0),
+        }
+    }
+
+    /// Opens the account of a refresh of repository `name`, listed until it is dropped.
+    pub(crate) fn account(&self, name: &str) -> Arc<Account> {
+        let account = Arc::new(Account {
+            name: name.to_owned(),
+            memory: Meter::part_of(&self.0.memory),
+            spill: Meter::part_of(&self.0.spill),
+            pool: self.clone(),
+        });
+        let mut accounts = self.0.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        accounts.retain(|a| a.strong_count() > 0);
+        accounts.push(Arc::downgrade(&account));
+        account
+    }
+
+    /// The refreshes running, in the order they started, with what each holds now.
+    pub(crate) fn running(&self) -> Vec<Usage> {
+        let accounts = self.0.accounts.lock().unwrap_or_else(|e| e.into_inner());
+        (accounts.iter())
+            .filter_map(Weak::upgrade)
+            .map(|a| Usage {
+                name: a.name.clone(),
+                memory: a.memory.now(),
+                spill: a.spill.now(),
+            })
+            .collect()
+    }
+
+    /// Bytes of memory the refreshes' collectors hold now, together.
+    pub(crate) fn memory(&self) -> u64 {
+        self.0.memory.now()
+    }
+
+    /// Bytes the refreshes' spill files take on disk now, together.
+    pub(crate) fn spill(&self) -> u64 {
+        self.0.spill.now()
+    }
+}
+
+/// Bytes a share's memory may grow before the pool hears of it: the pool is exact to this
+/// much per collector, and a record costs a comparison, not an atomic write.
+const SHARE_STEP: u64 = 64 << 10;
+
+/// One collector's memory: within its cap and, in the gateway, within what the pool leaves it
+/// ([`Pool`]). It counts what the collector says it holds into the harvest's meter (and the
+/// pool's); dropped, it gives it back.
+#[derive(Debug)]
+pub(crate) struct Share {
+    cap: u64,
+    /// Bytes counted into `held` now.
+    counted: u64,
+    /// Bytes its memory may grow before it is counted: [`SHARE_STEP`], less for a small cap.
+    step: u64,
+    held: Meter,
+    pool: Option<Pool>,
+}
+
+impl Share {
+    /// A share of `budget` capped at `cap` bytes.
+    pub(crate) fn new(budget: &Budget, cap: u64) -> Self {
+        let cap = cap.max(1);
+        let pool = budget.pool().cloned();
+        if let Some(pool) = &pool {
+            pool.0.caps.fetch_add(cap, Ordering::Relaxed);
+        }
+        Self {
+            cap,
+            counted: 0,
+            step: (cap / 64).clamp(1, SHARE_STEP),
+            held: budget.held.clone(),
+            pool,
+        }
+    }
+
+    /// Its cap: what it may hold when the pool has room.
+    pub(crate) fn cap(&self) -> u64 {
+        self.cap
+    }
+
+    /// Whether the collector may hold `bytes` (which it counts): within its cap, and within
+    /// what the other collectors of the pool leave, or its fair part of the pool when that is
+    /// more.
+    pub(crate) fn allows(&mut self, bytes: u64) -> bool {
+        self.count(bytes);
+        bytes <= self.limit()
+    }
+
+    /// Counts `bytes` as what the collector holds now.
+    pub(crate) fn count(&mut self, bytes: u64) {
+        if bytes < self.counted {
+            self.held.remove(self.counted - bytes);
+            self.counted = bytes;
+        } else if bytes - self.counted >= self.step {
+            self.held.add(bytes - self.counted);
+            self.counted = bytes;
+        }
+    }
+
+    /// What it may hold now: its cap; in a pool, less when the others hold the rest, but never
+    /// less than its fair part, its cap scaled by the pool over every collector's cap.
+    pub(crate) fn limit(&self) -> u64 {
+        let Some(pool) = &self.pool else {
+            return self.cap;
+        };
+        let budget = pool.0.memory_budget.load(Ordering::Relaxed);
+        let caps = pool.0.caps.load(Ordering::Relaxed).max(1);
+        let fair = if caps <= budget {
+            self.cap
+        } else {
+            (u128::from(self.cap) * u128::from(budget) / u128::from(caps)) as u64
+        };
+        let others = pool.memory().saturating_sub(self.counted);
+        let left = budget.saturating_sub(others);
+        self.cap.min(fair.max(left)).max(1)
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        self.held.remove(self.counted);
+        if let Some(pool) = &self.pool {
+            pool.0.caps.fetch_sub(self.cap, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Bytes a spill file may grow between two looks at the limits on spill space (the pool's cap,
+/// the file system's free space).
+const LOOK_EVERY: u64 = 4 << 20;
+
+/// The free space a spill leaves its file system: 5% of it, at most 1 GiB, for the state
+/// store, the generations and the system, which a full disk would fail too.
+pub(crate) fn reserve(size: u64) -> u64 {
+    (size / 20).min(1 << 30)
+}
+
+/// The bytes free to an unprivileged process on the file system of `path`, and its size.
+pub(crate) fn free_space(path: &Path) -> std::io::Result<(u64, u64)> {
+    let s = rustix::fs::statvfs(path)?;
+    let block = s.f_frsize.max(1);
+    Ok((
+        s.f_bavail.saturating_mul(block),
+        s.f_blocks.saturating_mul(block),
+    ))
+}
+
+/// What a spill may take on disk: the pool's cap, and its file system's free space less the
+/// reserve. Checked as it starts and every [`LOOK_EVERY`] bytes of a file.
+#[derive(Clone, Debug)]
+struct Limit {
+    /// The pool, when there is a cap.
+    pool: Option<Pool>,
+    /// The repository, for the error.
+    repository: Option<String>,
+}
+
+impl Limit {
+    fn of(budget: &Budget) -> Self {
+        Self {
+            pool: budget.pool().cloned(),
+            repository: budget.account.as_ref().map(|a| a.name.clone()),
+        }
+    }
+
+    /// Whether `meter` (counting into the pool's) may hold what it holds now, and whether the
+    /// file system of `path` has room left; `Err` says which limit the spill would pass.
+    fn check(&self, meter: &Meter, path: &Path) -> Result<(), std::io::Error> {
+        let of = || {
+            self.repository
+                .as_ref()
+                .map_or_else(String::new, |r| format!(" (repository {r})"))
+        };
+        if let Some(max) = self.pool.as_ref().and_then(|p| p.limits().spill_max) {
+            let now = meter.total_now();
+            if now > max {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    format!(
+                        "the refreshes' spill files would take {now} bytes, more than [server] \
+                         spill_max_bytes = {max}{}; the generation being served stays",
+                        of()
+                    ),
+                ));
+            }
+        }
+        // Not knowing the free space (an unusual file system) stops nothing.
+        if let Ok((free, size)) = free_space(path) {
+            let keep = reserve(size);
+            if free < keep {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::StorageFull,
+                    format!(
+                        "only {free} bytes are free on its file system ({size} bytes); a spill \
+                         stops {keep} bytes short of full, so that what else is written there \
+                         (the state, the output) has room{}",
+                        of()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -93,6 +470,7 @@ pub(crate) struct Folder {
     parent: PathBuf,
     dir: Option<Arc<tempfile::TempDir>>,
     meter: Meter,
+    limit: Limit,
     /// Files made so far, for their names.
     files: u32,
 }
@@ -104,6 +482,7 @@ impl Folder {
             parent: budget.parent.clone(),
             dir: None,
             meter: budget.meter.clone(),
+            limit: Limit::of(budget),
             files: 0,
         }
     }
@@ -111,6 +490,12 @@ impl Folder {
     fn path(&mut self) -> Result<&Path, SpillError> {
         if self.dir.is_none() {
             remove_abandoned(&self.parent);
+            // Room for it, before the first byte.
+            (self.limit.check(&self.meter, &self.parent)).map_err(|source| SpillError {
+                action: "create a folder for",
+                path: self.parent.clone(),
+                source,
+            })?;
             let dir = tempfile::Builder::new()
                 .prefix(&format!("{PREFIX}{}-", std::process::id()))
                 .tempdir_in(&self.parent)
@@ -138,7 +523,12 @@ impl Folder {
             out: BufWriter::with_capacity(WRITE_BUFFER, file),
             path,
             bytes: 0,
-            meter: self.meter.clone(),
+            look_at: LOOK_EVERY,
+            counted: Counted {
+                meter: self.meter.clone(),
+                bytes: 0,
+            },
+            limit: self.limit.clone(),
             folder: self.dir.clone().expect("made above"),
         })
     }
@@ -193,13 +583,39 @@ const WRITE_BUFFER: usize = 256 << 10;
 /// Buffer of each run read in a merge: many runs are read at once.
 pub(crate) const READ_BUFFER: usize = 64 << 10;
 
+/// Bytes of a spill file counted on a meter: given back when dropped.
+#[derive(Debug)]
+struct Counted {
+    meter: Meter,
+    bytes: u64,
+}
+
+impl Counted {
+    /// Counts the file as `bytes` long.
+    fn to(&mut self, bytes: u64) {
+        self.meter.add(bytes - self.bytes);
+        self.bytes = bytes;
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.meter.remove(self.bytes);
+    }
+}
+
 /// A spill file being written: records of bytes and integers, read back by [`RunReader`].
+/// Counted on its meter as it grows (every [`LOOK_EVERY`] bytes, when the limits on spill
+/// space are looked at too); dropped unfinished, it is counted no more.
 #[derive(Debug)]
 pub(crate) struct RunWriter {
     out: BufWriter<File>,
     path: PathBuf,
     bytes: u64,
-    meter: Meter,
+    /// When `bytes` reaches it, the file is counted and the limits looked at.
+    look_at: u64,
+    counted: Counted,
+    limit: Limit,
     folder: Arc<tempfile::TempDir>,
 }
 
@@ -208,6 +624,21 @@ impl RunWriter {
     pub(crate) fn bytes(&mut self, bytes: &[u8]) -> Result<(), SpillError> {
         self.bytes += bytes.len() as u64;
         self.out.write_all(bytes).map_err(|source| SpillError {
+            action: "write",
+            path: self.path.clone(),
+            source,
+        })?;
+        if self.bytes >= self.look_at {
+            self.look()?;
+        }
+        Ok(())
+    }
+
+    /// Counts what is written so far, and fails when that passes a limit on spill space.
+    fn look(&mut self) -> Result<(), SpillError> {
+        self.look_at = self.bytes + LOOK_EVERY;
+        self.counted.to(self.bytes);
+        (self.limit.check(&self.counted.meter, &self.path)).map_err(|source| SpillError {
             action: "write",
             path: self.path.clone(),
             source,
@@ -238,13 +669,14 @@ impl RunWriter {
     }
 
     /// The file, written out, to read.
-    pub(crate) fn finish(self) -> Result<Run, SpillError> {
+    pub(crate) fn finish(mut self) -> Result<Run, SpillError> {
+        self.look()?;
         let Self {
             out,
             path,
-            bytes,
-            meter,
+            counted,
             folder,
+            ..
         } = self;
         out.into_inner()
             .map_err(|e| SpillError {
@@ -254,11 +686,9 @@ impl RunWriter {
             })?
             .sync_data()
             .ok();
-        meter.add(bytes);
         Ok(Run {
             path,
-            bytes,
-            meter,
+            _counted: counted,
             _folder: folder,
         })
     }
@@ -268,8 +698,8 @@ impl RunWriter {
 #[derive(Debug)]
 pub(crate) struct Run {
     path: PathBuf,
-    bytes: u64,
-    meter: Meter,
+    /// Its bytes on the meter, given back when it is dropped.
+    _counted: Counted,
     /// The folder stays as long as a file in it.
     _folder: Arc<tempfile::TempDir>,
 }
@@ -291,14 +721,13 @@ impl Run {
     /// Its bytes.
     #[cfg(test)]
     pub(crate) fn bytes(&self) -> u64 {
-        self.bytes
+        self._counted.bytes
     }
 }
 
 impl Drop for Run {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
-        self.meter.remove(self.bytes);
     }
 }
 
@@ -425,5 +854,136 @@ mod tests {
         remove_abandoned(parent.path());
         assert!(!gone.exists());
         assert!(ours.exists() && other.exists());
+    }
+
+    fn pool(memory: u64, spill_max: Option<u64>) -> Pool {
+        Pool::new(PoolLimits {
+            memory,
+            per_refresh: memory,
+            spill_max,
+        })
+    }
+
+    /// Without a pool a share holds up to its cap, and counts what it holds into its meter.
+    #[test]
+    fn a_share_alone_holds_its_cap() {
+        let budget = Budget::new(std::env::temp_dir(), 100);
+        let mut share = Share::new(&budget, 100);
+        assert!(share.allows(100));
+        assert_eq!(budget.held.now(), 100);
+        assert!(!share.allows(101));
+        share.count(0);
+        assert_eq!((budget.held.now(), budget.held.peak()), (0, 101));
+        share.count(40);
+        drop(share);
+        assert_eq!(budget.held.now(), 0);
+    }
+
+    /// Issue 30: two refreshes' collectors share a pool of 1,000 bytes. The first alone may
+    /// take it all; once the second holds a share too, each is sure of its fair part (500),
+    /// and the first spills down when it holds more than the second leaves it. The pool's
+    /// meter and each refresh's account say what they hold.
+    #[test]
+    fn collectors_share_the_pool_and_each_keeps_its_part() {
+        let pool = pool(1000, None);
+        let (a, b) = (pool.account("a"), pool.account("b"));
+        let budget =
+            |account: &Arc<Account>| Budget::new(std::env::temp_dir(), 1000).within(account);
+        let mut first = Share::new(&budget(&a), 1000);
+        assert!(first.allows(900), "alone, it may take the pool");
+        let mut second = Share::new(&budget(&b), 1000);
+        assert_eq!(
+            second.limit(),
+            500,
+            "the first leaves 100, but the fair part is 500"
+        );
+        assert!(second.allows(400));
+        assert_eq!(
+            pool.memory(),
+            1300,
+            "over the pool until the first's next record"
+        );
+        assert!(!first.allows(910), "only 600 are left to it: it spills");
+        first.count(0);
+        assert!(first.allows(550));
+        assert!(second.allows(450));
+        assert!(!second.allows(501));
+        second.count(450);
+        assert_eq!(pool.memory(), 1000);
+        let running = pool.running();
+        assert_eq!(
+            running,
+            [
+                Usage {
+                    name: "a".into(),
+                    memory: 550,
+                    spill: 0
+                },
+                Usage {
+                    name: "b".into(),
+                    memory: 450,
+                    spill: 0
+                },
+            ]
+        );
+        drop(first);
+        drop(a);
+        assert_eq!(second.limit(), 1000, "a refresh that ended leaves the pool");
+        assert_eq!(pool.running().len(), 1);
+        assert_eq!((pool.memory(), b.memory.peak()), (450, 501));
+    }
+
+    /// A pool larger than every collector's cap never holds one back.
+    #[test]
+    fn a_pool_above_the_caps_binds_nothing() {
+        let pool = pool(10_000, None);
+        let account = pool.account("a");
+        let budget = Budget::new(std::env::temp_dir(), 1000).within(&account);
+        let mut shares: Vec<Share> = (0..5).map(|_| Share::new(&budget, 1000)).collect();
+        for share in &mut shares {
+            assert!(share.allows(1000));
+            assert!(!share.allows(1001));
+        }
+    }
+
+    /// Issue 30: past `[server] spill_max_bytes` a spill file fails, naming the cap and the
+    /// repository; what it had counted is given back, and the folder goes.
+    #[test]
+    fn the_spill_cap_fails_the_file_that_would_pass_it() {
+        let parent = tempfile::tempdir().unwrap();
+        let pool = pool(1, Some(10));
+        let account = pool.account("big");
+        let budget = Budget::new(parent.path().to_owned(), 1).within(&account);
+        let mut folder = Folder::new(&budget);
+        let mut w = folder.create("urls").unwrap();
+        w.bytes(&[7; 10]).unwrap();
+        let small = w.finish().unwrap();
+        assert_eq!((pool.spill(), account.spill.now()), (10, 10));
+        let mut w = folder.create("urls").unwrap();
+        w.bytes(b"x").unwrap();
+        let e = w.finish().unwrap_err();
+        assert_eq!(e.source.kind(), std::io::ErrorKind::StorageFull);
+        let message = e.to_string();
+        let said = [
+            "spill_max_bytes = 10",
+            "repository big",
+            "urls-2",
+            "11 bytes",
+        ];
+        assert!(said.iter().all(|s| message.contains(s)), "{message}");
+        assert_eq!(pool.spill(), 10);
+        drop(small);
+        drop(folder);
+        assert_eq!((pool.spill(), account.spill.peak()), (0, 11));
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+    }
+
+    /// The free space a spill leaves: 5% of a small file system, 1 GiB of a large one.
+    #[test]
+    fn the_reserve_of_free_space() {
+        assert_eq!(reserve(2 << 30), (2 << 30) / 20);
+        assert_eq!(reserve(1 << 40), 1 << 30);
+        let (free, size) = free_space(&std::env::temp_dir()).unwrap();
+        assert!(free <= size && size > 0);
     }
 }

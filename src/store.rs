@@ -12,10 +12,10 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use oai_pmh::{DcElement, Record};
 use serde::{Deserialize, Serialize};
 
 use crate::inventory::SharedUrl;
-use crate::oai::parse::{DcElement, Record};
 
 pub(crate) mod copy;
 pub(crate) mod persisted;
@@ -37,8 +37,8 @@ pub const FILE: &str = "store.sqlite";
 /// record), or of URLs and EPrints' relations (a URL or two more), keeps SQLite's 4 KiB: an
 /// incremental refresh rewrites a page for each scattered change, and 16 KiB pages made that
 /// 40% dearer.
-pub(crate) fn page_size_for(fields: crate::oai::parse::Fields) -> i64 {
-    use crate::oai::parse::{DcElement, Fields};
+pub(crate) fn page_size_for(fields: oai_pmh::Fields) -> i64 {
+    use oai_pmh::{DcElement, Fields};
     // `dc:relation` (EPrints' abstract page and official URL) is a URL or two.
     let small = Fields::of(&[DcElement::Relation]);
     if fields == Fields::default() || fields == small {
@@ -97,9 +97,9 @@ pub struct State {
     pub source: String,
     /// The sets harvested (empty: the whole repository).
     pub sets: Vec<String>,
-    /// The oai_dc elements the records hold ([`crate::oai::parse::Fields::bits`]).
+    /// The oai_dc elements the records hold ([`oai_pmh::Fields::bits`]).
     pub fields: u16,
-    /// The configured datestamp bounds ([`crate::datestamp::Datestamp::pack`]), which the records respect.
+    /// The configured datestamp bounds ([`oai_pmh::Datestamp::pack`]), which the records respect.
     pub bounds: (Option<i64>, Option<i64>),
     /// The last complete harvest, full or incremental.
     pub complete: Option<Complete>,
@@ -178,7 +178,7 @@ pub struct Run {
     pub id: u64,
     /// A full harvest (no `from`): records it did not see are removed when it completes.
     pub full: bool,
-    /// The `from` bound of an incremental harvest ([`crate::datestamp::Datestamp::pack`]).
+    /// The `from` bound of an incremental harvest ([`oai_pmh::Datestamp::pack`]).
     pub from: Option<i64>,
     /// The first `responseDate` the run received.
     pub response_date: Option<String>,
@@ -341,7 +341,7 @@ pub struct Checkpoint {
     pub token: String,
     /// The page it leads to.
     pub page: u64,
-    /// The newest datestamp applied from the list ([`crate::datestamp::Datestamp::pack`]).
+    /// The newest datestamp applied from the list ([`oai_pmh::Datestamp::pack`]).
     pub newest: Option<i64>,
     /// Whether the list delivered in datestamp order so far.
     pub ordered: bool,
@@ -728,7 +728,7 @@ mod tests {
             assert!(guide.contains(&said), "docs/operations.md lacks {said:?}");
         }
     }
-    use crate::datestamp::Datestamp;
+    use oai_pmh::Datestamp;
 
     /// Where a test's stores are, on each backend: SQLite files in a temporary folder; a
     /// PostgreSQL database of the test's own, when `OAI_BRIDGE_TEST_POSTGRES` names a server
@@ -1202,10 +1202,10 @@ mod tests {
                 false,
             )
             .unwrap();
-        let profiles = page_size_for(crate::oai::parse::Fields::of(&[DcElement::Title]));
+        let profiles = page_size_for(oai_pmh::Fields::of(&[DcElement::Title]));
         assert_eq!(profiles, 16384);
         // EPrints' relations are a URL or two: small pages still.
-        let relations = crate::oai::parse::Fields::of(&[DcElement::Relation]);
+        let relations = oai_pmh::Fields::of(&[DcElement::Relation]);
         assert_eq!(page_size_for(relations), 4096);
         store.fit_pages(profiles);
         assert_eq!(page_size(&path), 16384);
@@ -1219,7 +1219,7 @@ mod tests {
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].dc_identifiers, ["https://x/1"]);
         // Not back onto small pages while it holds records; once empty, yes.
-        let plain = page_size_for(crate::oai::parse::Fields::default());
+        let plain = page_size_for(oai_pmh::Fields::default());
         store.fit_pages(plain);
         assert_eq!(page_size(&path), 16384);
         store.reset(&State::default()).unwrap();

@@ -95,7 +95,7 @@ impl Summary {
     /// The summary of the generation `built` from `source` by the harvest `run` (none: without
     /// a store), in `elapsed`, under `settings` ([`crate::pipeline::Job::settings_key`]).
     pub fn new(
-        source: &crate::oai::Source,
+        source: &oai_pmh::Source,
         built: &crate::pipeline::Built,
         run: Option<&crate::incremental::RunSummary>,
         elapsed: std::time::Duration,

@@ -41,6 +41,9 @@ print("`oai-bridge export` of the harvest benchmark's synthetic records (500 a p
 print(f"Machine: {os.cpu_count()} cores; Linux {platform.release()}; {rustc()}. oai-bridge at "
       f"{describe}; base: `{base}`. Sizes {sizes} (millions); the whole run took {int(elapsed) // 60} min "
       f"{int(elapsed) % 60} s.\n")
+if int(os.environ.get("PROFILES_UP_TO", "50")) < max(int(m) for m in sizes.split()):
+    print(f"The runs with profiles stopped at {os.environ['PROFILES_UP_TO']} million "
+          "(`PROFILES_UP_TO`): past it their files outgrow the disk.\n")
 print("Reproduce with `bash benches/memory/run.sh` (`SIZES=\"1 4 16 50\"` for 50 million).\n")
 
 print("| records | export | peak RSS | CPU-s | CPU-s per million | wall s | spilled (peak bytes on disk) | bytes written |")

@@ -15,7 +15,8 @@
 #   SIZES="1 4 16 50" bash benches/memory/run.sh
 #
 # Knobs (environment): SIZES ("1 4 16"), BASE (main), ROUNDS (2, at 1 million), PORT (18767),
-# PROFILES (1: also the runs with profiles), COMPARE_UP_TO (4), OURS_BIN and BASE_BIN (binaries
+# PROFILES (1: also the runs with profiles), PROFILES_UP_TO (50: the runs with profiles up to
+# that many million; 16 million with profiles writes about 21 GB), COMPARE_UP_TO (4), OURS_BIN and BASE_BIN (binaries
 # built already, copied instead of building; OURS_DESCRIBE names the first in the report).
 # It needs about 1.3 GB of disk a million records with profiles (the export's own files), which
 # each run removes after measuring; the spill files take about a third of the URLs' bytes more.
@@ -28,6 +29,7 @@ BASE=${BASE:-main}
 ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-18767}
 PROFILES=${PROFILES:-1}
+PROFILES_UP_TO=${PROFILES_UP_TO:-50}
 COMPARE_UP_TO=${COMPARE_UP_TO:-4}
 work=target/bench-memory
 bin=$work/oai-bridge
@@ -101,6 +103,7 @@ for millions in $SIZES; do
   log "upstream: $records records, rendered on demand"
   start_upstream "$PORT" --records "$records" --page-size 500 --https-identifiers --on-demand
   for kind in "${kinds[@]}"; do
+    [ "$kind" = profiles ] && [ "$millions" -gt "$PROFILES_UP_TO" ] && continue
     rounds=1
     [ "$millions" = 1 ] && rounds=$ROUNDS
     # Two outputs side by side: the base's too, when the disk holds both.
@@ -118,5 +121,5 @@ for millions in $SIZES; do
 done
 elapsed=$(($(date +%s) - started))
 
-python3 benches/memory/report.py "$work/runs.tsv" "$work/same.tsv" "$describe" "$BASE" "$elapsed" \
+PROFILES_UP_TO=$PROFILES_UP_TO python3 benches/memory/report.py "$work/runs.tsv" "$work/same.tsv" "$describe" "$BASE" "$elapsed" \
   "$SIZES" | tee benches/memory/RESULTS.md

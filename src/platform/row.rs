@@ -16,11 +16,11 @@
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
+use oai_pmh::DcElement;
 use regex::Regex;
 use serde::Deserialize;
 
 use super::{Placeholder, Template};
-use crate::oai::parse::DcElement;
 
 /// A row as written (TOML). Unknown keys are refused, so a typo names itself.
 #[derive(Clone, Debug, Deserialize)]
@@ -538,7 +538,7 @@ impl std::hash::Hash for Registry {
 
 /// An element's values in a record.
 pub(super) fn element_values(
-    record: &crate::oai::parse::Record,
+    record: &oai_pmh::Record,
     element: Element,
 ) -> smallvec::SmallVec<[&str; 4]> {
     match element {

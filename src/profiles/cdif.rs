@@ -22,11 +22,11 @@
 
 use std::io::Write as _;
 
+use oai_pmh::Datestamp;
 use serde::Serialize;
 
 use url::Url;
 
-use crate::datestamp::Datestamp;
 use crate::render::sitemap::render_shards;
 use crate::render::{Limits, Shard};
 

@@ -2,9 +2,9 @@
 //! records in the sets mapped to it. DiWoo reads only https locations, and every entry needs a
 //! lastmod.
 
+use oai_pmh::Datestamp;
 use url::Url;
 
-use crate::datestamp::Datestamp;
 use crate::inventory::Published;
 use crate::render::Limits;
 use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};

@@ -6,9 +6,8 @@ use std::io::Write as _;
 
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use oai_pmh::Datestamp;
 use url::Url;
-
-use crate::datestamp::Datestamp;
 
 use crate::render::sitemap::render_index;
 use crate::render::{RenderError, Shard};

@@ -149,7 +149,7 @@ pub(crate) struct Row<'a> {
     /// Its entries' lengths (Signmap, OCX, CDIF document with its name's hash in front, as the
     /// collection writes them; 0 for none).
     pub lens: [u32; 3],
-    /// Its packed datestamp ([`crate::datestamp::Datestamp::pack_option`]).
+    /// Its packed datestamp ([`oai_pmh::Datestamp::pack_option`]).
     pub datestamp: i64,
     /// The hash of its landing page (the one the collection tells pages apart by).
     pub hash: u128,

@@ -22,9 +22,9 @@
 
 use std::collections::HashMap;
 
+use oai_pmh::Datestamp;
 use url::Url;
 
-use crate::datestamp::Datestamp;
 use crate::patch::{Entries, ReadShard, Unpatchable, refuse};
 use crate::render::sitemap::{URLSET_CLOSE, URLSET_OPEN, Urlsets, frame, header, write_url};
 use crate::render::{Limits, Shard};

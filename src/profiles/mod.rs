@@ -16,7 +16,7 @@ pub(crate) mod signposts;
 pub(crate) mod spill;
 mod versions;
 
-use crate::oai::parse::{DcElement, Fields};
+use oai_pmh::{DcElement, Fields};
 
 /// A kind of file set a job publishes: the sitemap itself, or a profile beside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

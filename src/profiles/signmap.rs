@@ -75,7 +75,7 @@ mod tests {
     fn links_follow_loc_and_lastmod() {
         let mut entry = Vec::new();
         let mut date = String::new();
-        let lastmod = crate::datestamp::Datestamp::parse("2024-05-01");
+        let lastmod = oai_pmh::Datestamp::parse("2024-05-01");
         crate::render::sitemap::write_url_open(
             &mut entry,
             "https://h/r/1",

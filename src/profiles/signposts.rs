@@ -23,14 +23,12 @@
 use std::fs::File;
 use std::path::PathBuf;
 
+use oai_pmh::{Datestamp, DcElement, OaiRequest, Record, push_query_value, push_query_value_str};
 use url::Url;
 
 use crate::classify::{Class, Pid};
-use crate::datestamp::Datestamp;
 use crate::dctype::{Memo, TypeMap};
 use crate::inventory::{InventoryFull, Superseded};
-use crate::oai::harvest::{push_query_value, push_query_value_str, request_url};
-use crate::oai::parse::{DcElement, Record};
 use crate::render::Limits;
 use crate::render::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
 
@@ -128,17 +126,18 @@ struct GetRecord {
 }
 
 impl GetRecord {
-    /// Spelled by [`request_url`] itself, around a marker that percent-encoding leaves alone.
+    /// Spelled by [`OaiRequest`] itself, around a marker that percent-encoding leaves alone.
     fn new(base: &Url) -> Self {
         const MARK: &str = "IDENTIFIER";
-        let url = request_url(
+        let url = OaiRequest::new(
             base,
             &[
                 ("verb", "GetRecord"),
                 ("identifier", MARK),
                 ("metadataPrefix", "oai_dc"),
             ],
-        );
+        )
+        .into_url();
         let at = url.rfind(MARK).expect("the marker was just written");
         let (before, after) = (&url[..at], &url[at + MARK.len()..]);
         Self {
@@ -1067,7 +1066,7 @@ mod tests {
         );
     }
 
-    /// The `GetRecord` link is spelled as `request_url` spells it, after an existing query too
+    /// The `GetRecord` link is spelled as `OaiRequest` spells it, after an existing query too
     /// (OAI-04), and escaped in the XML; it carries both arguments GetRecord requires,
     /// identifier and metadataPrefix (OAI-02).
     #[test]
@@ -1090,14 +1089,15 @@ mod tests {
                 ":",
                 "",
             ] {
-                let expected = request_url(
+                let expected = OaiRequest::new(
                     &base,
                     &[
                         ("verb", "GetRecord"),
                         ("identifier", id),
                         ("metadataPrefix", "oai_dc"),
                     ],
-                );
+                )
+                .into_url();
                 assert_eq!(get_record.url(id), expected);
                 let mut xml = Vec::new();
                 get_record.write_xml(&mut xml, id);

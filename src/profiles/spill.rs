@@ -7,9 +7,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use oai_pmh::Datestamp;
 use url::Url;
 
-use crate::datestamp::Datestamp;
 use crate::inventory::InventoryFull;
 use crate::publish::DirectWriter;
 use crate::render::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};

@@ -9,7 +9,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::inventory::Superseded;
-use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, SpillError};
+use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, Share, SpillError};
 
 /// What resolving counted, as [`super::signposts::SignStats`] has it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -58,6 +58,8 @@ pub(super) struct Occurrences {
     runs: Vec<Run>,
     /// Most versions held before they are written as a run.
     capacity: usize,
+    /// Their memory, within the budget (and in the gateway, the refreshes' pool).
+    share: Share,
 }
 
 /// Share of the memory budget the versions take (the URL inventory takes the budget itself:
@@ -66,13 +68,15 @@ const SHARE: u64 = 4;
 
 impl Occurrences {
     pub(super) fn new(budget: &Budget) -> Self {
+        let cap = budget.memory / SHARE;
         Self {
             folder: Folder::new(budget),
             file: None,
             count: 0,
             versions: Vec::new(),
             runs: Vec::new(),
-            capacity: ((budget.memory / SHARE) as usize / size_of::<Version>()).max(1),
+            capacity: (cap as usize / size_of::<Version>()).max(1),
+            share: Share::new(budget, cap),
         }
     }
 
@@ -110,7 +114,8 @@ impl Occurrences {
                 seq: self.count,
                 typed,
             });
-            if self.versions.len() >= self.capacity {
+            let held = (self.versions.len() * size_of::<Version>()) as u64;
+            if self.versions.len() >= self.capacity || !self.share.allows(held) {
                 self.spill()?;
             }
         }
@@ -129,7 +134,13 @@ impl Occurrences {
             out.varint(u64::from(v.typed))?;
         }
         self.runs.push(out.finish()?);
-        self.versions.clear();
+        // Cleared, not freed; unless the pool holds it to less than its cap.
+        if self.share.limit() < self.share.cap() {
+            self.versions = Vec::new();
+        } else {
+            self.versions.clear();
+        }
+        self.share.count(0);
         Ok(())
     }
 

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use crate::datestamp::Datestamp;
+use oai_pmh::Datestamp;
 
 /// Most URLs one sitemap may hold, and most sitemaps one index may list (SM-09, SM-10).
 pub(crate) const MAX_URLS: usize = 50_000;

@@ -351,12 +351,31 @@ fn remove_all_but(repo_dir: &Path, keep: Option<&str>) {
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
         if is_dir && keep.is_none_or(|k| entry.file_name() != k) {
             let path = entry.path();
+            // A refresh's spill files, which a crash or a kill left: said, with their size.
+            let spill = (entry.file_name().to_str())
+                .is_some_and(|n| n.starts_with(crate::spill::PREFIX))
+                .then(|| dir_bytes(&path));
             match fs::remove_dir_all(&path) {
-                Ok(()) => tracing::debug!(dir = %path.display(), "removed a leftover folder"),
+                Ok(()) => match spill {
+                    Some(bytes) => tracing::info!(
+                        dir = %path.display(),
+                        bytes,
+                        "removed the spill files a stopped refresh left"
+                    ),
+                    None => tracing::debug!(dir = %path.display(), "removed a leftover folder"),
+                },
                 Err(e) => tracing::warn!(dir = %path.display(), "cannot remove: {e}"),
             }
         }
     }
+}
+
+/// The bytes of the files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    (fs::read_dir(dir).into_iter().flatten().flatten())
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
 }
 
 /// Writes the next generation into a staging folder, then commits it. Dropped without
@@ -786,8 +805,8 @@ where
                     })?
                     .to_vec(),
             };
-            let lastmod = (entry.lastmod != i64::MIN)
-                .then(|| crate::datestamp::Datestamp::from_unix(entry.lastmod));
+            let lastmod =
+                (entry.lastmod != i64::MIN).then(|| oai_pmh::Datestamp::from_unix(entry.lastmod));
             writer.put_document(&name, &bytes, lastmod)?;
         }
     }
@@ -859,7 +878,7 @@ impl FileSink for Writer<'_> {
         &mut self,
         name: &str,
         bytes: &[u8],
-        lastmod: Option<crate::datestamp::Datestamp>,
+        lastmod: Option<oai_pmh::Datestamp>,
     ) -> Result<(), StoreError> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
@@ -893,9 +912,9 @@ impl FileSink for Writer<'_> {
         &mut self,
         name: &str,
         xml: &[u8],
-    ) -> Result<Option<crate::datestamp::Datestamp>, StoreError> {
+    ) -> Result<Option<oai_pmh::Datestamp>, StoreError> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
-        Ok(Some(crate::datestamp::Datestamp::from_unix(changed as i64)))
+        Ok(Some(oai_pmh::Datestamp::from_unix(changed as i64)))
     }
 
     /// With content names ([`Writer::with_content_names`]), the shard's name after its
@@ -1180,7 +1199,7 @@ mod tests {
             w.listed_name(name.to_owned()).unwrap();
         }
         w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
-        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
         let finished = w.finish(Summary::default()).unwrap();
@@ -1262,7 +1281,7 @@ mod tests {
         let root = tempfile::tempdir().unwrap();
         let mut w = Writer::new(root.path(), None).unwrap();
         w.put("sitemap.xml", b"<a/>").unwrap();
-        let day = crate::datestamp::Datestamp::parse("2024-05-01");
+        let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
         w.put_document("cdif/0000000000000001.jsonld", b"{\"a\":1}", None)

@@ -40,6 +40,13 @@ pub(crate) struct Entry {
     /// Why it failed (the error's first line, shortened); `None`: it succeeded.
     #[serde(default)]
     pub(crate) error: Option<String>,
+    /// The most memory its collectors held at once (the URL inventory, the profiles' record
+    /// versions), in bytes, when they held any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) memory: Option<u64>,
+    /// The most its spill files took on disk at once, in bytes, when it spilled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) spilled: Option<u64>,
 }
 
 impl Entry {
@@ -47,12 +54,22 @@ impl Entry {
     pub(crate) fn ended_now(started: SystemTime) -> Self {
         let now = SystemTime::now();
         Entry {
-            ended: crate::datestamp::unix_secs(now).max(0) as u64,
+            ended: oai_pmh::unix_secs(now).max(0) as u64,
             seconds: now
                 .duration_since(started)
                 .unwrap_or_default()
                 .as_secs_f64(),
             ..Entry::default()
+        }
+    }
+
+    /// The same refresh, whose collectors held at most `memory` bytes and whose spill files
+    /// took at most `spilled` bytes on disk (0: none).
+    pub(crate) fn held(self, memory: u64, spilled: u64) -> Self {
+        Entry {
+            memory: Some(memory).filter(|&m| m > 0),
+            spilled: Some(spilled).filter(|&s| s > 0),
+            ..self
         }
     }
 
@@ -289,6 +306,8 @@ mod tests {
             received: Some(3),
             urls: Some(urls),
             error: None,
+            memory: None,
+            spilled: None,
         }
     }
 

@@ -284,7 +284,10 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Status => with_type(
             StatusCode::OK,
             HTML,
-            Bytes::from(super::status::render(gateway)),
+            Bytes::from(super::status::render_view(
+                gateway,
+                &super::status::View::parse(req.uri().query()),
+            )),
         ),
         Target::Robots => {
             let file = gateway.robots();
@@ -309,7 +312,7 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         Target::Metrics => with_type(
             StatusCode::OK,
             OPENMETRICS,
-            Bytes::from(super::metrics::Metrics::scrape(gateway)),
+            Bytes::from(super::scrape::scrape(gateway)),
         ),
         Target::File { repo, name, shard } => match gateway.repo(repo) {
             Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,
@@ -507,8 +510,12 @@ async fn load(
     meta: &FileMeta,
 ) -> Result<Bytes, Arc<std::io::Error>> {
     let path = generation.path(meta);
+    let bodies = gateway.bodies.clone();
     cached(gateway, generation, index, async move {
-        tokio::fs::read(&path).await.map(Bytes::from)
+        // Read through `bodies`, so that a big file is sent from the page cache (sendfile.rs).
+        tokio::task::spawn_blocking(move || bodies.read(&path))
+            .await
+            .map_err(std::io::Error::other)?
     })
     .await
 }

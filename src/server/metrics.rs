@@ -1,7 +1,16 @@
 //! Prometheus metrics (`/metrics`, OpenMetrics text), with conventional names: a `oai_bridge_`
 //! prefix, `_total` on counters, base units (seconds, bytes) in the name.
+//!
+//! The series labelled by repository are bounded (`[server] metrics_repository_series`): the
+//! first repositories of the configuration have series of their own, and the others are summed
+//! under `repository="_other"`, so that a fleet of ten thousand repositories costs a scrape of a
+//! few thousand lines while every total stays right. Counters and histograms are counted under
+//! `_other` as they happen; the gauges of the aggregated repositories are computed from their
+//! state as the scrape comes (`scrape.rs`), since a gauge cannot be summed as it is set.
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, SystemTime};
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -11,7 +20,9 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
-use super::Gateway;
+/// The `repository` label of the series summed over the repositories beyond
+/// `[server] metrics_repository_series` (a name no repository may take).
+pub(crate) const OTHER: &str = "_other";
 
 /// Upper bounds of the refresh duration histogram's buckets, in seconds: a small repository
 /// refreshes in a tenth of a second, a large one behind a slow upstream in hours.
@@ -180,7 +191,8 @@ pub(crate) struct ServedLabels {
 /// Every metric the gateway keeps.
 #[derive(Debug)]
 pub struct Metrics {
-    registry: Registry,
+    /// The families kept between scrapes.
+    pub(crate) registry: Registry,
     /// Requests by route and status.
     pub requests: Family<RequestLabels, Counter>,
     /// Body bytes sent, by route.
@@ -232,6 +244,26 @@ pub struct Metrics {
     pub config_reloads: Family<OutcomeLabels, Counter>,
     /// 1 while the last reload failed (the running configuration stays), 0 after a good one.
     pub config_reload_failed: Gauge,
+    /// Repositories summed under `repository="_other"`.
+    pub(crate) aggregated: Gauge,
+    /// How many repositories have series of their own (`[server] metrics_repository_series`).
+    bound: usize,
+    /// The repositories that have series of their own; the others count under [`OTHER`].
+    own: RwLock<HashSet<String>>,
+    /// The label sets of the `_other` gauges the last scrape set, so that the next removes the
+    /// ones that no aggregated repository has any more (a profile switched off).
+    pub(crate) other_series: Mutex<OtherSeries>,
+}
+
+/// The `_other` series with a label besides the repository's, as the last scrape set them.
+#[derive(Debug, Default)]
+pub(crate) struct OtherSeries {
+    /// Of `oai_bridge_platform`.
+    pub(crate) platform: Vec<PlatformLabels>,
+    /// Of `oai_bridge_profile_entries`.
+    pub(crate) profile_entries: Vec<ProfileLabels>,
+    /// Of `oai_bridge_profile_records_dropped`.
+    pub(crate) profile_dropped: Vec<ProfileDropLabels>,
 }
 
 /// Labels of the platform gauge.
@@ -263,8 +295,9 @@ pub struct ProfileDropLabels {
     pub reason: &'static str,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
+impl Metrics {
+    /// The metrics of a gateway where at most `bound` repositories have series of their own.
+    pub fn new(bound: usize) -> Self {
         let mut registry = Registry::with_prefix("oai_bridge");
         let requests = Family::<RequestLabels, Counter>::default();
         registry.register(
@@ -437,6 +470,13 @@ impl Default for Metrics {
             "1 while the last reload of the configuration failed and the running one stays; 0 after a good one",
             config_reload_failed.clone(),
         );
+        let aggregated = Gauge::default();
+        registry.register(
+            "repositories_aggregated",
+            "Repositories beyond metrics_repository_series: their series are summed under \
+             repository=\"_other\"",
+            aggregated.clone(),
+        );
         Self {
             registry,
             requests,
@@ -464,11 +504,48 @@ impl Default for Metrics {
             platform,
             config_reloads,
             config_reload_failed,
+            aggregated,
+            bound,
+            own: RwLock::default(),
+            other_series: Mutex::default(),
         }
     }
-}
 
-impl Metrics {
+    /// Gives each repository of `added`, in configuration order, series of its own while fewer
+    /// than the bound have them, counting only those still `configured` (the ones a reload
+    /// removes free their places for the repositories it adds). A repository keeps its series
+    /// as long as it is configured, so that its counters never move to `_other` and back.
+    pub(crate) fn admit<'a>(&self, configured: &[&str], added: impl Iterator<Item = &'a str>) {
+        let mut own = self.own.write().unwrap_or_else(|e| e.into_inner());
+        let configured: HashSet<&str> = configured.iter().copied().collect();
+        let mut kept = own
+            .iter()
+            .filter(|n| configured.contains(n.as_str()))
+            .count();
+        for name in added {
+            if kept >= self.bound {
+                break;
+            }
+            if own.insert(name.to_owned()) {
+                kept += 1;
+            }
+        }
+    }
+
+    /// Whether `repository` has series of its own.
+    pub(crate) fn own(&self, repository: &str) -> bool {
+        (self.own.read().unwrap_or_else(|e| e.into_inner())).contains(repository)
+    }
+
+    /// The `repository` label that counts `repository`: its name, or [`OTHER`].
+    pub(crate) fn label(&self, repository: &str) -> String {
+        if self.own(repository) {
+            repository.to_owned()
+        } else {
+            OTHER.to_owned()
+        }
+    }
+
     /// Counts one answered request.
     pub fn request(&self, route: Route, status: u16, body_bytes: u64) {
         self.requests
@@ -492,7 +569,7 @@ impl Metrics {
     /// `gzip`: it was sent with `Content-Encoding: gzip`.
     pub(crate) fn served(&self, repository: &str, gzip: bool, bytes: u64) {
         let labels = ServedLabels {
-            repository: repository.to_owned(),
+            repository: self.label(repository),
             encoding: if gzip { "gzip" } else { "identity" },
         };
         self.served_bytes.get_or_create(&labels).inc_by(bytes);
@@ -501,7 +578,7 @@ impl Metrics {
     /// Records a refresh of `repository` that `started` and has just ended with `outcome`.
     pub(crate) fn refreshed(&self, repository: &str, outcome: &'static str, started: SystemTime) {
         let labels = HarvestLabels {
-            repository: repository.to_owned(),
+            repository: self.label(repository),
             outcome,
         };
         let seconds = started.elapsed().unwrap_or_default().as_secs_f64();
@@ -521,7 +598,7 @@ impl Metrics {
         for (phase, took) in [("harvest", harvest), ("render", render)] {
             if let Some(took) = took {
                 let labels = PhaseLabels {
-                    repository: repository.to_owned(),
+                    repository: self.label(repository),
                     phase,
                 };
                 let histogram = self.refresh_phase.get_or_create(&labels);
@@ -533,9 +610,10 @@ impl Metrics {
     /// Adds the `requests` one refresh of `repository` sent upstream, of which `statuses` were
     /// answered with each status code; the rest had no answer.
     pub(crate) fn upstream(&self, repository: &str, requests: u64, statuses: &[(u16, u64)]) {
+        let repository = self.label(repository);
         let count = |status: Option<u16>, n: u64| {
             let labels = UpstreamLabels {
-                repository: repository.to_owned(),
+                repository: repository.clone(),
                 status: UpstreamStatus(status),
             };
             self.upstream_requests.get_or_create(&labels).inc_by(n);
@@ -549,8 +627,13 @@ impl Metrics {
         count(None, requests.saturating_sub(answered));
     }
 
-    /// Drops the series of `repository` that this module sets, when a reload removes it.
+    /// Drops the series of `repository` that this module sets, when a reload removes it, and
+    /// its place among those with series of their own. One summed under `_other` has none to
+    /// drop: its counts stay in the sums, as counters never go down.
     pub(crate) fn forget(&self, repository: &str) {
+        if !(self.own.write().unwrap_or_else(|e| e.into_inner())).remove(repository) {
+            return;
+        }
         let repository = || repository.to_owned();
         for outcome in ["success", "failure"] {
             self.refresh_duration.remove(&HarvestLabels {
@@ -578,66 +661,6 @@ impl Metrics {
                 status: UpstreamStatus(status),
             });
         }
-    }
-
-    /// The OpenMetrics text of `gateway`'s `/metrics`: what is kept here, and what is read from
-    /// the repositories being served as the scrape comes (their settings and schedules), so it
-    /// follows a reload at once and a removed repository leaves no series behind.
-    pub(crate) fn scrape(gateway: &Gateway) -> String {
-        let mut registry = Registry::with_prefix("oai_bridge");
-        let interval = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "refresh_interval_seconds",
-            "refresh_interval_secs of the repository: time() - last_success_timestamp_seconds \
-             over N of it is N refreshes missed",
-            interval.clone(),
-        );
-        let attempt = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "last_attempt_timestamp_seconds",
-            "Unix time the last refresh started, successful or not (absent before the first)",
-            attempt.clone(),
-        );
-        for r in gateway.repos() {
-            let labels = repo(&r.name);
-            let seconds = r.setup().config.refresh_interval.as_secs();
-            interval
-                .get_or_create(&labels)
-                .set(i64::try_from(seconds).unwrap_or(i64::MAX));
-            if let Some(started) = r.status().last_attempt {
-                attempt
-                    .get_or_create(&labels)
-                    .set(crate::datestamp::unix_secs(started));
-            }
-        }
-        // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
-        // growing means the limit is too low for the repositories' intervals.
-        let slots = gateway.refresh_slots();
-        for (name, help, value) in [
-            ("refreshes_running", "Refreshes running now", slots.running),
-            (
-                "refreshes_waiting",
-                "Refreshes due but waiting for a slot (max_concurrent_refreshes, \
-                 per_host_concurrency)",
-                slots.waiting,
-            ),
-            (
-                "refreshes_max_concurrent",
-                "max_concurrent_refreshes, as configured",
-                slots.max,
-            ),
-        ] {
-            let gauge = Gauge::<i64>::default();
-            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
-            registry.register(name, help, gauge);
-        }
-        let mut out = String::new();
-        use prometheus_client::encoding::text::{encode_eof, encode_registry};
-        encode_registry(&mut out, &gateway.metrics.registry)
-            .and_then(|()| encode_registry(&mut out, &registry))
-            .and_then(|()| encode_eof(&mut out))
-            .expect("writing to a String cannot fail");
-        out
     }
 }
 

@@ -6,9 +6,10 @@
 //! - [`refresh`]: the schedule of each repository and one refresh.
 //! - [`http`]: routing and answering requests (conditional GET, HEAD, gzip negotiation).
 //! - [`status`]: the status page for people.
-//! - [`metrics`]: Prometheus metrics.
+//! - [`metrics`]: Prometheus metrics; `scrape`: the `/metrics` answer.
 //! - [`reload`]: the configuration read again (SIGHUP, `POST /-/reload`), applied while serving.
 //! - [`prune`]: the state of repositories no longer configured, removed on request.
+//! - [`sendfile`]: big files sent to the socket from the page cache, beneath hyper.
 
 pub(crate) mod fleet;
 pub(crate) mod generation;
@@ -19,6 +20,8 @@ pub(crate) mod preflight;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
+mod scrape;
+pub(crate) mod sendfile;
 pub(crate) mod slots;
 pub(crate) mod status;
 
@@ -33,6 +36,7 @@ use bytes::Bytes;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
+use oai_pmh::{HarvestRequest, HostKey, Politeness};
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
@@ -41,8 +45,6 @@ use url::Url;
 use crate::config::{
     AdminToken, Config, ConfigError, FleetSettings, RepositoryConfig, ServerConfig,
 };
-use crate::oai::HarvestRequest;
-use crate::oai::politeness::{HostKey, Politeness};
 use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::publish::BucketUrl;
@@ -70,6 +72,8 @@ pub struct Gateway {
     live: RwLock<Arc<Live>>,
     /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
     pub cache: moka::future::Cache<CacheKey, Bytes>,
+    /// The cached bodies big enough to be sent with sendfile(2), and the files they came from.
+    pub(crate) bodies: sendfile::FileBodies,
     /// Metrics.
     pub metrics: Metrics,
     /// The public URL of the gateway (a directory URL).
@@ -109,6 +113,11 @@ pub struct Gateway {
     pub(crate) slots: Arc<slots::Slots>,
     /// The politeness delay per upstream host, shared by every refresh's client.
     pub(crate) politeness: Arc<Politeness>,
+    /// The memory and spill space the running refreshes share (`[server]
+    /// memory_budget_bytes`, `spill_max_bytes`), and what each holds now.
+    pub(crate) pool: crate::spill::Pool,
+    /// The memory the process may use, as the machine or its cgroup says at the start.
+    pub(crate) machine: Option<crate::memory::Limit>,
 }
 
 /// What a reload may change, swapped as a whole.
@@ -214,8 +223,8 @@ impl Setup {
     /// Static Repository file.
     pub(crate) fn host(&self) -> Option<HostKey> {
         match &self.job.request.source {
-            crate::oai::Source::Oai(url) => HostKey::of(url),
-            crate::oai::Source::File(_) => None,
+            oai_pmh::Source::Oai(url) => HostKey::of(url),
+            oai_pmh::Source::File(_) => None,
         }
     }
 
@@ -407,10 +416,12 @@ impl Repo {
             });
             let _ = repo.swap(g, setup);
         }
-        metrics
-            .serving
-            .get_or_create(&metrics::repo(&rc.name))
-            .set(i64::from(repo.current().is_some()));
+        if metrics.own(&rc.name) {
+            metrics
+                .serving
+                .get_or_create(&metrics::repo(&rc.name))
+                .set(i64::from(repo.current().is_some()));
+        }
         Ok(repo)
     }
 
@@ -462,10 +473,13 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
         public_url,
         // Beside the generations, where a folder left by a crash is removed at the next
         // start; read back into the generation, not linked.
+        // Its memory and its account with the gateway's pool are each refresh's own
+        // (`refresh::build`).
         spill_dir: Some(crate::pipeline::SpillDir {
             parent: Some(dir.to_path_buf()),
             linked: false,
             memory: crate::spill::DEFAULT_MEMORY_BUDGET,
+            account: None,
         }),
     }
 }
@@ -576,7 +590,11 @@ impl Gateway {
             lock: in_use.lock,
             holder: in_use.holder.map(|h| h.to_string()),
         })?;
-        let metrics = Metrics::default();
+        let metrics = Metrics::new(config.server.metrics_repository_series);
+        let names: Vec<&str> = (config.repositories.iter())
+            .map(|r| r.name.as_str())
+            .collect();
+        metrics.admit(&names, names.iter().copied());
         let mut repos = Vec::new();
         for rc in &config.repositories {
             repos.push(Arc::new(Repo::open(
@@ -605,7 +623,10 @@ impl Gateway {
             })),
             slots: slots::Slots::new(&config.fleet),
             politeness: Arc::default(),
+            pool: crate::spill::Pool::new(config.pool_limits()),
+            machine: crate::memory::limit(),
             cache,
+            bodies: sendfile::FileBodies::new(),
             metrics,
             prefix,
             cache_control: hyper::header::HeaderValue::from_str(&format!(
@@ -929,6 +950,7 @@ impl Server<'_> {
                 }
             };
             let _ = stream.set_nodelay(true);
+            let connection = sendfile::Connection::new(stream, self.gateway.bodies.clone());
             let gateway = Arc::clone(self.gateway);
             let service = hyper::service::service_fn(move |req| {
                 let gateway = Arc::clone(&gateway);
@@ -936,7 +958,7 @@ impl Server<'_> {
             });
             let conn = self
                 .builder
-                .serve_connection(TokioIo::new(stream), service)
+                .serve_connection(TokioIo::new(connection), service)
                 .into_owned();
             let conn = self.graceful.watch(conn);
             tokio::spawn(async move {

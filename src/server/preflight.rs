@@ -8,8 +8,9 @@ use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::path::Path;
 
+use oai_pmh::Source;
+
 use crate::config::{Config, listener_flags, repository_on_port_message};
-use crate::oai::Source;
 
 use super::ServeError;
 use super::prune;
@@ -59,6 +60,9 @@ pub(crate) fn check(config: &Config) -> Findings {
             }
         ));
     }
+    let machine = resources(config, crate::memory::limit().as_ref());
+    found.warnings.extend(machine.warnings);
+    found.notes.extend(machine.notes);
     for (key, addr) in listeners(config) {
         match try_bind(addr) {
             Err(e) if e.kind() == ErrorKind::AddrInUse && running.is_some() => {
@@ -166,6 +170,105 @@ fn folder_problem(key: &str, dir: &Path) -> Option<String> {
     }
 }
 
+/// What the machine gives the refreshes, said before they need it: the memory the process may
+/// use (`machine`, [`crate::memory::limit`]) against `[server] memory_budget_bytes` and
+/// `cache_bytes`, and the free space of the state directory's file system, where the refreshes
+/// spill, against `[server] spill_max_bytes`. The figures are notes; a limit the configuration
+/// would pass, a warning. `serve` logs them at start, `--check-config` prints them.
+pub(crate) fn resources(config: &Config, machine: Option<&crate::memory::Limit>) -> Findings {
+    use crate::pipeline::human_bytes as b;
+    let mut found = Findings::default();
+    let limits = config.pool_limits();
+    let cache = config.server.cache_bytes;
+    let how = match config.server.memory_budget {
+        Some(_) => "[server] memory_budget_bytes".to_owned(),
+        None => format!(
+            "[server] memory_budget_bytes by default: max_concurrent_refreshes ({}) times \
+             [harvest] memory_budget_bytes",
+            config.fleet.max_concurrent_refreshes
+        ),
+    };
+    found.notes.push(format!(
+        "memory: the refreshes running at once hold at most {} together in their collectors \
+         ({how}), each at most {} ([harvest] memory_budget_bytes; the landing-page profiles' \
+         records a quarter of it more), before they spill to disk; the byte cache at most {} \
+         (cache_bytes){}",
+        b(limits.memory),
+        b(limits.per_refresh),
+        b(cache),
+        machine.map_or_else(String::new, |m| format!(
+            "; this process may use {} ({})",
+            b(m.bytes),
+            m.source
+        ))
+    ));
+    if let Some(m) = machine
+        && limits.memory.saturating_add(cache) > m.bytes
+    {
+        found.warnings.push(format!(
+            "the refreshes' memory budget ({}, {how}) and the byte cache ({}, [server] \
+             cache_bytes) add up to more than {} gives this process ({}): refreshes running at \
+             once can run the gateway out of memory before their budget makes them spill; \
+             lower [server] memory_budget_bytes or cache_bytes (and leave room for what each \
+             refresh holds besides its collectors: docs/performance.md)",
+            b(limits.memory),
+            b(cache),
+            m.source,
+            b(m.bytes)
+        ));
+    }
+    let state_dir = &config.server.state_dir;
+    // A state directory not made yet: the file system of the folder it will be made in.
+    let existing = (state_dir.ancestors())
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .find(|a| a.exists())
+        .unwrap_or(state_dir);
+    if let Ok((free, size)) = crate::spill::free_space(existing) {
+        let keep = crate::spill::reserve(size);
+        found.notes.push(format!(
+            "spill: the refreshes' temporary files go in each repository's folder under \
+             [server] state_dir {}, whose file system has {} free of {}; a spill stops {} short \
+             of full{}",
+            state_dir.display(),
+            b(free),
+            b(size),
+            b(keep),
+            match limits.spill_max {
+                Some(max) => format!(", and at {} together ([server] spill_max_bytes)", b(max)),
+                None => " (no [server] spill_max_bytes)".to_owned(),
+            }
+        ));
+        if free <= keep {
+            found.warnings.push(format!(
+                "the file system of [server] state_dir {} has only {} free, less than the {} a \
+                 spill leaves: a refresh that spills fails at once; free some space",
+                state_dir.display(),
+                b(free),
+                b(keep)
+            ));
+        } else if let Some(max) = limits.spill_max
+            && max > free - keep
+        {
+            found.warnings.push(format!(
+                "[server] spill_max_bytes ({}) is more than the file system of [server] \
+                 state_dir {} has free ({}, less the {} a spill leaves): the disk, not the cap, \
+                 would stop a large refresh's spill",
+                b(max),
+                state_dir.display(),
+                b(free),
+                b(keep)
+            ));
+        }
+    }
+    found
+}
+
 /// The listeners of `config`, with their keys.
 fn listeners(config: &Config) -> Vec<(&'static str, SocketAddr)> {
     let mut listeners = vec![("[server] listen", config.server.listen)];
@@ -236,6 +339,63 @@ mod tests {
 
     fn config(text: &str, dir: &Path) -> Config {
         Config::parse(text, "bridge.toml", dir).unwrap()
+    }
+
+    /// Issue 30: the machine's limits are said before they are hit: the memory the refreshes
+    /// and the cache may take against what the process may use, the spill cap against the
+    /// state directory's free space; the figures as notes either way.
+    #[test]
+    fn the_machines_limits_are_said_at_start() {
+        let root = tempfile::tempdir().unwrap();
+        let text = |server: &str| {
+            format!(
+                "[server]\nstate_dir = \"{}\"\n{server}[[repository]]\nname = \"a\"\n\
+                 base_url = \"https://a.example/oai\"\n",
+                root.path().join("state").display()
+            )
+        };
+        let machine = |mib: u64| crate::memory::Limit {
+            bytes: mib << 20,
+            source: "the test's machine".to_owned(),
+        };
+        // The default budget: 4 refreshes x 192 MiB, and the 256 MiB cache.
+        let defaults = config(&text(""), root.path());
+        let found = resources(&defaults, Some(&machine(64 << 10)));
+        assert!(found.warnings.is_empty(), "{:?}", found.warnings);
+        let notes = found.notes.join("\n");
+        for said in [
+            "memory: the refreshes running at once hold at most 768.0 MiB together",
+            "max_concurrent_refreshes (4) times [harvest] memory_budget_bytes",
+            "each at most 192.0 MiB",
+            "this process may use 64.0 GiB (the test's machine)",
+            "spill: the refreshes' temporary files go in each repository's folder",
+            "(no [server] spill_max_bytes)",
+        ] {
+            assert!(notes.contains(said), "{said}: {notes}");
+        }
+        let small = resources(&defaults, Some(&machine(1000)));
+        assert_eq!(small.warnings.len(), 1, "{:?}", small.warnings);
+        assert!(
+            small.warnings[0]
+                .contains("add up to more than the test's machine gives this process (1000.0 MiB)"),
+            "{}",
+            small.warnings[0]
+        );
+        let capped = config(
+            &text("memory_budget_bytes = 536870912\nspill_max_bytes = 1125899906842624\n"),
+            root.path(),
+        );
+        let found = resources(&capped, Some(&machine(1000)));
+        assert_eq!(found.warnings.len(), 1, "{:?}", found.warnings);
+        assert!(
+            found.warnings[0].starts_with("[server] spill_max_bytes (1.0 PiB) is more than"),
+            "{}",
+            found.warnings[0]
+        );
+        assert!(found.notes[0].contains(
+            "at most 512.0 MiB together in their collectors ([server] memory_budget_bytes)"
+        ));
+        assert!(found.notes[1].contains("and at 1.0 PiB together ([server] spill_max_bytes)"));
     }
 
     /// The state directory: one that exists must be writable, one that does not must be

@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use oai_pmh::Client;
 use tokio::sync::watch;
 
 use super::fleet::{Claim, Fleet};
@@ -21,15 +22,38 @@ use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
 use crate::incremental::RunSummary;
-use crate::oai::Client;
 use crate::patch::ReadShard;
 use crate::pipeline::{Built, PipelineError};
 use crate::progress::Progress;
+use crate::spill::Account;
 use crate::store::Store;
 
 /// How the schedule backs off after failed refreshes: a minute, doubling per failure, up to the
 /// interval.
-const FAILURE_RETRY: crate::oai::retry::RefreshBackoff = crate::oai::retry::RefreshBackoff::GATEWAY;
+const FAILURE_RETRY: RefreshBackoff = RefreshBackoff::GATEWAY;
+
+/// How the gateway's schedule backs off after failed refreshes: the first wait, doubling with
+/// each failure in a row, never past the repository's refresh interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RefreshBackoff {
+    /// The wait after the first failure.
+    pub first: Duration,
+}
+
+impl RefreshBackoff {
+    /// The gateway's: a minute after a failure, then two, four... up to the interval.
+    pub(crate) const GATEWAY: Self = Self {
+        first: Duration::from_secs(60),
+    };
+
+    /// The wait after `failures` failed refreshes in a row (at least one) of a repository
+    /// refreshed every `interval`.
+    pub(crate) fn after(&self, failures: u32, interval: Duration) -> Duration {
+        self.first
+            .saturating_mul(1 << failures.saturating_sub(1).min(16))
+            .min(interval)
+    }
+}
 
 /// Why a refresh failed; the current generation, if any, keeps serving.
 #[derive(Debug, thiserror::Error)]
@@ -89,7 +113,7 @@ pub(crate) async fn schedule(
         None => SystemTime::now(),
     };
     // A Retry-After remembered from before a restart is honoured too.
-    due = crate::oai::retry::not_before(due, repo.status().retry_not_before);
+    due = oai_pmh::not_before(due, repo.status().retry_not_before);
     due = due.max(SystemTime::now() + first_after);
     loop {
         repo.update(|s| s.next_refresh = Some(due));
@@ -141,7 +165,7 @@ pub(crate) async fn schedule(
             Err(_) => SystemTime::now() + FAILURE_RETRY.after(status.failures, interval),
         };
         // An upstream's Retry-After wins, even when it is longer than the schedule.
-        due = crate::oai::retry::not_before(due, status.retry_not_before);
+        due = oai_pmh::not_before(due, status.retry_not_before);
     }
 }
 
@@ -230,20 +254,24 @@ pub(crate) async fn refresh(
     repo.history.start();
     let setup = repo.setup();
     tracing::info!(repository = name, source = %setup.job.request.source, "refresh started");
+    // Its memory and spill, counted in the gateway's pool and shown while it runs.
+    let account = gateway.pool.account(&name);
 
-    let (result, stats) = build_on_thread(gateway, repo, Arc::clone(&setup), stop).await?;
+    let (result, stats) =
+        build_on_thread(gateway, repo, Arc::clone(&setup), &account, stop).await?;
+    let held = |entry: history::Entry| entry.held(account.memory.peak(), account.spill.peak());
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
-    count_upstream(m, &labels, &stats);
+    count_upstream(m, &name, &stats);
     let outcome = match result {
         Ok(generation) => {
             let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, setup, &labels);
             gateway.publish_robots().await;
-            repo.history.record(history::Entry {
+            repo.history.record(held(history::Entry {
                 urls: Some(urls),
                 ..history::Entry::ended_now(started)
-            });
+            }));
             m.refreshed(&name, "success", started);
             "success"
         }
@@ -265,13 +293,13 @@ pub(crate) async fn refresh(
             m.refreshed(&name, "failure", started);
             record_failure(m, repo, &labels, &e, &stats);
             repo.history
-                .record(history::Entry::ended_now(started).failed(&error_chain(&e)));
+                .record(held(history::Entry::ended_now(started)).failed(&error_chain(&e)));
             return Err(e);
         }
     };
     m.harvests
         .get_or_create(&HarvestLabels {
-            repository: name,
+            repository: m.label(&name),
             outcome,
         })
         .inc();
@@ -283,21 +311,24 @@ pub(crate) async fn refresh(
     Ok(())
 }
 
-/// Builds `repo`'s next generation under `setup` on a thread of its own, and waits for it.
+/// Builds `repo`'s next generation under `setup` on a thread of its own, its memory and spill
+/// counted on `account`, and waits for it.
 async fn build_on_thread(
     gateway: &Arc<Gateway>,
     repo: &Arc<Repo>,
     setup: Arc<Setup>,
+    account: &Arc<Account>,
     stop: watch::Receiver<bool>,
 ) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
     let repo = Arc::clone(repo);
+    let account = Arc::clone(account);
     std::thread::Builder::new()
         .name(format!("refresh-{}", repo.name))
         .spawn(move || {
             lower_priority();
-            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, stop));
+            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, &account, stop));
             // What the harvest and the render allocated is free now: give it back, here on the
             // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
@@ -313,8 +344,9 @@ async fn build_on_thread(
 }
 
 /// Adds what the upstream client did in one refresh to the repository's counters.
-fn count_upstream(m: &Metrics, labels: &metrics::RepoLabels, stats: &UpstreamStats) {
-    m.upstream(&labels.repository, stats.requests, &stats.statuses);
+fn count_upstream(m: &Metrics, name: &str, stats: &UpstreamStats) {
+    m.upstream(name, stats.requests, &stats.statuses);
+    let labels = &metrics::repo(&m.label(name));
     m.upstream_retries
         .get_or_create(labels)
         .inc_by(stats.retries);
@@ -347,12 +379,14 @@ fn serve_generation(
         "refresh done; serving the new generation"
     );
     record_generation(m, repo, &generation);
-    m.last_success
-        .get_or_create(labels)
-        .set(crate::datestamp::unix_secs(SystemTime::now()));
-    m.last_duration
-        .get_or_create(labels)
-        .set(s.build_ms as f64 / 1000.0);
+    if m.own(&repo.name) {
+        m.last_success
+            .get_or_create(labels)
+            .set(oai_pmh::unix_secs(SystemTime::now()));
+        m.last_duration
+            .get_or_create(labels)
+            .set(s.build_ms as f64 / 1000.0);
+    }
     if let Some(replaced) = repo.swap(generation, setup) {
         gateway.forget(replaced);
     }
@@ -385,10 +419,12 @@ fn record_failure(
             ""
         }
     );
-    m.stale.get_or_create(labels).set(i64::from(serving));
+    if m.own(name) {
+        m.stale.get_or_create(labels).set(i64::from(serving));
+    }
     m.harvests
         .get_or_create(&HarvestLabels {
-            repository: name.clone(),
+            repository: m.label(name),
             outcome: "failure",
         })
         .inc();
@@ -401,59 +437,10 @@ fn record_failure(
     });
 }
 
-/// Sets the per-generation gauges of `repo` from `generation`.
+/// Sets the per-generation gauges of `repo` from `generation`, when it has series of its own
+/// (the scrape sums the others').
 pub(crate) fn record_generation(m: &Metrics, repo: &Repo, generation: &Generation) {
-    let labels = metrics::repo(&repo.name);
-    let s = &generation.summary;
-    m.records.get_or_create(&labels).set(s.records as i64);
-    m.urls.get_or_create(&labels).set(s.urls as i64);
-    // 1 for the platform in effect, 0 for the others (so a change of platform shows).
-    let current = s.platform.split(' ').next().unwrap_or_default();
-    // The built-in platforms always (a dashboard's series stay), and an operator's row in
-    // effect.
-    let mut names: Vec<&str> = crate::platform::Platform::builtin_names().collect();
-    if !names.contains(&current) {
-        names.push(current);
-    }
-    for platform in names {
-        m.platform
-            .get_or_create(&metrics::PlatformLabels {
-                repository: repo.name.clone(),
-                platform: platform.to_owned(),
-            })
-            .set(i64::from(platform == current));
-    }
-    for reason in Drop::ALL {
-        m.dropped
-            .get_or_create(&DropLabels {
-                repository: repo.name.clone(),
-                reason: reason.as_str().to_owned(),
-            })
-            .set(s.drops.get(reason.as_str()).copied().unwrap_or(0) as i64);
-    }
-    for counts in s.profiles() {
-        let name = counts.profile.label();
-        m.profile_entries
-            .get_or_create(&metrics::ProfileLabels {
-                repository: repo.name.clone(),
-                profile: name.clone(),
-            })
-            .set(counts.entries as i64);
-        for (reason, n) in counts.drops {
-            m.profile_dropped
-                .get_or_create(&metrics::ProfileDropLabels {
-                    repository: repo.name.clone(),
-                    profile: name.clone(),
-                    reason,
-                })
-                .set(n as i64);
-        }
-    }
-    m.stale.get_or_create(&labels).set(0);
-    m.serving.get_or_create(&labels).set(1);
-    m.last_success
-        .get_or_create(&labels)
-        .set(crate::datestamp::unix_secs(generation.created));
+    super::scrape::record_generation(m, &repo.name, generation);
 }
 
 /// Drops every series of `repo`, removed from the configuration: its gauges would go on
@@ -537,6 +524,7 @@ fn build_on_own_runtime(
     gateway: &Gateway,
     repo: &Repo,
     setup: &Setup,
+    account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
 ) -> (Result<Generation, RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -559,7 +547,7 @@ fn build_on_own_runtime(
     let publish = gateway.publish_settings();
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(repo, setup, &client, &gateway.metrics, &publish) => r,
+            r = build(repo, setup, account, &client, &gateway.metrics, &publish) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -657,14 +645,17 @@ impl<'a> engine::Target for NextGeneration<'a> {
     }
 }
 
-/// Harvests and writes the next generation of `repo` under `setup`; does not swap it in.
+/// Harvests and writes the next generation of `repo` under `setup`, its memory and spill
+/// counted on `account`; does not swap it in.
 async fn build(
     repo: &Repo,
     setup: &Setup,
+    account: &Arc<Account>,
     client: &Client,
     metrics: &Metrics,
     publish: &PublishSettings,
 ) -> Result<Generation, RefreshError> {
+    let job = counted(&setup.job, account);
     let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
     let previous = repo.current();
     let mut target = NextGeneration {
@@ -679,7 +670,7 @@ async fn build(
         policy: &setup.config.policy,
     };
     let outcome = engine::run(
-        &setup.job,
+        &job,
         client,
         Some(stored),
         &mut target,
@@ -697,6 +688,19 @@ async fn build(
     Ok(outcome.committed)
 }
 
+/// `job` as one refresh runs it: its collectors' memory capped at a refresh's
+/// (`[harvest] memory_budget_bytes`), and counted, with its spill, on `account` in the
+/// gateway's pool, which holds the refreshes running at once to `[server]
+/// memory_budget_bytes` and `spill_max_bytes`.
+fn counted(job: &crate::pipeline::Job, account: &Arc<Account>) -> crate::pipeline::Job {
+    let mut job = job.clone();
+    if let Some(dir) = &mut job.spill_dir {
+        dir.memory = account.per_refresh();
+        dir.account = Some(Arc::clone(account));
+    }
+    job
+}
+
 /// Shows on the status page and in the metrics what a refresh found of the upstream, whatever
 /// came of the publish: a short list, a refused `from`, the records harvested, a held shrink.
 fn show_seen(
@@ -710,11 +714,23 @@ fn show_seen(
     };
     repo.history.harvested(run.kind.as_str(), seen.records);
     let state = store.state().map_err(PipelineError::from)?;
+    let short_list = state.short_list.is_some();
+    repo.update(|s| {
+        s.short_list = state.short_list;
+        s.selective_refused = state.selective_refused;
+        if seen.shrink_held.is_some() {
+            s.held_shrink = state.held_shrink;
+        }
+    });
+    // The scrape sums the state of a repository without series of its own.
+    if !metrics.own(&repo.name) {
+        return Ok(());
+    }
     let labels = metrics::repo(&repo.name);
     metrics
         .short_list
         .get_or_create(&labels)
-        .set(i64::from(state.short_list.is_some()));
+        .set(i64::from(short_list));
     metrics
         .harvested_records
         .get_or_create(&metrics::KindLabels {
@@ -728,13 +744,6 @@ fn show_seen(
             .get_or_create(&labels)
             .set(i64::from(held));
     }
-    repo.update(|s| {
-        s.short_list = state.short_list;
-        s.selective_refused = state.selective_refused;
-        if seen.shrink_held.is_some() {
-            s.held_shrink = state.held_shrink;
-        }
-    });
     Ok(())
 }
 
@@ -854,4 +863,24 @@ async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> 
     }
     gateway.announce();
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn failed_refreshes_back_off_up_to_the_interval() {
+        let b = RefreshBackoff::GATEWAY;
+        let hour = secs(3600);
+        let waits: Vec<u64> = (1..=8).map(|n| b.after(n, hour).as_secs()).collect();
+        assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600]);
+        assert_eq!(b.after(0, hour), secs(60));
+        assert_eq!(b.after(u32::MAX, Duration::MAX), secs(60 << 16));
+        assert_eq!(b.after(3, secs(90)), secs(90));
+    }
 }

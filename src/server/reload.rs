@@ -101,6 +101,10 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
         admin_token: _, // reloaded: a new token applies at once
         publish_url,
         publish_grace,
+        metrics_repository_series,
+        // Reloaded: the refreshes' pool takes them at once.
+        memory_budget: _,
+        spill_max: _,
     } = next;
     [
         ("[server] listen", running.listen != *listen),
@@ -124,6 +128,10 @@ fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static st
         (
             "[server] publish_grace_secs",
             running.publish_grace != *publish_grace,
+        ),
+        (
+            "[server] metrics_repository_series",
+            running.metrics_repository_series != *metrics_repository_series,
         ),
     ]
     .into_iter()
@@ -177,8 +185,23 @@ impl Gateway {
         // the reload as a whole.
         let mut repos = Vec::with_capacity(config.repositories.len());
         let mut added: Vec<Arc<Repo>> = Vec::new();
+        // The added repositories take the places among those with series of their own that
+        // are free, in configuration order, before they open (and set their gauges).
+        let names: Vec<&str> = (config.repositories.iter())
+            .map(|r| r.name.as_str())
+            .collect();
+        // By name, so that a reload of ten thousand repositories is not ten thousand squared
+        // comparisons.
+        let running_by_name: std::collections::HashMap<&str, &Arc<Repo>> = (running.repos.iter())
+            .map(|r| (r.name.as_str(), r))
+            .collect();
+        let configured: std::collections::HashSet<&str> = names.iter().copied().collect();
+        self.metrics.admit(
+            &names,
+            (names.iter().copied()).filter(|n| !running_by_name.contains_key(n)),
+        );
         for rc in &config.repositories {
-            match running.repos.iter().find(|r| r.name == rc.name) {
+            match running_by_name.get(rc.name.as_str()) {
                 Some(repo) => repos.push((Arc::clone(repo), Some(rc))),
                 None => {
                     let opened = Repo::open(
@@ -216,16 +239,19 @@ impl Gateway {
             }
         }
         let removed: Vec<Arc<Repo>> = (running.repos.iter())
-            .filter(|r| !config.repositories.iter().any(|rc| rc.name == r.name))
+            .filter(|r| !configured.contains(r.name.as_str()))
             .cloned()
             .collect();
+        let pool_limits = config.pool_limits();
         let next = Live {
             repos: repos.into_iter().map(|(repo, _)| repo).collect(),
             fleet: config.fleet.clone(),
             admin_token: config.server.admin_token,
         };
-        // Refreshes waiting for a slot start at once if the limits went up.
+        // Refreshes waiting for a slot start at once if the limits went up; the memory and
+        // spill space they share follow (a default budget follows max_concurrent_refreshes).
         self.slots.resize(&config.fleet);
+        self.pool.configure(pool_limits);
         super::prune::record_serving(
             &self.server.state_dir,
             next.repos.iter().map(|r| r.name.as_str()),

@@ -11,10 +11,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
+use oai_pmh::HostKey;
 use tokio::sync::oneshot;
 
 use crate::config::FleetSettings;
-use crate::oai::politeness::HostKey;
 
 /// The gateway's refresh slots.
 #[derive(Debug)]

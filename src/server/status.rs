@@ -9,10 +9,81 @@ use std::time::{Duration, SystemTime};
 use super::generation::{Generation, Summary};
 use super::{Gateway, Repo, RepoStatus, history};
 use crate::classify::Drop;
-use crate::pipeline::human_duration;
+use crate::pipeline::{human_bytes, human_duration};
+use crate::spill::Usage;
 
-/// Renders the status page.
+/// Rows of the status page shown at a time: a fleet of thousands of repositories is paged, so
+/// that the page answers quickly and stays readable.
+pub(crate) const PAGE_ROWS: usize = 100;
+
+/// Repositories with a problem linked from the summary; beyond them, a link to the view of
+/// those only.
+const PROBLEMS_LISTED: usize = 20;
+
+/// What the status page shows: one page of the repositories' rows, filtered by name and to
+/// those with a problem. Read from the query (`?page=N&q=NAME&show=problems`); a parameter
+/// that cannot be read is left out, so a bad link shows the first page rather than an error.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct View {
+    /// The page, from 1.
+    page: usize,
+    /// Only the repositories whose name contains this, ignoring case; empty: all.
+    q: String,
+    /// Only the repositories with a problem.
+    problems: bool,
+}
+
+impl View {
+    /// The view a request's query asks for.
+    pub(crate) fn parse(query: Option<&str>) -> Self {
+        let mut view = Self::default();
+        for (key, value) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+            match &*key {
+                "page" => view.page = value.parse().unwrap_or(0),
+                "q" => view.q = value.trim().to_owned(),
+                "show" => view.problems = value == "problems",
+                _ => {}
+            }
+        }
+        view
+    }
+
+    /// The query of this view's page `page` (from 1), for a link: the filters kept.
+    fn link(&self, page: usize) -> String {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        if !self.q.is_empty() {
+            query.append_pair("q", &self.q);
+        }
+        if self.problems {
+            query.append_pair("show", "problems");
+        }
+        if page > 1 {
+            query.append_pair("page", &page.to_string());
+        }
+        let query = query.finish();
+        if query.is_empty() {
+            // The status page itself: a link to "?" keeps the path, with or without a prefix.
+            "?".to_owned()
+        } else {
+            format!("?{query}")
+        }
+    }
+
+    /// Whether `name` passes the name filter.
+    fn matches(&self, name: &str) -> bool {
+        self.q.is_empty() || name.to_lowercase().contains(&self.q.to_lowercase())
+    }
+}
+
+/// Renders the status page, every repository on it when they fit on one page.
+#[cfg(test)]
 pub(crate) fn render(gateway: &Gateway) -> String {
+    render_view(gateway, &View::default())
+}
+
+/// Renders the status page as `view` asks: the summary over every repository, then the rows
+/// of one page of those the filters keep.
+pub(crate) fn render_view(gateway: &Gateway, view: &View) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     let repos = gateway.repos();
@@ -23,11 +94,31 @@ pub(crate) fn render(gateway: &Gateway) -> String {
     let states: Vec<State> = (seen.iter())
         .map(|(status, generation)| State::of(status, generation.is_some()))
         .collect();
-    head(&mut out, gateway, now);
-    summary(&mut out, &repos, &states);
+    let mut kept: Vec<usize> = (0..repos.len())
+        .filter(|&i| view.matches(&repos[i].name))
+        .filter(|&i| !view.problems || states[i].problem().is_some())
+        .collect();
+    // The repository named exactly first, so that `?q=NAME` has its row on the first page
+    // however many other names contain it.
+    kept.sort_by_key(|&i| !repos[i].name.eq_ignore_ascii_case(&view.q));
+    let pages = kept.len().div_ceil(PAGE_ROWS).max(1);
+    // A page that does not exist (0, or past the last) is the first.
+    let page = if (1..=pages).contains(&view.page) {
+        view.page
+    } else {
+        1
+    };
+    let shown = &kept[(page - 1) * PAGE_ROWS..kept.len().min(page * PAGE_ROWS)];
+    let running = gateway.pool.running();
+    head(&mut out, gateway, &running, now);
+    summary(&mut out, &repos, &states, shown);
+    find_form(&mut out, view);
+    pager(&mut out, view, page, pages, kept.len(), repos.len());
     table_head(&mut out);
-    for ((repo, (status, generation)), state) in repos.iter().zip(&seen).zip(&states) {
-        row(&mut out, repo, status, generation.as_deref(), now);
+    for &i in shown {
+        let (repo, (status, generation), state) = (&repos[i], &seen[i], &states[i]);
+        let held = running.iter().find(|u| u.name == repo.name);
+        row(&mut out, repo, status, generation.as_deref(), held, now);
         details(
             &mut out,
             repo,
@@ -35,11 +126,75 @@ pub(crate) fn render(gateway: &Gateway) -> String {
             state.problem().is_some(),
         );
     }
+    if shown.is_empty() {
+        out.push_str("<tr><td colspan=\"9\">No repository matches.</td></tr>\n");
+    }
+    out.push_str("</table>\n");
+    if pages > 1 {
+        pager(&mut out, view, page, pages, kept.len(), repos.len());
+    }
     out.push_str(
-        "</table>\n<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
+        "<p><a href=\"metrics\">metrics</a> · <a href=\"healthz\">healthz</a> · \
          <a href=\"readyz\">readyz</a></p>\n</body>\n</html>\n",
     );
     out
+}
+
+/// The form that finds a repository by name and keeps only those with a problem: a GET of the
+/// page itself, no script.
+fn find_form(out: &mut String, view: &View) {
+    let _ = writeln!(
+        out,
+        "<form method=\"get\" id=\"find\"><label>Repository name <input type=\"search\" \
+         name=\"q\" value=\"{}\"></label> <label><input type=\"checkbox\" name=\"show\" \
+         value=\"problems\"{}> with a problem only</label> <button>Find</button></form>",
+        escape(&view.q),
+        if view.problems { " checked" } else { "" }
+    );
+}
+
+/// Which rows the page shows, of how many, and links to the first, previous, next and last
+/// pages of the same view.
+fn pager(out: &mut String, view: &View, page: usize, pages: usize, kept: usize, all: usize) {
+    let first = if kept == 0 {
+        0
+    } else {
+        (page - 1) * PAGE_ROWS + 1
+    };
+    let last = kept.min(page * PAGE_ROWS);
+    let mut filters = Vec::new();
+    if !view.q.is_empty() {
+        filters.push(format!(
+            "whose name contains \u{201c}{}\u{201d}",
+            escape(&view.q)
+        ));
+    }
+    if view.problems {
+        filters.push("with a problem".to_owned());
+    }
+    let of = if filters.is_empty() {
+        format!("{all}")
+    } else {
+        format!("{kept} {} (of {all})", filters.join(" and "))
+    };
+    let _ = write!(
+        out,
+        "<p class=\"pager\">Rows {first}\u{2013}{last} of {of}; page {page} of {pages}."
+    );
+    let link =
+        |to: usize, text: &str| format!(" <a href=\"{}\">{text}</a>", escape(&view.link(to)));
+    if page > 1 {
+        out.push_str(&link(1, "first"));
+        out.push_str(&link(page - 1, "previous"));
+    }
+    if page < pages {
+        out.push_str(&link(page + 1, "next"));
+        out.push_str(&link(pages, "last"));
+    }
+    if !filters.is_empty() {
+        out.push_str(" <a href=\"?\">all repositories</a>");
+    }
+    out.push_str("</p>\n");
 }
 
 /// Where a repository stands, for the summary above the table.
@@ -96,8 +251,10 @@ fn anchor(repo: &Repo) -> String {
 
 /// Above the table: how many repositories serve fresh, stale, nothing yet, or wait for a first
 /// refresh; and links to the rows of those with a problem, so that one among hundreds is found
-/// without scrolling.
-fn summary(out: &mut String, repos: &[std::sync::Arc<Repo>], states: &[State]) {
+/// without scrolling: to the row on this page when it is among the `shown`, else to the view
+/// that finds it by name. The first [`PROBLEMS_LISTED`] only, then a link to the view of all of
+/// them, so that a fleet where an upstream host is down does not list thousands here.
+fn summary(out: &mut String, repos: &[Arc<Repo>], states: &[State], shown: &[usize]) {
     let count = |s: Serving| states.iter().filter(|st| st.serving == s).count();
     // Red only when there are some.
     let bad = |n: usize| if n > 0 { " class=\"bad\"" } else { "" };
@@ -118,30 +275,57 @@ fn summary(out: &mut String, repos: &[std::sync::Arc<Repo>], states: &[State]) {
         bad(nothing),
         count(Serving::Waiting),
     );
-    let problems: Vec<String> = (repos.iter().zip(states))
-        .filter_map(|(repo, state)| {
-            let problem = state.problem()?;
-            Some(format!(
-                "<li><a href=\"#{}\">{}</a>: {problem}</li>",
-                escape(&anchor(repo)),
-                escape(&repo.name)
-            ))
-        })
+    let problems: Vec<(usize, &str)> = (states.iter().enumerate())
+        .filter_map(|(i, state)| Some((i, state.problem()?)))
         .collect();
     if problems.is_empty() {
         out.push_str("<p class=\"ok\" id=\"problems\">No repository has a problem.</p>\n");
-    } else {
-        let _ = writeln!(
-            out,
-            "<div id=\"problems\"><p class=\"bad\"><b>{} with a problem:</b></p><ul>{}</ul></div>",
-            problems.len(),
-            problems.concat()
-        );
+        return;
     }
+    let listed: Vec<String> = (problems.iter().take(PROBLEMS_LISTED))
+        .map(|&(i, problem)| {
+            let repo = &repos[i];
+            let page = if shown.contains(&i) {
+                String::new()
+            } else {
+                View {
+                    q: repo.name.clone(),
+                    ..View::default()
+                }
+                .link(1)
+            };
+            format!(
+                "<li><a href=\"{}#{}\">{}</a>: {problem}</li>",
+                escape(&page),
+                escape(&anchor(repo)),
+                escape(&repo.name)
+            )
+        })
+        .collect();
+    let more = match problems.len().checked_sub(PROBLEMS_LISTED) {
+        Some(more) if more > 0 => format!(
+            "<li>and {more} more: <a href=\"{}\">the repositories with a problem</a></li>",
+            escape(
+                &View {
+                    problems: true,
+                    ..View::default()
+                }
+                .link(1)
+            )
+        ),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "<div id=\"problems\"><p class=\"bad\"><b>{} with a problem:</b></p><ul>{}{more}</ul></div>",
+        problems.len(),
+        listed.concat()
+    );
 }
 
-/// The page up to the summary: the style, what the gateway is.
-fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
+/// The page up to the summary: the style, what the gateway is, its refreshes (those `running`
+/// with what they hold).
+fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime) {
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
@@ -174,6 +358,7 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
          host; most at once so far: {}).</p>",
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
+    memory(out, gateway, running);
     // What the log said at start, and `serve --check-config`.
     if let Some(warning) =
         crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)
@@ -199,6 +384,62 @@ fn head(out: &mut String, gateway: &Gateway, now: SystemTime) {
     }
 }
 
+/// What the running refreshes hold, in memory and on disk, against the limits they are held to
+/// and what the machine gives.
+fn memory(out: &mut String, gateway: &Gateway, running: &[Usage]) {
+    let pool = &gateway.pool;
+    let limits = pool.limits();
+    let machine = gateway.machine.as_ref().map_or_else(String::new, |m| {
+        format!(
+            "; the process may use {} (<span title=\"{}\">the machine's or its cgroup's \
+             limit</span>)",
+            human_bytes(m.bytes),
+            escape(&m.source)
+        )
+    });
+    let _ = write!(
+        out,
+        "<p id=\"memory\">Memory: the running refreshes hold {} of {} (memory_budget_bytes; \
+         each at most {}){machine}. Spill: {} on disk",
+        human_bytes(pool.memory()),
+        human_bytes(limits.memory),
+        human_bytes(limits.per_refresh),
+        human_bytes(pool.spill()),
+    );
+    match limits.spill_max {
+        Some(max) => {
+            let _ = write!(out, " of {} (spill_max_bytes)", human_bytes(max));
+        }
+        None => out.push_str(" (no spill_max_bytes)"),
+    }
+    if let Ok((free, size)) = crate::spill::free_space(&gateway.server.state_dir) {
+        let keep = crate::spill::reserve(size);
+        let _ = write!(
+            out,
+            "; <span{}>{} free on the state directory's file system</span> (a spill stops {} \
+             short of full)",
+            if free <= keep { " class=\"bad\"" } else { "" },
+            human_bytes(free),
+            human_bytes(keep)
+        );
+    }
+    out.push('.');
+    if !running.is_empty() {
+        let each: Vec<String> = (running.iter())
+            .map(|u| {
+                format!(
+                    "{}: {} in memory, {} spilled",
+                    escape(&u.name),
+                    human_bytes(u.memory),
+                    human_bytes(u.spill)
+                )
+            })
+            .collect();
+        let _ = write!(out, " <small>{}</small>", each.join("; "));
+    }
+    out.push_str("</p>\n");
+}
+
 /// The table's column heads.
 fn table_head(out: &mut String) {
     out.push_str(
@@ -214,6 +455,7 @@ fn row(
     repo: &Repo,
     status: &RepoStatus,
     generation: Option<&Generation>,
+    held: Option<&Usage>,
     now: SystemTime,
 ) {
     repository_cell(out, repo, generation);
@@ -238,7 +480,7 @@ fn row(
         Some(g) => summary_cells(out, &g.summary, repo),
         None => out.push_str("<td></td><td></td><td></td><td></td>"),
     }
-    refresh_cells(out, status, now);
+    refresh_cells(out, status, held, now);
 }
 
 /// The repository's name, its upstream, and the platform in effect and why (what decides where
@@ -490,7 +732,8 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
         out,
         "<details class=\"history\"{}><summary><b>{}</b> ({failed} failed): URLs \
          published after each, oldest left</summary>{svg}<table><tr><th>ended</th><th>kind</th>\
-         <th>took</th><th>records received</th><th>URLs published</th><th>result</th></tr>",
+         <th>took</th><th>records received</th><th>URLs published</th><th>memory, spilled \
+         (most)</th><th>result</th></tr>",
         if open { " open" } else { "" },
         match entries.len() {
             1 => "The last refresh".to_owned(),
@@ -507,9 +750,18 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
                 text
             }
         };
+        let held = match (e.memory, e.spilled) {
+            (None, None) => "—".to_owned(),
+            (memory, spilled) => format!(
+                "{}, {}",
+                human_bytes(memory.unwrap_or(0)),
+                human_bytes(spilled.unwrap_or(0))
+            ),
+        };
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{result}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{held}</td>\
+             <td>{result}</td></tr>",
             escape(&when),
             if e.kind.is_empty() {
                 "—".to_owned()
@@ -524,9 +776,9 @@ fn refreshes(out: &mut String, entries: &[history::Entry], open: bool) {
     out.push_str("</table></details>");
 }
 
-/// The refresh cells: last success, last attempt (with what holds the repository back, and
-/// the last failure), next refresh.
-fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
+/// The refresh cells: last success, last attempt (with what the running refresh holds, what
+/// holds the repository back, and the last failure), next refresh.
+fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, now: SystemTime) {
     let when = |t: Option<SystemTime>| t.map_or_else(|| "never".to_owned(), |t| ago(now, t));
     let _ = write!(
         out,
@@ -536,6 +788,14 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, now: SystemTime) {
     );
     if status.refreshing {
         out.push_str("<br><i>refreshing now</i>");
+        if let Some(u) = held {
+            let _ = write!(
+                out,
+                "<br><small class=\"held\">holds {} in memory, {} spilled to disk</small>",
+                human_bytes(u.memory),
+                human_bytes(u.spill)
+            );
+        }
     } else if status.waiting_for_slot {
         out.push_str("<br><i>due, waiting for a slot</i>");
     }
@@ -662,7 +922,258 @@ fn escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{ERROR_SHOWN, Summary, escape, records};
+    use super::{ERROR_SHOWN, PAGE_ROWS, PROBLEMS_LISTED, Summary, View, escape, records};
+
+    /// A gateway of `n` repositories named `j0000`, `j0001`... (none refreshed), its state in
+    /// `state`.
+    fn fleet(n: usize, state: &std::path::Path) -> crate::server::Gateway {
+        let mut text = format!("[server]\nstate_dir = {:?}\n", state.display().to_string());
+        for i in 0..n {
+            text.push_str(&format!(
+                "[[repository]]\nname = \"j{i:04}\"\nbase_url = \"j{i:04}.xml\"\n"
+            ));
+        }
+        let config = crate::Config::parse(&text, "bridge.toml", state).unwrap();
+        let public = url::Url::parse("https://maps.example/").unwrap();
+        crate::server::Gateway::new(&config, public).unwrap()
+    }
+
+    /// Issue 30: what each running refresh holds, in memory and spilled, is on its row and in
+    /// the head of the page, and in /metrics: a series each for the repositories with series of
+    /// their own, the others summed under `_other`; the pool's totals and limits beside. A
+    /// refresh that ended holds nothing.
+    #[test]
+    fn running_refreshes_show_their_memory_and_spill() {
+        let state = tempfile::tempdir().unwrap();
+        let mut text = format!(
+            "[server]\nstate_dir = {:?}\nmetrics_repository_series = 1\n\
+             memory_budget_bytes = 1048576\nspill_max_bytes = 1073741824\n",
+            state.path().display().to_string()
+        );
+        for name in ["a", "b", "c"] {
+            text.push_str(&format!(
+                "[[repository]]\nname = \"{name}\"\nbase_url = \"{name}.xml\"\n"
+            ));
+        }
+        let config = crate::Config::parse(&text, "bridge.toml", state.path()).unwrap();
+        let public = url::Url::parse("https://maps.example/").unwrap();
+        let gateway = crate::server::Gateway::new(&config, public).unwrap();
+        let spill_dir = tempfile::tempdir().unwrap();
+        let mut refreshes = Vec::new();
+        for (name, memory, spilled) in [("a", 1000, 300), ("b", 2000, 0), ("c", 4000, 500)] {
+            let account = gateway.pool.account(name);
+            let budget =
+                crate::spill::Budget::new(spill_dir.path().to_owned(), 64).within(&account);
+            let mut share = crate::spill::Share::new(&budget, 64);
+            share.count(memory);
+            let mut folder = crate::spill::Folder::new(&budget);
+            let run = (spilled > 0).then(|| {
+                let mut w = folder.create("urls").unwrap();
+                w.bytes(&vec![0; spilled]).unwrap();
+                w.finish().unwrap()
+            });
+            gateway.repo(name).unwrap().update(|s| s.refreshing = true);
+            refreshes.push((account, share, folder, run));
+        }
+        let page = super::render(&gateway);
+        for said in [
+            "Memory: the running refreshes hold 6.8 KiB of 1.0 MiB (memory_budget_bytes; each \
+             at most 192.0 MiB)",
+            "Spill: 800 B on disk of 1.0 GiB (spill_max_bytes)",
+            "a: 1000 B in memory, 300 B spilled; b: 2.0 KiB in memory, 0 B spilled",
+            "holds 3.9 KiB in memory, 500 B spilled to disk",
+        ] {
+            assert!(page.contains(said), "{said}: {page}");
+        }
+        let metrics = |want: &[&str]| {
+            let text = crate::server::scrape::scrape(&gateway);
+            for line in want {
+                assert!(text.contains(&format!("\n{line}\n")), "{line}: {text}");
+            }
+        };
+        metrics(&[
+            "oai_bridge_refresh_memory_bytes{repository=\"a\"} 1000",
+            "oai_bridge_refresh_memory_bytes{repository=\"_other\"} 6000",
+            "oai_bridge_refresh_spill_bytes{repository=\"a\"} 300",
+            "oai_bridge_refresh_spill_bytes{repository=\"_other\"} 500",
+            "oai_bridge_refreshes_memory_bytes 7000",
+            "oai_bridge_refreshes_spill_bytes 800",
+            "oai_bridge_memory_budget_bytes 1048576",
+            "oai_bridge_refresh_memory_budget_bytes 201326592",
+            "oai_bridge_spill_max_bytes 1073741824",
+        ]);
+        drop(refreshes);
+        metrics(&[
+            "oai_bridge_refresh_memory_bytes{repository=\"a\"} 0",
+            "oai_bridge_refresh_spill_bytes{repository=\"_other\"} 0",
+            "oai_bridge_refreshes_memory_bytes 0",
+            "oai_bridge_refreshes_spill_bytes 0",
+        ]);
+    }
+
+    /// The names of the rows a page shows, in order.
+    fn rows(page: &str) -> Vec<&str> {
+        page.split("<tr id=\"repo-")
+            .skip(1)
+            .map(|rest| &rest[..rest.find('"').unwrap()])
+            .collect()
+    }
+
+    /// The page `query` asks for.
+    fn page(gateway: &crate::server::Gateway, query: &str) -> String {
+        super::render_view(gateway, &View::parse(Some(query)))
+    }
+
+    /// Issue 30: a fleet's rows come a page at a time, with links between the pages; the
+    /// summary counts every repository whatever the page; a page that does not exist, or a
+    /// parameter that cannot be read, shows the first page.
+    #[test]
+    fn the_rows_come_a_page_at_a_time() {
+        let state = tempfile::tempdir().unwrap();
+        let gateway = fleet(2 * PAGE_ROWS + 5, state.path());
+        let first = page(&gateway, "");
+        let names = rows(&first);
+        assert_eq!(names.len(), PAGE_ROWS);
+        assert_eq!((names[0], names[PAGE_ROWS - 1]), ("j0000", "j0099"));
+        assert!(first.contains("<b>205 repositories:</b>"), "{first}");
+        assert!(
+            first.contains("Rows 1\u{2013}100 of 205; page 1 of 3."),
+            "{first}"
+        );
+        assert!(first.contains("<a href=\"?page=2\">next</a>"), "{first}");
+        assert!(first.contains("<a href=\"?page=3\">last</a>"), "{first}");
+        assert!(!first.contains(">previous</a>"), "{first}");
+
+        let third = page(&gateway, "page=3");
+        assert_eq!(rows(&third), ["j0200", "j0201", "j0202", "j0203", "j0204"]);
+        assert!(third.contains("<b>205 repositories:</b>"), "{third}");
+        assert!(
+            third.contains("<a href=\"?page=2\">previous</a>"),
+            "{third}"
+        );
+        assert!(third.contains("<a href=\"?\">first</a>"), "{third}");
+        assert!(!third.contains(">next</a>"), "{third}");
+
+        for bad in [
+            "page=0", "page=4", "page=-1", "page=x", "page=", "page=1e3", "show=x",
+        ] {
+            assert_eq!(rows(&page(&gateway, bad)), names, "{bad}");
+        }
+        // The default view is the first page.
+        assert_eq!(super::render(&gateway), first);
+    }
+
+    /// Issue 30: `?q=` finds repositories by a part of their name, ignoring case, the one of
+    /// that very name first; the form shows what was asked, escaped, and the links between the
+    /// pages keep it, encoded.
+    #[test]
+    fn a_repository_is_found_by_name() {
+        let state = tempfile::tempdir().unwrap();
+        let gateway = fleet(2 * PAGE_ROWS + 5, state.path());
+        let found = page(&gateway, "q=J011");
+        assert_eq!(
+            rows(&found),
+            [
+                "j0110", "j0111", "j0112", "j0113", "j0114", "j0115", "j0116", "j0117", "j0118",
+                "j0119"
+            ]
+        );
+        assert!(found.contains("name=\"q\" value=\"J011\""), "{found}");
+        assert!(found.contains("<b>205 repositories:</b>"), "{found}");
+        assert!(
+            found.contains(
+                "Rows 1\u{2013}10 of 10 whose name contains \u{201c}J011\u{201d} (of 205)"
+            ),
+            "{found}"
+        );
+        // The exact name first, then the others in the configuration's order.
+        assert_eq!(rows(&page(&gateway, "q=j001"))[..2], ["j0010", "j0011"]);
+        assert_eq!(rows(&page(&gateway, "q=j0012"))[..], ["j0012"]);
+        let many = page(&gateway, "q=j0");
+        assert_eq!(rows(&many).len(), PAGE_ROWS);
+        assert!(
+            many.contains("<a href=\"?q=j0&amp;page=2\">next</a>"),
+            "{many}"
+        );
+        let none = page(&gateway, "q=nothing");
+        assert!(rows(&none).is_empty());
+        assert!(none.contains("No repository matches."), "{none}");
+
+        // What was asked is escaped in the form, and encoded (then escaped) in the links.
+        let odd = "<b>\"&'x y";
+        let query = format!(
+            "q={}",
+            url::form_urlencoded::byte_serialize(odd.as_bytes()).collect::<String>()
+        );
+        let asked = page(&gateway, &query);
+        assert!(
+            asked.contains("value=\"&lt;b&gt;&quot;&amp;&#39;x y\""),
+            "{asked}"
+        );
+        assert!(!asked.contains("<b>\""), "{asked}");
+        assert_eq!(
+            View::parse(Some(&query)).link(2),
+            "?q=%3Cb%3E%22%26%27x+y&page=2"
+        );
+        assert_eq!(
+            escape(&View::parse(Some(&query)).link(2)),
+            "?q=%3Cb%3E%22%26%27x+y&amp;page=2"
+        );
+    }
+
+    /// Issue 30: `?show=problems` keeps the repositories with a problem; the summary lists the
+    /// first of them, linked to their rows (on this page, or found by name), and links to the
+    /// view of all of them beyond that.
+    #[test]
+    fn the_problems_are_a_view_of_their_own() {
+        let state = tempfile::tempdir().unwrap();
+        let gateway = fleet(2 * PAGE_ROWS + 5, state.path());
+        let repos = gateway.repos();
+        let broken: Vec<usize> = (0..repos.len()).step_by(7).collect();
+        for &i in &broken {
+            repos[i].status.lock().unwrap().last_error = Some("HTTP 500".to_owned());
+        }
+        let first = page(&gateway, "");
+        assert!(
+            first.contains(&format!("<b>{} with a problem:</b>", broken.len())),
+            "{first}"
+        );
+        // On this page: the row's anchor; further on: found by name.
+        assert!(first.contains("<li><a href=\"#repo-j0007\">j0007</a>: nothing served"));
+        let listed: Vec<&str> = first.matches("<li><a href=").collect();
+        assert_eq!(listed.len(), PROBLEMS_LISTED, "{first}");
+        assert!(
+            first.contains(&format!(
+                "<li>and {} more: <a href=\"?show=problems\">the repositories with a problem</a></li>",
+                broken.len() - PROBLEMS_LISTED
+            )),
+            "{first}"
+        );
+        let later = page(&gateway, "page=3");
+        assert!(
+            later.contains("<li><a href=\"?q=j0007#repo-j0007\">j0007</a>: nothing served"),
+            "{later}"
+        );
+        // The link reaches the row.
+        assert_eq!(rows(&page(&gateway, "q=j0007")), ["j0007"]);
+
+        let problems = page(&gateway, "show=problems");
+        let names: Vec<String> = broken.iter().map(|i| format!("j{i:04}")).collect();
+        assert_eq!(rows(&problems), names);
+        assert!(
+            problems.contains("name=\"show\" value=\"problems\" checked"),
+            "{problems}"
+        );
+        // Both filters at once, and a page of them.
+        assert_eq!(
+            rows(&page(&gateway, "show=problems&q=j01")),
+            [
+                "j0105", "j0112", "j0119", "j0126", "j0133", "j0140", "j0147", "j0154", "j0161",
+                "j0168", "j0175", "j0182", "j0189", "j0196"
+            ]
+        );
+        assert!(rows(&page(&gateway, "show=problems&q=j01&page=2")).len() == 14);
+    }
 
     /// The `<pre class="error">` blocks of `page` that show without a click (not in a
     /// `<details>`), their text.

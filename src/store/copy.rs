@@ -1002,11 +1002,11 @@ mod tests {
             const { std::cell::RefCell::new(None) };
     }
 
-    use crate::datestamp::Datestamp;
     use crate::inventory::SharedUrl;
-    use crate::oai::parse::{DcElement, Record};
     use crate::store::Store;
     use crate::store::pg::testdb::TestDb;
+    use oai_pmh::Datestamp;
+    use oai_pmh::{DcElement, Record};
 
     fn record(i: usize, date: &str) -> Record {
         Record {

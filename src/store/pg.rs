@@ -27,13 +27,12 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use oai_pmh::{Datestamp, Record};
 use postgres::config::{Host, SslMode};
 use postgres::{Client, NoTls, Statement};
 
 use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
-use crate::datestamp::Datestamp;
 use crate::inventory::SharedUrl;
-use crate::oai::parse::Record;
 
 /// The schema's migrations, in order: version `n` is `MIGRATIONS[n - 1]`. Never edit one that
 /// was released; add the next.

@@ -5,12 +5,11 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use oai_pmh::{Datestamp, Record};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
-use crate::datestamp::Datestamp;
 use crate::inventory::SharedUrl;
-use crate::oai::parse::Record;
 
 /// Version of the tables; a store of another version is started anew.
 pub(super) const SCHEMA: i64 = 5;

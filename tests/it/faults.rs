@@ -49,7 +49,7 @@ pub(crate) fn fast() -> HarvestSettings {
         min_transfer_bytes_per_sec: 1024,
         min_transfer_window: Duration::from_secs(30),
         headers: Default::default(),
-        learn_from_web: false,
+        diagnose_command: Some("oai-bridge check".to_owned()),
     }
 }
 

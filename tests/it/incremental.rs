@@ -402,6 +402,7 @@ async fn killed_at_random_points_the_next_run_converges() {
     };
     let mut rng = Lcg(0x5eed);
     let (mut killed_mid_harvest, mut resumable) = (0, 0);
+    let mut run_ms = 250;
     for (iteration, day) in (0..24).zip(2..) {
         // The repository changes between runs: a few updates, a deletion, a new record.
         for _ in 0..50 {
@@ -421,7 +422,9 @@ async fn killed_at_random_points_the_next_run_converges() {
         server.set_records(records.clone());
         server.set_response_date(&format!("2024-06-{:02}T12:00:00Z", day + 1));
 
-        let delay = Duration::from_millis(rng.below(250));
+        // Within the time a whole run took last, so that the kills land in harvests however
+        // busy the machine is (a fixed 250 ms fell mostly before the harvest under load).
+        let delay = Duration::from_millis(rng.below(run_ms.max(1)));
         tokio::task::block_in_place(|| run(Some(delay)));
         // A kill before the run made its state folder (the first run, killed within a few
         // dozen milliseconds on a busy machine) leaves no store to check, as a kill before
@@ -439,7 +442,9 @@ async fn killed_at_random_points_the_next_run_converges() {
         }
         assert_intact(&out);
 
+        let started = std::time::Instant::now();
         let output = tokio::task::block_in_place(|| run(None)).unwrap();
+        run_ms = started.elapsed().as_millis() as u64;
         assert!(
             output.status.success(),
             "iteration {iteration}: {}",

@@ -530,6 +530,293 @@ fn repo_table(name: &str, upstream: &TestServer) -> String {
     )
 }
 
+/// Issue 30: `[server] metrics_repository_series` bounds the series labelled by repository:
+/// the first repositories of the configuration have their own, and the others are summed under
+/// `repository="_other"` (counters and histograms as they count, gauges as the scrape comes),
+/// so that the totals are those of every repository; a state is the worst case of those summed.
+#[tokio::test]
+async fn metrics_sum_the_repositories_beyond_the_bound() {
+    let upstreams: Vec<TestServer> = (3..6).map(|n| TestServer::start(numbered(n))).collect();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\nmetrics_repository_series = 1\n\
+         [harvest]\nmax_attempts = 1\n{}{}{}",
+        repo_table("a", &upstreams[0]),
+        repo_table("b", &upstreams[1]),
+        repo_table("c", &upstreams[2]),
+    );
+    let state = tempfile::tempdir().unwrap();
+    let g = Running::start(&text, state.path()).await;
+    g.ready().await;
+    let repos = g.gateway.repos();
+    wait_for(
+        || repos.iter().all(|r| r.status().completed >= 1),
+        "the first refreshes end",
+    )
+    .await;
+    assert_eq!(g.get("/b/sitemap.xml").await.status, StatusCode::OK);
+    let records = |i: usize| repos[i].current().unwrap().summary.records;
+    let urls = |i: usize| repos[i].current().unwrap().summary.urls;
+    let metrics = g.admin("/metrics").await.text();
+    for (series, value) in [
+        (
+            "oai_bridge_records{repository=\"a\"}",
+            records(0).to_string(),
+        ),
+        (
+            "oai_bridge_records{repository=\"_other\"}",
+            (records(1) + records(2)).to_string(),
+        ),
+        (
+            "oai_bridge_urls_published{repository=\"_other\"}",
+            (urls(1) + urls(2)).to_string(),
+        ),
+        (
+            "oai_bridge_harvests_total{repository=\"_other\",outcome=\"success\"}",
+            "2".to_owned(),
+        ),
+        (
+            "oai_bridge_refresh_duration_seconds_count{repository=\"_other\",outcome=\"success\"}",
+            "2".to_owned(),
+        ),
+        (
+            "oai_bridge_platform{repository=\"_other\",platform=\"generic\"}",
+            "2".to_owned(),
+        ),
+        ("oai_bridge_serving{repository=\"_other\"}", "1".to_owned()),
+        (
+            "oai_bridge_serving_stale{repository=\"_other\"}",
+            "0".to_owned(),
+        ),
+        (
+            "oai_bridge_refresh_interval_seconds{repository=\"_other\"}",
+            "3600".to_owned(),
+        ),
+        ("oai_bridge_repositories_aggregated", "2".to_owned()),
+    ] {
+        let line = format!("{series} {value}\n");
+        assert!(metrics.contains(&line), "{line}:\n{metrics}");
+    }
+    assert!(
+        metrics
+            .contains("oai_bridge_served_bytes_total{repository=\"_other\",encoding=\"identity\"}"),
+        "{metrics}"
+    );
+    for name in ["b", "c"] {
+        assert!(
+            !metrics.contains(&format!("repository=\"{name}\"")),
+            "{name}:\n{metrics}"
+        );
+    }
+    // Every family has the same total as one repository's series each would have.
+    let lines = |prefix: &str| metrics.lines().filter(|l| l.starts_with(prefix)).count();
+    assert_eq!(lines("oai_bridge_refresh_duration_seconds_bucket"), 2 * 18);
+
+    // One of those summed fails: `_other` is stale, and counts the failure.
+    upstreams[2].fault_always(Fault::Status(500));
+    g.refresh(2).await;
+    assert_eq!(
+        g.metric("oai_bridge_serving_stale{repository=\"_other\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        g.metric("oai_bridge_harvests_total{repository=\"_other\",outcome=\"failure\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    g.stop().await;
+}
+
+/// Each file of repository `name` that `g` serves, by path: the shards its sitemap and Signmap
+/// indexes list, and of each index the shards it lists (its lastmods are the generation's
+/// time).
+async fn files_of(g: &Running, name: &str) -> std::collections::BTreeMap<String, String> {
+    let mut files = std::collections::BTreeMap::new();
+    for index in ["sitemap.xml", "signmap.xml"] {
+        let path = format!("/{name}/{index}");
+        let reply = g.get(&path).await;
+        assert_eq!(reply.status, StatusCode::OK, "{path}");
+        let listed = locs(&reply.text());
+        for shard in &listed {
+            let shard = path_of(shard);
+            let body = g.get(&shard).await;
+            assert_eq!(body.status, StatusCode::OK, "{shard}");
+            files.insert(shard, body.text());
+        }
+        files.insert(path, listed.join("\n"));
+    }
+    files
+}
+
+/// Issue 30 point 2: the refreshes running at once share `[server] memory_budget_bytes`. Two
+/// repositories refreshing together within a budget of a few bytes both spill (their URL
+/// inventories and their Signmap's records) and serve the same bytes as a gateway with the
+/// default budget; what each held and spilled at most is in its history on the status page,
+/// and /metrics has each refresh's memory and spill (0 once it ended) and the budget.
+#[tokio::test]
+async fn refreshes_within_a_shared_budget_spill_and_serve_the_same_files() {
+    let upstreams: Vec<TestServer> = [40, 60]
+        .into_iter()
+        .map(|n| TestServer::start(numbered(n)))
+        .collect();
+    let text = |server: &str| {
+        let mut text = format!(
+            "[server]\nstate_dir = \"{{state}}\"\npublic_url = \"https://maps.example/\"\n\
+             {server}[harvest]\nmax_attempts = 1\nmax_concurrent_refreshes = 2\n"
+        );
+        for (name, upstream) in ["a", "b"].into_iter().zip(&upstreams) {
+            text.push_str(&repo_table(name, upstream));
+            text.push_str("max_urls_per_shard = 7\nsignmap = true\n");
+        }
+        text
+    };
+    let mut served = Vec::new();
+    for server in ["", "memory_budget_bytes = 64\n"] {
+        let state = tempfile::tempdir().unwrap();
+        let g = Running::start(&text(server), state.path()).await;
+        g.ready().await;
+        let mut files = Vec::new();
+        for name in ["a", "b"] {
+            files.push(files_of(&g, name).await);
+        }
+        let spilled: Vec<u64> = (g.gateway.repos().iter())
+            .map(|r| r.current().unwrap().summary.spill_bytes)
+            .collect();
+        let page = g.admin("/").await.text();
+        let metrics = g.admin("/metrics").await.text();
+        served.push((files, spilled, page, metrics));
+        g.stop().await;
+    }
+    let (unbudgeted, budgeted) = (&served[0], &served[1]);
+    for (without, within) in unbudgeted.0.iter().zip(&budgeted.0) {
+        assert_eq!(
+            without.keys().collect::<Vec<_>>(),
+            within.keys().collect::<Vec<_>>()
+        );
+        for (path, text) in without {
+            assert!(within[path] == *text, "{path} differs within the budget");
+        }
+    }
+    assert_eq!(budgeted.0[0].len(), 2 + 2 * 40_usize.div_ceil(7));
+    for (i, name) in ["a", "b"].iter().enumerate() {
+        // The Signmap's records go to a file either way; the sorted runs only past the budget.
+        assert!(
+            budgeted.1[i] > unbudgeted.1[i],
+            "{name} spilled {} within the budget, {} without",
+            budgeted.1[i],
+            unbudgeted.1[i]
+        );
+    }
+    let (page, metrics) = (&budgeted.2, &budgeted.3);
+    assert!(
+        page.contains("<th>memory, spilled (most)</th>"),
+        "the history says what each refresh held: {page}"
+    );
+    assert!(
+        page.contains("Memory: the running refreshes hold 0 B of 64 B (memory_budget_bytes"),
+        "{page}"
+    );
+    for line in [
+        "oai_bridge_refresh_memory_bytes{repository=\"a\"} 0",
+        "oai_bridge_refresh_spill_bytes{repository=\"b\"} 0",
+        "oai_bridge_refreshes_memory_bytes 0",
+        "oai_bridge_refreshes_spill_bytes 0",
+        "oai_bridge_memory_budget_bytes 64",
+        "oai_bridge_refresh_memory_budget_bytes 201326592",
+    ] {
+        assert!(metrics.contains(&format!("{line}\n")), "{line}:\n{metrics}");
+    }
+    // The default budget: max_concurrent_refreshes times [harvest] memory_budget_bytes.
+    assert!(
+        unbudgeted.3.contains(&format!(
+            "oai_bridge_memory_budget_bytes {}\n",
+            2 * 201_326_592
+        )),
+        "{}",
+        unbudgeted.3
+    );
+    assert!(
+        !metrics.contains("oai_bridge_spill_max_bytes"),
+        "no cap set"
+    );
+}
+
+/// Issue 30 point 2: the spill space is bounded. A reload sets `[server] spill_max_bytes` far
+/// below what the next refresh spills: it fails with an error naming the cap, the repository
+/// and the folder, leaves no spill folder behind, and the generation served before keeps
+/// serving, byte for byte.
+#[tokio::test]
+async fn a_refresh_past_the_spill_cap_fails_and_the_served_generation_stays() {
+    let upstream = TestServer::start(numbered(30));
+    let state = tempfile::tempdir().unwrap();
+    // The Signmap makes every refresh render from the whole store (no patch), and a budget of
+    // a few bytes makes it spill.
+    let text = |cap: &str| {
+        reload_config(state.path(), &[("r", &upstream, "signmap = true\n")]).replace(
+            "[harvest]",
+            &format!("memory_budget_bytes = 64\n{cap}[harvest]"),
+        )
+    };
+    let file = state.path().join("bridge.toml");
+    let write = |cap: &str| std::fs::write(&file, text(cap)).unwrap();
+    write("");
+    let g = Running::start_file(&file).await;
+    g.ready().await;
+    let before = files_of(&g, "r").await;
+    write("spill_max_bytes = 100\n");
+    let reloaded = g.gateway.reload().await.unwrap();
+    assert!(reloaded.needs_restart.is_empty(), "{reloaded}");
+    assert_eq!(
+        g.metric("oai_bridge_spill_max_bytes").await.as_deref(),
+        Some("100")
+    );
+    g.refresh(0).await;
+    let repo = g.gateway.repo("r").unwrap();
+    let error = repo.status().last_error.expect("the refresh failed");
+    for said in [
+        "spill_max_bytes = 100",
+        "(repository r)",
+        "the generation being served stays",
+        &format!(
+            "{}",
+            state.path().join("r").join(".oai-bridge-spill-").display()
+        ),
+    ] {
+        assert!(error.contains(said), "{said}: {error}");
+    }
+    assert_eq!(
+        files_of(&g, "r").await,
+        before,
+        "the generation before serves"
+    );
+    assert_eq!(
+        g.metric("oai_bridge_serving_stale{repository=\"r\"}")
+            .await
+            .as_deref(),
+        Some("1")
+    );
+    let page = g.admin("/").await.text();
+    assert!(page.contains("spill_max_bytes = 100"), "{page}");
+    let left: Vec<_> = std::fs::read_dir(state.path().join("r"))
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(".oai-bridge-spill-")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Lifted again, the next refresh publishes.
+    write("");
+    g.gateway.reload().await.unwrap();
+    g.refresh(0).await;
+    assert_eq!(repo.status().last_error, None);
+    g.stop().await;
+}
+
 /// Issue 22 point 2: `/readyz` fits orchestration. It is 503 only while a repository configured
 /// at start has neither a generation nor an ended first refresh, naming it; a stale generation
 /// counts as serving, and a failed first refresh releases the process too, so a broken upstream

@@ -3,7 +3,7 @@
 //!
 //! Written by hand rather than with a date crate: the harvest parses one datestamp per record
 //! (millions per run), the common grammar is two fixed-width forms, and the output must be
-//! exactly the intersection of W3C-DTF and `xsd:date`/`xsd:dateTime` that sitemap consumers
+//! exactly the intersection of W3C-DTF and `xsd:date`/`xsd:dateTime`, which consumers of either
 //! accept (SM-13).
 
 use std::fmt;
@@ -50,7 +50,7 @@ pub struct Datestamp {
 }
 
 /// `t` in seconds since the Unix epoch (0 for a time before it).
-pub(crate) fn unix_secs(t: std::time::SystemTime) -> i64 {
+pub fn unix_secs(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() as i64)
 }
@@ -63,8 +63,8 @@ impl Datestamp {
     ///
     /// OAI-PMH asks for the UTC forms, but servers write what their platform's date library
     /// does (Python's `isoformat()`: `2026-11-25T21:46:58.085156+00:00`; PostgreSQL's text:
-    /// `2026-11-25 21:46:58+00`), and an unread `responseDate` turns every refresh into a full
-    /// harvest. The two UTC forms stay on the fixed-width path: one datestamp per record.
+    /// `2026-11-25 21:46:58+00`), and an unread `responseDate` leaves an incremental harvester
+    /// nothing to start its next harvest from. The two UTC forms stay on the fixed-width path: one datestamp per record.
     pub fn parse(text: &str) -> Option<Self> {
         let b = text.trim().as_bytes();
         if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
@@ -194,7 +194,7 @@ impl Datestamp {
 
 impl Datestamp {
     /// Appends `YYYY-MM-DD` or `YYYY-MM-DDThh:mm:ssZ` to `out`: valid W3C-DTF and valid
-    /// `xsd:date`/`xsd:dateTime` (SM-13). Formats digits directly: sitemaps write one per URL.
+    /// `xsd:date`/`xsd:dateTime` (SM-13). Formats digits directly: a caller may write one per record.
     pub fn write_to(self, out: &mut String) {
         // The digits go into one buffer, pushed once.
         fn put(slot: &mut [u8], value: i64) {

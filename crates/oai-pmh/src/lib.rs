@@ -1,22 +1,144 @@
-//! The upstream side: talking OAI-PMH to a repository (or reading a Static Repository file),
+//! An OAI-PMH 2.0 harvester: talking to a repository (or reading an OAI Static Repository file)
 //! and turning its responses into records.
+//!
+//! - [`Client`]: one request with timeouts, retries ([`RetryPolicy`]: backoff with jitter,
+//!   `Retry-After`), a politeness delay per host ([`Politeness`]), a body cap, a minimum
+//!   transfer rate, deflate and unannounced gzip decoded, POST after `414 URI Too Long`.
+//! - [`harvest`] and [`harvest_resumable`]: the paging loop (`Identify`, then `ListRecords` per
+//!   set, following resumption tokens), with loop and empty-page guards, checkpoints to resume
+//!   from ([`Resume`]), and a list started again after `badResumptionToken`; Static Repository
+//!   files, local or served at the baseURL, as one page.
+//! - [`parse_list_records`]: one `ListRecords` body -> [`ListPage`] (a fast scanner for ordinary
+//!   pages, a streaming XML reader for the rest); [`parse_identify`], [`parse_sets`],
+//!   [`parse_metadata_formats`] for the other verbs. Parsing is pure, tolerant of what servers
+//!   send (a BOM, characters XML forbids, `https://` namespaces, Windows-1252 bytes; counted in
+//!   [`Quirks`]), and never loads DTDs or entities.
+//! - [`Datestamp`]: OAI datestamps in both granularities, and the offsets and fractions servers
+//!   write instead, read as UTC; ordering; W3C-datetime output.
+//!
+//! Records carry their header, their `dc:identifier`s and only the other Dublin Core elements
+//! the caller asks for ([`Fields`]). What a caller does with them is its own business: this
+//! crate knows nothing of what is made of the records.
+//!
+//! # Examples
+//!
+//! Reading one `ListRecords` page:
+//!
+//! ```
+//! use oai_pmh::{DcElement, Fields, parse_list_records_with};
+//!
+//! let body = br#"<?xml version="1.0" encoding="UTF-8"?>
+//! <OAI-PMH xmlns="http://www.openarchives.org/OAI/2.0/">
+//!   <responseDate>2024-05-01T12:00:00Z</responseDate>
+//!   <request verb="ListRecords" metadataPrefix="oai_dc">https://repo.example/oai</request>
+//!   <ListRecords>
+//!     <record>
+//!       <header>
+//!         <identifier>oai:repo.example:1</identifier>
+//!         <datestamp>2024-04-30</datestamp>
+//!         <setSpec>articles</setSpec>
+//!       </header>
+//!       <metadata>
+//!         <oai_dc:dc xmlns:oai_dc="http://www.openarchives.org/OAI/2.0/oai_dc/"
+//!                    xmlns:dc="http://purl.org/dc/elements/1.1/">
+//!           <dc:title>On harvesting</dc:title>
+//!           <dc:identifier>https://repo.example/item/1</dc:identifier>
+//!         </oai_dc:dc>
+//!       </metadata>
+//!     </record>
+//!     <resumptionToken completeListSize="2">page-2</resumptionToken>
+//!   </ListRecords>
+//! </OAI-PMH>"#;
+//!
+//! let page = parse_list_records_with(body, Fields::of(&[DcElement::Title]))?;
+//! let record = &page.records[0];
+//! assert_eq!(record.identifier, "oai:repo.example:1");
+//! assert_eq!(record.datestamp.unwrap().to_string(), "2024-04-30");
+//! assert_eq!(record.sets, ["articles"]);
+//! assert_eq!(record.dc_identifiers, ["https://repo.example/item/1"]);
+//! assert_eq!(record.dc.of(DcElement::Title).collect::<Vec<_>>(), ["On harvesting"]);
+//! let token = page.token.unwrap();
+//! assert_eq!((token.value.as_str(), token.complete_list_size), ("page-2", Some(2)));
+//! # Ok::<(), oai_pmh::ParseError>(())
+//! ```
+//!
+//! Building a request: the arguments are percent-encoded once, after the baseURL's own query:
+//!
+//! ```
+//! use oai_pmh::OaiRequest;
+//! use url::Url;
+//!
+//! let base = Url::parse("https://repo.example/oai?repository=a")?;
+//! let request = OaiRequest::new(&base, &[("verb", "ListRecords"), ("resumptionToken", "a b+c")]);
+//! assert_eq!(
+//!     request.url(),
+//!     "https://repo.example/oai?repository=a&verb=ListRecords&resumptionToken=a%20b%2Bc"
+//! );
+//! # Ok::<(), url::ParseError>(())
+//! ```
+//!
+//! Harvesting a whole repository (not run here: it needs a server):
+//!
+//! ```no_run
+//! use oai_pmh::{Client, Fields, HarvestRequest, HarvestSettings, Source, harvest};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::new(HarvestSettings {
+//!     user_agent: "my-harvester/1.0 (mailto:admin@example.org)".into(),
+//!     ..HarvestSettings::default()
+//! })?;
+//! let request = HarvestRequest {
+//!     source: Source::parse("https://repo.example/oai")?,
+//!     sets: Vec::new(),
+//!     from: None,
+//!     until: None,
+//!     fields: Fields::default(),
+//! };
+//! let report = harvest(&client, &request, |page| {
+//!     for record in &page.records {
+//!         println!("{} {:?}", record.identifier, record.dc_identifiers);
+//!     }
+//! })
+//! .await?;
+//! println!("{} records in {} pages", report.records, report.pages);
+//! # Ok(())
+//! # }
+//! ```
 
-pub(crate) mod client;
-pub(crate) mod harvest;
-pub(crate) mod parse;
-pub(crate) mod politeness;
-pub(crate) mod read;
-pub(crate) mod retry;
-pub(crate) mod scan;
+#![deny(missing_docs)]
+
+/// The README's example, compiled as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+mod client;
+mod datestamp;
+#[doc(hidden)]
+pub mod fuzzing;
+mod harvest;
+mod parse;
+mod politeness;
+mod read;
+mod retry;
+mod scan;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use client::Client;
-pub(crate) use harvest::{
-    HarvestReport, HarvestRequest, PageEvent, Resume, Source, harvest, harvest_resumable,
+pub use client::{Client, ClientStats};
+pub use datestamp::{Datestamp, Granularity, unix_secs};
+pub use harvest::{
+    HarvestReport, HarvestRequest, MAX_RESTARTS, PageEvent, Resume, Source, harvest,
+    harvest_resumable, push_query_value, push_query_value_str, read_static_file,
 };
-pub(crate) use retry::RetryPolicy;
+pub use parse::{
+    DcElement, DcValues, Fields, Identify, IdentifyOutcome, ListPage, OaiError, ParseError, Quirks,
+    Record, SetsPage, SmallAnswer, Token, parse_identify, parse_metadata_formats, parse_sets,
+};
+pub use politeness::{HostKey, Politeness};
+pub use read::{parse_list_records, parse_list_records_with};
+pub use retry::{RetryPolicy, not_before, pending};
 use url::Url;
 
 /// One OAI-PMH request: a baseURL and the protocol's arguments. It goes as a GET of
@@ -61,12 +183,12 @@ impl OaiRequest {
     }
 
     /// Where a POST goes: the baseURL, with its own query, if any.
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.url[..self.base_end]
     }
 
     /// The arguments as a POST body (`application/x-www-form-urlencoded`): as the URL has them.
-    pub fn form(&self) -> &str {
+    pub(crate) fn form(&self) -> &str {
         self.url.get(self.base_end + 1..).unwrap_or_default()
     }
 
@@ -94,8 +216,8 @@ pub struct HarvestSettings {
     /// Longest wait a `Retry-After` header may impose; longer values are cut to this.
     pub retry_after_max: Duration,
     /// Pause between consecutive requests to the same upstream host (its host and port), by
-    /// whichever repository: the gateway's refreshes share one pacer
-    /// ([`politeness::Politeness`]).
+    /// whichever repository: clients made with one [`Politeness`] share it
+    /// ([`Client::with_politeness`]).
     pub politeness_delay: Duration,
     /// Limit for a whole harvest; `None` for no limit.
     pub deadline: Option<Duration>,
@@ -116,15 +238,16 @@ pub struct HarvestSettings {
     /// Extra headers sent with every OAI-PMH request (a token an upstream requires), never
     /// logged or shown.
     pub headers: RequestHeaders,
-    /// Whether the bridge may ask the web besides the OAI-PMH requests where the records alone
-    /// cannot tell (Handle and DOI resolvers, a few landing pages, the sites' robots.txt). Not
-    /// read by the OAI-PMH client: the bridge's learning reads it (`learn_from_web`).
-    pub learn_from_web: bool,
+    /// A command that shows what a repository answers, named with the baseURL in the error of
+    /// an answer that is no OAI-PMH answer (an HTTP status, a page that does not parse):
+    /// ``hint: run `{command} {baseURL}` to see what the repository answers``. `None`, the
+    /// default, for no hint.
+    pub diagnose_command: Option<String>,
 }
 
-/// Extra request headers (`[harvest] headers`, `[repository.harvest] headers`): sent with every
-/// OAI-PMH request to the upstream, and only there (not with `check`'s requests for landing
-/// pages or robots.txt, which may go to other hosts). Their values are secrets: `Debug` prints
+/// Extra request headers (a token an upstream requires): sent with every OAI-PMH request to the
+/// upstream ([`Client::fetch`]), and only there (not with [`Client::get_once`], whose URL may be
+/// on another host; redirects are followed on the same host only). Their values are secrets: `Debug` prints
 /// the names only, and each value is marked sensitive (HTTP/2 never indexes it).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct RequestHeaders(Vec<(reqwest::header::HeaderName, reqwest::header::HeaderValue)>);
@@ -169,7 +292,7 @@ impl RequestHeaders {
     }
 
     /// These headers with `over`'s on top: a header both name is `over`'s.
-    pub(crate) fn merged(&self, over: &RequestHeaders) -> RequestHeaders {
+    pub fn merged(&self, over: &RequestHeaders) -> RequestHeaders {
         let mut headers: Vec<_> = (self.0.iter())
             .filter(|(name, _)| !over.0.iter().any(|(n, _)| n == name))
             .cloned()
@@ -184,7 +307,7 @@ impl RequestHeaders {
     }
 
     /// As a header map, for a request.
-    pub(crate) fn to_map(&self) -> reqwest::header::HeaderMap {
+    pub fn to_map(&self) -> reqwest::header::HeaderMap {
         self.0.iter().cloned().collect()
     }
 }
@@ -197,12 +320,9 @@ impl fmt::Debug for RequestHeaders {
     }
 }
 
-/// Default `User-Agent`: the product and version, and where to read about it.
-pub(crate) const DEFAULT_USER_AGENT: &str = concat!(
-    "oai-bridge/",
-    env!("CARGO_PKG_VERSION"),
-    " (OAI-PMH to sitemaps gateway)"
-);
+/// Default `User-Agent`: this crate and its version. A harvester should send one of its own,
+/// naming a contact (OAI-52).
+const DEFAULT_USER_AGENT: &str = concat!("oai-pmh/", env!("CARGO_PKG_VERSION"));
 
 impl Default for HarvestSettings {
     fn default() -> Self {
@@ -221,7 +341,7 @@ impl Default for HarvestSettings {
             min_transfer_bytes_per_sec: DEFAULT_MIN_TRANSFER_BYTES_PER_SEC,
             min_transfer_window: DEFAULT_MIN_TRANSFER_WINDOW,
             headers: RequestHeaders::default(),
-            learn_from_web: true,
+            diagnose_command: None,
         }
     }
 }
@@ -238,7 +358,8 @@ pub(crate) const DEFAULT_MIN_TRANSFER_WINDOW: Duration = Duration::from_secs(30)
 
 /// A harvest that did not reach the end of its list, with where it stopped; when the upstream
 /// answered something that is no OAI-PMH answer (a status, a page that does not parse), with a
-/// hint to ask `oai-bridge check` what it answers.
+/// hint to ask the caller's [`diagnose_command`](HarvestSettings::diagnose_command) what it
+/// answers.
 #[derive(Debug)]
 pub struct HarvestError {
     /// The request URL (or file path) that failed.
@@ -249,6 +370,8 @@ pub struct HarvestError {
     pub token: Option<String>,
     /// What went wrong.
     pub kind: HarvestErrorKind,
+    /// The command the hint names ([`HarvestSettings::diagnose_command`]); `None` for no hint.
+    pub diagnose_command: Option<Box<str>>,
 }
 
 impl std::error::Error for HarvestError {}
@@ -256,13 +379,14 @@ impl std::error::Error for HarvestError {}
 impl fmt::Display for HarvestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.located())?;
-        if matches!(
+        let no_oai_answer = matches!(
             self.kind,
             HarvestErrorKind::Status { .. } | HarvestErrorKind::Parse { .. }
-        ) {
+        );
+        if let Some(command) = self.diagnose_command.as_deref().filter(|_| no_oai_answer) {
             write!(
                 f,
-                "\n  hint: run `oai-bridge check {}` to see what the repository answers",
+                "\n  hint: run `{command} {}` to see what the repository answers",
                 Shell(base_of(&self.url))
             )?;
         }
@@ -271,9 +395,8 @@ impl fmt::Display for HarvestError {
 }
 
 impl HarvestError {
-    /// What went wrong and where, without the hint: for `check`, which is what the hint
-    /// suggests.
-    pub(crate) fn located(&self) -> String {
+    /// What went wrong and where, without the hint: for the diagnosis the hint suggests.
+    pub fn located(&self) -> String {
         format!(
             "{}\n  while requesting {}{}",
             self.kind,
@@ -380,7 +503,7 @@ pub enum HarvestErrorKind {
     /// The body arrived slower than `harvest.min_transfer_bytes_per_sec` over a whole
     /// `harvest.min_transfer_window_secs`: a server dripping its answer. Not retried: a server
     /// that drips (overloaded, throttling, or hostile) drips again, and each attempt would hold
-    /// the harvest another window; the next harvest (the gateway's next refresh) tries again.
+    /// the harvest another window; the next harvest tries again.
     #[error(
         "the body arrived at {observed} bytes/s over {} s ({received} bytes in all), slower than \
          the minimum of {min} bytes/s (harvest.min_transfer_bytes_per_sec, averaged over \
@@ -451,6 +574,7 @@ mod tests {
             page: 2,
             token: Some("t=1".to_owned()),
             kind,
+            diagnose_command: Some("oai-bridge check".into()),
         };
         let status = || HarvestErrorKind::Status {
             status: 403,
@@ -493,6 +617,12 @@ mod tests {
             },
         );
         assert!(!deadline.to_string().contains("hint"), "{deadline}");
+        // A caller that names no command gets no hint.
+        let quiet = HarvestError {
+            diagnose_command: None,
+            ..error("https://h/oai?verb=Identify", status())
+        };
+        assert!(!quiet.to_string().contains("hint"), "{quiet}");
         assert_eq!(
             error("https://h/oai?verb=Identify", status()).located(),
             "HTTP status 403 after 1 attempt(s)\n  while requesting https://h/oai?verb=Identify \

@@ -24,7 +24,7 @@ pub enum Source {
 }
 
 impl Source {
-    /// Reads a `--base-url` value: an http(s) URL, or else a local path (`file://` allowed).
+    /// Reads a baseURL as a user gives it: an http(s) URL, or else a local path (`file://` allowed).
     pub fn parse(value: &str) -> Result<Self, String> {
         let lower = value.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -37,7 +37,7 @@ impl Source {
             }
             if url.query_pairs().any(|(k, _)| k == "verb") {
                 return Err(format!(
-                    "{value:?}: give the baseURL without verb=...; the bridge adds the OAI-PMH arguments itself"
+                    "{value:?}: give the baseURL without verb=...; the harvester adds the OAI-PMH arguments itself"
                 ));
             }
             return Ok(Source::Oai(url));
@@ -95,7 +95,7 @@ pub struct Resume {
 }
 
 /// Restarts of a list after `badResumptionToken` (an expired or unknown token, OAI-27) before
-/// the harvest fails: the [`crate::oai::RetryPolicy`]'s.
+/// the harvest fails: the [`crate::RetryPolicy`]'s.
 pub use super::retry::MAX_RESTARTS;
 
 /// One page of records, handed to the caller as soon as it is parsed.
@@ -140,9 +140,9 @@ pub struct HarvestReport {
 /// Appends `value` percent-encoded as an OAI-PMH argument value to `out`: only RFC 3986
 /// unreserved characters are left, so tokens with `+ / = | &` or spaces arrive intact (OAI-05)
 /// and the result needs no escaping in XML. Written by hand, a run of unreserved bytes at a
-/// time: the crate's encoder hands out a piece per escaped byte, and the Signmap writes an
-/// identifier this way for every record (`oai:repo:123` is five pieces).
-pub(crate) fn push_query_value(out: &mut Vec<u8>, value: &str) {
+/// time: the percent-encoding crate's encoder hands out a piece per escaped byte, and a caller
+/// may write an identifier this way for every record (`oai:repo:123` is five pieces).
+pub fn push_query_value(out: &mut Vec<u8>, value: &str) {
     let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
     let mut rest = value.as_bytes();
     while let Some(at) = rest.iter().position(|&b| !unreserved(b)) {
@@ -154,16 +154,10 @@ pub(crate) fn push_query_value(out: &mut Vec<u8>, value: &str) {
 }
 
 /// [`push_query_value`] onto a `String`.
-pub(crate) fn push_query_value_str(out: &mut String, value: &str) {
+pub fn push_query_value_str(out: &mut String, value: &str) {
     let mut bytes = std::mem::take(out).into_bytes();
     push_query_value(&mut bytes, value);
     *out = String::from_utf8(bytes).expect("percent-encoding writes ASCII");
-}
-
-/// Appends OAI-PMH arguments to a baseURL, after an existing query with `&` (OAI-04). Each value
-/// is percent-encoded exactly once. The URL of [`OaiRequest::new`].
-pub(crate) fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
-    OaiRequest::new(base, args).into_url()
 }
 
 /// Harvests every record of `request` and hands them to `on_page` a page at a time. Returns only
@@ -184,11 +178,25 @@ pub async fn harvest(
 /// breaks; the caller then knows why.
 ///
 /// A list answered with `badResumptionToken` (the token expired, or a resumed token is no longer
-/// known) is started again, as often as the client's [`crate::oai::RetryPolicy`] says
+/// known) is started again, as often as the client's [`crate::RetryPolicy`] says
 /// ([`MAX_RESTARTS`] times), with nothing lost: from the newest
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
-pub(crate) async fn harvest_resumable(
+pub async fn harvest_resumable(
+    client: &Client,
+    request: &HarvestRequest,
+    resume: Option<&Resume>,
+    on_page: impl FnMut(PageEvent<'_>) -> ControlFlow<()>,
+) -> Result<HarvestReport, HarvestError> {
+    let result = resumable(client, request, resume, on_page).await;
+    result.map_err(|e| HarvestError {
+        diagnose_command: client.settings().diagnose_command.as_deref().map(Box::from),
+        ..e
+    })
+}
+
+/// [`harvest_resumable`], its errors without the hint.
+async fn resumable(
     client: &Client,
     request: &HarvestRequest,
     resume: Option<&Resume>,
@@ -289,6 +297,7 @@ async fn identify(
         page: 0,
         token: None,
         kind,
+        diagnose_command: None,
     })?;
     let identify = match outcome {
         (IdentifyOutcome::Identify(identify), _) => identify,
@@ -309,6 +318,7 @@ async fn identify(
                 page: 0,
                 token: None,
                 kind,
+                diagnose_command: None,
             });
         }
         (IdentifyOutcome::Static(_), None) => {
@@ -351,6 +361,7 @@ async fn harvest_list(
             page: cursor.page_no,
             token: cursor.token.clone(),
             kind,
+            diagnose_command: None,
         };
         let page = fetch_page(lists, &call).await;
         gzip_warning.check(client, url);
@@ -653,6 +664,7 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
             page: 0,
             token: None,
             kind,
+            diagnose_command: None,
         });
     }
     if let Some(text) = &identify.granularity_unknown {
@@ -672,7 +684,7 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
 }
 
 /// Reads a local Static Repository file whole: its Identify and its oai_dc records as one page.
-pub(crate) async fn read_static_file(
+pub async fn read_static_file(
     path: &PathBuf,
     limit: u64,
     fields: parse::Fields,
@@ -682,6 +694,7 @@ pub(crate) async fn read_static_file(
         page: 1,
         token: None,
         kind,
+        diagnose_command: None,
     };
     let len = tokio::fs::metadata(path)
         .await
@@ -788,8 +801,7 @@ fn log_quirks(quirks: &Quirks, source: &str) {
         tracing::warn!(
             source,
             records = quirks.future_datestamps,
-            "datestamps more than a day ahead of the clock: published without lastmod, and \
-             not in DiWoo, which requires one (Q-36)"
+            "datestamps more than a day ahead of the clock: read as none (Q-36)"
         );
     }
     if quirks.windows_1252_bytes > 0 {
@@ -826,6 +838,11 @@ mod tests {
         );
     }
 
+    /// The GET URL of a request, as [`OaiRequest::url`] spells it.
+    fn request_url(base: &Url, args: &[(&str, &str)]) -> String {
+        OaiRequest::new(base, args).into_url()
+    }
+
     #[test]
     fn arguments_are_encoded_once_and_appended_to_an_existing_query() {
         // OAI-04 and OAI-05; Q-32: a baseURL with a query of its own (dbs.hab.de's
@@ -853,7 +870,7 @@ mod tests {
         );
     }
 
-    /// G-01: the configuration takes a baseURL, to which the bridge adds `verb=...` itself; a
+    /// G-01: the harvester takes a baseURL, to which it adds `verb=...` itself; a
     /// request URL (one carrying `verb=`) is refused.
     #[test]
     fn sources() {

@@ -1,11 +1,10 @@
 //! Every retry decision in one place: which failures of a request are worth another attempt, how
 //! long to wait before it (exponential backoff with a cap and jitter, or the upstream's
 //! `Retry-After` up to a maximum), when to give up, how often a list is started again after
-//! `badResumptionToken`, and how the gateway's schedule backs off after failed refreshes.
+//! `badResumptionToken`, and when a call may go after the upstream's `Retry-After`.
 //!
-//! [`RetryPolicy`] is built from the [`HarvestSettings`] that the configuration and the flags
-//! fill; [`crate::oai::Client`] asks it, and so does the paging loop
-//! ([`crate::oai::harvest`]). The decisions are pure: the client draws the jitter and keeps
+//! [`RetryPolicy`] is built from the [`HarvestSettings`] the caller fills; [`crate::Client`] asks it, and so does the paging loop
+//! ([`crate::harvest`]). The decisions are pure: the client draws the jitter and keeps
 //! the clock.
 
 use std::time::Duration;
@@ -39,7 +38,7 @@ pub struct RetryPolicy {
 /// A failed attempt, as the policy tells whether another one may succeed.
 #[derive(Debug)]
 #[non_exhaustive]
-pub enum Failure<'a> {
+pub(crate) enum Failure<'a> {
     /// `503 Service Unavailable` or `429 Too Many Requests`: flow control (OAI-33), whatever
     /// the body says.
     FlowControl,
@@ -66,7 +65,7 @@ pub enum Failure<'a> {
 
 /// What to wait for before the next attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wait {
+pub(crate) enum Wait {
     /// The upstream's `Retry-After`, capped at [`RetryPolicy::retry_after_max`].
     RetryAfter(Duration),
     /// The backoff, with jitter.
@@ -75,7 +74,7 @@ pub enum Wait {
 
 impl Wait {
     /// How long.
-    pub fn duration(self) -> Duration {
+    pub(crate) fn duration(self) -> Duration {
         match self {
             Self::RetryAfter(d) | Self::Backoff(d) => d,
         }
@@ -103,7 +102,7 @@ impl RetryPolicy {
         settings.retry_after_max = self.retry_after_max;
     }
 
-    /// The policy for an operator waiting for the answer (`check`): each request is tried twice
+    /// The policy for an operator waiting for the answer (a diagnosis): each request is tried twice
     /// at most, with short waits: backoff at most 2 s, `Retry-After` at most 30 s.
     pub fn interactive(self) -> Self {
         let backoff_max = self.backoff_max.min(Duration::from_secs(2));
@@ -128,7 +127,7 @@ impl RetryPolicy {
     /// invalid), a body over the cap or slower than the minimum rate (a drip: another attempt
     /// would hold the harvest another window and drip again), and a redirect loop or one
     /// elsewhere.
-    pub fn retryable(failure: &Failure<'_>) -> bool {
+    pub(crate) fn retryable(failure: &Failure<'_>) -> bool {
         match failure {
             Failure::FlowControl | Failure::Request | Failure::BodyCut | Failure::Corrupt => true,
             Failure::Status(status) => {
@@ -148,19 +147,19 @@ impl RetryPolicy {
 
     /// Whether a status is the upstream's flow control (OAI-33): wait as told, whatever the
     /// body says.
-    pub fn is_flow_control(status: StatusCode) -> bool {
+    pub(crate) fn is_flow_control(status: StatusCode) -> bool {
         status == StatusCode::SERVICE_UNAVAILABLE || status == StatusCode::TOO_MANY_REQUESTS
     }
 
     /// Whether attempt `attempt` (1-based) that failed, retryably, was the last one.
-    pub fn gives_up(&self, attempt: u32) -> bool {
+    pub(crate) fn gives_up(&self, attempt: u32) -> bool {
         attempt >= self.max_attempts.max(1)
     }
 
     /// The backoff before the `n`th retry that the upstream did not time (1-based), before
     /// jitter: [`RetryPolicy::backoff_initial`] first, then doubling, at most
     /// [`RetryPolicy::backoff_max`] (the first wait is the initial one even when it is longer).
-    pub fn backoff(&self, n: u32) -> Duration {
+    pub(crate) fn backoff(&self, n: u32) -> Duration {
         if n <= 1 {
             return self.backoff_initial;
         }
@@ -173,7 +172,7 @@ impl RetryPolicy {
     /// The wait before the next attempt: `retry_after` (the upstream's `Retry-After`) capped at
     /// [`RetryPolicy::retry_after_max`] when there is one, else the `n`th backoff with `jitter`
     /// (in `[0, 1)`) of it again added.
-    pub fn wait(&self, retry_after: Option<Duration>, n: u32, jitter: f64) -> Wait {
+    pub(crate) fn wait(&self, retry_after: Option<Duration>, n: u32, jitter: f64) -> Wait {
         match retry_after {
             Some(wait) => Wait::RetryAfter(wait.min(self.retry_after_max)),
             None => {
@@ -184,7 +183,7 @@ impl RetryPolicy {
     }
 
     /// The retries of one request under this policy.
-    pub fn retries(&self) -> Retries<'_> {
+    pub(crate) fn retries(&self) -> Retries<'_> {
         Retries {
             policy: self,
             attempt: 1,
@@ -193,14 +192,14 @@ impl RetryPolicy {
     }
 
     /// Whether a list answered `badResumptionToken` after `restarts` restarts is started again.
-    pub fn restarts_list(&self, restarts: u32) -> bool {
+    pub(crate) fn restarts_list(&self, restarts: u32) -> bool {
         restarts < self.max_restarts
     }
 }
 
 /// The retries of one request: which attempt is under way, and how many backoffs were waited.
 #[derive(Debug)]
-pub struct Retries<'p> {
+pub(crate) struct Retries<'p> {
     policy: &'p RetryPolicy,
     attempt: u32,
     backoffs: u32,
@@ -208,14 +207,14 @@ pub struct Retries<'p> {
 
 impl Retries<'_> {
     /// The attempt under way, 1-based.
-    pub fn attempt(&self) -> u32 {
+    pub(crate) fn attempt(&self) -> u32 {
         self.attempt
     }
 
     /// After the attempt under way failed retryably, with the upstream's `retry_after` if it
     /// said one: the wait before the next attempt, which is then under way, or `None` when that
     /// was the last attempt. `jitter`, in `[0, 1)`, is drawn by the caller.
-    pub fn next(&mut self, retry_after: Option<Duration>, jitter: f64) -> Option<Wait> {
+    pub(crate) fn next(&mut self, retry_after: Option<Duration>, jitter: f64) -> Option<Wait> {
         if self.policy.gives_up(self.attempt) {
             return None;
         }
@@ -230,33 +229,10 @@ impl Retries<'_> {
     }
 }
 
-/// How the gateway's schedule backs off after failed refreshes: the first wait, doubling with
-/// each failure in a row, never past the repository's refresh interval.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct RefreshBackoff {
-    /// The wait after the first failure.
-    pub first: Duration,
-}
-
-impl RefreshBackoff {
-    /// The gateway's: a minute after a failure, then two, four... up to the interval.
-    pub(crate) const GATEWAY: Self = Self {
-        first: Duration::from_secs(60),
-    };
-
-    /// The wait after `failures` failed refreshes in a row (at least one) of a repository
-    /// refreshed every `interval`.
-    pub(crate) fn after(&self, failures: u32, interval: Duration) -> Duration {
-        self.first
-            .saturating_mul(1 << failures.saturating_sub(1).min(16))
-            .min(interval)
-    }
-}
-
 /// When a call planned at `due` may go: not before the time the upstream asked to be left
 /// alone until (`Retry-After`, remembered across harvests), even when that is past the
 /// schedule.
-pub(crate) fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
+pub fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
     match retry_not_before {
         Some(at) => due.max(at),
         None => due,
@@ -265,7 +241,7 @@ pub(crate) fn not_before<T: Ord>(due: T, retry_not_before: Option<T>) -> T {
 
 /// The time a call at `now` must still wait for, when the upstream asked not to be called
 /// before it (`Retry-After`).
-pub(crate) fn pending<T: Ord>(retry_not_before: Option<T>, now: T) -> Option<T> {
+pub fn pending<T: Ord>(retry_not_before: Option<T>, now: T) -> Option<T> {
     retry_not_before.filter(|at| *at > now)
 }
 
@@ -451,17 +427,6 @@ mod tests {
         let p = policy();
         let restarts: Vec<bool> = (0..5).map(|n| p.restarts_list(n)).collect();
         assert_eq!(restarts, [true, true, true, false, false]);
-    }
-
-    #[test]
-    fn failed_refreshes_back_off_up_to_the_interval() {
-        let b = RefreshBackoff::GATEWAY;
-        let hour = secs(3600);
-        let waits: Vec<u64> = (1..=8).map(|n| b.after(n, hour).as_secs()).collect();
-        assert_eq!(waits, [60, 120, 240, 480, 960, 1920, 3600, 3600]);
-        assert_eq!(b.after(0, hour), secs(60));
-        assert_eq!(b.after(u32::MAX, Duration::MAX), secs(60 << 16));
-        assert_eq!(b.after(3, secs(90)), secs(90));
     }
 
     #[test]

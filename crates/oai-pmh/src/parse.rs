@@ -2,7 +2,7 @@
 //! errors it carries. Pure: no IO, no tokio. Namespace-aware (OAI-44), never DTD-loading (OAI-09).
 //!
 //! `ListRecords` pages are read with quick-xml as a stream of events, keeping only what
-//! publishing needs per record; most pages are first taken by the hand-written scanner in
+//! the caller asked for per record; most pages are first taken by the hand-written scanner in
 //! [`super::scan`], which gives the same result faster and declines anything unusual.
 //! `Identify` is small and read with roxmltree.
 
@@ -30,12 +30,12 @@ pub(crate) const STATIC_NS: &str = "http://www.openarchives.org/OAI/2.0/static-r
 /// Deepest element nesting accepted; real oai_dc pages are 6 deep.
 pub(super) const MAX_DEPTH: usize = 256;
 
-/// One harvested record: only what publishing needs.
+/// One harvested record: its header, its `dc:identifier`s and the other oai_dc values asked for.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Record {
-    /// The header identifier (the record's key, never a URL to publish; OAI-37).
+    /// The header identifier (the record's key, not a URL to resolve; OAI-37).
     pub identifier: String,
-    /// The header datestamp; `None` when missing or unparsable (kept, published without lastmod).
+    /// The header datestamp; `None` when missing or unparsable (the record is kept).
     pub datestamp: Option<Datestamp>,
     /// `status="deleted"` on the header.
     pub deleted: bool,
@@ -44,7 +44,7 @@ pub struct Record {
     /// Every `dc:identifier` of the oai_dc metadata, trimmed.
     pub dc_identifiers: Vec<String>,
     /// The other oai_dc elements, trimmed, in document order; read only when the harvest asks
-    /// for them ([`Fields::wants`]), empty otherwise.
+    /// for them ([`Fields`]), empty otherwise.
     pub dc: DcValues,
     /// Its `<metadata>` held no element at all (`<metadata/>`, Q-35), which is not the same as
     /// oai_dc without a `dc:identifier`: see [`Record::unreadable`].
@@ -54,7 +54,7 @@ pub struct Record {
 /// A record's other Dublin Core values, in document order, with their elements. The records of
 /// a list page share one text buffer for all their values (the page's `Values`), each record
 /// holding where its own are: a buffer per record, grown and freed record by record, showed in
-/// the profiles' time (and a `String` per value before that, more so).
+/// the time of callers that read many elements (and a `String` per value before that, more so).
 #[derive(Clone, Default)]
 pub struct DcValues {
     /// The values of this record and, from a list page, of the page's other records; `None`
@@ -96,7 +96,7 @@ impl Values {
     /// Room for the values of a page of `bytes`, read for `fields`: their text is never longer
     /// than the page, so its buffer never grows (growing it a few times a page freed large
     /// blocks, on each of which glibc sorts every small free block it holds: reading a page
-    /// with the profiles' elements took 3% longer so, in the `parse_500` bench); the spans get
+    /// with many elements took 3% longer so, in the root package's `parse_500` bench); the spans get
     /// a guess, and grow on pages of many short values. Only the pages touched are memory in
     /// use, and the buffer goes with the page's records.
     pub(crate) fn for_page(bytes: usize, fields: Fields) -> Self {
@@ -166,8 +166,8 @@ impl DcValues {
 
     /// The values of `element`, in document order. The others' text is not touched: slicing
     /// it (checking the ends for character boundaries) read bytes of a page's values that had
-    /// left the cache, for every lookup of an element (writing a Signmap and OCX entry took 4%
-    /// longer so, in the `signmap_ocx_entries_500` bench).
+    /// left the cache, for every lookup of an element (a caller that looks up several elements of
+    /// every record took 4% longer so, in the root package's `signmap_ocx_entries_500` bench).
     pub fn of(&self, element: DcElement) -> impl Iterator<Item = &str> {
         let (text, spans) = self.parts();
         spans
@@ -188,13 +188,11 @@ impl DcValues {
     }
 
     /// Whether there are none.
-    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty()
     }
 
     /// Removes every value.
-    #[cfg(test)]
     pub fn clear(&mut self) {
         *self = Self::default();
     }
@@ -216,7 +214,7 @@ impl std::fmt::Debug for DcValues {
     }
 }
 
-#[cfg(test)]
+/// Values pushed in order, as [`DcValues::push`] does.
 impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
     fn from_iter<I: IntoIterator<Item = (DcElement, S)>>(values: I) -> Self {
         let mut dc = Self::default();
@@ -228,9 +226,9 @@ impl<S: AsRef<str>> FromIterator<(DcElement, S)> for DcValues {
 }
 
 /// What to read of each record besides its header and `dc:identifier`s: the other Dublin Core
-/// elements ([`Record::dc`]) that the enabled profiles use (Signmaps, OCX, CDIF), as a set.
-/// Empty for plain sitemaps, which then pay nothing for them; each element read costs
-/// unescaping and copying its values, so a profile asks only for what it writes.
+/// elements ([`Record::dc`]) that the caller uses, as a set. Empty for a caller that needs only
+/// the identifiers, which then pays nothing for the others; each element read costs unescaping
+/// and copying its values, so a caller asks only for what it uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Fields {
     elements: u16,
@@ -238,7 +236,7 @@ pub struct Fields {
 
 impl Fields {
     /// Every element.
-    pub const ALL: Fields = Fields { elements: u16::MAX };
+    pub(crate) const ALL: Fields = Fields { elements: u16::MAX };
 
     /// These elements.
     pub const fn of(elements: &[DcElement]) -> Fields {
@@ -259,12 +257,12 @@ impl Fields {
     }
 
     /// Is this element read.
-    pub fn wants(self, element: DcElement) -> bool {
+    pub(crate) fn wants(self, element: DcElement) -> bool {
         self.elements & (1 << element as u16) != 0
     }
 
     /// Is any element read.
-    pub fn any(self) -> bool {
+    pub(crate) fn any(self) -> bool {
         self.elements != 0
     }
 
@@ -324,7 +322,7 @@ impl DcElement {
     ];
 
     /// The element with this local name in the DC namespace.
-    pub fn from_local(local: &str) -> Option<Self> {
+    pub(crate) fn from_local(local: &str) -> Option<Self> {
         Some(match local {
             "title" => Self::Title,
             "creator" => Self::Creator,
@@ -391,13 +389,14 @@ pub struct Quirks {
     pub leading_whitespace: bool,
     /// Bytes that were not UTF-8, read as Windows-1252 (OAI-47).
     pub windows_1252_bytes: u64,
-    /// Datestamps ahead of the clock, forgotten (Q-36; [`ListPage::forget_future_datestamps`]).
+    /// Datestamps more than a day ahead of the clock, forgotten: the record is kept without one
+    /// (Q-36).
     pub future_datestamps: u64,
 }
 
 impl Quirks {
     /// Adds another body's counts to these.
-    pub fn add(&mut self, other: &Quirks) {
+    pub(crate) fn add(&mut self, other: &Quirks) {
         self.illegal_chars_removed += other.illegal_chars_removed;
         self.https_namespaces += other.https_namespaces;
         self.no_namespace |= other.no_namespace;
@@ -422,21 +421,22 @@ pub struct ListPage {
     pub quirks: Quirks,
     /// True when the body was an OAI Static Repository, not an OAI-PMH response.
     pub is_static: bool,
-    /// Whether it holds the `ListRecords` element (OAI-08); see [`answered`].
+    /// Whether it holds the `ListRecords` element (OAI-08): a page with neither it nor errors is
+    /// no answer, not an empty last page.
     pub listed: bool,
 }
 
 impl ListPage {
     /// How far ahead of the clock a datestamp may be: a server's clock a little fast, or local
     /// time written as UTC, is not yet a wrong datestamp.
-    pub const FUTURE_TOLERANCE_SECS: i64 = 24 * 60 * 60;
+    pub(crate) const FUTURE_TOLERANCE_SECS: i64 = 24 * 60 * 60;
 
     /// Forgets each record's datestamp later than `now` by more than
     /// [`ListPage::FUTURE_TOLERANCE_SECS`] (Q-36; a bulk update, a wrong clock): it says nothing
-    /// of when the record changed. The record is kept and published without a lastmod, and the
-    /// date neither becomes an index's lastmod nor where a resumed harvest starts. Counted in
-    /// the quirks, for the warning.
-    pub fn forget_future_datestamps(&mut self, now: i64) {
+    /// of when the record changed. The record is kept without a datestamp, so the date is neither
+    /// taken for when it changed nor where a resumed harvest starts. Counted in the quirks, for
+    /// the warning.
+    pub(crate) fn forget_future_datestamps(&mut self, now: i64) {
         let latest = now.saturating_add(Self::FUTURE_TOLERANCE_SECS);
         for record in &mut self.records {
             if record.datestamp.is_some_and(|d| d.unix() > latest) {
@@ -454,7 +454,7 @@ pub struct Identify {
     pub repository_name: String,
     /// `baseURL` as the repository states it.
     pub base_url: String,
-    /// `protocolVersion`; the bridge speaks 2.0 only.
+    /// `protocolVersion`; this crate speaks 2.0 only.
     pub protocol_version: String,
     /// `granularity`, or day granularity when missing or unknown (OAI-13).
     pub granularity: Granularity,
@@ -515,7 +515,7 @@ impl ParseError {
     /// page, a "site is down" page served with 200, JSON) is not: it is what the server serves
     /// at that URL until someone changes it, and retrying it only delays the error (issue 22).
     /// A proxy's passing error page comes with a 5xx status, which is retried by its status.
-    pub fn is_transient(&self) -> bool {
+    pub(crate) fn is_transient(&self) -> bool {
         matches!(self, ParseError::Truncated { .. })
     }
 }
@@ -1175,9 +1175,9 @@ fn attr(e: &BytesStart<'_>, name: &str) -> Option<String> {
         })
 }
 
-/// The answer to `ListMetadataFormats` or `ListSets` (the `check` command reads them).
+/// The answer to `ListMetadataFormats` or `ListSets` (a diagnosis of a repository reads them).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum SmallAnswer<T> {
+pub enum SmallAnswer<T> {
     /// What was asked for.
     Answer(T),
     /// OAI-PMH errors instead.
@@ -1185,7 +1185,7 @@ pub(crate) enum SmallAnswer<T> {
 }
 
 /// `ListMetadataFormats`: the `metadataPrefix` values offered.
-pub(crate) fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
+pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
     parse_small(body, "ListMetadataFormats", |list| {
         list.descendants()
             .filter(|n| n.is_element() && n.tag_name().name() == "metadataPrefix")
@@ -1195,10 +1195,10 @@ pub(crate) fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<Stri
 }
 
 /// One page of `ListSets`: `(setSpec, setName)` pairs, and whether a resumption token follows.
-pub(crate) type SetsPage = (Vec<(String, String)>, bool);
+pub type SetsPage = (Vec<(String, String)>, bool);
 
 /// One page of `ListSets`.
-pub(crate) fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
+pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
     parse_small(body, "ListSets", |list| {
         let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
             set.children()
@@ -1277,7 +1277,7 @@ fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>
 
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
-pub(crate) fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
+pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     let doc = small_document(&text, body.len())?;
@@ -1388,7 +1388,7 @@ fn description_text(identify: roxmltree::Node<'_, '_>) -> String {
 
 /// What an `Identify` request answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum IdentifyOutcome {
+pub enum IdentifyOutcome {
     /// An OAI-PMH repository.
     Identify(Identify),
     /// The URL serves an OAI Static Repository file: this is its `Identify` part, and the same
@@ -1401,7 +1401,7 @@ pub(crate) enum IdentifyOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::oai::read::{parse_list_records, parse_list_records_fast, parse_list_records_with};
+    use crate::read::{parse_list_records, parse_list_records_fast, parse_list_records_with};
 
     /// The records of a page share one buffer, each seeing its own values; one pushed onto
     /// takes a copy of its own first, the others unchanged.
@@ -1675,7 +1675,7 @@ mod tests {
 
     /// OAI-36: a record is its header, optional metadata and any number of `about` containers,
     /// which are passed over, whatever they hold (here provenance naming another record, and an
-    /// oai_dc record of its own). OAI-45, Q-17: an element the bridge does not map, a dcterms
+    /// oai_dc record of its own). OAI-45, Q-17: an element this crate does not read, a dcterms
     /// element put in the DC namespace (Dataverse #3368), is passed over without failing the
     /// record. Both readers agree.
     #[test]

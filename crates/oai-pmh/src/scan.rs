@@ -2,8 +2,8 @@
 //! [`ListPage`] of the quick-xml reader in [`super::parse`], or declines the page.
 //!
 //! Why by hand: the harvest's CPU budget is 3 CPU-seconds per million records (about 2.1 GB of
-//! XML), and page parsing dominated it. On the 818 KB, 500-record benchmark page (`cargo bench
-//! --bench render -- parse`, which includes `prepare`), the quick-xml reader, with its
+//! XML), and page parsing dominated it. On the 818 KB, 500-record benchmark page (the root package's
+//! `cargo bench --bench render -- parse`, which includes `prepare`), the quick-xml reader, with its
 //! tokenizer, its UTF-8 re-validation of every event and our dispatch, runs at 0.55-1.0 GiB/s
 //! depending on the load of the shared machine, about 13.5 million instructions per page
 //! (callgrind). With this scanner the same benchmark runs at about 2.5 GiB/s, 5.9 million
@@ -877,11 +877,11 @@ mod tests {
     use proptest::test_runner::Config as ProptestConfig;
 
     use super::*;
-    use crate::oai::parse::{
+    use crate::parse::{
         DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_with_quick_xml,
         prepare,
     };
-    use crate::oai::read::parse_list_records;
+    use crate::read::parse_list_records;
 
     /// Both readers on the same prepared text.
     fn both(doc: &str) -> (Option<ListPage>, Result<ListPage, ParseError>) {
@@ -1056,8 +1056,10 @@ mod tests {
         ));
         assert!(page.is_static);
         assert_eq!(page.records[0].identifier, "i");
+        // The workspace's sample repository (its `fixtures/`, two folders up).
         let sample = std::fs::read(
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml"),
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../fixtures/sample-repository.xml"),
         )
         .unwrap();
         let page = check(std::str::from_utf8(&sample).unwrap());

@@ -1,10 +1,11 @@
 //! The politeness delay, counted per upstream host: consecutive requests to one host are spaced
-//! by the delay, whichever repository (and whichever refresh's client) sends them.
+//! by the delay, whichever repository (and whichever of the clients sharing one [`Politeness`])
+//! sends them.
 //!
-//! A host is a URL's host and port ([`HostKey`]), as the gateway's per-host refresh limit counts
-//! it: hundreds of journals on one OJS server are one host, and so are their delays. `export`
-//! and `check` have one client each, hence a pacer of their own; the gateway shares one among
-//! every refresh.
+//! A host is a URL's host and port ([`HostKey`]): hundreds of journals on one OJS server are one
+//! host, and so are their delays. A client made with [`Client::new`](crate::Client::new) has a
+//! pacer of its own; clients made with [`Client::with_politeness`](crate::Client::with_politeness)
+//! and one `Politeness` space their requests to a host together.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,14 +16,14 @@ use url::Url;
 
 /// An upstream host: the URL's host and port (the scheme's default when it names none).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(crate) struct HostKey {
+pub struct HostKey {
     host: String,
     port: u16,
 }
 
 impl HostKey {
     /// The host of `url`; `None` for a URL without a host.
-    pub(crate) fn of(url: &Url) -> Option<HostKey> {
+    pub fn of(url: &Url) -> Option<HostKey> {
         Some(HostKey {
             host: url.host_str()?.to_ascii_lowercase(),
             port: url.port_or_known_default().unwrap_or(0),
@@ -38,7 +39,7 @@ impl std::fmt::Display for HostKey {
 
 /// The next moment each host may be sent a request.
 #[derive(Debug, Default)]
-pub(crate) struct Politeness {
+pub struct Politeness {
     hosts: Mutex<HashMap<HostKey, Spacing>>,
 }
 

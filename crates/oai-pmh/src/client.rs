@@ -33,7 +33,7 @@ pub struct ClientStats {
     /// bytes (OAI-35).
     pub unlabelled_gzip: AtomicU64,
     /// The latest time (seconds since the Unix epoch) a `Retry-After` asked the client to wait
-    /// until, uncapped; 0 when none did. The server schedules its next refresh after it.
+    /// until, uncapped; 0 when none did. A caller harvesting on a schedule waits until then.
     pub retry_not_before: AtomicU64,
     /// Responses by HTTP status code (requests without one: `requests` less their sum).
     statuses: std::sync::Mutex<std::collections::BTreeMap<u16, u64>>,
@@ -48,7 +48,7 @@ impl ClientStats {
     }
 
     /// Responses received so far, by HTTP status code, in the order of the codes.
-    pub(crate) fn statuses(&self) -> Vec<(u16, u64)> {
+    pub fn statuses(&self) -> Vec<(u16, u64)> {
         let statuses = self.statuses.lock().unwrap_or_else(|e| e.into_inner());
         statuses.iter().map(|(&code, &n)| (code, n)).collect()
     }
@@ -86,8 +86,8 @@ pub struct Client {
     /// refused with 414 URI Too Long (OAI-06). `usize::MAX` until one is; shorter requests stay
     /// GETs, which proxies log and cache.
     post_from: AtomicUsize,
-    /// Spaces requests to one host by the politeness delay: this client's own, or the one the
-    /// gateway's refreshes share ([`Client::with_politeness`]).
+    /// Spaces requests to one host by the politeness delay: this client's own, or one shared
+    /// with other clients ([`Client::with_politeness`]).
     politeness: std::sync::Arc<Politeness>,
     /// What this client has done so far.
     pub stats: ClientStats,
@@ -129,10 +129,10 @@ impl Client {
         Self::with_politeness(settings, std::sync::Arc::default())
     }
 
-    /// A client whose politeness delay is counted with `politeness`'s other clients: the
-    /// gateway's refreshes share one, so that requests to one host are spaced whichever
+    /// A client whose politeness delay is counted with `politeness`'s other clients: clients
+    /// for many repositories share one, so that requests to one host are spaced whichever
     /// repository sends them.
-    pub(crate) fn with_politeness(
+    pub fn with_politeness(
         settings: HarvestSettings,
         politeness: std::sync::Arc<Politeness>,
     ) -> Result<Self, reqwest::Error> {
@@ -167,7 +167,7 @@ impl Client {
     }
 
     /// How this client's requests, and the lists harvested with it, are retried.
-    pub fn retry(&self) -> &RetryPolicy {
+    pub(crate) fn retry(&self) -> &RetryPolicy {
         &self.retry
     }
 
@@ -758,8 +758,8 @@ fn same_host(first: &reqwest::Url, next: &reqwest::Url) -> bool {
 }
 
 /// Redirects are followed on the same host only (http may become https), at most
-/// [`MAX_REDIRECTS`] of them: the scope, the politeness and the trust the operator configured are
-/// the baseURL's host's, and a redirect elsewhere (a moved repository, a captive portal, an
+/// [`MAX_REDIRECTS`] of them: the politeness and the trust the caller gave are the
+/// baseURL's host's, and a redirect elsewhere (a moved repository, a captive portal, an
 /// open redirect) needs the operator's decision.
 fn same_host_redirects(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
     let Some(first) = attempt.previous().first() else {
