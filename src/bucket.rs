@@ -595,6 +595,11 @@ pub(crate) struct Upload {
 impl FileSink for Upload {
     type Error = PublishError;
 
+    /// An export to a bucket is never patched (its target reads no published shard).
+    fn keeps_ledger(&self) -> bool {
+        false
+    }
+
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
         self.staging.write(name, bytes)
     }

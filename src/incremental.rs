@@ -32,13 +32,15 @@ use std::time::{Duration, SystemTime};
 use std::collections::{HashMap, HashSet};
 
 use oai_pmh::{
-    Client, Datestamp, Granularity, HarvestError, HarvestErrorKind, PageEvent, Resume, unix_secs,
+    Client, Datestamp, Granularity, HarvestError, HarvestErrorKind, PageEvent, Record, Resume,
+    unix_secs,
 };
 
 use crate::inventory::{Published, SharedUrl, Stats, contribution};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
 use crate::platform::Landing;
+use crate::profiles::merge::{CategoryChanges, Changes, ProfilePatch};
 use crate::progress::Progress;
 use crate::render::sitemap::Layout;
 pub(crate) use crate::store::FullReason;
@@ -451,9 +453,6 @@ fn patch_stored(
     let Some(published) = &state.sitemap else {
         return Ok(refuse("no published sitemap is recorded"));
     };
-    if !job.sitemap_only() {
-        return Ok(refuse("a profile needs every record"));
-    }
     if published.place != previous.place
         || published.ext != job.shard_ext()
         || published.max_urls != job.limits.max_urls
@@ -478,6 +477,20 @@ fn patch_stored(
         added,
         shared_after,
     } = changes;
+    // The sitemap's patch and the profiles' read the same published files.
+    let read = std::sync::Arc::new(previous.read);
+    let reader = || -> patch::ReadShard {
+        let read = std::sync::Arc::clone(&read);
+        Box::new(move |name, buf| read(name, buf))
+    };
+    let profiles = if job.sitemap_only() {
+        None
+    } else {
+        match patch_profiles(job, store, &landing, report, published, reader())? {
+            Ok(patch) => Some(patch),
+            Err(why) => return Ok(Err(why)),
+        }
+    };
     let (removing, adding) = (removed.len(), added.len());
     let patch = match patch::patch(
         published,
@@ -485,7 +498,7 @@ fn patch_stored(
         job.limits,
         removed,
         added,
-        previous.read,
+        reader(),
     ) {
         Ok(patch) => patch,
         Err(why) => return Ok(Err(why)),
@@ -513,13 +526,313 @@ fn patch_stored(
         landing,
         published: counted,
         signposts: None,
-        diwoo: Vec::new(),
+        diwoo: (crate::profiles::diwoo::categories(&job.profiles.diwoo))
+            .map_err(PipelineError::InvalidJob)?
+            .iter()
+            .map(|c| c.number)
+            .collect(),
         // The patch holds the layout it starts from, and its writing gives the one after.
         layout: Layout::default(),
         patch: Some(patch),
+        profiles,
+        ledger: None,
         sample: Vec::new(),
         spill_bytes: 0,
     }))
+}
+
+/// The patch of the profiles' published files ([`crate::profiles::merge`]) with the records
+/// changed since the publish, when it can be made exactly; else why not.
+fn patch_profiles(
+    job: &Job,
+    store: &Store,
+    landing: &Landing,
+    report: &oai_pmh::HarvestReport,
+    published: &PublishedSitemap,
+    read: patch::ReadShard,
+) -> Result<Result<ProfilePatch, Unpatchable>, PipelineError> {
+    use crate::profiles::ledger::{self, LEDGER};
+    if job.profiles.cdif {
+        // An export's folder is made anew: each of a million documents would be linked or
+        // written again one by one, which is what a render costs.
+        return Ok(refuse("CDIF's documents are rendered with every record"));
+    }
+    let mut buf = Vec::new();
+    let Some(start) = read(LEDGER, &mut buf) else {
+        return Ok(refuse("no profiles' ledger was published"));
+    };
+    buf.drain(..start);
+    let (head, rows) = match ledger::decode(&buf) {
+        Ok(read) => read,
+        Err(why) => return Ok(Err(why)),
+    };
+    if head.key != job.settings_key() {
+        return Ok(refuse("the profiles were published with other settings"));
+    }
+    if head.sitemap != ledger::sitemap_fingerprint(&published.shards) {
+        return Ok(refuse(
+            "the profiles' ledger is not the published sitemap's",
+        ));
+    }
+    let categories = crate::profiles::diwoo::categories(&job.profiles.diwoo)
+        .map_err(PipelineError::InvalidJob)?;
+    // The changed records, by identifier: as they are now, and the version published.
+    let mut changed: Vec<(Record, Option<Record>)> = Vec::new();
+    store.dirty(|now, before| {
+        changed.push((now, before));
+        Ok::<_, StoreError>(())
+    })??;
+    changed.sort_unstable_by(|a, b| a.0.identifier.cmp(&b.0.identifier));
+    if changed
+        .iter()
+        .any(|(now, _)| !now.deleted && now.unreadable())
+    {
+        return Ok(refuse("a changed record is unreadable"));
+    }
+    let gone: Vec<String> = changed
+        .iter()
+        .map(|(now, _)| now.identifier.clone())
+        .collect();
+    let live: Vec<Record> = (changed.iter())
+        .filter(|(now, _)| !now.deleted)
+        .map(|(now, _)| now.clone())
+        .collect();
+    // Their rows and entries, as a render writes them.
+    let (resolved, fresh) = pipeline::collect_changed(job, landing.clone(), report, &live)?;
+    let streams = resolved.map(|r| r.entry_streams()).transpose()?;
+    let scanned = scan_rows(fresh.as_bytes(), rows, &gone);
+    let Scanned {
+        fresh_pages,
+        pages,
+        touched,
+        before_groups,
+    } = match scanned {
+        Ok(scanned) => scanned,
+        Err(why) => return Ok(Err(why)),
+    };
+    // Who wins each landing page touched: the newest record (a tie: the later identifier).
+    let mut decided = HashMap::new();
+    for hash in &touched {
+        let unchanged = pages.get(hash).into_iter().flatten();
+        let mut records: Vec<(i64, &str, bool)> = unchanged
+            .map(|(id, d, lost)| (*d, id.as_str(), *lost))
+            .chain(
+                fresh_pages
+                    .get(hash)
+                    .into_iter()
+                    .flatten()
+                    .map(|(id, d, ())| (*d, id.as_str(), false)),
+            )
+            .collect();
+        records.sort_unstable();
+        let Some(&(_, winner, lost)) = records.last() else {
+            continue;
+        };
+        if lost {
+            // Its entries were blanked or cut out of the published files.
+            return Ok(refuse(
+                "a record whose entries lost now wins its landing page",
+            ));
+        }
+        decided.insert(*hash, (winner.to_owned(), records.len()));
+    }
+    let blanked = match crate::profiles::merge::replay_blanked(rows, job.limits) {
+        Ok(blanked) => blanked,
+        Err(why) => return Ok(Err(why)),
+    };
+    let diwoo = match diwoo_changes(&categories, landing, &changed, &before_groups, &head.shared) {
+        Ok(diwoo) => diwoo,
+        Err(why) => return Ok(Err(why)),
+    };
+    let (diwoo, shared) = diwoo;
+    let changes = Changes {
+        gone,
+        fresh,
+        streams: streams.unwrap_or_default(),
+        decided,
+        blanked,
+        diwoo,
+        shared,
+    };
+    Ok(Ok(ProfilePatch::new(buf, head, changes, read)))
+}
+
+/// The records of a landing page, with their packed datestamps (and, published, whether their
+/// entries lost it), by the page's hash.
+type Pages<T> = HashMap<u128, Vec<(String, i64, T)>>;
+
+/// What the published rows say of the changed records ([`scan_rows`]).
+struct Scanned {
+    /// The landing pages the changed records give now.
+    fresh_pages: Pages<()>,
+    /// The unchanged records that give a landing page a changed record gives or gave.
+    pages: Pages<bool>,
+    /// Those landing pages.
+    touched: HashSet<u128>,
+    /// The categories of each changed record when last published.
+    before_groups: Vec<Option<u32>>,
+}
+
+/// What the published rows (`rows`) say of the changed records (`gone`, with their rows now:
+/// `fresh`).
+fn scan_rows(fresh: &[u8], rows: &[u8], gone: &[String]) -> Result<Scanned, Unpatchable> {
+    use crate::profiles::ledger::RowReader;
+    let mut fresh_pages: Pages<()> = HashMap::new();
+    let mut reader = RowReader::new(fresh)?;
+    while let Some(row) = reader.row() {
+        if row.landing {
+            let page = fresh_pages.entry(row.hash).or_default();
+            page.push((row.id.to_owned(), row.datestamp, ()));
+        }
+        reader.advance()?;
+    }
+    let mut before_groups: Vec<Option<u32>> = vec![None; gone.len()];
+    let mut pages: Pages<bool> = HashMap::new();
+    let mut touched: HashSet<u128> = fresh_pages.keys().copied().collect();
+    let mut reader = RowReader::new(rows)?;
+    let mut g = 0;
+    while let Some(row) = reader.row() {
+        while gone.get(g).is_some_and(|id| id.as_str() < row.id) {
+            g += 1;
+        }
+        if gone.get(g).is_some_and(|id| id == row.id) {
+            before_groups[g] = Some(row.groups);
+            if row.landing && row.dup {
+                touched.insert(row.hash);
+            }
+        } else if row.landing && (row.dup || touched.contains(&row.hash)) {
+            let page = pages.entry(row.hash).or_default();
+            page.push((row.id.to_owned(), row.datestamp, row.lost));
+        }
+        reader.advance()?;
+    }
+    Ok(Scanned {
+        fresh_pages,
+        pages,
+        touched,
+        before_groups,
+    })
+}
+
+/// What the changed records (`changed`, by identifier, with their categories when last
+/// published: `before_groups`) change in each DiWoo category, and the URLs several records give
+/// after the change (`shared`: before it).
+fn diwoo_changes(
+    categories: &[crate::profiles::diwoo::Category],
+    landing: &Landing,
+    changed: &[(Record, Option<Record>)],
+    before_groups: &[Option<u32>],
+    shared: &[crate::profiles::ledger::SharedClaims],
+) -> Result<
+    (
+        Vec<CategoryChanges>,
+        Vec<crate::profiles::ledger::SharedClaims>,
+    ),
+    Unpatchable,
+> {
+    use crate::profiles::ledger::{SharedClaims, sorted_claims};
+    let mut diwoo: Vec<CategoryChanges> = categories.iter().map(|_| Default::default()).collect();
+    // Each shared URL's claims (packed datestamp, categories) before and after.
+    type Claims = Vec<(i64, u32)>;
+    let mut claims: HashMap<&str, (Claims, Claims)> = (shared.iter())
+        .map(|s| (s.url.as_str(), (s.claims.clone(), s.claims.clone())))
+        .collect();
+    // A URL of one record leaves its categories, or comes into them.
+    let mut one = |url: String, groups: u32, lastmod: Option<Datestamp>, comes: bool| {
+        for (g, category) in diwoo.iter_mut().enumerate() {
+            if groups & 1 << g == 0 {
+                continue;
+            }
+            if comes {
+                category.added.push((url.clone(), lastmod));
+            } else {
+                leaves(category, url.clone(), lastmod);
+            }
+        }
+    };
+    for ((now, before), groups) in changed.iter().zip(before_groups) {
+        if let Some(before) = before {
+            let Some(groups) = *groups else {
+                return refuse("a changed record is not in the profiles' ledger");
+            };
+            let d = Datestamp::pack_option(before.datestamp);
+            for url in contribution(before, landing).0 {
+                match claims.get_mut(url.as_str()) {
+                    Some((_, after)) => {
+                        let Some(at) = after.iter().position(|&c| c == (d, groups)) else {
+                            return refuse(
+                                "a changed record's claim of a shared URL is not in the ledger",
+                            );
+                        };
+                        after.remove(at);
+                    }
+                    None => one(url, groups, before.datestamp, false),
+                }
+            }
+        }
+        if !now.deleted {
+            let groups = crate::profiles::diwoo::groups(categories, &now.sets);
+            let d = Datestamp::pack_option(now.datestamp);
+            for url in contribution(now, landing).0 {
+                match claims.get_mut(url.as_str()) {
+                    Some((_, after)) => after.push((d, groups)),
+                    None => one(url, groups, now.datestamp, true),
+                }
+            }
+        }
+    }
+    // A URL several records give is in every category of one of them; its lastmod is the newest.
+    let mut shared_after = Vec::with_capacity(claims.len());
+    for (url, (before, after)) in claims {
+        let of = |claims: &[(i64, u32)]| {
+            let groups = claims.iter().fold(0, |g, c| g | c.1);
+            let newest = claims
+                .iter()
+                .map(|c| c.0)
+                .max()
+                .and_then(Datestamp::unpack_option);
+            (groups, newest)
+        };
+        let ((was, then), (is, now)) = (of(&before), of(&after));
+        for (g, category) in diwoo.iter_mut().enumerate() {
+            let (was, is) = (was & 1 << g != 0, is & 1 << g != 0);
+            if was && !(is && then == now) {
+                leaves(category, url.to_owned(), then);
+            }
+            if is && !(was && then == now) {
+                category.added.push((url.to_owned(), now));
+            }
+        }
+        if after.len() > 1 {
+            shared_after.push(SharedClaims {
+                url: url.to_owned(),
+                claims: sorted_claims(after),
+            });
+        }
+    }
+    shared_after.sort_unstable_by(|a, b| a.url.cmp(&b.url));
+    for category in &mut diwoo {
+        category.removed.sort_unstable();
+        category.removed.dedup();
+        category.added.sort_unstable();
+        if category.added.windows(2).any(|w| w[0].0 == w[1].0) {
+            return refuse("two changed records now publish the same URL");
+        }
+    }
+    Ok((diwoo, shared_after))
+}
+
+/// `url` (with `lastmod`) leaves `category`: out of its files when it was published there,
+/// else out of its count of URLs it does not publish (DiWoo publishes https URLs with a
+/// lastmod).
+fn leaves(category: &mut CategoryChanges, url: String, lastmod: Option<Datestamp>) {
+    if !url.starts_with("https://") {
+        category.uncounted[0] += 1;
+    } else if lastmod.is_none() {
+        category.uncounted[1] += 1;
+    } else {
+        category.removed.push(url);
+    }
 }
 
 /// The URLs the records changed since the publish take out of its sitemap and put into it.

@@ -448,13 +448,14 @@ impl Inventory {
         let mut spilled = spilled;
         spilled.spill(&c, self.spilled_occurrences)?;
         let occurrences = self.spilled_occurrences as usize + c.entries.len();
-        let (run, shared, superseded) =
+        let (run, (shared, shared_groups), superseded) =
             spilled.finish(occurrences, &mut c.stats, &mut c.samples)?;
         let published = Published {
             urls: Urls::Spilled(run),
             share: None,
             stats: c.stats,
             shared,
+            shared_groups,
             samples: Some(c.samples),
         };
         Ok((published, superseded))
@@ -604,7 +605,7 @@ impl Collected {
         sort_items(&mut items, &arena, common);
         let text = |s: Span| &arena.as_bytes()[s.start as usize..][..s.len as usize];
         // Items of one URL sort newest first: the one kept carries the URL's lastmod.
-        let mut shared: Vec<(Span, Vec<i64>)> = Vec::new();
+        let mut shared: Vec<(Span, Vec<i64>, Vec<u32>)> = Vec::new();
         items.dedup_by(|later, kept| {
             // Equal keys and lengths within the key's reach are equal texts, unread.
             let same = later.key == kept.key
@@ -612,33 +613,42 @@ impl Collected {
                 && (later.span.len as usize <= common + KEY_BYTES
                     || text(later.span) == text(kept.span));
             if same {
-                // The URL is in every group of a record that publishes it.
-                kept.groups |= later.groups;
                 stats.drop(Drop::Duplicate);
                 if samples.wants(Drop::Duplicate) {
                     let url = &arena[kept.span.start as usize..][..kept.span.len as usize];
                     samples.note(Drop::Duplicate, None, Some(url));
                 }
                 match shared.last_mut() {
-                    Some(last) if text(last.0) == text(kept.span) => last.1.push(later.datestamp),
-                    _ => shared.push((kept.span, vec![kept.datestamp, later.datestamp])),
+                    Some(last) if text(last.0) == text(kept.span) => {
+                        last.1.push(later.datestamp);
+                        last.2.push(later.groups);
+                    }
+                    // The kept claim's own groups, before the others' join them.
+                    _ => shared.push((
+                        kept.span,
+                        vec![kept.datestamp, later.datestamp],
+                        vec![kept.groups, later.groups],
+                    )),
                 }
+                // The URL is in every group of a record that publishes it.
+                kept.groups |= later.groups;
             }
             same
         });
         stats.urls = items.len() as u64;
-        let shared = shared
+        let (shared, shared_groups) = shared
             .into_iter()
-            .map(|(s, claims)| SharedUrl {
-                url: arena[s.start as usize..][..s.len as usize].to_owned(),
-                claims,
+            .map(|(s, claims, groups)| {
+                let url = arena[s.start as usize..][..s.len as usize].to_owned();
+                (SharedUrl { url, claims }, groups)
             })
-            .collect();
+            .unzip();
         let published = Published {
             urls: Urls::Memory { arena, items },
             share: None,
             stats,
             shared,
+            shared_groups,
             samples: Some(samples),
         };
         (published, superseded)
@@ -734,6 +744,9 @@ pub struct Published {
     /// datestamp of each claim: what patching a change to one of them into the published
     /// sitemap needs to know ([`crate::patch`]).
     pub shared: Vec<SharedUrl>,
+    /// The groups of each claim of each shared URL, as `shared[i].claims` (the profiles'
+    /// ledger keeps them: [`crate::profiles::ledger`]); empty for a patched sitemap.
+    pub shared_groups: Vec<Vec<u32>>,
     /// A few examples of each reason not to publish; `None` for a patched sitemap, which
     /// reads only the records that changed ([`Published::counted`]).
     pub samples: Option<DropSamples>,
@@ -786,6 +799,10 @@ impl<'a> Iterator for Entries<'a> {
     }
 }
 
+/// The URLs several records publish, and the groups of each claim ([`Published::shared`],
+/// [`Published::shared_groups`]).
+type Shared = (Vec<SharedUrl>, Vec<Vec<u32>>);
+
 /// A URL that several records publish (or one record twice).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SharedUrl {
@@ -837,6 +854,7 @@ impl Published {
             share: None,
             stats,
             shared: Vec::new(),
+            shared_groups: Vec::new(),
             samples: None,
         }
     }

@@ -491,10 +491,10 @@ fn entries_of(number: u32, bytes: &[u8]) -> Result<Vec<Item<'_>>, Unpatchable> {
 }
 
 /// One `<url>` entry as [`crate::render::sitemap::render_shards`] writes it.
-struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     number: u32,
     /// The whole entry, its newline included.
-    bytes: &'a [u8],
+    pub(crate) bytes: &'a [u8],
     /// The `<loc>` text, escaped.
     loc: &'a [u8],
     /// The `<lastmod>` text.
@@ -502,7 +502,7 @@ struct Entry<'a> {
 }
 
 impl<'a> Entry<'a> {
-    fn url(&self) -> Result<Cow<'a, str>, Unpatchable> {
+    pub(crate) fn url(&self) -> Result<Cow<'a, str>, Unpatchable> {
         let loc = std::str::from_utf8(self.loc).map_err(|_| self.damaged())?;
         if loc.contains('&') {
             quick_xml::escape::unescape(loc).map_err(|_| self.damaged())
@@ -511,7 +511,7 @@ impl<'a> Entry<'a> {
         }
     }
 
-    fn lastmod(&self) -> Result<Option<Datestamp>, Unpatchable> {
+    pub(crate) fn lastmod(&self) -> Result<Option<Datestamp>, Unpatchable> {
         self.lastmod
             .map(|text| {
                 std::str::from_utf8(text)
@@ -534,13 +534,13 @@ impl<'a> Entry<'a> {
 /// Reads entries one after another; hand-written because the shape is fixed (the bridge wrote
 /// it) and only `<loc>` is needed of most entries: an XML parser would cost more than the rest
 /// of a patch.
-struct Entries<'a> {
+pub(crate) struct Entries<'a> {
     number: u32,
     rest: &'a [u8],
 }
 
 impl<'a> Entries<'a> {
-    fn new(number: u32, body: &'a [u8]) -> Self {
+    pub(crate) fn new(number: u32, body: &'a [u8]) -> Self {
         Self { number, rest: body }
     }
 

@@ -16,7 +16,9 @@ pub(crate) use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
 pub(crate) use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::files::{Shards, WriteError};
-use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts};
+use crate::profiles::ledger::{self, Rows};
+use crate::profiles::merge::{self, ProfilePatch};
+use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
@@ -192,7 +194,7 @@ pub struct Built {
 impl Built {
     /// Puts together what a finished build holds.
     pub fn new(harvested: Harvested, rendered: Rendered) -> Self {
-        let landing = harvested.signposts.map(|s| s.stats);
+        let landing = (harvested.signposts.map(|s| s.stats)).or(rendered.landing);
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
@@ -393,6 +395,13 @@ pub struct Harvested {
     /// The patch of the published sitemap that makes its shards ([`crate::patch`]);
     /// `published` then holds only the counts.
     pub patch: Option<crate::patch::Patch>,
+    /// The patch of the profiles' published files ([`crate::profiles::merge`]), beside the
+    /// sitemap's; `signposts` is then `None`.
+    pub profiles: Option<ProfilePatch>,
+    /// The profiles' ledger's rows, a record each, when rendered from the store (whose
+    /// records come one each in identifier order): the ledger is written with the files
+    /// ([`crate::profiles::ledger`]).
+    pub ledger: Option<Rows>,
     /// The first live records (at most [`crate::platform::SAMPLE`]) the landing rule was
     /// decided from: what [`crate::advice`] tries settings on when nothing is published.
     pub sample: Vec<Record>,
@@ -425,6 +434,8 @@ struct Collectors {
     /// The DiWoo categories (bits, as groups) of each set seen, up to [`SETS_REMEMBERED`]: a
     /// repository has a few hundred sets, and every record is in some.
     set_groups: crate::memo::Memo<u32>,
+    /// The profiles' ledger's rows, when kept ([`Harvested::ledger`]).
+    ledger: Option<Rows>,
     /// Records whose newest version was unreadable ([`oai_pmh::Record::unreadable`]), with
     /// that version's datestamp: rejected, counted as [`Drop::EmptyMetadata`]. Their earlier
     /// version in the same harvest, if any, is published (as the store keeps the version it
@@ -479,6 +490,7 @@ impl Collectors {
             sample: Vec::new(),
             diwoo,
             set_groups: crate::memo::Memo::new(SETS_REMEMBERED),
+            ledger: None,
             rejected: std::collections::HashMap::new(),
         })
     }
@@ -486,6 +498,12 @@ impl Collectors {
     fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
         let meter = self.inventory.meter();
         let (mut published, superseded) = self.inventory.resolve()?;
+        let signposts = self.signposts.map(|s| s.finish(&superseded)).transpose()?;
+        // Which entries lost is known now.
+        let ledger = match (self.ledger, &signposts) {
+            (Some(rows), Some(resolved)) => Some(resolved.settle_ledger(&rows)?),
+            (rows, _) => rows,
+        };
         published
             .stats
             .set_dropped(Drop::EmptyMetadata, self.rejected.len() as u64);
@@ -502,11 +520,13 @@ impl Collectors {
         Ok(Harvested {
             published,
             landing: self.landing,
-            signposts: self.signposts.map(|s| s.finish(&superseded)).transpose()?,
+            signposts,
             diwoo: self.diwoo.iter().map(|c| c.number).collect(),
             report,
             layout: Layout::default(),
             patch: None,
+            profiles: None,
+            ledger,
             sample: self.sample,
             spill_bytes: meter.peak(),
         })
@@ -520,11 +540,7 @@ impl Collectors {
         let mut groups = 0;
         for set in &record.sets {
             let diwoo = &self.diwoo;
-            groups |= self.set_groups.get(set, || {
-                (diwoo.iter().enumerate())
-                    .filter(|(_, c)| c.holds(set))
-                    .fold(0u32, |g, (i, _)| g | 1 << i)
-            });
+            groups |= self.set_groups.get(set, || diwoo::set_groups(diwoo, set));
         }
         groups
     }
@@ -552,6 +568,7 @@ impl Collectors {
         if self.signposts.is_none() && self.landing.is_generic() {
             // The sitemap alone under Google's rule: the URLs, without their classes.
             self.inventory.add(record, groups)?;
+            self.note(record, groups, None);
             return Ok(());
         }
         // Each value is classified once for the sitemap and the profiles. A deleted record
@@ -563,10 +580,31 @@ impl Collectors {
         let values = (self.landing.is_generic()).then_some(record.dc_identifiers.as_slice());
         self.inventory
             .add_classes(record, &classes, values, groups)?;
+        let mut written = None;
         if let Some(s) = &mut self.signposts {
-            s.add(record, &classes)?;
+            written = s.add(record, &classes)?;
         }
+        self.note(record, groups, written);
         Ok(())
+    }
+
+    /// The ledger's row of a record added, when the ledger is kept.
+    fn note(&mut self, record: &Record, groups: u32, written: Option<Written>) {
+        let Some(rows) = &mut self.ledger else {
+            return;
+        };
+        let mut row = ledger::Row {
+            id: &record.identifier,
+            groups,
+            ..ledger::Row::default()
+        };
+        if let Some(w) = written {
+            row.landing = true;
+            row.lens = w.lens;
+            row.datestamp = oai_pmh::Datestamp::pack_option(record.datestamp);
+            row.hash = w.hash;
+        }
+        rows.push(&row);
     }
 }
 
@@ -708,6 +746,7 @@ pub(crate) fn collect_stored(
 ) -> Result<Harvested, PipelineError> {
     let landing = landing_stored(job, store, &report.identify)?;
     let mut c = Collectors::new(job, landing, &report.identify.base_url)?;
+    c.ledger = Some(Rows::default());
     store.for_each_live(|record| c.add(&record))??;
     let mut harvested = c.finish(report)?;
     let stats = &mut harvested.published.stats;
@@ -729,6 +768,33 @@ pub(crate) fn collect_stored(
     }
     harvested.layout = store.state()?.layout;
     Ok(harvested)
+}
+
+/// The ledger's rows of `records` (changed records, live, in identifier order) and their
+/// landing-page profiles' entries (none when no such profile is on), for a patch of the
+/// profiles' files: each profile's entries in one file, read back whole
+/// ([`Resolved::entry_streams`]).
+pub(crate) fn collect_changed(
+    job: &Job,
+    landing: Landing,
+    report: &HarvestReport,
+    records: &[Record],
+) -> Result<(Option<Resolved>, Rows), PipelineError> {
+    let unlimited = Job {
+        limits: Limits {
+            max_urls: usize::MAX,
+            max_bytes: usize::MAX,
+        },
+        spill_dir: None,
+        ..job.clone()
+    };
+    let mut c = Collectors::new(&unlimited, landing, &report.identify.base_url)?;
+    c.ledger = Some(Rows::default());
+    for record in records {
+        c.add(record)?;
+    }
+    let harvested = c.finish(report.clone())?;
+    Ok((harvested.signposts, harvested.ledger.unwrap_or_default()))
 }
 
 /// Says why nothing would be published, as an operator can act on it. `advice` is what
@@ -785,12 +851,75 @@ pub fn fields_for(
 }
 
 /// Renders shards, index and robots.txt of what was harvested into `sink`, and the files of each
-/// profile the job asks for (Signmap, DiWoo).
+/// profile the job asks for (Signmap, DiWoo). A render from the store with profiles writes the
+/// profiles' ledger beside them ([`crate::profiles::ledger`]), which the next refresh patches
+/// them with: unless CDIF's documents are on (they are not patched), or an entry lost to
+/// another record's of the same landing page (the files are then not the ledger's rows).
 pub(crate) fn render<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
 ) -> Result<Rendered, PipelineError> {
+    let ledger = !job.sitemap_only()
+        && !job.profiles.cdif
+        && sink.keeps_ledger()
+        && (harvested.profiles.is_some() || harvested.ledger.is_some());
+    if !ledger {
+        return render_into(harvested, job, sink).map(|(rendered, _)| rendered);
+    }
+    let mut recording = crate::profiles::files::Recording::new(sink);
+    let (rendered, patched) = render_into(harvested, job, &mut recording)?;
+    let mut files = std::mem::take(&mut recording.files);
+    // In name order: a render and a patch store the profiles' shards in different orders.
+    files.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    let mut head = ledger::Head {
+        key: job.settings_key(),
+        sitemap: ledger::sitemap_fingerprint(&rendered.sitemap_shards),
+        diwoo: (rendered.diwoo.iter())
+            .map(|d| {
+                [
+                    u64::from(d.category),
+                    d.urls,
+                    d.requires_https,
+                    d.requires_lastmod,
+                ]
+            })
+            .collect(),
+        files,
+        ..ledger::Head::default()
+    };
+    let empty = Rows::default();
+    let (rows, stats) = match &patched {
+        Some(p) => (&p.rows, Some(&p.stats)),
+        None => (
+            harvested.ledger.as_ref().unwrap_or(&empty),
+            harvested.signposts.as_ref().map(|s| &s.stats),
+        ),
+    };
+    if let Some(s) = stats.filter(|_| job.profiles.describes_records()) {
+        head.stats = [
+            s.published,
+            s.no_landing_page,
+            s.duplicate,
+            s.ocx_published,
+            s.ocx_no_type,
+        ];
+    }
+    head.shared = match &harvested.profiles {
+        Some(patch) => patch.shared().to_vec(),
+        None => ledger::shared_claims(&harvested.published),
+    };
+    sink.put(ledger::LEDGER, &rows.encode(head))
+        .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    Ok(rendered)
+}
+
+/// [`render`] but for the ledger; with the profiles' patch written, if there was one.
+fn render_into<S: FileSink>(
+    harvested: &Harvested,
+    job: &Job,
+    sink: &mut S,
+) -> Result<(Rendered, Option<merge::Patched>), PipelineError> {
     let published = &harvested.published;
     if published.is_empty() {
         return Err(RenderError::Empty.into());
@@ -843,6 +972,72 @@ pub(crate) fn render<S: FileSink>(
     }
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink)?.into_iter().collect();
+    let mut cdif = cdif::Published::default();
+    let (signmap_index, ocx_index, patched) = match &harvested.profiles {
+        Some(patch) => {
+            let patched = patch.write_landing::<_, PipelineError>(
+                &job.public_url,
+                job.limits,
+                &job.profiles,
+                sink,
+            )?;
+            cdif.lists = patched.cdif_lists.clone();
+            let (signmap, ocx) = (patched.signmap_index.clone(), patched.ocx_index.clone());
+            (signmap, ocx, Some(patched))
+        }
+        None => {
+            let (signmap, ocx) = render_landing(harvested, job, sink, &mut cdif)?;
+            (signmap, ocx, None)
+        }
+    };
+    indexes.extend(signmap_index.iter().chain(&ocx_index).cloned());
+    let mut adjust = None;
+    match &harvested.profiles {
+        Some(patch) => {
+            adjust =
+                Some(patch.write_diwoo::<_, PipelineError>(&harvested.diwoo, &mut diwoo, sink)?);
+        }
+        None if tap.is_none() => diwoo.add_all(sink, published)?,
+        None => {}
+    }
+    let mut diwoo = diwoo.finish(sink, &mut indexes)?;
+    if let Some(adjust) = &adjust {
+        diwoo = merge::diwoo_counts(diwoo, adjust);
+    }
+    let robots = render_robots(&[Announced {
+        indexes: indexes.iter().map(Url::as_str).collect(),
+        cdif: (cdif.index.iter())
+            .chain(cdif.lists.iter().map(|(url, _)| url))
+            .map(Url::as_str)
+            .collect(),
+    }]);
+    sink.put("robots.txt", robots.as_bytes())
+        .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    let rendered = Rendered {
+        shards: names,
+        sitemap_shards,
+        indexes,
+        signmap_index,
+        ocx_index,
+        cdif_index: cdif.index,
+        cdif_lists: cdif.lists,
+        diwoo,
+        layout,
+        landing: (patched.as_ref())
+            .filter(|_| job.profiles.describes_records())
+            .map(|p| p.stats.clone()),
+    };
+    Ok((rendered, patched))
+}
+
+/// The landing-page profiles' files from the entries collected (Signmap, OCX, CDIF into
+/// `cdif`): their indexes.
+fn render_landing<S: FileSink>(
+    harvested: &Harvested,
+    job: &Job,
+    sink: &mut S,
+    cdif: &mut cdif::Published,
+) -> Result<(Option<Url>, Option<Url>), PipelineError> {
     let landing_profile = |on: bool, profile, sink: &mut S| match &harvested.signposts {
         Some(signposts) if on => signposts.publish(profile, &job.public_url, sink),
         _ => Ok(None),
@@ -858,8 +1053,6 @@ pub(crate) fn render<S: FileSink>(
         Profile::Ocx,
         sink,
     )?;
-    indexes.extend(signmap_index.iter().chain(&ocx_index).cloned());
-    let mut cdif = cdif::Published::default();
     let ProfileSettings {
         cdif: documents,
         cdif_list: lists,
@@ -869,32 +1062,9 @@ pub(crate) fn render<S: FileSink>(
         // One pass over the documents for both forms: each on its own, and in lists.
         let mut writer = cdif::Writer::new(&job.public_url, job.limits, documents, lists);
         signposts.for_each_cdif_document(|doc| writer.add(sink, doc))?;
-        cdif = writer.finish(sink)?;
+        *cdif = writer.finish(sink)?;
     }
-    if tap.is_none() {
-        diwoo.add_all(sink, published)?;
-    }
-    let diwoo = diwoo.finish(sink, &mut indexes)?;
-    let robots = render_robots(&[Announced {
-        indexes: indexes.iter().map(Url::as_str).collect(),
-        cdif: (cdif.index.iter())
-            .chain(cdif.lists.iter().map(|(url, _)| url))
-            .map(Url::as_str)
-            .collect(),
-    }]);
-    sink.put("robots.txt", robots.as_bytes())
-        .map_err(|e| WriteError::Sink(Box::new(e)))?;
-    Ok(Rendered {
-        shards: names,
-        sitemap_shards,
-        indexes,
-        signmap_index,
-        ocx_index,
-        cdif_index: cdif.index,
-        cdif_lists: cdif.lists,
-        diwoo,
-        layout,
-    })
+    Ok((signmap_index, ocx_index))
 }
 
 impl Job {
@@ -1015,6 +1185,9 @@ pub struct Rendered {
     pub diwoo: Vec<DiwooStats>,
     /// The sitemap's layout after this render, to follow next time.
     pub layout: Layout,
+    /// The landing-page profiles' counts, when a patch made their files (a render counts
+    /// them as it collects: [`Harvested::signposts`]).
+    pub landing: Option<SignStats>,
 }
 
 /// Formats a duration for people, in its two largest units: `12.3 s` under a minute,

@@ -8,11 +8,17 @@
 # Then the gateway: `serve` harvests the same repository through its store (peak RSS of the
 # process, point 2), is stopped, and started again: the time until the persisted generation is
 # served (index and a shard answer 200) is measured.
+# Then the same with every profile a refresh patches on (issue 30, point 5: Signmap, OCX, CDIF
+# lists, five DiWoo categories; https identifiers, as DiWoo publishes only those): a full
+# harvest through the store, the incremental refresh after the same change, and the same
+# refresh once more with the profiles' ledger removed, which renders every stored record as a
+# refresh did before the profiles were patched; its files must be byte for byte the patch's.
 #
-#   bash benches/incremental/run.sh        # about 3 minutes; writes benches/incremental/RESULTS.md
+#   bash benches/incremental/run.sh        # about 8 minutes; writes benches/incremental/RESULTS.md
 #
 # Knobs: RECORDS (1000000), PAGE_SIZE (500), CHANGED_EVERY (100: 1%), PORT (18777),
-# GATEWAY_PORT (18778). Loopback only; everything it writes stays under target/bench-incremental/.
+# GATEWAY_PORT (18778), PROFILES (1; 0 leaves the profiles out). Loopback only; everything it
+# writes stays under target/bench-incremental/.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -21,6 +27,7 @@ PAGE_SIZE=${PAGE_SIZE:-500}
 CHANGED_EVERY=${CHANGED_EVERY:-100}
 PORT=${PORT:-18777}
 GATEWAY_PORT=${GATEWAY_PORT:-18778}
+PROFILES=${PROFILES:-1}
 # The gateway's admin listener on a free port, not its default 127.0.0.1:8081 (see lib.sh).
 export OAI_BRIDGE_ADMIN_LISTEN=${OAI_BRIDGE_ADMIN_LISTEN:-127.0.0.1:0}
 work=target/bench-incremental
@@ -124,5 +131,27 @@ shard=$(curl -s -o /dev/null -w '%{http_code}' "$gateway/r/sitemap-1.xml")
 echo "$start $index_at $shard" >"$work/restart"
 kill -TERM "$gateway_pid"
 wait "$gateway_pid" 2>/dev/null || true
+
+if [ "$PROFILES" = 1 ]; then
+  log "profiles: a full harvest with every patchable profile, then the refresh after the change"
+  profiles=(--signmap --ocx --cdif-list --scope "https://127.0.0.1:$PORT/oai/")
+  for i in 0 1 2 3 4; do profiles+=(--diwoo "com_$i=$((i + 1))"); done
+  # sha256 of every file of the profiles' export, by name.
+  sums() { (cd "$work/out-p" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$1"; }
+  start_server --https-identifiers
+  timed profiles-full --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
+  stop_server
+  start_server --https-identifiers --changed-every "$CHANGED_EVERY" \
+    --response-date 2025-10-01T00:00:00Z
+  timed profiles-incremental --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
+  sums "$work/profiles-incremental.sums"
+  # Without the ledger the refresh renders every stored record: the reference bytes, and the
+  # cost of a refresh before the profiles were patched.
+  rm "$work/out-p/.oai-bridge-ledger"
+  timed profiles-whole --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
+  sums "$work/profiles-whole.sums"
+  stop_server
+  rm -rf "$work/out-p" "$work/state-p"
+fi
 
 python3 benches/incremental/report.py "$work" "$RECORDS" "$CHANGED_EVERY" | tee benches/incremental/RESULTS.md

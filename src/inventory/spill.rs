@@ -125,19 +125,24 @@ impl Spilled {
         occurrences: usize,
         stats: &mut Stats,
         samples: &mut DropSamples,
-    ) -> Result<(Run, Vec<SharedUrl>, Superseded), SpillError> {
+    ) -> Result<(Run, super::Shared, Superseded), SpillError> {
         let superseded = self.resolve_records(occurrences, stats)?;
         let runs = std::mem::take(&mut self.urls);
         let runs = self.narrow(runs)?;
         let mut merge = Merge::new(&runs)?;
         let mut out = self.folder.create("published")?;
-        let mut shared: Vec<SharedUrl> = Vec::new();
-        // The URL being listed: its text, lastmod and groups, and every claim's datestamp.
+        let (mut shared, mut shared_groups): (Vec<SharedUrl>, Vec<Vec<u32>>) = Default::default();
+        // The URL being listed: its text, lastmod and groups, and every claim's datestamp and
+        // groups.
         let mut kept: Option<UrlItem> = None;
         let mut claims: Vec<i64> = Vec::new();
+        let mut groups: Vec<u32> = Vec::new();
         let mut last = Vec::new();
         let mut urls = 0u64;
-        let mut flush = |kept: &UrlItem, claims: &mut Vec<i64>| -> Result<(), SpillError> {
+        let mut flush = |kept: &UrlItem,
+                         claims: &mut Vec<i64>,
+                         groups: &mut Vec<u32>|
+         -> Result<(), SpillError> {
             write_url(&mut out, &last, &kept.url)?;
             out.fixed(kept.datestamp as u64)?;
             out.varint(u64::from(kept.groups))?;
@@ -148,8 +153,10 @@ impl Spilled {
                     url: String::from_utf8_lossy(&kept.url).into_owned(),
                     claims: std::mem::take(claims),
                 });
+                shared_groups.push(std::mem::take(groups));
             }
             claims.clear();
+            groups.clear();
             Ok(())
         };
         while let Some(item) = merge.next()? {
@@ -165,23 +172,25 @@ impl Spilled {
                         samples.note(Drop::Duplicate, None, std::str::from_utf8(&k.url).ok());
                     }
                     claims.push(item.datestamp);
+                    groups.push(item.groups);
                 }
                 _ => {
                     if let Some(k) = kept.take() {
-                        flush(&k, &mut claims)?;
+                        flush(&k, &mut claims, &mut groups)?;
                     }
                     claims.push(item.datestamp);
+                    groups.push(item.groups);
                     kept = Some(item);
                 }
             }
         }
         if let Some(k) = kept.take() {
-            flush(&k, &mut claims)?;
+            flush(&k, &mut claims, &mut groups)?;
         }
         stats.urls = urls;
         drop(merge);
         drop(runs);
-        Ok((out.finish()?, shared, superseded))
+        Ok((out.finish()?, (shared, shared_groups), superseded))
     }
 
     /// Merges runs of URLs into at most [`FAN_IN`], [`FAN_IN`] at a time.

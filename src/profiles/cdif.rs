@@ -304,6 +304,31 @@ impl ItemLists {
     }
 }
 
+/// The items of a CDIF metadata list as [`ItemLists`] writes it: its body between the list's
+/// start and its end; `None` when it is not such a list.
+pub(crate) fn list_body(list: &[u8]) -> Option<&[u8]> {
+    let body = list.strip_prefix(LIST_OPEN.as_bytes())?;
+    let end = memchr::memmem::rfind(body, LIST_COUNT.as_bytes())?;
+    let digits = body[end + LIST_COUNT.len()..].strip_suffix(LIST_CLOSE.as_bytes())?;
+    (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit)).then_some(&body[..end])
+}
+
+/// The document, `len` bytes long, of the item at `at` of a list's body (`at` is 0 or just
+/// after the item before, a `,\n` away), and where the next item starts; `None` when there is
+/// no such item there.
+pub(crate) fn list_item(body: &[u8], at: usize, len: usize) -> Option<(&[u8], usize)> {
+    let mut rest = body.get(at..)?;
+    if at > 0 {
+        rest = rest.strip_prefix(b",\n")?;
+    }
+    rest = rest.strip_prefix(ITEM_OPEN.as_bytes())?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    rest = rest[digits..].strip_prefix(ITEM_DOCUMENT.as_bytes())?;
+    let document = rest.get(..len)?;
+    let after = rest[len..].strip_prefix(b"}")?;
+    Some((document, body.len() - after.len()))
+}
+
 /// A `dc:date` as schema.org `Date` when it starts with `YYYY`, `YYYY-MM` or `YYYY-MM-DD`.
 fn date(value: &str) -> Option<&str> {
     let v = value.trim();

@@ -35,6 +35,20 @@ impl Category {
     }
 }
 
+/// The categories (bits, as the inventory's groups: bit `i` is `categories[i]`) of a record in
+/// `sets`.
+pub(crate) fn groups(categories: &[Category], sets: &[String]) -> u32 {
+    sets.iter()
+        .fold(0, |groups, set| groups | set_groups(categories, set))
+}
+
+/// The categories (bits) a record in set `set` is in.
+pub(crate) fn set_groups(categories: &[Category], set: &str) -> u32 {
+    (categories.iter().enumerate())
+        .filter(|(_, c)| c.holds(set))
+        .fold(0u32, |g, (i, _)| g | 1 << i)
+}
+
 /// The categories of a mapping of sets to categories (`setSpec -> category`), in ascending order,
 /// each with its sets; an error names a category outside the table.
 pub(crate) fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {

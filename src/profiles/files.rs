@@ -68,6 +68,81 @@ pub trait FileSink {
     fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
         Ok(name)
     }
+
+    /// Whether the profiles' ledger ([`super::ledger`]) is stored with the files: not by a
+    /// sink whose files are never patched, as a bucket's export (its files are uploaded, and
+    /// the ledger would be too).
+    fn keeps_ledger(&self) -> bool {
+        true
+    }
+
+    /// Whether the sink records each shard [`Shards`] stores ([`FileSink::shard_stored`]): a
+    /// render from the store does, for the profiles' ledger ([`super::ledger`]).
+    fn records_shards(&self) -> bool {
+        false
+    }
+
+    /// A shard was stored as `name`: `len` plain bytes whose [`super::ledger::hash`] is `hash`.
+    fn shard_stored(&mut self, name: &str, len: u64, hash: u64) {
+        let _ = (name, len, hash);
+    }
+}
+
+/// A sink that records every shard stored through it ([`FileSink::shard_stored`]), for the
+/// profiles' ledger; everything else is the inner sink's.
+pub(crate) struct Recording<'s, S> {
+    pub(crate) inner: &'s mut S,
+    pub(crate) files: Vec<super::ledger::FileRecord>,
+}
+
+impl<'s, S: FileSink> Recording<'s, S> {
+    pub(crate) fn new(inner: &'s mut S) -> Self {
+        Self {
+            inner,
+            files: Vec::new(),
+        }
+    }
+}
+
+impl<S: FileSink> FileSink for Recording<'_, S> {
+    type Error = S::Error;
+
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+        self.inner.put(name, bytes)
+    }
+
+    fn put_document(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        lastmod: Option<Datestamp>,
+    ) -> Result<(), Self::Error> {
+        self.inner.put_document(name, bytes, lastmod)
+    }
+
+    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
+        self.inner.link_shard(name, path)
+    }
+
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
+        self.inner.put_shard(name, xml)
+    }
+
+    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
+        self.inner.listed_name(name)
+    }
+
+    fn records_shards(&self) -> bool {
+        true
+    }
+
+    fn shard_stored(&mut self, name: &str, len: u64, hash: u64) {
+        self.files.push(super::ledger::FileRecord {
+            name: name.to_owned(),
+            len,
+            hash,
+        });
+    }
 }
 
 /// Why a file could not be written.
@@ -148,6 +223,10 @@ impl<'a> Shards<'a> {
         let changed = sink
             .put_shard(&name, &shard.bytes)
             .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        if sink.records_shards() {
+            let hash = super::ledger::hash(&shard.bytes);
+            sink.shard_stored(&name, shard.bytes.len() as u64, hash);
+        }
         self.listed(sink, name, changed.or(shard.newest))
     }
 
@@ -171,6 +250,10 @@ impl<'a> Shards<'a> {
             sink.put_shard(&name, &file.read()?)
                 .map_err(|e| WriteError::Sink(Box::new(e)))?
         };
+        // Hashed as it was written (and blanked).
+        if let (true, Some(hash)) = (sink.records_shards(), file.hash()) {
+            sink.shard_stored(&name, file.size() as u64, hash);
+        }
         self.listed(sink, name, changed.or(file.newest()))
     }
 

@@ -8,6 +8,8 @@
 pub(crate) mod cdif;
 pub(crate) mod diwoo;
 pub(crate) mod files;
+pub(crate) mod ledger;
+pub(crate) mod merge;
 pub(crate) mod ocx;
 pub(crate) mod signmap;
 pub(crate) mod signposts;

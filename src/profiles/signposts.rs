@@ -35,6 +35,7 @@ use crate::render::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
 use super::Profile;
 use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards, WriteError};
+use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
 pub(crate) use super::spill::{CollectError, ProfileShard, ShardFile};
 use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, spill_error};
@@ -447,8 +448,12 @@ impl Signposts {
 
     /// Adds one record occurrence (its extended fields must have been read), with its
     /// identifiers classified against the scope (`classes`, one per `dc:identifier`; none for a
-    /// deleted record).
-    pub fn add(&mut self, record: &Record, classes: &[Class<'_>]) -> Result<(), CollectError> {
+    /// deleted record); what it wrote, for a record with a landing page.
+    pub fn add(
+        &mut self,
+        record: &Record,
+        classes: &[Class<'_>],
+    ) -> Result<Option<Written>, CollectError> {
         if self.occurrences.len() == u32::MAX {
             return Err(InventoryFull.into());
         }
@@ -467,8 +472,9 @@ impl Signposts {
             };
         }
         let datestamp = Datestamp::pack_option(record.datestamp);
+        let written = matches!(state, State::Landing { .. }).then_some(Written { lens, hash });
         self.occurrences.push(lens, datestamp, state, hash)?;
-        Ok(())
+        Ok(written)
     }
 
     /// Writes each profile's entry of a live record with a landing page; whether it has an OCX
@@ -649,7 +655,77 @@ pub struct Resolved {
     pub stats: SignStats,
 }
 
+/// What [`Signposts::add`] wrote of a record with a landing page.
+#[derive(Clone, Copy, Debug)]
+pub struct Written {
+    /// Its entries' lengths by profile (Signmap, OCX, CDIF document with its name's hash in
+    /// front); 0 for none.
+    pub lens: [u32; 3],
+    /// The hash of its landing page (entries of one landing page are one record's).
+    pub hash: u128,
+}
+
 impl Resolved {
+    /// `rows` (a ledger's, one for each occurrence collected, in order) with the entries that
+    /// lost marked, and every row of a landing page several records give.
+    pub(crate) fn settle_ledger(&self, rows: &Rows) -> Result<Rows, CollectError> {
+        if self.stats.duplicate == 0 {
+            return Ok(rows.clone());
+        }
+        let lost =
+            |row: &super::ledger::Row<'_>, seq: usize| row.landing && !self.resolution.won(seq);
+        let each = |f: &mut dyn FnMut(usize, &super::ledger::Row<'_>)| -> Result<(), CollectError> {
+            let mut reader = RowReader::new(rows.as_bytes()).map_err(CollectError::Ledger)?;
+            let mut seq = 0;
+            while let Some(row) = reader.row() {
+                f(seq, &row);
+                seq += 1;
+                reader.advance().map_err(CollectError::Ledger)?;
+            }
+            Ok(())
+        };
+        // The landing pages of the entries that lost: their winners are several records' too.
+        let mut several = std::collections::HashSet::new();
+        each(&mut |seq, row| {
+            if lost(row, seq) {
+                several.insert(row.hash);
+            }
+        })?;
+        let mut settled = Rows::default();
+        each(&mut |seq, row| {
+            settled.push(&super::ledger::Row {
+                lost: lost(row, seq),
+                dup: row.landing && several.contains(&row.hash),
+                ..*row
+            });
+        })?;
+        Ok(settled)
+    }
+
+    /// Every entry written of each column (Signmap, OCX, CDIF), won or lost, one after another
+    /// in the order collected; the CDIF documents with their name's hash in front. An entry that
+    /// lost may be blanked out (its length kept).
+    pub(crate) fn entry_streams(&self) -> Result<[Vec<u8>; 3], CollectError> {
+        let mut streams: [Vec<u8>; 3] = Default::default();
+        for (column, open) in [(SIGNMAP, signmap::URLSET_OPEN), (OCX, ocx::URLSET_OPEN)] {
+            for file in &self.shards[column] {
+                let bytes = file.read()?;
+                let body = bytes
+                    .get(crate::render::sitemap::header(open)..)
+                    .and_then(|b| b.strip_suffix(crate::render::sitemap::URLSET_CLOSE.as_bytes()));
+                streams[column].extend_from_slice(body.unwrap_or_default());
+            }
+        }
+        if let Some(file) = &self.cdif {
+            use std::io::{Read, Seek};
+            let mut file = file;
+            file.rewind()
+                .and_then(|()| file.read_to_end(&mut streams[CDIF]))
+                .map_err(spill_error("read"))?;
+        }
+        Ok(streams)
+    }
+
     /// No entry to publish.
     pub fn is_empty(&self) -> bool {
         self.stats.published == 0

@@ -88,8 +88,8 @@ pub(super) struct ShardSpill {
     profile: &'static str,
     /// The root start tag of the profile's `urlset`s.
     open: &'static str,
-    /// The file being filled: its writer and what it holds so far.
-    current: Option<(DirectWriter, ShardFile)>,
+    /// The file being filled: its writer, what it holds so far and the hash of its bytes.
+    current: Option<(DirectWriter, ShardFile, Hasher)>,
     /// The writers' buffer, from one file to the next.
     spare: Option<crate::publish::Chunk>,
     /// The files filled, in order.
@@ -120,7 +120,7 @@ impl ShardSpill {
         lastmod: Option<Datestamp>,
     ) -> Result<u32, CollectError> {
         let len = u32::try_from(entry.len()).map_err(|_| InventoryFull)?;
-        if let Some((_, file)) = &self.current
+        if let Some((_, file, _)) = &self.current
             && limits.overflows(file.urls, file.bytes + entry.len(), frame(self.open))
         {
             self.close()?;
@@ -128,8 +128,9 @@ impl ShardSpill {
         if self.current.is_none() {
             self.current = Some(self.start(folder)?);
         }
-        let (out, file) = self.current.as_mut().expect("started above");
+        let (out, file, hasher) = self.current.as_mut().expect("started above");
         out.write_all(entry).map_err(file.error("write"))?;
+        hasher.0.update(entry);
         file.urls += 1;
         file.bytes += entry.len();
         file.newest = file.newest.max(lastmod);
@@ -140,7 +141,7 @@ impl ShardSpill {
     fn start(
         &mut self,
         folder: &mut SpillFolder,
-    ) -> Result<(DirectWriter, ShardFile), CollectError> {
+    ) -> Result<(DirectWriter, ShardFile, Hasher), CollectError> {
         let name = format!(
             "{}-{}.xml",
             self.profile.to_ascii_lowercase(),
@@ -153,6 +154,7 @@ impl ShardSpill {
             bytes: header(self.open),
             newest: None,
             cut: None,
+            hash: None,
         };
         let spare = self.spare.take();
         let mut out =
@@ -160,16 +162,21 @@ impl ShardSpill {
         out.write_all(XML_DECL.as_bytes())
             .and_then(|()| out.write_all(self.open.as_bytes()))
             .map_err(file.error("write"))?;
-        Ok((out, file))
+        let mut hasher = Hasher(super::ledger::Hasher::new());
+        hasher.0.update(XML_DECL.as_bytes());
+        hasher.0.update(self.open.as_bytes());
+        Ok((out, file, hasher))
     }
 
     /// Closes the current file, if any: the close tag, written out.
     fn close(&mut self) -> Result<(), CollectError> {
-        if let Some((mut out, mut file)) = self.current.take() {
+        if let Some((mut out, mut file, mut hasher)) = self.current.take() {
             out.write_all(URLSET_CLOSE.as_bytes())
                 .map_err(file.error("write"))?;
             self.spare = Some(out.finish().map_err(file.error("write"))?.1);
             file.bytes += URLSET_CLOSE.len();
+            hasher.0.update(URLSET_CLOSE.as_bytes());
+            file.hash = Some(hasher.0.finish());
             self.done.push(file);
         }
         Ok(())
@@ -224,7 +231,7 @@ impl ShardSpill {
 
 /// A shard file whose lost entries take at most this share of its bytes has them blanked out;
 /// more, and it is cut again.
-const BLANK_SHARE: u64 = 16;
+pub(super) const BLANK_SHARE: u64 = 16;
 
 /// A shard file of the Signmap or OCX written during the harvest: a whole `urlset`.
 #[derive(Debug)]
@@ -238,6 +245,18 @@ pub struct ShardFile {
     newest: Option<Datestamp>,
     /// Set when it is to be cut again: the winners' entries in it (offset, length, lastmod).
     pub(super) cut: Option<Vec<(u64, u32, Option<Datestamp>)>>,
+    /// [`super::ledger::hash`] of its bytes, computed as they were written (again once
+    /// entries are blanked out); `None` until it is closed.
+    hash: Option<u64>,
+}
+
+/// The hash of a shard file's bytes as they are written.
+struct Hasher(super::ledger::Hasher);
+
+impl std::fmt::Debug for Hasher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hasher")
+    }
 }
 
 impl ShardFile {
@@ -254,6 +273,16 @@ impl ShardFile {
     /// The newest lastmod in it: the index's `lastmod` for it.
     pub fn newest(&self) -> Option<Datestamp> {
         self.newest
+    }
+
+    /// Its length.
+    pub fn size(&self) -> usize {
+        self.bytes
+    }
+
+    /// [`super::ledger::hash`] of its bytes, once it is closed.
+    pub fn hash(&self) -> Option<u64> {
+        self.hash
     }
 
     /// Its bytes.
@@ -297,6 +326,9 @@ impl ShardFile {
                 .and_then(|_| out.write_all(&blank))
                 .map_err(self.error("write"))?;
         }
+        drop(out);
+        // Hashed again as it is now (few files lose an entry).
+        self.hash = Some(super::ledger::hash(&self.read()?));
         Ok(())
     }
 
@@ -368,6 +400,9 @@ pub enum CollectError {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// The profiles' ledger being made is not as written.
+    #[error(transparent)]
+    Ledger(crate::patch::Unpatchable),
     /// The URL the CDIF documents are published under cannot have file names joined onto it.
     #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
     Documents(Url),

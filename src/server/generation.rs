@@ -641,6 +641,8 @@ impl Finished {
             let (name, rank) = match listed_as.get(f.name.as_str()) {
                 Some(listed) => ((*listed).to_owned(), Rank::Shard),
                 None if aliased.contains(f.name.as_str()) || f.name.ends_with(".gz") => continue,
+                // The profiles' ledger is the next refresh's, never a crawler's.
+                None if f.name == crate::profiles::ledger::LEDGER => continue,
                 None => (f.name.clone(), Rank::Index),
             };
             out.push(Staged {

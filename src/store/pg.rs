@@ -314,8 +314,8 @@ struct Rejected {
 /// A row of the records, read back: identifier, datestamp, sets, body.
 type LiveRow = (String, Option<i64>, String, Vec<u8>);
 
-/// A row of the changes, read back: identifier, datestamp, deleted, body; and the version
-/// published: live, body, datestamp.
+/// A row of the changes, read back: identifier, datestamp, deleted, body; the version
+/// published: live, body, datestamp; and the record's sets now.
 type ChangeRow = (
     String,
     Option<i64>,
@@ -324,6 +324,7 @@ type ChangeRow = (
     Option<bool>,
     Option<Vec<u8>>,
     Option<i64>,
+    String,
 );
 
 impl Postgres {
@@ -575,11 +576,12 @@ impl Postgres {
         self.batches(
             |c, after| c.changes_after(after),
             |row: &ChangeRow| row.0.clone(),
-            |(id, datestamp, deleted, body, prev_live, prev_body, prev_datestamp)| {
+            |(id, datestamp, deleted, body, prev_live, prev_body, prev_datestamp, sets)| {
                 let mut now = Record {
                     identifier: id,
                     datestamp: datestamp.map(Datestamp::unpack),
                     deleted,
+                    sets: super::split_sets(&sets),
                     ..Record::default()
                 };
                 let mut before = match prev_live.unwrap_or(false) {
@@ -613,11 +615,7 @@ impl Postgres {
                     identifier: id,
                     datestamp: datestamp.map(Datestamp::unpack),
                     deleted: false,
-                    sets: if sets.is_empty() {
-                        Vec::new()
-                    } else {
-                        sets.split('\n').map(str::to_owned).collect()
-                    },
+                    sets: super::split_sets(&sets),
                     ..Record::default()
                 };
                 decode_body(&body, &mut record).then_some(record)
@@ -1013,18 +1011,22 @@ impl Conn {
         let rows = match after {
             None => {
                 let stmt = self.prepared(
-                    "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                       prev_datestamp
-                     FROM oai_bridge_changes WHERE repository = $1 ORDER BY id LIMIT $2",
+                    "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                       prev_datestamp, COALESCE(r.sets, '')
+                     FROM oai_bridge_changes c LEFT JOIN oai_bridge_records r
+                       ON r.repository = c.repository AND r.id = c.id
+                     WHERE c.repository = $1 ORDER BY c.id LIMIT $2",
                 )?;
                 self.client.query(&stmt, &[&self.repository, &BATCH])
             }
             Some(after) => {
                 let stmt = self.prepared(
-                    "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                       prev_datestamp
-                     FROM oai_bridge_changes WHERE repository = $1 AND id > $3
-                     ORDER BY id LIMIT $2",
+                    "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                       prev_datestamp, COALESCE(r.sets, '')
+                     FROM oai_bridge_changes c LEFT JOIN oai_bridge_records r
+                       ON r.repository = c.repository AND r.id = c.id
+                     WHERE c.repository = $1 AND c.id > $3
+                     ORDER BY c.id LIMIT $2",
                 )?;
                 self.client
                     .query(&stmt, &[&self.repository, &BATCH, &after])
@@ -1042,6 +1044,7 @@ impl Conn {
                     r.get(4),
                     r.get(5),
                     r.get(6),
+                    r.get(7),
                 )
             })
             .collect())

@@ -218,9 +218,9 @@ impl Sqlite {
         let mut stmt = self
             .conn
             .prepare(
-                "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                   prev_datestamp
-                 FROM changes",
+                "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                   prev_datestamp, coalesce(r.sets, '')
+                 FROM changes c LEFT JOIN records r ON r.id = c.id",
             )
             .map_err(fail(&self.path, "cannot read the changed records"))?;
         let mut rows = stmt
@@ -235,7 +235,7 @@ impl Sqlite {
                     identifier: row.get(0)?,
                     datestamp: row.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
                     deleted: row.get(2)?,
-                    sets: Vec::new(),
+                    sets: super::split_sets(&row.get::<_, String>(7)?),
                     dc_identifiers: Vec::new(),
                     dc: Default::default(),
                     empty_metadata: false,
@@ -449,11 +449,7 @@ impl Sqlite {
                     .map_err(fail(&self.path, "cannot read a record"))?
                     .map(Datestamp::unpack),
                 deleted: false,
-                sets: if sets.is_empty() {
-                    Vec::new()
-                } else {
-                    sets.split('\n').map(str::to_owned).collect()
-                },
+                sets: super::split_sets(&sets),
                 dc_identifiers: Vec::new(),
                 dc: Default::default(),
                 empty_metadata: false,

@@ -156,10 +156,7 @@ async fn a_shard_edited_on_disk_is_not_patched_but_rendered_from_every_record() 
         .await
         .unwrap();
     let shard = out.join("sitemap-1.xml");
-    let text = std::fs::read_to_string(&shard).unwrap();
-    let edited = text.replacen("<lastmod>2", "<lastmod>1", 1);
-    assert_ne!(edited, text);
-    std::fs::write(&shard, &edited).unwrap();
+    edit_a_lastmod(&shard);
 
     records[2] = record(3, "2024-06-02", 2);
     server.set_records(records.clone());
@@ -172,6 +169,15 @@ async fn a_shard_edited_on_disk_is_not_patched_but_rendered_from_every_record() 
     assert_eq!(published(&out), expected(&records));
     let rendered = std::fs::read_to_string(&shard).unwrap();
     assert!(!rendered.contains("<lastmod>1"), "{rendered}");
+}
+
+/// Edits the first lastmod of the published file at `path` by hand, its length unchanged (a
+/// year 2xxx becomes 1xxx).
+pub(crate) fn edit_a_lastmod(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let edited = text.replacen("<lastmod>2", "<lastmod>1", 1);
+    assert_ne!(edited, text);
+    std::fs::write(path, &edited).unwrap();
 }
 
 #[tokio::test]

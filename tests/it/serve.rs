@@ -751,10 +751,14 @@ async fn refreshes_within_a_shared_budget_spill_and_serve_the_same_files() {
 async fn a_refresh_past_the_spill_cap_fails_and_the_served_generation_stays() {
     let upstream = TestServer::start(numbered(30));
     let state = tempfile::tempdir().unwrap();
-    // The Signmap makes every refresh render from the whole store (no patch), and a budget of
-    // a few bytes makes it spill.
+    // CDIF's file per record makes every refresh render from the whole store (the profiles'
+    // patch leaves it out), and a budget of a few bytes makes it spill.
     let text = |cap: &str| {
-        reload_config(state.path(), &[("r", &upstream, "signmap = true\n")]).replace(
+        reload_config(
+            state.path(),
+            &[("r", &upstream, "signmap = true\ncdif = true\n")],
+        )
+        .replace(
             "[harvest]",
             &format!("memory_budget_bytes = 64\n{cap}[harvest]"),
         )

@@ -50,6 +50,8 @@ pub(crate) struct TestRecord {
     pub dc_identifiers: Vec<String>,
     /// `dc:relation` values, written after the identifiers.
     pub relations: Vec<String>,
+    /// `dc:type` values, written after the relations.
+    pub types: Vec<String>,
     /// `dc:title`.
     pub title: String,
     /// Sent with an empty `<metadata/>` instead, as B2SHARE did.
@@ -66,6 +68,7 @@ impl TestRecord {
             sets: Vec::new(),
             dc_identifiers: Vec::new(),
             relations: Vec::new(),
+            types: Vec::new(),
             title: String::new(),
             empty_metadata: false,
         }
@@ -80,6 +83,12 @@ impl TestRecord {
     /// Adds a `dc:relation`.
     pub(crate) fn relation(mut self, value: &str) -> Self {
         self.relations.push(value.to_owned());
+        self
+    }
+
+    /// Adds a `dc:type`.
+    pub(crate) fn kind(mut self, value: &str) -> Self {
+        self.types.push(value.to_owned());
         self
     }
 
@@ -1224,6 +1233,9 @@ fn record_xml(record: &TestRecord, illegal_chars: bool) -> String {
                 "          <dc:relation>{}</dc:relation>\n",
                 esc(relation)
             ));
+        }
+        for kind in &record.types {
+            xml.push_str(&format!("          <dc:type>{}</dc:type>\n", esc(kind)));
         }
         xml.push_str("        </oai_dc:dc>\n      </metadata>\n");
     }

@@ -300,6 +300,8 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profiles::cdif",
             "profiles::diwoo",
             "profiles::files",
+            "profiles::ledger",
+            "profiles::merge",
             "profiles::ocx",
             "profiles::signmap",
             "profiles::signposts",

@@ -1,0 +1,737 @@
+//! Patching the profiles' published files after an incremental harvest (issue 30, point 5):
+//! the Signmap, OCX, CDIF's metadata lists and the DiWoo categories are made from the files
+//! published last and the records changed since, not from every stored record, and come out
+//! byte for byte as a render from the store would make them.
+//!
+//! A render from the store fills these files densely (each shard as full as the limits allow),
+//! so one entry that comes or goes moves every entry after it from shard to shard: a patch
+//! cannot keep shards apart as the sitemap's does ([`crate::patch`]). It streams instead: the
+//! published files are read one after another (checked against the length and hash the ledger
+//! recorded), their entries taken in order and the changed records' merged in, and the result
+//! cut into shards again by the rule every render uses ([`Urlsets`], [`cdif::ItemLists`]).
+//! The Signmap's, OCX's and the lists' entries are in identifier order, which only the ledger
+//! knows ([`super::ledger`]); the DiWoo categories' are in URL order, and say their URL.
+//! Copying bytes costs a fraction of reading every record back, classifying it and writing
+//! its entries again.
+//!
+//! Not patched (the caller renders every record): CDIF's documents one by one (an export's
+//! folder is made anew, and a million documents linked or written one by one cost what the
+//! render does), a landing page or URL several records give (the ledger keeps one row per
+//! record, and such a URL's entry is decided among records not at hand), and anything the
+//! published files or the ledger do not confirm.
+
+use std::collections::HashMap;
+
+use oai_pmh::Datestamp;
+use url::Url;
+
+use crate::patch::{Entries, ReadShard, Unpatchable, refuse};
+use crate::render::sitemap::{URLSET_CLOSE, URLSET_OPEN, Urlsets, frame, header, write_url};
+use crate::render::{Limits, Shard};
+
+use super::cdif::{self, CdifDocument};
+use super::diwoo::{self, DiwooStats};
+use super::files::{FileSink, Shards, WriteError};
+use super::ledger::{FileRecord, Head, RowReader, Rows, SharedClaims};
+use super::signposts::SignStats;
+use super::spill::BLANK_SHARE;
+use super::{Profile, ProfileSettings, ocx, signmap};
+
+/// Columns of a ledger row's lengths and of the entry streams.
+const SIGNMAP: usize = 0;
+const OCX: usize = 1;
+const CDIF: usize = 2;
+/// Length of the hash part of a CDIF document's name, written before each document.
+const CDIF_HASH_LEN: usize = 16;
+
+/// The changed records, as the patch merges them.
+pub(crate) struct Changes {
+    /// Every changed record's identifier, sorted: their published rows and entries leave.
+    pub gone: Vec<String>,
+    /// The rows of the changed records live now, by identifier (their entries that lost among
+    /// themselves not marked: [`Changes::decided`] decides).
+    pub fresh: Rows,
+    /// Their entries one after another in each column (Signmap, OCX, CDIF document with its
+    /// name's hash in front: [`super::signposts::Resolved::entry_streams`]), lost ones too.
+    pub streams: [Vec<u8>; 3],
+    /// The landing pages (hashes) the change touches, each with the identifier of the record
+    /// whose entries win it and how many records give it.
+    pub decided: HashMap<u128, (String, usize)>,
+    /// For the Signmap and OCX, whether each entry that lost in the published files (in
+    /// order) is there, blanked out, or was cut out with its file.
+    pub blanked: [Vec<bool>; 2],
+    /// Each DiWoo category's changes, in the categories' order.
+    pub diwoo: Vec<CategoryChanges>,
+    /// The URLs several records give, after the change.
+    pub shared: Vec<SharedClaims>,
+}
+
+/// The changes of one DiWoo category.
+#[derive(Debug, Default)]
+pub(crate) struct CategoryChanges {
+    /// URLs that leave its files, sorted, each once.
+    pub removed: Vec<String>,
+    /// URLs that come, with their lastmod, sorted, each once.
+    pub added: Vec<(String, Option<Datestamp>)>,
+    /// What its counts of URLs not published lose: not https, no lastmod.
+    pub uncounted: [u64; 2],
+}
+
+/// A patch of the profiles' published files, checked as far as it can be before they are read.
+pub struct ProfilePatch {
+    ledger: Vec<u8>,
+    head: Head,
+    changes: Changes,
+    read: ReadShard,
+}
+
+impl std::fmt::Debug for ProfilePatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProfilePatch")
+            .field("rows", &self.head.rows)
+            .field("gone", &self.changes.gone.len())
+            .field("fresh", &self.changes.fresh.count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProfilePatch {
+    /// A patch of the files the ledger `ledger` describes (its head `head`), with `changes`;
+    /// `read` reads the published files by name.
+    pub(crate) fn new(ledger: Vec<u8>, head: Head, changes: Changes, read: ReadShard) -> Self {
+        Self {
+            ledger,
+            head,
+            changes,
+            read,
+        }
+    }
+
+    /// The URLs several records give, after the change.
+    pub(crate) fn shared(&self) -> &[SharedClaims] {
+        &self.changes.shared
+    }
+}
+
+/// What a patch of the profiles wrote.
+#[derive(Debug)]
+pub(crate) struct Patched {
+    /// The Signmap's index, when it has a shard.
+    pub signmap_index: Option<Url>,
+    /// The OCX sitemap's index, when it has a shard.
+    pub ocx_index: Option<Url>,
+    /// The index of CDIF lists' sitemap and the number of lists, when there are lists.
+    pub cdif_lists: Option<(Url, usize)>,
+    /// The landing-page profiles' counts after the patch.
+    pub stats: SignStats,
+    /// The ledger's rows after the patch.
+    pub rows: Rows,
+}
+
+/// An entry of the Signmap or OCX: its bytes, or only its length when it lost (or in a dry
+/// run).
+#[derive(Clone, Copy)]
+enum Entry<'e> {
+    Won(&'e [u8], Option<Datestamp>),
+    Lost(usize),
+    /// A winner of a dry run, of this length.
+    Sized(usize),
+}
+
+/// The shard files a collection writes entries into and how they are settled once the winners
+/// are known ([`super::spill::ShardSpill`], [`super::signposts::Resolved`]'s render), replayed:
+/// a file closes when the next entry, won or lost, would take it past the limits; a file
+/// without a lost entry is published as it stands, one whose lost entries are at most
+/// 1/[`BLANK_SHARE`] of its bytes with them blanked out, and the winners of the others are cut
+/// into shards again, consecutive files together. `shards` is `None` for a dry run, which only
+/// tells which lost entries are blanked out ([`replay_blanked`]).
+struct Files<'a> {
+    open: &'a str,
+    limits: Limits,
+    shards: Option<Shards<'a>>,
+    /// The file being filled: its bytes (lost entries blanked; none in a dry run), length,
+    /// entries, the winners' (offset, length, lastmod) and the lost ones' lengths.
+    file: Vec<u8>,
+    size: usize,
+    urls: usize,
+    kept: Vec<(usize, usize, Option<Datestamp>)>,
+    lost: Vec<usize>,
+    /// The winners of consecutive files cut again.
+    cut: Option<Urlsets<'a>>,
+    /// Of each lost entry, in order: whether it was blanked out (else cut out).
+    blanked: Vec<bool>,
+}
+
+impl<'a> Files<'a> {
+    fn new(open: &'a str, limits: Limits, shards: Option<Shards<'a>>) -> Self {
+        let mut file = Vec::new();
+        if shards.is_some() {
+            file.extend_from_slice(crate::render::sitemap::XML_DECL.as_bytes());
+            file.extend_from_slice(open.as_bytes());
+        }
+        Self {
+            open,
+            limits,
+            shards,
+            file,
+            size: header(open),
+            urls: 0,
+            kept: Vec::new(),
+            lost: Vec::new(),
+            cut: None,
+            blanked: Vec::new(),
+        }
+    }
+
+    fn push<S: FileSink>(&mut self, sink: &mut S, entry: Entry<'_>) -> Result<(), WriteError> {
+        let len = match entry {
+            Entry::Won(bytes, _) => bytes.len(),
+            Entry::Lost(len) | Entry::Sized(len) => len,
+        };
+        if self
+            .limits
+            .overflows(self.urls, self.size + len, frame(self.open))
+        {
+            self.close(sink)?;
+        }
+        let at = self.size;
+        self.size += len;
+        match entry {
+            Entry::Won(bytes, lastmod) => {
+                self.kept.push((at, len, lastmod));
+                if self.shards.is_some() {
+                    self.file.extend_from_slice(bytes);
+                }
+            }
+            Entry::Sized(len) => self.kept.push((at, len, None)),
+            Entry::Lost(len) => {
+                self.lost.push(len);
+                if self.shards.is_some() {
+                    // As `ShardFile::settle` blanks it: spaces and a line feed.
+                    self.file
+                        .resize(self.file.len() + len.saturating_sub(1), b' ');
+                    self.file.push(b'\n');
+                }
+            }
+        }
+        self.urls += 1;
+        Ok(())
+    }
+
+    /// Closes the file being filled, published, blanked or cut as a render settles it.
+    fn close<S: FileSink>(&mut self, sink: &mut S) -> Result<(), WriteError> {
+        if self.urls == 0 {
+            return Ok(());
+        }
+        let bytes = self.size + URLSET_CLOSE.len();
+        let lost: usize = self.lost.iter().sum();
+        let cut = !self.lost.is_empty()
+            && (self.kept.is_empty() || lost as u64 * BLANK_SHARE > bytes as u64);
+        self.blanked.extend(self.lost.iter().map(|_| !cut));
+        if let Some(shards) = &mut self.shards {
+            let newest = self.kept.iter().map(|k| k.2).max().flatten();
+            if cut {
+                let urlsets = self
+                    .cut
+                    .get_or_insert_with(|| Urlsets::new(self.open, self.limits));
+                for &(at, len, lastmod) in &self.kept {
+                    let entry = &self.file[at..at + len];
+                    urlsets.push(
+                        |b| {
+                            b.extend_from_slice(entry);
+                            lastmod
+                        },
+                        |shard| shards.put(sink, shard),
+                    )?;
+                }
+            } else {
+                if let Some(urlsets) = self.cut.take() {
+                    urlsets.finish(|shard| shards.put(sink, shard))?;
+                }
+                self.file.extend_from_slice(URLSET_CLOSE.as_bytes());
+                let shard = Shard {
+                    bytes: std::mem::take(&mut self.file),
+                    urls: self.kept.len(),
+                    newest,
+                };
+                shards.put(sink, &shard)?;
+                self.file = shard.bytes;
+            }
+            self.file.clear();
+            self.file
+                .extend_from_slice(crate::render::sitemap::XML_DECL.as_bytes());
+            self.file.extend_from_slice(self.open.as_bytes());
+        }
+        self.size = header(self.open);
+        self.urls = 0;
+        self.kept.clear();
+        self.lost.clear();
+        Ok(())
+    }
+
+    /// The last file and cut shards; the index's URL.
+    fn finish<S: FileSink>(mut self, sink: &mut S) -> Result<Option<Url>, WriteError> {
+        self.close(sink)?;
+        let Some(mut shards) = self.shards else {
+            return Ok(None);
+        };
+        if let Some(urlsets) = self.cut.take() {
+            urlsets.finish(|shard| shards.put(sink, shard))?;
+        }
+        shards.finish(sink)
+    }
+}
+
+/// A sink that stores nothing, for a dry run of [`Files`].
+struct Nowhere;
+
+impl FileSink for Nowhere {
+    type Error = std::convert::Infallible;
+    fn put(&mut self, _: &str, _: &[u8]) -> Result<(), Self::Error> {
+        Ok(())
+    }
+}
+
+/// Which of the entries that lost in the files `rows` describe (in order, for the Signmap and
+/// OCX) are there blanked out, rather than cut out with their file.
+pub(crate) fn replay_blanked(rows: &[u8], limits: Limits) -> Result<[Vec<bool>; 2], Unpatchable> {
+    let mut files = [
+        Files::new(signmap::URLSET_OPEN, limits, None),
+        Files::new(ocx::URLSET_OPEN, limits, None),
+    ];
+    let mut reader = RowReader::new(rows)?;
+    let never = |e: WriteError| Unpatchable(e.to_string());
+    while let Some(row) = reader.row() {
+        for (c, files) in files.iter_mut().enumerate() {
+            let len = row.lens[c] as usize;
+            if row.landing && len > 0 {
+                let entry = if row.lost {
+                    Entry::Lost(len)
+                } else {
+                    Entry::Sized(len)
+                };
+                files.push(&mut Nowhere, entry).map_err(never)?;
+            }
+        }
+        reader.advance()?;
+    }
+    let [mut signmap, mut ocx] = files;
+    signmap.close(&mut Nowhere).map_err(never)?;
+    ocx.close(&mut Nowhere).map_err(never)?;
+    Ok([signmap.blanked, ocx.blanked])
+}
+
+impl ProfilePatch {
+    /// Writes the Signmap's, OCX's and CDIF lists' files the `settings` ask for into `sink`,
+    /// the published entries merged with the changed records'. Fails, having written some,
+    /// when a published file is not as the ledger recorded it or does not hold what the
+    /// changes expect.
+    pub(crate) fn write_landing<S: FileSink, E: From<Unpatchable> + From<WriteError>>(
+        &self,
+        public_url: &Url,
+        limits: Limits,
+        settings: &ProfileSettings,
+        sink: &mut S,
+    ) -> Result<Patched, E> {
+        let (_, rows) = super::ledger::decode(&self.ledger)?;
+        let mut old = RowReader::new(rows)?;
+        let changes = &self.changes;
+        let mut fresh = RowReader::new(changes.fresh.as_bytes())?;
+        let mut fresh_at = [0usize; 3];
+        let mut published = [
+            Published::urlsets(self, Profile::Signmap, signmap::URLSET_OPEN),
+            Published::urlsets(self, Profile::Ocx, ocx::URLSET_OPEN),
+            Published::lists(self),
+        ];
+        // Which lost entry of the published files is next, per column.
+        let mut lost_at = [0usize; 2];
+        let mut files = [
+            (settings.signmap).then(|| {
+                let shards = Shards::new(public_url, Profile::Signmap, "xml");
+                Files::new(signmap::URLSET_OPEN, limits, Some(shards))
+            }),
+            (settings.ocx.is_some()).then(|| {
+                let shards = Shards::new(public_url, Profile::Ocx, "xml");
+                Files::new(ocx::URLSET_OPEN, limits, Some(shards))
+            }),
+        ];
+        let mut lists = settings
+            .cdif_list
+            .then(|| cdif::Writer::new(public_url, limits, false, true));
+        let mut out = Rows::default();
+        let mut stats = SignStats::default();
+        let mut gone = 0;
+        loop {
+            let take_fresh = match (old.row(), fresh.row()) {
+                (None, None) => break,
+                (Some(o), Some(f)) => f.id < o.id,
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+            };
+            // One record's entries (the CDIF document without its name's hash): from the
+            // changed records' streams, or the published files (none for an entry that lost).
+            let mut entries: [&[u8]; 3] = [&[]; 3];
+            let row = if take_fresh {
+                let f = fresh.row().expect("matched above");
+                for (c, entry) in entries.iter_mut().enumerate() {
+                    let len = f.lens[c] as usize;
+                    *entry = (changes.streams[c].get(fresh_at[c]..fresh_at[c] + len))
+                        .ok_or_else(|| Unpatchable("a changed record's entry is missing".into()))?;
+                    fresh_at[c] += len;
+                }
+                entries[CDIF] = entries[CDIF].get(CDIF_HASH_LEN..).unwrap_or_default();
+                f
+            } else {
+                let o = old.row().expect("matched above");
+                while changes.gone.get(gone).is_some_and(|g| g.as_str() < o.id) {
+                    gone += 1;
+                }
+                let leaves = changes.gone.get(gone).is_some_and(|g| g == o.id);
+                if o.landing {
+                    let [signmap_file, ocx_file, list_file] = &mut published;
+                    for (c, file) in [(SIGNMAP, signmap_file), (OCX, ocx_file)] {
+                        let len = o.lens[c] as usize;
+                        if len == 0 {
+                            continue;
+                        }
+                        if !o.lost {
+                            entries[c] = file.take(len)?;
+                        } else {
+                            let blanked = changes.blanked[c].get(lost_at[c]).copied();
+                            lost_at[c] += 1;
+                            match blanked {
+                                Some(true) => file.take_blank(len)?,
+                                Some(false) => {}
+                                None => {
+                                    return Err(Unpatchable(
+                                        "the ledger's lost entries do not add up".into(),
+                                    )
+                                    .into());
+                                }
+                            }
+                        }
+                    }
+                    if !o.lost {
+                        let document = (o.lens[CDIF] as usize).saturating_sub(CDIF_HASH_LEN);
+                        entries[CDIF] = list_file.take(document)?;
+                    }
+                }
+                if leaves {
+                    old.advance()?;
+                    continue;
+                }
+                if fresh.row().is_some_and(|f| f.id == o.id) {
+                    let why = "a changed record is in the ledger as unchanged";
+                    return Err(Unpatchable(why.into()).into());
+                }
+                o
+            };
+            let mut row = row;
+            if let Some((winner, records)) = changes.decided.get(&row.hash).filter(|_| row.landing)
+            {
+                let lost = winner != row.id;
+                if row.lost && !lost && !take_fresh {
+                    // Its entries were blanked or cut out: they are not at hand.
+                    let why = "a record whose entries lost now wins its landing page";
+                    return Err(Unpatchable(why.into()).into());
+                }
+                row.lost = lost;
+                row.dup = *records > 1;
+            }
+            out.push(&row);
+            if !row.landing {
+                stats.no_landing_page += 1;
+            } else if row.lost {
+                stats.duplicate += 1;
+            } else {
+                stats.published += 1;
+                if row.lens[OCX] > 0 {
+                    stats.ocx_published += 1;
+                }
+            }
+            if row.landing {
+                let lastmod = Datestamp::unpack_option(row.datestamp);
+                for (c, files) in files.iter_mut().enumerate() {
+                    let len = row.lens[c] as usize;
+                    let Some(files) = files.as_mut().filter(|_| len > 0) else {
+                        continue;
+                    };
+                    let entry = match row.lost {
+                        true => Entry::Lost(len),
+                        false => Entry::Won(entries[c], lastmod),
+                    };
+                    files.push(sink, entry)?;
+                }
+                if let Some(lists) = lists.as_mut().filter(|_| !row.lost && row.lens[CDIF] > 0) {
+                    let document = CdifDocument {
+                        name: "",
+                        url: None,
+                        lastmod,
+                        bytes: entries[CDIF],
+                    };
+                    lists.add(sink, document)?;
+                }
+            }
+            if take_fresh {
+                fresh.advance()?;
+            } else {
+                old.advance()?;
+            }
+        }
+        for file in &published {
+            file.finished()?;
+        }
+        if settings.ocx.is_some() {
+            stats.ocx_no_type = stats.published - stats.ocx_published;
+        } else {
+            stats.ocx_published = 0;
+        }
+        let [signmap, ocx] = files;
+        Ok(Patched {
+            signmap_index: signmap.map(|f| f.finish(sink)).transpose()?.flatten(),
+            ocx_index: ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
+            cdif_lists: match lists {
+                Some(lists) => lists.finish(sink)?.lists,
+                None => None,
+            },
+            stats,
+            rows: out,
+        })
+    }
+
+    /// Writes the DiWoo categories' files (`categories`, in order) into `writer`: each
+    /// category's published entries, with its changed URLs merged in by URL. What the counts
+    /// that `writer` makes lack: the URLs each category counts without publishing them.
+    pub(crate) fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<WriteError>>(
+        &self,
+        categories: &[u8],
+        writer: &mut diwoo::Writer<'_>,
+        sink: &mut S,
+    ) -> Result<Vec<[u64; 2]>, E> {
+        let mut adjust = Vec::with_capacity(categories.len());
+        let (mut entry, mut date) = (Vec::with_capacity(512), String::new());
+        let mut add = |writer: &mut diwoo::Writer<'_>,
+                       sink: &mut S,
+                       bit: u32,
+                       (url, lastmod): &(String, Option<Datestamp>)| {
+            entry.clear();
+            write_url(&mut entry, url, *lastmod, &mut date);
+            writer.add(sink, &entry, *lastmod, bit)
+        };
+        for (g, (&category, changes)) in categories.iter().zip(&self.changes.diwoo).enumerate() {
+            let bit = 1u32 << g;
+            let recorded = self.head.diwoo.iter().find(|d| d[0] == u64::from(category));
+            let Some(&[_, _, https, lastmod]) = recorded else {
+                let why = format!("DiWoo category {category} is not in the ledger");
+                return Err(Unpatchable(why).into());
+            };
+            let [less_https, less_lastmod] = changes.uncounted;
+            let counts = https
+                .checked_sub(less_https)
+                .zip(lastmod.checked_sub(less_lastmod));
+            let Some((https, lastmod)) = counts else {
+                let why = format!("DiWoo category {category}'s counts do not add up");
+                return Err(Unpatchable(why).into());
+            };
+            adjust.push([https, lastmod]);
+            let (added, removed) = (&changes.added, &changes.removed);
+            let mut file = Published::urlsets(self, Profile::Diwoo(category), URLSET_OPEN);
+            let (mut r, mut a) = (0, 0);
+            while let Some(bytes) = file.next_entry()? {
+                let Some(old) = Entries::new(0, bytes).next().transpose()? else {
+                    break;
+                };
+                let url = old.url()?;
+                let url = url.as_ref();
+                while let Some(new) = added.get(a).filter(|(u, _)| u.as_str() < url) {
+                    add(writer, sink, bit, new)?;
+                    a += 1;
+                }
+                if removed.get(r).is_some_and(|u| u.as_str() < url) {
+                    let why = format!("{} is not in DiWoo category {category}", removed[r]);
+                    return Err(Unpatchable(why).into());
+                }
+                if removed.get(r).is_some_and(|u| u == url) {
+                    r += 1;
+                    continue;
+                }
+                if added.get(a).is_some_and(|(u, _)| u == url) {
+                    let why = format!("{url} is now published by two records");
+                    return Err(Unpatchable(why).into());
+                }
+                writer.add(sink, bytes, old.lastmod()?, bit)?;
+            }
+            file.finished()?;
+            if let Some(url) = removed.get(r) {
+                let why = format!("{url} is not in DiWoo category {category}");
+                return Err(Unpatchable(why).into());
+            }
+            for new in &added[a..] {
+                add(writer, sink, bit, new)?;
+            }
+        }
+        Ok(adjust)
+    }
+}
+
+/// A series of published files read one after another, each checked against its record in the
+/// ledger, and the entries taken from them in order: `urlset` shards or CDIF lists.
+struct Published<'p> {
+    patch: &'p ProfilePatch,
+    /// The files, in order.
+    names: Vec<&'p FileRecord>,
+    next: usize,
+    /// `open` for `urlset` shards, `None` for lists.
+    open: Option<&'static str>,
+    buf: Vec<u8>,
+    /// The current file's entries: `buf[body..end]`, read up to `at`.
+    body: usize,
+    at: usize,
+    end: usize,
+}
+
+impl<'p> Published<'p> {
+    /// The shards of `profile` whose root start tag is `open`.
+    fn urlsets(patch: &'p ProfilePatch, profile: Profile, open: &'static str) -> Self {
+        Self::of(patch, |n| profile.shard_name(n, "xml"), Some(open))
+    }
+
+    /// CDIF's metadata lists.
+    fn lists(patch: &'p ProfilePatch) -> Self {
+        Self::of(patch, Profile::list_name, None)
+    }
+
+    fn of(
+        patch: &'p ProfilePatch,
+        name: impl Fn(u32) -> String,
+        open: Option<&'static str>,
+    ) -> Self {
+        let names = (1..).map_while(|n| patch.head.file(&name(n))).collect();
+        Self {
+            patch,
+            names,
+            next: 0,
+            open,
+            buf: Vec::new(),
+            body: 0,
+            at: 0,
+            end: 0,
+        }
+    }
+
+    /// Reads the next file; `false` past the last.
+    fn load(&mut self) -> Result<bool, Unpatchable> {
+        let Some(&record) = self.names.get(self.next) else {
+            return Ok(false);
+        };
+        self.next += 1;
+        let name = &record.name;
+        let Some(start) = (self.patch.read)(name, &mut self.buf) else {
+            return refuse(format!("{name} cannot be read"));
+        };
+        let bytes = &self.buf[start..];
+        if bytes.len() as u64 != record.len || super::ledger::hash(bytes) != record.hash {
+            return refuse(format!("{name} is not as it was published"));
+        }
+        let body = match self.open {
+            Some(open) => bytes
+                .get(header(open)..)
+                .and_then(|b| b.strip_suffix(URLSET_CLOSE.as_bytes()))
+                .filter(|_| bytes.starts_with(crate::render::sitemap::XML_DECL.as_bytes())),
+            None => cdif::list_body(bytes),
+        };
+        let Some(body) = body else {
+            return refuse(format!("{name} is not as the bridge writes it"));
+        };
+        // Offsets into `buf`: `body` is a slice of it.
+        self.body = body.as_ptr() as usize - self.buf.as_ptr() as usize;
+        self.at = self.body;
+        self.end = self.body + body.len();
+        Ok(true)
+    }
+
+    /// The next entry, `len` bytes long (a CDIF list's document without its item's frame);
+    /// nothing for 0.
+    fn take(&mut self, len: usize) -> Result<&[u8], Unpatchable> {
+        if len == 0 {
+            return Ok(&[]);
+        }
+        while self.at == self.end {
+            if !self.load()? {
+                return refuse("the published files hold fewer entries than the ledger");
+            }
+        }
+        let damaged = || Unpatchable("a published file does not hold the ledger's entries".into());
+        match self.open {
+            Some(_) => {
+                let entry = self.take_bytes(len)?;
+                if !entry.starts_with(b"<url>") || !entry.ends_with(b"\n") {
+                    return Err(damaged());
+                }
+                Ok(entry)
+            }
+            None => {
+                let body = &self.buf[self.body..self.end];
+                let (document, next) =
+                    cdif::list_item(body, self.at - self.body, len).ok_or_else(damaged)?;
+                self.at = self.body + next;
+                Ok(document)
+            }
+        }
+    }
+
+    /// The next entry, `len` bytes long, blanked out: spaces and a line feed.
+    fn take_blank(&mut self, len: usize) -> Result<(), Unpatchable> {
+        let blank = self.take_bytes(len)?;
+        match blank.split_last() {
+            Some((b'\n', spaces)) if spaces.iter().all(|&b| b == b' ') => Ok(()),
+            _ => refuse("a published file does not hold the ledger's blanked entry"),
+        }
+    }
+
+    /// The next `len` bytes of a `urlset` file's entries, in the file they are in.
+    fn take_bytes(&mut self, len: usize) -> Result<&[u8], Unpatchable> {
+        while self.at == self.end {
+            if !self.load()? {
+                return refuse("the published files hold fewer entries than the ledger");
+            }
+        }
+        if self.at + len > self.end {
+            return refuse("a published file does not hold the ledger's entries");
+        }
+        self.at += len;
+        Ok(&self.buf[self.at - len..self.at])
+    }
+
+    /// The next `urlset` entry, to its line feed; `None` past the last file's.
+    fn next_entry(&mut self) -> Result<Option<&[u8]>, Unpatchable> {
+        while self.at == self.end {
+            if !self.load()? {
+                return Ok(None);
+            }
+        }
+        let rest = &self.buf[self.at..self.end];
+        let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
+        let entry = &self.buf[self.at..self.at + len];
+        self.at += len;
+        Ok(Some(entry))
+    }
+
+    /// Checks that every entry of every file was taken.
+    fn finished(&self) -> Result<(), Unpatchable> {
+        if self.at != self.end || self.next != self.names.len() {
+            return refuse("the published files hold more entries than the ledger");
+        }
+        Ok(())
+    }
+}
+
+/// The counts of the DiWoo categories after a patch: the writer's (of what went through it)
+/// with what it did not see, `adjust` ([`ProfilePatch::write_diwoo`]).
+pub(crate) fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> Vec<DiwooStats> {
+    for (s, [https, lastmod]) in stats.iter_mut().zip(adjust) {
+        s.requires_https += https;
+        s.requires_lastmod += lastmod;
+    }
+    stats
+}
