@@ -501,7 +501,7 @@ impl Collectors {
         let signposts = self.signposts.map(|s| s.finish(&superseded)).transpose()?;
         // Which entries lost is known now.
         let ledger = match (self.ledger, &signposts) {
-            (Some(rows), Some(resolved)) => Some(resolved.settle_ledger(&rows)?),
+            (Some(rows), Some(resolved)) => Some(resolved.settle_ledger(rows)?),
             (rows, _) => rows,
         };
         published

@@ -140,14 +140,6 @@ impl Meter {
     pub(crate) fn peak(&self) -> u64 {
         self.0.peak.load(Ordering::Relaxed)
     }
-
-    /// What the outermost total holds now: the gateway's, for a refresh's meter.
-    fn total_now(&self) -> u64 {
-        match &self.0.total {
-            Some(total) => total.total_now(),
-            None => self.now(),
-        }
-    }
 }
 
 /// The limits the gateway's refreshes share, as configured.
@@ -393,6 +385,32 @@ pub(crate) fn reserve(size: u64) -> u64 {
     (size / 20).min(1 << 30)
 }
 
+/// A file system's room for spills: the bytes free, its size, and what a spill leaves free.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Room {
+    pub(crate) free: u64,
+    pub(crate) size: u64,
+    /// [`reserve`] of its size.
+    pub(crate) keep: u64,
+}
+
+impl Room {
+    /// The room on the file system of `path`.
+    pub(crate) fn of(path: &Path) -> std::io::Result<Self> {
+        let (free, size) = free_space(path)?;
+        Ok(Self {
+            free,
+            size,
+            keep: reserve(size),
+        })
+    }
+
+    /// Whether a spill there stops at once: less is free than it leaves.
+    pub(crate) fn short(&self) -> bool {
+        self.free < self.keep
+    }
+}
+
 /// The bytes free to an unprivileged process on the file system of `path`, and its size.
 pub(crate) fn free_space(path: &Path) -> std::io::Result<(u64, u64)> {
     let s = rustix::fs::statvfs(path)?;
@@ -421,16 +439,19 @@ impl Limit {
         }
     }
 
-    /// Whether `meter` (counting into the pool's) may hold what it holds now, and whether the
-    /// file system of `path` has room left; `Err` says which limit the spill would pass.
-    fn check(&self, meter: &Meter, path: &Path) -> Result<(), std::io::Error> {
+    /// Whether the refreshes' spill files together (the pool's meter, which every refresh's
+    /// counts into) stay within the cap, and whether the file system of `path` has room left;
+    /// `Err` says which limit the spill would pass.
+    fn check(&self, path: &Path) -> Result<(), std::io::Error> {
         let of = || {
             self.repository
                 .as_ref()
                 .map_or_else(String::new, |r| format!(" (repository {r})"))
         };
-        if let Some(max) = self.pool.as_ref().and_then(|p| p.limits().spill_max) {
-            let now = meter.total_now();
+        if let Some(pool) = &self.pool
+            && let Some(max) = pool.limits().spill_max
+        {
+            let now = pool.spill();
             if now > max {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::StorageFull,
@@ -443,19 +464,19 @@ impl Limit {
             }
         }
         // Not knowing the free space (an unusual file system) stops nothing.
-        if let Ok((free, size)) = free_space(path) {
-            let keep = reserve(size);
-            if free < keep {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::StorageFull,
-                    format!(
-                        "only {free} bytes are free on its file system ({size} bytes); a spill \
-                         stops {keep} bytes short of full, so that what else is written there \
-                         (the state, the output) has room{}",
-                        of()
-                    ),
-                ));
-            }
+        if let Ok(room) = Room::of(path)
+            && room.short()
+        {
+            let Room { free, size, keep } = room;
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                format!(
+                    "only {free} bytes are free on its file system ({size} bytes); a spill \
+                     stops {keep} bytes short of full, so that what else is written there \
+                     (the state, the output) has room{}",
+                    of()
+                ),
+            ));
         }
         Ok(())
     }
@@ -491,7 +512,7 @@ impl Folder {
         if self.dir.is_none() {
             remove_abandoned(&self.parent);
             // Room for it, before the first byte.
-            (self.limit.check(&self.meter, &self.parent)).map_err(|source| SpillError {
+            (self.limit.check(&self.parent)).map_err(|source| SpillError {
                 action: "create a folder for",
                 path: self.parent.clone(),
                 source,
@@ -638,7 +659,7 @@ impl RunWriter {
     fn look(&mut self) -> Result<(), SpillError> {
         self.look_at = self.bytes + LOOK_EVERY;
         self.counted.to(self.bytes);
-        (self.limit.check(&self.counted.meter, &self.path)).map_err(|source| SpillError {
+        (self.limit.check(&self.path)).map_err(|source| SpillError {
             action: "write",
             path: self.path.clone(),
             source,

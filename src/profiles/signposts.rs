@@ -668,9 +668,9 @@ pub struct Written {
 impl Resolved {
     /// `rows` (a ledger's, one for each occurrence collected, in order) with the entries that
     /// lost marked, and every row of a landing page several records give.
-    pub(crate) fn settle_ledger(&self, rows: &Rows) -> Result<Rows, CollectError> {
+    pub(crate) fn settle_ledger(&self, rows: Rows) -> Result<Rows, CollectError> {
         if self.stats.duplicate == 0 {
-            return Ok(rows.clone());
+            return Ok(rows);
         }
         let lost =
             |row: &super::ledger::Row<'_>, seq: usize| row.landing && !self.resolution.won(seq);

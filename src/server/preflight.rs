@@ -229,8 +229,8 @@ pub(crate) fn resources(config: &Config, machine: Option<&crate::memory::Limit>)
         })
         .find(|a| a.exists())
         .unwrap_or(state_dir);
-    if let Ok((free, size)) = crate::spill::free_space(existing) {
-        let keep = crate::spill::reserve(size);
+    if let Ok(room) = crate::spill::Room::of(existing) {
+        let crate::spill::Room { free, size, keep } = room;
         found.notes.push(format!(
             "spill: the refreshes' temporary files go in each repository's folder under \
              [server] state_dir {}, whose file system has {} free of {}; a spill stops {} short \
@@ -244,7 +244,7 @@ pub(crate) fn resources(config: &Config, machine: Option<&crate::memory::Limit>)
                 None => " (no [server] spill_max_bytes)".to_owned(),
             }
         ));
-        if free <= keep {
+        if room.short() {
             found.warnings.push(format!(
                 "the file system of [server] state_dir {} has only {} free, less than the {} a \
                  spill leaves: a refresh that spills fails at once; free some space",

@@ -92,8 +92,11 @@ impl FileBodies {
         let mut file = File::open(path)?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes)?;
+        if bytes.len() < MIN_BYTES {
+            return Ok(Bytes::from(bytes));
+        }
         let mut registered = self.lock();
-        if bytes.len() < MIN_BYTES || registered.len() >= self.max_open {
+        if registered.len() >= self.max_open {
             return Ok(Bytes::from(bytes));
         }
         registered.insert(
@@ -111,13 +114,18 @@ impl FileBodies {
     }
 
     /// The file and offset `slice` was read from, when it lies within a registered body.
+    /// Slices shorter than [`MIN_BYTES`] (heads, small files, the end of a big body that a
+    /// short write left) are not looked up: copied, they cost less than the lock, which every
+    /// connection's writes share.
     fn find(&self, slice: &[u8]) -> Option<(Arc<File>, u64)> {
+        if slice.len() < MIN_BYTES {
+            return None;
+        }
         let at = slice.as_ptr() as usize;
         let map = self.lock();
         let (start, body) = map.range(..=at).next_back()?;
         let offset = at - start;
-        (!slice.is_empty() && offset + slice.len() <= body.len)
-            .then(|| (Arc::clone(&body.file), offset as u64))
+        (offset + slice.len() <= body.len).then(|| (Arc::clone(&body.file), offset as u64))
     }
 
     /// Bodies registered now.

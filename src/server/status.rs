@@ -412,15 +412,14 @@ fn memory(out: &mut String, gateway: &Gateway, running: &[Usage]) {
         }
         None => out.push_str(" (no spill_max_bytes)"),
     }
-    if let Ok((free, size)) = crate::spill::free_space(&gateway.server.state_dir) {
-        let keep = crate::spill::reserve(size);
+    if let Ok(room) = crate::spill::Room::of(&gateway.server.state_dir) {
         let _ = write!(
             out,
             "; <span{}>{} free on the state directory's file system</span> (a spill stops {} \
              short of full)",
-            if free <= keep { " class=\"bad\"" } else { "" },
-            human_bytes(free),
-            human_bytes(keep)
+            if room.short() { " class=\"bad\"" } else { "" },
+            human_bytes(room.free),
+            human_bytes(room.keep)
         );
     }
     out.push('.');
