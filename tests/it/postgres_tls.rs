@@ -275,3 +275,90 @@ async fn an_export_through_verify_full_publishes_and_a_wrong_ca_is_named() {
         "nothing is published when the store cannot be reached"
     );
 }
+
+/// A gateway on a TLS-only database with verify-full: its refresh is claimed through the
+/// fleet's asynchronous connection and stored through the store's, both over TLS, and the
+/// sitemap is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_refreshes_through_verify_full() {
+    use std::io::{BufRead as _, BufReader};
+    use std::process::Stdio;
+    let Some(server) = TlsServer::get("a_gateway_refreshes_through_verify_full") else {
+        return;
+    };
+    let upstream = TestServer::start(vec![
+        TestRecord::new("oai:test:7", "2024-01-01").url("https://repo.example/record/7"),
+    ]);
+    let root = tempfile::tempdir().unwrap();
+    let url = server.url(
+        "postgres",
+        "localhost",
+        &[("sslmode", "verify-full"), ("sslrootcert", "ca.crt")],
+    );
+    let config = root.path().join("bridge.toml");
+    let name = format!("tls-gw-{:x}", fastrand::u32(..));
+    std::fs::write(
+        &config,
+        format!(
+            "[server]\npublic_url = \"{PUBLIC_URL}\"\n[state]\nurl = \"{url}\"\n\
+             [harvest]\npoliteness_delay_ms = 0\nstart_spread_secs = 0\n\
+             [[repository]]\nname = \"{name}\"\nbase_url = \"{}\"\nscope = [\"{SCOPE}\"]\n",
+            upstream.url()
+        ),
+    )
+    .unwrap();
+    let mut child = crate::golden::bridge()
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(&config)
+        .arg("--state-dir")
+        .arg(root.path().join("state"))
+        .env_remove("OAI_BRIDGE_STATE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let base = (first.strip_prefix("oai-bridge serving on "))
+        .unwrap_or_else(|| panic!("{first:?}"))
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .to_owned();
+    let sitemap = format!("{base}/{name}/sitemap.xml");
+    let started = std::time::Instant::now();
+    let body = loop {
+        let answer = reqwest::get(&sitemap).await.unwrap();
+        if answer.status() == 200 {
+            break answer.text().await.unwrap();
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "no sitemap within 60 s: {}",
+            answer.status()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let shard = match body.contains("<sitemapindex") {
+        true => (reqwest::get(format!("{base}/{name}/sitemap-1.xml"))
+            .await
+            .unwrap())
+        .text()
+        .await
+        .unwrap(),
+        false => body,
+    };
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(shard.contains("https://repo.example/record/7"), "{shard}");
+}
