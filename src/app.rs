@@ -319,6 +319,11 @@ pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
     if quiet {
         options.progress = false;
     }
+    if let Some(crate::store::StoreLocation::Postgres { url, .. }) = &options.state_db
+        && let Some(warning) = url.warning()
+    {
+        tracing::warn!("[state] url {warning}");
+    }
     match export::export(&options).await {
         Ok(summary) => {
             let text = if args.json {
@@ -886,6 +891,9 @@ pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
         Ok(options) => options,
         Err(e) => return e.report("migrate-state"),
     };
+    if let Some(warning) = options.url.warning() {
+        tracing::warn!("[state] url {warning}");
+    }
     let mut printed = ExitCode::SUCCESS;
     let migrated = crate::migrate::migrate(&options, |outcome| match migrated_line(outcome) {
         Ok(line) => {
@@ -1243,12 +1251,12 @@ from = "2020-01-01"
         let e = (serve(
             &config,
             &[],
-            &["--state-url", "postgres://c:s3cret@h/oai?sslmode=require"],
+            &["--state-url", "postgres://c:s3cret@h/oai?sslmode=allow"],
         ))
         .unwrap_err()
         .to_string();
         assert!(
-            e.starts_with("command line: --state-url: sslmode=require"),
+            e.starts_with("command line: --state-url: sslmode=allow is not supported"),
             "{e}"
         );
         std::fs::write(

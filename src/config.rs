@@ -1425,13 +1425,16 @@ impl Config {
 
     /// What is valid but likely wrong, a sentence each, for `serve` to log at start and at a
     /// reload, and for `serve --check-config` to print: a memory budget too small for the
-    /// refreshes that may run at once; two repositories whose names differ only in case, or
+    /// refreshes that may run at once; a state database reached in cleartext or without its
+    /// certificate checked, off loopback ([`StateUrl::warning`]); two repositories whose names differ only in case, or
     /// that harvest the same thing. (The public URL's is
     /// [`public_url_warning`], said of the address the gateway listens on once bound; a
     /// listener on a repository's own port is the server's `preflight`, which binds it.)
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         warnings.extend(self.memory_warning());
+        let state_url = self.state.url.as_ref().and_then(StateUrl::warning);
+        warnings.extend(state_url.map(|w| format!("[state] url {w}")));
         let repos = &self.repositories;
         for (i, j) in Self::alike(repos) {
             let (a, b) = (&repos[i], &repos[j]);

@@ -21,6 +21,7 @@ pub(crate) mod copy;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;
+mod tls;
 
 pub use pg::StateUrl;
 pub(crate) use pg::{LEASE_CLAIM, LEASE_RELEASE, LEASE_RENEW};

@@ -52,6 +52,8 @@ pub(crate) struct FleetError {
 /// This gateway's side of the fleet.
 pub(crate) struct Fleet {
     config: tokio_postgres::Config,
+    /// The URL's TLS settings, as the stores connect with them.
+    tls: tokio_postgres_rustls::MakeRustlsConnect,
     url: String,
     client: tokio::sync::Mutex<Option<Arc<tokio_postgres::Client>>>,
     /// Who this gateway is in the leases: host name, process id and a random part.
@@ -78,6 +80,7 @@ impl Fleet {
             .unwrap_or_else(|_| "gateway".to_owned());
         Fleet {
             config: url.async_config(),
+            tls: url.tls(),
             url: url.redacted(),
             client: tokio::sync::Mutex::new(None),
             holder: format!("{host}:{}:{:08x}", std::process::id(), fastrand::u32(..)),
@@ -92,7 +95,7 @@ impl Fleet {
             return Ok(Arc::clone(client));
         }
         let (client, connection) = (self.config)
-            .connect(tokio_postgres::NoTls)
+            .connect(self.tls.clone())
             .await
             .map_err(self.failed("connect"))?;
         let url = self.url.clone();

@@ -19,8 +19,9 @@
 //! store decides them, record after record, and the outcome is written with arrays
 //! (`unnest`).
 //!
-//! TLS is not supported yet: a URL with `sslmode=require` is refused when it is read
-//! ([`StateUrl::parse`]); `prefer`, the default, connects without TLS.
+//! Every connection goes through rustls with the URL's `sslmode`, `sslrootcert`, `sslcert` and
+//! `sslkey` (libpq's meanings; the default for a host that is not loopback is `require`): see
+//! [`super::tls`].
 
 use std::collections::{HashMap, HashSet};
 use std::sync::mpsc;
@@ -28,9 +29,10 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use oai_pmh::{Datestamp, Record};
-use postgres::config::{Host, SslMode};
-use postgres::{Client, NoTls, Statement};
+use postgres::config::Host;
+use postgres::{Client, Statement};
 
+use super::tls::Tls;
 use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
 use crate::inventory::SharedUrl;
 
@@ -110,17 +112,21 @@ const BATCH: i64 = 1000;
 /// How long a connection attempt may take when the URL says nothing (`connect_timeout`).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// A PostgreSQL database's URL (`postgres://` or `postgresql://`), read and checked. It holds
-/// the password, if any: it shows (`Debug`, [`StateUrl::redacted`]) without it.
+/// A PostgreSQL database's URL (`postgres://` or `postgresql://`), read and checked, with its
+/// TLS settings. It holds the password, if any: it shows (`Debug`, [`StateUrl::redacted`])
+/// without it.
 #[derive(Clone)]
 pub struct StateUrl {
     text: String,
     config: std::sync::Arc<postgres::Config>,
+    /// The URL without the TLS settings, which tokio-postgres does not read.
+    rest: String,
+    tls: Tls,
 }
 
 impl StateUrl {
-    /// Reads `text`; the error never repeats it (it may hold a password). `sslmode=require` is
-    /// refused: TLS is not supported yet.
+    /// Reads `text`, and the certificate files its TLS settings name; the error never repeats
+    /// the URL (it may hold a password).
     pub fn parse(text: &str) -> Result<StateUrl, String> {
         let scheme = text.split_once("://").map(|(s, _)| s);
         if !matches!(scheme, Some("postgres" | "postgresql")) {
@@ -128,19 +134,15 @@ impl StateUrl {
                 "is not a PostgreSQL URL: give postgres://user:password@host:port/database".into(),
             );
         }
-        let mut config: postgres::Config = text
+        let (rest, tls) = Tls::split(text);
+        let mut config: postgres::Config = rest
             .parse()
             .map_err(|e| format!("is not a PostgreSQL URL that can be read: {e}"))?;
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(
-                "sslmode=require: TLS to PostgreSQL is not supported yet (sslmode=disable, or \
-                 prefer, the default, connects without it)"
-                    .into(),
-            );
-        }
         if config.get_hosts().is_empty() {
             return Err("names no host: give postgres://user@host:port/database".into());
         }
+        let tls = Tls::new(&tls, config.get_hosts())?;
+        config.ssl_mode(tls.wire());
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -150,7 +152,15 @@ impl StateUrl {
         Ok(StateUrl {
             text: text.to_owned(),
             config: std::sync::Arc::new(config),
+            rest,
+            tls,
         })
+    }
+
+    /// What is valid in the URL but unsafe (cleartext, or a certificate nobody checks, to a
+    /// host that is not loopback), a sentence for the start's warnings.
+    pub fn warning(&self) -> Option<String> {
+        (self.tls.warning()).map(|w| format!("{}: {w}", self.redacted()))
     }
 
     /// The URL without its password, nor any setting but user, hosts, ports and database:
@@ -186,7 +196,8 @@ impl StateUrl {
     /// same defaults as the store's.
     pub(crate) fn async_config(&self) -> tokio_postgres::Config {
         let mut config: tokio_postgres::Config =
-            (self.text.parse()).expect("the URL was read by the same parser in StateUrl::parse");
+            (self.rest.parse()).expect("the URL was read by the same parser in StateUrl::parse");
+        config.ssl_mode(self.tls.wire());
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(CONNECT_TIMEOUT);
         }
@@ -195,14 +206,28 @@ impl StateUrl {
         }
         config
     }
-}
 
-impl StateUrl {
+    /// The TLS connector of every connection to the database.
+    pub(crate) fn tls(&self) -> tokio_postgres_rustls::MakeRustlsConnect {
+        self.tls.connector()
+    }
+
     /// A connection of its own to the database, on the caller's thread (which must not be one
     /// of a tokio runtime's: the client blocks on a runtime of its own).
     pub(super) fn connect(&self) -> Result<Client, Failure> {
-        self.config.connect(NoTls).doing("cannot connect")
+        connect(&self.config, &self.tls)
     }
+}
+
+/// A connection to the database `config` names; a failure of TLS says the TLS settings too.
+fn connect(config: &postgres::Config, tls: &Tls) -> Result<Client, Failure> {
+    config.connect(tls.connector()).map_err(|e| Failure {
+        what: "cannot connect",
+        source: match tls.explain(&e) {
+            Some(explained) => explained.into(),
+            None => Box::new(e),
+        },
+    })
 }
 
 impl std::fmt::Debug for StateUrl {
@@ -339,11 +364,12 @@ impl Postgres {
         let (jobs, queue) = mpsc::channel::<Job>();
         let (ready, connected) = mpsc::sync_channel::<Result<(), Failure>>(1);
         let config = std::sync::Arc::clone(&url.config);
+        let tls = url.tls.clone();
         let name = repository.to_owned();
         let thread = std::thread::Builder::new()
             .name(format!("store-{repository}"))
             .spawn(move || {
-                let client = match config.connect(NoTls).doing("cannot connect") {
+                let client = match connect(&config, &tls) {
                     Ok(client) => client,
                     Err(e) => {
                         let _ = ready.send(Err(e));
@@ -1489,6 +1515,7 @@ mod tests {
     use super::testdb::TestDb;
     use super::*;
     use crate::store::Store;
+    use postgres::config::SslMode;
 
     /// docs/operations.md says how many migrations this version knows (an older binary refuses
     /// a database with more): the number is this.
@@ -1500,7 +1527,7 @@ mod tests {
     }
 
     /// The URL is shown without its password, whatever the form; it is refused when it is no
-    /// PostgreSQL URL or asks for TLS, the error never repeating it.
+    /// PostgreSQL URL or its TLS settings are wrong, the error never repeating it.
     #[test]
     fn a_state_url_shows_without_its_password() {
         let url = StateUrl::parse("postgres://bridge:s3cret@db.example:5433/oai?sslmode=disable")
@@ -1512,18 +1539,27 @@ mod tests {
         let refused = [
             "mysql://bridge:s3cret@h/oai",
             "host=h password=s3cret",
-            "postgres://bridge:s3cret@h/oai?sslmode=require",
+            "postgres://bridge:s3cret@h/oai?sslmode=allow",
+            "postgres://bridge:s3cret@h/oai?sslmode=verify-full&sslrootcert=/nonexistent",
             "postgres://bridge:s3cret@h:notaport/oai",
         ];
         for text in refused {
             let e = StateUrl::parse(text).unwrap_err();
             assert!(!e.contains("s3cret"), "{text}: {e}");
         }
-        assert!(
-            StateUrl::parse("postgres://h/oai?sslmode=require")
-                .unwrap_err()
-                .contains("TLS")
+        // The TLS settings are read here, not by tokio-postgres, which knows none but sslmode.
+        let url = StateUrl::parse("postgres://h/oai?sslmode=require&connect_timeout=3").unwrap();
+        assert_eq!(url.async_config().get_ssl_mode(), SslMode::Require);
+        assert_eq!(
+            url.config.get_connect_timeout(),
+            Some(&Duration::from_secs(3))
         );
+        let url = StateUrl::parse("postgres://h/oai?sslmode=verify-ca").unwrap_or_else(|e| {
+            // The system's trust store is where verify-ca looks without sslrootcert.
+            assert!(e.contains("trust store"), "{e}");
+            StateUrl::parse("postgres://h/oai?sslmode=require").unwrap()
+        });
+        assert_eq!(url.config.get_ssl_mode(), SslMode::Require);
         assert_eq!(
             StateUrl::parse("postgres://a:b@h/d").unwrap(),
             StateUrl::parse("postgres://a:b@h/d").unwrap()

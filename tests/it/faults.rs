@@ -1484,7 +1484,7 @@ async fn a_body_that_never_ends_stops_at_max_body_bytes() {
 
 #[tokio::test]
 async fn a_gzip_bomb_stops_at_max_body_bytes_after_inflating() {
-    // 200 MB of spaces in under 1 MB of gzip; the cap (1 MiB in these settings) counts the
+    // 32 MiB of spaces in about 32 KiB of gzip; the cap (1 MiB in these settings) counts the
     // inflated bytes, so memory stays bounded.
     let server = TestServer::start(numbered(3));
     server.fault_on_page(1, Fault::GzipBomb);

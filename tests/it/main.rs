@@ -15,6 +15,7 @@ mod migrate;
 mod packaging;
 mod platforms;
 mod postgres;
+mod postgres_tls;
 mod profiles_patch;
 mod props;
 mod serve;

@@ -290,6 +290,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "store::copy",
             "store::persisted",
             "store::pg",
+            "store::tls",
             "store::sqlite",
         ],
     ),
