@@ -3789,6 +3789,80 @@ async fn requests_are_answered_while_a_reload_waits_for_a_store() {
     g.stop().await;
 }
 
+/// What a reload reads and writes (an added repository's refresh history, the list of the
+/// repositories served, the record of when robots.txt changed) goes through files that stall
+/// here for [`STALL`] / 2 each (FIFOs no one opens until then): requests are answered all the
+/// while, and the reload then applies. Catches a return of any of them to the runtime.
+#[tokio::test]
+async fn requests_are_answered_while_a_reload_waits_for_the_disk() {
+    use std::io::Read as _;
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let config = |repositories: &str| {
+        format!(
+            "[server]\nstate_dir = \"{}\"\n{repositories}",
+            state.path().display()
+        )
+    };
+    std::fs::write(&file, config("")).unwrap();
+    let g = Running::start_file(&file).await;
+    let added = format!(
+        "[[repository]]\nname = \"added\"\nbase_url = \"{}\"\n",
+        sample.display()
+    );
+    std::fs::write(&file, config(&added)).unwrap();
+    // The files a reload reads or writes first, in the order it does; each a FIFO.
+    std::fs::create_dir(state.path().join("added")).unwrap();
+    let history = state.path().join("added").join("history.jsonl");
+    let serving = state.path().join("serving.tmp");
+    let robots = state.path().join("robots.txt.modified.tmp");
+    for fifo in [&history, &serving, &robots] {
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+    }
+    let (go, going) = std::sync::mpsc::channel();
+    let disk = std::thread::spawn(move || {
+        going.recv().unwrap();
+        // The history is read: opened for writing and closed, it reads as empty.
+        std::thread::sleep(STALL / 2);
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&history)
+                .unwrap(),
+        );
+        for fifo in [serving, robots] {
+            std::thread::sleep(STALL / 2);
+            let mut written = Vec::new();
+            std::fs::File::open(&fifo)
+                .and_then(|mut f| f.read_to_end(&mut written))
+                .unwrap();
+            assert!(!written.is_empty(), "{}", fifo.display());
+            // Not renamed into place (a FIFO cannot be synced): gone, the next write of
+            // robots.txt's date makes a file again.
+            let _ = std::fs::remove_file(&fifo);
+        }
+    });
+    let started = Instant::now();
+    go.send(()).unwrap();
+    let gateway = Arc::clone(&g.gateway);
+    let reload = tokio::spawn(async move { gateway.reload().await });
+    let (longest, reloaded) = longest_wait_for_healthz(&g, reload).await;
+    let waited = started.elapsed();
+    disk.join().unwrap();
+    assert_eq!(reloaded.unwrap().added, ["added"]);
+    assert!(
+        waited >= STALL,
+        "the reload ended after {waited:?}: it did not wait for its files"
+    );
+    assert!(
+        longest < ANSWER_WITHIN,
+        "/healthz waited {longest:?} while a reload waited {waited:?} for its files"
+    );
+    g.stop().await;
+}
+
 /// What a refresh writes as it ends (the record of when robots.txt changed, the refresh
 /// history) goes through files that stall here for [`STALL`] / 2 each (FIFOs no one opens
 /// until then): requests are answered all the while, and the refresh ends once both are
