@@ -1,11 +1,12 @@
 //! Each repository's last refreshes, for the status page: kept in memory and in a small JSON
 //! Lines file in the repository's state folder, so a restart keeps them. Losing the file loses
-//! nothing else: a refresh never fails because its history cannot be written (it warns).
+//! nothing else: a refresh never fails because its history cannot be written (it warns). The
+//! file is written on a blocking thread: a refresh ends on the runtime that answers requests.
 
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
@@ -93,7 +94,12 @@ impl Entry {
 #[derive(Debug)]
 pub(crate) struct History {
     path: PathBuf,
-    entries: Mutex<VecDeque<Entry>>,
+    /// In memory, for the status page; never held while the file is written.
+    entries: Mutex<Kept>,
+    /// The version of the text the file holds. Its lock is taken on the blocking thread that
+    /// writes, so writes come one at a time (they share a temporary file) and a write that comes
+    /// late never replaces a newer text.
+    written: Arc<Mutex<u64>>,
     /// What the running refresh's harvest did, once it completed: its kind and the records it
     /// received (set on the refresh's thread, taken when the refresh ends).
     harvest: Mutex<Option<(&'static str, u64)>>,
@@ -124,7 +130,11 @@ impl History {
         };
         History {
             path,
-            entries: Mutex::new(entries),
+            entries: Mutex::new(Kept {
+                entries,
+                version: 0,
+            }),
+            written: Arc::default(),
             harvest: Mutex::new(None),
         }
     }
@@ -142,9 +152,10 @@ impl History {
             .take();
     }
 
-    /// Adds the refresh that ended, with what its harvest did, and writes the file (a warning
-    /// if it cannot be written: the history is not worth a failed refresh).
-    pub(crate) fn record(&self, mut entry: Entry) {
+    /// Adds the refresh that ended, with what its harvest did, and writes the file on a
+    /// blocking thread (a warning if it cannot be written: the history is not worth a failed
+    /// refresh).
+    pub(crate) async fn record(&self, mut entry: Entry) {
         if let Some((kind, received)) = self
             .harvest
             .lock()
@@ -154,20 +165,33 @@ impl History {
             entry.kind = kind.to_owned();
             entry.received = Some(received);
         }
-        let text = {
-            let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            entries.push_back(entry);
-            while entries.len() > KEEP {
-                entries.pop_front();
+        let (text, version) = {
+            let mut kept = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            kept.entries.push_back(entry);
+            while kept.entries.len() > KEEP {
+                kept.entries.pop_front();
             }
             let mut text = String::new();
-            for e in entries.iter() {
+            for e in kept.entries.iter() {
                 text.push_str(&serde_json::to_string(e).expect("an entry serialises"));
                 text.push('\n');
             }
-            text
+            kept.version += 1;
+            (text, kept.version)
         };
-        if let Err(e) = write_atomically(&self.path, text.as_bytes()) {
+        let (path, written) = (self.path.clone(), Arc::clone(&self.written));
+        let wrote = tokio::task::spawn_blocking(move || {
+            let mut holds = written.lock().unwrap_or_else(|e| e.into_inner());
+            if *holds > version {
+                return Ok(());
+            }
+            write_atomically(&path, text.as_bytes())?;
+            *holds = version;
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e)));
+        if let Err(e) = wrote {
             tracing::warn!(
                 path = %self.path.display(),
                 "cannot write the refresh history (the status page keeps it until a restart): {e}"
@@ -181,10 +205,18 @@ impl History {
             .entries
             .lock()
             .unwrap_or_else(|e| e.into_inner())
+            .entries
             .iter())
         .cloned()
         .collect()
     }
+}
+
+/// The refreshes kept in memory, and how many texts of them were made for the file.
+#[derive(Debug)]
+struct Kept {
+    entries: VecDeque<Entry>,
+    version: u64,
 }
 
 /// Replaces `path` with `bytes` by a rename, so that a crash leaves the old file or the new.
@@ -313,17 +345,17 @@ mod tests {
 
     /// The history survives a restart, keeps the last [`KEEP`], and skips a line it cannot
     /// read (a file cut by a crash of an older version, say).
-    #[test]
-    fn the_last_refreshes_are_kept_across_restarts() {
+    #[tokio::test]
+    async fn the_last_refreshes_are_kept_across_restarts() {
         let dir = tempfile::tempdir().unwrap();
         let history = History::load(dir.path());
         assert!(history.entries().is_empty());
         history.start();
         history.harvested("full", 320);
-        history.record(ok(1, 456));
+        history.record(ok(1, 456)).await;
         for i in 2..=(KEEP as u64 + 5) {
-            history.record(Entry::default().failed("request failed\ncaused by: timeout"));
-            history.record(ok(i, 456 + i));
+            (history.record(Entry::default().failed("request failed\ncaused by: timeout"))).await;
+            history.record(ok(i, 456 + i)).await;
         }
         let mut text = std::fs::read_to_string(dir.path().join(FILE)).unwrap();
         assert_eq!(text.lines().count(), KEEP);
@@ -343,18 +375,18 @@ mod tests {
         // What the harvest did goes with the refresh that follows, once.
         let first = History::load(tempfile::tempdir().unwrap().path());
         first.harvested("full", 320);
-        first.record(Entry::default());
-        first.record(Entry::default());
+        first.record(Entry::default()).await;
+        first.record(Entry::default()).await;
         let e = first.entries();
         assert_eq!((e[0].kind.as_str(), e[0].received), ("full", Some(320)));
         assert_eq!((e[1].kind.as_str(), e[1].received), ("", None));
     }
 
     /// A history that cannot be written is kept in memory, and recording it does not fail.
-    #[test]
-    fn an_unwritable_history_only_warns() {
+    #[tokio::test]
+    async fn an_unwritable_history_only_warns() {
         let history = History::load(Path::new("/nonexistent/oai-bridge/history"));
-        history.record(ok(1, 10));
+        history.record(ok(1, 10)).await;
         assert_eq!(history.entries().len(), 1);
     }
 

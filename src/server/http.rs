@@ -281,14 +281,12 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
     }
     let head = req.method() == Method::HEAD;
     match *target {
-        Target::Status => with_type(
-            StatusCode::OK,
-            HTML,
-            Bytes::from(super::status::render_view(
-                gateway,
-                &super::status::View::parse(req.uri().query()),
-            )),
-        ),
+        Target::Status => {
+            let room = gateway.state_dir_room().await;
+            let view = super::status::View::parse(req.uri().query());
+            let page = super::status::render_view(gateway, &view, room);
+            with_type(StatusCode::OK, HTML, Bytes::from(page))
+        }
         Target::Robots => {
             let file = gateway.robots();
             let validators = Validators {
@@ -309,11 +307,11 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
         }
         Target::Healthz => plain(StatusCode::OK, "ok\n"),
         Target::Readyz => readyz(gateway, req.uri().query()),
-        Target::Metrics => with_type(
-            StatusCode::OK,
-            OPENMETRICS,
-            Bytes::from(super::scrape::scrape(gateway)),
-        ),
+        Target::Metrics => {
+            let room = gateway.state_dir_room().await;
+            let text = super::scrape::scrape(gateway, room);
+            with_type(StatusCode::OK, OPENMETRICS, Bytes::from(text))
+        }
         Target::File { repo, name, shard } => match gateway.repo(repo) {
             Some(repo) => serve_file(gateway, &repo, name, shard, req.headers(), head).await,
             None => plain(StatusCode::NOT_FOUND, "not found\n"),

@@ -85,8 +85,11 @@ pub struct Gateway {
     /// robots.txt, made again whenever a generation is swapped in ([`Gateway::announce`]).
     robots: RwLock<Arc<http::StaticFile>>,
     /// Held while robots.txt is made again and installed: repositories refresh in tasks of
-    /// their own, and a text made before another swap must not replace one made after it.
-    announcing: Mutex<()>,
+    /// their own, and a text made before another swap must not replace one made after it. A
+    /// tokio lock, held across the wait for the blocking thread that dates the text; that thread
+    /// owns the guard while it writes, so a caller that goes away never lets a second write of
+    /// the same temporary file begin beside it.
+    announcing: Arc<tokio::sync::Mutex<()>>,
     /// When the process started.
     pub started: SystemTime,
     /// Longest time a client may take to send a request head, and an idle keep-alive connection
@@ -635,7 +638,7 @@ impl Gateway {
             ))
             .expect("digits make a header value"),
             robots: RwLock::new(Arc::new(robots)),
-            announcing: Mutex::new(()),
+            announcing: Arc::default(),
             public_url,
             started: SystemTime::now(),
             client_timeout: config.server.client_timeout,
@@ -719,14 +722,36 @@ impl Gateway {
 
     /// Makes robots.txt again from the generations being served, after a swap: a profile that
     /// published nothing this time has no index, and announcing it would send crawlers to a 404.
-    /// An unchanged text keeps its validators.
-    pub fn announce(&self) {
-        let _one_at_a_time = self.announcing.lock().unwrap_or_else(|e| e.into_inner());
-        let next = robots_file(&self.live().repos, &self.server.state_dir);
+    /// An unchanged text keeps its validators. When it was first served is read and recorded in
+    /// the state directory on a blocking thread, never on the runtime that answers requests.
+    pub async fn announce(&self) {
+        let one_at_a_time = Arc::clone(&self.announcing).lock_owned().await;
+        let bytes = Bytes::from(robots_txt(&self.live().repos));
+        let state_dir = self.server.state_dir.clone();
+        let dated =
+            tokio::task::spawn_blocking(move || (one_at_a_time, dated_robots(bytes, &state_dir)))
+                .await;
+        let (_one_at_a_time, next) = match dated {
+            Ok(dated) => dated,
+            Err(e) => {
+                tracing::warn!("cannot make robots.txt again (the one served stays): {e}");
+                return;
+            }
+        };
         let mut robots = self.robots.write().unwrap_or_else(|e| e.into_inner());
         if robots.bytes != next.bytes {
             *robots = Arc::new(next);
         }
+    }
+
+    /// The room on the state directory's file system (free, size, what a spill leaves), for
+    /// the status page and the metrics; `None` when it cannot be had. statvfs(2) can block (a
+    /// network file system that does not answer), so it is asked on a blocking thread.
+    pub(crate) async fn state_dir_room(&self) -> Option<crate::spill::Room> {
+        let dir = self.server.state_dir.clone();
+        (tokio::task::spawn_blocking(move || crate::spill::Room::of(&dir).ok()).await)
+            .ok()
+            .flatten()
     }
 
     /// Drops the cached bytes of the generation with `serial`, once it is replaced: no request
@@ -977,8 +1002,15 @@ const ROBOTS_MODIFIED: &str = "robots.txt.modified";
 
 /// robots.txt for `repos`, last modified when this text was first served, in this process or an
 /// earlier one (H-04: a restart or a refresh that gives the same bytes does not move it).
+/// Blocking (it reads and writes a file): at the start, or on a blocking thread
+/// ([`Gateway::announce`]).
 fn robots_file(repos: &[Arc<Repo>], state_dir: &std::path::Path) -> http::StaticFile {
-    let bytes = Bytes::from(robots_txt(repos));
+    dated_robots(Bytes::from(robots_txt(repos)), state_dir)
+}
+
+/// robots.txt of `bytes`, last modified when this text was first served, as recorded in
+/// `state_dir` (recorded now if it was not). Blocking.
+fn dated_robots(bytes: Bytes, state_dir: &std::path::Path) -> http::StaticFile {
     let hash = generation::content_hash(&bytes);
     let path = state_dir.join(ROBOTS_MODIFIED);
     let kept = std::fs::read_to_string(&path).ok().and_then(|text| {

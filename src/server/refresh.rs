@@ -204,7 +204,7 @@ async fn claimed(
     };
     let recorded = match (&outcome, repo.current()) {
         (Ok(()), Some(generation)) if !lost => {
-            let manifest = std::fs::read(generation.dir.join(super::generation::MANIFEST));
+            let manifest = tokio::fs::read(generation.dir.join(super::generation::MANIFEST)).await;
             match manifest {
                 Ok(manifest) => fleet
                     .published(&repo.name, &generation.id, &manifest)
@@ -266,12 +266,14 @@ pub(crate) async fn refresh(
     let outcome = match result {
         Ok(generation) => {
             let urls = generation.summary.urls;
-            serve_generation(gateway, repo, generation, setup, &labels);
+            serve_generation(gateway, repo, generation, setup, &labels).await;
             gateway.publish_robots().await;
-            repo.history.record(held(history::Entry {
-                urls: Some(urls),
-                ..history::Entry::ended_now(started)
-            }));
+            repo.history
+                .record(held(history::Entry {
+                    urls: Some(urls),
+                    ..history::Entry::ended_now(started)
+                }))
+                .await;
             m.refreshed(&name, "success", started);
             "success"
         }
@@ -293,7 +295,8 @@ pub(crate) async fn refresh(
             m.refreshed(&name, "failure", started);
             record_failure(m, repo, &labels, &e, &stats);
             repo.history
-                .record(held(history::Entry::ended_now(started)).failed(&error_chain(&e)));
+                .record(held(history::Entry::ended_now(started)).failed(&error_chain(&e)))
+                .await;
             return Err(e);
         }
     };
@@ -357,7 +360,7 @@ fn count_upstream(m: &Metrics, name: &str, stats: &UpstreamStats) {
 
 /// Swaps `generation`, made under `setup`, in for `repo`, and records it in the log, the
 /// metrics and the status.
-fn serve_generation(
+async fn serve_generation(
     gateway: &Gateway,
     repo: &Repo,
     generation: Generation,
@@ -390,7 +393,7 @@ fn serve_generation(
     if let Some(replaced) = repo.swap(generation, setup) {
         gateway.forget(replaced);
     }
-    gateway.announce();
+    gateway.announce().await;
     repo.update(|st| {
         st.last_success = Some(SystemTime::now());
         st.last_error = None;
@@ -861,7 +864,7 @@ async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> 
     if let Some(replaced) = repo.swap(generation, setup) {
         gateway.forget(replaced);
     }
-    gateway.announce();
+    gateway.announce().await;
     Ok(())
 }
 

@@ -9,6 +9,10 @@
 //! settings from its next refresh, which starts at once when they change its files. What only
 //! a restart can change is logged and left as it is. A file that cannot be read or is invalid
 //! changes nothing and says why.
+//!
+//! A reload runs in a task of its own, and what in it blocks (reading the file, opening the
+//! added repositories' stores, recording what is served, dating robots.txt) on blocking
+//! threads: requests go on being answered while a store takes its time to open.
 
 use std::fmt;
 use std::sync::Arc;
@@ -39,6 +43,27 @@ pub enum ReloadError {
     /// An added repository's state folder cannot be set up.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The gateway stopped before the reload ended (its runtime shut down).
+    #[error("the gateway stopped before the reload ended")]
+    Interrupted,
+}
+
+/// What the blocking part of a reload did ([`Gateway::swap_in`]).
+struct Swapped {
+    reloaded: Reloaded,
+    removed: Vec<Arc<Repo>>,
+    added: Vec<Arc<Repo>>,
+}
+
+/// The outcome of a task a reload waited for: a panic goes on unwinding in the caller.
+fn joined<T>(
+    outcome: Result<Result<T, ReloadError>, tokio::task::JoinError>,
+) -> Result<T, ReloadError> {
+    match outcome {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(_) => Err(ReloadError::Interrupted),
+    }
 }
 
 /// What a reload changed.
@@ -144,6 +169,13 @@ impl Gateway {
     /// time. On error the running configuration stays; either way the outcome is logged and
     /// counted (`oai_bridge_config_reloads_total`, `oai_bridge_config_reload_failed`).
     pub async fn reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+        // A task of its own: a caller that goes away (a client hanging up on `POST /-/reload`
+        // while a store opens) never leaves a reload half applied.
+        let gateway = Arc::clone(self);
+        joined(tokio::spawn(async move { gateway.reload_whole().await }).await)
+    }
+
+    async fn reload_whole(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
         let _one_at_a_time = self.reloading.lock().await;
         let outcome = self.apply_reload().await;
         let m = &self.metrics;
@@ -167,8 +199,45 @@ impl Gateway {
     }
 
     async fn apply_reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+        // Reading the file, opening the added repositories' stores (a SQLite file's schema; a
+        // PostgreSQL connection, up to its connect_timeout, and its migrations) and recording
+        // what is served block: on a blocking thread, not on the runtime that answers requests.
+        let gateway = Arc::clone(self);
+        let Swapped {
+            mut reloaded,
+            removed,
+            added,
+        } = joined(tokio::task::spawn_blocking(move || gateway.swap_in()).await)?;
+        // The set has changed: robots.txt follows at once.
+        self.announce().await;
+
+        reloaded.removed = removed.iter().map(|r| r.name.clone()).collect();
+        self.stop_schedules(Some(&reloaded.removed)).await;
+        for repo in &removed {
+            tracing::info!(
+                repository = repo.name,
+                "removed from the configuration: no longer served; its state stays on disk"
+            );
+            // Its generation stays on disk (not retired); only its cached bytes and its
+            // metrics go.
+            if let Some(g) = repo.current() {
+                self.forget(g.serial);
+            }
+            super::refresh::forget_metrics(&self.metrics, repo);
+        }
+        for repo in &added {
+            tracing::info!(repository = repo.name, "added by the configuration");
+            reloaded.added.push(repo.name.clone());
+        }
+        // Their first refreshes are spread, as those of the start are.
+        self.start_schedules(added);
+        Ok(reloaded)
+    }
+
+    /// The configuration read again, the added repositories opened, and the repository set
+    /// and settings swapped in; nothing changes when any of it fails. Blocking.
+    fn swap_in(self: &Arc<Self>) -> Result<Swapped, ReloadError> {
         let loader = self.loader.as_ref().ok_or(ReloadError::NoFile)?;
-        // A small file, read on the runtime: a reload is rare and this is its one read.
         let config = (loader.0)()?;
         let mut reloaded = Reloaded {
             needs_restart: needs_restart(&self.server, &config.server),
@@ -258,30 +327,11 @@ impl Gateway {
         );
         *self.live.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
         drop(running);
-        // The set has changed: robots.txt follows at once.
-        self.announce();
-
-        reloaded.removed = removed.iter().map(|r| r.name.clone()).collect();
-        self.stop_schedules(Some(&reloaded.removed)).await;
-        for repo in &removed {
-            tracing::info!(
-                repository = repo.name,
-                "removed from the configuration: no longer served; its state stays on disk"
-            );
-            // Its generation stays on disk (not retired); only its cached bytes and its
-            // metrics go.
-            if let Some(g) = repo.current() {
-                self.forget(g.serial);
-            }
-            super::refresh::forget_metrics(&self.metrics, repo);
-        }
-        for repo in &added {
-            tracing::info!(repository = repo.name, "added by the configuration");
-            reloaded.added.push(repo.name.clone());
-        }
-        // Their first refreshes are spread, as those of the start are.
-        self.start_schedules(added);
-        Ok(reloaded)
+        Ok(Swapped {
+            reloaded,
+            removed,
+            added,
+        })
     }
 }
 

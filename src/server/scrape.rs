@@ -16,12 +16,14 @@ use super::metrics::{
     self, DropLabels, Metrics, OTHER, PlatformLabels, ProfileDropLabels, ProfileLabels, RepoLabels,
 };
 use crate::classify::Drop;
+use crate::spill::Room;
 use crate::summary::Summary;
 
 /// The OpenMetrics text of `gateway`'s `/metrics`: what is kept here, and what is read from
 /// the repositories being served as the scrape comes (their settings and schedules), so it
-/// follows a reload at once and a removed repository leaves no series behind.
-pub(crate) fn scrape(gateway: &Gateway) -> String {
+/// follows a reload at once and a removed repository leaves no series behind. `room`: the state
+/// directory's file system's, asked by the caller off the runtime ([`Gateway::state_dir_room`]).
+pub(crate) fn scrape(gateway: &Gateway, room: Option<Room>) -> String {
     let mut registry = Registry::with_prefix("oai_bridge");
     let interval = Family::<RepoLabels, Gauge>::default();
     registry.register(
@@ -87,7 +89,7 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
         memory.get_or_create(&other).set(bytes(other_held.0));
         spill.get_or_create(&other).set(bytes(other_held.1));
     }
-    pool_gauges(gateway, &mut registry);
+    pool_gauges(gateway, &mut registry, room);
     // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
     // growing means the limit is too low for the repositories' intervals.
     let slots = gateway.refresh_slots();
@@ -120,11 +122,11 @@ pub(crate) fn scrape(gateway: &Gateway) -> String {
 
 /// Registers the gateway-wide gauges of memory and spill space: what the running refreshes
 /// hold together, the limits they are held to, and what the machine gives (the memory the
-/// process may use, the state directory's free space).
-fn pool_gauges(gateway: &Gateway, registry: &mut Registry) {
+/// process may use, the state directory's free space: `room`).
+fn pool_gauges(gateway: &Gateway, registry: &mut Registry, room: Option<Room>) {
     let pool = &gateway.pool;
     let limits = pool.limits();
-    let free = crate::spill::free_space(&gateway.server.state_dir).ok();
+    let free = room.map(|room| (room.free, room.size));
     let gauges = [
         (
             "memory_budget_bytes",

@@ -10,7 +10,7 @@ use super::generation::{Generation, Summary};
 use super::{Gateway, Repo, RepoStatus, history};
 use crate::classify::Drop;
 use crate::pipeline::{human_bytes, human_duration};
-use crate::spill::Usage;
+use crate::spill::{Room, Usage};
 
 /// Rows of the status page shown at a time: a fleet of thousands of repositories is paged, so
 /// that the page answers quickly and stays readable.
@@ -78,12 +78,14 @@ impl View {
 /// Renders the status page, every repository on it when they fit on one page.
 #[cfg(test)]
 pub(crate) fn render(gateway: &Gateway) -> String {
-    render_view(gateway, &View::default())
+    let room = crate::spill::Room::of(&gateway.server.state_dir).ok();
+    render_view(gateway, &View::default(), room)
 }
 
 /// Renders the status page as `view` asks: the summary over every repository, then the rows
-/// of one page of those the filters keep.
-pub(crate) fn render_view(gateway: &Gateway, view: &View) -> String {
+/// of one page of those the filters keep. `room`: the state directory's file system's, asked
+/// by the caller off the runtime ([`Gateway::state_dir_room`]).
+pub(crate) fn render_view(gateway: &Gateway, view: &View, room: Option<Room>) -> String {
     let now = SystemTime::now();
     let mut out = String::new();
     let repos = gateway.repos();
@@ -110,7 +112,7 @@ pub(crate) fn render_view(gateway: &Gateway, view: &View) -> String {
     };
     let shown = &kept[(page - 1) * PAGE_ROWS..kept.len().min(page * PAGE_ROWS)];
     let running = gateway.pool.running();
-    head(&mut out, gateway, &running, now);
+    head(&mut out, gateway, &running, now, room);
     summary(&mut out, &repos, &states, shown);
     find_form(&mut out, view);
     pager(&mut out, view, page, pages, kept.len(), repos.len());
@@ -325,7 +327,13 @@ fn summary(out: &mut String, repos: &[Arc<Repo>], states: &[State], shown: &[usi
 
 /// The page up to the summary: the style, what the gateway is, its refreshes (those `running`
 /// with what they hold).
-fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime) {
+fn head(
+    out: &mut String,
+    gateway: &Gateway,
+    running: &[Usage],
+    now: SystemTime,
+    room: Option<Room>,
+) {
     out.push_str(concat!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
         "<title>oai-bridge</title>\n<style>body{font-family:system-ui,sans-serif;margin:2em}",
@@ -358,7 +366,7 @@ fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime)
          host; most at once so far: {}).</p>",
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
-    memory(out, gateway, running);
+    memory(out, gateway, running, room);
     // What the log said at start, and `serve --check-config`.
     if let Some(warning) =
         crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)
@@ -385,8 +393,8 @@ fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime)
 }
 
 /// What the running refreshes hold, in memory and on disk, against the limits they are held to
-/// and what the machine gives.
-fn memory(out: &mut String, gateway: &Gateway, running: &[Usage]) {
+/// and what the machine gives (`room`: the state directory's file system's).
+fn memory(out: &mut String, gateway: &Gateway, running: &[Usage], room: Option<Room>) {
     let pool = &gateway.pool;
     let limits = pool.limits();
     let machine = gateway.machine.as_ref().map_or_else(String::new, |m| {
@@ -412,7 +420,7 @@ fn memory(out: &mut String, gateway: &Gateway, running: &[Usage]) {
         }
         None => out.push_str(" (no spill_max_bytes)"),
     }
-    if let Ok(room) = crate::spill::Room::of(&gateway.server.state_dir) {
+    if let Some(room) = room {
         let _ = write!(
             out,
             "; <span{}>{} free on the state directory's file system</span> (a spill stops {} \
@@ -985,7 +993,8 @@ mod tests {
             assert!(page.contains(said), "{said}: {page}");
         }
         let metrics = |want: &[&str]| {
-            let text = crate::server::scrape::scrape(&gateway);
+            let room = crate::spill::Room::of(&gateway.server.state_dir).ok();
+            let text = crate::server::scrape::scrape(&gateway, room);
             for line in want {
                 assert!(text.contains(&format!("\n{line}\n")), "{line}: {text}");
             }
@@ -1020,7 +1029,8 @@ mod tests {
 
     /// The page `query` asks for.
     fn page(gateway: &crate::server::Gateway, query: &str) -> String {
-        super::render_view(gateway, &View::parse(Some(query)))
+        let room = crate::spill::Room::of(&gateway.server.state_dir).ok();
+        super::render_view(gateway, &View::parse(Some(query)), room)
     }
 
     /// Issue 30: a fleet's rows come a page at a time, with links between the pages; the

@@ -3661,3 +3661,279 @@ async fn the_first_refreshes_are_spread_over_the_window() {
     }
     g.stop().await;
 }
+
+// Issue 31 point 4: no blocking I/O on the serving runtime. The gateway below runs on the
+// test's runtime, which has one thread (`#[tokio::test]`): whatever blocks it (a file or a
+// database that does not answer, waited for on the runtime instead of on a blocking thread)
+// holds up every request until it ends. A slow disk or database is played by a FIFO no one
+// opens, or by a PostgreSQL port that accepts and never answers; `/healthz` is asked all along,
+// and must never wait more than a fraction of the stall.
+
+/// How long the slow disk or database below keeps its caller waiting.
+const STALL: Duration = Duration::from_secs(10);
+
+/// The longest `/healthz` may wait meanwhile: well under [`STALL`], and generous for a loaded
+/// machine (an answer takes milliseconds).
+const ANSWER_WITHIN: Duration = Duration::from_secs(3);
+
+/// The longest wait between two answers of `/healthz`, asked every 50 ms until `busy` ends
+/// (within a minute), and what `busy` gave.
+async fn longest_wait_for_healthz<T>(g: &Running, busy: JoinHandle<T>) -> (Duration, T) {
+    let started = Instant::now();
+    let mut last = started;
+    let mut longest = Duration::ZERO;
+    while !busy.is_finished() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "still busy after a minute"
+        );
+        let reply = g.get("/healthz").await;
+        assert_eq!(reply.status, StatusCode::OK);
+        longest = longest.max(last.elapsed());
+        last = Instant::now();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    longest = longest.max(last.elapsed());
+    (longest, busy.await.unwrap())
+}
+
+/// A "PostgreSQL server" that accepts connections and never answers; each is closed after
+/// [`STALL`], which fails the client's connect. On a thread of its own, so that a runtime the
+/// gateway blocks cannot hold it up too.
+struct SilentDatabase {
+    port: u16,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SilentDatabase {
+    fn start() -> SilentDatabase {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        let thread = std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((connection, _)) => held.push((Instant::now(), connection)),
+                    Err(_) => std::thread::sleep(Duration::from_millis(20)),
+                }
+                held.retain(|(at, _)| at.elapsed() < STALL);
+            }
+        });
+        SilentDatabase {
+            port,
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for SilentDatabase {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// A reload opens an added repository's store (here a PostgreSQL connection that hangs for
+/// [`STALL`]) on a blocking thread: requests are answered all the while, and the reload then
+/// fails naming the store, changing nothing. Catches a reload that opens stores, reads the
+/// configuration or writes its files on the runtime again.
+#[tokio::test]
+async fn requests_are_answered_while_a_reload_waits_for_a_store() {
+    let database = SilentDatabase::start();
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let config = |repositories: &str| {
+        format!(
+            "[server]\nstate_dir = \"{}\"\n[state]\nurl = \"postgres://oai@127.0.0.1:{}/oai\"\n\
+             {repositories}",
+            state.path().display(),
+            database.port
+        )
+    };
+    std::fs::write(&file, config("")).unwrap();
+    let g = Running::start_file(&file).await;
+    let added = format!(
+        "[[repository]]\nname = \"added\"\nbase_url = \"{}\"\n",
+        sample.display()
+    );
+    std::fs::write(&file, config(&added)).unwrap();
+    let started = Instant::now();
+    let gateway = Arc::clone(&g.gateway);
+    let reload = tokio::spawn(async move { gateway.reload().await });
+    let (longest, reloaded) = longest_wait_for_healthz(&g, reload).await;
+    let waited = started.elapsed();
+    let error = reloaded
+        .expect_err("the store cannot be opened")
+        .to_string();
+    assert!(error.contains("cannot read the state store of"), "{error}");
+    assert!(
+        waited >= STALL / 2,
+        "the reload ended after {waited:?}: it did not wait on the database"
+    );
+    assert!(
+        longest < ANSWER_WITHIN,
+        "/healthz waited {longest:?} while a reload waited {waited:?} for a store"
+    );
+    assert!(
+        g.gateway.repos().is_empty(),
+        "a failed reload changes nothing"
+    );
+    g.stop().await;
+}
+
+/// What a reload reads and writes (an added repository's refresh history, the list of the
+/// repositories served, the record of when robots.txt changed) goes through files that stall
+/// here for [`STALL`] / 2 each (FIFOs no one opens until then): requests are answered all the
+/// while, and the reload then applies. Catches a return of any of them to the runtime.
+#[tokio::test]
+async fn requests_are_answered_while_a_reload_waits_for_the_disk() {
+    use std::io::Read as _;
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let file = state.path().join("bridge.toml");
+    let config = |repositories: &str| {
+        format!(
+            "[server]\nstate_dir = \"{}\"\n{repositories}",
+            state.path().display()
+        )
+    };
+    std::fs::write(&file, config("")).unwrap();
+    let g = Running::start_file(&file).await;
+    let added = format!(
+        "[[repository]]\nname = \"added\"\nbase_url = \"{}\"\n",
+        sample.display()
+    );
+    std::fs::write(&file, config(&added)).unwrap();
+    // The files a reload reads or writes first, in the order it does; each a FIFO.
+    std::fs::create_dir(state.path().join("added")).unwrap();
+    let history = state.path().join("added").join("history.jsonl");
+    let serving = state.path().join("serving.tmp");
+    let robots = state.path().join("robots.txt.modified.tmp");
+    for fifo in [&history, &serving, &robots] {
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+    }
+    let (go, going) = std::sync::mpsc::channel();
+    let disk = std::thread::spawn(move || {
+        going.recv().unwrap();
+        // The history is read: opened for writing and closed, it reads as empty.
+        std::thread::sleep(STALL / 2);
+        drop(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&history)
+                .unwrap(),
+        );
+        for fifo in [serving, robots] {
+            std::thread::sleep(STALL / 2);
+            let mut written = Vec::new();
+            std::fs::File::open(&fifo)
+                .and_then(|mut f| f.read_to_end(&mut written))
+                .unwrap();
+            assert!(!written.is_empty(), "{}", fifo.display());
+            // Not renamed into place (a FIFO cannot be synced): gone, the next write of
+            // robots.txt's date makes a file again.
+            let _ = std::fs::remove_file(&fifo);
+        }
+    });
+    let started = Instant::now();
+    go.send(()).unwrap();
+    let gateway = Arc::clone(&g.gateway);
+    let reload = tokio::spawn(async move { gateway.reload().await });
+    let (longest, reloaded) = longest_wait_for_healthz(&g, reload).await;
+    let waited = started.elapsed();
+    disk.join().unwrap();
+    assert_eq!(reloaded.unwrap().added, ["added"]);
+    assert!(
+        waited >= STALL,
+        "the reload ended after {waited:?}: it did not wait for its files"
+    );
+    assert!(
+        longest < ANSWER_WITHIN,
+        "/healthz waited {longest:?} while a reload waited {waited:?} for its files"
+    );
+    g.stop().await;
+}
+
+/// What a refresh writes as it ends (the record of when robots.txt changed, the refresh
+/// history) goes through files that stall here for [`STALL`] / 2 each (FIFOs no one opens
+/// until then): requests are answered all the while, and the refresh ends once both are
+/// written. Catches a return of either write, or of any other file write at a refresh's end,
+/// to the runtime.
+#[tokio::test]
+async fn requests_are_answered_while_a_refresh_waits_for_the_disk() {
+    use std::io::Read as _;
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/sample-repository.xml");
+    let state = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[server]\nstate_dir = \"{{state}}\"\n[[repository]]\nname = \"r\"\nbase_url = \"{}\"\n",
+        sample.display()
+    );
+    let g = Running::start(&text, state.path()).await;
+    let repo = g.gateway.repos()[0].clone();
+    // Its first refresh has written its files (serving, it may still be writing them).
+    wait_for(|| repo.status().completed > 0, "the first refresh ends").await;
+    // The record of robots.txt's date is gone, so the next announce writes it again; both
+    // writes go through a temporary file first, and those are the FIFOs.
+    std::fs::remove_file(state.path().join("robots.txt.modified")).unwrap();
+    let fifos = [
+        state.path().join("robots.txt.modified.tmp"),
+        state.path().join("r").join("history.jsonl.tmp"),
+    ];
+    for fifo in &fifos {
+        let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+        rustix::fs::mknodat(rustix::fs::CWD, fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+    }
+    // The disk answers each write STALL / 2 after it could start: the first once the new
+    // generation is in place (its `current` pointer replaced, on the refresh's own thread).
+    let pointer = state.path().join("r").join("current");
+    let before = std::fs::read_to_string(&pointer).unwrap();
+    let disk = std::thread::spawn(move || {
+        let started = Instant::now();
+        while std::fs::read_to_string(&pointer).unwrap() == before {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "no new generation"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for fifo in fifos {
+            std::thread::sleep(STALL / 2);
+            let mut written = Vec::new();
+            std::fs::File::open(&fifo)
+                .and_then(|mut f| f.read_to_end(&mut written))
+                .unwrap();
+            assert!(!written.is_empty(), "{}", fifo.display());
+        }
+    });
+    let ended = repo.status().completed;
+    repo.refresh_now.notify_one();
+    let refresh = tokio::spawn(async move {
+        while repo.status().completed == ended {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        repo.status()
+    });
+    let started = Instant::now();
+    let (longest, status) = longest_wait_for_healthz(&g, refresh).await;
+    let waited = started.elapsed();
+    disk.join().unwrap();
+    assert_eq!(status.last_error, None);
+    assert!(
+        waited >= STALL,
+        "the refresh ended after {waited:?}: it did not wait for its files"
+    );
+    assert!(
+        longest < ANSWER_WITHIN,
+        "/healthz waited {longest:?} while a refresh waited {waited:?} for its files"
+    );
+    g.stop().await;
+}
