@@ -838,9 +838,11 @@ async fn readiness_waits_only_for_first_generations() {
         repo_table("broken", &broken)
     );
     let state = tempfile::tempdir().unwrap();
-    // The broken one's first refresh hangs a while: the process waits for it.
+    // The broken one's first refresh hangs a while: the process waits for it. Its first
+    // answer is delayed long enough for the checks below to run before its next request, which
+    // fails (1.5 s was too short on a loaded machine: the next request came before the switch).
     broken.clear_faults();
-    broken.fault_always(Fault::Delay(Duration::from_millis(1500)));
+    broken.fault_always(Fault::Delay(Duration::from_secs(5)));
     let g = Running::start(&text, state.path()).await;
     let repos = g.gateway.repos();
     wait_for(|| repos[0].serving(), "good serves").await;
