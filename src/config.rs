@@ -13,6 +13,10 @@ use crate::render::Limits;
 use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 use crate::store::StateUrl;
 
+pub(crate) mod keys;
+
+use keys::{RawHarvest, RawOcx, RawRepository, RawServer, RawState};
+
 /// Default listen address of `serve`.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 /// Default address of `serve`'s admin listener (status page, metrics, admin endpoints).
@@ -94,106 +98,12 @@ struct RawConfig {
     platform: Vec<crate::platform::RowSpec>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawState {
-    url: Option<String>,
-    lease_secs: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    listen: Option<String>,
-    admin_listen: Option<String>,
-    public_url: Option<String>,
-    state_dir: Option<PathBuf>,
-    cache_bytes: Option<u64>,
-    drain_timeout_secs: Option<u64>,
-    client_timeout_secs: Option<u64>,
-    max_age_secs: Option<u64>,
-    admin_token: Option<String>,
-    publish_url: Option<String>,
-    publish_grace_secs: Option<u64>,
-    metrics_repository_series: Option<usize>,
-    memory_budget_bytes: Option<u64>,
-    spill_max_bytes: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHarvest {
-    user_agent: Option<String>,
-    request_timeout_secs: Option<u64>,
-    connect_timeout_secs: Option<u64>,
-    max_attempts: Option<u32>,
-    backoff_initial_ms: Option<u64>,
-    backoff_max_secs: Option<u64>,
-    retry_after_max_secs: Option<u64>,
-    politeness_delay_ms: Option<u64>,
-    deadline_secs: Option<u64>,
-    max_body_bytes: Option<u64>,
-    max_empty_pages: Option<u32>,
-    min_transfer_bytes_per_sec: Option<u64>,
-    min_transfer_window_secs: Option<u64>,
-    headers: Option<std::collections::BTreeMap<String, String>>,
-    learn_from_web: Option<bool>,
-    // The gateway's own: `[harvest]` only, not `[repository.harvest]`.
-    max_concurrent_refreshes: Option<usize>,
-    per_host_concurrency: Option<usize>,
-    start_spread_secs: Option<u64>,
-    memory_budget_bytes: Option<u64>,
-}
-
 /// An included file: `[[repository]]` tables only.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawIncluded {
     #[serde(default)]
     repository: Vec<RawRepository>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRepository {
-    name: Option<String>,
-    base_url: Option<String>,
-    public_url: Option<String>,
-    #[serde(default)]
-    sets: Vec<String>,
-    #[serde(default)]
-    scope: Vec<String>,
-    platform: Option<String>,
-    ui_url: Option<String>,
-    landing_template: Option<String>,
-    content_files: Option<bool>,
-    from: Option<String>,
-    until: Option<String>,
-    max_urls_per_shard: Option<usize>,
-    max_bytes_per_shard: Option<usize>,
-    gzip: Option<bool>,
-    signmap: Option<bool>,
-    cdif: Option<bool>,
-    cdif_list: Option<bool>,
-    #[serde(default)]
-    diwoo: std::collections::BTreeMap<String, i64>,
-    ocx: Option<RawOcx>,
-    harvest: Option<RawHarvest>,
-    refresh_interval_secs: Option<u64>,
-    full_harvest_interval_secs: Option<u64>,
-    shrink_guard: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOcx {
-    enabled: Option<bool>,
-    default_type: Option<String>,
-    teaser_chars: Option<usize>,
-    format: Option<String>,
-    xpath: Option<String>,
-    #[serde(default)]
-    types: std::collections::BTreeMap<String, String>,
 }
 
 pub(crate) use crate::profiles::ProfileSettings;
@@ -203,7 +113,7 @@ fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
     if raw.enabled == Some(false) {
         return Ok(None);
     }
-    let types: Vec<(String, String)> = raw.types.into_iter().collect();
+    let types: Vec<(String, String)> = raw.types.unwrap_or_default().into_iter().collect();
     let types = crate::dctype::TypeMap::with(&types).map_err(|m| ("types".to_owned(), m))?;
     if let Some(t) = &raw.default_type
         && !(t.starts_with("https://") || t.starts_with("http://"))
@@ -552,8 +462,7 @@ struct Origin<'a> {
 /// What serde makes of a value of the wrong type (`invalid type: string "daily", expected
 /// u64`), said as the key and what it takes: `[harvest] deadline_secs: expected a number of
 /// seconds, found "daily" (line 4)`. The key is found from the error's place in the text; what
-/// each key takes is [`EXPECTED`], which names every key (a test holds it to the keys the
-/// shipped file shows).
+/// each key takes is its declaration's ([`keys::takes`]).
 mod typed {
     use std::ops::Range;
 
@@ -561,108 +470,6 @@ mod typed {
     use toml::de::{DeTable, DeValue};
 
     use super::line_of;
-
-    /// What each key takes, in words, by its name (the last part of its path): every key of
-    /// `bridge.toml`, every table, and the entries of the tables of free keys (`headers.*`,
-    /// `types.*`, `diwoo.*`, by their table's name and `.*`).
-    pub(super) const EXPECTED: &[(&str, &str)] = &[
-        (
-            "include",
-            "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
-        ),
-        ("server", "a table, [server]"),
-        (
-            "harvest",
-            "a table, [harvest] (in a repository, [repository.harvest])",
-        ),
-        ("state", "a table, [state]"),
-        ("repository", "tables, each [[repository]]"),
-        ("ocx", "a table, [repository.ocx]"),
-        (
-            "listen",
-            "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
-        ),
-        (
-            "admin_listen",
-            "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
-        ),
-        (
-            "public_url",
-            "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
-        ),
-        ("state_dir", "a folder in quotes"),
-        ("cache_bytes", "a number of bytes"),
-        ("drain_timeout_secs", "a number of seconds"),
-        ("client_timeout_secs", "a number of seconds"),
-        ("max_age_secs", "a number of seconds"),
-        ("admin_token", "a token in quotes"),
-        (
-            "publish_url",
-            "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
-        ),
-        ("publish_grace_secs", "a number of seconds"),
-        ("metrics_repository_series", "a whole number (0 or more)"),
-        ("spill_max_bytes", "a number of bytes"),
-        ("user_agent", "text in quotes"),
-        ("request_timeout_secs", "a number of seconds"),
-        ("connect_timeout_secs", "a number of seconds"),
-        ("max_attempts", "a whole number (0 or more)"),
-        ("backoff_initial_ms", "a number of milliseconds"),
-        ("backoff_max_secs", "a number of seconds"),
-        ("retry_after_max_secs", "a number of seconds"),
-        ("politeness_delay_ms", "a number of milliseconds"),
-        ("deadline_secs", "a number of seconds"),
-        ("max_body_bytes", "a number of bytes"),
-        ("max_empty_pages", "a whole number (0 or more)"),
-        ("min_transfer_bytes_per_sec", "a number of bytes a second"),
-        ("min_transfer_window_secs", "a number of seconds"),
-        ("learn_from_web", "true or false"),
-        (
-            "headers",
-            "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
-        ),
-        ("headers.*", "a header value in quotes"),
-        ("max_concurrent_refreshes", "a whole number (0 or more)"),
-        ("per_host_concurrency", "a whole number (0 or more)"),
-        ("start_spread_secs", "a number of seconds"),
-        ("memory_budget_bytes", "a number of bytes"),
-        (
-            "url",
-            "a URL in quotes, e.g. \"postgres://user@host/database\"",
-        ),
-        ("lease_secs", "a number of seconds"),
-        ("name", "a name in quotes"),
-        ("base_url", "a baseURL or a file in quotes"),
-        ("sets", "a list of setSpecs in quotes, e.g. [\"com_1\"]"),
-        ("scope", "a list of URLs in quotes"),
-        ("platform", "a platform name in quotes, e.g. \"dspace\""),
-        ("ui_url", "a URL in quotes"),
-        ("landing_template", "a URL template in quotes"),
-        ("from", "a date in quotes, e.g. \"2020-01-01\""),
-        ("until", "a date in quotes, e.g. \"2020-01-01\""),
-        ("max_urls_per_shard", "a whole number (0 or more)"),
-        ("max_bytes_per_shard", "a number of bytes"),
-        ("gzip", "true or false"),
-        ("content_files", "true or false"),
-        ("signmap", "true or false"),
-        ("cdif", "true or false"),
-        ("cdif_list", "true or false"),
-        (
-            "diwoo",
-            "a table of setSpecs and category numbers, e.g. { \"besluiten\" = 1 }",
-        ),
-        ("diwoo.*", "a category number from 1 to 17"),
-        ("refresh_interval_secs", "a number of seconds"),
-        ("full_harvest_interval_secs", "a number of seconds"),
-        ("shrink_guard", "a number from 0 to 1, e.g. 0.5"),
-        ("enabled", "true or false"),
-        ("default_type", "a type URL in quotes"),
-        ("teaser_chars", "a whole number (0 or more)"),
-        ("format", "a format name in quotes"),
-        ("xpath", "an XPath in quotes"),
-        ("types", "a table of dc:type values and type URLs"),
-        ("types.*", "a type URL in quotes"),
-    ];
 
     /// One step of a key's path: a table's key, or an array's element.
     #[derive(Debug)]
@@ -809,8 +616,8 @@ mod typed {
         }
     }
 
-    /// What the key at `path` takes ([`EXPECTED`]): by its name, or for an entry of a table of
-    /// free keys by the table's name.
+    /// What the key at `path` takes ([`keys::takes`]): by its name, or for an entry of a table
+    /// of free keys by the table's name.
     fn expected(path: &[Step<'_>]) -> Option<&'static str> {
         let keys: Vec<&str> = path
             .iter()
@@ -819,15 +626,10 @@ mod typed {
                 Step::Index(_) => None,
             })
             .collect();
-        let lookup = |name: &str| {
-            EXPECTED
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, what)| *what)
-        };
+        let free = |table: &str| super::keys::all().any(|k| k.name == table && k.entries.is_some());
         match keys.as_slice() {
-            [.., table @ ("headers" | "types" | "diwoo"), _] => lookup(&format!("{table}.*")),
-            [.., last] => lookup(last),
+            [.., table, _] if free(table) => super::keys::takes(&format!("{table}.*")),
+            [.., last] => super::keys::takes(last),
             [] => None,
         }
     }
@@ -1252,8 +1054,9 @@ fn parse_repository(
             .map(directory_url)
             .transpose()
             .map_err(|m| (key("public_url"), m))?,
-        sets: validate_sets(std::mem::take(&mut r.sets)).map_err(|m| (key("sets"), m))?,
-        scope: parse_scope(&r.scope).map_err(|m| (key("scope"), m))?,
+        sets: validate_sets(r.sets.take().unwrap_or_default()).map_err(|m| (key("sets"), m))?,
+        scope: parse_scope(r.scope.as_deref().unwrap_or_default())
+            .map_err(|m| (key("scope"), m))?,
         landing: parse_landing(&r, from.platforms).map_err(|(k, m)| (key(k), m))?,
         from: r
             .from
@@ -1374,7 +1177,8 @@ fn parse_profiles(r: &mut RawRepository) -> Result<ProfileSettings, (String, Str
         signmap: r.signmap.unwrap_or(false),
         cdif: r.cdif.unwrap_or(false),
         cdif_list: r.cdif_list.unwrap_or(false),
-        diwoo: parse_diwoo(&r.diwoo).map_err(|m| ("diwoo".to_owned(), m))?,
+        diwoo: parse_diwoo(&r.diwoo.take().unwrap_or_default())
+            .map_err(|m| ("diwoo".to_owned(), m))?,
         ocx: match r.ocx.take() {
             Some(raw) => parse_ocx(raw).map_err(|(k, m)| (format!("ocx.{k}"), m))?,
             None => None,
@@ -2391,10 +2195,10 @@ mod tests {
     /// Every key of the file says what it takes, for the errors above.
     #[test]
     fn every_key_says_what_it_takes() {
-        for &key in KEYS {
+        for key in file_keys() {
             assert!(
-                typed::EXPECTED.iter().any(|(k, _)| *k == key),
-                "typed::EXPECTED lacks {key}"
+                keys::takes(key).is_some_and(|t| !t.is_empty()),
+                "{key} does not say what it takes"
             );
         }
     }
@@ -2583,71 +2387,13 @@ mod tests {
         assert!(!m("a.toml", "b.toml"));
     }
 
-    /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
-    /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: &[&str] = &[
-        "include",
-        "listen",
-        "admin_listen",
-        "public_url",
-        "state_dir",
-        "cache_bytes",
-        "drain_timeout_secs",
-        "client_timeout_secs",
-        "max_age_secs",
-        "admin_token",
-        "publish_url",
-        "publish_grace_secs",
-        "metrics_repository_series",
-        "spill_max_bytes",
-        "user_agent",
-        "request_timeout_secs",
-        "connect_timeout_secs",
-        "max_attempts",
-        "backoff_initial_ms",
-        "backoff_max_secs",
-        "retry_after_max_secs",
-        "politeness_delay_ms",
-        "deadline_secs",
-        "max_body_bytes",
-        "max_empty_pages",
-        "min_transfer_bytes_per_sec",
-        "min_transfer_window_secs",
-        "headers",
-        "learn_from_web",
-        "max_concurrent_refreshes",
-        "per_host_concurrency",
-        "start_spread_secs",
-        "memory_budget_bytes",
-        "url",
-        "lease_secs",
-        "name",
-        "base_url",
-        "sets",
-        "scope",
-        "platform",
-        "ui_url",
-        "landing_template",
-        "content_files",
-        "from",
-        "until",
-        "max_urls_per_shard",
-        "max_bytes_per_shard",
-        "gzip",
-        "signmap",
-        "cdif",
-        "cdif_list",
-        "diwoo",
-        "refresh_interval_secs",
-        "full_harvest_interval_secs",
-        "shrink_guard",
-        "enabled",
-        "default_type",
-        "teaser_chars",
-        "format",
-        "xpath",
-        "types",
-    ];
+    /// Every key of `bridge.toml`, from the declarations: the shipped file shows each with its
+    /// default, and the configuration reference (`docs/configuration.md`) describes each.
+    fn file_keys() -> impl Iterator<Item = &'static str> {
+        (keys::all())
+            .filter(|k| k.kind == keys::Kind::Key)
+            .map(|k| k.name)
+    }
 
     /// The shipped file parses, serves the sample repository, shows every key, and shows each
     /// with its default: what it says equals what an empty file gives.
@@ -2721,7 +2467,7 @@ mod tests {
         );
         assert_eq!(&r.policy, &d.policy);
         assert!(p.ocx.is_none() && q.ocx.is_none());
-        for key in KEYS {
+        for key in file_keys() {
             let shown = text.lines().any(|l| {
                 l.trim_start_matches(['#', ' '])
                     .starts_with(&format!("{key} ="))
@@ -2734,7 +2480,7 @@ mod tests {
     #[test]
     fn the_configuration_reference_describes_every_key() {
         let reference = include_str!("../docs/configuration.md");
-        for key in KEYS {
+        for key in file_keys() {
             assert!(
                 reference.contains(&format!("`{key}`")),
                 "docs/configuration.md does not describe the key `{key}`"

@@ -8,8 +8,6 @@
 //! them as it applies it over the file, an error naming that variable or flag. A value that a
 //! higher layer hides is never read, so a bad one there is no error.
 
-use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use oai_pmh::{Datestamp, HarvestSettings, Source};
@@ -23,49 +21,10 @@ use crate::incremental::Policy;
 use crate::platform::LandingSettings;
 use crate::render::Limits;
 
-/// Where an override was given.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Origin {
-    /// An environment variable, e.g. `OAI_BRIDGE_USER_AGENT`.
-    Env(&'static str),
-    /// A command-line flag or argument, e.g. `--max-attempts`.
-    Flag(&'static str),
-}
-
-impl Origin {
-    /// The error of a value given here: `environment: VARIABLE: ...` or
-    /// `command line: --flag: ...`.
-    pub(crate) fn error(self, message: impl Into<String>) -> ConfigError {
-        let (file, key) = match self {
-            Origin::Env(variable) => ("environment", variable),
-            Origin::Flag(flag) => ("command line", flag),
-        };
-        ConfigError {
-            file: file.to_owned(),
-            key: key.to_owned(),
-            message: message.into(),
-        }
-    }
-}
-
-/// A value an override gives, as it was given, and where.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Given<T> {
-    /// The value, not yet checked.
-    pub value: T,
-    /// The variable or flag that gave it.
-    pub origin: Origin,
-}
-
-impl<T> Given<T> {
-    /// The value read by `parse`, or its error naming the variable or flag.
-    pub(crate) fn parse<U>(
-        &self,
-        parse: impl FnOnce(&T) -> Result<U, String>,
-    ) -> Result<U, ConfigError> {
-        parse(&self.value).map_err(|m| self.origin.error(m))
-    }
-}
+pub(crate) use crate::config::keys::{
+    CommandName, Environment, Given, HarvestOverrides, Origin, RepositoryOverrides,
+    ServerOverrides, StateOverrides,
+};
 
 /// The settings one layer gives over the file, section by section as `bridge.toml` has them;
 /// `None` leaves a setting to the layer below.
@@ -79,313 +38,62 @@ pub(crate) struct Overrides {
     pub state: StateOverrides,
     /// The `[[repository]]` a command takes (`serve`: each of them).
     pub repository: RepositoryOverrides,
-}
-
-/// `[server]` keys an override may set.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct ServerOverrides {
-    /// `listen`.
-    pub listen: Option<Given<String>>,
-    /// `admin_listen`.
-    pub admin_listen: Option<Given<String>>,
-    /// `public_url`.
-    pub public_url: Option<Given<String>>,
-    /// `state_dir`, taken from the working directory (the file's is taken from its folder).
-    pub state_dir: Option<Given<PathBuf>>,
-    /// `admin_token`.
-    pub admin_token: Option<Given<String>>,
-    /// `publish_url`.
-    pub publish_url: Option<Given<String>>,
-    /// `publish_grace_secs`.
-    pub publish_grace_secs: Option<Given<u64>>,
-}
-
-/// `[state]` keys an override may set.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct StateOverrides {
-    /// `url`.
-    pub url: Option<Given<String>>,
-}
-
-/// `[harvest]` keys an override may set.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HarvestOverrides {
-    /// `user_agent`.
-    pub user_agent: Option<Given<String>>,
-    /// `max_attempts`.
-    pub max_attempts: Option<Given<u32>>,
-    /// `request_timeout_secs`.
-    pub request_timeout_secs: Option<Given<u64>>,
-    /// `politeness_delay_ms`.
-    pub politeness_delay_ms: Option<Given<u64>>,
-    /// `retry_after_max_secs`.
-    pub retry_after_max_secs: Option<Given<u64>>,
-    /// `deadline_secs`; 0 for none.
-    pub deadline_secs: Option<Given<u64>>,
-    /// `max_body_bytes`.
-    pub max_body_bytes: Option<Given<u64>>,
-    /// `backoff_initial_ms`.
-    pub backoff_initial_ms: Option<Given<u64>>,
-}
-
-/// `[[repository]]` keys an override may set, and the one-off `accept_shrink`.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RepositoryOverrides {
-    /// `base_url`, taken from the working directory when a file.
-    pub base_url: Option<Given<String>>,
-    /// `public_url`.
-    pub public_url: Option<Given<String>>,
-    /// `sets`.
-    pub sets: Option<Given<Vec<String>>>,
-    /// `from`.
-    pub from: Option<Given<String>>,
-    /// `until`.
-    pub until: Option<Given<String>>,
-    /// `scope`.
-    pub scope: Option<Given<Vec<String>>>,
-    /// `platform`.
-    pub platform: Option<Given<String>>,
-    /// `ui_url`.
-    pub ui_url: Option<Given<String>>,
-    /// `landing_template`.
-    pub landing_template: Option<Given<String>>,
-    /// `max_urls_per_shard`.
-    pub max_urls_per_shard: Option<Given<usize>>,
-    /// `max_bytes_per_shard`.
-    pub max_bytes_per_shard: Option<Given<usize>>,
-    /// `gzip`.
-    pub gzip: Option<Given<bool>>,
-    /// `signmap`.
-    pub signmap: Option<Given<bool>>,
-    /// `cdif`.
-    pub cdif: Option<Given<bool>>,
-    /// `cdif_list`.
-    pub cdif_list: Option<Given<bool>>,
-    /// `[repository.ocx]` switched on: the file's settings, or the defaults when it has none.
-    pub ocx: Option<Given<bool>>,
-    /// `diwoo`, as `SETSPEC=N` entries; they replace the file's table.
-    pub diwoo: Option<Given<Vec<String>>>,
-    /// `full_harvest_interval_secs`.
-    pub full_harvest_interval_secs: Option<Given<u64>>,
-    /// `shrink_guard`.
-    pub shrink_guard: Option<Given<f64>>,
     /// Publish a shrink the guard holds back (no key: an operator's decision, once).
     pub accept_shrink: Option<Given<bool>>,
-}
-
-/// A struct of overrides whose every field is `over`'s when it gives one, else `base`'s. The
-/// struct literal names every field, so a field added to one is added here too.
-macro_rules! merged {
-    ($Struct:ident, $base:ident, $over:ident, [$($field:ident),* $(,)?]) => {
-        $Struct { $($field: $over.$field.or($base.$field)),* }
-    };
 }
 
 impl Overrides {
     /// These overrides with `over` on top: each setting `over` gives replaces this one's.
     pub(crate) fn merge(self, over: Overrides) -> Overrides {
-        let (base, over) = (self, over);
-        let (b, o) = (base.server, over.server);
-        let server = merged!(
-            ServerOverrides,
-            b,
-            o,
-            [
-                listen,
-                admin_listen,
-                public_url,
-                state_dir,
-                admin_token,
-                publish_url,
-                publish_grace_secs
-            ]
-        );
-        let (b, o) = (base.harvest, over.harvest);
-        let harvest = merged!(
-            HarvestOverrides,
-            b,
-            o,
-            [
-                user_agent,
-                max_attempts,
-                request_timeout_secs,
-                politeness_delay_ms,
-                retry_after_max_secs,
-                deadline_secs,
-                max_body_bytes,
-                backoff_initial_ms,
-            ]
-        );
-        let (b, o) = (base.state, over.state);
-        let state = merged!(StateOverrides, b, o, [url]);
-        let (b, o) = (base.repository, over.repository);
-        let repository = merged!(
-            RepositoryOverrides,
-            b,
-            o,
-            [
-                base_url,
-                public_url,
-                sets,
-                from,
-                until,
-                scope,
-                platform,
-                ui_url,
-                landing_template,
-                max_urls_per_shard,
-                max_bytes_per_shard,
-                gzip,
-                signmap,
-                cdif,
-                cdif_list,
-                ocx,
-                diwoo,
-                full_harvest_interval_secs,
-                shrink_guard,
-                accept_shrink,
-            ]
-        );
         Overrides {
-            server,
-            harvest,
-            state,
-            repository,
+            server: self.server.merge(over.server),
+            harvest: self.harvest.merge(over.harvest),
+            state: self.state.merge(over.state),
+            repository: self.repository.merge(over.repository),
+            accept_shrink: over.accept_shrink.or(self.accept_shrink),
         }
     }
-}
 
-/// The environment variables of the settings. `OAI_BRIDGE_CONFIG` (which file) and
-/// `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any layer.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Environment {
-    listen: Option<String>,
-    admin_listen: Option<String>,
-    public_url: Option<String>,
-    state_dir: Option<PathBuf>,
-    admin_token: Option<String>,
-    publish_url: Option<String>,
-    user_agent: Option<String>,
-    state_url: Option<String>,
+    /// What the environment gives `command`: the variables the declarations name for it.
+    fn from_env(env: &Environment, command: CommandName) -> Overrides {
+        Overrides {
+            server: ServerOverrides::from_env(env, command),
+            harvest: HarvestOverrides::from_env(env, command),
+            state: StateOverrides::from_env(env, command),
+            repository: RepositoryOverrides::from_env(env, command),
+            accept_shrink: None,
+        }
+    }
 }
 
 impl Environment {
-    /// `[server] listen` (`serve`).
-    pub(crate) const LISTEN: &str = "OAI_BRIDGE_LISTEN";
-    /// `[server] admin_listen` (`serve`).
-    pub(crate) const ADMIN_LISTEN: &str = "OAI_BRIDGE_ADMIN_LISTEN";
-    /// `[server] public_url` (`serve`); the exported repository's `--public-url` (`export`).
-    pub(crate) const PUBLIC_URL: &str = "OAI_BRIDGE_PUBLIC_URL";
-    /// `[server] state_dir` (`serve`, `prune`, `migrate-state`).
-    pub(crate) const STATE_DIR: &str = "OAI_BRIDGE_STATE_DIR";
-    /// `[server] admin_token` (`serve`), which has no flag so that it stays out of the process
-    /// list.
-    pub(crate) const ADMIN_TOKEN: &str = "OAI_BRIDGE_ADMIN_TOKEN";
-    /// `[harvest] user_agent` (every command).
-    pub(crate) const USER_AGENT: &str = "OAI_BRIDGE_USER_AGENT";
-    /// `[server] publish_url` (`serve`).
-    pub(crate) const PUBLISH_URL: &str = "OAI_BRIDGE_PUBLISH_URL";
-    /// `[state] url` (`serve`, `migrate-state`); the exported repository's store (`export`). A
-    /// variable keeps the database's password out of the process list.
-    pub(crate) const STATE_URL: &str = "OAI_BRIDGE_STATE_URL";
-
-    /// The process's environment.
-    pub(crate) fn process() -> Environment {
-        Self::read(|name| std::env::var_os(name))
-    }
-
-    /// The variables as `lookup` gives them (tests pass their own). An address or URL that is
-    /// not Unicode is read with replacement characters, so that it is an error naming its
-    /// variable; a user agent or token that is not is unset, as is an empty user agent.
-    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
-        let lossy = |name| lookup(name).map(|v| v.to_string_lossy().into_owned());
-        let text = |name| lookup(name).and_then(|v| v.into_string().ok());
-        Environment {
-            listen: lossy(Self::LISTEN),
-            admin_listen: lossy(Self::ADMIN_LISTEN),
-            public_url: lossy(Self::PUBLIC_URL),
-            state_dir: lookup(Self::STATE_DIR).map(PathBuf::from),
-            admin_token: text(Self::ADMIN_TOKEN),
-            publish_url: lossy(Self::PUBLISH_URL),
-            user_agent: text(Self::USER_AGENT).filter(|a| !a.trim().is_empty()),
-            state_url: lossy(Self::STATE_URL).filter(|u| !u.is_empty()),
-        }
-    }
-
     /// What `serve` reads: every variable.
     pub(crate) fn for_serve(&self) -> Overrides {
-        Overrides {
-            server: ServerOverrides {
-                listen: variable(Self::LISTEN, &self.listen),
-                admin_listen: variable(Self::ADMIN_LISTEN, &self.admin_listen),
-                public_url: variable(Self::PUBLIC_URL, &self.public_url),
-                state_dir: variable(Self::STATE_DIR, &self.state_dir),
-                admin_token: variable(Self::ADMIN_TOKEN, &self.admin_token),
-                publish_url: variable(Self::PUBLISH_URL, &self.publish_url),
-                publish_grace_secs: None,
-            },
-            state: StateOverrides {
-                url: variable(Self::STATE_URL, &self.state_url),
-            },
-            ..self.for_check()
-        }
+        Overrides::from_env(self, CommandName::Serve)
     }
 
     /// What `prune` reads: the state directory, the one setting it uses beyond the file's
     /// repositories (a listener or token it has no use for cannot fail it).
     pub(crate) fn for_prune(&self) -> Overrides {
-        Overrides {
-            server: ServerOverrides {
-                state_dir: variable(Self::STATE_DIR, &self.state_dir),
-                ..ServerOverrides::default()
-            },
-            ..Overrides::default()
-        }
+        Overrides::from_env(self, CommandName::Prune)
     }
 
     /// What `migrate-state` reads: the state directory to copy and the database to copy
     /// into.
     pub(crate) fn for_migrate(&self) -> Overrides {
-        Overrides {
-            state: StateOverrides {
-                url: variable(Self::STATE_URL, &self.state_url),
-            },
-            ..self.for_prune()
-        }
+        Overrides::from_env(self, CommandName::Migrate)
     }
 
     /// What `export` reads: the user agent, the public URL as the exported repository's
     /// (what `--public-url` sets), and the database of its store.
     pub(crate) fn for_export(&self) -> Overrides {
-        Overrides {
-            repository: RepositoryOverrides {
-                public_url: variable(Self::PUBLIC_URL, &self.public_url),
-                ..RepositoryOverrides::default()
-            },
-            state: StateOverrides {
-                url: variable(Self::STATE_URL, &self.state_url),
-            },
-            ..self.for_check()
-        }
+        Overrides::from_env(self, CommandName::Export)
     }
 
     /// What `check` reads: the user agent.
     pub(crate) fn for_check(&self) -> Overrides {
-        Overrides {
-            harvest: HarvestOverrides {
-                user_agent: variable(Self::USER_AGENT, &self.user_agent),
-                ..HarvestOverrides::default()
-            },
-            ..Overrides::default()
-        }
+        Overrides::from_env(self, CommandName::Check)
     }
-}
-
-fn variable<T: Clone>(name: &'static str, value: &Option<T>) -> Option<Given<T>> {
-    value.clone().map(|value| Given {
-        value,
-        origin: Origin::Env(name),
-    })
 }
 
 fn flag<T: Clone>(name: &'static str, value: &Option<T>) -> Option<Given<T>> {
@@ -413,18 +121,15 @@ impl From<&ServeArgs> for Overrides {
                 admin_listen: flag("--admin-listen", &args.admin_listen),
                 public_url: flag("--public-url", &args.public_url),
                 state_dir: flag("--state-dir", &args.state_dir),
-                admin_token: None,
                 publish_url: flag("--publish-url", &args.publish_url),
-                publish_grace_secs: None,
+                ..ServerOverrides::default()
             },
-            harvest: HarvestOverrides::default(),
             state: StateOverrides {
                 url: flag("--state-url", &args.state_url),
+                ..StateOverrides::default()
             },
-            repository: RepositoryOverrides {
-                accept_shrink: switch("--accept-shrink", args.accept_shrink),
-                ..RepositoryOverrides::default()
-            },
+            accept_shrink: switch("--accept-shrink", args.accept_shrink),
+            ..Overrides::default()
         }
     }
 }
@@ -450,6 +155,7 @@ impl From<&MigrateStateArgs> for Overrides {
             },
             state: StateOverrides {
                 url: flag("--state-url", &args.state_url),
+                ..StateOverrides::default()
             },
             ..Overrides::default()
         }
@@ -472,10 +178,13 @@ impl From<&ExportArgs> for Overrides {
                 deadline_secs: flag("--deadline", &args.deadline),
                 max_body_bytes: flag("--max-body-bytes", &args.max_body_bytes),
                 backoff_initial_ms: flag("--backoff-initial", &args.backoff_initial),
+                ..HarvestOverrides::default()
             },
             state: StateOverrides {
                 url: flag("--state-url", &args.state_url),
+                ..StateOverrides::default()
             },
+            accept_shrink: switch("--accept-shrink", args.accept_shrink),
             repository: RepositoryOverrides {
                 base_url: flag("--base-url", &args.base_url),
                 public_url: flag("--public-url", &args.public_url),
@@ -495,7 +204,6 @@ impl From<&ExportArgs> for Overrides {
                     &args.full_harvest_interval,
                 ),
                 shrink_guard: flag("--shrink-guard", &args.shrink_guard),
-                accept_shrink: switch("--accept-shrink", args.accept_shrink),
                 ..where_and_what(&args.scope, &args.landing)
             },
         }
@@ -784,6 +492,9 @@ impl Layers {
         what_to_harvest(&mut r, over)?;
         where_published(&mut r, over)?;
         what_to_publish(&mut r, over)?;
+        if let Some(v) = &self.over.accept_shrink {
+            r.policy.accept_shrink = v.value;
+        }
         Ok(r)
     }
 }
@@ -820,9 +531,6 @@ fn what_to_harvest(
     }
     if let Some(v) = &over.shrink_guard {
         r.policy.shrink_guard = v.parse(|&share| config::check_share(Some(share)))?;
-    }
-    if let Some(v) = &over.accept_shrink {
-        r.policy.accept_shrink = v.value;
     }
     Ok(())
 }
@@ -902,6 +610,8 @@ fn parse_diwoo_entries(entries: &[String]) -> Result<Vec<(String, u8)>, String> 
 
 #[cfg(test)]
 mod tests {
+    use std::ffi::OsString;
+
     use super::*;
 
     fn given<T>(value: T, origin: Origin) -> Option<Given<T>> {

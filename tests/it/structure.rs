@@ -326,6 +326,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "bucket",
             "check",
             "config",
+            "config::keys",
             "export",
             "fuzzing",
             "migrate",

@@ -1,0 +1,707 @@
+//! Every setting, declared once: its TOML name and type, what it takes (said in errors), the
+//! environment variable and the flags that override it, and its doc line. From these tables
+//! come the raw serde sections of `bridge.toml`, the overrides the environment and the flags
+//! give ([`ServerOverrides`], ...), the reading of the environment ([`Environment`]), the
+//! provenance of each value ([`Origin`]) and the list of keys the reference tests hold
+//! `bridge.toml` and `docs/configuration.md` to ([`SECTIONS`]).
+//!
+//! A key is written once, in the [`section!`] table of its section; what it means once read
+//! (its check and where it lands in the validated [`Config`](super::Config)) is its `apply`
+//! function, written beside its declaration and used for the file and the overrides alike.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+
+use super::ConfigError;
+
+/// The commands that read settings from the environment and flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CommandName {
+    /// `serve`.
+    Serve,
+    /// `export`.
+    Export,
+    /// `check`.
+    Check,
+    /// `prune`.
+    Prune,
+    /// `migrate-state`.
+    Migrate,
+}
+
+/// Where an override was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// An environment variable, e.g. `OAI_BRIDGE_USER_AGENT`.
+    Env(&'static str),
+    /// A command-line flag or argument, e.g. `--max-attempts`.
+    Flag(&'static str),
+}
+
+impl Origin {
+    /// The error of a value given here: `environment: VARIABLE: ...` or
+    /// `command line: --flag: ...`.
+    pub(crate) fn error(self, message: impl Into<String>) -> ConfigError {
+        let (file, key) = match self {
+            Origin::Env(variable) => ("environment", variable),
+            Origin::Flag(flag) => ("command line", flag),
+        };
+        ConfigError {
+            file: file.to_owned(),
+            key: key.to_owned(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A value an override gives, as it was given, and where.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Given<T> {
+    /// The value, not yet checked.
+    pub value: T,
+    /// The variable or flag that gave it.
+    pub origin: Origin,
+}
+
+impl<T> Given<T> {
+    /// The value read by `parse`, or its error naming the variable or flag.
+    pub(crate) fn parse<U>(
+        &self,
+        parse: impl FnOnce(&T) -> Result<U, String>,
+    ) -> Result<U, ConfigError> {
+        parse(&self.value).map_err(|m| self.origin.error(m))
+    }
+}
+
+/// What a declared name is: a key with a value, or a table below its section
+/// (`[repository.harvest]`, `[repository.ocx]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A key: `bridge.toml` shows it and `docs/configuration.md` describes it.
+    Key,
+    /// A table of its own, shown as `[section.name]`.
+    Table,
+}
+
+/// One declared setting, as the tables below give it.
+#[derive(Debug)]
+pub(crate) struct Key {
+    /// Its section as errors name it: `[server]`, `[harvest]`, `[state]`, `[[repository]]`,
+    /// `[repository.ocx]`.
+    pub section: &'static str,
+    /// Its TOML name.
+    pub name: &'static str,
+    /// Its doc lines.
+    pub doc: &'static str,
+    /// What it takes, in words, for the error of a value of the wrong type.
+    pub takes: &'static str,
+    /// For a table of free keys (`headers`, `types`, `diwoo`): what each entry takes.
+    pub entries: Option<&'static str>,
+    /// A key or a table.
+    pub kind: Kind,
+    /// The environment variable over it, and the commands that read it.
+    pub env: Option<(&'static str, &'static [CommandName])>,
+    /// The flags over it, each with its command.
+    pub flags: &'static [(CommandName, &'static str)],
+}
+
+/// The variables of the settings, as the process (or a test) gives them. `OAI_BRIDGE_CONFIG`
+/// (which file) and `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any
+/// layer.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Environment {
+    vars: BTreeMap<&'static str, OsString>,
+}
+
+impl Environment {
+    /// The process's environment.
+    pub(crate) fn process() -> Environment {
+        Self::read(|name| std::env::var_os(name))
+    }
+
+    /// The variables of the declared settings as `lookup` gives them (tests pass their own).
+    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
+        let vars = (SECTIONS.iter().flat_map(|keys| keys.iter()))
+            .filter_map(|key| key.env)
+            .filter_map(|(name, _)| Some((name, lookup(name)?)))
+            .collect();
+        Environment { vars }
+    }
+
+    /// The value of `name` as `read` takes it, given by that variable; `None` when unset or
+    /// when `read` leaves it unset.
+    fn given<T>(&self, name: &'static str, read: fn(&OsString) -> Option<T>) -> Option<Given<T>> {
+        let value = read(self.vars.get(name)?)?;
+        Some(Given {
+            value,
+            origin: Origin::Env(name),
+        })
+    }
+}
+
+/// How a variable is read. An address or URL that is not Unicode is read with replacement
+/// characters, so that it is an error naming its variable.
+fn lossy(value: &OsString) -> Option<String> {
+    Some(value.to_string_lossy().into_owned())
+}
+
+/// An address or URL; empty is unset.
+fn lossy_or_unset(value: &OsString) -> Option<String> {
+    lossy(value).filter(|v| !v.is_empty())
+}
+
+/// A secret that is not Unicode is unset (it is never shown, so it could not be told apart).
+fn text(value: &OsString) -> Option<String> {
+    value.clone().into_string().ok()
+}
+
+/// Text that is not Unicode, or blank, is unset.
+fn text_or_unset(value: &OsString) -> Option<String> {
+    text(value).filter(|v| !v.trim().is_empty())
+}
+
+/// A path, as the operating system gives it.
+fn path(value: &OsString) -> Option<PathBuf> {
+    Some(PathBuf::from(value))
+}
+
+/// The override type of a key: its own unless it names another.
+macro_rules! over_type {
+    ($T:ty) => { $T };
+    ($T:ty, $O:ty) => { $O };
+}
+
+/// A key's kind: a key unless it says `table`.
+macro_rules! kind {
+    () => {
+        Kind::Key
+    };
+    (table) => {
+        Kind::Table
+    };
+}
+
+/// `Some` of what is given, else `None`.
+macro_rules! optional {
+    () => {
+        None
+    };
+    ($value:expr) => {
+        Some($value)
+    };
+}
+
+/// What the environment gives a key for `$command`: its variable's value when the key has one
+/// and the command reads it.
+macro_rules! from_env {
+    ($env:ident, $command:ident) => {
+        None
+    };
+    ($env:ident, $command:ident, $ENV:ident, $read:ident, [$($c:ident),+]) => {
+        if [$(CommandName::$c),+].contains(&$command) {
+            $env.given(Environment::$ENV, $read)
+        } else {
+            None
+        }
+    };
+}
+
+/// One section of `bridge.toml`, a key at a time: generates its raw serde struct (`$Raw`, every
+/// field optional, unknown keys refused), its overrides (`$Over`: what the environment and the
+/// flags give, each value with its [`Origin`]), their merge, what the environment gives each
+/// command, and the declarations (`$KEYS`).
+///
+/// Each key: its doc lines, `name: Type { takes: "...", }`, then optionally `entries:` (a
+/// table of free keys: what each entry takes), `over:` (the override's type when it is not
+/// the key's), `env: CONST = "VARIABLE" via reader for [Command, ...]` (or `env: CONST via
+/// ...` for a variable another key declared), `flags: [Command "--flag", ...]`, `kind: table`.
+macro_rules! section {
+    (
+        $(#[doc = $sdoc:literal])*
+        $section:literal => $Raw:ident, $Over:ident, $KEYS:ident {
+            $(
+                $(#[doc = $doc:literal])*
+                $key:ident: $T:ty {
+                    takes: $takes:literal,
+                    $(entries: $entries:literal,)?
+                    $(over: $O:ty,)?
+                    $(env: $ENV:ident $(= $var:literal)? via $read:ident for [$($ecmd:ident),+],)?
+                    $(flags: [$($fcmd:ident $flag:literal),+],)?
+                    $(kind: $kind:ident,)?
+                }
+            )*
+        }
+    ) => {
+        $(#[doc = $sdoc])*
+        ///
+        /// As the file gives it: every key optional, unknown keys refused.
+        #[derive(Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields)]
+        pub(crate) struct $Raw {
+            $(
+                $(#[doc = $doc])*
+                pub(crate) $key: Option<$T>,
+            )*
+        }
+
+        $(#[doc = $sdoc])*
+        ///
+        /// What one layer over the file gives (`None` leaves a setting to the layer below).
+        #[derive(Clone, Debug, Default)]
+        pub(crate) struct $Over {
+            $(
+                $(#[doc = $doc])*
+                pub $key: Option<Given<over_type!($T $(, $O)?)>>,
+            )*
+        }
+
+        impl $Over {
+            /// These overrides with `over` on top: each setting `over` gives replaces this one's.
+            pub(crate) fn merge(self, over: $Over) -> $Over {
+                $Over { $($key: over.$key.or(self.$key)),* }
+            }
+
+            /// What the environment gives `command`.
+            #[allow(unused_variables)]
+            pub(crate) fn from_env(env: &Environment, command: CommandName) -> $Over {
+                $Over {
+                    $($key: from_env!(env, command $(, $ENV, $read, [$($ecmd),+])?),)*
+                }
+            }
+
+            /// The keys given, each with where.
+            pub(crate) fn origins(&self) -> Vec<(&'static str, Origin)> {
+                let mut given = Vec::new();
+                $(
+                    if let Some(v) = &self.$key {
+                        given.push((stringify!($key), v.origin));
+                    }
+                )*
+                given
+            }
+        }
+
+        impl $Raw {
+            /// The keys the file gives.
+            #[allow(dead_code)]
+            pub(crate) fn given(&self) -> Vec<&'static str> {
+                let mut given = Vec::new();
+                $(
+                    if self.$key.is_some() {
+                        given.push(stringify!($key));
+                    }
+                )*
+                given
+            }
+        }
+
+        impl Environment {
+            $($($(
+                #[doc = concat!("`", $section, " ", stringify!($key), "`.")]
+                pub(crate) const $ENV: &'static str = $var;
+            )?)?)*
+        }
+
+        $(#[doc = $sdoc])*
+        pub(crate) const $KEYS: &[Key] = &[
+            $(
+                Key {
+                    section: $section,
+                    name: stringify!($key),
+                    doc: concat!($($doc, "\n"),*),
+                    takes: $takes,
+                    entries: optional!($($entries)?),
+                    kind: kind!($($kind)?),
+                    env: optional!($((Environment::$ENV, &[$(CommandName::$ecmd),+]))?),
+                    flags: &[$($((CommandName::$fcmd, $flag)),+)?],
+                },
+            )*
+        ];
+    };
+}
+
+section! {
+    /// `[server]`: the gateway's listeners, state folder, cache and limits.
+    "[server]" => RawServer, ServerOverrides, SERVER {
+        /// Address of the public listener (robots.txt, the repositories' files, `/healthz`,
+        /// `/readyz`).
+        listen: String {
+            takes: "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
+            env: LISTEN = "OAI_BRIDGE_LISTEN" via lossy for [Serve],
+            flags: [Serve "--listen"],
+        }
+        /// Address of the admin listener (the status page, `/metrics`, the admin endpoints),
+        /// or `"off"`.
+        admin_listen: String {
+            takes: "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
+            env: ADMIN_LISTEN = "OAI_BRIDGE_ADMIN_LISTEN" via lossy for [Serve],
+            flags: [Serve "--admin-listen"],
+        }
+        /// Public URL of the gateway (may include a path prefix).
+        public_url: String {
+            takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
+            env: PUBLIC_URL = "OAI_BRIDGE_PUBLIC_URL" via lossy for [Serve],
+            flags: [Serve "--public-url"],
+        }
+        /// Where generations and stores are kept; an override's is taken from the working
+        /// directory (the file's from its folder).
+        state_dir: PathBuf {
+            takes: "a folder in quotes",
+            env: STATE_DIR = "OAI_BRIDGE_STATE_DIR" via path for [Serve, Prune, Migrate],
+            flags: [Serve "--state-dir", Prune "--state-dir", Migrate "--state"],
+        }
+        /// Bytes of file content the gateway keeps in memory.
+        cache_bytes: u64 {
+            takes: "a number of bytes",
+        }
+        /// Seconds in-flight requests get to finish at shutdown.
+        drain_timeout_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// Seconds a client has to send a request head.
+        client_timeout_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// `Cache-Control: max-age` of sitemap files and robots.txt.
+        max_age_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// The bearer token of the admin endpoints; its variable has no flag, so that it stays
+        /// out of the process list.
+        admin_token: String {
+            takes: "a token in quotes",
+            env: ADMIN_TOKEN = "OAI_BRIDGE_ADMIN_TOKEN" via text for [Serve],
+        }
+        /// Object storage each generation is published to.
+        publish_url: String {
+            takes: "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
+            env: PUBLISH_URL = "OAI_BRIDGE_PUBLISH_URL" via lossy for [Serve],
+            flags: [Serve "--publish-url"],
+        }
+        /// Seconds a file published to a bucket stays there once no index names it.
+        publish_grace_secs: u64 {
+            takes: "a number of seconds",
+            flags: [Export "--publish-grace-secs"],
+        }
+        /// Repositories with series of their own in `/metrics`.
+        metrics_repository_series: usize {
+            takes: "a whole number (0 or more)",
+        }
+        /// Bytes of memory the refreshes running at once hold together before they spill.
+        memory_budget_bytes: u64 {
+            takes: "a number of bytes",
+        }
+        /// Bytes the refreshes' spill files take on disk together at most.
+        spill_max_bytes: u64 {
+            takes: "a number of bytes",
+        }
+    }
+}
+
+section! {
+    /// `[state]`: where the repositories' stores are.
+    "[state]" => RawState, StateOverrides, STATE {
+        /// A PostgreSQL database holding every repository's store; a variable keeps its
+        /// password out of the process list.
+        url: String {
+            takes: "a URL in quotes, e.g. \"postgres://user@host/database\"",
+            env: STATE_URL = "OAI_BRIDGE_STATE_URL" via lossy_or_unset for [Serve, Migrate, Export],
+            flags: [Serve "--state-url", Migrate "--state-url", Export "--state-url"],
+        }
+        /// Seconds a gateway's claim on a repository's refresh lasts unrenewed.
+        lease_secs: u64 {
+            takes: "a number of seconds",
+        }
+    }
+}
+
+section! {
+    /// `[harvest]` (and a repository's `[repository.harvest]`): how upstreams are treated.
+    "[harvest]" => RawHarvest, HarvestOverrides, HARVEST {
+        /// `User-Agent` sent upstream; a blank variable is unset.
+        user_agent: String {
+            takes: "text in quotes",
+            env: USER_AGENT = "OAI_BRIDGE_USER_AGENT" via text_or_unset for [Serve, Export, Check],
+            flags: [Export "--user-agent"],
+        }
+        /// Timeout for one request.
+        request_timeout_secs: u64 {
+            takes: "a number of seconds",
+            flags: [Export "--request-timeout"],
+        }
+        /// Timeout for establishing a connection.
+        connect_timeout_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// Attempts per request, the first included.
+        max_attempts: u32 {
+            takes: "a whole number (0 or more)",
+            flags: [Export "--max-attempts"],
+        }
+        /// First retry delay.
+        backoff_initial_ms: u64 {
+            takes: "a number of milliseconds",
+            flags: [Export "--backoff-initial"],
+        }
+        /// Longest retry delay.
+        backoff_max_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// Longest wait a `Retry-After` may impose.
+        retry_after_max_secs: u64 {
+            takes: "a number of seconds",
+            flags: [Export "--retry-after-max"],
+        }
+        /// Pause between consecutive requests to one upstream host.
+        politeness_delay_ms: u64 {
+            takes: "a number of milliseconds",
+            flags: [Export "--politeness-delay"],
+        }
+        /// Limit for one whole harvest; 0 for none.
+        deadline_secs: u64 {
+            takes: "a number of seconds",
+            flags: [Export "--deadline"],
+        }
+        /// Largest response body accepted, after decompression.
+        max_body_bytes: u64 {
+            takes: "a number of bytes",
+            flags: [Export "--max-body-bytes"],
+        }
+        /// Pages in a row with a token but no records before the harvest fails.
+        max_empty_pages: u32 {
+            takes: "a whole number (0 or more)",
+        }
+        /// Slowest body accepted, in bytes a second; 0 turns the minimum off.
+        min_transfer_bytes_per_sec: u64 {
+            takes: "a number of bytes a second",
+        }
+        /// The span over which `min_transfer_bytes_per_sec` is averaged.
+        min_transfer_window_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// Extra request headers sent with every OAI-PMH request.
+        headers: BTreeMap<String, String> {
+            takes: "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
+            entries: "a header value in quotes",
+        }
+        /// Whether the bridge may ask the web where the records alone cannot tell.
+        learn_from_web: bool {
+            takes: "true or false",
+        }
+        /// `serve`: refreshes running at once across the gateway (gateway-wide).
+        max_concurrent_refreshes: usize {
+            takes: "a whole number (0 or more)",
+        }
+        /// `serve`: refreshes running at once against one upstream host (gateway-wide).
+        per_host_concurrency: usize {
+            takes: "a whole number (0 or more)",
+        }
+        /// `serve`: the window the first refreshes are spread over (gateway-wide).
+        start_spread_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// Bytes of memory one harvest holds before it spills (gateway-wide).
+        memory_budget_bytes: u64 {
+            takes: "a number of bytes",
+        }
+    }
+}
+
+section! {
+    /// `[[repository]]`: one upstream and what is published of it.
+    "[[repository]]" => RawRepository, RepositoryOverrides, REPOSITORY {
+        /// Short name, used in paths and logs.
+        name: String {
+            takes: "a name in quotes",
+        }
+        /// The upstream: an OAI-PMH baseURL or a Static Repository file; an override's file is
+        /// taken from the working directory.
+        base_url: String {
+            takes: "a baseURL or a file in quotes",
+            flags: [Export "--base-url"],
+        }
+        /// Where this repository's files are published.
+        public_url: String {
+            takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
+            env: PUBLIC_URL via lossy for [Export],
+            flags: [Export "--public-url", Check "--public-url"],
+        }
+        /// Sets to harvest; empty for all.
+        sets: Vec<String> {
+            takes: "a list of setSpecs in quotes, e.g. [\"com_1\"]",
+            flags: [Export "--set"],
+        }
+        /// Scope prefixes replacing the default.
+        scope: Vec<String> {
+            takes: "a list of URLs in quotes",
+            flags: [Export "--scope", Check "--scope"],
+        }
+        /// Where the records' landing pages are: a platform's name, `auto` or `generic`.
+        platform: String {
+            takes: "a platform name in quotes, e.g. \"dspace\"",
+            flags: [Export "--platform", Check "--platform"],
+        }
+        /// DSpace: where the UI serves `/handle/P/S`.
+        ui_url: String {
+            takes: "a URL in quotes",
+            flags: [Export "--ui-url", Check "--ui-url"],
+        }
+        /// A landing page made from each record's identifiers.
+        landing_template: String {
+            takes: "a URL template in quotes",
+            flags: [Export "--landing-template", Check "--landing-template"],
+        }
+        /// Whether the records' content files are listed beside their landing pages.
+        content_files: bool {
+            takes: "true or false",
+        }
+        /// Lower datestamp bound.
+        from: String {
+            takes: "a date in quotes, e.g. \"2020-01-01\"",
+            flags: [Export "--from"],
+        }
+        /// Upper datestamp bound.
+        until: String {
+            takes: "a date in quotes, e.g. \"2020-01-01\"",
+            flags: [Export "--until"],
+        }
+        /// URLs per shard.
+        max_urls_per_shard: usize {
+            takes: "a whole number (0 or more)",
+            flags: [Export "--max-urls"],
+        }
+        /// Bytes per shard, uncompressed.
+        max_bytes_per_shard: usize {
+            takes: "a number of bytes",
+            flags: [Export "--max-bytes"],
+        }
+        /// Write `.xml.gz` shards.
+        gzip: bool {
+            takes: "true or false",
+            flags: [Export "--gzip"],
+        }
+        /// Also publish a Signmap.
+        signmap: bool {
+            takes: "true or false",
+            flags: [Export "--signmap"],
+        }
+        /// Also publish CDIF JSON-LD documents.
+        cdif: bool {
+            takes: "true or false",
+            flags: [Export "--cdif"],
+        }
+        /// Also publish CDIF's metadata lists.
+        cdif_list: bool {
+            takes: "true or false",
+            flags: [Export "--cdif-list"],
+        }
+        /// DiWoo: setSpec -> Woo information category; a flag's `SETSPEC=N` entries replace
+        /// the table.
+        diwoo: BTreeMap<String, i64> {
+            takes: "a table of setSpecs and category numbers, e.g. { \"besluiten\" = 1 }",
+            entries: "a category number from 1 to 17",
+            over: Vec<String>,
+            flags: [Export "--diwoo"],
+        }
+        /// The OCX sitemap; a flag switches it on with the table's settings, or the defaults.
+        ocx: RawOcx {
+            takes: "a table, [repository.ocx]",
+            over: bool,
+            flags: [Export "--ocx"],
+            kind: table,
+        }
+        /// How this repository's upstream is treated, over `[harvest]`.
+        harvest: RawHarvest {
+            takes: "a table, [harvest] (in a repository, [repository.harvest])",
+            over: (),
+            kind: table,
+        }
+        /// `serve`: time from the end of one refresh to the start of the next.
+        refresh_interval_secs: u64 {
+            takes: "a number of seconds",
+        }
+        /// How often a repository that keeps no deletions is harvested in full.
+        full_harvest_interval_secs: u64 {
+            takes: "a number of seconds",
+            flags: [Export "--full-harvest-interval"],
+        }
+        /// The largest share of the published URLs a harvest may remove before it is held
+        /// back.
+        shrink_guard: f64 {
+            takes: "a number from 0 to 1, e.g. 0.5",
+            flags: [Export "--shrink-guard"],
+        }
+    }
+}
+
+section! {
+    /// `[repository.ocx]`: the OCX sitemap of the repository above it.
+    "[repository.ocx]" => RawOcx, OcxOverrides, OCX {
+        /// `false` keeps the table but publishes no OCX sitemap.
+        enabled: bool {
+            takes: "true or false",
+        }
+        /// Type URL of records whose `dc:type` maps to no type.
+        default_type: String {
+            takes: "a type URL in quotes",
+        }
+        /// `ocx:teaser`: `dc:description` cut to this many characters.
+        teaser_chars: usize {
+            takes: "a whole number (0 or more)",
+        }
+        /// `ocx:format` of the metadata in the landing page.
+        format: String {
+            takes: "a format name in quotes",
+        }
+        /// `ocx:xpath` of that metadata in the landing page.
+        xpath: String {
+            takes: "an XPath in quotes",
+        }
+        /// `dc:type` value -> type URL, on top of the built-in table.
+        types: BTreeMap<String, String> {
+            takes: "a table of dc:type values and type URLs",
+            entries: "a type URL in quotes",
+        }
+    }
+}
+
+/// The top level's keys (its tables are the sections).
+pub(crate) const ROOT: &[Key] = &[Key {
+    section: "",
+    name: "include",
+    doc: "Files of `[[repository]]` tables, read after this file's own.\n",
+    takes: "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
+    entries: None,
+    kind: Kind::Key,
+    env: None,
+    flags: &[],
+}];
+
+/// The top level's tables, as errors say what they take.
+pub(crate) const TABLES: &[(&str, &str)] = &[
+    ("server", "a table, [server]"),
+    ("harvest", "a table, [harvest] (in a repository, [repository.harvest])"),
+    ("state", "a table, [state]"),
+    ("repository", "tables, each [[repository]]"),
+];
+
+/// Every section's declarations, the top level first, in the file's order.
+pub(crate) const SECTIONS: &[&[Key]] = &[ROOT, SERVER, HARVEST, STATE, REPOSITORY, OCX];
+
+/// Every declared key and table.
+pub(crate) fn all() -> impl Iterator<Item = &'static Key> {
+    SECTIONS.iter().flat_map(|keys| keys.iter())
+}
+
+/// What the key or table `name` takes, in words ([`Key::takes`]); for `table.*`, what an entry
+/// of that table of free keys takes.
+pub(crate) fn takes(name: &str) -> Option<&'static str> {
+    if let Some(table) = name.strip_suffix(".*") {
+        return all().find(|k| k.name == table).and_then(|k| k.entries);
+    }
+    (TABLES.iter().find(|(t, _)| *t == name).map(|(_, what)| *what))
+        .or_else(|| all().find(|k| k.name == name).map(|k| k.takes))
+}
