@@ -10,7 +10,6 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::render::Limits;
-use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
 use crate::store::StateUrl;
 
 pub(crate) mod keys;
@@ -107,44 +106,16 @@ struct RawIncluded {
 }
 
 pub(crate) use crate::profiles::ProfileSettings;
-pub(crate) use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
+pub(crate) use crate::profiles::ocx::OcxConfig;
 
-fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
+/// `[repository.ocx]` over the defaults, unless it says `enabled = false`; `Err` names the key.
+fn parse_ocx(raw: RawOcx, at: &keys::At<'_>) -> Result<Option<OcxConfig>, (&'static str, String)> {
     if raw.enabled == Some(false) {
         return Ok(None);
     }
-    let types: Vec<(String, String)> = raw.types.unwrap_or_default().into_iter().collect();
-    let types = crate::dctype::TypeMap::with(&types).map_err(|m| ("types".to_owned(), m))?;
-    if let Some(t) = &raw.default_type
-        && !(t.starts_with("https://") || t.starts_with("http://"))
-    {
-        return Err((
-            "default_type".into(),
-            format!("{t:?} must be a type URL, e.g. https://schema.org/CreativeWork"),
-        ));
-    }
-    if let Some(f) = &raw.format
-        && !crate::profiles::ocx::FORMATS.contains(&f.as_str())
-    {
-        return Err((
-            "format".into(),
-            format!("{f:?} must be one of {:?}", crate::profiles::ocx::FORMATS),
-        ));
-    }
-    let teaser_chars = raw.teaser_chars.unwrap_or(DEFAULT_TEASER_CHARS);
-    if !(10..=10_000).contains(&teaser_chars) {
-        return Err((
-            "teaser_chars".into(),
-            format!("{teaser_chars} must be between 10 and 10000"),
-        ));
-    }
-    Ok(Some(OcxConfig {
-        types,
-        default_type: raw.default_type,
-        teaser_chars,
-        format: raw.format,
-        xpath: raw.xpath,
-    }))
+    let mut ocx = OcxConfig::default();
+    raw.apply(&mut ocx, at)?;
+    Ok(Some(ocx))
 }
 
 /// The validated configuration.
@@ -369,31 +340,14 @@ impl Config {
             let (key, message) = typed::explain(text, &e);
             err(&key, message)
         })?;
-        let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
-        let state = StateConfig {
-            url: (raw.state.url.as_deref())
-                .map(|u| StateUrl::parse(u).map_err(|m| err("[state] url", m)))
-                .transpose()?,
-            lease: match raw.state.lease_secs {
-                None => DEFAULT_LEASE,
-                Some(0) => return Err(err("[state] lease_secs", "must be at least 1".into())),
-                Some(secs) => Duration::from_secs(secs),
-            },
-        };
-        let fleet =
-            parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
-        let memory_budget = match raw.harvest.memory_budget_bytes {
-            None => crate::spill::DEFAULT_MEMORY_BUDGET,
-            Some(0) => {
-                return Err(err(
-                    "[harvest] memory_budget_bytes",
-                    "must be at least 1".into(),
-                ));
-            }
-            Some(bytes) => bytes,
-        };
-        let learn_from_web = raw.harvest.learn_from_web.unwrap_or(DEFAULT_LEARN_FROM_WEB);
-        let harvest = parse_harvest(raw.harvest, &default_harvest())
+        let at = keys::At { base_dir };
+        let server =
+            parse_server(raw.server, &at).map_err(|(k, m)| err(&format!("[server] {k}"), m))?;
+        let mut state = StateConfig::default();
+        (raw.state.apply(&mut state, &at)).map_err(|(k, m)| err(&format!("[state] {k}"), m))?;
+        let mut harvest = HarvestTarget::defaults();
+        (raw.harvest.apply(&mut harvest, &at))
+            .and_then(|()| check_backoff(&harvest.harvest))
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
             .platform
@@ -407,7 +361,6 @@ impl Config {
             file,
             base_dir,
             harvest: &harvest,
-            learn_from_web,
             platforms: &platforms,
         };
         for r in raw.repository {
@@ -422,7 +375,6 @@ impl Config {
                     file: &included,
                     base_dir: path.parent().unwrap_or(base_dir),
                     harvest: &harvest,
-                    learn_from_web,
                     platforms: &platforms,
                 };
                 for r in include::read(&path)? {
@@ -439,12 +391,12 @@ impl Config {
         }
         Ok(Config {
             server,
-            harvest,
-            learn_from_web,
-            fleet,
+            harvest: harvest.harvest,
+            learn_from_web: harvest.learn_from_web,
+            fleet: harvest.fleet,
             state,
             repositories,
-            memory_budget,
+            memory_budget: harvest.memory_budget,
         })
     }
 }
@@ -454,8 +406,7 @@ impl Config {
 struct Origin<'a> {
     file: &'a str,
     base_dir: &'a Path,
-    harvest: &'a HarvestSettings,
-    learn_from_web: bool,
+    harvest: &'a HarvestTarget,
     platforms: &'a crate::platform::Registry,
 }
 
@@ -742,94 +693,47 @@ mod include {
     }
 }
 
-/// `[server]`, its defaults filled in; `Err` names the key and what is wrong with it.
-fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'static str, String)> {
-    let listen = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-    let listen = listen.parse().map_err(|e| {
-        (
-            "[server] listen",
-            format!("{listen:?} is not an address:port: {e}"),
-        )
-    })?;
-    let admin_listen =
-        parse_admin_listen(raw.admin_listen.as_deref().unwrap_or(DEFAULT_ADMIN_LISTEN))
-            .map_err(|m| ("[server] admin_listen", m))?;
-    if let Some(admin) = admin_listen
-        && listeners_clash(listen, admin)
+/// `[server]` over its defaults; `Err` names the key and what is wrong with it.
+fn parse_server(raw: RawServer, at: &keys::At<'_>) -> Result<ServerConfig, (&'static str, String)> {
+    let mut server = ServerConfig::defaults(at.base_dir);
+    raw.apply(&mut server, at)?;
+    if let Some(admin) = server.admin_listen
+        && listeners_clash(server.listen, admin)
     {
         return Err((
-            "[server] admin_listen",
-            listeners_clash_message(admin, "[server] listen", listen),
-        ));
-    }
-    let public_url = raw
-        .public_url
-        .as_deref()
-        .map(|u| directory_url(u).map_err(|m| ("[server] public_url", m)))
-        .transpose()?;
-    let server = ServerConfig {
-        listen,
-        admin_listen,
-        public_url,
-        state_dir: base_dir.join(
-            raw.state_dir
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
-        ),
-        cache_bytes: raw.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
-        drain_timeout: raw
-            .drain_timeout_secs
-            .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
-        client_timeout: raw
-            .client_timeout_secs
-            .map_or(DEFAULT_CLIENT_TIMEOUT, Duration::from_secs),
-        max_age: raw
-            .max_age_secs
-            .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
-        admin_token: raw
-            .admin_token
-            .as_deref()
-            .map(AdminToken::new)
-            .transpose()
-            .map_err(|m| ("[server] admin_token", m))?,
-        publish_url: raw
-            .publish_url
-            .as_deref()
-            .map(parse_publish_url)
-            .transpose()
-            .map_err(|m| ("[server] publish_url", m))?,
-        publish_grace: raw
-            .publish_grace_secs
-            .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
-        metrics_repository_series: raw
-            .metrics_repository_series
-            .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
-        memory_budget: raw.memory_budget_bytes,
-        spill_max: raw.spill_max_bytes,
-    };
-    for (key, value) in [
-        ("[server] memory_budget_bytes", server.memory_budget),
-        ("[server] spill_max_bytes", server.spill_max),
-    ] {
-        if value == Some(0) {
-            return Err((
-                key,
-                "must be at least 1 (leave it out for the default)".to_owned(),
-            ));
-        }
-    }
-    if server.client_timeout.is_zero() {
-        return Err((
-            "[server] client_timeout_secs",
-            "must be at least 1".to_owned(),
-        ));
-    }
-    if server.cache_bytes < 1024 * 1024 {
-        return Err((
-            "[server] cache_bytes",
-            "must be at least 1048576 (1 MiB)".to_owned(),
+            "admin_listen",
+            listeners_clash_message(admin, "[server] listen", server.listen),
         ));
     }
     Ok(server)
+}
+
+impl ServerConfig {
+    /// `[server]`'s defaults, its state directory in `base_dir`.
+    fn defaults(base_dir: &Path) -> ServerConfig {
+        ServerConfig {
+            listen: parse_listen(DEFAULT_LISTEN).expect("the default is an address"),
+            admin_listen: parse_admin_listen(DEFAULT_ADMIN_LISTEN)
+                .expect("the default is an address"),
+            public_url: None,
+            state_dir: base_dir.join(DEFAULT_STATE_DIR),
+            cache_bytes: DEFAULT_CACHE_BYTES,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            client_timeout: DEFAULT_CLIENT_TIMEOUT,
+            max_age: DEFAULT_MAX_AGE,
+            admin_token: None,
+            publish_url: None,
+            publish_grace: DEFAULT_PUBLISH_GRACE,
+            metrics_repository_series: DEFAULT_METRICS_REPOSITORY_SERIES,
+            memory_budget: None,
+            spill_max: None,
+        }
+    }
+}
+
+/// `[server] listen`: an address:port.
+pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+    (value.parse()).map_err(|e| format!("{value:?} is not an address:port: {e}"))
 }
 
 /// `[server] publish_url`: object storage (`s3://bucket/prefix/`, `gs://`, `az://`, `file://`)
@@ -889,132 +793,148 @@ pub(crate) fn default_harvest() -> HarvestSettings {
     }
 }
 
-/// `[harvest]` (or a `[repository.harvest]`) over `d`, the settings below it (the defaults,
-/// or `[harvest]`); `Err` names the key and what is wrong with it.
-fn parse_harvest(
-    h: RawHarvest,
-    d: &HarvestSettings,
-) -> Result<HarvestSettings, (&'static str, String)> {
-    let d = d.clone();
-    let headers = match &h.headers {
-        Some(table) => {
-            let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let over = oai_pmh::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
-            d.headers.merged(&over)
+/// What `[harvest]` sets, and a `[repository.harvest]` over it: the OAI-PMH client's
+/// settings, whether to learn from the web, and (from `[harvest]` only) the gateway's limits.
+#[derive(Clone, Debug)]
+pub(crate) struct HarvestTarget {
+    /// How upstreams are treated.
+    pub harvest: HarvestSettings,
+    /// `learn_from_web`.
+    pub learn_from_web: bool,
+    /// The gateway's limits on refreshes.
+    pub fleet: FleetSettings,
+    /// `memory_budget_bytes`: bytes one harvest holds before it spills.
+    pub memory_budget: u64,
+}
+
+impl HarvestTarget {
+    /// `[harvest]`'s defaults.
+    fn defaults() -> HarvestTarget {
+        HarvestTarget {
+            harvest: default_harvest(),
+            learn_from_web: DEFAULT_LEARN_FROM_WEB,
+            fleet: FleetSettings::default(),
+            memory_budget: crate::spill::DEFAULT_MEMORY_BUDGET,
         }
-        None => d.headers.clone(),
-    };
-    let harvest = HarvestSettings {
-        headers,
-        diagnose_command: d.diagnose_command,
-        user_agent: h.user_agent.unwrap_or(d.user_agent),
-        request_timeout: h
-            .request_timeout_secs
-            .map_or(d.request_timeout, Duration::from_secs),
-        connect_timeout: h
-            .connect_timeout_secs
-            .map_or(d.connect_timeout, Duration::from_secs),
-        max_attempts: h.max_attempts.unwrap_or(d.max_attempts),
-        backoff_initial: h
-            .backoff_initial_ms
-            .map_or(d.backoff_initial, Duration::from_millis),
-        backoff_max: h
-            .backoff_max_secs
-            .map_or(d.backoff_max, Duration::from_secs),
-        retry_after_max: h
-            .retry_after_max_secs
-            .map_or(d.retry_after_max, Duration::from_secs),
-        politeness_delay: h
-            .politeness_delay_ms
-            .map_or(d.politeness_delay, Duration::from_millis),
-        deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
-        max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
-        max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
-        min_transfer_bytes_per_sec: h
-            .min_transfer_bytes_per_sec
-            .unwrap_or(d.min_transfer_bytes_per_sec),
-        min_transfer_window: h
-            .min_transfer_window_secs
-            .map_or(d.min_transfer_window, Duration::from_secs),
-    };
-    if harvest.user_agent.trim().is_empty() {
-        return Err(("user_agent", "must not be empty".to_owned()));
     }
-    if harvest.max_attempts == 0 {
-        return Err(("max_attempts", "must be at least 1".to_owned()));
-    }
-    if harvest.request_timeout.is_zero() {
-        return Err(("request_timeout_secs", "must be at least 1".to_owned()));
-    }
-    if harvest.connect_timeout.is_zero() {
-        return Err(("connect_timeout_secs", "must be at least 1".to_owned()));
-    }
-    if harvest.max_body_bytes < 1024 {
-        return Err(("max_body_bytes", "must be at least 1024".to_owned()));
-    }
-    if harvest.min_transfer_window.is_zero() {
-        return Err((
-            "min_transfer_window_secs",
-            "must be at least 1 (min_transfer_bytes_per_sec = 0 turns the minimum off)".to_owned(),
-        ));
-    }
-    if harvest.backoff_initial > harvest.backoff_max {
+}
+
+/// The first retry delay of `h` is no longer than its longest (in a file; a flag's raises the
+/// longest instead).
+fn check_backoff(h: &HarvestSettings) -> Result<(), (&'static str, String)> {
+    if h.backoff_initial > h.backoff_max {
         return Err((
             "backoff_initial_ms",
             "must not exceed backoff_max_secs".to_owned(),
         ));
     }
-    Ok(harvest)
-}
-
-/// The gateway's limits on refreshes, from `[harvest]`; `Err` names the key.
-fn parse_fleet(h: &RawHarvest) -> Result<FleetSettings, (&'static str, String)> {
-    let fleet = FleetSettings {
-        max_concurrent_refreshes: h
-            .max_concurrent_refreshes
-            .unwrap_or(DEFAULT_MAX_CONCURRENT_REFRESHES),
-        per_host_concurrency: h
-            .per_host_concurrency
-            .unwrap_or(DEFAULT_PER_HOST_CONCURRENCY),
-        start_spread: h
-            .start_spread_secs
-            .map_or(DEFAULT_START_SPREAD, Duration::from_secs),
-    };
-    if fleet.max_concurrent_refreshes == 0 {
-        return Err(("max_concurrent_refreshes", "must be at least 1".to_owned()));
-    }
-    if fleet.per_host_concurrency == 0 {
-        return Err(("per_host_concurrency", "must be at least 1".to_owned()));
-    }
-    Ok(fleet)
+    Ok(())
 }
 
 /// A `[repository.harvest]` table over `[harvest]`: every key of `[harvest]` but the
 /// gateway-wide ones; `Err` names the key.
 fn parse_repository_harvest(
     raw: Option<RawHarvest>,
-    harvest: &HarvestSettings,
-) -> Result<HarvestSettings, (&'static str, String)> {
+    harvest: &HarvestTarget,
+    at: &keys::At<'_>,
+) -> Result<HarvestTarget, (&'static str, String)> {
     let Some(raw) = raw else {
         return Ok(harvest.clone());
     };
-    for (key, given) in [
-        (
-            "max_concurrent_refreshes",
-            raw.max_concurrent_refreshes.is_some(),
-        ),
-        ("per_host_concurrency", raw.per_host_concurrency.is_some()),
-        ("start_spread_secs", raw.start_spread_secs.is_some()),
-        ("memory_budget_bytes", raw.memory_budget_bytes.is_some()),
-    ] {
-        if given {
-            return Err((
-                key,
-                "is gateway-wide: set it in [harvest], not in a repository's table".to_owned(),
-            ));
+    let gateway_wide = |name: &str| keys::HARVEST.iter().any(|k| k.name == name && k.gateway_wide);
+    if let Some(key) = raw.given().into_iter().find(|k| gateway_wide(k)) {
+        return Err((
+            key,
+            "is gateway-wide: set it in [harvest], not in a repository's table".to_owned(),
+        ));
+    }
+    let mut own = harvest.clone();
+    raw.apply(&mut own, at)?;
+    check_backoff(&own.harvest)?;
+    Ok(own)
+}
+
+/// One repository's settings as the layers set them: its `[[repository]]` keys (the defaults
+/// when a command takes none), then the environment and the flags over them.
+#[derive(Clone, Debug)]
+pub(crate) struct RepositorySettings {
+    /// Its name; `None` when no file names the repository.
+    pub name: Option<String>,
+    /// The upstream; `None` when neither the file nor an override names one.
+    pub source: Option<Source>,
+    /// Where its files are published, when given (not yet derived from `[server]`).
+    pub public_url: Option<Url>,
+    /// Sets to harvest; empty for all.
+    pub sets: Vec<String>,
+    /// Scope prefixes replacing the default.
+    pub scope: Vec<Url>,
+    /// Where the records' landing pages are.
+    pub landing: crate::platform::LandingSettings,
+    /// Lower datestamp bound.
+    pub from: Option<Datestamp>,
+    /// Upper datestamp bound.
+    pub until: Option<Datestamp>,
+    /// Shard limits.
+    pub limits: Limits,
+    /// Write `.xml.gz` shards.
+    pub gzip: bool,
+    /// The profiles published beside the sitemap.
+    pub profiles: ProfileSettings,
+    /// Time between refreshes (`serve`).
+    pub refresh_interval: Duration,
+    /// How the store is used.
+    pub policy: crate::incremental::Policy,
+}
+
+impl Default for RepositorySettings {
+    fn default() -> Self {
+        RepositorySettings {
+            name: None,
+            source: None,
+            public_url: None,
+            sets: Vec::new(),
+            scope: Vec::new(),
+            landing: crate::platform::LandingSettings::default(),
+            from: None,
+            until: None,
+            limits: Limits::default(),
+            gzip: false,
+            profiles: ProfileSettings::default(),
+            refresh_interval: DEFAULT_REFRESH_INTERVAL,
+            policy: crate::incremental::Policy::default(),
         }
     }
-    parse_harvest(raw, harvest)
+}
+
+impl RepositorySettings {
+    /// The repository these settings make, named `name`, reading `source`, its upstream
+    /// treated as `harvest` says, configured in `file`.
+    pub(crate) fn into_repository(
+        self,
+        name: String,
+        source: Source,
+        harvest: (HarvestSettings, bool),
+        file: String,
+    ) -> RepositoryConfig {
+        RepositoryConfig {
+            name,
+            source,
+            public_url: self.public_url,
+            sets: self.sets,
+            scope: self.scope,
+            landing: self.landing,
+            from: self.from,
+            until: self.until,
+            limits: self.limits,
+            gzip: self.gzip,
+            profiles: self.profiles,
+            refresh_interval: self.refresh_interval,
+            harvest: harvest.0,
+            learn_from_web: harvest.1,
+            file,
+            policy: self.policy,
+        }
+    }
 }
 
 /// A `[[repository]]` read from `from`, its name not taken `before` it; `Err` names the key.
@@ -1023,7 +943,6 @@ fn parse_repository(
     before: &[RepositoryConfig],
     from: &Origin<'_>,
 ) -> Result<RepositoryConfig, (String, String)> {
-    let base_dir = from.base_dir;
     let label = match &r.name {
         Some(name) => format!("[[repository]] {name:?}"),
         None => format!(
@@ -1037,76 +956,28 @@ fn parse_repository(
         .clone()
         .ok_or_else(|| (key("name"), "is required".to_owned()))?;
     check_name(&name, before, from.file).map_err(|m| (key("name"), m))?;
-    let base_url = r
-        .base_url
-        .as_deref()
-        .ok_or_else(|| (key("base_url"), "is required".to_owned()))?;
-    let source = match Source::parse(base_url).map_err(|m| (key("base_url"), m))? {
-        Source::File(path) if path.is_relative() => Source::File(base_dir.join(path)),
-        other => other,
-    };
-    let repo = RepositoryConfig {
-        name,
-        source,
-        public_url: r
-            .public_url
-            .as_deref()
-            .map(directory_url)
-            .transpose()
-            .map_err(|m| (key("public_url"), m))?,
-        sets: validate_sets(r.sets.take().unwrap_or_default()).map_err(|m| (key("sets"), m))?,
-        scope: parse_scope(r.scope.as_deref().unwrap_or_default())
-            .map_err(|m| (key("scope"), m))?,
-        landing: parse_landing(&r, from.platforms).map_err(|(k, m)| (key(k), m))?,
-        from: r
-            .from
-            .as_deref()
-            .map(parse_date)
-            .transpose()
-            .map_err(|m| (key("from"), m))?,
-        until: r
-            .until
-            .as_deref()
-            .map(parse_date)
-            .transpose()
-            .map_err(|m| (key("until"), m))?,
-        limits: Limits {
-            max_urls: r.max_urls_per_shard.unwrap_or(MAX_URLS),
-            max_bytes: r.max_bytes_per_shard.unwrap_or(MAX_BYTES),
-        }
-        .validate()
-        .map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?,
-        gzip: r.gzip.unwrap_or(false),
-        profiles: parse_profiles(&mut r).map_err(|(k, m)| (key(&k), m))?,
-        refresh_interval: r
-            .refresh_interval_secs
-            .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
-        learn_from_web: (r.harvest.as_ref())
-            .and_then(|h| h.learn_from_web)
-            .unwrap_or(from.learn_from_web),
-        harvest: parse_repository_harvest(r.harvest.take(), from.harvest)
-            .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?,
-        file: from.file.to_owned(),
-        policy: crate::incremental::Policy {
-            full_interval: r.full_harvest_interval_secs.map_or(
-                crate::incremental::Policy::default().full_interval,
-                Duration::from_secs,
-            ),
-            shrink_guard: check_share(r.shrink_guard).map_err(|m| (key("shrink_guard"), m))?,
-            accept_shrink: false,
-        },
-    };
-    if repo.refresh_interval < MIN_REFRESH_INTERVAL {
-        return Err((
-            key("refresh_interval_secs"),
-            format!(
-                "must be at least {} seconds",
-                MIN_REFRESH_INTERVAL.as_secs()
-            ),
-        ));
+    if r.base_url.is_none() {
+        return Err((key("base_url"), "is required".to_owned()));
     }
-    check_range(repo.from, repo.until).map_err(|m| (key("from"), m))?;
-    Ok(repo)
+    let (ocx, harvest) = (r.ocx.take(), r.harvest.take());
+    let at = keys::At {
+        base_dir: from.base_dir,
+    };
+    let mut s = RepositorySettings::default();
+    s.landing.platforms = from.platforms.clone();
+    s.landing.web = crate::platform::Resolvers::for_commands();
+    r.apply(&mut s, &at).map_err(|(k, m)| (key(k), m))?;
+    s.limits = (s.limits.validate())
+        .map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?;
+    if let Some(raw) = ocx {
+        s.profiles.ocx = parse_ocx(raw, &at).map_err(|(k, m)| (key(&format!("ocx.{k}")), m))?;
+    }
+    let harvest = parse_repository_harvest(harvest, from.harvest, &at)
+        .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?;
+    check_range(s.from, s.until).map_err(|m| (key("from"), m))?;
+    let source = s.source.take().expect("base_url is given");
+    let harvest = (harvest.harvest, harvest.learn_from_web);
+    Ok(s.into_repository(name, source, harvest, from.file.to_owned()))
 }
 
 /// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
@@ -1135,55 +1006,6 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
         ));
     }
     Ok(())
-}
-
-/// A repository's landing settings: `platform`, `ui_url`, `landing_template`; `Err` names the key.
-fn parse_landing(
-    r: &RawRepository,
-    platforms: &crate::platform::Registry,
-) -> Result<crate::platform::LandingSettings, (&'static str, String)> {
-    Ok(crate::platform::LandingSettings {
-        platform: r
-            .platform
-            .as_deref()
-            .map(|name| parse_platform(name, platforms))
-            .transpose()
-            .map_err(|m| ("platform", m))?
-            .unwrap_or_default(),
-        ui_url: r
-            .ui_url
-            .as_deref()
-            .map(parse_ui_url)
-            .transpose()
-            .map_err(|m| ("ui_url", m))?,
-        template: r
-            .landing_template
-            .as_deref()
-            .map(parse_template)
-            .transpose()
-            .map_err(|m| ("landing_template", m))?,
-        platforms: platforms.clone(),
-        learned: None,
-        web: crate::platform::Resolvers::for_commands(),
-        robots: None,
-        sites: Vec::new(),
-        leave_out_files: r.content_files == Some(false),
-    })
-}
-
-/// A repository's profiles, its `[repository.ocx]` table taken out of `r`; `Err` names the key.
-fn parse_profiles(r: &mut RawRepository) -> Result<ProfileSettings, (String, String)> {
-    Ok(ProfileSettings {
-        signmap: r.signmap.unwrap_or(false),
-        cdif: r.cdif.unwrap_or(false),
-        cdif_list: r.cdif_list.unwrap_or(false),
-        diwoo: parse_diwoo(&r.diwoo.take().unwrap_or_default())
-            .map_err(|m| ("diwoo".to_owned(), m))?,
-        ocx: match r.ocx.take() {
-            Some(raw) => parse_ocx(raw).map_err(|(k, m)| (format!("ocx.{k}"), m))?,
-            None => None,
-        },
-    })
 }
 
 impl Config {
@@ -1463,6 +1285,21 @@ pub(crate) fn parse_diwoo(
             }
         })
         .collect()
+}
+
+/// `SETSPEC=N` entries (`export --diwoo`) -> a DiWoo table.
+pub(crate) fn parse_diwoo_entries(entries: &[String]) -> Result<Vec<(String, u8)>, String> {
+    let mut table = std::collections::BTreeMap::new();
+    for entry in entries {
+        let (set, n) = entry
+            .rsplit_once('=')
+            .ok_or_else(|| format!("{entry:?}: give SETSPEC=CATEGORY"))?;
+        let n: i64 = n
+            .parse()
+            .map_err(|_| format!("{entry:?}: the category is a number"))?;
+        table.insert(set.to_owned(), n);
+    }
+    parse_diwoo(&table)
 }
 
 /// `platform`: `auto`, `generic`, or the name of a row of `platforms`.

@@ -8,18 +8,14 @@
 //! them as it applies it over the file, an error naming that variable or flag. A value that a
 //! higher layer hides is never read, so a bad one there is no error.
 
-use std::time::Duration;
-
-use oai_pmh::{Datestamp, HarvestSettings, Source};
-use url::Url;
+use oai_pmh::HarvestSettings;
 
 use crate::cli::{CheckArgs, ExportArgs, LandingArgs, MigrateStateArgs, PruneArgs, ServeArgs};
+use crate::config::keys::At;
 use crate::config::{
-    self, AdminToken, Config, ConfigError, OcxConfig, RepositoryConfig, ServerConfig, StateConfig,
+    self, Config, ConfigError, HarvestTarget, RepositoryConfig, ServerConfig, StateConfig,
 };
-use crate::incremental::Policy;
-use crate::platform::LandingSettings;
-use crate::render::Limits;
+pub(crate) use crate::config::RepositorySettings;
 
 pub(crate) use crate::config::keys::{
     CommandName, Environment, Given, HarvestOverrides, Origin, RepositoryOverrides,
@@ -233,34 +229,6 @@ fn where_and_what(scope: &[String], landing: &LandingArgs) -> RepositoryOverride
     }
 }
 
-/// One repository's settings after every layer: what `export` and `check` take, and what
-/// `serve` takes of each repository.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RepositorySettings {
-    /// The upstream; `None` when neither the file nor an override names one.
-    pub source: Option<Source>,
-    /// Where its files are published, when given (not yet derived from `[server]`).
-    pub public_url: Option<Url>,
-    /// Sets to harvest; empty for all.
-    pub sets: Vec<String>,
-    /// Scope prefixes replacing the default.
-    pub scope: Vec<Url>,
-    /// Where the records' landing pages are.
-    pub landing: LandingSettings,
-    /// Lower datestamp bound.
-    pub from: Option<Datestamp>,
-    /// Upper datestamp bound.
-    pub until: Option<Datestamp>,
-    /// Shard limits.
-    pub limits: Limits,
-    /// Write `.xml.gz` shards.
-    pub gzip: bool,
-    /// The profiles published beside the sitemap.
-    pub profiles: crate::profiles::ProfileSettings,
-    /// How the store is used.
-    pub policy: Policy,
-}
-
 impl RepositorySettings {
     /// The file's layer: `repo`'s keys, or the defaults when the command takes none.
     fn of(repo: Option<&RepositoryConfig>) -> RepositorySettings {
@@ -268,6 +236,7 @@ impl RepositorySettings {
             return RepositorySettings::default();
         };
         RepositorySettings {
+            name: Some(r.name.clone()),
             source: Some(r.source.clone()),
             public_url: r.public_url.clone(),
             sets: r.sets.clone(),
@@ -278,43 +247,16 @@ impl RepositorySettings {
             limits: r.limits,
             gzip: r.gzip,
             profiles: r.profiles.clone(),
+            refresh_interval: r.refresh_interval,
             policy: r.policy.clone(),
         }
     }
 
     /// `repo` with these settings in place of its own, and `harvest` for its upstream.
-    fn configure(self, repo: &RepositoryConfig, harvest: HarvestSettings) -> RepositoryConfig {
-        let RepositorySettings {
-            source,
-            public_url,
-            sets,
-            scope,
-            landing,
-            from,
-            until,
-            limits,
-            gzip,
-            profiles,
-            policy,
-        } = self;
-        RepositoryConfig {
-            name: repo.name.clone(),
-            source: source.unwrap_or_else(|| repo.source.clone()),
-            public_url,
-            sets,
-            scope,
-            landing,
-            from,
-            until,
-            limits,
-            gzip,
-            profiles,
-            refresh_interval: repo.refresh_interval,
-            harvest,
-            learn_from_web: repo.learn_from_web,
-            file: repo.file.clone(),
-            policy,
-        }
+    fn configure(mut self, repo: &RepositoryConfig, harvest: HarvestSettings) -> RepositoryConfig {
+        let source = self.source.take().unwrap_or_else(|| repo.source.clone());
+        let harvest = (harvest, repo.learn_from_web);
+        self.into_repository(repo.name.clone(), source, harvest, repo.file.clone())
     }
 }
 
@@ -366,29 +308,18 @@ impl Layers {
         })
     }
 
-    /// `[state]`: the file's, or the database an override names.
+    /// `[state]`: the file's, with the overrides over it.
     pub(crate) fn state(&self) -> Result<StateConfig, ConfigError> {
         let mut state = self.file.state.clone();
-        if let Some(v) = &self.over.state.url {
-            state.url = Some(v.parse(|url| crate::store::StateUrl::parse(url))?);
-        }
+        self.over.state.apply(&mut state, &At::overrides())?;
         Ok(state)
     }
 
-    /// `[server]`.
+    /// `[server]`: the file's, with the overrides over it.
     pub(crate) fn server(&self) -> Result<ServerConfig, ConfigError> {
         let over = &self.over.server;
         let mut server = self.file.server.clone();
-        if let Some(v) = &over.listen {
-            server.listen = v.parse(|listen| {
-                listen
-                    .parse()
-                    .map_err(|e| format!("{listen:?} is not an address:port: {e}"))
-            })?;
-        }
-        if let Some(v) = &over.admin_listen {
-            server.admin_listen = v.parse(|listen| config::parse_admin_listen(listen))?;
-        }
+        over.apply(&mut server, &At::overrides())?;
         // The file's own pair was checked when it was read; an override can make a clash,
         // said of the override (the admin listener's first), naming the other key.
         if let Some(admin) = server.admin_listen
@@ -412,21 +343,6 @@ impl Layers {
                 return Err(origin.error(config::listeners_clash_message(this, other_key, other)));
             }
         }
-        if let Some(v) = &over.public_url {
-            server.public_url = Some(v.parse(|url| config::directory_url(url))?);
-        }
-        if let Some(v) = &over.state_dir {
-            server.state_dir = v.value.clone();
-        }
-        if let Some(v) = &over.admin_token {
-            server.admin_token = Some(v.parse(|token| AdminToken::new(token))?);
-        }
-        if let Some(v) = &over.publish_url {
-            server.publish_url = Some(v.parse(|url| config::parse_publish_url(url))?);
-        }
-        if let Some(v) = &over.publish_grace_secs {
-            server.publish_grace = Duration::from_secs(v.value);
-        }
         Ok(server)
     }
 
@@ -443,34 +359,19 @@ impl Layers {
         &self,
         chosen: Option<&RepositoryConfig>,
     ) -> Result<HarvestSettings, ConfigError> {
-        let over = &self.over.harvest;
-        let mut harvest = chosen.map_or(&self.file.harvest, |r| &r.harvest).clone();
-        if let Some(v) = &over.max_attempts {
-            harvest.max_attempts = v.parse(|&n| at_least_one(n))?;
-        }
-        if let Some(v) = &over.request_timeout_secs {
-            harvest.request_timeout = Duration::from_secs(v.parse(|&n| at_least_one(n))?);
-        }
-        if let Some(v) = &over.politeness_delay_ms {
-            harvest.politeness_delay = Duration::from_millis(v.value);
-        }
-        if let Some(v) = &over.retry_after_max_secs {
-            harvest.retry_after_max = Duration::from_secs(v.value);
-        }
-        if let Some(v) = &over.deadline_secs {
-            harvest.deadline = (v.value > 0).then(|| Duration::from_secs(v.value));
-        }
-        if let Some(v) = &over.max_body_bytes {
-            harvest.max_body_bytes = v.value;
-        }
-        if let Some(v) = &over.backoff_initial_ms {
+        let file = &self.file;
+        let mut target = HarvestTarget {
+            harvest: chosen.map_or(&file.harvest, |r| &r.harvest).clone(),
+            learn_from_web: chosen.map_or(file.learn_from_web, |r| r.learn_from_web),
+            fleet: file.fleet.clone(),
+            memory_budget: file.memory_budget,
+        };
+        self.over.harvest.apply(&mut target, &At::overrides())?;
+        let mut harvest = target.harvest;
+        if self.over.harvest.backoff_initial_ms.is_some() {
             // Above the file's longest delay, it raises that one (the file's own two are
             // checked against each other when it is read).
-            harvest.backoff_initial = Duration::from_millis(v.value);
             harvest.backoff_max = harvest.backoff_max.max(harvest.backoff_initial);
-        }
-        if let Some(v) = &over.user_agent {
-            harvest.user_agent = v.value.clone();
         }
         Ok(harvest)
     }
@@ -489,9 +390,15 @@ impl Layers {
             let learn = chosen.map_or(self.file.learn_from_web, |r| r.learn_from_web);
             self.harvest_of(chosen).is_ok() && learn
         });
-        what_to_harvest(&mut r, over)?;
-        where_published(&mut r, over)?;
-        what_to_publish(&mut r, over)?;
+        over.apply(&mut r, &At::overrides())?;
+        // What the keys check together, said of the override that gave one of them.
+        if let Some(v) = over.from.as_ref().or(over.until.as_ref()) {
+            v.parse(|_| config::check_range(r.from, r.until))?;
+        }
+        if over.max_urls_per_shard.is_some() || over.max_bytes_per_shard.is_some() {
+            r.limits = (r.limits.validate())
+                .map_err(|m| Origin::Flag("--max-urls / --max-bytes").error(m))?;
+        }
         if let Some(v) = &self.over.accept_shrink {
             r.policy.accept_shrink = v.value;
         }
@@ -499,118 +406,10 @@ impl Layers {
     }
 }
 
-fn at_least_one<N: Copy + Into<u64>>(n: N) -> Result<N, String> {
-    if n.into() == 0 {
-        return Err("must be at least 1".to_owned());
-    }
-    Ok(n)
-}
-
-/// The source, the sets, the datestamp bounds and how the store is used.
-fn what_to_harvest(
-    r: &mut RepositorySettings,
-    over: &RepositoryOverrides,
-) -> Result<(), ConfigError> {
-    if let Some(v) = &over.base_url {
-        r.source = Some(v.parse(|url| Source::parse(url))?);
-    }
-    if let Some(v) = &over.sets {
-        r.sets = v.parse(|sets| config::validate_sets(sets.clone()))?;
-    }
-    if let Some(v) = &over.from {
-        r.from = Some(v.parse(|date| config::parse_date(date))?);
-    }
-    if let Some(v) = &over.until {
-        r.until = Some(v.parse(|date| config::parse_date(date))?);
-    }
-    if let Some(v) = over.from.as_ref().or(over.until.as_ref()) {
-        v.parse(|_| config::check_range(r.from, r.until))?;
-    }
-    if let Some(v) = &over.full_harvest_interval_secs {
-        r.policy.full_interval = Duration::from_secs(v.value);
-    }
-    if let Some(v) = &over.shrink_guard {
-        r.policy.shrink_guard = v.parse(|&share| config::check_share(Some(share)))?;
-    }
-    Ok(())
-}
-
-/// The public URL, the scope and where the landing pages are.
-fn where_published(
-    r: &mut RepositorySettings,
-    over: &RepositoryOverrides,
-) -> Result<(), ConfigError> {
-    if let Some(v) = &over.public_url {
-        r.public_url = Some(v.parse(|url| config::directory_url(url))?);
-    }
-    if let Some(v) = &over.scope {
-        r.scope = v.parse(|scope| config::parse_scope(scope))?;
-    }
-    if let Some(v) = &over.platform {
-        let platforms = r.landing.platforms.clone();
-        r.landing.platform = v.parse(|name| config::parse_platform(name, &platforms))?;
-    }
-    if let Some(v) = &over.ui_url {
-        r.landing.ui_url = Some(v.parse(|url| config::parse_ui_url(url))?);
-    }
-    if let Some(v) = &over.landing_template {
-        r.landing.template = Some(v.parse(|template| config::parse_template(template))?);
-    }
-    Ok(())
-}
-
-/// The shard limits and the files published beside the sitemap.
-fn what_to_publish(
-    r: &mut RepositorySettings,
-    over: &RepositoryOverrides,
-) -> Result<(), ConfigError> {
-    let (max_urls, max_bytes) = (&over.max_urls_per_shard, &over.max_bytes_per_shard);
-    if max_urls.is_some() || max_bytes.is_some() {
-        let limits = Limits {
-            max_urls: max_urls.as_ref().map_or(r.limits.max_urls, |v| v.value),
-            max_bytes: max_bytes.as_ref().map_or(r.limits.max_bytes, |v| v.value),
-        };
-        r.limits = limits
-            .validate()
-            .map_err(|m| Origin::Flag("--max-urls / --max-bytes").error(m))?;
-    }
-    for (setting, over) in [
-        (&mut r.gzip, &over.gzip),
-        (&mut r.profiles.signmap, &over.signmap),
-        (&mut r.profiles.cdif, &over.cdif),
-        (&mut r.profiles.cdif_list, &over.cdif_list),
-    ] {
-        if let Some(v) = over {
-            *setting = v.value;
-        }
-    }
-    if over.ocx.as_ref().is_some_and(|v| v.value) && r.profiles.ocx.is_none() {
-        r.profiles.ocx = Some(OcxConfig::default());
-    }
-    if let Some(v) = &over.diwoo {
-        r.profiles.diwoo = v.parse(|entries| parse_diwoo_entries(entries))?;
-    }
-    Ok(())
-}
-
-/// `SETSPEC=N` entries -> a DiWoo table.
-fn parse_diwoo_entries(entries: &[String]) -> Result<Vec<(String, u8)>, String> {
-    let mut table = std::collections::BTreeMap::new();
-    for entry in entries {
-        let (set, n) = entry
-            .rsplit_once('=')
-            .ok_or_else(|| format!("{entry:?}: give SETSPEC=CATEGORY"))?;
-        let n: i64 = n
-            .parse()
-            .map_err(|_| format!("{entry:?}: the category is a number"))?;
-        table.insert(set.to_owned(), n);
-    }
-    config::parse_diwoo(&table)
-}
-
 #[cfg(test)]
 mod tests {
     use std::ffi::OsString;
+    use std::time::Duration;
 
     use super::*;
 

@@ -11,11 +11,12 @@
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::ConfigError;
+use super::{ConfigError, HarvestTarget, RepositorySettings, ServerConfig, StateConfig};
 
 /// The commands that read settings from the environment and flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +103,8 @@ pub(crate) struct Key {
     pub entries: Option<&'static str>,
     /// A key or a table.
     pub kind: Kind,
+    /// A key of `[harvest]` that is the gateway's as a whole: not in `[repository.harvest]`.
+    pub gateway_wide: bool,
     /// The environment variable over it, and the commands that read it.
     pub env: Option<(&'static str, &'static [CommandName])>,
     /// The flags over it, each with its command.
@@ -184,6 +187,37 @@ macro_rules! kind {
     };
 }
 
+/// Applies an override's value, when given, with the key's `apply_over` or else its `apply`.
+macro_rules! over_apply {
+    ($given:expr, $target:ident, $at:ident, $Target:ty, $O:ty, (), ()) => {};
+    ($given:expr, $target:ident, $at:ident, $Target:ty, $O:ty, ($apply:expr), ()) => {
+        over_apply!($given, $target, $at, $Target, $O, (), ($apply))
+    };
+    ($given:expr, $target:ident, $at:ident, $Target:ty, $O:ty, ($($apply:expr)?), ($over:expr)) => {
+        if let Some(given) = &$given {
+            let apply: fn(&mut $Target, $O, &At<'_>) -> Result<(), String> = $over;
+            apply($target, given.value.clone(), $at).map_err(|m| given.origin.error(m))?;
+        }
+    };
+}
+
+/// Where values are read from: the folder relative paths are taken from (the file's; an
+/// override's are the working directory's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct At<'a> {
+    /// The folder relative paths are taken from.
+    pub base_dir: &'a Path,
+}
+
+impl At<'static> {
+    /// An override's: relative paths stay relative, to the working directory.
+    pub(crate) fn overrides() -> At<'static> {
+        At {
+            base_dir: Path::new(""),
+        }
+    }
+}
+
 /// `Some` of what is given, else `None`.
 macro_rules! optional {
     () => {
@@ -221,7 +255,7 @@ macro_rules! from_env {
 macro_rules! section {
     (
         $(#[doc = $sdoc:literal])*
-        $section:literal => $Raw:ident, $Over:ident, $KEYS:ident {
+        $section:literal => $Raw:ident, $Over:ident, $KEYS:ident, $Target:ty {
             $(
                 $(#[doc = $doc:literal])*
                 $key:ident: $T:ty {
@@ -231,6 +265,9 @@ macro_rules! section {
                     $(env: $ENV:ident $(= $var:literal)? via $read:ident for [$($ecmd:ident),+],)?
                     $(flags: [$($fcmd:ident $flag:literal),+],)?
                     $(kind: $kind:ident,)?
+                    $(gateway_wide: $gateway_wide:literal,)?
+                    $(apply: $apply:expr,)?
+                    $(apply_over: $apply_over:expr,)?
                 }
             )*
         }
@@ -272,6 +309,19 @@ macro_rules! section {
                 }
             }
 
+            /// Applies what these overrides give over `target`, key by key in the declared
+            /// order, each with its `apply` (or `apply_over`); `Err` names the variable or flag.
+            #[allow(unused_variables)]
+            pub(crate) fn apply(&self, target: &mut $Target, at: &At<'_>) -> Result<(), ConfigError> {
+                $(
+                    over_apply!(
+                        self.$key, target, at, $Target, over_type!($T $(, $O)?),
+                        ($($apply)?), ($($apply_over)?)
+                    );
+                )*
+                Ok(())
+            }
+
             /// The keys given, each with where.
             pub(crate) fn origins(&self) -> Vec<(&'static str, Origin)> {
                 let mut given = Vec::new();
@@ -285,6 +335,20 @@ macro_rules! section {
         }
 
         impl $Raw {
+            /// Applies the keys the file gives over `target` (its defaults, or the section
+            /// below it), key by key in the declared order; `Err` names the key. A table
+            /// (`kind: table`) is the caller's to read: take it out first.
+            #[allow(unused_variables)]
+            pub(crate) fn apply(self, target: &mut $Target, at: &At<'_>) -> Result<(), (&'static str, String)> {
+                $($(
+                    if let Some(value) = self.$key {
+                        let apply: fn(&mut $Target, $T, &At<'_>) -> Result<(), String> = $apply;
+                        apply(target, value, at).map_err(|m| (stringify!($key), m))?;
+                    }
+                )?)*
+                Ok(())
+            }
+
             /// The keys the file gives.
             #[allow(dead_code)]
             pub(crate) fn given(&self) -> Vec<&'static str> {
@@ -315,6 +379,7 @@ macro_rules! section {
                     takes: $takes,
                     entries: optional!($($entries)?),
                     kind: kind!($($kind)?),
+                    gateway_wide: false $(|| $gateway_wide)?,
                     env: optional!($((Environment::$ENV, &[$(CommandName::$ecmd),+]))?),
                     flags: &[$($((CommandName::$fcmd, $flag)),+)?],
                 },
@@ -325,13 +390,14 @@ macro_rules! section {
 
 section! {
     /// `[server]`: the gateway's listeners, state folder, cache and limits.
-    "[server]" => RawServer, ServerOverrides, SERVER {
+    "[server]" => RawServer, ServerOverrides, SERVER, ServerConfig {
         /// Address of the public listener (robots.txt, the repositories' files, `/healthz`,
         /// `/readyz`).
         listen: String {
             takes: "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
             env: LISTEN = "OAI_BRIDGE_LISTEN" via lossy for [Serve],
             flags: [Serve "--listen"],
+            apply: |s, v, _| set(&mut s.listen, super::parse_listen(&v)?),
         }
         /// Address of the admin listener (the status page, `/metrics`, the admin endpoints),
         /// or `"off"`.
@@ -339,12 +405,14 @@ section! {
             takes: "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
             env: ADMIN_LISTEN = "OAI_BRIDGE_ADMIN_LISTEN" via lossy for [Serve],
             flags: [Serve "--admin-listen"],
+            apply: |s, v, _| set(&mut s.admin_listen, super::parse_admin_listen(&v)?),
         }
         /// Public URL of the gateway (may include a path prefix).
         public_url: String {
             takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
             env: PUBLIC_URL = "OAI_BRIDGE_PUBLIC_URL" via lossy for [Serve],
             flags: [Serve "--public-url"],
+            apply: |s, v, _| set(&mut s.public_url, Some(super::directory_url(&v)?)),
         }
         /// Where generations and stores are kept; an override's is taken from the working
         /// directory (the file's from its folder).
@@ -352,251 +420,340 @@ section! {
             takes: "a folder in quotes",
             env: STATE_DIR = "OAI_BRIDGE_STATE_DIR" via path for [Serve, Prune, Migrate],
             flags: [Serve "--state-dir", Prune "--state-dir", Migrate "--state"],
+            apply: |s, v, at| set(&mut s.state_dir, at.base_dir.join(v)),
         }
         /// Bytes of file content the gateway keeps in memory.
         cache_bytes: u64 {
             takes: "a number of bytes",
+            apply: |s, v, _| match v {
+                ..1_048_576 => Err("must be at least 1048576 (1 MiB)".to_owned()),
+                v => set(&mut s.cache_bytes, v),
+            },
         }
         /// Seconds in-flight requests get to finish at shutdown.
         drain_timeout_secs: u64 {
             takes: "a number of seconds",
+            apply: |s, v, _| set(&mut s.drain_timeout, Duration::from_secs(v)),
         }
         /// Seconds a client has to send a request head.
         client_timeout_secs: u64 {
             takes: "a number of seconds",
+            apply: |s, v, _| set(&mut s.client_timeout, Duration::from_secs(at_least_one(v)?)),
         }
         /// `Cache-Control: max-age` of sitemap files and robots.txt.
         max_age_secs: u64 {
             takes: "a number of seconds",
+            apply: |s, v, _| set(&mut s.max_age, Duration::from_secs(v)),
         }
         /// The bearer token of the admin endpoints; its variable has no flag, so that it stays
         /// out of the process list.
         admin_token: String {
             takes: "a token in quotes",
             env: ADMIN_TOKEN = "OAI_BRIDGE_ADMIN_TOKEN" via text for [Serve],
+            apply: |s, v, _| set(&mut s.admin_token, Some(super::AdminToken::new(&v)?)),
         }
         /// Object storage each generation is published to.
         publish_url: String {
             takes: "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
             env: PUBLISH_URL = "OAI_BRIDGE_PUBLISH_URL" via lossy for [Serve],
             flags: [Serve "--publish-url"],
+            apply: |s, v, _| set(&mut s.publish_url, Some(super::parse_publish_url(&v)?)),
         }
         /// Seconds a file published to a bucket stays there once no index names it.
         publish_grace_secs: u64 {
             takes: "a number of seconds",
             flags: [Export "--publish-grace-secs"],
+            apply: |s, v, _| set(&mut s.publish_grace, Duration::from_secs(v)),
         }
         /// Repositories with series of their own in `/metrics`.
         metrics_repository_series: usize {
             takes: "a whole number (0 or more)",
+            apply: |s, v, _| set(&mut s.metrics_repository_series, v),
         }
         /// Bytes of memory the refreshes running at once hold together before they spill.
         memory_budget_bytes: u64 {
             takes: "a number of bytes",
+            apply: |s, v, _| set(&mut s.memory_budget, Some(at_least_one_or_default(v)?)),
         }
         /// Bytes the refreshes' spill files take on disk together at most.
         spill_max_bytes: u64 {
             takes: "a number of bytes",
+            apply: |s, v, _| set(&mut s.spill_max, Some(at_least_one_or_default(v)?)),
         }
     }
 }
 
 section! {
     /// `[state]`: where the repositories' stores are.
-    "[state]" => RawState, StateOverrides, STATE {
+    "[state]" => RawState, StateOverrides, STATE, StateConfig {
         /// A PostgreSQL database holding every repository's store; a variable keeps its
         /// password out of the process list.
         url: String {
             takes: "a URL in quotes, e.g. \"postgres://user@host/database\"",
             env: STATE_URL = "OAI_BRIDGE_STATE_URL" via lossy_or_unset for [Serve, Migrate, Export],
             flags: [Serve "--state-url", Migrate "--state-url", Export "--state-url"],
+            apply: |s, v, _| set(&mut s.url, Some(crate::store::StateUrl::parse(&v)?)),
         }
         /// Seconds a gateway's claim on a repository's refresh lasts unrenewed.
         lease_secs: u64 {
             takes: "a number of seconds",
+            apply: |s, v, _| set(&mut s.lease, Duration::from_secs(at_least_one(v)?)),
         }
     }
 }
 
 section! {
     /// `[harvest]` (and a repository's `[repository.harvest]`): how upstreams are treated.
-    "[harvest]" => RawHarvest, HarvestOverrides, HARVEST {
+    "[harvest]" => RawHarvest, HarvestOverrides, HARVEST, HarvestTarget {
         /// `User-Agent` sent upstream; a blank variable is unset.
         user_agent: String {
             takes: "text in quotes",
             env: USER_AGENT = "OAI_BRIDGE_USER_AGENT" via text_or_unset for [Serve, Export, Check],
             flags: [Export "--user-agent"],
+            apply: |h, v, _| match v.trim() {
+                "" => Err("must not be empty".to_owned()),
+                _ => set(&mut h.harvest.user_agent, v),
+            },
         }
         /// Timeout for one request.
         request_timeout_secs: u64 {
             takes: "a number of seconds",
             flags: [Export "--request-timeout"],
+            apply: |h, v, _| {
+                set(&mut h.harvest.request_timeout, Duration::from_secs(at_least_one(v)?))
+            },
         }
         /// Timeout for establishing a connection.
         connect_timeout_secs: u64 {
             takes: "a number of seconds",
+            apply: |h, v, _| {
+                set(&mut h.harvest.connect_timeout, Duration::from_secs(at_least_one(v)?))
+            },
         }
         /// Attempts per request, the first included.
         max_attempts: u32 {
             takes: "a whole number (0 or more)",
             flags: [Export "--max-attempts"],
+            apply: |h, v, _| set(&mut h.harvest.max_attempts, at_least_one(v)?),
         }
-        /// First retry delay.
+        /// First retry delay (at most `backoff_max_secs`; a flag's raises that).
         backoff_initial_ms: u64 {
             takes: "a number of milliseconds",
             flags: [Export "--backoff-initial"],
+            apply: |h, v, _| set(&mut h.harvest.backoff_initial, Duration::from_millis(v)),
         }
         /// Longest retry delay.
         backoff_max_secs: u64 {
             takes: "a number of seconds",
+            apply: |h, v, _| set(&mut h.harvest.backoff_max, Duration::from_secs(v)),
         }
         /// Longest wait a `Retry-After` may impose.
         retry_after_max_secs: u64 {
             takes: "a number of seconds",
             flags: [Export "--retry-after-max"],
+            apply: |h, v, _| set(&mut h.harvest.retry_after_max, Duration::from_secs(v)),
         }
         /// Pause between consecutive requests to one upstream host.
         politeness_delay_ms: u64 {
             takes: "a number of milliseconds",
             flags: [Export "--politeness-delay"],
+            apply: |h, v, _| set(&mut h.harvest.politeness_delay, Duration::from_millis(v)),
         }
         /// Limit for one whole harvest; 0 for none.
         deadline_secs: u64 {
             takes: "a number of seconds",
             flags: [Export "--deadline"],
+            apply: |h, v, _| {
+                set(&mut h.harvest.deadline, (v > 0).then(|| Duration::from_secs(v)))
+            },
         }
         /// Largest response body accepted, after decompression.
         max_body_bytes: u64 {
             takes: "a number of bytes",
             flags: [Export "--max-body-bytes"],
+            apply: |h, v, _| match v {
+                ..1024 => Err("must be at least 1024".to_owned()),
+                v => set(&mut h.harvest.max_body_bytes, v),
+            },
         }
         /// Pages in a row with a token but no records before the harvest fails.
         max_empty_pages: u32 {
             takes: "a whole number (0 or more)",
+            apply: |h, v, _| set(&mut h.harvest.max_empty_pages, v),
         }
         /// Slowest body accepted, in bytes a second; 0 turns the minimum off.
         min_transfer_bytes_per_sec: u64 {
             takes: "a number of bytes a second",
+            apply: |h, v, _| set(&mut h.harvest.min_transfer_bytes_per_sec, v),
         }
         /// The span over which `min_transfer_bytes_per_sec` is averaged.
         min_transfer_window_secs: u64 {
             takes: "a number of seconds",
+            apply: |h, v, _| match v {
+                0 => Err("must be at least 1 (min_transfer_bytes_per_sec = 0 turns the \
+                          minimum off)"
+                    .to_owned()),
+                v => set(&mut h.harvest.min_transfer_window, Duration::from_secs(v)),
+            },
         }
-        /// Extra request headers sent with every OAI-PMH request.
+        /// Extra request headers sent with every OAI-PMH request, added to those of the
+        /// section below (a repository's to `[harvest]`'s).
         headers: BTreeMap<String, String> {
             takes: "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
             entries: "a header value in quotes",
+            apply: |h, v, _| {
+                let pairs = v.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                let merged = h.harvest.headers.merged(&oai_pmh::RequestHeaders::parse(pairs)?);
+                set(&mut h.harvest.headers, merged)
+            },
         }
         /// Whether the bridge may ask the web where the records alone cannot tell.
         learn_from_web: bool {
             takes: "true or false",
+            apply: |h, v, _| set(&mut h.learn_from_web, v),
         }
-        /// `serve`: refreshes running at once across the gateway (gateway-wide).
+        /// `serve`: refreshes running at once across the gateway.
         max_concurrent_refreshes: usize {
             takes: "a whole number (0 or more)",
+            gateway_wide: true,
+            apply: |h, v, _| set(&mut h.fleet.max_concurrent_refreshes, at_least_one(v)?),
         }
-        /// `serve`: refreshes running at once against one upstream host (gateway-wide).
+        /// `serve`: refreshes running at once against one upstream host.
         per_host_concurrency: usize {
             takes: "a whole number (0 or more)",
+            gateway_wide: true,
+            apply: |h, v, _| set(&mut h.fleet.per_host_concurrency, at_least_one(v)?),
         }
-        /// `serve`: the window the first refreshes are spread over (gateway-wide).
+        /// `serve`: the window the first refreshes are spread over.
         start_spread_secs: u64 {
             takes: "a number of seconds",
+            gateway_wide: true,
+            apply: |h, v, _| set(&mut h.fleet.start_spread, Duration::from_secs(v)),
         }
-        /// Bytes of memory one harvest holds before it spills (gateway-wide).
+        /// Bytes of memory one harvest holds before it spills.
         memory_budget_bytes: u64 {
             takes: "a number of bytes",
+            gateway_wide: true,
+            apply: |h, v, _| set(&mut h.memory_budget, at_least_one(v)?),
         }
     }
 }
 
 section! {
     /// `[[repository]]`: one upstream and what is published of it.
-    "[[repository]]" => RawRepository, RepositoryOverrides, REPOSITORY {
+    "[[repository]]" => RawRepository, RepositoryOverrides, REPOSITORY, RepositorySettings {
         /// Short name, used in paths and logs.
         name: String {
             takes: "a name in quotes",
+            apply: |r, v, _| set(&mut r.name, Some(v)),
         }
-        /// The upstream: an OAI-PMH baseURL or a Static Repository file; an override's file is
-        /// taken from the working directory.
+        /// The upstream: an OAI-PMH baseURL or a Static Repository file, taken from the
+        /// file's folder (an override's from the working directory).
         base_url: String {
             takes: "a baseURL or a file in quotes",
             flags: [Export "--base-url"],
+            apply: |r, v, at| {
+                let source = match oai_pmh::Source::parse(&v)? {
+                    oai_pmh::Source::File(path) if path.is_relative() => {
+                        oai_pmh::Source::File(at.base_dir.join(path))
+                    }
+                    other => other,
+                };
+                set(&mut r.source, Some(source))
+            },
         }
         /// Where this repository's files are published.
         public_url: String {
             takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
             env: PUBLIC_URL via lossy for [Export],
             flags: [Export "--public-url", Check "--public-url"],
+            apply: |r, v, _| set(&mut r.public_url, Some(super::directory_url(&v)?)),
         }
         /// Sets to harvest; empty for all.
         sets: Vec<String> {
             takes: "a list of setSpecs in quotes, e.g. [\"com_1\"]",
             flags: [Export "--set"],
+            apply: |r, v, _| set(&mut r.sets, super::validate_sets(v)?),
         }
         /// Scope prefixes replacing the default.
         scope: Vec<String> {
             takes: "a list of URLs in quotes",
             flags: [Export "--scope", Check "--scope"],
+            apply: |r, v, _| set(&mut r.scope, super::parse_scope(&v)?),
         }
         /// Where the records' landing pages are: a platform's name, `auto` or `generic`.
         platform: String {
             takes: "a platform name in quotes, e.g. \"dspace\"",
             flags: [Export "--platform", Check "--platform"],
+            apply: |r, v, _| {
+                let platform = super::parse_platform(&v, &r.landing.platforms)?;
+                set(&mut r.landing.platform, platform)
+            },
         }
         /// DSpace: where the UI serves `/handle/P/S`.
         ui_url: String {
             takes: "a URL in quotes",
             flags: [Export "--ui-url", Check "--ui-url"],
+            apply: |r, v, _| set(&mut r.landing.ui_url, Some(super::parse_ui_url(&v)?)),
         }
         /// A landing page made from each record's identifiers.
         landing_template: String {
             takes: "a URL template in quotes",
             flags: [Export "--landing-template", Check "--landing-template"],
+            apply: |r, v, _| set(&mut r.landing.template, Some(super::parse_template(&v)?)),
         }
         /// Whether the records' content files are listed beside their landing pages.
         content_files: bool {
             takes: "true or false",
+            apply: |r, v, _| set(&mut r.landing.leave_out_files, !v),
         }
-        /// Lower datestamp bound.
+        /// Lower datestamp bound (not after `until`).
         from: String {
             takes: "a date in quotes, e.g. \"2020-01-01\"",
             flags: [Export "--from"],
+            apply: |r, v, _| set(&mut r.from, Some(super::parse_date(&v)?)),
         }
         /// Upper datestamp bound.
         until: String {
             takes: "a date in quotes, e.g. \"2020-01-01\"",
             flags: [Export "--until"],
+            apply: |r, v, _| set(&mut r.until, Some(super::parse_date(&v)?)),
         }
-        /// URLs per shard.
+        /// URLs per shard (checked with `max_bytes_per_shard`).
         max_urls_per_shard: usize {
             takes: "a whole number (0 or more)",
             flags: [Export "--max-urls"],
+            apply: |r, v, _| set(&mut r.limits.max_urls, v),
         }
-        /// Bytes per shard, uncompressed.
+        /// Bytes per shard, uncompressed (checked with `max_urls_per_shard`).
         max_bytes_per_shard: usize {
             takes: "a number of bytes",
             flags: [Export "--max-bytes"],
+            apply: |r, v, _| set(&mut r.limits.max_bytes, v),
         }
         /// Write `.xml.gz` shards.
         gzip: bool {
             takes: "true or false",
             flags: [Export "--gzip"],
+            apply: |r, v, _| set(&mut r.gzip, v),
         }
         /// Also publish a Signmap.
         signmap: bool {
             takes: "true or false",
             flags: [Export "--signmap"],
+            apply: |r, v, _| set(&mut r.profiles.signmap, v),
         }
         /// Also publish CDIF JSON-LD documents.
         cdif: bool {
             takes: "true or false",
             flags: [Export "--cdif"],
+            apply: |r, v, _| set(&mut r.profiles.cdif, v),
         }
         /// Also publish CDIF's metadata lists.
         cdif_list: bool {
             takes: "true or false",
             flags: [Export "--cdif-list"],
+            apply: |r, v, _| set(&mut r.profiles.cdif_list, v),
         }
         /// DiWoo: setSpec -> Woo information category; a flag's `SETSPEC=N` entries replace
         /// the table.
@@ -605,15 +762,24 @@ section! {
             entries: "a category number from 1 to 17",
             over: Vec<String>,
             flags: [Export "--diwoo"],
+            apply: |r, v, _| set(&mut r.profiles.diwoo, super::parse_diwoo(&v)?),
+            apply_over: |r, v, _| set(&mut r.profiles.diwoo, super::parse_diwoo_entries(&v)?),
         }
-        /// The OCX sitemap; a flag switches it on with the table's settings, or the defaults.
+        /// The OCX sitemap ([`OCX`]); a flag switches it on with the table's settings, or the
+        /// defaults.
         ocx: RawOcx {
             takes: "a table, [repository.ocx]",
             over: bool,
             flags: [Export "--ocx"],
             kind: table,
+            apply_over: |r, v, _| {
+                if v && r.profiles.ocx.is_none() {
+                    r.profiles.ocx = Some(super::OcxConfig::default());
+                }
+                Ok(())
+            },
         }
-        /// How this repository's upstream is treated, over `[harvest]`.
+        /// How this repository's upstream is treated, over `[harvest]` ([`HARVEST`]).
         harvest: RawHarvest {
             takes: "a table, [harvest] (in a repository, [repository.harvest])",
             over: (),
@@ -622,50 +788,105 @@ section! {
         /// `serve`: time from the end of one refresh to the start of the next.
         refresh_interval_secs: u64 {
             takes: "a number of seconds",
+            apply: |r, v, _| match Duration::from_secs(v) {
+                d if d < super::MIN_REFRESH_INTERVAL => Err(format!(
+                    "must be at least {} seconds",
+                    super::MIN_REFRESH_INTERVAL.as_secs()
+                )),
+                d => set(&mut r.refresh_interval, d),
+            },
         }
         /// How often a repository that keeps no deletions is harvested in full.
         full_harvest_interval_secs: u64 {
             takes: "a number of seconds",
             flags: [Export "--full-harvest-interval"],
+            apply: |r, v, _| set(&mut r.policy.full_interval, Duration::from_secs(v)),
         }
         /// The largest share of the published URLs a harvest may remove before it is held
         /// back.
         shrink_guard: f64 {
             takes: "a number from 0 to 1, e.g. 0.5",
             flags: [Export "--shrink-guard"],
+            apply: |r, v, _| set(&mut r.policy.shrink_guard, super::check_share(Some(v))?),
         }
     }
 }
 
 section! {
     /// `[repository.ocx]`: the OCX sitemap of the repository above it.
-    "[repository.ocx]" => RawOcx, OcxOverrides, OCX {
-        /// `false` keeps the table but publishes no OCX sitemap.
+    "[repository.ocx]" => RawOcx, OcxOverrides, OCX, super::OcxConfig {
+        /// `false` keeps the table but publishes no OCX sitemap (read before the others).
         enabled: bool {
             takes: "true or false",
         }
         /// Type URL of records whose `dc:type` maps to no type.
         default_type: String {
             takes: "a type URL in quotes",
+            apply: |o, v, _| {
+                if !(v.starts_with("https://") || v.starts_with("http://")) {
+                    return Err(format!(
+                        "{v:?} must be a type URL, e.g. https://schema.org/CreativeWork"
+                    ));
+                }
+                set(&mut o.default_type, Some(v))
+            },
         }
         /// `ocx:teaser`: `dc:description` cut to this many characters.
         teaser_chars: usize {
             takes: "a whole number (0 or more)",
+            apply: |o, v, _| match v {
+                10..=10_000 => set(&mut o.teaser_chars, v),
+                v => Err(format!("{v} must be between 10 and 10000")),
+            },
         }
         /// `ocx:format` of the metadata in the landing page.
         format: String {
             takes: "a format name in quotes",
+            apply: |o, v, _| {
+                let formats = crate::profiles::ocx::FORMATS;
+                if !formats.contains(&v.as_str()) {
+                    return Err(format!("{v:?} must be one of {formats:?}"));
+                }
+                set(&mut o.format, Some(v))
+            },
         }
         /// `ocx:xpath` of that metadata in the landing page.
         xpath: String {
             takes: "an XPath in quotes",
+            apply: |o, v, _| set(&mut o.xpath, Some(v)),
         }
         /// `dc:type` value -> type URL, on top of the built-in table.
         types: BTreeMap<String, String> {
             takes: "a table of dc:type values and type URLs",
             entries: "a type URL in quotes",
+            apply: |o, v, _| {
+                let types: Vec<(String, String)> = v.into_iter().collect();
+                set(&mut o.types, crate::dctype::TypeMap::with(&types)?)
+            },
         }
     }
+}
+
+/// Stores `value` in `place`: the end of every `apply`.
+fn set<T>(place: &mut T, value: T) -> Result<(), String> {
+    *place = value;
+    Ok(())
+}
+
+/// A count or a time that must not be 0.
+fn at_least_one<N: PartialEq + Default>(n: N) -> Result<N, String> {
+    if n == N::default() {
+        return Err("must be at least 1".to_owned());
+    }
+    Ok(n)
+}
+
+/// A limit whose absence is its default, and which 0 would not mean.
+fn at_least_one_or_default(n: u64) -> Result<u64, String> {
+    if n == 0 {
+        return Err("must be at least 1 (leave it out for the default)".to_owned());
+    }
+    Ok(n)
 }
 
 /// The top level's keys (its tables are the sections).
@@ -676,6 +897,7 @@ pub(crate) const ROOT: &[Key] = &[Key {
     takes: "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
     entries: None,
     kind: Kind::Key,
+    gateway_wide: false,
     env: None,
     flags: &[],
 }];
