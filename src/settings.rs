@@ -10,57 +10,16 @@
 
 use oai_pmh::HarvestSettings;
 
-use crate::cli::{CheckArgs, ExportArgs, LandingArgs, MigrateStateArgs, PruneArgs, ServeArgs};
+use crate::cli::{CheckArgs, ExportArgs, MigrateStateArgs, PruneArgs, ServeArgs};
 use crate::config::keys::At;
 use crate::config::{
     self, Config, ConfigError, HarvestTarget, RepositoryConfig, ServerConfig, StateConfig,
 };
 pub(crate) use crate::config::RepositorySettings;
 
-pub(crate) use crate::config::keys::{
-    CommandName, Environment, Given, HarvestOverrides, Origin, RepositoryOverrides,
-    ServerOverrides, StateOverrides,
-};
-
-/// The settings one layer gives over the file, section by section as `bridge.toml` has them;
-/// `None` leaves a setting to the layer below.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Overrides {
-    /// `[server]`.
-    pub server: ServerOverrides,
-    /// `[harvest]`.
-    pub harvest: HarvestOverrides,
-    /// `[state]`.
-    pub state: StateOverrides,
-    /// The `[[repository]]` a command takes (`serve`: each of them).
-    pub repository: RepositoryOverrides,
-    /// Publish a shrink the guard holds back (no key: an operator's decision, once).
-    pub accept_shrink: Option<Given<bool>>,
-}
-
-impl Overrides {
-    /// These overrides with `over` on top: each setting `over` gives replaces this one's.
-    pub(crate) fn merge(self, over: Overrides) -> Overrides {
-        Overrides {
-            server: self.server.merge(over.server),
-            harvest: self.harvest.merge(over.harvest),
-            state: self.state.merge(over.state),
-            repository: self.repository.merge(over.repository),
-            accept_shrink: over.accept_shrink.or(self.accept_shrink),
-        }
-    }
-
-    /// What the environment gives `command`: the variables the declarations name for it.
-    fn from_env(env: &Environment, command: CommandName) -> Overrides {
-        Overrides {
-            server: ServerOverrides::from_env(env, command),
-            harvest: HarvestOverrides::from_env(env, command),
-            state: StateOverrides::from_env(env, command),
-            repository: RepositoryOverrides::from_env(env, command),
-            accept_shrink: None,
-        }
-    }
-}
+pub(crate) use crate::config::keys::{CommandName, Environment, Given, Origin, Overrides};
+#[cfg(test)]
+use crate::config::keys::{HarvestOverrides, ServerOverrides};
 
 impl Environment {
     /// What `serve` reads: every variable.
@@ -92,68 +51,19 @@ impl Environment {
     }
 }
 
-fn flag<T: Clone>(name: &'static str, value: &Option<T>) -> Option<Given<T>> {
-    value.clone().map(|value| Given {
-        value,
-        origin: Origin::Flag(name),
-    })
-}
-
-/// A repeatable flag: given when it was given at least once.
-fn flags(name: &'static str, values: &[String]) -> Option<Given<Vec<String>>> {
-    flag(name, &(!values.is_empty()).then(|| values.to_vec()))
-}
-
 /// A flag that switches a setting on; without it, the setting is left to the layers below.
 fn switch(name: &'static str, on: bool) -> Option<Given<bool>> {
-    flag(name, &on.then_some(true))
+    on.then_some(Given {
+        value: true,
+        origin: Origin::Flag(name),
+    })
 }
 
 impl From<&ServeArgs> for Overrides {
     fn from(args: &ServeArgs) -> Overrides {
         Overrides {
-            server: ServerOverrides {
-                listen: flag("--listen", &args.listen),
-                admin_listen: flag("--admin-listen", &args.admin_listen),
-                public_url: flag("--public-url", &args.public_url),
-                state_dir: flag("--state-dir", &args.state_dir),
-                publish_url: flag("--publish-url", &args.publish_url),
-                ..ServerOverrides::default()
-            },
-            state: StateOverrides {
-                url: flag("--state-url", &args.state_url),
-                ..StateOverrides::default()
-            },
             accept_shrink: switch("--accept-shrink", args.accept_shrink),
-            ..Overrides::default()
-        }
-    }
-}
-
-impl From<&PruneArgs> for Overrides {
-    fn from(args: &PruneArgs) -> Overrides {
-        Overrides {
-            server: ServerOverrides {
-                state_dir: flag("--state-dir", &args.state_dir),
-                ..ServerOverrides::default()
-            },
-            ..Overrides::default()
-        }
-    }
-}
-
-impl From<&MigrateStateArgs> for Overrides {
-    fn from(args: &MigrateStateArgs) -> Overrides {
-        Overrides {
-            server: ServerOverrides {
-                state_dir: flag("--state", &args.state),
-                ..ServerOverrides::default()
-            },
-            state: StateOverrides {
-                url: flag("--state-url", &args.state_url),
-                ..StateOverrides::default()
-            },
-            ..Overrides::default()
+            ..args.settings.overrides.clone()
         }
     }
 }
@@ -161,71 +71,27 @@ impl From<&MigrateStateArgs> for Overrides {
 impl From<&ExportArgs> for Overrides {
     fn from(args: &ExportArgs) -> Overrides {
         Overrides {
-            server: ServerOverrides {
-                publish_grace_secs: flag("--publish-grace-secs", &args.publish_grace_secs),
-                ..ServerOverrides::default()
-            },
-            harvest: HarvestOverrides {
-                user_agent: flag("--user-agent", &args.user_agent),
-                max_attempts: flag("--max-attempts", &args.max_attempts),
-                request_timeout_secs: flag("--request-timeout", &args.request_timeout),
-                politeness_delay_ms: flag("--politeness-delay", &args.politeness_delay),
-                retry_after_max_secs: flag("--retry-after-max", &args.retry_after_max),
-                deadline_secs: flag("--deadline", &args.deadline),
-                max_body_bytes: flag("--max-body-bytes", &args.max_body_bytes),
-                backoff_initial_ms: flag("--backoff-initial", &args.backoff_initial),
-                ..HarvestOverrides::default()
-            },
-            state: StateOverrides {
-                url: flag("--state-url", &args.state_url),
-                ..StateOverrides::default()
-            },
             accept_shrink: switch("--accept-shrink", args.accept_shrink),
-            repository: RepositoryOverrides {
-                base_url: flag("--base-url", &args.base_url),
-                public_url: flag("--public-url", &args.public_url),
-                sets: flags("--set", &args.sets),
-                from: flag("--from", &args.from),
-                until: flag("--until", &args.until),
-                max_urls_per_shard: flag("--max-urls", &args.max_urls),
-                max_bytes_per_shard: flag("--max-bytes", &args.max_bytes),
-                gzip: switch("--gzip", args.gzip),
-                signmap: switch("--signmap", args.signmap),
-                cdif: switch("--cdif", args.cdif),
-                cdif_list: switch("--cdif-list", args.cdif_list),
-                ocx: switch("--ocx", args.ocx),
-                diwoo: flags("--diwoo", &args.diwoo),
-                full_harvest_interval_secs: flag(
-                    "--full-harvest-interval",
-                    &args.full_harvest_interval,
-                ),
-                shrink_guard: flag("--shrink-guard", &args.shrink_guard),
-                ..where_and_what(&args.scope, &args.landing)
-            },
+            ..args.settings.overrides.clone()
         }
     }
 }
 
 impl From<&CheckArgs> for Overrides {
     fn from(args: &CheckArgs) -> Overrides {
-        Overrides {
-            repository: RepositoryOverrides {
-                public_url: flag("--public-url", &args.public_url),
-                ..where_and_what(&args.scope, &args.landing)
-            },
-            ..Overrides::default()
-        }
+        args.settings.overrides.clone()
     }
 }
 
-/// The flags `export` and `check` share: the scope and where the landing pages are.
-fn where_and_what(scope: &[String], landing: &LandingArgs) -> RepositoryOverrides {
-    RepositoryOverrides {
-        scope: flags("--scope", scope),
-        platform: flag("--platform", &landing.platform),
-        ui_url: flag("--ui-url", &landing.ui_url),
-        landing_template: flag("--landing-template", &landing.landing_template),
-        ..RepositoryOverrides::default()
+impl From<&PruneArgs> for Overrides {
+    fn from(args: &PruneArgs) -> Overrides {
+        args.settings.overrides.clone()
+    }
+}
+
+impl From<&MigrateStateArgs> for Overrides {
+    fn from(args: &MigrateStateArgs) -> Overrides {
+        args.settings.overrides.clone()
     }
 }
 

@@ -111,6 +111,125 @@ pub(crate) struct Key {
     pub flags: &'static [(CommandName, &'static str)],
 }
 
+/// The settings one layer gives over the file, section by section as `bridge.toml` has them;
+/// `None` leaves a setting to the layer below.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Overrides {
+    /// `[server]`.
+    pub server: ServerOverrides,
+    /// `[harvest]`.
+    pub harvest: HarvestOverrides,
+    /// `[state]`.
+    pub state: StateOverrides,
+    /// The `[[repository]]` a command takes (`serve`: each of them).
+    pub repository: RepositoryOverrides,
+    /// Publish a shrink the guard holds back (no key: an operator's decision, once).
+    pub accept_shrink: Option<Given<bool>>,
+}
+
+impl Overrides {
+    /// These overrides with `over` on top: each setting `over` gives replaces this one's.
+    pub(crate) fn merge(self, over: Overrides) -> Overrides {
+        Overrides {
+            server: self.server.merge(over.server),
+            harvest: self.harvest.merge(over.harvest),
+            state: self.state.merge(over.state),
+            repository: self.repository.merge(over.repository),
+            accept_shrink: over.accept_shrink.or(self.accept_shrink),
+        }
+    }
+
+    /// What the environment gives `command`: the variables the declarations name for it.
+    pub(crate) fn from_env(env: &Environment, command: CommandName) -> Overrides {
+        Overrides {
+            server: ServerOverrides::from_env(env, command),
+            harvest: HarvestOverrides::from_env(env, command),
+            state: StateOverrides::from_env(env, command),
+            repository: RepositoryOverrides::from_env(env, command),
+            accept_shrink: None,
+        }
+    }
+
+    /// What the flags of `command` give, as clap read them.
+    fn from_flags(matches: &clap::ArgMatches, command: CommandName) -> Overrides {
+        Overrides {
+            server: ServerOverrides::from_flags(matches, command),
+            harvest: HarvestOverrides::from_flags(matches, command),
+            state: StateOverrides::from_flags(matches, command),
+            repository: RepositoryOverrides::from_flags(matches, command),
+            accept_shrink: None,
+        }
+    }
+}
+
+/// A command whose flags over the settings [`Flags`] declares.
+pub(crate) trait Reads {
+    /// The command.
+    const COMMAND: CommandName;
+}
+
+macro_rules! reads {
+    ($($(#[doc = $doc:literal])* $Marker:ident => $command:ident,)*) => {$(
+        $(#[doc = $doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $Marker;
+
+        impl Reads for $Marker {
+            const COMMAND: CommandName = CommandName::$command;
+        }
+    )*};
+}
+
+reads! {
+    /// `serve`'s flags.
+    ServeFlags => Serve,
+    /// `export`'s flags.
+    ExportFlags => Export,
+    /// `check`'s flags.
+    CheckFlags => Check,
+    /// `prune`'s flags.
+    PruneFlags => Prune,
+    /// `migrate-state`'s flags.
+    MigrateFlags => Migrate,
+}
+
+/// The flags of command `C` over the settings, as the declarations give them: a command's
+/// clap struct flattens it (`#[command(flatten)]`), and [`Flags::overrides`] is what they
+/// gave, each value with its flag.
+#[derive(Clone, Debug)]
+pub(crate) struct Flags<C> {
+    /// What the flags gave.
+    pub overrides: Overrides,
+    command: std::marker::PhantomData<C>,
+}
+
+impl<C: Reads> clap::FromArgMatches for Flags<C> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Flags {
+            overrides: Overrides::from_flags(matches, C::COMMAND),
+            command: std::marker::PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<C: Reads> clap::Args for Flags<C> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = ServerOverrides::flag_args(cmd, C::COMMAND);
+        let cmd = HarvestOverrides::flag_args(cmd, C::COMMAND);
+        let cmd = StateOverrides::flag_args(cmd, C::COMMAND);
+        RepositoryOverrides::flag_args(cmd, C::COMMAND)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
+}
+
 /// The variables of the settings, as the process (or a test) gives them. `OAI_BRIDGE_CONFIG`
 /// (which file) and `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any
 /// layer.
@@ -185,6 +304,70 @@ macro_rules! kind {
     (table) => {
         Kind::Table
     };
+}
+
+/// What the flags of `$command` give a key: its flag's value, when the command has the flag
+/// and it was given.
+macro_rules! from_flags {
+    ($matches:ident, $command:ident, $V:ty) => {
+        None
+    };
+    ($matches:ident, $command:ident, $V:ty, [$($c:ident $flag:literal),+]) => {{
+        let mut given = None;
+        $(
+            if $command == CommandName::$c {
+                given = <$V as FlagValue>::read($matches, &$flag[2..]).map(|value| Given {
+                    value,
+                    origin: Origin::Flag($flag),
+                });
+            }
+        )+
+        given
+    }};
+}
+
+/// How a flag of a key's type is read: a value, a switch, or a repeatable value.
+pub(crate) trait FlagValue: Sized {
+    /// `arg` reading a value of this type.
+    fn arg(arg: clap::Arg) -> clap::Arg;
+    /// The value of the flag `id`, when given.
+    fn read(matches: &clap::ArgMatches, id: &str) -> Option<Self>;
+}
+
+macro_rules! flag_value {
+    ($($T:ty),*) => {$(
+        impl FlagValue for $T {
+            fn arg(arg: clap::Arg) -> clap::Arg {
+                arg.action(clap::ArgAction::Set).value_parser(clap::value_parser!($T))
+            }
+            fn read(matches: &clap::ArgMatches, id: &str) -> Option<Self> {
+                matches.get_one::<$T>(id).cloned()
+            }
+        }
+    )*};
+}
+
+flag_value!(String, PathBuf, u64, u32, usize, f64);
+
+/// A switch: given, it switches the setting on; without it, the layers below decide.
+impl FlagValue for bool {
+    fn arg(arg: clap::Arg) -> clap::Arg {
+        arg.action(clap::ArgAction::SetTrue)
+    }
+    fn read(matches: &clap::ArgMatches, id: &str) -> Option<Self> {
+        matches.get_flag(id).then_some(true)
+    }
+}
+
+/// A repeatable flag: given when it was given at least once.
+impl FlagValue for Vec<String> {
+    fn arg(arg: clap::Arg) -> clap::Arg {
+        arg.action(clap::ArgAction::Append)
+            .value_parser(clap::value_parser!(String))
+    }
+    fn read(matches: &clap::ArgMatches, id: &str) -> Option<Self> {
+        Some(matches.get_many::<String>(id)?.cloned().collect())
+    }
 }
 
 /// Applies an override's value, when given, with the key's `apply_over` or else its `apply`.
@@ -263,7 +446,10 @@ macro_rules! section {
                     $(entries: $entries:literal,)?
                     $(over: $O:ty,)?
                     $(env: $ENV:ident $(= $var:literal)? via $read:ident for [$($ecmd:ident),+],)?
-                    $(flags: [$($fcmd:ident $flag:literal),+],)?
+                    $(flags: [$(
+                        $fcmd:ident $flag:literal $vn:literal $($method:ident($marg:literal))*:
+                            $help:expr
+                    ),+],)?
                     $(kind: $kind:ident,)?
                     $(gateway_wide: $gateway_wide:literal,)?
                     $(apply: $apply:expr,)?
@@ -287,6 +473,7 @@ macro_rules! section {
         $(#[doc = $sdoc])*
         ///
         /// What one layer over the file gives (`None` leaves a setting to the layer below).
+        #[allow(dead_code)]
         #[derive(Clone, Debug, Default)]
         pub(crate) struct $Over {
             $(
@@ -295,6 +482,7 @@ macro_rules! section {
             )*
         }
 
+        #[allow(dead_code)]
         impl $Over {
             /// These overrides with `over` on top: each setting `over` gives replaces this one's.
             pub(crate) fn merge(self, over: $Over) -> $Over {
@@ -320,6 +508,39 @@ macro_rules! section {
                     );
                 )*
                 Ok(())
+            }
+
+            /// `cmd` with the flags `command` has over this section's keys.
+            #[allow(unused_mut, unused_variables)]
+            pub(crate) fn flag_args(mut cmd: clap::Command, command: CommandName) -> clap::Command {
+                $({
+                    #[allow(dead_code)]
+                    type V = over_type!($T $(, $O)?);
+                    $($(
+                        if command == CommandName::$fcmd {
+                            let arg = clap::Arg::new(&$flag[2..])
+                                .long(&$flag[2..])
+                                // As clap's derive says a doc line: without its final period.
+                                .help($help.strip_suffix('.').unwrap_or($help))
+                                $(.$method($marg))*;
+                            let arg = if $vn.is_empty() { arg } else { arg.value_name($vn) };
+                            cmd = cmd.arg(<V as FlagValue>::arg(arg));
+                        }
+                    )+)?
+                })*
+                cmd
+            }
+
+            /// What the flags of `command` give, as clap read them.
+            #[allow(unused_variables)]
+            pub(crate) fn from_flags(matches: &clap::ArgMatches, command: CommandName) -> $Over {
+                $Over {
+                    $($key: {
+                        #[allow(dead_code)]
+                        type V = over_type!($T $(, $O)?);
+                        from_flags!(matches, command, V $(, [$($fcmd $flag),+])?)
+                    },)*
+                }
             }
 
             /// The keys given, each with where.
@@ -396,7 +617,10 @@ section! {
         listen: String {
             takes: "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
             env: LISTEN = "OAI_BRIDGE_LISTEN" via lossy for [Serve],
-            flags: [Serve "--listen"],
+            flags: [
+                Serve "--listen" "ADDR:PORT": "Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks \
+                    a free port); overrides OAI_BRIDGE_LISTEN and `[server] listen`."
+            ],
             apply: |s, v, _| set(&mut s.listen, super::parse_listen(&v)?),
         }
         /// Address of the admin listener (the status page, `/metrics`, the admin endpoints),
@@ -404,14 +628,21 @@ section! {
         admin_listen: String {
             takes: "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
             env: ADMIN_LISTEN = "OAI_BRIDGE_ADMIN_LISTEN" via lossy for [Serve],
-            flags: [Serve "--admin-listen"],
+            flags: [
+                Serve "--admin-listen" "ADDR:PORT": "Address of the admin listener (status page, \
+                    /metrics, admin endpoints), e.g. 127.0.0.1:8081, or \"off\"; overrides \
+                    OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`."
+            ],
             apply: |s, v, _| set(&mut s.admin_listen, super::parse_admin_listen(&v)?),
         }
         /// Public URL of the gateway (may include a path prefix).
         public_url: String {
             takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
             env: PUBLIC_URL = "OAI_BRIDGE_PUBLIC_URL" via lossy for [Serve],
-            flags: [Serve "--public-url"],
+            flags: [
+                Serve "--public-url" "PUBLIC_URL": "Public URL of the gateway, as crawlers reach \
+                    it; overrides OAI_BRIDGE_PUBLIC_URL and `[server] public_url`."
+            ],
             apply: |s, v, _| set(&mut s.public_url, Some(super::directory_url(&v)?)),
         }
         /// Where generations and stores are kept; an override's is taken from the working
@@ -419,7 +650,16 @@ section! {
         state_dir: PathBuf {
             takes: "a folder in quotes",
             env: STATE_DIR = "OAI_BRIDGE_STATE_DIR" via path for [Serve, Prune, Migrate],
-            flags: [Serve "--state-dir", Prune "--state-dir", Migrate "--state"],
+            flags: [
+                Serve "--state-dir" "STATE_DIR": "Where generations are kept; overrides \
+                    OAI_BRIDGE_STATE_DIR and `[server] state_dir`.",
+                Prune "--state-dir" "STATE_DIR": "The state directory to prune; overrides \
+                    OAI_BRIDGE_STATE_DIR and `[server] state_dir`.",
+                Migrate "--state" "DIR" visible_alias("state-dir"): "The state folder to copy: a \
+                    gateway's state directory ({DIR}/{name}/store.sqlite, each the store of \
+                    repository {name}) or an export's --state folder ({DIR}/store.sqlite); \
+                    overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`."
+            ],
             apply: |s, v, at| set(&mut s.state_dir, at.base_dir.join(v)),
         }
         /// Bytes of file content the gateway keeps in memory.
@@ -456,13 +696,23 @@ section! {
         publish_url: String {
             takes: "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
             env: PUBLISH_URL = "OAI_BRIDGE_PUBLISH_URL" via lossy for [Serve],
-            flags: [Serve "--publish-url"],
+            flags: [
+                Serve "--publish-url" "URL": "Also publish every generation to object storage \
+                    (s3://bucket/prefix/, gs://, az://, file://), each repository under its name, \
+                    robots.txt at the root; credentials from the environment. Overrides \
+                    OAI_BRIDGE_PUBLISH_URL and `[server] publish_url`."
+            ],
             apply: |s, v, _| set(&mut s.publish_url, Some(super::parse_publish_url(&v)?)),
         }
         /// Seconds a file published to a bucket stays there once no index names it.
         publish_grace_secs: u64 {
             takes: "a number of seconds",
-            flags: [Export "--publish-grace-secs"],
+            flags: [
+                Export "--publish-grace-secs" "SECS": "Object storage: how long a file no index \
+                    names any more stays in the bucket, so that a crawler holding the index \
+                    before finds it (default: a day). Overrides the configuration's `[server] \
+                    publish_grace_secs`."
+            ],
             apply: |s, v, _| set(&mut s.publish_grace, Duration::from_secs(v)),
         }
         /// Repositories with series of their own in `/metrics`.
@@ -491,7 +741,21 @@ section! {
         url: String {
             takes: "a URL in quotes, e.g. \"postgres://user@host/database\"",
             env: STATE_URL = "OAI_BRIDGE_STATE_URL" via lossy_or_unset for [Serve, Migrate, Export],
-            flags: [Serve "--state-url", Migrate "--state-url", Export "--state-url"],
+            flags: [
+                Serve "--state-url" "URL": "Keep every repository's store in this PostgreSQL \
+                    database (postgres://user:password@host:port/database) instead of a SQLite \
+                    file in its folder; overrides OAI_BRIDGE_STATE_URL and `[state] url`. The \
+                    variable keeps the password out of the process list.",
+                Migrate "--state-url" "URL": "The PostgreSQL database to copy into \
+                    (postgres://user:password@host:port/database); overrides \
+                    OAI_BRIDGE_STATE_URL and `[state] url`. The variable keeps the password out \
+                    of the process list.",
+                Export "--state-url" "URL": "Keep the repository's state in this PostgreSQL \
+                    database (postgres://user:password@host:port/database) instead, under the \
+                    repository's name (--repository's, or else the --base-url as given); \
+                    overrides OAI_BRIDGE_STATE_URL, which keeps the password out of the process \
+                    list."
+            ],
             apply: |s, v, _| set(&mut s.url, Some(crate::store::StateUrl::parse(&v)?)),
         }
         /// Seconds a gateway's claim on a repository's refresh lasts unrenewed.
@@ -509,7 +773,10 @@ section! {
         user_agent: String {
             takes: "text in quotes",
             env: USER_AGENT = "OAI_BRIDGE_USER_AGENT" via text_or_unset for [Serve, Export, Check],
-            flags: [Export "--user-agent"],
+            flags: [
+                Export "--user-agent" "USER_AGENT": "User-Agent to send; include a contact \
+                    address. Overrides OAI_BRIDGE_USER_AGENT and `[harvest] user_agent`."
+            ],
             apply: |h, v, _| match v.trim() {
                 "" => Err("must not be empty".to_owned()),
                 _ => set(&mut h.harvest.user_agent, v),
@@ -518,7 +785,9 @@ section! {
         /// Timeout for one request.
         request_timeout_secs: u64 {
             takes: "a number of seconds",
-            flags: [Export "--request-timeout"],
+            flags: [
+                Export "--request-timeout" "SECS": "Timeout for one request, in seconds."
+            ],
             apply: |h, v, _| {
                 set(&mut h.harvest.request_timeout, Duration::from_secs(at_least_one(v)?))
             },
@@ -533,13 +802,18 @@ section! {
         /// Attempts per request, the first included.
         max_attempts: u32 {
             takes: "a whole number (0 or more)",
-            flags: [Export "--max-attempts"],
+            flags: [
+                Export "--max-attempts" "MAX_ATTEMPTS": "Attempts per request before giving up."
+            ],
             apply: |h, v, _| set(&mut h.harvest.max_attempts, at_least_one(v)?),
         }
         /// First retry delay (at most `backoff_max_secs`; a flag's raises that).
         backoff_initial_ms: u64 {
             takes: "a number of milliseconds",
-            flags: [Export "--backoff-initial"],
+            flags: [
+                Export "--backoff-initial" "MS": "First retry delay, in milliseconds (doubles per \
+                    attempt, with jitter)."
+            ],
             apply: |h, v, _| set(&mut h.harvest.backoff_initial, Duration::from_millis(v)),
         }
         /// Longest retry delay.
@@ -550,19 +824,26 @@ section! {
         /// Longest wait a `Retry-After` may impose.
         retry_after_max_secs: u64 {
             takes: "a number of seconds",
-            flags: [Export "--retry-after-max"],
+            flags: [
+                Export "--retry-after-max" "SECS": "Longest wait a Retry-After header may impose, \
+                    in seconds."
+            ],
             apply: |h, v, _| set(&mut h.harvest.retry_after_max, Duration::from_secs(v)),
         }
         /// Pause between consecutive requests to one upstream host.
         politeness_delay_ms: u64 {
             takes: "a number of milliseconds",
-            flags: [Export "--politeness-delay"],
+            flags: [
+                Export "--politeness-delay" "MS": "Pause between requests, in milliseconds."
+            ],
             apply: |h, v, _| set(&mut h.harvest.politeness_delay, Duration::from_millis(v)),
         }
         /// Limit for one whole harvest; 0 for none.
         deadline_secs: u64 {
             takes: "a number of seconds",
-            flags: [Export "--deadline"],
+            flags: [
+                Export "--deadline" "SECS": "Limit for the whole harvest, in seconds."
+            ],
             apply: |h, v, _| {
                 set(&mut h.harvest.deadline, (v > 0).then(|| Duration::from_secs(v)))
             },
@@ -570,7 +851,10 @@ section! {
         /// Largest response body accepted, after decompression.
         max_body_bytes: u64 {
             takes: "a number of bytes",
-            flags: [Export "--max-body-bytes"],
+            flags: [
+                Export "--max-body-bytes" "BYTES": "Largest response body accepted, in bytes \
+                    (after decompression)."
+            ],
             apply: |h, v, _| match v {
                 ..1024 => Err("must be at least 1024".to_owned()),
                 v => set(&mut h.harvest.max_body_bytes, v),
@@ -651,7 +935,10 @@ section! {
         /// file's folder (an override's from the working directory).
         base_url: String {
             takes: "a baseURL or a file in quotes",
-            flags: [Export "--base-url"],
+            flags: [
+                Export "--base-url" "BASE_URL": "OAI-PMH baseURL, or an OAI Static Repository \
+                    file (path or URL)."
+            ],
             apply: |r, v, at| {
                 let source = match oai_pmh::Source::parse(&v)? {
                     oai_pmh::Source::File(path) if path.is_relative() => {
@@ -666,25 +953,41 @@ section! {
         public_url: String {
             takes: "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
             env: PUBLIC_URL via lossy for [Export],
-            flags: [Export "--public-url", Check "--public-url"],
+            flags: [
+                Export "--public-url" "PUBLIC_URL": "Where the folder will be served (a directory \
+                    URL); index and robots.txt URLs use it. Overrides OAI_BRIDGE_PUBLIC_URL and \
+                    the configuration's.",
+                Check "--public-url" "PUBLIC_URL": "Where the bridge's files would be served: \
+                    says whether robots.txt needs a cross-submission line."
+            ],
             apply: |r, v, _| set(&mut r.public_url, Some(super::directory_url(&v)?)),
         }
         /// Sets to harvest; empty for all.
         sets: Vec<String> {
             takes: "a list of setSpecs in quotes, e.g. [\"com_1\"]",
-            flags: [Export "--set"],
+            flags: [
+                Export "--set" "SETSPEC": "Harvest only this set (repeatable)."
+            ],
             apply: |r, v, _| set(&mut r.sets, super::validate_sets(v)?),
         }
         /// Scope prefixes replacing the default.
         scope: Vec<String> {
             takes: "a list of URLs in quotes",
-            flags: [Export "--scope", Check "--scope"],
+            flags: [
+                Export "--scope" "PREFIX": "Publish URLs under this prefix instead of the \
+                    baseURL's directory (repeatable).",
+                Check "--scope" "PREFIX": "Scope prefixes to check instead of the baseURL's \
+                    directory (repeatable)."
+            ],
             apply: |r, v, _| set(&mut r.scope, super::parse_scope(&v)?),
         }
         /// Where the records' landing pages are: a platform's name, `auto` or `generic`.
         platform: String {
             takes: "a platform name in quotes, e.g. \"dspace\"",
-            flags: [Export "--platform", Check "--platform"],
+            flags: [
+                Export "--platform" "NAME": PLATFORM_HELP,
+                Check "--platform" "NAME": PLATFORM_HELP
+            ],
             apply: |r, v, _| {
                 let platform = super::parse_platform(&v, &r.landing.platforms)?;
                 set(&mut r.landing.platform, platform)
@@ -693,13 +996,19 @@ section! {
         /// DSpace: where the UI serves `/handle/P/S`.
         ui_url: String {
             takes: "a URL in quotes",
-            flags: [Export "--ui-url", Check "--ui-url"],
+            flags: [
+                Export "--ui-url" "URL": UI_URL_HELP,
+                Check "--ui-url" "URL": UI_URL_HELP
+            ],
             apply: |r, v, _| set(&mut r.landing.ui_url, Some(super::parse_ui_url(&v)?)),
         }
         /// A landing page made from each record's identifiers.
         landing_template: String {
             takes: "a URL template in quotes",
-            flags: [Export "--landing-template", Check "--landing-template"],
+            flags: [
+                Export "--landing-template" "TEMPLATE": TEMPLATE_HELP,
+                Check "--landing-template" "TEMPLATE": TEMPLATE_HELP
+            ],
             apply: |r, v, _| set(&mut r.landing.template, Some(super::parse_template(&v)?)),
         }
         /// Whether the records' content files are listed beside their landing pages.
@@ -710,49 +1019,73 @@ section! {
         /// Lower datestamp bound (not after `until`).
         from: String {
             takes: "a date in quotes, e.g. \"2020-01-01\"",
-            flags: [Export "--from"],
+            flags: [
+                Export "--from" "FROM": "Only records changed at or after this date (YYYY-MM-DD \
+                    or YYYY-MM-DDThh:mm:ssZ)."
+            ],
             apply: |r, v, _| set(&mut r.from, Some(super::parse_date(&v)?)),
         }
         /// Upper datestamp bound.
         until: String {
             takes: "a date in quotes, e.g. \"2020-01-01\"",
-            flags: [Export "--until"],
+            flags: [
+                Export "--until" "UNTIL": "Only records changed at or before this date."
+            ],
             apply: |r, v, _| set(&mut r.until, Some(super::parse_date(&v)?)),
         }
         /// URLs per shard (checked with `max_bytes_per_shard`).
         max_urls_per_shard: usize {
             takes: "a whole number (0 or more)",
-            flags: [Export "--max-urls"],
+            flags: [
+                Export "--max-urls" "MAX_URLS": "Most URLs per shard (at most 50000)."
+            ],
             apply: |r, v, _| set(&mut r.limits.max_urls, v),
         }
         /// Bytes per shard, uncompressed (checked with `max_urls_per_shard`).
         max_bytes_per_shard: usize {
             takes: "a number of bytes",
-            flags: [Export "--max-bytes"],
+            flags: [
+                Export "--max-bytes" "MAX_BYTES": "Most bytes per shard, uncompressed (at most \
+                    52428800)."
+            ],
             apply: |r, v, _| set(&mut r.limits.max_bytes, v),
         }
         /// Write `.xml.gz` shards.
         gzip: bool {
             takes: "true or false",
-            flags: [Export "--gzip"],
+            flags: [
+                Export "--gzip" "": "Write gzip-compressed shards (sitemap-N.xml.gz)."
+            ],
             apply: |r, v, _| set(&mut r.gzip, v),
         }
         /// Also publish a Signmap.
         signmap: bool {
             takes: "true or false",
-            flags: [Export "--signmap"],
+            flags: [
+                Export "--signmap" "": "Also write a Signmap: signmap.xml and signmap-N.xml, \
+                    landing pages with Signposting links."
+            ],
             apply: |r, v, _| set(&mut r.profiles.signmap, v),
         }
         /// Also publish CDIF JSON-LD documents.
         cdif: bool {
             takes: "true or false",
-            flags: [Export "--cdif"],
+            flags: [
+                Export "--cdif" "": "Also write each record's metadata as CDIF JSON-LD \
+                    (cdif/*.jsonld) and the CDIF sitemap (cdif-sitemap.xml), announced in \
+                    robots.txt for `User-agent: CDIF1.0`."
+            ],
             apply: |r, v, _| set(&mut r.profiles.cdif, v),
         }
         /// Also publish CDIF's metadata lists.
         cdif_list: bool {
             takes: "true or false",
-            flags: [Export "--cdif-list"],
+            flags: [
+                Export "--cdif-list" "": "Also write CDIF's metadata lists: the same JSON-LD \
+                    documents gathered in schema.org ItemLists (cdif-list-N.jsonld, profile \
+                    CDIF-list-1.0), listed in cdif-list-sitemap.xml, announced for `User-agent: \
+                    CDIF1.0`. Without --cdif, the documents are in the lists only."
+            ],
             apply: |r, v, _| set(&mut r.profiles.cdif_list, v),
         }
         /// DiWoo: setSpec -> Woo information category; a flag's `SETSPEC=N` entries replace
@@ -761,7 +1094,11 @@ section! {
             takes: "a table of setSpecs and category numbers, e.g. { \"besluiten\" = 1 }",
             entries: "a category number from 1 to 17",
             over: Vec<String>,
-            flags: [Export "--diwoo"],
+            flags: [
+                Export "--diwoo" "SPEC=N": "DiWoo: publish the records of set SPEC under Woo \
+                    information category N (1-17), in sitemapindex-diwoo-infocatNNN.xml \
+                    (repeatable; replaces the configuration's table)."
+            ],
             apply: |r, v, _| set(&mut r.profiles.diwoo, super::parse_diwoo(&v)?),
             apply_over: |r, v, _| set(&mut r.profiles.diwoo, super::parse_diwoo_entries(&v)?),
         }
@@ -770,7 +1107,10 @@ section! {
         ocx: RawOcx {
             takes: "a table, [repository.ocx]",
             over: bool,
-            flags: [Export "--ocx"],
+            flags: [
+                Export "--ocx" "": "Also write an OCX sitemap (ocx.xml, ocx-N.xml), with the \
+                    configuration's `[repository.ocx]` settings or the defaults."
+            ],
             kind: table,
             apply_over: |r, v, _| {
                 if v && r.profiles.ocx.is_none() {
@@ -799,14 +1139,22 @@ section! {
         /// How often a repository that keeps no deletions is harvested in full.
         full_harvest_interval_secs: u64 {
             takes: "a number of seconds",
-            flags: [Export "--full-harvest-interval"],
+            flags: [
+                Export "--full-harvest-interval" "SECS" requires("store"): "With --state or \
+                    --state-url: harvest in full this often (seconds) when the repository does \
+                    not keep deletions (deletedRecord no or transient). Default 604800 (a week)."
+            ],
             apply: |r, v, _| set(&mut r.policy.full_interval, Duration::from_secs(v)),
         }
         /// The largest share of the published URLs a harvest may remove before it is held
         /// back.
         shrink_guard: f64 {
             takes: "a number from 0 to 1, e.g. 0.5",
-            flags: [Export "--shrink-guard"],
+            flags: [
+                Export "--shrink-guard" "SHARE" requires("store"): "With --state or --state-url: \
+                    the largest share (0 to 1) of the published URLs a harvest may remove before \
+                    it is held back. Default 0.5."
+            ],
             apply: |r, v, _| set(&mut r.policy.shrink_guard, super::check_share(Some(v))?),
         }
     }
@@ -866,6 +1214,17 @@ section! {
         }
     }
 }
+
+/// The help of `--platform` (`export`, `check`).
+const PLATFORM_HELP: &str = "The repository's platform: auto (detect it), generic (Google's \
+    rule: URLs under the baseURL's directory), dspace (the Handle gives the landing page), \
+    eprints (the abstract page is a dc:relation) or islandora (oai:host:node-N is /node/N).";
+/// The help of `--ui-url` (`export`, `check`).
+const UI_URL_HELP: &str = "DSpace: where the UI serves /handle/P/S, when not at the baseURL's \
+    host (DSpace 7+).";
+/// The help of `--landing-template` (`export`, `check`).
+const TEMPLATE_HELP: &str = "A landing page made from each record's {handle}, {doi} or \
+    {oai_local}, e.g. \"https://host/records/{oai_local}\".";
 
 /// Stores `value` in `place`: the end of every `apply`.
 fn set<T>(place: &mut T, value: T) -> Result<(), String> {

@@ -260,7 +260,6 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundations",
         &[
-            "cli",
             "error",
             "memo",
             "memory",
@@ -325,6 +324,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "bucket",
             "check",
+            "cli",
             "config",
             "config::keys",
             "export",
