@@ -10,10 +10,11 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::render::Limits;
-use crate::store::StateUrl;
 
 pub(crate) mod keys;
 
+pub(crate) use keys::ServerConfig;
+pub use keys::StateConfig;
 use keys::{RawHarvest, RawOcx, RawRepository, RawServer, RawState};
 
 /// Default listen address of `serve`.
@@ -143,24 +144,9 @@ pub struct Config {
     pub memory_budget: u64,
 }
 
-/// `[state]`: where the gateway keeps each repository's store (records, checkpoints, harvest
-/// state, published layout).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StateConfig {
-    /// A PostgreSQL database holding every repository's store (`url`); `None`: a SQLite file
-    /// per repository in its folder under `[server] state_dir`, the default.
-    pub url: Option<StateUrl>,
-    /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
-    /// renews it (it renews it while the refresh runs); a gateway that dies loses it after this.
-    pub lease: Duration,
-}
-
 impl Default for StateConfig {
     fn default() -> Self {
-        Self {
-            url: None,
-            lease: DEFAULT_LEASE,
-        }
+        Self::defaults(&keys::At::overrides())
     }
 }
 
@@ -186,48 +172,6 @@ impl Default for FleetSettings {
             start_spread: DEFAULT_START_SPREAD,
         }
     }
-}
-
-/// `[server]`.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// Address `serve` listens on: the public listener (robots.txt, the repositories' files,
-    /// `/healthz`, `/readyz`).
-    pub listen: SocketAddr,
-    /// Address of the admin listener (the status page, `/metrics`, the admin endpoints);
-    /// `None`: no admin listener (`admin_listen = "off"` or `""`).
-    pub admin_listen: Option<SocketAddr>,
-    /// Public URL of the gateway (may include a path prefix).
-    pub public_url: Option<Url>,
-    /// Where generations are kept.
-    pub state_dir: PathBuf,
-    /// Bytes of file content (plain and gzipped) the gateway keeps in memory.
-    pub cache_bytes: u64,
-    /// Time in-flight requests get to finish at shutdown.
-    pub drain_timeout: Duration,
-    /// Time a client has to send a request head, and that an idle connection is kept open.
-    pub client_timeout: Duration,
-    /// `Cache-Control: max-age` of sitemap files and robots.txt.
-    pub max_age: Duration,
-    /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
-    pub admin_token: Option<AdminToken>,
-    /// Object storage each repository's generations are published to, under
-    /// `{publish_url}{name}/`, with robots.txt at its root.
-    pub publish_url: Option<crate::publish::BucketUrl>,
-    /// How long a file published to a bucket stays there once no index names it.
-    pub publish_grace: Duration,
-    /// How many repositories, the first of the configuration, have series of their own in
-    /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
-    pub metrics_repository_series: usize,
-    /// Bytes of memory the refreshes running at once hold together in their collectors (the
-    /// URL inventories, the profiles' record versions) before they spill
-    /// (`memory_budget_bytes`); `None`: `max_concurrent_refreshes` times `[harvest]
-    /// memory_budget_bytes` ([`Config::pool_limits`]).
-    pub memory_budget: Option<u64>,
-    /// Bytes the refreshes' spill files take on disk together at most (`spill_max_bytes`): a
-    /// refresh that would pass it fails, and the generation served stays. `None`: no cap but
-    /// the file system's free space, less a reserve.
-    pub spill_max: Option<u64>,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -347,7 +291,7 @@ impl Config {
         (raw.state.apply(&mut state, &at)).map_err(|(k, m)| err(&format!("[state] {k}"), m))?;
         let mut harvest = HarvestTarget::defaults();
         (raw.harvest.apply(&mut harvest, &at))
-            .and_then(|()| check_backoff(&harvest.harvest))
+            .and_then(|()| check_file_harvest(&harvest.harvest))
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
             .platform
@@ -695,7 +639,7 @@ mod include {
 
 /// `[server]` over its defaults; `Err` names the key and what is wrong with it.
 fn parse_server(raw: RawServer, at: &keys::At<'_>) -> Result<ServerConfig, (&'static str, String)> {
-    let mut server = ServerConfig::defaults(at.base_dir);
+    let mut server = ServerConfig::defaults(at);
     raw.apply(&mut server, at)?;
     if let Some(admin) = server.admin_listen
         && listeners_clash(server.listen, admin)
@@ -706,29 +650,6 @@ fn parse_server(raw: RawServer, at: &keys::At<'_>) -> Result<ServerConfig, (&'st
         ));
     }
     Ok(server)
-}
-
-impl ServerConfig {
-    /// `[server]`'s defaults, its state directory in `base_dir`.
-    fn defaults(base_dir: &Path) -> ServerConfig {
-        ServerConfig {
-            listen: parse_listen(DEFAULT_LISTEN).expect("the default is an address"),
-            admin_listen: parse_admin_listen(DEFAULT_ADMIN_LISTEN)
-                .expect("the default is an address"),
-            public_url: None,
-            state_dir: base_dir.join(DEFAULT_STATE_DIR),
-            cache_bytes: DEFAULT_CACHE_BYTES,
-            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
-            client_timeout: DEFAULT_CLIENT_TIMEOUT,
-            max_age: DEFAULT_MAX_AGE,
-            admin_token: None,
-            publish_url: None,
-            publish_grace: DEFAULT_PUBLISH_GRACE,
-            metrics_repository_series: DEFAULT_METRICS_REPOSITORY_SERIES,
-            memory_budget: None,
-            spill_max: None,
-        }
-    }
 }
 
 /// `[server] listen`: an address:port.
@@ -819,9 +740,16 @@ impl HarvestTarget {
     }
 }
 
-/// The first retry delay of `h` is no longer than its longest (in a file; a flag's raises the
-/// longest instead).
-fn check_backoff(h: &HarvestSettings) -> Result<(), (&'static str, String)> {
+/// What a file's `[harvest]` (or `[repository.harvest]`) must hold beyond each key's own
+/// check, and the environment and the flags need not: a user agent, a body cap of at least
+/// 1 KiB, a first retry delay no longer than the longest (a flag's raises the longest).
+fn check_file_harvest(h: &HarvestSettings) -> Result<(), (&'static str, String)> {
+    if h.user_agent.trim().is_empty() {
+        return Err(("user_agent", "must not be empty".to_owned()));
+    }
+    if h.max_body_bytes < 1024 {
+        return Err(("max_body_bytes", "must be at least 1024".to_owned()));
+    }
     if h.backoff_initial > h.backoff_max {
         return Err((
             "backoff_initial_ms",
@@ -850,7 +778,7 @@ fn parse_repository_harvest(
     }
     let mut own = harvest.clone();
     raw.apply(&mut own, at)?;
-    check_backoff(&own.harvest)?;
+    check_file_harvest(&own.harvest)?;
     Ok(own)
 }
 

@@ -16,7 +16,11 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{ConfigError, HarvestTarget, RepositorySettings, ServerConfig, StateConfig};
+use std::net::SocketAddr;
+
+use url::Url;
+
+use super::{ConfigError, HarvestTarget, RepositorySettings};
 
 /// The commands that read settings from the environment and flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,6 +405,35 @@ impl At<'static> {
     }
 }
 
+/// The validated section a section's keys make, when they declare its fields (`field: name:
+/// Type = default`): the struct, and its defaults.
+macro_rules! target_struct {
+    (() $($rest:tt)*) => {};
+    (
+        ($(#[$sattr:meta])* $Gen:ident $at:ident) $doc:expr;
+        $([$d:expr; $($fname:ident: $FT:ty = $default:expr)?])*
+    ) => {
+        #[doc = $doc]
+        $(#[$sattr])*
+        pub struct $Gen {
+            $($(
+                #[doc = $d]
+                pub $fname: $FT,
+            )?)*
+        }
+
+        impl $Gen {
+            /// The section's defaults, relative paths taken from `at`.
+            #[allow(unused_variables)]
+            pub(crate) fn defaults($at: &At<'_>) -> $Gen {
+                $Gen {
+                    $($($fname: $default,)?)*
+                }
+            }
+        }
+    };
+}
+
 /// `Some` of what is given, else `None`.
 macro_rules! optional {
     () => {
@@ -438,7 +471,8 @@ macro_rules! from_env {
 macro_rules! section {
     (
         $(#[doc = $sdoc:literal])*
-        $section:literal => $Raw:ident, $Over:ident, $KEYS:ident, $Target:ty {
+        $section:literal => $Raw:ident, $Over:ident, $KEYS:ident, $Target:ty
+            $(= $(#[$sattr:meta])* struct $Gen:ident($at:ident))? {
             $(
                 $(#[doc = $doc:literal])*
                 $key:ident: $T:ty {
@@ -452,12 +486,18 @@ macro_rules! section {
                     ),+],)?
                     $(kind: $kind:ident,)?
                     $(gateway_wide: $gateway_wide:literal,)?
+                    $(field: $fname:ident: $FT:ty = $default:expr,)?
                     $(apply: $apply:expr,)?
                     $(apply_over: $apply_over:expr,)?
                 }
             )*
         }
     ) => {
+        target_struct!(
+            ($($(#[$sattr])* $Gen $at)?) concat!($($sdoc, "\n"),*);
+            $([concat!($($doc, "\n"),*); $($fname: $FT = $default)?])*
+        );
+
         $(#[doc = $sdoc])*
         ///
         /// As the file gives it: every key optional, unknown keys refused.
@@ -611,7 +651,8 @@ macro_rules! section {
 
 section! {
     /// `[server]`: the gateway's listeners, state folder, cache and limits.
-    "[server]" => RawServer, ServerOverrides, SERVER, ServerConfig {
+    "[server]" => RawServer, ServerOverrides, SERVER, ServerConfig
+        = #[derive(Clone, Debug)] struct ServerConfig(at) {
         /// Address of the public listener (robots.txt, the repositories' files, `/healthz`,
         /// `/readyz`).
         listen: String {
@@ -621,10 +662,11 @@ section! {
                 Serve "--listen" "ADDR:PORT": "Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks \
                     a free port); overrides OAI_BRIDGE_LISTEN and `[server] listen`."
             ],
+            field: listen: SocketAddr = super::parse_listen(super::DEFAULT_LISTEN).expect("an address"),
             apply: |s, v, _| set(&mut s.listen, super::parse_listen(&v)?),
         }
-        /// Address of the admin listener (the status page, `/metrics`, the admin endpoints),
-        /// or `"off"`.
+        /// Address of the admin listener (the status page, `/metrics`, the admin endpoints);
+        /// `None` (`"off"` or `""`): no admin listener.
         admin_listen: String {
             takes: "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
             env: ADMIN_LISTEN = "OAI_BRIDGE_ADMIN_LISTEN" via lossy for [Serve],
@@ -633,6 +675,8 @@ section! {
                     /metrics, admin endpoints), e.g. 127.0.0.1:8081, or \"off\"; overrides \
                     OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`."
             ],
+            field: admin_listen: Option<SocketAddr> =
+                super::parse_admin_listen(super::DEFAULT_ADMIN_LISTEN).expect("an address"),
             apply: |s, v, _| set(&mut s.admin_listen, super::parse_admin_listen(&v)?),
         }
         /// Public URL of the gateway (may include a path prefix).
@@ -643,6 +687,7 @@ section! {
                 Serve "--public-url" "PUBLIC_URL": "Public URL of the gateway, as crawlers reach \
                     it; overrides OAI_BRIDGE_PUBLIC_URL and `[server] public_url`."
             ],
+            field: public_url: Option<Url> = None,
             apply: |s, v, _| set(&mut s.public_url, Some(super::directory_url(&v)?)),
         }
         /// Where generations and stores are kept; an override's is taken from the working
@@ -660,39 +705,46 @@ section! {
                     repository {name}) or an export's --state folder ({DIR}/store.sqlite); \
                     overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`."
             ],
+            field: state_dir: PathBuf = at.base_dir.join(super::DEFAULT_STATE_DIR),
             apply: |s, v, at| set(&mut s.state_dir, at.base_dir.join(v)),
         }
         /// Bytes of file content the gateway keeps in memory.
         cache_bytes: u64 {
             takes: "a number of bytes",
+            field: cache_bytes: u64 = super::DEFAULT_CACHE_BYTES,
             apply: |s, v, _| match v {
                 ..1_048_576 => Err("must be at least 1048576 (1 MiB)".to_owned()),
                 v => set(&mut s.cache_bytes, v),
             },
         }
-        /// Seconds in-flight requests get to finish at shutdown.
+        /// Time in-flight requests get to finish at shutdown.
         drain_timeout_secs: u64 {
             takes: "a number of seconds",
+            field: drain_timeout: Duration = super::DEFAULT_DRAIN_TIMEOUT,
             apply: |s, v, _| set(&mut s.drain_timeout, Duration::from_secs(v)),
         }
-        /// Seconds a client has to send a request head.
+        /// Time a client has to send a request head, and that an idle connection is kept open.
         client_timeout_secs: u64 {
             takes: "a number of seconds",
+            field: client_timeout: Duration = super::DEFAULT_CLIENT_TIMEOUT,
             apply: |s, v, _| set(&mut s.client_timeout, Duration::from_secs(at_least_one(v)?)),
         }
         /// `Cache-Control: max-age` of sitemap files and robots.txt.
         max_age_secs: u64 {
             takes: "a number of seconds",
+            field: max_age: Duration = super::DEFAULT_MAX_AGE,
             apply: |s, v, _| set(&mut s.max_age, Duration::from_secs(v)),
         }
-        /// The bearer token of the admin endpoints; its variable has no flag, so that it stays
-        /// out of the process list.
+        /// The bearer token of `POST /-/refresh/{name}` and `POST /-/reload`; without one, they
+        /// do not exist. Its variable has no flag, so that it stays out of the process list.
         admin_token: String {
             takes: "a token in quotes",
             env: ADMIN_TOKEN = "OAI_BRIDGE_ADMIN_TOKEN" via text for [Serve],
+            field: admin_token: Option<super::AdminToken> = None,
             apply: |s, v, _| set(&mut s.admin_token, Some(super::AdminToken::new(&v)?)),
         }
-        /// Object storage each generation is published to.
+        /// Object storage each repository's generations are published to, under
+        /// `{publish_url}{name}/`, with robots.txt at its root.
         publish_url: String {
             takes: "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
             env: PUBLISH_URL = "OAI_BRIDGE_PUBLISH_URL" via lossy for [Serve],
@@ -702,9 +754,10 @@ section! {
                     robots.txt at the root; credentials from the environment. Overrides \
                     OAI_BRIDGE_PUBLISH_URL and `[server] publish_url`."
             ],
+            field: publish_url: Option<crate::publish::BucketUrl> = None,
             apply: |s, v, _| set(&mut s.publish_url, Some(super::parse_publish_url(&v)?)),
         }
-        /// Seconds a file published to a bucket stays there once no index names it.
+        /// How long a file published to a bucket stays there once no index names it.
         publish_grace_secs: u64 {
             takes: "a number of seconds",
             flags: [
@@ -713,21 +766,30 @@ section! {
                     before finds it (default: a day). Overrides the configuration's `[server] \
                     publish_grace_secs`."
             ],
+            field: publish_grace: Duration = super::DEFAULT_PUBLISH_GRACE,
             apply: |s, v, _| set(&mut s.publish_grace, Duration::from_secs(v)),
         }
-        /// Repositories with series of their own in `/metrics`.
+        /// How many repositories, the first of the configuration, have series of their own in
+        /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
         metrics_repository_series: usize {
             takes: "a whole number (0 or more)",
+            field: metrics_repository_series: usize = super::DEFAULT_METRICS_REPOSITORY_SERIES,
             apply: |s, v, _| set(&mut s.metrics_repository_series, v),
         }
-        /// Bytes of memory the refreshes running at once hold together before they spill.
+        /// Bytes of memory the refreshes running at once hold together in their collectors
+        /// before they spill; `None`: `max_concurrent_refreshes` times `[harvest]
+        /// memory_budget_bytes` ([`Config::pool_limits`](super::Config::pool_limits)).
         memory_budget_bytes: u64 {
             takes: "a number of bytes",
+            field: memory_budget: Option<u64> = None,
             apply: |s, v, _| set(&mut s.memory_budget, Some(at_least_one_or_default(v)?)),
         }
-        /// Bytes the refreshes' spill files take on disk together at most.
+        /// Bytes the refreshes' spill files take on disk together at most: a refresh that would
+        /// pass it fails, and the generation served stays. `None`: no cap but the file
+        /// system's free space, less a reserve.
         spill_max_bytes: u64 {
             takes: "a number of bytes",
+            field: spill_max: Option<u64> = None,
             apply: |s, v, _| set(&mut s.spill_max, Some(at_least_one_or_default(v)?)),
         }
     }
@@ -735,9 +797,11 @@ section! {
 
 section! {
     /// `[state]`: where the repositories' stores are.
-    "[state]" => RawState, StateOverrides, STATE, StateConfig {
-        /// A PostgreSQL database holding every repository's store; a variable keeps its
-        /// password out of the process list.
+    "[state]" => RawState, StateOverrides, STATE, StateConfig
+        = #[derive(Clone, Debug, PartialEq, Eq)] struct StateConfig(at) {
+        /// A PostgreSQL database holding every repository's store (a variable keeps its
+        /// password out of the process list); `None`: a SQLite file per repository in its
+        /// folder under `[server] state_dir`, the default.
         url: String {
             takes: "a URL in quotes, e.g. \"postgres://user@host/database\"",
             env: STATE_URL = "OAI_BRIDGE_STATE_URL" via lossy_or_unset for [Serve, Migrate, Export],
@@ -756,11 +820,15 @@ section! {
                     overrides OAI_BRIDGE_STATE_URL, which keeps the password out of the process \
                     list."
             ],
+            field: url: Option<crate::store::StateUrl> = None,
             apply: |s, v, _| set(&mut s.url, Some(crate::store::StateUrl::parse(&v)?)),
         }
-        /// Seconds a gateway's claim on a repository's refresh lasts unrenewed.
+        /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
+        /// renews it (it renews it while the refresh runs); a gateway that dies loses it after
+        /// this.
         lease_secs: u64 {
             takes: "a number of seconds",
+            field: lease: Duration = super::DEFAULT_LEASE,
             apply: |s, v, _| set(&mut s.lease, Duration::from_secs(at_least_one(v)?)),
         }
     }
@@ -769,7 +837,7 @@ section! {
 section! {
     /// `[harvest]` (and a repository's `[repository.harvest]`): how upstreams are treated.
     "[harvest]" => RawHarvest, HarvestOverrides, HARVEST, HarvestTarget {
-        /// `User-Agent` sent upstream; a blank variable is unset.
+        /// `User-Agent` sent upstream (not empty in a file); a blank variable is unset.
         user_agent: String {
             takes: "text in quotes",
             env: USER_AGENT = "OAI_BRIDGE_USER_AGENT" via text_or_unset for [Serve, Export, Check],
@@ -777,10 +845,7 @@ section! {
                 Export "--user-agent" "USER_AGENT": "User-Agent to send; include a contact \
                     address. Overrides OAI_BRIDGE_USER_AGENT and `[harvest] user_agent`."
             ],
-            apply: |h, v, _| match v.trim() {
-                "" => Err("must not be empty".to_owned()),
-                _ => set(&mut h.harvest.user_agent, v),
-            },
+            apply: |h, v, _| set(&mut h.harvest.user_agent, v),
         }
         /// Timeout for one request.
         request_timeout_secs: u64 {
@@ -848,17 +913,15 @@ section! {
                 set(&mut h.harvest.deadline, (v > 0).then(|| Duration::from_secs(v)))
             },
         }
-        /// Largest response body accepted, after decompression.
+        /// Largest response body accepted, after decompression (at least 1024 in a file; a
+        /// flag may go lower, for tests).
         max_body_bytes: u64 {
             takes: "a number of bytes",
             flags: [
                 Export "--max-body-bytes" "BYTES": "Largest response body accepted, in bytes \
                     (after decompression)."
             ],
-            apply: |h, v, _| match v {
-                ..1024 => Err("must be at least 1024".to_owned()),
-                v => set(&mut h.harvest.max_body_bytes, v),
-            },
+            apply: |h, v, _| set(&mut h.harvest.max_body_bytes, v),
         }
         /// Pages in a row with a token but no records before the harvest fails.
         max_empty_pages: u32 {
