@@ -545,6 +545,13 @@ fn check_config_report(args: &ServeArgs, config: &Config, findings: &Findings) -
             crate::pipeline::human_duration(r.refresh_interval)
         );
     }
+    let sources = config.sources.lines();
+    if !sources.is_empty() {
+        let _ = writeln!(out, "  settings (the others are their defaults):");
+        for line in sources {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
     // What `serve` would log at start.
     let public_url = (config.server.public_url.clone())
         .unwrap_or_else(|| default_public_url(config.server.listen));

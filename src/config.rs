@@ -142,6 +142,100 @@ pub struct Config {
     /// Bytes of memory an export's harvest holds before it spills sorted runs to disk
     /// (`[harvest] memory_budget_bytes`).
     pub memory_budget: u64,
+    /// Where each setting of `[server]`, `[harvest]` and `[state]` came from.
+    pub(crate) sources: Sources,
+}
+
+/// Where a setting's value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Provenance {
+    /// Its default: no layer gives it.
+    Default,
+    /// The configuration file.
+    File,
+    /// An environment variable.
+    Env(&'static str),
+    /// A flag.
+    Flag(&'static str),
+}
+
+/// Where each setting of `[server]`, `[harvest]` and `[state]` came from, in the declared
+/// order: what `serve --check-config` and the status page show.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sources {
+    /// The configuration file, as errors name it.
+    pub file: String,
+    /// Each declared setting and where its value came from.
+    pub of: Vec<(&'static keys::Key, Provenance)>,
+}
+
+impl Sources {
+    /// The file's layer: each key of `sections` the file gives (`given`, by section and name)
+    /// is the file's, the others their defaults.
+    fn of_file(file: &str, given: &[(&str, &str)]) -> Sources {
+        let of = [keys::SERVER, keys::HARVEST, keys::STATE]
+            .into_iter()
+            .flatten()
+            .map(|key| {
+                let from_file = given.contains(&(key.section, key.name));
+                (key, if from_file { Provenance::File } else { Provenance::Default })
+            })
+            .collect();
+        Sources {
+            file: file.to_owned(),
+            of,
+        }
+    }
+
+    /// `section`'s `name` came from `origin`, a layer over the file.
+    pub(crate) fn given(&mut self, section: &str, name: &str, origin: keys::Origin) {
+        let source = match origin {
+            keys::Origin::Env(variable) => Provenance::Env(variable),
+            keys::Origin::Flag(flag) => Provenance::Flag(flag),
+        };
+        for (key, at) in &mut self.of {
+            if key.section == section && key.name == name {
+                *at = source;
+            }
+        }
+    }
+
+    /// The settings not at their default, a line per place they came from, flags first:
+    /// `--listen: [server] listen`, `bridge.toml: [server] state_dir, cache_bytes; [harvest]
+    /// user_agent`.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut places: Vec<(Provenance, String)> = Vec::new();
+        for (key, source) in &self.of {
+            if *source == Provenance::Default {
+                continue;
+            }
+            let line = match places.iter_mut().find(|(s, _)| s == source) {
+                Some((_, line)) => line,
+                None => {
+                    let place = match source {
+                        Provenance::Flag(name) | Provenance::Env(name) => (*name).to_owned(),
+                        Provenance::File | Provenance::Default => self.file.clone(),
+                    };
+                    places.push((*source, format!("{place}:")));
+                    &mut places.last_mut().expect("just pushed").1
+                }
+            };
+            // The section is said once, before its first key of the line.
+            if line.contains(&format!("{} ", key.section)) {
+                line.push_str(&format!(", {}", key.name));
+            } else {
+                let sep = if line.ends_with(':') { " " } else { "; " };
+                line.push_str(&format!("{sep}{} {}", key.section, key.name));
+            }
+        }
+        let rank = |s: &Provenance| match s {
+            Provenance::Flag(_) => 0,
+            Provenance::Env(_) => 1,
+            Provenance::File | Provenance::Default => 2,
+        };
+        places.sort_by_key(|(s, _)| rank(s));
+        places.into_iter().map(|(_, line)| line).collect()
+    }
 }
 
 impl Default for StateConfig {
@@ -284,6 +378,12 @@ impl Config {
             let (key, message) = typed::explain(text, &e);
             err(&key, message)
         })?;
+        let given: Vec<(&str, &str)> = (raw.server.given().into_iter())
+            .map(|k| ("[server]", k))
+            .chain(raw.harvest.given().into_iter().map(|k| ("[harvest]", k)))
+            .chain(raw.state.given().into_iter().map(|k| ("[state]", k)))
+            .collect();
+        let sources = Sources::of_file(file, &given);
         let at = keys::At { base_dir };
         let server =
             parse_server(raw.server, &at).map_err(|(k, m)| err(&format!("[server] {k}"), m))?;
@@ -341,6 +441,7 @@ impl Config {
             state,
             repositories,
             memory_budget: harvest.memory_budget,
+            sources,
         })
     }
 }
@@ -2238,6 +2339,29 @@ mod tests {
                     .starts_with(&format!("{key} ="))
             });
             assert!(shown, "bridge.toml does not show the key {key}");
+        }
+    }
+
+    /// Every declaration has a doc line, and the configuration reference names every
+    /// variable and flag the declarations give.
+    #[test]
+    fn the_configuration_reference_names_every_variable_and_flag() {
+        let reference = include_str!("../docs/configuration.md");
+        for key in keys::all() {
+            let name = format!("{} {}", key.section, key.name);
+            assert!(!key.doc.trim().is_empty(), "{name} has no doc line");
+            if let Some((variable, _)) = key.env {
+                assert!(
+                    reference.contains(&format!("`{variable}`")),
+                    "docs/configuration.md does not name {variable} ({name})"
+                );
+            }
+            for (_, flag) in key.flags {
+                assert!(
+                    reference.contains(&format!("`{flag}")),
+                    "docs/configuration.md does not name {flag} ({name})"
+                );
+            }
         }
     }
 

@@ -171,7 +171,22 @@ impl Layers {
             state: self.state()?,
             repositories,
             memory_budget: self.file.memory_budget,
+            sources: self.sources(),
         })
+    }
+
+    /// Where each setting of `[server]`, `[harvest]` and `[state]` comes from: the file's
+    /// layer, with what the environment and the flags give over it.
+    pub(crate) fn sources(&self) -> config::Sources {
+        let mut sources = self.file.sources.clone();
+        let over = &self.over;
+        let given = (over.server.origins().into_iter().map(|(k, o)| ("[server]", k, o)))
+            .chain(over.harvest.origins().into_iter().map(|(k, o)| ("[harvest]", k, o)))
+            .chain(over.state.origins().into_iter().map(|(k, o)| ("[state]", k, o)));
+        for (section, name, origin) in given {
+            sources.given(section, name, origin);
+        }
+        sources
     }
 
     /// `[state]`: the file's, with the overrides over it.
@@ -406,6 +421,39 @@ mod tests {
         assert_eq!(err.key, "--admin-listen");
         // Hidden by the flag, a bad variable is no error.
         assert!(admin(env("nowhere"), flag("off")).is_ok());
+    }
+
+    /// Where each setting came from: a flag over the environment over the file over the
+    /// default, a line per place, flags first; the defaults are not listed.
+    #[test]
+    fn the_sources_say_where_each_setting_came_from() {
+        let file = Config::parse(
+            "[server]\nlisten = \"127.0.0.1:1001\"\nstate_dir = \"s\"\n[harvest]\nuser_agent = \"a\"\n",
+            "bridge.toml",
+            std::path::Path::new("."),
+        )
+        .unwrap();
+        let env = Environment::read(|name| {
+            (name == Environment::ADMIN_LISTEN).then(|| OsString::from("127.0.0.1:1002"))
+        })
+        .for_serve();
+        let flags = Overrides {
+            server: ServerOverrides {
+                listen: given("127.0.0.1:1003".to_owned(), Origin::Flag("--listen")),
+                ..ServerOverrides::default()
+            },
+            ..Overrides::default()
+        };
+        let config = Layers::new(file, env, flags).config().unwrap();
+        assert_eq!(
+            config.sources.lines(),
+            [
+                "--listen: [server] listen",
+                "OAI_BRIDGE_ADMIN_LISTEN: [server] admin_listen",
+                "bridge.toml: [server] state_dir; [harvest] user_agent",
+            ]
+        );
+        assert!(Config::default().sources.lines().is_empty());
     }
 
     /// A flag's first retry delay above the file's longest raises the longest; in the file

@@ -100,18 +100,21 @@ pub(crate) struct Key {
     /// Its TOML name.
     pub name: &'static str,
     /// Its doc lines.
+    #[cfg(test)]
     pub doc: &'static str,
     /// What it takes, in words, for the error of a value of the wrong type.
     pub takes: &'static str,
     /// For a table of free keys (`headers`, `types`, `diwoo`): what each entry takes.
     pub entries: Option<&'static str>,
     /// A key or a table.
+    #[cfg(test)]
     pub kind: Kind,
     /// A key of `[harvest]` that is the gateway's as a whole: not in `[repository.harvest]`.
     pub gateway_wide: bool,
     /// The environment variable over it, and the commands that read it.
     pub env: Option<(&'static str, &'static [CommandName])>,
     /// The flags over it, each with its command.
+    #[cfg(test)]
     pub flags: &'static [(CommandName, &'static str)],
 }
 
@@ -636,12 +639,15 @@ macro_rules! section {
                 Key {
                     section: $section,
                     name: stringify!($key),
+                    #[cfg(test)]
                     doc: concat!($($doc, "\n"),*),
                     takes: $takes,
                     entries: optional!($($entries)?),
+                    #[cfg(test)]
                     kind: kind!($($kind)?),
                     gateway_wide: false $(|| $gateway_wide)?,
                     env: optional!($((Environment::$ENV, &[$(CommandName::$ecmd),+]))?),
+                    #[cfg(test)]
                     flags: &[$($((CommandName::$fcmd, $flag)),+)?],
                 },
             )*
@@ -1315,12 +1321,15 @@ fn at_least_one_or_default(n: u64) -> Result<u64, String> {
 pub(crate) const ROOT: &[Key] = &[Key {
     section: "",
     name: "include",
+    #[cfg(test)]
     doc: "Files of `[[repository]]` tables, read after this file's own.\n",
     takes: "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
     entries: None,
+    #[cfg(test)]
     kind: Kind::Key,
     gateway_wide: false,
     env: None,
+    #[cfg(test)]
     flags: &[],
 }];
 
