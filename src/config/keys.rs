@@ -83,6 +83,7 @@ impl<T> Given<T> {
 
 /// What a declared name is: a key with a value, or a table below its section
 /// (`[repository.harvest]`, `[repository.ocx]`).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
     /// A key: `bridge.toml` shows it and `docs/configuration.md` describes it.
@@ -304,6 +305,7 @@ macro_rules! over_type {
 }
 
 /// A key's kind: a key unless it says `table`.
+#[cfg(test)]
 macro_rules! kind {
     () => {
         Kind::Key
@@ -413,8 +415,8 @@ impl At<'static> {
 macro_rules! target_struct {
     (() $($rest:tt)*) => {};
     (
-        ($(#[$sattr:meta])* $Gen:ident $at:ident) $doc:expr;
-        $([$d:expr; $($fname:ident: $FT:ty = $default:expr)?])*
+        ($(#[$sattr:meta])* $Gen:ident $at:ident) $section:literal, $doc:expr;
+        $([$d:expr; $key:ident; $($fname:ident: $FT:ty = $default:expr; $reload:ident)?])*
     ) => {
         #[doc = $doc]
         $(#[$sattr])*
@@ -433,7 +435,30 @@ macro_rules! target_struct {
                     $($($fname: $default,)?)*
                 }
             }
+
+            /// The keys whose values differ between `self`, running, and `next`, and that only a
+            /// restart applies (each field says `restart` or `reloaded` in its declaration).
+            #[allow(dead_code)]
+            pub(crate) fn needs_restart(&self, next: &$Gen) -> Vec<&'static str> {
+                let mut keys = Vec::new();
+                $($(
+                    if restarts!($reload) && self.$fname != next.$fname {
+                        keys.push(concat!($section, " ", stringify!($key)));
+                    }
+                )?)*
+                keys
+            }
         }
+    };
+}
+
+/// Whether a change of a field takes a restart: `restart`, or `reloaded` (a reload applies it).
+macro_rules! restarts {
+    (restart) => {
+        true
+    };
+    (reloaded) => {
+        false
     };
 }
 
@@ -489,7 +514,7 @@ macro_rules! section {
                     ),+],)?
                     $(kind: $kind:ident,)?
                     $(gateway_wide: $gateway_wide:literal,)?
-                    $(field: $fname:ident: $FT:ty = $default:expr,)?
+                    $(field: $fname:ident: $FT:ty = $default:expr; $reload:ident,)?
                     $(apply: $apply:expr,)?
                     $(apply_over: $apply_over:expr,)?
                 }
@@ -497,8 +522,8 @@ macro_rules! section {
         }
     ) => {
         target_struct!(
-            ($($(#[$sattr])* $Gen $at)?) concat!($($sdoc, "\n"),*);
-            $([concat!($($doc, "\n"),*); $($fname: $FT = $default)?])*
+            ($($(#[$sattr])* $Gen $at)?) $section, concat!($($sdoc, "\n"),*);
+            $([concat!($($doc, "\n"),*); $key; $($fname: $FT = $default; $reload)?])*
         );
 
         $(#[doc = $sdoc])*
@@ -668,7 +693,7 @@ section! {
                 Serve "--listen" "ADDR:PORT": "Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks \
                     a free port); overrides OAI_BRIDGE_LISTEN and `[server] listen`."
             ],
-            field: listen: SocketAddr = super::parse_listen(super::DEFAULT_LISTEN).expect("an address"),
+            field: listen: SocketAddr = super::parse_listen(super::DEFAULT_LISTEN).expect("an address"); restart,
             apply: |s, v, _| set(&mut s.listen, super::parse_listen(&v)?),
         }
         /// Address of the admin listener (the status page, `/metrics`, the admin endpoints);
@@ -682,7 +707,7 @@ section! {
                     OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`."
             ],
             field: admin_listen: Option<SocketAddr> =
-                super::parse_admin_listen(super::DEFAULT_ADMIN_LISTEN).expect("an address"),
+                super::parse_admin_listen(super::DEFAULT_ADMIN_LISTEN).expect("an address"); restart,
             apply: |s, v, _| set(&mut s.admin_listen, super::parse_admin_listen(&v)?),
         }
         /// Public URL of the gateway (may include a path prefix).
@@ -693,7 +718,7 @@ section! {
                 Serve "--public-url" "PUBLIC_URL": "Public URL of the gateway, as crawlers reach \
                     it; overrides OAI_BRIDGE_PUBLIC_URL and `[server] public_url`."
             ],
-            field: public_url: Option<Url> = None,
+            field: public_url: Option<Url> = None; restart,
             apply: |s, v, _| set(&mut s.public_url, Some(super::directory_url(&v)?)),
         }
         /// Where generations and stores are kept; an override's is taken from the working
@@ -711,13 +736,13 @@ section! {
                     repository {name}) or an export's --state folder ({DIR}/store.sqlite); \
                     overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`."
             ],
-            field: state_dir: PathBuf = at.base_dir.join(super::DEFAULT_STATE_DIR),
+            field: state_dir: PathBuf = at.base_dir.join(super::DEFAULT_STATE_DIR); restart,
             apply: |s, v, at| set(&mut s.state_dir, at.base_dir.join(v)),
         }
         /// Bytes of file content the gateway keeps in memory.
         cache_bytes: u64 {
             takes: "a number of bytes",
-            field: cache_bytes: u64 = super::DEFAULT_CACHE_BYTES,
+            field: cache_bytes: u64 = super::DEFAULT_CACHE_BYTES; restart,
             apply: |s, v, _| match v {
                 ..1_048_576 => Err("must be at least 1048576 (1 MiB)".to_owned()),
                 v => set(&mut s.cache_bytes, v),
@@ -726,19 +751,19 @@ section! {
         /// Time in-flight requests get to finish at shutdown.
         drain_timeout_secs: u64 {
             takes: "a number of seconds",
-            field: drain_timeout: Duration = super::DEFAULT_DRAIN_TIMEOUT,
+            field: drain_timeout: Duration = super::DEFAULT_DRAIN_TIMEOUT; restart,
             apply: |s, v, _| set(&mut s.drain_timeout, Duration::from_secs(v)),
         }
         /// Time a client has to send a request head, and that an idle connection is kept open.
         client_timeout_secs: u64 {
             takes: "a number of seconds",
-            field: client_timeout: Duration = super::DEFAULT_CLIENT_TIMEOUT,
+            field: client_timeout: Duration = super::DEFAULT_CLIENT_TIMEOUT; restart,
             apply: |s, v, _| set(&mut s.client_timeout, Duration::from_secs(at_least_one(v)?)),
         }
         /// `Cache-Control: max-age` of sitemap files and robots.txt.
         max_age_secs: u64 {
             takes: "a number of seconds",
-            field: max_age: Duration = super::DEFAULT_MAX_AGE,
+            field: max_age: Duration = super::DEFAULT_MAX_AGE; restart,
             apply: |s, v, _| set(&mut s.max_age, Duration::from_secs(v)),
         }
         /// The bearer token of `POST /-/refresh/{name}` and `POST /-/reload`; without one, they
@@ -746,7 +771,7 @@ section! {
         admin_token: String {
             takes: "a token in quotes",
             env: ADMIN_TOKEN = "OAI_BRIDGE_ADMIN_TOKEN" via text for [Serve],
-            field: admin_token: Option<super::AdminToken> = None,
+            field: admin_token: Option<super::AdminToken> = None; reloaded,
             apply: |s, v, _| set(&mut s.admin_token, Some(super::AdminToken::new(&v)?)),
         }
         /// Object storage each repository's generations are published to, under
@@ -760,7 +785,7 @@ section! {
                     robots.txt at the root; credentials from the environment. Overrides \
                     OAI_BRIDGE_PUBLISH_URL and `[server] publish_url`."
             ],
-            field: publish_url: Option<crate::publish::BucketUrl> = None,
+            field: publish_url: Option<crate::publish::BucketUrl> = None; restart,
             apply: |s, v, _| set(&mut s.publish_url, Some(super::parse_publish_url(&v)?)),
         }
         /// How long a file published to a bucket stays there once no index names it.
@@ -772,14 +797,14 @@ section! {
                     before finds it (default: a day). Overrides the configuration's `[server] \
                     publish_grace_secs`."
             ],
-            field: publish_grace: Duration = super::DEFAULT_PUBLISH_GRACE,
+            field: publish_grace: Duration = super::DEFAULT_PUBLISH_GRACE; restart,
             apply: |s, v, _| set(&mut s.publish_grace, Duration::from_secs(v)),
         }
         /// How many repositories, the first of the configuration, have series of their own in
         /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
         metrics_repository_series: usize {
             takes: "a whole number (0 or more)",
-            field: metrics_repository_series: usize = super::DEFAULT_METRICS_REPOSITORY_SERIES,
+            field: metrics_repository_series: usize = super::DEFAULT_METRICS_REPOSITORY_SERIES; restart,
             apply: |s, v, _| set(&mut s.metrics_repository_series, v),
         }
         /// Bytes of memory the refreshes running at once hold together in their collectors
@@ -787,7 +812,7 @@ section! {
         /// memory_budget_bytes` ([`Config::pool_limits`](super::Config::pool_limits)).
         memory_budget_bytes: u64 {
             takes: "a number of bytes",
-            field: memory_budget: Option<u64> = None,
+            field: memory_budget: Option<u64> = None; reloaded,
             apply: |s, v, _| set(&mut s.memory_budget, Some(at_least_one_or_default(v)?)),
         }
         /// Bytes the refreshes' spill files take on disk together at most: a refresh that would
@@ -795,7 +820,7 @@ section! {
         /// system's free space, less a reserve.
         spill_max_bytes: u64 {
             takes: "a number of bytes",
-            field: spill_max: Option<u64> = None,
+            field: spill_max: Option<u64> = None; reloaded,
             apply: |s, v, _| set(&mut s.spill_max, Some(at_least_one_or_default(v)?)),
         }
     }
@@ -826,7 +851,7 @@ section! {
                     overrides OAI_BRIDGE_STATE_URL, which keeps the password out of the process \
                     list."
             ],
-            field: url: Option<crate::store::StateUrl> = None,
+            field: url: Option<crate::store::StateUrl> = None; restart,
             apply: |s, v, _| set(&mut s.url, Some(crate::store::StateUrl::parse(&v)?)),
         }
         /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
@@ -834,7 +859,7 @@ section! {
         /// this.
         lease_secs: u64 {
             takes: "a number of seconds",
-            field: lease: Duration = super::DEFAULT_LEASE,
+            field: lease: Duration = super::DEFAULT_LEASE; restart,
             apply: |s, v, _| set(&mut s.lease, Duration::from_secs(at_least_one(v)?)),
         }
     }
