@@ -1214,13 +1214,18 @@ pub(crate) fn repository_on_port_message(
     )
 }
 
-/// The variable and the flag over the listener `key` (`[server] listen` or `admin_listen`).
-pub(crate) fn listener_flags(key: &str) -> &'static str {
-    if key.ends_with("admin_listen") {
-        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
-    } else {
-        "OAI_BRIDGE_LISTEN, --listen"
-    }
+/// The variable and the flag over the listener `key` (`[server] listen` or `admin_listen`),
+/// as their declarations give them: `OAI_BRIDGE_LISTEN, --listen`.
+pub(crate) fn listener_flags(key: &str) -> String {
+    let name = key.rsplit(' ').next().unwrap_or(key);
+    let Some(declared) = keys::SERVER.iter().find(|k| k.name == name) else {
+        return String::new();
+    };
+    let variable = declared.env.map(|(variable, _)| variable);
+    let flags = (declared.flags.iter())
+        .filter(|(command, _)| *command == keys::CommandName::Serve)
+        .map(|(_, flag)| *flag);
+    variable.into_iter().chain(flags).collect::<Vec<_>>().join(", ")
 }
 
 /// A port to suggest instead of `port`: the next one up that no common web service takes.

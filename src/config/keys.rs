@@ -115,7 +115,6 @@ pub(crate) struct Key {
     /// The environment variable over it, and the commands that read it.
     pub env: Option<(&'static str, &'static [CommandName])>,
     /// The flags over it, each with its command.
-    #[cfg(test)]
     pub flags: &'static [(CommandName, &'static str)],
 }
 
@@ -672,7 +671,6 @@ macro_rules! section {
                     kind: kind!($($kind)?),
                     gateway_wide: false $(|| $gateway_wide)?,
                     env: optional!($((Environment::$ENV, &[$(CommandName::$ecmd),+]))?),
-                    #[cfg(test)]
                     flags: &[$($((CommandName::$fcmd, $flag)),+)?],
                 },
             )*
@@ -1354,7 +1352,6 @@ pub(crate) const ROOT: &[Key] = &[Key {
     kind: Kind::Key,
     gateway_wide: false,
     env: None,
-    #[cfg(test)]
     flags: &[],
 }];
 
