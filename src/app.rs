@@ -130,7 +130,10 @@ fn export_repository<'c>(
     config: &'c Config,
     args: &ExportArgs,
 ) -> Result<Option<&'c RepositoryConfig>, OptionsError> {
-    match (&args.repository, &args.settings.overrides.repository.base_url) {
+    match (
+        &args.repository,
+        &args.settings.overrides.repository.base_url,
+    ) {
         (Some(name), _) => {
             let repo = config.repositories.iter().find(|r| &r.name == name);
             let repo = repo.ok_or_else(|| {

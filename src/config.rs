@@ -11,6 +11,8 @@ use url::Url;
 
 use crate::render::Limits;
 
+#[macro_use]
+mod declare;
 pub(crate) mod keys;
 
 pub(crate) use keys::ServerConfig;
@@ -178,7 +180,14 @@ impl Sources {
             .flatten()
             .map(|key| {
                 let from_file = given.contains(&(key.section, key.name));
-                (key, if from_file { Provenance::File } else { Provenance::Default })
+                (
+                    key,
+                    if from_file {
+                        Provenance::File
+                    } else {
+                        Provenance::Default
+                    },
+                )
             })
             .collect();
         Sources {
@@ -870,7 +879,11 @@ fn parse_repository_harvest(
     let Some(raw) = raw else {
         return Ok(harvest.clone());
     };
-    let gateway_wide = |name: &str| keys::HARVEST.iter().any(|k| k.name == name && k.gateway_wide);
+    let gateway_wide = |name: &str| {
+        keys::HARVEST
+            .iter()
+            .any(|k| k.name == name && k.gateway_wide)
+    };
     if let Some(key) = raw.given().into_iter().find(|k| gateway_wide(k)) {
         return Err((
             key,
@@ -996,8 +1009,8 @@ fn parse_repository(
     s.landing.platforms = from.platforms.clone();
     s.landing.web = crate::platform::Resolvers::for_commands();
     r.apply(&mut s, &at).map_err(|(k, m)| (key(k), m))?;
-    s.limits = (s.limits.validate())
-        .map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?;
+    s.limits =
+        (s.limits.validate()).map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?;
     if let Some(raw) = ocx {
         s.profiles.ocx = parse_ocx(raw, &at).map_err(|(k, m)| (key(&format!("ocx.{k}")), m))?;
     }
@@ -1225,7 +1238,11 @@ pub(crate) fn listener_flags(key: &str) -> String {
     let flags = (declared.flags.iter())
         .filter(|(command, _)| *command == keys::CommandName::Serve)
         .map(|(_, flag)| *flag);
-    variable.into_iter().chain(flags).collect::<Vec<_>>().join(", ")
+    variable
+        .into_iter()
+        .chain(flags)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A port to suggest instead of `port`: the next one up that no common web service takes.

@@ -11,11 +11,11 @@
 use oai_pmh::HarvestSettings;
 
 use crate::cli::{CheckArgs, ExportArgs, MigrateStateArgs, PruneArgs, ServeArgs};
+pub(crate) use crate::config::RepositorySettings;
 use crate::config::keys::At;
 use crate::config::{
     self, Config, ConfigError, HarvestTarget, RepositoryConfig, ServerConfig, StateConfig,
 };
-pub(crate) use crate::config::RepositorySettings;
 
 pub(crate) use crate::config::keys::{CommandName, Environment, Given, Origin, Overrides};
 #[cfg(test)]
@@ -180,9 +180,23 @@ impl Layers {
     pub(crate) fn sources(&self) -> config::Sources {
         let mut sources = self.file.sources.clone();
         let over = &self.over;
-        let given = (over.server.origins().into_iter().map(|(k, o)| ("[server]", k, o)))
-            .chain(over.harvest.origins().into_iter().map(|(k, o)| ("[harvest]", k, o)))
-            .chain(over.state.origins().into_iter().map(|(k, o)| ("[state]", k, o)));
+        let given = (over
+            .server
+            .origins()
+            .into_iter()
+            .map(|(k, o)| ("[server]", k, o)))
+        .chain(
+            over.harvest
+                .origins()
+                .into_iter()
+                .map(|(k, o)| ("[harvest]", k, o)),
+        )
+        .chain(
+            over.state
+                .origins()
+                .into_iter()
+                .map(|(k, o)| ("[state]", k, o)),
+        );
         for (section, name, origin) in given {
             sources.given(section, name, origin);
         }

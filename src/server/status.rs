@@ -362,7 +362,9 @@ fn head(out: &mut String, gateway: &Gateway, running: &[Usage], now: SystemTime)
     // Where the settings came from, as `serve --check-config` says it.
     let sources = gateway.sources.lines();
     if !sources.is_empty() {
-        out.push_str("<details><summary>Where the settings came from at the start</summary>\n<ul>\n");
+        out.push_str(
+            "<details><summary>Where the settings came from at the start</summary>\n<ul>\n",
+        );
         for line in &sources {
             let _ = writeln!(out, "<li><code>{}</code></li>", escape(line));
         }

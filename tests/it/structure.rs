@@ -326,6 +326,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "check",
             "cli",
             "config",
+            "config::declare",
             "config::keys",
             "export",
             "fuzzing",
