@@ -2,7 +2,7 @@
 //! ([`Key`]), the `section!` macro that turns a section's table into its raw serde struct, its
 //! overrides, its flags and its validated struct, and the types those share: where a value
 //! was given ([`Origin`], [`Given`]), the environment ([`Environment`]), the flags of a command
-//! ([`Flags`]), the overrides of one layer ([`Overrides`]). Read `keys.rs` for the settings;
+//! (`keys::Flags`), the overrides of one layer (`keys::Overrides`). Read `keys.rs` for the settings;
 //! this file only when the shape of a declaration changes.
 
 use std::collections::BTreeMap;
@@ -10,7 +10,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::ConfigError;
-use super::keys::{HarvestOverrides, RepositoryOverrides, ServerOverrides, StateOverrides};
 
 /// The commands that read settings from the environment and flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,125 +107,6 @@ pub(crate) struct Key {
     pub flags: &'static [(CommandName, &'static str)],
 }
 
-/// The settings one layer gives over the file, section by section as `bridge.toml` has them;
-/// `None` leaves a setting to the layer below.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct Overrides {
-    /// `[server]`.
-    pub server: ServerOverrides,
-    /// `[harvest]`.
-    pub harvest: HarvestOverrides,
-    /// `[state]`.
-    pub state: StateOverrides,
-    /// The `[[repository]]` a command takes (`serve`: each of them).
-    pub repository: RepositoryOverrides,
-    /// Publish a shrink the guard holds back (no key: an operator's decision, once).
-    pub accept_shrink: Option<Given<bool>>,
-}
-
-impl Overrides {
-    /// These overrides with `over` on top: each setting `over` gives replaces this one's.
-    pub(crate) fn merge(self, over: Overrides) -> Overrides {
-        Overrides {
-            server: self.server.merge(over.server),
-            harvest: self.harvest.merge(over.harvest),
-            state: self.state.merge(over.state),
-            repository: self.repository.merge(over.repository),
-            accept_shrink: over.accept_shrink.or(self.accept_shrink),
-        }
-    }
-
-    /// What the environment gives `command`: the variables the declarations name for it.
-    pub(crate) fn from_env(env: &Environment, command: CommandName) -> Overrides {
-        Overrides {
-            server: ServerOverrides::from_env(env, command),
-            harvest: HarvestOverrides::from_env(env, command),
-            state: StateOverrides::from_env(env, command),
-            repository: RepositoryOverrides::from_env(env, command),
-            accept_shrink: None,
-        }
-    }
-
-    /// What the flags of `command` give, as clap read them.
-    fn from_flags(matches: &clap::ArgMatches, command: CommandName) -> Overrides {
-        Overrides {
-            server: ServerOverrides::from_flags(matches, command),
-            harvest: HarvestOverrides::from_flags(matches, command),
-            state: StateOverrides::from_flags(matches, command),
-            repository: RepositoryOverrides::from_flags(matches, command),
-            accept_shrink: None,
-        }
-    }
-}
-
-/// A command whose flags over the settings [`Flags`] declares.
-pub(crate) trait Reads {
-    /// The command.
-    const COMMAND: CommandName;
-}
-
-macro_rules! reads {
-    ($($(#[doc = $doc:literal])* $Marker:ident => $command:ident,)*) => {$(
-        $(#[doc = $doc])*
-        #[derive(Clone, Copy, Debug)]
-        pub(crate) struct $Marker;
-
-        impl Reads for $Marker {
-            const COMMAND: CommandName = CommandName::$command;
-        }
-    )*};
-}
-
-reads! {
-    /// `serve`'s flags.
-    ServeFlags => Serve,
-    /// `export`'s flags.
-    ExportFlags => Export,
-    /// `check`'s flags.
-    CheckFlags => Check,
-    /// `prune`'s flags.
-    PruneFlags => Prune,
-    /// `migrate-state`'s flags.
-    MigrateFlags => Migrate,
-}
-
-/// The flags of command `C` over the settings, as the declarations give them: a command's
-/// clap struct flattens it (`#[command(flatten)]`), and [`Flags::overrides`] is what they
-/// gave, each value with its flag.
-#[derive(Clone, Debug)]
-pub(crate) struct Flags<C> {
-    /// What the flags gave.
-    pub overrides: Overrides,
-    command: std::marker::PhantomData<C>,
-}
-
-impl<C: Reads> clap::FromArgMatches for Flags<C> {
-    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
-        Ok(Flags {
-            overrides: Overrides::from_flags(matches, C::COMMAND),
-            command: std::marker::PhantomData,
-        })
-    }
-
-    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-        *self = Self::from_arg_matches(matches)?;
-        Ok(())
-    }
-}
-
-impl<C: Reads> clap::Args for Flags<C> {
-    fn augment_args(cmd: clap::Command) -> clap::Command {
-        let cmd = ServerOverrides::flag_args(cmd, C::COMMAND);
-        let cmd = HarvestOverrides::flag_args(cmd, C::COMMAND);
-        let cmd = StateOverrides::flag_args(cmd, C::COMMAND);
-        RepositoryOverrides::flag_args(cmd, C::COMMAND)
-    }
-
-    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
-        Self::augment_args(cmd)
-    }
-}
-
 /// The variables of the settings, as the process (or a test) gives them. `OAI_BRIDGE_CONFIG`
 /// (which file) and `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any
 /// layer.
@@ -236,16 +116,13 @@ pub(crate) struct Environment {
 }
 
 impl Environment {
-    /// The process's environment.
-    pub(crate) fn process() -> Environment {
-        Self::read(|name| std::env::var_os(name))
-    }
-
-    /// The variables of the declared settings as `lookup` gives them (tests pass their own).
-    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
-        let vars = (super::keys::SECTIONS.iter().flat_map(|keys| keys.iter()))
-            .filter_map(|key| key.env)
-            .filter_map(|(name, _)| Some((name, lookup(name)?)))
+    /// The variables `names` as `lookup` gives them.
+    pub(crate) fn of_variables(
+        names: impl Iterator<Item = &'static str>,
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Environment {
+        let vars = names
+            .filter_map(|name| Some((name, lookup(name)?)))
             .collect();
         Environment { vars }
     }

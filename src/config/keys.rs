@@ -22,10 +22,7 @@ use url::Url;
 use super::declare::FlagValue;
 #[cfg(test)]
 pub(crate) use super::declare::Kind;
-pub(crate) use super::declare::{
-    At, CheckFlags, CommandName, Environment, ExportFlags, Flags, Given, Key, MigrateFlags, Origin,
-    Overrides, PruneFlags, ServeFlags,
-};
+pub(crate) use super::declare::{At, CommandName, Environment, Given, Key, Origin};
 use super::{ConfigError, HarvestTarget, RepositorySettings};
 
 /// How a variable is read. An address or URL that is not Unicode is read with replacement
@@ -764,4 +761,138 @@ pub(crate) fn takes(name: &str) -> Option<&'static str> {
         .find(|(t, _)| *t == name)
         .map(|(_, what)| *what))
     .or_else(|| all().find(|k| k.name == name).map(|k| k.takes))
+}
+
+impl Environment {
+    /// The process's environment.
+    pub(crate) fn process() -> Environment {
+        Self::read(|name| std::env::var_os(name))
+    }
+
+    /// The variables of the declared settings as `lookup` gives them (tests pass their own).
+    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
+        Environment::of_variables(
+            all().filter_map(|key| key.env).map(|(name, _)| name),
+            lookup,
+        )
+    }
+}
+
+/// The settings one layer gives over the file, section by section as `bridge.toml` has them;
+/// `None` leaves a setting to the layer below.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Overrides {
+    /// `[server]`.
+    pub server: ServerOverrides,
+    /// `[harvest]`.
+    pub harvest: HarvestOverrides,
+    /// `[state]`.
+    pub state: StateOverrides,
+    /// The `[[repository]]` a command takes (`serve`: each of them).
+    pub repository: RepositoryOverrides,
+    /// Publish a shrink the guard holds back (no key: an operator's decision, once).
+    pub accept_shrink: Option<Given<bool>>,
+}
+
+impl Overrides {
+    /// These overrides with `over` on top: each setting `over` gives replaces this one's.
+    pub(crate) fn merge(self, over: Overrides) -> Overrides {
+        Overrides {
+            server: self.server.merge(over.server),
+            harvest: self.harvest.merge(over.harvest),
+            state: self.state.merge(over.state),
+            repository: self.repository.merge(over.repository),
+            accept_shrink: over.accept_shrink.or(self.accept_shrink),
+        }
+    }
+
+    /// What the environment gives `command`: the variables the declarations name for it.
+    pub(crate) fn from_env(env: &Environment, command: CommandName) -> Overrides {
+        Overrides {
+            server: ServerOverrides::from_env(env, command),
+            harvest: HarvestOverrides::from_env(env, command),
+            state: StateOverrides::from_env(env, command),
+            repository: RepositoryOverrides::from_env(env, command),
+            accept_shrink: None,
+        }
+    }
+
+    /// What the flags of `command` give, as clap read them.
+    fn from_flags(matches: &clap::ArgMatches, command: CommandName) -> Overrides {
+        Overrides {
+            server: ServerOverrides::from_flags(matches, command),
+            harvest: HarvestOverrides::from_flags(matches, command),
+            state: StateOverrides::from_flags(matches, command),
+            repository: RepositoryOverrides::from_flags(matches, command),
+            accept_shrink: None,
+        }
+    }
+}
+
+/// A command whose flags over the settings [`Flags`] declares.
+pub(crate) trait Reads {
+    /// The command.
+    const COMMAND: CommandName;
+}
+
+macro_rules! reads {
+    ($($(#[doc = $doc:literal])* $Marker:ident => $command:ident,)*) => {$(
+        $(#[doc = $doc])*
+        #[derive(Clone, Copy, Debug)]
+        pub(crate) struct $Marker;
+
+        impl Reads for $Marker {
+            const COMMAND: CommandName = CommandName::$command;
+        }
+    )*};
+}
+
+reads! {
+    /// `serve`'s flags.
+    ServeFlags => Serve,
+    /// `export`'s flags.
+    ExportFlags => Export,
+    /// `check`'s flags.
+    CheckFlags => Check,
+    /// `prune`'s flags.
+    PruneFlags => Prune,
+    /// `migrate-state`'s flags.
+    MigrateFlags => Migrate,
+}
+
+/// The flags of command `C` over the settings, as the declarations give them: a command's
+/// clap struct flattens it (`#[command(flatten)]`), and [`Flags::overrides`] is what they
+/// gave, each value with its flag.
+#[derive(Clone, Debug)]
+pub(crate) struct Flags<C> {
+    /// What the flags gave.
+    pub overrides: Overrides,
+    command: std::marker::PhantomData<C>,
+}
+
+impl<C: Reads> clap::FromArgMatches for Flags<C> {
+    fn from_arg_matches(matches: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Ok(Flags {
+            overrides: Overrides::from_flags(matches, C::COMMAND),
+            command: std::marker::PhantomData,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+impl<C: Reads> clap::Args for Flags<C> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        let cmd = ServerOverrides::flag_args(cmd, C::COMMAND);
+        let cmd = HarvestOverrides::flag_args(cmd, C::COMMAND);
+        let cmd = StateOverrides::flag_args(cmd, C::COMMAND);
+        RepositoryOverrides::flag_args(cmd, C::COMMAND)
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
+    }
 }
