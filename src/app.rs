@@ -130,7 +130,10 @@ fn export_repository<'c>(
     config: &'c Config,
     args: &ExportArgs,
 ) -> Result<Option<&'c RepositoryConfig>, OptionsError> {
-    match (&args.repository, &args.base_url) {
+    match (
+        &args.repository,
+        &args.settings.overrides.repository.base_url,
+    ) {
         (Some(name), _) => {
             let repo = config.repositories.iter().find(|r| &r.name == name);
             let repo = repo.ok_or_else(|| {
@@ -549,6 +552,13 @@ fn check_config_report(args: &ServeArgs, config: &Config, findings: &Findings) -
             r.source,
             crate::pipeline::human_duration(r.refresh_interval)
         );
+    }
+    let sources = config.sources.lines();
+    if !sources.is_empty() {
+        let _ = writeln!(out, "  settings (the others are their defaults):");
+        for line in sources {
+            let _ = writeln!(out, "    {line}");
+        }
     }
     // What `serve` would log at start.
     let public_url = (config.server.public_url.clone())

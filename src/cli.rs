@@ -2,9 +2,13 @@
 //! which overrides the defaults: `settings` reads the settings' environment variables and
 //! stacks the layers. Clap reads only `OAI_BRIDGE_CONFIG` (which file) and
 //! `OAI_BRIDGE_LOG_FORMAT` (how to log), both needed before any layer.
+//!
+//! The flags over a setting are declared with the setting (`config::keys`): each command
+//! flattens its [`Flags`]; what is here are the flags that are no setting.
 
 use std::path::PathBuf;
 
+use crate::config::keys::{CheckFlags, ExportFlags, Flags, MigrateFlags, PruneFlags, ServeFlags};
 use crate::publish::Output;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -79,9 +83,9 @@ pub struct PruneArgs {
     /// Configuration file: its repositories are kept, and its `state_dir` pruned.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
     pub config: PathBuf,
-    /// The state directory to prune; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
-    #[arg(long)]
-    pub state_dir: Option<PathBuf>,
+    /// The settings' flags.
+    #[command(flatten)]
+    pub(crate) settings: Flags<PruneFlags>,
     /// Print what would be removed, and remove nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -94,16 +98,9 @@ pub struct MigrateStateArgs {
     /// (an export's store takes the name of the one that harvests its source).
     #[arg(long, env = "OAI_BRIDGE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// The state folder to copy: a gateway's state directory ({DIR}/{name}/store.sqlite,
-    /// each the store of repository {name}) or an export's --state folder ({DIR}/store.sqlite);
-    /// overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
-    #[arg(long, visible_alias = "state-dir", value_name = "DIR")]
-    pub state: Option<PathBuf>,
-    /// The PostgreSQL database to copy into (postgres://user:password@host:port/database);
-    /// overrides OAI_BRIDGE_STATE_URL and `[state] url`. The variable keeps the password out of
-    /// the process list.
-    #[arg(long, value_name = "URL")]
-    pub state_url: Option<String>,
+    /// The settings' flags.
+    #[command(flatten)]
+    pub(crate) settings: Flags<MigrateFlags>,
     /// Copy only this repository (repeatable). For an export's state folder: the name its
     /// store takes in the database (default: the configured repository that harvests its
     /// source, or else the source as it reads, as `export --state-url` names it).
@@ -146,20 +143,13 @@ pub struct CheckArgs {
     /// `[harvest]` settings.
     #[arg(long, env = "OAI_BRIDGE_CONFIG")]
     pub config: Option<PathBuf>,
-    /// Scope prefixes to check instead of the baseURL's directory (repeatable).
-    #[arg(long = "scope", value_name = "PREFIX")]
-    pub scope: Vec<String>,
-    /// Where the records' landing pages are.
+    /// The settings' flags.
     #[command(flatten)]
-    pub landing: LandingArgs,
+    pub(crate) settings: Flags<CheckFlags>,
     /// Sample landing pages to request (status, and whether the host's robots.txt allows
     /// them); 0 requests none.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub fetch: usize,
-    /// Where the bridge's files would be served: says whether robots.txt needs a
-    /// cross-submission line.
-    #[arg(long)]
-    pub public_url: Option<String>,
     /// ListRecords pages to sample.
     #[arg(long, default_value_t = 2)]
     pub pages: u64,
@@ -168,55 +158,15 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-/// Where a repository's landing pages are: each flag overrides its `[[repository]]` key.
-#[derive(Debug, Args, Default)]
-pub struct LandingArgs {
-    /// The repository's platform: auto (detect it), generic (Google's rule: URLs under the
-    /// baseURL's directory), dspace (the Handle gives the landing page), eprints (the
-    /// abstract page is a dc:relation) or islandora (oai:host:node-N is /node/N).
-    #[arg(long, value_name = "NAME")]
-    pub platform: Option<String>,
-    /// DSpace: where the UI serves /handle/P/S, when not at the baseURL's host (DSpace 7+).
-    #[arg(long, value_name = "URL")]
-    pub ui_url: Option<String>,
-    /// A landing page made from each record's {handle}, {doi} or {oai_local}, e.g.
-    /// "https://host/records/{oai_local}".
-    #[arg(long, value_name = "TEMPLATE")]
-    pub landing_template: Option<String>,
-}
-
 /// `oai-bridge serve`.
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
     /// Configuration file.
     #[arg(long, env = "OAI_BRIDGE_CONFIG", default_value = "bridge.toml")]
     pub config: PathBuf,
-    /// Address to listen on, e.g. 0.0.0.0:8080 (port 0 picks a free port); overrides
-    /// OAI_BRIDGE_LISTEN and `[server] listen`.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub listen: Option<String>,
-    /// Address of the admin listener (status page, /metrics, admin endpoints), e.g.
-    /// 127.0.0.1:8081, or "off"; overrides OAI_BRIDGE_ADMIN_LISTEN and `[server] admin_listen`.
-    #[arg(long, value_name = "ADDR:PORT")]
-    pub admin_listen: Option<String>,
-    /// Public URL of the gateway, as crawlers reach it; overrides OAI_BRIDGE_PUBLIC_URL and
-    /// `[server] public_url`.
-    #[arg(long)]
-    pub public_url: Option<String>,
-    /// Also publish every generation to object storage (s3://bucket/prefix/, gs://, az://,
-    /// file://), each repository under its name, robots.txt at the root; credentials from the
-    /// environment. Overrides OAI_BRIDGE_PUBLISH_URL and `[server] publish_url`.
-    #[arg(long, value_name = "URL")]
-    pub publish_url: Option<String>,
-    /// Where generations are kept; overrides OAI_BRIDGE_STATE_DIR and `[server] state_dir`.
-    #[arg(long)]
-    pub state_dir: Option<PathBuf>,
-    /// Keep every repository's store in this PostgreSQL database
-    /// (postgres://user:password@host:port/database) instead of a SQLite file in its folder;
-    /// overrides OAI_BRIDGE_STATE_URL and `[state] url`. The variable keeps the password out
-    /// of the process list.
-    #[arg(long, value_name = "URL")]
-    pub state_url: Option<String>,
+    /// The settings' flags.
+    #[command(flatten)]
+    pub(crate) settings: Flags<ServeFlags>,
     /// Validate the configuration and what serve needs to start on it (state_dir, the files it
     /// names, the listeners' ports, no other gateway on state_dir), print what would be served
     /// and what serve would warn of, and exit (0 it would start, 78 not).
@@ -230,7 +180,7 @@ pub struct ServeArgs {
 
 /// `oai-bridge export`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("store").multiple(true).args(["state", "state_url"])))]
+#[command(group(clap::ArgGroup::new("store").multiple(true).args(["state", "state-url"])))]
 pub struct ExportArgs {
     /// Configuration file; its `[harvest]` settings apply, and a `[[repository]]` may be chosen.
     #[arg(long, env = "OAI_BRIDGE_CONFIG")]
@@ -238,92 +188,14 @@ pub struct ExportArgs {
     /// Which `[[repository]]` of the configuration to export (default: the only one).
     #[arg(long)]
     pub repository: Option<String>,
-    /// OAI-PMH baseURL, or an OAI Static Repository file (path or URL).
-    #[arg(long)]
-    pub base_url: Option<String>,
     /// Folder to write, replaced as a whole, atomically, when the export succeeds; or object
     /// storage (s3://bucket/prefix/, gs://, az://, file://), uploaded so that readers always
     /// see a complete generation. Credentials from the environment (AWS_*, GOOGLE_*, AZURE_*).
     #[arg(long, value_name = "FOLDER|URL", value_parser = Output::parse)]
     pub out: Output,
-    /// Object storage: how long a file no index names any more stays in the bucket, so that
-    /// a crawler holding the index before finds it (default: a day). Overrides the
-    /// configuration's `[server] publish_grace_secs`.
-    #[arg(long, value_name = "SECS")]
-    pub publish_grace_secs: Option<u64>,
-    /// Where the folder will be served (a directory URL); index and robots.txt URLs use it.
-    /// Overrides OAI_BRIDGE_PUBLIC_URL and the configuration's.
-    #[arg(long)]
-    pub public_url: Option<String>,
-    /// Harvest only this set (repeatable).
-    #[arg(long = "set", value_name = "SETSPEC")]
-    pub sets: Vec<String>,
-    /// Only records changed at or after this date (YYYY-MM-DD or YYYY-MM-DDThh:mm:ssZ).
-    #[arg(long)]
-    pub from: Option<String>,
-    /// Only records changed at or before this date.
-    #[arg(long)]
-    pub until: Option<String>,
-    /// Publish URLs under this prefix instead of the baseURL's directory (repeatable).
-    #[arg(long = "scope", value_name = "PREFIX")]
-    pub scope: Vec<String>,
-    /// Where the records' landing pages are.
+    /// The settings' flags.
     #[command(flatten)]
-    pub landing: LandingArgs,
-    /// Write gzip-compressed shards (sitemap-N.xml.gz).
-    #[arg(long)]
-    pub gzip: bool,
-    /// Also write a Signmap: signmap.xml and signmap-N.xml, landing pages with Signposting links.
-    #[arg(long)]
-    pub signmap: bool,
-    /// Also write an OCX sitemap (ocx.xml, ocx-N.xml), with the configuration's
-    /// `[repository.ocx]` settings or the defaults.
-    #[arg(long)]
-    pub ocx: bool,
-    /// Also write each record's metadata as CDIF JSON-LD (cdif/*.jsonld) and the CDIF sitemap
-    /// (cdif-sitemap.xml), announced in robots.txt for `User-agent: CDIF1.0`.
-    #[arg(long)]
-    pub cdif: bool,
-    /// Also write CDIF's metadata lists: the same JSON-LD documents gathered in schema.org
-    /// ItemLists (cdif-list-N.jsonld, profile CDIF-list-1.0), listed in cdif-list-sitemap.xml,
-    /// announced for `User-agent: CDIF1.0`. Without --cdif, the documents are in the lists only.
-    #[arg(long)]
-    pub cdif_list: bool,
-    /// DiWoo: publish the records of set SPEC under Woo information category N (1-17), in
-    /// sitemapindex-diwoo-infocatNNN.xml (repeatable; replaces the configuration's table).
-    #[arg(long = "diwoo", value_name = "SPEC=N")]
-    pub diwoo: Vec<String>,
-    /// Most URLs per shard (at most 50000).
-    #[arg(long)]
-    pub max_urls: Option<usize>,
-    /// Most bytes per shard, uncompressed (at most 52428800).
-    #[arg(long)]
-    pub max_bytes: Option<usize>,
-    /// Attempts per request before giving up.
-    #[arg(long)]
-    pub max_attempts: Option<u32>,
-    /// Timeout for one request, in seconds.
-    #[arg(long, value_name = "SECS")]
-    pub request_timeout: Option<u64>,
-    /// Pause between requests, in milliseconds.
-    #[arg(long, value_name = "MS")]
-    pub politeness_delay: Option<u64>,
-    /// Longest wait a Retry-After header may impose, in seconds.
-    #[arg(long, value_name = "SECS")]
-    pub retry_after_max: Option<u64>,
-    /// Limit for the whole harvest, in seconds.
-    #[arg(long, value_name = "SECS")]
-    pub deadline: Option<u64>,
-    /// Largest response body accepted, in bytes (after decompression).
-    #[arg(long, value_name = "BYTES")]
-    pub max_body_bytes: Option<u64>,
-    /// First retry delay, in milliseconds (doubles per attempt, with jitter).
-    #[arg(long, value_name = "MS")]
-    pub backoff_initial: Option<u64>,
-    /// User-Agent to send; include a contact address. Overrides OAI_BRIDGE_USER_AGENT and
-    /// `[harvest] user_agent`.
-    #[arg(long)]
-    pub user_agent: Option<String>,
+    pub(crate) settings: Flags<ExportFlags>,
     /// No live progress line.
     #[arg(long)]
     pub no_progress: bool,
@@ -335,20 +207,6 @@ pub struct ExportArgs {
     /// changes, and continue an interrupted harvest where it stopped.
     #[arg(long, value_name = "DIR")]
     pub state: Option<PathBuf>,
-    /// Keep the repository's state in this PostgreSQL database
-    /// (postgres://user:password@host:port/database) instead, under the repository's name
-    /// (--repository's, or else the --base-url as given); overrides OAI_BRIDGE_STATE_URL,
-    /// which keeps the password out of the process list.
-    #[arg(long, value_name = "URL")]
-    pub state_url: Option<String>,
-    /// With --state or --state-url: harvest in full this often (seconds) when the repository does not keep
-    /// deletions (deletedRecord no or transient). Default 604800 (a week).
-    #[arg(long, value_name = "SECS", requires = "store")]
-    pub full_harvest_interval: Option<u64>,
-    /// With --state or --state-url: the largest share (0 to 1) of the published URLs a harvest may remove
-    /// before it is held back. Default 0.5.
-    #[arg(long, value_name = "SHARE", requires = "store")]
-    pub shrink_guard: Option<f64>,
     /// With --state or --state-url: publish even when the shrink guard would hold the export back.
     #[arg(long, requires = "store")]
     pub accept_shrink: bool,

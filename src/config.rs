@@ -10,8 +10,14 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::render::Limits;
-use crate::render::sitemap::{MAX_BYTES, MAX_URLS};
-use crate::store::StateUrl;
+
+#[macro_use]
+mod declare;
+pub(crate) mod keys;
+
+pub(crate) use keys::ServerConfig;
+pub use keys::StateConfig;
+use keys::{RawHarvest, RawOcx, RawRepository, RawServer, RawState};
 
 /// Default listen address of `serve`.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -94,57 +100,6 @@ struct RawConfig {
     platform: Vec<crate::platform::RowSpec>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawState {
-    url: Option<String>,
-    lease_secs: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawServer {
-    listen: Option<String>,
-    admin_listen: Option<String>,
-    public_url: Option<String>,
-    state_dir: Option<PathBuf>,
-    cache_bytes: Option<u64>,
-    drain_timeout_secs: Option<u64>,
-    client_timeout_secs: Option<u64>,
-    max_age_secs: Option<u64>,
-    admin_token: Option<String>,
-    publish_url: Option<String>,
-    publish_grace_secs: Option<u64>,
-    metrics_repository_series: Option<usize>,
-    memory_budget_bytes: Option<u64>,
-    spill_max_bytes: Option<u64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawHarvest {
-    user_agent: Option<String>,
-    request_timeout_secs: Option<u64>,
-    connect_timeout_secs: Option<u64>,
-    max_attempts: Option<u32>,
-    backoff_initial_ms: Option<u64>,
-    backoff_max_secs: Option<u64>,
-    retry_after_max_secs: Option<u64>,
-    politeness_delay_ms: Option<u64>,
-    deadline_secs: Option<u64>,
-    max_body_bytes: Option<u64>,
-    max_empty_pages: Option<u32>,
-    min_transfer_bytes_per_sec: Option<u64>,
-    min_transfer_window_secs: Option<u64>,
-    headers: Option<std::collections::BTreeMap<String, String>>,
-    learn_from_web: Option<bool>,
-    // The gateway's own: `[harvest]` only, not `[repository.harvest]`.
-    max_concurrent_refreshes: Option<usize>,
-    per_host_concurrency: Option<usize>,
-    start_spread_secs: Option<u64>,
-    memory_budget_bytes: Option<u64>,
-}
-
 /// An included file: `[[repository]]` tables only.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -153,88 +108,17 @@ struct RawIncluded {
     repository: Vec<RawRepository>,
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRepository {
-    name: Option<String>,
-    base_url: Option<String>,
-    public_url: Option<String>,
-    #[serde(default)]
-    sets: Vec<String>,
-    #[serde(default)]
-    scope: Vec<String>,
-    platform: Option<String>,
-    ui_url: Option<String>,
-    landing_template: Option<String>,
-    content_files: Option<bool>,
-    from: Option<String>,
-    until: Option<String>,
-    max_urls_per_shard: Option<usize>,
-    max_bytes_per_shard: Option<usize>,
-    gzip: Option<bool>,
-    signmap: Option<bool>,
-    cdif: Option<bool>,
-    cdif_list: Option<bool>,
-    #[serde(default)]
-    diwoo: std::collections::BTreeMap<String, i64>,
-    ocx: Option<RawOcx>,
-    harvest: Option<RawHarvest>,
-    refresh_interval_secs: Option<u64>,
-    full_harvest_interval_secs: Option<u64>,
-    shrink_guard: Option<f64>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawOcx {
-    enabled: Option<bool>,
-    default_type: Option<String>,
-    teaser_chars: Option<usize>,
-    format: Option<String>,
-    xpath: Option<String>,
-    #[serde(default)]
-    types: std::collections::BTreeMap<String, String>,
-}
-
 pub(crate) use crate::profiles::ProfileSettings;
-pub(crate) use crate::profiles::ocx::{DEFAULT_TEASER_CHARS, OcxConfig};
+pub(crate) use crate::profiles::ocx::OcxConfig;
 
-fn parse_ocx(raw: RawOcx) -> Result<Option<OcxConfig>, (String, String)> {
+/// `[repository.ocx]` over the defaults, unless it says `enabled = false`; `Err` names the key.
+fn parse_ocx(raw: RawOcx, at: &keys::At<'_>) -> Result<Option<OcxConfig>, (&'static str, String)> {
     if raw.enabled == Some(false) {
         return Ok(None);
     }
-    let types: Vec<(String, String)> = raw.types.into_iter().collect();
-    let types = crate::dctype::TypeMap::with(&types).map_err(|m| ("types".to_owned(), m))?;
-    if let Some(t) = &raw.default_type
-        && !(t.starts_with("https://") || t.starts_with("http://"))
-    {
-        return Err((
-            "default_type".into(),
-            format!("{t:?} must be a type URL, e.g. https://schema.org/CreativeWork"),
-        ));
-    }
-    if let Some(f) = &raw.format
-        && !crate::profiles::ocx::FORMATS.contains(&f.as_str())
-    {
-        return Err((
-            "format".into(),
-            format!("{f:?} must be one of {:?}", crate::profiles::ocx::FORMATS),
-        ));
-    }
-    let teaser_chars = raw.teaser_chars.unwrap_or(DEFAULT_TEASER_CHARS);
-    if !(10..=10_000).contains(&teaser_chars) {
-        return Err((
-            "teaser_chars".into(),
-            format!("{teaser_chars} must be between 10 and 10000"),
-        ));
-    }
-    Ok(Some(OcxConfig {
-        types,
-        default_type: raw.default_type,
-        teaser_chars,
-        format: raw.format,
-        xpath: raw.xpath,
-    }))
+    let mut ocx = OcxConfig::default();
+    raw.apply(&mut ocx, at)?;
+    Ok(Some(ocx))
 }
 
 /// The validated configuration.
@@ -260,26 +144,112 @@ pub struct Config {
     /// Bytes of memory an export's harvest holds before it spills sorted runs to disk
     /// (`[harvest] memory_budget_bytes`).
     pub memory_budget: u64,
+    /// Where each setting of `[server]`, `[harvest]` and `[state]` came from.
+    pub(crate) sources: Sources,
 }
 
-/// `[state]`: where the gateway keeps each repository's store (records, checkpoints, harvest
-/// state, published layout).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StateConfig {
-    /// A PostgreSQL database holding every repository's store (`url`); `None`: a SQLite file
-    /// per repository in its folder under `[server] state_dir`, the default.
-    pub url: Option<StateUrl>,
-    /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
-    /// renews it (it renews it while the refresh runs); a gateway that dies loses it after this.
-    pub lease: Duration,
+/// Where a setting's value came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Provenance {
+    /// Its default: no layer gives it.
+    Default,
+    /// The configuration file.
+    File,
+    /// An environment variable.
+    Env(&'static str),
+    /// A flag.
+    Flag(&'static str),
+}
+
+/// Where each setting of `[server]`, `[harvest]` and `[state]` came from, in the declared
+/// order: what `serve --check-config` and the status page show.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Sources {
+    /// The configuration file, as errors name it.
+    pub file: String,
+    /// Each declared setting and where its value came from.
+    pub of: Vec<(&'static keys::Key, Provenance)>,
+}
+
+impl Sources {
+    /// The file's layer: each key of `sections` the file gives (`given`, by section and name)
+    /// is the file's, the others their defaults.
+    fn of_file(file: &str, given: &[(&str, &str)]) -> Sources {
+        let of = [keys::SERVER, keys::HARVEST, keys::STATE]
+            .into_iter()
+            .flatten()
+            .map(|key| {
+                let from_file = given.contains(&(key.section, key.name));
+                (
+                    key,
+                    if from_file {
+                        Provenance::File
+                    } else {
+                        Provenance::Default
+                    },
+                )
+            })
+            .collect();
+        Sources {
+            file: file.to_owned(),
+            of,
+        }
+    }
+
+    /// `section`'s `name` came from `origin`, a layer over the file.
+    pub(crate) fn given(&mut self, section: &str, name: &str, origin: keys::Origin) {
+        let source = match origin {
+            keys::Origin::Env(variable) => Provenance::Env(variable),
+            keys::Origin::Flag(flag) => Provenance::Flag(flag),
+        };
+        for (key, at) in &mut self.of {
+            if key.section == section && key.name == name {
+                *at = source;
+            }
+        }
+    }
+
+    /// The settings not at their default, a line per place they came from, flags first:
+    /// `--listen: [server] listen`, `bridge.toml: [server] state_dir, cache_bytes; [harvest]
+    /// user_agent`.
+    pub(crate) fn lines(&self) -> Vec<String> {
+        let mut places: Vec<(Provenance, String)> = Vec::new();
+        for (key, source) in &self.of {
+            if *source == Provenance::Default {
+                continue;
+            }
+            let line = match places.iter_mut().find(|(s, _)| s == source) {
+                Some((_, line)) => line,
+                None => {
+                    let place = match source {
+                        Provenance::Flag(name) | Provenance::Env(name) => (*name).to_owned(),
+                        Provenance::File | Provenance::Default => self.file.clone(),
+                    };
+                    places.push((*source, format!("{place}:")));
+                    &mut places.last_mut().expect("just pushed").1
+                }
+            };
+            // The section is said once, before its first key of the line.
+            if line.contains(&format!("{} ", key.section)) {
+                line.push_str(&format!(", {}", key.name));
+            } else {
+                let sep = if line.ends_with(':') { " " } else { "; " };
+                line.push_str(&format!("{sep}{} {}", key.section, key.name));
+            }
+        }
+        let rank = |s: &Provenance| match s {
+            Provenance::Flag(_) => 0,
+            Provenance::Env(_) => 1,
+            Provenance::File | Provenance::Default => 2,
+        };
+        places.sort_by_key(|(s, _)| rank(s));
+        places.into_iter().map(|(_, line)| line).collect()
+    }
 }
 
 impl Default for StateConfig {
     fn default() -> Self {
-        Self {
-            url: None,
-            lease: DEFAULT_LEASE,
-        }
+        Self::defaults(&keys::At::overrides())
     }
 }
 
@@ -305,48 +275,6 @@ impl Default for FleetSettings {
             start_spread: DEFAULT_START_SPREAD,
         }
     }
-}
-
-/// `[server]`.
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    /// Address `serve` listens on: the public listener (robots.txt, the repositories' files,
-    /// `/healthz`, `/readyz`).
-    pub listen: SocketAddr,
-    /// Address of the admin listener (the status page, `/metrics`, the admin endpoints);
-    /// `None`: no admin listener (`admin_listen = "off"` or `""`).
-    pub admin_listen: Option<SocketAddr>,
-    /// Public URL of the gateway (may include a path prefix).
-    pub public_url: Option<Url>,
-    /// Where generations are kept.
-    pub state_dir: PathBuf,
-    /// Bytes of file content (plain and gzipped) the gateway keeps in memory.
-    pub cache_bytes: u64,
-    /// Time in-flight requests get to finish at shutdown.
-    pub drain_timeout: Duration,
-    /// Time a client has to send a request head, and that an idle connection is kept open.
-    pub client_timeout: Duration,
-    /// `Cache-Control: max-age` of sitemap files and robots.txt.
-    pub max_age: Duration,
-    /// The bearer token of `POST /-/refresh/{name}`; without one, the endpoint does not exist.
-    pub admin_token: Option<AdminToken>,
-    /// Object storage each repository's generations are published to, under
-    /// `{publish_url}{name}/`, with robots.txt at its root.
-    pub publish_url: Option<crate::publish::BucketUrl>,
-    /// How long a file published to a bucket stays there once no index names it.
-    pub publish_grace: Duration,
-    /// How many repositories, the first of the configuration, have series of their own in
-    /// `/metrics`; the others are summed under `repository="_other"`. 0: only the sums.
-    pub metrics_repository_series: usize,
-    /// Bytes of memory the refreshes running at once hold together in their collectors (the
-    /// URL inventories, the profiles' record versions) before they spill
-    /// (`memory_budget_bytes`); `None`: `max_concurrent_refreshes` times `[harvest]
-    /// memory_budget_bytes` ([`Config::pool_limits`]).
-    pub memory_budget: Option<u64>,
-    /// Bytes the refreshes' spill files take on disk together at most (`spill_max_bytes`): a
-    /// refresh that would pass it fails, and the generation served stays. `None`: no cap but
-    /// the file system's free space, less a reserve.
-    pub spill_max: Option<u64>,
 }
 
 /// A secret: compared in constant time, never shown (`Debug` prints `***`).
@@ -459,31 +387,20 @@ impl Config {
             let (key, message) = typed::explain(text, &e);
             err(&key, message)
         })?;
-        let server = parse_server(raw.server, base_dir).map_err(|(k, m)| err(k, m))?;
-        let state = StateConfig {
-            url: (raw.state.url.as_deref())
-                .map(|u| StateUrl::parse(u).map_err(|m| err("[state] url", m)))
-                .transpose()?,
-            lease: match raw.state.lease_secs {
-                None => DEFAULT_LEASE,
-                Some(0) => return Err(err("[state] lease_secs", "must be at least 1".into())),
-                Some(secs) => Duration::from_secs(secs),
-            },
-        };
-        let fleet =
-            parse_fleet(&raw.harvest).map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
-        let memory_budget = match raw.harvest.memory_budget_bytes {
-            None => crate::spill::DEFAULT_MEMORY_BUDGET,
-            Some(0) => {
-                return Err(err(
-                    "[harvest] memory_budget_bytes",
-                    "must be at least 1".into(),
-                ));
-            }
-            Some(bytes) => bytes,
-        };
-        let learn_from_web = raw.harvest.learn_from_web.unwrap_or(DEFAULT_LEARN_FROM_WEB);
-        let harvest = parse_harvest(raw.harvest, &default_harvest())
+        let given: Vec<(&str, &str)> = (raw.server.given().into_iter())
+            .map(|k| ("[server]", k))
+            .chain(raw.harvest.given().into_iter().map(|k| ("[harvest]", k)))
+            .chain(raw.state.given().into_iter().map(|k| ("[state]", k)))
+            .collect();
+        let sources = Sources::of_file(file, &given);
+        let at = keys::At { base_dir };
+        let server =
+            parse_server(raw.server, &at).map_err(|(k, m)| err(&format!("[server] {k}"), m))?;
+        let mut state = StateConfig::default();
+        (raw.state.apply(&mut state, &at)).map_err(|(k, m)| err(&format!("[state] {k}"), m))?;
+        let mut harvest = HarvestTarget::defaults();
+        (raw.harvest.apply(&mut harvest, &at))
+            .and_then(|()| check_file_harvest(&harvest.harvest))
             .map_err(|(k, m)| err(&format!("[harvest] {k}"), m))?;
         let platforms = raw
             .platform
@@ -497,7 +414,6 @@ impl Config {
             file,
             base_dir,
             harvest: &harvest,
-            learn_from_web,
             platforms: &platforms,
         };
         for r in raw.repository {
@@ -512,7 +428,6 @@ impl Config {
                     file: &included,
                     base_dir: path.parent().unwrap_or(base_dir),
                     harvest: &harvest,
-                    learn_from_web,
                     platforms: &platforms,
                 };
                 for r in include::read(&path)? {
@@ -529,12 +444,13 @@ impl Config {
         }
         Ok(Config {
             server,
-            harvest,
-            learn_from_web,
-            fleet,
+            harvest: harvest.harvest,
+            learn_from_web: harvest.learn_from_web,
+            fleet: harvest.fleet,
             state,
             repositories,
-            memory_budget,
+            memory_budget: harvest.memory_budget,
+            sources,
         })
     }
 }
@@ -544,16 +460,14 @@ impl Config {
 struct Origin<'a> {
     file: &'a str,
     base_dir: &'a Path,
-    harvest: &'a HarvestSettings,
-    learn_from_web: bool,
+    harvest: &'a HarvestTarget,
     platforms: &'a crate::platform::Registry,
 }
 
 /// What serde makes of a value of the wrong type (`invalid type: string "daily", expected
 /// u64`), said as the key and what it takes: `[harvest] deadline_secs: expected a number of
 /// seconds, found "daily" (line 4)`. The key is found from the error's place in the text; what
-/// each key takes is [`EXPECTED`], which names every key (a test holds it to the keys the
-/// shipped file shows).
+/// each key takes is its declaration's ([`keys::takes`]).
 mod typed {
     use std::ops::Range;
 
@@ -561,108 +475,6 @@ mod typed {
     use toml::de::{DeTable, DeValue};
 
     use super::line_of;
-
-    /// What each key takes, in words, by its name (the last part of its path): every key of
-    /// `bridge.toml`, every table, and the entries of the tables of free keys (`headers.*`,
-    /// `types.*`, `diwoo.*`, by their table's name and `.*`).
-    pub(super) const EXPECTED: &[(&str, &str)] = &[
-        (
-            "include",
-            "a list of file names in quotes, e.g. [\"repositories.d/*.toml\"]",
-        ),
-        ("server", "a table, [server]"),
-        (
-            "harvest",
-            "a table, [harvest] (in a repository, [repository.harvest])",
-        ),
-        ("state", "a table, [state]"),
-        ("repository", "tables, each [[repository]]"),
-        ("ocx", "a table, [repository.ocx]"),
-        (
-            "listen",
-            "an address:port in quotes, e.g. \"127.0.0.1:8080\"",
-        ),
-        (
-            "admin_listen",
-            "an address:port in quotes, e.g. \"127.0.0.1:8081\", or \"off\"",
-        ),
-        (
-            "public_url",
-            "a URL in quotes, e.g. \"https://repository.example.edu/sitemaps/\"",
-        ),
-        ("state_dir", "a folder in quotes"),
-        ("cache_bytes", "a number of bytes"),
-        ("drain_timeout_secs", "a number of seconds"),
-        ("client_timeout_secs", "a number of seconds"),
-        ("max_age_secs", "a number of seconds"),
-        ("admin_token", "a token in quotes"),
-        (
-            "publish_url",
-            "a URL in quotes, e.g. \"s3://bucket/prefix/\"",
-        ),
-        ("publish_grace_secs", "a number of seconds"),
-        ("metrics_repository_series", "a whole number (0 or more)"),
-        ("spill_max_bytes", "a number of bytes"),
-        ("user_agent", "text in quotes"),
-        ("request_timeout_secs", "a number of seconds"),
-        ("connect_timeout_secs", "a number of seconds"),
-        ("max_attempts", "a whole number (0 or more)"),
-        ("backoff_initial_ms", "a number of milliseconds"),
-        ("backoff_max_secs", "a number of seconds"),
-        ("retry_after_max_secs", "a number of seconds"),
-        ("politeness_delay_ms", "a number of milliseconds"),
-        ("deadline_secs", "a number of seconds"),
-        ("max_body_bytes", "a number of bytes"),
-        ("max_empty_pages", "a whole number (0 or more)"),
-        ("min_transfer_bytes_per_sec", "a number of bytes a second"),
-        ("min_transfer_window_secs", "a number of seconds"),
-        ("learn_from_web", "true or false"),
-        (
-            "headers",
-            "a table of header names and values, e.g. { Authorization = \"Bearer ...\" }",
-        ),
-        ("headers.*", "a header value in quotes"),
-        ("max_concurrent_refreshes", "a whole number (0 or more)"),
-        ("per_host_concurrency", "a whole number (0 or more)"),
-        ("start_spread_secs", "a number of seconds"),
-        ("memory_budget_bytes", "a number of bytes"),
-        (
-            "url",
-            "a URL in quotes, e.g. \"postgres://user@host/database\"",
-        ),
-        ("lease_secs", "a number of seconds"),
-        ("name", "a name in quotes"),
-        ("base_url", "a baseURL or a file in quotes"),
-        ("sets", "a list of setSpecs in quotes, e.g. [\"com_1\"]"),
-        ("scope", "a list of URLs in quotes"),
-        ("platform", "a platform name in quotes, e.g. \"dspace\""),
-        ("ui_url", "a URL in quotes"),
-        ("landing_template", "a URL template in quotes"),
-        ("from", "a date in quotes, e.g. \"2020-01-01\""),
-        ("until", "a date in quotes, e.g. \"2020-01-01\""),
-        ("max_urls_per_shard", "a whole number (0 or more)"),
-        ("max_bytes_per_shard", "a number of bytes"),
-        ("gzip", "true or false"),
-        ("content_files", "true or false"),
-        ("signmap", "true or false"),
-        ("cdif", "true or false"),
-        ("cdif_list", "true or false"),
-        (
-            "diwoo",
-            "a table of setSpecs and category numbers, e.g. { \"besluiten\" = 1 }",
-        ),
-        ("diwoo.*", "a category number from 1 to 17"),
-        ("refresh_interval_secs", "a number of seconds"),
-        ("full_harvest_interval_secs", "a number of seconds"),
-        ("shrink_guard", "a number from 0 to 1, e.g. 0.5"),
-        ("enabled", "true or false"),
-        ("default_type", "a type URL in quotes"),
-        ("teaser_chars", "a whole number (0 or more)"),
-        ("format", "a format name in quotes"),
-        ("xpath", "an XPath in quotes"),
-        ("types", "a table of dc:type values and type URLs"),
-        ("types.*", "a type URL in quotes"),
-    ];
 
     /// One step of a key's path: a table's key, or an array's element.
     #[derive(Debug)]
@@ -809,8 +621,8 @@ mod typed {
         }
     }
 
-    /// What the key at `path` takes ([`EXPECTED`]): by its name, or for an entry of a table of
-    /// free keys by the table's name.
+    /// What the key at `path` takes ([`keys::takes`]): by its name, or for an entry of a table
+    /// of free keys by the table's name.
     fn expected(path: &[Step<'_>]) -> Option<&'static str> {
         let keys: Vec<&str> = path
             .iter()
@@ -819,15 +631,10 @@ mod typed {
                 Step::Index(_) => None,
             })
             .collect();
-        let lookup = |name: &str| {
-            EXPECTED
-                .iter()
-                .find(|(key, _)| *key == name)
-                .map(|(_, what)| *what)
-        };
+        let free = |table: &str| super::keys::all().any(|k| k.name == table && k.entries.is_some());
         match keys.as_slice() {
-            [.., table @ ("headers" | "types" | "diwoo"), _] => lookup(&format!("{table}.*")),
-            [.., last] => lookup(last),
+            [.., table, _] if free(table) => super::keys::takes(&format!("{table}.*")),
+            [.., last] => super::keys::takes(last),
             [] => None,
         }
     }
@@ -940,94 +747,24 @@ mod include {
     }
 }
 
-/// `[server]`, its defaults filled in; `Err` names the key and what is wrong with it.
-fn parse_server(raw: RawServer, base_dir: &Path) -> Result<ServerConfig, (&'static str, String)> {
-    let listen = raw.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
-    let listen = listen.parse().map_err(|e| {
-        (
-            "[server] listen",
-            format!("{listen:?} is not an address:port: {e}"),
-        )
-    })?;
-    let admin_listen =
-        parse_admin_listen(raw.admin_listen.as_deref().unwrap_or(DEFAULT_ADMIN_LISTEN))
-            .map_err(|m| ("[server] admin_listen", m))?;
-    if let Some(admin) = admin_listen
-        && listeners_clash(listen, admin)
+/// `[server]` over its defaults; `Err` names the key and what is wrong with it.
+fn parse_server(raw: RawServer, at: &keys::At<'_>) -> Result<ServerConfig, (&'static str, String)> {
+    let mut server = ServerConfig::defaults(at);
+    raw.apply(&mut server, at)?;
+    if let Some(admin) = server.admin_listen
+        && listeners_clash(server.listen, admin)
     {
         return Err((
-            "[server] admin_listen",
-            listeners_clash_message(admin, "[server] listen", listen),
-        ));
-    }
-    let public_url = raw
-        .public_url
-        .as_deref()
-        .map(|u| directory_url(u).map_err(|m| ("[server] public_url", m)))
-        .transpose()?;
-    let server = ServerConfig {
-        listen,
-        admin_listen,
-        public_url,
-        state_dir: base_dir.join(
-            raw.state_dir
-                .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR)),
-        ),
-        cache_bytes: raw.cache_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
-        drain_timeout: raw
-            .drain_timeout_secs
-            .map_or(DEFAULT_DRAIN_TIMEOUT, Duration::from_secs),
-        client_timeout: raw
-            .client_timeout_secs
-            .map_or(DEFAULT_CLIENT_TIMEOUT, Duration::from_secs),
-        max_age: raw
-            .max_age_secs
-            .map_or(DEFAULT_MAX_AGE, Duration::from_secs),
-        admin_token: raw
-            .admin_token
-            .as_deref()
-            .map(AdminToken::new)
-            .transpose()
-            .map_err(|m| ("[server] admin_token", m))?,
-        publish_url: raw
-            .publish_url
-            .as_deref()
-            .map(parse_publish_url)
-            .transpose()
-            .map_err(|m| ("[server] publish_url", m))?,
-        publish_grace: raw
-            .publish_grace_secs
-            .map_or(DEFAULT_PUBLISH_GRACE, Duration::from_secs),
-        metrics_repository_series: raw
-            .metrics_repository_series
-            .unwrap_or(DEFAULT_METRICS_REPOSITORY_SERIES),
-        memory_budget: raw.memory_budget_bytes,
-        spill_max: raw.spill_max_bytes,
-    };
-    for (key, value) in [
-        ("[server] memory_budget_bytes", server.memory_budget),
-        ("[server] spill_max_bytes", server.spill_max),
-    ] {
-        if value == Some(0) {
-            return Err((
-                key,
-                "must be at least 1 (leave it out for the default)".to_owned(),
-            ));
-        }
-    }
-    if server.client_timeout.is_zero() {
-        return Err((
-            "[server] client_timeout_secs",
-            "must be at least 1".to_owned(),
-        ));
-    }
-    if server.cache_bytes < 1024 * 1024 {
-        return Err((
-            "[server] cache_bytes",
-            "must be at least 1048576 (1 MiB)".to_owned(),
+            "admin_listen",
+            listeners_clash_message(admin, "[server] listen", server.listen),
         ));
     }
     Ok(server)
+}
+
+/// `[server] listen`: an address:port.
+pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+    (value.parse()).map_err(|e| format!("{value:?} is not an address:port: {e}"))
 }
 
 /// `[server] publish_url`: object storage (`s3://bucket/prefix/`, `gs://`, `az://`, `file://`)
@@ -1087,132 +824,159 @@ pub(crate) fn default_harvest() -> HarvestSettings {
     }
 }
 
-/// `[harvest]` (or a `[repository.harvest]`) over `d`, the settings below it (the defaults,
-/// or `[harvest]`); `Err` names the key and what is wrong with it.
-fn parse_harvest(
-    h: RawHarvest,
-    d: &HarvestSettings,
-) -> Result<HarvestSettings, (&'static str, String)> {
-    let d = d.clone();
-    let headers = match &h.headers {
-        Some(table) => {
-            let pairs = table.iter().map(|(k, v)| (k.as_str(), v.as_str()));
-            let over = oai_pmh::RequestHeaders::parse(pairs).map_err(|m| ("headers", m))?;
-            d.headers.merged(&over)
+/// What `[harvest]` sets, and a `[repository.harvest]` over it: the OAI-PMH client's
+/// settings, whether to learn from the web, and (from `[harvest]` only) the gateway's limits.
+#[derive(Clone, Debug)]
+pub(crate) struct HarvestTarget {
+    /// How upstreams are treated.
+    pub harvest: HarvestSettings,
+    /// `learn_from_web`.
+    pub learn_from_web: bool,
+    /// The gateway's limits on refreshes.
+    pub fleet: FleetSettings,
+    /// `memory_budget_bytes`: bytes one harvest holds before it spills.
+    pub memory_budget: u64,
+}
+
+impl HarvestTarget {
+    /// `[harvest]`'s defaults.
+    fn defaults() -> HarvestTarget {
+        HarvestTarget {
+            harvest: default_harvest(),
+            learn_from_web: DEFAULT_LEARN_FROM_WEB,
+            fleet: FleetSettings::default(),
+            memory_budget: crate::spill::DEFAULT_MEMORY_BUDGET,
         }
-        None => d.headers.clone(),
-    };
-    let harvest = HarvestSettings {
-        headers,
-        diagnose_command: d.diagnose_command,
-        user_agent: h.user_agent.unwrap_or(d.user_agent),
-        request_timeout: h
-            .request_timeout_secs
-            .map_or(d.request_timeout, Duration::from_secs),
-        connect_timeout: h
-            .connect_timeout_secs
-            .map_or(d.connect_timeout, Duration::from_secs),
-        max_attempts: h.max_attempts.unwrap_or(d.max_attempts),
-        backoff_initial: h
-            .backoff_initial_ms
-            .map_or(d.backoff_initial, Duration::from_millis),
-        backoff_max: h
-            .backoff_max_secs
-            .map_or(d.backoff_max, Duration::from_secs),
-        retry_after_max: h
-            .retry_after_max_secs
-            .map_or(d.retry_after_max, Duration::from_secs),
-        politeness_delay: h
-            .politeness_delay_ms
-            .map_or(d.politeness_delay, Duration::from_millis),
-        deadline: h.deadline_secs.filter(|&s| s > 0).map(Duration::from_secs),
-        max_body_bytes: h.max_body_bytes.unwrap_or(d.max_body_bytes),
-        max_empty_pages: h.max_empty_pages.unwrap_or(d.max_empty_pages),
-        min_transfer_bytes_per_sec: h
-            .min_transfer_bytes_per_sec
-            .unwrap_or(d.min_transfer_bytes_per_sec),
-        min_transfer_window: h
-            .min_transfer_window_secs
-            .map_or(d.min_transfer_window, Duration::from_secs),
-    };
-    if harvest.user_agent.trim().is_empty() {
+    }
+}
+
+/// What a file's `[harvest]` (or `[repository.harvest]`) must hold beyond each key's own
+/// check, and the environment and the flags need not: a user agent, a body cap of at least
+/// 1 KiB, a first retry delay no longer than the longest (a flag's raises the longest).
+fn check_file_harvest(h: &HarvestSettings) -> Result<(), (&'static str, String)> {
+    if h.user_agent.trim().is_empty() {
         return Err(("user_agent", "must not be empty".to_owned()));
     }
-    if harvest.max_attempts == 0 {
-        return Err(("max_attempts", "must be at least 1".to_owned()));
-    }
-    if harvest.request_timeout.is_zero() {
-        return Err(("request_timeout_secs", "must be at least 1".to_owned()));
-    }
-    if harvest.connect_timeout.is_zero() {
-        return Err(("connect_timeout_secs", "must be at least 1".to_owned()));
-    }
-    if harvest.max_body_bytes < 1024 {
+    if h.max_body_bytes < 1024 {
         return Err(("max_body_bytes", "must be at least 1024".to_owned()));
     }
-    if harvest.min_transfer_window.is_zero() {
-        return Err((
-            "min_transfer_window_secs",
-            "must be at least 1 (min_transfer_bytes_per_sec = 0 turns the minimum off)".to_owned(),
-        ));
-    }
-    if harvest.backoff_initial > harvest.backoff_max {
+    if h.backoff_initial > h.backoff_max {
         return Err((
             "backoff_initial_ms",
             "must not exceed backoff_max_secs".to_owned(),
         ));
     }
-    Ok(harvest)
-}
-
-/// The gateway's limits on refreshes, from `[harvest]`; `Err` names the key.
-fn parse_fleet(h: &RawHarvest) -> Result<FleetSettings, (&'static str, String)> {
-    let fleet = FleetSettings {
-        max_concurrent_refreshes: h
-            .max_concurrent_refreshes
-            .unwrap_or(DEFAULT_MAX_CONCURRENT_REFRESHES),
-        per_host_concurrency: h
-            .per_host_concurrency
-            .unwrap_or(DEFAULT_PER_HOST_CONCURRENCY),
-        start_spread: h
-            .start_spread_secs
-            .map_or(DEFAULT_START_SPREAD, Duration::from_secs),
-    };
-    if fleet.max_concurrent_refreshes == 0 {
-        return Err(("max_concurrent_refreshes", "must be at least 1".to_owned()));
-    }
-    if fleet.per_host_concurrency == 0 {
-        return Err(("per_host_concurrency", "must be at least 1".to_owned()));
-    }
-    Ok(fleet)
+    Ok(())
 }
 
 /// A `[repository.harvest]` table over `[harvest]`: every key of `[harvest]` but the
 /// gateway-wide ones; `Err` names the key.
 fn parse_repository_harvest(
     raw: Option<RawHarvest>,
-    harvest: &HarvestSettings,
-) -> Result<HarvestSettings, (&'static str, String)> {
+    harvest: &HarvestTarget,
+    at: &keys::At<'_>,
+) -> Result<HarvestTarget, (&'static str, String)> {
     let Some(raw) = raw else {
         return Ok(harvest.clone());
     };
-    for (key, given) in [
-        (
-            "max_concurrent_refreshes",
-            raw.max_concurrent_refreshes.is_some(),
-        ),
-        ("per_host_concurrency", raw.per_host_concurrency.is_some()),
-        ("start_spread_secs", raw.start_spread_secs.is_some()),
-        ("memory_budget_bytes", raw.memory_budget_bytes.is_some()),
-    ] {
-        if given {
-            return Err((
-                key,
-                "is gateway-wide: set it in [harvest], not in a repository's table".to_owned(),
-            ));
+    let gateway_wide = |name: &str| {
+        keys::HARVEST
+            .iter()
+            .any(|k| k.name == name && k.gateway_wide)
+    };
+    if let Some(key) = raw.given().into_iter().find(|k| gateway_wide(k)) {
+        return Err((
+            key,
+            "is gateway-wide: set it in [harvest], not in a repository's table".to_owned(),
+        ));
+    }
+    let mut own = harvest.clone();
+    raw.apply(&mut own, at)?;
+    check_file_harvest(&own.harvest)?;
+    Ok(own)
+}
+
+/// One repository's settings as the layers set them: its `[[repository]]` keys (the defaults
+/// when a command takes none), then the environment and the flags over them.
+#[derive(Clone, Debug)]
+pub(crate) struct RepositorySettings {
+    /// Its name; `None` when no file names the repository.
+    pub name: Option<String>,
+    /// The upstream; `None` when neither the file nor an override names one.
+    pub source: Option<Source>,
+    /// Where its files are published, when given (not yet derived from `[server]`).
+    pub public_url: Option<Url>,
+    /// Sets to harvest; empty for all.
+    pub sets: Vec<String>,
+    /// Scope prefixes replacing the default.
+    pub scope: Vec<Url>,
+    /// Where the records' landing pages are.
+    pub landing: crate::platform::LandingSettings,
+    /// Lower datestamp bound.
+    pub from: Option<Datestamp>,
+    /// Upper datestamp bound.
+    pub until: Option<Datestamp>,
+    /// Shard limits.
+    pub limits: Limits,
+    /// Write `.xml.gz` shards.
+    pub gzip: bool,
+    /// The profiles published beside the sitemap.
+    pub profiles: ProfileSettings,
+    /// Time between refreshes (`serve`).
+    pub refresh_interval: Duration,
+    /// How the store is used.
+    pub policy: crate::incremental::Policy,
+}
+
+impl Default for RepositorySettings {
+    fn default() -> Self {
+        RepositorySettings {
+            name: None,
+            source: None,
+            public_url: None,
+            sets: Vec::new(),
+            scope: Vec::new(),
+            landing: crate::platform::LandingSettings::default(),
+            from: None,
+            until: None,
+            limits: Limits::default(),
+            gzip: false,
+            profiles: ProfileSettings::default(),
+            refresh_interval: DEFAULT_REFRESH_INTERVAL,
+            policy: crate::incremental::Policy::default(),
         }
     }
-    parse_harvest(raw, harvest)
+}
+
+impl RepositorySettings {
+    /// The repository these settings make, named `name`, reading `source`, its upstream
+    /// treated as `harvest` says, configured in `file`.
+    pub(crate) fn into_repository(
+        self,
+        name: String,
+        source: Source,
+        harvest: (HarvestSettings, bool),
+        file: String,
+    ) -> RepositoryConfig {
+        RepositoryConfig {
+            name,
+            source,
+            public_url: self.public_url,
+            sets: self.sets,
+            scope: self.scope,
+            landing: self.landing,
+            from: self.from,
+            until: self.until,
+            limits: self.limits,
+            gzip: self.gzip,
+            profiles: self.profiles,
+            refresh_interval: self.refresh_interval,
+            harvest: harvest.0,
+            learn_from_web: harvest.1,
+            file,
+            policy: self.policy,
+        }
+    }
 }
 
 /// A `[[repository]]` read from `from`, its name not taken `before` it; `Err` names the key.
@@ -1221,7 +985,6 @@ fn parse_repository(
     before: &[RepositoryConfig],
     from: &Origin<'_>,
 ) -> Result<RepositoryConfig, (String, String)> {
-    let base_dir = from.base_dir;
     let label = match &r.name {
         Some(name) => format!("[[repository]] {name:?}"),
         None => format!(
@@ -1235,75 +998,28 @@ fn parse_repository(
         .clone()
         .ok_or_else(|| (key("name"), "is required".to_owned()))?;
     check_name(&name, before, from.file).map_err(|m| (key("name"), m))?;
-    let base_url = r
-        .base_url
-        .as_deref()
-        .ok_or_else(|| (key("base_url"), "is required".to_owned()))?;
-    let source = match Source::parse(base_url).map_err(|m| (key("base_url"), m))? {
-        Source::File(path) if path.is_relative() => Source::File(base_dir.join(path)),
-        other => other,
-    };
-    let repo = RepositoryConfig {
-        name,
-        source,
-        public_url: r
-            .public_url
-            .as_deref()
-            .map(directory_url)
-            .transpose()
-            .map_err(|m| (key("public_url"), m))?,
-        sets: validate_sets(std::mem::take(&mut r.sets)).map_err(|m| (key("sets"), m))?,
-        scope: parse_scope(&r.scope).map_err(|m| (key("scope"), m))?,
-        landing: parse_landing(&r, from.platforms).map_err(|(k, m)| (key(k), m))?,
-        from: r
-            .from
-            .as_deref()
-            .map(parse_date)
-            .transpose()
-            .map_err(|m| (key("from"), m))?,
-        until: r
-            .until
-            .as_deref()
-            .map(parse_date)
-            .transpose()
-            .map_err(|m| (key("until"), m))?,
-        limits: Limits {
-            max_urls: r.max_urls_per_shard.unwrap_or(MAX_URLS),
-            max_bytes: r.max_bytes_per_shard.unwrap_or(MAX_BYTES),
-        }
-        .validate()
-        .map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?,
-        gzip: r.gzip.unwrap_or(false),
-        profiles: parse_profiles(&mut r).map_err(|(k, m)| (key(&k), m))?,
-        refresh_interval: r
-            .refresh_interval_secs
-            .map_or(DEFAULT_REFRESH_INTERVAL, Duration::from_secs),
-        learn_from_web: (r.harvest.as_ref())
-            .and_then(|h| h.learn_from_web)
-            .unwrap_or(from.learn_from_web),
-        harvest: parse_repository_harvest(r.harvest.take(), from.harvest)
-            .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?,
-        file: from.file.to_owned(),
-        policy: crate::incremental::Policy {
-            full_interval: r.full_harvest_interval_secs.map_or(
-                crate::incremental::Policy::default().full_interval,
-                Duration::from_secs,
-            ),
-            shrink_guard: check_share(r.shrink_guard).map_err(|m| (key("shrink_guard"), m))?,
-            accept_shrink: false,
-        },
-    };
-    if repo.refresh_interval < MIN_REFRESH_INTERVAL {
-        return Err((
-            key("refresh_interval_secs"),
-            format!(
-                "must be at least {} seconds",
-                MIN_REFRESH_INTERVAL.as_secs()
-            ),
-        ));
+    if r.base_url.is_none() {
+        return Err((key("base_url"), "is required".to_owned()));
     }
-    check_range(repo.from, repo.until).map_err(|m| (key("from"), m))?;
-    Ok(repo)
+    let (ocx, harvest) = (r.ocx.take(), r.harvest.take());
+    let at = keys::At {
+        base_dir: from.base_dir,
+    };
+    let mut s = RepositorySettings::default();
+    s.landing.platforms = from.platforms.clone();
+    s.landing.web = crate::platform::Resolvers::for_commands();
+    r.apply(&mut s, &at).map_err(|(k, m)| (key(k), m))?;
+    s.limits =
+        (s.limits.validate()).map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?;
+    if let Some(raw) = ocx {
+        s.profiles.ocx = parse_ocx(raw, &at).map_err(|(k, m)| (key(&format!("ocx.{k}")), m))?;
+    }
+    let harvest = parse_repository_harvest(harvest, from.harvest, &at)
+        .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?;
+    check_range(s.from, s.until).map_err(|m| (key("from"), m))?;
+    let source = s.source.take().expect("base_url is given");
+    let harvest = (harvest.harvest, harvest.learn_from_web);
+    Ok(s.into_repository(name, source, harvest, from.file.to_owned()))
 }
 
 /// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
@@ -1332,54 +1048,6 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
         ));
     }
     Ok(())
-}
-
-/// A repository's landing settings: `platform`, `ui_url`, `landing_template`; `Err` names the key.
-fn parse_landing(
-    r: &RawRepository,
-    platforms: &crate::platform::Registry,
-) -> Result<crate::platform::LandingSettings, (&'static str, String)> {
-    Ok(crate::platform::LandingSettings {
-        platform: r
-            .platform
-            .as_deref()
-            .map(|name| parse_platform(name, platforms))
-            .transpose()
-            .map_err(|m| ("platform", m))?
-            .unwrap_or_default(),
-        ui_url: r
-            .ui_url
-            .as_deref()
-            .map(parse_ui_url)
-            .transpose()
-            .map_err(|m| ("ui_url", m))?,
-        template: r
-            .landing_template
-            .as_deref()
-            .map(parse_template)
-            .transpose()
-            .map_err(|m| ("landing_template", m))?,
-        platforms: platforms.clone(),
-        learned: None,
-        web: crate::platform::Resolvers::for_commands(),
-        robots: None,
-        sites: Vec::new(),
-        leave_out_files: r.content_files == Some(false),
-    })
-}
-
-/// A repository's profiles, its `[repository.ocx]` table taken out of `r`; `Err` names the key.
-fn parse_profiles(r: &mut RawRepository) -> Result<ProfileSettings, (String, String)> {
-    Ok(ProfileSettings {
-        signmap: r.signmap.unwrap_or(false),
-        cdif: r.cdif.unwrap_or(false),
-        cdif_list: r.cdif_list.unwrap_or(false),
-        diwoo: parse_diwoo(&r.diwoo).map_err(|m| ("diwoo".to_owned(), m))?,
-        ocx: match r.ocx.take() {
-            Some(raw) => parse_ocx(raw).map_err(|(k, m)| (format!("ocx.{k}"), m))?,
-            None => None,
-        },
-    })
 }
 
 impl Config {
@@ -1433,7 +1101,7 @@ impl Config {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         warnings.extend(self.memory_warning());
-        let state_url = self.state.url.as_ref().and_then(StateUrl::warning);
+        let state_url = self.state.url.as_ref().and_then(crate::store::StateUrl::warning);
         warnings.extend(state_url.map(|w| format!("[state] url {w}")));
         let repos = &self.repositories;
         for (i, j) in Self::alike(repos) {
@@ -1562,13 +1230,22 @@ pub(crate) fn repository_on_port_message(
     )
 }
 
-/// The variable and the flag over the listener `key` (`[server] listen` or `admin_listen`).
-pub(crate) fn listener_flags(key: &str) -> &'static str {
-    if key.ends_with("admin_listen") {
-        "OAI_BRIDGE_ADMIN_LISTEN, --admin-listen"
-    } else {
-        "OAI_BRIDGE_LISTEN, --listen"
-    }
+/// The variable and the flag over the listener `key` (`[server] listen` or `admin_listen`),
+/// as their declarations give them: `OAI_BRIDGE_LISTEN, --listen`.
+pub(crate) fn listener_flags(key: &str) -> String {
+    let name = key.rsplit(' ').next().unwrap_or(key);
+    let Some(declared) = keys::SERVER.iter().find(|k| k.name == name) else {
+        return String::new();
+    };
+    let variable = declared.env.map(|(variable, _)| variable);
+    let flags = (declared.flags.iter())
+        .filter(|(command, _)| *command == keys::CommandName::Serve)
+        .map(|(_, flag)| *flag);
+    variable
+        .into_iter()
+        .chain(flags)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A port to suggest instead of `port`: the next one up that no common web service takes.
@@ -1662,6 +1339,21 @@ pub(crate) fn parse_diwoo(
             }
         })
         .collect()
+}
+
+/// `SETSPEC=N` entries (`export --diwoo`) -> a DiWoo table.
+pub(crate) fn parse_diwoo_entries(entries: &[String]) -> Result<Vec<(String, u8)>, String> {
+    let mut table = std::collections::BTreeMap::new();
+    for entry in entries {
+        let (set, n) = entry
+            .rsplit_once('=')
+            .ok_or_else(|| format!("{entry:?}: give SETSPEC=CATEGORY"))?;
+        let n: i64 = n
+            .parse()
+            .map_err(|_| format!("{entry:?}: the category is a number"))?;
+        table.insert(set.to_owned(), n);
+    }
+    parse_diwoo(&table)
 }
 
 /// `platform`: `auto`, `generic`, or the name of a row of `platforms`.
@@ -2394,10 +2086,10 @@ mod tests {
     /// Every key of the file says what it takes, for the errors above.
     #[test]
     fn every_key_says_what_it_takes() {
-        for &key in KEYS {
+        for key in file_keys() {
             assert!(
-                typed::EXPECTED.iter().any(|(k, _)| *k == key),
-                "typed::EXPECTED lacks {key}"
+                keys::takes(key).is_some_and(|t| !t.is_empty()),
+                "{key} does not say what it takes"
             );
         }
     }
@@ -2586,71 +2278,13 @@ mod tests {
         assert!(!m("a.toml", "b.toml"));
     }
 
-    /// Every key of `bridge.toml`: the shipped file shows each with its default, and the
-    /// configuration reference (`docs/configuration.md`) describes each.
-    const KEYS: &[&str] = &[
-        "include",
-        "listen",
-        "admin_listen",
-        "public_url",
-        "state_dir",
-        "cache_bytes",
-        "drain_timeout_secs",
-        "client_timeout_secs",
-        "max_age_secs",
-        "admin_token",
-        "publish_url",
-        "publish_grace_secs",
-        "metrics_repository_series",
-        "spill_max_bytes",
-        "user_agent",
-        "request_timeout_secs",
-        "connect_timeout_secs",
-        "max_attempts",
-        "backoff_initial_ms",
-        "backoff_max_secs",
-        "retry_after_max_secs",
-        "politeness_delay_ms",
-        "deadline_secs",
-        "max_body_bytes",
-        "max_empty_pages",
-        "min_transfer_bytes_per_sec",
-        "min_transfer_window_secs",
-        "headers",
-        "learn_from_web",
-        "max_concurrent_refreshes",
-        "per_host_concurrency",
-        "start_spread_secs",
-        "memory_budget_bytes",
-        "url",
-        "lease_secs",
-        "name",
-        "base_url",
-        "sets",
-        "scope",
-        "platform",
-        "ui_url",
-        "landing_template",
-        "content_files",
-        "from",
-        "until",
-        "max_urls_per_shard",
-        "max_bytes_per_shard",
-        "gzip",
-        "signmap",
-        "cdif",
-        "cdif_list",
-        "diwoo",
-        "refresh_interval_secs",
-        "full_harvest_interval_secs",
-        "shrink_guard",
-        "enabled",
-        "default_type",
-        "teaser_chars",
-        "format",
-        "xpath",
-        "types",
-    ];
+    /// Every key of `bridge.toml`, from the declarations: the shipped file shows each with its
+    /// default, and the configuration reference (`docs/configuration.md`) describes each.
+    fn file_keys() -> impl Iterator<Item = &'static str> {
+        (keys::all())
+            .filter(|k| k.kind == keys::Kind::Key)
+            .map(|k| k.name)
+    }
 
     /// The shipped file parses, serves the sample repository, shows every key, and shows each
     /// with its default: what it says equals what an empty file gives.
@@ -2724,7 +2358,7 @@ mod tests {
         );
         assert_eq!(&r.policy, &d.policy);
         assert!(p.ocx.is_none() && q.ocx.is_none());
-        for key in KEYS {
+        for key in file_keys() {
             let shown = text.lines().any(|l| {
                 l.trim_start_matches(['#', ' '])
                     .starts_with(&format!("{key} ="))
@@ -2733,11 +2367,36 @@ mod tests {
         }
     }
 
+    /// Every declaration has a doc line, and the configuration reference names every
+    /// variable and flag the declarations give.
+    #[test]
+    fn the_configuration_reference_names_every_variable_and_flag() {
+        let reference = include_str!("../docs/configuration.md");
+        for key in keys::all() {
+            let name = format!("{} {}", key.section, key.name);
+            assert!(!key.doc.trim().is_empty(), "{name} has no doc line");
+            if let Some((variable, _)) = key.env {
+                assert!(
+                    reference.contains(&format!("`{variable}`")),
+                    "docs/configuration.md does not name {variable} ({name})"
+                );
+            }
+            for (_, flag) in key.flags {
+                // The flag itself, not a longer one it begins (`--state`, `--state-url`).
+                let named = reference.match_indices(flag).any(|(at, _)| {
+                    let next = reference[at + flag.len()..].chars().next();
+                    !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+                });
+                assert!(named, "docs/configuration.md does not name {flag} ({name})");
+            }
+        }
+    }
+
     /// The configuration reference names every key of `bridge.toml`, as `` `key` ``.
     #[test]
     fn the_configuration_reference_describes_every_key() {
         let reference = include_str!("../docs/configuration.md");
-        for key in KEYS {
+        for key in file_keys() {
             assert!(
                 reference.contains(&format!("`{key}`")),
                 "docs/configuration.md does not describe the key `{key}`"

@@ -102,6 +102,9 @@ pub struct Gateway {
     server: ServerConfig,
     /// `[state]` as the process started with it: only a restart changes it.
     state: crate::config::StateConfig,
+    /// Where each setting of `[server]`, `[harvest]` and `[state]` came from at the start, for
+    /// the status page.
+    pub(crate) sources: crate::config::Sources,
     /// With a shared state database: the fleet of gateways it coordinates.
     pub(crate) fleet: Option<Arc<fleet::Fleet>>,
     /// Reads the configuration again, with the layers of the start; `None`: nothing to reload.
@@ -645,6 +648,7 @@ impl Gateway {
             _hold: hold,
             server: config.server.clone(),
             state: config.state.clone(),
+            sources: config.sources.clone(),
             fleet: (config.state.url.as_ref())
                 .map(|url| Arc::new(fleet::Fleet::new(url, config.state.lease))),
             loader: None,

@@ -112,56 +112,8 @@ impl fmt::Display for Reloaded {
 /// folder, the cache's size, the connection and shutdown limits, `Cache-Control`, where and
 /// how generations are published to object storage.
 fn needs_restart(running: &ServerConfig, next: &ServerConfig) -> Vec<&'static str> {
-    // Taken apart field by field, so that a key added later does not compile until it is
-    // placed here, as reloadable or not.
-    let ServerConfig {
-        listen,
-        admin_listen,
-        public_url,
-        state_dir,
-        cache_bytes,
-        drain_timeout,
-        client_timeout,
-        max_age,
-        admin_token: _, // reloaded: a new token applies at once
-        publish_url,
-        publish_grace,
-        metrics_repository_series,
-        // Reloaded: the refreshes' pool takes them at once.
-        memory_budget: _,
-        spill_max: _,
-    } = next;
-    [
-        ("[server] listen", running.listen != *listen),
-        (
-            "[server] admin_listen",
-            running.admin_listen != *admin_listen,
-        ),
-        ("[server] public_url", running.public_url != *public_url),
-        ("[server] state_dir", running.state_dir != *state_dir),
-        ("[server] cache_bytes", running.cache_bytes != *cache_bytes),
-        (
-            "[server] drain_timeout_secs",
-            running.drain_timeout != *drain_timeout,
-        ),
-        (
-            "[server] client_timeout_secs",
-            running.client_timeout != *client_timeout,
-        ),
-        ("[server] max_age_secs", running.max_age != *max_age),
-        ("[server] publish_url", running.publish_url != *publish_url),
-        (
-            "[server] publish_grace_secs",
-            running.publish_grace != *publish_grace,
-        ),
-        (
-            "[server] metrics_repository_series",
-            running.metrics_repository_series != *metrics_repository_series,
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(key, changed)| changed.then_some(key))
-    .collect()
+    // Each key's declaration says whether a reload applies it (config::keys).
+    running.needs_restart(next)
 }
 
 impl Gateway {

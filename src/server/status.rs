@@ -367,6 +367,17 @@ fn head(
         slots.running, slots.waiting, slots.max, slots.per_host, slots.peak
     );
     memory(out, gateway, running, room);
+    // Where the settings came from, as `serve --check-config` says it.
+    let sources = gateway.sources.lines();
+    if !sources.is_empty() {
+        out.push_str(
+            "<details><summary>Where the settings came from at the start</summary>\n<ul>\n",
+        );
+        for line in &sources {
+            let _ = writeln!(out, "<li><code>{}</code></li>", escape(line));
+        }
+        out.push_str("</ul>\n<p>The others are their defaults.</p>\n</details>\n");
+    }
     // What the log said at start, and `serve --check-config`.
     if let Some(warning) =
         crate::config::public_url_warning(gateway.server.public_url.as_ref(), &gateway.public_url)

@@ -1000,6 +1000,26 @@ fn check_config_says_repository_for_one() {
     );
 }
 
+/// `--check-config` says where each setting that is not at its default came from: a flag, a
+/// variable or the file.
+#[test]
+fn check_config_says_where_the_settings_come_from() {
+    let o = check_config(
+        &["--listen", "127.0.0.1:0"],
+        &[("OAI_BRIDGE_ADMIN_LISTEN", "off")],
+    );
+    assert_exit(&o, 0);
+    let out = stdout(&o);
+    for line in [
+        "  settings (the others are their defaults):\n",
+        "    --listen: [server] listen\n",
+        "    OAI_BRIDGE_ADMIN_LISTEN: [server] admin_listen\n",
+        "    bridge.toml: [server] state_dir, cache_bytes,",
+    ] {
+        assert!(out.contains(line), "{line:?}: {out}");
+    }
+}
+
 /// A command whose reader went away before it printed (`| true`): it ends quietly, with no
 /// panic and no exit 101, as Unix tools do.
 #[test]

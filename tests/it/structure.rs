@@ -260,7 +260,6 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundations",
         &[
-            "cli",
             "error",
             "memo",
             "memory",
@@ -326,7 +325,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "bucket",
             "check",
+            "cli",
             "config",
+            "config::declare",
+            "config::keys",
             "export",
             "fuzzing",
             "migrate",
