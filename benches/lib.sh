@@ -102,7 +102,7 @@ start_upstream() {
   pids+=("$upstream_pid")
   wait_port "$port" "$upstream_pid" "$work/upstream.log"
 }
-stop_upstream() { kill "$upstream_pid" 2>/dev/null || true; wait "$upstream_pid" 2>/dev/null || true; }
+stop_upstream() { kill "${upstream_pid:-}" 2>/dev/null || true; wait "${upstream_pid:-}" 2>/dev/null || true; }
 
 # start_nginx_peer PORT: nginx, one worker pinned to core 0, serving $work/www on PORT with
 # gzip_static (a file's .gz sibling for clients that accept gzip), as a tuned static server would.
