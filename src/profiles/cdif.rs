@@ -257,12 +257,8 @@ impl ItemLists {
     }
 
     /// Appends `document`; when it does not fit, the list before it is closed and handed to
-    /// `emit` first. A document too large for an empty list is a list of its own.
-    ///
-    /// The lists carry no `newest` datestamp: which list a document falls in depends on the
-    /// documents before it, so one record deleted moves documents from list to list, which
-    /// the newest datestamp of each would not show (an export's sitemap of them gives no
-    /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
+    /// `emit` first. A document too large for an empty list is a list of its own. What
+    /// [`ItemLists::add_into`] writes, gathered in memory (for tests).
     #[cfg(test)]
     pub(crate) fn add<E>(
         &mut self,
@@ -283,8 +279,15 @@ impl ItemLists {
         Ok(())
     }
 
-    /// [`ItemLists::add`] into `files` of `sink`: when the sink streams
-    /// ([`FileSink::stream`]), each list is written as it fills instead of gathered first.
+    /// Appends `document` to the lists stored in `files` of `sink`; when it does not fit, the
+    /// list before it is closed and stored first. A document too large for an empty list is a
+    /// list of its own. When the sink streams ([`FileSink::stream`]), each list is written as
+    /// it fills instead of gathered first.
+    ///
+    /// The lists carry no `newest` datestamp: which list a document falls in depends on the
+    /// documents before it, so one record deleted moves documents from list to list, which
+    /// the newest datestamp of each would not show (an export's sitemap of them gives no
+    /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
     pub(crate) fn add_into<S: FileSink>(
         &mut self,
         sink: &mut S,
