@@ -493,6 +493,10 @@ fn patch_stored(
             Err(why) => return Ok(Err(why)),
         },
     };
+    // The changed records and what was made of them are freed: handed back before the patch
+    // reads and writes the profiles' files, whose buffers make its peak (3-5 MiB less at a
+    // million records).
+    crate::memory::release_free_memory();
     let (removing, adding) = (removed.len(), added.len());
     let patch = match patch::patch(
         published,

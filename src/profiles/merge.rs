@@ -208,12 +208,14 @@ impl<'a> Files<'a> {
         }
         // A file starts: written as it fills when the sink streams, unless shards cut again
         // are still to be numbered before it.
-        if self.urls == 0 && self.cut.is_none() {
-            if let Some(shards) = &self.shards {
-                self.stream = shards.open_next(sink)?;
-                if let Some((_, stream)) = &mut self.stream {
-                    stream.write(&self.file).map_err(sink_error)?;
-                }
+        if let Some(shards) = self
+            .shards
+            .as_ref()
+            .filter(|_| self.urls == 0 && self.cut.is_none())
+        {
+            self.stream = shards.open_next(sink)?;
+            if let Some((_, stream)) = &mut self.stream {
+                stream.write(&self.file).map_err(sink_error)?;
             }
         }
         let at = self.size;
