@@ -113,6 +113,22 @@ impl FileSink for Staging {
     fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
         self.link(name, path)
     }
+
+    fn stream(&mut self, name: &str) -> Result<Option<crate::publish::FileStream>, PublishError> {
+        Staging::stream(self, name).map(Some)
+    }
+
+    fn end_stream(
+        &mut self,
+        name: &str,
+        stream: crate::publish::FileStream,
+    ) -> Result<(u64, u32), PublishError> {
+        Staging::end_stream(self, name, stream)
+    }
+
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, PublishError> {
+        Staging::take_back(self, name, buf)
+    }
 }
 
 /// What an export's target gives back on commit.

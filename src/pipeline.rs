@@ -909,8 +909,21 @@ pub(crate) fn render<S: FileSink>(
         Some(patch) => patch.shared().to_vec(),
         None => ledger::shared_claims(&harvested.published),
     };
-    sink.put(ledger::LEDGER, &rows.encode(head))
-        .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    let parts = rows.encode_parts(head);
+    let sink_err = |e| WriteError::Sink(Box::new(e));
+    match sink.stream(ledger::LEDGER).map_err(sink_err)? {
+        Some(mut stream) => {
+            for part in &parts {
+                stream
+                    .write(part)
+                    .map_err(|e| WriteError::Sink(Box::new(e)))?;
+            }
+            sink.end_stream(ledger::LEDGER, stream).map_err(sink_err)?;
+        }
+        None => sink
+            .put(ledger::LEDGER, &parts.concat())
+            .map_err(sink_err)?,
+    }
     Ok(rendered)
 }
 

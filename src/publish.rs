@@ -141,6 +141,8 @@ pub(crate) struct Staging {
     bytes: u64,
     /// The direct writers' buffer, from one file to the next.
     aligned: Option<Chunk>,
+    /// The streams' buffers ([`Staging::stream`]), from one file to the next.
+    chunks: Vec<Chunk>,
 }
 
 impl Staging {
@@ -164,6 +166,7 @@ impl Staging {
             target: target.to_owned(),
             bytes: 0,
             aligned: None,
+            chunks: Vec::new(),
         })
     }
 
@@ -200,6 +203,52 @@ impl Staging {
                 false
             }
         }
+    }
+
+    /// Opens `name` in the staging folder to be written front to back ([`FileStream`]), with
+    /// direct I/O as [`Staging::write`] writes large files: a file made as it fills is never
+    /// whole in memory, nor copied once more into the writer's chunk.
+    pub(crate) fn stream(&mut self, name: &str) -> Result<FileStream, PublishError> {
+        let path = self.dir.path().join(name);
+        let chunk = self.chunks.pop();
+        let mut writer =
+            DirectWriter::create(&path, true, chunk).map_err(io_err("cannot write", &path))?;
+        writer.hasher = Some(crc32fast::Hasher::new());
+        Ok(FileStream { writer })
+    }
+
+    /// Ends a stream of [`Staging::stream`]: its length and CRC-32.
+    pub(crate) fn end_stream(
+        &mut self,
+        name: &str,
+        stream: FileStream,
+    ) -> Result<(u64, u32), PublishError> {
+        let path = self.dir.path().join(name);
+        let (len, crc) = (stream.writer.len(), stream.writer.crc());
+        let (_, chunk) = stream
+            .writer
+            .finish()
+            .map_err(io_err("cannot write", &path))?;
+        // A few streams are open at once (one per profile); their chunks are kept for the next.
+        if self.chunks.len() < 4 {
+            self.chunks.push(chunk);
+        }
+        self.bytes += len;
+        Ok((len, crc))
+    }
+
+    /// Reads the file ended by [`Staging::end_stream`] back into `buf` (its bytes from the
+    /// offset returned on) and takes it out of the staging folder.
+    pub(crate) fn take_back(
+        &mut self,
+        name: &str,
+        buf: &mut Vec<u8>,
+    ) -> Result<usize, PublishError> {
+        let path = self.dir.path().join(name);
+        let start = read_whole(&path, buf).map_err(io_err("cannot read", &path))?;
+        fs::remove_file(&path).map_err(io_err("cannot remove", &path))?;
+        self.bytes = self.bytes.saturating_sub((buf.len() - start) as u64);
+        Ok(start)
     }
 
     /// The staging folder.
@@ -309,6 +358,27 @@ pub(crate) struct DirectWriter {
     len: usize,
     /// Bytes written to the file.
     written: u64,
+    /// The CRC-32 of the bytes given, folded in a chunk at a time while the chunk is in the
+    /// cache, when asked for ([`Staging::stream`]).
+    hasher: Option<crc32fast::Hasher>,
+}
+
+/// A file of the staging folder written front to back ([`Staging::stream`]).
+pub struct FileStream {
+    writer: DirectWriter,
+}
+
+impl FileStream {
+    /// Appends `bytes`.
+    pub(crate) fn write(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.writer.write_all(bytes)
+    }
+}
+
+impl std::fmt::Debug for FileStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.writer.fmt(f)
+    }
 }
 
 /// How much a [`DirectWriter`] gathers before it writes.
@@ -399,7 +469,21 @@ impl DirectWriter {
             buf,
             len: 0,
             written: 0,
+            hasher: None,
         })
+    }
+
+    /// Bytes given so far.
+    fn len(&self) -> u64 {
+        self.written + self.len as u64
+    }
+
+    /// The CRC-32 of the bytes given, once finished (the chunk's last bytes are folded in
+    /// then: call before [`DirectWriter::finish`]).
+    fn crc(&self) -> u32 {
+        let mut hasher = self.hasher.clone().unwrap_or_default();
+        hasher.update(&self.buf.bytes()[..self.len]);
+        hasher.finalize()
     }
 
     /// Appends `bytes`.
@@ -411,6 +495,9 @@ impl DirectWriter {
             self.len += n;
             bytes = &bytes[n..];
             if self.len == CHUNK {
+                if let Some(hasher) = &mut self.hasher {
+                    hasher.update(self.buf.bytes());
+                }
                 self.write_chunk(CHUNK)?;
             }
         }

@@ -20,13 +20,12 @@
 //! CDIF's metadata list form (its option 3) gathers the same documents into schema.org
 //! `ItemList`s ([`ItemLists`], `application/ld+json; profile="CDIF-list-1.0"`).
 
-use std::io::Write as _;
-
 use oai_pmh::Datestamp;
 use serde::Serialize;
 
 use url::Url;
 
+use crate::publish::FileStream;
 use crate::render::sitemap::render_shards;
 use crate::render::{Limits, Shard};
 
@@ -229,8 +228,14 @@ const LIST_END_MAX: usize = LIST_COUNT.len() + 5 + LIST_CLOSE.len();
 #[must_use = "the last list is emitted by `finish`"]
 pub(crate) struct ItemLists {
     limits: Limits,
-    /// The list being filled (`urls` counts its items).
+    /// The list being filled (`urls` counts its items); its bytes when it is not streamed.
     list: Shard,
+    /// The list's length so far.
+    len: usize,
+    /// The list, when it is written as it fills ([`ItemLists::add_into`]): its name and file.
+    stream: Option<(String, FileStream)>,
+    /// An item's bytes before its document.
+    head: Vec<u8>,
 }
 
 impl ItemLists {
@@ -245,48 +250,143 @@ impl ItemLists {
                 urls: 0,
                 newest: None,
             },
+            len: LIST_OPEN.len(),
+            stream: None,
+            head: Vec::with_capacity(64),
         }
     }
 
     /// Appends `document`; when it does not fit, the list before it is closed and handed to
-    /// `emit` first. A document too large for an empty list is a list of its own.
-    ///
-    /// The lists carry no `newest` datestamp: which list a document falls in depends on the
-    /// documents before it, so one record deleted moves documents from list to list, which
-    /// the newest datestamp of each would not show (an export's sitemap of them gives no
-    /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
+    /// `emit` first. A document too large for an empty list is a list of its own. What
+    /// [`ItemLists::add_into`] writes, gathered in memory (for tests).
+    #[cfg(test)]
     pub(crate) fn add<E>(
         &mut self,
         document: &[u8],
         emit: impl FnOnce(&Shard) -> Result<(), E>,
     ) -> Result<(), E> {
-        let list = &self.list;
-        // ",\n" before it, the position's digits (at most five), the braces.
-        let len = 2 + ITEM_OPEN.len() + 5 + ITEM_DOCUMENT.len() + document.len() + 1;
-        if list.urls > 0
-            && (list.urls == self.limits.max_urls
-                || list.bytes.len() + len + LIST_END_MAX > self.limits.max_bytes)
-        {
+        if self.full(document) {
             self.close();
             emit(&self.list)?;
-            self.list.bytes.clear();
-            self.list.bytes.extend_from_slice(LIST_OPEN.as_bytes());
-            self.list.urls = 0;
+            self.restart();
         }
-        let list = &mut self.list;
-        if list.urls > 0 {
-            list.bytes.extend_from_slice(b",\n");
-        }
-        list.urls += 1;
-        list.bytes.extend_from_slice(ITEM_OPEN.as_bytes());
-        write!(list.bytes, "{}", list.urls).expect("writing into a Vec cannot fail");
-        list.bytes.extend_from_slice(ITEM_DOCUMENT.as_bytes());
-        list.bytes.extend_from_slice(document);
-        list.bytes.push(b'}');
+        self.item_head();
+        let list = &mut self.list.bytes;
+        list.extend_from_slice(&self.head);
+        list.extend_from_slice(document);
+        list.push(b'}');
+        self.len += self.head.len() + document.len() + 1;
         Ok(())
     }
 
+    /// Appends `document` to the lists stored in `files` of `sink`; when it does not fit, the
+    /// list before it is closed and stored first. A document too large for an empty list is a
+    /// list of its own. When the sink streams ([`FileSink::stream`]), each list is written as
+    /// it fills instead of gathered first.
+    ///
+    /// The lists carry no `newest` datestamp: which list a document falls in depends on the
+    /// documents before it, so one record deleted moves documents from list to list, which
+    /// the newest datestamp of each would not show (an export's sitemap of them gives no
+    /// `lastmod`; the gateway's gives when each list's file changed, as its validators do).
+    pub(crate) fn add_into<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        files: &mut Shards<'_>,
+        document: &[u8],
+    ) -> Result<(), WriteError> {
+        if self.full(document) {
+            self.end_into(sink, files)?;
+        }
+        if self.list.urls == 0 && self.stream.is_none() {
+            self.stream = files.open_next(sink)?;
+            if let Some((_, stream)) = &mut self.stream {
+                stream.write(LIST_OPEN.as_bytes()).map_err(sink_error)?;
+            }
+        }
+        self.item_head();
+        match &mut self.stream {
+            Some((_, stream)) => {
+                stream.write(&self.head).map_err(sink_error)?;
+                stream.write(document).map_err(sink_error)?;
+                stream.write(b"}").map_err(sink_error)?;
+            }
+            None => {
+                let list = &mut self.list.bytes;
+                list.extend_from_slice(&self.head);
+                list.extend_from_slice(document);
+                list.push(b'}');
+            }
+        }
+        self.len += self.head.len() + document.len() + 1;
+        Ok(())
+    }
+
+    /// [`ItemLists::finish`] into `files` of `sink` ([`ItemLists::add_into`]).
+    pub(crate) fn finish_into<S: FileSink>(
+        mut self,
+        sink: &mut S,
+        files: &mut Shards<'_>,
+    ) -> Result<(), WriteError> {
+        if self.list.urls > 0 {
+            self.end_into(sink, files)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the list and stores it in `files`; the next one starts.
+    fn end_into<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        files: &mut Shards<'_>,
+    ) -> Result<(), WriteError> {
+        match self.stream.take() {
+            Some((name, mut stream)) => {
+                self.head.clear();
+                self.end_bytes();
+                stream.write(&self.head).map_err(sink_error)?;
+                files.end_next(sink, (name, stream), None)?;
+            }
+            None => {
+                self.close();
+                files.put(sink, &self.list)?;
+            }
+        }
+        self.restart();
+        Ok(())
+    }
+
+    /// Whether `document` goes into the next list rather than this one.
+    fn full(&self, document: &[u8]) -> bool {
+        // ",\n" before it, the position's digits (at most five), the braces.
+        let len = 2 + ITEM_OPEN.len() + 5 + ITEM_DOCUMENT.len() + document.len() + 1;
+        self.list.urls > 0
+            && (self.list.urls == self.limits.max_urls
+                || self.len + len + LIST_END_MAX > self.limits.max_bytes)
+    }
+
+    /// Counts the next item, and puts its bytes before its document in `head`.
+    fn item_head(&mut self) {
+        let head = &mut self.head;
+        head.clear();
+        if self.list.urls > 0 {
+            head.extend_from_slice(b",\n");
+        }
+        self.list.urls += 1;
+        head.extend_from_slice(ITEM_OPEN.as_bytes());
+        decimal(head, self.list.urls);
+        head.extend_from_slice(ITEM_DOCUMENT.as_bytes());
+    }
+
+    /// Starts the next list.
+    fn restart(&mut self) {
+        self.list.bytes.clear();
+        self.list.bytes.extend_from_slice(LIST_OPEN.as_bytes());
+        self.list.urls = 0;
+        self.len = LIST_OPEN.len();
+    }
+
     /// Hands the last list, if it holds any document, to `emit`.
+    #[cfg(test)]
     pub(crate) fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<(), E> {
         if self.list.urls == 0 {
             return Ok(());
@@ -297,11 +397,37 @@ impl ItemLists {
 
     /// Writes the list's end.
     fn close(&mut self) {
-        let list = &mut self.list;
-        list.bytes.extend_from_slice(LIST_COUNT.as_bytes());
-        write!(list.bytes, "{}", list.urls).expect("writing into a Vec cannot fail");
-        list.bytes.extend_from_slice(LIST_CLOSE.as_bytes());
+        self.head.clear();
+        self.end_bytes();
+        self.list.bytes.extend_from_slice(&self.head);
     }
+
+    /// Puts the list's end after `head`.
+    fn end_bytes(&mut self) {
+        self.head.extend_from_slice(LIST_COUNT.as_bytes());
+        decimal(&mut self.head, self.list.urls);
+        self.head.extend_from_slice(LIST_CLOSE.as_bytes());
+    }
+}
+
+/// Appends `n` in decimal digits (as `{}` formats it, without the formatting machinery, once
+/// per item).
+fn decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+fn sink_error(e: std::io::Error) -> WriteError {
+    WriteError::Sink(Box::new(e))
 }
 
 /// The items of a CDIF metadata list as [`ItemLists`] writes it: its body between the list's
@@ -402,7 +528,7 @@ impl<'a> Writer<'a> {
         doc: CdifDocument<'_>,
     ) -> Result<(), WriteError> {
         if let Some((files, lists)) = &mut self.lists {
-            lists.add(doc.bytes, |list| files.put(sink, list))?;
+            lists.add_into(sink, files, doc.bytes)?;
         }
         // Published one by one: it has a URL of its own.
         if let (Some(locs), Some(url)) = (&mut self.locs, doc.url) {
@@ -423,7 +549,7 @@ impl<'a> Writer<'a> {
             published.index = shards.finish(sink)?;
         }
         if let Some((mut files, lists)) = self.lists {
-            lists.finish(|list| files.put(sink, list))?;
+            lists.finish_into(sink, &mut files)?;
             // The lists are listed in a sitemap of their own (an index lists sitemaps only).
             let mut shards = Shards::new(self.public_url, Profile::CdifList, "xml");
             let items = files.entries.iter().map(|(u, d)| (u.as_str(), *d));
@@ -566,6 +692,72 @@ mod tests {
                 .map(|i| json!(format!("https://h/r/{i}")))
                 .collect::<Vec<_>>()
         );
+    }
+
+    /// Lists written as they fill into a staging folder ([`ItemLists::add_into`]) are the lists
+    /// gathered in memory ([`ItemLists::add`]), byte for byte, and recorded with their length
+    /// and hash.
+    #[test]
+    fn streamed_lists_are_the_gathered_ones() {
+        let docs: Vec<String> = (1..=40)
+            .map(|i| {
+                document(&Fields {
+                    url: &format!("https://h/r/{i}"),
+                    titles: &[&"T".repeat(i * 13 % 200)],
+                    ..Fields::default()
+                })
+            })
+            .collect();
+        let url = Url::parse("https://h/").unwrap();
+        for limits in [
+            Limits {
+                max_urls: 3,
+                max_bytes: 1 << 20,
+            },
+            Limits {
+                max_urls: 50_000,
+                max_bytes: 2_000,
+            },
+            Limits {
+                max_urls: 11,
+                max_bytes: 5_000,
+            },
+        ] {
+            let mut gathered = Vec::new();
+            let mut l = ItemLists::new(limits);
+            for doc in &docs {
+                l.add(doc.as_bytes(), |list| {
+                    gathered.push(list.bytes.clone());
+                    Ok::<(), ()>(())
+                })
+                .unwrap();
+            }
+            l.finish(|list| {
+                gathered.push(list.bytes.clone());
+                Ok::<(), ()>(())
+            })
+            .unwrap();
+
+            let dir = tempfile::tempdir().unwrap();
+            let mut staging = crate::publish::Staging::new(&dir.path().join("out")).unwrap();
+            let mut sink = super::super::files::Recording::new(&mut staging);
+            let mut files = Shards::lists(&url);
+            let mut l = ItemLists::new(limits);
+            for doc in &docs {
+                l.add_into(&mut sink, &mut files, doc.as_bytes()).unwrap();
+            }
+            l.finish_into(&mut sink, &mut files).unwrap();
+            let records = std::mem::take(&mut sink.files);
+            assert_eq!(files.names.len(), gathered.len(), "{limits:?}");
+            for (n, (list, record)) in gathered.iter().zip(&records).enumerate() {
+                let name = Profile::list_name(n as u32 + 1);
+                let streamed = std::fs::read(staging.path().join(&name)).unwrap();
+                assert!(streamed == *list, "{limits:?}: {name} differs");
+                assert_eq!(record.name, name);
+                assert_eq!(record.len, list.len() as u64);
+                assert_eq!(record.hash, crate::profiles::ledger::hash(list));
+            }
+        }
     }
 
     /// No document, no list; a document larger than a list may be is a list of its own.

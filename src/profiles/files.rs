@@ -9,6 +9,7 @@ use flate2::write::GzEncoder;
 use oai_pmh::Datestamp;
 use url::Url;
 
+use crate::publish::FileStream;
 use crate::render::sitemap::render_index;
 use crate::render::{RenderError, Shard};
 
@@ -67,6 +68,29 @@ pub trait FileSink {
     /// shards at once, in one upload.
     fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
         Ok(name)
+    }
+
+    /// Opens the shard `name` (plain `.xml` or a list, never `.gz`) to be written front to
+    /// back, when this sink writes files as they come: a shard made as the files it comes from
+    /// are read is then never whole in memory, nor copied again to be written. `None`: the
+    /// caller gathers the bytes and puts them.
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
+        let _ = name;
+        Ok(None)
+    }
+
+    /// Ends the stream this sink opened as `name` ([`FileSink::stream`]); the file's length and
+    /// CRC-32. Nothing is recorded of it ([`FileSink::shard_stored`]): the caller does.
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
+        let _ = (name, stream);
+        unreachable!("a sink ends only the streams it opened")
+    }
+
+    /// Reads the file ended as `name` ([`FileSink::end_stream`]) back into `buf` (its bytes
+    /// from the offset returned on) and takes it out: it is not to be published as it stands.
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
+        let _ = (name, buf);
+        unreachable!("a sink takes back only the streams it opened")
     }
 
     /// Whether the profiles' ledger ([`super::ledger`]) is stored with the files: not by a
@@ -130,6 +154,18 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
 
     fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
         self.inner.listed_name(name)
+    }
+
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
+        self.inner.stream(name)
+    }
+
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
+        self.inner.end_stream(name, stream)
+    }
+
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
+        self.inner.take_back(name, buf)
     }
 
     fn records_shards(&self) -> bool {
@@ -255,6 +291,36 @@ impl<'a> Shards<'a> {
             sink.shard_stored(&name, file.size() as u64, hash);
         }
         self.listed(sink, name, changed.or(file.newest()))
+    }
+
+    /// Opens the next shard as a stream ([`FileSink::stream`]), when the sink streams: its name
+    /// and the stream, for [`Shards::end_next`].
+    pub(crate) fn open_next<S: FileSink>(
+        &self,
+        sink: &mut S,
+    ) -> Result<Option<(String, FileStream)>, WriteError> {
+        let name = self.name(self.names.len() as u32 + 1);
+        let stream = sink
+            .stream(&name)
+            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        Ok(stream.map(|stream| (name, stream)))
+    }
+
+    /// Stores the next shard, streamed as `name` ([`Shards::open_next`]), whose newest entry
+    /// is `newest`.
+    pub(crate) fn end_next<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        (name, stream): (String, FileStream),
+        newest: Option<Datestamp>,
+    ) -> Result<(), WriteError> {
+        let (len, crc) = sink
+            .end_stream(&name, stream)
+            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        if sink.records_shards() {
+            sink.shard_stored(&name, len, u64::from(crc));
+        }
+        self.listed(sink, name, newest)
     }
 
     /// Lists the shard stored as `name` in the index, under the name `sink` gives it.

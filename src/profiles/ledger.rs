@@ -14,6 +14,8 @@
 //! recorded. Entries are keyed by identifier because an entry does not say which record it is
 //! (a Signmap entry names its landing page, an OCX entry may only name its document).
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::patch::{PublishedShard, Unpatchable, refuse};
@@ -207,17 +209,30 @@ impl Rows {
 
     /// The ledger of these rows under `head` (whose `rows` it sets), with a hash of it all at
     /// its end.
-    pub(crate) fn encode(&self, mut head: Head) -> Vec<u8> {
+    #[cfg(test)]
+    pub(crate) fn encode(&self, head: Head) -> Vec<u8> {
+        let [start, rows, end] = self.encode_parts(head);
+        [&*start, &*rows, &*end].concat()
+    }
+
+    /// [`Rows::encode`] in its three parts, one after another: what comes before the rows, the
+    /// rows (not copied: a million records' rows are tens of megabytes), and the hash.
+    pub(crate) fn encode_parts(&self, mut head: Head) -> [Cow<'_, [u8]>; 3] {
         head.rows = self.count;
         let json = serde_json::to_vec(&head).expect("a ledger's head serializes");
-        let mut out = Vec::with_capacity(MAGIC.len() + json.len() + 1 + self.bytes.len() + 8);
-        out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&json);
-        out.push(b'\n');
-        out.extend_from_slice(&self.bytes);
-        let sum = xxhash_rust::xxh3::xxh3_64(&out);
-        out.extend_from_slice(&sum.to_le_bytes());
-        out
+        let mut start = Vec::with_capacity(MAGIC.len() + json.len() + 1);
+        start.extend_from_slice(MAGIC);
+        start.extend_from_slice(&json);
+        start.push(b'\n');
+        let mut sum = xxhash_rust::xxh3::Xxh3Default::new();
+        sum.update(&start);
+        sum.update(&self.bytes);
+        let end = sum.digest().to_le_bytes().to_vec();
+        [
+            Cow::Owned(start),
+            Cow::Borrowed(&self.bytes),
+            Cow::Owned(end),
+        ]
     }
 }
 

@@ -36,6 +36,7 @@ use super::ledger::{FileRecord, Head, RowReader, Rows, SharedClaims};
 use super::signposts::SignStats;
 use super::spill::BLANK_SHARE;
 use super::{Profile, ProfileSettings, ocx, signmap};
+use crate::publish::FileStream;
 
 /// Columns of a ledger row's lengths and of the entry streams.
 const SIGNMAP: usize = 0;
@@ -160,7 +161,16 @@ struct Files<'a> {
     cut: Option<Urlsets<'a>>,
     /// Of each lost entry, in order: whether it was blanked out (else cut out).
     blanked: Vec<bool>,
+    /// The file being filled, when it is written as it fills ([`FileSink::stream`]): its
+    /// name and stream. `file` then holds only the header.
+    stream: Option<(String, FileStream)>,
+    /// A streamed file read back to be cut again (rare: its lost entries took more than
+    /// 1/[`BLANK_SHARE`] of it).
+    back: Vec<u8>,
 }
+
+/// Spaces, to blank out a lost entry in a streamed file.
+const SPACES: [u8; 256] = [b' '; 256];
 
 impl<'a> Files<'a> {
     fn new(open: &'a str, limits: Limits, shards: Option<Shards<'a>>) -> Self {
@@ -180,6 +190,8 @@ impl<'a> Files<'a> {
             lost: Vec::new(),
             cut: None,
             blanked: Vec::new(),
+            stream: None,
+            back: Vec::new(),
         }
     }
 
@@ -194,23 +206,49 @@ impl<'a> Files<'a> {
         {
             self.close(sink)?;
         }
+        // A file starts: written as it fills when the sink streams, unless shards cut again
+        // are still to be numbered before it.
+        if let Some(shards) = self
+            .shards
+            .as_ref()
+            .filter(|_| self.urls == 0 && self.cut.is_none())
+        {
+            self.stream = shards.open_next(sink)?;
+            if let Some((_, stream)) = &mut self.stream {
+                stream.write(&self.file).map_err(sink_error)?;
+            }
+        }
         let at = self.size;
         self.size += len;
         match entry {
             Entry::Won(bytes, lastmod) => {
                 self.kept.push((at, len, lastmod));
-                if self.shards.is_some() {
-                    self.file.extend_from_slice(bytes);
+                match &mut self.stream {
+                    Some((_, stream)) => stream.write(bytes).map_err(sink_error)?,
+                    None if self.shards.is_some() => self.file.extend_from_slice(bytes),
+                    None => {}
                 }
             }
             Entry::Sized(len) => self.kept.push((at, len, None)),
             Entry::Lost(len) => {
                 self.lost.push(len);
-                if self.shards.is_some() {
-                    // As `ShardFile::settle` blanks it: spaces and a line feed.
-                    self.file
-                        .resize(self.file.len() + len.saturating_sub(1), b' ');
-                    self.file.push(b'\n');
+                // As `ShardFile::settle` blanks it: spaces and a line feed.
+                let spaces = len.saturating_sub(1);
+                match &mut self.stream {
+                    Some((_, stream)) => {
+                        let mut left = spaces;
+                        while left > 0 {
+                            let n = left.min(SPACES.len());
+                            stream.write(&SPACES[..n]).map_err(sink_error)?;
+                            left -= n;
+                        }
+                        stream.write(b"\n").map_err(sink_error)?;
+                    }
+                    None if self.shards.is_some() => {
+                        self.file.resize(self.file.len() + spaces, b' ');
+                        self.file.push(b'\n');
+                    }
+                    None => {}
                 }
             }
         }
@@ -230,12 +268,29 @@ impl<'a> Files<'a> {
         self.blanked.extend(self.lost.iter().map(|_| !cut));
         if let Some(shards) = &mut self.shards {
             let newest = self.kept.iter().map(|k| k.2).max().flatten();
+            let mut from = None;
+            if let Some((name, mut stream)) = self.stream.take() {
+                if !cut {
+                    stream.write(URLSET_CLOSE.as_bytes()).map_err(sink_error)?;
+                    shards.end_next(sink, (name, stream), newest)?;
+                    self.reset();
+                    return Ok(());
+                }
+                // Its winners are cut again from the bytes as written.
+                let sink_err = |e| WriteError::Sink(Box::new(e));
+                sink.end_stream(&name, stream).map_err(sink_err)?;
+                from = Some(sink.take_back(&name, &mut self.back).map_err(sink_err)?);
+            }
             if cut {
                 let urlsets = self
                     .cut
                     .get_or_insert_with(|| Urlsets::new(self.open, self.limits));
+                let bytes = match from {
+                    Some(start) => &self.back[start..],
+                    None => &self.file[..],
+                };
                 for &(at, len, lastmod) in &self.kept {
-                    let entry = &self.file[at..at + len];
+                    let entry = &bytes[at..at + len];
                     urlsets.push(
                         |b| {
                             b.extend_from_slice(entry);
@@ -257,6 +312,14 @@ impl<'a> Files<'a> {
                 shards.put(sink, &shard)?;
                 self.file = shard.bytes;
             }
+        }
+        self.reset();
+        Ok(())
+    }
+
+    /// Empties the file being filled, for the next.
+    fn reset(&mut self) {
+        if self.shards.is_some() {
             self.file.clear();
             self.file
                 .extend_from_slice(crate::render::sitemap::XML_DECL.as_bytes());
@@ -266,7 +329,6 @@ impl<'a> Files<'a> {
         self.urls = 0;
         self.kept.clear();
         self.lost.clear();
-        Ok(())
     }
 
     /// The last file and cut shards; the index's URL.
@@ -282,6 +344,10 @@ impl<'a> Files<'a> {
     }
 }
 
+fn sink_error(e: std::io::Error) -> WriteError {
+    WriteError::Sink(Box::new(e))
+}
+
 /// A sink that stores nothing, for a dry run of [`Files`].
 struct Nowhere;
 
@@ -292,17 +358,27 @@ impl FileSink for Nowhere {
     }
 }
 
-/// Which of the entries that lost in the files `rows` describe (in order, for the Signmap and
-/// OCX) are there blanked out, rather than cut out with their file.
-pub(crate) fn replay_blanked(rows: &[u8], limits: Limits) -> Result<[Vec<bool>; 2], Unpatchable> {
-    let mut files = [
-        Files::new(signmap::URLSET_OPEN, limits, None),
-        Files::new(ocx::URLSET_OPEN, limits, None),
-    ];
-    let mut reader = RowReader::new(rows)?;
-    let never = |e: WriteError| Unpatchable(e.to_string());
-    while let Some(row) = reader.row() {
-        for (c, files) in files.iter_mut().enumerate() {
+/// Which of the entries that lost in the files a ledger's rows describe (in order, for the
+/// Signmap and OCX) are there blanked out, rather than cut out with their file: the rows given
+/// one after another ([`BlankReplay::row`]), as the ledger is read for other ends too.
+pub(crate) struct BlankReplay {
+    files: [Files<'static>; 2],
+}
+
+impl BlankReplay {
+    /// A replay of files cut within `limits`.
+    pub(crate) fn new(limits: Limits) -> Self {
+        Self {
+            files: [
+                Files::new(signmap::URLSET_OPEN, limits, None),
+                Files::new(ocx::URLSET_OPEN, limits, None),
+            ],
+        }
+    }
+
+    /// The next row.
+    pub(crate) fn row(&mut self, row: &super::ledger::Row<'_>) -> Result<(), Unpatchable> {
+        for (c, files) in self.files.iter_mut().enumerate() {
             let len = row.lens[c] as usize;
             if row.landing && len > 0 {
                 let entry = if row.lost {
@@ -313,12 +389,21 @@ pub(crate) fn replay_blanked(rows: &[u8], limits: Limits) -> Result<[Vec<bool>; 
                 files.push(&mut Nowhere, entry).map_err(never)?;
             }
         }
-        reader.advance()?;
+        Ok(())
     }
-    let [mut signmap, mut ocx] = files;
-    signmap.close(&mut Nowhere).map_err(never)?;
-    ocx.close(&mut Nowhere).map_err(never)?;
-    Ok([signmap.blanked, ocx.blanked])
+
+    /// Of each lost entry of the Signmap and OCX, whether it is blanked out.
+    pub(crate) fn finish(self) -> Result<[Vec<bool>; 2], Unpatchable> {
+        let [mut signmap, mut ocx] = self.files;
+        signmap.close(&mut Nowhere).map_err(never)?;
+        ocx.close(&mut Nowhere).map_err(never)?;
+        Ok([signmap.blanked, ocx.blanked])
+    }
+}
+
+/// A dry run writes nothing, so it cannot fail to.
+fn never(e: WriteError) -> Unpatchable {
+    Unpatchable(e.to_string())
 }
 
 impl ProfilePatch {
@@ -478,7 +563,7 @@ impl ProfilePatch {
                 old.advance()?;
             }
         }
-        for file in &published {
+        for file in &mut published {
             file.finished()?;
         }
         if settings.ocx.is_some() {
@@ -588,7 +673,17 @@ struct Published<'p> {
     body: usize,
     at: usize,
     end: usize,
+    /// The current file's record, and its CRC-32 so far: of `buf[..hashed]` from its start.
+    /// A file is hashed a little ahead of what is taken from it, while those bytes are in the
+    /// cache anyway, and checked once it has been read to its end (before the next is read);
+    /// what was made of a file that is not as recorded then fails the writing.
+    record: Option<&'p FileRecord>,
+    hasher: super::ledger::Hasher,
+    hashed: usize,
 }
+
+/// How far ahead of what is taken a published file is hashed.
+const HASH_AHEAD: usize = 256 * 1024;
 
 impl<'p> Published<'p> {
     /// The shards of `profile` whose root start tag is `open`.
@@ -616,11 +711,37 @@ impl<'p> Published<'p> {
             body: 0,
             at: 0,
             end: 0,
+            record: None,
+            hasher: super::ledger::Hasher::new(),
+            hashed: 0,
         }
+    }
+
+    /// Hashes the current file up to `to` at least (a window ahead of it, within the file).
+    fn hash_to(&mut self, to: usize) {
+        if to > self.hashed {
+            let end = (to.max(self.hashed + HASH_AHEAD)).min(self.buf.len());
+            self.hasher.update(&self.buf[self.hashed..end]);
+            self.hashed = end;
+        }
+    }
+
+    /// Checks that the current file, read to its end, is as the ledger recorded it.
+    fn check(&mut self) -> Result<(), Unpatchable> {
+        let Some(record) = self.record.take() else {
+            return Ok(());
+        };
+        self.hash_to(self.buf.len());
+        let hasher = std::mem::replace(&mut self.hasher, super::ledger::Hasher::new());
+        if hasher.finish() != record.hash {
+            return refuse(format!("{} is not as it was published", record.name));
+        }
+        Ok(())
     }
 
     /// Reads the next file; `false` past the last.
     fn load(&mut self) -> Result<bool, Unpatchable> {
+        self.check()?;
         let Some(&record) = self.names.get(self.next) else {
             return Ok(false);
         };
@@ -630,9 +751,10 @@ impl<'p> Published<'p> {
             return refuse(format!("{name} cannot be read"));
         };
         let bytes = &self.buf[start..];
-        if bytes.len() as u64 != record.len || super::ledger::hash(bytes) != record.hash {
+        if bytes.len() as u64 != record.len {
             return refuse(format!("{name} is not as it was published"));
         }
+        (self.record, self.hashed) = (Some(record), start);
         let body = match self.open {
             Some(open) => bytes
                 .get(header(open)..)
@@ -672,10 +794,12 @@ impl<'p> Published<'p> {
             }
             None => {
                 let body = &self.buf[self.body..self.end];
-                let (document, next) =
+                let (_, next) =
                     cdif::list_item(body, self.at - self.body, len).ok_or_else(damaged)?;
                 self.at = self.body + next;
-                Ok(document)
+                self.hash_to(self.at);
+                // The item's document: `len` bytes before its closing brace.
+                Ok(&self.buf[self.at - 1 - len..self.at - 1])
             }
         }
     }
@@ -700,6 +824,7 @@ impl<'p> Published<'p> {
             return refuse("a published file does not hold the ledger's entries");
         }
         self.at += len;
+        self.hash_to(self.at);
         Ok(&self.buf[self.at - len..self.at])
     }
 
@@ -712,17 +837,17 @@ impl<'p> Published<'p> {
         }
         let rest = &self.buf[self.at..self.end];
         let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-        let entry = &self.buf[self.at..self.at + len];
         self.at += len;
-        Ok(Some(entry))
+        self.hash_to(self.at);
+        Ok(Some(&self.buf[self.at - len..self.at]))
     }
 
-    /// Checks that every entry of every file was taken.
-    fn finished(&self) -> Result<(), Unpatchable> {
+    /// Checks that every entry of every file was taken, and the last file read.
+    fn finished(&mut self) -> Result<(), Unpatchable> {
         if self.at != self.end || self.next != self.names.len() {
             return refuse("the published files hold more entries than the ledger");
         }
-        Ok(())
+        self.check()
     }
 }
 
@@ -734,4 +859,101 @@ pub(crate) fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> V
         s.requires_lastmod += lastmod;
     }
     stats
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::publish::Staging;
+
+    /// A sink that keeps every file in memory, and never streams.
+    #[derive(Default)]
+    struct Memory(BTreeMap<String, Vec<u8>>);
+
+    impl FileSink for Memory {
+        type Error = std::convert::Infallible;
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+            self.0.insert(name.to_owned(), bytes.to_vec());
+            Ok(())
+        }
+    }
+
+    /// The files of a staging folder, by name.
+    fn staged(staging: &Staging) -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(staging.path())
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let name = e.file_name().into_string().unwrap();
+                (name, std::fs::read(e.path()).unwrap())
+            })
+            .collect()
+    }
+
+    /// An entry of the Signmap's shape for `i`, of some length.
+    fn entry(i: usize) -> Vec<u8> {
+        format!(
+            "<url><loc>https://r.example/{i}</loc><x>{}</x></url>\n",
+            "y".repeat(i * 37 % 300)
+        )
+        .into_bytes()
+    }
+
+    proptest::proptest! {
+        /// Shards written as they fill into a staging folder are the shards gathered in
+        /// memory, byte for byte, with the same records of them: a file without lost entries,
+        /// one whose few lost entries are blanked out, and one cut again from its winners
+        /// (read back from the folder), the next files after it gathered.
+        #[test]
+        fn streamed_shards_are_the_gathered_ones(
+            lost in proptest::collection::vec(proptest::bool::weighted(0.15), 1..200),
+            max_urls in 1usize..30,
+        ) {
+            let url = Url::parse("https://r.example/").unwrap();
+            let limits = Limits { max_urls, max_bytes: 6_000 };
+            let entries: Vec<Vec<u8>> = (0..lost.len()).map(entry).collect();
+            let lastmod = Datestamp::parse("2024-05-06");
+            let dir = tempfile::tempdir().unwrap();
+            let mut staging = Staging::new(&dir.path().join("out")).unwrap();
+            let mut recording = crate::profiles::files::Recording::new(&mut staging);
+            let mut files = Files::new(
+                signmap::URLSET_OPEN,
+                limits,
+                Some(Shards::new(&url, Profile::Signmap, "xml")),
+            );
+            for (e, &l) in entries.iter().zip(&lost) {
+                let entry = if l { Entry::Lost(e.len()) } else { Entry::Won(e, lastmod) };
+                files.push(&mut recording, entry).unwrap();
+            }
+            files.close(&mut recording).unwrap();
+            let streamed_blanked = files.blanked.clone();
+            let streamed_index = files.finish(&mut recording).unwrap();
+            let mut streamed_records = std::mem::take(&mut recording.files);
+
+            let mut memory = Memory::default();
+            let mut recording = crate::profiles::files::Recording::new(&mut memory);
+            let mut files = Files::new(
+                signmap::URLSET_OPEN,
+                limits,
+                Some(Shards::new(&url, Profile::Signmap, "xml")),
+            );
+            for (e, &l) in entries.iter().zip(&lost) {
+                let entry = if l { Entry::Lost(e.len()) } else { Entry::Won(e, lastmod) };
+                files.push(&mut recording, entry).unwrap();
+            }
+            files.close(&mut recording).unwrap();
+            let gathered_blanked = files.blanked.clone();
+            let gathered_index = files.finish(&mut recording).unwrap();
+            let mut gathered_records = std::mem::take(&mut recording.files);
+
+            proptest::prop_assert_eq!(streamed_index, gathered_index);
+            proptest::prop_assert_eq!(streamed_blanked, gathered_blanked);
+            streamed_records.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            gathered_records.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+            proptest::prop_assert_eq!(streamed_records, gathered_records);
+            proptest::prop_assert_eq!(staged(&staging), memory.0);
+        }
+    }
 }
