@@ -807,6 +807,7 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, no
         out.push_str("<br><i>due, waiting for a slot</i>");
     }
     notices(out, status, now);
+    fleet_notes(out, status, now);
     if let Some(e) = &status.last_error {
         let _ = write!(
             out,
@@ -822,6 +823,57 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, no
         (false, None) => "not scheduled".to_owned(),
     };
     let _ = writeln!(out, "</td><td>{next}</td></tr>");
+}
+
+/// The repository's place in the fleet (the lease, its token, how far this gateway is behind
+/// the generation recorded) and its last upload to the bucket.
+fn fleet_notes(out: &mut String, status: &RepoStatus, now: SystemTime) {
+    if let Some(view) = &status.fleet {
+        let fence = view
+            .fence
+            .map_or_else(String::new, |f| format!(" (fence {f})"));
+        let lease = match &view.holder {
+            Some(holder) => format!("held by {}{fence}", escape(holder)),
+            None => format!("free{}", fence.replace("(fence", "(last fence")),
+        };
+        let _ = write!(out, "<br><small>lease: {lease}");
+        match view.behind {
+            0 => out.push_str("; serving the fleet's generation"),
+            n => {
+                let since = view
+                    .behind_since
+                    .map_or_else(String::new, |t| format!(", recorded {}", ago(now, t)));
+                let _ = write!(
+                    out,
+                    "; <span class=\"bad\">behind by {n} generation{}{since}</span>",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+        out.push_str("</small>");
+    }
+    if let Some(u) = &status.last_upload {
+        let _ = write!(out, "<br><small>last upload {}: ", ago(now, u.at));
+        match &u.error {
+            Some(e) => {
+                out.push_str("<span class=\"bad\">failed</span>");
+                error_text(out, e);
+            }
+            None => {
+                let n = &u.uploaded;
+                let _ = write!(
+                    out,
+                    "{} files sent ({}), {} unchanged, {} retired, {} deleted",
+                    n.uploaded,
+                    human_bytes(n.uploaded_bytes),
+                    n.files.saturating_sub(n.uploaded),
+                    n.retired,
+                    n.deleted
+                );
+            }
+        }
+        out.push_str("</small>");
+    }
 }
 
 /// What the guards hold back: a shrink, a list that ended short, refused selective harvesting.

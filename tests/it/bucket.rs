@@ -371,24 +371,28 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
 
 /// What a proxy does with a PUT past its allowance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
+pub(crate) enum Held {
     /// Never answers, as a network that stops mid-upload.
     Stall,
+    /// Passes it on once [`Proxy::release`] is called, as a stall that ends.
+    Pause,
     /// Answers 403 AccessDenied, as a bucket whose credentials were revoked.
     Refuse,
 }
 
 /// A proxy in front of moto that lets `allowed` PUTs through and holds every later one;
 /// `held` is notified at each held request.
-struct Proxy {
-    address: String,
+pub(crate) struct Proxy {
+    pub(crate) address: String,
     allowed: Arc<AtomicUsize>,
     puts: Arc<AtomicUsize>,
-    held: Arc<Notify>,
+    pub(crate) held: Arc<Notify>,
+    /// What the held requests of [`Held::Pause`] wait for.
+    released: Arc<tokio::sync::Semaphore>,
 }
 
 impl Proxy {
-    async fn start(endpoint: String, allowed: usize, mode: Held) -> Proxy {
+    pub(crate) async fn start(endpoint: String, allowed: usize, mode: Held) -> Proxy {
         use http_body_util::{BodyExt as _, Full};
         use hyper::service::service_fn;
         use hyper_util::rt::TokioIo;
@@ -399,6 +403,7 @@ impl Proxy {
             allowed: Arc::new(AtomicUsize::new(allowed)),
             puts: Arc::new(AtomicUsize::new(0)),
             held: Arc::new(Notify::new()),
+            released: Arc::new(tokio::sync::Semaphore::new(0)),
         };
         let shared = (
             Arc::clone(&proxy.allowed),
@@ -406,21 +411,29 @@ impl Proxy {
             Arc::clone(&proxy.held),
             reqwest::Client::new(),
             endpoint,
+            Arc::clone(&proxy.released),
         );
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
                 let shared = shared.clone();
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let (allowed, puts, held, client, endpoint) = shared.clone();
+                    let (allowed, puts, held, client, endpoint, released) = shared.clone();
                     async move {
-                        if request.method() == hyper::Method::PUT
-                            && puts.fetch_add(1, Ordering::SeqCst) >= allowed.load(Ordering::SeqCst)
-                        {
+                        let over = request.method() == hyper::Method::PUT
+                            && puts.fetch_add(1, Ordering::SeqCst)
+                                >= allowed.load(Ordering::SeqCst)
+                            && !(mode == Held::Pause && released.available_permits() > 0);
+                        if over {
                             held.notify_one();
                             if mode == Held::Stall {
                                 std::future::pending::<()>().await;
                             }
+                            if mode == Held::Pause {
+                                drop(released.acquire().await.unwrap());
+                            }
+                        }
+                        if over && mode == Held::Refuse {
                             let denied = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
                                           <Message>Access Denied</Message></Error>";
                             let response = hyper::Response::builder()
@@ -457,6 +470,11 @@ impl Proxy {
             }
         });
         proxy
+    }
+
+    /// Lets the requests held by [`Held::Pause`] through, and every later one.
+    pub(crate) fn release(&self) {
+        self.released.add_permits(1 << 20);
     }
 
     /// Holds every PUT from now on.
