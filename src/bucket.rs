@@ -300,14 +300,11 @@ impl Bucket {
             }
             Err(e) => return Err(self.request("write", MANIFEST)(e)),
         };
-        Ok(
-            (conditional && (written.e_tag.is_some() || written.version.is_some())).then(|| {
-                UpdateVersion {
-                    e_tag: written.e_tag,
-                    version: written.version,
-                }
-            }),
-        )
+        let known = written.e_tag.is_some() || written.version.is_some();
+        Ok((conditional && known).then_some(UpdateVersion {
+            e_tag: written.e_tag,
+            version: written.version,
+        }))
     }
 
     fn superseded(&self, reason: &str) -> BucketError {
