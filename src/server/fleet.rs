@@ -430,3 +430,68 @@ impl Lease {
             .unwrap_or_else(|e| Err(format!("lost the lease: its check failed: {e}")))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn recorded(generation: Option<&str>, published: i64, secs: u64) -> Recorded {
+        Recorded {
+            repository: "r".into(),
+            holder: None,
+            fence: Some(7),
+            generation: generation.map(str::to_owned),
+            generation_fence: Some(7),
+            refreshed_at: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs)),
+            published,
+        }
+    }
+
+    /// The lag counts the generations recorded since the one this gateway last served, and
+    /// the time since the one it does not serve yet was recorded.
+    #[test]
+    fn a_follower_counts_the_generations_it_is_behind() {
+        let start = FleetView::default();
+        // Nothing recorded yet: nothing to be behind.
+        assert_eq!(start.next(&recorded(None, 0, 0), None).behind, 0);
+        // Serving the generation recorded: caught up, at the third generation.
+        let caught = start.next(&recorded(Some("g3"), 3, 100), Some("g3"));
+        assert_eq!((caught.behind, caught.behind_since), (0, None));
+        // Two generations later, still serving g3.
+        let behind = caught.next(&recorded(Some("g5"), 5, 200), Some("g3"));
+        assert_eq!(behind.behind, 2);
+        assert_eq!(
+            behind.behind_since,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(200))
+        );
+        // A gateway that never served the recorded one (just started) is one behind.
+        assert_eq!(start.next(&recorded(Some("g5"), 5, 200), None).behind, 1);
+        assert_eq!(start.next(&recorded(Some("g5"), 5, 200), Some("g1")).behind, 1);
+        // Then catches up.
+        assert_eq!(behind.next(&recorded(Some("g5"), 5, 200), Some("g5")).behind, 0);
+    }
+
+    /// The fleet's connection gives up on a server that accepts and never answers, instead of
+    /// holding its lock (and every lease) for ever.
+    #[tokio::test]
+    async fn the_fleet_gives_up_on_a_server_that_never_answers() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let url = StateUrl::parse(&format!(
+            "postgres://bridge@127.0.0.1:{port}/db?connect_timeout=1"
+        ))
+        .unwrap();
+        let fleet = Fleet::new(&url, Duration::from_secs(60));
+        let started = std::time::Instant::now();
+        let e = (fleet.claim("r", Duration::from_secs(60), false))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            e.contains("cannot connect: no answer to the connection's handshake within 1s"),
+            "{e}"
+        );
+        drop(listener);
+    }
+}

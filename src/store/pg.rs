@@ -1555,6 +1555,34 @@ mod tests {
     use crate::store::Store;
     use postgres::config::SslMode;
 
+    /// A server that accepts connections and never says a word, as a database stuck in its
+    /// startup; held open while the test runs.
+    fn silent_server() -> (std::net::TcpListener, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        (listener, port)
+    }
+
+    /// tokio-postgres's `connect_timeout` bounds the TCP connect only: a server that accepts
+    /// and never answers the handshake is given up on after the same bound, naming it.
+    #[test]
+    fn a_server_that_never_answers_the_handshake_is_given_up_on() {
+        let (_server, port) = silent_server();
+        let url = StateUrl::parse(&format!(
+            "postgres://bridge@127.0.0.1:{port}/db?connect_timeout=1"
+        ))
+        .unwrap();
+        assert_eq!(url.connect_bound(), Duration::from_secs(1));
+        let started = std::time::Instant::now();
+        let e = Store::open_postgres(&url, "a").unwrap_err().to_string();
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            e.contains("no answer to the connection's handshake within 1s")
+                && e.contains(&format!("127.0.0.1:{port}")),
+            "{e}"
+        );
+    }
+
     /// docs/operations.md says how many migrations this version knows (an older binary refuses
     /// a database with more): the number is this.
     #[test]
