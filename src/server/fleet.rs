@@ -130,12 +130,11 @@ impl Fleet {
         }
         // tokio-postgres's `connect_timeout` bounds the TCP connect only: a server that accepts
         // and never answers the handshake would hold this lock, and every lease, for ever.
-        let (client, connection) = tokio::time::timeout(
-            self.connect_bound,
-            (self.config).connect(self.tls.clone()),
-        )
-        .await
-        .map_err(|_| FleetError {
+        let (client, connection) =
+            tokio::time::timeout(self.connect_bound, (self.config).connect(self.tls.clone()))
+                .await
+                .map_err(|_| {
+                    FleetError {
             url: self.url.clone(),
             what: "connect",
             source: format!(
@@ -143,8 +142,9 @@ impl Fleet {
                 self.connect_bound
             )
             .into(),
-        })?
-        .map_err(self.failed("connect"))?;
+        }
+                })?
+                .map_err(self.failed("connect"))?;
         let url = self.url.clone();
         tokio::spawn(async move {
             if let Err(e) = connection.await {
@@ -272,7 +272,8 @@ impl Fleet {
     /// Whether this gateway still holds `repository`'s lease of token `fence`, live; when it
     /// does not, why, in words ("lost the lease: fence 41 was superseded by 42 (holder X)").
     pub(crate) async fn holds(&self, repository: &str, fence: i64) -> Result<(), String> {
-        let row = async {
+        // A database that does not answer within a lease cannot vouch for one.
+        let row = tokio::time::timeout(self.lease, async {
             let client = self.client().await?;
             client
                 .query_opt(
@@ -282,8 +283,10 @@ impl Fleet {
                 )
                 .await
                 .map_err(self.failed("check a claim"))
-        }
+        })
         .await
+        .map_err(|_| format!("no answer within {:?}", self.lease))
+        .and_then(|row| row.map_err(|e| e.to_string()))
         .map_err(|e| format!("lost the lease: fence {fence} cannot be checked: {e}"))?;
         let (holder, now, live) = match &row {
             Some(r) => (
@@ -466,9 +469,17 @@ mod tests {
         );
         // A gateway that never served the recorded one (just started) is one behind.
         assert_eq!(start.next(&recorded(Some("g5"), 5, 200), None).behind, 1);
-        assert_eq!(start.next(&recorded(Some("g5"), 5, 200), Some("g1")).behind, 1);
+        assert_eq!(
+            start.next(&recorded(Some("g5"), 5, 200), Some("g1")).behind,
+            1
+        );
         // Then catches up.
-        assert_eq!(behind.next(&recorded(Some("g5"), 5, 200), Some("g5")).behind, 0);
+        assert_eq!(
+            behind
+                .next(&recorded(Some("g5"), 5, 200), Some("g5"))
+                .behind,
+            0
+        );
     }
 
     /// The fleet's connection gives up on a server that accepts and never answers, instead of
@@ -487,7 +498,11 @@ mod tests {
             .await
             .unwrap_err()
             .to_string();
-        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
         assert!(
             e.contains("cannot connect: no answer to the connection's handshake within 1s"),
             "{e}"

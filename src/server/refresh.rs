@@ -202,10 +202,12 @@ async fn claimed(
                 }
             }
             () = tokio::time::sleep(fleet.lease / 3), if lost.is_none() => {
-                let renewed = fleet.renew(&repo.name, fence).await;
-                if !matches!(renewed, Ok(true)) {
+                // A renewal answered after a lease's length comes too late to count.
+                let renewed = tokio::time::timeout(fleet.lease, fleet.renew(&repo.name, fence)).await;
+                if !matches!(renewed, Ok(Ok(true))) {
                     let why = match renewed {
-                        Err(e) => e.to_string(),
+                        Err(_) => format!("lost the lease: fence {fence} not renewed within {:?}", fleet.lease),
+                        Ok(Err(e)) => e.to_string(),
                         Ok(_) => fleet.holds(&repo.name, fence).await.err()
                             .unwrap_or_else(|| format!("lost the lease: fence {fence} was not renewed")),
                     };
@@ -310,9 +312,12 @@ pub(crate) async fn refresh(
         }
         Err(RefreshError::Shutdown) => {
             // Its schedule was stopped: by the gateway stopping, or by a reload that removed
-            // the repository (which goes on serving the others).
+            // the repository (which goes on serving the others); or the fleet's lease on it was
+            // lost, which `claimed` says.
             if gateway.stopping() {
                 tracing::info!(repository = name, "refresh interrupted by shutdown");
+            } else if gateway.repos().iter().any(|r| Arc::ptr_eq(r, repo)) {
+                tracing::debug!(repository = name, "refresh stopped");
             } else {
                 tracing::info!(
                     repository = name,

@@ -1575,7 +1575,11 @@ mod tests {
         assert_eq!(url.connect_bound(), Duration::from_secs(1));
         let started = std::time::Instant::now();
         let e = Store::open_postgres(&url, "a").unwrap_err().to_string();
-        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
         assert!(
             e.contains("no answer to the connection's handshake within 1s")
                 && e.contains(&format!("127.0.0.1:{port}")),
