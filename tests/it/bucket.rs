@@ -389,6 +389,8 @@ pub(crate) struct Proxy {
     pub(crate) held: Arc<Notify>,
     /// What the held requests of [`Held::Pause`] wait for.
     released: Arc<tokio::sync::Semaphore>,
+    /// The path of every PUT, in the order they came.
+    pub(crate) paths: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Proxy {
@@ -404,6 +406,7 @@ impl Proxy {
             puts: Arc::new(AtomicUsize::new(0)),
             held: Arc::new(Notify::new()),
             released: Arc::new(tokio::sync::Semaphore::new(0)),
+            paths: Arc::default(),
         };
         let shared = (
             Arc::clone(&proxy.allowed),
@@ -412,14 +415,18 @@ impl Proxy {
             reqwest::Client::new(),
             endpoint,
             Arc::clone(&proxy.released),
+            Arc::clone(&proxy.paths),
         );
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
                 let shared = shared.clone();
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let (allowed, puts, held, client, endpoint, released) = shared.clone();
+                    let (allowed, puts, held, client, endpoint, released, paths) = shared.clone();
                     async move {
+                        if request.method() == hyper::Method::PUT {
+                            paths.lock().unwrap().push(request.uri().path().to_owned());
+                        }
                         let over = request.method() == hyper::Method::PUT
                             && puts.fetch_add(1, Ordering::SeqCst)
                                 >= allowed.load(Ordering::SeqCst)

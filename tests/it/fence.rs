@@ -134,6 +134,20 @@ async fn a_holder_stopped_past_its_lease_publishes_nothing_current_and_follows()
     .await;
     let page = status_page(&a).await;
     assert!(page.contains("nothing made current"), "{page}");
+    // What A sent the bucket: its manifest (with its token) before it was stopped, then
+    // files named after their content at most; no index or manifest of the repository (the
+    // root robots.txt is the gateway's, not the generation's).
+    let paths = proxy.paths.lock().unwrap().clone();
+    let (first, after) = paths.split_first().expect("A wrote its manifest");
+    assert!(
+        first.ends_with("/r/.oai-bridge/published.json"),
+        "{paths:?}"
+    );
+    let fixed = |p: &String| {
+        let name = p.rsplit('/').next().unwrap();
+        p.contains("/site/r/") && (name.starts_with("sitemap.xml") || name == "published.json")
+    };
+    assert!(!after.iter().any(fixed), "{paths:?}");
 
     // Nothing of A's became current: the bucket holds B's files and token, the fleet records
     // B's generation, and both gateways answer with B's bytes.
