@@ -749,3 +749,43 @@ async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_b
         );
     }
 }
+
+/// What a fenced publish relies on (src/bucket.rs): S3 writes an object only over the version
+/// named (`If-Match`), and creates one only where there is none (`If-None-Match: *`), as
+/// object_store asks them; a write over a version another writer replaced is refused.
+#[tokio::test]
+async fn s3_writes_conditionally_over_the_version_read() {
+    use object_store::{PutMode, PutOptions, UpdateVersion};
+    let Some(moto) = Moto::start() else { return };
+    let bucket = moto.bucket("conditional").await;
+    let key = Key::from("site/r/.oai-bridge/published.json");
+    let put = |mode: PutMode, body: &'static str| {
+        let (bucket, key) = (&bucket, key.clone());
+        async move {
+            let options = PutOptions {
+                mode,
+                ..PutOptions::default()
+            };
+            bucket.put_opts(&key, body.into(), options).await
+        }
+    };
+    let first = put(PutMode::Create, "a").await.unwrap();
+    assert!(matches!(
+        put(PutMode::Create, "b").await,
+        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
+    ));
+    let version = |r: &object_store::PutResult| UpdateVersion {
+        e_tag: r.e_tag.clone(),
+        version: r.version.clone(),
+    };
+    let second = put(PutMode::Update(version(&first)), "c").await.unwrap();
+    // Another writer's version in between: the stale one is refused.
+    let stale = put(PutMode::Update(version(&first)), "d").await;
+    assert!(
+        matches!(stale, Err(object_store::Error::Precondition { .. })),
+        "{stale:?}"
+    );
+    put(PutMode::Update(version(&second)), "e").await.unwrap();
+    let bytes = bucket.get(&key).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&bytes[..], b"e");
+}
