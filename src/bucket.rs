@@ -18,6 +18,13 @@
 //! with what the bucket holds. A new file is recorded as retired before it is uploaded, so an
 //! upload cut short (a crash, `kill -9`) leaves nothing that a later publish would not delete.
 //!
+//! A gateway of a fleet publishes under a fenced lease ([`Fenced`]): the manifest carries the
+//! lease's token, a publish never writes over a manifest of a newer token, and it checks that it
+//! still holds its lease before the files of fixed names (indexes, robots.txt, the manifest) go
+//! up. The manifest itself is written only if nobody wrote it since this publish read or wrote
+//! it (a conditional write: `If-Match` on S3 and Azure, the object's generation on GCS); a
+//! `file://` folder has no conditional write, and relies on the checks alone.
+//!
 //! Credentials and endpoints come from the environment, as each service's tools read them
 //! (`AWS_*`, `GOOGLE_*`, `AZURE_*`); no builder, store or option is ever logged or printed,
 //! since their `Debug` shows the secrets.
@@ -32,8 +39,8 @@ use std::time::{Duration, SystemTime};
 use futures_util::{StreamExt as _, TryStreamExt as _};
 use object_store::path::Path;
 use object_store::{
-    Attribute, Attributes, ObjectStore, ObjectStoreExt as _, ObjectStoreScheme, PutOptions,
-    PutPayload,
+    Attribute, Attributes, ObjectStore, ObjectStoreExt as _, ObjectStoreScheme, PutMode,
+    PutOptions, PutPayload, UpdateVersion,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -77,6 +84,15 @@ pub enum BucketError {
         /// The manifest's URL.
         url: String,
         /// Why.
+        reason: String,
+    },
+    /// A publish under a fenced lease found that another holder has the repository: it
+    /// stopped before making anything current.
+    #[error("{url}: {reason}")]
+    Superseded {
+        /// The bucket's URL.
+        url: String,
+        /// Why, in words ("lost the lease: fence 41 was superseded by 42").
         reason: String,
     },
     /// A staged file could not be read.
@@ -203,10 +219,23 @@ impl Bucket {
 
     /// What the bucket says is published; empty when nothing is.
     async fn manifest(&self) -> Result<Manifest, BucketError> {
+        Ok(self.versioned_manifest().await?.0)
+    }
+
+    /// What the bucket says is published, and the version of the object saying it (`None`
+    /// when there is none).
+    async fn versioned_manifest(&self) -> Result<(Manifest, Option<UpdateVersion>), BucketError> {
         let key = self.key(MANIFEST);
-        let bytes = match self.store.get(&key).await {
-            Ok(got) => got.bytes().await.map_err(self.request("read", MANIFEST))?,
-            Err(object_store::Error::NotFound { .. }) => return Ok(Manifest::default()),
+        let (bytes, version) = match self.store.get(&key).await {
+            Ok(got) => {
+                let version = UpdateVersion {
+                    e_tag: got.meta.e_tag.clone(),
+                    version: got.meta.version.clone(),
+                };
+                let bytes = got.bytes().await.map_err(self.request("read", MANIFEST))?;
+                (bytes, Some(version))
+            }
+            Err(object_store::Error::NotFound { .. }) => return Ok((Manifest::default(), None)),
             Err(e) => return Err(self.request("read", MANIFEST)(e)),
         };
         let manifest: Manifest =
@@ -224,16 +253,92 @@ impl Bucket {
                 ),
             });
         }
-        Ok(manifest)
+        Ok((manifest, version))
     }
 
     async fn write_manifest(&self, manifest: &Manifest) -> Result<(), BucketError> {
-        let bytes = serde_json::to_vec(manifest).expect("the manifest serialises");
-        let options = self.options("application/json", "no-store");
-        self.store
-            .put_opts(&self.key(MANIFEST), PutPayload::from(bytes), options)
+        self.write_manifest_over(manifest, None).await.map(drop)
+    }
+
+    /// Writes `manifest`; with `over` (a fenced publish), only over the manifest of that
+    /// version (`Some(None)`: only where there is none), a conflict refused as another holder's
+    /// write. The version written, when the store tells it and writes conditionally.
+    async fn write_manifest_over(
+        &self,
+        manifest: &Manifest,
+        over: Option<Option<&UpdateVersion>>,
+    ) -> Result<Option<UpdateVersion>, BucketError> {
+        let bytes =
+            PutPayload::from(serde_json::to_vec(manifest).expect("the manifest serialises"));
+        let key = self.key(MANIFEST);
+        let mut options = self.options("application/json", "no-store");
+        options.mode = match over {
+            None => PutMode::Overwrite,
+            Some(None) => PutMode::Create,
+            Some(Some(version)) => PutMode::Update(version.clone()),
+        };
+        let conditional = options.mode != PutMode::Overwrite;
+        let written = match self.store.put_opts(&key, bytes.clone(), options).await {
+            Ok(written) => written,
+            Err(
+                object_store::Error::Precondition { .. }
+                | object_store::Error::AlreadyExists { .. },
+            ) => {
+                return Err(self.superseded(
+                    "another publisher wrote the bucket's manifest during this publish",
+                ));
+            }
+            // A store without conditional writes (a `file://` folder): the lease's checks
+            // alone keep an older holder out.
+            Err(object_store::Error::NotImplemented { .. }) if conditional => {
+                let options = self.options("application/json", "no-store");
+                self.store
+                    .put_opts(&key, bytes, options)
+                    .await
+                    .map_err(self.request("write", MANIFEST))?;
+                return Ok(None);
+            }
+            Err(e) => return Err(self.request("write", MANIFEST)(e)),
+        };
+        let known = written.e_tag.is_some() || written.version.is_some();
+        Ok((conditional && known).then_some(UpdateVersion {
+            e_tag: written.e_tag,
+            version: written.version,
+        }))
+    }
+
+    fn superseded(&self, reason: &str) -> BucketError {
+        BucketError::Superseded {
+            url: self.url.to_string(),
+            reason: reason.to_owned(),
+        }
+    }
+
+    /// Before a fenced publish writes a file of a fixed name: the lease still held, and the
+    /// bucket's manifest still the one this publish wrote (`ours`), or at least of no newer
+    /// token when the store gives no version.
+    async fn still_ours(
+        &self,
+        fenced: &Fenced<'_>,
+        ours: Option<&UpdateVersion>,
+    ) -> Result<(), BucketError> {
+        (fenced.still_held)()
             .await
-            .map_err(self.request("write", MANIFEST))?;
+            .map_err(|reason| self.superseded(&reason))?;
+        let (now, version) = self.versioned_manifest().await?;
+        if let Some(newer) = now.fence.filter(|f| *f > fenced.token) {
+            return Err(self.superseded(&format!(
+                "lost the lease: the bucket's manifest holds fence {newer}, newer than this publish's {}",
+                fenced.token
+            )));
+        }
+        if let (Some(ours), Some(now)) = (ours, version)
+            && (ours.e_tag.is_some() && ours.e_tag != now.e_tag
+                || ours.version.is_some() && ours.version != now.version)
+        {
+            return Err(self
+                .superseded("another publisher wrote the bucket's manifest during this publish"));
+        }
         Ok(())
     }
 
@@ -257,8 +362,32 @@ impl Bucket {
         settings: &PublishSettings,
         now: SystemTime,
     ) -> Result<Uploaded, BucketError> {
+        self.publish_fenced(files, settings, now, None).await
+    }
+
+    /// [`Bucket::publish`], under a fenced lease when `fenced` is given: refused
+    /// ([`BucketError::Superseded`]) before anything of a fixed name is written when the bucket
+    /// holds a newer token, the lease was lost, or another publisher wrote the manifest since.
+    pub(crate) async fn publish_fenced(
+        &self,
+        files: &[Staged],
+        settings: &PublishSettings,
+        now: SystemTime,
+        fenced: Option<&Fenced<'_>>,
+    ) -> Result<Uploaded, BucketError> {
         let now = unix_secs(now);
-        let old = self.manifest().await?;
+        let (old, version) = self.versioned_manifest().await?;
+        // An unfenced publish (an export) keeps the bucket's token: a fleet's holders still
+        // compare with it.
+        let fence = fenced.map(|f| f.token).or(old.fence);
+        if let (Some(fenced), Some(newer)) = (fenced, old.fence)
+            && newer > fenced.token
+        {
+            return Err(self.superseded(&format!(
+                "lost the lease: the bucket's manifest holds fence {newer}, newer than this publish's {}",
+                fenced.token
+            )));
+        }
         let mut report = Uploaded {
             files: files.len() as u64,
             ..Uploaded::default()
@@ -272,14 +401,25 @@ impl Bucket {
             format: Manifest::FORMAT,
             files: old.files.clone(),
             retired: old.retired.clone(),
+            fence,
         };
         for file in changed.iter().filter(|f| !old.files.contains_key(&f.name)) {
             pending.retired.entry(file.name.clone()).or_insert(now);
         }
-        if pending.retired != old.retired {
+        // A fenced publish writes its token into the bucket first, conditionally: from then on
+        // an older holder's publish stops at its next check.
+        let mut ours = None;
+        if fenced.is_some() {
+            ours = (self.write_manifest_over(&pending, Some(version.as_ref()))).await?;
+        } else if pending.retired != old.retired {
             self.write_manifest(&pending).await?;
         }
         for rank in [Rank::Document, Rank::Shard, Rank::Index, Rank::Robots] {
+            if rank == Rank::Index
+                && let Some(fenced) = fenced
+            {
+                self.still_ours(fenced, ours.as_ref()).await?;
+            }
             let group = changed.iter().filter(|f| f.rank == rank);
             let bytes: Vec<u64> = futures_util::stream::iter(group)
                 .map(|file| self.upload(file, settings))
@@ -299,6 +439,7 @@ impl Bucket {
                 .map(|f| (f.name.clone(), f.hash.clone()))
                 .collect(),
             retired: pending.retired,
+            fence,
         };
         for name in old.files.keys() {
             if !next.files.contains_key(name) {
@@ -323,7 +464,18 @@ impl Bucket {
         }
         report.deleted = due.len() as u64;
         report.retired = next.retired.len() as u64;
-        self.write_manifest(&next).await?;
+        match fenced {
+            Some(_) => {
+                // Without a version to match, the checks before the indexes were the last word.
+                let over = ours.as_ref().map(Some);
+                if over.is_some() {
+                    self.write_manifest_over(&next, over).await?;
+                } else {
+                    self.write_manifest(&next).await?;
+                }
+            }
+            None => self.write_manifest(&next).await?,
+        }
         Ok(report)
     }
 
@@ -426,6 +578,20 @@ struct Manifest {
     files: BTreeMap<String, String>,
     /// The files no index names (any more, or yet), with the Unix time since when.
     retired: BTreeMap<String, u64>,
+    /// The fencing token of the fleet's lease the last publish held (absent before fenced
+    /// leases, and for a bucket no fleet published to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    fence: Option<i64>,
+}
+
+/// The lease a publish holds, in a fleet ([`crate::server::fleet`]): its token, and the check
+/// that it still holds it (`Err`: why not, in words).
+pub(crate) struct Fenced<'a> {
+    /// The lease's fencing token.
+    pub(crate) token: i64,
+    /// Whether the lease is still this publisher's.
+    pub(crate) still_held:
+        Box<dyn Fn() -> futures_util::future::BoxFuture<'a, Result<(), String>> + Send + Sync + 'a>,
 }
 
 impl Manifest {
@@ -748,6 +914,120 @@ mod tests {
         assert_eq!(done.deleted, 1);
         assert!(bucket.read("sitemap-x.xml").await.unwrap().is_none());
         assert!(bucket.read("sitemap-y.xml").await.unwrap().is_some());
+    }
+
+    /// A lease of token `token` that is held, or lost with `lost` as the reason.
+    fn fenced(token: i64, lost: Option<&'static str>) -> Fenced<'static> {
+        Fenced {
+            token,
+            still_held: Box::new(move || {
+                Box::pin(async move { lost.map_or(Ok(()), |why| Err(why.to_owned())) })
+            }),
+        }
+    }
+
+    async fn fence_in_bucket(bucket: &Bucket) -> Option<i64> {
+        bucket.manifest().await.unwrap().fence
+    }
+
+    #[tokio::test]
+    async fn a_fenced_publish_records_its_token_and_an_older_one_changes_nothing() {
+        let bucket = bucket();
+        let settings = PublishSettings::default();
+        let (one, staged) = stage(&[("sitemap-a.xml", "a"), ("sitemap.xml", "index a")]);
+        let files = files_of(one.path(), &staged).unwrap();
+        (bucket.publish_fenced(&files, &settings, at(10), Some(&fenced(42, None))))
+            .await
+            .unwrap();
+        assert_eq!(fence_in_bucket(&bucket).await, Some(42));
+
+        // A holder of an older token (it stalled past its lease) is refused before it writes.
+        let (two, staged) = stage(&[("sitemap-b.xml", "b"), ("sitemap.xml", "index b")]);
+        let files = files_of(two.path(), &staged).unwrap();
+        let err = (bucket.publish_fenced(&files, &settings, at(20), Some(&fenced(41, None))))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, BucketError::Superseded { reason, .. }
+                if reason.contains("fence 42, newer than this publish's 41")),
+            "{err}"
+        );
+        assert_eq!(
+            &bucket.read("sitemap.xml").await.unwrap().unwrap()[..],
+            b"index a"
+        );
+        assert!(bucket.read("sitemap-b.xml").await.unwrap().is_none());
+        assert_eq!(fence_in_bucket(&bucket).await, Some(42));
+
+        // An unfenced publish (an export) keeps the token the fleet compares with.
+        (bucket.publish(&files, &settings, at(30))).await.unwrap();
+        assert_eq!(fence_in_bucket(&bucket).await, Some(42));
+    }
+
+    #[tokio::test]
+    async fn a_publish_whose_lease_was_lost_writes_no_file_of_a_fixed_name() {
+        let bucket = bucket();
+        let settings = PublishSettings::default();
+        let (one, staged) = stage(&[("sitemap-a.xml", "a"), ("sitemap.xml", "index a")]);
+        let files = files_of(one.path(), &staged).unwrap();
+        (bucket.publish_fenced(&files, &settings, at(10), Some(&fenced(7, None))))
+            .await
+            .unwrap();
+        let (two, staged) = stage(&[
+            ("sitemap-b.xml", "b"),
+            ("sitemap.xml", "index b"),
+            ("robots.txt", "robots b"),
+        ]);
+        let files = files_of(two.path(), &staged).unwrap();
+        let lost = "lost the lease: fence 8 was superseded by 9 (holder other)";
+        let err = (bucket.publish_fenced(&files, &settings, at(20), Some(&fenced(8, Some(lost)))))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains(lost), "{err}");
+        // Its shard is up (named after its content, no index names it), nothing else.
+        assert!(bucket.read("sitemap-b.xml").await.unwrap().is_some());
+        assert_eq!(
+            &bucket.read("sitemap.xml").await.unwrap().unwrap()[..],
+            b"index a"
+        );
+        assert!(bucket.read("robots.txt").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_manifest_written_by_another_publisher_meanwhile_stops_a_fenced_publish() {
+        let bucket = bucket();
+        let settings = PublishSettings::default();
+        let (one, staged) = stage(&[("sitemap-a.xml", "a"), ("sitemap.xml", "index a")]);
+        let files = files_of(one.path(), &staged).unwrap();
+        // Its check before the indexes finds the manifest rewritten by another publisher (of
+        // the same token: what only the object's version tells apart).
+        let other = Arc::new(Bucket::new(
+            Arc::clone(&bucket.store),
+            bucket.prefix.clone(),
+            bucket.url.clone(),
+            true,
+        ));
+        let rewritten = Fenced {
+            token: 3,
+            still_held: Box::new(move || {
+                let other = Arc::clone(&other);
+                Box::pin(async move {
+                    let mut manifest = other.manifest().await.unwrap();
+                    manifest.retired.insert("elsewhere.xml".into(), 1);
+                    other.write_manifest(&manifest).await.unwrap();
+                    Ok(())
+                })
+            }),
+        };
+        let err = (bucket.publish_fenced(&files, &settings, at(10), Some(&rewritten)))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("another publisher wrote the bucket's manifest during this publish"),
+            "{err}"
+        );
+        assert!(bucket.read("sitemap.xml").await.unwrap().is_none());
     }
 
     #[tokio::test]

@@ -23,8 +23,8 @@ mod pg;
 mod sqlite;
 mod tls;
 
+pub(crate) use pg::LEASE_CLAIM;
 pub use pg::StateUrl;
-pub(crate) use pg::{LEASE_CLAIM, LEASE_RELEASE, LEASE_RENEW};
 
 /// The store's file name in a repository's state folder.
 pub const FILE: &str = "store.sqlite";

@@ -86,6 +86,10 @@ pub(crate) struct Manifest {
     /// content (`sitemap-1-<hash>.xml`, with a publish URL) -> the file it is (`sitemap-1.xml`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) aliases: BTreeMap<String, String>,
+    /// The fencing token of the fleet's lease it was made under ([`super::fleet`]); absent
+    /// without a fleet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fence: Option<i64>,
 }
 
 /// One file of a generation, as its manifest records it.
@@ -128,6 +132,8 @@ pub struct Generation {
     pub created: SystemTime,
     /// What its harvest found.
     pub summary: Summary,
+    /// The fencing token of the fleet's lease it was made under, if any.
+    pub fence: Option<i64>,
     files: Vec<FileMeta>,
     by_name: HashMap<String, u32>,
     /// The packed documents, sorted by key.
@@ -167,6 +173,7 @@ impl Generation {
             dir,
             created: from_secs(manifest.created),
             summary: manifest.summary,
+            fence: manifest.fence,
             files,
             by_name,
             documents,
@@ -403,6 +410,8 @@ pub(crate) struct Writer<'a> {
     listed: Vec<String>,
     /// The generation's id, when it is another gateway's ([`import`]).
     id: Option<String>,
+    /// The fencing token of the lease it is made under.
+    fence: Option<i64>,
 }
 
 impl<'a> Writer<'a> {
@@ -430,7 +439,14 @@ impl<'a> Writer<'a> {
             aliases: BTreeMap::new(),
             listed: Vec::new(),
             id: None,
+            fence: None,
         })
+    }
+
+    /// Records the fencing token of the fleet's lease the generation is made under.
+    pub(crate) fn with_fence(mut self, fence: Option<i64>) -> Self {
+        self.fence = fence;
+        self
     }
 
     /// Lists shards under names of their content (`sitemap-1-<hash>.xml`), as a bucket needs
@@ -565,6 +581,7 @@ impl<'a> Writer<'a> {
             files: self.files,
             documents: doc_index.len() as u64,
             aliases: self.aliases,
+            fence: self.fence,
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
@@ -596,6 +613,11 @@ impl Manifest {
     /// When the generation was made.
     pub(crate) fn created(&self) -> SystemTime {
         from_secs(self.created)
+    }
+
+    /// The fencing token of the lease it was made under.
+    pub(crate) fn fence(&self) -> Option<i64> {
+        self.fence
     }
 }
 
@@ -837,6 +859,7 @@ where
     writer.aliases = manifest.aliases;
     writer.now = manifest.created;
     writer.id = Some(manifest.id);
+    writer.fence = manifest.fence;
     writer.finish(manifest.summary)
 }
 

@@ -274,6 +274,22 @@ pub struct RepoStatus {
     /// The upstream refused `from` (OAI-53): refreshes harvest in full until the full-harvest
     /// interval has passed.
     pub selective_refused: Option<crate::store::SelectiveRefused>,
+    /// In a fleet: its lease and how far this gateway is behind the generation it records, as
+    /// last read (every few seconds).
+    pub fleet: Option<fleet::FleetView>,
+    /// The last upload of a generation to the bucket (`[server] publish_url`), if any.
+    pub last_upload: Option<LastUpload>,
+}
+
+/// What the last upload of a generation to the bucket did.
+#[derive(Clone, Debug)]
+pub struct LastUpload {
+    /// When it ended.
+    pub at: SystemTime,
+    /// What it sent and kept; all zero when it failed before its end.
+    pub uploaded: crate::bucket::Uploaded,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
 }
 
 impl Repo {

@@ -12,12 +12,12 @@ use std::time::{Duration, SystemTime};
 use oai_pmh::Client;
 use tokio::sync::watch;
 
-use super::fleet::{Claim, Fleet};
+use super::fleet::{Claim, Fleet, Lease};
 use super::generation::{Generation, StoreError, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo, Setup};
-use crate::bucket::{Bucket, BucketError, PublishSettings};
+use crate::bucket::{Bucket, BucketError, Fenced, PublishSettings, Uploaded};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
@@ -81,8 +81,13 @@ pub(crate) enum RefreshError {
     Shutdown,
     /// The fleet's lease on the refresh could not be renewed: it was stopped, as another
     /// gateway may have claimed the repository meanwhile.
-    #[error("stopped: the claim on the refresh was lost")]
-    ClaimLost,
+    #[error("stopped: the claim on the refresh was lost: {0}; nothing made current")]
+    ClaimLost(String),
+    /// The fleet's lease was found lost, or superseded by another gateway's, before the
+    /// generation was made current: nothing was (here or in the bucket), and this gateway
+    /// follows the one that has the repository now.
+    #[error("{0}; nothing made current (this gateway follows the fleet's generation)")]
+    LeaseLost(String),
 }
 
 /// The schedule of `repo`: refresh when due, or at once when asked through `refresh_now`; stop
@@ -137,9 +142,12 @@ pub(crate) async fn schedule(
         };
         let interval = repo.setup().config.refresh_interval;
         let outcome = match gateway.fleet.clone() {
-            None => refresh(&gateway, &repo, stop.clone()).await,
+            None => refresh(&gateway, &repo, stop.clone(), None).await,
             Some(fleet) => match fleet.claim(&repo.name, interval, asked).await {
-                Ok(Claim::Granted) => claimed(&gateway, &repo, &fleet, stop.clone()).await,
+                Ok(Claim::Granted { fence }) => {
+                    let lease = Lease::new(Arc::clone(&fleet), &repo.name, fence);
+                    claimed(&gateway, &repo, &fleet, lease, stop.clone()).await
+                }
                 // Another gateway refreshes it, or did: its generation is followed
                 // (`fleet::follow`); this schedule looks again when the repository is due.
                 Ok(Claim::Busy { until }) => {
@@ -176,12 +184,14 @@ async fn claimed(
     gateway: &Arc<Gateway>,
     repo: &Arc<Repo>,
     fleet: &Fleet,
+    lease: Lease,
     mut stop: watch::Receiver<bool>,
 ) -> Result<(), RefreshError> {
+    let fence = lease.fence;
     let (abort, aborted) = watch::channel(false);
-    let run = refresh(gateway, repo, aborted);
+    let run = refresh(gateway, repo, aborted, Some(lease));
     tokio::pin!(run);
-    let (mut lost, mut stopping) = (false, false);
+    let (mut lost, mut stopping) = (None, false);
     let outcome = loop {
         tokio::select! {
             outcome = &mut run => break outcome,
@@ -191,23 +201,29 @@ async fn claimed(
                     let _ = abort.send(true);
                 }
             }
-            () = tokio::time::sleep(fleet.lease / 3), if !lost => {
-                let renewed = fleet.renew(&repo.name).await;
-                if !matches!(renewed, Ok(true)) {
-                    lost = true;
-                    let why = renewed.err().map_or("another gateway has it".to_owned(), |e| e.to_string());
-                    tracing::warn!(repository = repo.name, "lost the claim on this refresh ({why}): stopping it");
+            () = tokio::time::sleep(fleet.lease / 3), if lost.is_none() => {
+                // A renewal answered after a lease's length comes too late to count.
+                let renewed = tokio::time::timeout(fleet.lease, fleet.renew(&repo.name, fence)).await;
+                if !matches!(renewed, Ok(Ok(true))) {
+                    let why = match renewed {
+                        Err(_) => format!("lost the lease: fence {fence} not renewed within {:?}", fleet.lease),
+                        Ok(Err(e)) => e.to_string(),
+                        Ok(_) => fleet.holds(&repo.name, fence).await.err()
+                            .unwrap_or_else(|| format!("lost the lease: fence {fence} was not renewed")),
+                    };
+                    tracing::warn!(repository = repo.name, "{why}: stopping this refresh; nothing made current");
+                    lost = Some(why);
                     let _ = abort.send(true);
                 }
             }
         }
     };
     let recorded = match (&outcome, repo.current()) {
-        (Ok(()), Some(generation)) if !lost => {
+        (Ok(()), Some(generation)) if lost.is_none() => {
             let manifest = tokio::fs::read(generation.dir.join(super::generation::MANIFEST)).await;
             match manifest {
                 Ok(manifest) => fleet
-                    .published(&repo.name, &generation.id, &manifest)
+                    .published(&repo.name, fence, &generation.id, &manifest)
                     .await
                     .map_err(|e| e.to_string()),
                 Err(e) => Err(format!("cannot read the generation's manifest: {e}")),
@@ -218,7 +234,7 @@ async fn claimed(
     match recorded {
         Ok(true) => {}
         Ok(false) => {
-            if let Err(e) = fleet.release(&repo.name).await {
+            if let Err(e) = fleet.release(&repo.name, fence).await {
                 tracing::warn!(repository = repo.name, "{e}");
             }
             if outcome.is_ok() {
@@ -234,7 +250,23 @@ async fn claimed(
         ),
     }
     match outcome {
-        Err(RefreshError::Shutdown) if lost && !stopping => Err(RefreshError::ClaimLost),
+        Err(RefreshError::Shutdown) if lost.is_some() && !stopping => {
+            // Stopped before its end, the refresh recorded nothing: said here, on the status
+            // page and in the history.
+            let e = RefreshError::ClaimLost(lost.unwrap_or_default());
+            let message = error_chain(&e);
+            tracing::error!(repository = repo.name, "refresh failed: {message}");
+            let started = repo.status().last_attempt.unwrap_or_else(SystemTime::now);
+            repo.update(|s| {
+                s.last_error = Some(message.clone());
+                s.failures += 1;
+                s.refreshing = false;
+            });
+            repo.history
+                .record(history::Entry::ended_now(started).failed(&message))
+                .await;
+            Err(e)
+        }
         outcome => outcome,
     }
 }
@@ -244,6 +276,7 @@ pub(crate) async fn refresh(
     gateway: &Arc<Gateway>,
     repo: &Arc<Repo>,
     stop: watch::Receiver<bool>,
+    lease: Option<Lease>,
 ) -> Result<(), RefreshError> {
     let name = repo.name.clone();
     let started = SystemTime::now();
@@ -258,7 +291,7 @@ pub(crate) async fn refresh(
     let account = gateway.pool.account(&name);
 
     let (result, stats) =
-        build_on_thread(gateway, repo, Arc::clone(&setup), &account, stop).await?;
+        build_on_thread(gateway, repo, Arc::clone(&setup), &account, stop, lease).await?;
     let held = |entry: history::Entry| entry.held(account.memory.peak(), account.spill.peak());
     let labels = metrics::repo(&name);
     let m = &gateway.metrics;
@@ -279,9 +312,12 @@ pub(crate) async fn refresh(
         }
         Err(RefreshError::Shutdown) => {
             // Its schedule was stopped: by the gateway stopping, or by a reload that removed
-            // the repository (which goes on serving the others).
+            // the repository (which goes on serving the others); or the fleet's lease on it was
+            // lost, which `claimed` says.
             if gateway.stopping() {
                 tracing::info!(repository = name, "refresh interrupted by shutdown");
+            } else if gateway.repos().iter().any(|r| Arc::ptr_eq(r, repo)) {
+                tracing::debug!(repository = name, "refresh stopped");
             } else {
                 tracing::info!(
                     repository = name,
@@ -322,6 +358,7 @@ async fn build_on_thread(
     setup: Arc<Setup>,
     account: &Arc<Account>,
     stop: watch::Receiver<bool>,
+    lease: Option<Lease>,
 ) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
@@ -331,7 +368,14 @@ async fn build_on_thread(
         .name(format!("refresh-{}", repo.name))
         .spawn(move || {
             lower_priority();
-            let _ = tx.send(build_on_own_runtime(&worker, &repo, &setup, &account, stop));
+            let _ = tx.send(build_on_own_runtime(
+                &worker,
+                &repo,
+                &setup,
+                &account,
+                stop,
+                lease.as_ref(),
+            ));
             // What the harvest and the render allocated is free now: give it back, here on the
             // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
@@ -529,6 +573,7 @@ fn build_on_own_runtime(
     setup: &Setup,
     account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
+    lease: Option<&Lease>,
 ) -> (Result<Generation, RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -550,7 +595,7 @@ fn build_on_own_runtime(
     let publish = gateway.publish_settings();
     let result = runtime.block_on(async {
         tokio::select! {
-            r = build(repo, setup, account, &client, &gateway.metrics, &publish) => r,
+            r = build(repo, setup, account, &client, &gateway.metrics, &publish, lease) => r,
             _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
         }
     });
@@ -575,6 +620,8 @@ struct NextGeneration<'a> {
     previous: Option<&'a Arc<Generation>>,
     /// How a generation is published to object storage, when it is.
     publish: &'a PublishSettings,
+    /// The fleet's lease the refresh runs under, if any.
+    lease: Option<&'a Lease>,
 }
 
 impl<'a> engine::Target for NextGeneration<'a> {
@@ -597,7 +644,8 @@ impl<'a> engine::Target for NextGeneration<'a> {
     }
 
     fn stage(&mut self) -> Result<Writer<'a>, RefreshError> {
-        let writer = Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?;
+        let writer = Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?
+            .with_fence(self.lease.map(|l| l.fence));
         Ok(match self.setup.publish {
             Some(_) => writer.with_content_names(),
             None => writer,
@@ -626,13 +674,45 @@ impl<'a> engine::Target for NextGeneration<'a> {
             summary.keep_examples(&previous.summary, previous.created);
         }
         let finished = writer.finish(summary)?;
+        let lease = self.lease;
+        let still_held = move || -> futures_util::future::BoxFuture<'a, Result<(), String>> {
+            Box::pin(async move {
+                match lease {
+                    Some(lease) => lease.check().await,
+                    None => Ok(()),
+                }
+            })
+        };
         if let Some(url) = &self.setup.publish {
             // Up in the bucket before it is served here: a failed upload fails the refresh,
             // and both keep the generation before.
             let bucket = Bucket::open(url)?;
-            let uploaded = bucket
-                .publish(&finished.for_bucket()?, self.publish, SystemTime::now())
-                .await?;
+            let fenced = lease.map(|l| Fenced {
+                token: l.fence,
+                still_held: Box::new(still_held),
+            });
+            let published = bucket
+                .publish_fenced(
+                    &finished.for_bucket()?,
+                    self.publish,
+                    SystemTime::now(),
+                    fenced.as_ref(),
+                )
+                .await;
+            self.repo.update(|s| {
+                s.last_upload = Some(super::LastUpload {
+                    at: SystemTime::now(),
+                    uploaded: *published.as_ref().unwrap_or(&Uploaded::default()),
+                    error: published.as_ref().err().map(|e| error_chain(e)),
+                });
+            });
+            let uploaded = match published {
+                Ok(uploaded) => uploaded,
+                Err(BucketError::Superseded { reason, .. }) => {
+                    return Err(RefreshError::LeaseLost(reason));
+                }
+                Err(e) => return Err(e.into()),
+            };
             tracing::info!(
                 repository = self.repo.name,
                 bucket = %url,
@@ -643,6 +723,10 @@ impl<'a> engine::Target for NextGeneration<'a> {
                 retired = uploaded.retired,
                 "published to object storage"
             );
+        }
+        // The last word before it is served here, and recorded for the fleet.
+        if let Some(lease) = lease {
+            lease.check().await.map_err(RefreshError::LeaseLost)?;
         }
         Ok(finished.install()?)
     }
@@ -657,6 +741,7 @@ async fn build(
     client: &Client,
     metrics: &Metrics,
     publish: &PublishSettings,
+    lease: Option<&Lease>,
 ) -> Result<Generation, RefreshError> {
     let job = counted(&setup.job, account);
     let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
@@ -666,6 +751,7 @@ async fn build(
         setup,
         previous: previous.as_ref(),
         publish,
+        lease,
     };
     let mut seen = Seen::default();
     let stored = Stored {
@@ -785,26 +871,35 @@ pub(crate) async fn follow(gateway: Arc<Gateway>) {
                 continue;
             }
         };
-        for (name, id) in recorded {
-            let Some(repo) = gateway.repos().into_iter().find(|r| r.name == name) else {
+        let repos = gateway.repos();
+        for recorded in recorded {
+            let Some(repo) = repos.iter().find(|r| r.name == recorded.repository) else {
                 continue;
             };
-            if repo.status().refreshing || repo.current().is_some_and(|g| g.id == id) {
-                continue;
-            }
-            if let Err(e) = follow_one(&gateway, &fleet, &repo).await {
+            let serves = |id: &str| repo.current().is_some_and(|g| g.id == id);
+            if let Some(id) = &recorded.generation
+                && !repo.status().refreshing
+                && !serves(id)
+                && let Err(e) = follow_one(&gateway, &fleet, repo).await
+            {
                 tracing::warn!(
                     repository = repo.name,
                     "cannot serve the generation another gateway made (tried again in {FOLLOW_EVERY:?}): {e}"
                 );
             }
+            // What the status page and the metrics show, after this look's follow.
+            let current = repo.current();
+            repo.update(|s| {
+                let view = s.fleet.take().unwrap_or_default();
+                s.fleet = Some(view.next(&recorded, current.as_ref().map(|g| g.id.as_str())));
+            });
         }
     }
 }
 
 /// Makes and serves the generation recorded for `repo`, if it is newer than the one served.
 async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> Result<(), String> {
-    let Some((id, manifest)) = fleet
+    let Some((id, manifest, fence)) = fleet
         .manifest(&repo.name)
         .await
         .map_err(|e| e.to_string())?
@@ -819,6 +914,17 @@ async fn follow_one(gateway: &Arc<Gateway>, fleet: &Fleet, repo: &Arc<Repo>) -> 
         .is_some_and(|g| g.id == id || g.created >= manifest.created())
     {
         return Ok(());
+    }
+    // Never back to a generation of an older lease than the one served (a record made before
+    // fenced leases has no token, and neither has a generation made without a fleet).
+    let fence = fence.or(manifest.fence());
+    if let (Some(served), Some(recorded)) = (current.as_ref().and_then(|g| g.fence), fence)
+        && recorded < served
+    {
+        return Err(format!(
+            "the generation recorded, {id}, was made under fence {recorded}, older than the \
+             one served here ({served}): not taken"
+        ));
     }
     let setup = repo.setup();
     let Some(bucket_url) = setup.publish.clone() else {

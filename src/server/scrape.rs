@@ -90,6 +90,7 @@ pub(crate) fn scrape(gateway: &Gateway, room: Option<Room>) -> String {
         spill.get_or_create(&other).set(bytes(other_held.1));
     }
     pool_gauges(gateway, &mut registry, room);
+    fleet_gauges(gateway, &repos, &mut registry);
     // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
     // growing means the limit is too low for the repositories' intervals.
     let slots = gateway.refresh_slots();
@@ -118,6 +119,118 @@ pub(crate) fn scrape(gateway: &Gateway, room: Option<Room>) -> String {
         .and_then(|()| encode_eof(&mut out))
         .expect("writing to a String cannot fail");
     out
+}
+
+/// Registers each repository's place in the fleet (its lease, this gateway's lag) and its last
+/// upload to the bucket, from what the gateway learnt (the fleet read every few seconds, its
+/// own uploads): no query per scrape. The repositories beyond the bound are summed under
+/// `_other` (the lag and the token: their greatest).
+fn fleet_gauges(gateway: &Gateway, repos: &[std::sync::Arc<super::Repo>], registry: &mut Registry) {
+    let statuses: Vec<(String, super::RepoStatus)> = (repos.iter())
+        .map(|r| (gateway.metrics.label(&r.name), r.status()))
+        .collect();
+    let gauge = |registry: &mut Registry, name: &str, help: &str| {
+        let family = Family::<RepoLabels, Gauge>::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let set = |family: &Family<RepoLabels, Gauge>, label: &str, value: i64, sum: bool| {
+        let gauge = family.get_or_create(&metrics::repo(label));
+        match sum {
+            true => gauge.inc_by(value),
+            false => gauge.set(gauge.get().max(value)),
+        };
+    };
+    let clamp = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    if gateway.fleet.is_some() {
+        let held = gauge(
+            registry,
+            "fleet_lease_held_here",
+            "1 while this gateway holds the fleet's lease on the repository's refresh (the \
+             instance label names the holder); summed under _other",
+        );
+        let fence = gauge(
+            registry,
+            "fleet_lease_fence",
+            "The fencing token of the last lease granted on the repository's refresh (it only \
+             grows); the greatest under _other",
+        );
+        let behind = gauge(
+            registry,
+            "fleet_generations_behind",
+            "Generations the fleet recorded that this gateway does not serve yet; summed under \
+             _other",
+        );
+        let lag = gauge(
+            registry,
+            "fleet_lag_seconds",
+            "Seconds since the generation the fleet recorded, which this gateway does not serve \
+             yet, was recorded; 0 when it serves it; the greatest under _other",
+        );
+        let holder = gateway.fleet.as_ref().map(|f| f.holder.as_str());
+        let now = SystemTime::now();
+        for (label, status) in &statuses {
+            let Some(view) = &status.fleet else {
+                continue;
+            };
+            let here = view.holder.is_some() && view.holder.as_deref() == holder;
+            set(&held, label, i64::from(here), true);
+            set(&fence, label, view.fence.unwrap_or(0), false);
+            set(&behind, label, clamp(view.behind), true);
+            let since = (view.behind_since)
+                .and_then(|at| now.duration_since(at).ok())
+                .map_or(0, |d| clamp(d.as_secs()));
+            set(&lag, label, since, false);
+        }
+    }
+    if statuses.iter().any(|(_, s)| s.last_upload.is_some()) {
+        let files = Family::<UploadLabels, Gauge>::default();
+        registry.register(
+            "bucket_last_upload_files",
+            "Files of the repository's last upload to the bucket: sent, unchanged (in the \
+             bucket already), retired (no index names them, kept for their grace period)",
+            files.clone(),
+        );
+        let bytes = gauge(
+            registry,
+            "bucket_last_upload_bytes",
+            "Bytes the repository's last upload to the bucket sent",
+        );
+        let failed = gauge(
+            registry,
+            "bucket_last_upload_failed",
+            "1 when the repository's last upload to the bucket failed (the status page says \
+             why); summed under _other",
+        );
+        for (label, status) in &statuses {
+            let Some(upload) = &status.last_upload else {
+                continue;
+            };
+            let u = &upload.uploaded;
+            for (files_were, n) in [
+                ("sent", u.uploaded),
+                ("unchanged", u.files.saturating_sub(u.uploaded)),
+                ("retired", u.retired),
+            ] {
+                (files.get_or_create(&UploadLabels {
+                    repository: label.clone(),
+                    files: files_were,
+                }))
+                .inc_by(clamp(n));
+            }
+            set(&bytes, label, clamp(u.uploaded_bytes), true);
+            set(&failed, label, i64::from(upload.error.is_some()), true);
+        }
+    }
+}
+
+/// Labels of `oai_bridge_bucket_last_upload_files`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UploadLabels {
+    /// `[[repository]] name`, or `_other`.
+    repository: String,
+    /// `sent`, `unchanged` or `retired`.
+    files: &'static str,
 }
 
 /// Registers the gateway-wide gauges of memory and spill space: what the running refreshes

@@ -818,6 +818,7 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, no
         out.push_str("<br><i>due, waiting for a slot</i>");
     }
     notices(out, status, now);
+    fleet_notes(out, status, now);
     if let Some(e) = &status.last_error {
         let _ = write!(
             out,
@@ -833,6 +834,62 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, no
         (false, None) => "not scheduled".to_owned(),
     };
     let _ = writeln!(out, "</td><td>{next}</td></tr>");
+}
+
+/// The repository's place in the fleet (the lease, its token, how far this gateway is behind
+/// the generation recorded) and its last upload to the bucket.
+fn fleet_notes(out: &mut String, status: &RepoStatus, now: SystemTime) {
+    // Short, inside the cell's line: the time without its date.
+    let ago = |t: SystemTime| {
+        let took = now.duration_since(t).unwrap_or_default();
+        format!("{} ago", human_duration(took))
+    };
+    if let Some(view) = &status.fleet {
+        let fence = view
+            .fence
+            .map_or_else(String::new, |f| format!(" (fence {f})"));
+        let lease = match &view.holder {
+            Some(holder) => format!("held by {}{fence}", escape(holder)),
+            None => format!("free{}", fence.replace("(fence", "(last fence")),
+        };
+        let _ = write!(out, "<br><small>lease: {lease}");
+        match view.behind {
+            0 => out.push_str("; serving the fleet's generation"),
+            n => {
+                let since = view
+                    .behind_since
+                    .map_or_else(String::new, |t| format!(", recorded {}", ago(t)));
+                let _ = write!(
+                    out,
+                    "; <span class=\"bad\">behind by {n} generation{}{since}</span>",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+        }
+        out.push_str("</small>");
+    }
+    if let Some(u) = &status.last_upload {
+        let _ = write!(out, "<br><small>last upload {}: ", ago(u.at));
+        match &u.error {
+            Some(e) => {
+                out.push_str("<span class=\"bad\">failed</span>");
+                error_text(out, e);
+            }
+            None => {
+                let n = &u.uploaded;
+                let _ = write!(
+                    out,
+                    "{} files sent ({}), {} unchanged, {} retired, {} deleted",
+                    n.uploaded,
+                    human_bytes(n.uploaded_bytes),
+                    n.files.saturating_sub(n.uploaded),
+                    n.retired,
+                    n.deleted
+                );
+            }
+        }
+        out.push_str("</small>");
+    }
 }
 
 /// What the guards hold back: a shrink, a list that ended short, refused selective harvesting.
@@ -1138,6 +1195,77 @@ mod tests {
         assert_eq!(
             escape(&View::parse(Some(&query)).link(2)),
             "?q=%3Cb%3E%22%26%27x+y&amp;page=2"
+        );
+    }
+
+    /// Issue 33: a repository's row shows its lease (holder, token), how far this gateway is
+    /// behind the fleet's generation, and its last upload, or why that failed.
+    #[test]
+    fn a_row_shows_the_lease_the_lag_and_the_last_upload() {
+        let state = tempfile::tempdir().unwrap();
+        let gateway = fleet(2, state.path());
+        let repos = gateway.repos();
+        let recorded = std::time::SystemTime::now() - std::time::Duration::from_secs(90);
+        {
+            let mut s = repos[0].status.lock().unwrap();
+            s.fleet = Some(super::super::fleet::FleetView {
+                holder: Some("gw<2>:77:0a".into()),
+                fence: Some(42),
+                generation_fence: Some(41),
+                behind: 3,
+                behind_since: Some(recorded),
+                ..Default::default()
+            });
+            s.last_upload = Some(super::super::LastUpload {
+                at: recorded,
+                uploaded: crate::bucket::Uploaded {
+                    files: 10,
+                    bytes: 5000,
+                    uploaded: 4,
+                    uploaded_bytes: 2048,
+                    deleted: 1,
+                    retired: 2,
+                },
+                error: None,
+            });
+        }
+        {
+            let mut s = repos[1].status.lock().unwrap();
+            s.fleet = Some(super::super::fleet::FleetView {
+                fence: Some(42),
+                ..Default::default()
+            });
+            s.last_upload = Some(super::super::LastUpload {
+                at: recorded,
+                uploaded: crate::bucket::Uploaded::default(),
+                error: Some("lost the lease: fence 41 was superseded by 42".into()),
+            });
+        }
+        let html = page(&gateway, "");
+        assert!(
+            html.contains(
+                "lease: held by gw&lt;2&gt;:77:0a (fence 42); <span class=\"bad\">behind by 3 \
+                 generations, recorded 1 min "
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "s ago: 4 files sent (2.0 KiB), 6 unchanged, 2 retired, \
+                 1 deleted</small>"
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("lease: free (last fence 42); serving the fleet's generation"),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<span class=\"bad\">failed</span><pre class=\"error\">lost the lease: fence 41 \
+                 was superseded by 42</pre>"
+            ),
+            "{html}"
         );
     }
 

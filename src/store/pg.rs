@@ -101,6 +101,17 @@ const MIGRATIONS: &[&str] = &[
         manifest BYTEA
     );
     "#,
+    // 3: fenced leases: each granted claim takes a number of `oai_bridge_fence` that only grows
+    // (`fence`), which the holder's renewals, release and recorded generation must match, and
+    // which the generation it published carries (`generation_fence`), as do its manifests;
+    // `published` counts the generations recorded, for the followers' lag.
+    r#"
+    CREATE SEQUENCE oai_bridge_fence;
+    ALTER TABLE oai_bridge_refreshes
+        ADD COLUMN fence BIGINT,
+        ADD COLUMN generation_fence BIGINT,
+        ADD COLUMN published BIGINT NOT NULL DEFAULT 0;
+    "#,
 ];
 
 /// The key of the advisory lock that migrations hold ("oaibrdg1").
@@ -205,6 +216,14 @@ impl StateUrl {
             config.application_name("oai-bridge");
         }
         config
+    }
+
+    /// How long a whole connection attempt may take, handshakes included: the URL's
+    /// `connect_timeout` (10 s when it gives none) for each of its hosts.
+    pub(crate) fn connect_bound(&self) -> Duration {
+        let each = self.config.get_connect_timeout().copied();
+        let hosts = self.config.get_hosts().len().max(1) as u32;
+        each.unwrap_or(CONNECT_TIMEOUT).saturating_mul(hosts)
     }
 
     /// The TLS connector of every connection to the database.
@@ -396,10 +415,27 @@ impl Postgres {
             thread: Some(thread),
             place,
         };
-        match connected.recv() {
+        // The client's `connect_timeout` bounds the TCP connect only: a server that accepts and
+        // never answers the startup (or TLS) handshake would hold this caller for ever.
+        let bound = url.connect_bound();
+        match connected.recv_timeout(bound) {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(store.error(e)),
-            Err(_) => return Err(store.stopped()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let mut store = store;
+                // Not joined: the worker ends on its own once its connect gives up or
+                // returns, finding its queue closed.
+                drop(store.thread.take());
+                return Err(store.error(Failure {
+                    what: "cannot connect",
+                    source: format!(
+                        "no answer to the connection's handshake within {bound:?} \
+                         (the URL's connect_timeout)"
+                    )
+                    .into(),
+                }));
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(store.stopped()),
         }
         store.call(|c| c.migrate())?;
         let unknown_format = store.call(|c| c.open_repository())?;
@@ -895,16 +931,18 @@ impl Postgres {
 /// row returned) when nobody holds a live lease on it and it is due (or `$4`); never from a
 /// live lease. The gateways of a fleet claim with it ([`crate::server::fleet`]), and so does
 /// `migrate-state` while it copies a repository ([`super::copy`]).
+/// The row returned holds the lease's fencing token (`fence`), taken from `oai_bridge_fence`: a
+/// later claim always has a greater one.
 pub(crate) const LEASE_CLAIM: &str =
-    "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at)
-     VALUES ($1, $2, now() + make_interval(secs => $3))
+    "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at, fence)
+     VALUES ($1, $2, now() + make_interval(secs => $3), nextval('oai_bridge_fence'))
      ON CONFLICT (repository) DO UPDATE
-       SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+       SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at, fence = EXCLUDED.fence
        WHERE (oai_bridge_refreshes.expires_at IS NULL
               OR oai_bridge_refreshes.expires_at <= now())
          AND ($4 OR oai_bridge_refreshes.refreshed_at IS NULL
               OR oai_bridge_refreshes.refreshed_at <= now() - make_interval(secs => $5))
-     RETURNING 1";
+     RETURNING fence";
 
 /// Renews `$2`'s live lease on `$1` for `$3` seconds more; no row changed when it holds none.
 pub(crate) const LEASE_RENEW: &str =
@@ -1516,6 +1554,38 @@ mod tests {
     use super::*;
     use crate::store::Store;
     use postgres::config::SslMode;
+
+    /// A server that accepts connections and never says a word, as a database stuck in its
+    /// startup; held open while the test runs.
+    fn silent_server() -> (std::net::TcpListener, u16) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        (listener, port)
+    }
+
+    /// tokio-postgres's `connect_timeout` bounds the TCP connect only: a server that accepts
+    /// and never answers the handshake is given up on after the same bound, naming it.
+    #[test]
+    fn a_server_that_never_answers_the_handshake_is_given_up_on() {
+        let (_server, port) = silent_server();
+        let url = StateUrl::parse(&format!(
+            "postgres://bridge@127.0.0.1:{port}/db?connect_timeout=1"
+        ))
+        .unwrap();
+        assert_eq!(url.connect_bound(), Duration::from_secs(1));
+        let started = std::time::Instant::now();
+        let e = Store::open_postgres(&url, "a").unwrap_err().to_string();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            e.contains("no answer to the connection's handshake within 1s")
+                && e.contains(&format!("127.0.0.1:{port}")),
+            "{e}"
+        );
+    }
 
     /// docs/operations.md says how many migrations this version knows (an older binary refuses
     /// a database with more): the number is this.

@@ -371,24 +371,30 @@ async fn an_export_to_s3_is_complete_and_the_next_uploads_only_what_changed() {
 
 /// What a proxy does with a PUT past its allowance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Held {
+pub(crate) enum Held {
     /// Never answers, as a network that stops mid-upload.
     Stall,
+    /// Passes it on once [`Proxy::release`] is called, as a stall that ends.
+    Pause,
     /// Answers 403 AccessDenied, as a bucket whose credentials were revoked.
     Refuse,
 }
 
 /// A proxy in front of moto that lets `allowed` PUTs through and holds every later one;
 /// `held` is notified at each held request.
-struct Proxy {
-    address: String,
+pub(crate) struct Proxy {
+    pub(crate) address: String,
     allowed: Arc<AtomicUsize>,
     puts: Arc<AtomicUsize>,
-    held: Arc<Notify>,
+    pub(crate) held: Arc<Notify>,
+    /// What the held requests of [`Held::Pause`] wait for.
+    released: Arc<tokio::sync::Semaphore>,
+    /// The path of every PUT, in the order they came.
+    pub(crate) paths: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Proxy {
-    async fn start(endpoint: String, allowed: usize, mode: Held) -> Proxy {
+    pub(crate) async fn start(endpoint: String, allowed: usize, mode: Held) -> Proxy {
         use http_body_util::{BodyExt as _, Full};
         use hyper::service::service_fn;
         use hyper_util::rt::TokioIo;
@@ -399,6 +405,8 @@ impl Proxy {
             allowed: Arc::new(AtomicUsize::new(allowed)),
             puts: Arc::new(AtomicUsize::new(0)),
             held: Arc::new(Notify::new()),
+            released: Arc::new(tokio::sync::Semaphore::new(0)),
+            paths: Arc::default(),
         };
         let shared = (
             Arc::clone(&proxy.allowed),
@@ -406,21 +414,33 @@ impl Proxy {
             Arc::clone(&proxy.held),
             reqwest::Client::new(),
             endpoint,
+            Arc::clone(&proxy.released),
+            Arc::clone(&proxy.paths),
         );
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
                 let shared = shared.clone();
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let (allowed, puts, held, client, endpoint) = shared.clone();
+                    let (allowed, puts, held, client, endpoint, released, paths) = shared.clone();
                     async move {
-                        if request.method() == hyper::Method::PUT
-                            && puts.fetch_add(1, Ordering::SeqCst) >= allowed.load(Ordering::SeqCst)
-                        {
+                        if request.method() == hyper::Method::PUT {
+                            paths.lock().unwrap().push(request.uri().path().to_owned());
+                        }
+                        let over = request.method() == hyper::Method::PUT
+                            && puts.fetch_add(1, Ordering::SeqCst)
+                                >= allowed.load(Ordering::SeqCst)
+                            && !(mode == Held::Pause && released.available_permits() > 0);
+                        if over {
                             held.notify_one();
                             if mode == Held::Stall {
                                 std::future::pending::<()>().await;
                             }
+                            if mode == Held::Pause {
+                                drop(released.acquire().await.unwrap());
+                            }
+                        }
+                        if over && mode == Held::Refuse {
                             let denied = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
                                           <Message>Access Denied</Message></Error>";
                             let response = hyper::Response::builder()
@@ -457,6 +477,11 @@ impl Proxy {
             }
         });
         proxy
+    }
+
+    /// Lets the requests held by [`Held::Pause`] through, and every later one.
+    pub(crate) fn release(&self) {
+        self.released.add_permits(1 << 20);
     }
 
     /// Holds every PUT from now on.
@@ -723,4 +748,44 @@ async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_b
             "{name} changed on the gateway"
         );
     }
+}
+
+/// What a fenced publish relies on (src/bucket.rs): S3 writes an object only over the version
+/// named (`If-Match`), and creates one only where there is none (`If-None-Match: *`), as
+/// object_store asks them; a write over a version another writer replaced is refused.
+#[tokio::test]
+async fn s3_writes_conditionally_over_the_version_read() {
+    use object_store::{PutMode, PutOptions, UpdateVersion};
+    let Some(moto) = Moto::start() else { return };
+    let bucket = moto.bucket("conditional").await;
+    let key = Key::from("site/r/.oai-bridge/published.json");
+    let put = |mode: PutMode, body: &'static str| {
+        let (bucket, key) = (&bucket, key.clone());
+        async move {
+            let options = PutOptions {
+                mode,
+                ..PutOptions::default()
+            };
+            bucket.put_opts(&key, body.into(), options).await
+        }
+    };
+    let first = put(PutMode::Create, "a").await.unwrap();
+    assert!(matches!(
+        put(PutMode::Create, "b").await,
+        Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. })
+    ));
+    let version = |r: &object_store::PutResult| UpdateVersion {
+        e_tag: r.e_tag.clone(),
+        version: r.version.clone(),
+    };
+    let second = put(PutMode::Update(version(&first)), "c").await.unwrap();
+    // Another writer's version in between: the stale one is refused.
+    let stale = put(PutMode::Update(version(&first)), "d").await;
+    assert!(
+        matches!(stale, Err(object_store::Error::Precondition { .. })),
+        "{stale:?}"
+    );
+    put(PutMode::Update(version(&second)), "e").await.unwrap();
+    let bytes = bucket.get(&key).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&bytes[..], b"e");
 }

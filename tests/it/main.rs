@@ -6,6 +6,7 @@ mod check;
 mod cli;
 mod edges;
 mod faults;
+mod fence;
 mod fleet;
 mod fuzz_regressions;
 mod golden;

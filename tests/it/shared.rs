@@ -28,7 +28,7 @@ fn records(i: usize) -> Vec<TestRecord> {
 }
 
 /// Runs `sql` against the database and gives the first column of each row.
-async fn column(url: &str, sql: &str) -> Vec<String> {
+pub(crate) async fn column(url: &str, sql: &str) -> Vec<String> {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -41,7 +41,7 @@ async fn column(url: &str, sql: &str) -> Vec<String> {
 
 /// Each file's ETag and Last-Modified as `gateway` answers it, when it answers each with the
 /// bytes the bucket holds; else `None`.
-async fn served(
+pub(crate) async fn served(
     client: &reqwest::Client,
     gateway: &Serving,
     files: &BTreeMap<String, Vec<u8>>,
