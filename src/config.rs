@@ -1101,7 +1101,11 @@ impl Config {
     pub(crate) fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         warnings.extend(self.memory_warning());
-        let state_url = self.state.url.as_ref().and_then(crate::store::StateUrl::warning);
+        let state_url = self
+            .state
+            .url
+            .as_ref()
+            .and_then(crate::store::StateUrl::warning);
         warnings.extend(state_url.map(|w| format!("[state] url {w}")));
         let repos = &self.repositories;
         for (i, j) in Self::alike(repos) {
