@@ -270,12 +270,8 @@ impl ItemLists {
             emit(&self.list)?;
             self.restart();
         }
-        self.item_head();
-        let list = &mut self.list.bytes;
-        list.extend_from_slice(&self.head);
-        list.extend_from_slice(document);
-        list.push(b'}');
-        self.len += self.head.len() + document.len() + 1;
+        debug_assert!(self.stream.is_none(), "a gathered list never streams");
+        self.append(document).expect("gathered in memory");
         Ok(())
     }
 
@@ -303,18 +299,24 @@ impl ItemLists {
                 stream.write(LIST_OPEN.as_bytes()).map_err(sink_error)?;
             }
         }
+        self.append(document).map_err(sink_error)
+    }
+
+    /// Counts the next item and appends it, `document` in its head: to the list's file when
+    /// it streams, else to the list gathered in memory.
+    fn append(&mut self, document: &[u8]) -> std::io::Result<()> {
         self.item_head();
+        let parts = [&self.head[..], document, b"}"];
         match &mut self.stream {
             Some((_, stream)) => {
-                stream.write(&self.head).map_err(sink_error)?;
-                stream.write(document).map_err(sink_error)?;
-                stream.write(b"}").map_err(sink_error)?;
+                for part in parts {
+                    stream.write(part)?;
+                }
             }
             None => {
-                let list = &mut self.list.bytes;
-                list.extend_from_slice(&self.head);
-                list.extend_from_slice(document);
-                list.push(b'}');
+                for part in parts {
+                    self.list.bytes.extend_from_slice(part);
+                }
             }
         }
         self.len += self.head.len() + document.len() + 1;

@@ -901,6 +901,40 @@ mod tests {
         .into_bytes()
     }
 
+    /// `entries` (those `lost` says lost) pushed into the Signmap's files in `sink`: the entries
+    /// blanked out, the index, and the records of the files written.
+    fn fill<S: FileSink>(
+        sink: &mut S,
+        url: &Url,
+        limits: Limits,
+        entries: &[Vec<u8>],
+        lost: &[bool],
+    ) -> (
+        Vec<bool>,
+        Option<Url>,
+        Vec<crate::profiles::ledger::FileRecord>,
+    ) {
+        let lastmod = Datestamp::parse("2024-05-06");
+        let mut recording = crate::profiles::files::Recording::new(sink);
+        let mut files = Files::new(
+            signmap::URLSET_OPEN,
+            limits,
+            Some(Shards::new(url, Profile::Signmap, "xml")),
+        );
+        for (e, &l) in entries.iter().zip(lost) {
+            let entry = if l {
+                Entry::Lost(e.len())
+            } else {
+                Entry::Won(e, lastmod)
+            };
+            files.push(&mut recording, entry).unwrap();
+        }
+        files.close(&mut recording).unwrap();
+        let blanked = files.blanked.clone();
+        let index = files.finish(&mut recording).unwrap();
+        (blanked, index, recording.files)
+    }
+
     proptest::proptest! {
         /// Shards written as they fill into a staging folder are the shards gathered in
         /// memory, byte for byte, with the same records of them: a file without lost entries,
@@ -914,39 +948,13 @@ mod tests {
             let url = Url::parse("https://r.example/").unwrap();
             let limits = Limits { max_urls, max_bytes: 6_000 };
             let entries: Vec<Vec<u8>> = (0..lost.len()).map(entry).collect();
-            let lastmod = Datestamp::parse("2024-05-06");
             let dir = tempfile::tempdir().unwrap();
             let mut staging = Staging::new(&dir.path().join("out")).unwrap();
-            let mut recording = crate::profiles::files::Recording::new(&mut staging);
-            let mut files = Files::new(
-                signmap::URLSET_OPEN,
-                limits,
-                Some(Shards::new(&url, Profile::Signmap, "xml")),
-            );
-            for (e, &l) in entries.iter().zip(&lost) {
-                let entry = if l { Entry::Lost(e.len()) } else { Entry::Won(e, lastmod) };
-                files.push(&mut recording, entry).unwrap();
-            }
-            files.close(&mut recording).unwrap();
-            let streamed_blanked = files.blanked.clone();
-            let streamed_index = files.finish(&mut recording).unwrap();
-            let mut streamed_records = std::mem::take(&mut recording.files);
-
+            let (streamed_blanked, streamed_index, mut streamed_records) =
+                fill(&mut staging, &url, limits, &entries, &lost);
             let mut memory = Memory::default();
-            let mut recording = crate::profiles::files::Recording::new(&mut memory);
-            let mut files = Files::new(
-                signmap::URLSET_OPEN,
-                limits,
-                Some(Shards::new(&url, Profile::Signmap, "xml")),
-            );
-            for (e, &l) in entries.iter().zip(&lost) {
-                let entry = if l { Entry::Lost(e.len()) } else { Entry::Won(e, lastmod) };
-                files.push(&mut recording, entry).unwrap();
-            }
-            files.close(&mut recording).unwrap();
-            let gathered_blanked = files.blanked.clone();
-            let gathered_index = files.finish(&mut recording).unwrap();
-            let mut gathered_records = std::mem::take(&mut recording.files);
+            let (gathered_blanked, gathered_index, mut gathered_records) =
+                fill(&mut memory, &url, limits, &entries, &lost);
 
             proptest::prop_assert_eq!(streamed_index, gathered_index);
             proptest::prop_assert_eq!(streamed_blanked, gathered_blanked);

@@ -18,7 +18,7 @@ use crate::bucket::{Held, Moto, Proxy, Serving, Site, pages_of, until};
 use crate::faults::SCOPE;
 use crate::postgres::Database;
 use crate::server::{TestServer, numbered};
-use crate::shared::{column, served};
+use crate::shared::{column, gateway_args, served};
 
 const TOKEN: &str = "a-token-of-the-fence-test-0123456789";
 const LEASE_SECS: u64 = 2;
@@ -79,22 +79,7 @@ async fn a_holder_stopped_past_its_lease_publishes_nothing_current_and_follows()
         ),
     )
     .unwrap();
-    let args = |n: usize| -> Vec<String> {
-        let state = root.path().join(format!("state-{n}"));
-        [
-            "serve",
-            "--config",
-            &config.display().to_string(),
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--state-dir",
-            &state.display().to_string(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    };
+    let args = |n: usize| gateway_args(&config, &root.path().join(format!("state-{n}")));
 
     // A, through a proxy that lets one PUT through (the manifest that carries A's token) and
     // holds the next (its first file): stopped there, past its lease.

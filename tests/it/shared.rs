@@ -102,22 +102,7 @@ async fn three_gateways_share_fifty_repositories_and_survive_a_kill() {
     }
     let config = root.path().join("bridge.toml");
     std::fs::write(&config, text).unwrap();
-    let args = |n: usize| -> Vec<String> {
-        let state = root.path().join(format!("state-{n}"));
-        [
-            "serve",
-            "--config",
-            &config.display().to_string(),
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-            "--state-dir",
-            &state.display().to_string(),
-        ]
-        .map(str::to_owned)
-        .to_vec()
-    };
+    let args = |n: usize| gateway_args(&config, &root.path().join(format!("state-{n}")));
     let mut gateways = Vec::new();
     for n in 0..3 {
         gateways.push(Serving::start(&moto.endpoint, &args(n), TOKEN).await);
@@ -238,4 +223,22 @@ async fn three_gateways_share_fifty_repositories_and_survive_a_kill() {
             .is_some_and(|r| r.arg("resumptionToken").is_some()),
         "r{killed:02} was continued with a token after the kill"
     );
+}
+
+/// `serve` of the configuration file `config` with the state folder `state`, on loopback ports
+/// the kernel picks: the arguments of one gateway of a fleet's tests.
+pub(crate) fn gateway_args(config: &std::path::Path, state: &std::path::Path) -> Vec<String> {
+    [
+        "serve",
+        "--config",
+        &config.display().to_string(),
+        "--listen",
+        "127.0.0.1:0",
+        "--admin-listen",
+        "127.0.0.1:0",
+        "--state-dir",
+        &state.display().to_string(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
 }
