@@ -138,6 +138,8 @@ pub struct Generation {
     by_name: HashMap<String, u32>,
     /// The packed documents, sorted by key.
     documents: Vec<DocEntry>,
+    /// The linksets made from its Signmap, sorted by key ([`super::linkset`]).
+    linksets: Vec<super::linkset::Entry>,
     retired: AtomicBool,
 }
 
@@ -157,6 +159,10 @@ impl Generation {
                 }
             })
             .collect();
+        let linksets = super::linkset::open(
+            &dir,
+            (files.iter()).map(|f| (f.name.as_str(), f.last_modified)),
+        );
         let mut by_name: HashMap<String, u32> = files
             .iter()
             .enumerate()
@@ -177,6 +183,7 @@ impl Generation {
             files,
             by_name,
             documents,
+            linksets,
             retired: AtomicBool::new(false),
         }
     }
@@ -206,6 +213,20 @@ impl Generation {
     /// Where the packed documents are.
     pub fn documents_path(&self) -> PathBuf {
         self.dir.join(DOCS_PACK)
+    }
+
+    /// The linkset entries that may be `landing`'s, with their indexes (part of the cache
+    /// key): one, or none, but for a hash collision; the caller compares the anchor.
+    pub(crate) fn linkset_candidates(
+        &self,
+        landing: &str,
+    ) -> impl Iterator<Item = (u32, super::linkset::Entry)> + '_ {
+        super::linkset::candidates(&self.linksets, landing).map(|i| (i as u32, self.linksets[i]))
+    }
+
+    /// Where the linksets are.
+    pub(crate) fn linksets_path(&self) -> PathBuf {
+        self.dir.join(super::linkset::PACK)
     }
 
     /// Marks this generation as replaced: its folder goes when the last holder lets go.
