@@ -1266,6 +1266,15 @@ mod tests {
             w.listed_name(name.to_owned()).unwrap();
         }
         w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
+        // A Signmap: a follower makes the same linksets from it as the holder.
+        let landing = "https://repo.example/record/1";
+        let signmap = format!(
+            "<urlset><url><loc>{landing}</loc>\
+             <rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1/x\"/></url></urlset>"
+        );
+        w.put_shard("signmap-1.xml", signmap.as_bytes()).unwrap();
+        w.listed_name("signmap-1.xml".to_owned()).unwrap();
+        w.put("signmap.xml", b"<sitemapindex/>").unwrap();
         let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
@@ -1311,6 +1320,12 @@ mod tests {
                     fs::read(made.path(f)).unwrap()
                 );
             }
+            let linkset = |g: &Generation| {
+                let (_, e) = g.linkset_candidates(landing).next().expect("a linkset");
+                let pack = fs::read(g.linksets_path()).unwrap();
+                (e, pack[e.offset as usize..][..e.len as usize].to_vec())
+            };
+            assert_eq!(linkset(g), linkset(&made));
             let (_, d) = g.document(0xff).unwrap();
             assert_eq!(d.lastmod, day.unwrap().unix());
             let pack = fs::read(g.documents_path()).unwrap();
