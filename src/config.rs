@@ -337,6 +337,8 @@ pub struct RepositoryConfig {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
+    /// `serve`, with the Signmap: the relations of a landing page's Signposting `Link` header.
+    pub signposting_header: Vec<String>,
     /// The profiles published beside the sitemap: `signmap`, `cdif`, `cdif_list`, `diwoo` and
     /// `[repository.ocx]` (when present and not `enabled = false`).
     pub profiles: ProfileSettings,
@@ -920,6 +922,8 @@ pub(crate) struct RepositorySettings {
     pub limits: Limits,
     /// Write `.xml.gz` shards.
     pub gzip: bool,
+    /// The relations of a landing page's Signposting `Link` header.
+    pub signposting_header: Vec<String>,
     /// The profiles published beside the sitemap.
     pub profiles: ProfileSettings,
     /// Time between refreshes (`serve`).
@@ -941,6 +945,9 @@ impl Default for RepositorySettings {
             until: None,
             limits: Limits::default(),
             gzip: false,
+            signposting_header: crate::profiles::signmap::HEADER_RELATIONS
+                .map(str::to_owned)
+                .to_vec(),
             profiles: ProfileSettings::default(),
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             policy: crate::incremental::Policy::default(),
@@ -969,6 +976,7 @@ impl RepositorySettings {
             until: self.until,
             limits: self.limits,
             gzip: self.gzip,
+            signposting_header: self.signposting_header,
             profiles: self.profiles,
             refresh_interval: self.refresh_interval,
             harvest: harvest.0,
@@ -1408,6 +1416,23 @@ pub(crate) fn parse_scope(values: &[String]) -> Result<Vec<Url>, String> {
 }
 
 /// Set specs: colon-separated parts of unreserved characters (OAI-40).
+/// The relations of a Signposting `Link` header: each one the gateway can send, once.
+pub(crate) fn parse_header_relations(relations: Vec<String>) -> Result<Vec<String>, String> {
+    let known = crate::profiles::signmap::HEADER_RELATIONS;
+    for (i, rel) in relations.iter().enumerate() {
+        if !known.contains(&rel.as_str()) {
+            return Err(format!(
+                "{rel:?} is not a relation the gateway sends; it sends {}",
+                known.join(", ")
+            ));
+        }
+        if relations[..i].contains(rel) {
+            return Err(format!("{rel:?} is named twice"));
+        }
+    }
+    Ok(relations)
+}
+
 pub(crate) fn validate_sets(sets: Vec<String>) -> Result<Vec<String>, String> {
     for set in &sets {
         let ok = !set.is_empty()

@@ -112,6 +112,7 @@ impl RepositorySettings {
             until: r.until,
             limits: r.limits,
             gzip: r.gzip,
+            signposting_header: r.signposting_header.clone(),
             profiles: r.profiles.clone(),
             refresh_interval: r.refresh_interval,
             policy: r.policy.clone(),

@@ -535,6 +535,13 @@ section! {
             ],
             apply: |r, v, _| set(&mut r.profiles.signmap, v),
         }
+        /// `serve`, with the Signmap: the relations of the Signposting `Link` header a reverse
+        /// proxy adds to a landing page (`/{name}/signposting`).
+        signposting_header: Vec<String> {
+            takes: "a list of relations in quotes, of cite-as, describedby, type, license, item \
+                and linkset",
+            apply: |r, v, _| set(&mut r.signposting_header, super::parse_header_relations(v)?),
+        }
         /// Also publish CDIF JSON-LD documents.
         cdif: bool {
             takes: "true or false",

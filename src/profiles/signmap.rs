@@ -18,6 +18,17 @@ pub(crate) const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/sc
 /// [`crate::profiles::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
 pub(crate) const XML: &str = "application/xml";
 
+/// The relations a landing page's Signposting `Link` header may carry (the Signmap's, and the
+/// link to its linkset), all of them unless a repository's `signposting_header` names fewer.
+pub(crate) const HEADER_RELATIONS: [&str; 6] = [
+    "cite-as",
+    "describedby",
+    "type",
+    "license",
+    "item",
+    "linkset",
+];
+
 /// The media type of the `describedby` link to a record's CDIF document.
 pub(crate) const JSON_LD: &str = "application/ld+json";
 

@@ -138,6 +138,8 @@ pub struct Generation {
     by_name: HashMap<String, u32>,
     /// The packed documents, sorted by key.
     documents: Vec<DocEntry>,
+    /// The linksets made from its Signmap, sorted by key ([`super::linkset`]).
+    linksets: Vec<super::linkset::Entry>,
     retired: AtomicBool,
 }
 
@@ -157,6 +159,10 @@ impl Generation {
                 }
             })
             .collect();
+        let linksets = super::linkset::open(
+            &dir,
+            (files.iter()).map(|f| (f.name.as_str(), f.last_modified)),
+        );
         let mut by_name: HashMap<String, u32> = files
             .iter()
             .enumerate()
@@ -177,6 +183,7 @@ impl Generation {
             files,
             by_name,
             documents,
+            linksets,
             retired: AtomicBool::new(false),
         }
     }
@@ -206,6 +213,20 @@ impl Generation {
     /// Where the packed documents are.
     pub fn documents_path(&self) -> PathBuf {
         self.dir.join(DOCS_PACK)
+    }
+
+    /// The linkset entries that may be `landing`'s, with their indexes (part of the cache
+    /// key): one, or none, but for a hash collision; the caller compares the anchor.
+    pub(crate) fn linkset_candidates(
+        &self,
+        landing: &str,
+    ) -> impl Iterator<Item = (u32, super::linkset::Entry)> + '_ {
+        super::linkset::candidates(&self.linksets, landing).map(|i| (i as u32, self.linksets[i]))
+    }
+
+    /// Where the linksets are.
+    pub(crate) fn linksets_path(&self) -> PathBuf {
+        self.dir.join(super::linkset::PACK)
     }
 
     /// Marks this generation as replaced: its folder goes when the last holder lets go.
@@ -1245,6 +1266,15 @@ mod tests {
             w.listed_name(name.to_owned()).unwrap();
         }
         w.put("sitemap.xml", b"<sitemapindex/>").unwrap();
+        // A Signmap: a follower makes the same linksets from it as the holder.
+        let landing = "https://repo.example/record/1";
+        let signmap = format!(
+            "<urlset><url><loc>{landing}</loc>\
+             <rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1/x\"/></url></urlset>"
+        );
+        w.put_shard("signmap-1.xml", signmap.as_bytes()).unwrap();
+        w.listed_name("signmap-1.xml".to_owned()).unwrap();
+        w.put("signmap.xml", b"<sitemapindex/>").unwrap();
         let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
@@ -1290,6 +1320,12 @@ mod tests {
                     fs::read(made.path(f)).unwrap()
                 );
             }
+            let linkset = |g: &Generation| {
+                let (_, e) = g.linkset_candidates(landing).next().expect("a linkset");
+                let pack = fs::read(g.linksets_path()).unwrap();
+                (e, pack[e.offset as usize..][..e.len as usize].to_vec())
+            };
+            assert_eq!(linkset(g), linkset(&made));
             let (_, d) = g.document(0xff).unwrap();
             assert_eq!(d.lastmod, day.unwrap().unix());
             let pack = fs::read(g.documents_path()).unwrap();

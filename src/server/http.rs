@@ -79,6 +79,14 @@ enum Target<'a> {
         repo: &'a str,
         key: u64,
     },
+    /// A landing page's linkset (`linkset?url=`, Signposting Level 2).
+    Linkset {
+        repo: &'a str,
+    },
+    /// A landing page's `Link` header for a reverse proxy (`signposting`, Signposting Level 1).
+    Signposting {
+        repo: &'a str,
+    },
     /// `POST /-/refresh/{repo}`: start a refresh now (admin token required).
     Refresh {
         repo: &'a str,
@@ -94,7 +102,11 @@ impl Target<'_> {
     fn served_on(&self, side: Side) -> bool {
         match self {
             Target::Healthz | Target::Readyz => true,
-            Target::Robots | Target::File { .. } | Target::Document { .. } => side == Side::Public,
+            Target::Robots
+            | Target::File { .. }
+            | Target::Document { .. }
+            | Target::Linkset { .. }
+            | Target::Signposting { .. } => side == Side::Public,
             Target::Status | Target::Metrics | Target::Refresh { .. } | Target::Reload => {
                 side == Side::Admin
             }
@@ -112,6 +124,8 @@ impl Target<'_> {
             Target::File { shard: false, .. } => Route::Index,
             Target::File { shard: true, .. } => Route::Shard,
             Target::Document { .. } => Route::Document,
+            Target::Linkset { .. } => Route::Linkset,
+            Target::Signposting { .. } => Route::Signposting,
             Target::Refresh { .. } | Target::Reload => Route::Admin,
             Target::NotFound => Route::Other,
         }
@@ -142,6 +156,11 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
             };
             if let Some(key) = doc_key(name) {
                 return Target::Document { repo, key };
+            }
+            match name {
+                "linkset" => return Target::Linkset { repo },
+                "signposting" => return Target::Signposting { repo },
+                _ => {}
             }
             match FileName::parse(name) {
                 Some(FileName::Index(_)) => Target::File {
@@ -249,7 +268,8 @@ pub(crate) async fn handle(gateway: &Arc<Gateway>, side: Side, req: Request<Inco
     let m = &gateway.metrics;
     m.request(target.route(), answer.status().as_u16(), body_bytes);
     // A success names a configured repository (never a label from an unknown path).
-    if let Target::File { repo, .. } | Target::Document { repo, .. } = target
+    if let Target::File { repo, .. } | Target::Document { repo, .. } | Target::Linkset { repo } =
+        target
         && answer.status().is_success()
         && body_bytes > 0
     {
@@ -322,10 +342,201 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             }
             _ => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
+        Target::Linkset { repo } => match gateway.repo(repo) {
+            Some(repo) if repo.served().job.profiles.signmap => {
+                serve_linkset(gateway, &repo, req, head).await
+            }
+            _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
+        Target::Signposting { repo } => match gateway.repo(repo) {
+            Some(repo) => serve_signposting(gateway, &repo, req).await,
+            None => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
         Target::NotFound | Target::Refresh { .. } | Target::Reload => {
             plain(StatusCode::NOT_FOUND, "not found\n")
         }
     }
+}
+
+/// Cache keys of linksets have this bit set, so they never meet a file's or a document's.
+const LINKSET_BIT: u32 = 1 << 30;
+
+/// The landing URL of a `?url=` query: the whole rest of the query, percent-decoded (`+` is
+/// not a space: landing URLs hold `+` more often than spaces), so that a proxy that leaves a
+/// landing URL's own `&` and `?` unencoded still names it.
+fn url_param(query: Option<&str>) -> Option<String> {
+    let value = query?.strip_prefix("url=")?;
+    let decoded = percent_encoding::percent_decode_str(value)
+        .decode_utf8()
+        .ok()?;
+    (!decoded.is_empty()).then(|| decoded.into_owned())
+}
+
+/// The linkset whose anchor is exactly `landing` in `generation`, with its entry; `Ok(None)`
+/// for a page the Signmap does not list.
+async fn find_linkset(
+    gateway: &Gateway,
+    generation: &Arc<Generation>,
+    landing: &str,
+) -> Result<Option<(super::linkset::Linkset, super::linkset::Entry)>, Arc<std::io::Error>> {
+    for (index, entry) in generation.linkset_candidates(landing) {
+        let path = generation.linksets_path();
+        let bytes = cached(gateway, generation, LINKSET_BIT | index, async move {
+            tokio::task::spawn_blocking(move || {
+                use std::os::unix::fs::FileExt;
+                let mut bytes = vec![0; entry.len as usize];
+                std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
+                Ok::<_, std::io::Error>(Bytes::from(bytes))
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        })
+        .await?;
+        let Some(linkset) = super::linkset::decode_record(&bytes) else {
+            return Err(Arc::new(std::io::Error::other(
+                "a record of the linkset pack does not parse",
+            )));
+        };
+        // A hash collision: another page's links, never served for this one.
+        if linkset.anchor == landing {
+            return Ok(Some((linkset, entry)));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `Accept` prefers `application/linkset` to `application/linkset+json` (RFC 9264's
+/// two formats); without a preference, JSON.
+fn prefers_linkset_text(headers: &HeaderMap) -> bool {
+    let (mut json, mut text, mut wildcard) = (None, None, None::<f32>);
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let mut parts = item.split(';');
+            let range = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q = parts
+                .filter_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    k.trim().eq_ignore_ascii_case("q").then(|| v.trim())
+                })
+                .next()
+                .map_or(1.0, |v| v.parse::<f32>().unwrap_or(0.0));
+            match range.as_str() {
+                super::linkset::JSON => json = Some(q),
+                super::linkset::TEXT => text = Some(q),
+                "*/*" | "application/*" => wildcard = Some(wildcard.map_or(q, |w| w.max(q))),
+                _ => {}
+            }
+        }
+    }
+    let text = text.or(wildcard).unwrap_or(0.0);
+    let json = json.or(wildcard).unwrap_or(0.0);
+    text > json
+}
+
+/// Signposting Level 2: the linkset of the landing page named by `?url=`, as
+/// `application/linkset+json` or `application/linkset` by `Accept`, with a strong ETag of the
+/// bytes sent and the Last-Modified of the Signmap shard it came from; 404 for a page the
+/// Signmap does not list.
+async fn serve_linkset(
+    gateway: &Gateway,
+    repo: &Repo,
+    req: &Request<Incoming>,
+    head: bool,
+) -> Answer {
+    let Some(landing) = url_param(req.uri().query()) else {
+        return plain(
+            StatusCode::BAD_REQUEST,
+            "give the landing page's URL, percent-encoded, as ?url=\n",
+        );
+    };
+    let Some(generation) = repo.current() else {
+        return not_yet(repo);
+    };
+    let (linkset, entry) = match find_linkset(gateway, &generation, &landing).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return plain(StatusCode::NOT_FOUND, "no linkset for this page\n"),
+        Err(e) => {
+            tracing::error!("cannot read a linkset of the current generation: {e}");
+            return plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the linkset cannot be read; see the server log\n",
+            );
+        }
+    };
+    let (content_type, body) = if prefers_linkset_text(req.headers()) {
+        (super::linkset::TEXT, linkset.to_text())
+    } else {
+        (super::linkset::JSON, linkset.to_json())
+    };
+    let body = Bytes::from(body);
+    let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(entry.last_modified);
+    let etag = etag_header(&content_hash(&body));
+    let lm_header = date_header(last_modified);
+    let validators = Validators {
+        etag: &etag,
+        last_modified,
+        last_modified_header: &lm_header,
+    };
+    respond(
+        req.headers(),
+        head,
+        &validators,
+        content_type,
+        Some("Accept"),
+        &gateway.cache_control,
+        || async move { Ok(body) },
+    )
+    .await
+}
+
+/// The header a reverse proxy names the landing page in (else `?url=`).
+const SIGNPOSTING_URL_HEADER: &str = "x-signposting-url";
+
+/// Signposting Level 1: 204 with the `Link` header the landing page should carry (named in
+/// `X-Signposting-Url` or `?url=`), or 204 without one for a page the gateway does not know (a
+/// proxy adds nothing then). Never an error status for a page: the proxy must serve the page
+/// whatever the answer.
+async fn serve_signposting(gateway: &Gateway, repo: &Repo, req: &Request<Incoming>) -> Answer {
+    let nothing = || {
+        Response::builder()
+            .status(StatusCode::NO_CONTENT)
+            .header(header::CACHE_CONTROL, gateway.cache_control.clone())
+            .body(Full::new(Bytes::new()))
+            .expect("valid response")
+    };
+    let served = repo.served();
+    if !served.job.profiles.signmap {
+        return nothing();
+    }
+    let landing = req
+        .headers()
+        .get(SIGNPOSTING_URL_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+        .or_else(|| url_param(req.uri().query()));
+    let (Some(landing), Some(generation)) = (landing, repo.current()) else {
+        return nothing();
+    };
+    let linkset = match find_linkset(gateway, &generation, &landing).await {
+        Ok(Some((linkset, _))) => linkset,
+        Ok(None) => return nothing(),
+        Err(e) => {
+            tracing::error!("cannot read a linkset of the current generation: {e}");
+            return nothing();
+        }
+    };
+    let relations = &served.config.signposting_header;
+    let url = super::linkset::linkset_url(served.job.public_url.as_str(), &landing);
+    let mut answer = nothing();
+    match HeaderValue::from_str(&linkset.header(relations, &url)) {
+        Ok(link) if !link.is_empty() => {
+            answer.headers_mut().insert(header::LINK, link);
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(landing, "a Link header that cannot be sent: {e}"),
+    }
+    answer
 }
 
 /// `/readyz`: 200 unless a repository configured at start has neither a generation nor an
@@ -732,6 +943,46 @@ fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> Ans
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn signposting_routes_and_their_query() {
+        assert_eq!(route("", "/r/linkset"), Target::Linkset { repo: "r" });
+        assert_eq!(
+            route("/maps", "/maps/r/signposting"),
+            Target::Signposting { repo: "r" }
+        );
+        assert_eq!(route("", "/r/linkset/x"), Target::NotFound);
+        assert_eq!(
+            url_param(Some("url=https%3A%2F%2Fa.example%2Fp%3Fx%3D1%2B2")).as_deref(),
+            Some("https://a.example/p?x=1+2")
+        );
+        // A proxy that leaves the landing URL's own query as it is.
+        assert_eq!(
+            url_param(Some("url=https://a.example/p?x=1&y=2")).as_deref(),
+            Some("https://a.example/p?x=1&y=2")
+        );
+        assert_eq!(url_param(Some("x=1")), None);
+        assert_eq!(url_param(Some("url=")), None);
+        assert_eq!(url_param(None), None);
+    }
+
+    #[test]
+    fn linkset_formats_by_accept() {
+        let prefers = |accept: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::ACCEPT, HeaderValue::from_str(accept).unwrap());
+            prefers_linkset_text(&h)
+        };
+        assert!(!prefers_linkset_text(&HeaderMap::new()));
+        assert!(prefers("application/linkset"));
+        assert!(!prefers("application/linkset+json"));
+        assert!(!prefers("application/linkset, application/linkset+json"));
+        assert!(prefers(
+            "application/linkset+json;q=0.5, application/linkset"
+        ));
+        assert!(prefers("application/linkset, */*;q=0.1"));
+        assert!(!prefers("*/*"));
+    }
 
     #[test]
     fn paths_match_exactly_with_or_without_the_prefix() {

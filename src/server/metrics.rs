@@ -47,6 +47,10 @@ pub enum Route {
     Shard,
     /// `/{repo}/cdif/{key}.jsonld`.
     Document,
+    /// `/{repo}/linkset?url=`, a landing page's linkset.
+    Linkset,
+    /// `/{repo}/signposting`, a landing page's `Link` header for a reverse proxy.
+    Signposting,
     /// `/healthz`.
     Healthz,
     /// `/readyz`.
@@ -68,6 +72,8 @@ impl Route {
             Route::Index => "index",
             Route::Shard => "shard",
             Route::Document => "document",
+            Route::Linkset => "linkset",
+            Route::Signposting => "signposting",
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
             Route::Metrics => "metrics",

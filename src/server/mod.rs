@@ -15,6 +15,7 @@ pub(crate) mod fleet;
 pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
+pub(crate) mod linkset;
 pub(crate) mod metrics;
 pub(crate) mod preflight;
 pub(crate) mod prune;

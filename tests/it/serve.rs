@@ -3939,3 +3939,322 @@ async fn requests_are_answered_while_a_refresh_waits_for_the_disk() {
     );
     g.stop().await;
 }
+
+/// The Signmap entry of `landing` in the gateway's Signmap shards: its `rs:ln` elements.
+async fn signmap_links(g: &Running, landing: &str) -> Vec<String> {
+    let index = g.get("/r/signmap.xml").await.text();
+    for shard in locs(&index) {
+        let text = g.get(&path_of(&shard)).await.text();
+        let open = format!("<url><loc>{}</loc>", landing.replace('&', "&amp;"));
+        if let Some(at) = text.find(&open) {
+            let entry = &text[at..at + text[at..].find("</url>").unwrap()];
+            return entry
+                .split("<rs:ln ")
+                .skip(1)
+                .map(|l| l.split("/>").next().unwrap().to_owned())
+                .collect();
+        }
+    }
+    panic!("{landing} is in no Signmap shard");
+}
+
+/// The records the Signposting tests harvest: a page with one file, a PID and a type; a page
+/// with seven files; a page whose URL and file hold a comma and a semicolon.
+fn signposting_records() -> Vec<TestRecord> {
+    let mut many = TestRecord::new("oai:test:2", "2024-05-02").url("https://repo.example/record/2");
+    for i in 1..=7 {
+        many = many.url(&format!("https://repo.example/files/2-{i}.pdf"));
+    }
+    vec![
+        TestRecord::new("oai:test:1", "2024-05-01")
+            .url("https://repo.example/record/1")
+            .url("https://repo.example/files/1.pdf")
+            .url("doi:10.1234/1")
+            .kind("Article"),
+        many,
+        TestRecord::new("oai:test:3", "2024-05-03")
+            .url("https://repo.example/record/3,a;b")
+            .url("https://repo.example/files/3,a;b.pdf"),
+    ]
+}
+
+fn encoded(landing: &str) -> String {
+    url::form_urlencoded::byte_serialize(landing.as_bytes()).collect()
+}
+
+/// Signposting Level 2 (issue 32 point 1): a landing page's linkset carries exactly its Signmap
+/// entry's links, anchored at the landing URL, as JSON or the Link format by `Accept`, with a
+/// strong ETag, 304, HEAD and 404 for a page the Signmap does not list.
+#[tokio::test]
+async fn a_landing_pages_linkset_is_its_signmap_entry() {
+    let upstream = TestServer::builder(signposting_records()).start();
+    let (g, _state) = serving(&upstream, "signmap = true\n").await;
+    let landing = "https://repo.example/record/1";
+    let path = format!("/r/linkset?url={}", encoded(landing));
+    let json = g.get(&path).await;
+    assert_eq!(json.status, StatusCode::OK);
+    assert_eq!(json.header("content-type"), "application/linkset+json");
+    assert_eq!(json.header("vary"), "Accept");
+    let doc: serde_json::Value = serde_json::from_slice(&json.body).unwrap();
+    let set = &doc["linkset"][0];
+    assert_eq!(doc["linkset"].as_array().unwrap().len(), 1);
+    assert_eq!(set["anchor"], landing);
+    assert_eq!(set["cite-as"][0]["href"], "https://doi.org/10.1234/1");
+    assert_eq!(set["item"][0]["href"], "https://repo.example/files/1.pdf");
+    assert_eq!(set["item"][0]["type"], "application/pdf");
+    let described = &set["describedby"][0];
+    assert!(
+        described["href"]
+            .as_str()
+            .unwrap()
+            .contains("verb=GetRecord")
+    );
+    assert_eq!(described["type"], "application/xml");
+    assert!(described["profile"].is_string(), "{set}");
+    // Every link of the Signmap entry, and no other.
+    let entry = signmap_links(&g, landing).await;
+    let links: usize = (set.as_object().unwrap().iter())
+        .filter(|(rel, _)| *rel != "anchor")
+        .map(|(rel, targets)| {
+            for t in targets.as_array().unwrap() {
+                let href = t["href"].as_str().unwrap().replace('&', "&amp;");
+                let ln = format!("rel=\"{rel}\" href=\"{href}\"");
+                assert!(
+                    entry.iter().any(|l| l.starts_with(&ln)),
+                    "{ln} in {entry:?}"
+                );
+            }
+            targets.as_array().unwrap().len()
+        })
+        .sum();
+    assert_eq!(links, entry.len(), "{entry:?}");
+    assert!(
+        set.get("type").is_some(),
+        "a dc:type gives a type link: {set}"
+    );
+
+    let text = g
+        .request(
+            reqwest::Method::GET,
+            &path,
+            &[("accept", "application/linkset")],
+        )
+        .await;
+    assert_eq!(text.header("content-type"), "application/linkset");
+    let body = text.text();
+    assert!(
+        body.contains(
+            "<https://doi.org/10.1234/1>; rel=\"cite-as\"; anchor=\"https://repo.example/record/1\""
+        ),
+        "{body}"
+    );
+    assert_eq!(body.lines().count(), entry.len());
+    assert_ne!(text.header("etag"), json.header("etag"));
+    // JSON wins a tie and is the default.
+    let either = g
+        .request(
+            reqwest::Method::GET,
+            &path,
+            &[("accept", "application/linkset, application/linkset+json")],
+        )
+        .await;
+    assert_eq!(either.header("content-type"), "application/linkset+json");
+
+    let etag = json.header("etag").to_owned();
+    assert!(etag.starts_with('"'), "strong: {etag}");
+    let again = g
+        .request(reqwest::Method::GET, &path, &[("if-none-match", &etag)])
+        .await;
+    assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+    let head = g.request(reqwest::Method::HEAD, &path, &[]).await;
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.header("etag"), etag);
+    assert_eq!(head.header("content-length"), json.body.len().to_string());
+    assert!(head.body.is_empty());
+
+    let unknown = format!(
+        "/r/linkset?url={}",
+        encoded("https://repo.example/record/9")
+    );
+    assert_eq!(g.get(&unknown).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(g.get("/r/linkset").await.status, StatusCode::BAD_REQUEST);
+    // The anchor is the landing URL exactly: a trailing slash is another page.
+    let slash = format!(
+        "/r/linkset?url={}",
+        encoded("https://repo.example/record/1/")
+    );
+    assert_eq!(g.get(&slash).await.status, StatusCode::NOT_FOUND);
+
+    // A URL with a comma and a semicolon: found by its exact spelling, the anchor unchanged.
+    let odd = "https://repo.example/record/3,a;b";
+    let reply = g.get(&format!("/r/linkset?url={}", encoded(odd))).await;
+    assert_eq!(reply.status, StatusCode::OK, "{}", reply.text());
+    let doc: serde_json::Value = serde_json::from_slice(&reply.body).unwrap();
+    assert_eq!(doc["linkset"][0]["anchor"], odd);
+    g.stop().await;
+}
+
+/// Signposting Level 1 (issue 32 point 2): the `Link` header a proxy adds to a landing page:
+/// its few links and the linkset, hrefs with delimiters percent-encoded, `item`s only when few,
+/// and 204 without a `Link` for a page the gateway does not know.
+#[tokio::test]
+async fn a_proxy_gets_the_link_header_of_a_landing_page() {
+    let upstream = TestServer::builder(signposting_records()).start();
+    let (g, _state) = serving(&upstream, "signmap = true\n").await;
+    let level1 = |landing: &'static str| {
+        let g = &g;
+        async move {
+            g.request(
+                reqwest::Method::GET,
+                "/r/signposting",
+                &[("x-signposting-url", landing)],
+            )
+            .await
+        }
+    };
+    let one = level1("https://repo.example/record/1").await;
+    assert_eq!(one.status, StatusCode::NO_CONTENT);
+    let link = one.header("link");
+    assert!(
+        link.contains("<https://doi.org/10.1234/1>; rel=\"cite-as\""),
+        "{link}"
+    );
+    assert!(link.contains("rel=\"describedby\"; type=\"application/xml\"; profile="));
+    assert!(
+        link.contains("<https://repo.example/files/1.pdf>; rel=\"item\"; type=\"application/pdf\"")
+    );
+    assert!(link.contains("rel=\"type\""), "{link}");
+    let linkset = format!(
+        "{}r/linkset?url=https%3A%2F%2Frepo.example%2Frecord%2F1",
+        g.url
+    );
+    assert!(
+        link.contains(&format!(
+            "<{linkset}>; rel=\"linkset\"; type=\"application/linkset+json\""
+        )),
+        "{link}"
+    );
+    // The linkset it names is there.
+    let named = Url::parse(&linkset).unwrap();
+    let named = format!("{}?{}", named.path(), named.query().unwrap());
+    assert_eq!(g.get(&named).await.status, StatusCode::OK);
+    // Split on commas, as F-UJI does, every value is still one whole link.
+    for value in link.split(',') {
+        let value = value.trim();
+        assert!(
+            value.starts_with('<') && value.contains(">; rel="),
+            "{value} of {link}"
+        );
+    }
+
+    // Seven files: none in the header, all in the linkset.
+    let many = level1("https://repo.example/record/2").await;
+    assert!(
+        !many.header("link").contains("rel=\"item\""),
+        "{}",
+        many.header("link")
+    );
+    assert!(many.header("link").contains("rel=\"linkset\""));
+    let set = g
+        .get(&format!(
+            "/r/linkset?url={}",
+            encoded("https://repo.example/record/2")
+        ))
+        .await;
+    let doc: serde_json::Value = serde_json::from_slice(&set.body).unwrap();
+    assert_eq!(doc["linkset"][0]["item"].as_array().unwrap().len(), 7);
+
+    // Delimiters in an href percent-encoded.
+    let odd = level1("https://repo.example/record/3,a;b").await;
+    let link = odd.header("link");
+    assert!(
+        link.contains("<https://repo.example/files/3%2Ca%3Bb.pdf>; rel=\"item\""),
+        "{link}"
+    );
+    for value in link.split(',') {
+        assert!(value.trim().starts_with('<'), "{value} of {link}");
+    }
+
+    // An unknown page, or none named: 204 without links.
+    let unknown = level1("https://repo.example/elsewhere").await;
+    assert_eq!(unknown.status, StatusCode::NO_CONTENT);
+    assert!(unknown.headers.get("link").is_none());
+    let none = g.get("/r/signposting").await;
+    assert_eq!(none.status, StatusCode::NO_CONTENT);
+    assert!(none.headers.get("link").is_none());
+    // `?url=` names the page too.
+    let query = g
+        .get(&format!(
+            "/r/signposting?url={}",
+            encoded("https://repo.example/record/1")
+        ))
+        .await;
+    assert_eq!(query.header("link"), one.header("link"));
+    g.stop().await;
+}
+
+/// Each path's status, ETag and body.
+async fn linkset_answers(g: &Running, paths: &[String]) -> Vec<(StatusCode, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for p in paths {
+        let r = g.get(p).await;
+        out.push((r.status, r.header("etag").to_owned(), r.body));
+    }
+    out
+}
+
+/// The linksets are the gateway's own, made from the generation's Signmap: a gateway that
+/// loads the generation without them (a follower's import, a generation of an earlier
+/// version) makes them again and answers the same bytes and validators.
+#[tokio::test]
+async fn linksets_made_again_answer_the_same() {
+    let upstream = TestServer::builder(signposting_records()).start();
+    let state = tempfile::tempdir().unwrap();
+    let config = config(&upstream, "signmap = true\n");
+    let paths: Vec<String> = [
+        "https://repo.example/record/1",
+        "https://repo.example/record/3,a;b",
+    ]
+    .iter()
+    .map(|l| format!("/r/linkset?url={}", encoded(l)))
+    .collect();
+    let g = Running::start(&config, state.path()).await;
+    g.ready().await;
+    let before = linkset_answers(&g, &paths).await;
+    assert!(before.iter().all(|(s, _, _)| *s == StatusCode::OK));
+    let dir = g.gateway.repos()[0].current().unwrap().dir.clone();
+    g.stop().await;
+    for name in ["linksets.pack", "linksets.index"] {
+        std::fs::remove_file(dir.join(name)).unwrap();
+    }
+    let g = Running::start(&config, state.path()).await;
+    g.ready().await;
+    assert!(dir.join("linksets.index").exists(), "made again at load");
+    assert_eq!(linkset_answers(&g, &paths).await, before);
+    g.stop().await;
+}
+
+/// A repository whose pages send some Signposting already names the relations the gateway adds.
+#[tokio::test]
+async fn the_link_header_carries_the_repositorys_relations() {
+    let upstream = TestServer::builder(signposting_records()).start();
+    let (g, _state) = serving(
+        &upstream,
+        "signmap = true\nsignposting_header = [\"describedby\", \"linkset\"]\n",
+    )
+    .await;
+    let reply = g
+        .request(
+            reqwest::Method::GET,
+            "/r/signposting",
+            &[("x-signposting-url", "https://repo.example/record/1")],
+        )
+        .await;
+    let link = reply.header("link");
+    assert!(link.contains("rel=\"describedby\""), "{link}");
+    assert!(link.contains("rel=\"linkset\""), "{link}");
+    for rel in ["cite-as", "item", "type"] {
+        assert!(!link.contains(&format!("rel=\"{rel}\"")), "{rel} in {link}");
+    }
+    g.stop().await;
+}
