@@ -22,6 +22,7 @@ use hyper::header::HeaderValue;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::keyed::Pack;
 use crate::bucket::{Rank, Staged};
 use crate::pipeline::{self, FileSink};
 
@@ -34,21 +35,9 @@ pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const DOCS_PACK: &str = "documents.pack";
 /// Their index: sorted [`DocEntry`]s, `DOC_ENTRY_LEN` bytes each, little-endian.
 pub(crate) const DOCS_INDEX: &str = "documents.index";
-/// Bytes of one index entry: key, offset, length, lastmod.
-const DOC_ENTRY_LEN: usize = 8 + 8 + 4 + 8;
-
-/// One packed document.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DocEntry {
-    /// The 16 hex digits of its name (`cdif/<key>.jsonld`), as a number.
-    pub key: u64,
-    /// Where it starts in the pack.
-    pub offset: u64,
-    /// Its length.
-    pub len: u32,
-    /// Its record's datestamp, seconds since the epoch (`i64::MIN` for none).
-    pub lastmod: i64,
-}
+/// One packed document: its key (the 16 hex digits of its name, `cdif/<key>.jsonld`, as a
+/// number), where it is in the pack, and its record's datestamp (`time`, `i64::MIN` for none).
+pub(crate) type DocEntry = super::keyed::Entry;
 
 /// The key of a document name, `cdif/<16 hex digits>.jsonld`.
 pub(crate) fn doc_key(name: &str) -> Option<u64> {
@@ -136,15 +125,15 @@ pub struct Generation {
     pub fence: Option<i64>,
     files: Vec<FileMeta>,
     by_name: HashMap<String, u32>,
-    /// The packed documents, sorted by key.
-    documents: Vec<DocEntry>,
-    /// The linksets made from its Signmap, sorted by key ([`super::linkset`]).
-    linksets: Vec<super::linkset::Entry>,
+    /// The packed documents' index ([`DOCS_INDEX`]).
+    documents: super::keyed::Index,
+    /// The index of the linksets made from its Signmap ([`super::linkset`]).
+    linksets: super::keyed::Index,
     retired: AtomicBool,
 }
 
 impl Generation {
-    fn from_manifest(dir: PathBuf, manifest: Manifest, documents: Vec<DocEntry>) -> Self {
+    fn from_manifest(dir: PathBuf, manifest: Manifest, documents: super::keyed::Index) -> Self {
         let files: Vec<FileMeta> = manifest
             .files
             .into_iter()
@@ -204,29 +193,32 @@ impl Generation {
         self.dir.join(&meta.name)
     }
 
-    /// A packed document by key, with its index (part of the cache key).
-    pub fn document(&self, key: u64) -> Option<(u32, DocEntry)> {
-        let i = self.documents.binary_search_by_key(&key, |d| d.key).ok()?;
-        Some((i as u32, self.documents[i]))
+    /// The index of one of its packs. The linksets' is by [`super::linkset::key`] of the
+    /// landing URL: more than one entry for a key but for a hash collision, so the caller
+    /// compares the anchor.
+    pub(crate) fn index(&self, pack: Pack) -> &super::keyed::Index {
+        match pack {
+            Pack::Documents => &self.documents,
+            Pack::Linksets => &self.linksets,
+        }
+    }
+
+    /// Where one of its packs is.
+    pub(crate) fn pack_path(&self, pack: Pack) -> PathBuf {
+        self.dir.join(match pack {
+            Pack::Documents => DOCS_PACK,
+            Pack::Linksets => super::linkset::PACK,
+        })
+    }
+
+    /// A packed document by key, with its position in the index, read from the disk.
+    pub(crate) fn document(&self, key: u64) -> io::Result<Option<(u64, DocEntry)>> {
+        Ok(self.documents.find(key)?.into_iter().next())
     }
 
     /// Where the packed documents are.
     pub fn documents_path(&self) -> PathBuf {
-        self.dir.join(DOCS_PACK)
-    }
-
-    /// The linkset entries that may be `landing`'s, with their indexes (part of the cache
-    /// key): one, or none, but for a hash collision; the caller compares the anchor.
-    pub(crate) fn linkset_candidates(
-        &self,
-        landing: &str,
-    ) -> impl Iterator<Item = (u32, super::linkset::Entry)> + '_ {
-        super::linkset::candidates(&self.linksets, landing).map(|i| (i as u32, self.linksets[i]))
-    }
-
-    /// Where the linksets are.
-    pub(crate) fn linksets_path(&self) -> PathBuf {
-        self.dir.join(super::linkset::PACK)
+        self.pack_path(Pack::Documents)
     }
 
     /// Marks this generation as replaced: its folder goes when the last holder lets go.
@@ -328,48 +320,28 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreE
             ));
         }
     }
-    let documents = if manifest.documents > 0 {
-        let index = dir.join(DOCS_INDEX);
-        let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
-        let entries = decode_index(&bytes);
-        if entries.len() as u64 != manifest.documents {
-            return Err(store_err("damaged document index", &index)(
-                io::Error::other(format!(
-                    "{} entries, the manifest says {}",
-                    entries.len(),
-                    manifest.documents
-                )),
-            ));
-        }
-        entries
-    } else {
-        Vec::new()
-    };
+    let documents = open_documents(&dir, manifest.documents)?;
     remove_all_but(repo_dir, Some(&id));
     Ok(Some(Generation::from_manifest(dir, manifest, documents)))
 }
 
-fn decode_index(bytes: &[u8]) -> Vec<DocEntry> {
-    bytes
-        .chunks_exact(DOC_ENTRY_LEN)
-        .map(|c| DocEntry {
-            key: u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
-            offset: u64::from_le_bytes(c[8..16].try_into().expect("8 bytes")),
-            len: u32::from_le_bytes(c[16..20].try_into().expect("4 bytes")),
-            lastmod: i64::from_le_bytes(c[20..28].try_into().expect("8 bytes")),
-        })
-        .collect()
-}
-
-fn encode_index(entries: &[DocEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(entries.len() * DOC_ENTRY_LEN);
-    for d in entries {
-        out.extend_from_slice(&d.key.to_le_bytes());
-        out.extend_from_slice(&d.offset.to_le_bytes());
-        out.extend_from_slice(&d.len.to_le_bytes());
-        out.extend_from_slice(&d.lastmod.to_le_bytes());
+/// The document index in `dir`, which must have `count` entries (none: no index).
+fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, StoreError> {
+    if count == 0 {
+        return Ok(super::keyed::Index::default());
     }
-    out
+    let path = dir.join(DOCS_INDEX);
+    let index =
+        super::keyed::Index::open(&path).map_err(store_err("damaged document index", &path))?;
+    if index.len() != count {
+        return Err(store_err("damaged document index", &path)(
+            io::Error::other(format!(
+                "{} entries, the manifest says {count}",
+                index.len()
+            )),
+        ));
+    }
+    Ok(index)
 }
 
 /// Removes every folder in `repo_dir` except `keep`; failures are only logged.
@@ -419,7 +391,8 @@ pub(crate) struct Writer<'a> {
     files: Vec<StoredFile>,
     /// The pack, written past the page cache like a large file, and its length so far.
     documents: Option<(crate::publish::DirectWriter, u64)>,
-    doc_index: Vec<DocEntry>,
+    /// Their index, sorted as the generation is finished.
+    doc_index: Option<super::keyed::Sorter>,
     /// Room for writing large files directly, kept from file to file.
     aligned: Option<crate::publish::Chunk>,
     /// Whether the indexes list shards under names of their content ([`FileSink::listed_name`]),
@@ -454,7 +427,7 @@ impl<'a> Writer<'a> {
             now: secs(SystemTime::now()),
             files: Vec::new(),
             documents: None,
-            doc_index: Vec::new(),
+            doc_index: None,
             aligned: None,
             content_names: false,
             aliases: BTreeMap::new(),
@@ -577,11 +550,16 @@ impl<'a> Writer<'a> {
             out.finish()
                 .and_then(|(file, _)| file.sync_all())
                 .map_err(store_err("cannot write", &pack))?;
-            self.doc_index.sort_unstable_by_key(|d| d.key);
-            let index = self.staging.path().join(DOCS_INDEX);
-            write_synced(&index, &encode_index(&self.doc_index))?;
         }
-        let doc_index = std::mem::take(&mut self.doc_index);
+        let documents = match self.doc_index.take() {
+            Some(sorter) => {
+                let index = self.staging.path().join(DOCS_INDEX);
+                sorter
+                    .finish(&index)
+                    .map_err(store_err("cannot write", &index))?
+            }
+            None => 0,
+        };
         // Unique within the folder: creation time, then the staging folder's random suffix.
         let suffix = self
             .staging
@@ -600,7 +578,7 @@ impl<'a> Writer<'a> {
             created,
             summary,
             files: self.files,
-            documents: doc_index.len() as u64,
+            documents,
             aliases: self.aliases,
             fence: self.fence,
         };
@@ -613,7 +591,6 @@ impl<'a> Writer<'a> {
             repo_dir: self.repo_dir,
             staging: self.staging,
             manifest,
-            doc_index,
             listed: self.listed,
         })
     }
@@ -626,7 +603,6 @@ pub(crate) struct Finished {
     repo_dir: PathBuf,
     staging: tempfile::TempDir,
     manifest: Manifest,
-    doc_index: Vec<DocEntry>,
     listed: Vec<String>,
 }
 
@@ -661,11 +637,8 @@ impl Finished {
         write_synced(&tmp, format!("{id}\n").as_bytes())?;
         fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
         sync_dir(&self.repo_dir)?;
-        Ok(Generation::from_manifest(
-            dir,
-            self.manifest,
-            self.doc_index,
-        ))
+        let documents = open_documents(&dir, self.manifest.documents)?;
+        Ok(Generation::from_manifest(dir, self.manifest, documents))
     }
 
     /// The generation's files as a bucket publishes them: the shards under the names their
@@ -699,8 +672,9 @@ impl Finished {
                 rank,
             });
         }
-        if !self.doc_index.is_empty() {
-            out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &self.doc_index)?);
+        if self.manifest.documents > 0 {
+            let index = open_documents(dir, self.manifest.documents)?;
+            out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &index)?);
             // The documents' keys, lengths and dates, for the other gateways of a fleet.
             let index = dir.join(DOCS_INDEX);
             let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
@@ -835,13 +809,13 @@ where
         // Fetched [`IMPORT_CONCURRENCY`] at a time, packed in the index's order; the first
         // document that fails (in that order) fails the import, and the fetches under way are
         // dropped with it.
-        let mut documents = futures_util::stream::iter(decode_index(&index))
+        let mut documents = futures_util::stream::iter(super::keyed::entries(&index))
             .map(|entry| {
                 let name = format!("cdif/{:016x}.jsonld", entry.key);
                 let same = kept.as_ref().and_then(|(p, pack)| {
                     use std::os::unix::fs::FileExt as _;
-                    let (_, old) = p.document(entry.key)?;
-                    if old.len != entry.len || old.lastmod != entry.lastmod {
+                    let (_, old) = p.document(entry.key).ok()??;
+                    if old.len != entry.len || old.time != entry.time {
                         return None;
                     }
                     let mut bytes = vec![0; old.len as usize];
@@ -872,7 +846,7 @@ where
         while let Some(document) = documents.next().await {
             let (entry, name, bytes) = document?;
             let lastmod =
-                (entry.lastmod != i64::MIN).then(|| oai_pmh::Datestamp::from_unix(entry.lastmod));
+                (entry.time != i64::MIN).then(|| oai_pmh::Datestamp::from_unix(entry.time));
             writer.put_document(&name, &bytes, lastmod)?;
         }
     }
@@ -892,30 +866,23 @@ fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// The packed documents as files of a bucket (`cdif/<key>.jsonld`), each with the SHA-256 of
-/// its bytes: the pack is read once, front to back.
-fn documents_for_bucket(pack: &Path, index: &[DocEntry]) -> Result<Vec<Staged>, StoreError> {
-    use std::io::Read as _;
-    let mut by_offset: Vec<&DocEntry> = index.iter().collect();
-    by_offset.sort_unstable_by_key(|d| d.offset);
-    let mut file = io::BufReader::with_capacity(
-        1 << 20,
-        fs::File::open(pack).map_err(store_err("cannot read", pack))?,
-    );
-    let mut at = 0u64;
+/// its bytes, in the index's order.
+fn documents_for_bucket(
+    pack: &Path,
+    index: &super::keyed::Index,
+) -> Result<Vec<Staged>, StoreError> {
+    use std::os::unix::fs::FileExt as _;
+    let file = fs::File::open(pack).map_err(store_err("cannot read", pack))?;
     let mut buf = Vec::new();
-    let mut out = Vec::with_capacity(index.len());
-    for d in by_offset {
-        if d.offset < at {
-            return Err(store_err("damaged pack", pack)(io::Error::other(
-                "documents overlap",
-            )));
-        }
-        io::copy(&mut (&mut file).take(d.offset - at), &mut io::sink())
-            .map_err(store_err("cannot read", pack))?;
+    let mut out = Vec::with_capacity(index.len() as usize);
+    let entries = index
+        .iter()
+        .map_err(store_err("cannot read the index of", pack))?;
+    for d in entries {
+        let d = d.map_err(store_err("cannot read the index of", pack))?;
         buf.resize(d.len as usize, 0);
-        file.read_exact(&mut buf)
+        file.read_exact_at(&mut buf, d.offset)
             .map_err(store_err("cannot read", pack))?;
-        at = d.offset + u64::from(d.len);
         out.push(Staged {
             name: format!("cdif/{:016x}.jsonld", d.key),
             path: pack.to_owned(),
@@ -961,14 +928,20 @@ impl FileSink for Writer<'_> {
         let (out, len) = self.documents.as_mut().expect("created above");
         out.write_all(bytes)
             .map_err(store_err("cannot write", &pack))?;
-        self.doc_index.push(DocEntry {
+        let entry = DocEntry {
             key,
             offset: *len,
             len: u32::try_from(bytes.len()).map_err(|_| {
                 store_err("document too large:", Path::new(name))(io::Error::other("over 4 GiB"))
             })?,
-            lastmod: lastmod.map_or(i64::MIN, |d| d.unix()),
-        });
+            time: lastmod.map_or(i64::MIN, |d| d.unix()),
+        };
+        let staging = self.staging.path();
+        (self
+            .doc_index
+            .get_or_insert_with(|| super::keyed::Sorter::new(staging)))
+        .push(entry)
+        .map_err(store_err("cannot write the document index in", staging))?;
         *len += bytes.len() as u64;
         Ok(())
     }
@@ -1215,12 +1188,14 @@ mod tests {
                 (
                     BUCKET_DOCS_INDEX.to_owned(),
                     Rank::Document,
-                    encode_index(&[DocEntry {
+                    DocEntry {
                         key: 0xff,
                         offset: 0,
                         len: 7,
-                        lastmod: i64::MIN,
-                    }]),
+                        time: i64::MIN,
+                    }
+                    .encode()
+                    .to_vec(),
                 ),
                 (
                     "cdif/00000000000000ff.jsonld".to_owned(),
@@ -1321,13 +1296,17 @@ mod tests {
                 );
             }
             let linkset = |g: &Generation| {
-                let (_, e) = g.linkset_candidates(landing).next().expect("a linkset");
-                let pack = fs::read(g.linksets_path()).unwrap();
+                let found = g
+                    .index(Pack::Linksets)
+                    .find(super::super::linkset::key(landing))
+                    .unwrap();
+                let (_, e) = *found.first().expect("a linkset");
+                let pack = fs::read(g.pack_path(Pack::Linksets)).unwrap();
                 (e, pack[e.offset as usize..][..e.len as usize].to_vec())
             };
             assert_eq!(linkset(g), linkset(&made));
-            let (_, d) = g.document(0xff).unwrap();
-            assert_eq!(d.lastmod, day.unwrap().unix());
+            let (_, d) = g.document(0xff).unwrap().unwrap();
+            assert_eq!(d.time, day.unwrap().unix());
             let pack = fs::read(g.documents_path()).unwrap();
             assert_eq!(&pack[d.offset as usize..][..d.len as usize], b"{\"b\":2}");
             for alias in manifest.aliases.keys() {
@@ -1455,12 +1434,12 @@ mod tests {
         let g = w.commit(Summary::default()).unwrap();
         let loaded = load_current(root.path()).unwrap().unwrap();
         for generation in [&g, &loaded] {
-            let (_, d) = generation.document(0xff).unwrap();
+            let (_, d) = generation.document(0xff).unwrap().unwrap();
             let pack = fs::read(generation.documents_path()).unwrap();
             assert_eq!(&pack[d.offset as usize..][..d.len as usize], b"{\"b\":2}");
-            assert_eq!(d.lastmod, day.unwrap().unix());
-            assert_eq!(generation.document(1).unwrap().1.lastmod, i64::MIN);
-            assert!(generation.document(2).is_none());
+            assert_eq!(d.time, day.unwrap().unix());
+            assert_eq!(generation.document(1).unwrap().unwrap().1.time, i64::MIN);
+            assert!(generation.document(2).unwrap().is_none());
         }
         // The pack and index are not routable files.
         assert!(loaded.file(DOCS_PACK).is_none() && loaded.file(DOCS_INDEX).is_none());

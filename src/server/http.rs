@@ -20,8 +20,9 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
+use super::keyed::{self, Pack};
 use super::metrics::Route;
-use super::{Gateway, Repo, Side};
+use super::{Gateway, Repo, Side, Slot};
 use crate::profiles::FileName;
 
 /// The response type of every handler.
@@ -358,9 +359,6 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
     }
 }
 
-/// Cache keys of linksets have this bit set, so they never meet a file's or a document's.
-const LINKSET_BIT: u32 = 1 << 30;
-
 /// The landing URL of a `?url=` query: the whole rest of the query, percent-decoded (`+` is
 /// not a space: landing URLs hold `+` more often than spaces), so that a proxy that leaves a
 /// landing URL's own `&` and `?` unencoded still names it.
@@ -378,20 +376,10 @@ async fn find_linkset(
     gateway: &Gateway,
     generation: &Arc<Generation>,
     landing: &str,
-) -> Result<Option<(super::linkset::Linkset, super::linkset::Entry)>, Arc<std::io::Error>> {
-    for (index, entry) in generation.linkset_candidates(landing) {
-        let path = generation.linksets_path();
-        let bytes = cached(gateway, generation, LINKSET_BIT | index, async move {
-            tokio::task::spawn_blocking(move || {
-                use std::os::unix::fs::FileExt;
-                let mut bytes = vec![0; entry.len as usize];
-                std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
-                Ok::<_, std::io::Error>(Bytes::from(bytes))
-            })
-            .await
-            .map_err(std::io::Error::other)?
-        })
-        .await?;
+) -> Result<Option<(super::linkset::Linkset, keyed::Entry)>, Arc<std::io::Error>> {
+    let key = super::linkset::key(landing);
+    for (position, entry) in lookup(gateway, generation, Pack::Linksets, key).await? {
+        let bytes = packed(gateway, generation, Pack::Linksets, position, entry).await?;
         let Some(linkset) = super::linkset::decode_record(&bytes) else {
             return Err(Arc::new(std::io::Error::other(
                 "a record of the linkset pack does not parse",
@@ -403,6 +391,57 @@ async fn find_linkset(
         }
     }
     Ok(None)
+}
+
+/// The entries with `key` in the index of `generation`'s `pack`, with their positions: the
+/// index is on disk ([`keyed`]), its blocks cached like files, each read once on a blocking
+/// thread for all concurrent misses.
+async fn lookup(
+    gateway: &Gateway,
+    generation: &Arc<Generation>,
+    pack: Pack,
+    key: u64,
+) -> Result<Vec<(u64, keyed::Entry)>, Arc<std::io::Error>> {
+    let mut found = Vec::new();
+    for block in generation.index(pack).blocks(key) {
+        let g = Arc::clone(generation);
+        let bytes = cached(gateway, generation, Slot::Block(pack, block), async move {
+            tokio::task::spawn_blocking(move || g.index(pack).read_block(block).map(Bytes::from))
+                .await
+                .map_err(std::io::Error::other)?
+        })
+        .await?;
+        found.extend(keyed::Index::in_block(block, &bytes, key));
+    }
+    Ok(found)
+}
+
+/// The bytes of the item of `pack` at `position` of its index, from the cache or, once for all
+/// concurrent misses, the disk.
+async fn packed(
+    gateway: &Gateway,
+    generation: &Arc<Generation>,
+    pack: Pack,
+    position: u64,
+    entry: keyed::Entry,
+) -> Result<Bytes, Arc<std::io::Error>> {
+    let path = generation.pack_path(pack);
+    cached(
+        gateway,
+        generation,
+        Slot::Item(pack, position),
+        async move {
+            tokio::task::spawn_blocking(move || {
+                use std::os::unix::fs::FileExt;
+                let mut bytes = vec![0; entry.len as usize];
+                std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
+                Ok::<_, std::io::Error>(Bytes::from(bytes))
+            })
+            .await
+            .map_err(std::io::Error::other)?
+        },
+    )
+    .await
 }
 
 /// Whether `Accept` prefers `application/linkset` to `application/linkset+json` (RFC 9264's
@@ -470,7 +509,7 @@ async fn serve_linkset(
         (super::linkset::JSON, linkset.to_json())
     };
     let body = Bytes::from(body);
-    let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(entry.last_modified);
+    let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(entry.time.max(0) as u64);
     let etag = etag_header(&content_hash(&body));
     let lm_header = date_header(last_modified);
     let validators = Validators {
@@ -575,9 +614,6 @@ fn readyz(gateway: &Gateway, query: Option<&str>) -> Answer {
     }
 }
 
-/// Cache keys of documents have this bit set, so they never meet a file's.
-const DOCUMENT_BIT: u32 = 1 << 31;
-
 /// A CDIF document: `application/ld+json; profile="CDIF1.0"`, with a Link back to the landing
 /// page it describes; validators from its bytes and its record's datestamp.
 async fn serve_document(
@@ -590,23 +626,19 @@ async fn serve_document(
     let Some(generation) = repo.current() else {
         return not_yet(repo);
     };
-    let Some((index, entry)) = generation.document(key) else {
-        return plain(StatusCode::NOT_FOUND, "not found\n");
+    let loaded = match lookup(gateway, &generation, Pack::Documents, key).await {
+        Ok(found) => match found.first() {
+            Some(&(position, entry)) => {
+                packed(gateway, &generation, Pack::Documents, position, entry)
+                    .await
+                    .map(|bytes| (bytes, entry))
+            }
+            None => return plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
+        Err(e) => Err(e),
     };
-    let path = generation.documents_path();
-    let loaded = cached(gateway, &generation, DOCUMENT_BIT | index, async move {
-        tokio::task::spawn_blocking(move || {
-            use std::os::unix::fs::FileExt;
-            let mut bytes = vec![0; entry.len as usize];
-            std::fs::File::open(&path)?.read_exact_at(&mut bytes, entry.offset)?;
-            Ok::<_, std::io::Error>(Bytes::from(bytes))
-        })
-        .await
-        .map_err(std::io::Error::other)?
-    })
-    .await;
-    let bytes = match loaded {
-        Ok(bytes) => bytes,
+    let (bytes, entry) = match loaded {
+        Ok(loaded) => loaded,
         Err(e) => {
             tracing::error!("cannot read a document of the current generation: {e}");
             return plain(
@@ -615,10 +647,10 @@ async fn serve_document(
             );
         }
     };
-    let last_modified = if entry.lastmod == i64::MIN {
+    let last_modified = if entry.time == i64::MIN {
         generation.created
     } else {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(entry.lastmod.max(0) as u64)
+        SystemTime::UNIX_EPOCH + Duration::from_secs(entry.time.max(0) as u64)
     };
     let etag = etag_header(&content_hash(&bytes));
     let lm_header = date_header(last_modified);
@@ -720,7 +752,7 @@ async fn load(
 ) -> Result<Bytes, Arc<std::io::Error>> {
     let path = generation.path(meta);
     let bodies = gateway.bodies.clone();
-    cached(gateway, generation, index, async move {
+    cached(gateway, generation, Slot::File(index), async move {
         // Read through `bodies`, so that a big file is sent from the page cache (sendfile.rs).
         tokio::task::spawn_blocking(move || bodies.read(&path))
             .await
@@ -729,17 +761,17 @@ async fn load(
     .await
 }
 
-/// Entry `index` of `generation` from the cache, or from `fill`, run once for all concurrent
+/// Entry `slot` of `generation` from the cache, or from `fill`, run once for all concurrent
 /// misses. A request that began before a swap may fill an entry of the replaced generation
 /// after [`Gateway::forget`] dropped its entries; such an entry is dropped again at once, so
 /// replaced generations never accumulate in the cache under load.
 async fn cached(
     gateway: &Gateway,
     generation: &Generation,
-    index: u32,
+    slot: Slot,
     fill: impl Future<Output = Result<Bytes, std::io::Error>>,
 ) -> Result<Bytes, Arc<std::io::Error>> {
-    let key = (generation.serial, index);
+    let key = (generation.serial, slot);
     let bytes = gateway
         .cache
         .try_get_with(key, async move {

@@ -16,14 +16,15 @@ use std::time::SystemTime;
 
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use super::keyed::{Entry, Index, Sorter};
 use crate::profiles::{FileName, Profile};
 
 /// Each landing page's links: the landing URL on a line, then a line per link,
 /// `rel \t href \t type \t profile` (empty when absent).
 pub(crate) const PACK: &str = "linksets.pack";
-/// The pack's entries, sorted by key: key, offset, length, Last-Modified (seconds), little-endian.
+/// The pack's index ([`super::keyed`]): by [`key`] of the landing URL, each record's offset,
+/// length and Last-Modified (the Signmap shard's, in seconds).
 pub(crate) const INDEX: &str = "linksets.index";
-const ENTRY_LEN: usize = 8 + 8 + 4 + 8;
 
 /// `application/linkset+json` (RFC 9264 §4.2).
 pub(crate) const JSON: &str = "application/linkset+json";
@@ -33,16 +34,6 @@ pub(crate) const TEXT: &str = "application/linkset";
 /// At most this many `item` links go into a Level 1 `Link` header; a page with more gets them in
 /// its linkset only, so the header stays small (proxies refuse large upstream headers).
 pub(crate) const MAX_HEADER_ITEMS: usize = 5;
-
-/// Where one landing page's links are in the pack.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub(crate) key: u64,
-    pub(crate) offset: u64,
-    pub(crate) len: u32,
-    /// The Last-Modified of the Signmap shard it came from, in seconds.
-    pub(crate) last_modified: u64,
-}
 
 /// The key of a landing URL.
 pub(crate) fn key(landing: &str) -> u64 {
@@ -68,10 +59,7 @@ pub(crate) struct Linkset {
 /// The generation's linkset index: read from [`INDEX`] when it is there, else built from the
 /// Signmap shards among `files` (their names and Last-Modified times; none: empty). A failure is
 /// logged and leaves the generation without linksets (its files are served as before).
-pub(crate) fn open<'a>(
-    dir: &Path,
-    files: impl Iterator<Item = (&'a str, SystemTime)>,
-) -> Vec<Entry> {
+pub(crate) fn open<'a>(dir: &Path, files: impl Iterator<Item = (&'a str, SystemTime)>) -> Index {
     let shards: Vec<(&str, SystemTime)> = files
         .filter(|(name, _)| {
             !name.ends_with(".gz")
@@ -82,15 +70,14 @@ pub(crate) fn open<'a>(
         })
         .collect();
     if shards.is_empty() {
-        return Vec::new();
+        return Index::default();
     }
     let index = dir.join(INDEX);
-    match fs::read(&index) {
-        Ok(bytes) if bytes.len() % ENTRY_LEN == 0 => return decode(&bytes),
-        Ok(_) => tracing::warn!(path = %index.display(), "damaged linkset index; made again"),
+    match Index::open(&index) {
+        Ok(index) => return index,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => {
-            tracing::warn!(path = %index.display(), "cannot read the linkset index ({e}); made again")
+            tracing::warn!(path = %index.display(), "damaged linkset index ({e}); made again")
         }
     }
     match build(dir, &shards) {
@@ -100,17 +87,17 @@ pub(crate) fn open<'a>(
                 dir = %dir.display(),
                 "cannot make the linksets from the Signmap; none are served for this generation: {e}"
             );
-            Vec::new()
+            Index::default()
         }
     }
 }
 
 /// Reads every Signmap shard, writes the pack and then the index (each by a rename, the index
 /// last: a pack without its index is made again at the next load).
-fn build(dir: &Path, shards: &[(&str, SystemTime)]) -> io::Result<Vec<Entry>> {
+fn build(dir: &Path, shards: &[(&str, SystemTime)]) -> io::Result<Index> {
     let tmp_pack = dir.join(format!(".{PACK}.tmp"));
     let mut pack = BufWriter::new(fs::File::create(&tmp_pack)?);
-    let mut entries = Vec::new();
+    let mut sorter = Sorter::new(dir);
     let mut offset = 0u64;
     let mut record = Vec::new();
     for &(name, last_modified) in shards {
@@ -118,55 +105,30 @@ fn build(dir: &Path, shards: &[(&str, SystemTime)]) -> io::Result<Vec<Entry>> {
         let bytes = fs::read(&path)?;
         let last_modified = last_modified
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
+            .map_or(0, |d| d.as_secs() as i64);
         for linkset in parse_signmap(&bytes)
             .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?
         {
             record.clear();
             encode(&linkset, &mut record);
             pack.write_all(&record)?;
-            entries.push(Entry {
+            // A landing URL that two entries carry is found at its first: the sort keeps
+            // equal keys in order.
+            sorter.push(Entry {
                 key: key(&linkset.anchor),
                 offset,
                 len: record.len() as u32,
-                last_modified,
-            });
+                time: last_modified,
+            })?;
             offset += record.len() as u64;
         }
     }
     pack.into_inner().map_err(|e| e.into_error())?.sync_all()?;
     fs::rename(&tmp_pack, dir.join(PACK))?;
-    // Stable: a landing URL that two entries carry is found at its first.
-    entries.sort_by_key(|e| e.key);
-    let mut index = Vec::with_capacity(entries.len() * ENTRY_LEN);
-    for e in &entries {
-        index.extend_from_slice(&e.key.to_le_bytes());
-        index.extend_from_slice(&e.offset.to_le_bytes());
-        index.extend_from_slice(&e.len.to_le_bytes());
-        index.extend_from_slice(&e.last_modified.to_le_bytes());
-    }
     let tmp_index = dir.join(format!(".{INDEX}.tmp"));
-    fs::write(&tmp_index, &index)?;
+    sorter.finish(&tmp_index)?;
     fs::rename(&tmp_index, dir.join(INDEX))?;
-    Ok(entries)
-}
-
-fn decode(bytes: &[u8]) -> Vec<Entry> {
-    bytes
-        .chunks_exact(ENTRY_LEN)
-        .map(|c| Entry {
-            key: u64::from_le_bytes(c[0..8].try_into().expect("8 bytes")),
-            offset: u64::from_le_bytes(c[8..16].try_into().expect("8 bytes")),
-            len: u32::from_le_bytes(c[16..20].try_into().expect("4 bytes")),
-            last_modified: u64::from_le_bytes(c[20..28].try_into().expect("8 bytes")),
-        })
-        .collect()
-}
-
-/// Where the entries whose key is `landing`'s are (one, but for a hash collision).
-pub(crate) fn candidates(entries: &[Entry], landing: &str) -> std::ops::Range<usize> {
-    let k = key(landing);
-    entries.partition_point(|e| e.key < k)..entries.partition_point(|e| e.key <= k)
+    Index::open(&dir.join(INDEX))
 }
 
 /// A Signmap's entries as linksets: `<loc>` and the `rs:ln` links of each `<url>`. A value
@@ -483,18 +445,5 @@ mod tests {
         assert!(header.contains("rel=\"cite-as\""));
         let only = many.header(&["cite-as".to_owned()], "https://g.example/l");
         assert_eq!(only, "<https://doi.org/10.1234/1>; rel=\"cite-as\"");
-    }
-
-    #[test]
-    fn a_hash_collision_keeps_both_entries() {
-        let e = |key, offset| Entry {
-            key,
-            offset,
-            len: 1,
-            last_modified: 0,
-        };
-        let k = key("https://a.example/");
-        let entries = [e(k - 1, 0), e(k, 1), e(k, 2), e(k + 1, 3)];
-        assert_eq!(candidates(&entries, "https://a.example/"), 1..3);
     }
 }

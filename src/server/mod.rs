@@ -15,6 +15,7 @@ pub(crate) mod fleet;
 pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
+pub(crate) mod keyed;
 pub(crate) mod linkset;
 pub(crate) mod metrics;
 pub(crate) mod preflight;
@@ -62,8 +63,19 @@ const MAX_CONNECTIONS: usize = 4096;
 /// HTTP/2 connections are pinged this often; a peer that does not answer is dropped.
 const H2_PING_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Cache key: (generation serial, file index). Bytes of two generations never share a key.
-pub(crate) type CacheKey = (u64, u32);
+/// Cache key: (generation serial, what of it). Bytes of two generations never share a key.
+pub(crate) type CacheKey = (u64, Slot);
+
+/// What of a generation a cache entry holds.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// A file, by its index among the generation's.
+    File(u32),
+    /// An item of a pack, by its position in the pack's index.
+    Item(keyed::Pack, u64),
+    /// A block of a pack's index ([`keyed::STRIDE`] entries), by its number.
+    Block(keyed::Pack, u64),
+}
 
 /// Everything the request handlers and refreshes share.
 #[derive(Debug)]
@@ -72,7 +84,7 @@ pub struct Gateway {
     /// request. Swapped whole ([`Gateway::live`]), so a request sees one set or the next.
     live: RwLock<Arc<Live>>,
     /// File bytes, plain and gzipped, bounded by `[server] cache_bytes`.
-    pub cache: moka::future::Cache<CacheKey, Bytes>,
+    pub(crate) cache: moka::future::Cache<CacheKey, Bytes>,
     /// The cached bodies big enough to be sent with sendfile(2), and the files they came from.
     pub(crate) bodies: sendfile::FileBodies,
     /// Metrics.
@@ -787,6 +799,13 @@ impl Gateway {
         {
             tracing::warn!("cannot drop a replaced generation's cache entries: {e}");
         }
+    }
+
+    /// The generation serial of every entry in the cache, once its pending work is done: what
+    /// a swap leaves there.
+    pub async fn cached_serials(&self) -> Vec<u64> {
+        self.cache.run_pending_tasks().await;
+        self.cache.iter().map(|(k, _)| k.0).collect()
     }
 
     /// No repository keeps `/readyz` at 503 ([`Gateway::waiting`]).

@@ -1156,28 +1156,28 @@ async fn a_swap_drops_the_replaced_generations_cached_bytes() {
     let upstream = TestServer::builder(numbered(12)).start();
     let (g, _state) = serving(&upstream, "").await;
     let serial = |g: &Running| g.gateway.repos()[0].current().unwrap().serial;
-    let cached_serials = |g: &Running| {
-        let mut serials: Vec<u64> = g.gateway.cache.iter().map(|(k, _)| k.0).collect();
+    let cached_serials = async |g: &Running| {
+        let mut serials = g.gateway.cached_serials().await;
+        let entries = serials.len();
         serials.dedup();
-        serials
+        (serials, entries)
     };
     for path in ["/r/sitemap.xml", "/r/sitemap-1.xml", "/r/sitemap-2.xml"] {
         assert_eq!(g.get(path).await.status, StatusCode::OK);
     }
-    g.gateway.cache.run_pending_tasks().await;
     let first = serial(&g);
-    assert_eq!(cached_serials(&g), vec![first]);
-    assert!(g.gateway.cache.entry_count() >= 3);
+    let (serials, entries) = cached_serials(&g).await;
+    assert_eq!(serials, vec![first]);
+    assert!(entries >= 3);
 
     g.refresh(0).await;
     let second = serial(&g);
     assert_ne!(first, second);
-    g.gateway.cache.run_pending_tasks().await;
-    assert!(cached_serials(&g).is_empty(), "{:?}", cached_serials(&g));
-    assert_eq!(g.gateway.cache.entry_count(), 0);
+    let (serials, entries) = cached_serials(&g).await;
+    assert!(serials.is_empty(), "{serials:?}");
+    assert_eq!(entries, 0);
     assert_eq!(g.get("/r/sitemap-1.xml").await.status, StatusCode::OK);
-    g.gateway.cache.run_pending_tasks().await;
-    assert_eq!(cached_serials(&g), vec![second]);
+    assert_eq!(cached_serials(&g).await.0, vec![second]);
     g.stop().await;
 }
 
