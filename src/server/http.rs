@@ -21,6 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::keyed::{self, Pack};
+use super::linkset::Asked;
 use super::metrics::Route;
 use super::{Gateway, Repo, Side, Slot};
 use crate::profiles::FileName;
@@ -393,6 +394,14 @@ async fn find_linkset(
     Ok(None)
 }
 
+/// Counts a Signposting request on the status page and in the metrics.
+fn signposting_asked(gateway: &Gateway, repo: &Repo, asked: Asked, landing: &str, found: bool) {
+    repo.signposting.count(asked, landing, found);
+    gateway
+        .metrics
+        .signposting(&repo.name, asked.as_str(), found);
+}
+
 /// The entries with `key` in the index of `generation`'s `pack`, with their positions: the
 /// index is on disk ([`keyed`]), its blocks cached like files, each read once on a blocking
 /// thread for all concurrent misses.
@@ -492,7 +501,11 @@ async fn serve_linkset(
     let Some(generation) = repo.current() else {
         return not_yet(repo);
     };
-    let (linkset, entry) = match find_linkset(gateway, &generation, &landing).await {
+    let found = find_linkset(gateway, &generation, &landing).await;
+    if let Ok(found) = &found {
+        signposting_asked(gateway, repo, Asked::Linkset, &landing, found.is_some());
+    }
+    let (linkset, entry) = match found {
         Ok(Some(found)) => found,
         Ok(None) => return plain(StatusCode::NOT_FOUND, "no linkset for this page\n"),
         Err(e) => {
@@ -557,7 +570,11 @@ async fn serve_signposting(gateway: &Gateway, repo: &Repo, req: &Request<Incomin
     let (Some(landing), Some(generation)) = (landing, repo.current()) else {
         return nothing();
     };
-    let linkset = match find_linkset(gateway, &generation, &landing).await {
+    let found = find_linkset(gateway, &generation, &landing).await;
+    if let Ok(found) = &found {
+        signposting_asked(gateway, repo, Asked::Header, &landing, found.is_some());
+    }
+    let linkset = match found {
         Ok(Some((linkset, _))) => linkset,
         Ok(None) => return nothing(),
         Err(e) => {

@@ -9,9 +9,12 @@
 //! sorted by a 64-bit hash of the landing URL. The entry's landing URL is compared on lookup, so
 //! a hash collision never serves another page's links.
 
+use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -34,6 +37,95 @@ pub(crate) const TEXT: &str = "application/linkset";
 /// At most this many `item` links go into a Level 1 `Link` header; a page with more gets them in
 /// its linkset only, so the header stays small (proxies refuse large upstream headers).
 pub(crate) const MAX_HEADER_ITEMS: usize = 5;
+
+/// Which Signposting answer a request asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Asked {
+    /// A linkset (Level 2).
+    Linkset,
+    /// The `Link` header for a reverse proxy (Level 1).
+    Header,
+}
+
+impl Asked {
+    /// Its label in the metrics.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Asked::Linkset => "linkset",
+            Asked::Header => "header",
+        }
+    }
+}
+
+/// How many pages an operator sees among those asked for that the generation does not list.
+const UNKNOWN_KEPT: usize = 5;
+/// How much of such a page's URL is kept (it comes from the request).
+const UNKNOWN_CHARS: usize = 200;
+
+/// What a repository's Signposting answered since the gateway started, for the status page.
+#[derive(Debug, Default)]
+pub(crate) struct Answered {
+    /// Linksets: found, and asked for pages the generation does not list.
+    linksets: [AtomicU64; 2],
+    /// `Link` headers likewise.
+    headers: [AtomicU64; 2],
+    /// When the last one was asked, in seconds since the epoch (0: never).
+    last: AtomicU64,
+    /// The last pages asked for that the generation does not list: a proxy that names pages
+    /// otherwise than the records do (`http` for `https`, another host) shows there.
+    unknown: Mutex<VecDeque<String>>,
+}
+
+/// [`Answered`] at one moment.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AnsweredNow {
+    /// Linksets sent, and asked for pages not listed.
+    pub(crate) linksets: (u64, u64),
+    /// `Link` headers sent, and asked for pages not listed.
+    pub(crate) headers: (u64, u64),
+    /// When the last request came.
+    pub(crate) last: Option<SystemTime>,
+    /// The last pages asked for that are not listed, newest last.
+    pub(crate) unknown: Vec<String>,
+}
+
+impl Answered {
+    /// Counts a request for `landing`'s linkset or header; `found`: the generation lists it.
+    pub(crate) fn count(&self, asked: Asked, landing: &str, found: bool) {
+        let counts = match asked {
+            Asked::Linkset => &self.linksets,
+            Asked::Header => &self.headers,
+        };
+        counts[usize::from(!found)].fetch_add(1, Ordering::Relaxed);
+        let now = SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        self.last.store(now, Ordering::Relaxed);
+        if !found {
+            let mut unknown = self.unknown.lock().unwrap_or_else(|e| e.into_inner());
+            if unknown.len() == UNKNOWN_KEPT {
+                unknown.pop_front();
+            }
+            unknown.push_back(landing.chars().take(UNKNOWN_CHARS).collect());
+        }
+    }
+
+    /// The counts now.
+    pub(crate) fn now(&self) -> AnsweredNow {
+        let pair =
+            |c: &[AtomicU64; 2]| (c[0].load(Ordering::Relaxed), c[1].load(Ordering::Relaxed));
+        let last = self.last.load(Ordering::Relaxed);
+        AnsweredNow {
+            linksets: pair(&self.linksets),
+            headers: pair(&self.headers),
+            last: (last > 0).then(|| std::time::UNIX_EPOCH + std::time::Duration::from_secs(last)),
+            unknown: (self.unknown.lock().unwrap_or_else(|e| e.into_inner()))
+                .iter()
+                .cloned()
+                .collect(),
+        }
+    }
+}
 
 /// The key of a landing URL.
 pub(crate) fn key(landing: &str) -> u64 {

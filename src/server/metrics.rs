@@ -194,6 +194,17 @@ pub(crate) struct ServedLabels {
     pub(crate) encoding: &'static str,
 }
 
+/// Labels of `oai_bridge_signposting_answers_total`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SignpostingLabels {
+    /// `[[repository]] name`.
+    pub(crate) repository: String,
+    /// `linkset` (Level 2) or `header` (Level 1).
+    pub(crate) answer: &'static str,
+    /// `found`, or `unknown` for a page the generation does not list.
+    pub(crate) page: &'static str,
+}
+
 /// Every metric the gateway keeps.
 #[derive(Debug)]
 pub struct Metrics {
@@ -238,6 +249,8 @@ pub struct Metrics {
     pub(crate) refresh_phase: Family<PhaseLabels, Histogram, RefreshHistogram>,
     /// Body bytes of repositories' files and documents sent, by repository and encoding.
     pub(crate) served_bytes: Family<ServedLabels, Counter>,
+    /// Signposting answers, by repository, kind and whether the page was listed.
+    pub(crate) signposting_answers: Family<SignpostingLabels, Counter>,
     /// Files read from the state directory into the cache (misses; concurrent misses read once).
     pub cache_fills: Counter,
     /// Entries of each profile beyond the sitemap (e.g. the Signmap) being served.
@@ -429,6 +442,13 @@ impl Metrics {
              Content-Encoding",
             served_bytes.clone(),
         );
+        let signposting_answers = Family::<SignpostingLabels, Counter>::default();
+        registry.register(
+            "signposting_answers",
+            "Signposting requests answered, by repository, answer (linkset: Level 2; header: \
+             Level 1) and page (found, or unknown: a page the served generation does not list)",
+            signposting_answers.clone(),
+        );
         let build_info = Family::<BuildLabels, Gauge>::default();
         registry.register(
             "build_info",
@@ -504,6 +524,7 @@ impl Metrics {
             refresh_duration,
             refresh_phase,
             served_bytes,
+            signposting_answers,
             cache_fills,
             profile_entries,
             profile_dropped,
@@ -579,6 +600,17 @@ impl Metrics {
             encoding: if gzip { "gzip" } else { "identity" },
         };
         self.served_bytes.get_or_create(&labels).inc_by(bytes);
+    }
+
+    /// Counts a Signposting answer for `repository`: `answer` is `linkset` or `header`;
+    /// `found`: the page is listed.
+    pub(crate) fn signposting(&self, repository: &str, answer: &'static str, found: bool) {
+        let labels = SignpostingLabels {
+            repository: self.label(repository),
+            answer,
+            page: if found { "found" } else { "unknown" },
+        };
+        self.signposting_answers.get_or_create(&labels).inc();
     }
 
     /// Records a refresh of `repository` that `started` and has just ended with `outcome`.
@@ -658,6 +690,15 @@ impl Metrics {
                 repository: repository(),
                 encoding,
             });
+        }
+        for answer in ["linkset", "header"] {
+            for page in ["found", "unknown"] {
+                self.signposting_answers.remove(&SignpostingLabels {
+                    repository: repository(),
+                    answer,
+                    page,
+                });
+            }
         }
         // A family cannot be walked: every status code an answer can have (reqwest's
         // `StatusCode` holds 100..=999), and none. Rare (a reload), and quick.

@@ -186,6 +186,8 @@ pub struct Repo {
     pub refresh_now: Notify,
     /// Its last refreshes, for the status page.
     pub(crate) history: history::History,
+    /// What its Signposting answered, for the status page.
+    pub(crate) signposting: linkset::Answered,
     /// Configured when the process started: the process is not ready before its first
     /// generation, or before its first refresh has ended: one that failed leaves the process
     /// ready (a broken upstream shows on the status page and in the metrics, not as an unready
@@ -435,6 +437,7 @@ impl Repo {
             }),
             refresh_now: Notify::new(),
             history: history::History::load(&dir),
+            signposting: linkset::Answered::default(),
             dir,
             store,
         };

@@ -609,6 +609,9 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
             m.duplicate
         );
     }
+    if s.signmap.is_some() {
+        signposting(out, &repo.signposting.now());
+    }
     if let Some(o) = &s.ocx {
         let _ = write!(
             out,
@@ -647,6 +650,30 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
             d.requires_https,
             d.requires_lastmod
         );
+    }
+}
+
+/// What the Signposting made from the Signmap answered since the gateway started.
+fn signposting(out: &mut String, a: &super::linkset::AnsweredNow) {
+    let Some(last) = a.last else {
+        out.push_str("<br>Signposting: not asked yet");
+        return;
+    };
+    let _ = write!(
+        out,
+        "<br>Signposting: {} linksets ({} asked for pages not listed), {} Link headers ({}), \
+         last asked {} ago",
+        a.linksets.0 + a.linksets.1,
+        a.linksets.1,
+        a.headers.0 + a.headers.1,
+        a.headers.1,
+        human_duration(SystemTime::now().duration_since(last).unwrap_or_default())
+    );
+    if !a.unknown.is_empty() {
+        out.push_str("; pages asked for that are not listed, newest last:");
+        for page in &a.unknown {
+            let _ = write!(out, " <code>{}</code>", escape(page));
+        }
     }
 }
 

@@ -4190,6 +4190,27 @@ async fn a_proxy_gets_the_link_header_of_a_landing_page() {
         ))
         .await;
     assert_eq!(query.header("link"), one.header("link"));
+
+    // Point 5: what was asked shows on the status page and in the metrics, with the page a
+    // proxy named that the Signmap does not list (a request naming none counts as nothing).
+    let status = g.admin("/").await.text();
+    assert!(
+        status.contains("asked for that are not listed, newest last: <code>https://repo.example/elsewhere</code>"),
+        "{status}"
+    );
+    let metrics = g.admin("/metrics").await.text();
+    assert!(
+        metrics.contains(
+            "oai_bridge_signposting_answers_total{repository=\"r\",answer=\"header\",page=\"unknown\"} 1\n"
+        ),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "oai_bridge_signposting_answers_total{repository=\"r\",answer=\"linkset\",page=\"found\"}"
+        ),
+        "{metrics}"
+    );
     g.stop().await;
 }
 

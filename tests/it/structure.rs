@@ -337,6 +337,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::generation",
             "server::history",
             "server::http",
+            "server::keyed",
             "server::linkset",
             "server::preflight",
             "server::prune",
