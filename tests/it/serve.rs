@@ -2132,7 +2132,15 @@ async fn repositories_refresh_independently_and_respect_retry_after() {
         "the busy repository's refresh fails",
     )
     .await;
-    wait_for(|| !busy_repo.status().refreshing, "it is scheduled again").await;
+    // The refresh ends before its schedule sets the next one: wait for that, not only the end.
+    wait_for(
+        || {
+            let s = busy_repo.status();
+            !s.refreshing && s.next_refresh.is_some_and(|n| n > SystemTime::now())
+        },
+        "it is scheduled again",
+    )
+    .await;
     let next = busy_repo.status().next_refresh.unwrap();
     let ahead = next.duration_since(SystemTime::now()).unwrap();
     assert!(
