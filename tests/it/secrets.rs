@@ -324,9 +324,16 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     path.display().to_string()
 }
 
-/// GETs and POSTs to a running gateway: each answer's status, headers and body.
-async fn ask(seen: &mut Seen, label: &str, base: &str, requests: &[(&str, &str, Option<&str>)]) {
+/// GETs and POSTs to a running gateway: each answer's status, headers and body into `seen`;
+/// the statuses.
+async fn ask(
+    seen: &mut Seen,
+    label: &str,
+    base: &str,
+    requests: &[(&str, &str, Option<&str>)],
+) -> Vec<u16> {
     let client = reqwest::Client::new();
+    let mut statuses = Vec::new();
     for (method, path, token) in requests {
         let mut request = match *method {
             "POST" => client.post(format!("{base}{path}")),
@@ -336,6 +343,7 @@ async fn ask(seen: &mut Seen, label: &str, base: &str, requests: &[(&str, &str, 
             request = request.bearer_auth(token);
         }
         let answer = request.send().await.unwrap();
+        statuses.push(answer.status().as_u16());
         let mut text = format!("{:?}\n", answer.status());
         for (name, value) in answer.headers() {
             text.push_str(&format!(
@@ -346,6 +354,7 @@ async fn ask(seen: &mut Seen, label: &str, base: &str, requests: &[(&str, &str, 
         text.push_str(&answer.text().await.unwrap());
         seen.add(format!("{label}: {method} {base}{path}"), text);
     }
+    statuses
 }
 
 /// Runs `command` for `label`, off the runtime; what it printed goes into `seen`.
@@ -658,8 +667,8 @@ async fn serve(
     token_file: &str,
     state: &Path,
 ) {
-    // The file's token gives way to the variable's file: both are the same token, and the
-    // file's is refused with the twin's, so the file here is one without `admin_token`.
+    // The token from `OAI_BRIDGE_ADMIN_TOKEN_FILE` alone: without `admin_token` in the
+    // configuration, the admin endpoints take the token only if the twin's file was read.
     let text = std::fs::read_to_string(config).unwrap();
     let text = text.replace(&format!("admin_token = \"{ADMIN_TOKEN}\"\n"), "");
     let config = Path::new(config).with_file_name("serve-token-file.toml");
@@ -725,7 +734,7 @@ async fn serve(
     }
     let label = format!("{at} serve");
     let wrong = "wrong-token-0123456789abcdef";
-    ask(
+    let statuses = ask(
         seen,
         &label,
         &admin,
@@ -742,6 +751,8 @@ async fn serve(
         ],
     )
     .await;
+    // The admin endpoints refuse no token and a wrong one, and take the file's.
+    assert_eq!(statuses[3..8], [401, 401, 202, 401, 200], "{label}");
     ask(
         seen,
         &label,
