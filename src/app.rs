@@ -68,7 +68,7 @@ impl OptionsError {
 
 /// Builds the export options from flags, environment and configuration.
 pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, OptionsError> {
-    export_options_in(args, &Environment::process())
+    export_options_in(args, &Environment::process()?)
 }
 
 /// [`export_options`] in the environment `env`.
@@ -198,7 +198,7 @@ fn interactive(mut harvest: oai_pmh::HarvestSettings) -> oai_pmh::HarvestSetting
 /// Builds the options of `check`: a baseURL, a configured repository by name, or a local
 /// Static Repository file.
 pub(crate) fn check_options(args: &CheckArgs) -> Result<CheckOptions, ConfigError> {
-    check_options_in(args, &Environment::process())
+    check_options_in(args, &Environment::process()?)
 }
 
 /// [`check_options`] in the environment `env`.
@@ -498,7 +498,7 @@ pub use crate::error::chain as error_chain;
 
 /// The configuration of `serve`: the file, overridden by environment variables and flags.
 pub(crate) fn serve_config(args: &ServeArgs) -> Result<Config, ConfigError> {
-    serve_config_in(args, &Environment::process())
+    serve_config_in(args, &Environment::process()?)
 }
 
 /// [`serve_config`] in the environment `env`.
@@ -789,7 +789,7 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
     let config = Config::load(&args.config).and_then(|file| {
         Layers::new(
             file,
-            Environment::process().for_prune(),
+            Environment::process()?.for_prune(),
             Overrides::from(args),
         )
         .config()
@@ -847,7 +847,7 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
 /// (`--state`, `OAI_BRIDGE_STATE_DIR`, `[server] state_dir`), the database as `serve` takes it
 /// (`--state-url`, `OAI_BRIDGE_STATE_URL`, `[state] url`).
 pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions, OptionsError> {
-    migrate_options_in(args, &Environment::process())
+    migrate_options_in(args, &Environment::process()?)
 }
 
 /// [`migrate_options`] in the environment `env`.
@@ -1083,7 +1083,7 @@ from = "2020-01-01"
             .iter()
             .map(|(name, value)| (name.to_string(), OsString::from(value)))
             .collect();
-        Environment::read(|name| vars.get(name).cloned())
+        Environment::read(|name| vars.get(name).cloned()).unwrap()
     }
 
     /// `oai-bridge {command} --config {config} {flags}`, parsed.

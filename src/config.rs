@@ -13,6 +13,7 @@ use crate::render::Limits;
 
 #[macro_use]
 mod declare;
+mod exposed;
 pub(crate) mod keys;
 
 pub(crate) use keys::ServerConfig;
@@ -314,6 +315,80 @@ impl std::fmt::Debug for AdminToken {
     }
 }
 
+/// Warns when the configuration file at `path`, which holds `text`, holds a secret that other
+/// users can read. Said as the file is read, for every command, and again at each reload
+/// (still true until it is mended). A warning, not OpenSSH's refusal of a key file others can
+/// read: a container's mounted file often has a mode nobody chose.
+fn warn_if_exposed(path: &Path, text: &str) {
+    let Ok(table) = toml::from_str::<toml::Table>(text) else {
+        return;
+    };
+    if let Some(warning) = exposed::warning(path, &table) {
+        tracing::warn!("{warning}");
+    }
+}
+
+/// A secret kept in a file of its own (a `*_file` key, a `*_FILE` variable: the container
+/// convention, a Docker or Kubernetes secret mounted read-only): its text without the final line
+/// break that editors and `echo` add. The error names the file, never what it holds.
+pub(crate) fn read_secret(path: &Path) -> Result<String, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read the secret file {}: {e}", path.display()))?;
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.trim().is_empty() {
+        return Err(format!("the secret file {} is empty", path.display()));
+    }
+    Ok(text.to_owned())
+}
+
+/// The `[state] password_file`'s password, until the layers join it to the `[state] url`
+/// ([`StateConfig::join_password`]). A secret: `Debug` names the file only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StatePassword {
+    text: String,
+    /// The file it was read from, for errors.
+    file: PathBuf,
+}
+
+impl StatePassword {
+    /// The password in `file`.
+    pub(crate) fn read(file: PathBuf) -> Result<StatePassword, String> {
+        Ok(StatePassword {
+            text: read_secret(&file)?,
+            file,
+        })
+    }
+}
+
+impl std::fmt::Debug for StatePassword {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "StatePassword(*** from {})", self.file.display())
+    }
+}
+
+impl StateConfig {
+    /// The `[state] url` with the `password_file`'s password in it, once every layer has
+    /// given what it gives (a URL from the environment and a password from the file, say).
+    pub(crate) fn join_password(mut self) -> Result<StateConfig, ConfigError> {
+        let Some(password) = self.password.take() else {
+            return Ok(self);
+        };
+        let err = |message: &str| ConfigError {
+            file: password.file.display().to_string(),
+            key: "[state] password_file".to_owned(),
+            message: message.to_owned(),
+        };
+        let Some(url) = &self.url else {
+            return Err(err(
+                "gives the password of a database, but no [state] url names one",
+            ));
+        };
+        self.url = Some(url.with_password(&password.text).map_err(|m| err(&m))?);
+        Ok(self)
+    }
+}
+
 /// One `[[repository]]`.
 #[derive(Clone, Debug)]
 pub struct RepositoryConfig {
@@ -375,7 +450,9 @@ impl Config {
             message: format!("cannot read: {e}"),
         })?;
         let base_dir = path.parent().unwrap_or(Path::new("."));
-        Self::parse(&text, &file, base_dir)
+        let config = Self::parse(&text, &file, base_dir)?;
+        warn_if_exposed(path, &text);
+        Ok(config)
     }
 
     /// Parses and validates configuration text; relative file paths are taken from `base_dir`.
@@ -507,10 +584,9 @@ mod typed {
             .any(|p| message.starts_with(p));
         let message = match expected(&path) {
             Some(expected) if wrong_value => {
-                format!(
-                    "expected {expected}, found {} (line {line})",
-                    found(text, &span)
-                )
+                let found = (secret(&path).then(|| text_kind(text, &span)).flatten())
+                    .map_or_else(|| found(text, &span), str::to_owned);
+                format!("expected {expected}, found {found} (line {line})")
             }
             _ => format!("{message} (line {line})"),
         };
@@ -641,6 +717,34 @@ mod typed {
         }
     }
 
+    /// Whether the key at `path` holds a secret (or is in a table of them): the admin token,
+    /// the database's URL, the harvest headers, an IndexNow key. Text written there is not
+    /// repeated, only its kind ([`text_kind`]).
+    fn secret(path: &[Step<'_>]) -> bool {
+        let keys: Vec<&str> = path
+            .iter()
+            .filter_map(|s| match s {
+                Step::Key(k) => Some(*k),
+                Step::Index(_) => None,
+            })
+            .collect();
+        keys.iter().any(|k| matches!(*k, "admin_token" | "headers"))
+            || matches!(keys.as_slice(), ["state", "url"] | [.., "indexnow", "key"])
+    }
+
+    /// What kind of value the text at `span` is, when it may hold text (a string, or an array
+    /// or a table of them), said without it; `None` for a number, a boolean or a date, which
+    /// are shown as written (a secret is text, and `found 1` tells an operator more).
+    fn text_kind(text: &str, span: &Range<usize>) -> Option<&'static str> {
+        let written = text.get(span.clone()).unwrap_or("").trim_start();
+        match written.bytes().next()? {
+            b'"' | b'\'' => Some("a string"),
+            b'[' => Some("an array"),
+            b'{' => Some("a table"),
+            _ => None,
+        }
+    }
+
     /// The text serde refused, as written, on one line and cut short when long.
     fn found(text: &str, span: &Range<usize>) -> String {
         const MAX: usize = 60;
@@ -728,6 +832,7 @@ mod include {
             );
             err(key, e.message().to_owned())
         })?;
+        super::warn_if_exposed(path, &text);
         if let Some(key) = table.keys().find(|k| *k != "repository") {
             let key = if table[key].is_table() {
                 format!("[{key}]")
@@ -1479,6 +1584,41 @@ mod tests {
             e.message.contains(message),
             "message {:?} should say {message:?}",
             e.message
+        );
+    }
+
+    /// `admin_token_file`: the file's token, relative to the configuration's folder; not beside
+    /// `admin_token`; a file it cannot read is named. A secret given with the wrong type is
+    /// said by its kind, not quoted.
+    #[test]
+    fn the_admin_token_comes_from_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("token"), "0123456789abcdef-from-file\r\n").unwrap();
+        let text = "[server]\nadmin_token_file = \"token\"\n";
+        let config = Config::parse(text, "bridge.toml", dir.path()).unwrap();
+        let want = AdminToken::new("0123456789abcdef-from-file").unwrap();
+        assert_eq!(config.server.admin_token, Some(want));
+        let both = "[server]\nadmin_token = \"0123456789abcdef\"\nadmin_token_file = \"token\"\n";
+        rejects(
+            both,
+            "[server] admin_token_file",
+            "admin_token is given too",
+        );
+        rejects(
+            "[server]\nadmin_token_file = \"/nonexistent/token\"\n",
+            "[server] admin_token_file",
+            "cannot read the secret file /nonexistent/token",
+        );
+        rejects(
+            "[server]\nadmin_token = { token = \"s3cr3t\" }\n",
+            "[server] admin_token",
+            "found a table",
+        );
+        rejects(
+            "[[repository]]\nname = \"a\"\nbase_url = \"https://h/oai\"\n\
+             [repository.harvest]\nheaders = [\"Bearer s3cr3t\"]\n",
+            "headers",
+            "found an array",
         );
     }
 

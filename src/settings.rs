@@ -204,11 +204,12 @@ impl Layers {
         sources
     }
 
-    /// `[state]`: the file's, with the overrides over it.
+    /// `[state]`: the file's, with the overrides over it, and the password of
+    /// `password_file` in its URL (which either layer may give).
     pub(crate) fn state(&self) -> Result<StateConfig, ConfigError> {
         let mut state = self.file.state.clone();
         self.over.state.apply(&mut state, &At::overrides())?;
-        Ok(state)
+        state.join_password()
     }
 
     /// `[server]`: the file's, with the overrides over it.
@@ -313,6 +314,95 @@ mod tests {
         Some(Given { value, origin })
     }
 
+    /// The secrets' `_FILE` twins: the file's text is the variable's value (its final line
+    /// break dropped), errors name the twin and the file, never the value; a twin and its
+    /// variable both set is an error.
+    #[test]
+    fn a_secrets_file_variable_gives_its_files_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "0123456789abcdef-file-token\n").unwrap();
+        let read = |vars: &[(&str, &std::path::Path)]| {
+            Environment::read(|name| {
+                (vars.iter())
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, v)| OsString::from(v))
+            })
+        };
+        let twin = "OAI_BRIDGE_ADMIN_TOKEN_FILE";
+        let env = read(&[(twin, &token)]).unwrap();
+        let layers = Layers::new(Config::default(), env.for_serve(), Overrides::default());
+        let server = layers.server().unwrap();
+        let want = crate::config::AdminToken::new("0123456789abcdef-file-token").unwrap();
+        assert_eq!(server.admin_token, Some(want));
+        let given = env.for_serve().server.admin_token.unwrap();
+        assert_eq!(given.origin, Origin::Env(twin));
+
+        let missing = dir.path().join("missing");
+        let err = read(&[(twin, &missing)]).unwrap_err();
+        assert_eq!(err.key, twin);
+        assert!(
+            err.message.contains(&missing.display().to_string()),
+            "{err}"
+        );
+        let short = dir.path().join("short");
+        std::fs::write(&short, "short-secret\n").unwrap();
+        let env = read(&[(twin, &short)]).unwrap();
+        let layers = Layers::new(Config::default(), env.for_serve(), Overrides::default());
+        let err = layers.server().unwrap_err();
+        assert_eq!(err.key, twin);
+        assert!(!err.to_string().contains("short-secret"), "{err}");
+        let err = read(&[(twin, &token), (Environment::ADMIN_TOKEN, &token)]).unwrap_err();
+        assert_eq!(err.key, twin);
+        assert!(err.message.contains(Environment::ADMIN_TOKEN), "{err}");
+    }
+
+    /// `[state] password_file` goes into the URL whichever layer gives either; a URL with a
+    /// password of its own, or none, is an error naming the password's file.
+    #[test]
+    fn the_password_file_joins_the_url_of_any_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let password = dir.path().join("password");
+        std::fs::write(&password, "pw-in-a-file\n").unwrap();
+        let file = |state: &str| {
+            Config::parse(&format!("[state]\n{state}\n"), "bridge.toml", dir.path()).unwrap()
+        };
+        let env = |url: &str| {
+            let url = OsString::from(url);
+            Environment::read(|name| (name == Environment::STATE_URL).then(|| url.clone()))
+                .unwrap()
+                .for_serve()
+        };
+        let state =
+            |file: Config, env: Overrides| Layers::new(file, env, Overrides::default()).state();
+        let joined = state(
+            file("password_file = \"password\""),
+            env("postgres://u@db.example/d"),
+        )
+        .unwrap();
+        let url = joined.url.unwrap();
+        assert!(url.has_password());
+        assert_eq!(url.redacted(), "postgres://u@db.example:5432/d");
+        assert_eq!(joined.password, None);
+        let err = state(
+            file("password_file = \"password\""),
+            env("postgres://u:pw@db.example/d"),
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "[state] password_file");
+        assert_eq!(err.file, password.display().to_string());
+        let err = state(file("password_file = \"password\""), Overrides::default()).unwrap_err();
+        assert!(err.message.contains("no [state] url"), "{err}");
+        let err = Config::parse(
+            "[state]\npassword_file = \"nowhere\"\n",
+            "bridge.toml",
+            dir.path(),
+        )
+        .unwrap_err();
+        assert_eq!(err.key, "[state] password_file");
+        assert!(err.message.contains("nowhere"), "{err}");
+    }
+
     /// Each setting the upper layer gives replaces the lower one's; the others stay.
     #[test]
     fn merge_puts_the_upper_layer_on_top() {
@@ -348,6 +438,7 @@ mod tests {
                     .find(|(n, _)| *n == name)
                     .map(|(_, v)| v.clone())
             })
+            .unwrap()
         };
         // A blank user agent is none, for every command; any other is taken as it is.
         for (value, want) in [("", None), ("  ", None), (" a ", Some(" a "))] {
@@ -376,7 +467,9 @@ mod tests {
     fn a_variable_that_is_not_unicode_is_an_error_or_unset() {
         use std::os::unix::ffi::OsStringExt as _;
         let bad = OsString::from_vec(b"127.0.0.1:\xff".to_vec());
-        let env = Environment::read(|_| Some(bad.clone()));
+        // Every variable but the secrets' `_FILE` twins, which would name a file.
+        let env =
+            Environment::read(|name| (!name.ends_with("_FILE")).then(|| bad.clone())).unwrap();
         let layers = Layers::new(Config::default(), env.for_serve(), Overrides::default());
         let err = layers.server().unwrap_err();
         assert_eq!(err.key, Environment::LISTEN);
@@ -451,6 +544,7 @@ mod tests {
         let env = Environment::read(|name| {
             (name == Environment::ADMIN_LISTEN).then(|| OsString::from("127.0.0.1:1002"))
         })
+        .unwrap()
         .for_serve();
         let flags = Overrides {
             server: ServerOverrides {

@@ -110,9 +110,19 @@ pub(crate) struct Key {
 /// The variables of the settings, as the process (or a test) gives them. `OAI_BRIDGE_CONFIG`
 /// (which file) and `OAI_BRIDGE_LOG_FORMAT` (how to log) are clap's: both are read before any
 /// layer.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Environment {
     vars: BTreeMap<&'static str, OsString>,
+    /// The variables given by their `_FILE` twin, each with the twin's name (which errors
+    /// name: the file is where the value is).
+    from_files: BTreeMap<&'static str, &'static str>,
+}
+
+/// The names only: the values of some are secrets.
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.vars.keys()).finish()
+    }
 }
 
 impl Environment {
@@ -124,7 +134,34 @@ impl Environment {
         let vars = names
             .filter_map(|name| Some((name, lookup(name)?)))
             .collect();
-        Environment { vars }
+        Environment {
+            vars,
+            from_files: BTreeMap::new(),
+        }
+    }
+
+    /// These variables with each secret's `_FILE` twin read: `(variable, twin)`, the twin
+    /// naming the file that holds the variable's value (the container convention). `Err` names
+    /// the twin and the file when it cannot be read, or when both the variable and its twin
+    /// are set.
+    pub(crate) fn with_files(
+        mut self,
+        twins: &[(&'static str, &'static str)],
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Environment, ConfigError> {
+        for &(name, twin) in twins {
+            let Some(file) = lookup(twin).filter(|f| !f.is_empty()) else {
+                continue;
+            };
+            let origin = Origin::Env(twin);
+            if self.vars.contains_key(name) {
+                return Err(origin.error(format!("{name} is set too: set one of them")));
+            }
+            let value = super::read_secret(Path::new(&file)).map_err(|m| origin.error(m))?;
+            self.vars.insert(name, value.into());
+            self.from_files.insert(name, twin);
+        }
+        Ok(self)
     }
 
     /// The value of `name` as `read` takes it, given by that variable; `None` when unset or
@@ -135,6 +172,7 @@ impl Environment {
         read: fn(&OsString) -> Option<T>,
     ) -> Option<Given<T>> {
         let value = read(self.vars.get(name)?)?;
+        let name = self.from_files.get(name).copied().unwrap_or(name);
         Some(Given {
             value,
             origin: Origin::Env(name),

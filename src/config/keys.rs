@@ -147,6 +147,18 @@ section! {
             field: admin_token: Option<super::AdminToken> = None; reloaded,
             apply: |s, v, _| set(&mut s.admin_token, Some(super::AdminToken::new(&v)?)),
         }
+        /// A file holding the admin token (a mounted secret), instead of `admin_token`; a
+        /// relative path is taken from the configuration's folder.
+        admin_token_file: PathBuf {
+            takes: "a file in quotes",
+            apply: |s, v, at| {
+                if s.admin_token.is_some() {
+                    return Err("admin_token is given too: give the token in one place".to_owned());
+                }
+                let token = super::read_secret(&at.base_dir.join(v))?;
+                set(&mut s.admin_token, Some(super::AdminToken::new(&token)?))
+            },
+        }
         /// Object storage each repository's generations are published to, under
         /// `{publish_url}{name}/`, with robots.txt at its root.
         publish_url: String {
@@ -227,6 +239,17 @@ section! {
             ],
             field: url: Option<crate::store::StateUrl> = None; restart,
             apply: |s, v, _| set(&mut s.url, Some(crate::store::StateUrl::parse(&v)?)),
+        }
+        /// A file holding the database's password (a mounted secret), for a `url` without
+        /// one; a relative path is taken from the configuration's folder.
+        password_file: PathBuf {
+            takes: "a file in quotes",
+            env: STATE_PASSWORD_FILE = "OAI_BRIDGE_STATE_PASSWORD_FILE" via path
+                for [Serve, Migrate, Export],
+            field: password: Option<super::StatePassword> = None; restart,
+            apply: |s, v, at| {
+                set(&mut s.password, Some(super::StatePassword::read(at.base_dir.join(v))?))
+            },
         }
         /// With a database: how long a gateway's claim on a repository's refresh lasts unless it
         /// renews it (it renews it while the refresh runs); a gateway that dies loses it after
@@ -770,18 +793,29 @@ pub(crate) fn takes(name: &str) -> Option<&'static str> {
     .or_else(|| all().find(|k| k.name == name).map(|k| k.takes))
 }
 
+/// The variables that carry a secret, each with its twin that names a file holding it instead
+/// (the container convention: `OAI_BRIDGE_ADMIN_TOKEN_FILE=/run/secrets/admin_token`).
+pub(crate) const SECRET_FILES: &[(&str, &str)] = &[
+    (Environment::ADMIN_TOKEN, "OAI_BRIDGE_ADMIN_TOKEN_FILE"),
+    (Environment::STATE_URL, "OAI_BRIDGE_STATE_URL_FILE"),
+];
+
 impl Environment {
-    /// The process's environment.
-    pub(crate) fn process() -> Environment {
+    /// The process's environment; `Err` when a secret's file cannot be read.
+    pub(crate) fn process() -> Result<Environment, ConfigError> {
         Self::read(|name| std::env::var_os(name))
     }
 
-    /// The variables of the declared settings as `lookup` gives them (tests pass their own).
-    pub(crate) fn read(lookup: impl Fn(&str) -> Option<OsString>) -> Environment {
+    /// The variables of the declared settings as `lookup` gives them (tests pass their own),
+    /// and the secrets' files their `_FILE` twins name ([`SECRET_FILES`]).
+    pub(crate) fn read(
+        lookup: impl Fn(&str) -> Option<OsString>,
+    ) -> Result<Environment, ConfigError> {
         Environment::of_variables(
             all().filter_map(|key| key.env).map(|(name, _)| name),
-            lookup,
+            &lookup,
         )
+        .with_files(SECRET_FILES, &lookup)
     }
 }
 

@@ -133,6 +133,8 @@ pub struct StateUrl {
     /// The URL without the TLS settings, which tokio-postgres does not read.
     rest: String,
     tls: Tls,
+    /// The password given beside the URL (`[state] password_file`), which `rest` lacks.
+    password: Option<String>,
 }
 
 impl StateUrl {
@@ -165,7 +167,25 @@ impl StateUrl {
             config: std::sync::Arc::new(config),
             rest,
             tls,
+            password: None,
         })
+    }
+
+    /// This URL with `password`, given beside it (`[state] password_file`); `Err` when the
+    /// URL holds a password of its own.
+    pub fn with_password(&self, password: &str) -> Result<StateUrl, String> {
+        if self.config.get_password().is_some() {
+            return Err("the [state] url holds a password too: give it in one place".into());
+        }
+        let mut url = self.clone();
+        std::sync::Arc::make_mut(&mut url.config).password(password);
+        url.password = Some(password.to_owned());
+        Ok(url)
+    }
+
+    /// Whether the URL carries a password (of its own or given beside it).
+    pub fn has_password(&self) -> bool {
+        self.config.get_password().is_some()
     }
 
     /// What is valid in the URL but unsafe (cleartext, or a certificate nobody checks, to a
@@ -215,6 +235,9 @@ impl StateUrl {
         if config.get_application_name().is_none() {
             config.application_name("oai-bridge");
         }
+        if let Some(password) = &self.password {
+            config.password(password);
+        }
         config
     }
 
@@ -257,7 +280,7 @@ impl std::fmt::Debug for StateUrl {
 
 impl PartialEq for StateUrl {
     fn eq(&self, other: &StateUrl) -> bool {
-        self.text == other.text
+        self.text == other.text && self.password == other.password
     }
 }
 

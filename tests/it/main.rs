@@ -19,6 +19,7 @@ mod postgres;
 mod postgres_tls;
 mod profiles_patch;
 mod props;
+mod secrets;
 mod serve;
 mod server;
 mod shared;

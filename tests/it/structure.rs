@@ -328,6 +328,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cli",
             "config",
             "config::declare",
+            "config::exposed",
             "config::keys",
             "export",
             "fuzzing",
