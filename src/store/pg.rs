@@ -267,9 +267,19 @@ fn connect(config: &postgres::Config, tls: &Tls) -> Result<Client, Failure> {
         what: "cannot connect",
         source: match tls.explain(&e) {
             Some(explained) => explained.into(),
-            None => Box::new(e),
+            None => with_server_message(e),
         },
     })
+}
+
+/// PostgreSQL's error with the server's message in its own text: `postgres::Error` says only
+/// "db error" and keeps the message (a refused password, a missing database) in its source,
+/// which a log line of the error alone drops.
+fn with_server_message(e: postgres::Error) -> Box<dyn std::error::Error + Send + Sync> {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {db}").into(),
+        None => Box::new(e),
+    }
 }
 
 impl std::fmt::Debug for StateUrl {
@@ -304,7 +314,7 @@ impl<T> Doing<T> for Result<T, postgres::Error> {
     fn doing(self, what: &'static str) -> Result<T, Failure> {
         self.map_err(|e| Failure {
             what,
-            source: Box::new(e),
+            source: with_server_message(e),
         })
     }
 }

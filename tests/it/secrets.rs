@@ -622,7 +622,13 @@ async fn no_command_shows_a_secret_at_any_log_level_through_any_failure() {
         command.args(["--admin-listen", "127.0.0.1:0"]);
         let state = d.join(format!("state-{}-{}", log.0, log.1));
         command.arg("--state-dir").arg(&state);
-        ran(&mut seen, format!("{at} serve, password refused"), command).await;
+        let r = ran(&mut seen, format!("{at} serve, password refused"), command).await;
+        // The server's reason, not only "db error".
+        assert!(
+            r.stderr.contains("password authentication failed"),
+            "{}",
+            r.stderr
+        );
         let mut command = bridge(log, b);
         command.args(["serve", "--config", &serving, "--listen", "127.0.0.1:0"]);
         command.args(["--admin-listen", "127.0.0.1:0", "--state-url", &nowhere]);
