@@ -445,9 +445,10 @@ mod tests {
             .collect()
     }
 
+    /// The changes from `before` to `after`, held up to `limit` bytes; spilled into the system's
+    /// temporary folder past it (the file goes with the changes).
     fn recorded(limit: usize, before: &[(&str, &str)], after: &[(&str, &str)]) -> Changes {
-        let dir = tempfile::tempdir().unwrap();
-        let budget = Budget::new(dir.path().to_owned(), 1);
+        let budget = Budget::new(std::env::temp_dir(), 1);
         let mut recorder = Recorder::holding(&budget, limit);
         let (mut before, mut after) = (urls(before), urls(after));
         before.sort();
