@@ -56,11 +56,6 @@ impl Kind {
             Kind::Deleted => 2,
         }
     }
-
-    /// The change named by `rs:md change`.
-    pub(crate) fn parse(text: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == text)
-    }
 }
 
 /// One landing page's change.

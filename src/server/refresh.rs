@@ -725,6 +725,15 @@ impl<'a> engine::Target for NextGeneration<'a> {
             // published stay those of the last whole render.
             summary.keep_examples(&previous.summary, previous.created);
         }
+        let mut writer = writer;
+        super::resourcesync::write_changelists(
+            &mut writer,
+            self.previous.map(|g| &**g),
+            &changes,
+            self.setup.config.changelist_days,
+            self.setup.job.limits,
+            &self.setup.job.public_url,
+        )?;
         let finished = writer.finish(summary)?;
         let lease = self.lease;
         let still_held = move || -> futures_util::future::BoxFuture<'a, Result<(), String>> {

@@ -343,6 +343,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::prune",
             "server::refresh",
             "server::reload",
+            "server::resourcesync",
             "server::scrape",
             "server::sendfile",
             "server::slots",
