@@ -110,11 +110,6 @@ impl Changes {
         self.counts.iter().sum()
     }
 
-    /// Whether there are none.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// How many are of `kind`.
     pub(crate) fn count(&self, kind: Kind) -> u64 {
         self.counts[kind.index()]

@@ -112,6 +112,35 @@ pub(crate) struct ChangeListFile {
     /// repository keeps changes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) oldest: Option<u64>,
+    /// When its last entry was seen, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) newest: Option<u64>,
+}
+
+/// What a repository's Change Lists hold, for the status page and the metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ChangeListStats {
+    /// The lists.
+    pub(crate) lists: usize,
+    /// Their entries.
+    pub(crate) entries: u64,
+    /// The start of the period they cover (seconds since the Unix epoch).
+    pub(crate) from: u64,
+    /// When the newest change was seen, if any is kept.
+    pub(crate) newest: Option<u64>,
+}
+
+impl Generation {
+    /// What its Change Lists hold; `None` when it has none.
+    pub(crate) fn changelist_stats(&self) -> Option<ChangeListStats> {
+        let first = self.changelists.first()?;
+        Some(ChangeListStats {
+            lists: self.changelists.len(),
+            entries: self.changelists.iter().map(|l| l.entries).sum(),
+            from: first.from,
+            newest: self.changelists.iter().filter_map(|l| l.newest).max(),
+        })
+    }
 }
 
 /// One file of a generation, as its manifest records it.

@@ -455,6 +455,7 @@ fn changed(_gateway: &Gateway, repo: &Repo, changes: Changes) {
     tracing::info!(
         repository = repo.name,
         baseline = changes.baseline,
+        changes = changes.len(),
         created = changes.count(crate::changes::Kind::Created),
         updated = changes.count(crate::changes::Kind::Updated),
         deleted = changes.count(crate::changes::Kind::Deleted),

@@ -189,6 +189,7 @@ pub(crate) fn write_changelists(
             entries: 0,
             bytes: 0,
             oldest: None,
+            newest: None,
         });
     }
     let read_previous = |list: &ChangeListFile| -> Result<Vec<u8>, StoreError> {
@@ -230,6 +231,7 @@ pub(crate) fn write_changelists(
             }
             list.entries = entries_kept;
             list.oldest = oldest;
+            list.newest = list.newest.filter(|_| entries_kept > 0);
         }
         if expiring {
             list.from = list.from.max(cutoff);
@@ -285,6 +287,7 @@ pub(crate) fn write_changelists(
                     entries: 0,
                     bytes: 0,
                     oldest: None,
+                    newest: None,
                 },
                 body: Vec::new(),
                 changed: true,
@@ -293,6 +296,7 @@ pub(crate) fn write_changelists(
         open.body.extend_from_slice(&entry);
         open.list.entries += 1;
         open.list.oldest = open.list.oldest.or(Some(now));
+        open.list.newest = Some(now);
         open.changed = true;
     }
     open.list.bytes = open.body.len() as u64;
@@ -452,6 +456,76 @@ pub(crate) fn etag(generation: &Generation, what: &str, part: &str) -> hyper::he
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Changes go into the open list; a list with nothing new is linked from the previous
+    /// generation; entries older than `changelist_days` are retired, the list then starting at
+    /// the cutoff.
+    #[test]
+    fn changes_are_appended_carried_forward_and_retired_after_their_days() {
+        use std::time::Duration;
+
+        use crate::changes::{Kind, Recorder};
+        use crate::spill::Budget;
+
+        const DAY: u64 = 86_400;
+        let t0 = 1_700_000_000;
+        let dir = tempfile::tempdir().unwrap();
+        let url = Url::parse("https://g.example/r/").unwrap();
+        let at = |secs: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+        let changes_at = |secs: u64, urls: &[&str]| {
+            let mut r = Recorder::new(&Budget::new(std::env::temp_dir(), 1 << 20));
+            for u in urls {
+                let url = u.to_string();
+                r.push(Change {
+                    url,
+                    kind: Kind::Created,
+                    lastmod: None,
+                })
+                .unwrap();
+            }
+            r.finish(at(secs)).unwrap()
+        };
+        let next = |previous: Option<&Generation>, changes: &Changes| {
+            let mut w = Writer::new(dir.path(), previous).unwrap();
+            write_changelists(&mut w, previous, changes, 30, Limits::default(), &url).unwrap();
+            w.commit(super::super::generation::Summary::default())
+                .unwrap()
+        };
+        let listed = |g: &Generation| {
+            let bytes = std::fs::read(g.dir.join("changelist-1.xml")).unwrap();
+            let text = String::from_utf8(bytes).unwrap();
+            let locs: Vec<String> = (text.split("<loc>").skip(1))
+                .map(|s| s.split("</loc>").next().unwrap().to_owned())
+                .collect();
+            (locs, text)
+        };
+        let g1 = next(None, &Changes::baseline(at(t0)));
+        assert_eq!((g1.changelists.len(), g1.changelists[0].from), (1, t0));
+        assert!(listed(&g1).0.is_empty());
+        let g2 = next(Some(&g1), &changes_at(t0 + DAY, &["https://h/a"]));
+        let g3 = next(Some(&g2), &changes_at(t0 + 20 * DAY, &["https://h/b"]));
+        assert_eq!(listed(&g3).0, ["https://h/a", "https://h/b"]);
+        assert_eq!(g3.changelist_stats().unwrap().newest, Some(t0 + 20 * DAY));
+        // Thirty-two days after the first change: it is retired, the second kept.
+        let g4 = next(Some(&g3), &changes_at(t0 + 32 * DAY, &[]));
+        let (locs, text) = listed(&g4);
+        assert_eq!(locs, ["https://h/b"]);
+        assert_eq!(g4.changelists[0].from, t0 + 2 * DAY);
+        assert!(
+            text.contains(&format!("from=\"{}\"", datetime(t0 + 2 * DAY))),
+            "{text}"
+        );
+        // Nothing new, nothing expiring: the same file, linked.
+        let g5 = next(Some(&g4), &changes_at(t0 + 33 * DAY, &[]));
+        use std::os::unix::fs::MetadataExt as _;
+        let inode = |g: &Generation| {
+            std::fs::metadata(g.dir.join("changelist-1.xml"))
+                .unwrap()
+                .ino()
+        };
+        assert_eq!(inode(&g4), inode(&g5));
+        assert_eq!(g5.changelists, g4.changelists);
+    }
 
     #[test]
     fn names_are_parsed_exactly() {
