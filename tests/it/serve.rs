@@ -4259,6 +4259,13 @@ async fn the_link_header_carries_the_repositorys_relations() {
     g.stop().await;
 }
 
+/// Waits until the first refresh is counted as ended: its generation is served a moment before,
+/// and [`Running::refresh`] counts from the refreshes ended.
+async fn first_refresh_counted(g: &Running) {
+    let repo = g.gateway.repos()[0].clone();
+    wait_for(|| repo.status().completed >= 1, "the first refresh ends").await;
+}
+
 /// The entries of a ResourceSync Change List: `(loc, lastmod, change, datetime)`.
 fn changelist_entries(xml: &str) -> Vec<(String, String, String, String)> {
     let between = |s: &str, open: &str, close: &str| {
@@ -4319,6 +4326,7 @@ async fn change_lists_hold_each_refreshs_changes_exactly_whether_patched_or_harv
         }
         let upstream = upstream.start();
         let (g, _state) = serving(&upstream, "").await;
+        first_refresh_counted(&g).await;
         let baseline = g.get("/r/changelist-1.xml").await;
         assert_eq!(baseline.status, StatusCode::OK);
         assert!(
@@ -4450,6 +4458,7 @@ async fn change_lists_roll_over_into_an_index_and_can_be_turned_off() {
     let two = config(&upstream, "").replace("max_urls_per_shard = 5", "max_urls_per_shard = 2");
     let g = Running::start(&two, state.path()).await;
     g.ready().await;
+    first_refresh_counted(&g).await;
     let mut records = numbered(3);
     records[0] = TestRecord::new("oai:test:1", "2024-06-02").deleted();
     for i in [4, 5] {
