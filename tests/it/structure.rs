@@ -282,6 +282,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "collecting and state",
         &[
+            "changes",
             "inventory",
             "inventory::spill",
             "patch",
@@ -344,6 +345,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::prune",
             "server::refresh",
             "server::reload",
+            "server::resourcesync",
             "server::scrape",
             "server::sendfile",
             "server::slots",
