@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use oai_pmh::Client;
 
 use crate::advice;
+use crate::changes::Changes;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::learn::Prepared;
 use crate::patch::{PreviousShards, ReadShard};
@@ -44,12 +45,14 @@ pub(crate) trait Target {
     fn stage(&mut self) -> Result<Self::Sink, Self::Error>;
 
     /// Makes what `sink` holds the published files; `built` and `run` say what they are, and
-    /// `elapsed` how long it took until now.
+    /// `elapsed` how long it took until now; `changes`, after a patch, what it changed of the
+    /// published landing pages (a whole render's are the target's to find, if it wants them).
     /// Async for a bucket's uploads; a folder's and a generation's commit await nothing.
     async fn commit(
         &mut self,
         sink: Self::Sink,
         built: &Built,
+        changes: Option<Changes>,
         run: Option<&RunSummary>,
         elapsed: Duration,
     ) -> Result<Self::Committed, Self::Error>;
@@ -175,9 +178,10 @@ pub(crate) async fn run<T: Target>(
     let publish = stored
         .as_ref()
         .map(|_| Publish::new(&target.place(), job, &harvested, &rendered));
+    let changes = harvested.changes.take();
     let built = Built::new(harvested, rendered);
     let committed = target
-        .commit(sink, &built, run.as_ref(), started.elapsed())
+        .commit(sink, &built, changes, run.as_ref(), started.elapsed())
         .await?;
     seen.render_time = Some(started.elapsed().saturating_sub(harvest_time));
     let unrecorded = match (stored, publish) {

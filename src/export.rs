@@ -168,6 +168,7 @@ impl engine::Target for Folder<'_> {
         &mut self,
         staging: Staging,
         _: &Built,
+        _: Option<crate::changes::Changes>,
         _: Option<&RunSummary>,
         _: Duration,
     ) -> Result<Written, ExportError> {
@@ -215,6 +216,7 @@ impl engine::Target for ToBucket<'_> {
         &mut self,
         upload: Upload,
         _: &Built,
+        _: Option<crate::changes::Changes>,
         _: Option<&RunSummary>,
         _: Duration,
     ) -> Result<Written, ExportError> {

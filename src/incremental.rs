@@ -475,10 +475,18 @@ fn patch_stored(
         ));
     };
     let UrlChanges {
-        removed,
-        added,
+        mut removed,
+        mut added,
         shared_after,
     } = changes;
+    // What the refresh changed of the published pages, for ResourceSync and IndexNow; made
+    // before the patch takes the URLs, and dropped with it when it does not fit.
+    removed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    added.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let mut recorder = crate::changes::Recorder::new(&job.budget());
+    crate::changes::from_sorted(&removed, &added, &mut recorder)?;
+    let page_changes = recorder.finish(std::time::SystemTime::now())?;
+    let removed: Vec<String> = removed.into_iter().map(|(url, _)| url).collect();
     // The sitemap's patch and the profiles' read the same published files.
     let read = std::sync::Arc::new(previous.read);
     let reader = || -> patch::ReadShard {
@@ -544,6 +552,7 @@ fn patch_stored(
         ledger: None,
         sample: Vec::new(),
         spill_bytes: 0,
+        changes: Some(page_changes),
     }))
 }
 
@@ -847,7 +856,8 @@ fn leaves(category: &mut CategoryChanges, url: String, lastmod: Option<Datestamp
 
 /// The URLs the records changed since the publish take out of its sitemap and put into it.
 struct UrlChanges {
-    removed: Vec<String>,
+    /// With the lastmod they were published with.
+    removed: Vec<(String, Option<Datestamp>)>,
     /// With their lastmod.
     added: Vec<(String, Option<Datestamp>)>,
     /// The URLs several records publish that the changes touched, as they are now.
@@ -862,7 +872,7 @@ fn url_changes(
     stats: &mut Stats,
     mut keep: Option<&mut Vec<(Record, Option<Record>)>>,
 ) -> Result<Option<UrlChanges>, StoreError> {
-    let mut removed: Vec<String> = Vec::new();
+    let mut removed: Vec<(String, Option<Datestamp>)> = Vec::new();
     let mut added: Vec<(String, Option<Datestamp>)> = Vec::new();
     // URLs several records publish: their claims and lastmod change instead.
     let mut shared = Claims::new(store)?;
@@ -874,7 +884,7 @@ fn url_changes(
             for url in urls {
                 match shared.of(&url)? {
                     Some(change) => unknown_claim |= !change.now.release(before.datestamp),
-                    None => removed.push(url),
+                    None => removed.push((url, before.datestamp)),
                 }
             }
         }
@@ -901,9 +911,9 @@ fn url_changes(
         // The lastmod moves with the newest claim left (the next one when the newest left).
         let newest = change.now.newest();
         if change.now.claims.is_empty() {
-            removed.push(url);
+            removed.push((url, change.before));
         } else if newest != change.before {
-            removed.push(url.clone());
+            removed.push((url.clone(), change.before));
             added.push((url, newest));
         }
         shared_after.push(change.now);

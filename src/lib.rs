@@ -13,6 +13,7 @@
 mod advice;
 mod app;
 mod bucket;
+mod changes;
 mod check;
 mod classify;
 mod cli;

@@ -409,6 +409,9 @@ pub struct Harvested {
     /// sorted runs past its memory budget, and the landing-page profiles' record occurrences
     /// (0: neither).
     pub spill_bytes: u64,
+    /// What a patch changed of the published landing pages ([`crate::changes::from_sorted`]);
+    /// `None` for a whole render, whose changes the target finds by comparing sitemaps.
+    pub(crate) changes: Option<crate::changes::Changes>,
 }
 
 /// The first live records of `records`, at most [`crate::platform::SAMPLE`]: a harvest's
@@ -529,6 +532,7 @@ impl Collectors {
             ledger,
             sample: self.sample,
             spill_bytes: meter.peak(),
+            changes: None,
         })
     }
 

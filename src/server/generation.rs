@@ -229,6 +229,12 @@ impl Generation {
         self.dir.join(super::linkset::PACK)
     }
 
+    /// Where its plain sitemap shards are.
+    pub(crate) fn sitemap_shards(&self) -> Vec<PathBuf> {
+        let names = self.files.iter().map(|f| f.name.as_str());
+        sitemap_shards(names).map(|n| self.dir.join(n)).collect()
+    }
+
     /// Marks this generation as replaced: its folder goes when the last holder lets go.
     pub fn retire(&self) {
         self.retired.store(true, Ordering::Release);
@@ -238,6 +244,19 @@ impl Generation {
     pub fn is_retired(&self) -> bool {
         self.retired.load(Ordering::Acquire)
     }
+}
+
+/// The plain sitemap shards among a generation's file `names` (every shard is kept plain
+/// beside its gzip; content names are aliases, not files).
+fn sitemap_shards<'a>(names: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
+    use crate::profiles::{FileName, Profile};
+    names.filter(|n| {
+        n.ends_with(".xml")
+            && matches!(
+                FileName::parse(n),
+                Some(FileName::Shard(Profile::Sitemap, _))
+            )
+    })
 }
 
 impl Drop for Generation {
@@ -569,6 +588,20 @@ impl<'a> Writer<'a> {
             });
         }
         Ok(Some(secs(old.last_modified)))
+    }
+
+    /// When the generation is made: its files' `Last-Modified` when new, and the time a refresh's
+    /// changes are seen ([`crate::changes::Changes::seen`]).
+    pub(crate) fn created(&self) -> SystemTime {
+        from_secs(self.now)
+    }
+
+    /// Where the plain sitemap shards written so far are, in the staging folder.
+    pub(crate) fn sitemap_shards(&self) -> Vec<PathBuf> {
+        let names = self.files.iter().map(|f| f.name.as_str());
+        sitemap_shards(names)
+            .map(|n| self.staging.path().join(n))
+            .collect()
     }
 
     /// Makes the generation durable and current; returns it, ready to serve.

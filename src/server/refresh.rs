@@ -18,6 +18,7 @@ use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo, Setup};
 use crate::bucket::{Bucket, BucketError, Fenced, PublishSettings, Uploaded};
+use crate::changes::{Changes, Recorder};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::chain as error_chain;
@@ -297,9 +298,10 @@ pub(crate) async fn refresh(
     let m = &gateway.metrics;
     count_upstream(m, &name, &stats);
     let outcome = match result {
-        Ok(generation) => {
+        Ok((generation, changes)) => {
             let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, setup, &labels).await;
+            changed(gateway, repo, changes);
             gateway.publish_robots().await;
             repo.history
                 .record(held(history::Entry {
@@ -359,7 +361,7 @@ async fn build_on_thread(
     account: &Arc<Account>,
     stop: watch::Receiver<bool>,
     lease: Option<Lease>,
-) -> Result<(Result<Generation, RefreshError>, UpstreamStats), RefreshError> {
+) -> Result<(Result<(Generation, Changes), RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
     let repo = Arc::clone(repo);
@@ -443,6 +445,21 @@ async fn serve_generation(
         st.last_error = None;
         st.failures = 0;
     });
+}
+
+/// What a refresh whose generation was just swapped in changed of `repo`'s landing pages (in
+/// URL order, seen when the generation was made; none after a first harvest): the hook of
+/// whatever tells consumers of changes as they happen. ResourceSync's Change Lists are files
+/// of the generation already ([`super::resourcesync`]).
+fn changed(_gateway: &Gateway, repo: &Repo, changes: Changes) {
+    tracing::info!(
+        repository = repo.name,
+        baseline = changes.baseline,
+        created = changes.count(crate::changes::Kind::Created),
+        updated = changes.count(crate::changes::Kind::Updated),
+        deleted = changes.count(crate::changes::Kind::Deleted),
+        "landing pages changed"
+    );
 }
 
 /// Logs the failed refresh of `repo`, and records it in the metrics and the status.
@@ -574,7 +591,7 @@ fn build_on_own_runtime(
     account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
     lease: Option<&Lease>,
-) -> (Result<Generation, RefreshError>, UpstreamStats) {
+) -> (Result<(Generation, Changes), RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -624,9 +641,42 @@ struct NextGeneration<'a> {
     lease: Option<&'a Lease>,
 }
 
+impl NextGeneration<'_> {
+    /// What the refresh whose files `writer` holds changed of the published landing pages:
+    /// a patch's `patched` changes, none after a first harvest (a baseline), else the previous
+    /// generation's sitemap compared with the new one. A comparison that fails is logged and
+    /// taken for a baseline: nothing is reported rather than a wrong set.
+    fn changes(&self, writer: &Writer<'_>, patched: Option<Changes>) -> Changes {
+        let seen = writer.created();
+        if let Some(mut changes) = patched {
+            changes.seen = seen;
+            return changes;
+        }
+        let Some(previous) = self.previous else {
+            return Changes::baseline(seen);
+        };
+        let compared = (|| -> Result<Changes, crate::changes::ReadError> {
+            let mut recorder = Recorder::new(&self.setup.job.budget());
+            let before = crate::changes::published(previous.sitemap_shards())?;
+            let after = crate::changes::published(writer.sitemap_shards())?;
+            crate::changes::diff(before, after, &mut recorder)?;
+            Ok(recorder.finish(seen)?)
+        })();
+        compared.unwrap_or_else(|e| {
+            tracing::error!(
+                repository = self.repo.name,
+                "cannot find what the refresh changed; reporting no changes: {}",
+                error_chain(&e)
+            );
+            Changes::baseline(seen)
+        })
+    }
+}
+
 impl<'a> engine::Target for NextGeneration<'a> {
     type Sink = Writer<'a>;
-    type Committed = Generation;
+    /// The generation, and what it changed of the published landing pages.
+    type Committed = (Generation, Changes);
     type Error = RefreshError;
 
     fn place(&self) -> String {
@@ -656,9 +706,11 @@ impl<'a> engine::Target for NextGeneration<'a> {
         &mut self,
         writer: Writer<'a>,
         built: &Built,
+        patched: Option<Changes>,
         run: Option<&RunSummary>,
         elapsed: Duration,
-    ) -> Result<Generation, RefreshError> {
+    ) -> Result<(Generation, Changes), RefreshError> {
+        let changes = self.changes(&writer, patched);
         let mut summary = Summary::new(
             &self.setup.job.request.source,
             built,
@@ -728,7 +780,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         if let Some(lease) = lease {
             lease.check().await.map_err(RefreshError::LeaseLost)?;
         }
-        Ok(finished.install()?)
+        Ok((finished.install()?, changes))
     }
 }
 
@@ -742,7 +794,7 @@ async fn build(
     metrics: &Metrics,
     publish: &PublishSettings,
     lease: Option<&Lease>,
-) -> Result<Generation, RefreshError> {
+) -> Result<(Generation, Changes), RefreshError> {
     let job = counted(&setup.job, account);
     let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
     let previous = repo.current();

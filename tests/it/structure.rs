@@ -282,6 +282,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "collecting and state",
         &[
+            "changes",
             "inventory",
             "inventory::spill",
             "patch",
