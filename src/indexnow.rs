@@ -18,6 +18,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::changes::Kind;
+
 /// The endpoint used when `[repository.indexnow]` names none: IndexNow's own, which shares
 /// each ping with every participating engine (Bing, Naver, Seznam, Yandex, Yep, ...).
 pub(crate) const DEFAULT_ENDPOINT: &str = "https://api.indexnow.org/indexnow";
@@ -222,17 +224,6 @@ pub(crate) fn parse_key_location(text: &str) -> Result<Url, String> {
 /// which may echo it.
 pub(crate) fn redact(text: &str, key: &Key) -> String {
     text.replace(key.expose(), "***")
-}
-
-/// What a refresh did to a landing page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A page the previous generation did not publish.
-    Created,
-    /// A page whose lastmod changed.
-    Updated,
-    /// A page the new generation no longer publishes.
-    Deleted,
 }
 
 /// How many pages of each kind a batch holds.

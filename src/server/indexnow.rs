@@ -19,7 +19,8 @@ use tokio::sync::{mpsc, watch};
 
 use super::metrics::{self, UpstreamLabels, UpstreamStatus};
 use super::{Gateway, Repo};
-use crate::indexnow::{self, Batch, IndexNowConfig, Kind, Outbox, Queued, Sent, Verdict};
+use crate::changes::Changes;
+use crate::indexnow::{self, Batch, IndexNowConfig, Outbox, Queued, Sent, Verdict};
 
 /// Acknowledged batches the status page shows per repository.
 const SHOWN: usize = 5;
@@ -30,14 +31,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 /// Characters of an engine's answer kept to say why it refused.
 const ANSWER_SHOWN: usize = 200;
 
-/// One refresh's changed landing pages, as a refresh hands them to the sender.
-pub(crate) type Changes = Box<dyn Iterator<Item = (String, Kind)> + Send>;
-
-/// What the refreshes send the sender.
+/// What the refreshes send the sender: one refresh's changes of a repository's landing pages.
 struct Queue {
-    repo: Arc<Repo>,
-    /// The generation the changes made (for the log).
-    generation: String,
+    /// The repository's name (a reload may have removed it by the time they are read).
+    name: String,
     changes: Changes,
 }
 
@@ -83,20 +80,14 @@ impl Running {
 }
 
 impl Pinger {
-    /// Hands `changes`, the landing pages the refresh of `repo` that made `generation` created,
-    /// changed or deleted, to the sender; `baseline`: the repository's first harvest, whose
-    /// pages are not news (nothing is sent). Returns at once.
-    pub(crate) fn enqueue(
-        &self,
-        repo: &Arc<Repo>,
-        generation: &str,
-        baseline: bool,
-        changes: Changes,
-    ) {
+    /// Hands `changes`, the landing pages a refresh of `repo` created, changed or deleted, to
+    /// the sender, and returns at once. Those of a first harvest (a baseline) are no news:
+    /// nothing is sent of them.
+    pub(crate) fn enqueue(&self, repo: &Repo, changes: Changes) {
         if repo.setup().config.indexnow.is_none() {
             return;
         }
-        if baseline {
+        if changes.baseline {
             repo.update(|s| {
                 s.indexnow.get_or_insert_default().note = Some(
                     "the first harvest is the baseline: its pages were not sent, the next \
@@ -107,8 +98,7 @@ impl Pinger {
             return;
         }
         let _ = self.tx.send(Queue {
-            repo: Arc::clone(repo),
-            generation: generation.to_owned(),
+            name: repo.name.clone(),
             changes,
         });
     }
@@ -200,13 +190,13 @@ async fn run(gateway: Arc<Gateway>, mut rx: mpsc::UnboundedReceiver<Queue>) {
     let mut pings: HashMap<String, Pings> = HashMap::new();
     loop {
         while let Ok(queue) = rx.try_recv() {
-            take(&mut pings, queue);
+            take(&gateway, &mut pings, queue);
         }
         let next = deliver_all(&gateway, &client, &mut pings).await;
         let wait = next.map(tokio::time::Instant::from_std);
         tokio::select! {
             queue = rx.recv() => match queue {
-                Some(queue) => take(&mut pings, queue),
+                Some(queue) => take(&gateway, &mut pings, queue),
                 None => return,
             },
             () = async {
@@ -247,14 +237,15 @@ fn pings_of<'a>(
 }
 
 /// Writes one refresh's changes into its repository's outbox.
-fn take(pings: &mut HashMap<String, Pings>, queue: Queue) {
-    let repo = &queue.repo;
+fn take(gateway: &Gateway, pings: &mut HashMap<String, Pings>, queue: Queue) {
+    let Some(repo) = gateway.repo(&queue.name) else {
+        return;
+    };
     let Some(config) = repo.setup().config.indexnow.clone() else {
         return;
     };
-    let written = pings_of(pings, repo).and_then(|p| {
-        let queued = p.outbox.enqueue(&config, queue.changes);
-        let queued = queued.map_err(|e| format!("cannot write the outbox: {e}"));
+    let written = pings_of(pings, &repo).and_then(|p| {
+        let queued = queue_changes(&mut p.outbox, &config, &queue.changes);
         p.error = queued.as_ref().err().cloned();
         let queued = queued?;
         p.pending.0 += queued.batches;
@@ -265,7 +256,6 @@ fn take(pings: &mut HashMap<String, Pings>, queue: Queue) {
         Ok(queued) => {
             tracing::info!(
                 repository = repo.name,
-                generation = queue.generation,
                 batches = queued.batches,
                 urls = queued.urls,
                 outside_key_location = queued.outside,
@@ -273,7 +263,7 @@ fn take(pings: &mut HashMap<String, Pings>, queue: Queue) {
             );
             repo.update(|s| {
                 let status = s.indexnow.get_or_insert_default();
-                status.queued = Some((SystemTime::now(), queued));
+                status.queued = Some((queue.changes.seen, queued));
                 status.note = None;
             });
         }
@@ -281,6 +271,36 @@ fn take(pings: &mut HashMap<String, Pings>, queue: Queue) {
             tracing::warn!(repository = repo.name, "IndexNow: {e}");
             repo.update(|s| s.indexnow.get_or_insert_default().error = Some(e));
         }
+    }
+}
+
+/// Writes `changes` into `outbox` under `config`; `Err` says what failed (the batches written
+/// before a read error stay, and are sent).
+fn queue_changes(
+    outbox: &mut Outbox,
+    config: &IndexNowConfig,
+    changes: &Changes,
+) -> Result<Queued, String> {
+    let iter = changes
+        .iter()
+        .map_err(|e| format!("cannot read the refresh's changes: {e}"))?;
+    let mut unread = None;
+    let pages = iter.map_while(|change| match change {
+        Ok(c) => Some((c.url, c.kind)),
+        Err(e) => {
+            unread = Some(e);
+            None
+        }
+    });
+    let queued = outbox
+        .enqueue(config, pages)
+        .map_err(|e| format!("cannot write the outbox: {e}"))?;
+    match unread {
+        Some(e) => Err(format!(
+            "cannot read the refresh's changes to their end ({} pages queued): {e}",
+            queued.urls
+        )),
+        None => Ok(queued),
     }
 }
 
@@ -653,12 +673,25 @@ mod tests {
         Arc::new(Gateway::new(&config, public).unwrap())
     }
 
-    fn pages(host: &'static str, n: usize) -> Changes {
-        Box::new((0..n).map(move |i| {
-            let kind = [Kind::Created, Kind::Updated, Kind::Deleted][i % 3];
-            (format!("https://{host}/record/{i}"), kind)
-        }))
+    /// A refresh's changes: `n` pages of each host, created, updated and deleted in turn.
+    fn pages(hosts: &[(&str, usize)]) -> Changes {
+        let budget = crate::spill::Budget::new(std::env::temp_dir(), 1 << 20);
+        let mut recorder = crate::changes::Recorder::new(&budget);
+        for &(host, n) in hosts {
+            for i in 0..n {
+                let kind = crate::changes::Kind::ALL[i % 3];
+                let url = format!("https://{host}/record/{i}");
+                (recorder.push(crate::changes::Change {
+                    url,
+                    kind,
+                    lastmod: None,
+                }))
+                .unwrap();
+            }
+        }
+        recorder.finish(SystemTime::now()).unwrap()
     }
+
 
     async fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
         let start = Instant::now();
@@ -685,15 +718,10 @@ mod tests {
         let g = gateway(state.path(), &receiver.endpoint);
         let pinger = g.indexnow.start(&g).unwrap();
         let repo = g.repos()[0].clone();
-        g.indexnow.enqueue(&repo, "g1", true, pages("a.example", 5));
+        g.indexnow.enqueue(&repo, Changes::baseline(SystemTime::now()));
         let noted = ping_status(&g).note.unwrap_or_default();
         assert!(noted.contains("baseline"), "{noted}");
-        g.indexnow.enqueue(
-            &repo,
-            "g2",
-            false,
-            Box::new(pages("a.example", 20_001).chain(pages("b.example", 2))),
-        );
+        (g.indexnow).enqueue(&repo, pages(&[("a.example", 20_001), ("b.example", 2)]));
         wait_for(
             || ping_status(&g).sent.len() == 4,
             "four batches are received",
@@ -772,16 +800,8 @@ mod tests {
         let g = gateway(state.path(), &receiver.endpoint);
         let pinger = g.indexnow.start(&g).unwrap();
         let repo = g.repos()[0].clone();
-        g.indexnow.enqueue(
-            &repo,
-            "g2",
-            false,
-            Box::new(
-                pages("a.example", 2)
-                    .chain(pages("b.example", 3))
-                    .chain(pages("c.example", 1)),
-            ),
-        );
+        let changes = pages(&[("a.example", 2), ("b.example", 3), ("c.example", 1)]);
+        g.indexnow.enqueue(&repo, changes);
         wait_for(|| ping_status(&g).stopped.is_some(), "the pings stop").await;
         let status = ping_status(&g);
         let why = status.stopped.clone().unwrap();
@@ -793,8 +813,7 @@ mod tests {
         assert!(page.contains("IndexNow pings stopped"), "{page}");
         assert!(!page.contains(KEY));
         // A later refresh's changes are queued, not sent.
-        g.indexnow
-            .enqueue(&repo, "g3", false, pages("d.example", 1));
+        g.indexnow.enqueue(&repo, pages(&[("d.example", 1)]));
         wait_for(
             || ping_status(&g).pending == (3, 5),
             "the next changes are queued",
