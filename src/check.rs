@@ -1574,4 +1574,42 @@ mod tests {
             "{text}"
         );
     }
+
+    /// Issue 32: `check` says what IndexNow would be sent of the sample's landing pages, where
+    /// each host's key file must be (the key hidden), and why nothing would be.
+    #[test]
+    fn indexnow_says_what_would_be_sent_and_never_the_key() {
+        let pages = ["https://a.example/items/1", "https://a.example/other/2", "https://b.example/3"]
+            .map(str::to_owned);
+        let none = super::indexnow_report(None, &pages);
+        assert!(!none.configured && none.says.starts_with("nothing is sent"), "{none:?}");
+        let key = crate::indexnow::Key::new("check-key-1234".to_owned()).unwrap();
+        let mut config = crate::indexnow::IndexNowConfig {
+            key,
+            endpoint: Url::parse(crate::indexnow::DEFAULT_ENDPOINT).unwrap(),
+            key_location: None,
+        };
+        let all = super::indexnow_report(Some(&config), &pages);
+        assert_eq!((all.sent, all.outside), (3, 0));
+        assert_eq!(
+            all.key_files,
+            [
+                ("a.example".to_owned(), "https://a.example/***.txt".to_owned()),
+                ("b.example".to_owned(), "https://b.example/***.txt".to_owned())
+            ]
+        );
+        config.key_location = Some(Url::parse("https://a.example/items/check-key-1234.txt").unwrap());
+        let under = super::indexnow_report(Some(&config), &pages);
+        assert_eq!((under.sent, under.outside), (1, 2));
+        assert!(under.says.contains("1 of the sample's 3"), "{}", under.says);
+        let mut report = CheckReport {
+            indexnow: under,
+            ..CheckReport::default()
+        };
+        report.identify = Some(IdentifyReport::default());
+        let text = report.render();
+        assert!(text.contains("https://a.example/items/***.txt"), "{text}");
+        assert!(!text.contains("check-key-1234"), "{text}");
+        assert!(!serde_json::to_string(&report).unwrap().contains("check-key-1234"));
+    }
 }
