@@ -1579,10 +1579,17 @@ mod tests {
     /// each host's key file must be (the key hidden), and why nothing would be.
     #[test]
     fn indexnow_says_what_would_be_sent_and_never_the_key() {
-        let pages = ["https://a.example/items/1", "https://a.example/other/2", "https://b.example/3"]
-            .map(str::to_owned);
+        let pages = [
+            "https://a.example/items/1",
+            "https://a.example/other/2",
+            "https://b.example/3",
+        ]
+        .map(str::to_owned);
         let none = super::indexnow_report(None, &pages);
-        assert!(!none.configured && none.says.starts_with("nothing is sent"), "{none:?}");
+        assert!(
+            !none.configured && none.says.starts_with("nothing is sent"),
+            "{none:?}"
+        );
         let key = crate::indexnow::Key::new("check-key-1234".to_owned()).unwrap();
         let mut config = crate::indexnow::IndexNowConfig {
             key,
@@ -1594,11 +1601,18 @@ mod tests {
         assert_eq!(
             all.key_files,
             [
-                ("a.example".to_owned(), "https://a.example/***.txt".to_owned()),
-                ("b.example".to_owned(), "https://b.example/***.txt".to_owned())
+                (
+                    "a.example".to_owned(),
+                    "https://a.example/***.txt".to_owned()
+                ),
+                (
+                    "b.example".to_owned(),
+                    "https://b.example/***.txt".to_owned()
+                )
             ]
         );
-        config.key_location = Some(Url::parse("https://a.example/items/check-key-1234.txt").unwrap());
+        config.key_location =
+            Some(Url::parse("https://a.example/items/check-key-1234.txt").unwrap());
         let under = super::indexnow_report(Some(&config), &pages);
         assert_eq!((under.sent, under.outside), (1, 2));
         assert!(under.says.contains("1 of the sample's 3"), "{}", under.says);
@@ -1610,6 +1624,10 @@ mod tests {
         let text = report.render();
         assert!(text.contains("https://a.example/items/***.txt"), "{text}");
         assert!(!text.contains("check-key-1234"), "{text}");
-        assert!(!serde_json::to_string(&report).unwrap().contains("check-key-1234"));
+        assert!(
+            !serde_json::to_string(&report)
+                .unwrap()
+                .contains("check-key-1234")
+        );
     }
 }

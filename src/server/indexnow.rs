@@ -97,6 +97,9 @@ impl Pinger {
             });
             return;
         }
+        if changes.is_empty() {
+            return;
+        }
         let _ = self.tx.send(Queue {
             name: repo.name.clone(),
             changes,
@@ -692,7 +695,6 @@ mod tests {
         recorder.finish(SystemTime::now()).unwrap()
     }
 
-
     async fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
         let start = Instant::now();
         while !done() {
@@ -718,7 +720,8 @@ mod tests {
         let g = gateway(state.path(), &receiver.endpoint);
         let pinger = g.indexnow.start(&g).unwrap();
         let repo = g.repos()[0].clone();
-        g.indexnow.enqueue(&repo, Changes::baseline(SystemTime::now()));
+        g.indexnow
+            .enqueue(&repo, Changes::baseline(SystemTime::now()));
         let noted = ping_status(&g).note.unwrap_or_default();
         assert!(noted.contains("baseline"), "{noted}");
         (g.indexnow).enqueue(&repo, pages(&[("a.example", 20_001), ("b.example", 2)]));

@@ -79,7 +79,9 @@ impl Engine {
             wrong.push(format!("{} URLs", urls.len()));
         }
         for url in &urls {
-            if url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned))
+            if url::Url::parse(url)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_owned))
                 != Some(host.clone())
             {
                 wrong.push(format!("{url} is not of {host}"));
@@ -138,7 +140,11 @@ async fn a_refresh_pings_its_changed_landing_pages() {
         assert!(start.elapsed() < Duration::from_secs(30), "no ping came");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert!(engine.wrong.lock().unwrap().is_empty(), "{:?}", engine.wrong);
+    assert!(
+        engine.wrong.lock().unwrap().is_empty(),
+        "{:?}",
+        engine.wrong
+    );
     let got = engine.got.lock().unwrap().clone();
     assert_eq!(got.len(), 1, "{got:?}");
     let (host, urls) = &got[0];
@@ -171,12 +177,21 @@ async fn a_refresh_pings_its_changed_landing_pages() {
     ] {
         assert!(metrics.contains(want), "metrics lack {want}:\n{metrics}");
     }
-    assert!(!page.contains(KEY) && !metrics.contains(KEY), "the key is shown");
+    assert!(
+        !page.contains(KEY) && !metrics.contains(KEY),
+        "the key is shown"
+    );
     let key_file = g.get(&format!("/{KEY}.txt")).await;
     assert_eq!(key_file.status, StatusCode::OK);
     assert!(key_file.header("content-type").starts_with("text/plain"));
     assert_eq!(key_file.text(), KEY);
-    assert_eq!(g.get("/not-the-key-0000.txt").await.status, StatusCode::NOT_FOUND);
-    assert_eq!(g.admin(&format!("/{KEY}.txt")).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        g.get("/not-the-key-0000.txt").await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        g.admin(&format!("/{KEY}.txt")).await.status,
+        StatusCode::NOT_FOUND
+    );
     g.stop().await;
 }
