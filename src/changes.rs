@@ -56,11 +56,6 @@ impl Kind {
             Kind::Deleted => 2,
         }
     }
-
-    /// The change named by `rs:md change`.
-    pub(crate) fn parse(text: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == text)
-    }
 }
 
 /// One landing page's change.
@@ -113,11 +108,6 @@ impl Changes {
     /// How many there are.
     pub(crate) fn len(&self) -> u64 {
         self.counts.iter().sum()
-    }
-
-    /// Whether there are none.
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// How many are of `kind`.

@@ -46,6 +46,9 @@ pub(crate) const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 pub(crate) const DEFAULT_CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default time between refreshes of a repository.
 pub(crate) const DEFAULT_REFRESH_INTERVAL: Duration = Duration::from_secs(6 * 3600);
+/// Days a ResourceSync Change List keeps a change, by default: a synchronising aggregator that
+/// runs monthly still finds every change since its last run.
+pub(crate) const DEFAULT_CHANGELIST_DAYS: u32 = 30;
 /// Default `[harvest] max_concurrent_refreshes`: refreshes running at once across the gateway.
 pub(crate) const DEFAULT_MAX_CONCURRENT_REFRESHES: usize = 4;
 /// Default `[harvest] per_host_concurrency`: refreshes running at once against one upstream host.
@@ -349,6 +352,8 @@ pub struct RepositoryConfig {
     pub gzip: bool,
     /// `serve`, with the Signmap: the relations of a landing page's Signposting `Link` header.
     pub signposting_header: Vec<String>,
+    /// `serve`: days a ResourceSync Change List keeps a change; 0 publishes no ResourceSync.
+    pub changelist_days: u32,
     /// The profiles published beside the sitemap: `signmap`, `cdif`, `cdif_list`, `diwoo` and
     /// `[repository.ocx]` (when present and not `enabled = false`).
     pub profiles: ProfileSettings,
@@ -936,6 +941,8 @@ pub(crate) struct RepositorySettings {
     pub gzip: bool,
     /// The relations of a landing page's Signposting `Link` header.
     pub signposting_header: Vec<String>,
+    /// Days a Change List keeps a change (`serve`); 0: no ResourceSync.
+    pub changelist_days: u32,
     /// The profiles published beside the sitemap.
     pub profiles: ProfileSettings,
     /// Time between refreshes (`serve`).
@@ -962,6 +969,7 @@ impl Default for RepositorySettings {
             signposting_header: crate::profiles::signmap::HEADER_RELATIONS
                 .map(str::to_owned)
                 .to_vec(),
+            changelist_days: DEFAULT_CHANGELIST_DAYS,
             profiles: ProfileSettings::default(),
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             policy: crate::incremental::Policy::default(),
@@ -992,6 +1000,7 @@ impl RepositorySettings {
             limits: self.limits,
             gzip: self.gzip,
             signposting_header: self.signposting_header,
+            changelist_days: self.changelist_days,
             profiles: self.profiles,
             refresh_interval: self.refresh_interval,
             harvest: harvest.0,

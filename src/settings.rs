@@ -113,6 +113,7 @@ impl RepositorySettings {
             limits: r.limits,
             gzip: r.gzip,
             signposting_header: r.signposting_header.clone(),
+            changelist_days: r.changelist_days,
             profiles: r.profiles.clone(),
             refresh_interval: r.refresh_interval,
             policy: r.policy.clone(),

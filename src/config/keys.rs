@@ -542,6 +542,15 @@ section! {
                 and linkset",
             apply: |r, v, _| set(&mut r.signposting_header, super::parse_header_relations(v)?),
         }
+        /// `serve`: days a ResourceSync Change List keeps a change before it is retired; 0
+        /// publishes no ResourceSync documents for the repository.
+        changelist_days: u32 {
+            takes: "a whole number of days (0 to 3650)",
+            apply: |r, v, _| match v {
+                0..=3650 => set(&mut r.changelist_days, v),
+                v => Err(format!("{v} must be at most 3650 (ten years)")),
+            },
+        }
         /// Also publish CDIF JSON-LD documents.
         cdif: bool {
             takes: "true or false",

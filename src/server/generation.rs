@@ -90,6 +90,57 @@ pub(crate) struct Manifest {
     /// without a fleet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fence: Option<i64>,
+    /// Its ResourceSync Change Lists, oldest first ([`super::resourcesync`]); absent when the
+    /// repository keeps none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) changelists: Vec<ChangeListFile>,
+}
+
+/// One Change List of a generation (`changelist-{number}.xml`): the changes seen from `from`
+/// (seconds since the Unix epoch) until `until` (the list is closed: full), or until now (the
+/// last, which the next changes go into).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ChangeListFile {
+    pub(crate) number: u32,
+    pub(crate) from: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) until: Option<u64>,
+    /// Its entries, and the bytes they take (within the sitemap limits).
+    pub(crate) entries: u64,
+    pub(crate) bytes: u64,
+    /// When its first entry was seen, if it has one: it goes when that is older than the
+    /// repository keeps changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) oldest: Option<u64>,
+    /// When its last entry was seen, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) newest: Option<u64>,
+}
+
+/// What a repository's Change Lists hold, for the status page and the metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ChangeListStats {
+    /// The lists.
+    pub(crate) lists: usize,
+    /// Their entries.
+    pub(crate) entries: u64,
+    /// The start of the period they cover (seconds since the Unix epoch).
+    pub(crate) from: u64,
+    /// When the newest change was seen, if any is kept.
+    pub(crate) newest: Option<u64>,
+}
+
+impl Generation {
+    /// What its Change Lists hold; `None` when it has none.
+    pub(crate) fn changelist_stats(&self) -> Option<ChangeListStats> {
+        let first = self.changelists.first()?;
+        Some(ChangeListStats {
+            lists: self.changelists.len(),
+            entries: self.changelists.iter().map(|l| l.entries).sum(),
+            from: first.from,
+            newest: self.changelists.iter().filter_map(|l| l.newest).max(),
+        })
+    }
 }
 
 /// One file of a generation, as its manifest records it.
@@ -140,6 +191,8 @@ pub struct Generation {
     documents: Vec<DocEntry>,
     /// The linksets made from its Signmap, sorted by key ([`super::linkset`]).
     linksets: Vec<super::linkset::Entry>,
+    /// Its ResourceSync Change Lists, oldest first.
+    pub(crate) changelists: Vec<ChangeListFile>,
     retired: AtomicBool,
 }
 
@@ -184,6 +237,7 @@ impl Generation {
             by_name,
             documents,
             linksets,
+            changelists: manifest.changelists,
             retired: AtomicBool::new(false),
         }
     }
@@ -280,6 +334,16 @@ impl Drop for Generation {
             tracing::warn!("cannot start a thread to remove a retired generation: {e}");
         }
     }
+}
+
+/// Reads a file of a generation whole.
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
+    fs::read(path).map_err(store_err("cannot read", path))
+}
+
+/// A file a generation should hold and does not.
+pub(crate) fn missing(path: &Path) -> StoreError {
+    store_err("no such file in the generation:", path)(io::ErrorKind::NotFound.into())
 }
 
 /// An error of the generation store, naming the path.
@@ -459,6 +523,8 @@ pub(crate) struct Writer<'a> {
     listed: Vec<String>,
     /// The generation's id, when it is another gateway's ([`import`]).
     id: Option<String>,
+    /// Its Change Lists, as written ([`Writer::put_changelists`]).
+    changelists: Vec<ChangeListFile>,
     /// The fencing token of the lease it is made under.
     fence: Option<i64>,
 }
@@ -489,6 +555,7 @@ impl<'a> Writer<'a> {
             listed: Vec::new(),
             id: None,
             fence: None,
+            changelists: Vec::new(),
         })
     }
 
@@ -556,25 +623,47 @@ impl<'a> Writer<'a> {
         let Some(previous) = self.previous else {
             return Ok(None);
         };
-        let gz = format!("{name}.gz");
-        let (Some((_, old)), Some((_, old_gz))) = (previous.file(name), previous.file(&gz)) else {
+        let Some((_, old)) = previous.file(name) else {
             return Ok(None);
         };
         if old.len != bytes.len() as u64 || old.etag != etag_header(&content_hash(bytes)) {
             return Ok(None);
         }
+        let changed = secs(old.last_modified);
+        Ok(self.link_previous(name)?.then_some(changed))
+    }
+
+    /// When the generation is made: its files' `Last-Modified` when new, and the time a refresh's
+    /// changes are seen ([`crate::changes::Changes::seen`]).
+    pub(crate) fn created(&self) -> SystemTime {
+        from_secs(self.now)
+    }
+
+    /// Stores a file made by the gateway beside the harvest's ([`super::resourcesync`]): as
+    /// [`Writer::put_file`], a plain `.xml` with its gzip, linked when unchanged.
+    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+        self.put_file(name, bytes).map(|_| ())
+    }
+
+    /// Takes the previous generation's file `name` (and its gzip sibling) as it is, by
+    /// hard-linking, without reading it; `false` when there is none or it cannot be linked.
+    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, StoreError> {
+        let Some(previous) = self.previous else {
+            return Ok(false);
+        };
+        let gz = format!("{name}.gz");
+        let (Some((_, old)), Some((_, old_gz))) = (previous.file(name), previous.file(&gz)) else {
+            return Ok(false);
+        };
         let mut linked: Vec<PathBuf> = Vec::new();
         for meta in [old, old_gz] {
             let to = self.staging.path().join(&meta.name);
             if let Err(e) = fs::hard_link(previous.dir.join(&meta.name), &to) {
-                tracing::debug!(
-                    file = meta.name,
-                    "cannot link the unchanged file, writing it: {e}"
-                );
+                tracing::debug!(file = meta.name, "cannot link the file, writing it: {e}");
                 for path in &linked {
                     fs::remove_file(path).map_err(store_err("cannot remove", path))?;
                 }
-                return Ok(None);
+                return Ok(false);
             }
             linked.push(to);
         }
@@ -587,13 +676,12 @@ impl<'a> Writer<'a> {
                 last_modified: secs(meta.last_modified),
             });
         }
-        Ok(Some(secs(old.last_modified)))
+        Ok(true)
     }
 
-    /// When the generation is made: its files' `Last-Modified` when new, and the time a refresh's
-    /// changes are seen ([`crate::changes::Changes::seen`]).
-    pub(crate) fn created(&self) -> SystemTime {
-        from_secs(self.now)
+    /// Records the generation's Change Lists, whose files are put already.
+    pub(crate) fn set_changelists(&mut self, lists: Vec<ChangeListFile>) {
+        self.changelists = lists;
     }
 
     /// Where the plain sitemap shards written so far are, in the staging folder.
@@ -645,6 +733,7 @@ impl<'a> Writer<'a> {
             documents: doc_index.len() as u64,
             aliases: self.aliases,
             fence: self.fence,
+            changelists: self.changelists,
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
@@ -923,6 +1012,7 @@ where
     writer.now = manifest.created;
     writer.id = Some(manifest.id);
     writer.fence = manifest.fence;
+    writer.changelists = manifest.changelists;
     writer.finish(manifest.summary)
 }
 

@@ -21,6 +21,7 @@ use hyper::{Method, Request, Response, StatusCode};
 
 use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
 use super::metrics::Route;
+use super::resourcesync;
 use super::{Gateway, Repo, Side};
 use crate::profiles::FileName;
 
@@ -87,6 +88,14 @@ enum Target<'a> {
     Signposting {
         repo: &'a str,
     },
+    /// A ResourceSync document of a repository ([`resourcesync::Document`]).
+    ResourceSync {
+        repo: &'a str,
+        name: &'a str,
+        document: resourcesync::Document,
+    },
+    /// The gateway's ResourceSync Source Description (`/.well-known/resourcesync`).
+    SourceDescription,
     /// `POST /-/refresh/{repo}`: start a refresh now (admin token required).
     Refresh {
         repo: &'a str,
@@ -111,7 +120,9 @@ impl Target<'_> {
             | Target::File { .. }
             | Target::Document { .. }
             | Target::Linkset { .. }
-            | Target::Signposting { .. } => side == Side::Public,
+            | Target::Signposting { .. }
+            | Target::ResourceSync { .. }
+            | Target::SourceDescription => side == Side::Public,
             Target::Status | Target::Metrics | Target::Refresh { .. } | Target::Reload => {
                 side == Side::Admin
             }
@@ -131,6 +142,7 @@ impl Target<'_> {
             Target::Document { .. } => Route::Document,
             Target::Linkset { .. } => Route::Linkset,
             Target::Signposting { .. } => Route::Signposting,
+            Target::ResourceSync { .. } | Target::SourceDescription => Route::ResourceSync,
             Target::Refresh { .. } | Target::Reload => Route::Admin,
             Target::KeyFile { .. } => Route::KeyFile,
             Target::NotFound => Route::Other,
@@ -151,6 +163,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
         "/readyz" => Target::Readyz,
         "/metrics" => Target::Metrics,
         "/-/reload" => Target::Reload,
+        "/.well-known/resourcesync" => Target::SourceDescription,
         _ if rest.ends_with(".txt") && rest[1..].bytes().all(|b| b != b'/') => {
             Target::KeyFile { name: &rest[1..] }
         }
@@ -170,6 +183,13 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
                 "linkset" => return Target::Linkset { repo },
                 "signposting" => return Target::Signposting { repo },
                 _ => {}
+            }
+            if let Some(document) = resourcesync::Document::parse(name) {
+                return Target::ResourceSync {
+                    repo,
+                    name,
+                    document,
+                };
             }
             match FileName::parse(name) {
                 Some(FileName::Index(_)) => Target::File {
@@ -365,6 +385,17 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             Some(key) => with_type(StatusCode::OK, TEXT, Bytes::from(key)),
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
+        Target::ResourceSync {
+            repo,
+            name,
+            document,
+        } => match gateway.repo(repo) {
+            Some(repo) if repo.served().config.changelist_days > 0 => {
+                serve_resourcesync(gateway, &repo, name, document, req.headers(), head).await
+            }
+            _ => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
+        Target::SourceDescription => serve_source_description(gateway, req.headers(), head).await,
         Target::NotFound | Target::Refresh { .. } | Target::Reload => {
             plain(StatusCode::NOT_FOUND, "not found\n")
         }
@@ -378,6 +409,120 @@ pub(crate) fn key_file(gateway: &Gateway, name: &str) -> Option<String> {
         .filter_map(|r| r.setup().config.indexnow.clone())
         .find(|c| c.key.file_name() == name)
         .map(|c| c.key.expose().to_owned())
+}
+
+/// A repository's ResourceSync document: a Change List (a file of the generation, as a shard is
+/// served), or the Capability List or a Resource List, made from the generation served, with
+/// validators of the generation (and of the sitemap shard a Resource List is made of).
+async fn serve_resourcesync(
+    gateway: &Gateway,
+    repo: &Repo,
+    name: &str,
+    document: resourcesync::Document,
+    headers: &HeaderMap,
+    head: bool,
+) -> Answer {
+    use resourcesync::Document;
+    if document == Document::Change {
+        return serve_file(gateway, repo, name, false, headers, head).await;
+    }
+    let Some(generation) = repo.current() else {
+        return not_yet(repo);
+    };
+    let served = repo.served();
+    let public_url = &served.job.public_url;
+    let shards = resourcesync::sitemap_shards(&generation);
+    // The sitemap shard a Resource List is made of: the one, or the one named.
+    let shard = match document {
+        Document::ResourceList if shards.len() == 1 => Some(&shards[0]),
+        Document::ResourceListShard(n) if shards.len() > 1 => shards.iter().find(|s| s.0 == n),
+        Document::ResourceListShard(_) => return plain(StatusCode::NOT_FOUND, "not found\n"),
+        _ => None,
+    };
+    let last_modified = generation.created;
+    let last_modified_header = super::generation::date_header(last_modified);
+    if let Some((_, shard)) = shard {
+        let Some((index, meta)) = generation.file(shard) else {
+            return plain(StatusCode::NOT_FOUND, "not found\n");
+        };
+        let hash = meta.etag.to_str().unwrap_or_default();
+        let etag = resourcesync::etag(&generation, name, hash);
+        let validators = Validators {
+            etag: &etag,
+            last_modified,
+            last_modified_header: &last_modified_header,
+        };
+        let generation = &generation;
+        return respond(
+            headers,
+            head,
+            &validators,
+            XML,
+            None,
+            &gateway.cache_control,
+            || async move {
+                let bytes = load(gateway, generation, index, meta).await?;
+                Ok(resourcesync::resourcelist(generation, public_url, &bytes))
+            },
+        )
+        .await;
+    }
+    let bytes = match document {
+        Document::CapabilityList => {
+            resourcesync::capability_list(&generation, public_url, &gateway.public_url)
+        }
+        _ => resourcesync::resourcelist_index(&generation, public_url),
+    };
+    let etag = resourcesync::etag(&generation, name, &content_hash(&bytes));
+    let validators = Validators {
+        etag: &etag,
+        last_modified,
+        last_modified_header: &last_modified_header,
+    };
+    respond(
+        headers,
+        head,
+        &validators,
+        XML,
+        None,
+        &gateway.cache_control,
+        || async move { Ok(bytes) },
+    )
+    .await
+}
+
+/// The gateway's Source Description: the Capability List of every repository that publishes
+/// ResourceSync and has a generation, dated by the newest of them.
+async fn serve_source_description(gateway: &Gateway, headers: &HeaderMap, head: bool) -> Answer {
+    let repos = gateway.repos();
+    let mut listed = Vec::new();
+    let mut newest = gateway.started;
+    for repo in repos.iter() {
+        let served = repo.served();
+        if served.config.changelist_days == 0 {
+            continue;
+        }
+        if let Some(generation) = repo.current() {
+            newest = newest.max(generation.created);
+            listed.push(served.job.public_url.clone());
+        }
+    }
+    let file = StaticFile::new(resourcesync::source_description(listed.iter()), newest);
+    let validators = Validators {
+        etag: &file.etag,
+        last_modified: file.last_modified,
+        last_modified_header: &file.last_modified_header,
+    };
+    respond(
+        headers,
+        head,
+        &validators,
+        XML,
+        None,
+        &gateway.cache_control,
+        || async move { Ok(file.bytes.clone()) },
+    )
+    .await
 }
 
 /// Cache keys of linksets have this bit set, so they never meet a file's or a document's.

@@ -51,6 +51,9 @@ pub enum Route {
     Linkset,
     /// `/{repo}/signposting`, a landing page's `Link` header for a reverse proxy.
     Signposting,
+    /// ResourceSync: `/.well-known/resourcesync`, a repository's Capability List, Resource
+    /// Lists and Change Lists.
+    ResourceSync,
     /// `/healthz`.
     Healthz,
     /// `/readyz`.
@@ -76,6 +79,7 @@ impl Route {
             Route::Document => "document",
             Route::Linkset => "linkset",
             Route::Signposting => "signposting",
+            Route::ResourceSync => "resourcesync",
             Route::Healthz => "healthz",
             Route::Readyz => "readyz",
             Route::Metrics => "metrics",

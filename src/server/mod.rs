@@ -22,6 +22,7 @@ pub(crate) mod preflight;
 pub(crate) mod prune;
 pub(crate) mod refresh;
 pub(crate) mod reload;
+pub(crate) mod resourcesync;
 mod scrape;
 pub(crate) mod sendfile;
 pub(crate) mod slots;

@@ -455,6 +455,7 @@ fn changed(gateway: &Gateway, repo: &Repo, changes: Changes) {
     tracing::info!(
         repository = repo.name,
         baseline = changes.baseline,
+        changes = changes.len(),
         created = changes.count(crate::changes::Kind::Created),
         updated = changes.count(crate::changes::Kind::Updated),
         deleted = changes.count(crate::changes::Kind::Deleted),
@@ -726,6 +727,15 @@ impl<'a> engine::Target for NextGeneration<'a> {
             // published stay those of the last whole render.
             summary.keep_examples(&previous.summary, previous.created);
         }
+        let mut writer = writer;
+        super::resourcesync::write_changelists(
+            &mut writer,
+            self.previous.map(|g| &**g),
+            &changes,
+            self.setup.config.changelist_days,
+            self.setup.job.limits,
+            &self.setup.job.public_url,
+        )?;
         let finished = writer.finish(summary)?;
         let lease = self.lease;
         let still_held = move || -> futures_util::future::BoxFuture<'a, Result<(), String>> {

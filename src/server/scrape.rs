@@ -91,6 +91,7 @@ pub(crate) fn scrape(gateway: &Gateway, room: Option<Room>) -> String {
     }
     pool_gauges(gateway, &mut registry, room);
     fleet_gauges(gateway, &repos, &mut registry);
+    changelist_gauges(gateway, &repos, &mut registry);
     // The fleet's refresh slots ([harvest] max_concurrent_refreshes): a queue that keeps
     // growing means the limit is too low for the repositories' intervals.
     let slots = gateway.refresh_slots();
@@ -119,6 +120,68 @@ pub(crate) fn scrape(gateway: &Gateway, room: Option<Room>) -> String {
         .and_then(|()| encode_eof(&mut out))
         .expect("writing to a String cannot fail");
     out
+}
+
+/// Registers what each repository's ResourceSync Change Lists hold, read from the generation
+/// served: their entries, the start of the period they cover and when the newest change was
+/// seen. The repositories beyond the bound are summed under `_other` (the start: the earliest;
+/// the newest: the latest).
+fn changelist_gauges(
+    gateway: &Gateway,
+    repos: &[std::sync::Arc<super::Repo>],
+    registry: &mut Registry,
+) {
+    let entries = Family::<RepoLabels, Gauge>::default();
+    registry.register(
+        "changelist_entries",
+        "Changes (created, updated, deleted landing pages) the repository's ResourceSync \
+         Change Lists hold, within changelist_days",
+        entries.clone(),
+    );
+    let from = Family::<RepoLabels, Gauge>::default();
+    registry.register(
+        "changelist_from_timestamp_seconds",
+        "Unix time from which the repository's Change Lists hold every change: a consumer \
+         that synced before it reads the Resource List again",
+        from.clone(),
+    );
+    let newest = Family::<RepoLabels, Gauge>::default();
+    registry.register(
+        "changelist_last_change_timestamp_seconds",
+        "Unix time the newest change the Change Lists hold was seen (absent when they hold none)",
+        newest.clone(),
+    );
+    let secs = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut other: Option<super::generation::ChangeListStats> = None;
+    for r in repos {
+        let Some(stats) = r.current().and_then(|g| g.changelist_stats()) else {
+            continue;
+        };
+        if !gateway.metrics.own(&r.name) {
+            let o = other.get_or_insert(super::generation::ChangeListStats {
+                from: stats.from,
+                ..Default::default()
+            });
+            o.entries += stats.entries;
+            o.from = o.from.min(stats.from);
+            o.newest = o.newest.max(stats.newest);
+            continue;
+        }
+        let labels = metrics::repo(&r.name);
+        entries.get_or_create(&labels).set(secs(stats.entries));
+        from.get_or_create(&labels).set(secs(stats.from));
+        if let Some(n) = stats.newest {
+            newest.get_or_create(&labels).set(secs(n));
+        }
+    }
+    if let Some(o) = other {
+        let labels = metrics::repo(OTHER);
+        entries.get_or_create(&labels).set(secs(o.entries));
+        from.get_or_create(&labels).set(secs(o.from));
+        if let Some(n) = o.newest {
+            newest.get_or_create(&labels).set(secs(n));
+        }
+    }
 }
 
 /// Registers each repository's place in the fleet (its lease, this gateway's lag) and its last

@@ -664,9 +664,39 @@ fn details(out: &mut String, repo: &Repo, generation: Option<&Generation>, open:
     if let Some(g) = generation {
         cross_submission(out, repo, &g.summary);
         not_published(out, &g.summary, open);
+        changelists(out, repo, g, SystemTime::now());
     }
     refreshes(out, &entries, open);
     out.push_str("</td></tr>\n");
+}
+
+/// What the repository's ResourceSync Change Lists hold: how many changes, since when, and
+/// how long ago the newest was seen (a synchronising aggregator reads them).
+fn changelists(out: &mut String, repo: &Repo, g: &Generation, now: SystemTime) {
+    let Some(stats) = g.changelist_stats() else {
+        return;
+    };
+    let at = |secs: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(secs);
+    let newest = stats.newest.map_or_else(
+        || "none kept".to_owned(),
+        |n| format!("the newest seen {}", ago(now, at(n)).replace("<br>", " ")),
+    );
+    let capabilities = format!(
+        "{}{}",
+        repo.served().job.public_url,
+        super::resourcesync::CAPABILITY_LIST
+    );
+    let _ = write!(
+        out,
+        "<p class=\"changelists\"><b>ResourceSync:</b> {} change{} in {} Change List{} since {}; \
+         {newest} (<a href=\"{}\">Capability List</a>)</p>",
+        stats.entries,
+        if stats.entries == 1 { "" } else { "s" },
+        stats.lists,
+        if stats.lists == 1 { "" } else { "s" },
+        httpdate::fmt_http_date(at(stats.from)),
+        escape(&capabilities),
+    );
 }
 
 /// A warning when the scope is not under the repository's public URL: crawlers then take the

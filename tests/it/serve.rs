@@ -4258,3 +4258,254 @@ async fn the_link_header_carries_the_repositorys_relations() {
     }
     g.stop().await;
 }
+
+/// The entries of a ResourceSync Change List: `(loc, lastmod, change, datetime)`.
+fn changelist_entries(xml: &str) -> Vec<(String, String, String, String)> {
+    let between = |s: &str, open: &str, close: &str| {
+        s.split(open)
+            .nth(1)
+            .and_then(|r| r.split(close).next())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    xml.split("<url>")
+        .skip(1)
+        .map(|e| {
+            (
+                between(e, "<loc>", "</loc>"),
+                between(e, "<lastmod>", "</lastmod>"),
+                between(e, "change=\"", "\""),
+                between(e, "datetime=\"", "\""),
+            )
+        })
+        .collect()
+}
+
+/// The upstream of the ResourceSync tests after its changes: record 1 updated, record 2 deleted
+/// (a deleted header, or gone from the list where deletions are not kept), record 8 created,
+/// the others as they were.
+fn changed_upstream(keeps_deletions: bool) -> Vec<TestRecord> {
+    let mut records = numbered(7);
+    records[0] = TestRecord::new("oai:test:1", "2024-06-02")
+        .url("https://repo.example/record/1")
+        .title("Record 1, again");
+    if keeps_deletions {
+        records[1] = TestRecord::new("oai:test:2", "2024-06-02").deleted();
+    } else {
+        records.remove(1);
+    }
+    records.push(
+        TestRecord::new("oai:test:8", "2024-06-02")
+            .url("https://repo.example/record/8")
+            .title("Record 8"),
+    );
+    records
+}
+
+/// ResourceSync (issue 32 point 3): after a baseline the Change List is empty; a refresh's
+/// created, updated and deleted landing pages are its entries, `lastmod` the datestamp and
+/// `datetime` when the gateway saw them; the same whether the refresh patched the sitemap
+/// (deletions kept, an incremental harvest) or harvested in full because the upstream refuses
+/// `from` (the previous generation's sitemap compared with the new one). The Capability List
+/// names the Resource List (an index of one list per sitemap shard, each the shard's entries)
+/// and the Change List; the Source Description names the Capability List.
+#[tokio::test]
+async fn change_lists_hold_each_refreshs_changes_exactly_whether_patched_or_harvested_in_full() {
+    let mut lists = Vec::new();
+    for keeps_deletions in [true, false] {
+        let mut upstream = TestServer::builder(numbered(7));
+        if !keeps_deletions {
+            upstream = upstream.deleted_record("no").refuse_from(422);
+        }
+        let upstream = upstream.start();
+        let (g, _state) = serving(&upstream, "").await;
+        let baseline = g.get("/r/changelist-1.xml").await;
+        assert_eq!(baseline.status, StatusCode::OK);
+        assert!(
+            changelist_entries(&baseline.text()).is_empty(),
+            "{}",
+            baseline.text()
+        );
+        let capabilities = g.get("/r/capabilitylist.xml").await.text();
+        assert!(
+            capabilities.contains("<rs:md capability=\"capabilitylist\"/>"),
+            "{capabilities}"
+        );
+        assert_eq!(
+            locs(&capabilities),
+            [
+                format!("{}r/resourcelist.xml", g.url),
+                format!("{}r/changelist-1.xml", g.url)
+            ]
+        );
+        let description = g.get("/.well-known/resourcesync").await.text();
+        assert_eq!(
+            locs(&description),
+            [format!("{}r/capabilitylist.xml", g.url)]
+        );
+        // Seven URLs, five a shard: a Resource List Index of two lists, the shards' entries.
+        let index = g.get("/r/resourcelist.xml").await.text();
+        assert!(
+            index.starts_with("<?xml") && index.contains("<sitemapindex"),
+            "{index}"
+        );
+        assert!(
+            index.contains("capability=\"resourcelist\" at=\""),
+            "{index}"
+        );
+        let mut listed = Vec::new();
+        for list in locs(&index) {
+            let text = g.get(&path_of(&list)).await.text();
+            assert!(text.contains(&format!(
+                "<rs:ln rel=\"up\" href=\"{}r/capabilitylist.xml\"/>",
+                g.url
+            )));
+            listed.extend(locs(&text));
+        }
+        listed.sort();
+        let mut expected: Vec<String> = (1..=7)
+            .map(|i| format!("https://repo.example/record/{i}"))
+            .collect();
+        expected.sort();
+        assert_eq!(listed, expected);
+
+        upstream.set_records(changed_upstream(keeps_deletions));
+        upstream.set_response_date("2024-06-03T08:00:00Z");
+        let before = SystemTime::now();
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        g.refresh(0).await;
+        let reply = g.get("/r/changelist-1.xml").await;
+        let text = reply.text();
+        let entries = changelist_entries(&text);
+        let seen = &entries.first().expect("changes").3;
+        assert!(
+            entries.iter().all(|e| &e.3 == seen),
+            "one refresh, one datetime: {text}"
+        );
+        // Seen when the refresh made its generation: the Change List's own time.
+        let seen_at = oai_bridge::Datestamp::parse(seen)
+            .expect("a datetime")
+            .unix();
+        let modified = httpdate::parse_http_date(reply.header("last-modified")).unwrap();
+        let modified_secs = modified
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        assert_eq!(seen_at, modified_secs as i64, "{text}");
+        assert!(
+            modified >= before,
+            "{seen} is when the gateway saw the changes"
+        );
+        let changes: Vec<(&str, &str, &str)> = entries
+            .iter()
+            .map(|(loc, lastmod, change, _)| (loc.as_str(), lastmod.as_str(), change.as_str()))
+            .collect();
+        assert_eq!(
+            changes,
+            [
+                ("https://repo.example/record/1", "2024-06-02", "updated"),
+                ("https://repo.example/record/2", "2024-05-02", "deleted"),
+                ("https://repo.example/record/8", "2024-06-02", "created"),
+            ],
+            "keeping deletions: {keeps_deletions}"
+        );
+        assert!(
+            text.contains("<rs:md capability=\"changelist\" from=\""),
+            "{text}"
+        );
+        // Conditional requests and gzip, as a shard's.
+        let etag = reply.header("etag").to_owned();
+        let again = g
+            .request(
+                reqwest::Method::GET,
+                "/r/changelist-1.xml",
+                &[("if-none-match", &etag)],
+            )
+            .await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED);
+        let gz = g
+            .request(
+                reqwest::Method::GET,
+                "/r/changelist-1.xml",
+                &[("accept-encoding", "gzip")],
+            )
+            .await;
+        assert_eq!(gz.header("content-encoding"), "gzip");
+        lists.push(changes.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>());
+        g.stop().await;
+    }
+    assert_eq!(
+        lists[0], lists[1],
+        "a patch and a full harvest give the same changes"
+    );
+}
+
+/// A Change List that is full goes on in the next one (`until` on the full one), and an index
+/// lists them, oldest first; with `changelist_days = 0` there are no ResourceSync documents.
+#[tokio::test]
+async fn change_lists_roll_over_into_an_index_and_can_be_turned_off() {
+    let upstream = TestServer::start(numbered(3));
+    // Two entries a list: three changes fill one and start another.
+    let state = tempfile::tempdir().unwrap();
+    let two = config(&upstream, "").replace("max_urls_per_shard = 5", "max_urls_per_shard = 2");
+    let g = Running::start(&two, state.path()).await;
+    g.ready().await;
+    let mut records = numbered(3);
+    records[0] = TestRecord::new("oai:test:1", "2024-06-02").deleted();
+    for i in [4, 5] {
+        let url = format!("https://repo.example/record/{i}");
+        records.push(TestRecord::new(&format!("oai:test:{i}"), "2024-06-02").url(&url));
+    }
+    upstream.set_records(records);
+    upstream.set_response_date("2024-06-03T08:00:00Z");
+    g.refresh(0).await;
+    let capabilities = g.get("/r/capabilitylist.xml").await.text();
+    assert!(
+        capabilities.contains(&format!("<loc>{}r/changelist-index.xml</loc>", g.url)),
+        "{capabilities}"
+    );
+    let index = g.get("/r/changelist-index.xml").await.text();
+    assert_eq!(
+        locs(&index),
+        [
+            format!("{}r/changelist-1.xml", g.url),
+            format!("{}r/changelist-2.xml", g.url)
+        ]
+    );
+    let first = g.get("/r/changelist-1.xml").await.text();
+    let second = g.get("/r/changelist-2.xml").await.text();
+    assert!(first.contains(" until=\""), "{first}");
+    assert!(!second.contains(" until=\""), "{second}");
+    let urls: Vec<String> = [first, second]
+        .iter()
+        .flat_map(|t| changelist_entries(t))
+        .map(|e| format!("{} {}", e.2, e.0))
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "deleted https://repo.example/record/1",
+            "created https://repo.example/record/4",
+            "created https://repo.example/record/5",
+        ]
+    );
+    // Their size and age on the status page and in the metrics.
+    let status = g.admin("/").await.text();
+    assert!(status.contains("<b>ResourceSync:</b> 3 changes in 2 Change Lists since"), "{status}");
+    let metrics = g.admin("/metrics").await.text();
+    assert!(metrics.contains("oai_bridge_changelist_entries{repository=\"r\"} 3\n"), "{metrics}");
+    assert!(metrics.contains("oai_bridge_changelist_last_change_timestamp_seconds{repository=\"r\"}"));
+    g.stop().await;
+
+    let upstream = TestServer::start(numbered(3));
+    let (g, _state) = serving(&upstream, "changelist_days = 0\n").await;
+    for path in [
+        "/r/capabilitylist.xml",
+        "/r/resourcelist.xml",
+        "/r/changelist-1.xml",
+    ] {
+        assert_eq!(g.get(path).await.status, StatusCode::NOT_FOUND, "{path}");
+    }
+    assert!(locs(&g.get("/.well-known/resourcesync").await.text()).is_empty());
+    g.stop().await;
+}

@@ -345,6 +345,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "server::prune",
             "server::refresh",
             "server::reload",
+            "server::resourcesync",
             "server::scrape",
             "server::sendfile",
             "server::slots",
