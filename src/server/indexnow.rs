@@ -97,7 +97,7 @@ impl Pinger {
             });
             return;
         }
-        if changes.is_empty() {
+        if changes.len() == 0 {
             return;
         }
         let _ = self.tx.send(Queue {

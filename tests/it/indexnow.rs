@@ -14,11 +14,14 @@ use crate::server::{TestRecord, TestServer};
 
 const KEY: &str = "it-indexnow-key-4711";
 
+/// Each request's host and URLs.
+type Requests = Arc<Mutex<Vec<(String, Vec<String>)>>>;
+
 /// A loopback engine answering 200, recording each request's host and URLs, and what was
 /// wrong with it (method, content type, fields, key, more than 10,000 URLs, a foreign host).
 #[derive(Clone, Default)]
 struct Engine {
-    got: Arc<Mutex<Vec<(String, Vec<String>)>>>,
+    got: Requests,
     wrong: Arc<Mutex<Vec<String>>>,
 }
 

@@ -4491,10 +4491,18 @@ async fn change_lists_roll_over_into_an_index_and_can_be_turned_off() {
     );
     // Their size and age on the status page and in the metrics.
     let status = g.admin("/").await.text();
-    assert!(status.contains("<b>ResourceSync:</b> 3 changes in 2 Change Lists since"), "{status}");
+    assert!(
+        status.contains("<b>ResourceSync:</b> 3 changes in 2 Change Lists since"),
+        "{status}"
+    );
     let metrics = g.admin("/metrics").await.text();
-    assert!(metrics.contains("oai_bridge_changelist_entries{repository=\"r\"} 3\n"), "{metrics}");
-    assert!(metrics.contains("oai_bridge_changelist_last_change_timestamp_seconds{repository=\"r\"}"));
+    assert!(
+        metrics.contains("oai_bridge_changelist_entries{repository=\"r\"} 3\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("oai_bridge_changelist_last_change_timestamp_seconds{repository=\"r\"}")
+    );
     g.stop().await;
 
     let upstream = TestServer::start(numbered(3));
