@@ -201,7 +201,10 @@ fn indexnow_report(
     };
     let mut report = IndexNowReport {
         configured: true,
-        endpoint: Some(config.endpoint.to_string()),
+        endpoint: Some(crate::indexnow::redact(
+            config.endpoint.as_str(),
+            &config.key,
+        )),
         ..IndexNowReport::default()
     };
     for page in pages {

@@ -504,7 +504,8 @@ fn show(repo: &Repo, config: &IndexNowConfig, p: &Pings) {
     let sent: Vec<Sent> = p.outbox.sent().iter().rev().take(SHOWN).cloned().collect();
     repo.update(|s| {
         let status = s.indexnow.get_or_insert_default();
-        status.endpoint = config.endpoint.to_string();
+        // An endpoint may carry the key in its query: shown without it.
+        status.endpoint = indexnow::redact(config.endpoint.as_str(), &config.key);
         status.pending = p.pending;
         status.sent = sent;
         status.stopped = p.stopped.as_ref().map(|(_, why)| why.clone());
