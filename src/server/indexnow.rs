@@ -89,9 +89,11 @@ impl Pinger {
         }
         if changes.baseline {
             repo.update(|s| {
+                // A refresh whose changes could not be found is taken for a baseline too
+                // (`refresh::NextGeneration::changes`, which logs why).
                 s.indexnow.get_or_insert_default().note = Some(
-                    "the first harvest is the baseline: its pages were not sent, the next \
-                     refreshes' changes are"
+                    "the last refresh was a baseline (a first harvest, or one whose changes \
+                     could not be found: see the log): nothing of it was sent"
                         .to_owned(),
                 );
             });

@@ -126,7 +126,7 @@ async fn a_refresh_pings_its_changed_landing_pages() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(engine.requests(), 0, "nothing is sent after the baseline");
     let page = g.admin("/").await.text();
-    assert!(page.contains("the first harvest is the baseline"), "{page}");
+    assert!(page.contains("the last refresh was a baseline"), "{page}");
 
     // Record 3 is deleted, record 7 moves to another page, record 12 changes, 13 arrives.
     let mut next = records;
