@@ -239,6 +239,7 @@ pub(crate) fn check_options_in(
         public_url,
         pages: args.pages,
         harvest: interactive(layers.harvest_of(named)?),
+        indexnow: settings.indexnow,
     })
 }
 

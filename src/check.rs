@@ -37,6 +37,8 @@ pub struct CheckOptions {
     pub pages: u64,
     /// How the upstream is treated.
     pub harvest: HarvestSettings,
+    /// The repository's `[repository.indexnow]`, when it is configured and has one.
+    pub indexnow: Option<crate::indexnow::IndexNowConfig>,
 }
 
 /// Everything `check` found; `--json` prints it as it is.
@@ -58,6 +60,8 @@ pub struct CheckReport {
     pub scope: ScopeReport,
     /// The repository host's robots.txt.
     pub robots: RobotsReport,
+    /// What `serve` would send to IndexNow, or why nothing.
+    pub indexnow: IndexNowReport,
     /// Why the repository cannot be bridged as configured (empty: it can).
     pub problems: Vec<String>,
     /// What an operator should know but does not stop the bridge.
@@ -163,6 +167,74 @@ pub struct LandingReport {
     /// most records a landing page, what the records carry (pages on another site are
     /// [`ScopeReport::elsewhere`]).
     pub facts: Vec<String>,
+}
+
+/// What `serve` would send to IndexNow after a refresh ([`crate::indexnow`]); never the key.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct IndexNowReport {
+    /// `[repository.indexnow]` is configured (with a key).
+    pub configured: bool,
+    /// The engine pinged.
+    pub endpoint: Option<String>,
+    /// The hosts of the sample's landing pages that would be sent, each with where its key
+    /// file must be (the key shown as `***`).
+    pub key_files: Vec<(String, String)>,
+    /// Sample landing pages that would be sent when they change.
+    pub sent: u64,
+    /// Sample landing pages that would not: outside the key file's location.
+    pub outside: u64,
+    /// What would be sent, or why nothing, in words.
+    pub says: String,
+}
+
+/// What `serve` would send IndexNow of the sample's landing `pages` under `config`.
+fn indexnow_report(
+    config: Option<&crate::indexnow::IndexNowConfig>,
+    pages: &[String],
+) -> IndexNowReport {
+    let Some(config) = config else {
+        return IndexNowReport {
+            says: "nothing is sent: the repository has no [repository.indexnow] (docs/discovery.md, IndexNow)"
+                .to_owned(),
+            ..IndexNowReport::default()
+        };
+    };
+    let mut report = IndexNowReport {
+        configured: true,
+        endpoint: Some(crate::indexnow::redact(
+            config.endpoint.as_str(),
+            &config.key,
+        )),
+        ..IndexNowReport::default()
+    };
+    for page in pages {
+        match config.host_of(page) {
+            Ok(host) => {
+                report.sent += 1;
+                if !report.key_files.iter().any(|(h, _)| *h == host) {
+                    let file = config.key_file_shown(&host);
+                    report.key_files.push((host, file));
+                }
+            }
+            Err(_) => report.outside += 1,
+        }
+    }
+    report.says = match (report.sent, pages.len()) {
+        (_, 0) => "nothing would be sent: the sample has no landing page".to_owned(),
+        (0, n) => format!(
+            "nothing would be sent: none of the sample's {n} landing pages is under key_location"
+        ),
+        (sent, n) => format!(
+            "after each refresh but the first (the baseline), its created, updated and deleted \
+             landing pages, at most 10,000 a request per host: {sent} of the sample's {n} would \
+             be sent when they change{}",
+            match report.outside {
+                0 => String::new(),
+                o => format!(", {o} are outside key_location"),
+            }
+        ),
+    };
+    report
 }
 
 /// A setting tried on the sample ([`advice::advise`]), and its pages requested (`--fetch`).
@@ -331,6 +403,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     .await;
     let allowed = |page: &str| robots.as_ref().and_then(|r| r.allowed(page));
     report.landing.fetched = fetch_pages(&client, &landing_pages, options.fetch, allowed).await;
+    report.indexnow = indexnow_report(options.indexnow.as_ref(), &landing_pages);
     if let Some(s) = &mut report.landing.suggested {
         let n = options.fetch.min(advice::EXAMPLES);
         s.fetched = fetch_pages(&client, &s.tried.examples, n, allowed).await;
@@ -979,6 +1052,7 @@ impl CheckReport {
         if !self.robots.url.is_empty() {
             self.robots.render(&mut out);
         }
+        self.indexnow.render(&mut out);
         for w in &self.warnings {
             line(&mut out, "warning", w);
         }
@@ -998,6 +1072,23 @@ impl CheckReport {
 /// One line of the report for people: `label` in a column of its own, then `text`.
 fn line(out: &mut String, label: &str, text: impl std::fmt::Display) {
     let _ = writeln!(out, "{label:<13}{text}");
+}
+
+impl IndexNowReport {
+    /// What would be sent, the engine and the key files, or why nothing.
+    fn render(&self, out: &mut String) {
+        line(out, "IndexNow", &self.says);
+        if let Some(endpoint) = &self.endpoint {
+            line(out, "", format_args!("to {endpoint} (key set)"));
+        }
+        for (host, file) in &self.key_files {
+            line(
+                out,
+                "",
+                format_args!("{host}: the key file must be at {file}"),
+            );
+        }
+    }
 }
 
 impl IdentifyReport {
@@ -1484,6 +1575,62 @@ mod tests {
                 "             the 4 live records of the sample carry only a URL on another site"
             ),
             "{text}"
+        );
+    }
+
+    /// Issue 32: `check` says what IndexNow would be sent of the sample's landing pages, where
+    /// each host's key file must be (the key hidden), and why nothing would be.
+    #[test]
+    fn indexnow_says_what_would_be_sent_and_never_the_key() {
+        let pages = [
+            "https://a.example/items/1",
+            "https://a.example/other/2",
+            "https://b.example/3",
+        ]
+        .map(str::to_owned);
+        let none = super::indexnow_report(None, &pages);
+        assert!(
+            !none.configured && none.says.starts_with("nothing is sent"),
+            "{none:?}"
+        );
+        let key = crate::indexnow::Key::new("check-key-1234".to_owned()).unwrap();
+        let mut config = crate::indexnow::IndexNowConfig {
+            key,
+            endpoint: Url::parse(crate::indexnow::DEFAULT_ENDPOINT).unwrap(),
+            key_location: None,
+        };
+        let all = super::indexnow_report(Some(&config), &pages);
+        assert_eq!((all.sent, all.outside), (3, 0));
+        assert_eq!(
+            all.key_files,
+            [
+                (
+                    "a.example".to_owned(),
+                    "https://a.example/***.txt".to_owned()
+                ),
+                (
+                    "b.example".to_owned(),
+                    "https://b.example/***.txt".to_owned()
+                )
+            ]
+        );
+        config.key_location =
+            Some(Url::parse("https://a.example/items/check-key-1234.txt").unwrap());
+        let under = super::indexnow_report(Some(&config), &pages);
+        assert_eq!((under.sent, under.outside), (1, 2));
+        assert!(under.says.contains("1 of the sample's 3"), "{}", under.says);
+        let mut report = CheckReport {
+            indexnow: under,
+            ..CheckReport::default()
+        };
+        report.identify = Some(IdentifyReport::default());
+        let text = report.render();
+        assert!(text.contains("https://a.example/items/***.txt"), "{text}");
+        assert!(!text.contains("check-key-1234"), "{text}");
+        assert!(
+            !serde_json::to_string(&report)
+                .unwrap()
+                .contains("check-key-1234")
         );
     }
 }

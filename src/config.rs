@@ -18,7 +18,7 @@ pub(crate) mod keys;
 
 pub(crate) use keys::ServerConfig;
 pub use keys::StateConfig;
-use keys::{RawHarvest, RawOcx, RawRepository, RawServer, RawState};
+use keys::{RawHarvest, RawIndexNow, RawOcx, RawRepository, RawServer, RawState};
 
 /// Default listen address of `serve`.
 pub(crate) const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -123,6 +123,16 @@ fn parse_ocx(raw: RawOcx, at: &keys::At<'_>) -> Result<Option<OcxConfig>, (&'sta
     let mut ocx = OcxConfig::default();
     raw.apply(&mut ocx, at)?;
     Ok(Some(ocx))
+}
+
+/// `[repository.indexnow]` over the defaults (IndexNow's own endpoint); `Err` names the key.
+fn parse_indexnow(
+    raw: RawIndexNow,
+    at: &keys::At<'_>,
+) -> Result<crate::indexnow::IndexNowConfig, (&'static str, String)> {
+    let mut settings = crate::indexnow::Settings::default();
+    raw.apply(&mut settings, at)?;
+    settings.validated()
 }
 
 /// The validated configuration.
@@ -432,6 +442,8 @@ pub struct RepositoryConfig {
     pub file: String,
     /// How refreshes go through the repository's store: full-harvest interval, shrink guard.
     pub policy: crate::incremental::Policy,
+    /// `serve`: its IndexNow pings (`[repository.indexnow]`), when configured.
+    pub indexnow: Option<crate::indexnow::IndexNowConfig>,
 }
 
 /// A share of published URLs (0 to 1); the default guard when absent.
@@ -1042,6 +1054,8 @@ pub(crate) struct RepositorySettings {
     pub refresh_interval: Duration,
     /// How the store is used.
     pub policy: crate::incremental::Policy,
+    /// Its IndexNow pings, when `[repository.indexnow]` is given.
+    pub indexnow: Option<crate::indexnow::IndexNowConfig>,
 }
 
 impl Default for RepositorySettings {
@@ -1064,6 +1078,7 @@ impl Default for RepositorySettings {
             profiles: ProfileSettings::default(),
             refresh_interval: DEFAULT_REFRESH_INTERVAL,
             policy: crate::incremental::Policy::default(),
+            indexnow: None,
         }
     }
 }
@@ -1097,6 +1112,7 @@ impl RepositorySettings {
             learn_from_web: harvest.1,
             file,
             policy: self.policy,
+            indexnow: self.indexnow,
         }
     }
 }
@@ -1123,7 +1139,7 @@ fn parse_repository(
     if r.base_url.is_none() {
         return Err((key("base_url"), "is required".to_owned()));
     }
-    let (ocx, harvest) = (r.ocx.take(), r.harvest.take());
+    let (ocx, harvest, indexnow) = (r.ocx.take(), r.harvest.take(), r.indexnow.take());
     let at = keys::At {
         base_dir: from.base_dir,
     };
@@ -1135,6 +1151,10 @@ fn parse_repository(
         (s.limits.validate()).map_err(|m| (key("max_urls_per_shard / max_bytes_per_shard"), m))?;
     if let Some(raw) = ocx {
         s.profiles.ocx = parse_ocx(raw, &at).map_err(|(k, m)| (key(&format!("ocx.{k}")), m))?;
+    }
+    if let Some(raw) = indexnow {
+        s.indexnow =
+            Some(parse_indexnow(raw, &at).map_err(|(k, m)| (key(&format!("indexnow.{k}")), m))?);
     }
     let harvest = parse_repository_harvest(harvest, from.harvest, &at)
         .map_err(|(k, m)| (key(&format!("harvest.{k}")), m))?;
@@ -1955,6 +1975,61 @@ mod tests {
             "[server] public_url",
             "http",
         );
+    }
+
+    /// Issue 32: `[repository.indexnow]` is checked as the configuration loads; an error names
+    /// the repository, the key and the rule, and never the key's value.
+    #[test]
+    fn indexnow_keys_are_checked_and_never_shown() {
+        let repo = "[[repository]]\nname = \"a\"\nbase_url = \"x.xml\"\n[repository.indexnow]\n";
+        for (table, key, rule) in [
+            (
+                "key = \"short\"\n",
+                "[[repository]] \"a\" indexnow.key",
+                "8 to 128 characters",
+            ),
+            (
+                "key = \"has_an_underscore\"\n",
+                "indexnow.key",
+                "a-z, A-Z, 0-9 or '-'",
+            ),
+            (
+                "endpoint = \"https://api.indexnow.org/indexnow\"\n",
+                "indexnow.key",
+                "is required",
+            ),
+            (
+                "key = \"abcdefgh\"\nendpoint = \"indexnow\"\n",
+                "indexnow.endpoint",
+                "not a URL",
+            ),
+            (
+                "key = \"abcdefgh\"\nkey_location = \"https://h/abcdefgh\"\n",
+                "indexnow.key_location",
+                ".txt",
+            ),
+            (
+                "key = \"abcdefgh\"\nkeys = 1\n",
+                "indexnow",
+                "unknown field `keys`",
+            ),
+        ] {
+            rejects(&format!("{repo}{table}"), key, rule);
+            let e = Config::parse(&format!("{repo}{table}"), "f", Path::new(".")).unwrap_err();
+            for secret in ["has_an_underscore", "abcdefgh"] {
+                assert!(!e.message.contains(secret), "{e}");
+            }
+        }
+        let c = Config::parse(
+            &format!("{repo}key = \"0123-abcd-EFGH\"\n"),
+            "f",
+            Path::new("."),
+        )
+        .unwrap();
+        let n = c.repositories[0].indexnow.as_ref().unwrap();
+        assert_eq!(n.endpoint.as_str(), crate::indexnow::DEFAULT_ENDPOINT);
+        assert_eq!(n.key.expose(), "0123-abcd-EFGH");
+        assert!(!format!("{c:?}").contains("0123-abcd-EFGH"));
     }
 
     /// Issue 22: the gateway's refresh limits are read from `[harvest]`, with their defaults;

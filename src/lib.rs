@@ -25,6 +25,7 @@ mod export;
 #[doc(hidden)]
 pub mod fuzzing;
 mod incremental;
+mod indexnow;
 mod inventory;
 mod learn;
 mod memo;
@@ -59,6 +60,7 @@ pub use check::{CheckOptions, CheckReport, check};
 pub use config::{Config, ConfigError, StateConfig};
 pub use export::{ExportError, ExportOptions, ExportSummary, export};
 pub use incremental::{Kind, Policy};
+pub use indexnow::{IndexNowConfig, Key as IndexNowKey};
 pub use pipeline::{Job, PipelineError, fields_for};
 pub use platform::{LandingSettings, Platform, Registry, Resolvers, Row, RowSpec, Setting};
 pub use profiles::ProfileSettings;

@@ -117,6 +117,7 @@ impl RepositorySettings {
             profiles: r.profiles.clone(),
             refresh_interval: r.refresh_interval,
             policy: r.policy.clone(),
+            indexnow: r.indexnow.clone(),
         }
     }
 

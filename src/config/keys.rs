@@ -632,6 +632,12 @@ section! {
             over: (),
             kind: table,
         }
+        /// `serve`: IndexNow pings of the landing pages each refresh changes ([`INDEXNOW`]).
+        indexnow: RawIndexNow {
+            takes: "a table, [repository.indexnow]",
+            over: (),
+            kind: table,
+        }
         /// `serve`: time from the end of one refresh to the start of the next.
         refresh_interval_secs: u64 {
             takes: "a number of seconds",
@@ -722,6 +728,30 @@ section! {
     }
 }
 
+section! {
+    /// `[repository.indexnow]`: `serve` tells IndexNow's search engines which landing pages of
+    /// the repository above it each refresh created, changed or deleted.
+    "[repository.indexnow]" => RawIndexNow, IndexNowOverrides, INDEXNOW, crate::indexnow::Settings {
+        /// The repository's IndexNow key, 8 to 128 of a-z, A-Z, 0-9 and '-' (required). A secret:
+        /// shown nowhere, served as the key file `/{key}.txt`.
+        key: String {
+            takes: "a key in quotes: 8 to 128 of a-z, A-Z, 0-9 and '-'",
+            apply: |n, v, _| set(&mut n.key, Some(crate::indexnow::Key::new(v)?)),
+        }
+        /// The engine pinged; IndexNow's own shares each ping with every participating engine.
+        endpoint: String {
+            takes: "a URL in quotes, e.g. \"https://api.indexnow.org/indexnow\"",
+            apply: |n, v, _| set(&mut n.endpoint, crate::indexnow::parse_endpoint(&v)?),
+        }
+        /// Where the key file is, when not at `https://{host}/{key}.txt` (`keyLocation`): only
+        /// pages on its host and under its folder are sent.
+        key_location: String {
+            takes: "a URL in quotes, of a .txt file",
+            apply: |n, v, _| set(&mut n.key_location, Some(crate::indexnow::parse_key_location(&v)?)),
+        }
+    }
+}
+
 /// The help of `--platform` (`export`, `check`).
 const PLATFORM_HELP: &str = "The repository's platform: auto (detect it), generic (Google's \
     rule: URLs under the baseURL's directory), dspace (the Handle gives the landing page), \
@@ -782,7 +812,7 @@ pub(crate) const TABLES: &[(&str, &str)] = &[
 ];
 
 /// Every section's declarations, the top level first, in the file's order.
-pub(crate) const SECTIONS: &[&[Key]] = &[ROOT, SERVER, HARVEST, STATE, REPOSITORY, OCX];
+pub(crate) const SECTIONS: &[&[Key]] = &[ROOT, SERVER, HARVEST, STATE, REPOSITORY, OCX, INDEXNOW];
 
 /// Every declared key and table.
 pub(crate) fn all() -> impl Iterator<Item = &'static Key> {

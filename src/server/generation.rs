@@ -427,14 +427,23 @@ fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, StoreEr
     Ok(index)
 }
 
-/// Removes every folder in `repo_dir` except `keep`; failures are only logged.
+/// The IndexNow outbox's folder in a repository's state (`server::indexnow`).
+pub(crate) const OUTBOX: &str = "indexnow";
+
+/// The folders of a repository's state that are no generation, kept by [`remove_all_but`]: the
+/// IndexNow outbox, which must outlive a restart.
+const KEPT_FOLDERS: &[&str] = &[OUTBOX];
+
+/// Removes every folder in `repo_dir` except `keep` and the [`KEPT_FOLDERS`]; failures are only
+/// logged.
 fn remove_all_but(repo_dir: &Path, keep: Option<&str>) {
     let Ok(entries) = fs::read_dir(repo_dir) else {
         return;
     };
     for entry in entries.flatten() {
         let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        if is_dir && keep.is_none_or(|k| entry.file_name() != k) {
+        let kept = KEPT_FOLDERS.iter().any(|k| entry.file_name() == *k);
+        if is_dir && !kept && keep.is_none_or(|k| entry.file_name() != k) {
             let path = entry.path();
             // A refresh's spill files, which a crash or a kill left: said, with their size.
             let spill = (entry.file_name().to_str())

@@ -104,6 +104,10 @@ enum Target<'a> {
     },
     /// `POST /-/reload`: read the configuration again (admin token required).
     Reload,
+    /// `/{key}.txt`: a repository's IndexNow key file, for a gateway that is its host's sidecar.
+    KeyFile {
+        name: &'a str,
+    },
     NotFound,
 }
 
@@ -114,6 +118,7 @@ impl Target<'_> {
         match self {
             Target::Healthz | Target::Readyz => true,
             Target::Robots
+            | Target::KeyFile { .. }
             | Target::File { .. }
             | Target::Document { .. }
             | Target::Linkset { .. }
@@ -141,6 +146,7 @@ impl Target<'_> {
             Target::Signposting { .. } => Route::Signposting,
             Target::ResourceSync { .. } | Target::SourceDescription => Route::ResourceSync,
             Target::Refresh { .. } | Target::Reload => Route::Admin,
+            Target::KeyFile { .. } => Route::KeyFile,
             Target::NotFound => Route::Other,
         }
     }
@@ -160,6 +166,9 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
         "/metrics" => Target::Metrics,
         "/-/reload" => Target::Reload,
         "/.well-known/resourcesync" => Target::SourceDescription,
+        _ if rest.ends_with(".txt") && rest[1..].bytes().all(|b| b != b'/') => {
+            Target::KeyFile { name: &rest[1..] }
+        }
         _ if rest.starts_with("/-/refresh/") => match &rest["/-/refresh/".len()..] {
             "" => Target::NotFound,
             repo if repo.contains('/') => Target::NotFound,
@@ -374,6 +383,10 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             Some(repo) => serve_signposting(gateway, &repo, req).await,
             None => plain(StatusCode::NOT_FOUND, "not found\n"),
         },
+        Target::KeyFile { name } => match key_file(gateway, name) {
+            Some(key) => with_type(StatusCode::OK, TEXT, Bytes::from(key)),
+            None => plain(StatusCode::NOT_FOUND, "not found\n"),
+        },
         Target::ResourceSync {
             repo,
             name,
@@ -389,6 +402,15 @@ async fn dispatch(gateway: &Arc<Gateway>, target: &Target<'_>, req: &Request<Inc
             plain(StatusCode::NOT_FOUND, "not found\n")
         }
     }
+}
+
+/// The IndexNow key whose key file is `name` (`{key}.txt`), of a repository being served: the
+/// file's whole content, as the protocol asks.
+pub(crate) fn key_file(gateway: &Gateway, name: &str) -> Option<String> {
+    (gateway.repos().iter())
+        .filter_map(|r| r.setup().config.indexnow.clone())
+        .find(|c| c.key.file_name() == name)
+        .map(|c| c.key.expose().to_owned())
 }
 
 /// A repository's ResourceSync document: a Change List (a file of the generation, as a shard is

@@ -62,6 +62,8 @@ pub enum Route {
     Metrics,
     /// `POST /-/refresh/{repo}`, the admin endpoint.
     Admin,
+    /// `/{key}.txt`, a repository's IndexNow key file.
+    KeyFile,
     /// Anything else.
     Other,
 }
@@ -82,6 +84,7 @@ impl Route {
             Route::Readyz => "readyz",
             Route::Metrics => "metrics",
             Route::Admin => "admin",
+            Route::KeyFile => "indexnow_key",
             Route::Other => "other",
         }
     }
@@ -247,6 +250,10 @@ pub struct Metrics {
     pub retry_after_waits: Family<RepoLabels, Counter>,
     /// Upstream requests sent, by the status of their answer.
     pub(crate) upstream_requests: Family<UpstreamLabels, Counter>,
+    /// IndexNow requests sent, by the status of their answer (`none`: no answer).
+    pub(crate) indexnow_requests: Family<UpstreamLabels, Counter>,
+    /// Landing pages an IndexNow engine acknowledged (200 or 202).
+    pub(crate) indexnow_urls: Family<RepoLabels, Counter>,
     /// Wall time of refreshes, by repository and outcome.
     pub(crate) refresh_duration: Family<HarvestLabels, Histogram, RefreshHistogram>,
     /// Wall time of the harvest and the render of refreshes, by repository.
@@ -413,6 +420,19 @@ impl Metrics {
             "Waits imposed by an upstream's Retry-After header",
             retry_after_waits.clone(),
         );
+        let indexnow_requests = Family::<UpstreamLabels, Counter>::default();
+        registry.register(
+            "indexnow_requests",
+            "IndexNow requests sent, by repository and the status of the engine's answer \
+             (none: no answer); 429 and 5xx are tried again, other refusals stop the pings",
+            indexnow_requests.clone(),
+        );
+        let indexnow_urls = Family::<RepoLabels, Counter>::default();
+        registry.register(
+            "indexnow_urls_sent",
+            "Changed landing pages an IndexNow engine acknowledged (200 or 202), by repository",
+            indexnow_urls.clone(),
+        );
         let upstream_requests = Family::<UpstreamLabels, Counter>::default();
         registry.register(
             "upstream_requests",
@@ -525,6 +545,8 @@ impl Metrics {
             upstream_retries,
             retry_after_waits,
             upstream_requests,
+            indexnow_requests,
+            indexnow_urls,
             refresh_duration,
             refresh_phase,
             served_bytes,
@@ -707,11 +729,16 @@ impl Metrics {
         // A family cannot be walked: every status code an answer can have (reqwest's
         // `StatusCode` holds 100..=999), and none. Rare (a reload), and quick.
         for status in (100..1000).map(Some).chain([None]) {
-            self.upstream_requests.remove(&UpstreamLabels {
+            let labels = UpstreamLabels {
                 repository: repository(),
                 status: UpstreamStatus(status),
-            });
+            };
+            self.upstream_requests.remove(&labels);
+            self.indexnow_requests.remove(&labels);
         }
+        self.indexnow_urls.remove(&RepoLabels {
+            repository: repository(),
+        });
     }
 }
 

@@ -15,6 +15,7 @@ pub(crate) mod fleet;
 pub(crate) mod generation;
 pub(crate) mod history;
 pub(crate) mod http;
+pub(crate) mod indexnow;
 pub(crate) mod keyed;
 pub(crate) mod linkset;
 pub(crate) mod metrics;
@@ -138,6 +139,8 @@ pub struct Gateway {
     pub(crate) pool: crate::spill::Pool,
     /// The memory the process may use, as the machine or its cgroup says at the start.
     pub(crate) machine: Option<crate::memory::Limit>,
+    /// The IndexNow sender's queue: refreshes hand their changes to it.
+    pub(crate) indexnow: indexnow::Pinger,
 }
 
 /// What a reload may change, swapped as a whole.
@@ -295,6 +298,8 @@ pub struct RepoStatus {
     pub fleet: Option<fleet::FleetView>,
     /// The last upload of a generation to the bucket (`[server] publish_url`), if any.
     pub last_upload: Option<LastUpload>,
+    /// Its IndexNow pings (`[repository.indexnow]`), once the sender has seen it.
+    pub indexnow: Option<indexnow::PingStatus>,
 }
 
 /// What the last upload of a generation to the bucket did.
@@ -664,6 +669,7 @@ impl Gateway {
             politeness: Arc::default(),
             pool: crate::spill::Pool::new(config.pool_limits()),
             machine: crate::memory::limit(),
+            indexnow: indexnow::Pinger::default(),
             cache,
             bodies: sendfile::FileBodies::new(),
             metrics,
@@ -937,6 +943,7 @@ pub async fn serve(
     gateway.start_schedules(gateway.repos());
     let follower =
         (gateway.fleet.is_some()).then(|| tokio::spawn(refresh::follow(Arc::clone(&gateway))));
+    let pinger = gateway.indexnow.start(&gateway);
 
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
@@ -989,6 +996,9 @@ pub async fn serve(
         tracing::warn!(
             "requests still in flight after the drain timeout of {drain_timeout:?}; closing them"
         );
+    }
+    if let Some(pinger) = pinger {
+        pinger.stop().await;
     }
     tracing::info!("stopped");
 }

@@ -451,7 +451,7 @@ async fn serve_generation(
 /// URL order, seen when the generation was made; none after a first harvest): the hook of
 /// whatever tells consumers of changes as they happen. ResourceSync's Change Lists are files
 /// of the generation already ([`super::resourcesync`]).
-fn changed(_gateway: &Gateway, repo: &Repo, changes: Changes) {
+fn changed(gateway: &Gateway, repo: &Repo, changes: Changes) {
     tracing::info!(
         repository = repo.name,
         baseline = changes.baseline,
@@ -461,6 +461,7 @@ fn changed(_gateway: &Gateway, repo: &Repo, changes: Changes) {
         deleted = changes.count(crate::changes::Kind::Deleted),
         "landing pages changed"
     );
+    gateway.indexnow.enqueue(repo, changes);
 }
 
 /// Logs the failed refresh of `repo`, and records it in the metrics and the status.

@@ -285,6 +285,27 @@ fn fleet_gauges(gateway: &Gateway, repos: &[std::sync::Arc<super::Repo>], regist
             set(&failed, label, i64::from(upload.error.is_some()), true);
         }
     }
+    if statuses.iter().any(|(_, s)| s.indexnow.is_some()) {
+        let pending = gauge(
+            registry,
+            "indexnow_pending_urls",
+            "Changed landing pages in the repository's IndexNow outbox, not yet acknowledged \
+             by the engine; summed under _other",
+        );
+        let stopped = gauge(
+            registry,
+            "indexnow_stopped",
+            "1 while an IndexNow engine's refusal (403, 422, ...) stops the repository's pings \
+             (the status page says why); summed under _other",
+        );
+        for (label, status) in &statuses {
+            let Some(p) = &status.indexnow else {
+                continue;
+            };
+            set(&pending, label, clamp(p.pending.1), true);
+            set(&stopped, label, i64::from(p.stopped.is_some()), true);
+        }
+    }
 }
 
 /// Labels of `oai_bridge_bucket_last_upload_files`.

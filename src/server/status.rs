@@ -218,6 +218,8 @@ struct State {
     serving: Serving,
     /// The shrink guard holds a publish back.
     shrink_held: bool,
+    /// An IndexNow engine refused the pings (403, 422, ...).
+    pings_stopped: bool,
 }
 
 impl State {
@@ -231,6 +233,7 @@ impl State {
         Self {
             serving,
             shrink_held: status.held_shrink.is_some(),
+            pings_stopped: (status.indexnow.as_ref()).is_some_and(|p| p.stopped.is_some()),
         }
     }
 
@@ -241,6 +244,7 @@ impl State {
             (Serving::Nothing, _) => Some("nothing served, the last refresh failed"),
             (Serving::Stale, _) => Some("stale, the last refresh failed"),
             (_, true) => Some("shrink held back"),
+            _ if self.pings_stopped => Some("IndexNow pings stopped"),
             _ => None,
         }
     }
@@ -876,6 +880,7 @@ fn refresh_cells(out: &mut String, status: &RepoStatus, held: Option<&Usage>, no
     }
     notices(out, status, now);
     fleet_notes(out, status, now);
+    indexnow_notes(out, status, now);
     if let Some(e) = &status.last_error {
         let _ = write!(
             out,
@@ -946,6 +951,77 @@ fn fleet_notes(out: &mut String, status: &RepoStatus, now: SystemTime) {
             }
         }
         out.push_str("</small>");
+    }
+}
+
+/// The repository's IndexNow pings: the engine, what waits in the outbox, the last batches and
+/// their answers, a retry, a stop and why. Never the key.
+fn indexnow_notes(out: &mut String, status: &RepoStatus, now: SystemTime) {
+    let Some(p) = &status.indexnow else {
+        return;
+    };
+    let ago = |t: SystemTime| {
+        let took = now.duration_since(t).unwrap_or_default();
+        format!("{} ago", human_duration(took))
+    };
+    let _ = write!(
+        out,
+        "<br><small>IndexNow (key set) to {}: {} batch{} ({} pages) waiting",
+        escape(&p.endpoint),
+        p.pending.0,
+        if p.pending.0 == 1 { "" } else { "es" },
+        p.pending.1
+    );
+    if let Some((at, q)) = &p.queued {
+        let _ = write!(out, "; last refresh queued {} pages {}", q.urls, ago(*at));
+        if q.outside > 0 {
+            let _ = write!(
+                out,
+                ", left out {} outside the key file's location",
+                q.outside
+            );
+        }
+    }
+    for s in &p.sent {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(s.at.max(0) as u64);
+        let _ = write!(
+            out,
+            "<br>batch {} ({}: {} created, {} updated, {} deleted): {} after {} tr{}, {}",
+            s.seq,
+            escape(&s.host),
+            s.counts.created,
+            s.counts.updated,
+            s.counts.deleted,
+            s.status,
+            s.tries,
+            if s.tries == 1 { "y" } else { "ies" },
+            ago(at)
+        );
+    }
+    if let Some(note) = &p.note {
+        let _ = write!(out, "<br>{}", escape(note));
+    }
+    if let Some((tries, next, said)) = &p.retrying {
+        let wait = next.duration_since(now).unwrap_or_default();
+        let _ = write!(
+            out,
+            "<br><span class=\"bad\">retrying</span> after {tries} tr{} (next in {}): {}",
+            if *tries == 1 { "y" } else { "ies" },
+            human_duration(wait),
+            escape(said)
+        );
+    }
+    out.push_str("</small>");
+    if let Some(why) = &p.stopped {
+        out.push_str(
+            "<br><span class=\"bad\">IndexNow pings stopped</span> until \
+             [repository.indexnow] changes or the gateway restarts:",
+        );
+        error_text(out, why);
+    }
+    if let Some(e) = &p.error {
+        out.push_str("<br><span class=\"bad\">IndexNow outbox:</span>");
+        error_text(out, e);
     }
 }
 

@@ -11,6 +11,7 @@ mod fleet;
 mod fuzz_regressions;
 mod golden;
 mod incremental;
+mod indexnow;
 mod learn;
 mod migrate;
 mod packaging;

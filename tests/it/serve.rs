@@ -19,19 +19,19 @@ use url::Url;
 use crate::server::{Fault, TestRecord, TestServer, numbered};
 
 /// A gateway running in this process, on loopback ports bound before it starts.
-struct Running {
+pub(crate) struct Running {
     /// The public listener's URL.
-    url: String,
+    pub(crate) url: String,
     /// The admin listener's URL.
     admin_url: String,
-    gateway: Arc<Gateway>,
+    pub(crate) gateway: Arc<Gateway>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
 
 impl Running {
     /// Starts a gateway for `config` (TOML text; `{state}` is replaced by `state`).
-    async fn start(config: &str, state: &Path) -> Running {
+    pub(crate) async fn start(config: &str, state: &Path) -> Running {
         let text = config.replace("{state}", &state.display().to_string());
         let config = Config::parse(&text, "test.toml", Path::new(".")).expect("valid config");
         Self::launch(config, None).await
@@ -96,7 +96,7 @@ impl Running {
         }
     }
 
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         let _ = self.stop.take().unwrap().send(());
         tokio::time::timeout(Duration::from_secs(10), &mut self.task)
             .await
@@ -105,7 +105,7 @@ impl Running {
     }
 
     /// Waits until every repository has a generation.
-    async fn ready(&self) {
+    pub(crate) async fn ready(&self) {
         let start = Instant::now();
         // Not `Gateway::ready`: a failed first refresh makes the process ready too.
         while !self.gateway.repos().iter().all(|r| r.serving()) {
@@ -124,7 +124,7 @@ impl Running {
     }
 
     /// Asks repository `i` for a refresh now and waits until it has ended.
-    async fn refresh(&self, i: usize) {
+    pub(crate) async fn refresh(&self, i: usize) {
         let repo = self.gateway.repos()[i].clone();
         let before = repo.status().completed;
         repo.refresh_now.notify_one();
@@ -132,12 +132,12 @@ impl Running {
     }
 
     /// GET `path` from the public listener.
-    async fn get(&self, path: &str) -> Reply {
+    pub(crate) async fn get(&self, path: &str) -> Reply {
         self.request(reqwest::Method::GET, path, &[]).await
     }
 
     /// GET `path` from the admin listener (the status page, the metrics).
-    async fn admin(&self, path: &str) -> Reply {
+    pub(crate) async fn admin(&self, path: &str) -> Reply {
         fetch(&self.admin_url, reqwest::Method::GET, path, &[]).await
     }
 
@@ -168,20 +168,20 @@ async fn fetch(base: &str, method: reqwest::Method, path: &str, headers: &[(&str
     }
 }
 
-struct Reply {
-    status: StatusCode,
+pub(crate) struct Reply {
+    pub(crate) status: StatusCode,
     headers: HeaderMap,
     body: Vec<u8>,
 }
 
 impl Reply {
-    fn header(&self, name: &str) -> &str {
+    pub(crate) fn header(&self, name: &str) -> &str {
         self.headers
             .get(name)
             .map_or("", |v| v.to_str().unwrap_or(""))
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.body.clone()).unwrap()
     }
 }
