@@ -36,6 +36,9 @@ const ADMIN_TOKEN: &str = "at-Mv4Rp8-admin-token-0123456789";
 const HEADER_VALUE: &str = "Bearer hv-Qy6Nd1-harvest-header";
 /// A `[repository.harvest] headers` value.
 const REPO_HEADER_VALUE: &str = "rh-Pk2Vb7-repository-header";
+/// A `[repository.indexnow] key` (IndexNow publishes it in a key file on the repository's
+/// host, but the gateway shows it nowhere: its status page and `check` write it as `***`).
+const INDEXNOW_KEY: &str = "ik-Zr3Lm5-indexnow-key";
 /// The bucket's key ID: not a secret (it names the key, as a user name does, and is sent in
 /// every request's `Authorization`), given so that the test's bucket sees who signed.
 const BUCKET_KEY_ID: &str = "AKIDLEAKTEST";
@@ -49,8 +52,7 @@ const SECRETS: &[(&str, &str)] = &[
     ("the admin token", ADMIN_TOKEN),
     ("a [harvest] headers value", HEADER_VALUE),
     ("a [repository.harvest] headers value", REPO_HEADER_VALUE),
-    // The IndexNow key (`[repository.indexnow] key`) goes here once that key exists: give it
-    // in `config()` below as the others are, and this list searches every output for it.
+    ("the IndexNow key", INDEXNOW_KEY),
 ];
 
 /// The log levels (`RUST_LOG`, every crate's) and formats each command runs at.
@@ -309,6 +311,7 @@ fn config(open: &str, locked: &str, server: &str, state: &str) -> String {
          [harvest.headers]\nAuthorization = \"{HEADER_VALUE}\"\n\
          [[repository]]\nname = \"open\"\nbase_url = \"{open}\"\nscope = [\"{SCOPE}\"]\n\
          public_url = \"{PUBLIC_URL}\"\n\
+         [repository.indexnow]\nkey = \"{INDEXNOW_KEY}\"\nendpoint = \"http://127.0.0.1:9/indexnow\"\n\
          [[repository]]\nname = \"locked\"\nbase_url = \"{locked}\"\nscope = [\"{SCOPE}\"]\n\
          public_url = \"{PUBLIC_URL}\"\n\
          [repository.harvest.headers]\nX-Api-Key = \"{REPO_HEADER_VALUE}\"\n"
@@ -443,6 +446,20 @@ async fn no_command_shows_a_secret_at_any_log_level_through_any_failure() {
         (
             "a header value with a line break",
             format!("[harvest.headers]\nAuthorization = \"{HEADER_VALUE}\\nX: y\"\n"),
+        ),
+        (
+            "an IndexNow key with a character IndexNow refuses",
+            format!(
+                "[[repository]]\nname = \"r\"\nbase_url = \"https://r.example/oai\"\n\
+                 [repository.indexnow]\nkey = \"{INDEXNOW_KEY}!\"\n"
+            ),
+        ),
+        (
+            "an IndexNow key that is not a string",
+            format!(
+                "[[repository]]\nname = \"r\"\nbase_url = \"https://r.example/oai\"\n\
+                 [repository.indexnow]\nkey = [\"{INDEXNOW_KEY}\"]\n"
+            ),
         ),
         (
             "a syntax error on the token's line",
