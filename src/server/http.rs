@@ -476,21 +476,8 @@ async fn serve_resourcesync(
         _ => resourcesync::resourcelist_index(&generation, public_url),
     };
     let etag = resourcesync::etag(&generation, name, &content_hash(&bytes));
-    let validators = Validators {
-        etag: &etag,
-        last_modified,
-        last_modified_header: &last_modified_header,
-    };
-    respond(
-        headers,
-        head,
-        &validators,
-        XML,
-        None,
-        &gateway.cache_control,
-        || async move { Ok(bytes) },
-    )
-    .await
+    let validated = (&etag, last_modified);
+    respond_with(gateway, headers, head, validated, (XML, None), bytes).await
 }
 
 /// The gateway's Source Description: the Capability List of every repository that publishes
@@ -510,21 +497,8 @@ async fn serve_source_description(gateway: &Gateway, headers: &HeaderMap, head: 
         }
     }
     let file = StaticFile::new(resourcesync::source_description(listed.iter()), newest);
-    let validators = Validators {
-        etag: &file.etag,
-        last_modified: file.last_modified,
-        last_modified_header: &file.last_modified_header,
-    };
-    respond(
-        headers,
-        head,
-        &validators,
-        XML,
-        None,
-        &gateway.cache_control,
-        || async move { Ok(file.bytes.clone()) },
-    )
-    .await
+    let validated = (&file.etag, file.last_modified);
+    respond_with(gateway, headers, head, validated, (XML, None), file.bytes.clone()).await
 }
 
 /// The landing URL of a `?url=` query: the whole rest of the query, percent-decoded (`+` is
@@ -691,22 +665,9 @@ async fn serve_linkset(
     let body = Bytes::from(body);
     let last_modified = SystemTime::UNIX_EPOCH + Duration::from_secs(entry.time.max(0) as u64);
     let etag = etag_header(&content_hash(&body));
-    let lm_header = date_header(last_modified);
-    let validators = Validators {
-        etag: &etag,
-        last_modified,
-        last_modified_header: &lm_header,
-    };
-    respond(
-        req.headers(),
-        head,
-        &validators,
-        content_type,
-        Some("Accept"),
-        &gateway.cache_control,
-        || async move { Ok(body) },
-    )
-    .await
+    let validated = (&etag, last_modified);
+    let kind = (content_type, Some("Accept"));
+    respond_with(gateway, req.headers(), head, validated, kind, body).await
 }
 
 /// The header a reverse proxy names the landing page in (else `?url=`).
@@ -837,26 +798,12 @@ async fn serve_document(
         SystemTime::UNIX_EPOCH + Duration::from_secs(entry.time.max(0) as u64)
     };
     let etag = etag_header(&content_hash(&bytes));
-    let lm_header = date_header(last_modified);
-    let validators = Validators {
-        etag: &etag,
-        last_modified,
-        last_modified_header: &lm_header,
-    };
     let landing = serde_json::from_slice::<serde_json::Value>(&bytes)
         .ok()
         .and_then(|v| v.get("@id")?.as_str().map(str::to_owned));
-    let body = bytes.clone();
-    let mut answer = respond(
-        headers,
-        head,
-        &validators,
-        crate::profiles::cdif::CONTENT_TYPE,
-        None,
-        &gateway.cache_control,
-        || async move { Ok(body) },
-    )
-    .await;
+    let kind = (crate::profiles::cdif::CONTENT_TYPE, None);
+    let validated = (&etag, last_modified);
+    let mut answer = respond_with(gateway, headers, head, validated, kind, bytes).await;
     let link =
         landing.and_then(|l| HeaderValue::from_str(&format!("<{l}>; rel=\"describes\"")).ok());
     if let Some(link) = link {
@@ -976,6 +923,27 @@ struct Validators<'a> {
 }
 
 /// The common part of every file answer: validators, conditional requests, HEAD.
+/// [`respond`] with bytes at hand, validated by `etag` and `last_modified`.
+async fn respond_with(
+    gateway: &Gateway,
+    headers: &HeaderMap,
+    head: bool,
+    (etag, last_modified): (&HeaderValue, SystemTime),
+    (content_type, vary): (&'static str, Option<&'static str>),
+    body: Bytes,
+) -> Answer {
+    let validators = Validators {
+        etag,
+        last_modified,
+        last_modified_header: &date_header(last_modified),
+    };
+    let cache_control = &gateway.cache_control;
+    respond(headers, head, &validators, content_type, vary, cache_control, || async move {
+        Ok(body)
+    })
+    .await
+}
+
 async fn respond<F, Fut>(
     headers: &HeaderMap,
     head: bool,
