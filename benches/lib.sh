@@ -104,8 +104,9 @@ start_upstream() {
 }
 stop_upstream() { kill "${upstream_pid:-}" 2>/dev/null || true; wait "${upstream_pid:-}" 2>/dev/null || true; }
 
-# start_nginx_peer PORT: nginx, one worker pinned to core 0, serving $work/www on PORT with
-# gzip_static (a file's .gz sibling for clients that accept gzip), as a tuned static server would.
+# start_nginx_peer PORT [DIRECTIVES]: nginx, one worker pinned to core 0, serving $work/www on
+# PORT with gzip_static (a file's .gz sibling for clients that accept gzip), as a tuned static
+# server would; DIRECTIVES go in its server block (a location of its own, say).
 start_nginx_peer() {
   mkdir -p "$work/nginx-tmp"
   cat >"$work/nginx.conf" <<EOF
@@ -127,7 +128,7 @@ http {
   fastcgi_temp_path $work/nginx-tmp;
   uwsgi_temp_path $work/nginx-tmp;
   scgi_temp_path $work/nginx-tmp;
-  server { listen 127.0.0.1:$1; root $work/www; }
+  server { listen 127.0.0.1:$1; root $work/www; ${2:-} }
 }
 EOF
   taskset -c 0 "$(command -v nginx || echo /usr/sbin/nginx)" -c "$work/nginx.conf" \

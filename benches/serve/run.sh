@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Serving benchmark: wrk against `oai-bridge serve` and, in the same run, against nginx serving the
-# same bytes from disk (gzip_static), for /robots.txt, a 50,000-URL shard with gzip negotiated, and
-# the same shard as .xml.gz; once idle and once while the gateway refreshes a 1,000,000-record
+# same bytes from disk (gzip_static), for /robots.txt, a 50,000-URL shard with gzip negotiated, the
+# same shard as .xml.gz, a landing page's linkset (`/r/linkset?url=`, Signposting Level 2; nginx
+# serves its JSON from a file) and its Level 1 answer (`/r/signposting?url=`, 204 with a `Link`
+# header; nginx answers the same header from its configuration); once idle and once while the gateway refreshes a 1,000,000-record
 # repository back to back; and a third time from a gateway of a fleet (issue 23): a second gateway
 # sharing a PostgreSQL state and a bucket with the first, which serves the generation the first
 # made (fetched from the bucket) and polls the shared state meanwhile. Reports requests/s and p99
@@ -12,7 +14,8 @@
 #
 # Knobs (environment): DURATION (seconds per wrk run, 8), CONNECTIONS (wrk connections, 32),
 # ROUNDS (saturation runs per file and server, 5; the median counts),
-# BIG_RECORDS (1000000), STRICT=1 (exit 3 when a target is missed).
+# BIG_RECORDS (1000000), STRICT=1 (exit 3 when a target is missed), PHASES (which of "idle refresh
+# shared" to run, all by default), TARGETS (which of "robots shard gz linkset signposting", all).
 # The servers run on core 0, wrk, the upstreams and the fleet's other gateway and PostgreSQL on
 # core 1 (taskset). Loopback only; it installs wrk, nginx and PostgreSQL with apt-get when missing;
 # everything it writes stays under target/bench-serve/ (and PostgreSQL's temporary folder,
@@ -25,6 +28,9 @@ CONNECTIONS=${CONNECTIONS:-32}
 ROUNDS=${ROUNDS:-5}
 BIG_RECORDS=${BIG_RECORDS:-1000000}
 STRICT=${STRICT:-0}
+PHASES=${PHASES:-idle refresh shared}
+TARGETS=${TARGETS:-robots shard gz linkset signposting}
+wants() { [[ " $PHASES " == *" $1 "* ]]; }
 SHARD_RECORDS=40000 # about 52,500 URLs: the first shard holds exactly 50,000
 UP_SMALL=18801
 UP_BIG=18802
@@ -66,6 +72,7 @@ state_dir = "$work/state"
 name = "r"
 base_url = "http://127.0.0.1:$UP_SMALL/oai/request"
 gzip = true
+signmap = true
 $1
 EOF
   OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$ADMIN taskset -c 0 "$bin" serve --config "$work/bridge.toml" >"$work/gateway.out" 2>"$work/gateway.log" &
@@ -90,7 +97,20 @@ urls=$(curl -s "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml" | grep -o '<loc>' | w
 curl -s -o "$work/www/robots.txt" "http://127.0.0.1:$GATEWAY/robots.txt"
 curl -s -o "$work/www/r/sitemap-1.xml" "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml"
 curl -s -o "$work/www/r/sitemap-1.xml.gz" "http://127.0.0.1:$GATEWAY/r/sitemap-1.xml.gz"
-start_nginx_peer "$NGINX"
+# The first landing page of the Signmap: its linkset, a file for nginx (which ignores the query),
+# and its Level 1 header, which nginx adds to a 204 of its own.
+first_loc() { grep -o '<loc>[^<]*</loc>' | sed -e 's/<[^>]*>//g' -e 's/&amp;/\&/g' | sed -n 1p; }
+signmap_shard=$(curl -s "http://127.0.0.1:$GATEWAY/r/signmap.xml" | first_loc)
+landing=$(curl -s "http://127.0.0.1:$GATEWAY/r/${signmap_shard##*/}" | first_loc)
+[ -n "$landing" ] || { log "no landing page in the Signmap"; exit 1; }
+landing_q=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$landing")
+linkset_path="r/linkset?url=$landing_q"
+signposting_path="r/signposting?url=$landing_q"
+curl -sf -o "$work/www/r/linkset" "http://127.0.0.1:$GATEWAY/$linkset_path"
+link_of() { curl -s -D - -o /dev/null "$1" | sed -n 's/^[Ll]ink: //p' | tr -d '\r'; }
+link=$(link_of "http://127.0.0.1:$GATEWAY/$signposting_path")
+[ -n "$link" ] && [[ $link != *"'"* ]] || { log "no Link header (or one with a quote) for $landing: $link"; exit 1; }
+start_nginx_peer "$NGINX" "location = /r/signposting { add_header Link '$link'; return 204; }"
 
 # Both must answer the same bytes, or the comparison means nothing.
 same_bytes() {
@@ -101,6 +121,11 @@ same_bytes() {
       [ "$a" = "$b" ] || { log "$path ($enc) differs between the gateway and nginx"; exit 1; }
     done
   done
+  a=$(curl -s "http://127.0.0.1:$GATEWAY/$linkset_path" | sha256sum)
+  b=$(curl -s "http://127.0.0.1:$NGINX/$linkset_path" | sha256sum)
+  [ "$a" = "$b" ] || { log "the linkset differs between the gateway and nginx"; exit 1; }
+  [ "$(link_of "http://127.0.0.1:$GATEWAY/$signposting_path")" = "$(link_of "http://127.0.0.1:$NGINX/$signposting_path")" ] ||
+    { log "the Level 1 Link header differs between the gateway and nginx"; exit 1; }
 }
 same_bytes
 shard_bytes=$(stat -c %s "$work/www/r/sitemap-1.xml")
@@ -127,8 +152,10 @@ wrk_run() { # FILE PORT PATH [DELAY_MS]
 rps_of() { awk '/Requests\/sec/ { print $2 }' "$1"; }
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 run_all() { # PHASE
-  for target in robots:robots.txt shard:r/sitemap-1.xml gz:r/sitemap-1.xml.gz; do
+  for target in robots:robots.txt shard:r/sitemap-1.xml gz:r/sitemap-1.xml.gz \
+    "linkset:$linkset_path" "signposting:$signposting_path"; do
     local name=${target%%:*} path=${target#*:} i
+    [[ " $TARGETS " == *" $name "* ]] || continue
     for i in $(seq "$ROUNDS"); do
       wrk_run "$work/$1-$name-nginx-sat$i.wrk" "$NGINX" "$path"
       wrk_run "$work/$1-$name-ours-sat$i.wrk" "$GATEWAY" "$path"
@@ -145,9 +172,15 @@ run_all() { # PHASE
   done
 }
 
-log "idle: wrk, $CONNECTIONS connections, ${DURATION} s a run"
-run_all idle
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
+if wants idle; then
+  log "idle: wrk, $CONNECTIONS connections, ${DURATION} s a run"
+  run_all idle
+fi
 
+# (The phases' blocks are not indented: their configurations are here-documents.)
+refresh_pages=0 harvests=0
+if wants refresh; then
 log "during refreshes of a $BIG_RECORDS-record repository"
 stop_gateway
 upstream "$BIG_RECORDS" "$UP_BIG"
@@ -169,7 +202,9 @@ harvests=$(metric 'oai_bridge_harvests_total{repository="big",outcome="success"}
 refresh_pages=$(( ${after:-0} - ${before:-0} ))
 log "the big repository: $refresh_pages upstream requests during the runs, ${harvests:-0} refreshes done"
 [ "$refresh_pages" -gt 0 ] || { log "no refresh ran during the measurement"; exit 1; }
+fi
 
+if wants shared; then
 log "a fleet: the measured gateway follows the one that refreshes, through PostgreSQL and a bucket"
 stop_gateway
 pg_url=$(.ci/postgres.sh 2>"$work/pg-dir")
@@ -189,6 +224,7 @@ url = "$pg_url"
 name = "r"
 base_url = "http://127.0.0.1:$UP_SMALL/oai/request"
 gzip = true
+signmap = true
 EOF
   OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$4 taskset -c "$3" "$bin" serve --config "$work/$1.toml" >"$work/$1.out" 2>"$work/$1.log" &
   gateway_pid=$!
@@ -211,12 +247,18 @@ follower_requests=$(metric 'oai_bridge_upstream_requests_total{repository="r",')
 for path in robots.txt r/sitemap-1.xml r/sitemap-1.xml.gz; do
   curl -s -o "$work/www/$path" "http://127.0.0.1:$LEADER/$path"
 done
+curl -sf -o "$work/www/r/linkset" "http://127.0.0.1:$LEADER/$linkset_path"
 same_bytes
 run_all shared
+fi
 
-python3 - "$work" "$DURATION" "$CONNECTIONS" "$ROUNDS" "$shard_bytes" "$gz_bytes" "$BIG_RECORDS" "$refresh_pages" "${harvests:-0}" "$STRICT" <<'PY'
+linkset_bytes=$(stat -c %s "$work/www/r/linkset")
+python3 - "$work" "$DURATION" "$CONNECTIONS" "$ROUNDS" "$shard_bytes" "$gz_bytes" "$BIG_RECORDS" "$refresh_pages" "${harvests:-0}" "$STRICT" \
+  "$PHASES" "$TARGETS" "$linkset_bytes" "${#link}" "$load_at_start" <<'PY'
 import re, sys, pathlib, statistics, subprocess, platform
-work, duration, conns, rounds, shard_bytes, gz_bytes, big, pages, harvests, strict = sys.argv[1:]
+(work, duration, conns, rounds, shard_bytes, gz_bytes, big, pages, harvests, strict, phases,
+ targets, linkset_bytes, link_bytes, load_at_start) = sys.argv[1:]
+phases, targets = phases.split(), targets.split()
 work, rounds = pathlib.Path(work), int(rounds)
 
 def parse(name):
@@ -240,11 +282,16 @@ labels = {
     "robots": "/robots.txt",
     "shard": f"50,000-URL shard, gzip negotiated ({int(gz_bytes):,} bytes on the wire)",
     "gz": "the same shard as .xml.gz",
+    "linkset": f"a landing page's linkset ({int(linkset_bytes):,} bytes of JSON)",
+    "signposting": f"its Level 1 answer (204, a {int(link_bytes):,}-byte `Link`)",
 }
 rows, verdicts, failed = [], [], False
-for phase, title in (("idle", "idle"), ("refresh", f"refreshing {int(big):,} records"),
-                     ("shared", "a fleet's follower")):
-    for key, label in labels.items():
+# Signposting's target (issue 32 point 6): a linkset or Level 1 answer costs no more than a shard
+# answer, i.e. at least the shard's req/s and at most its p99 (each ours, in the same run).
+against_shard = []
+titles = {"idle": "idle", "refresh": f"refreshing {int(big):,} records", "shared": "a fleet's follower"}
+for phase, title in ((p, titles[p]) for p in titles if p in phases):
+    for key, label in ((k, l) for k, l in labels.items() if k in targets):
         n_rps, n_sat99, n_cpu = saturation(f"{phase}-{key}-nginx")
         o_rps, o_sat99, o_cpu = saturation(f"{phase}-{key}-ours")
         delay = (work / f"{phase}-{key}.delay").read_text().strip()
@@ -257,6 +304,13 @@ for phase, title in (("idle", "idle"), ("refresh", f"refreshing {int(big):,} rec
         ok_rps, ok_p99 = r_rps >= 1.0, r_p99 <= 1.2
         failed |= not (ok_rps and ok_p99)
         verdicts.append(f"| {title}: {label} | {r_rps:.2f}x {'pass' if ok_rps else '**FAIL**'} | {r_p99:.2f}x {'pass' if ok_p99 else '**FAIL**'} |")
+        if key in ("linkset", "signposting") and "shard" in targets:
+            s_rps = saturation(f"{phase}-shard-ours")[0]
+            s_p99 = parse(f"{phase}-shard-ours-fixed")[1]
+            ok = o_rps >= s_rps and o_p99 <= s_p99
+            failed |= not ok
+            against_shard.append(
+                f"| {title}: {label} | {o_rps / s_rps:.2f}x | {o_p99:.2f} / {s_p99:.2f} | {'pass' if ok else '**FAIL**'} |")
 
 nginx_version = subprocess.run(["nginx", "-v"], capture_output=True, text=True).stderr.strip()
 wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.splitlines()[0].split(" [")[0]
@@ -282,8 +336,9 @@ state every 2 s meanwhile.
   saturation is shown too, but there a server that answers faster mostly measures the client's own
   queueing.
 
-Machine: {cpu}, {platform.machine()}, Linux {platform.release()}, load average {load} at the end;
-{nginx_version}.
+Machine: {cpu}, {platform.machine()}, Linux {platform.release()}, load average {load_at_start} at
+the start and {load} at the end; {nginx_version}. Phases run: {", ".join(phases)}; targets:
+{", ".join(targets)}.
 
 Reproduce with:
 
@@ -298,6 +353,14 @@ bash benches/serve/run.sh
 | target | at least 1.0x nginx's req/s | p99 at most 1.2x nginx's |
 | --- | --- | --- |
 """ + "\n".join(verdicts) + "\n"
+if against_shard:
+    report += """
+Signposting against the shard (ours, same run): a linkset or Level 1 answer costs no more than a
+shard answer.
+
+| answer | req/s vs the shard's | fixed-load p99 (ms) it / the shard | verdict |
+| --- | ---: | ---: | --- |
+""" + "\n".join(against_shard) + "\n"
 (pathlib.Path("benches/serve/RESULTS.md")).write_text(report)
 print(report)
 sys.exit(3 if failed and strict == "1" else 0)

@@ -20,31 +20,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-sed -e 's|^base_url = "fixtures/|base_url = "'"$PWD"'/fixtures/|' -e 's/^signmap = false/signmap = true/' \
-  bridge.toml >"$work/bridge.toml"
-grep -q '^signmap = true' "$work/bridge.toml" || fail "bridge.toml has no signmap line"
-"$bin" serve --config "$work/bridge.toml" --listen 127.0.0.1:0 --admin-listen 127.0.0.1:0 \
-  --state-dir "$work/state" -q >"$work/serve.out" &
-serve_pid=$!
-for _ in $(seq 300); do grep -q "serving on" "$work/serve.out" 2>/dev/null && break; sleep 0.1; done
-base=$(sed -n 's/^oai-bridge serving on //p' "$work/serve.out")
-[ -n "$base" ] || fail "the gateway did not start"
-for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' "${base}readyz")" = 200 ] && break; sleep 0.1; done
-gateway=${base#http://}
-gateway=${gateway%/}
-
-# A landing page of the Signmap, and its origin (the URL nginx tells the gateway).
-# (Read from files: a pipe that ends early would fail curl under pipefail.)
-first_loc() { grep -o '<loc>[^<]*</loc>' "$1" | sed -e 's/<[^>]*>//g' -e 's/&amp;/\&/g' | sed -n 1p; }
-curl -sf -o "$work/signmap.xml" "${base}sample/signmap.xml"
-shard=$(first_loc "$work/signmap.xml")
-curl -sf -o "$work/shard.xml" "${base}sample/${shard##*/}"
-landing=$(first_loc "$work/shard.xml")
-[ -n "$landing" ] || fail "no landing page in the Signmap"
-origin=$(sed -E 's|^(https?://[^/]+).*|\1|' <<<"$landing")
-path=${landing#"$origin"}
+. tests/signposting/gateway.sh
 
 front=$(free_port) back=$(free_port)
 mkdir -p "$work/nginx/logs" "$work/nginx/cache"
@@ -111,9 +87,6 @@ reply=$(through "$path")
 status=$(head -1 <<<"$reply") link=$(sed -n 2p <<<"$reply")
 [ "$status" = 200 ] || fail "$path through nginx: $status"
 grep -q 'a landing page' "$work/body" || fail "$path: not the landing page's body"
-direct=$(curl -s -D - -o /dev/null -H "X-Signposting-Url: $landing" "${base}sample/signposting" |
-  grep -i '^link:' | sed 's/^[Ll]ink: //' | tr -d '\r')
-[ -n "$direct" ] || fail "the gateway has no Link for $landing"
 [ "$link" = "$direct" ] || fail "nginx added another Link than the gateway's:
   nginx:   $link
   gateway: $direct"
