@@ -240,6 +240,9 @@ pub(crate) fn check_options_in(
         pages: args.pages,
         harvest: interactive(layers.harvest_of(named)?),
         indexnow: settings.indexnow,
+        signmap: settings.profiles.signmap,
+        signposting_header: settings.signposting_header,
+        changelist_days: settings.changelist_days,
     })
 }
 

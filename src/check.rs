@@ -39,6 +39,12 @@ pub struct CheckOptions {
     pub harvest: HarvestSettings,
     /// The repository's `[repository.indexnow]`, when it is configured and has one.
     pub indexnow: Option<crate::indexnow::IndexNowConfig>,
+    /// Whether the repository publishes a Signmap (Signposting is made from it).
+    pub signmap: bool,
+    /// The relations the Signposting `Link` header carries (`signposting_header`).
+    pub signposting_header: Vec<String>,
+    /// How long ResourceSync's Change Lists keep a change (`changelist_days`; 0: off).
+    pub changelist_days: u32,
 }
 
 /// Everything `check` found; `--json` prints it as it is.
@@ -62,6 +68,9 @@ pub struct CheckReport {
     pub robots: RobotsReport,
     /// What `serve` would send to IndexNow, or why nothing.
     pub indexnow: IndexNowReport,
+    /// What `serve` would answer of the sample's pages besides sitemaps: Signposting and
+    /// ResourceSync.
+    pub discovery: DiscoveryReport,
     /// Why the repository cannot be bridged as configured (empty: it can).
     pub problems: Vec<String>,
     /// What an operator should know but does not stop the bridge.
@@ -185,6 +194,90 @@ pub struct IndexNowReport {
     pub outside: u64,
     /// What would be sent, or why nothing, in words.
     pub says: String,
+}
+
+/// What `serve` would answer of the sample's landing pages besides sitemaps
+/// (docs/discovery.md): FAIR Signposting made from the Signmap, and ResourceSync's lists.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DiscoveryReport {
+    /// Signposting, in words: the relations a landing page's `Link` header would carry and
+    /// where its linkset would be, or why there is none.
+    pub signposting: String,
+    /// The linkset URL of the sample's first landing page, when it has one.
+    pub linkset_example: Option<String>,
+    /// ResourceSync, in words.
+    pub resourcesync: String,
+    /// Hosts of the sample's landing pages other than the lists' host: a ResourceSync client
+    /// refuses resources of another host unless the lists are proxied from theirs.
+    pub other_hosts: Vec<String>,
+}
+
+/// What `serve` would answer of the sample's landing `pages` besides sitemaps, as `options`
+/// configure it.
+fn discovery_report(options: &CheckOptions, pages: &[String]) -> DiscoveryReport {
+    let public = options.public_url.as_ref().map(Url::as_str);
+    let base = public.unwrap_or("<public_url>");
+    let mut report = DiscoveryReport::default();
+    report.signposting = if !options.signmap {
+        "none: the Signmap is off (signmap = true serves a linkset per landing page and the \
+         Link header for a reverse proxy)"
+            .to_owned()
+    } else if let Some(first) = pages.first() {
+        let url = crate::server::linkset::linkset_url(base, first);
+        let said = format!(
+            "each landing page's linkset from the Signmap; the Link header a proxy adds \
+             carries {} (with at most {} item links), e.g. {first}: {url}",
+            options.signposting_header.join(", "),
+            crate::server::linkset::MAX_HEADER_ITEMS
+        );
+        report.linkset_example = Some(url);
+        said
+    } else {
+        "none: the Signmap is on, but the sample has no landing page".to_owned()
+    };
+    if options.changelist_days == 0 {
+        report.resourcesync = "off (changelist_days = 0)".to_owned();
+        return report;
+    }
+    report.resourcesync = format!(
+        "a Resource List of every landing page ({base}resourcelist.xml; the sample has {}) and \
+         Change Lists of what each refresh creates, updates and deletes, kept {} days \
+         ({base}capabilitylist.xml)",
+        pages.len(),
+        options.changelist_days
+    );
+    let lists_host = options.public_url.as_ref().and_then(Url::host_str);
+    for page in pages {
+        let host = Url::parse(page)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned));
+        if let (Some(host), Some(lists)) = (host, lists_host)
+            && host != lists
+            && !report.other_hosts.contains(&host)
+        {
+            report.other_hosts.push(host);
+        }
+    }
+    report
+}
+
+impl DiscoveryReport {
+    fn render(&self, out: &mut String) {
+        line(out, "Signposting", &self.signposting);
+        line(out, "ResourceSync", &self.resourcesync);
+        if !self.other_hosts.is_empty() {
+            line(
+                out,
+                "",
+                format_args!(
+                    "the landing pages are on {}, not the lists' host: ResourceSync clients refuse \
+                     them unless /.well-known/resourcesync and the lists are proxied from there \
+                     (docs/discovery.md)",
+                    self.other_hosts.join(", ")
+                ),
+            );
+        }
+    }
 }
 
 /// What `serve` would send IndexNow of the sample's landing `pages` under `config`.
@@ -404,6 +497,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     let allowed = |page: &str| robots.as_ref().and_then(|r| r.allowed(page));
     report.landing.fetched = fetch_pages(&client, &landing_pages, options.fetch, allowed).await;
     report.indexnow = indexnow_report(options.indexnow.as_ref(), &landing_pages);
+    report.discovery = discovery_report(options, &landing_pages);
     if let Some(s) = &mut report.landing.suggested {
         let n = options.fetch.min(advice::EXAMPLES);
         s.fetched = fetch_pages(&client, &s.tried.examples, n, allowed).await;
@@ -1052,6 +1146,7 @@ impl CheckReport {
         if !self.robots.url.is_empty() {
             self.robots.render(&mut out);
         }
+        self.discovery.render(&mut out);
         self.indexnow.render(&mut out);
         for w in &self.warnings {
             line(&mut out, "warning", w);
@@ -1632,5 +1727,68 @@ mod tests {
                 .unwrap()
                 .contains("check-key-1234")
         );
+    }
+
+    /// Issue 32 point 5: `check` says what Signposting and ResourceSync would answer of the
+    /// sample's pages, and warns when the pages are on another host than the lists.
+    #[test]
+    fn discovery_says_what_would_be_answered() {
+        let pages: Vec<String> = ["https://repo.example/item/1?a=b", "https://other.example/2"]
+            .map(str::to_owned)
+            .to_vec();
+        let options = |signmap: bool, days: u32| CheckOptions {
+            source: oai_pmh::Source::Oai(Url::parse("https://repo.example/oai").unwrap()),
+            scope: Vec::new(),
+            landing: crate::platform::LandingSettings::default(),
+            fetch: 0,
+            public_url: Some(Url::parse("https://gateway.example/r/").unwrap()),
+            pages: 1,
+            harvest: HarvestSettings::default(),
+            indexnow: None,
+            signmap,
+            signposting_header: vec!["cite-as".to_owned(), "linkset".to_owned()],
+            changelist_days: days,
+        };
+        let on = super::discovery_report(&options(true, 30), &pages);
+        assert_eq!(
+            on.linkset_example.as_deref(),
+            Some(
+                "https://gateway.example/r/linkset?url=https%3A%2F%2Frepo.example%2Fitem%2F1%3Fa%3Db"
+            )
+        );
+        assert!(
+            on.signposting.contains("carries cite-as, linkset"),
+            "{}",
+            on.signposting
+        );
+        assert!(
+            on.resourcesync
+                .contains("https://gateway.example/r/resourcelist.xml")
+                && on.resourcesync.contains("kept 30 days"),
+            "{}",
+            on.resourcesync
+        );
+        assert_eq!(on.other_hosts, ["repo.example", "other.example"]);
+        let off = super::discovery_report(&options(false, 0), &pages);
+        assert!(off.signposting.starts_with("none: the Signmap is off"));
+        assert!(off.linkset_example.is_none());
+        assert_eq!(off.resourcesync, "off (changelist_days = 0)");
+        let none = super::discovery_report(&options(true, 30), &[]);
+        assert!(
+            none.signposting.contains("no landing page"),
+            "{}",
+            none.signposting
+        );
+        let mut report = CheckReport {
+            discovery: on,
+            ..CheckReport::default()
+        };
+        report.identify = Some(IdentifyReport::default());
+        let text = report.render();
+        assert!(
+            text.contains("Signposting  each landing page's linkset"),
+            "{text}"
+        );
+        assert!(text.contains("not the lists' host"), "{text}");
     }
 }

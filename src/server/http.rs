@@ -498,7 +498,15 @@ async fn serve_source_description(gateway: &Gateway, headers: &HeaderMap, head: 
     }
     let file = StaticFile::new(resourcesync::source_description(listed.iter()), newest);
     let validated = (&file.etag, file.last_modified);
-    respond_with(gateway, headers, head, validated, (XML, None), file.bytes.clone()).await
+    respond_with(
+        gateway,
+        headers,
+        head,
+        validated,
+        (XML, None),
+        file.bytes.clone(),
+    )
+    .await
 }
 
 /// The landing URL of a `?url=` query: the whole rest of the query, percent-decoded (`+` is
@@ -938,9 +946,15 @@ async fn respond_with(
         last_modified_header: &date_header(last_modified),
     };
     let cache_control = &gateway.cache_control;
-    respond(headers, head, &validators, content_type, vary, cache_control, || async move {
-        Ok(body)
-    })
+    respond(
+        headers,
+        head,
+        &validators,
+        content_type,
+        vary,
+        cache_control,
+        || async move { Ok(body) },
+    )
     .await
 }
 
