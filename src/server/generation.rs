@@ -329,19 +329,20 @@ impl Drop for Generation {
 }
 
 /// Reads a file of a generation whole.
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, StoreError> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, GenerationError> {
     fs::read(path).map_err(store_err("cannot read", path))
 }
 
 /// A file a generation should hold and does not.
-pub(crate) fn missing(path: &Path) -> StoreError {
+pub(crate) fn missing(path: &Path) -> GenerationError {
     store_err("no such file in the generation:", path)(io::ErrorKind::NotFound.into())
 }
 
-/// An error of the generation store, naming the path.
+/// An error of a repository's generations on disk (writing, loading, importing one), naming
+/// the path. (The state store's own errors are [`crate::store::StoreError`].)
 #[derive(Debug, thiserror::Error)]
 #[error("{action} {}: {source}", path.display())]
-pub struct StoreError {
+pub struct GenerationError {
     /// What was being done.
     pub action: &'static str,
     /// Where.
@@ -353,8 +354,8 @@ pub struct StoreError {
 fn store_err<'a>(
     action: &'static str,
     path: &'a Path,
-) -> impl FnOnce(io::Error) -> StoreError + 'a {
-    move |source| StoreError {
+) -> impl FnOnce(io::Error) -> GenerationError + 'a {
+    move |source| GenerationError {
         action,
         path: path.to_owned(),
         source,
@@ -364,7 +365,7 @@ fn store_err<'a>(
 /// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
 /// whatever else is there (staging folders of interrupted refreshes, retired generations).
 /// `Ok(None)` when there is none yet.
-pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreError> {
+pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, GenerationError> {
     let pointer = repo_dir.join(CURRENT);
     let id = match fs::read_to_string(&pointer) {
         Ok(id) => id.trim().to_owned(),
@@ -409,7 +410,7 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, StoreE
 }
 
 /// The document index in `dir`, which must have `count` entries (none: no index).
-fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, StoreError> {
+fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, GenerationError> {
     if count == 0 {
         return Ok(super::keyed::Index::default());
     }
@@ -508,7 +509,7 @@ impl<'a> Writer<'a> {
     pub(crate) fn new(
         repo_dir: &Path,
         previous: Option<&'a Generation>,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, GenerationError> {
         fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
@@ -546,7 +547,12 @@ impl<'a> Writer<'a> {
         self
     }
 
-    fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, StoreError> {
+    fn store(
+        &mut self,
+        name: &str,
+        bytes: &[u8],
+        changed: Option<u64>,
+    ) -> Result<u64, GenerationError> {
         let path = self.staging.path().join(name);
         // A shard is written past the page cache, as an export writes it: copying a gigabyte of
         // Signmap and OCX shards into the page cache was the largest part of a refresh's
@@ -574,7 +580,7 @@ impl<'a> Writer<'a> {
 
     /// Stores a file, and an `.xml` file's gzipped sibling; when it last changed, in seconds
     /// since the Unix epoch (now, unless the previous generation has the same bytes).
-    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, StoreError> {
+    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, GenerationError> {
         if name.ends_with(".xml")
             && let Some(changed) = self.link_unchanged(name, bytes)?
         {
@@ -592,7 +598,7 @@ impl<'a> Writer<'a> {
     /// hard-linking both from there: not written, synced or compressed again, and with the same
     /// validators; returns when it last changed. `None` when the file changed or cannot be
     /// linked (it is then written).
-    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, StoreError> {
+    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, GenerationError> {
         let Some(previous) = self.previous else {
             return Ok(None);
         };
@@ -614,13 +620,13 @@ impl<'a> Writer<'a> {
 
     /// Stores a file made by the gateway beside the harvest's ([`super::resourcesync`]): as
     /// [`Writer::put_file`], a plain `.xml` with its gzip, linked when unchanged.
-    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
         self.put_file(name, bytes).map(|_| ())
     }
 
     /// Takes the previous generation's file `name` (and its gzip sibling) as it is, by
     /// hard-linking, without reading it; `false` when there is none or it cannot be linked.
-    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, StoreError> {
+    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, GenerationError> {
         let Some(previous) = self.previous else {
             return Ok(false);
         };
@@ -667,13 +673,13 @@ impl<'a> Writer<'a> {
 
     /// Makes the generation durable and current; returns it, ready to serve.
     #[cfg(test)]
-    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, StoreError> {
+    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, GenerationError> {
         self.finish(summary)?.install()
     }
 
     /// Makes the generation durable in its staging folder, not yet in place: what is served
     /// and what a restart serves are as they were until [`Finished::install`].
-    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, StoreError> {
+    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, GenerationError> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
@@ -757,7 +763,7 @@ impl Finished {
     }
 
     /// Puts the generation in place and names it current; returns it, ready to serve.
-    pub(crate) fn install(self) -> Result<Generation, StoreError> {
+    pub(crate) fn install(self) -> Result<Generation, GenerationError> {
         let id = self.manifest.id.clone();
         let staged = self.staging.keep();
         let dir = self.repo_dir.join(&id);
@@ -775,7 +781,7 @@ impl Finished {
     /// The generation's files as a bucket publishes them: the shards under the names their
     /// indexes list (named after their content, with a publish URL), the indexes, and each
     /// document out of the pack; not the gzipped siblings a gateway keeps for negotiation.
-    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, StoreError> {
+    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, GenerationError> {
         let dir = self.staging.path();
         let aliases = &self.manifest.aliases;
         // Each listed file under the name its index lists; the other spelling of a listed
@@ -845,7 +851,7 @@ pub(crate) async fn import<F, Fut>(
     previous: Option<&Generation>,
     manifest: Manifest,
     mut fetch: F,
-) -> Result<Finished, StoreError>
+) -> Result<Finished, GenerationError>
 where
     F: FnMut(String) -> Fut,
     Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, crate::bucket::BucketError>>,
@@ -970,7 +976,7 @@ where
                             })?
                             .to_vec(),
                     };
-                    Ok::<_, StoreError>((entry, name, bytes))
+                    Ok::<_, GenerationError>((entry, name, bytes))
                 }
             })
             .buffered(IMPORT_CONCURRENCY);
@@ -1002,7 +1008,7 @@ fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
 fn documents_for_bucket(
     pack: &Path,
     index: &super::keyed::Index,
-) -> Result<Vec<Staged>, StoreError> {
+) -> Result<Vec<Staged>, GenerationError> {
     use std::os::unix::fs::FileExt as _;
     let file = fs::File::open(pack).map_err(store_err("cannot read", pack))?;
     let mut buf = Vec::new();
@@ -1028,11 +1034,11 @@ fn documents_for_bucket(
 }
 
 impl FileSink for Writer<'_> {
-    type Error = StoreError;
+    type Error = GenerationError;
 
     /// Stores the file; an `.xml` file also gets its gzipped sibling. The per-repository
     /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), StoreError> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
         if name == "robots.txt" {
             return Ok(());
         }
@@ -1045,7 +1051,7 @@ impl FileSink for Writer<'_> {
         name: &str,
         bytes: &[u8],
         lastmod: Option<oai_pmh::Datestamp>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), GenerationError> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
             store_err("not a document name:", Path::new(name))(io::Error::other(
@@ -1084,14 +1090,14 @@ impl FileSink for Writer<'_> {
         &mut self,
         name: &str,
         xml: &[u8],
-    ) -> Result<Option<oai_pmh::Datestamp>, StoreError> {
+    ) -> Result<Option<oai_pmh::Datestamp>, GenerationError> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
         Ok(Some(oai_pmh::Datestamp::from_unix(changed as i64)))
     }
 
     /// With content names ([`Writer::with_content_names`]), the shard's name after its
     /// content, both spellings served; else its own.
-    fn listed_name(&mut self, name: String) -> Result<String, StoreError> {
+    fn listed_name(&mut self, name: String) -> Result<String, GenerationError> {
         if !self.content_names {
             return Ok(name);
         }
@@ -1138,7 +1144,7 @@ pub(crate) fn date_header(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t)).expect("an HTTP-date is a header value")
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
     fs::File::create(path)
         .and_then(|mut f| {
             f.write_all(bytes)?;
@@ -1147,7 +1153,7 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .map_err(store_err("cannot write", path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+fn sync_dir(dir: &Path) -> Result<(), GenerationError> {
     fs::File::open(dir)
         .and_then(|f| f.sync_all())
         .map_err(store_err("cannot sync", dir))

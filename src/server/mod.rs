@@ -53,7 +53,7 @@ use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::publish::BucketUrl;
 use crate::render::robots::Announced;
-use generation::{Generation, StoreError};
+use generation::{Generation, GenerationError};
 use metrics::Metrics;
 
 /// Largest request head (request line and headers): crawlers send a few hundred bytes; a larger
@@ -413,7 +413,7 @@ impl Repo {
         state_url: Option<&crate::store::StateUrl>,
         metrics: &Metrics,
         gates_readiness: bool,
-    ) -> Result<Self, StoreError> {
+    ) -> Result<Self, GenerationError> {
         let dir = state_dir.join(&rc.name);
         let store = match state_url {
             Some(url) => crate::store::StoreLocation::Postgres {
@@ -533,9 +533,9 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
 fn remembered(
     dir: &std::path::Path,
     store: &crate::store::StoreLocation,
-) -> Result<crate::store::State, StoreError> {
+) -> Result<crate::store::State, GenerationError> {
     std::fs::create_dir_all(dir)
-        .map_err(|source| StoreError {
+        .map_err(|source| GenerationError {
             action: "cannot create",
             path: dir.to_path_buf(),
             source,
@@ -543,7 +543,7 @@ fn remembered(
         .and_then(|()| {
             crate::store::Store::open_at(store)
                 .and_then(|s| s.state())
-                .map_err(|e| StoreError {
+                .map_err(|e| GenerationError {
                     action: "cannot read the state store of",
                     path: dir.to_path_buf(),
                     source: std::io::Error::other(e),
@@ -593,7 +593,7 @@ pub enum ServeError {
     },
     /// The state directory is unusable.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] GenerationError),
     /// Another gateway runs on the state directory: it holds its lock.
     #[error(
         "[server] state_dir {}: another gateway runs on it ({} is held{}): two gateways on one \
@@ -624,7 +624,7 @@ impl Gateway {
     /// for the first refresh to replace.
     pub fn new(config: &Config, public_url: Url) -> Result<Self, ServeError> {
         let state_dir = &config.server.state_dir;
-        std::fs::create_dir_all(state_dir).map_err(|source| StoreError {
+        std::fs::create_dir_all(state_dir).map_err(|source| GenerationError {
             action: "cannot create the state directory",
             path: state_dir.clone(),
             source,

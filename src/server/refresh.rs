@@ -13,7 +13,7 @@ use oai_pmh::Client;
 use tokio::sync::watch;
 
 use super::fleet::{Claim, Fleet, Lease};
-use super::generation::{Generation, StoreError, Summary, Writer};
+use super::generation::{Generation, GenerationError, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo, Setup};
@@ -63,9 +63,9 @@ pub(crate) enum RefreshError {
     /// Harvesting or rendering failed.
     #[error(transparent)]
     Pipeline(#[from] PipelineError),
-    /// Storing the generation failed.
+    /// Writing or storing the generation failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Generation(#[from] GenerationError),
     /// The HTTP client could not be built.
     #[error("cannot set up the HTTP client: {0}")]
     Client(#[from] reqwest::Error),

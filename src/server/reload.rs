@@ -17,7 +17,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::generation::StoreError;
+use super::generation::GenerationError;
 use super::{Gateway, Live, Repo};
 use crate::config::{Config, ConfigError, ServerConfig};
 
@@ -42,7 +42,7 @@ pub enum ReloadError {
     Config(#[from] ConfigError),
     /// An added repository's state folder cannot be set up.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(#[from] GenerationError),
     /// The gateway stopped before the reload ended (its runtime shut down).
     #[error("the gateway stopped before the reload ended")]
     Interrupted,

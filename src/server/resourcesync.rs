@@ -21,7 +21,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use url::Url;
 
-use super::generation::{ChangeListFile, Generation, StoreError, Writer};
+use super::generation::{ChangeListFile, Generation, GenerationError, Writer};
 use crate::changes::{Change, Changes};
 use crate::render::sitemap::{self, Limits};
 
@@ -164,7 +164,7 @@ pub(crate) fn write_changelists(
     days: u32,
     limits: Limits,
     public_url: &Url,
-) -> Result<(), StoreError> {
+) -> Result<(), GenerationError> {
     if days == 0 {
         return Ok(());
     }
@@ -192,7 +192,7 @@ pub(crate) fn write_changelists(
             newest: None,
         });
     }
-    let read_previous = |list: &ChangeListFile| -> Result<Vec<u8>, StoreError> {
+    let read_previous = |list: &ChangeListFile| -> Result<Vec<u8>, GenerationError> {
         let previous = previous.expect("a list carried forward has a previous generation");
         let name = changelist_name(list.number);
         let meta = previous
@@ -308,8 +308,8 @@ pub(crate) fn write_changelists(
     Ok(())
 }
 
-fn spill_error(e: crate::spill::SpillError) -> StoreError {
-    StoreError {
+fn spill_error(e: crate::spill::SpillError) -> GenerationError {
+    GenerationError {
         action: "cannot read the refresh's changes from",
         path: e.path.clone(),
         source: std::io::Error::other(e),
@@ -322,7 +322,7 @@ fn finish(
     open: Open,
     public_url: &Url,
     written: &mut Vec<ChangeListFile>,
-) -> Result<(), StoreError> {
+) -> Result<(), GenerationError> {
     let name = changelist_name(open.list.number);
     if open.changed || !writer.link_previous(&name)? {
         let mut bytes = head(URLSET_OPEN, public_url, &changelist_md(&open.list)).into_bytes();
