@@ -40,7 +40,6 @@ GATEWAY_PORT=${GATEWAY_PORT:-18788}
 ADMIN_PORT=${ADMIN_PORT:-18789}
 work=target/bench-changelists
 bin=$work/oai-bridge
-server_bin=target/bench-server/release/oai-bench-server
 # lib.sh's default (a free port) would leave the admin endpoints unreachable from here.
 export OAI_BRIDGE_ADMIN_LISTEN=127.0.0.1:$ADMIN_PORT
 export OAI_BRIDGE_ADMIN_TOKEN=bench-changelists-0123456789
@@ -61,21 +60,9 @@ hz=$(getconf CLK_TCK)
 gateway="http://127.0.0.1:$GATEWAY_PORT"
 admin="http://127.0.0.1:$ADMIN_PORT"
 
-server_pid=
-start_server() { # ARGS...: starts the upstream, waits until it listens
-  "$server_bin" --records "$RECORDS" --page-size "$PAGE_SIZE" --port "$PORT" "$@" \
-    2>>"$work/server.log" &
-  server_pid=$!
-  pids+=("$server_pid")
-  for _ in $(seq 1 3000); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null && return 0
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
-    sleep 0.1
-  done
-  echo "the upstream did not listen" >&2
-  exit 1
-}
-stop_server() { kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; }
+# start_server ARGS...: the upstream of RECORDS records (benches/lib.sh's start_upstream).
+start_server() { start_upstream "$PORT" --records "$RECORDS" --page-size "$PAGE_SIZE" "$@"; }
+stop_server() { stop_upstream; }
 
 # write_config EXTRA: the gateway's configuration (its state_dir absolute: a relative one is the
 # configuration file's); EXTRA goes into both repositories.
