@@ -872,17 +872,23 @@ fn what_stops_the_start_exits_78_and_check_config_finds_it() {
         path
     };
     let tomcat = format!("http://127.0.0.1:{port}/server/oai/request");
+    // Every listener but the one each case is about on a port of its own: the default admin
+    // port (8081) may be taken on the machine running the tests.
     let dspace = write(
         "dspace.toml",
         &tomcat,
-        &format!("listen = \"127.0.0.1:{port}\"\n"),
+        &format!("listen = \"127.0.0.1:{port}\"\nadmin_listen = \"127.0.0.1:0\"\n"),
     );
     let busy = write(
         "busy.toml",
         &sample,
         &format!("listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:{port}\"\n"),
     );
-    let missing = write("missing.toml", "gone.xml", "listen = \"127.0.0.1:0\"\n");
+    let missing = write(
+        "missing.toml",
+        "gone.xml",
+        "listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\n",
+    );
     let plain = write(
         "plain.toml",
         &sample,
