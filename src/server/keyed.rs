@@ -158,15 +158,13 @@ impl Index {
         block: u64,
         bytes: &[u8],
         key: u64,
-    ) -> impl Iterator<Item = (u64, Entry)> {
+    ) -> impl Iterator<Item = (u64, Entry)> + '_ {
         let first = block * STRIDE;
-        let found: Vec<(u64, Entry)> = entries(bytes)
+        entries(bytes)
             .enumerate()
-            .skip_while(|(_, e)| e.key < key)
-            .take_while(|(_, e)| e.key == key)
-            .map(|(i, e)| (first + i as u64, e))
-            .collect();
-        found.into_iter()
+            .skip_while(move |(_, e)| e.key < key)
+            .take_while(move |(_, e)| e.key == key)
+            .map(move |(i, e)| (first + i as u64, e))
     }
 
     /// The entries with `key`, with their positions, read from the disk.
