@@ -30,6 +30,27 @@ pub(crate) fn bridge() -> Command {
     command
 }
 
+/// `command` (the binary, [`bridge`]) set to `serve` `config` on loopback ports the system
+/// picks, its state in `state`.
+pub(crate) fn serve_on_loopback<'a>(
+    command: &'a mut Command,
+    config: &Path,
+    state: &Path,
+) -> &'a mut Command {
+    command
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--admin-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--config")
+        .arg(config)
+        .arg("--state-dir")
+        .arg(state)
+}
+
 pub(crate) fn crate_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

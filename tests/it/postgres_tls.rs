@@ -307,18 +307,8 @@ async fn a_gateway_refreshes_through_verify_full() {
         ),
     )
     .unwrap();
-    let mut child = crate::golden::bridge()
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--config")
-        .arg(&config)
-        .arg("--state-dir")
-        .arg(root.path().join("state"))
+    let state = root.path().join("state");
+    let mut child = crate::golden::serve_on_loopback(&mut crate::golden::bridge(), &config, &state)
         .env_remove("OAI_BRIDGE_STATE_URL")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

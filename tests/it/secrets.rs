@@ -697,18 +697,8 @@ async fn serve(
     let config = Path::new(config).with_file_name("serve-token-file.toml");
     std::fs::write(&config, text).unwrap();
     let mut command = bridge(log, bucket);
-    command
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--admin-listen",
-            "127.0.0.1:0",
-        ])
-        .arg("--config")
-        .arg(&config)
-        .arg("--state-dir")
-        .arg(state.with_extension("serve"))
+    let state = state.with_extension("serve");
+    crate::golden::serve_on_loopback(&mut command, &config, &state)
         .env("OAI_BRIDGE_ADMIN_TOKEN_FILE", token_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
