@@ -240,7 +240,7 @@ pub(crate) fn check_options_in(
         pages: args.pages,
         harvest: interactive(layers.harvest_of(named)?),
         indexnow: settings.indexnow,
-        signmap: settings.profiles.signmap,
+        profiles: settings.profiles,
         signposting_header: settings.signposting_header,
         changelist_days: settings.changelist_days,
     })

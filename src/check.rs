@@ -39,8 +39,9 @@ pub struct CheckOptions {
     pub harvest: HarvestSettings,
     /// The repository's `[repository.indexnow]`, when it is configured and has one.
     pub indexnow: Option<crate::indexnow::IndexNowConfig>,
-    /// Whether the repository publishes a Signmap (Signposting is made from it).
-    pub signmap: bool,
+    /// The profiles the repository publishes: Signposting is made from the Signmap (with a
+    /// link to each record's CDIF document when those are on).
+    pub profiles: crate::profiles::ProfileSettings,
     /// The relations the Signposting `Link` header carries (`signposting_header`).
     pub signposting_header: Vec<String>,
     /// How long ResourceSync's Change Lists keep a change (`changelist_days`; 0: off).
@@ -205,6 +206,13 @@ pub struct DiscoveryReport {
     pub signposting: String,
     /// The linkset URL of the sample's first landing page, when it has one.
     pub linkset_example: Option<String>,
+    /// The `Link` header the reverse proxy would add to that page, made as `serve` makes it:
+    /// the sample through the Signmap, read back as the gateway reads it.
+    pub link_header: Option<String>,
+    /// That page's linkset (`application/linkset`, a link a line).
+    pub linkset: Option<String>,
+    /// Why the header could not be made, when it could not.
+    pub link_error: Option<String>,
     /// ResourceSync, in words.
     pub resourcesync: String,
     /// Hosts of the sample's landing pages other than the lists' host: a ResourceSync client
@@ -218,7 +226,7 @@ fn discovery_report(options: &CheckOptions, pages: &[String]) -> DiscoveryReport
     let public = options.public_url.as_ref().map(Url::as_str);
     let base = public.unwrap_or("<public_url>");
     let mut report = DiscoveryReport::default();
-    report.signposting = if !options.signmap {
+    report.signposting = if !options.profiles.signmap {
         "none: the Signmap is off (signmap = true serves a linkset per landing page and the \
          Link header for a reverse proxy)"
             .to_owned()
@@ -264,6 +272,20 @@ fn discovery_report(options: &CheckOptions, pages: &[String]) -> DiscoveryReport
 impl DiscoveryReport {
     fn render(&self, out: &mut String) {
         line(out, "Signposting", &self.signposting);
+        if let Some(header) = &self.link_header {
+            // A value a line: hrefs hold no ", <" (their delimiters are percent-encoded).
+            for (i, value) in header.split(", <").enumerate() {
+                let (label, open) = if i == 0 {
+                    ("Link: ", "")
+                } else {
+                    ("      ", "<")
+                };
+                line(out, "", format_args!("{label}{open}{value}"));
+            }
+        }
+        if let Some(e) = &self.link_error {
+            line(out, "", format_args!("no Link header made: {e}"));
+        }
         line(out, "ResourceSync", &self.resourcesync);
         if !self.other_hosts.is_empty() {
             line(
@@ -278,6 +300,61 @@ impl DiscoveryReport {
             );
         }
     }
+}
+
+/// The linkset `serve` would answer for landing page `page`: the sample's `records` classified
+/// under `landing`, collected into the Signmap as a harvest does (its winning entries, its
+/// `describedby` links to `metadata_base`), and read back as the gateway reads a Signmap shard.
+fn signposts_of(
+    options: &CheckOptions,
+    metadata_base: Option<&Url>,
+    records: &[Record],
+    landing: &Landing,
+    page: &str,
+) -> Result<Option<crate::server::linkset::Linkset>, String> {
+    use crate::profiles::signposts::{CollectError, Signposts};
+    use crate::profiles::spill::ProfileShard;
+    let text = |e: &dyn std::fmt::Display| e.to_string();
+    let mut inventory = crate::inventory::Inventory::new(landing.scope().clone());
+    let mut signposts = Signposts::new(
+        crate::dctype::TypeMap::default(),
+        metadata_base,
+        crate::render::Limits::default(),
+    )
+    .with_signmap();
+    if options.profiles.cdif {
+        // Documents are linked only where they would be published: under the public URL.
+        let documents = options.public_url.clone();
+        signposts = signposts.with_cdif(documents).map_err(|e| text(&e))?;
+    }
+    let mut classes = Classes::new();
+    for record in records {
+        landing.classes(record, &mut classes);
+        (inventory.add_classified(record, &classes, 0)).map_err(|e| text(&e))?;
+        signposts.add(record, &classes).map_err(|e| text(&e))?;
+    }
+    let (_, superseded) = inventory.finish_with_superseded();
+    let resolved = signposts.finish(&superseded).map_err(|e| text(&e))?;
+    let mut found: Result<Option<_>, String> = Ok(None);
+    resolved
+        .render_signmap(|shard| {
+            if !matches!(found, Ok(None)) {
+                return Ok(());
+            }
+            let bytes = match shard {
+                ProfileShard::File(file) => file.read()?,
+                ProfileShard::Cut(shard) => shard.bytes.clone(),
+            };
+            found = match crate::server::linkset::parse_signmap(&bytes) {
+                Ok(linksets) => Ok(linksets.into_iter().find(|l| l.anchor == page)),
+                Err(e) => Err(format!(
+                    "the Signmap made of the sample does not parse: {e}"
+                )),
+            };
+            Ok::<_, CollectError>(())
+        })
+        .map_err(|e| text(&e))?;
+    found
 }
 
 /// What `serve` would send IndexNow of the sample's landing `pages` under `config`.
@@ -498,6 +575,23 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     report.landing.fetched = fetch_pages(&client, &landing_pages, options.fetch, allowed).await;
     report.indexnow = indexnow_report(options.indexnow.as_ref(), &landing_pages);
     report.discovery = discovery_report(options, &landing_pages);
+    if let Some(first) = landing_pages.first().filter(|_| options.profiles.signmap) {
+        let base = crate::pipeline::metadata_base(&options.source, &identify.base_url);
+        match signposts_of(options, base.as_ref(), &records, &landing, first) {
+            Ok(Some(linkset)) => {
+                let d = &mut report.discovery;
+                let at = d.linkset_example.as_deref().unwrap_or_default();
+                d.link_header = Some(linkset.header(&options.signposting_header, at));
+                d.linkset = Some(linkset.to_text());
+            }
+            Ok(None) => {
+                report.discovery.link_error = Some(format!(
+                    "the Signmap made of the sample has no entry for {first}"
+                ));
+            }
+            Err(e) => report.discovery.link_error = Some(e),
+        }
+    }
     if let Some(s) = &mut report.landing.suggested {
         let n = options.fetch.min(advice::EXAMPLES);
         s.fetched = fetch_pages(&client, &s.tried.examples, n, allowed).await;
@@ -812,9 +906,9 @@ async fn list_formats_and_sets(client: &Client, base: &Url, report: &mut CheckRe
 /// (up to [`KEEP_RECORDS`]) to classify once the landing rule is known, which the first of
 /// them decide under `platform = "auto"`.
 async fn sample(client: &Client, options: &CheckOptions, report: &mut CheckReport) -> Vec<Record> {
-    // What a sitemap-only harvest reads.
-    let fields =
-        crate::pipeline::fields_for(&Default::default(), &options.landing, &options.source);
+    // What a harvest of the repository's profiles reads (the Signmap's links are made of
+    // more than the identifiers).
+    let fields = crate::pipeline::fields_for(&options.profiles, &options.landing, &options.source);
     let request = HarvestRequest {
         source: options.source.clone(),
         sets: Vec::new(),
@@ -1745,7 +1839,10 @@ mod tests {
             pages: 1,
             harvest: HarvestSettings::default(),
             indexnow: None,
-            signmap,
+            profiles: crate::profiles::ProfileSettings {
+                signmap,
+                ..Default::default()
+            },
             signposting_header: vec!["cite-as".to_owned(), "linkset".to_owned()],
             changelist_days: days,
         };
@@ -1780,11 +1877,20 @@ mod tests {
             none.signposting
         );
         let mut report = CheckReport {
-            discovery: on,
+            discovery: DiscoveryReport {
+                link_header: Some("<https://d.example/1%2C2>; rel=\"cite-as\", <https://g.example/l>; rel=\"linkset\"".to_owned()),
+                ..on
+            },
             ..CheckReport::default()
         };
         report.identify = Some(IdentifyReport::default());
         let text = report.render();
+        assert!(
+            text.contains(
+                "Link: <https://d.example/1%2C2>; rel=\"cite-as\"\n                   <https://g.example/l>; rel=\"linkset\"\n"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("Signposting  each landing page's linkset"),
             "{text}"

@@ -4288,6 +4288,61 @@ async fn the_link_header_carries_the_repositorys_relations() {
     g.stop().await;
 }
 
+/// Issue 32 point 5: `check` prints the `Link` header the gateway answers for the sample's
+/// first landing page, byte for byte, and that page's linkset: made from the same records, not
+/// from the gateway.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_prints_the_link_header_the_gateway_sends() {
+    let upstream = TestServer::builder(signposting_records()).start();
+    let extra = "signmap = true\npublic_url = \"https://gw.example/r/\"\n";
+    let (g, state) = serving(&upstream, extra).await;
+    let landing = "https://repo.example/record/1";
+    let served = g
+        .request(
+            reqwest::Method::GET,
+            "/r/signposting",
+            &[("x-signposting-url", landing)],
+        )
+        .await
+        .header("link")
+        .to_owned();
+    g.stop().await;
+    let file = state.path().join("check.toml");
+    let text = config(&upstream, extra).replace("{state}", &state.path().display().to_string());
+    std::fs::write(&file, text).unwrap();
+    let output = tokio::task::spawn_blocking(move || {
+        crate::golden::bridge()
+            .args(["check", "r", "--json", "--config"])
+            .arg(&file)
+            .env_remove("OAI_BRIDGE_CONFIG")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&output.stderr)));
+    let discovery = &report["discovery"];
+    assert_eq!(
+        discovery["link_header"].as_str(),
+        Some(served.as_str()),
+        "{discovery}"
+    );
+    // The header names the page's PID, metadata, file and type, and its linkset in both formats.
+    for rel in ["cite-as", "describedby", "item", "type", "linkset"] {
+        assert!(
+            served.contains(&format!("rel=\"{rel}\"")),
+            "{rel} missing in {served}"
+        );
+    }
+    let linkset = discovery["linkset"].as_str().unwrap_or_default();
+    assert!(
+        linkset.contains("<https://repo.example/files/1.pdf>; rel=\"item\"")
+            && linkset.contains("anchor=\"https://repo.example/record/1\""),
+        "{linkset}"
+    );
+}
+
 /// Waits until the first refresh is counted as ended: its generation is served a moment before,
 /// and [`Running::refresh`] counts from the refreshes ended.
 async fn first_refresh_counted(g: &Running) {
