@@ -301,7 +301,9 @@ pub(crate) async fn refresh(
         Ok((generation, changes)) => {
             let urls = generation.summary.urls;
             serve_generation(gateway, repo, generation, setup, &labels).await;
-            changed(gateway, repo, changes);
+            if let Some(changes) = changes {
+                changed(gateway, repo, changes);
+            }
             gateway.publish_robots().await;
             repo.history
                 .record(held(history::Entry {
@@ -361,7 +363,7 @@ async fn build_on_thread(
     account: &Arc<Account>,
     stop: watch::Receiver<bool>,
     lease: Option<Lease>,
-) -> Result<(Result<(Generation, Changes), RefreshError>, UpstreamStats), RefreshError> {
+) -> Result<(Result<Refreshed, RefreshError>, UpstreamStats), RefreshError> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
     let repo = Arc::clone(repo);
@@ -593,7 +595,7 @@ fn build_on_own_runtime(
     account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
     lease: Option<&Lease>,
-) -> (Result<(Generation, Changes), RefreshError>, UpstreamStats) {
+) -> (Result<Refreshed, RefreshError>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -632,6 +634,10 @@ fn build_on_own_runtime(
 /// [`crate::patch::PublishedSitemap::place`] of a gateway's sitemaps: the generation being served.
 const GENERATION_PLACE: &str = "generation";
 
+/// A refresh's new generation, and what it changed of the landing pages (`None`: not sought,
+/// as nothing reads them; [`NextGeneration::changes`]).
+type Refreshed = (Generation, Option<Changes>);
+
 /// A refresh's target: a new generation of `repo` beside the one served.
 struct NextGeneration<'a> {
     repo: &'a Repo,
@@ -647,15 +653,22 @@ impl NextGeneration<'_> {
     /// What the refresh whose files `writer` holds changed of the published landing pages:
     /// a patch's `patched` changes, none after a first harvest (a baseline), else the previous
     /// generation's sitemap compared with the new one. A comparison that fails is logged and
-    /// taken for a baseline: nothing is reported rather than a wrong set.
-    fn changes(&self, writer: &Writer<'_>, patched: Option<Changes>) -> Changes {
+    /// taken for a baseline: nothing is reported rather than a wrong set. `None` when nothing
+    /// reads them: the repository keeps no Change Lists and pings no IndexNow engine.
+    fn changes(&self, writer: &Writer<'_>, patched: Option<Changes>) -> Option<Changes> {
         let seen = writer.created();
         if let Some(mut changes) = patched {
             changes.seen = seen;
-            return changes;
+            return Some(changes);
+        }
+        let config = &self.setup.config;
+        if config.changelist_days == 0 && config.indexnow.is_none() {
+            // The comparison reads both generations' sitemaps whole (1.5 CPU-s at a million
+            // pages): not for nobody.
+            return None;
         }
         let Some(previous) = self.previous else {
-            return Changes::baseline(seen);
+            return Some(Changes::baseline(seen));
         };
         let compared = (|| -> Result<Changes, crate::changes::ReadError> {
             let mut recorder = Recorder::new(&self.setup.job.budget());
@@ -664,21 +677,21 @@ impl NextGeneration<'_> {
             crate::changes::diff(before, after, &mut recorder)?;
             Ok(recorder.finish(seen)?)
         })();
-        compared.unwrap_or_else(|e| {
+        Some(compared.unwrap_or_else(|e| {
             tracing::error!(
                 repository = self.repo.name,
                 "cannot find what the refresh changed; reporting no changes: {}",
                 error_chain(&e)
             );
             Changes::baseline(seen)
-        })
+        }))
     }
 }
 
 impl<'a> engine::Target for NextGeneration<'a> {
     type Sink = Writer<'a>;
     /// The generation, and what it changed of the published landing pages.
-    type Committed = (Generation, Changes);
+    type Committed = Refreshed;
     type Error = RefreshError;
 
     fn place(&self) -> String {
@@ -711,7 +724,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         patched: Option<Changes>,
         run: Option<&RunSummary>,
         elapsed: Duration,
-    ) -> Result<(Generation, Changes), RefreshError> {
+    ) -> Result<Refreshed, RefreshError> {
         let changes = self.changes(&writer, patched);
         let mut summary = Summary::new(
             &self.setup.job.request.source,
@@ -728,14 +741,16 @@ impl<'a> engine::Target for NextGeneration<'a> {
             summary.keep_examples(&previous.summary, previous.created);
         }
         let mut writer = writer;
-        super::resourcesync::write_changelists(
-            &mut writer,
-            self.previous.map(|g| &**g),
-            &changes,
-            self.setup.config.changelist_days,
-            self.setup.job.limits,
-            &self.setup.job.public_url,
-        )?;
+        if let Some(changes) = &changes {
+            super::resourcesync::write_changelists(
+                &mut writer,
+                self.previous.map(|g| &**g),
+                changes,
+                self.setup.config.changelist_days,
+                self.setup.job.limits,
+                &self.setup.job.public_url,
+            )?;
+        }
         let finished = writer.finish(summary)?;
         let lease = self.lease;
         let still_held = move || -> futures_util::future::BoxFuture<'a, Result<(), String>> {
@@ -805,7 +820,7 @@ async fn build(
     metrics: &Metrics,
     publish: &PublishSettings,
     lease: Option<&Lease>,
-) -> Result<(Generation, Changes), RefreshError> {
+) -> Result<Refreshed, RefreshError> {
     let job = counted(&setup.job, account);
     let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
     let previous = repo.current();

@@ -107,6 +107,8 @@ fn record(i: usize, datestamp: &str) -> TestRecord {
 /// The first harvest is a baseline: nothing is sent. The next refresh sends exactly the pages it
 /// created, changed and deleted, in one checked request; the status page and the metrics show
 /// the batch and its answer, never the key; the public listener serves the key file.
+/// Without Change Lists (`changelist_days = 0`): IndexNow alone still has the refresh's changes
+/// found.
 #[tokio::test]
 async fn a_refresh_pings_its_changed_landing_pages() {
     let engine = Engine::default();
@@ -117,7 +119,8 @@ async fn a_refresh_pings_its_changed_landing_pages() {
     let config = format!(
         "[server]\nstate_dir = \"{{state}}\"\n[harvest]\nmax_attempts = 1\n\
          [[repository]]\nname = \"r\"\nbase_url = \"{}\"\nscope = [\"https://repo.example/\"]\n\
-         refresh_interval_secs = 3600\n[repository.indexnow]\nkey = \"{KEY}\"\n\
+         refresh_interval_secs = 3600\nchangelist_days = 0\n\
+         [repository.indexnow]\nkey = \"{KEY}\"\n\
          endpoint = \"{endpoint}\"\n",
         upstream.url()
     );
