@@ -749,17 +749,23 @@ mod typed {
             || matches!(keys.as_slice(), ["state", "url"] | [.., "indexnow", "key"])
     }
 
-    /// What kind of value the text at `span` is, when it may hold text (a string, or an array
-    /// or a table of them), said without it; `None` for a number, a boolean or a date, which
-    /// are shown as written (a secret is text, and `found 1` tells an operator more).
+    /// What kind of value the text at `span` is, said without it. A secret written as a number
+    /// (a PIN, a numeric API key) is as secret as one in quotes.
     fn text_kind(text: &str, span: &Range<usize>) -> Option<&'static str> {
         let written = text.get(span.clone()).unwrap_or("").trim_start();
-        match written.bytes().next()? {
-            b'"' | b'\'' => Some("a string"),
-            b'[' => Some("an array"),
-            b'{' => Some("a table"),
-            _ => None,
-        }
+        Some(match written.bytes().next()? {
+            b'"' | b'\'' => "a string",
+            b'[' => "an array",
+            b'{' => "a table",
+            b't' | b'f' => "a boolean",
+            // A TOML date starts with its four-digit year and a dash.
+            _ if written.get(4..5) == Some("-")
+                && written[..4].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                "a date"
+            }
+            _ => "a number",
+        })
     }
 
     /// The text serde refused, as written, on one line and cut short when long.
@@ -1651,6 +1657,47 @@ mod tests {
         );
     }
 
+    /// A secret written as a number, a boolean or a date is not repeated either: said by kind.
+    #[test]
+    fn a_secret_of_the_wrong_type_is_never_repeated() {
+        let repo = "[[repository]]\nname = \"a\"\nbase_url = \"https://h/oai\"\n";
+        for (text, key, kind, written) in [
+            (
+                "[server]\nadmin_token = 987654321987654321\n".to_owned(),
+                "[server] admin_token",
+                "found a number",
+                "987654321987654321",
+            ),
+            (
+                format!("{repo}[repository.harvest]\nheaders = {{ X-Api-Key = 4242424242 }}\n"),
+                "headers",
+                "found a number",
+                "4242424242",
+            ),
+            (
+                format!("{repo}[repository.indexnow]\nkey = 2031-07-15\n"),
+                "indexnow",
+                "found a date",
+                "2031-07-15",
+            ),
+            (
+                "[state]\nurl = true\n".to_owned(),
+                "[state] url",
+                "found a boolean",
+                "true",
+            ),
+        ] {
+            let e = Config::parse(&text, "bridge.toml", Path::new("/etc/oai-bridge")).unwrap_err();
+            assert!(e.key.contains(key), "key {:?} should name {key:?}", e.key);
+            assert!(
+                e.message.contains(kind),
+                "{:?} should say {kind}",
+                e.message
+            );
+            assert!(!e.to_string().contains(written), "{e} repeats {written}");
+        }
+    }
+
     #[test]
     fn empty_file_gives_the_defaults() {
         let c = Config::parse("", "bridge.toml", Path::new(".")).unwrap();
@@ -2283,7 +2330,7 @@ mod tests {
             (
                 format!("{repo}[repository.harvest]\nheaders = {{ Authorization = 1 }}\n"),
                 "[[repository]] \"dspace\" harvest.headers.Authorization",
-                "expected a header value in quotes, found 1",
+                "expected a header value in quotes, found a number",
             ),
             (
                 format!("{repo}[repository.ocx]\nteaser_chars = \"long\"\n"),
