@@ -70,8 +70,9 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Stops the sender (a request under way is dropped: its batch stays in the outbox) and
-    /// waits for its thread.
+    /// Stops the sender (a request under way is dropped: its batch stays in the outbox; the
+    /// changes handed over and not yet queued are written to the outbox first) and waits for
+    /// its thread.
     pub(crate) async fn stop(self) {
         let _ = self.stop.send(true);
         let thread = self.thread;
@@ -127,9 +128,16 @@ impl Pinger {
                     }
                 };
                 runtime.block_on(async {
+                    let mut rx = rx;
+                    let mut pings = HashMap::new();
                     tokio::select! {
-                        () = run(gateway, rx) => {}
+                        () = run(&gateway, &mut rx, &mut pings) => {}
                         _ = stopped.wait_for(|stop| *stop) => {}
+                    }
+                    // What refreshes handed over while a batch was on its way is written to
+                    // the outbox before the thread ends, not dropped: it goes after a restart.
+                    while let Ok(queue) = rx.try_recv() {
+                        take(&gateway, &mut pings, queue);
                     }
                 });
             });
@@ -179,7 +187,11 @@ struct Pings {
 }
 
 /// Queues what the refreshes hand over and sends the outboxes, until dropped.
-async fn run(gateway: Arc<Gateway>, mut rx: mpsc::UnboundedReceiver<Queue>) {
+async fn run(
+    gateway: &Gateway,
+    rx: &mut mpsc::UnboundedReceiver<Queue>,
+    pings: &mut HashMap<String, Pings>,
+) {
     let client = match reqwest::Client::builder()
         .user_agent(crate::config::DEFAULT_USER_AGENT)
         .timeout(REQUEST_TIMEOUT)
@@ -192,16 +204,15 @@ async fn run(gateway: Arc<Gateway>, mut rx: mpsc::UnboundedReceiver<Queue>) {
             return;
         }
     };
-    let mut pings: HashMap<String, Pings> = HashMap::new();
     loop {
         while let Ok(queue) = rx.try_recv() {
-            take(&gateway, &mut pings, queue);
+            take(gateway, pings, queue);
         }
-        let next = deliver_all(&gateway, &client, &mut pings).await;
+        let next = deliver_all(gateway, &client, pings).await;
         let wait = next.map(tokio::time::Instant::from_std);
         tokio::select! {
             queue = rx.recv() => match queue {
-                Some(queue) => take(&gateway, &mut pings, queue),
+                Some(queue) => take(gateway, pings, queue),
                 None => return,
             },
             () = async {
@@ -538,7 +549,7 @@ mod tests {
     }
 
     /// A loopback IndexNow engine: answers each request with the next status of its script
-    /// (200 when it runs out; 429 with `Retry-After: 1`), checking every request as an engine
+    /// (200 when it runs out; 429 with `Retry-After: 1`; 0: never answers), checking every request as an engine
     /// would: POST to its path, JSON in UTF-8, the key, at most 10,000 URLs, all of the host.
     struct Receiver {
         endpoint: String,
@@ -575,6 +586,10 @@ mod tests {
                         async move {
                             let answer = check(req, &got, &problems).await;
                             let status = script.lock().unwrap().pop_front().unwrap_or(answer);
+                            if status == 0 {
+                                // Silent: the request stays on its way.
+                                std::future::pending::<()>().await;
+                            }
                             let mut response = hyper::Response::new(Full::new(Bytes::from(
                                 format!("answered {status} for key {KEY}"),
                             )));
@@ -870,6 +885,34 @@ mod tests {
                 "d.example"
             ]
         );
+        pinger.stop().await;
+    }
+
+    /// Changes handed over while a batch is on its way (the engine has not answered yet) are
+    /// not lost when the gateway stops then: they are written to the outbox, and go after the
+    /// restart, after the batch that was on its way.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn changes_handed_over_during_a_send_survive_a_stop() {
+        let silent = Receiver::start(&[0]).await;
+        let state = tempfile::tempdir().unwrap();
+        let g = gateway(state.path(), &silent.endpoint);
+        let pinger = g.indexnow.start(&g).unwrap();
+        let repo = g.repos()[0].clone();
+        g.indexnow.enqueue(&repo, pages(&[("a.example", 1)]));
+        wait_for(|| silent.requests() == 1, "the first batch is on its way").await;
+        g.indexnow.enqueue(&repo, pages(&[("b.example", 1)]));
+        pinger.stop().await;
+        drop(repo);
+        drop(g);
+
+        let receiver = Receiver::start(&[]).await;
+        let g = gateway(state.path(), &receiver.endpoint);
+        let pinger = g.indexnow.start(&g).unwrap();
+        wait_for(|| receiver.requests() >= 2, "the outbox is sent").await;
+        let hosts: Vec<String> = (receiver.got.lock().unwrap().iter())
+            .map(|g| g.host.clone())
+            .collect();
+        assert_eq!(hosts, ["a.example", "b.example"]);
         pinger.stop().await;
     }
 }
