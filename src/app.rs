@@ -594,19 +594,7 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
     };
     if args.check_config {
-        let findings = preflight::check(&config);
-        let printed = print_all(
-            check_config_report(args, &config, &findings).as_bytes(),
-            "the report",
-        );
-        for problem in &findings.problems {
-            eprintln!("error: {problem}");
-        }
-        return if findings.problems.is_empty() {
-            printed
-        } else {
-            ExitCode::from(EXIT_CONFIG)
-        };
+        return check_config(args, &config);
     }
     let problems = preflight::before_binding(&config);
     if !problems.is_empty() {
@@ -615,57 +603,13 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         }
         return ExitCode::from(EXIT_CONFIG);
     }
-    let bind = |key: &'static str, addr: SocketAddr| {
-        let config = &config;
-        async move {
-            tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-                eprintln!("error: {}", preflight::bind_problem(config, key, addr, &e));
-                ExitCode::from(EXIT_CONFIG)
-            })
-        }
-    };
-    let listener = match bind("[server] listen", config.server.listen).await {
-        Ok(l) => l,
+    let (listener, admin) = match bind_listeners(&config).await {
+        Ok(listeners) => listeners,
         Err(code) => return code,
     };
     let addr = listener.local_addr().unwrap_or(config.server.listen);
-    let admin = match config.server.admin_listen {
-        Some(admin_addr) => match bind("[server] admin_listen", admin_addr).await {
-            Ok(l) => Some(l),
-            Err(code) => return code,
-        },
-        None => None,
-    };
-    let listener_warnings = [("[server] listen", Some(config.server.listen))]
-        .into_iter()
-        .chain([("[server] admin_listen", config.server.admin_listen)])
-        .filter_map(|(key, addr)| preflight::port_warning(&config, key, addr?));
-    for warning in listener_warnings {
-        tracing::warn!("{warning}");
-    }
-    if config
-        .server
-        .admin_listen
-        .is_some_and(|a| a.ip().is_unspecified())
-    {
-        tracing::warn!(
-            "the admin listener (status page, /metrics, reload) is reachable from every interface; keep it off the public network"
-        );
-    }
     let public_url = (config.server.public_url.clone()).unwrap_or_else(|| default_public_url(addr));
-    let public_url_warning =
-        crate::config::public_url_warning(config.server.public_url.as_ref(), &public_url);
-    for warning in public_url_warning.iter().chain(&config.warnings()) {
-        tracing::warn!("{warning}");
-    }
-    // The memory and the disk the refreshes may take, against what the machine gives.
-    let machine = preflight::resources(&config, crate::memory::limit().as_ref());
-    for note in &machine.notes {
-        tracing::info!("{note}");
-    }
-    for warning in &machine.warnings {
-        tracing::warn!("{warning}");
-    }
+    warn_of_setup(&config, &public_url);
     // SIGHUP reloads the configuration from now on (its default would end the process).
     let hangups = match hangups() {
         Ok(hangups) => hangups,
@@ -694,10 +638,109 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());
+    print_banner(&config, &gateway, addr, admin_addr, &public_url);
+    let served = crate::server::serve(
+        Arc::clone(&gateway),
+        crate::server::Listeners {
+            public: listener,
+            admin,
+        },
+        config.server.drain_timeout,
+        shutdown_signal(),
+    );
+    tokio::select! {
+        () = served => {}
+        () = reload_on(hangups, &gateway) => {}
+    }
+    ExitCode::SUCCESS
+}
+
+/// `serve --check-config`: the report of what the gateway would run with, and the problems
+/// that would stop it (exit code 78).
+fn check_config(args: &ServeArgs, config: &Config) -> ExitCode {
+    let findings = preflight::check(config);
+    let printed = print_all(
+        check_config_report(args, config, &findings).as_bytes(),
+        "the report",
+    );
+    for problem in &findings.problems {
+        eprintln!("error: {problem}");
+    }
+    if findings.problems.is_empty() {
+        printed
+    } else {
+        ExitCode::from(EXIT_CONFIG)
+    }
+}
+
+/// Binds the public listener, then the admin one if there is one; exit code 78, the problem
+/// said, when one cannot be bound.
+async fn bind_listeners(
+    config: &Config,
+) -> Result<(tokio::net::TcpListener, Option<tokio::net::TcpListener>), ExitCode> {
+    let bind = |key: &'static str, addr: SocketAddr| async move {
+        tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            eprintln!("error: {}", preflight::bind_problem(config, key, addr, &e));
+            ExitCode::from(EXIT_CONFIG)
+        })
+    };
+    let listener = bind("[server] listen", config.server.listen).await?;
+    let admin = match config.server.admin_listen {
+        Some(admin_addr) => Some(bind("[server] admin_listen", admin_addr).await?),
+        None => None,
+    };
+    Ok((listener, admin))
+}
+
+/// Logs what in the configuration the operator should look at before the gateway starts: the
+/// listeners' ports and reach, the public URL, and the memory and disk the refreshes may take
+/// against what the machine gives.
+fn warn_of_setup(config: &Config, public_url: &Url) {
+    let listener_warnings = [("[server] listen", Some(config.server.listen))]
+        .into_iter()
+        .chain([("[server] admin_listen", config.server.admin_listen)])
+        .filter_map(|(key, addr)| preflight::port_warning(config, key, addr?));
+    for warning in listener_warnings {
+        tracing::warn!("{warning}");
+    }
+    if config
+        .server
+        .admin_listen
+        .is_some_and(|a| a.ip().is_unspecified())
+    {
+        tracing::warn!(
+            "the admin listener (status page, /metrics, reload) is reachable from every interface; keep it off the public network"
+        );
+    }
+    let public_url_warning =
+        crate::config::public_url_warning(config.server.public_url.as_ref(), public_url);
+    for warning in public_url_warning.iter().chain(&config.warnings()) {
+        tracing::warn!("{warning}");
+    }
+    // The memory and the disk the refreshes may take, against what the machine gives.
+    let machine = preflight::resources(config, crate::memory::limit().as_ref());
+    for note in &machine.notes {
+        tracing::info!("{note}");
+    }
+    for warning in &machine.warnings {
+        tracing::warn!("{warning}");
+    }
+}
+
+/// Prints where the gateway serves, each repository's indexes, and what to add to the
+/// robots.txt of the site the sitemaps list.
+fn print_banner(
+    config: &Config,
+    gateway: &crate::server::Gateway,
+    addr: SocketAddr,
+    admin: Option<SocketAddr>,
+    public_url: &Url,
+) {
     let local = default_public_url(addr);
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "oai-bridge serving on {local}");
-    match admin.as_ref().and_then(|l| l.local_addr().ok()) {
+    match admin {
         Some(admin) => {
             let admin = default_public_url(admin);
             let _ = writeln!(out, "  status page  {admin}");
@@ -739,21 +782,6 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
         );
     }
     let _ = out.flush();
-    drop(out);
-    let served = crate::server::serve(
-        Arc::clone(&gateway),
-        crate::server::Listeners {
-            public: listener,
-            admin,
-        },
-        config.server.drain_timeout,
-        shutdown_signal(),
-    );
-    tokio::select! {
-        () = served => {}
-        () = reload_on(hangups, &gateway) => {}
-    }
-    ExitCode::SUCCESS
 }
 
 /// SIGHUP, as a stream of signals.

@@ -2,6 +2,7 @@
 //! into a bucket of object storage, uploaded in an order that keeps readers consistent
 //! ([`crate::bucket`]).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -373,125 +374,168 @@ impl ExportSummary {
         serde_json::to_string_pretty(&exported).expect("the summary serialises")
     }
 
-    /// The summary printed at the end of an export.
+    /// The summary printed at the end of an export: a line naming it, a column of labelled
+    /// values (each section's lines shown only where they have something to say), then notes
+    /// on what the operator should change.
     pub fn render(&self, job: &Job) -> String {
+        let mut out = format!("Exported {} to {}\n", job.request.source, self.out);
+        let lines = [
+            self.source_lines(),
+            self.harvest_lines(),
+            self.output_lines(),
+            self.drop_lines(),
+            self.quirk_lines(),
+            self.profile_lines(),
+            vec![Line::field("sitemap index", &self.built.index_url)],
+        ];
+        for line in lines.iter().flatten() {
+            let _ = writeln!(out, "{line}");
+        }
+        self.notes(job, &mut out);
+        out
+    }
+
+    /// The repository and how its landing pages are found.
+    fn source_lines(&self) -> Vec<Line> {
         let b = &self.built;
-        let s = &b.stats;
-        let mut out = String::new();
-        let _ = writeln!(out, "Exported {} to {}", job.request.source, self.out);
-        let _ = writeln!(
-            out,
-            "  repository      {}",
-            if b.report.identify.repository_name.is_empty() {
-                "(unnamed)"
-            } else {
-                &b.report.identify.repository_name
-            }
-        );
-        let _ = writeln!(out, "  platform        {}", b.platform.detected());
-        let _ = writeln!(out, "  landing pages   {}", b.platform.rule_text());
-        let _ = writeln!(out, "  scope           {}", b.platform.scope());
-        let _ = writeln!(out, "  pages           {}", b.report.pages);
-        if let Some(run) = &self.run {
-            let _ = writeln!(
-                out,
-                "  harvest         {}{}; the store holds {} live records and {} deleted{}",
+        let name = &b.report.identify.repository_name;
+        vec![
+            Line::field(
+                "repository",
+                if name.is_empty() { "(unnamed)" } else { name },
+            ),
+            Line::field("platform", b.platform.detected()),
+            Line::field("landing pages", b.platform.rule_text()),
+            Line::field("scope", b.platform.scope()),
+            Line::field("pages", b.report.pages),
+        ]
+    }
+
+    /// What the harvest brought: through a store, what it did to the store; without, the
+    /// records it read.
+    fn harvest_lines(&self) -> Vec<Line> {
+        let Some(run) = &self.run else {
+            let s = &self.built.stats;
+            return vec![Line::field(
+                "records seen",
+                format!(
+                    "{} ({} distinct, {} deleted)",
+                    s.records_seen, s.records, s.deleted
+                ),
+            )];
+        };
+        let resumed = if run.resumed > 0 {
+            format!(", continued after {} interruption(s)", run.resumed)
+        } else {
+            String::new()
+        };
+        let removed = if run.removed > 0 {
+            format!(" ({} removed: not in the full harvest)", run.removed)
+        } else {
+            String::new()
+        };
+        let mut lines = vec![Line::field(
+            "harvest",
+            format!(
+                "{}{resumed}; the store holds {} live records and {} deleted{removed}",
                 run.kind_text(),
-                if run.resumed > 0 {
-                    format!(", continued after {} interruption(s)", run.resumed)
-                } else {
-                    String::new()
-                },
                 run.live,
                 run.deleted,
-                if run.removed > 0 {
-                    format!(" ({} removed: not in the full harvest)", run.removed)
-                } else {
-                    String::new()
-                }
-            );
-            if let Some(short) = &run.short {
-                let _ = writeln!(
-                    out,
-                    "                  a list{} ended after {} of the {} records it announced: \
-                     nothing removed; the next harvest is a full one",
-                    short
-                        .set
-                        .as_ref()
-                        .map(|set| format!(" (set {set})"))
-                        .unwrap_or_default(),
-                    short.delivered,
-                    short.announced
-                );
-            }
-            if let Some(reason) = &run.full_reason {
-                let _ = writeln!(out, "  why full        {reason}");
-            }
-            // What this harvest brought; the store's records are counted above.
-            let _ = writeln!(
-                out,
-                "  records seen    {} in this harvest, {} of them deleted",
-                run.received, run.received_deleted
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "  records seen    {} ({} distinct, {} deleted)",
-                s.records_seen, s.records, s.deleted
-            );
+            ),
+        )];
+        if let Some(short) = &run.short {
+            let set = (short.set.as_ref())
+                .map(|set| format!(" (set {set})"))
+                .unwrap_or_default();
+            lines.push(Line::field(
+                "",
+                format!(
+                    "a list{set} ended after {} of the {} records it announced: nothing \
+                     removed; the next harvest is a full one",
+                    short.delivered, short.announced
+                ),
+            ));
         }
-        let _ = writeln!(
-            out,
-            "  URLs published  {} in {} shard(s); {} bytes written in all",
-            s.urls,
+        if let Some(reason) = &run.full_reason {
+            lines.push(Line::field("why full", reason));
+        }
+        // What this harvest brought; the store's records are counted above.
+        lines.push(Line::field(
+            "records seen",
+            format!(
+                "{} in this harvest, {} of them deleted",
+                run.received, run.received_deleted
+            ),
+        ));
+        lines
+    }
+
+    /// What was written, spilled and uploaded.
+    fn output_lines(&self) -> Vec<Line> {
+        let b = &self.built;
+        let published = format!(
+            "{} in {} shard(s); {} bytes written in all",
+            b.stats.urls,
             b.shards.len(),
             self.bytes
         );
-        if b.spill_bytes > 0 {
-            let _ = writeln!(
-                out,
-                "  spilled         {} bytes on disk at most (sorted runs past the memory \
-                 budget, the profiles' records)",
+        let spilled = (b.spill_bytes > 0).then(|| {
+            let what = format!(
+                "{} bytes on disk at most (sorted runs past the memory budget, the profiles' \
+                 records)",
                 b.spill_bytes
             );
-        }
-        if let Some(u) = &self.uploaded {
-            let _ = writeln!(
-                out,
-                "  uploaded        {} of {} files ({} of {} bytes; the rest were there, \
-                 unchanged); {} deleted, {} kept until their grace period ends",
+            Line::field("spilled", what)
+        });
+        let uploaded = self.uploaded.as_ref().map(|u| {
+            let what = format!(
+                "{} of {} files ({} of {} bytes; the rest were there, unchanged); {} deleted, \
+                 {} kept until their grace period ends",
                 u.uploaded, u.files, u.uploaded_bytes, u.bytes, u.deleted, u.retired
             );
-        }
-        let drops: Vec<String> = Drop::ALL
-            .iter()
-            .filter(|r| s.dropped(**r) > 0)
+            Line::field("uploaded", what)
+        });
+        [
+            Some(Line::field("URLs published", published)),
+            spilled,
+            uploaded,
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
+    /// The identifiers not published, by reason, each reason in words with a few examples
+    /// (the status page shows the same).
+    fn drop_lines(&self) -> Vec<Line> {
+        let b = &self.built;
+        let s = &b.stats;
+        let reasons: Vec<Drop> = (Drop::ALL.iter().copied())
+            .filter(|r| s.dropped(*r) > 0)
+            .collect();
+        let counts: Vec<String> = (reasons.iter())
             .map(|r| format!("{} {}", r.as_str(), s.dropped(*r)))
             .collect();
-        let _ = writeln!(
-            out,
-            "  not published   {}",
-            if drops.is_empty() {
+        let mut lines = vec![Line::field(
+            "not published",
+            if counts.is_empty() {
                 "none".to_owned()
             } else {
-                drops.join(", ")
-            }
-        );
-        // Each reason in words, with a few examples (the status page shows the same).
-        if b.samples.is_none() && !drops.is_empty() {
-            let _ = writeln!(
-                out,
-                "    (no examples: the published sitemap was patched with the changed records \
-                 only; a whole render shows them)"
-            );
+                counts.join(", ")
+            },
+        )];
+        if b.samples.is_none() && !reasons.is_empty() {
+            lines.push(Line::under(
+                "    ",
+                "(no examples: the published sitemap was patched with the changed records \
+                 only; a whole render shows them)",
+            ));
         }
-        for reason in Drop::ALL.iter().filter(|r| s.dropped(**r) > 0) {
-            let examples = b
-                .samples
-                .as_ref()
-                .map(|x| x.of(*reason))
+        for reason in reasons {
+            let examples = (b.samples.as_ref())
+                .map(|x| x.of(reason))
                 .unwrap_or_default();
-            let _ = writeln!(out, "    {}", reason.explained());
+            lines.push(Line::under("    ", reason.explained()));
             if !examples.is_empty() {
                 let shown: Vec<String> = (examples.iter())
                     .map(|e| match (&e.record, &e.value) {
@@ -500,57 +544,68 @@ impl ExportSummary {
                         (None, None) => String::new(),
                     })
                     .collect();
-                let _ = writeln!(out, "      e.g. {}", shown.join("; "));
+                lines.push(Line::under("      ", format!("e.g. {}", shown.join("; "))));
             }
         }
-        let q = &b.report.quirks;
-        let mut quirks = Vec::new();
-        if q.illegal_chars_removed > 0 {
-            quirks.push(format!(
-                "{} characters illegal in XML removed",
-                q.illegal_chars_removed
-            ));
-        }
-        if q.https_namespaces > 0 {
-            quirks.push("https:// namespace spellings accepted".to_owned());
-        }
-        if q.no_namespace {
-            quirks.push("responses without the OAI-PMH namespace accepted".to_owned());
-        }
-        if q.leading_whitespace {
-            quirks.push("whitespace before the XML declaration skipped".to_owned());
-        }
-        if q.future_datestamps > 0 {
-            quirks.push(format!(
-                "{} datestamps ahead of the clock ignored",
-                q.future_datestamps
-            ));
-        }
-        if q.windows_1252_bytes > 0 {
-            quirks.push(format!(
-                "{} bytes that are not UTF-8 read as Windows-1252",
-                q.windows_1252_bytes
-            ));
-        }
-        if !quirks.is_empty() {
-            let _ = writeln!(out, "  tolerated       {}", quirks.join("; "));
-        }
-        let _ = writeln!(out, "  elapsed         {}", human_duration(self.elapsed));
+        lines
+    }
+
+    /// The quirks of the upstream that the harvest tolerated, if any, and the time it took.
+    fn quirk_lines(&self) -> Vec<Line> {
+        let q = &self.built.report.quirks;
+        let quirks: Vec<String> = [
+            (q.illegal_chars_removed > 0).then(|| {
+                format!(
+                    "{} characters illegal in XML removed",
+                    q.illegal_chars_removed
+                )
+            }),
+            (q.https_namespaces > 0).then(|| "https:// namespace spellings accepted".to_owned()),
+            q.no_namespace
+                .then(|| "responses without the OAI-PMH namespace accepted".to_owned()),
+            q.leading_whitespace
+                .then(|| "whitespace before the XML declaration skipped".to_owned()),
+            (q.future_datestamps > 0).then(|| {
+                format!(
+                    "{} datestamps ahead of the clock ignored",
+                    q.future_datestamps
+                )
+            }),
+            (q.windows_1252_bytes > 0).then(|| {
+                format!(
+                    "{} bytes that are not UTF-8 read as Windows-1252",
+                    q.windows_1252_bytes
+                )
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let tolerated = (!quirks.is_empty()).then(|| Line::field("tolerated", quirks.join("; ")));
+        let elapsed = Line::field("elapsed", human_duration(self.elapsed));
+        tolerated.into_iter().chain([elapsed]).collect()
+    }
+
+    /// What each profile beyond the sitemap published, and its index.
+    fn profile_lines(&self) -> Vec<Line> {
+        let b = &self.built;
+        let mut lines = Vec::new();
         if let Some((signmap, url)) = &b.signmap {
-            let _ = writeln!(
-                out,
-                "  Signmap         {} records; not published: no_landing_page {}, duplicate {}",
+            let what = format!(
+                "{} records; not published: no_landing_page {}, duplicate {}",
                 signmap.published, signmap.no_landing_page, signmap.duplicate
             );
-            let _ = writeln!(out, "  Signmap index   {url}");
+            lines.extend([
+                Line::field("Signmap", what),
+                Line::field("Signmap index", url),
+            ]);
         }
         if let Some((stats, url)) = &b.ocx {
-            let _ = writeln!(
-                out,
-                "  OCX             {} records; not published: ocx_no_type {}, no_landing_page {}",
+            let what = format!(
+                "{} records; not published: ocx_no_type {}, no_landing_page {}",
                 stats.ocx_published, stats.ocx_no_type, stats.no_landing_page
             );
-            let _ = writeln!(out, "  OCX index       {url}");
+            lines.extend([Line::field("OCX", what), Line::field("OCX index", url)]);
         }
         if let Some(s) = &b.landing {
             use crate::profiles::cdif::{CONTENT_TYPE, LIST_CONTENT_TYPE};
@@ -565,36 +620,35 @@ impl ExportSummary {
                         "{} documents in {lists} ItemList file(s), cdif-list-N.jsonld",
                         s.published
                     );
-                    (
-                        "CDIF lists",
-                        what,
-                        LIST_CONTENT_TYPE,
-                        "CDIF list index",
-                        url,
-                    )
+                    let index = "CDIF list index";
+                    ("CDIF lists", what, LIST_CONTENT_TYPE, index, url)
                 }),
             ];
             for (label, what, media_type, index, url) in forms.into_iter().flatten() {
-                let _ = writeln!(
-                    out,
-                    "  {label:<15} {what} (serve them as {media_type}); not published: no_landing_page {}",
+                let what = format!(
+                    "{what} (serve them as {media_type}); not published: no_landing_page {}",
                     s.no_landing_page
                 );
-                let _ = writeln!(out, "  {index:<15} {url}");
+                lines.extend([Line::field(label, what), Line::field(index, url)]);
             }
         }
         for d in &b.diwoo {
-            let _ = writeln!(
-                out,
-                "  DiWoo cat. {:03}  {} URLs in {}; not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-                d.category,
+            let what = format!(
+                "{} URLs in {}; not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
                 d.urls,
                 Profile::Diwoo(d.category).index_name(),
                 d.requires_https,
                 d.requires_lastmod
             );
+            lines.push(Line::field(format!("DiWoo cat. {:03}", d.category), what));
         }
-        let _ = writeln!(out, "  sitemap index   {}", b.index_url);
+        lines
+    }
+
+    /// Notes after the summary, on a public URL that search engines or crawlers will not take
+    /// as it is.
+    fn notes(&self, job: &Job, out: &mut String) {
+        let b = &self.built;
         if !b.platform.scope().is_under(&job.public_url) {
             // Every index whose files list the repository's pages: the sitemap, Signmap, OCX and
             // DiWoo ones (CDIF's list the JSON-LD beside them, on the public URL's host).
@@ -623,6 +677,33 @@ impl ExportSummary {
                 job.public_url
             );
         }
-        out
+    }
+}
+
+/// A line of the export summary.
+enum Line {
+    /// A value after its label, the labels in a column of their own (an empty label: the value
+    /// goes on from the line above).
+    Field(Cow<'static, str>, String),
+    /// Text on a line of its own, indented under the field above.
+    Under(&'static str, Cow<'static, str>),
+}
+
+impl Line {
+    fn field(label: impl Into<Cow<'static, str>>, value: impl std::fmt::Display) -> Self {
+        Line::Field(label.into(), value.to_string())
+    }
+
+    fn under(indent: &'static str, text: impl Into<Cow<'static, str>>) -> Self {
+        Line::Under(indent, text.into())
+    }
+}
+
+impl std::fmt::Display for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Line::Field(label, value) => write!(f, "  {label:<15} {value}"),
+            Line::Under(indent, text) => write!(f, "{indent}{text}"),
+        }
     }
 }

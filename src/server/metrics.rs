@@ -34,6 +34,11 @@ const REFRESH_BUCKETS: [f64; 17] = [
 /// The refresh duration histogram's constructor.
 type RefreshHistogram = fn() -> Histogram;
 
+/// A refresh duration histogram.
+fn refresh_histogram() -> Histogram {
+    Histogram::new(REFRESH_BUCKETS)
+}
+
 /// What a request asked for, as a bounded label (never the raw path).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Route {
@@ -212,77 +217,190 @@ pub(crate) struct SignpostingLabels {
     pub(crate) page: &'static str,
 }
 
-/// Every metric the gateway keeps.
-#[derive(Debug)]
-pub struct Metrics {
-    /// The families kept between scrapes.
-    pub(crate) registry: Registry,
+/// Declares [`Metrics`] and its constructor from one list, so that a metric is written once:
+/// its field (the family's first type parameter is its labels), its name (without the
+/// `oai_bridge_` prefix and the `_total` the encoder adds to counters) and its help. The
+/// families are registered in the list's order, which is the order `/metrics` shows them in. A
+/// metric given `, init` after its help is made by that expression, the others by `Default`.
+macro_rules! metrics {
+    (@init) => {
+        Default::default()
+    };
+    (@init $init:expr) => {
+        $init
+    };
+    (
+        $(
+            $(#[$doc:meta])*
+            $vis:vis $field:ident: $ty:ty => $name:literal, $help:literal $(, $init:expr)?;
+        )*
+    ) => {
+        /// Every metric the gateway keeps.
+        #[derive(Debug)]
+        pub struct Metrics {
+            /// The families kept between scrapes.
+            pub(crate) registry: Registry,
+            $(
+                $(#[$doc])*
+                $vis $field: $ty,
+            )*
+            /// How many repositories have series of their own
+            /// (`[server] metrics_repository_series`).
+            bound: usize,
+            /// The repositories that have series of their own; the others count under [`OTHER`].
+            own: RwLock<HashSet<String>>,
+            /// The label sets of the `_other` gauges the last scrape set, so that the next
+            /// removes the ones that no aggregated repository has any more (a profile switched
+            /// off).
+            pub(crate) other_series: Mutex<OtherSeries>,
+        }
+
+        impl Metrics {
+            /// The metrics of a gateway where at most `bound` repositories have series of
+            /// their own.
+            pub fn new(bound: usize) -> Self {
+                let mut registry = Registry::with_prefix("oai_bridge");
+                $(
+                    let $field: $ty = metrics!(@init $($init)?);
+                    registry.register($name, $help, $field.clone());
+                )*
+                let metrics = Self {
+                    registry,
+                    $($field,)*
+                    bound,
+                    own: RwLock::default(),
+                    other_series: Mutex::default(),
+                };
+                metrics
+                    .build_info
+                    .get_or_create(&BuildLabels {
+                        version: env!("CARGO_PKG_VERSION"),
+                    })
+                    .set(1);
+                metrics
+            }
+        }
+    };
+}
+
+metrics! {
     /// Requests by route and status.
-    pub requests: Family<RequestLabels, Counter>,
+    pub requests: Family<RequestLabels, Counter> =>
+        "http_requests", "HTTP requests answered, by route and status";
     /// Body bytes sent, by route.
-    pub bytes: Family<RouteLabels, Counter>,
+    pub bytes: Family<RouteLabels, Counter> =>
+        "http_response_body_bytes", "Response body bytes sent, by route";
     /// Refreshes by repository and outcome.
-    pub harvests: Family<HarvestLabels, Counter>,
+    pub harvests: Family<HarvestLabels, Counter> =>
+        "harvests", "Refreshes from the upstream, by repository and outcome";
     /// Distinct records in the generation being served.
-    pub records: Family<RepoLabels, Gauge>,
+    pub records: Family<RepoLabels, Gauge> =>
+        "records", "Distinct records in the generation being served";
     /// URLs published in the generation being served.
-    pub urls: Family<RepoLabels, Gauge>,
+    pub urls: Family<RepoLabels, Gauge> =>
+        "urls_published", "URLs in the sitemaps being served";
     /// Identifiers not published, by reason, in the generation being served.
-    pub dropped: Family<DropLabels, Gauge>,
+    pub dropped: Family<DropLabels, Gauge> =>
+        "identifiers_dropped",
+        "dc:identifier values not published in the generation being served, by reason";
     /// Unix time of the last successful refresh.
-    pub last_success: Family<RepoLabels, Gauge>,
+    pub last_success: Family<RepoLabels, Gauge> =>
+        "last_success_timestamp_seconds", "Unix time of the last successful refresh";
     /// Build time of the last successful refresh: harvest and render, without the set-up before
     /// and the commit and swap after (`refresh_duration` counts those).
-    pub last_duration: Family<RepoLabels, Gauge<f64, AtomicU64>>,
+    pub last_duration: Family<RepoLabels, Gauge<f64, AtomicU64>> =>
+        "last_harvest_duration_seconds",
+        "Seconds the last successful refresh took to harvest and render (not its set-up, commit and swap)";
     /// 1 while the last refresh failed and an older generation is served.
-    pub stale: Family<RepoLabels, Gauge>,
+    pub stale: Family<RepoLabels, Gauge> =>
+        "serving_stale", "1 when the last refresh failed and an older generation is served";
     /// 1 while the repository has a generation to serve.
-    pub serving: Family<RepoLabels, Gauge>,
+    pub serving: Family<RepoLabels, Gauge> =>
+        "serving", "1 when the repository has a generation to serve";
     /// 1 while the shrink guard holds a publish back.
-    pub shrink_held: Family<RepoLabels, Gauge>,
+    pub shrink_held: Family<RepoLabels, Gauge> =>
+        "shrink_held",
+        "1 while a harvest that would remove more than shrink_guard of the published URLs is held back";
     /// 1 while the last full harvest's list ended far short of its announced size (Q-04).
-    pub short_list: Family<RepoLabels, Gauge>,
+    pub short_list: Family<RepoLabels, Gauge> =>
+        "short_list",
+        "1 while the last full harvest's list ended far short of the completeListSize it \
+         announced: nothing was removed, and the next refresh harvests in full";
     /// Records the last refresh asked the upstream for (all of them for a full harvest).
-    pub harvested_records: Family<KindLabels, Gauge>,
+    pub harvested_records: Family<KindLabels, Gauge> =>
+        "last_harvest_records",
+        "Records received by the last complete harvest, by kind (full or incremental)";
     /// Upstream requests retried.
-    pub upstream_retries: Family<RepoLabels, Counter>,
+    pub upstream_retries: Family<RepoLabels, Counter> =>
+        "upstream_retries", "Upstream requests retried after a failure";
     /// Waits imposed by an upstream's `Retry-After`.
-    pub retry_after_waits: Family<RepoLabels, Counter>,
-    /// Upstream requests sent, by the status of their answer.
-    pub(crate) upstream_requests: Family<UpstreamLabels, Counter>,
+    pub retry_after_waits: Family<RepoLabels, Counter> =>
+        "upstream_retry_after_waits", "Waits imposed by an upstream's Retry-After header";
     /// IndexNow requests sent, by the status of their answer (`none`: no answer).
-    pub(crate) indexnow_requests: Family<UpstreamLabels, Counter>,
+    pub(crate) indexnow_requests: Family<UpstreamLabels, Counter> =>
+        "indexnow_requests",
+        "IndexNow requests sent, by repository and the status of the engine's answer \
+         (none: no answer); 429 and 5xx are tried again, other refusals stop the pings";
     /// Landing pages an IndexNow engine acknowledged (200 or 202).
-    pub(crate) indexnow_urls: Family<RepoLabels, Counter>,
+    pub(crate) indexnow_urls: Family<RepoLabels, Counter> =>
+        "indexnow_urls_sent",
+        "Changed landing pages an IndexNow engine acknowledged (200 or 202), by repository";
+    /// Upstream requests sent, by the status of their answer.
+    pub(crate) upstream_requests: Family<UpstreamLabels, Counter> =>
+        "upstream_requests",
+        "Requests sent to the upstream, retries included, by the status code of the answer \
+         (none: no answer)";
     /// Wall time of refreshes, by repository and outcome.
-    pub(crate) refresh_duration: Family<HarvestLabels, Histogram, RefreshHistogram>,
+    pub(crate) refresh_duration: Family<HarvestLabels, Histogram, RefreshHistogram> =>
+        "refresh_duration_seconds",
+        "Wall time of refreshes (harvest and render), by repository and outcome",
+        Family::new_with_constructor(refresh_histogram);
     /// Wall time of the harvest and the render of refreshes, by repository.
-    pub(crate) refresh_phase: Family<PhaseLabels, Histogram, RefreshHistogram>,
+    pub(crate) refresh_phase: Family<PhaseLabels, Histogram, RefreshHistogram> =>
+        "refresh_phase_duration_seconds",
+        "Wall time of the phases of refreshes, by repository: harvest (to the end of the \
+         list) and render (from there to the new generation written)",
+        Family::new_with_constructor(refresh_histogram);
     /// Body bytes of repositories' files and documents sent, by repository and encoding.
-    pub(crate) served_bytes: Family<ServedLabels, Counter>,
+    pub(crate) served_bytes: Family<ServedLabels, Counter> =>
+        "served_bytes",
+        "Response body bytes of repositories' files and documents sent, by repository and \
+         Content-Encoding";
     /// Signposting answers, by repository, kind and whether the page was listed.
-    pub(crate) signposting_answers: Family<SignpostingLabels, Counter>,
+    pub(crate) signposting_answers: Family<SignpostingLabels, Counter> =>
+        "signposting_answers",
+        "Signposting requests answered, by repository, answer (linkset: Level 2; header: \
+         Level 1) and page (found, or unknown: a page the served generation does not list)";
+    /// 1, labelled with the version of the running build (set once, by [`Metrics::new`]).
+    build_info: Family<BuildLabels, Gauge> =>
+        "build_info", "1, labelled with the version of the running build";
     /// Files read from the state directory into the cache (misses; concurrent misses read once).
-    pub cache_fills: Counter,
+    pub cache_fills: Counter =>
+        "cache_fills", "Files read from the state directory into the byte cache";
     /// Entries of each profile beyond the sitemap (e.g. the Signmap) being served.
-    pub profile_entries: Family<ProfileLabels, Gauge>,
+    pub profile_entries: Family<ProfileLabels, Gauge> =>
+        "profile_entries",
+        "Entries in the files of each profile beyond the sitemap, in the generation being served";
     /// Records a profile did not publish, by reason.
-    pub profile_dropped: Family<ProfileDropLabels, Gauge>,
+    pub profile_dropped: Family<ProfileDropLabels, Gauge> =>
+        "profile_records_dropped",
+        "Records a profile did not publish, by reason, in the generation being served";
     /// The platform whose landing rule the served generation was made with (1), by repository.
-    pub platform: Family<PlatformLabels, Gauge>,
+    pub platform: Family<PlatformLabels, Gauge> =>
+        "platform",
+        "The platform whose landing rule made the generation being served (1; the others 0)";
     /// Reloads of the configuration, by outcome.
-    pub config_reloads: Family<OutcomeLabels, Counter>,
+    pub config_reloads: Family<OutcomeLabels, Counter> =>
+        "config_reloads", "Reloads of the configuration (SIGHUP, POST /-/reload), by outcome";
     /// 1 while the last reload failed (the running configuration stays), 0 after a good one.
-    pub config_reload_failed: Gauge,
+    pub config_reload_failed: Gauge =>
+        "config_reload_failed",
+        "1 while the last reload of the configuration failed and the running one stays; 0 after a good one";
     /// Repositories summed under `repository="_other"`.
-    pub(crate) aggregated: Gauge,
-    /// How many repositories have series of their own (`[server] metrics_repository_series`).
-    bound: usize,
-    /// The repositories that have series of their own; the others count under [`OTHER`].
-    own: RwLock<HashSet<String>>,
-    /// The label sets of the `_other` gauges the last scrape set, so that the next removes the
-    /// ones that no aggregated repository has any more (a profile switched off).
-    pub(crate) other_series: Mutex<OtherSeries>,
+    pub(crate) aggregated: Gauge =>
+        "repositories_aggregated",
+        "Repositories beyond metrics_repository_series: their series are summed under \
+         repository=\"_other\"";
 }
 
 /// The `_other` series with a label besides the repository's, as the last scrape set them.
@@ -326,244 +444,6 @@ pub struct ProfileDropLabels {
 }
 
 impl Metrics {
-    /// The metrics of a gateway where at most `bound` repositories have series of their own.
-    pub fn new(bound: usize) -> Self {
-        let mut registry = Registry::with_prefix("oai_bridge");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by route and status",
-            requests.clone(),
-        );
-        let bytes = Family::<RouteLabels, Counter>::default();
-        registry.register(
-            "http_response_body_bytes",
-            "Response body bytes sent, by route",
-            bytes.clone(),
-        );
-        let harvests = Family::<HarvestLabels, Counter>::default();
-        registry.register(
-            "harvests",
-            "Refreshes from the upstream, by repository and outcome",
-            harvests.clone(),
-        );
-        let records = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "records",
-            "Distinct records in the generation being served",
-            records.clone(),
-        );
-        let urls = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "urls_published",
-            "URLs in the sitemaps being served",
-            urls.clone(),
-        );
-        let dropped = Family::<DropLabels, Gauge>::default();
-        registry.register(
-            "identifiers_dropped",
-            "dc:identifier values not published in the generation being served, by reason",
-            dropped.clone(),
-        );
-        let last_success = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "last_success_timestamp_seconds",
-            "Unix time of the last successful refresh",
-            last_success.clone(),
-        );
-        let last_duration = Family::<RepoLabels, Gauge<f64, AtomicU64>>::default();
-        registry.register(
-            "last_harvest_duration_seconds",
-            "Seconds the last successful refresh took to harvest and render (not its set-up, commit and swap)",
-            last_duration.clone(),
-        );
-        let stale = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "serving_stale",
-            "1 when the last refresh failed and an older generation is served",
-            stale.clone(),
-        );
-        let serving = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "serving",
-            "1 when the repository has a generation to serve",
-            serving.clone(),
-        );
-        let shrink_held = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "shrink_held",
-            "1 while a harvest that would remove more than shrink_guard of the published URLs is held back",
-            shrink_held.clone(),
-        );
-        let short_list = Family::<RepoLabels, Gauge>::default();
-        registry.register(
-            "short_list",
-            "1 while the last full harvest's list ended far short of the completeListSize it \
-             announced: nothing was removed, and the next refresh harvests in full",
-            short_list.clone(),
-        );
-        let harvested_records = Family::<KindLabels, Gauge>::default();
-        registry.register(
-            "last_harvest_records",
-            "Records received by the last complete harvest, by kind (full or incremental)",
-            harvested_records.clone(),
-        );
-        let upstream_retries = Family::<RepoLabels, Counter>::default();
-        registry.register(
-            "upstream_retries",
-            "Upstream requests retried after a failure",
-            upstream_retries.clone(),
-        );
-        let retry_after_waits = Family::<RepoLabels, Counter>::default();
-        registry.register(
-            "upstream_retry_after_waits",
-            "Waits imposed by an upstream's Retry-After header",
-            retry_after_waits.clone(),
-        );
-        let indexnow_requests = Family::<UpstreamLabels, Counter>::default();
-        registry.register(
-            "indexnow_requests",
-            "IndexNow requests sent, by repository and the status of the engine's answer \
-             (none: no answer); 429 and 5xx are tried again, other refusals stop the pings",
-            indexnow_requests.clone(),
-        );
-        let indexnow_urls = Family::<RepoLabels, Counter>::default();
-        registry.register(
-            "indexnow_urls_sent",
-            "Changed landing pages an IndexNow engine acknowledged (200 or 202), by repository",
-            indexnow_urls.clone(),
-        );
-        let upstream_requests = Family::<UpstreamLabels, Counter>::default();
-        registry.register(
-            "upstream_requests",
-            "Requests sent to the upstream, retries included, by the status code of the answer \
-             (none: no answer)",
-            upstream_requests.clone(),
-        );
-        let refresh_duration =
-            Family::<HarvestLabels, Histogram, RefreshHistogram>::new_with_constructor(|| {
-                Histogram::new(REFRESH_BUCKETS)
-            });
-        registry.register(
-            "refresh_duration_seconds",
-            "Wall time of refreshes (harvest and render), by repository and outcome",
-            refresh_duration.clone(),
-        );
-        let refresh_phase =
-            Family::<PhaseLabels, Histogram, RefreshHistogram>::new_with_constructor(|| {
-                Histogram::new(REFRESH_BUCKETS)
-            });
-        registry.register(
-            "refresh_phase_duration_seconds",
-            "Wall time of the phases of refreshes, by repository: harvest (to the end of the \
-             list) and render (from there to the new generation written)",
-            refresh_phase.clone(),
-        );
-        let served_bytes = Family::<ServedLabels, Counter>::default();
-        registry.register(
-            "served_bytes",
-            "Response body bytes of repositories' files and documents sent, by repository and \
-             Content-Encoding",
-            served_bytes.clone(),
-        );
-        let signposting_answers = Family::<SignpostingLabels, Counter>::default();
-        registry.register(
-            "signposting_answers",
-            "Signposting requests answered, by repository, answer (linkset: Level 2; header: \
-             Level 1) and page (found, or unknown: a page the served generation does not list)",
-            signposting_answers.clone(),
-        );
-        let build_info = Family::<BuildLabels, Gauge>::default();
-        registry.register(
-            "build_info",
-            "1, labelled with the version of the running build",
-            build_info.clone(),
-        );
-        build_info
-            .get_or_create(&BuildLabels {
-                version: env!("CARGO_PKG_VERSION"),
-            })
-            .set(1);
-        let cache_fills = Counter::default();
-        registry.register(
-            "cache_fills",
-            "Files read from the state directory into the byte cache",
-            cache_fills.clone(),
-        );
-        let profile_entries = Family::<ProfileLabels, Gauge>::default();
-        registry.register(
-            "profile_entries",
-            "Entries in the files of each profile beyond the sitemap, in the generation being served",
-            profile_entries.clone(),
-        );
-        let profile_dropped = Family::<ProfileDropLabels, Gauge>::default();
-        registry.register(
-            "profile_records_dropped",
-            "Records a profile did not publish, by reason, in the generation being served",
-            profile_dropped.clone(),
-        );
-        let platform = Family::<PlatformLabels, Gauge>::default();
-        registry.register(
-            "platform",
-            "The platform whose landing rule made the generation being served (1; the others 0)",
-            platform.clone(),
-        );
-        let config_reloads = Family::<OutcomeLabels, Counter>::default();
-        registry.register(
-            "config_reloads",
-            "Reloads of the configuration (SIGHUP, POST /-/reload), by outcome",
-            config_reloads.clone(),
-        );
-        let config_reload_failed = Gauge::default();
-        registry.register(
-            "config_reload_failed",
-            "1 while the last reload of the configuration failed and the running one stays; 0 after a good one",
-            config_reload_failed.clone(),
-        );
-        let aggregated = Gauge::default();
-        registry.register(
-            "repositories_aggregated",
-            "Repositories beyond metrics_repository_series: their series are summed under \
-             repository=\"_other\"",
-            aggregated.clone(),
-        );
-        Self {
-            registry,
-            requests,
-            bytes,
-            harvests,
-            records,
-            urls,
-            dropped,
-            last_success,
-            last_duration,
-            stale,
-            serving,
-            shrink_held,
-            short_list,
-            harvested_records,
-            upstream_retries,
-            retry_after_waits,
-            upstream_requests,
-            indexnow_requests,
-            indexnow_urls,
-            refresh_duration,
-            refresh_phase,
-            served_bytes,
-            signposting_answers,
-            cache_fills,
-            profile_entries,
-            profile_dropped,
-            platform,
-            config_reloads,
-            config_reload_failed,
-            aggregated,
-            bound,
-            own: RwLock::default(),
-            other_series: Mutex::default(),
-        }
-    }
-
     /// Gives each repository of `added`, in configuration order, series of its own while fewer
     /// than the bound have them, counting only those still `configured` (the ones a reload
     /// removes free their places for the repositories it adds). A repository keeps its series

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use quick_xml::Reader;
-use quick_xml::events::{BytesStart, Event};
+use quick_xml::events::{BytesRef, BytesStart, Event};
 
 use crate::datestamp::{Datestamp, Granularity};
 
@@ -856,23 +856,142 @@ pub(super) fn parse_with_quick_xml(
     body_len: usize,
     fields: Fields,
 ) -> Result<ListPage, ParseError> {
-    let mut page = ListPage {
-        quirks,
-        ..ListPage::default()
-    };
     let mut reader = Reader::from_str(text);
-    let mut scopes = Scopes::default();
-    let mut depth = 0usize;
-    let mut root_seen = false;
-    // Depths at which the contexts opened (0 = not inside).
-    let (mut list_depth, mut record_depth, mut header_depth, mut metadata_depth, mut dc_depth) =
-        (0, 0, 0, 0, 0);
-    let mut capture: Option<(Capture, usize)> = None;
-    let mut buf = String::new();
-    let mut record = Record::default();
-    let mut error_code = String::new();
-    let mut token = Token::default();
-    let truncated_or = |e: quick_xml::Error, pos: u64| {
+    let mut state = QuickXml {
+        text,
+        body_len,
+        scopes: Scopes::default(),
+        depth: 0,
+        root_seen: false,
+        contexts: Contexts::new(quirks, text.len(), fields),
+    };
+    loop {
+        let event = match reader.read_event() {
+            Ok(event) => event,
+            Err(e) => return Err(state.unreadable(e, reader.error_position())),
+        };
+        let at = reader.buffer_position();
+        match event {
+            Event::Start(e) => state.start(&e, at)?,
+            Event::Empty(e) => {
+                state.start(&e, at)?;
+                state.end();
+            }
+            Event::End(_) => state.end(),
+            Event::Text(t) => state.contexts.text(&t),
+            Event::CData(t) => state.contexts.text(&t),
+            Event::GeneralRef(r) => state.reference(&r, at)?,
+            Event::Eof => return state.eof(),
+            _ => {}
+        }
+    }
+}
+
+/// The quick-xml reader's state between events, as `Scanner` is the scanner's: the depth and
+/// the namespaces in scope, and the contexts of the page it is in.
+struct QuickXml<'t> {
+    /// The prepared text, to describe it when it is not OAI-PMH.
+    text: &'t str,
+    /// The length of the body as received, for [`ParseError::Truncated`].
+    body_len: usize,
+    scopes: Scopes,
+    /// Depth of the element being read (the root's is 1).
+    depth: usize,
+    root_seen: bool,
+    /// What the elements read so far mean, and the page read from them.
+    contexts: Contexts,
+}
+
+impl QuickXml<'_> {
+    /// The start of an element whose tag ends at `at`: the root, or what the contexts make of
+    /// an element below it.
+    fn start(&mut self, e: &BytesStart<'_>, at: u64) -> Result<(), ParseError> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep { offset: at });
+        }
+        if let Err(err) = self.scopes.declare(e, self.depth) {
+            return Err(self.truncated_or(err, at));
+        }
+        let qname = e.name();
+        let (ns, local) = self.scopes.resolve(qname.as_ref(), self.contexts.quirks());
+        if self.root_seen {
+            self.contexts
+                .start(ns, local, self.depth, |name| attr(e, name).map(Cow::Owned));
+        } else {
+            self.root_seen = true;
+            if !self.contexts.root(ns, local) {
+                let root = e.name().as_ref().to_owned();
+                return Err(ParseError::NotOai {
+                    what: describe_non_oai(self.text, Some(&root)),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The end of the element being read (or of an empty one, right after its start).
+    fn end(&mut self) {
+        self.contexts.close(self.depth);
+        self.scopes.close(self.depth);
+        self.depth = self.depth.saturating_sub(1);
+    }
+
+    /// An entity or character reference ending at `at`: its character is kept where text is
+    /// collected, and one that names no character fails the page, wherever it stands.
+    fn reference(&mut self, r: &BytesRef<'_>, at: u64) -> Result<(), ParseError> {
+        let resolved = match r.resolve_char_ref() {
+            Ok(Some(c)) => Some(c),
+            Ok(None) => match &**r {
+                "amp" => Some('&'),
+                "lt" => Some('<'),
+                "gt" => Some('>'),
+                "apos" => Some('\''),
+                "quot" => Some('"'),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        match resolved {
+            Some(c) => {
+                self.contexts.char(c);
+                Ok(())
+            }
+            None => Err(ParseError::Xml {
+                offset: at,
+                message: format!("undefined entity &{};", &**r),
+            }),
+        }
+    }
+
+    /// The end of the body: the page, unless it held no element or ended inside one.
+    fn eof(self) -> Result<ListPage, ParseError> {
+        if !self.root_seen {
+            return Err(ParseError::NotOai {
+                what: describe_non_oai(self.text, None),
+            });
+        }
+        if self.depth > 0 {
+            return Err(ParseError::Truncated { len: self.body_len });
+        }
+        Ok(self.contexts.finish())
+    }
+
+    /// The error for a body quick-xml cannot read at `offset`: not OAI-PMH before the root,
+    /// else truncated or malformed.
+    fn unreadable(&self, e: quick_xml::Error, offset: u64) -> ParseError {
+        if self.root_seen {
+            self.truncated_or(e, offset)
+        } else {
+            ParseError::NotOai {
+                what: describe_non_oai(self.text, None),
+            }
+        }
+    }
+
+    /// [`ParseError::Truncated`] for the errors of a body that ends too early, else
+    /// [`ParseError::Xml`] at `offset`.
+    fn truncated_or(&self, e: quick_xml::Error, offset: u64) -> ParseError {
         use quick_xml::errors::{IllFormedError, SyntaxError};
         match e {
             quick_xml::Error::Syntax(
@@ -885,248 +1004,295 @@ pub(super) fn parse_with_quick_xml(
                 | SyntaxError::UnclosedDoubleQuotedAttributeValue
                 | SyntaxError::UnclosedSingleQuotedAttributeValue
                 | SyntaxError::InvalidBangMarkup,
-            ) => ParseError::Truncated { len: body_len },
+            ) => ParseError::Truncated { len: self.body_len },
             quick_xml::Error::IllFormed(IllFormedError::MissingEndTag(_)) => {
-                ParseError::Truncated { len: body_len }
+                ParseError::Truncated { len: self.body_len }
             }
             other => ParseError::Xml {
-                offset: pos,
+                offset,
                 message: other.to_string(),
             },
         }
-    };
-    loop {
-        let event = match reader.read_event() {
-            Ok(event) => event,
-            Err(e) => {
-                let pos = reader.error_position();
-                return Err(if root_seen {
-                    truncated_or(e, pos)
-                } else {
-                    ParseError::NotOai {
-                        what: describe_non_oai(text, None),
-                    }
-                });
-            }
+    }
+}
+
+/// What an element of a `ListRecords` page means where it stands, and what is kept of it: the
+/// rules that both readers, the quick-xml reader here and the hand-written scanner
+/// ([`super::scan`]), follow element by element. Written once, so that the two differ only in
+/// how they read XML, which is what their differential tests compare.
+///
+/// The contexts are kept as the depths at which they opened (0 = not inside), with the text
+/// being collected and the page read so far.
+pub(super) struct Contexts {
+    fields: Fields,
+    page: ListPage,
+    list: usize,
+    record_at: usize,
+    header: usize,
+    metadata: usize,
+    dc: usize,
+    /// What the text being collected is, and the depth of its element.
+    capture: Option<(Capture, usize)>,
+    buf: String,
+    record: Record,
+    /// The Dublin Core values of the page's records, shared by them when it is read.
+    values: Values,
+    /// Where the values of the record being read start in `values`.
+    dc_start: u32,
+    error_code: String,
+    token: Token,
+}
+
+impl Contexts {
+    /// Before the root of a page of `len` bytes, with the `quirks` counted in preparing it.
+    pub(super) fn new(quirks: Quirks, len: usize, fields: Fields) -> Self {
+        Self {
+            fields,
+            page: ListPage {
+                quirks,
+                ..ListPage::default()
+            },
+            list: 0,
+            record_at: 0,
+            header: 0,
+            metadata: 0,
+            dc: 0,
+            capture: None,
+            buf: String::new(),
+            record: Record::default(),
+            values: Values::for_page(len, fields),
+            dc_start: 0,
+            error_code: String::new(),
+            token: Token::default(),
+        }
+    }
+
+    /// What the page tolerated so far, for a reader to count its own.
+    #[inline]
+    pub(super) fn quirks(&mut self) -> &mut Quirks {
+        &mut self.page.quirks
+    }
+
+    /// The root: `OAI-PMH` (in its namespace or none) or a Static Repository's `Repository`;
+    /// `false` for anything else, which is not OAI-PMH.
+    #[inline]
+    pub(super) fn root(&mut self, ns: Ns, local: &str) -> bool {
+        match (ns, local) {
+            (Ns::Oai, "OAI-PMH") => {}
+            (Ns::None, "OAI-PMH") => self.page.quirks.no_namespace = true,
+            (Ns::Static, "Repository") => self.page.is_static = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// Keeps `text` if it is part of a value being collected.
+    #[inline]
+    pub(super) fn text(&mut self, text: &str) {
+        if self.capture.is_some() {
+            self.buf.push_str(text);
+        }
+    }
+
+    /// Keeps the character of a reference if it is part of a value being collected.
+    #[inline]
+    pub(super) fn char(&mut self, c: char) {
+        if self.capture.is_some() {
+            self.buf.push(c);
+        }
+    }
+
+    /// The start of an element below the root at `depth`: what it is depends on the innermost
+    /// context open. `attr` gives the normalised value of one of its unprefixed attributes.
+    #[inline]
+    pub(super) fn start<'a>(
+        &mut self,
+        ns: Ns,
+        local: &str,
+        depth: usize,
+        attr: impl Fn(&str) -> Option<Cow<'a, str>>,
+    ) {
+        let oai = ns == Ns::Oai || (self.page.quirks.no_namespace && ns == Ns::None);
+        let capture = if self.capture.is_some() {
+            // Markup inside a captured value: keep collecting its text.
+            None
+        } else if self.dc > 0 {
+            self.dc_child(ns, local)
+        } else if self.metadata > 0 {
+            self.metadata_child(ns, local, depth);
+            None
+        } else if self.header > 0 {
+            Self::header_child(oai, local)
+        } else if self.record_at > 0 {
+            self.record_child(oai, local, depth, attr);
+            None
+        } else if self.list > 0 {
+            self.list_child(oai, local, depth, attr)
+        } else if depth == 2 {
+            let container = oai || (self.page.is_static && ns == Ns::Static);
+            self.root_child(container, local, depth, attr)
+        } else {
+            None
         };
-        match event {
-            Event::Start(ref e) | Event::Empty(ref e) => {
-                let empty = matches!(event, Event::Empty(_));
-                depth += 1;
-                if depth > MAX_DEPTH {
-                    return Err(ParseError::TooDeep {
-                        offset: reader.buffer_position(),
-                    });
-                }
-                if let Err(err) = scopes.declare(e, depth) {
-                    return Err(truncated_or(err, reader.buffer_position()));
-                }
-                let qname = e.name();
-                let (ns, local) = scopes.resolve(qname.as_ref(), &mut page.quirks);
-                if !root_seen {
-                    root_seen = true;
-                    match (ns, local) {
-                        (Ns::Oai, "OAI-PMH") => {}
-                        (Ns::None, "OAI-PMH") => page.quirks.no_namespace = true,
-                        (Ns::Static, "Repository") => page.is_static = true,
-                        _ => {
-                            let root = e.name().as_ref().to_owned();
-                            return Err(ParseError::NotOai {
-                                what: describe_non_oai(text, Some(&root)),
-                            });
-                        }
-                    }
-                } else {
-                    let oai = ns == Ns::Oai || (page.quirks.no_namespace && ns == Ns::None);
-                    let container = oai || (page.is_static && ns == Ns::Static);
-                    let capturing = capture.is_some();
-                    let mut start_capture = |c: Capture| {
-                        buf.clear();
-                        capture = Some((c, depth));
-                    };
-                    if capturing {
-                        // Markup inside a captured value: keep collecting its text.
-                    } else if dc_depth > 0 {
-                        if ns == Ns::Dc && local == "identifier" {
-                            start_capture(Capture::DcIdentifier);
-                        } else if ns == Ns::Dc
-                            && fields.any()
-                            && let Some(element) = DcElement::from_local(local)
-                            && fields.wants(element)
-                        {
-                            start_capture(Capture::Dc(element));
-                        }
-                    } else if metadata_depth > 0 {
-                        record.empty_metadata = false;
-                        if ns == Ns::OaiDc && local == "dc" && depth == metadata_depth + 1 {
-                            dc_depth = depth;
-                        }
-                    } else if header_depth > 0 {
-                        match (oai, local) {
-                            (true, "identifier") => start_capture(Capture::Identifier),
-                            (true, "datestamp") => start_capture(Capture::Datestamp),
-                            (true, "setSpec") => start_capture(Capture::SetSpec),
-                            _ => {}
-                        }
-                    } else if record_depth > 0 {
-                        match (oai, local) {
-                            (true, "header") => {
-                                header_depth = depth;
-                                record.deleted = attr(e, "status").as_deref() == Some("deleted");
-                            }
-                            (true, "metadata") => {
-                                metadata_depth = depth;
-                                record.empty_metadata = true;
-                            }
-                            _ => {}
-                        }
-                    } else if list_depth > 0 {
-                        match (oai, local) {
-                            (true, "record") => {
-                                record_depth = depth;
-                                record = Record::default();
-                            }
-                            (true, "resumptionToken") => {
-                                token = Token {
-                                    value: String::new(),
-                                    complete_list_size: attr(e, "completeListSize")
-                                        .and_then(|v| v.trim().parse().ok()),
-                                    cursor: attr(e, "cursor").and_then(|v| v.trim().parse().ok()),
-                                };
-                                start_capture(Capture::Token);
-                            }
-                            _ => {}
-                        }
-                    } else if depth == 2 {
-                        match (container, local) {
-                            (true, "ListRecords") => {
-                                list_depth = depth;
-                                page.listed = true;
-                            }
-                            (true, "responseDate") => start_capture(Capture::ResponseDate),
-                            (true, "error") => {
-                                error_code = attr(e, "code").unwrap_or_default();
-                                start_capture(Capture::Error);
-                            }
-                            _ => {}
-                        }
-                    }
-                }
-                if empty {
-                    close(
-                        &mut page,
-                        depth,
-                        &mut capture,
-                        &buf,
-                        &mut record,
-                        &mut error_code,
-                        &mut token,
-                        [
-                            &mut list_depth,
-                            &mut record_depth,
-                            &mut header_depth,
-                            &mut metadata_depth,
-                            &mut dc_depth,
-                        ],
-                    );
-                    scopes.close(depth);
-                    depth -= 1;
-                }
+        if let Some(capture) = capture {
+            self.buf.clear();
+            self.capture = Some((capture, depth));
+        }
+    }
+
+    /// An element inside `oai_dc:dc`: the Dublin Core value to capture, if it is one read.
+    #[inline]
+    fn dc_child(&self, ns: Ns, local: &str) -> Option<Capture> {
+        if ns != Ns::Dc {
+            None
+        } else if local == "identifier" {
+            Some(Capture::DcIdentifier)
+        } else if self.fields.any() {
+            DcElement::from_local(local)
+                .filter(|e| self.fields.wants(*e))
+                .map(Capture::Dc)
+        } else {
+            None
+        }
+    }
+
+    /// An element inside `metadata`: the metadata is not empty, and `oai_dc:dc` right inside
+    /// it opens the Dublin Core.
+    #[inline]
+    fn metadata_child(&mut self, ns: Ns, local: &str, depth: usize) {
+        self.record.empty_metadata = false;
+        if ns == Ns::OaiDc && local == "dc" && depth == self.metadata + 1 {
+            self.dc = depth;
+        }
+    }
+
+    /// An element inside a record's `header`: its identifier, datestamp or a set to capture.
+    #[inline]
+    fn header_child(oai: bool, local: &str) -> Option<Capture> {
+        match (oai, local) {
+            (true, "identifier") => Some(Capture::Identifier),
+            (true, "datestamp") => Some(Capture::Datestamp),
+            (true, "setSpec") => Some(Capture::SetSpec),
+            _ => None,
+        }
+    }
+
+    /// An element inside a `record`: its `header` (with its deleted status) or its `metadata`
+    /// opens.
+    #[inline]
+    fn record_child<'a>(
+        &mut self,
+        oai: bool,
+        local: &str,
+        depth: usize,
+        attr: impl Fn(&str) -> Option<Cow<'a, str>>,
+    ) {
+        match (oai, local) {
+            (true, "header") => {
+                self.header = depth;
+                self.record.deleted = attr("status").as_deref() == Some("deleted");
             }
-            Event::End(_) => {
-                close(
-                    &mut page,
-                    depth,
-                    &mut capture,
-                    &buf,
-                    &mut record,
-                    &mut error_code,
-                    &mut token,
-                    [
-                        &mut list_depth,
-                        &mut record_depth,
-                        &mut header_depth,
-                        &mut metadata_depth,
-                        &mut dc_depth,
-                    ],
-                );
-                scopes.close(depth);
-                depth = depth.saturating_sub(1);
-            }
-            Event::Text(t) if capture.is_some() => buf.push_str(&t),
-            Event::CData(t) if capture.is_some() => buf.push_str(&t),
-            Event::GeneralRef(r) => {
-                let resolved = match r.resolve_char_ref() {
-                    Ok(Some(c)) => Some(c),
-                    Ok(None) => match &*r {
-                        "amp" => Some('&'),
-                        "lt" => Some('<'),
-                        "gt" => Some('>'),
-                        "apos" => Some('\''),
-                        "quot" => Some('"'),
-                        _ => None,
-                    },
-                    Err(_) => None,
-                };
-                match resolved {
-                    Some(c) if capture.is_some() => buf.push(c),
-                    Some(_) => {}
-                    None => {
-                        return Err(ParseError::Xml {
-                            offset: reader.buffer_position(),
-                            message: format!("undefined entity &{};", &*r),
-                        });
-                    }
-                }
-            }
-            Event::Eof => {
-                if !root_seen {
-                    return Err(ParseError::NotOai {
-                        what: describe_non_oai(text, None),
-                    });
-                }
-                if depth > 0 {
-                    return Err(ParseError::Truncated { len: body_len });
-                }
-                break;
+            (true, "metadata") => {
+                self.metadata = depth;
+                self.record.empty_metadata = true;
             }
             _ => {}
         }
     }
-    Ok(finish(page))
-}
 
-/// Completes a page read to its end: a response with errors holds nothing else.
-pub(super) fn finish(mut page: ListPage) -> ListPage {
-    if !page.errors.is_empty() {
-        page.records.clear();
-        page.token = None;
+    /// An element inside `ListRecords`: a `record` opens, or the resumption token (with its
+    /// attributes) is captured.
+    #[inline]
+    fn list_child<'a>(
+        &mut self,
+        oai: bool,
+        local: &str,
+        depth: usize,
+        attr: impl Fn(&str) -> Option<Cow<'a, str>>,
+    ) -> Option<Capture> {
+        match (oai, local) {
+            (true, "record") => {
+                self.record_at = depth;
+                self.record = Record::default();
+                None
+            }
+            (true, "resumptionToken") => {
+                self.token = Token {
+                    value: String::new(),
+                    complete_list_size: attr("completeListSize")
+                        .and_then(|v| v.trim().parse().ok()),
+                    cursor: attr("cursor").and_then(|v| v.trim().parse().ok()),
+                };
+                Some(Capture::Token)
+            }
+            _ => None,
+        }
     }
-    page
-}
 
-/// Handles the end of the element at `depth`: stores captured text and closes contexts.
-#[allow(clippy::too_many_arguments)]
-fn close(
-    page: &mut ListPage,
-    depth: usize,
-    capture: &mut Option<(Capture, usize)>,
-    buf: &str,
-    record: &mut Record,
-    error_code: &mut String,
-    token: &mut Token,
-    [list, rec, header, metadata, dc]: [&mut usize; 5],
-) {
-    if let Some((what, at)) = *capture {
-        if at != depth {
+    /// A child of the root (`container`: in the root's namespace): `ListRecords` opens, or the
+    /// response date or an error (with its code) is captured.
+    #[inline]
+    fn root_child<'a>(
+        &mut self,
+        container: bool,
+        local: &str,
+        depth: usize,
+        attr: impl Fn(&str) -> Option<Cow<'a, str>>,
+    ) -> Option<Capture> {
+        match (container, local) {
+            (true, "ListRecords") => {
+                self.list = depth;
+                self.page.listed = true;
+                None
+            }
+            (true, "responseDate") => Some(Capture::ResponseDate),
+            (true, "error") => {
+                self.error_code = attr("code").map(Cow::into_owned).unwrap_or_default();
+                Some(Capture::Error)
+            }
+            _ => None,
+        }
+    }
+
+    /// The end of the element at `depth`: stores the text captured in it, or closes the
+    /// context it opened.
+    #[inline]
+    pub(super) fn close(&mut self, depth: usize) {
+        if let Some((what, at)) = self.capture {
+            if at != depth {
+                return;
+            }
+            self.capture = None;
+            self.store(what);
             return;
         }
-        *capture = None;
-        let value = buf.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r'));
+        if self.dc == depth {
+            self.dc = 0;
+        } else if self.metadata == depth {
+            self.metadata = 0;
+        } else if self.header == depth {
+            self.header = 0;
+        } else if self.record_at == depth {
+            self.record_at = 0;
+            let mut record = std::mem::take(&mut self.record);
+            let start = std::mem::replace(&mut self.dc_start, self.values.len());
+            record.dc = DcValues::pending(start..self.values.len());
+            self.page.records.push(record);
+        } else if self.list == depth {
+            self.list = 0;
+        }
+    }
+
+    /// Stores the value collected, trimmed of XML whitespace, as `what`.
+    #[inline]
+    fn store(&mut self, what: Capture) {
+        let value = trim_xml_ws(&self.buf);
+        let page = &mut self.page;
+        let record = &mut self.record;
         match what {
             Capture::ResponseDate => page.response_date = Some(value.to_owned()),
             Capture::Error => page.errors.push(OaiError {
-                code: std::mem::take(error_code),
+                code: std::mem::take(&mut self.error_code),
                 message: value.to_owned(),
             }),
             Capture::Identifier => record.identifier = value.to_owned(),
@@ -1139,28 +1305,44 @@ fn close(
             }
             Capture::Dc(element) => {
                 if !value.is_empty() {
-                    record.dc.push(element, value);
+                    self.values.push(element, value);
                 }
             }
             Capture::Token => {
-                token.value = value.to_owned();
-                page.token = Some(std::mem::take(token));
+                self.token.value = value.to_owned();
+                page.token = Some(std::mem::take(&mut self.token));
             }
         }
-        return;
     }
-    if *dc == depth {
-        *dc = 0;
-    } else if *metadata == depth {
-        *metadata = 0;
-    } else if *header == depth {
-        *header = 0;
-    } else if *rec == depth {
-        *rec = 0;
-        page.records.push(std::mem::take(record));
-    } else if *list == depth {
-        *list = 0;
+
+    /// The page read to its end, its records given their Dublin Core values.
+    pub(super) fn finish(self) -> ListPage {
+        let mut page = self.page;
+        self.values.share(&mut page.records);
+        finish(page)
     }
+}
+
+/// `s` without XML whitespace (space, TAB, LF, CR) at either end.
+fn trim_xml_ws(s: &str) -> &str {
+    let is_ws = |b: &u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r');
+    let bytes = s.as_bytes();
+    let start = bytes.iter().position(|b| !is_ws(b)).unwrap_or(bytes.len());
+    let end = bytes
+        .iter()
+        .rposition(|b| !is_ws(b))
+        .map_or(start, |i| i + 1);
+    // Both ends are next to ASCII bytes or the ends of `s`: character boundaries.
+    &s[start..end.max(start)]
+}
+
+/// Completes a page read to its end: a response with errors holds nothing else.
+pub(super) fn finish(mut page: ListPage) -> ListPage {
+    if !page.errors.is_empty() {
+        page.records.clear();
+        page.token = None;
+    }
+    page
 }
 
 /// The unescaped value of an unprefixed attribute.

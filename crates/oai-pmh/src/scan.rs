@@ -35,10 +35,8 @@ use std::borrow::Cow;
 use memchr::{memchr, memchr2, memmem};
 
 use super::parse::{
-    Capture, DcElement, DcValues, Fields, ListPage, MAX_DEPTH, Ns, OaiError, Quirks, Record, Token,
-    Values, classify_uri, finish, legal_xml_char,
+    Contexts, Fields, ListPage, MAX_DEPTH, Ns, Quirks, classify_uri, legal_xml_char,
 };
-use crate::datestamp::Datestamp;
 
 /// Reads a page that [`super::parse::prepare`] has prepared: the same [`ListPage`] as the
 /// quick-xml reader, or `None` when the page holds anything this scanner does not handle.
@@ -46,12 +44,7 @@ use crate::datestamp::Datestamp;
 pub(crate) fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> Option<ListPage> {
     let mut scanner = Scanner {
         text,
-        fields,
         pos: 0,
-        page: ListPage {
-            quirks,
-            ..ListPage::default()
-        },
         open: Vec::with_capacity(16),
         bindings: Vec::with_capacity(8),
         classified: Vec::with_capacity(MAX_CLASSIFIED),
@@ -65,23 +58,10 @@ pub(crate) fn scan_list_records(text: &str, quirks: Quirks, fields: Fields) -> O
             declares: false,
             empty: false,
         },
-        list: 0,
-        record_at: 0,
-        header: 0,
-        metadata: 0,
-        dc: 0,
-        capture: None,
-        buf: String::new(),
-        record: Record::default(),
-        values: Values::for_page(text.len(), fields),
-        dc_start: 0,
-        error_code: String::new(),
-        token: Token::default(),
+        contexts: Contexts::new(quirks, text.len(), fields),
     };
     scanner.document()?;
-    let mut page = scanner.page;
-    scanner.values.share(&mut page.records);
-    Some(finish(page))
+    Some(scanner.contexts.finish())
 }
 
 /// Attributes on one element beyond which the scanner declines (the duplicate check is
@@ -125,14 +105,12 @@ struct RepeatTag<'t> {
     empty: bool,
 }
 
-/// The scanner's state. The dispatch fields mirror the locals of the quick-xml reader, so that
-/// `start` and `close` read like their counterparts there.
+/// The scanner's state: where it is in the text, the names and namespaces in scope, and the
+/// contexts of the page it is in, which the quick-xml reader keeps alike.
 struct Scanner<'t> {
     text: &'t str,
-    fields: Fields,
     /// Byte offset of the next unread byte.
     pos: usize,
-    page: ListPage,
     /// Qualified names of the open elements; the depth is its length.
     open: Vec<&'t str>,
     bindings: Vec<Binding<'t>>,
@@ -145,21 +123,8 @@ struct Scanner<'t> {
     attrs: Vec<Attr<'t>>,
     /// The last start tag read that had attributes, whole, with what reading it found.
     repeat: RepeatTag<'t>,
-    // Depths at which the contexts opened (0 = not inside).
-    list: usize,
-    record_at: usize,
-    header: usize,
-    metadata: usize,
-    dc: usize,
-    capture: Option<(Capture, usize)>,
-    buf: String,
-    record: Record,
-    /// The Dublin Core values of the page's records, shared by them when it is read.
-    values: Values,
-    /// Where the values of the record being read start in `values`.
-    dc_start: u32,
-    error_code: String,
-    token: Token,
+    /// What the elements read so far mean, and the page read from them.
+    contexts: Contexts,
 }
 
 /// XML whitespace, as quick-xml and the XML spec define it.
@@ -188,19 +153,6 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     } else {
         a.iter().zip(b).fold(0, |diff, (x, y)| diff | (x ^ y)) == 0
     }
-}
-
-/// `s` without XML whitespace (space, TAB, LF, CR) at either end, as the quick-xml reader trims
-/// captured values.
-fn trim_xml_ws(s: &str) -> &str {
-    let bytes = s.as_bytes();
-    let start = bytes.iter().position(|&b| !is_ws(b)).unwrap_or(bytes.len());
-    let end = bytes
-        .iter()
-        .rposition(|&b| !is_ws(b))
-        .map_or(start, |i| i + 1);
-    // Both ends are next to ASCII bytes or the ends of `s`: character boundaries.
-    &s[start..end.max(start)]
 }
 
 /// Character classes of ASCII name bytes: 1 may start a name, 2 may follow, 3 is the colon.
@@ -406,16 +358,12 @@ impl<'t> Scanner<'t> {
                 Some(b'<') => self.pos,
                 _ => self.pos + memchr2(b'<', b'&', bytes.get(self.pos..)?)?,
             };
-            if self.capture.is_some() {
-                self.buf.push_str(&text[self.pos..at]);
-            }
+            self.contexts.text(&text[self.pos..at]);
             if bytes[at] == b'&' {
                 // Resolved everywhere, as quick-xml does: an unknown entity fails the page even
                 // where its text is not kept.
                 let (c, len) = reference(&bytes[at..])?;
-                if self.capture.is_some() {
-                    self.buf.push(c);
-                }
+                self.contexts.char(c);
                 self.pos = at + len;
                 continue;
             }
@@ -489,7 +437,7 @@ impl<'t> Scanner<'t> {
         let ns = self.resolve(prefix)?;
         self.start(ns, local, depth)?;
         if empty {
-            self.close(depth);
+            self.contexts.close(depth);
             self.forget(depth);
         } else {
             self.open.push(qname);
@@ -593,7 +541,7 @@ impl<'t> Scanner<'t> {
         }
         self.pos = end + 1;
         let depth = self.open.len();
-        self.close(depth);
+        self.contexts.close(depth);
         self.forget(depth);
         self.open.pop();
         Some(())
@@ -653,7 +601,7 @@ impl<'t> Scanner<'t> {
         match found {
             Some(b) => {
                 if b.https {
-                    self.page.quirks.https_namespaces += 1;
+                    self.contexts.quirks().https_namespaces += 1;
                 }
                 Some(b.ns)
             }
@@ -662,213 +610,28 @@ impl<'t> Scanner<'t> {
         }
     }
 
-    /// The normalised value of an unprefixed attribute of the current tag.
-    fn attr(&self, name: &str) -> Option<Cow<'t, str>> {
-        self.attrs
-            .iter()
-            .find(|a| a.name == name)
-            .and_then(|a| normalize(a.raw))
-    }
-
-    /// Handles the start of an element at `depth`, as the quick-xml reader does: what it is
-    /// depends on the innermost context open.
+    /// Handles the start of an element at `depth`: the root, or what the contexts make of an
+    /// element below it.
+    #[inline]
     fn start(&mut self, ns: Ns, local: &str, depth: usize) -> Option<()> {
         if depth == 1 {
-            return self.root(ns, local);
+            // The scanner never reads a second top-level element, and declines a root that is
+            // not OAI-PMH: the fallback describes it.
+            return self.contexts.root(ns, local).then_some(());
         }
-        let oai = ns == Ns::Oai || (self.page.quirks.no_namespace && ns == Ns::None);
-        let capture = if self.capture.is_some() {
-            // Markup inside a captured value: keep collecting its text.
-            None
-        } else if self.dc > 0 {
-            self.dc_child(ns, local)
-        } else if self.metadata > 0 {
-            self.metadata_child(ns, local, depth);
-            None
-        } else if self.header > 0 {
-            Self::header_child(oai, local)
-        } else if self.record_at > 0 {
-            self.record_child(oai, local, depth);
-            None
-        } else if self.list > 0 {
-            self.list_child(oai, local, depth)
-        } else if depth == 2 {
-            let container = oai || (self.page.is_static && ns == Ns::Static);
-            self.root_child(container, local, depth)
-        } else {
-            None
-        };
-        if let Some(capture) = capture {
-            self.buf.clear();
-            self.capture = Some((capture, depth));
-        }
+        let attrs = &self.attrs;
+        self.contexts
+            .start(ns, local, depth, |name| attr(attrs, name));
         Some(())
     }
+}
 
-    /// The root: `OAI-PMH` (in its namespace or none) or a Static Repository's `Repository`;
-    /// anything else declines. The scanner never reads a second top-level element.
-    #[inline]
-    fn root(&mut self, ns: Ns, local: &str) -> Option<()> {
-        match (ns, local) {
-            (Ns::Oai, "OAI-PMH") => {}
-            (Ns::None, "OAI-PMH") => self.page.quirks.no_namespace = true,
-            (Ns::Static, "Repository") => self.page.is_static = true,
-            // Not OAI-PMH: the fallback describes it.
-            _ => return None,
-        }
-        Some(())
-    }
-
-    /// An element inside `oai_dc:dc`: the Dublin Core value to capture, if it is one read.
-    #[inline]
-    fn dc_child(&self, ns: Ns, local: &str) -> Option<Capture> {
-        if ns != Ns::Dc {
-            None
-        } else if local == "identifier" {
-            Some(Capture::DcIdentifier)
-        } else if self.fields.any() {
-            DcElement::from_local(local)
-                .filter(|e| self.fields.wants(*e))
-                .map(Capture::Dc)
-        } else {
-            None
-        }
-    }
-
-    /// An element inside `metadata`: the metadata is not empty, and `oai_dc:dc` right inside
-    /// it opens the Dublin Core.
-    #[inline]
-    fn metadata_child(&mut self, ns: Ns, local: &str, depth: usize) {
-        self.record.empty_metadata = false;
-        if ns == Ns::OaiDc && local == "dc" && depth == self.metadata + 1 {
-            self.dc = depth;
-        }
-    }
-
-    /// An element inside a record's `header`: its identifier, datestamp or a set to capture.
-    #[inline]
-    fn header_child(oai: bool, local: &str) -> Option<Capture> {
-        match (oai, local) {
-            (true, "identifier") => Some(Capture::Identifier),
-            (true, "datestamp") => Some(Capture::Datestamp),
-            (true, "setSpec") => Some(Capture::SetSpec),
-            _ => None,
-        }
-    }
-
-    /// An element inside a `record`: its `header` (with its deleted status) or its `metadata`
-    /// opens.
-    #[inline]
-    fn record_child(&mut self, oai: bool, local: &str, depth: usize) {
-        match (oai, local) {
-            (true, "header") => {
-                self.header = depth;
-                self.record.deleted = self.attr("status").as_deref() == Some("deleted");
-            }
-            (true, "metadata") => {
-                self.metadata = depth;
-                self.record.empty_metadata = true;
-            }
-            _ => {}
-        }
-    }
-
-    /// An element inside `ListRecords`: a `record` opens, or the resumption token (with its
-    /// attributes) is captured.
-    #[inline]
-    fn list_child(&mut self, oai: bool, local: &str, depth: usize) -> Option<Capture> {
-        match (oai, local) {
-            (true, "record") => {
-                self.record_at = depth;
-                self.record = Record::default();
-                None
-            }
-            (true, "resumptionToken") => {
-                self.token = Token {
-                    value: String::new(),
-                    complete_list_size: self
-                        .attr("completeListSize")
-                        .and_then(|v| v.trim().parse().ok()),
-                    cursor: self.attr("cursor").and_then(|v| v.trim().parse().ok()),
-                };
-                Some(Capture::Token)
-            }
-            _ => None,
-        }
-    }
-
-    /// A child of the root (`container`: in the root's namespace): `ListRecords` opens, or the
-    /// response date or an error (with its code) is captured.
-    #[inline]
-    fn root_child(&mut self, container: bool, local: &str, depth: usize) -> Option<Capture> {
-        match (container, local) {
-            (true, "ListRecords") => {
-                self.list = depth;
-                self.page.listed = true;
-                None
-            }
-            (true, "responseDate") => Some(Capture::ResponseDate),
-            (true, "error") => {
-                self.error_code = self.attr("code").map(Cow::into_owned).unwrap_or_default();
-                Some(Capture::Error)
-            }
-            _ => None,
-        }
-    }
-
-    /// Handles the end of the element at `depth`: stores captured text and closes contexts, as
-    /// `close` in the quick-xml reader does.
-    fn close(&mut self, depth: usize) {
-        if let Some((what, at)) = self.capture {
-            if at != depth {
-                return;
-            }
-            self.capture = None;
-            let value = trim_xml_ws(&self.buf);
-            let page = &mut self.page;
-            let record = &mut self.record;
-            match what {
-                Capture::ResponseDate => page.response_date = Some(value.to_owned()),
-                Capture::Error => page.errors.push(OaiError {
-                    code: std::mem::take(&mut self.error_code),
-                    message: value.to_owned(),
-                }),
-                Capture::Identifier => record.identifier = value.to_owned(),
-                Capture::Datestamp => record.datestamp = Datestamp::parse(value),
-                Capture::SetSpec => record.sets.push(value.to_owned()),
-                Capture::DcIdentifier => {
-                    if !value.is_empty() {
-                        record.dc_identifiers.push(value.to_owned());
-                    }
-                }
-                Capture::Dc(element) => {
-                    if !value.is_empty() {
-                        self.values.push(element, value);
-                    }
-                }
-                Capture::Token => {
-                    self.token.value = value.to_owned();
-                    page.token = Some(std::mem::take(&mut self.token));
-                }
-            }
-            return;
-        }
-        if self.dc == depth {
-            self.dc = 0;
-        } else if self.metadata == depth {
-            self.metadata = 0;
-        } else if self.header == depth {
-            self.header = 0;
-        } else if self.record_at == depth {
-            self.record_at = 0;
-            let mut record = std::mem::take(&mut self.record);
-            let start = std::mem::replace(&mut self.dc_start, self.values.len());
-            record.dc = DcValues::pending(start..self.values.len());
-            self.page.records.push(record);
-        } else if self.list == depth {
-            self.list = 0;
-        }
-    }
+/// The normalised value of an unprefixed attribute of `attrs`.
+fn attr<'t>(attrs: &[Attr<'t>], name: &str) -> Option<Cow<'t, str>> {
+    attrs
+        .iter()
+        .find(|a| a.name == name)
+        .and_then(|a| normalize(a.raw))
 }
 
 #[cfg(test)]
@@ -878,8 +641,8 @@ mod tests {
 
     use super::*;
     use crate::parse::{
-        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, ParseError, STATIC_NS, parse_with_quick_xml,
-        prepare,
+        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, OaiError, ParseError, STATIC_NS,
+        parse_with_quick_xml, prepare,
     };
     use crate::read::parse_list_records;
 
