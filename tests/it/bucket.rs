@@ -415,6 +415,8 @@ pub(crate) enum BucketFault {
 pub(crate) struct Proxy {
     pub(crate) address: String,
     fault: Arc<std::sync::atomic::AtomicU8>,
+    /// Parts of paths whose GETs are never answered ([`Proxy::stall_reads_under`]).
+    stalled: Arc<std::sync::Mutex<Vec<String>>>,
     allowed: Arc<AtomicUsize>,
     puts: Arc<AtomicUsize>,
     pub(crate) held: Arc<Notify>,
@@ -434,6 +436,7 @@ impl Proxy {
         let proxy = Proxy {
             address: format!("http://{}", listener.local_addr().unwrap()),
             fault: Arc::default(),
+            stalled: Arc::default(),
             allowed: Arc::new(AtomicUsize::new(allowed)),
             puts: Arc::new(AtomicUsize::new(0)),
             held: Arc::new(Notify::new()),
@@ -449,15 +452,22 @@ impl Proxy {
             Arc::clone(&proxy.released),
             Arc::clone(&proxy.paths),
             Arc::clone(&proxy.fault),
+            Arc::clone(&proxy.stalled),
         );
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
                 let shared = shared.clone();
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let (allowed, puts, held, client, endpoint, released, paths, fault) =
+                    let (allowed, puts, held, client, endpoint, released, paths, fault, stalled) =
                         shared.clone();
                     async move {
+                        let path = request.uri().path().to_owned();
+                        let stall = request.method() == hyper::Method::GET
+                            && stalled.lock().unwrap().iter().any(|p| path.contains(p));
+                        if stall {
+                            std::future::pending::<()>().await;
+                        }
                         match fault.load(Ordering::SeqCst) {
                             1 => {
                                 let failed = "<?xml version=\"1.0\"?><Error>\
@@ -527,6 +537,12 @@ impl Proxy {
             }
         });
         proxy
+    }
+
+    /// Never answers a GET from now on whose path contains `part`, as a bucket that stalls on
+    /// some objects.
+    pub(crate) fn stall_reads_under(&self, part: &str) {
+        self.stalled.lock().unwrap().push(part.to_owned());
     }
 
     /// Makes every request from now on meet `fault` (or none).
