@@ -11,6 +11,9 @@
 #                              the user certuser (client.crt, client.key), who is let in by
 #                              certificate alone; it prints postgres://postgres@localhost:PORT
 #   .ci/postgres.sh stop DIR   stops the one in DIR and removes DIR
+#   .ci/postgres.sh down DIR   stops the one in DIR (fast shutdown: open sessions are cut) and
+#                              keeps its data, as a database that goes away (tests/it/chaos.rs)
+#   .ci/postgres.sh up DIR     starts it again on the same port, with the same data
 #
 # The server runs as an unprivileged user (PostgreSQL refuses root): as root, the user postgres
 # (created if missing); else the current user. Trust authentication on loopback, no fsync: a test
@@ -31,6 +34,22 @@ if [ "${1:-}" = stop ]; then
   rm -rf "$dir"
   exit 0
 fi
+
+# The options a server was started with, kept in DIR so that `up` starts it as it was.
+options_of() { cat "$1/options"; }
+case "${1:-}" in
+  down)
+    dir=${2:?usage: .ci/postgres.sh down DIR}
+    as_server "$bindir/pg_ctl" -D "$dir/data" -m fast -w -t 60 stop >/dev/null
+    exit 0
+    ;;
+  up)
+    dir=${2:?usage: .ci/postgres.sh up DIR}
+    as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 -o "$(options_of "$dir")" \
+      start >/dev/null || { tail -20 "$dir/log" >&2; exit 1; }
+    exit 0
+    ;;
+esac
 
 tls=false
 if [ "${1:-}" = tls ]; then tls=true; fi
@@ -89,8 +108,8 @@ fi
 for _ in 1 2 3 4 5; do
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
     echo $((20000 + RANDOM % 20000)))
-  if as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 \
-    -o "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c synchronous_commit=off $ssl_options" \
+  echo "-h 127.0.0.1 -p $port -k $dir -c fsync=off -c full_page_writes=off -c synchronous_commit=off $ssl_options" >"$dir/options"
+  if as_server "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 60 -o "$(options_of "$dir")" \
     start >/dev/null 2>&1; then
     if $tls; then
       as_server "$bindir/psql" -q -h "$dir" -p "$port" -U postgres -d postgres \

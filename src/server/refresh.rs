@@ -9,6 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use futures_util::StreamExt as _;
 use oai_pmh::Client;
 use tokio::sync::watch;
 
@@ -931,11 +932,17 @@ const REFRESH_NICE: i32 = 10;
 /// How often a gateway of a fleet looks for generations the others made.
 const FOLLOW_EVERY: Duration = Duration::from_secs(2);
 
+/// Generations a follower makes from the bucket at once. One at a time, a follower of a fleet
+/// whose repositories the others refresh often falls behind for good: each import waits on the
+/// bucket's answers (tens of milliseconds each, more while it fails) far more than on this
+/// machine, and one slow repository held up every other (issue 33, tests/it/chaos.rs).
+const FOLLOW_AT_ONCE: usize = 4;
+
 /// Serves the generations the other gateways of the fleet make: every [`FOLLOW_EVERY`], each
 /// repository whose recorded generation is newer than the one served here (and that this
 /// gateway is not refreshing itself) is made again from the bucket it was published to
-/// ([`super::generation::import`]), on a thread of its own, and swapped in. Runs until the
-/// gateway stops (the task is aborted).
+/// ([`super::generation::import`]), on a thread of its own, [`FOLLOW_AT_ONCE`] at a time, and
+/// swapped in. Runs until the gateway stops (the task is aborted).
 pub(crate) async fn follow(gateway: Arc<Gateway>) {
     let Some(fleet) = gateway.fleet.clone() else {
         return;
@@ -950,28 +957,32 @@ pub(crate) async fn follow(gateway: Arc<Gateway>) {
             }
         };
         let repos = gateway.repos();
-        for recorded in recorded {
-            let Some(repo) = repos.iter().find(|r| r.name == recorded.repository) else {
-                continue;
-            };
-            let serves = |id: &str| repo.current().is_some_and(|g| g.id == id);
-            if let Some(id) = &recorded.generation
-                && !repo.status().refreshing
-                && !serves(id)
-                && let Err(e) = follow_one(&gateway, &fleet, repo).await
-            {
-                tracing::warn!(
-                    repository = repo.name,
-                    "cannot serve the generation another gateway made (tried again in {FOLLOW_EVERY:?}): {e}"
-                );
-            }
-            // What the status page and the metrics show, after this look's follow.
-            let current = repo.current();
-            repo.update(|s| {
-                let view = s.fleet.take().unwrap_or_default();
-                s.fleet = Some(view.next(&recorded, current.as_ref().map(|g| g.id.as_str())));
-            });
-        }
+        let known = recorded.into_iter().filter_map(|recorded| {
+            let repo = repos.iter().find(|r| r.name == recorded.repository)?;
+            Some((Arc::clone(repo), recorded))
+        });
+        let (gateway, fleet) = (&gateway, &fleet);
+        futures_util::stream::iter(known)
+            .for_each_concurrent(FOLLOW_AT_ONCE, |(repo, recorded)| async move {
+                let serves = |id: &str| repo.current().is_some_and(|g| g.id == id);
+                if let Some(id) = &recorded.generation
+                    && !repo.status().refreshing
+                    && !serves(id)
+                    && let Err(e) = follow_one(gateway, fleet, &repo).await
+                {
+                    tracing::warn!(
+                        repository = repo.name,
+                        "cannot serve the generation another gateway made (tried again in {FOLLOW_EVERY:?}): {e}"
+                    );
+                }
+                // What the status page and the metrics show, after this look's follow.
+                let current = repo.current();
+                repo.update(|s| {
+                    let view = s.fleet.take().unwrap_or_default();
+                    s.fleet = Some(view.next(&recorded, current.as_ref().map(|g| g.id.as_str())));
+                });
+            })
+            .await;
     }
 }
 

@@ -48,15 +48,7 @@ impl Drop for Moto {
 impl Moto {
     /// Starts moto, or `None` (outside CI) when it is not installed.
     pub(crate) fn start() -> Option<Moto> {
-        let program = std::env::var_os("OAI_BRIDGE_TEST_MOTO")
-            .map(std::path::PathBuf::from)
-            .or_else(|| {
-                let path = std::env::var_os("PATH")?;
-                std::env::split_paths(&path)
-                    .map(|dir| dir.join("moto_server"))
-                    .find(|p| p.is_file())
-            });
-        let Some(program) = program else {
+        let Some(program) = Moto::program() else {
             assert!(
                 std::env::var_os("CI").is_none(),
                 "CI must install moto (OAI_BRIDGE_TEST_MOTO or moto_server on the PATH)"
@@ -64,7 +56,24 @@ impl Moto {
             eprintln!("skipped: moto_server not found (set OAI_BRIDGE_TEST_MOTO to run)");
             return None;
         };
-        let mut child = Command::new(&program)
+        Some(Moto::start_program(&program))
+    }
+
+    /// Where moto's `moto_server` is: `OAI_BRIDGE_TEST_MOTO`, or on the `PATH`.
+    pub(crate) fn program() -> Option<std::path::PathBuf> {
+        std::env::var_os("OAI_BRIDGE_TEST_MOTO")
+            .map(std::path::PathBuf::from)
+            .or_else(|| {
+                let path = std::env::var_os("PATH")?;
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("moto_server"))
+                    .find(|p| p.is_file())
+            })
+    }
+
+    /// Starts the moto server `program`.
+    pub(crate) fn start_program(program: &std::path::Path) -> Moto {
+        let mut child = Command::new(program)
             .args(["-H", "127.0.0.1", "-p", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -85,7 +94,7 @@ impl Moto {
         };
         // Keep draining moto's log, so that it never blocks on a full pipe.
         std::thread::spawn(move || lines.for_each(drop));
-        Some(Moto { child, endpoint })
+        Moto { child, endpoint }
     }
 
     /// Creates the bucket `name` and opens it as the tests read it.
@@ -235,6 +244,15 @@ impl Site<'_> {
         (files, pages)
     }
 
+    /// The bytes of `name`, or `None` while the bucket has no such object.
+    pub(crate) async fn get(&self, name: &str) -> Option<Vec<u8>> {
+        match self.bucket.get(&self.key(name)).await {
+            Ok(got) => Some(got.bytes().await.unwrap().to_vec()),
+            Err(object_store::Error::NotFound { .. }) => None,
+            Err(e) => panic!("{name} cannot be read: {e}"),
+        }
+    }
+
     pub(crate) async fn read(&self, name: &str) -> Vec<u8> {
         match self.bucket.get(&self.key(name)).await {
             Ok(got) => got.bytes().await.unwrap().to_vec(),
@@ -380,10 +398,25 @@ pub(crate) enum Held {
     Refuse,
 }
 
+/// What a proxy does with every request, whatever its method, while it is set
+/// ([`Proxy::fail`]): the bucket failing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BucketFault {
+    /// Passes requests on (and holds PUTs past the allowance as `Held` says).
+    None = 0,
+    /// Answers 500 InternalError, as a bucket that is failing.
+    Error = 1,
+    /// Accepts the request and never answers, as a bucket that times out.
+    Silent = 2,
+}
+
 /// A proxy in front of moto that lets `allowed` PUTs through and holds every later one;
 /// `held` is notified at each held request.
 pub(crate) struct Proxy {
     pub(crate) address: String,
+    fault: Arc<std::sync::atomic::AtomicU8>,
+    /// Parts of paths whose GETs are never answered ([`Proxy::stall_reads_under`]).
+    stalled: Arc<std::sync::Mutex<Vec<String>>>,
     allowed: Arc<AtomicUsize>,
     puts: Arc<AtomicUsize>,
     pub(crate) held: Arc<Notify>,
@@ -402,6 +435,8 @@ impl Proxy {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let proxy = Proxy {
             address: format!("http://{}", listener.local_addr().unwrap()),
+            fault: Arc::default(),
+            stalled: Arc::default(),
             allowed: Arc::new(AtomicUsize::new(allowed)),
             puts: Arc::new(AtomicUsize::new(0)),
             held: Arc::new(Notify::new()),
@@ -416,14 +451,39 @@ impl Proxy {
             endpoint,
             Arc::clone(&proxy.released),
             Arc::clone(&proxy.paths),
+            Arc::clone(&proxy.fault),
+            Arc::clone(&proxy.stalled),
         );
         tokio::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
                 let shared = shared.clone();
                 let service = service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                    let (allowed, puts, held, client, endpoint, released, paths) = shared.clone();
+                    let (allowed, puts, held, client, endpoint, released, paths, fault, stalled) =
+                        shared.clone();
                     async move {
+                        let path = request.uri().path().to_owned();
+                        let stall = request.method() == hyper::Method::GET
+                            && stalled.lock().unwrap().iter().any(|p| path.contains(p));
+                        if stall {
+                            std::future::pending::<()>().await;
+                        }
+                        match fault.load(Ordering::SeqCst) {
+                            1 => {
+                                let failed = "<?xml version=\"1.0\"?><Error>\
+                                              <Code>InternalError</Code>\
+                                              <Message>We encountered an internal error.</Message>\
+                                              </Error>";
+                                let response = hyper::Response::builder()
+                                    .status(500)
+                                    .header("content-type", "application/xml")
+                                    .body(Full::new(bytes::Bytes::from_static(failed.as_bytes())))
+                                    .unwrap();
+                                return Ok::<_, std::convert::Infallible>(response);
+                            }
+                            2 => std::future::pending::<()>().await,
+                            _ => {}
+                        }
                         if request.method() == hyper::Method::PUT {
                             paths.lock().unwrap().push(request.uri().path().to_owned());
                         }
@@ -477,6 +537,17 @@ impl Proxy {
             }
         });
         proxy
+    }
+
+    /// Never answers a GET from now on whose path contains `part`, as a bucket that stalls on
+    /// some objects.
+    pub(crate) fn stall_reads_under(&self, part: &str) {
+        self.stalled.lock().unwrap().push(part.to_owned());
+    }
+
+    /// Makes every request from now on meet `fault` (or none).
+    pub(crate) fn fail(&self, fault: BucketFault) {
+        self.fault.store(fault as u8, Ordering::SeqCst);
     }
 
     /// Lets the requests held by [`Held::Pause`] through, and every later one.
@@ -583,10 +654,22 @@ impl Drop for Serving {
 impl Serving {
     /// Starts `oai-bridge serve` with the bucket's credentials and `endpoint`.
     pub(crate) async fn start(endpoint: &str, args: &[String], token: &str) -> Serving {
+        Serving::start_logging(endpoint, args, token, Stdio::null(), "debug").await
+    }
+
+    /// [`Serving::start`], its log at `level` (`RUST_LOG`) to `log`.
+    pub(crate) async fn start_logging(
+        endpoint: &str,
+        args: &[String],
+        token: &str,
+        log: impl Into<Stdio>,
+        level: &str,
+    ) -> Serving {
         let mut child = bridge(endpoint, args)
             .env("OAI_BRIDGE_ADMIN_TOKEN", token)
+            .env("RUST_LOG", level)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();

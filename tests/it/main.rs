@@ -2,6 +2,7 @@
 //! server (loopback, real resumption-token paging, injectable faults) the others harvest from.
 
 mod bucket;
+mod chaos;
 mod check;
 mod cli;
 mod edges;

@@ -7,13 +7,16 @@
 //! refresh the killed gateway left was continued from its checkpoint by another), and the three
 //! gateways answer every file with the same bytes, ETag and Last-Modified as the bucket holds.
 //!
+//! A follower makes the generations the others recorded several at a time: two repositories
+//! whose files the bucket never answers (for this follower) hold up none of the others.
+//!
 //! Needs moto and PostgreSQL (see tests/it/bucket.rs and tests/it/postgres.rs): without them
 //! the test says it is skipped, except on CI.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::bucket::{Moto, Serving, Site, pages_of, until};
+use crate::bucket::{Held, Moto, Proxy, Serving, Site, pages_of, until};
 use crate::faults::SCOPE;
 use crate::postgres::Database;
 use crate::server::{Fault, TestRecord, TestServer, numbered};
@@ -223,6 +226,69 @@ async fn three_gateways_share_fifty_repositories_and_survive_a_kill() {
             .is_some_and(|r| r.arg("resumptionToken").is_some()),
         "r{killed:02} was continued with a token after the kill"
     );
+}
+
+#[tokio::test]
+async fn a_stalled_import_holds_up_no_other_repository() {
+    let Some(moto) = Moto::start() else { return };
+    let Some(db) = Database::create("a_stalled_import_holds_up_no_other") else {
+        return;
+    };
+    let bucket = moto.bucket("stalled").await;
+    let site = Site {
+        bucket: &bucket,
+        prefix: "site",
+        public_url: "https://cdn.example/",
+    };
+    let servers: Vec<TestServer> = (0..8).map(|_| TestServer::start(numbered(12))).collect();
+    let root = tempfile::tempdir().unwrap();
+    let mut text = format!(
+        "[server]\npublic_url = \"https://cdn.example/\"\npublish_url = \"s3://stalled/site/\"\n\
+         [state]\nurl = \"{}\"\nlease_secs = 2\n\
+         [harvest]\npoliteness_delay_ms = 0\nstart_spread_secs = 0\n",
+        db.url
+    );
+    for (i, server) in servers.iter().enumerate() {
+        text.push_str(&format!(
+            "[[repository]]\nname = \"r{i}\"\nbase_url = \"{}\"\nscope = [\"{SCOPE}\"]\n\
+             max_urls_per_shard = 5\nrefresh_interval_secs = 3600\n",
+            server.url()
+        ));
+    }
+    let config = root.path().join("bridge.toml");
+    std::fs::write(&config, text).unwrap();
+    let args = |n: usize| gateway_args(&config, &root.path().join(format!("state-{n}")));
+    let _leader = Serving::start(&moto.endpoint, &args(0), TOKEN).await;
+    let recorded = "SELECT repository FROM oai_bridge_refreshes WHERE generation IS NOT NULL";
+    until("the leader publishes every repository", || async {
+        column(&db.url, recorded).await.len() == servers.len()
+    })
+    .await;
+
+    // The follower starts when every repository is fresh: it refreshes none, and follows all,
+    // through a bucket that never answers for the files of r0 and r1.
+    let proxy = Proxy::start(moto.endpoint.clone(), usize::MAX, Held::Stall).await;
+    proxy.stall_reads_under("/site/r0/");
+    proxy.stall_reads_under("/site/r1/");
+    let follower = Serving::start(&proxy.address, &args(1), TOKEN).await;
+    let (files, _) = site.crawl().await;
+    let client = reqwest::Client::new();
+    for i in 2..servers.len() {
+        let own: BTreeMap<String, Vec<u8>> = (files.iter())
+            .filter(|(name, _)| name.starts_with(&format!("r{i}/")))
+            .map(|(name, bytes)| (name.clone(), bytes.clone()))
+            .collect();
+        assert!(own.contains_key(&format!("r{i}/sitemap.xml")), "{own:?}");
+        until(&format!("the follower serves r{i}"), || async {
+            served(&client, &follower, &own).await.is_some()
+        })
+        .await;
+    }
+    // Still stalled: r0 has no generation on the follower.
+    let answer = reqwest::get(format!("{}r0/sitemap.xml", follower.public))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 503);
 }
 
 /// `serve` of the configuration file `config` with the state folder `state`, on loopback ports
