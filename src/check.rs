@@ -213,6 +213,9 @@ pub struct DiscoveryReport {
     pub linkset: Option<String>,
     /// Why the header could not be made, when it could not.
     pub link_error: Option<String>,
+    /// The header leaves out its `rel="linkset"` links: they name the gateway, and no public
+    /// URL says where it is.
+    pub linkset_needs_public_url: bool,
     /// ResourceSync, in words.
     pub resourcesync: String,
     /// Hosts of the sample's landing pages other than the lists' host: a ResourceSync client
@@ -282,6 +285,13 @@ impl DiscoveryReport {
                 };
                 line(out, "", format_args!("{label}{open}{value}"));
             }
+        }
+        if self.linkset_needs_public_url {
+            line(
+                out,
+                "",
+                "(and rel=\"linkset\" links to the gateway, once public_url says where it is)",
+            );
         }
         if let Some(e) = &self.link_error {
             line(out, "", format_args!("no Link header made: {e}"));
@@ -581,7 +591,14 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
             Ok(Some(linkset)) => {
                 let d = &mut report.discovery;
                 let at = d.linkset_example.as_deref().unwrap_or_default();
-                d.link_header = Some(linkset.header(&options.signposting_header, at));
+                // The linkset's own URL is the gateway's: without a public URL there is none
+                // to show (a placeholder would come out percent-encoded).
+                let relations: Vec<String> = (options.signposting_header.iter())
+                    .filter(|r| options.public_url.is_some() || *r != "linkset")
+                    .cloned()
+                    .collect();
+                d.linkset_needs_public_url = relations.len() < options.signposting_header.len();
+                d.link_header = Some(linkset.header(&relations, at));
                 d.linkset = Some(linkset.to_text());
             }
             Ok(None) => {
@@ -1879,6 +1896,7 @@ mod tests {
         let mut report = CheckReport {
             discovery: DiscoveryReport {
                 link_header: Some("<https://d.example/1%2C2>; rel=\"cite-as\", <https://g.example/l>; rel=\"linkset\"".to_owned()),
+                linkset_needs_public_url: true,
                 ..on
             },
             ..CheckReport::default()
@@ -1896,5 +1914,6 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("not the lists' host"), "{text}");
+        assert!(text.contains("once public_url says where it is"), "{text}");
     }
 }
