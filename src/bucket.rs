@@ -524,13 +524,26 @@ impl Bucket {
         Ok(true)
     }
 
-    /// Reads the file `name` from the bucket; `None` when there is none.
-    pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, BucketError> {
+    /// Reads the file `name` from the bucket, with when it was written; `None` when there is
+    /// none.
+    pub(crate) async fn read_dated(
+        &self,
+        name: &str,
+    ) -> Result<Option<(bytes::Bytes, std::time::SystemTime)>, BucketError> {
         match self.store.get(&self.key(name)).await {
-            Ok(got) => Ok(Some(got.bytes().await.map_err(self.request("read", name))?)),
+            Ok(got) => {
+                let modified = std::time::SystemTime::from(got.meta.last_modified);
+                let bytes = got.bytes().await.map_err(self.request("read", name))?;
+                Ok(Some((bytes, modified)))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(self.request("read", name)(e)),
         }
+    }
+
+    /// Reads the file `name` from the bucket; `None` when there is none.
+    pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, BucketError> {
+        Ok(self.read_dated(name).await?.map(|(bytes, _)| bytes))
     }
 }
 

@@ -852,10 +852,17 @@ async fn serve_file(
     } else {
         (name.to_owned(), XML, None)
     };
-    let Some((index, meta)) = generation.file(&stored) else {
-        return plain(StatusCode::NOT_FOUND, "not found\n");
-    };
     let vary = (!gz_route && !list).then_some("Accept-Encoding");
+    let Some((index, meta)) = generation.file(&stored) else {
+        let answer = match repo.setup().publish.as_ref() {
+            // As the bucket holds it: a shard negotiated in gzip is answered plain.
+            Some(bucket) => {
+                retired(gateway, bucket, name, headers, head, (content_type, vary)).await
+            }
+            None => None,
+        };
+        return answer.unwrap_or_else(|| plain(StatusCode::NOT_FOUND, "not found\n"));
+    };
     let validators = Validators {
         etag: &meta.etag,
         last_modified: meta.last_modified,
@@ -880,6 +887,64 @@ async fn serve_file(
             .insert(header::CONTENT_ENCODING, HeaderValue::from_static(encoding));
     }
     answer
+}
+
+/// How long a request for a retired shard waits for the bucket ([`retired`]).
+const RETIRED_READ_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A shard a generation before listed, asked by a crawler that read an index before the last
+/// swap: a repository published to a bucket names its shards after their content, and this
+/// generation no longer has the old names. The bucket keeps them for `publish_grace_secs`
+/// ([`crate::bucket`]), so they are answered from there, as the bucket would answer them;
+/// `None` (a 404) for a name that is no content name, or that the bucket does not have or
+/// cannot give now.
+async fn retired(
+    gateway: &Gateway,
+    bucket: &crate::publish::BucketUrl,
+    name: &str,
+    headers: &HeaderMap,
+    head: bool,
+    kind: (&'static str, Option<&'static str>),
+) -> Option<Answer> {
+    if !is_content_name(name) {
+        return None;
+    }
+    let read = async {
+        let bucket = crate::bucket::Bucket::open(bucket)?;
+        bucket.read_dated(name).await
+    };
+    // A crawler waits no longer than this for a bucket that does not answer (object storage's
+    // client retries for minutes).
+    let (bytes, modified) = match tokio::time::timeout(RETIRED_READ_TIMEOUT, read).await {
+        Ok(Ok(found)) => found?,
+        Ok(Err(e)) => {
+            tracing::debug!(name, "a retired shard cannot be read from the bucket: {e}");
+            return None;
+        }
+        Err(_) => {
+            tracing::debug!(name, "a retired shard: the bucket did not answer in time");
+            return None;
+        }
+    };
+    let etag = etag_header(&content_hash(&bytes));
+    Some(respond_with(gateway, headers, head, (&etag, modified), kind, bytes).await)
+}
+
+/// Whether `name` is a shard's content name: `{shard stem}-{16 hex digits}.{extension}`, the
+/// shape [`crate::profiles::files::content_name`] gives.
+fn is_content_name(name: &str) -> bool {
+    let Some((stem, ext)) = name.split_once('.') else {
+        return false;
+    };
+    let Some((shard, hash)) = stem.rsplit_once('-') else {
+        return false;
+    };
+    hash.len() == 16
+        && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        && matches!(
+            FileName::parse(&format!("{shard}.{ext}")),
+            Some(FileName::Shard(..))
+        )
 }
 
 /// The bytes of a stored file, from the cache or, once for all concurrent requests, the disk.
@@ -1141,6 +1206,29 @@ fn with_type(status: StatusCode, content_type: &'static str, body: Bytes) -> Ans
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn content_names_are_told_from_other_names() {
+        let hash = "0123456789abcdef";
+        for name in [
+            format!("sitemap-1-{hash}.xml"),
+            format!("sitemap-12-{hash}.xml.gz"),
+            format!("signmap-3-{hash}.xml"),
+        ] {
+            assert!(is_content_name(&name), "{name}");
+        }
+        for name in [
+            "sitemap-1.xml".to_owned(),
+            "sitemap.xml".to_owned(),
+            format!("sitemap-{hash}.xml"),
+            format!("robots-{hash}.txt"),
+            format!("sitemap-1-{}.xml", &hash[1..]),
+            "sitemap-1-0123456789abcdeg.xml".to_owned(),
+            format!("../sitemap-1-{hash}.xml"),
+        ] {
+            assert!(!is_content_name(&name), "{name}");
+        }
+    }
 
     #[test]
     fn signposting_routes_and_their_query() {

@@ -833,6 +833,91 @@ async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_b
     }
 }
 
+/// A crawler that read an index before a refresh and asks the gateway for a shard it listed
+/// gets that shard after the refresh too: a published repository's shards are named after
+/// their content, the new generation has new names, and the old ones are answered from the
+/// bucket, which keeps them for `publish_grace_secs`. A made-up content name stays a 404.
+#[tokio::test]
+async fn a_gateway_answers_a_retired_shard_name_from_the_bucket() {
+    let Some(moto) = Moto::start() else { return };
+    let bucket = moto.bucket("retired").await;
+    let records = numbered(12);
+    let upstream = TestServer::start(records.clone());
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("bridge.toml");
+    let text = format!(
+        "[server]\npublic_url = \"https://cdn.example/\"\npublish_url = \"s3://retired/site/\"\n\
+         [harvest]\npoliteness_delay_ms = 0\nstart_spread_secs = 0\n\
+         [[repository]]\nname = \"r\"\nbase_url = \"{}\"\nscope = [\"{SCOPE}\"]\n\
+         max_urls_per_shard = 5\n",
+        upstream.url()
+    );
+    std::fs::write(&config, text).unwrap();
+    let token = "a-token-of-the-test-0123456789";
+    let args: Vec<String> = ["serve", "--config"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain([config.display().to_string()])
+        .chain(["--listen", "127.0.0.1:0", "--admin-listen", "127.0.0.1:0"].map(str::to_owned))
+        .chain(["--state-dir".to_owned()])
+        .chain([state.path().join("state").display().to_string()])
+        .collect();
+    let gateway = Serving::start(&moto.endpoint, &args, token).await;
+    let index = || async {
+        let answer = reqwest::get(format!("{}r/sitemap.xml", gateway.public)).await;
+        match answer {
+            Ok(a) if a.status().is_success() => a.text().await.unwrap(),
+            _ => String::new(),
+        }
+    };
+    let shard_names = |index: &str| -> BTreeSet<String> {
+        (index.split("<loc>").skip(1))
+            .filter_map(|l| l.split("</loc>").next())
+            .filter_map(|l| l.strip_prefix("https://cdn.example/"))
+            .map(str::to_owned)
+            .collect()
+    };
+    until("the first generation is served", || async {
+        !index().await.is_empty()
+    })
+    .await;
+    let before = shard_names(&index().await);
+    let mut old = BTreeMap::new();
+    for name in &before {
+        old.insert(name.clone(), gateway.get(name).await);
+    }
+
+    upstream.set_records(redated(&records, 11));
+    let asked = reqwest::Client::new()
+        .post(format!("{}-/refresh/r", gateway.admin))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert!(asked.status().is_success(), "{}", asked.status());
+    until(
+        "a new generation with other shard names is served",
+        || async {
+            let now = shard_names(&index().await);
+            !now.is_empty() && now.is_disjoint(&before)
+        },
+    )
+    .await;
+    for (name, bytes) in &old {
+        assert_eq!(&gateway.get(name).await, bytes, "{name}, retired");
+    }
+    // The shape of a content name, with a hash no shard has.
+    let some = before.iter().next().unwrap();
+    let (stem, ext) = some.split_once('.').unwrap();
+    let (shard, _) = stem.rsplit_once('-').unwrap();
+    let made_up = format!("{shard}-0000000000000000.{ext}");
+    let answer = reqwest::get(format!("{}{made_up}", gateway.public))
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND, "{made_up}");
+    drop(bucket);
+}
+
 /// What a fenced publish relies on (src/bucket.rs): S3 writes an object only over the version
 /// named (`If-Match`), and creates one only where there is none (`If-None-Match: *`), as
 /// object_store asks them; a write over a version another writer replaced is refused.

@@ -17,11 +17,11 @@
 //! files), and it lists exactly the upstream's records; after the last fault, the bucket's
 //! files list them too.
 //!
-//! LIMITATION, counted apart and not failed ("retired" in the table): a gateway publishing to a
-//! bucket names its shards after their content, and serves only its current generation's names,
-//! so a crawler that fetched an index just before a swap gets 404 for a shard of it, where the
-//! bucket keeps such a shard for `publish_grace_secs`. No fault causes it (every refresh that
-//! changes a shard does); a handful of the half-million reads of a run meet it.
+//! Counted apart and not failed ("retired" in the table): a gateway publishing to a bucket names
+//! its shards after their content, so a crawler that fetched an index just before a swap asks
+//! for names the new generation does not have. The gateway answers them from the bucket, which
+//! keeps them for `publish_grace_secs`; while the bucket cannot answer (its faults here), or
+//! within 5 s, they are 404. No fault of the gateway causes these.
 //!
 //! Minutes long, so `#[ignore]`d: `.ci/run` runs it (`cargo test --test it chaos:: -- --ignored`),
 //! and then it fails, not skips, without PostgreSQL's binaries or moto. It prints, per fault,
@@ -137,8 +137,8 @@ struct Phase {
     failures: u64,
     /// Reads refused by a gateway while it was killed.
     down: u64,
-    /// Shards of an older generation, no longer named by the gateway's index: 404 (the
-    /// LIMITATION of the module's documentation).
+    /// Shards of an older generation, no longer named by the gateway's index, that the bucket
+    /// could not give: 404 (see the module's documentation).
     retired: u64,
     /// Other answers to files not served before (a gateway not serving a new name yet).
     other: u64,
