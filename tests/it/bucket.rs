@@ -691,6 +691,17 @@ impl Serving {
         }
     }
 
+    /// Asks for a refresh of repository `name` now, with the admin `token`.
+    pub(crate) async fn refresh(&self, name: &str, token: &str) {
+        let asked = reqwest::Client::new()
+            .post(format!("{}-/refresh/{name}", self.admin))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert!(asked.status().is_success(), "{}", asked.status());
+    }
+
     pub(crate) async fn get(&self, path: &str) -> Vec<u8> {
         let answer = reqwest::get(format!("{}{path}", self.public))
             .await
@@ -801,13 +812,7 @@ async fn a_gateway_publishes_each_generation_to_the_bucket_and_serves_the_same_b
     // both the bucket and the gateway keep the generation before.
     one.set_records(redated(&one_records, 10));
     proxy.hold_from_now();
-    let asked = reqwest::Client::new()
-        .post(format!("{}-/refresh/one", gateway.admin))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert!(asked.status().is_success(), "{}", asked.status());
+    gateway.refresh("one", token).await;
     tokio::time::timeout(Duration::from_secs(60), proxy.held.notified())
         .await
         .expect("the refresh tried to upload");
@@ -888,13 +893,7 @@ async fn a_gateway_answers_a_retired_shard_name_from_the_bucket() {
     }
 
     upstream.set_records(redated(&records, 11));
-    let asked = reqwest::Client::new()
-        .post(format!("{}-/refresh/r", gateway.admin))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
-    assert!(asked.status().is_success(), "{}", asked.status());
+    gateway.refresh("r", token).await;
     until(
         "a new generation with other shard names is served",
         || async {
