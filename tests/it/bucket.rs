@@ -406,7 +406,8 @@ pub(crate) enum BucketFault {
     None = 0,
     /// Answers 500 InternalError, as a bucket that is failing.
     Error = 1,
-    /// Accepts the request and never answers, as a bucket that times out.
+    /// Accepts the request and answers nothing while the fault lasts, as a bucket that times
+    /// out; then passes it on.
     Silent = 2,
 }
 
@@ -481,7 +482,14 @@ impl Proxy {
                                     .unwrap();
                                 return Ok::<_, std::convert::Infallible>(response);
                             }
-                            2 => std::future::pending::<()>().await,
+                            2 => {
+                                // No answer while the fault lasts; then the request goes on,
+                                // late, as to a bucket that recovers (unless its client gave
+                                // up on it meanwhile).
+                                while fault.load(Ordering::SeqCst) == 2 {
+                                    tokio::time::sleep(Duration::from_millis(100)).await;
+                                }
+                            }
                             _ => {}
                         }
                         if request.method() == hyper::Method::PUT {
