@@ -930,8 +930,9 @@ async fn retired(
     Some(respond_with(gateway, headers, head, (&etag, modified), kind, bytes).await)
 }
 
-/// Whether `name` is a shard's content name: `{shard stem}-{16 hex digits}.{extension}`, the
-/// shape [`crate::profiles::files::content_name`] gives.
+/// Whether `name` is the content name of a shard or a CDIF list:
+/// `{stem}-{16 hex digits}.{extension}`, the shape [`crate::profiles::files::content_name`]
+/// gives.
 fn is_content_name(name: &str) -> bool {
     let Some((stem, ext)) = name.split_once('.') else {
         return false;
@@ -943,7 +944,7 @@ fn is_content_name(name: &str) -> bool {
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
         && matches!(
             FileName::parse(&format!("{shard}.{ext}")),
-            Some(FileName::Shard(..))
+            Some(FileName::Shard(..) | FileName::List(_))
         )
 }
 
@@ -1214,6 +1215,7 @@ mod tests {
             format!("sitemap-1-{hash}.xml"),
             format!("sitemap-12-{hash}.xml.gz"),
             format!("signmap-3-{hash}.xml"),
+            format!("cdif-list-2-{hash}.jsonld"),
         ] {
             assert!(is_content_name(&name), "{name}");
         }
