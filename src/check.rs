@@ -538,10 +538,12 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     };
     let mut settings = options.landing.clone();
     let mut landing = landing_of(&settings);
+    // The baseURL the web is asked about, and the profiles' `describedby` links name.
+    let oai_base = crate::pipeline::base_url(&options.source, &identify.base_url);
     if let (Ok(found), Some(resolvers), Some(base)) = (
         &landing,
         crate::learn::applies(&options.landing, &options.scope),
-        crate::pipeline::base_url(&options.source, &identify.base_url),
+        oai_base.clone(),
     ) {
         let named = options
             .public_url
@@ -586,8 +588,7 @@ pub async fn check(options: &CheckOptions) -> Result<CheckReport, reqwest::Error
     report.indexnow = indexnow_report(options.indexnow.as_ref(), &landing_pages);
     report.discovery = discovery_report(options, &landing_pages);
     if let Some(first) = landing_pages.first().filter(|_| options.profiles.signmap) {
-        let base = crate::pipeline::metadata_base(&options.source, &identify.base_url);
-        match signposts_of(options, base.as_ref(), &records, &landing, first) {
+        match signposts_of(options, oai_base.as_ref(), &records, &landing, first) {
             Ok(Some(linkset)) => {
                 let d = &mut report.discovery;
                 let at = d.linkset_example.as_deref().unwrap_or_default();

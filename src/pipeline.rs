@@ -446,24 +446,14 @@ struct Collectors {
     rejected: std::collections::HashMap<String, Option<oai_pmh::Datestamp>>,
 }
 
-/// The OAI-PMH baseURL the profiles' `describedby` links ask `GetRecord` of: the source's, or
-/// for a Static Repository (read through a gateway) the http(s) baseURL its `Identify` states.
-pub(crate) fn metadata_base(source: &Source, identify_base: &str) -> Option<Url> {
-    match source {
-        Source::Oai(base) => Some(base.clone()),
-        Source::File(_) => Url::parse(identify_base)
-            .ok()
-            .filter(|u| matches!(u.scheme(), "http" | "https")),
-    }
-}
-
 /// Most sets whose DiWoo categories [`Collectors`] remembers.
 const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
     fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, PipelineError> {
         let diwoo = diwoo::categories(&job.profiles.diwoo).map_err(PipelineError::InvalidJob)?;
-        let metadata_base = metadata_base(&job.request.source, identify_base);
+        // The profiles' `describedby` links ask `GetRecord` of it.
+        let metadata_base = base_url(&job.request.source, identify_base);
         let profiles = &job.profiles;
         // The inventory and the profiles' records share one budget, and report one spill.
         let budget = job.budget();

@@ -411,6 +411,22 @@ pub(crate) enum BucketFault {
     Silent = 2,
 }
 
+/// An S3 error answer: `status`, with the error document S3 sends (`code`, `message`).
+fn s3_error(
+    status: u16,
+    code: &str,
+    message: &str,
+) -> hyper::Response<http_body_util::Full<bytes::Bytes>> {
+    let body = format!(
+        "<?xml version=\"1.0\"?><Error><Code>{code}</Code><Message>{message}</Message></Error>"
+    );
+    hyper::Response::builder()
+        .status(status)
+        .header("content-type", "application/xml")
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .unwrap()
+}
+
 /// A proxy in front of moto that lets `allowed` PUTs through and holds every later one;
 /// `held` is notified at each held request.
 pub(crate) struct Proxy {
@@ -471,16 +487,12 @@ impl Proxy {
                         }
                         match fault.load(Ordering::SeqCst) {
                             1 => {
-                                let failed = "<?xml version=\"1.0\"?><Error>\
-                                              <Code>InternalError</Code>\
-                                              <Message>We encountered an internal error.</Message>\
-                                              </Error>";
-                                let response = hyper::Response::builder()
-                                    .status(500)
-                                    .header("content-type", "application/xml")
-                                    .body(Full::new(bytes::Bytes::from_static(failed.as_bytes())))
-                                    .unwrap();
-                                return Ok::<_, std::convert::Infallible>(response);
+                                let failed = s3_error(
+                                    500,
+                                    "InternalError",
+                                    "We encountered an internal error.",
+                                );
+                                return Ok::<_, std::convert::Infallible>(failed);
                             }
                             2 => {
                                 // No answer while the fault lasts; then the request goes on,
@@ -509,14 +521,8 @@ impl Proxy {
                             }
                         }
                         if over && mode == Held::Refuse {
-                            let denied = "<?xml version=\"1.0\"?><Error><Code>AccessDenied</Code>\
-                                          <Message>Access Denied</Message></Error>";
-                            let response = hyper::Response::builder()
-                                .status(403)
-                                .header("content-type", "application/xml")
-                                .body(Full::new(bytes::Bytes::from_static(denied.as_bytes())))
-                                .unwrap();
-                            return Ok::<_, std::convert::Infallible>(response);
+                            let denied = s3_error(403, "AccessDenied", "Access Denied");
+                            return Ok::<_, std::convert::Infallible>(denied);
                         }
                         let (parts, body) = request.into_parts();
                         let body = body.collect().await.unwrap().to_bytes();
