@@ -16,7 +16,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// Memory the URL inventory holds before it writes a sorted run to disk, by default: a million
 /// records of the harvest benchmark fit (about 160 MiB at the resolving peak), so the common
@@ -161,7 +162,9 @@ pub(crate) struct PoolLimits {
 /// own cap as long as the refreshes together stay within the pool; when they would not, it
 /// spills, but never below its fair part (its cap scaled down so that every collector's fits
 /// the pool), so a refresh that starts while another holds the whole pool gets its part, and
-/// the other spills down to its own at its next record. Cheap to clone.
+/// the other spills down to its own at its next record. The newcomer waits for that spill
+/// before it grows past what is left ([`Share::allows`]), so that together they stay within
+/// the pool. Cheap to clone.
 #[derive(Clone, Debug)]
 pub(crate) struct Pool(Arc<PoolInner>);
 
@@ -179,6 +182,9 @@ struct PoolInner {
     caps: AtomicU64,
     /// The refreshes running, as their accounts.
     accounts: Mutex<Vec<Weak<Account>>>,
+    /// Signalled when a collector gives memory back, for those waiting for room
+    /// ([`Share::allows`]); the mutex guards no data, only the wait against a missed signal.
+    room: (Mutex<()>, Condvar),
 }
 
 /// What one running refresh holds, reported by repository: its collectors' memory and its
@@ -191,6 +197,8 @@ pub(crate) struct Account {
     pub(crate) memory: Meter,
     /// Its spill files' bytes on disk now, and the most.
     pub(crate) spill: Meter,
+    /// The caps of its collectors' shares, summed: its fair part of the pool follows.
+    caps: AtomicU64,
     pool: Pool,
 }
 
@@ -223,6 +231,7 @@ impl Pool {
             spill: Meter::default(),
             caps: AtomicU64::new(0),
             accounts: Mutex::default(),
+            room: (Mutex::new(()), Condvar::new()),
         }));
         pool.configure(limits);
         pool
@@ -256,6 +265,7 @@ impl Pool {
             name: name.to_owned(),
             memory: Meter::part_of(&self.0.memory),
             spill: Meter::part_of(&self.0.spill),
+            caps: AtomicU64::new(0),
             pool: self.clone(),
         });
         let mut accounts = self.0.accounts.lock().unwrap_or_else(|e| e.into_inner());
@@ -286,7 +296,68 @@ impl Pool {
     pub(crate) fn spill(&self) -> u64 {
         self.0.spill.now()
     }
+
+    /// Collectors whose caps sum to `cap` may hold this much of the pool when every collector
+    /// holds its part: `cap`, scaled down when the caps together pass the budget.
+    fn fair(&self, cap: u64) -> u64 {
+        let budget = self.0.memory_budget.load(Ordering::Relaxed);
+        let caps = self.0.caps.load(Ordering::Relaxed).max(1);
+        if caps <= budget {
+            cap
+        } else {
+            (u128::from(cap) * u128::from(budget) / u128::from(caps)) as u64
+        }
+    }
+
+    /// Waits, at most [`ROOM_WAIT`], while the refreshes' collectors hold more than the budget
+    /// together and `account`'s refresh holds no more than its fair part: then another
+    /// refresh's collector holds more than its own part, and spills at its next record. A
+    /// refresh over its own part does not wait: its own collectors spill on its own thread.
+    /// Whether there is room now; without `patience`, it says so without waiting.
+    fn wait_for_room(&self, account: &Account, patience: bool) -> bool {
+        let budget = || self.0.memory_budget.load(Ordering::Relaxed);
+        let crowded = || {
+            let own = account.memory.now();
+            self.memory() > budget() && own <= self.fair(account.caps.load(Ordering::Relaxed))
+        };
+        if !crowded() {
+            return true;
+        }
+        if !patience {
+            return false;
+        }
+        let deadline = Instant::now() + ROOM_WAIT;
+        let (lock, signal) = &self.0.room;
+        let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
+        while crowded() {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                tracing::debug!(
+                    held = self.memory(),
+                    budget = budget(),
+                    "a refresh takes its part of the memory budget before another has spilled"
+                );
+                return false;
+            };
+            guard = (signal.wait_timeout(guard, left))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        true
+    }
+
+    /// Wakes the collectors waiting for room: one gave memory back.
+    fn gave_back(&self) {
+        let (lock, signal) = &self.0.room;
+        drop(lock.lock().unwrap_or_else(|e| e.into_inner()));
+        signal.notify_all();
+    }
 }
+
+/// The longest a collector waits for another refresh's to spill down to its fair part before
+/// it takes its own anyway. A spill is written in a second or two; a refresh that holds its
+/// memory without adding to it (rendering) gives it back only at its end, and a harvest
+/// stalled longer risks its resumption token.
+const ROOM_WAIT: Duration = Duration::from_secs(10);
 
 /// Bytes a share's memory may grow before the pool hears of it: the pool is exact to this
 /// much per collector, and a record costs a comparison, not an atomic write.
@@ -303,23 +374,30 @@ pub(crate) struct Share {
     /// Bytes its memory may grow before it is counted: [`SHARE_STEP`], less for a small cap.
     step: u64,
     held: Meter,
-    pool: Option<Pool>,
+    /// In the gateway: the refresh's account with the pool.
+    account: Option<Arc<Account>>,
+    /// It waited [`ROOM_WAIT`] for room in vain, and waits no more until there is room: the
+    /// refresh over its part holds its memory without adding to it (it renders, or its
+    /// upstream is slow), and a wait at every record would stall this harvest.
+    waited_out: bool,
 }
 
 impl Share {
     /// A share of `budget` capped at `cap` bytes.
     pub(crate) fn new(budget: &Budget, cap: u64) -> Self {
         let cap = cap.max(1);
-        let pool = budget.pool().cloned();
-        if let Some(pool) = &pool {
-            pool.0.caps.fetch_add(cap, Ordering::Relaxed);
+        let account = budget.account.clone();
+        if let Some(account) = &account {
+            account.caps.fetch_add(cap, Ordering::Relaxed);
+            account.pool.0.caps.fetch_add(cap, Ordering::Relaxed);
         }
         Self {
             cap,
             counted: 0,
             step: (cap / 64).clamp(1, SHARE_STEP),
             held: budget.held.clone(),
-            pool,
+            account,
+            waited_out: false,
         }
     }
 
@@ -330,10 +408,18 @@ impl Share {
 
     /// Whether the collector may hold `bytes` (which it counts): within its cap, and within
     /// what the other collectors of the pool leave, or its fair part of the pool when that is
-    /// more.
+    /// more. When it holds its fair part while another refresh's collector, over its own part,
+    /// still holds the rest (it spills at its next record), it waits for that spill first, so
+    /// that the refreshes together stay within the budget.
     pub(crate) fn allows(&mut self, bytes: u64) -> bool {
         self.count(bytes);
-        bytes <= self.limit()
+        if bytes > self.limit() {
+            return false;
+        }
+        if let Some(account) = &self.account {
+            self.waited_out = !account.pool.wait_for_room(account, !self.waited_out);
+        }
+        true
     }
 
     /// Counts `bytes` as what the collector holds now.
@@ -341,6 +427,9 @@ impl Share {
         if bytes < self.counted {
             self.held.remove(self.counted - bytes);
             self.counted = bytes;
+            if let Some(account) = &self.account {
+                account.pool.gave_back();
+            }
         } else if bytes - self.counted >= self.step {
             self.held.add(bytes - self.counted);
             self.counted = bytes;
@@ -350,16 +439,11 @@ impl Share {
     /// What it may hold now: its cap; in a pool, less when the others hold the rest, but never
     /// less than its fair part, its cap scaled by the pool over every collector's cap.
     pub(crate) fn limit(&self) -> u64 {
-        let Some(pool) = &self.pool else {
+        let Some(pool) = self.account.as_ref().map(|a| &a.pool) else {
             return self.cap;
         };
         let budget = pool.0.memory_budget.load(Ordering::Relaxed);
-        let caps = pool.0.caps.load(Ordering::Relaxed).max(1);
-        let fair = if caps <= budget {
-            self.cap
-        } else {
-            (u128::from(self.cap) * u128::from(budget) / u128::from(caps)) as u64
-        };
+        let fair = pool.fair(self.cap);
         let others = pool.memory().saturating_sub(self.counted);
         let left = budget.saturating_sub(others);
         self.cap.min(fair.max(left)).max(1)
@@ -369,8 +453,10 @@ impl Share {
 impl Drop for Share {
     fn drop(&mut self) {
         self.held.remove(self.counted);
-        if let Some(pool) = &self.pool {
-            pool.0.caps.fetch_sub(self.cap, Ordering::Relaxed);
+        if let Some(account) = &self.account {
+            account.caps.fetch_sub(self.cap, Ordering::Relaxed);
+            account.pool.0.caps.fetch_sub(self.cap, Ordering::Relaxed);
+            account.pool.gave_back();
         }
     }
 }
@@ -902,8 +988,9 @@ mod tests {
 
     /// Issue 30: two refreshes' collectors share a pool of 1,000 bytes. The first alone may
     /// take it all; once the second holds a share too, each is sure of its fair part (500),
-    /// and the first spills down when it holds more than the second leaves it. The pool's
-    /// meter and each refresh's account say what they hold.
+    /// and the first spills down when it holds more than the second leaves it. The second
+    /// waits for that spill before it goes on, so that the two stay within the pool. The
+    /// pool's meter and each refresh's account say what they hold.
     #[test]
     fn collectors_share_the_pool_and_each_keeps_its_part() {
         let pool = pool(1000, None);
@@ -918,14 +1005,17 @@ mod tests {
             500,
             "the first leaves 100, but the fair part is 500"
         );
-        assert!(second.allows(400));
-        assert_eq!(
-            pool.memory(),
-            1300,
-            "over the pool until the first's next record"
+        let waiting = std::thread::spawn(move || (second.allows(400), second));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !waiting.is_finished(),
+            "the second waits while the first holds more than its part"
         );
         assert!(!first.allows(910), "only 600 are left to it: it spills");
         first.count(0);
+        let (allowed, mut second) = waiting.join().unwrap();
+        assert!(allowed, "the first's spill lets the second go on");
+        assert_eq!(pool.memory(), 400);
         assert!(first.allows(550));
         assert!(second.allows(450));
         assert!(!second.allows(501));
@@ -952,6 +1042,31 @@ mod tests {
         assert_eq!(second.limit(), 1000, "a refresh that ended leaves the pool");
         assert_eq!(pool.running().len(), 1);
         assert_eq!((pool.memory(), b.memory.peak()), (450, 501));
+    }
+
+    /// A refresh that holds more than its own part of the pool does not wait for room: its
+    /// own collectors give memory back on its own thread, not while it waits.
+    #[test]
+    fn a_refresh_over_its_part_never_waits_for_itself() {
+        let pool = pool(1000, None);
+        let (a, b) = (pool.account("a"), pool.account("b"));
+        let budget =
+            |account: &Arc<Account>| Budget::new(std::env::temp_dir(), 1000).within(account);
+        let mut urls = Share::new(&budget(&a), 1000);
+        assert!(urls.allows(900));
+        let mut other = Share::new(&budget(&b), 1000);
+        other.count(200);
+        let mut versions = Share::new(&budget(&a), 250);
+        let asked = Instant::now();
+        assert!(versions.allows(10), "within its fair part (111)");
+        assert!(
+            asked.elapsed() < ROOM_WAIT / 2,
+            "it went on at once: its refresh, not the other, is over its part"
+        );
+        assert!(
+            !urls.allows(900),
+            "the refresh's URLs spill at their next record"
+        );
     }
 
     /// A pool larger than every collector's cap never holds one back.

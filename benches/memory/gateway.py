@@ -99,7 +99,9 @@ def report(work, describe, repos, records, profiles, budgets):
           "directory, once for each `[server] memory_budget_bytes`. *default*: the key left "
           f"out, {repos} x `[harvest] memory_budget_bytes` (192 MiB). /metrics sampled every "
           "0.25 s during the refreshes; the history's figures are the most each refresh's "
-          "collectors held (as the budget counts them) and its spill files took.\n")
+          "collectors held (as the budget counts them) and its spill files took. A collector "
+          "counts its memory in steps of up to 64 KiB, so the sum may pass the budget by that "
+          "much a collector; the column of samples over the budget says by how much at most.\n")
     print("| memory_budget_bytes | published after | gateway peak RSS | most held together "
           "(/metrics) | most spilled together (/metrics) | samples over the budget | "
           "each refresh: most held / spilled (history) | state on disk |")
@@ -108,7 +110,7 @@ def report(work, describe, repos, records, profiles, budgets):
         if b not in runs:
             continue
         r = runs[b]
-        held = spilled = over = 0
+        held = spilled = over = most_over = 0
         budget = None
         for line in open(os.path.join(work, f"run-{b}", "samples.tsv")):
             values = dict(v.split("=") for v in line.rstrip("\n").split("\t")[1:] if "=" in v)
@@ -117,6 +119,7 @@ def report(work, describe, repos, records, profiles, budgets):
             spilled = max(spilled, int(values.get("oai_bridge_refreshes_spill_bytes", 0)))
             budget = int(values.get("oai_bridge_memory_budget_bytes", budget or 0))
             over += m > (budget or m)
+            most_over = max(most_over, m - (budget or m))
         each = []
         for line in open(os.path.join(work, f"run-{b}", "history.tsv")):
             name, entry = line.rstrip("\n").split("\t", 1)
@@ -124,7 +127,7 @@ def report(work, describe, repos, records, profiles, budgets):
             each.append(f"{name}: {mib(e.get('memory', 0))} / {mib(e.get('spilled', 0))}")
         label = "default" if b == "default" else f"{int(b):,} ({mib(b)})"
         print(f"| {label} | {r['wall']:.1f} s | {mib(r['hwm'])} | {mib(held)} | {mib(spilled)} "
-              f"| {over} | {'; '.join(each)} | {r['state'] / 1e6:,.0f} MB |")
+              f"| {over} (by {most_over / 1024:,.0f} KiB at most) | {'; '.join(each)} | {r['state'] / 1e6:,.0f} MB |")
     print(f"\nFiles served ({files}: every shard's bytes, every index's list of shards): "
           f"{'byte-identical in every run' if same else 'DIFFERENT between runs'}.\n")
     cpu = platform.processor() or platform.machine()
