@@ -505,7 +505,7 @@ impl Config {
             .collect::<Result<Vec<_>, _>>()
             .and_then(crate::platform::Registry::with)
             .map_err(|e| err(&e.key_path(), e.message().to_owned()))?;
-        let mut repositories: Vec<RepositoryConfig> = Vec::new();
+        let mut repositories = ReadSoFar::default();
         let from = Origin {
             file,
             base_dir,
@@ -514,7 +514,7 @@ impl Config {
         };
         for r in raw.repository {
             let repo = parse_repository(r, &repositories, &from).map_err(|(k, m)| err(&k, m))?;
-            repositories.push(repo);
+            repositories.add(repo);
         }
         for pattern in &raw.include {
             let files = include::expand(base_dir, pattern).map_err(|m| err("include", m))?;
@@ -534,7 +534,7 @@ impl Config {
                             message: m,
                         }
                     })?;
-                    repositories.push(repo);
+                    repositories.add(repo);
                 }
             }
         }
@@ -544,10 +544,29 @@ impl Config {
             learn_from_web: harvest.learn_from_web,
             fleet: harvest.fleet,
             state,
-            repositories,
+            repositories: repositories.list,
             memory_budget: harvest.memory_budget,
             sources,
         })
+    }
+}
+
+/// The repositories read so far, found by name without a scan: a fleet's configuration has
+/// thousands, and a scan for each made reading one of 10,000 quadratic (half of a reload's CPU).
+#[derive(Default)]
+struct ReadSoFar {
+    list: Vec<RepositoryConfig>,
+    by_name: std::collections::HashMap<String, usize>,
+}
+
+impl ReadSoFar {
+    fn named(&self, name: &str) -> Option<&RepositoryConfig> {
+        self.by_name.get(name).map(|&i| &self.list[i])
+    }
+
+    fn add(&mut self, repository: RepositoryConfig) {
+        (self.by_name).insert(repository.name.clone(), self.list.len());
+        self.list.push(repository);
     }
 }
 
@@ -1126,14 +1145,14 @@ impl RepositorySettings {
 /// A `[[repository]]` read from `from`, its name not taken `before` it; `Err` names the key.
 fn parse_repository(
     mut r: RawRepository,
-    before: &[RepositoryConfig],
+    before: &ReadSoFar,
     from: &Origin<'_>,
 ) -> Result<RepositoryConfig, (String, String)> {
     let label = match &r.name {
         Some(name) => format!("[[repository]] {name:?}"),
         None => format!(
             "[[repository]] #{}",
-            before.iter().filter(|b| b.file == from.file).count() + 1
+            before.list.iter().filter(|b| b.file == from.file).count() + 1
         ),
     };
     let key = |k: &str| format!("{label} {k}");
@@ -1172,7 +1191,7 @@ fn parse_repository(
 
 /// A repository's `name` (read in `file`): letters, digits, '-' and '_', not `_other`, used by
 /// no repository `before` it.
-fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(), String> {
+fn check_name(name: &str, before: &ReadSoFar, file: &str) -> Result<(), String> {
     if name.is_empty()
         || !name
             .bytes()
@@ -1186,7 +1205,7 @@ fn check_name(name: &str, before: &[RepositoryConfig], file: &str) -> Result<(),
             "{name:?} is reserved: /metrics sums repositories under it"
         ));
     }
-    if let Some(other) = before.iter().find(|other| other.name == name) {
+    if let Some(other) = before.named(name) {
         if other.file == file {
             return Err(format!("{name:?} is used by two repositories"));
         }
