@@ -541,6 +541,14 @@ fn remembered(
             source,
         })
         .and_then(|()| {
+            // A repository new to the state directory has nothing to remember, and its first
+            // refresh makes its SQLite store: made here, 10,000 of them (each its tables and an
+            // fsync) held a fleet's first start five minutes before it answered a request.
+            if let crate::store::StoreLocation::File(path) = store
+                && !path.exists()
+            {
+                return Ok(crate::store::State::default());
+            }
             crate::store::Store::open_at(store)
                 .and_then(|s| s.state())
                 .map_err(|e| GenerationError {
