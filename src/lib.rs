@@ -38,7 +38,8 @@ mod probe;
 mod profiles;
 mod progress;
 mod publish;
-mod render;
+// The files' writers, a crate of their own (crates/files); `crate::render` names it here.
+use oai_bridge_files as render;
 mod scope;
 mod server;
 mod settings;
