@@ -8,6 +8,8 @@
 //! generation, a bucket) and what the URLs are (the records, the scope, the profiles) is the
 //! `oai-bridge` package's business; this crate knows only the sitemap protocol and robots.txt.
 
+pub mod counts;
+pub mod published;
 pub mod robots;
 pub mod sitemap;
 
