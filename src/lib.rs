@@ -44,7 +44,8 @@ mod scope;
 mod server;
 mod settings;
 mod spill;
-mod store;
+// The durable state, a crate of its own (crates/store); `crate::store` names it here.
+use oai_bridge_store as store;
 mod summary;
 
 // The commands, as the binary runs them.
