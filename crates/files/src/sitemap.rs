@@ -269,7 +269,7 @@ pub(crate) fn render_laid_out<'a, E>(
     try_render_laid_out(items.into_iter().map(Ok), limits, layout, emit)
 }
 
-/// [`render_laid_out`] of URLs read from somewhere that can fail (the inventory's file on
+/// `render_laid_out` of URLs read from somewhere that can fail (the inventory's file on
 /// disk). The URLs stream through: at most one shard is in memory, however many URLs a range
 /// of the layout holds (a fresh layout is one range of every URL).
 pub fn try_render_laid_out<S: AsRef<str>, E>(

@@ -860,7 +860,7 @@ impl Database {
         Ok(n as u64)
     }
 
-    /// Copies `source` into `repository`'s rows ([`SqliteSource::copy_into`]), holding the
+    /// Copies `source` into `repository`'s rows (`SqliteSource::copy_into`), holding the
     /// repository's lease meanwhile: taken first (refused while another holds a live one),
     /// renewed while the copy runs, released after it. A copy committed releases it as not
     /// fresh (`refreshed_at` unset), so a gateway claims the repository at once and continues

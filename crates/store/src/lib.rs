@@ -1,8 +1,8 @@
 //! The repository's durable state: every record the upstream has said (identifier, datestamp,
 //! deleted flag, sets and the oai_dc fields the profiles use), the harvest state with its
 //! per-page checkpoint, and what was published. One SQLite file per repository
-//! (`store.sqlite`, [`sqlite`]) by default; or one PostgreSQL database for every repository,
-//! each store its rows there ([`pg`], `[state] url`). [`Store`] is the one type callers
+//! (`store.sqlite`, `sqlite.rs`) by default; or one PostgreSQL database for every repository,
+//! each store its rows there (`pg.rs`, `[state] url`). [`Store`] is the one type callers
 //! use, the same methods meaning the same on both.
 //!
 //! Each page is applied in one transaction together with the checkpoint that follows it, so a
@@ -99,8 +99,8 @@ impl std::fmt::Display for Place {
 }
 
 /// What the store knows besides the records: kept as one JSON document, written in the same
-/// transaction as the records it describes. Its JSON is [`persisted::StoredState`]'s, which
-/// carries the format version ([`persisted::FORMAT`]) and mirrors the types of other modules
+/// transaction as the records it describes. Its JSON is `persisted::StoredState`'s, which
+/// carries the format version (`persisted::FORMAT`) and mirrors the types of other modules
 /// that the state holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "persisted::StoredState", into = "persisted::StoredState")]
@@ -426,7 +426,7 @@ enum Backend {
 impl Store {
     /// Opens (or creates) the SQLite store at `path`. A store whose tables are of another
     /// schema version, or whose state is of a format this version does not read (a newer
-    /// version's, [`persisted::FORMAT`]), is emptied: the next harvest is a full one.
+    /// version's, `persisted::FORMAT`), is emptied: the next harvest is a full one.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         sqlite::Sqlite::open(path).map(|s| Store {
             backend: Backend::Sqlite(s),
@@ -434,7 +434,7 @@ impl Store {
     }
 
     /// Opens the store of `repository` in the PostgreSQL database at `url`, applying the
-    /// schema's migrations first ([`pg`]); a state of a format this version does not
+    /// schema's migrations first (`pg.rs`); a state of a format this version does not
     /// read starts that repository's store anew, as [`Store::open`] does.
     pub fn open_postgres(url: &StateUrl, repository: &str) -> Result<Self, StoreError> {
         pg::Postgres::open(url, repository).map(|p| Store {
