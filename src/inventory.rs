@@ -97,68 +97,9 @@ impl DropSamples {
     }
 }
 
-/// Counts of what was seen and why things were not published.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Record occurrences read (repeats across pages or sets included).
-    pub records_seen: u64,
-    /// Distinct records (by header identifier) after resolving repeats.
-    pub records: u64,
-    /// Distinct records whose newest version is deleted.
-    pub deleted: u64,
-    /// URLs published.
-    pub urls: u64,
-    /// Drops by reason, indexed like [`Drop::ALL`].
-    pub drops: [u64; Drop::ALL.len()],
-}
-
-impl Stats {
-    /// The count for one reason.
-    pub fn dropped(&self, reason: Drop) -> u64 {
-        self.drops[index(reason)]
-    }
-
-    /// Sets the count for one reason: one counted outside the inventory (records rejected for
-    /// empty metadata, Q-35).
-    pub fn set_dropped(&mut self, reason: Drop, count: u64) {
-        self.drops[index(reason)] = count;
-    }
-
-    /// Sets the records whose newest version is deleted to `deleted`, counted outside the
-    /// inventory: a store's records are read live, and its deleted ones counted
-    /// ([`crate::store::Store::deleted`]). They count among the records (seen once each) and as
-    /// the `deleted` drop, as in a harvest's inventory.
-    pub fn set_deleted(&mut self, deleted: u64) {
-        self.records_seen = self.records_seen.saturating_sub(self.deleted) + deleted;
-        self.records = self.records.saturating_sub(self.deleted) + deleted;
-        self.deleted = deleted;
-        self.set_dropped(Drop::Deleted, deleted);
-    }
-
-    fn drop(&mut self, reason: Drop) {
-        self.drops[index(reason)] += 1;
-    }
-
-    /// Adds `other`'s counts to these.
-    pub fn add(&mut self, other: &Stats) {
-        self.combine(other, u64::wrapping_add);
-    }
-
-    /// Takes `other`'s counts from these (they must be part of them).
-    pub fn remove(&mut self, other: &Stats) {
-        self.combine(other, u64::wrapping_sub);
-    }
-
-    fn combine(&mut self, other: &Stats, op: fn(u64, u64) -> u64) {
-        self.records_seen = op(self.records_seen, other.records_seen);
-        self.records = op(self.records, other.records);
-        self.deleted = op(self.deleted, other.deleted);
-        self.urls = op(self.urls, other.urls);
-        for (mine, theirs) in self.drops.iter_mut().zip(other.drops) {
-            *mine = op(*mine, theirs);
-        }
-    }
-}
+// The counts moved to the files crate with the published sitemap that holds them; named here
+// for the callers of before.
+pub(crate) use oai_bridge_files::counts::Stats;
 
 /// What one live record adds to the counts of an inventory that holds it alone among records
 /// publishing other URLs, and its publishable URLs in order, a URL it lists twice twice (a
@@ -216,7 +157,7 @@ pub(crate) fn contribution(record: &Record, landing: &Landing) -> (Vec<String>, 
 }
 
 pub(crate) fn index(reason: Drop) -> usize {
-    Drop::ALL.iter().position(|r| *r == reason).unwrap_or(0)
+    reason.index()
 }
 
 /// Where an entry counts `reason`, if it applies to single values ([`Drop::PER_IDENTIFIER`]).
@@ -803,44 +744,7 @@ impl<'a> Iterator for Entries<'a> {
 /// [`Published::shared_groups`]).
 type Shared = (Vec<SharedUrl>, Vec<Vec<u32>>);
 
-/// A URL that several records publish (or one record twice).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SharedUrl {
-    /// The URL.
-    pub url: String,
-    /// The datestamp of each record that publishes it, newest first ([`Datestamp::pack`]ed,
-    /// `i64::MIN` for none): one per claim, so that when the newest leaves, the next is known.
-    /// Fewer than two: no longer shared (none: no longer published).
-    pub claims: Vec<i64>,
-}
-
-impl SharedUrl {
-    /// Its lastmod: the newest datestamp among the records that publish it.
-    pub fn newest(&self) -> Option<Datestamp> {
-        self.claims
-            .first()
-            .copied()
-            .and_then(Datestamp::unpack_option)
-    }
-
-    /// Adds a claim with datestamp `d`.
-    pub fn claim(&mut self, d: Option<Datestamp>) {
-        let d = Datestamp::pack_option(d);
-        let at = self.claims.partition_point(|&c| c > d);
-        self.claims.insert(at, d);
-    }
-
-    /// Takes back a claim with datestamp `d`; false when there is none.
-    pub fn release(&mut self, d: Option<Datestamp>) -> bool {
-        let d = Datestamp::pack_option(d);
-        let at = self.claims.partition_point(|&c| c > d);
-        let found = self.claims.get(at) == Some(&d);
-        if found {
-            self.claims.remove(at);
-        }
-        found
-    }
-}
+pub(crate) use oai_bridge_files::published::SharedUrl;
 
 impl Published {
     /// The counts of URLs published elsewhere, without the URLs: what a patched sitemap

@@ -6,9 +6,10 @@
 //! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported
 //! here, grouped by what it is for. The flow, one module per step, is in ARCHITECTURE.md: the
 //! `oai_pmh` crate (`crates/oai-pmh`: client, paging, parsing, datestamps) -> `platform`,
-//! `classify` and `scope` -> `inventory` and `profiles` -> `render`, tied together by `pipeline`
-//! and run by `engine` for `export` (once, into a folder) and `server` (the gateway, on a
-//! schedule).
+//! `classify` and `scope` -> `inventory` and `profiles` -> `render` (the `oai_bridge_files`
+//! crate, `crates/files`), tied together by `pipeline`, kept across runs by `store` (the
+//! `oai_bridge_store` crate, `crates/store`), and run by `engine` for `export` (once, into a
+//! folder) and `server` (the gateway, on a schedule).
 
 mod advice;
 mod app;
@@ -38,12 +39,14 @@ mod probe;
 mod profiles;
 mod progress;
 mod publish;
-mod render;
+// The files' writers, a crate of their own (crates/files); `crate::render` names it here.
+use oai_bridge_files as render;
 mod scope;
 mod server;
 mod settings;
 mod spill;
-mod store;
+// The durable state, a crate of its own (crates/store); `crate::store` names it here.
+use oai_bridge_store as store;
 mod summary;
 
 // The commands, as the binary runs them.

@@ -21,62 +21,14 @@ use std::collections::HashMap;
 
 use oai_pmh::Datestamp;
 
-use crate::inventory::Stats;
 use crate::render::Shard;
 use crate::render::sitemap::{
     Layout, Limits, URLSET_CLOSE, URLSET_OPEN, XML_DECL, render_range, write_url,
 };
 
-/// One shard of the published sitemap, as recorded at the publish.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublishedShard {
-    /// Its number: `sitemap-{number}.{ext}`.
-    pub number: u32,
-    /// Its length, uncompressed.
-    pub len: u64,
-    /// URLs in it.
-    pub urls: u64,
-    /// Its newest lastmod ([`Datestamp::pack`]).
-    pub newest: Option<i64>,
-    /// The CRC-32 of its uncompressed bytes: a patch reads only around the URLs that change,
-    /// so the shard read must be byte for byte the one written. `None` in a state recorded
-    /// before checksums were; such a sitemap is rendered whole once.
-    pub crc: Option<u32>,
-}
-
-impl PublishedShard {
-    /// The record of a shard as rendered.
-    pub fn of(number: u32, shard: &Shard) -> Self {
-        Self {
-            number,
-            len: shard.bytes.len() as u64,
-            urls: shard.urls as u64,
-            newest: shard.newest.map(Datestamp::pack),
-            crc: Some(crc32fast::hash(&shard.bytes)),
-        }
-    }
-}
-
-/// The sitemap as last published: what a patch starts from. Everything a whole render depends
-/// on besides the records is here, so that a patch is made only under the same conditions.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PublishedSitemap {
-    /// Where its files are: the export folder, or the gateway's generation.
-    pub place: String,
-    /// The shards' extension: `xml` or `xml.gz`.
-    pub ext: String,
-    /// The landing rule its URLs were classified with ([`crate::platform::Landing::key`]: the
-    /// scope's text under Google's rule, as stores made before platforms recorded it).
-    pub scope: String,
-    /// The limits its shards were split with.
-    pub max_urls: usize,
-    /// The byte limit its shards were split with.
-    pub max_bytes: usize,
-    /// Its shards, in layout order.
-    pub shards: Vec<PublishedShard>,
-    /// The counts of what it publishes.
-    pub stats: Stats,
-}
+// The record of the published sitemap is the files crate's (the store keeps it); named here for
+// the callers of before.
+pub(crate) use oai_bridge_files::published::{PublishedShard, PublishedSitemap};
 
 /// Where the previous sitemap's shards are read: the export folder or the generation being
 /// served.

@@ -8,7 +8,7 @@
 //! reads as format 1, the format of now. Fields are only ever added, with a default for the
 //! documents written before (then the format stays). A change that older versions would read
 //! wrong takes a new format number; a document of a format this version does not know is not
-//! read ([`FormatError`]), and [`crate::store::Store::open`] starts such a store anew, as it
+//! read ([`FormatError`]), and [`crate::Store::open`] starts such a store anew, as it
 //! does a store whose tables are of another version.
 //!
 //! The store's own records of a harvest ([`Complete`], [`Run`], [`super::Checkpoint`], ...) are the
@@ -17,10 +17,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Complete, HeldShrink, LearnedRule, Run, SelectiveRefused, ShortList, State};
-use crate::classify::Drop;
-use crate::inventory::Stats;
-use crate::patch::{PublishedShard, PublishedSitemap};
-use crate::render::sitemap::Layout;
+use oai_bridge_files::counts::Drop;
+use oai_bridge_files::counts::Stats;
+use oai_bridge_files::published::{PublishedShard, PublishedSitemap};
+use oai_bridge_files::sitemap::Layout;
 
 /// The state document's format version, written in its `format` field.
 pub(crate) const FORMAT: u32 = 1;

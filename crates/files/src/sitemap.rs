@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use oai_pmh::Datestamp;
 
 /// Most URLs one sitemap may hold, and most sitemaps one index may list (SM-09, SM-10).
-pub(crate) const MAX_URLS: usize = 50_000;
+pub const MAX_URLS: usize = 50_000;
 /// Most bytes one sitemap or index may have, uncompressed (SM-09).
 pub const MAX_BYTES: usize = 52_428_800;
 /// Smallest byte limit accepted: a shard must fit its frame and one longest possible entry
@@ -14,10 +14,11 @@ pub const MAX_BYTES: usize = 52_428_800;
 pub const MIN_BYTES: usize = 16 * 1024;
 
 /// Written first in every file, at byte 0 (SM-02).
-pub(crate) const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-pub(crate) const URLSET_OPEN: &str =
-    "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
-pub(crate) const URLSET_CLOSE: &str = "</urlset>\n";
+pub const XML_DECL: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+/// Opens a plain sitemap's `<urlset>` (the profiles open theirs with their own namespaces).
+pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
+/// Closes every `<urlset>`.
+pub const URLSET_CLOSE: &str = "</urlset>\n";
 const INDEX_OPEN: &str = "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n";
 const INDEX_CLOSE: &str = "</sitemapindex>\n";
 
@@ -61,19 +62,19 @@ impl Limits {
     /// next shard instead: `urls` entries were there before it, `bytes` is the shard's length
     /// with it (without the close tag), `frame` the length of a shard without entries. A shard
     /// always takes its first entry.
-    pub(crate) fn overflows(self, urls: usize, bytes: usize, frame: usize) -> bool {
+    pub fn overflows(self, urls: usize, bytes: usize, frame: usize) -> bool {
         urls > 0
             && (urls == self.max_urls || bytes + URLSET_CLOSE.len() > self.max_bytes.max(frame))
     }
 }
 
 /// The length of a `urlset` shard whose root start tag is `open`, with no entry.
-pub(crate) fn frame(open: &str) -> usize {
+pub fn frame(open: &str) -> usize {
     header(open) + URLSET_CLOSE.len()
 }
 
 /// Where the first entry of a `urlset` shard whose root start tag is `open` starts.
-pub(crate) fn header(open: &str) -> usize {
+pub fn header(open: &str) -> usize {
     XML_DECL.len() + open.len()
 }
 
@@ -193,7 +194,7 @@ fn first_special(bytes: &[u8]) -> Option<usize> {
 
 /// Appends `value` to `out`, escaped as [`escape`] escapes it, without a string in between:
 /// the entries of the landing-page profiles are written this way, a handful of values each.
-pub(crate) fn push_escaped(out: &mut Vec<u8>, value: &str) {
+pub fn push_escaped(out: &mut Vec<u8>, value: &str) {
     if needs_escape(value) {
         write_escaped(out, value);
     } else {
@@ -268,10 +269,10 @@ pub(crate) fn render_laid_out<'a, E>(
     try_render_laid_out(items.into_iter().map(Ok), limits, layout, emit)
 }
 
-/// [`render_laid_out`] of URLs read from somewhere that can fail (the inventory's file on
+/// `render_laid_out` of URLs read from somewhere that can fail (the inventory's file on
 /// disk). The URLs stream through: at most one shard is in memory, however many URLs a range
 /// of the layout holds (a fresh layout is one range of every URL).
-pub(crate) fn try_render_laid_out<S: AsRef<str>, E>(
+pub fn try_render_laid_out<S: AsRef<str>, E>(
     items: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
     limits: Limits,
     layout: &mut Layout,
@@ -329,7 +330,7 @@ pub(crate) fn try_render_laid_out<S: AsRef<str>, E>(
 /// Renders the URLs of one range of a [`Layout`] and appends the range to `layout`: the first
 /// shard keeps the range's number; when they no longer fit one shard, each further shard starts
 /// a new range at its first URL, numbered from `next_number`. Returns the shards emitted.
-pub(crate) fn render_range<E>(
+pub fn render_range<E>(
     range: (String, u32),
     run: &[(&str, Option<Datestamp>)],
     limits: Limits,
@@ -352,19 +353,14 @@ pub(crate) fn render_range<E>(
 }
 
 /// Writes a plain sitemap's whole `<url>` entry (SM-05, SM-06); `date` is scratch space.
-pub(crate) fn write_url(
-    bytes: &mut Vec<u8>,
-    url: &str,
-    lastmod: Option<Datestamp>,
-    date: &mut String,
-) {
+pub fn write_url(bytes: &mut Vec<u8>, url: &str, lastmod: Option<Datestamp>, date: &mut String) {
     write_url_open(bytes, url, lastmod_text(lastmod, date));
     bytes.extend_from_slice(b"</url>\n");
 }
 
 /// The entries of a plain sitemap shard ([`write_url`]'s), in order: each `<url>` to its line
 /// feed. Each ends at the first `</url>` after it starts, as a location holds no `<`.
-pub(crate) fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
     const END: &[u8] = b"</url>\n";
     let body = shard
         .get(header(URLSET_OPEN)..shard.len().saturating_sub(URLSET_CLOSE.len()))
@@ -378,7 +374,7 @@ pub(crate) fn entries(shard: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// `lastmod` written out into `date` (cleared first), for [`write_url_open`].
-pub(crate) fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
+pub fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Option<&str> {
     date.clear();
     let d = lastmod?;
     d.write_to(date);
@@ -388,7 +384,7 @@ pub(crate) fn lastmod_text(lastmod: Option<Datestamp>, date: &mut String) -> Opt
 /// Writes `<url><loc>..</loc>` and `<lastmod>..</lastmod>` when there is one (written out by
 /// [`lastmod_text`], once for the entries of several files that share it); the caller adds
 /// what else the entry holds and `</url>`.
-pub(crate) fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
+pub fn write_url_open(bytes: &mut Vec<u8>, url: &str, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"<url><loc>");
     push_escaped(bytes, url);
     bytes.extend_from_slice(b"</loc>");
@@ -425,7 +421,7 @@ fn render_urlsets<T, E>(
 /// shard: a fresh one per shard (up to 50 MB each) cost more in zeroed pages than writing the
 /// entries into it.
 #[must_use = "the last shard is emitted by `finish`"]
-pub(crate) struct Urlsets<'o> {
+pub struct Urlsets<'o> {
     open: &'o str,
     limits: Limits,
     /// The declaration, `open` and the close tag: a shard's bytes without entries.
@@ -439,7 +435,7 @@ pub(crate) struct Urlsets<'o> {
 
 impl<'o> Urlsets<'o> {
     /// A splitter of `urlset`s whose root start tag is `open`.
-    pub(crate) fn new(open: &'o str, limits: Limits) -> Self {
+    pub fn new(open: &'o str, limits: Limits) -> Self {
         let mut shard = Shard {
             bytes: Vec::with_capacity(64 * 1024),
             urls: 0,
@@ -458,7 +454,7 @@ impl<'o> Urlsets<'o> {
 
     /// Appends the entry `write` writes (returning its lastmod); when it does not fit, the
     /// shard before it is closed and handed to `emit` first.
-    pub(crate) fn push<E>(
+    pub fn push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Option<Datestamp>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
@@ -468,7 +464,7 @@ impl<'o> Urlsets<'o> {
 
     /// [`Urlsets::push`] of an entry whose writing can fail (read from elsewhere): on failure
     /// the entry's bytes are taken back and the error returned before any shard is emitted.
-    pub(crate) fn try_push<E>(
+    pub fn try_push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<Option<Datestamp>, E>,
         emit: impl FnOnce(&Shard) -> Result<(), E>,
@@ -501,10 +497,7 @@ impl<'o> Urlsets<'o> {
     }
 
     /// Closes and emits the last shard, if it holds an entry; the number of shards emitted.
-    pub(crate) fn finish<E>(
-        mut self,
-        emit: impl FnOnce(&Shard) -> Result<(), E>,
-    ) -> Result<usize, E> {
+    pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<usize, E> {
         if self.shard.urls > 0 {
             self.shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
             emit(&self.shard)?;
@@ -524,7 +517,7 @@ fn start_shard(shard: &mut Shard, open: &str) {
 }
 
 /// The sitemap index: one `<sitemap>` per shard with its absolute `loc` and newest `lastmod`.
-pub(crate) fn render_index<'a>(
+pub fn render_index<'a>(
     entries: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
 ) -> Result<Vec<u8>, RenderError> {
     let mut out = String::with_capacity(4096);

@@ -9,7 +9,7 @@ use oai_pmh::{Datestamp, Record};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
-use crate::inventory::SharedUrl;
+use oai_bridge_files::published::SharedUrl;
 
 /// Version of the tables; a store of another version is started anew.
 pub(super) const SCHEMA: i64 = 5;

@@ -34,7 +34,7 @@ use postgres::{Client, Statement};
 
 use super::tls::Tls;
 use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
-use crate::inventory::SharedUrl;
+use oai_bridge_files::published::SharedUrl;
 
 /// The schema's migrations, in order: version `n` is `MIGRATIONS[n - 1]`. Never edit one that
 /// was released; add the next.
@@ -88,7 +88,7 @@ const MIGRATIONS: &[&str] = &[
         deleted BIGINT NOT NULL
     );
     "#,
-    // 2: the gateways of a fleet (`crate::server::fleet`): who refreshes each repository now
+    // 2: the gateways of a fleet (the gateway's `server::fleet`): who refreshes each repository now
     // (a lease: `holder` until `expires_at`), when its last refresh ended, and the generation it
     // published, with its manifest, which the other gateways make again from the bucket.
     r#"
@@ -225,7 +225,7 @@ impl StateUrl {
 impl StateUrl {
     /// The connection settings for an asynchronous client (the gateway's leases), with the
     /// same defaults as the store's.
-    pub(crate) fn async_config(&self) -> tokio_postgres::Config {
+    pub fn async_config(&self) -> tokio_postgres::Config {
         let mut config: tokio_postgres::Config =
             (self.rest.parse()).expect("the URL was read by the same parser in StateUrl::parse");
         config.ssl_mode(self.tls.wire());
@@ -243,14 +243,14 @@ impl StateUrl {
 
     /// How long a whole connection attempt may take, handshakes included: the URL's
     /// `connect_timeout` (10 s when it gives none) for each of its hosts.
-    pub(crate) fn connect_bound(&self) -> Duration {
+    pub fn connect_bound(&self) -> Duration {
         let each = self.config.get_connect_timeout().copied();
         let hosts = self.config.get_hosts().len().max(1) as u32;
         each.unwrap_or(CONNECT_TIMEOUT).saturating_mul(hosts)
     }
 
     /// The TLS connector of every connection to the database.
-    pub(crate) fn tls(&self) -> tokio_postgres_rustls::MakeRustlsConnect {
+    pub fn tls(&self) -> tokio_postgres_rustls::MakeRustlsConnect {
         self.tls.connector()
     }
 
@@ -962,11 +962,11 @@ impl Postgres {
 /// repository, `$2` the holder, `$3` the lease's length in seconds, `$4` claimed however fresh
 /// the repository is, `$5` the interval (seconds) after its last refresh it is due. Granted (a
 /// row returned) when nobody holds a live lease on it and it is due (or `$4`); never from a
-/// live lease. The gateways of a fleet claim with it ([`crate::server::fleet`]), and so does
+/// live lease. The gateways of a fleet claim with it (the gateway's `server::fleet`), and so does
 /// `migrate-state` while it copies a repository ([`super::copy`]).
 /// The row returned holds the lease's fencing token (`fence`), taken from `oai_bridge_fence`: a
 /// later claim always has a greater one.
-pub(crate) const LEASE_CLAIM: &str =
+pub const LEASE_CLAIM: &str =
     "INSERT INTO oai_bridge_refreshes (repository, holder, expires_at, fence)
      VALUES ($1, $2, now() + make_interval(secs => $3), nextval('oai_bridge_fence'))
      ON CONFLICT (repository) DO UPDATE
@@ -1585,7 +1585,7 @@ pub(crate) mod testdb {
 mod tests {
     use super::testdb::TestDb;
     use super::*;
-    use crate::store::Store;
+    use crate::Store;
     use postgres::config::SslMode;
 
     /// A server that accepts connections and never says a word, as a database stuck in its
@@ -1625,7 +1625,7 @@ mod tests {
     #[test]
     fn the_operations_guide_counts_the_migrations() {
         let said = format!("`store::pg::MIGRATIONS`, now {}", MIGRATIONS.len());
-        let guide = include_str!("../../docs/operations.md");
+        let guide = include_str!("../../../docs/operations.md");
         assert!(guide.contains(&said), "docs/operations.md lacks {said:?}");
     }
 

@@ -16,7 +16,7 @@
 //! rolled back, so the database keeps what it held (the rows `--replace` would have replaced
 //! among them). While it copies a repository, `migrate-state` holds the repository's lease in
 //! `oai_bridge_refreshes`, as a gateway of a fleet holds it while it refreshes
-//! ([`crate::server::fleet`]): no gateway starts a refresh of it meanwhile. A copy made releases
+//! (the gateway's `server::fleet`): no gateway starts a refresh of it meanwhile. A copy made releases
 //! it as not fresh, so the next gateway claims the repository at once and continues
 //! incrementally from the copied state.
 
@@ -45,25 +45,25 @@ const BATCH_BYTES: usize = 8 << 20;
 
 /// What a store holds, as counted (or, for the counts incremental runs keep, as kept).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Survey {
+pub struct Survey {
     /// Live and deleted records, counted.
-    pub(crate) records: Counts,
+    pub records: Counts,
     /// Live and deleted records as the store keeps them ([`super::Store::live`]).
-    pub(crate) tally: Counts,
+    pub tally: Counts,
     /// Records changed since the last publish.
-    pub(crate) changed: u64,
+    pub changed: u64,
     /// URLs several records publish.
-    pub(crate) shared: u64,
+    pub shared: u64,
     /// Rejected records.
-    pub(crate) rejected: u64,
+    pub rejected: u64,
     /// The state.
-    pub(crate) state: State,
+    pub state: State,
 }
 
 impl Survey {
     /// What differs between this survey and `other` (empty: nothing), each as `what: this,
     /// other`.
-    pub(crate) fn differences(&self, other: &Survey) -> Vec<String> {
+    pub fn differences(&self, other: &Survey) -> Vec<String> {
         let mut found = Vec::new();
         let pairs = [
             ("live records", self.records.live, other.records.live),
@@ -96,7 +96,7 @@ impl Survey {
 
 /// Why a copy was not made.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CopyError {
+pub enum CopyError {
     /// Reading the SQLite store or writing the database failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -153,7 +153,7 @@ pub(crate) enum CopyError {
 }
 
 /// A SQLite store, opened to be read only.
-pub(crate) struct SqliteSource {
+pub struct SqliteSource {
     conn: Connection,
     path: PathBuf,
     /// The store has the table of rejections (added to schema 5 later).
@@ -166,7 +166,7 @@ impl SqliteSource {
     /// Opens the store at `path` to be read only. A store of another schema version, or whose state
     /// is of a format this version does not read, is refused: this version would start it
     /// anew ([`super::Store::open`]), so there is nothing to copy.
-    pub(crate) fn open(path: &Path) -> Result<SqliteSource, StoreError> {
+    pub fn open(path: &Path) -> Result<SqliteSource, StoreError> {
         // Not SQLite's read-only mode: on a store in WAL mode it makes the `-wal` and `-shm`
         // files beside it and, unable to remove them, leaves them there. A connection that may
         // write but is held to queries (`query_only`) removes them when it closes, as the
@@ -226,7 +226,7 @@ impl SqliteSource {
     }
 
     /// The store's file.
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
@@ -243,7 +243,7 @@ impl SqliteSource {
     }
 
     /// What the store holds.
-    pub(crate) fn survey(&self) -> Result<Survey, StoreError> {
+    pub fn survey(&self) -> Result<Survey, StoreError> {
         let path = &self.path;
         let number = |sql: &str| -> Result<u64, StoreError> {
             self.conn
@@ -623,12 +623,12 @@ impl From<Failure> for Fault {
 
 /// What the database holds of a repository.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Occupied {
+pub struct Occupied {
     /// Rows of its store: records, changes, shared URLs, rejections, a state, or counts other
     /// than nothing (a store opened and never written holds counts of zero alone).
-    pub(crate) rows: bool,
+    pub rows: bool,
     /// The gateway that holds a live lease on it (a fleet's, `oai_bridge_refreshes`).
-    pub(crate) lease: Option<String>,
+    pub lease: Option<String>,
 }
 
 /// What the database `client` is connected to holds of `repository`; read only, so it answers
@@ -787,7 +787,7 @@ impl Renewer {
 }
 
 /// A connection to the database stores are copied into.
-pub(crate) struct Database {
+pub struct Database {
     client: Client,
     url: StateUrl,
     /// Who holds the leases this migration takes: `migrate-state:{host}:{process id}`.
@@ -799,21 +799,21 @@ pub(crate) struct Database {
 /// A failure to reach or prepare the database, naming it without its password.
 #[derive(Debug, thiserror::Error)]
 #[error("state database {url}: {what}: {source}")]
-pub(crate) struct DatabaseError {
+pub struct DatabaseError {
     /// The database's URL without its password.
-    pub(crate) url: String,
+    pub url: String,
     /// What was being done.
-    pub(crate) what: &'static str,
+    pub what: &'static str,
     /// Why it failed.
     #[source]
-    pub(crate) source: Box<dyn std::error::Error + Send + Sync>,
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 impl Database {
     /// Connects to the database at `url`, on the caller's thread (not one of a tokio
     /// runtime's), and applies the schema's migrations; with `read_only`, only reads its
     /// schema's version, refusing a newer one, and changes nothing.
-    pub(crate) fn connect(url: &StateUrl, read_only: bool) -> Result<Database, DatabaseError> {
+    pub fn connect(url: &StateUrl, read_only: bool) -> Result<Database, DatabaseError> {
         let failed = |f: Failure| DatabaseError {
             url: url.redacted(),
             what: f.what,
@@ -837,12 +837,12 @@ impl Database {
     }
 
     /// The database.
-    pub(crate) fn url(&self) -> &StateUrl {
+    pub fn url(&self) -> &StateUrl {
         &self.url
     }
 
     /// What the database holds of `repository`.
-    pub(crate) fn occupied(&mut self, repository: &str) -> Result<Occupied, StoreError> {
+    pub fn occupied(&mut self, repository: &str) -> Result<Occupied, StoreError> {
         occupied(&mut self.client, repository).map_err(|f| self.error(repository, f))
     }
 
@@ -860,14 +860,14 @@ impl Database {
         Ok(n as u64)
     }
 
-    /// Copies `source` into `repository`'s rows ([`SqliteSource::copy_into`]), holding the
+    /// Copies `source` into `repository`'s rows (`SqliteSource::copy_into`), holding the
     /// repository's lease meanwhile: taken first (refused while another holds a live one),
     /// renewed while the copy runs, released after it. A copy committed releases it as not
     /// fresh (`refreshed_at` unset), so a gateway claims the repository at once and continues
     /// from the copy; one that failed leaves `refreshed_at` as it was. Once committed, the copy
     /// is read back through [`Store`] and compared again ([`CopyError::ReadBack`] reports a
     /// difference; nothing is removed).
-    pub(crate) fn copy(
+    pub fn copy(
         &mut self,
         source: &SqliteSource,
         repository: &str,
@@ -1002,9 +1002,9 @@ mod tests {
             const { std::cell::RefCell::new(None) };
     }
 
-    use crate::inventory::SharedUrl;
-    use crate::store::Store;
-    use crate::store::pg::testdb::TestDb;
+    use crate::Store;
+    use crate::pg::testdb::TestDb;
+    use oai_bridge_files::published::SharedUrl;
     use oai_pmh::Datestamp;
     use oai_pmh::{DcElement, Record};
 
@@ -1221,7 +1221,7 @@ mod tests {
             .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
     }
 
-    /// A gateway's claim on `repository`, due every hour, as `crate::server::fleet` makes it.
+    /// A gateway's claim on `repository`, due every hour, as the gateway's `server::fleet` makes it.
     fn gateway_claims(client: &mut Client, repository: &str) -> bool {
         client
             .query_opt(
@@ -1237,7 +1237,7 @@ mod tests {
     /// state.
     fn filled(path: &Path) -> Store {
         let mut store = Store::open(path).unwrap();
-        let doc = include_str!("../../fixtures/store/state-v1.json");
+        let doc = include_str!("../../../fixtures/store/state-v1.json");
         let mut state: State = serde_json::from_str(doc).unwrap();
         state.runs = 2;
         let page: Vec<Record> = (0..2500).map(|i| record(i, "2024-05-01")).collect();

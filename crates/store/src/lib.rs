@@ -1,13 +1,24 @@
 //! The repository's durable state: every record the upstream has said (identifier, datestamp,
 //! deleted flag, sets and the oai_dc fields the profiles use), the harvest state with its
 //! per-page checkpoint, and what was published. One SQLite file per repository
-//! (`store.sqlite`, [`sqlite`]) by default; or one PostgreSQL database for every repository,
-//! each store its rows there ([`pg`], `[state] url`). [`Store`] is the one type callers
+//! (`store.sqlite`, `sqlite.rs`) by default; or one PostgreSQL database for every repository,
+//! each store its rows there (`pg.rs`, `[state] url`). [`Store`] is the one type callers
 //! use, the same methods meaning the same on both.
 //!
 //! Each page is applied in one transaction together with the checkpoint that follows it, so a
 //! killed process leaves either the page and its checkpoint or neither. ARCHITECTURE.md says
 //! why SQLite, and why PostgreSQL beside it.
+//!
+//! Invariant: the state document on disk is made of the types of `persisted.rs` alone, in its
+//! format 1; fields are only ever added, with defaults, so a store written
+//! by an earlier version reads the same. Both backends give the same answers to the same calls.
+//!
+//! API boundary: [`Store`] (open, apply a page with its checkpoint, read the records and the
+//! state back), [`StateUrl`] for a PostgreSQL store, [`copy`] for moving stores between the
+//! backends, and the lease statements a fleet of gateways claims repositories with
+//! ([`LEASE_CLAIM`]). What is kept of a publish is the files crate's types
+//! (`oai_bridge_files::published`); what a harvest is and what is made of the records is the
+//! `oai-bridge` package's business.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -15,15 +26,15 @@ use std::path::{Path, PathBuf};
 use oai_pmh::{DcElement, Record};
 use serde::{Deserialize, Serialize};
 
-use crate::inventory::SharedUrl;
+use oai_bridge_files::published::SharedUrl;
 
-pub(crate) mod copy;
+pub mod copy;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;
 mod tls;
 
-pub(crate) use pg::LEASE_CLAIM;
+pub use pg::LEASE_CLAIM;
 pub use pg::StateUrl;
 
 /// The store's file name in a repository's state folder.
@@ -38,7 +49,7 @@ pub const FILE: &str = "store.sqlite";
 /// record), or of URLs and EPrints' relations (a URL or two more), keeps SQLite's 4 KiB: an
 /// incremental refresh rewrites a page for each scattered change, and 16 KiB pages made that
 /// 40% dearer.
-pub(crate) fn page_size_for(fields: oai_pmh::Fields) -> i64 {
+pub fn page_size_for(fields: oai_pmh::Fields) -> i64 {
     use oai_pmh::{DcElement, Fields};
     // `dc:relation` (EPrints' abstract page and official URL) is a URL or two.
     let small = Fields::of(&[DcElement::Relation]);
@@ -88,8 +99,8 @@ impl std::fmt::Display for Place {
 }
 
 /// What the store knows besides the records: kept as one JSON document, written in the same
-/// transaction as the records it describes. Its JSON is [`persisted::StoredState`]'s, which
-/// carries the format version ([`persisted::FORMAT`]) and mirrors the types of other modules
+/// transaction as the records it describes. Its JSON is `persisted::StoredState`'s, which
+/// carries the format version (`persisted::FORMAT`) and mirrors the types of other modules
 /// that the state holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "persisted::StoredState", into = "persisted::StoredState")]
@@ -125,17 +136,17 @@ pub struct State {
     /// incremental harvest that completes clears it.
     pub selective_refused: Option<SelectiveRefused>,
     /// The published sitemap's layout: which shard holds which URLs.
-    pub layout: crate::render::sitemap::Layout,
+    pub layout: oai_bridge_files::sitemap::Layout,
     /// The sitemap as last published, for the next refresh to patch; `None` while what is
     /// published may not match it (a publish under way, a full harvest, which does not mark
     /// what it changes): the next render is then a whole one.
-    pub sitemap: Option<crate::patch::PublishedSitemap>,
-    /// The landing rule learned from the web ([`crate::learn`]), so that later runs decide the
+    pub sitemap: Option<oai_bridge_files::published::PublishedSitemap>,
+    /// The landing rule learned from the web (the gateway's `learn`), so that later runs decide the
     /// same without asking again.
     pub learned: Option<LearnedRule>,
 }
 
-/// What learning from the web found for a repository ([`crate::learn`]): a UI or a template,
+/// What learning from the web found for a repository (the gateway's `learn`): a UI or a template,
 /// or nothing, with what the web said.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnedRule {
@@ -148,10 +159,10 @@ pub struct LearnedRule {
     pub template: Option<String>,
     /// What the web said, in words.
     pub evidence: String,
-    /// When (Unix seconds); learnt again after [`crate::learn::KEEP_SECS`].
+    /// When (Unix seconds); learnt again after the gateway's `learn::KEEP_SECS`.
     pub at: i64,
     /// The sites (origins) the sample's pages were on besides the baseURL's, whose robots.txt
-    /// is read ([`crate::platform::LandingSettings::sites`]).
+    /// is read (the gateway's `LandingSettings::sites`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sites: Vec<String>,
 }
@@ -415,7 +426,7 @@ enum Backend {
 impl Store {
     /// Opens (or creates) the SQLite store at `path`. A store whose tables are of another
     /// schema version, or whose state is of a format this version does not read (a newer
-    /// version's, [`persisted::FORMAT`]), is emptied: the next harvest is a full one.
+    /// version's, `persisted::FORMAT`), is emptied: the next harvest is a full one.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         sqlite::Sqlite::open(path).map(|s| Store {
             backend: Backend::Sqlite(s),
@@ -423,7 +434,7 @@ impl Store {
     }
 
     /// Opens the store of `repository` in the PostgreSQL database at `url`, applying the
-    /// schema's migrations first ([`pg`]); a state of a format this version does not
+    /// schema's migrations first (`pg.rs`); a state of a format this version does not
     /// read starts that repository's store anew, as [`Store::open`] does.
     pub fn open_postgres(url: &StateUrl, repository: &str) -> Result<Self, StoreError> {
         pg::Postgres::open(url, repository).map(|p| Store {
@@ -549,7 +560,7 @@ impl Store {
     }
 
     /// Records whose newest version the upstream sent was unreadable (empty metadata, Q-35;
-    /// [`Store::apply_page`]): counted as [`crate::classify::Drop::EmptyMetadata`]. Those stored
+    /// [`Store::apply_page`]): counted as [`oai_bridge_files::counts::Drop::EmptyMetadata`]. Those stored
     /// before keep their earlier version, published.
     pub fn rejected(&self) -> Result<u64, StoreError> {
         match &self.backend {
@@ -720,7 +731,7 @@ mod tests {
     /// these (a new schema or format must say so there too).
     #[test]
     fn the_operations_guide_names_the_schema_and_the_format() {
-        let guide = include_str!("../docs/operations.md");
+        let guide = include_str!("../../../docs/operations.md");
         for (name, now) in [
             ("store::sqlite::SCHEMA", sqlite::SCHEMA),
             ("store::persisted::FORMAT", i64::from(persisted::FORMAT)),
@@ -976,7 +987,7 @@ mod tests {
     /// written. A change that cannot read it needs a conversion, not a new fixture.
     #[test]
     fn a_state_saved_by_an_earlier_version_reads_as_it_was_written() {
-        let doc = include_str!("../fixtures/store/state-v1.json");
+        let doc = include_str!("../../../fixtures/store/state-v1.json");
         let state: State = serde_json::from_str(doc).expect("the saved state reads");
         assert_eq!(state.source, "fixtures/sample-repository.xml");
         assert_eq!(state.published_urls, Some(456));
@@ -1000,10 +1011,17 @@ mod tests {
         assert_eq!(shards[4], (5, 5679, 56, Some(3_317_611_144)));
         assert_eq!(sitemap.stats.urls, 456);
         assert_eq!(
-            sitemap.stats.dropped(crate::classify::Drop::PersistentId),
+            sitemap
+                .stats
+                .dropped(oai_bridge_files::counts::Drop::PersistentId),
             216
         );
-        assert_eq!(sitemap.stats.dropped(crate::classify::Drop::Deleted), 13);
+        assert_eq!(
+            sitemap
+                .stats
+                .dropped(oai_bridge_files::counts::Drop::Deleted),
+            13
+        );
         // Written again, it reads the same.
         let again: State =
             serde_json::from_str(&serde_json::to_string(&state_of(doc)).unwrap()).unwrap();
@@ -1031,7 +1049,7 @@ mod tests {
     /// in front: earlier versions, which ignore fields they do not know, read it as before.
     #[test]
     fn a_state_is_written_as_earlier_versions_wrote_it_with_its_format() {
-        let doc = include_str!("../fixtures/store/state-v1.json");
+        let doc = include_str!("../../../fixtures/store/state-v1.json");
         let written = serde_json::to_string(&state_of(doc)).unwrap();
         let earlier = compact(doc);
         assert_eq!(
@@ -1045,7 +1063,7 @@ mod tests {
     #[test]
     fn a_state_round_trips_through_the_store() {
         for each in Each::all("a_state_round_trips_through_the_store") {
-            let doc = include_str!("../fixtures/store/state-v1.json");
+            let doc = include_str!("../../../fixtures/store/state-v1.json");
             let mut state = state_of(doc);
             let checkpoint = Checkpoint {
                 set: Some("a:b".into()),
@@ -1117,7 +1135,7 @@ mod tests {
     fn a_state_of_an_unknown_format_is_not_read_and_the_store_starts_anew() {
         for each in Each::all("a_state_of_an_unknown_format_is_not_read_and_the_store_starts_anew")
         {
-            let doc = include_str!("../fixtures/store/state-v1.json");
+            let doc = include_str!("../../../fixtures/store/state-v1.json");
             let newer = doc.replacen('{', r#"{"format": 2,"#, 1);
             let refused = serde_json::from_str::<State>(&newer).unwrap_err();
             assert!(refused.to_string().contains("state format 2"), "{refused}");

@@ -19,7 +19,7 @@ pub struct Announced<S> {
 /// Renders robots.txt for `repos` (one, for an export; every one a gateway serves): a
 /// `Sitemap:` line for each index of each, then a `User-agent: CDIF1.0` group for each that has
 /// CDIF sitemaps.
-pub(crate) fn render_robots<S: AsRef<str>>(repos: &[Announced<S>]) -> String {
+pub fn render_robots<S: AsRef<str>>(repos: &[Announced<S>]) -> String {
     let mut out = String::from("# Written by oai-bridge.\nUser-agent: *\nDisallow:\n\n");
     for repo in repos {
         push_sitemaps(&mut out, &repo.indexes);

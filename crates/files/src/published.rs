@@ -1,0 +1,98 @@
+//! The record of what was published, from which the next publish is patched rather than
+//! rendered whole: each shard as written ([`PublishedShard`]), the sitemap as a whole
+//! ([`PublishedSitemap`]), and the URLs several records publish ([`SharedUrl`]).
+
+use oai_pmh::Datestamp;
+
+use crate::Shard;
+use crate::counts::Stats;
+
+/// One shard of the published sitemap, as recorded at the publish.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishedShard {
+    /// Its number: `sitemap-{number}.{ext}`.
+    pub number: u32,
+    /// Its length, uncompressed.
+    pub len: u64,
+    /// URLs in it.
+    pub urls: u64,
+    /// Its newest lastmod ([`Datestamp::pack`]).
+    pub newest: Option<i64>,
+    /// The CRC-32 of its uncompressed bytes: a patch reads only around the URLs that change,
+    /// so the shard read must be byte for byte the one written. `None` in a state recorded
+    /// before checksums were; such a sitemap is rendered whole once.
+    pub crc: Option<u32>,
+}
+
+impl PublishedShard {
+    /// The record of a shard as rendered.
+    pub fn of(number: u32, shard: &Shard) -> Self {
+        Self {
+            number,
+            len: shard.bytes.len() as u64,
+            urls: shard.urls as u64,
+            newest: shard.newest.map(Datestamp::pack),
+            crc: Some(crc32fast::hash(&shard.bytes)),
+        }
+    }
+}
+
+/// The sitemap as last published: what a patch starts from. Everything a whole render depends
+/// on besides the records is here, so that a patch is made only under the same conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PublishedSitemap {
+    /// Where its files are: the export folder, or the gateway's generation.
+    pub place: String,
+    /// The shards' extension: `xml` or `xml.gz`.
+    pub ext: String,
+    /// The landing rule its URLs were classified with (the gateway's `Landing::key`: the
+    /// scope's text under Google's rule, as stores made before platforms recorded it).
+    pub scope: String,
+    /// The limits its shards were split with.
+    pub max_urls: usize,
+    /// The byte limit its shards were split with.
+    pub max_bytes: usize,
+    /// Its shards, in layout order.
+    pub shards: Vec<PublishedShard>,
+    /// The counts of what it publishes.
+    pub stats: Stats,
+}
+
+/// A URL that several records publish (or one record twice).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SharedUrl {
+    /// The URL.
+    pub url: String,
+    /// The datestamp of each record that publishes it, newest first ([`Datestamp::pack`]ed,
+    /// `i64::MIN` for none): one per claim, so that when the newest leaves, the next is known.
+    /// Fewer than two: no longer shared (none: no longer published).
+    pub claims: Vec<i64>,
+}
+
+impl SharedUrl {
+    /// Its lastmod: the newest datestamp among the records that publish it.
+    pub fn newest(&self) -> Option<Datestamp> {
+        self.claims
+            .first()
+            .copied()
+            .and_then(Datestamp::unpack_option)
+    }
+
+    /// Adds a claim with datestamp `d`.
+    pub fn claim(&mut self, d: Option<Datestamp>) {
+        let d = Datestamp::pack_option(d);
+        let at = self.claims.partition_point(|&c| c > d);
+        self.claims.insert(at, d);
+    }
+
+    /// Takes back a claim with datestamp `d`; false when there is none.
+    pub fn release(&mut self, d: Option<Datestamp>) -> bool {
+        let d = Datestamp::pack_option(d);
+        let at = self.claims.partition_point(|&c| c > d);
+        let found = self.claims.get(at) == Some(&d);
+        if found {
+            self.claims.remove(at);
+        }
+        found
+    }
+}
