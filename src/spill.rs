@@ -963,6 +963,11 @@ mod tests {
         assert!(ours.exists() && other.exists());
     }
 
+    /// A budget of 1,000 bytes counted in `account`.
+    fn within(account: &Arc<Account>) -> Budget {
+        Budget::new(std::env::temp_dir(), 1000).within(account)
+    }
+
     fn pool(memory: u64, spill_max: Option<u64>) -> Pool {
         Pool::new(PoolLimits {
             memory,
@@ -995,11 +1000,9 @@ mod tests {
     fn collectors_share_the_pool_and_each_keeps_its_part() {
         let pool = pool(1000, None);
         let (a, b) = (pool.account("a"), pool.account("b"));
-        let budget =
-            |account: &Arc<Account>| Budget::new(std::env::temp_dir(), 1000).within(account);
-        let mut first = Share::new(&budget(&a), 1000);
+        let mut first = Share::new(&within(&a), 1000);
         assert!(first.allows(900), "alone, it may take the pool");
-        let mut second = Share::new(&budget(&b), 1000);
+        let mut second = Share::new(&within(&b), 1000);
         assert_eq!(
             second.limit(),
             500,
@@ -1050,13 +1053,11 @@ mod tests {
     fn a_refresh_over_its_part_never_waits_for_itself() {
         let pool = pool(1000, None);
         let (a, b) = (pool.account("a"), pool.account("b"));
-        let budget =
-            |account: &Arc<Account>| Budget::new(std::env::temp_dir(), 1000).within(account);
-        let mut urls = Share::new(&budget(&a), 1000);
+        let mut urls = Share::new(&within(&a), 1000);
         assert!(urls.allows(900));
-        let mut other = Share::new(&budget(&b), 1000);
+        let mut other = Share::new(&within(&b), 1000);
         other.count(200);
-        let mut versions = Share::new(&budget(&a), 250);
+        let mut versions = Share::new(&within(&a), 250);
         let asked = Instant::now();
         assert!(versions.allows(10), "within its fair part (111)");
         assert!(
@@ -1074,7 +1075,7 @@ mod tests {
     fn a_pool_above_the_caps_binds_nothing() {
         let pool = pool(10_000, None);
         let account = pool.account("a");
-        let budget = Budget::new(std::env::temp_dir(), 1000).within(&account);
+        let budget = within(&account);
         let mut shares: Vec<Share> = (0..5).map(|_| Share::new(&budget, 1000)).collect();
         for share in &mut shares {
             assert!(share.allows(1000));
