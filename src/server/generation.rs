@@ -796,8 +796,7 @@ impl Finished {
             let (name, rank) = match listed_as.get(f.name.as_str()) {
                 Some(listed) => ((*listed).to_owned(), Rank::Shard),
                 None if aliased.contains(f.name.as_str()) || f.name.ends_with(".gz") => continue,
-                // The profiles' ledger is the next refresh's, never a crawler's.
-                None if f.name == crate::profiles::ledger::LEDGER => continue,
+                None if never_published(&f.name) => continue,
                 None => (f.name.clone(), Rank::Index),
             };
             out.push(Staged {
@@ -834,6 +833,14 @@ impl Finished {
 /// held by documents fetched ahead of their turn in the pack (as `bucket`'s uploads do).
 const IMPORT_CONCURRENCY: usize = 8;
 
+/// Whether a file of a generation stays with the gateway that made it, out of the bucket: the
+/// profiles' ledger, which is the next refresh's and never a crawler's. A gateway that imports
+/// the generation has none, so its next refresh, if it takes the repository's lease, renders
+/// the profiles from the store instead of patching them.
+fn never_published(name: &str) -> bool {
+    name == crate::profiles::ledger::LEDGER
+}
+
 /// Where a generation's document index is in the bucket (for [`import`]).
 pub(crate) const BUCKET_DOCS_INDEX: &str = ".oai-bridge/documents.index";
 
@@ -845,7 +852,8 @@ pub(crate) const BUCKET_DOCS_INDEX: &str = ".oai-bridge/documents.index";
 /// hash is linked from `previous`, not fetched; a shard's other spelling (its gzip, or the
 /// plain text of a `.xml.gz` the index lists) is made from the one in the bucket. A document
 /// whose key, length and date are those of one in `previous` is taken from there; the others
-/// are fetched a few at a time ([`IMPORT_CONCURRENCY`]).
+/// are fetched a few at a time ([`IMPORT_CONCURRENCY`]). A file no bucket holds
+/// ([`never_published`]) is left out.
 pub(crate) async fn import<F, Fut>(
     repo_dir: &Path,
     previous: Option<&Generation>,
@@ -870,7 +878,7 @@ where
     for (alias, file) in &manifest.aliases {
         listed.entry(file.as_str()).or_default().push(alias);
     }
-    for f in &manifest.files {
+    for f in manifest.files.iter().filter(|f| !never_published(&f.name)) {
         if let Some(previous) = previous
             && let Some((_, old)) = previous.file(&f.name)
             && old.name == f.name
@@ -1171,6 +1179,7 @@ fn from_secs(s: u64) -> SystemTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profiles::ledger::LEDGER;
 
     /// docs/operations.md says which manifests this version serves: the format is this.
     #[test]
@@ -1388,6 +1397,9 @@ mod tests {
         w.put_shard("signmap-1.xml", signmap.as_bytes()).unwrap();
         w.listed_name("signmap-1.xml".to_owned()).unwrap();
         w.put("signmap.xml", b"<sitemapindex/>").unwrap();
+        // The profiles' ledger stays with the holder: the bucket never has it, and a follower
+        // makes the generation without it.
+        w.put(LEDGER, b"the ledger's rows").unwrap();
         let day = oai_pmh::Datestamp::parse("2024-05-01");
         w.put_document("cdif/00000000000000ff.jsonld", b"{\"b\":2}", day)
             .unwrap();
@@ -1417,10 +1429,13 @@ mod tests {
             .install()
             .unwrap();
         let again = load_current(follower.path()).unwrap().unwrap();
+        let published: Vec<_> = (made.files().iter()).filter(|f| f.name != LEDGER).collect();
+        assert_eq!(published.len() + 1, made.files().len());
         for g in [&imported, &again] {
             assert_eq!(g.id, made.id);
-            assert_eq!(g.files().len(), made.files().len());
-            for f in made.files() {
+            assert!(g.file(LEDGER).is_none());
+            assert_eq!(g.files().len(), published.len());
+            for f in published.iter().copied() {
                 let (_, got) = g.file(&f.name).unwrap();
                 assert_eq!(
                     (&got.etag, got.last_modified, got.len),
