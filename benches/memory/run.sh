@@ -14,8 +14,9 @@
 #   bash benches/memory/run.sh
 #   SIZES="1 4 16 50" bash benches/memory/run.sh
 #
-# Knobs (environment): SIZES ("1 4 16"), BASE (main), ROUNDS (2, at 1 million), PORT (18767),
-# PROFILES (1: also the runs with profiles), PROFILES_UP_TO (50: the runs with profiles up to
+# Knobs (environment): WORK (target/bench-memory: where the binaries, outputs and spill go), SIZES ("1 4 16"), BASE (main), ROUNDS (2, at 1 million), PORT (18767),
+# PROFILES (1: also the runs with profiles), PLAIN (1; 0 leaves out the runs of the sitemap alone,
+# as for 50 million with profiles once the plain figure is known), PROFILES_UP_TO (50: the runs with profiles up to
 # that many million; 16 million with profiles writes about 21 GB), COMPARE_UP_TO (4), OURS_BIN and BASE_BIN (binaries
 # built already, copied instead of building; OURS_DESCRIBE names the first in the report).
 # It needs about 1.3 GB of disk a million records with profiles (the export's own files), which
@@ -29,9 +30,10 @@ BASE=${BASE:-main}
 ROUNDS=${ROUNDS:-2}
 PORT=${PORT:-18767}
 PROFILES=${PROFILES:-1}
+PLAIN=${PLAIN:-1}
 PROFILES_UP_TO=${PROFILES_UP_TO:-50}
 COMPARE_UP_TO=${COMPARE_UP_TO:-4}
-work=target/bench-memory
+work=${WORK:-target/bench-memory}
 bin=$work/oai-bridge
 base_bin=$work/oai-bridge-base
 
@@ -61,7 +63,8 @@ declare -A flags=(
   [plain]=""
   [profiles]="--signmap --ocx ${diwoo[*]}"
 )
-kinds=(plain)
+kinds=()
+[ "$PLAIN" = 1 ] && kinds+=(plain)
 [ "$PROFILES" = 1 ] && kinds+=(profiles)
 
 : >"$work/runs.tsv"
