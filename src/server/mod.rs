@@ -403,27 +403,27 @@ impl Repo {
     }
 
     /// Sets up the repository of `rc` in its folder under `state_dir`, with what its store
-    /// (there, or in the database at `state_url`) remembers, serving its persisted generation
+    /// (there, or in the database `memory` read it from) remembers, serving its persisted generation
     /// when that can be served. `gates_readiness`: see [`Repo::gates_readiness`].
     fn open(
         rc: &RepositoryConfig,
         public_url: &Url,
         publish_url: Option<&BucketUrl>,
         state_dir: &std::path::Path,
-        state_url: Option<&crate::store::StateUrl>,
+        memory: &Remembered,
         metrics: &Metrics,
         gates_readiness: bool,
     ) -> Result<Self, GenerationError> {
         let dir = state_dir.join(&rc.name);
-        let store = match state_url {
-            Some(url) => crate::store::StoreLocation::Postgres {
+        let store = match memory {
+            Remembered::Read { url, .. } => crate::store::StoreLocation::Postgres {
                 url: url.clone(),
                 repository: rc.name.clone(),
             },
-            None => crate::store::StoreLocation::File(dir.join(crate::store::FILE)),
+            Remembered::Files => crate::store::StoreLocation::File(dir.join(crate::store::FILE)),
         };
         let setup = Setup::new(rc, public_url, publish_url, &dir);
-        let remembered = remembered(&dir, &store)?;
+        let remembered = remembered(&dir, &store, memory)?;
         let current = persisted_generation(&rc.name, &dir, &setup.job);
         let setup = Arc::new(setup);
         let repo = Self {
@@ -533,6 +533,7 @@ fn job_for(rc: &RepositoryConfig, public_url: Url, dir: &std::path::Path) -> Job
 fn remembered(
     dir: &std::path::Path,
     store: &crate::store::StoreLocation,
+    memory: &Remembered,
 ) -> Result<crate::store::State, GenerationError> {
     std::fs::create_dir_all(dir)
         .map_err(|source| GenerationError {
@@ -541,6 +542,13 @@ fn remembered(
             source,
         })
         .and_then(|()| {
+            if let (
+                Remembered::Read { states, .. },
+                crate::store::StoreLocation::Postgres { repository, .. },
+            ) = (memory, store)
+            {
+                return Ok(states.get(repository).cloned().unwrap_or_default());
+            }
             // A repository new to the state directory has nothing to remember, and its first
             // refresh makes its SQLite store: made here, 10,000 of them (each its tables and an
             // fsync) held a fleet's first start five minutes before it answered a request.
@@ -557,6 +565,45 @@ fn remembered(
                     source: std::io::Error::other(e),
                 })
         })
+}
+
+/// What the stores of the repositories a start or a reload opens remember, for [`Repo::open`].
+pub(crate) enum Remembered {
+    /// Each repository's SQLite file, read as the repository opens.
+    Files,
+    /// Read from the PostgreSQL database at `url` in one query for all of them: a store opened
+    /// for each (a connection, the migrations' lock, a query) held a start of 1,000
+    /// repositories 8 s before it answered.
+    Read {
+        url: crate::store::StateUrl,
+        states: std::collections::HashMap<String, crate::store::State>,
+    },
+}
+
+impl Remembered {
+    /// For opening the repositories `names`, whose state is in the database at `state_url`, or
+    /// in SQLite files under `state_dir` when there is none.
+    pub(crate) fn read(
+        state_url: Option<&crate::store::StateUrl>,
+        names: Vec<String>,
+        state_dir: &std::path::Path,
+    ) -> Result<Self, GenerationError> {
+        let Some(url) = state_url else {
+            return Ok(Self::Files);
+        };
+        // Named as each repository's store was when it was opened alone: the first one's.
+        let first = state_dir.join(names.first().map_or("", String::as_str));
+        crate::store::Store::postgres_states(url, names)
+            .map(|states| Self::Read {
+                url: url.clone(),
+                states,
+            })
+            .map_err(|e| GenerationError {
+                action: "cannot read the state store of",
+                path: first,
+                source: std::io::Error::other(e),
+            })
+    }
 }
 
 /// The generation persisted in `dir` for the repository `name`, unless it cannot be served
@@ -647,6 +694,11 @@ impl Gateway {
             .map(|r| r.name.as_str())
             .collect();
         metrics.admit(&names, names.iter().copied());
+        let memory = Remembered::read(
+            config.state.url.as_ref(),
+            names.iter().map(|n| (*n).to_owned()).collect(),
+            state_dir,
+        )?;
         let mut repos = Vec::new();
         for rc in &config.repositories {
             repos.push(Arc::new(Repo::open(
@@ -654,7 +706,7 @@ impl Gateway {
                 &public_url,
                 config.server.publish_url.as_ref(),
                 state_dir,
-                config.state.url.as_ref(),
+                &memory,
                 &metrics,
                 true,
             )?));

@@ -221,6 +221,14 @@ impl Gateway {
             &names,
             (names.iter().copied()).filter(|n| !running_by_name.contains_key(n)),
         );
+        let memory = super::Remembered::read(
+            self.state.url.as_ref(),
+            (names.iter())
+                .filter(|n| !running_by_name.contains_key(*n))
+                .map(|n| (*n).to_owned())
+                .collect(),
+            &self.server.state_dir,
+        )?;
         for rc in &config.repositories {
             match running_by_name.get(rc.name.as_str()) {
                 Some(repo) => repos.push((Arc::clone(repo), Some(rc))),
@@ -230,7 +238,7 @@ impl Gateway {
                         &self.public_url,
                         self.server.publish_url.as_ref(),
                         &self.server.state_dir,
-                        self.state.url.as_ref(),
+                        &memory,
                         &self.metrics,
                         false,
                     );

@@ -442,6 +442,17 @@ impl Store {
         })
     }
 
+    /// What the stores of `repositories` in the PostgreSQL database at `url` remember
+    /// ([`Store::state`] of each), read in one query on one connection instead of a store
+    /// opened for each: a repository with no state saved, or one of a format this version does
+    /// not read (its store starts anew when it opens), is left out.
+    pub fn postgres_states(
+        url: &StateUrl,
+        repositories: Vec<String>,
+    ) -> Result<std::collections::HashMap<String, State>, StoreError> {
+        pg::Postgres::states(url, repositories)
+    }
+
     /// Opens (or creates) the store at `location`.
     pub fn open_at(location: &StoreLocation) -> Result<Self, StoreError> {
         match location {

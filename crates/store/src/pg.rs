@@ -409,6 +409,62 @@ impl Postgres {
     /// `repository`'s store (started anew when its state is of a format this version does not
     /// read).
     pub(super) fn open(url: &super::StateUrl, repository: &str) -> Result<Self, StoreError> {
+        let store = Self::connected(url, repository)?;
+        let unknown_format = store.call(|c| c.open_repository())?;
+        if unknown_format {
+            tracing::warn!(
+                store = %store.place,
+                "the store's state is of a format this version does not read (a newer version \
+                 wrote it): starting the store anew"
+            );
+        }
+        Ok(store)
+    }
+
+    /// What the stores of `repositories` remember ([`super::Store::state`]), read in one query
+    /// on one connection: a gateway of thousands of repositories starts without a connection
+    /// for each. A repository with no state saved is left out, and so is one whose state is of
+    /// a format this version does not read: [`Postgres::open`] starts its store anew, so it
+    /// remembers nothing. Errors name the first repository, whose store opened first before.
+    pub(super) fn states(
+        url: &super::StateUrl,
+        repositories: Vec<String>,
+    ) -> Result<HashMap<String, State>, StoreError> {
+        let Some(first) = repositories.first().cloned() else {
+            return Ok(HashMap::new());
+        };
+        let store = Self::connected(url, &first)?;
+        let docs = store.call(move |c| {
+            let stmt = c.prepared(
+                "SELECT repository, doc FROM oai_bridge_state WHERE repository = ANY($1)",
+            )?;
+            let rows = (c.client.query(&stmt, &[&repositories])).doing("cannot read the state")?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                .collect::<Vec<_>>())
+        })?;
+        let known = |doc: &str| {
+            persisted::format_of(doc).is_none_or(|f| (1..=persisted::FORMAT).contains(&f))
+        };
+        (docs.into_iter().filter(|(_, doc)| known(doc)))
+            .map(|(repository, doc)| {
+                let state = serde_json::from_str(&doc).map_err(|e| StoreError {
+                    place: Place::Postgres {
+                        url: url.redacted(),
+                        repository: repository.clone(),
+                    },
+                    what: "cannot parse the state",
+                    source: Box::new(e),
+                })?;
+                Ok((repository, state))
+            })
+            .collect()
+    }
+
+    /// Connects on a worker thread of its own and applies the migrations; errors name
+    /// `repository`'s store.
+    fn connected(url: &super::StateUrl, repository: &str) -> Result<Self, StoreError> {
         let place = Place::Postgres {
             url: url.redacted(),
             repository: repository.to_owned(),
@@ -471,14 +527,6 @@ impl Postgres {
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(store.stopped()),
         }
         store.call(|c| c.migrate())?;
-        let unknown_format = store.call(|c| c.open_repository())?;
-        if unknown_format {
-            tracing::warn!(
-                store = %store.place,
-                "the store's state is of a format this version does not read (a newer version \
-                 wrote it): starting the store anew"
-            );
-        }
         Ok(store)
     }
 
@@ -1846,6 +1894,62 @@ mod tests {
         assert_eq!(b.state().unwrap(), State::default());
         assert_eq!(a.counts().unwrap().live, 1);
         assert_eq!(a.state().unwrap(), state_a);
+    }
+
+    /// The states of many repositories are read in one query, as each one's store reads its
+    /// own: a repository with none saved, or with one a newer version wrote, remembers nothing;
+    /// a state that is no JSON fails, naming its repository.
+    #[test]
+    fn the_states_of_many_repositories_are_read_at_once() {
+        let Some(db) = TestDb::create("the_states_of_many_repositories_are_read_at_once") else {
+            return;
+        };
+        let names = |n: &[&str]| n.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        assert!(
+            Store::postgres_states(&db.url, names(&["a"]))
+                .unwrap()
+                .is_empty(),
+            "a new database: its tables are made first"
+        );
+        let state = |source: &str| State {
+            source: source.into(),
+            retry_not_before: Some(1_700_000_000),
+            ..State::default()
+        };
+        for name in ["a", "b", "newer"] {
+            let mut store = Store::open_postgres(&db.url, name).unwrap();
+            store.save_state(&state(name)).unwrap();
+        }
+        (db.client())
+            .execute(
+                "UPDATE oai_bridge_state SET doc = '{\"format\": 99}' WHERE repository = 'newer'",
+                &[],
+            )
+            .unwrap();
+        let read = Store::postgres_states(&db.url, names(&["a", "b", "newer", "never"])).unwrap();
+        assert_eq!(read.len(), 2, "{read:?}");
+        for name in ["a", "b"] {
+            let one = Store::open_postgres(&db.url, name)
+                .unwrap()
+                .state()
+                .unwrap();
+            assert_eq!((&read[name], &one), (&state(name), &state(name)));
+        }
+        assert!(
+            Store::postgres_states(&db.url, names(&["b"]))
+                .unwrap()
+                .contains_key("b")
+        );
+
+        (db.client())
+            .execute(
+                "UPDATE oai_bridge_state SET doc = 'not json' WHERE repository = 'b'",
+                &[],
+            )
+            .unwrap();
+        let e = Store::postgres_states(&db.url, names(&["a", "b"])).unwrap_err();
+        assert_eq!(e.what, "cannot parse the state");
+        assert!(e.to_string().contains("repository \"b\""), "{e}");
     }
 
     /// Random pages (repeats within a page and across pages, older versions, deletions,
