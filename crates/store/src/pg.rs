@@ -438,7 +438,7 @@ impl Postgres {
                     job(&mut conn);
                 }
             })
-            .map_err(|e| StoreError {
+            .map_err(|e| StoreError::Failed {
                 place: place.clone(),
                 what: "cannot start its thread",
                 source: Box::new(e),
@@ -488,7 +488,7 @@ impl Postgres {
     }
 
     fn error(&self, failure: Failure) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             place: self.place.clone(),
             what: failure.what,
             source: failure.source,
@@ -496,7 +496,7 @@ impl Postgres {
     }
 
     fn stopped(&self) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             place: self.place.clone(),
             what: "its connection's thread stopped",
             source: "the worker ended (a panic, or the connection was lost)".into(),
@@ -539,7 +539,7 @@ impl Postgres {
 
     /// `state` as the store keeps it.
     fn doc(&self, state: &State) -> Result<String, StoreError> {
-        serde_json::to_string(state).map_err(|e| StoreError {
+        serde_json::to_string(state).map_err(|e| StoreError::Failed {
             place: self.place.clone(),
             what: "cannot save the state",
             source: Box::new(e),
@@ -551,7 +551,7 @@ impl Postgres {
         let doc = self.call(|c| c.state_doc())?;
         match doc {
             None => Ok(State::default()),
-            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                 place: self.place.clone(),
                 what: "cannot parse the state",
                 source: Box::new(e),
@@ -741,7 +741,7 @@ impl Postgres {
             for row in rows {
                 let id = key(&row);
                 let Some(item) = make(row) else {
-                    return Err(StoreError {
+                    return Err(StoreError::Failed {
                         place: self.place.clone(),
                         what: "damaged record",
                         source: format!("the body of {id:?} cannot be read").into(),
