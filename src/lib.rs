@@ -77,8 +77,8 @@ pub use store::{FILE as STORE_FILE, Place, StateUrl, Store, StoreError, StoreLoc
 // The OAI-PMH side: the client, a harvest, what a page holds.
 pub use oai_pmh::{
     Client, DcElement, Fields, HarvestError, HarvestErrorKind, HarvestReport, HarvestRequest,
-    HarvestSettings, MAX_RESTARTS, ParseError, Record, RequestHeaders, Source, harvest,
-    parse_list_records, parse_list_records_with,
+    HarvestSettings, MAX_RESTARTS, Record, RequestHeaders, Source, harvest, parse_list_records,
+    parse_list_records_with,
 };
 
 // The steps the property tests and benchmarks drive one by one.

@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::store::copy::{CopyError, Database, DatabaseError, SqliteSource, Survey};
+use crate::store::copy::{Database, SqliteSource, Survey};
 use crate::store::{FILE, Place, State, StateUrl, StoreError};
 
 /// What to move, and where.
@@ -91,7 +91,7 @@ pub(crate) struct Totals {
     /// The repositories that failed, leaving nothing of their copy.
     pub(crate) failed: Vec<String>,
     /// The repositories copied whose copy, committed, read back otherwise than the SQLite
-    /// store through the PostgreSQL store ([`CopyError::ReadBack`]): left as committed.
+    /// store through the PostgreSQL store ([`StoreError::ReadBack`]): left as committed.
     pub(crate) unverified: Vec<String>,
     /// How long it all took.
     pub(crate) elapsed: Duration,
@@ -137,9 +137,9 @@ pub(crate) enum MigrateError {
         /// The state directory.
         path: PathBuf,
     },
-    /// The database cannot be reached or prepared.
+    /// The database cannot be reached or prepared ([`StoreError::Database`]).
     #[error(transparent)]
-    Database(#[from] DatabaseError),
+    Database(StoreError),
     /// An export's store whose name cannot be told.
     #[error("{}: {message}", path.display())]
     Name {
@@ -150,7 +150,7 @@ pub(crate) enum MigrateError {
     },
     /// Reading the SQLite store, or writing or reading the database, failed.
     #[error(transparent)]
-    Store(#[from] StoreError),
+    Store(StoreError),
     /// The database holds rows of the repository already.
     #[error(
         "state store {0}: already holds rows of this repository: refused (--replace replaces \
@@ -172,18 +172,19 @@ pub(crate) enum MigrateError {
     /// The copy failed otherwise: a mismatch (rolled back), a lease lost (rolled back), or a
     /// read-back that differs (committed, reported).
     #[error(transparent)]
-    Copy(CopyError),
+    Copy(StoreError),
 }
 
-impl From<CopyError> for MigrateError {
-    fn from(e: CopyError) -> MigrateError {
+impl From<StoreError> for MigrateError {
+    fn from(e: StoreError) -> MigrateError {
         match e {
-            CopyError::Store(e) => MigrateError::Store(e),
-            CopyError::Occupied(place) => MigrateError::Occupied(place),
-            CopyError::Leased { place, holder } => MigrateError::Leased { place, holder },
-            e @ (CopyError::LeaseLost(_)
-            | CopyError::Mismatch { .. }
-            | CopyError::ReadBack { .. }) => MigrateError::Copy(e),
+            e @ StoreError::Database { .. } => MigrateError::Database(e),
+            StoreError::Occupied(place) => MigrateError::Occupied(place),
+            StoreError::Leased { place, holder } => MigrateError::Leased { place, holder },
+            e @ (StoreError::LeaseLost(_)
+            | StoreError::Mismatch { .. }
+            | StoreError::ReadBack { .. }) => MigrateError::Copy(e),
+            e => MigrateError::Store(e),
         }
     }
 }
@@ -329,7 +330,7 @@ pub(crate) fn migrate(
                 totals.done += 1;
                 totals.records += survey.records.live + survey.records.deleted;
             }
-            Err(MigrateError::Copy(CopyError::ReadBack { .. })) => {
+            Err(MigrateError::Copy(StoreError::ReadBack { .. })) => {
                 totals.unverified.push(outcome.name.clone());
             }
             Err(_) => totals.failed.push(outcome.name.clone()),

@@ -19,7 +19,7 @@ use oai_bridge::{
     Client, HarvestError, HarvestErrorKind, HarvestReport, HarvestRequest, HarvestSettings, Source,
     harvest,
 };
-use oai_bridge::{DcElement, Fields, ParseError, Record};
+use oai_bridge::{DcElement, Fields, Record};
 use oai_bridge::{ExportError, ExportOptions, ExportSummary, export};
 use url::Url;
 
@@ -749,10 +749,8 @@ async fn an_html_page_with_status_200_is_an_error_naming_the_url() {
     assert!(
         matches!(
             &err.kind,
-            HarvestErrorKind::Parse {
-                source: ParseError::NotOai { .. },
-                ..
-            }
+            HarvestErrorKind::Parse { source, .. }
+                if matches!(**source, HarvestErrorKind::NotOai { .. })
         ),
         "{err:?}"
     );

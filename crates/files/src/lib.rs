@@ -7,6 +7,9 @@
 //! API boundary: bytes in memory, in and out. Where the files go (a folder, a gateway's
 //! generation, a bucket) and what the URLs are (the records, the scope, the profiles) is the
 //! `oai-bridge` package's business; this crate knows only the sitemap protocol and robots.txt.
+//!
+//! Errors: [`RenderError`] is the crate's one error type. Writing bytes in memory fails only
+//! when there is nothing to write or more than one index can list.
 
 pub mod counts;
 pub mod published;

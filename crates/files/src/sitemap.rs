@@ -89,7 +89,16 @@ pub struct Shard {
     pub newest: Option<Datestamp>,
 }
 
-/// Nothing to publish, or more than one index can list.
+/// Nothing to publish, or more than one index can list: the files crate's one error type.
+///
+/// ```
+/// use oai_bridge_files::RenderError;
+/// use oai_bridge_files::sitemap::render_index;
+///
+/// let error = render_index(std::iter::empty()).unwrap_err();
+/// assert_eq!(error, RenderError::Empty);
+/// assert_eq!(error.to_string(), "no URLs to publish");
+/// ```
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum RenderError {

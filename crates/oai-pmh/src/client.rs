@@ -13,7 +13,6 @@ use reqwest::header::{
     ACCEPT, ACCEPT_ENCODING, CONTENT_ENCODING, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER,
 };
 
-use super::parse::ParseError;
 use super::politeness::Politeness;
 use super::retry::{Failure, Retries, RetryPolicy, Wait};
 use super::{HarvestErrorKind, HarvestSettings, OaiRequest};
@@ -182,7 +181,7 @@ impl Client {
         &self,
         request: &OaiRequest,
         deadline: Option<Instant>,
-        read: impl Fn(&[u8]) -> Result<T, ParseError>,
+        read: impl Fn(&[u8]) -> Result<T, HarvestErrorKind>,
     ) -> Result<T, HarvestErrorKind> {
         let url = request.url();
         let mut retries = self.retry.retries();
@@ -208,7 +207,7 @@ impl Client {
                     }
                     Err(e) if status.is_success() => {
                         let retry = RetryPolicy::retryable(&Failure::Parse(&e));
-                        Attempt::judged(retry, None, parse_kind(e, attempt))
+                        Attempt::judged(retry, None, e.fetched(attempt))
                     }
                     // A 4xx/5xx whose body is no OAI-PMH answer: the status is the news.
                     Err(_) => {
@@ -659,10 +658,6 @@ fn status_kind(status: StatusCode, attempts: u32) -> HarvestErrorKind {
     }
 }
 
-fn parse_kind(source: ParseError, attempts: u32) -> HarvestErrorKind {
-    HarvestErrorKind::Parse { attempts, source }
-}
-
 /// Sends `request` with the headers every request carries.
 async fn send(request: reqwest::RequestBuilder) -> Result<reqwest::Response, Attempt> {
     request
@@ -872,7 +867,7 @@ mod tests {
         );
         let parse = HarvestErrorKind::Parse {
             attempts: 1,
-            source: ParseError::Truncated { len: 10 },
+            source: Box::new(HarvestErrorKind::Truncated { len: 10 }),
         };
         assert_eq!(
             retry_warning(1, 0, &parse, Duration::ZERO, false),

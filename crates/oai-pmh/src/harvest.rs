@@ -713,21 +713,12 @@ pub async fn read_static_file(
                 super::read::parse_list_records_with(&body, fields)?,
             ))
         })
-        .map_err(|source| {
-            fail(HarvestErrorKind::Parse {
-                attempts: 1,
-                source,
-            })
-        })?;
+        .map_err(|e| fail(e.fetched(1)))?;
     match parsed {
         (IdentifyOutcome::Static(identify), page) => Ok((identify, page)),
         (IdentifyOutcome::Identify(_) | IdentifyOutcome::Errors(_), _) => {
-            Err(fail(HarvestErrorKind::Parse {
-                attempts: 1,
-                source: parse::ParseError::NotOai {
-                    what: "an OAI-PMH response, not an OAI Static Repository file".to_owned(),
-                },
-            }))
+            let what = "an OAI-PMH response, not an OAI Static Repository file".to_owned();
+            Err(fail(HarvestErrorKind::NotOai { what }.fetched(1)))
         }
     }
 }

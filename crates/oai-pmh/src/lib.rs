@@ -13,6 +13,9 @@
 //!   [`parse_metadata_formats`] for the other verbs. Parsing is pure, tolerant of what servers
 //!   send (a BOM, characters XML forbids, `https://` namespaces, Windows-1252 bytes; counted in
 //!   [`Quirks`]), and never loads DTDs or entities.
+//! - [`HarvestErrorKind`]: everything that can go wrong, in one enum, as the parsers and the
+//!   client return it; [`HarvestError`] is one with where a harvest stopped (the request, page
+//!   and resumption token).
 //! - [`Datestamp`]: OAI datestamps in both granularities, and the offsets and fractions servers
 //!   write instead, read as UTC; ordering; W3C-datetime output.
 //!
@@ -59,7 +62,7 @@
 //! assert_eq!(record.dc.of(DcElement::Title).collect::<Vec<_>>(), ["On harvesting"]);
 //! let token = page.token.unwrap();
 //! assert_eq!((token.value.as_str(), token.complete_list_size), ("page-2", Some(2)));
-//! # Ok::<(), oai_pmh::ParseError>(())
+//! # Ok::<(), oai_pmh::HarvestErrorKind>(())
 //! ```
 //!
 //! Building a request: the arguments are percent-encoded once, after the baseURL's own query:
@@ -114,6 +117,7 @@ pub struct ReadmeDoctests;
 
 mod client;
 mod datestamp;
+mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod harvest;
@@ -128,13 +132,14 @@ use std::time::Duration;
 
 pub use client::{Client, ClientStats};
 pub use datestamp::{Datestamp, Granularity, unix_secs};
+pub use error::{HarvestError, HarvestErrorKind};
 pub use harvest::{
     HarvestReport, HarvestRequest, MAX_RESTARTS, PageEvent, Resume, Source, harvest,
     harvest_resumable, push_query_value, push_query_value_str, read_static_file,
 };
 pub use parse::{
-    DcElement, DcValues, Fields, Identify, IdentifyOutcome, ListPage, OaiError, ParseError, Quirks,
-    Record, SetsPage, SmallAnswer, Token, parse_identify, parse_metadata_formats, parse_sets,
+    DcElement, DcValues, Fields, Identify, IdentifyOutcome, ListPage, OaiError, Quirks, Record,
+    SetsPage, SmallAnswer, Token, parse_identify, parse_metadata_formats, parse_sets,
 };
 pub use politeness::{HostKey, Politeness};
 pub use read::{parse_list_records, parse_list_records_with};
@@ -356,279 +361,9 @@ pub(crate) const DEFAULT_MIN_TRANSFER_BYTES_PER_SEC: u64 = 1024;
 /// within a quarter of the default request timeout.
 pub(crate) const DEFAULT_MIN_TRANSFER_WINDOW: Duration = Duration::from_secs(30);
 
-/// A harvest that did not reach the end of its list, with where it stopped; when the upstream
-/// answered something that is no OAI-PMH answer (a status, a page that does not parse), with a
-/// hint to ask the caller's [`diagnose_command`](HarvestSettings::diagnose_command) what it
-/// answers.
-#[derive(Debug)]
-pub struct HarvestError {
-    /// The request URL (or file path) that failed.
-    pub url: String,
-    /// Page number within the list, 1-based; 0 for `Identify`.
-    pub page: u64,
-    /// The resumption token that was sent, if any.
-    pub token: Option<String>,
-    /// What went wrong.
-    pub kind: HarvestErrorKind,
-    /// The command the hint names ([`HarvestSettings::diagnose_command`]); `None` for no hint.
-    pub diagnose_command: Option<Box<str>>,
-}
-
-impl std::error::Error for HarvestError {}
-
-impl fmt::Display for HarvestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.located())?;
-        let no_oai_answer = matches!(
-            self.kind,
-            HarvestErrorKind::Status { .. } | HarvestErrorKind::Parse { .. }
-        );
-        if let Some(command) = self.diagnose_command.as_deref().filter(|_| no_oai_answer) {
-            write!(
-                f,
-                "\n  hint: run `{command} {}` to see what the repository answers",
-                Shell(base_of(&self.url))
-            )?;
-        }
-        Ok(())
-    }
-}
-
-impl HarvestError {
-    /// What went wrong and where, without the hint: for the diagnosis the hint suggests.
-    pub fn located(&self) -> String {
-        format!(
-            "{}\n  while requesting {}{}",
-            self.kind,
-            self.url,
-            Where(self.page, self.token.as_deref())
-        )
-    }
-}
-
-/// The baseURL of a request URL that [`OaiRequest`] made (its arguments start with `verb`, and
-/// every `=` in their values is percent-encoded); a file path as it is.
-fn base_of(url: &str) -> &str {
-    ["?verb=", "&verb="]
-        .iter()
-        .filter_map(|args| url.rfind(args))
-        .max()
-        .map_or(url, |end| &url[..end])
-}
-
-/// A word for a shell command line: as it is when it has nothing a shell reads, else quoted.
-struct Shell<'a>(&'a str);
-
-impl fmt::Display for Shell<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let plain = |c: char| c.is_ascii_alphanumeric() || "/:._~%+=,@-".contains(c);
-        if !self.0.is_empty() && self.0.chars().all(plain) {
-            f.write_str(self.0)
-        } else {
-            write!(f, "'{}'", self.0.replace('\'', r"'\''"))
-        }
-    }
-}
-
-struct Where<'a>(u64, Option<&'a str>);
-
-impl fmt::Display for Where<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.0, self.1) {
-            (0, _) => f.write_str(" (Identify)"),
-            (page, Some(token)) => {
-                write!(f, " (ListRecords page {page}, resumptionToken {token:?})")
-            }
-            (page, None) => write!(f, " (ListRecords page {page})"),
-        }
-    }
-}
-
-/// The cause of a [`HarvestError`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum HarvestErrorKind {
-    /// No response: connection refused or reset, DNS, timeout, a cut body.
-    #[error("request failed after {attempts} attempt(s): {message}")]
-    Request {
-        /// Attempts made.
-        attempts: u32,
-        /// The last cause.
-        message: String,
-    },
-    /// An HTTP status that is not an OAI-PMH answer.
-    #[error("HTTP status {status} after {attempts} attempt(s)")]
-    Status {
-        /// The last status.
-        status: u16,
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// The body is larger than `max_body_bytes`.
-    #[error("response body exceeds the limit of {limit} bytes (harvest.max_body_bytes)")]
-    TooLarge {
-        /// The limit.
-        limit: u64,
-    },
-    /// The body is not a usable OAI-PMH response.
-    #[error("{source} (after {attempts} attempt(s))")]
-    Parse {
-        /// Attempts made.
-        attempts: u32,
-        /// Why it could not be read.
-        source: parse::ParseError,
-    },
-    /// The repository answered with an OAI-PMH error.
-    #[error("the repository answered OAI-PMH error {code}: {message:?}{}", oai_hint(.code))]
-    Oai {
-        /// The error code, e.g. `badResumptionToken`.
-        code: String,
-        /// The server's message.
-        message: String,
-    },
-    /// The server sent a token it had sent before: the list would never end (OAI-28).
-    #[error(
-        "the repository sent resumptionToken {token:?} a second time; stopping to avoid an endless loop"
-    )]
-    TokenLoop {
-        /// The repeated token.
-        token: String,
-    },
-    /// Too many pages in a row held no records (OAI-29).
-    #[error("{count} pages in a row held no records (harvest.max_empty_pages); stopping")]
-    EmptyPages {
-        /// Empty pages seen in a row.
-        count: u32,
-    },
-    /// The body arrived slower than `harvest.min_transfer_bytes_per_sec` over a whole
-    /// `harvest.min_transfer_window_secs`: a server dripping its answer. Not retried: a server
-    /// that drips (overloaded, throttling, or hostile) drips again, and each attempt would hold
-    /// the harvest another window; the next harvest tries again.
-    #[error(
-        "the body arrived at {observed} bytes/s over {} s ({received} bytes in all), slower than \
-         the minimum of {min} bytes/s (harvest.min_transfer_bytes_per_sec, averaged over \
-         harvest.min_transfer_window_secs); a server dripping its answer is not retried",
-        window.as_secs()
-    )]
-    TooSlow {
-        /// Bytes a second over the window that failed, rounded down.
-        observed: u64,
-        /// The window (`harvest.min_transfer_window_secs`).
-        window: Duration,
-        /// Body bytes received in all.
-        received: u64,
-        /// The minimum, bytes a second.
-        min: u64,
-    },
-    /// The harvest ran past `harvest.deadline_secs`.
-    #[error("the harvest deadline of {limit:?} (harvest.deadline_secs) has passed")]
-    Deadline {
-        /// The configured limit.
-        limit: Duration,
-    },
-    /// `Identify` names a protocol version other than 2.0.
-    #[error("the repository speaks OAI-PMH {0:?}; only 2.0 is supported")]
-    UnsupportedProtocol(String),
-    /// A local Static Repository file could not be read.
-    #[error("cannot read the file: {0}")]
-    File(#[source] std::io::Error),
-}
-
-impl HarvestErrorKind {
-    /// What one attempt met, without the count of attempts the error's own text carries: the
-    /// cause a retry warning names before it says which attempt that was.
-    pub(crate) fn attempt_text(&self) -> String {
-        match self {
-            Self::Request { message, .. } => message.clone(),
-            Self::Status { status, .. } => format!("HTTP status {status}"),
-            Self::Parse { source, .. } => source.to_string(),
-            other => other.to_string(),
-        }
-    }
-}
-
-fn oai_hint(code: &str) -> &'static str {
-    match code {
-        "cannotDisseminateFormat" => {
-            " (every OAI-PMH repository must offer oai_dc; check the baseURL)"
-        }
-        "noSetHierarchy" => " (the repository has no sets; remove --set)",
-        "badResumptionToken" => " (the token expired or is invalid; the list was not finished)",
-        "badArgument" => {
-            " (check --from/--until/--set against the repository's granularity and sets)"
-        }
-        _ => "",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Issue 22: an answer that is no OAI-PMH names the request and hints at `check` on the
-    /// baseURL (its own query kept, quoted for a shell); other errors give no such hint.
-    #[test]
-    fn an_answer_that_is_no_oai_pmh_hints_at_check() {
-        let error = |url: &str, kind| HarvestError {
-            url: url.to_owned(),
-            page: 2,
-            token: Some("t=1".to_owned()),
-            kind,
-            diagnose_command: Some("oai-bridge check".into()),
-        };
-        let status = || HarvestErrorKind::Status {
-            status: 403,
-            attempts: 1,
-        };
-        let text = error(
-            "https://h/oai?verb=ListRecords&resumptionToken=t%3D1",
-            status(),
-        )
-        .to_string();
-        assert_eq!(
-            text,
-            "HTTP status 403 after 1 attempt(s)\n  while requesting \
-             https://h/oai?verb=ListRecords&resumptionToken=t%3D1 \
-             (ListRecords page 2, resumptionToken \"t=1\")\n  hint: run \
-             `oai-bridge check https://h/oai` to see what the repository answers"
-        );
-        let page = HarvestErrorKind::Parse {
-            attempts: 1,
-            source: parse::ParseError::NotOai {
-                what: "an HTML page titled \"Login\"".into(),
-            },
-        };
-        let text = error("https://h/oai?repository=X&verb=Identify", page).to_string();
-        assert!(
-            text.ends_with(
-                "`oai-bridge check 'https://h/oai?repository=X'` to see what the repository answers"
-            ),
-            "{text}"
-        );
-        let file = error("/srv/static.xml", status()).to_string();
-        assert!(
-            file.contains("`oai-bridge check /srv/static.xml`"),
-            "{file}"
-        );
-        let deadline = error(
-            "https://h/oai?verb=Identify",
-            HarvestErrorKind::Deadline {
-                limit: Duration::from_secs(1),
-            },
-        );
-        assert!(!deadline.to_string().contains("hint"), "{deadline}");
-        // A caller that names no command gets no hint.
-        let quiet = HarvestError {
-            diagnose_command: None,
-            ..error("https://h/oai?verb=Identify", status())
-        };
-        assert!(!quiet.to_string().contains("hint"), "{quiet}");
-        assert_eq!(
-            error("https://h/oai?verb=Identify", status()).located(),
-            "HTTP status 403 after 1 attempt(s)\n  while requesting https://h/oai?verb=Identify \
-             (ListRecords page 2, resumptionToken \"t=1\")"
-        );
-    }
 
     /// OAI-06: a POST goes to the baseURL, its own query kept (Q-32's `?repository=X`), with the
     /// arguments as the GET URL has them.

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use quick_xml::Reader;
 use quick_xml::events::{BytesRef, BytesStart, Event};
 
+use crate::HarvestErrorKind;
 use crate::datestamp::{Datestamp, Granularity};
 
 /// The OAI-PMH namespace; the `https` spelling is accepted on input (OAI-43).
@@ -367,7 +368,11 @@ pub struct Token {
     pub cursor: Option<u64>,
 }
 
-/// An OAI-PMH `<error>`.
+/// An OAI-PMH `<error>` that a repository answered. Data, not a Rust error: a response may hold
+/// several, and what one means is the caller's to decide (`noRecordsMatch` ends a list, and
+/// is no failure; `badResumptionToken` starts it again), so it is what a page or answer holds
+/// ([`ListPage::errors`], [`SmallAnswer::Errors`]); a harvest that stops on one says so as
+/// [`HarvestErrorKind::Oai`](crate::HarvestErrorKind::Oai).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OaiError {
     /// The `code` attribute: `badArgument`, `noRecordsMatch`, ...
@@ -472,52 +477,6 @@ pub struct Identify {
     /// The text of the `<description>`s (toolkit titles, EPrints' comment, ...), joined by
     /// newlines and cut at 8 KiB: a platform may name itself there.
     pub descriptions: String,
-}
-
-/// A response body that could not be read as OAI-PMH.
-#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ParseError {
-    /// Well-formed or not, the body is not an OAI-PMH document (an HTML page, JSON, ...).
-    #[error("not an OAI-PMH response: {what}")]
-    NotOai {
-        /// What came back instead, e.g. `an HTML page titled "Login"`.
-        what: String,
-    },
-    /// The body ends in the middle of the document (a cut connection).
-    #[error("response is truncated after {len} bytes")]
-    Truncated {
-        /// Bytes received.
-        len: usize,
-    },
-    /// Not well-formed XML.
-    #[error("XML is not well-formed at byte {offset}: {message}")]
-    Xml {
-        /// Byte offset in the body.
-        offset: u64,
-        /// What the XML parser said.
-        message: String,
-    },
-    /// Elements nested deeper than any OAI-PMH response needs.
-    #[error("elements nested more than {MAX_DEPTH} deep at byte {offset}")]
-    TooDeep {
-        /// Byte offset.
-        offset: u64,
-    },
-    /// A required part is missing or wrong (e.g. `Identify` without `granularity`).
-    #[error("{0}")]
-    Invalid(String),
-}
-
-impl ParseError {
-    /// Whether fetching the same URL again may help: a body cut short on the way, as opposed
-    /// to a document that is wrong the same way every time. A page that is no OAI-PMH (a login
-    /// page, a "site is down" page served with 200, JSON) is not: it is what the server serves
-    /// at that URL until someone changes it, and retrying it only delays the error (issue 22).
-    /// A proxy's passing error page comes with a 5xx status, which is retried by its status.
-    pub(crate) fn is_transient(&self) -> bool {
-        matches!(self, ParseError::Truncated { .. })
-    }
 }
 
 /// Which namespace an element name resolved to, folding the accepted aliases.
@@ -630,7 +589,10 @@ impl Scopes {
 /// Removes a BOM and leading whitespace, removes characters illegal in XML 1.0 (never TAB, LF or
 /// CR; OAI-46) and checks UTF-8: a byte that is not part of a UTF-8 sequence is read as
 /// Windows-1252 and counted (OAI-47). Returns the text to parse.
-pub(crate) fn prepare<'a>(body: &'a [u8], quirks: &mut Quirks) -> Result<Cow<'a, str>, ParseError> {
+pub(crate) fn prepare<'a>(
+    body: &'a [u8],
+    quirks: &mut Quirks,
+) -> Result<Cow<'a, str>, HarvestErrorKind> {
     let mut body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let start = body
         .iter()
@@ -813,11 +775,11 @@ pub(super) enum Capture {
 /// the element named after its verb, in the OAI-PMH namespace. One with neither (an envelope
 /// with `responseDate` and `request` alone, a `ListRecords` in another namespace) is an error,
 /// not an empty last page, which would end the list early and pass for the whole repository.
-pub(super) fn answered(page: ListPage) -> Result<ListPage, ParseError> {
+pub(super) fn answered(page: ListPage) -> Result<ListPage, HarvestErrorKind> {
     if page.listed || !page.errors.is_empty() {
         return Ok(page);
     }
-    Err(ParseError::Invalid(
+    Err(HarvestErrorKind::Invalid(
         "the answer holds neither a ListRecords element in the OAI-PMH namespace nor an error \
          (OAI-08)"
             .to_owned(),
@@ -830,7 +792,7 @@ pub(super) fn answered(page: ListPage) -> Result<ListPage, ParseError> {
 pub(crate) fn parse_list_records_reference(
     body: &[u8],
     fields: Fields,
-) -> Result<ListPage, ParseError> {
+) -> Result<ListPage, HarvestErrorKind> {
     prepared(body, |text, quirks| {
         parse_with_quick_xml(text, quirks, body.len(), fields)
     })?
@@ -841,7 +803,7 @@ pub(crate) fn parse_list_records_reference(
 pub(super) fn prepared<T>(
     body: &[u8],
     read: impl FnOnce(&str, Quirks) -> T,
-) -> Result<T, ParseError> {
+) -> Result<T, HarvestErrorKind> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     Ok(read(&text, quirks))
@@ -849,13 +811,13 @@ pub(super) fn prepared<T>(
 
 /// [`parse_list_records`] with quick-xml, after [`prepare`]: the reference reader, and the
 /// fallback for every page [`scan::scan_list_records`] declines. `body_len` is the length of the
-/// body as received, for [`ParseError::Truncated`].
+/// body as received, for [`HarvestErrorKind::Truncated`].
 pub(super) fn parse_with_quick_xml(
     text: &str,
     quirks: Quirks,
     body_len: usize,
     fields: Fields,
-) -> Result<ListPage, ParseError> {
+) -> Result<ListPage, HarvestErrorKind> {
     let mut reader = Reader::from_str(text);
     let mut state = QuickXml {
         text,
@@ -892,7 +854,7 @@ pub(super) fn parse_with_quick_xml(
 struct QuickXml<'t> {
     /// The prepared text, to describe it when it is not OAI-PMH.
     text: &'t str,
-    /// The length of the body as received, for [`ParseError::Truncated`].
+    /// The length of the body as received, for [`HarvestErrorKind::Truncated`].
     body_len: usize,
     scopes: Scopes,
     /// Depth of the element being read (the root's is 1).
@@ -905,10 +867,10 @@ struct QuickXml<'t> {
 impl QuickXml<'_> {
     /// The start of an element whose tag ends at `at`: the root, or what the contexts make of
     /// an element below it.
-    fn start(&mut self, e: &BytesStart<'_>, at: u64) -> Result<(), ParseError> {
+    fn start(&mut self, e: &BytesStart<'_>, at: u64) -> Result<(), HarvestErrorKind> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
-            return Err(ParseError::TooDeep { offset: at });
+            return Err(HarvestErrorKind::TooDeep { offset: at });
         }
         if let Err(err) = self.scopes.declare(e, self.depth) {
             return Err(self.truncated_or(err, at));
@@ -922,7 +884,7 @@ impl QuickXml<'_> {
             self.root_seen = true;
             if !self.contexts.root(ns, local) {
                 let root = e.name().as_ref().to_owned();
-                return Err(ParseError::NotOai {
+                return Err(HarvestErrorKind::NotOai {
                     what: describe_non_oai(self.text, Some(&root)),
                 });
             }
@@ -939,7 +901,7 @@ impl QuickXml<'_> {
 
     /// An entity or character reference ending at `at`: its character is kept where text is
     /// collected, and one that names no character fails the page, wherever it stands.
-    fn reference(&mut self, r: &BytesRef<'_>, at: u64) -> Result<(), ParseError> {
+    fn reference(&mut self, r: &BytesRef<'_>, at: u64) -> Result<(), HarvestErrorKind> {
         let resolved = match r.resolve_char_ref() {
             Ok(Some(c)) => Some(c),
             Ok(None) => match &**r {
@@ -957,7 +919,7 @@ impl QuickXml<'_> {
                 self.contexts.char(c);
                 Ok(())
             }
-            None => Err(ParseError::Xml {
+            None => Err(HarvestErrorKind::Xml {
                 offset: at,
                 message: format!("undefined entity &{};", &**r),
             }),
@@ -965,33 +927,33 @@ impl QuickXml<'_> {
     }
 
     /// The end of the body: the page, unless it held no element or ended inside one.
-    fn eof(self) -> Result<ListPage, ParseError> {
+    fn eof(self) -> Result<ListPage, HarvestErrorKind> {
         if !self.root_seen {
-            return Err(ParseError::NotOai {
+            return Err(HarvestErrorKind::NotOai {
                 what: describe_non_oai(self.text, None),
             });
         }
         if self.depth > 0 {
-            return Err(ParseError::Truncated { len: self.body_len });
+            return Err(HarvestErrorKind::Truncated { len: self.body_len });
         }
         Ok(self.contexts.finish())
     }
 
     /// The error for a body quick-xml cannot read at `offset`: not OAI-PMH before the root,
     /// else truncated or malformed.
-    fn unreadable(&self, e: quick_xml::Error, offset: u64) -> ParseError {
+    fn unreadable(&self, e: quick_xml::Error, offset: u64) -> HarvestErrorKind {
         if self.root_seen {
             self.truncated_or(e, offset)
         } else {
-            ParseError::NotOai {
+            HarvestErrorKind::NotOai {
                 what: describe_non_oai(self.text, None),
             }
         }
     }
 
-    /// [`ParseError::Truncated`] for the errors of a body that ends too early, else
-    /// [`ParseError::Xml`] at `offset`.
-    fn truncated_or(&self, e: quick_xml::Error, offset: u64) -> ParseError {
+    /// [`HarvestErrorKind::Truncated`] for the errors of a body that ends too early, else
+    /// [`HarvestErrorKind::Xml`] at `offset`.
+    fn truncated_or(&self, e: quick_xml::Error, offset: u64) -> HarvestErrorKind {
         use quick_xml::errors::{IllFormedError, SyntaxError};
         match e {
             quick_xml::Error::Syntax(
@@ -1004,11 +966,11 @@ impl QuickXml<'_> {
                 | SyntaxError::UnclosedDoubleQuotedAttributeValue
                 | SyntaxError::UnclosedSingleQuotedAttributeValue
                 | SyntaxError::InvalidBangMarkup,
-            ) => ParseError::Truncated { len: self.body_len },
+            ) => HarvestErrorKind::Truncated { len: self.body_len },
             quick_xml::Error::IllFormed(IllFormedError::MissingEndTag(_)) => {
-                ParseError::Truncated { len: self.body_len }
+                HarvestErrorKind::Truncated { len: self.body_len }
             }
-            other => ParseError::Xml {
+            other => HarvestErrorKind::Xml {
                 offset,
                 message: other.to_string(),
             },
@@ -1367,7 +1329,7 @@ pub enum SmallAnswer<T> {
 }
 
 /// `ListMetadataFormats`: the `metadataPrefix` values offered.
-pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, ParseError> {
+pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, HarvestErrorKind> {
     parse_small(body, "ListMetadataFormats", |list| {
         list.descendants()
             .filter(|n| n.is_element() && n.tag_name().name() == "metadataPrefix")
@@ -1380,7 +1342,7 @@ pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, P
 pub type SetsPage = (Vec<(String, String)>, bool);
 
 /// One page of `ListSets`.
-pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, ParseError> {
+pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, HarvestErrorKind> {
     parse_small(body, "ListSets", |list| {
         let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
             set.children()
@@ -1408,13 +1370,13 @@ fn parse_small<T>(
     body: &[u8],
     verb: &str,
     read: impl FnOnce(roxmltree::Node<'_, '_>) -> T,
-) -> Result<SmallAnswer<T>, ParseError> {
+) -> Result<SmallAnswer<T>, HarvestErrorKind> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     let doc = small_document(&text, body.len())?;
     let root = doc.root_element();
     if root.tag_name().name() != "OAI-PMH" {
-        return Err(ParseError::NotOai {
+        return Err(HarvestErrorKind::NotOai {
             what: describe_non_oai(&text, Some(root.tag_name().name())),
         });
     }
@@ -1432,25 +1394,32 @@ fn parse_small<T>(
     let list = root
         .children()
         .find(|n| n.is_element() && n.tag_name().name() == verb)
-        .ok_or_else(|| ParseError::Invalid(format!("the response has no <{verb}> element")))?;
+        .ok_or_else(|| {
+            HarvestErrorKind::Invalid(format!("the response has no <{verb}> element"))
+        })?;
     Ok(SmallAnswer::Answer(read(list)))
 }
 
 /// A small response (Identify, ListSets, ...) as a tree (roxmltree never loads external entities).
-fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>, ParseError> {
+fn small_document(
+    text: &str,
+    body_len: usize,
+) -> Result<roxmltree::Document<'_>, HarvestErrorKind> {
     roxmltree::Document::parse(text).map_err(|e| {
         let looks_xml =
             text.starts_with("<?xml") || text.starts_with("<OAI-PMH") || text.contains("OAI/2.0/");
         if looks_xml && !text.to_ascii_lowercase().contains("<html") {
             match e {
-                roxmltree::Error::UnexpectedEndOfStream => ParseError::Truncated { len: body_len },
-                other => ParseError::Xml {
+                roxmltree::Error::UnexpectedEndOfStream => {
+                    HarvestErrorKind::Truncated { len: body_len }
+                }
+                other => HarvestErrorKind::Xml {
                     offset: 0,
                     message: other.to_string(),
                 },
             }
         } else {
-            ParseError::NotOai {
+            HarvestErrorKind::NotOai {
                 what: describe_non_oai(text, None),
             }
         }
@@ -1459,7 +1428,7 @@ fn small_document(text: &str, body_len: usize) -> Result<roxmltree::Document<'_>
 
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
-pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
+pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, HarvestErrorKind> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;
     let doc = small_document(&text, body.len())?;
@@ -1481,7 +1450,7 @@ pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
         (Ns::Oai | Ns::None, "OAI-PMH") => false,
         (Ns::Static, "Repository") => true,
         (_, name) => {
-            return Err(ParseError::NotOai {
+            return Err(HarvestErrorKind::NotOai {
                 what: describe_non_oai(&text, Some(name)),
             });
         }
@@ -1500,7 +1469,9 @@ pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, ParseError> {
     let identify = root
         .children()
         .find(|n| n.is_element() && n.tag_name().name() == "Identify")
-        .ok_or_else(|| ParseError::Invalid("the response has no <Identify> element".to_owned()))?;
+        .ok_or_else(|| {
+            HarvestErrorKind::Invalid("the response has no <Identify> element".to_owned())
+        })?;
     let field = |name: &str| -> Option<String> {
         identify
             .children()
@@ -1794,16 +1765,16 @@ mod tests {
         let html = parse_list_records(b"<!DOCTYPE html><html><head><title>Service Unavailable</title></head><body>down</body></html>");
         assert_eq!(
             html,
-            Err(ParseError::NotOai {
+            Err(HarvestErrorKind::NotOai {
                 what: "an HTML page titled \"Service Unavailable\"".into()
             })
         );
         let json = parse_list_records(br#"{"error": "no"}"#).unwrap_err();
-        assert!(matches!(json, ParseError::NotOai { .. }), "{json:?}");
+        assert!(matches!(json, HarvestErrorKind::NotOai { .. }), "{json:?}");
         let other = parse_list_records(b"<rss><channel/></rss>").unwrap_err();
         assert_eq!(
             other,
-            ParseError::NotOai {
+            HarvestErrorKind::NotOai {
                 what: "an XML document with root element <rss>".into()
             }
         );
@@ -1816,12 +1787,15 @@ mod tests {
         // OAI-50: a cut body is truncation (worth a retry).
         let cut = &doc.as_bytes()[..doc.len() * 7 / 10];
         let e = parse_list_records(cut);
-        assert!(matches!(e, Err(ParseError::Truncated { .. })), "{e:?}");
+        assert!(
+            matches!(e, Err(HarvestErrorKind::Truncated { .. })),
+            "{e:?}"
+        );
         // OAI-09: undefined entities are errors; DTD entities are never expanded.
         let bogus = doc.replace("<dc:title>T</dc:title>", "<dc:title>&bogus;</dc:title>");
         assert!(matches!(
             parse_list_records(bogus.as_bytes()),
-            Err(ParseError::Xml { .. })
+            Err(HarvestErrorKind::Xml { .. })
         ));
         let xxe = doc
             .replace(
@@ -1851,7 +1825,7 @@ mod tests {
         let deep = format!("<OAI-PMH xmlns=\"{OAI_NS}\">{}", "<a>".repeat(1000));
         assert!(matches!(
             parse_list_records(deep.as_bytes()),
-            Err(ParseError::TooDeep { .. })
+            Err(HarvestErrorKind::TooDeep { .. })
         ));
     }
 

@@ -3,17 +3,18 @@
 //! reference. Apart from both, so that the scanner builds on the reader's model and the reader
 //! knows nothing of the scanner.
 
-use super::parse::{Fields, ListPage, ParseError, answered, parse_with_quick_xml, prepared};
+use super::HarvestErrorKind;
+use super::parse::{Fields, ListPage, answered, parse_with_quick_xml, prepared};
 use super::scan;
 
 /// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
 /// same way), or an error response of any verb.
-pub fn parse_list_records(body: &[u8]) -> Result<ListPage, ParseError> {
+pub fn parse_list_records(body: &[u8]) -> Result<ListPage, HarvestErrorKind> {
     parse_list_records_with(body, Fields::default())
 }
 
 /// [`parse_list_records`], reading `fields` of each record.
-pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, ParseError> {
+pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, HarvestErrorKind> {
     // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
     // reads (or rejects) as the reference.
     prepared(body, |text, quirks| {

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use reqwest::StatusCode;
 
-use super::HarvestSettings;
-use super::parse::ParseError;
+use super::{HarvestErrorKind, HarvestSettings};
 
 /// Restarts of a list after `badResumptionToken` (an expired or unknown token, OAI-27) before
 /// the harvest fails.
@@ -45,7 +44,7 @@ pub(crate) enum Failure<'a> {
     /// A response with status `status` (not a success) whose body is no OAI-PMH answer.
     Status(StatusCode),
     /// A successful response whose body does not parse.
-    Parse(&'a ParseError),
+    Parse(&'a HarvestErrorKind),
     /// The request failed on the way: connection, timeout, TLS.
     Request,
     /// The connection broke while the body was read.
@@ -396,11 +395,11 @@ mod tests {
                 StatusCode::from_u16(status).unwrap()
             )));
         }
-        let cut = ParseError::Truncated { len: 10 };
-        let proxy_page = ParseError::NotOai {
+        let cut = HarvestErrorKind::Truncated { len: 10 };
+        let proxy_page = HarvestErrorKind::NotOai {
             what: "an HTML page".into(),
         };
-        let malformed = ParseError::Xml {
+        let malformed = HarvestErrorKind::Xml {
             offset: 3,
             message: "no".into(),
         };
@@ -408,7 +407,9 @@ mod tests {
         // Issue 22: a login or maintenance page served with 200 comes back the same.
         assert!(!retried(Failure::Parse(&proxy_page)));
         assert!(!retried(Failure::Parse(&malformed)));
-        assert!(!retried(Failure::Parse(&ParseError::Invalid("x".into()))));
+        assert!(!retried(Failure::Parse(&HarvestErrorKind::Invalid(
+            "x".into()
+        ))));
         assert!(!retried(Failure::TooLarge));
         assert!(!retried(Failure::TooSlow));
         assert!(!retried(Failure::Redirect));

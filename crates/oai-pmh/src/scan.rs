@@ -640,14 +640,15 @@ mod tests {
     use proptest::test_runner::Config as ProptestConfig;
 
     use super::*;
+    use crate::HarvestErrorKind;
     use crate::parse::{
-        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, OaiError, ParseError, STATIC_NS,
-        parse_with_quick_xml, prepare,
+        DC_NS, DcElement, Fields, OAI_DC_NS, OAI_NS, OaiError, STATIC_NS, parse_with_quick_xml,
+        prepare,
     };
     use crate::read::parse_list_records;
 
     /// Both readers on the same prepared text.
-    fn both(doc: &str) -> (Option<ListPage>, Result<ListPage, ParseError>) {
+    fn both(doc: &str) -> (Option<ListPage>, Result<ListPage, HarvestErrorKind>) {
         let mut quirks = Quirks::default();
         let text = prepare(doc.as_bytes(), &mut quirks).unwrap();
         (
@@ -665,7 +666,7 @@ mod tests {
     }
 
     /// The scanner declines `doc`; returns what the whole parse (the fallback) makes of it.
-    fn declines(doc: &str) -> Result<ListPage, ParseError> {
+    fn declines(doc: &str) -> Result<ListPage, HarvestErrorKind> {
         let (fast, reference) = both(doc);
         assert_eq!(fast, None, "{doc}");
         assert_eq!(parse_list_records(doc.as_bytes()), reference);
@@ -942,7 +943,10 @@ mod tests {
             declines(&doc[..cut]).unwrap_err();
         }
         let deep = format!("<OAI-PMH xmlns=\"{OAI_NS}\">{}", "<a>".repeat(300));
-        assert!(matches!(declines(&deep), Err(ParseError::TooDeep { .. })));
+        assert!(matches!(
+            declines(&deep),
+            Err(HarvestErrorKind::TooDeep { .. })
+        ));
         let deep = format!(
             "<OAI-PMH>{}{}</OAI-PMH>",
             "<a>".repeat(MAX_DEPTH - 1),

@@ -94,64 +94,6 @@ impl Survey {
     }
 }
 
-/// Why a copy was not made.
-#[derive(Debug, thiserror::Error)]
-pub enum CopyError {
-    /// Reading the SQLite store or writing the database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// The database already holds rows of the repository, and they were not to be replaced.
-    #[error("state store {0}: already holds rows of this repository")]
-    Occupied(Place),
-    /// A gateway of a fleet (or another migration) holds a live lease on the repository: it
-    /// is refreshing it now.
-    #[error("state store {place}: {holder:?} holds a live lease on this repository")]
-    Leased {
-        /// The repository's store in the database.
-        place: Place,
-        /// Who holds the lease.
-        holder: String,
-    },
-    /// The lease taken for the copy ended before the copy was committed (it could not be
-    /// renewed): the copy was rolled back.
-    #[error(
-        "state store {0}: the lease taken for the copy ended before it was committed: the copy \
-         was rolled back"
-    )]
-    LeaseLost(Place),
-    /// What the transaction wrote differs from the SQLite store: the copy was rolled back.
-    #[error(
-        "state store {place}: the copy does not match {} (SQLite, PostgreSQL): {}; it was \
-         rolled back, the database holds what it held before",
-        path.display(),
-        differences.join("; ")
-    )]
-    Mismatch {
-        /// The repository's store in the database.
-        place: Place,
-        /// The SQLite store.
-        path: PathBuf,
-        /// What differs.
-        differences: Vec<String>,
-    },
-    /// The copy was committed (it matched in its transaction), but reads back differently
-    /// through the PostgreSQL store: left as it is, reported.
-    #[error(
-        "state store {place}: the copy was committed, but reads back through the store \
-         otherwise than {} (SQLite, PostgreSQL): {}; it was left as it is",
-        path.display(),
-        differences.join("; ")
-    )]
-    ReadBack {
-        /// The repository's store in the database.
-        place: Place,
-        /// The SQLite store.
-        path: PathBuf,
-        /// What differs.
-        differences: Vec<String>,
-    },
-}
-
 /// A SQLite store, opened to be read only.
 pub struct SqliteSource {
     conn: Connection,
@@ -184,7 +126,7 @@ impl SqliteSource {
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(fail(path, "cannot read the schema version"))?;
         if version != sqlite::SCHEMA {
-            return Err(StoreError {
+            return Err(StoreError::Failed {
                 place: Place::File(path.to_owned()),
                 what: "cannot be copied",
                 source: format!(
@@ -214,7 +156,7 @@ impl SqliteSource {
         let doc = source.doc()?;
         let format = doc.as_deref().and_then(persisted::format_of);
         if format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f)) {
-            return Err(StoreError {
+            return Err(StoreError::Failed {
                 place: source.place(),
                 what: "cannot be copied",
                 source: "its state is of a format this version does not read (a newer version \
@@ -264,7 +206,7 @@ impl SqliteSource {
         };
         let state = match self.doc()? {
             None => State::default(),
-            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                 place: self.place(),
                 what: "cannot parse the state",
                 source: Box::new(e),
@@ -299,8 +241,8 @@ impl SqliteSource {
         repository: &str,
         replace: bool,
         holder: &str,
-    ) -> Result<Survey, CopyError> {
-        let at = |failure: Failure| StoreError {
+    ) -> Result<Survey, StoreError> {
+        let at = |failure: Failure| StoreError::Failed {
             place: place.clone(),
             what: failure.what,
             source: failure.source,
@@ -319,18 +261,18 @@ impl SqliteSource {
         let found = occupied(&mut tx, repository).map_err(at)?;
         if found.rows {
             if !replace {
-                return Err(CopyError::Occupied(place.clone()));
+                return Err(StoreError::Occupied(place.clone()));
             }
             pg::empty(&mut tx, repository, true).map_err(at)?;
         }
         let written = self.write(&mut tx, repository, &survey, doc.as_deref());
         match written {
             Ok(()) => {}
-            Err(Fault::Sqlite(e)) => return Err(e.into()),
-            Err(Fault::Postgres(f)) => return Err(at(f).into()),
+            Err(Fault::Sqlite(e)) => return Err(e),
+            Err(Fault::Postgres(f)) => return Err(at(f)),
         }
         #[cfg(test)]
-        tests::AFTER_WRITE.with(|sql| -> Result<(), CopyError> {
+        tests::AFTER_WRITE.with(|sql| -> Result<(), StoreError> {
             if let Some(sql) = sql.borrow().as_deref() {
                 tx.batch_execute(sql).doing("test hook").map_err(at)?;
             }
@@ -344,7 +286,7 @@ impl SqliteSource {
         if !differences.is_empty() {
             // Dropped, the transaction rolls back: nothing of the copy is left.
             drop(tx);
-            return Err(CopyError::Mismatch {
+            return Err(StoreError::Mismatch {
                 place: place.clone(),
                 path: self.path.clone(),
                 differences,
@@ -365,12 +307,12 @@ impl SqliteSource {
         match lease {
             Some((Some(h), true)) if h == holder => {}
             Some((Some(h), true)) => {
-                return Err(CopyError::Leased {
+                return Err(StoreError::Leased {
                     place: place.clone(),
                     holder: h,
                 });
             }
-            _ => return Err(CopyError::LeaseLost(place.clone())),
+            _ => return Err(StoreError::LeaseLost(place.clone())),
         }
         tx.commit().doing("cannot commit the copy").map_err(at)?;
         drop(read);
@@ -771,7 +713,7 @@ impl Renewer {
                     }
                 }
             })
-            .map_err(|e| StoreError {
+            .map_err(|e| StoreError::Failed {
                 place: failed,
                 what: "cannot start the thread that renews the lease",
                 source: Box::new(e),
@@ -796,25 +738,12 @@ pub struct Database {
     lease: Duration,
 }
 
-/// A failure to reach or prepare the database, naming it without its password.
-#[derive(Debug, thiserror::Error)]
-#[error("state database {url}: {what}: {source}")]
-pub struct DatabaseError {
-    /// The database's URL without its password.
-    pub url: String,
-    /// What was being done.
-    pub what: &'static str,
-    /// Why it failed.
-    #[source]
-    pub source: Box<dyn std::error::Error + Send + Sync>,
-}
-
 impl Database {
     /// Connects to the database at `url`, on the caller's thread (not one of a tokio
     /// runtime's), and applies the schema's migrations; with `read_only`, only reads its
     /// schema's version, refusing a newer one, and changes nothing.
-    pub fn connect(url: &StateUrl, read_only: bool) -> Result<Database, DatabaseError> {
-        let failed = |f: Failure| DatabaseError {
+    pub fn connect(url: &StateUrl, read_only: bool) -> Result<Database, StoreError> {
+        let failed = |f: Failure| StoreError::Database {
             url: url.redacted(),
             what: f.what,
             source: f.source,
@@ -865,18 +794,17 @@ impl Database {
     /// renewed while the copy runs, released after it. A copy committed releases it as not
     /// fresh (`refreshed_at` unset), so a gateway claims the repository at once and continues
     /// from the copy; one that failed leaves `refreshed_at` as it was. Once committed, the copy
-    /// is read back through [`Store`] and compared again ([`CopyError::ReadBack`] reports a
+    /// is read back through [`Store`] and compared again ([`StoreError::ReadBack`] reports a
     /// difference; nothing is removed).
     pub fn copy(
         &mut self,
         source: &SqliteSource,
         repository: &str,
         replace: bool,
-    ) -> Result<Survey, CopyError> {
+    ) -> Result<Survey, StoreError> {
         let place = self.place(repository);
         self.claim(repository)?;
         let copied = Renewer::start(&self.url, &place, repository, &self.holder, self.lease)
-            .map_err(CopyError::from)
             .and_then(|renewer| {
                 let copied = source
                     .copy_into(&mut self.client, &place, repository, replace, &self.holder)
@@ -884,14 +812,9 @@ impl Database {
                 renewer.stop();
                 copied
             });
-        let committed = !matches!(
-            copied,
-            Err(CopyError::Store(_)
-                | CopyError::Occupied(_)
-                | CopyError::Leased { .. }
-                | CopyError::LeaseLost(_)
-                | CopyError::Mismatch { .. })
-        );
+        // Committed when it succeeded or only its read-back differs; any other failure leaves
+        // `refreshed_at` as it was.
+        let committed = matches!(copied, Ok(_) | Err(StoreError::ReadBack { .. }));
         if let Err(f) = self.release(repository, committed) {
             tracing::warn!(
                 "{}",
@@ -904,7 +827,7 @@ impl Database {
 
     /// Takes the lease on `repository` for this migration, however fresh it is, never from a
     /// live lease.
-    fn claim(&mut self, repository: &str) -> Result<(), CopyError> {
+    fn claim(&mut self, repository: &str) -> Result<(), StoreError> {
         let granted = self
             .client
             .query_opt(
@@ -923,7 +846,7 @@ impl Database {
             return Ok(());
         }
         let holder = self.occupied(repository)?.lease;
-        Err(CopyError::Leased {
+        Err(StoreError::Leased {
             place: self.place(repository),
             // Ended since: the lease was live a moment ago.
             holder: holder.unwrap_or_else(|| "another process".to_owned()),
@@ -951,7 +874,7 @@ impl Database {
         source: &SqliteSource,
         repository: &str,
         copied: Survey,
-    ) -> Result<Survey, CopyError> {
+    ) -> Result<Survey, StoreError> {
         let store = Store::open_postgres(&self.url, repository)?;
         let read = Survey {
             records: store.counts()?,
@@ -966,7 +889,7 @@ impl Database {
         };
         let differences = copied.differences(&read);
         if !differences.is_empty() {
-            return Err(CopyError::ReadBack {
+            return Err(StoreError::ReadBack {
                 place: self.place(repository),
                 path: source.path().to_owned(),
                 differences,
@@ -983,7 +906,7 @@ impl Database {
     }
 
     fn error(&self, repository: &str, f: Failure) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             place: self.place(repository),
             what: f.what,
             source: f.source,
@@ -1330,7 +1253,7 @@ mod tests {
         assert!(database.occupied("r").unwrap().rows);
 
         let e = database.copy(&source, "r", false).unwrap_err();
-        assert!(matches!(&e, CopyError::Occupied(_)), "{e}");
+        assert!(matches!(&e, StoreError::Occupied(_)), "{e}");
         assert!(e.to_string().contains("(repository \"r\")"), "{e}");
         // Replaced: the rows a gateway wrote since are gone, the copy's back.
         let mut moved_on = copied;
@@ -1409,7 +1332,7 @@ mod tests {
         for replace in [false, true] {
             let e = database.copy(&source, "r", replace).unwrap_err();
             assert!(
-                matches!(&e, CopyError::Leased { holder, .. } if holder == "gw-2"),
+                matches!(&e, StoreError::Leased { holder, .. } if holder == "gw-2"),
                 "{e}"
             );
             assert!(e.to_string().contains("\"gw-2\" holds a live lease"), "{e}");
@@ -1426,7 +1349,7 @@ mod tests {
             )
             .unwrap();
         let e = database.copy(&source, "r", false).unwrap_err();
-        assert!(matches!(&e, CopyError::Occupied(_)), "{e}");
+        assert!(matches!(&e, StoreError::Occupied(_)), "{e}");
         assert_eq!(
             lease(&mut client, "r"),
             Some((None, false, true, Some("g1".to_owned())))
@@ -1468,7 +1391,7 @@ mod tests {
         AFTER_WRITE.with(|hook| hook.borrow_mut().take());
         let e = copied.unwrap_err();
         assert!(
-            matches!(&e, CopyError::Leased { holder, .. } if holder == "gw-3"),
+            matches!(&e, StoreError::Leased { holder, .. } if holder == "gw-3"),
             "{e}"
         );
         assert_eq!(database.occupied("q").unwrap(), Occupied::default());
@@ -1523,7 +1446,7 @@ mod tests {
                 let copied = database.copy(&source, repository, replace);
                 AFTER_WRITE.with(|hook| hook.borrow_mut().take());
                 let e = copied.unwrap_err();
-                assert!(matches!(&e, CopyError::Mismatch { .. }), "{e}");
+                assert!(matches!(&e, StoreError::Mismatch { .. }), "{e}");
                 let text = e.to_string();
                 assert!(
                     text.contains(&format!(": {differs}; it was rolled back")),

@@ -16,7 +16,8 @@
 //! API boundary: [`Store`] (open, apply a page with its checkpoint, read the records and the
 //! state back), [`StateUrl`] for a PostgreSQL store, [`copy`] for moving stores between the
 //! backends, and the lease statements a fleet of gateways claims repositories with
-//! ([`LEASE_CLAIM`]). What is kept of a publish is the files crate's types
+//! ([`LEASE_CLAIM`]). Every failure is a [`StoreError`], which names the store and what was
+//! being done. What is kept of a publish is the files crate's types
 //! (`oai_bridge_files::published`); what a harvest is and what is made of the records is the
 //! `oai-bridge` package's business.
 
@@ -29,11 +30,13 @@ use serde::{Deserialize, Serialize};
 use oai_bridge_files::published::SharedUrl;
 
 pub mod copy;
+mod error;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;
 mod tls;
 
+pub use error::StoreError;
 pub use pg::LEASE_CLAIM;
 pub use pg::StateUrl;
 
@@ -58,20 +61,6 @@ pub fn page_size_for(fields: oai_pmh::Fields) -> i64 {
     } else {
         16384
     }
-}
-
-/// A store error, naming the store (its file, or its database and repository) and what was
-/// being done.
-#[derive(Debug, thiserror::Error)]
-#[error("state store {place}: {what}: {source}")]
-pub struct StoreError {
-    /// The store.
-    pub place: Place,
-    /// What was being done.
-    pub what: &'static str,
-    /// SQLite's or PostgreSQL's error, or why what was read cannot be used.
-    #[source]
-    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// A store, as errors and logs name it: never with a password.

@@ -8,15 +8,17 @@
 //! reads as format 1, the format of now. Fields are only ever added, with a default for the
 //! documents written before (then the format stays). A change that older versions would read
 //! wrong takes a new format number; a document of a format this version does not know is not
-//! read ([`FormatError`]), and [`crate::Store::open`] starts such a store anew, as it
-//! does a store whose tables are of another version.
+//! read ([`StoreError::UnknownFormat`]), and [`crate::Store::open`] starts such a store anew, as
+//! it does a store whose tables are of another version.
 //!
 //! The store's own records of a harvest ([`Complete`], [`Run`], [`super::Checkpoint`], ...) are the
 //! store's types already and are kept as they are.
 
 use serde::{Deserialize, Serialize};
 
-use super::{Complete, HeldShrink, LearnedRule, Run, SelectiveRefused, ShortList, State};
+use super::{
+    Complete, HeldShrink, LearnedRule, Run, SelectiveRefused, ShortList, State, StoreError,
+};
 use oai_bridge_files::counts::Drop;
 use oai_bridge_files::counts::Stats;
 use oai_bridge_files::published::{PublishedShard, PublishedSitemap};
@@ -32,20 +34,6 @@ const FORMAT_1_DROPS: usize = 12;
 /// The format of a document without a `format` field: what versions before it wrote.
 fn first_format() -> u32 {
     1
-}
-
-/// A state document that this version does not read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum FormatError {
-    /// Written in a format this version does not know: a newer version's.
-    #[error(
-        "state format {0} is not one this version reads (1 to {FORMAT}): a newer oai-bridge wrote it"
-    )]
-    Unknown(u32),
-    /// More drop counts than there are drop reasons.
-    #[error("{0} drop counts, more than the {known} drop reasons there are", known = Drop::ALL.len())]
-    TooManyDrops(usize),
 }
 
 /// The format of state document `doc`, read without the rest: `None` when it is not JSON.
@@ -178,9 +166,9 @@ impl From<State> for StoredState {
 }
 
 impl TryFrom<StoredState> for State {
-    type Error = FormatError;
+    type Error = StoreError;
 
-    fn try_from(stored: StoredState) -> Result<Self, FormatError> {
+    fn try_from(stored: StoredState) -> Result<Self, StoreError> {
         let StoredState {
             format,
             source,
@@ -201,7 +189,7 @@ impl TryFrom<StoredState> for State {
             learned,
         } = stored;
         if !(1..=FORMAT).contains(&format) {
-            return Err(FormatError::Unknown(format));
+            return Err(StoreError::UnknownFormat(format));
         }
         Ok(Self {
             source,
@@ -262,9 +250,9 @@ impl From<PublishedSitemap> for StoredSitemap {
 }
 
 impl TryFrom<StoredSitemap> for PublishedSitemap {
-    type Error = FormatError;
+    type Error = StoreError;
 
-    fn try_from(stored: StoredSitemap) -> Result<Self, FormatError> {
+    fn try_from(stored: StoredSitemap) -> Result<Self, StoreError> {
         let StoredSitemap {
             place,
             ext,
@@ -350,9 +338,9 @@ impl From<Stats> for StoredStats {
 }
 
 impl TryFrom<StoredStats> for Stats {
-    type Error = FormatError;
+    type Error = StoreError;
 
-    fn try_from(stored: StoredStats) -> Result<Self, FormatError> {
+    fn try_from(stored: StoredStats) -> Result<Self, StoreError> {
         let StoredStats {
             records_seen,
             records,
@@ -363,7 +351,7 @@ impl TryFrom<StoredStats> for Stats {
         let mut drops = [0; Drop::ALL.len()];
         drops
             .get_mut(..saved.len())
-            .ok_or(FormatError::TooManyDrops(saved.len()))?
+            .ok_or(StoreError::TooManyDrops(saved.len()))?
             .copy_from_slice(&saved);
         Ok(Self {
             records_seen,

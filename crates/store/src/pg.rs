@@ -449,7 +449,7 @@ impl Postgres {
         };
         (docs.into_iter().filter(|(_, doc)| known(doc)))
             .map(|(repository, doc)| {
-                let state = serde_json::from_str(&doc).map_err(|e| StoreError {
+                let state = serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                     place: Place::Postgres {
                         url: url.redacted(),
                         repository: repository.clone(),
@@ -494,7 +494,7 @@ impl Postgres {
                     job(&mut conn);
                 }
             })
-            .map_err(|e| StoreError {
+            .map_err(|e| StoreError::Failed {
                 place: place.clone(),
                 what: "cannot start its thread",
                 source: Box::new(e),
@@ -536,7 +536,7 @@ impl Postgres {
     }
 
     fn error(&self, failure: Failure) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             place: self.place.clone(),
             what: failure.what,
             source: failure.source,
@@ -544,7 +544,7 @@ impl Postgres {
     }
 
     fn stopped(&self) -> StoreError {
-        StoreError {
+        StoreError::Failed {
             place: self.place.clone(),
             what: "its connection's thread stopped",
             source: "the worker ended (a panic, or the connection was lost)".into(),
@@ -587,7 +587,7 @@ impl Postgres {
 
     /// `state` as the store keeps it.
     fn doc(&self, state: &State) -> Result<String, StoreError> {
-        serde_json::to_string(state).map_err(|e| StoreError {
+        serde_json::to_string(state).map_err(|e| StoreError::Failed {
             place: self.place.clone(),
             what: "cannot save the state",
             source: Box::new(e),
@@ -599,7 +599,7 @@ impl Postgres {
         let doc = self.call(|c| c.state_doc())?;
         match doc {
             None => Ok(State::default()),
-            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                 place: self.place.clone(),
                 what: "cannot parse the state",
                 source: Box::new(e),
@@ -789,7 +789,7 @@ impl Postgres {
             for row in rows {
                 let id = key(&row);
                 let Some(item) = make(row) else {
-                    return Err(StoreError {
+                    return Err(StoreError::Failed {
                         place: self.place.clone(),
                         what: "damaged record",
                         source: format!("the body of {id:?} cannot be read").into(),
@@ -1948,7 +1948,16 @@ mod tests {
             )
             .unwrap();
         let e = Store::postgres_states(&db.url, names(&["a", "b"])).unwrap_err();
-        assert_eq!(e.what, "cannot parse the state");
+        assert!(
+            matches!(
+                e,
+                StoreError::Failed {
+                    what: "cannot parse the state",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert!(e.to_string().contains("repository \"b\""), "{e}");
     }
 

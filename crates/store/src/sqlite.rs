@@ -103,7 +103,7 @@ impl Sqlite {
             .map_err(fail(&self.path, "cannot read the state"))?;
         match doc {
             None => Ok(State::default()),
-            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError {
+            Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                 place: Place::File(self.path.clone()),
                 what: "cannot parse the state",
                 source: Box::new(e),
@@ -397,7 +397,7 @@ impl Sqlite {
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
             .map_err(fail(&self.path, "cannot check integrity"))?;
         if verdict != "ok" {
-            return Err(StoreError {
+            return Err(StoreError::Failed {
                 place: Place::File(self.path.clone()),
                 what: "damaged",
                 source: format!("integrity_check: {verdict}").into(),
@@ -787,7 +787,7 @@ pub(super) fn fail<'a>(
     path: &'a Path,
     what: &'static str,
 ) -> impl FnOnce(rusqlite::Error) -> StoreError + 'a {
-    move |source| StoreError {
+    move |source| StoreError::Failed {
         place: Place::File(path.to_owned()),
         what,
         source: Box::new(source),
