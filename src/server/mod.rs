@@ -403,8 +403,8 @@ impl Repo {
     }
 
     /// Sets up the repository of `rc` in its folder under `state_dir`, with what its store
-    /// (there, or in the database `memory` read it from) remembers, serving its persisted generation
-    /// when that can be served. `gates_readiness`: see [`Repo::gates_readiness`].
+    /// (there, or in the database `memory` read it from) remembers, serving its persisted
+    /// generation when that can be served. `gates_readiness`: see [`Repo::gates_readiness`].
     fn open(
         rc: &RepositoryConfig,
         public_url: &Url,
