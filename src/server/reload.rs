@@ -217,16 +217,13 @@ impl Gateway {
             .map(|r| (r.name.as_str(), r))
             .collect();
         let configured: std::collections::HashSet<&str> = names.iter().copied().collect();
-        self.metrics.admit(
-            &names,
-            (names.iter().copied()).filter(|n| !running_by_name.contains_key(n)),
-        );
+        let new: Vec<&str> = (names.iter().copied())
+            .filter(|n| !running_by_name.contains_key(n))
+            .collect();
+        self.metrics.admit(&names, new.iter().copied());
         let memory = super::Remembered::read(
             self.state.url.as_ref(),
-            (names.iter())
-                .filter(|n| !running_by_name.contains_key(*n))
-                .map(|n| (*n).to_owned())
-                .collect(),
+            new.iter().map(|n| (*n).to_owned()).collect(),
             &self.server.state_dir,
         )?;
         for rc in &config.repositories {

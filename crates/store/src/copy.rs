@@ -154,8 +154,7 @@ impl SqliteSource {
             counts_deleted,
         };
         let doc = source.doc()?;
-        let format = doc.as_deref().and_then(persisted::format_of);
-        if format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f)) {
+        if doc.as_deref().is_some_and(persisted::of_unknown_format) {
             return Err(StoreError::Failed {
                 place: source.place(),
                 what: "cannot be copied",

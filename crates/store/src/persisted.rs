@@ -46,6 +46,13 @@ pub(crate) fn format_of(doc: &str) -> Option<u32> {
     serde_json::from_str::<Head>(doc).ok().map(|h| h.format)
 }
 
+/// Whether state document `doc` is of a format this version does not read ([`FORMAT`]): a newer
+/// version wrote it, and the store starts anew (or a copy refuses it). A document that is no
+/// JSON at all is not taken for a newer one: reading it fails instead.
+pub(crate) fn of_unknown_format(doc: &str) -> bool {
+    format_of(doc).is_some_and(|f| !(1..=FORMAT).contains(&f))
+}
+
 /// [`State`] on disk. The fields keep [`State`]'s names and order, which earlier versions wrote.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct StoredState {

@@ -444,22 +444,21 @@ impl Postgres {
                 .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
                 .collect::<Vec<_>>())
         })?;
-        let known = |doc: &str| {
-            persisted::format_of(doc).is_none_or(|f| (1..=persisted::FORMAT).contains(&f))
-        };
-        (docs.into_iter().filter(|(_, doc)| known(doc)))
-            .map(|(repository, doc)| {
-                let state = serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
-                    place: Place::Postgres {
-                        url: url.redacted(),
-                        repository: repository.clone(),
-                    },
-                    what: "cannot parse the state",
-                    source: Box::new(e),
-                })?;
-                Ok((repository, state))
-            })
-            .collect()
+        (docs
+            .into_iter()
+            .filter(|(_, doc)| !persisted::of_unknown_format(doc)))
+        .map(|(repository, doc)| {
+            let state = serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
+                place: Place::Postgres {
+                    url: url.redacted(),
+                    repository: repository.clone(),
+                },
+                what: "cannot parse the state",
+                source: Box::new(e),
+            })?;
+            Ok((repository, state))
+        })
+        .collect()
     }
 
     /// Connects on a worker thread of its own and applies the migrations; errors name
@@ -1107,9 +1106,7 @@ impl Conn {
             )
             .doing("cannot read the state")?
             .map(|r| r.get(0));
-        // A state that is no JSON at all is not taken for a newer one: reading it fails.
-        let format = doc.as_deref().and_then(persisted::format_of);
-        let unknown = format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f));
+        let unknown = doc.as_deref().is_some_and(persisted::of_unknown_format);
         if unknown {
             empty(&mut tx, &repository, true)?;
         }

@@ -681,9 +681,7 @@ fn state_of_unknown_format(conn: &Connection, path: &Path) -> Result<bool, Store
         .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
         .optional()
         .map_err(fail(path, "cannot read the state"))?;
-    // A state that is no JSON at all is not taken for a newer one: reading it fails.
-    let format = doc.as_deref().and_then(persisted::format_of);
-    Ok(format.is_some_and(|f| !(1..=persisted::FORMAT).contains(&f)))
+    Ok(doc.as_deref().is_some_and(persisted::of_unknown_format))
 }
 
 /// Drops every table and creates those of [`SCHEMA`], empty, in one transaction.
