@@ -11,6 +11,9 @@
 //! Errors: [`RenderError`] is the crate's one error type. Writing bytes in memory fails only
 //! when there is nothing to write or more than one index can list.
 
+// Every public fallible function says when it fails, in a `# Errors` section.
+#![warn(clippy::missing_errors_doc)]
+
 pub mod counts;
 pub mod published;
 pub mod robots;

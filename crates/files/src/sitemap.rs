@@ -42,6 +42,11 @@ impl Default for Limits {
 
 impl Limits {
     /// Checks the limits against the protocol's and the smallest workable size.
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming the limit out of its bounds: `max_urls` from 1 to [`MAX_URLS`],
+    /// `max_bytes` from [`MIN_BYTES`] to [`MAX_BYTES`].
     pub fn validate(self) -> Result<Self, String> {
         if !(1..=MAX_URLS).contains(&self.max_urls) {
             return Err(format!(
@@ -236,6 +241,10 @@ fn write_escaped(out: &mut Vec<u8>, value: &str) {
 
 /// Splits `(url, lastmod)` items, in the order given, into shards, each within `limits`, and
 /// hands each one to `emit` as soon as it is full, so at most one shard is in memory.
+///
+/// # Errors
+///
+/// `emit`'s first error; the shards before it were emitted.
 pub fn render_shards<'a, E>(
     items: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
     limits: Limits,
@@ -281,6 +290,10 @@ pub(crate) fn render_laid_out<'a, E>(
 /// `render_laid_out` of URLs read from somewhere that can fail (the inventory's file on
 /// disk). The URLs stream through: at most one shard is in memory, however many URLs a range
 /// of the layout holds (a fresh layout is one range of every URL).
+///
+/// # Errors
+///
+/// The items' or `emit`'s first error; the shards before it were emitted.
 pub fn try_render_laid_out<S: AsRef<str>, E>(
     items: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
     limits: Limits,
@@ -339,6 +352,10 @@ pub fn try_render_laid_out<S: AsRef<str>, E>(
 /// Renders the URLs of one range of a [`Layout`] and appends the range to `layout`: the first
 /// shard keeps the range's number; when they no longer fit one shard, each further shard starts
 /// a new range at its first URL, numbered from `next_number`. Returns the shards emitted.
+///
+/// # Errors
+///
+/// `emit`'s first error.
 pub fn render_range<E>(
     range: (String, u32),
     run: &[(&str, Option<Datestamp>)],
@@ -463,6 +480,10 @@ impl<'o> Urlsets<'o> {
 
     /// Appends the entry `write` writes (returning its lastmod); when it does not fit, the
     /// shard before it is closed and handed to `emit` first.
+    ///
+    /// # Errors
+    ///
+    /// `emit`'s error.
     pub fn push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Option<Datestamp>,
@@ -473,6 +494,10 @@ impl<'o> Urlsets<'o> {
 
     /// [`Urlsets::push`] of an entry whose writing can fail (read from elsewhere): on failure
     /// the entry's bytes are taken back and the error returned before any shard is emitted.
+    ///
+    /// # Errors
+    ///
+    /// `write`'s error (nothing emitted, the entry taken back) or `emit`'s.
     pub fn try_push<E>(
         &mut self,
         write: impl FnOnce(&mut Vec<u8>) -> Result<Option<Datestamp>, E>,
@@ -506,6 +531,10 @@ impl<'o> Urlsets<'o> {
     }
 
     /// Closes and emits the last shard, if it holds an entry; the number of shards emitted.
+    ///
+    /// # Errors
+    ///
+    /// `emit`'s error.
     pub fn finish<E>(mut self, emit: impl FnOnce(&Shard) -> Result<(), E>) -> Result<usize, E> {
         if self.shard.urls > 0 {
             self.shard.bytes.extend_from_slice(URLSET_CLOSE.as_bytes());
@@ -526,6 +555,11 @@ fn start_shard(shard: &mut Shard, open: &str) {
 }
 
 /// The sitemap index: one `<sitemap>` per shard with its absolute `loc` and newest `lastmod`.
+///
+/// # Errors
+///
+/// [`RenderError::Empty`] without entries, [`RenderError::TooManyShards`] with more than
+/// 50,000.
 pub fn render_index<'a>(
     entries: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
 ) -> Result<Vec<u8>, RenderError> {

@@ -124,6 +124,11 @@ impl Client {
     /// Builds a client: rustls, the configured timeouts and `User-Agent`. reqwest decodes gzip
     /// that says so; the client itself the rest: deflate, which reqwest takes zlib-wrapped only,
     /// and gzip without a `Content-Encoding`.
+    ///
+    /// # Errors
+    ///
+    /// reqwest's error when its client cannot be built (the TLS backend does not start); no
+    /// request is sent.
     pub fn new(settings: HarvestSettings) -> Result<Self, reqwest::Error> {
         Self::with_politeness(settings, std::sync::Arc::default())
     }
@@ -131,6 +136,10 @@ impl Client {
     /// A client whose politeness delay is counted with `politeness`'s other clients: clients
     /// for many repositories share one, so that requests to one host are spaced whichever
     /// repository sends them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::new`].
     pub fn with_politeness(
         settings: HarvestSettings,
         politeness: std::sync::Arc<Politeness>,
@@ -177,6 +186,14 @@ impl Client {
     /// It goes as a GET, unless the upstream refused a GET at least as long with 414 URI Too
     /// Long: then as a POST of the same arguments, as every repository must take (OAI-06). A
     /// GET refused so is sent again at once as a POST, without counting as a failed attempt.
+    ///
+    /// # Errors
+    ///
+    /// [`HarvestErrorKind::Request`] or [`HarvestErrorKind::Status`] when the last attempt had no
+    /// usable answer, `read`'s error (with the attempts made) when the body still cannot be
+    /// read after the retries, [`HarvestErrorKind::TooLarge`] for a body over the cap,
+    /// [`HarvestErrorKind::TooSlow`] for one that drips, and [`HarvestErrorKind::Deadline`]
+    /// when `deadline` passes.
     pub async fn fetch<T>(
         &self,
         request: &OaiRequest,
@@ -302,6 +319,12 @@ impl Client {
 
     /// One GET of a small resource that is not OAI-PMH (a host's robots.txt): its status and
     /// body, within the same timeouts and body cap; no retries.
+    ///
+    /// # Errors
+    ///
+    /// [`HarvestErrorKind::Request`] when no response came, [`HarvestErrorKind::Status`] for
+    /// 429 or 503 (flow control), [`HarvestErrorKind::TooLarge`] for a body over the cap and
+    /// [`HarvestErrorKind::TooSlow`] for one that drips; any other status is an answer.
     pub async fn get_once(&self, url: &str) -> Result<(u16, Vec<u8>), HarvestErrorKind> {
         self.stats.requests.fetch_add(1, Ordering::Relaxed);
         match self.attempt(url, None, false).await {

@@ -25,6 +25,12 @@ pub enum Source {
 
 impl Source {
     /// Reads a baseURL as a user gives it: an http(s) URL, or else a local path (`file://` allowed).
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming `value` when it is an http(s) URL that does not parse, has a fragment,
+    /// or carries `verb=` (the harvester adds the OAI-PMH arguments itself), or a URL of
+    /// another scheme.
     pub fn parse(value: &str) -> Result<Self, String> {
         let lower = value.to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
@@ -162,6 +168,13 @@ pub fn push_query_value_str(out: &mut String, value: &str) {
 
 /// Harvests every record of `request` and hands them to `on_page` a page at a time. Returns only
 /// when every list reached its end; anything else is an error naming the URL, page and token.
+///
+/// # Errors
+///
+/// A [`HarvestError`] naming the request, page and resumption token where the harvest
+/// stopped: the client's errors after its retries, an OAI-PMH error response other than
+/// `noRecordsMatch`, a page that cannot be read, a resumption-token loop or too many empty
+/// pages.
 pub async fn harvest(
     client: &Client,
     request: &HarvestRequest,
@@ -182,6 +195,10 @@ pub async fn harvest(
 /// ([`MAX_RESTARTS`] times), with nothing lost: from the newest
 /// datestamp it delivered minus one granularity unit when it delivered in datestamp order so far,
 /// else from the request's own `from` (records are not ordered by datestamp in general, OAI-24).
+///
+/// # Errors
+///
+/// As [`harvest`]; a `badResumptionToken` is an error only after [`MAX_RESTARTS`] restarts.
 pub async fn harvest_resumable(
     client: &Client,
     request: &HarvestRequest,
@@ -684,6 +701,11 @@ fn check_identify(identify: &Identify, base: &Url, url: &str) -> Result<(), Harv
 }
 
 /// Reads a local Static Repository file whole: its Identify and its oai_dc records as one page.
+///
+/// # Errors
+///
+/// A [`HarvestError`] naming the file when it cannot be read, is larger than `limit`
+/// bytes, or is not an OAI Static Repository.
 pub async fn read_static_file(
     path: &PathBuf,
     limit: u64,

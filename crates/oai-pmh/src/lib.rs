@@ -109,6 +109,8 @@
 //! ```
 
 #![deny(missing_docs)]
+// Every public fallible function says when it fails, in a `# Errors` section.
+#![warn(clippy::missing_errors_doc)]
 
 /// The README's example, compiled as a doctest so that it stays true.
 #[cfg(doctest)]
@@ -270,6 +272,11 @@ impl RequestHeaders {
     ];
 
     /// Checked headers from `name = value` pairs; an error names the header, never its value.
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming the header (never its value) that is not a valid name or value, or
+    /// that the client sets itself.
     pub fn parse<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<RequestHeaders, String> {

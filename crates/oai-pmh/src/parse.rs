@@ -1329,6 +1329,11 @@ pub enum SmallAnswer<T> {
 }
 
 /// `ListMetadataFormats`: the `metadataPrefix` values offered.
+///
+/// # Errors
+///
+/// When the body is not an OAI-PMH response or not well-formed ([`HarvestErrorKind::NotOai`],
+/// [`HarvestErrorKind::Xml`], ...); OAI-PMH errors are an answer ([`SmallAnswer::Errors`]).
 pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, HarvestErrorKind> {
     parse_small(body, "ListMetadataFormats", |list| {
         list.descendants()
@@ -1342,6 +1347,10 @@ pub fn parse_metadata_formats(body: &[u8]) -> Result<SmallAnswer<Vec<String>>, H
 pub type SetsPage = (Vec<(String, String)>, bool);
 
 /// One page of `ListSets`.
+///
+/// # Errors
+///
+/// As [`parse_metadata_formats`].
 pub fn parse_sets(body: &[u8]) -> Result<SmallAnswer<SetsPage>, HarvestErrorKind> {
     parse_small(body, "ListSets", |list| {
         let text_of = |set: roxmltree::Node<'_, '_>, name: &str| {
@@ -1428,6 +1437,10 @@ fn small_document(
 
 /// Parses an `Identify` response, or the `Identify` part of a Static Repository file. Errors
 /// responses come back as `Err(errors)` in the `Ok` value's place via [`IdentifyOutcome`].
+///
+/// # Errors
+///
+/// As [`parse_metadata_formats`].
 pub fn parse_identify(body: &[u8]) -> Result<IdentifyOutcome, HarvestErrorKind> {
     let mut quirks = Quirks::default();
     let text = prepare(body, &mut quirks)?;

@@ -9,11 +9,23 @@ use super::scan;
 
 /// Parses a `ListRecords` response, or an OAI Static Repository file (whose records are read the
 /// same way), or an error response of any verb.
+///
+/// # Errors
+///
+/// The [`HarvestErrorKind`] of a body that cannot be read: not OAI-PMH
+/// ([`HarvestErrorKind::NotOai`]), cut short ([`HarvestErrorKind::Truncated`]), not
+/// well-formed ([`HarvestErrorKind::Xml`]), nested too deep ([`HarvestErrorKind::TooDeep`]), or
+/// holding neither a `ListRecords` element nor an OAI-PMH error ([`HarvestErrorKind::Invalid`]).
+/// An OAI-PMH error response is an answer: its errors are in [`ListPage::errors`].
 pub fn parse_list_records(body: &[u8]) -> Result<ListPage, HarvestErrorKind> {
     parse_list_records_with(body, Fields::default())
 }
 
 /// [`parse_list_records`], reading `fields` of each record.
+///
+/// # Errors
+///
+/// As [`parse_list_records`].
 pub fn parse_list_records_with(body: &[u8], fields: Fields) -> Result<ListPage, HarvestErrorKind> {
     // The hand-written scanner takes the common pages; whatever it declines, the quick-xml reader
     // reads (or rejects) as the reference.
