@@ -854,13 +854,8 @@ async fn serve_file(
     };
     let vary = (!gz_route && !list).then_some("Accept-Encoding");
     let Some((index, meta)) = generation.file(&stored) else {
-        let answer = match repo.setup().publish.as_ref() {
-            // As the bucket holds it: a shard negotiated in gzip is answered plain.
-            Some(bucket) => {
-                retired(gateway, bucket, name, headers, head, (content_type, vary)).await
-            }
-            None => None,
-        };
+        // As the bucket holds it: a shard negotiated in gzip is answered plain.
+        let answer = retired(gateway, repo, name, headers, head, (content_type, vary)).await;
         return answer.unwrap_or_else(|| plain(StatusCode::NOT_FOUND, "not found\n"));
     };
     let validators = Validators {
@@ -900,17 +895,18 @@ const RETIRED_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// cannot give now.
 async fn retired(
     gateway: &Gateway,
-    bucket: &crate::publish::BucketUrl,
+    repo: &Repo,
     name: &str,
     headers: &HeaderMap,
     head: bool,
     kind: (&'static str, Option<&'static str>),
 ) -> Option<Answer> {
-    if !is_content_name(name) {
+    let setup = repo.setup();
+    if setup.publish.is_none() || !is_content_name(name) {
         return None;
     }
     let read = async {
-        let bucket = crate::bucket::Bucket::open(bucket)?;
+        let bucket = setup.bucket().await.expect("a publish URL")?;
         bucket.read_dated(name).await
     };
     // A crawler waits no longer than this for a bucket that does not answer (object storage's

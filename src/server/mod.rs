@@ -212,6 +212,11 @@ pub(crate) struct Setup {
     pub(crate) settings: String,
     /// Where its generations are published besides (`{publish_url}{name}/`).
     pub(crate) publish: Option<BucketUrl>,
+    /// That bucket, opened by the first request that reads from it (a retired shard's,
+    /// [`http`]) and kept: opening one builds an HTTP client and may read a credentials file,
+    /// which a crawler's request should not pay for, or wait on, each time. A failed opening is
+    /// not kept: the next request tries again.
+    pub(crate) bucket: tokio::sync::OnceCell<crate::bucket::Bucket>,
 }
 
 impl Setup {
@@ -241,7 +246,23 @@ impl Setup {
             settings,
             job,
             publish: publish_url.map(|url| url.join(&rc.name)),
+            bucket: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The bucket its generations are published to ([`Setup::bucket`]), opened off the
+    /// serving threads the first time; `None` without one.
+    pub(crate) async fn bucket(
+        &self,
+    ) -> Option<Result<&crate::bucket::Bucket, crate::bucket::BucketError>> {
+        let url = self.publish.as_ref()?;
+        let open = || async {
+            let url = url.clone();
+            tokio::task::spawn_blocking(move || crate::bucket::Bucket::open(&url))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+        };
+        Some(self.bucket.get_or_try_init(open).await)
     }
 
     /// The upstream host its refreshes count against (`per_host_concurrency`); `None` for a
