@@ -375,19 +375,23 @@ impl Client {
                 },
             ));
         }
-        let mut response = response;
         // reqwest has taken off a `gzip` it decoded; what is left is for `decode`.
         let label = response.headers().get(CONTENT_ENCODING).cloned();
+        let body = self.read_body(response).await?;
+        let body = self.decoded(body, label.as_ref())?;
+        self.stats
+            .bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        Ok((status, body))
+    }
+
+    /// The body of `response`, read into the spare buffer: refused past `max_body_bytes` (by
+    /// its announced length before a byte is read) and when it arrives slower than the minimum
+    /// transfer rate; a body cut off is a failed attempt.
+    async fn read_body(&self, mut response: reqwest::Response) -> Result<Vec<u8>, Attempt> {
         let limit = self.settings.max_body_bytes;
-        let too_large = || {
-            Attempt::failed(
-                Failure::TooLarge,
-                None,
-                HarvestErrorKind::TooLarge { limit },
-            )
-        };
         if response.content_length().is_some_and(|len| len > limit) {
-            return Err(too_large());
+            return Err(too_large(limit));
         }
         let mut body = std::mem::take(&mut *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()));
         body.clear();
@@ -425,41 +429,44 @@ impl Client {
             match next {
                 Ok(Some(chunk)) => {
                     if body.len() as u64 + chunk.len() as u64 > limit {
-                        return Err(too_large());
+                        return Err(too_large(limit));
                     }
                     body.extend_from_slice(&chunk);
                     pace.arrived(chunk.len(), Instant::now())
                         .map_err(|slow| too_slow(slow, body.len()))?;
                 }
-                Ok(None) => break,
+                Ok(None) => return Ok(body),
                 Err(e) => {
                     return Err(Attempt::failed(Failure::BodyCut, None, request_kind(&e, 1)));
                 }
             }
         }
-        if let Some(coding) = Coding::of(label.as_ref(), &body) {
-            let raw = body;
-            body = decode(&raw, coding, limit).map_err(|e| match e {
-                DecodeError::TooLarge => too_large(),
-                // Most likely cut or garbled on the way, as reqwest's own decoding errors are.
-                DecodeError::Corrupt(e) => Attempt::failed(
-                    Failure::Corrupt,
-                    None,
-                    HarvestErrorKind::Request {
-                        attempts: 1,
-                        message: format!("cannot decode the {} body: {e}", coding.name()),
-                    },
-                ),
-            })?;
-            self.recycle(raw);
-            if coding == (Coding::Gzip { labelled: false }) {
-                self.stats.unlabelled_gzip.fetch_add(1, Ordering::Relaxed);
-            }
+    }
+
+    /// `body` decoded when its `Content-Encoding` (`label`) or its first bytes say it is
+    /// compressed ([`Coding::of`]), within `max_body_bytes`; as it is otherwise.
+    fn decoded(&self, body: Vec<u8>, label: Option<&HeaderValue>) -> Result<Vec<u8>, Attempt> {
+        let Some(coding) = Coding::of(label, &body) else {
+            return Ok(body);
+        };
+        let limit = self.settings.max_body_bytes;
+        let decoded = decode(&body, coding, limit).map_err(|e| match e {
+            DecodeError::TooLarge => too_large(limit),
+            // Most likely cut or garbled on the way, as reqwest's own decoding errors are.
+            DecodeError::Corrupt(e) => Attempt::failed(
+                Failure::Corrupt,
+                None,
+                HarvestErrorKind::Request {
+                    attempts: 1,
+                    message: format!("cannot decode the {} body: {e}", coding.name()),
+                },
+            ),
+        })?;
+        self.recycle(body);
+        if coding == (Coding::Gzip { labelled: false }) {
+            self.stats.unlabelled_gzip.fetch_add(1, Ordering::Relaxed);
         }
-        self.stats
-            .bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        Ok((status, body))
+        Ok(decoded)
     }
 
     /// Keeps `body`'s allocation for the next page (bounded: one buffer, at most 64 MiB).
@@ -468,6 +475,15 @@ impl Client {
             *self.spare.0.lock().unwrap_or_else(|e| e.into_inner()) = body;
         }
     }
+}
+
+/// The attempt of a body larger than `limit` (`max_body_bytes`): not retried.
+fn too_large(limit: u64) -> Attempt {
+    Attempt::failed(
+        Failure::TooLarge,
+        None,
+        HarvestErrorKind::TooLarge { limit },
+    )
 }
 
 /// The slowest a body may arrive ([`HarvestSettings::min_transfer_bytes_per_sec`]): on
