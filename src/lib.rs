@@ -19,7 +19,6 @@ mod check;
 mod classify;
 mod cli;
 mod config;
-mod dctype;
 mod engine;
 mod error;
 mod export;
@@ -29,7 +28,6 @@ mod incremental;
 mod indexnow;
 mod inventory;
 mod learn;
-mod memo;
 mod memory;
 mod migrate;
 mod patch;
@@ -41,6 +39,9 @@ mod progress;
 mod publish;
 // The files' writers, a crate of their own (crates/files); `crate::render` names it here.
 use oai_bridge_files as render;
+// The dc:type vocabulary and the memo moved to the files crate with the profiles they serve;
+// the root names them at their old paths.
+use oai_bridge_files::{dctype, memo};
 mod scope;
 mod server;
 mod settings;

@@ -15,6 +15,7 @@ use crate::render::{RenderError, Shard};
 
 use super::Profile;
 use super::spill::{CollectError, ProfileShard};
+pub(crate) use oai_bridge_files::profiles::content_name;
 
 /// Receives the files of a generation.
 pub trait FileSink {
@@ -352,18 +353,6 @@ impl<'a> Shards<'a> {
         sink.put(index_name, &index)
             .map_err(|e| WriteError::Sink(Box::new(e)))?;
         Ok(Some(join(self.public_url, index_name)))
-    }
-}
-
-/// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`, from
-/// the first 16 hex digits of `hash`.
-pub(crate) fn content_name(name: &str, hash: &str) -> String {
-    let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
-    let short = &hash[..16.min(hash.len())];
-    if ext.is_empty() {
-        format!("{stem}-{short}")
-    } else {
-        format!("{stem}-{short}.{ext}")
     }
 }
 

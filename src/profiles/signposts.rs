@@ -1582,4 +1582,22 @@ mod tests {
             })
             .collect()
     }
+
+    /// SP-07, SP-11: every media type and profile the Signmap's links carry is one `rs:ln`
+    /// takes as it is ([`signmap::link_end`] writes them unchecked and unescaped).
+    #[test]
+    fn the_bridges_media_types_are_written_as_they_are() {
+        use crate::profiles::signmap::{self, JSON_LD, XML};
+        let types = || crate::classify::media_types().chain([XML, JSON_LD]);
+        for t in types() {
+            assert_eq!(signmap::rs_ln_type(t), Some(t), "{t} is not an rs:ln type");
+        }
+        for value in types().chain([
+            crate::profiles::signposts::OAI_DC_PROFILE,
+            crate::profiles::cdif::PROFILE,
+        ]) {
+            let escaped = crate::render::sitemap::escape(value);
+            assert_eq!(escaped, value, "{value} needs escaping");
+        }
+    }
 }

@@ -15,7 +15,7 @@
 use foldhash::HashMap;
 
 /// The schema.org vocabulary prefix of the types returned.
-pub(crate) const SCHEMA_ORG: &str = "https://schema.org/";
+pub const SCHEMA_ORG: &str = "https://schema.org/";
 
 /// Built-in table: key -> (schema.org type, specificity). Keys are reduced as [`key`] does.
 const BUILT_IN: &[(&str, &str, u8)] = &[
@@ -107,7 +107,7 @@ pub struct TypeMap {
 }
 
 /// In key order, not the hash map's: the same table prints the same in every process (a
-/// generation records its settings by their `Debug` text, [`crate::pipeline::Job::settings_key`]).
+/// generation records its settings by their `Debug` text, the package's `pipeline::Job::settings_key`).
 impl std::fmt::Debug for TypeMap {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let sorted: std::collections::BTreeMap<&str, &(String, u8)> = (self.ids.iter())
@@ -125,7 +125,12 @@ impl Default for TypeMap {
 
 impl TypeMap {
     /// The built-in table plus `extra` (`dc:type` value or key -> schema.org type name or URL),
-    /// which wins over it. Fails on a target that is neither a type name nor an http(s) URL.
+    /// which wins over it.
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming the entry: a value with no letters or digits to match by, or a target
+    /// that is neither a schema.org type name nor an http(s) URL.
     pub fn with(extra: &[(String, String)]) -> Result<Self, String> {
         let mut entries: std::collections::BTreeMap<String, (String, u8)> = BUILT_IN
             .iter()
@@ -198,7 +203,7 @@ const MEMO_MAX: usize = 4096;
 /// reduced to their keys once instead of once per record and table, which showed in the
 /// profiles' time. Gives what [`TypeMap::lookup`] gives; one memo serves one pair of tables.
 #[derive(Debug)]
-pub(crate) struct Memo {
+pub struct Memo {
     seen: crate::memo::Memo<[Option<u32>; 2]>,
     key: String,
 }
@@ -214,7 +219,7 @@ impl Default for Memo {
 
 impl Memo {
     /// The type URL each of `tables` gives `values` (`None` for a table not given).
-    pub(crate) fn lookup<'t, 'a>(
+    pub fn lookup<'t, 'a>(
         &mut self,
         tables: [Option<&'t TypeMap>; 2],
         values: impl IntoIterator<Item = &'a str>,
@@ -239,7 +244,7 @@ impl Memo {
 /// The lookup key of a `dc:type` value: the last segment of a URI or `info:` term, lower case,
 /// letters and digits only (`info:eu-repo/semantics/doctoralThesis` -> `doctoralthesis`,
 /// `Journal Article` -> `journalarticle`).
-pub(crate) fn key(value: &str) -> String {
+pub fn key(value: &str) -> String {
     let mut k = String::new();
     key_into(value, &mut k);
     k

@@ -9,14 +9,14 @@ use foldhash::HashMap;
 
 /// Values by text, for up to `max` texts.
 #[derive(Debug)]
-pub(crate) struct Memo<V> {
+pub struct Memo<V> {
     seen: HashMap<Box<str>, V>,
     max: usize,
 }
 
 impl<V: Copy> Memo<V> {
     /// An empty memo that remembers up to `max` texts.
-    pub(crate) fn new(max: usize) -> Self {
+    pub fn new(max: usize) -> Self {
         Self {
             seen: HashMap::default(),
             max,
@@ -24,7 +24,7 @@ impl<V: Copy> Memo<V> {
     }
 
     /// The value of `text`: remembered, or `work_out` and remembered while there is room.
-    pub(crate) fn get(&mut self, text: &str, work_out: impl FnOnce() -> V) -> V {
+    pub fn get(&mut self, text: &str, work_out: impl FnOnce() -> V) -> V {
         if let Some(&v) = self.seen.get(text) {
             return v;
         }
@@ -37,7 +37,7 @@ impl<V: Copy> Memo<V> {
 
     /// Texts remembered.
     #[cfg(test)]
-    pub(crate) fn remembered(&self) -> usize {
+    pub fn remembered(&self) -> usize {
         self.seen.len()
     }
 }

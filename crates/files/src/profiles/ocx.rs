@@ -2,14 +2,13 @@
 //! `xmlns:ocx="http://sitemap.ocx.org/v/1.0"`, each `<url>` carrying an `<ocx:ocx>` block whose
 //! `ocx:type` is required. Validates with `schemas/ocx-sitemap.xsd`.
 
-use crate::render::sitemap::{push_escaped, write_url_open};
+use crate::sitemap::{push_escaped, write_url_open};
 
 /// The OCX namespace.
-#[cfg(test)]
-pub(crate) const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
+pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
 
 /// The root's start tag, with the OCX namespace.
-pub(crate) const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                            xmlns:ocx=\"http://sitemap.ocx.org/v/1.0\">\n";
 
 /// `[repository.ocx]`: the OCX sitemap of a repository, as `bridge.toml` sets it (the
@@ -42,14 +41,14 @@ impl Default for OcxConfig {
 }
 
 /// Default longest `ocx:teaser`.
-pub(crate) const DEFAULT_TEASER_CHARS: usize = 200;
+pub const DEFAULT_TEASER_CHARS: usize = 200;
 
 /// The metadata formats `ocx:format` accepts.
-pub(crate) const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
+pub const FORMATS: [&str; 3] = ["JSON-LD", "Microdata", "RDFa"];
 
 /// One resource.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Entry<'a> {
+pub struct Entry<'a> {
     /// The landing page.
     pub loc: &'a str,
     /// `ocx:type`: an OER schema or schema.org type URL.
@@ -70,14 +69,14 @@ pub(crate) struct Entry<'a> {
 
 /// The text of `ocx:name` or `ocx:teaser`, as [`teaser_in`] cut it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Text<'a> {
+pub struct Text<'a> {
     /// The text.
     pub text: &'a str,
     /// It holds none of the characters [`push_escaped`] escapes, as found while cutting it: it
     /// is written as it is (most titles and descriptions; testing them again took 2% of
     /// writing a Signmap and OCX entry). Set by [`teaser_in`] alone: outside the crate a text
     /// is made with `From<&str>`, which leaves it to be escaped.
-    pub(crate) plain: bool,
+    pub plain: bool,
 }
 
 impl<'a> From<&'a str> for Text<'a> {
@@ -89,8 +88,8 @@ impl<'a> From<&'a str> for Text<'a> {
 
 /// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
 /// datestamp, written out). The profiles' collector writes entries as records arrive
-/// ([`crate::profiles::signposts`]); the shards are cut from them later.
-pub(crate) fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
+/// (the `oai-bridge` package's `profiles::signposts`); the shards are cut from them later.
+pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");
     let mut element = |tag: &str, value: Option<Text<'_>>| {
@@ -120,7 +119,7 @@ pub(crate) fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&s
 
 /// [`teaser_in`] as a string of its own.
 #[cfg(test)]
-pub(crate) fn teaser(text: &str, max: usize) -> String {
+pub fn teaser(text: &str, max: usize) -> String {
     teaser_in(text, max, &mut String::new()).text.to_owned()
 }
 
@@ -128,7 +127,7 @@ pub(crate) fn teaser(text: &str, max: usize) -> String {
 /// whitespace runs become one space: borrowed from `text` when it needs neither, else written
 /// into `buf` (the profiles' collector cuts a title and a description for every record, and a
 /// new `String` for each showed in its time).
-pub(crate) fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> Text<'a> {
+pub fn teaser_in<'a>(text: &'a str, max: usize, buf: &'a mut String) -> Text<'a> {
     buf.clear();
     match single_spaced(text, max) {
         Some((whole, false, plain)) => return Text { text: whole, plain },
@@ -268,10 +267,7 @@ mod tests {
             Some("2024-05-01"),
         );
         let entry = String::from_utf8(bytes).unwrap();
-        let text = format!(
-            "{}{URLSET_OPEN}{entry}</urlset>",
-            crate::render::sitemap::XML_DECL
-        );
+        let text = format!("{}{URLSET_OPEN}{entry}</urlset>", crate::sitemap::XML_DECL);
         assert!(text.contains("xmlns:ocx=\"http://sitemap.ocx.org/v/1.0\""));
         assert!(text.contains(
             "<url><loc>https://h/r/1</loc><lastmod>2024-05-01</lastmod><ocx:ocx>\
@@ -352,7 +348,7 @@ mod tests {
         ) {
             let mut buf = String::new();
             let teaser = teaser_in(&text, max, &mut buf);
-            let escaped = crate::render::sitemap::escape(teaser.text);
+            let escaped = crate::sitemap::escape(teaser.text);
             if teaser.plain {
                 proptest::prop_assert_eq!(&escaped, teaser.text);
             }

@@ -4,23 +4,23 @@
 //! agree on that place; the Signmap prose that puts them inside `<loc>` cannot validate, SP-04).
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
-use crate::render::sitemap::push_escaped;
+use crate::sitemap::push_escaped;
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
 #[cfg(test)]
-pub(crate) const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
+pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
 
 /// The root's start tag, with the ResourceSync namespace (SP-02).
-pub(crate) const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
+pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
 /// The media type of the `describedby` link to a record's `GetRecord` response (with
-/// [`crate::profiles::signposts::OAI_DC_PROFILE`] as its profile, SP-07).
-pub(crate) const XML: &str = "application/xml";
+/// `OAI_DC_PROFILE` (the `oai-bridge` package's `profiles::signposts`) as its profile, SP-07).
+pub const XML: &str = "application/xml";
 
 /// The relations a landing page's Signposting `Link` header may carry (the Signmap's, and the
 /// link to its linkset), all of them unless a repository's `signposting_header` names fewer.
-pub(crate) const HEADER_RELATIONS: [&str; 6] = [
+pub const HEADER_RELATIONS: [&str; 6] = [
     "cite-as",
     "describedby",
     "type",
@@ -30,12 +30,12 @@ pub(crate) const HEADER_RELATIONS: [&str; 6] = [
 ];
 
 /// The media type of the `describedby` link to a record's CDIF document.
-pub(crate) const JSON_LD: &str = "application/ld+json";
+pub const JSON_LD: &str = "application/ld+json";
 
 /// Appends the start of one typed link (SP-03), up to the opening quote of its `href`: the
 /// caller writes the href, escaped, then [`link_end`]. For hrefs spelled out piece by piece
 /// (the `GetRecord` URL); [`write_link`] writes a whole one.
-pub(crate) fn link_start(bytes: &mut Vec<u8>, rel: &str) {
+pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
     bytes.extend_from_slice(b"<rs:ln rel=\"");
     bytes.extend_from_slice(rel.as_bytes());
     bytes.extend_from_slice(b"\" href=\"");
@@ -43,10 +43,10 @@ pub(crate) fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
 /// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
-/// ([`XML`], [`JSON_LD`], [`crate::profiles::signposts::OAI_DC_PROFILE`], and the media types of its table
-/// of file extensions, [`crate::classify::media_types`]), written as they are: a test holds each
+/// ([`XML`], [`JSON_LD`], `OAI_DC_PROFILE` (the `oai-bridge` package's `profiles::signposts`), and the media types of its table
+/// of file extensions, the package's `classify::media_types`), written as they are: a test holds each
 /// a valid `rs:ln` type free of characters to escape, which spares checking them in every entry.
-pub(crate) fn link_end(
+pub fn link_end(
     bytes: &mut Vec<u8>,
     media_type: Option<&'static str>,
     profile: Option<&'static str>,
@@ -64,7 +64,7 @@ pub(crate) fn link_end(
 
 /// Appends one typed link (SP-03) to an entry: after its `<loc>` and `<lastmod>`, inside
 /// `<url>` (SP-04). `href` is absolute; `media_type` and `profile` as [`link_end`] takes them.
-pub(crate) fn write_link(
+pub fn write_link(
     bytes: &mut Vec<u8>,
     rel: &str,
     href: &str,
@@ -74,6 +74,21 @@ pub(crate) fn write_link(
     link_start(bytes, rel);
     push_escaped(bytes, href);
     link_end(bytes, media_type, profile);
+}
+
+/// A media type as `rs:ln type` accepts it: `type/subtype` of RFC 6838 name characters (dots
+/// and `+` included: `application/vnd.datacite.datacite+xml`), parameters cut off (SP-11).
+pub fn rs_ln_type(value: &str) -> Option<&str> {
+    let value = value.split(';').next().unwrap_or("").trim();
+    let (top, sub) = value.split_once('/')?;
+    let name = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 127
+            && s.as_bytes()[0].is_ascii_alphanumeric()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
+    };
+    (name(top) && name(sub)).then_some(value)
 }
 
 #[cfg(test)]
@@ -87,10 +102,10 @@ mod tests {
         let mut entry = Vec::new();
         let mut date = String::new();
         let lastmod = oai_pmh::Datestamp::parse("2024-05-01");
-        crate::render::sitemap::write_url_open(
+        crate::sitemap::write_url_open(
             &mut entry,
             "https://h/r/1",
-            crate::render::sitemap::lastmod_text(lastmod, &mut date),
+            crate::sitemap::lastmod_text(lastmod, &mut date),
         );
         write_link(
             &mut entry,
@@ -103,7 +118,7 @@ mod tests {
         entry.extend_from_slice(b"</url>\n");
         let text = format!(
             "{}{URLSET_OPEN}{}</urlset>\n",
-            crate::render::sitemap::XML_DECL,
+            crate::sitemap::XML_DECL,
             String::from_utf8(entry).unwrap()
         );
         assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n"));
@@ -130,49 +145,17 @@ mod tests {
         );
     }
 
-    /// A media type as `rs:ln type` accepts it: `type/subtype` of RFC 6838 name characters (dots
-    /// and `+` included: `application/vnd.datacite.datacite+xml`), parameters cut off (SP-11).
-    fn media_type(value: &str) -> Option<&str> {
-        let value = value.split(';').next().unwrap_or("").trim();
-        let (top, sub) = value.split_once('/')?;
-        let name = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 127
-                && s.as_bytes()[0].is_ascii_alphanumeric()
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
-        };
-        (name(top) && name(sub)).then_some(value)
-    }
-
     /// SP-11: dotted vendor types and `+` suffixes pass; parameters are cut; junk is refused.
     #[test]
     fn media_types() {
-        assert_eq!(media_type("application/pdf"), Some("application/pdf"));
+        assert_eq!(rs_ln_type("application/pdf"), Some("application/pdf"));
         assert_eq!(
-            media_type("application/vnd.datacite.datacite+xml"),
+            rs_ln_type("application/vnd.datacite.datacite+xml"),
             Some("application/vnd.datacite.datacite+xml")
         );
-        assert_eq!(media_type("text/xml; charset=utf-8"), Some("text/xml"));
-        assert_eq!(media_type("PDF"), None);
-        assert_eq!(media_type("application/"), None);
-        assert_eq!(media_type("1 page"), None);
-    }
-
-    /// SP-07, SP-11: every media type and profile the Signmap's links carry is one `rs:ln`
-    /// takes as it is ([`link_end`] writes them unchecked and unescaped).
-    #[test]
-    fn the_bridges_media_types_are_written_as_they_are() {
-        let types = || crate::classify::media_types().chain([XML, JSON_LD]);
-        for t in types() {
-            assert_eq!(media_type(t), Some(t), "{t} is not an rs:ln type");
-        }
-        for value in types().chain([
-            crate::profiles::signposts::OAI_DC_PROFILE,
-            crate::profiles::cdif::PROFILE,
-        ]) {
-            let escaped = crate::render::sitemap::escape(value);
-            assert_eq!(escaped, value, "{value} needs escaping");
-        }
+        assert_eq!(rs_ln_type("text/xml; charset=utf-8"), Some("text/xml"));
+        assert_eq!(rs_ln_type("PDF"), None);
+        assert_eq!(rs_ln_type("application/"), None);
+        assert_eq!(rs_ln_type("1 page"), None);
     }
 }

@@ -1,0 +1,424 @@
+//! The profiles: each kind of file set a job can publish beside the sitemap. Here, what is
+//! pure about them: [`Profile`], which names every file a profile publishes (formatted and
+//! parsed here only, [`FileName`]), the settings a repository turns them on with
+//! ([`ProfileSettings`]), and the entry writers of the Signmap ([`signmap`]) and OCX
+//! ([`ocx`]). How a harvest's records are collected for them, the CDIF documents and DiWoo's
+//! categories, the ledger and the patch of published files are the `oai-bridge` package's
+//! (`src/profiles/`).
+
+pub mod ocx;
+pub mod signmap;
+
+use oai_pmh::{DcElement, Fields};
+
+/// A kind of file set a job publishes: the sitemap itself, or a profile beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Profile {
+    /// The sitemap of the records' landing pages and content files.
+    Sitemap,
+    /// The Signmap: each landing page with its Signposting links.
+    Signmap,
+    /// The OCX sitemap: each landing page with its type, title and teaser.
+    Ocx,
+    /// CDIF: a JSON-LD document per record, listed in a sitemap of its own.
+    Cdif,
+    /// CDIF's metadata lists: the same documents in `ItemList`s, listed in a sitemap.
+    CdifList,
+    /// A DiWoo sitemap: the URLs of one Woo information category (1-17).
+    Diwoo(u8),
+}
+
+/// The profiles a repository publishes beside its sitemap, each with its settings: the
+/// `[[repository]]` keys `signmap`, `cdif`, `cdif_list` and `diwoo`, and its `[repository.ocx]`
+/// section (and the flags of the same names).
+#[derive(Clone, Debug, Default)]
+pub struct ProfileSettings {
+    /// Also publish a Signmap.
+    pub signmap: bool,
+    /// Also publish an OCX sitemap, so configured.
+    pub ocx: Option<ocx::OcxConfig>,
+    /// Also publish each record's CDIF JSON-LD document and the CDIF sitemap.
+    pub cdif: bool,
+    /// Also publish CDIF's metadata lists (`ItemList`s of the same documents) and their sitemap.
+    pub cdif_list: bool,
+    /// DiWoo: setSpec -> Woo information category (1-17), an index per category.
+    pub diwoo: Vec<(String, u8)>,
+}
+
+impl ProfileSettings {
+    /// The profiles on, the sitemap first, in robots.txt order ([`Profile::all`]).
+    pub fn profiles(&self) -> Vec<Profile> {
+        Profile::all(
+            self.signmap,
+            self.ocx.is_some(),
+            &self.diwoo,
+            self.cdif,
+            self.cdif_list,
+        )
+    }
+
+    /// The Dublin Core elements the profiles on write from, besides the identifiers.
+    pub fn fields(&self) -> Fields {
+        (self.profiles().into_iter()).fold(Fields::default(), |f, p| f.with(p.fields()))
+    }
+
+    /// Whether a profile that describes each record's landing page is on (Signmap, OCX, CDIF):
+    /// the records are then collected for them (`profiles::signposts`).
+    pub fn describes_records(&self) -> bool {
+        self.profiles().into_iter().any(Profile::describes_records)
+    }
+
+    /// Whether only the plain sitemap is published.
+    pub fn sitemap_only(&self) -> bool {
+        self.profiles() == [Profile::Sitemap]
+    }
+}
+
+/// What a file name of a published profile is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileName {
+    /// The profile's index (`signmap.xml`).
+    Index(Profile),
+    /// Shard `n` of the index (`signmap-3.xml`, `sitemap-2.xml.gz`).
+    Shard(Profile, u32),
+    /// CDIF metadata list `n` (`cdif-list-4.jsonld`), listed by [`Profile::CdifList`]'s shards.
+    List(u32),
+}
+
+impl Profile {
+    /// The profiles `job`-like settings ask for, in robots.txt order: the sitemap, Signmap, OCX,
+    /// the DiWoo categories in ascending order, then CDIF's documents and lists (which
+    /// robots.txt announces to their own user agent).
+    pub fn all(
+        signmap: bool,
+        ocx: bool,
+        diwoo: &[(String, u8)],
+        cdif: bool,
+        cdif_list: bool,
+    ) -> Vec<Profile> {
+        let mut all = vec![Profile::Sitemap];
+        if signmap {
+            all.push(Profile::Signmap);
+        }
+        if ocx {
+            all.push(Profile::Ocx);
+        }
+        let categories: std::collections::BTreeSet<u8> = diwoo.iter().map(|(_, n)| *n).collect();
+        all.extend(categories.into_iter().map(Profile::Diwoo));
+        if cdif {
+            all.push(Profile::Cdif);
+        }
+        if cdif_list {
+            all.push(Profile::CdifList);
+        }
+        all
+    }
+
+    /// Its name in metrics and logs: `sitemap`, `signmap`, `ocx`, `cdif`, `cdif_list`,
+    /// `diwoo-infocat014`.
+    pub fn label(self) -> String {
+        match self {
+            Profile::Sitemap => "sitemap".to_owned(),
+            Profile::Signmap => "signmap".to_owned(),
+            Profile::Ocx => "ocx".to_owned(),
+            Profile::Cdif => "cdif".to_owned(),
+            Profile::CdifList => "cdif_list".to_owned(),
+            Profile::Diwoo(category) => format!("diwoo-infocat{category:03}"),
+        }
+    }
+
+    /// Whether robots.txt announces it to CDIF's user agent rather than to every crawler: its
+    /// locations are JSON-LD documents (or lists of them), not pages.
+    pub fn for_cdif(self) -> bool {
+        match self {
+            Profile::Cdif | Profile::CdifList => true,
+            Profile::Sitemap | Profile::Signmap | Profile::Ocx | Profile::Diwoo(_) => false,
+        }
+    }
+
+    /// Whether it describes each record's landing page, so that the records are collected for
+    /// it as they arrive (the `oai-bridge` package's `profiles::signposts`), rather than
+    /// listing the inventory's URLs.
+    pub fn describes_records(self) -> bool {
+        match self {
+            Profile::Signmap | Profile::Ocx | Profile::Cdif | Profile::CdifList => true,
+            Profile::Sitemap | Profile::Diwoo(_) => false,
+        }
+    }
+
+    /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
+    /// `cdif-list-sitemap.xml`, `sitemapindex-diwoo-infocat014.xml`.
+    pub fn index_name(self) -> String {
+        match self.fixed_prefix() {
+            Some(prefix) => format!("{prefix}.xml"),
+            None => format!("sitemapindex-{}.xml", self.shard_prefix()),
+        }
+    }
+
+    /// What its shards' names start with, before `-{n}.xml`.
+    pub fn shard_prefix(self) -> String {
+        match (self, self.fixed_prefix()) {
+            (_, Some(prefix)) => prefix.to_owned(),
+            (Profile::Diwoo(category), None) => format!("diwoo-infocat{category:03}"),
+            (_, None) => unreachable!("every profile but DiWoo's has a fixed prefix"),
+        }
+    }
+
+    /// The prefix of a profile whose names do not vary ([`FIXED`]); `None` for a DiWoo category.
+    fn fixed_prefix(self) -> Option<&'static str> {
+        FIXED
+            .iter()
+            .find(|(p, _)| *p == self)
+            .map(|&(_, prefix)| prefix)
+    }
+
+    /// The name of shard `n` (from 1) with extension `ext` (`xml`; the sitemap's may be
+    /// `xml.gz`).
+    pub fn shard_name(self, n: u32, ext: &str) -> String {
+        format!("{}-{n}.{ext}", self.shard_prefix())
+    }
+
+    /// The name of CDIF metadata list `n` (from 1).
+    pub fn list_name(n: u32) -> String {
+        format!("{CDIF_LIST_PREFIX}-{n}.jsonld")
+    }
+
+    /// The Dublin Core elements it writes from, besides the identifiers.
+    pub fn fields(self) -> Fields {
+        use DcElement::*;
+        match self {
+            Profile::Sitemap | Profile::Diwoo(_) => Fields::default(),
+            Profile::Signmap => Fields::of(&[Type, Rights]),
+            Profile::Ocx => Fields::of(&[Type, Title, Description]),
+            Profile::Cdif | Profile::CdifList => Fields::of(&[
+                Type,
+                Title,
+                Description,
+                Creator,
+                Date,
+                Subject,
+                Publisher,
+                Language,
+                Rights,
+            ]),
+        }
+    }
+}
+
+/// The profiles whose file names do not vary, with what their names start with: the index is
+/// `{prefix}.xml`, shard n `{prefix}-{n}.xml`. Names are formatted and parsed from this table.
+const FIXED: [(Profile, &str); 5] = [
+    (Profile::Sitemap, "sitemap"),
+    (Profile::Signmap, "signmap"),
+    (Profile::Ocx, "ocx"),
+    (Profile::Cdif, "cdif-sitemap"),
+    (Profile::CdifList, "cdif-list-sitemap"),
+];
+
+/// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
+pub const CDIF_LIST_PREFIX: &str = "cdif-list";
+
+/// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`, from
+/// the first 16 hex digits of `hash`.
+pub fn content_name(name: &str, hash: &str) -> String {
+    let (stem, ext) = name.split_once('.').unwrap_or((name, ""));
+    let short = &hash[..16.min(hash.len())];
+    if ext.is_empty() {
+        format!("{stem}-{short}")
+    } else {
+        format!("{stem}-{short}.{ext}")
+    }
+}
+
+impl FileName {
+    /// Reads a published file's name: an index, a shard (`.xml`, or `.xml.gz` for the sitemap
+    /// and its kin, which a gateway serves both ways) or a CDIF list; `None` for any other name.
+    /// Numbers are positive decimals without leading zeros, DiWoo categories three digits. A
+    /// shard or list named after its content, as published to object storage
+    /// (`sitemap-2-3fa2c91b0d4e5a67.xml`, [`content_name`]), is the same shard.
+    pub fn parse(name: &str) -> Option<FileName> {
+        if let Some(n) = name
+            .strip_prefix(CDIF_LIST_PREFIX)
+            .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))
+        {
+            return number(n).map(FileName::List);
+        }
+        if let Some(category) = name
+            .strip_prefix("sitemapindex-diwoo-infocat")
+            .and_then(|rest| rest.strip_suffix(".xml"))
+        {
+            return self::category(category).map(|c| FileName::Index(Profile::Diwoo(c)));
+        }
+        // Read without allocating: the gateway parses the name of every request.
+        let fixed = name
+            .strip_suffix(".xml")
+            .and_then(|stem| FIXED.iter().find(|&&(_, prefix)| stem == prefix));
+        if let Some(&(p, _)) = fixed {
+            return Some(FileName::Index(p));
+        }
+        let (profile, rest) = match name.strip_prefix("diwoo-infocat") {
+            Some(rest) => {
+                let (category, rest) = rest.split_at_checked(3)?;
+                (
+                    Profile::Diwoo(self::category(category)?),
+                    rest.strip_prefix('-')?,
+                )
+            }
+            None => FIXED.iter().find_map(|&(p, prefix)| {
+                Some((p, name.strip_prefix(prefix)?.strip_prefix('-')?))
+            })?,
+        };
+        let n = rest
+            .strip_suffix(".xml.gz")
+            .or_else(|| rest.strip_suffix(".xml"))?;
+        number(n).map(|n| FileName::Shard(profile, n))
+    }
+}
+
+/// A positive decimal without leading zeros.
+fn number(n: &str) -> Option<u32> {
+    // A content name's hash after the number: `-` and 16 lowercase hex digits.
+    let n = match n.split_once('-') {
+        Some((n, hash))
+            if hash.len() == 16
+                && hash
+                    .bytes()
+                    .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) =>
+        {
+            n
+        }
+        Some(_) => return None,
+        None => n,
+    };
+    let digits = !n.is_empty() && !n.starts_with('0') && n.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| n.parse().ok()).flatten()
+}
+
+/// A DiWoo category as its three digits (`014`).
+fn category(n: &str) -> Option<u8> {
+    (n.len() == 3 && n.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| n.parse().ok())
+        .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_a_profile_formats_parses_back_to_it() {
+        let profiles = [
+            Profile::Sitemap,
+            Profile::Signmap,
+            Profile::Ocx,
+            Profile::Cdif,
+            Profile::CdifList,
+            Profile::Diwoo(1),
+            Profile::Diwoo(14),
+            Profile::Diwoo(17),
+        ];
+        for p in profiles {
+            assert_eq!(FileName::parse(&p.index_name()), Some(FileName::Index(p)));
+            for n in [1, 9, 10, 4711] {
+                assert_eq!(
+                    FileName::parse(&p.shard_name(n, "xml")),
+                    Some(FileName::Shard(p, n)),
+                    "{p:?} {n}"
+                );
+                assert_eq!(
+                    FileName::parse(&p.shard_name(n, "xml.gz")),
+                    Some(FileName::Shard(p, n))
+                );
+            }
+        }
+        assert_eq!(
+            FileName::parse(&Profile::list_name(12)),
+            Some(FileName::List(12))
+        );
+        // Named after their content, as in a bucket.
+        let hash = "0123456789abcdef";
+        for (name, parsed) in [
+            (
+                content_name("sitemap-3.xml.gz", hash),
+                FileName::Shard(Profile::Sitemap, 3),
+            ),
+            (
+                content_name(&Profile::Diwoo(14).shard_name(2, "xml"), hash),
+                FileName::Shard(Profile::Diwoo(14), 2),
+            ),
+            (
+                content_name(&Profile::list_name(5), hash),
+                FileName::List(5),
+            ),
+        ] {
+            assert_eq!(FileName::parse(&name), Some(parsed), "{name}");
+        }
+    }
+
+    /// What the harvest reads follows from the profiles on: nothing beyond the identifiers for
+    /// the sitemap and DiWoo, the union of each profile's fields otherwise.
+    #[test]
+    fn the_profiles_on_decide_the_fields_read() {
+        use DcElement::*;
+        let plain = ProfileSettings::default();
+        assert!(plain.sitemap_only() && !plain.describes_records());
+        assert_eq!(plain.fields(), Fields::default());
+        let diwoo = ProfileSettings {
+            diwoo: vec![("a".into(), 1)],
+            ..ProfileSettings::default()
+        };
+        assert!(!diwoo.sitemap_only() && !diwoo.describes_records());
+        assert_eq!(diwoo.fields(), Fields::default());
+        let signmap = ProfileSettings {
+            signmap: true,
+            ..ProfileSettings::default()
+        };
+        assert_eq!(signmap.fields(), Fields::of(&[Type, Rights]));
+        let lists = ProfileSettings {
+            cdif_list: true,
+            ..ProfileSettings::default()
+        };
+        assert!(lists.describes_records());
+        assert_eq!(lists.fields(), Profile::Cdif.fields());
+        let both = ProfileSettings {
+            signmap: true,
+            ocx: Some(ocx::OcxConfig::default()),
+            ..ProfileSettings::default()
+        };
+        assert_eq!(
+            both.fields(),
+            Fields::of(&[Type, Rights, Title, Description])
+        );
+    }
+
+    #[test]
+    fn other_names_are_not_profile_files() {
+        for name in [
+            "",
+            "robots.txt",
+            "sitemap-0.xml",
+            "sitemap-01.xml",
+            "sitemap-.xml",
+            "sitemap-1.json",
+            "sitemap-1.xml.gz.gz",
+            "sitemap-x.xml",
+            "signmap.xml.gz",
+            "sitemapindex-diwoo-infocat14.xml",
+            "diwoo-infocat014.xml",
+            "diwoo-infocat0145-1.xml",
+            "diwoo-infocat01a-1.xml",
+            "cdif-list-0.jsonld",
+            "cdif-list-1.xml",
+            "cdif-sitemap-1.jsonld",
+            "other-1.xml",
+            "sitemap-99999999999.xml",
+            "sitemap-1-0123456789ABCDEF.xml",
+            "sitemap-1-0123456789abcde.xml",
+            "sitemap-1-0123456789abcdef0.xml",
+            "sitemap-1-x123456789abcdef.xml",
+            "sitemap--0123456789abcdef.xml",
+        ] {
+            assert_eq!(FileName::parse(name), None, "{name:?}");
+        }
+    }
+}
