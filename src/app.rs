@@ -15,18 +15,13 @@ use crate::check::{self, CheckOptions};
 use crate::cli::{
     CheckArgs, Cli, CompletionsArgs, ExportArgs, MigrateStateArgs, ProbeArgs, PruneArgs, ServeArgs,
 };
-use crate::config::{Config, ConfigError, RepositoryConfig, default_public_url};
+use crate::config::{Config, RepositoryConfig, default_public_url};
+use crate::error::{ConfigError, EXIT_CONFIG, EXIT_USAGE};
 use crate::export::{self, ExportOptions};
 use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::pipeline::Job;
 use crate::server::preflight::{self, Findings};
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
-
-/// Exit code for a bad configuration (sysexits `EX_CONFIG`).
-pub const EXIT_CONFIG: u8 = 78;
-
-/// Exit code for a usage error, as clap's own: a flag the command needs was not given.
-pub const EXIT_USAGE: u8 = 2;
 
 /// Why a command's options could not be built.
 #[derive(Debug)]
@@ -344,7 +339,7 @@ pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
         }
         Err(e) if !e.left_untouched() => {
             eprintln!("error: {}", error_chain(&e));
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
         Err(e) => {
             eprintln!(
@@ -353,7 +348,7 @@ pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
                 options.out,
                 error_chain(&e)
             );
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -627,15 +622,11 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
                 }
             })
         })),
-        // Another gateway on the state directory: a configuration that cannot start until
-        // it changes (or the other stops), not a failure a restart mends.
-        Err(e @ crate::server::ServeError::StateDirInUse { .. }) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        // Another gateway on the state directory is a configuration that cannot start until
+        // it changes (or the other stops), not a failure a restart mends: `Error::exit_code`.
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(e.exit_code());
         }
     };
     let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());

@@ -7,6 +7,7 @@ use std::fs;
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use object_store::ObjectStoreScheme;
 use url::Url;
 
@@ -112,23 +113,11 @@ impl fmt::Display for BucketUrl {
     }
 }
 
-/// A publishing error, naming the path.
-#[derive(Debug, thiserror::Error)]
-#[error("{action} {}: {source}", path.display())]
-pub struct PublishError {
-    /// What was being done.
-    pub action: &'static str,
-    /// Where.
-    pub path: PathBuf,
-    /// The OS error.
-    pub source: io::Error,
-}
-
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> PublishError + 'a {
-    move |source| PublishError {
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::Io {
         action,
         path: path.to_owned(),
-        source,
+        source: source.into(),
     }
 }
 
@@ -148,7 +137,7 @@ pub(crate) struct Staging {
 impl Staging {
     /// Creates the staging folder next to `target` (same file system, so the swap is a rename).
     /// Fails up front when `target` exists, is not empty and was not written by the bridge.
-    pub(crate) fn new(target: &Path) -> Result<Self, PublishError> {
+    pub(crate) fn new(target: &Path) -> Result<Self, Error> {
         let parent = beside(target);
         fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
         check_replaceable(target)?;
@@ -172,7 +161,7 @@ impl Staging {
 
     /// Writes one file into the staging folder. Large files bypass the page cache where the
     /// file system allows ([`DirectWriter`]); the rest are written as usual.
-    pub(crate) fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+    pub(crate) fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         let path = self.dir.path().join(name);
         // Names may hold one folder level (`cdif/<hash>.jsonld`).
         if let Some(parent) = path
@@ -208,7 +197,7 @@ impl Staging {
     /// Opens `name` in the staging folder to be written front to back ([`FileStream`]), with
     /// direct I/O as [`Staging::write`] writes large files: a file made as it fills is never
     /// whole in memory, nor copied once more into the writer's chunk.
-    pub(crate) fn stream(&mut self, name: &str) -> Result<FileStream, PublishError> {
+    pub(crate) fn stream(&mut self, name: &str) -> Result<FileStream, Error> {
         let path = self.dir.path().join(name);
         let chunk = self.chunks.pop();
         let mut writer =
@@ -222,7 +211,7 @@ impl Staging {
         &mut self,
         name: &str,
         stream: FileStream,
-    ) -> Result<(u64, u32), PublishError> {
+    ) -> Result<(u64, u32), Error> {
         let path = self.dir.path().join(name);
         let (len, crc) = (stream.writer.len(), stream.writer.crc());
         let (_, chunk) = stream
@@ -239,11 +228,7 @@ impl Staging {
 
     /// Reads the file ended by [`Staging::end_stream`] back into `buf` (its bytes from the
     /// offset returned on) and takes it out of the staging folder.
-    pub(crate) fn take_back(
-        &mut self,
-        name: &str,
-        buf: &mut Vec<u8>,
-    ) -> Result<usize, PublishError> {
+    pub(crate) fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         let path = self.dir.path().join(name);
         let start = read_whole(&path, buf).map_err(io_err("cannot read", &path))?;
         fs::remove_file(&path).map_err(io_err("cannot remove", &path))?;
@@ -263,7 +248,7 @@ impl Staging {
 
     /// Makes the staged files durable, then puts the staging folder in the target's place: an
     /// atomic exchange where the file system supports it, else two renames.
-    pub(crate) fn commit(mut self) -> Result<(), PublishError> {
+    pub(crate) fn commit(mut self) -> Result<(), Error> {
         self.write(MARKER, b"This folder is written by oai-bridge export and replaced as a whole by the next export.\n")?;
         // One syncfs for every file and folder written (a CDIF export holds a file per record,
         // too many to fsync one by one).
@@ -627,24 +612,25 @@ fn aligned_window(buf: &mut Vec<u8>, len: usize) -> (usize, &mut [u8]) {
     (start, &mut buf[start..start + len])
 }
 
-fn check_replaceable(target: &Path) -> Result<(), PublishError> {
+fn check_replaceable(target: &Path) -> Result<(), Error> {
     match fs::read_dir(target) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(PublishError {
+        Err(e) => Err(Error::Io {
             action: "cannot read",
             path: target.to_owned(),
-            source: e,
+            source: e.into(),
         }),
         Ok(mut entries) => {
             if entries.next().is_none() || target.join(MARKER).exists() {
                 Ok(())
             } else {
-                Err(PublishError {
+                Err(Error::Io {
                     action: "refusing to replace",
                     path: target.to_owned(),
-                    source: io::Error::other(format!(
+                    source: format!(
                         "the folder is not empty and was not written by oai-bridge export (no {MARKER}); choose an empty or new folder"
-                    )),
+                    )
+                    .into(),
                 })
             }
         }

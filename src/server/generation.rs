@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::keyed::Pack;
 use crate::bucket::{Rank, Staged};
+use crate::error::Error;
 use crate::pipeline::{self, FileSink};
 
 /// Name of the file in a repository's state folder that names the current generation.
@@ -329,43 +330,27 @@ impl Drop for Generation {
 }
 
 /// Reads a file of a generation whole.
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, GenerationError> {
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
     fs::read(path).map_err(store_err("cannot read", path))
 }
 
 /// A file a generation should hold and does not.
-pub(crate) fn missing(path: &Path) -> GenerationError {
+pub(crate) fn missing(path: &Path) -> Error {
     store_err("no such file in the generation:", path)(io::ErrorKind::NotFound.into())
 }
 
-/// An error of a repository's generations on disk (writing, loading, importing one), naming
-/// the path. (The state store's own errors are [`crate::store::StoreError`].)
-#[derive(Debug, thiserror::Error)]
-#[error("{action} {}: {source}", path.display())]
-pub struct GenerationError {
-    /// What was being done.
-    pub action: &'static str,
-    /// Where.
-    pub path: PathBuf,
-    /// The cause.
-    pub source: io::Error,
-}
-
-fn store_err<'a>(
-    action: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(io::Error) -> GenerationError + 'a {
-    move |source| GenerationError {
+fn store_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
+    move |source| Error::Io {
         action,
         path: path.to_owned(),
-        source,
+        source: source.into(),
     }
 }
 
 /// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
 /// whatever else is there (staging folders of interrupted refreshes, retired generations).
 /// `Ok(None)` when there is none yet.
-pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, GenerationError> {
+pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Error> {
     let pointer = repo_dir.join(CURRENT);
     let id = match fs::read_to_string(&pointer) {
         Ok(id) => id.trim().to_owned(),
@@ -410,7 +395,7 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Genera
 }
 
 /// The document index in `dir`, which must have `count` entries (none: no index).
-fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, GenerationError> {
+fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, Error> {
     if count == 0 {
         return Ok(super::keyed::Index::default());
     }
@@ -506,10 +491,7 @@ pub(crate) struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// Starts a generation for the repository whose state folder is `repo_dir`; `previous` is the
     /// one being served, whose `Last-Modified` times carry over to unchanged files.
-    pub(crate) fn new(
-        repo_dir: &Path,
-        previous: Option<&'a Generation>,
-    ) -> Result<Self, GenerationError> {
+    pub(crate) fn new(repo_dir: &Path, previous: Option<&'a Generation>) -> Result<Self, Error> {
         fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
@@ -547,12 +529,7 @@ impl<'a> Writer<'a> {
         self
     }
 
-    fn store(
-        &mut self,
-        name: &str,
-        bytes: &[u8],
-        changed: Option<u64>,
-    ) -> Result<u64, GenerationError> {
+    fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, Error> {
         let path = self.staging.path().join(name);
         // A shard is written past the page cache, as an export writes it: copying a gigabyte of
         // Signmap and OCX shards into the page cache was the largest part of a refresh's
@@ -580,7 +557,7 @@ impl<'a> Writer<'a> {
 
     /// Stores a file, and an `.xml` file's gzipped sibling; when it last changed, in seconds
     /// since the Unix epoch (now, unless the previous generation has the same bytes).
-    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, GenerationError> {
+    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, Error> {
         if name.ends_with(".xml")
             && let Some(changed) = self.link_unchanged(name, bytes)?
         {
@@ -598,7 +575,7 @@ impl<'a> Writer<'a> {
     /// hard-linking both from there: not written, synced or compressed again, and with the same
     /// validators; returns when it last changed. `None` when the file changed or cannot be
     /// linked (it is then written).
-    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, GenerationError> {
+    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, Error> {
         let Some(previous) = self.previous else {
             return Ok(None);
         };
@@ -620,13 +597,13 @@ impl<'a> Writer<'a> {
 
     /// Stores a file made by the gateway beside the harvest's ([`super::resourcesync`]): as
     /// [`Writer::put_file`], a plain `.xml` with its gzip, linked when unchanged.
-    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
+    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         self.put_file(name, bytes).map(|_| ())
     }
 
     /// Takes the previous generation's file `name` (and its gzip sibling) as it is, by
     /// hard-linking, without reading it; `false` when there is none or it cannot be linked.
-    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, GenerationError> {
+    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, Error> {
         let Some(previous) = self.previous else {
             return Ok(false);
         };
@@ -673,13 +650,13 @@ impl<'a> Writer<'a> {
 
     /// Makes the generation durable and current; returns it, ready to serve.
     #[cfg(test)]
-    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, GenerationError> {
+    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, Error> {
         self.finish(summary)?.install()
     }
 
     /// Makes the generation durable in its staging folder, not yet in place: what is served
     /// and what a restart serves are as they were until [`Finished::install`].
-    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, GenerationError> {
+    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, Error> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
@@ -763,7 +740,7 @@ impl Finished {
     }
 
     /// Puts the generation in place and names it current; returns it, ready to serve.
-    pub(crate) fn install(self) -> Result<Generation, GenerationError> {
+    pub(crate) fn install(self) -> Result<Generation, Error> {
         let id = self.manifest.id.clone();
         let staged = self.staging.keep();
         let dir = self.repo_dir.join(&id);
@@ -781,7 +758,7 @@ impl Finished {
     /// The generation's files as a bucket publishes them: the shards under the names their
     /// indexes list (named after their content, with a publish URL), the indexes, and each
     /// document out of the pack; not the gzipped siblings a gateway keeps for negotiation.
-    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, GenerationError> {
+    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, Error> {
         let dir = self.staging.path();
         let aliases = &self.manifest.aliases;
         // Each listed file under the name its index lists; the other spelling of a listed
@@ -859,14 +836,14 @@ pub(crate) async fn import<F, Fut>(
     previous: Option<&Generation>,
     manifest: Manifest,
     mut fetch: F,
-) -> Result<Finished, GenerationError>
+) -> Result<Finished, Error>
 where
     F: FnMut(String) -> Fut,
-    Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, crate::bucket::BucketError>>,
+    Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, Error>>,
 {
     let fetched = |name: &str| {
         let name = name.to_owned();
-        move |e: crate::bucket::BucketError| {
+        move |e: Error| {
             store_err("cannot fetch from the bucket", Path::new(&name))(io::Error::other(
                 crate::error::chain(&e),
             ))
@@ -984,7 +961,7 @@ where
                             })?
                             .to_vec(),
                     };
-                    Ok::<_, GenerationError>((entry, name, bytes))
+                    Ok::<_, Error>((entry, name, bytes))
                 }
             })
             .buffered(IMPORT_CONCURRENCY);
@@ -1013,10 +990,7 @@ fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
 
 /// The packed documents as files of a bucket (`cdif/<key>.jsonld`), each with the SHA-256 of
 /// its bytes, in the index's order.
-fn documents_for_bucket(
-    pack: &Path,
-    index: &super::keyed::Index,
-) -> Result<Vec<Staged>, GenerationError> {
+fn documents_for_bucket(pack: &Path, index: &super::keyed::Index) -> Result<Vec<Staged>, Error> {
     use std::os::unix::fs::FileExt as _;
     let file = fs::File::open(pack).map_err(store_err("cannot read", pack))?;
     let mut buf = Vec::new();
@@ -1042,11 +1016,9 @@ fn documents_for_bucket(
 }
 
 impl FileSink for Writer<'_> {
-    type Error = GenerationError;
-
     /// Stores the file; an `.xml` file also gets its gzipped sibling. The per-repository
     /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         if name == "robots.txt" {
             return Ok(());
         }
@@ -1059,7 +1031,7 @@ impl FileSink for Writer<'_> {
         name: &str,
         bytes: &[u8],
         lastmod: Option<oai_pmh::Datestamp>,
-    ) -> Result<(), GenerationError> {
+    ) -> Result<(), Error> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
             store_err("not a document name:", Path::new(name))(io::Error::other(
@@ -1094,18 +1066,14 @@ impl FileSink for Writer<'_> {
 
     /// Shards are kept plain under `.xml` (and gzipped beside), whatever the index calls them.
     /// The index lists each with the time it last changed, which its `Last-Modified` says too.
-    fn put_shard(
-        &mut self,
-        name: &str,
-        xml: &[u8],
-    ) -> Result<Option<oai_pmh::Datestamp>, GenerationError> {
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<oai_pmh::Datestamp>, Error> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
         Ok(Some(oai_pmh::Datestamp::from_unix(changed as i64)))
     }
 
     /// With content names ([`Writer::with_content_names`]), the shard's name after its
     /// content, both spellings served; else its own.
-    fn listed_name(&mut self, name: String) -> Result<String, GenerationError> {
+    fn listed_name(&mut self, name: String) -> Result<String, Error> {
         if !self.content_names {
             return Ok(name);
         }
@@ -1152,7 +1120,7 @@ pub(crate) fn date_header(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t)).expect("an HTTP-date is a header value")
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     fs::File::create(path)
         .and_then(|mut f| {
             f.write_all(bytes)?;
@@ -1161,7 +1129,7 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
         .map_err(store_err("cannot write", path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), GenerationError> {
+fn sync_dir(dir: &Path) -> Result<(), Error> {
     fs::File::open(dir)
         .and_then(|f| f.sync_all())
         .map_err(store_err("cannot sync", dir))
