@@ -50,6 +50,10 @@ pub enum Error {
     /// nothing).
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A flag the command needs is missing and no other layer (the file, the environment)
+    /// gives it: a usage error, as clap's own.
+    #[error(transparent)]
+    Usage(ConfigError),
     /// A reload was asked of a gateway started without a configuration file to read again.
     #[error("no configuration file to reload")]
     NoConfigFile,
@@ -273,6 +277,17 @@ pub enum Error {
     /// follows the one that has the repository now.
     #[error("{0}; nothing made current (this gateway follows the fleet's generation)")]
     LeaseLost(String),
+    /// The fleet's database (`[state] url` of a fleet of gateways) failed; named without its
+    /// password, with what was being done.
+    #[error("fleet state {url}: cannot {what}: {source}")]
+    Fleet {
+        /// The database's URL, without its password.
+        url: String,
+        /// What was being done.
+        what: &'static str,
+        /// PostgreSQL's error, or why it did not answer.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The gateway stopped before a reload ended (its runtime shut down).
     #[error("the gateway stopped before the reload ended")]
     Interrupted,
@@ -299,11 +314,12 @@ impl Error {
         !matches!(self, Error::Unrecorded { .. })
     }
 
-    /// The exit code of a command that ends with this error: 78 (`EX_CONFIG`) for a
-    /// configuration that cannot run until it changes (another gateway on the state directory
-    /// among them), 1 for any other failure.
+    /// The exit code of a command that ends with this error: 2 for a flag the command needs
+    /// and was not given, 78 (`EX_CONFIG`) for a configuration that cannot run until it changes
+    /// (another gateway on the state directory among them), 1 for any other failure.
     pub fn exit_code(&self) -> u8 {
         match self {
+            Error::Usage(_) => EXIT_USAGE,
             Error::Config(_) | Error::StateDirInUse { .. } => EXIT_CONFIG,
             _ => 1,
         }
