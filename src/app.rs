@@ -915,7 +915,7 @@ pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
         Ok(totals) => totals,
         Err(e) => {
             eprintln!("error: {}", error_chain(&e));
-            return ExitCode::FAILURE;
+            return ExitCode::from(e.exit_code());
         }
     };
     let text = migrated_totals(&options, &totals);

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use oai_bridge_files::RenderError;
-use oai_bridge_store::StoreError;
+use oai_bridge_store::{FILE, Place, StoreError};
 use oai_pmh::HarvestError;
 use url::Url;
 
@@ -165,7 +165,8 @@ pub enum Error {
     /// knows no path, gives it.
     #[error("{0}")]
     Stream(std::io::Error),
-    /// The repository's state store failed.
+    /// A state store failed: the repository's, or in `migrate-state` a SQLite store, the
+    /// database (reached, prepared) or a copy into it (rolled back, or read back different).
     #[error(transparent)]
     Store(#[from] StoreError),
 
@@ -288,6 +289,64 @@ pub enum Error {
         /// PostgreSQL's error, or why it did not answer.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    // migrate-state.
+    /// The state folder to migrate holds no store.
+    #[error(
+        "{}: no store found (neither {FILE} in it, as an export's --state folder holds, nor in \
+         its folders, as a gateway's state_dir holds)",
+        path.display()
+    )]
+    NoStores {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// `migrate-state --repository` names a repository the state directory has no store of.
+    #[error("{}: no store of the repository {name:?} (no {name}/{FILE})", path.display())]
+    UnknownRepository {
+        /// The state directory.
+        path: PathBuf,
+        /// The name given.
+        name: String,
+    },
+    /// A gateway runs on the state directory to migrate: its stores would change after the
+    /// copy.
+    #[error(
+        "{}: a gateway runs on this state directory (it holds {}): stop it first, or its \
+         stores change after they are copied",
+        path.display(),
+        path.join("gateway.lock").display()
+    )]
+    GatewayRuns {
+        /// The state directory.
+        path: PathBuf,
+    },
+    /// An export's store to migrate whose repository's name cannot be told.
+    #[error("{}: {message}", path.display())]
+    StoreName {
+        /// The store's file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// The database to migrate into holds rows of the repository already.
+    #[error(
+        "state store {0}: already holds rows of this repository: refused (--replace replaces \
+         them; stop the gateways that use the database first)"
+    )]
+    Occupied(Place),
+    /// A gateway (or another migration) holds a live lease on the repository to migrate now.
+    #[error(
+        "state store {place}: {holder:?} holds a live lease on this repository (a gateway of \
+         a fleet refreshing it, or another migrate-state copying it): refused; stop the \
+         gateways that use the database first"
+    )]
+    Leased {
+        /// The repository's store in the database.
+        place: Place,
+        /// Who holds it.
+        holder: String,
+    },
+
     /// The gateway stopped before a reload ended (its runtime shut down).
     #[error("the gateway stopped before the reload ended")]
     Interrupted,
