@@ -736,7 +736,7 @@ impl FileSink for Upload {
 
     fn listed_name(&mut self, name: String) -> Result<String, Error> {
         let path = self.staging.path().join(&name);
-        let io = |action| Error::io::<std::io::Error>(action, path.clone());
+        let io = |action| Error::io(action, path.clone());
         let sha256 = sha256_of(&path).map_err(io("cannot read"))?;
         let renamed = content_name(&name, &sha256);
         std::fs::rename(&path, self.staging.path().join(&renamed)).map_err(io("cannot rename"))?;

@@ -197,10 +197,7 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, Error> {
     let mut store = match (&options.state_db, &options.state) {
         (Some(location), _) => Some(Store::open_at(location).map_err(Error::from)?),
         (None, Some(dir)) => {
-            std::fs::create_dir_all(dir).map_err(Error::io::<std::io::Error>(
-                "cannot use the state folder",
-                dir,
-            ))?;
+            std::fs::create_dir_all(dir).map_err(Error::io("cannot use the state folder", dir))?;
             Some(Store::open(&dir.join(store::FILE)).map_err(Error::from)?)
         }
         (None, None) => None,

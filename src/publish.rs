@@ -113,14 +113,6 @@ impl fmt::Display for BucketUrl {
     }
 }
 
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
-    move |source| Error::Io {
-        action,
-        path: path.to_owned(),
-        source: source.into(),
-    }
-}
-
 /// A folder being filled beside its target. Dropped without [`Staging::commit`], it is removed
 /// and the target is untouched.
 #[derive(Debug)]
@@ -139,7 +131,7 @@ impl Staging {
     /// Fails up front when `target` exists, is not empty and was not written by the bridge.
     pub(crate) fn new(target: &Path) -> Result<Self, Error> {
         let parent = beside(target);
-        fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
+        fs::create_dir_all(&parent).map_err(Error::io("cannot create", &parent))?;
         check_replaceable(target)?;
         let name = target
             .file_name()
@@ -148,8 +140,8 @@ impl Staging {
         let dir = tempfile::Builder::new()
             .prefix(&format!(".{name}.staging-"))
             .tempdir_in(&parent)
-            .map_err(io_err("cannot create a staging folder in", &parent))?;
-        set_mode(dir.path(), 0o755).map_err(io_err("cannot set permissions of", dir.path()))?;
+            .map_err(Error::io("cannot create a staging folder in", &parent))?;
+        set_mode(dir.path(), 0o755).map_err(Error::io("cannot set permissions of", dir.path()))?;
         Ok(Self {
             dir,
             target: target.to_owned(),
@@ -168,11 +160,11 @@ impl Staging {
             .parent()
             .filter(|p| *p != self.dir.path() && !p.exists())
         {
-            fs::create_dir_all(parent).map_err(io_err("cannot create", parent))?;
-            set_mode(parent, 0o755).map_err(io_err("cannot set permissions of", parent))?;
+            fs::create_dir_all(parent).map_err(Error::io("cannot create", parent))?;
+            set_mode(parent, 0o755).map_err(Error::io("cannot set permissions of", parent))?;
         }
         write_file(&path, bytes, &mut self.aligned, false)
-            .map_err(io_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         self.bytes += bytes.len() as u64;
         Ok(())
     }
@@ -201,7 +193,7 @@ impl Staging {
         let path = self.dir.path().join(name);
         let chunk = self.chunks.pop();
         let mut writer =
-            DirectWriter::create(&path, true, chunk).map_err(io_err("cannot write", &path))?;
+            DirectWriter::create(&path, true, chunk).map_err(Error::io("cannot write", &path))?;
         writer.hasher = Some(crc32fast::Hasher::new());
         Ok(FileStream { writer })
     }
@@ -217,7 +209,7 @@ impl Staging {
         let (_, chunk) = stream
             .writer
             .finish()
-            .map_err(io_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         // A few streams are open at once (one per profile); their chunks are kept for the next.
         if self.chunks.len() < 4 {
             self.chunks.push(chunk);
@@ -230,8 +222,8 @@ impl Staging {
     /// offset returned on) and takes it out of the staging folder.
     pub(crate) fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         let path = self.dir.path().join(name);
-        let start = read_whole(&path, buf).map_err(io_err("cannot read", &path))?;
-        fs::remove_file(&path).map_err(io_err("cannot remove", &path))?;
+        let start = read_whole(&path, buf).map_err(Error::io("cannot read", &path))?;
+        fs::remove_file(&path).map_err(Error::io("cannot remove", &path))?;
         self.bytes = self.bytes.saturating_sub((buf.len() - start) as u64);
         Ok(start)
     }
@@ -255,7 +247,7 @@ impl Staging {
         let dir = self.dir.path();
         fs::File::open(dir)
             .and_then(|f| rustix::fs::syncfs(&f).map_err(std::io::Error::from))
-            .map_err(io_err("cannot sync", dir))?;
+            .map_err(Error::io("cannot sync", dir))?;
         let staged = self.dir.keep();
         let target = self.target;
         if target.exists() {
@@ -270,24 +262,24 @@ impl Staging {
             match exchanged {
                 // `staged` now holds the previous generation.
                 Ok(()) => fs::remove_dir_all(&staged)
-                    .map_err(io_err("cannot remove the previous export", &staged))?,
+                    .map_err(Error::io("cannot remove the previous export", &staged))?,
                 Err(_) => {
                     let old = staged.with_extension("previous");
-                    fs::rename(&target, &old).map_err(io_err("cannot move aside", &target))?;
+                    fs::rename(&target, &old).map_err(Error::io("cannot move aside", &target))?;
                     fs::rename(&staged, &target)
-                        .map_err(io_err("cannot rename the staging folder to", &target))?;
+                        .map_err(Error::io("cannot rename the staging folder to", &target))?;
                     fs::remove_dir_all(&old)
-                        .map_err(io_err("cannot remove the previous export", &old))?;
+                        .map_err(Error::io("cannot remove the previous export", &old))?;
                 }
             }
         } else {
             fs::rename(&staged, &target)
-                .map_err(io_err("cannot rename the staging folder to", &target))?;
+                .map_err(Error::io("cannot rename the staging folder to", &target))?;
         }
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::File::open(parent)
                 .and_then(|f| f.sync_all())
-                .map_err(io_err("cannot sync", parent))?;
+                .map_err(Error::io("cannot sync", parent))?;
         }
         Ok(())
     }

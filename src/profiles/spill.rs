@@ -68,7 +68,7 @@ impl SpillFolder {
             let dir = tempfile::Builder::new()
                 .prefix(".oai-bridge-shards-")
                 .tempdir_in(&self.parent)
-                .map_err(Error::io::<std::io::Error>(
+                .map_err(Error::io(
                     "cannot make a folder for the profiles' shard files in",
                     &self.parent,
                 ))?;

@@ -331,20 +331,12 @@ impl Drop for Generation {
 
 /// Reads a file of a generation whole.
 pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
-    fs::read(path).map_err(store_err("cannot read", path))
+    fs::read(path).map_err(Error::io("cannot read", path))
 }
 
 /// A file a generation should hold and does not.
 pub(crate) fn missing(path: &Path) -> Error {
-    store_err("no such file in the generation:", path)(io::ErrorKind::NotFound.into())
-}
-
-fn store_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> Error + 'a {
-    move |source| Error::Io {
-        action,
-        path: path.to_owned(),
-        source: source.into(),
-    }
+    Error::io("no such file in the generation:", path)(io::Error::from(io::ErrorKind::NotFound))
 }
 
 /// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
@@ -358,34 +350,32 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Error>
             remove_all_but(repo_dir, None);
             return Ok(None);
         }
-        Err(e) => return Err(store_err("cannot read", &pointer)(e)),
+        Err(e) => return Err(Error::io("cannot read", &pointer)(e)),
     };
     if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
-        return Err(store_err("not a generation id in", &pointer)(
-            io::Error::other(format!("{id:?}")),
-        ));
+        return Err(Error::io("not a generation id in", &pointer)(format!(
+            "{id:?}"
+        )));
     }
     let dir = repo_dir.join(&id);
     let manifest_path = dir.join(MANIFEST);
-    let text = fs::read(&manifest_path).map_err(store_err("cannot read", &manifest_path))?;
-    let manifest: Manifest = serde_json::from_slice(&text)
-        .map_err(|e| store_err("cannot parse", &manifest_path)(io::Error::other(e)))?;
+    let text = fs::read(&manifest_path).map_err(Error::io("cannot read", &manifest_path))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&text).map_err(Error::io("cannot parse", &manifest_path))?;
     if manifest.format != FORMAT || manifest.id != id {
-        return Err(store_err("unexpected manifest", &manifest_path)(
-            io::Error::other(format!(
-                "format {} id {:?}, expected format {FORMAT} id {id:?}",
-                manifest.format, manifest.id
-            )),
-        ));
+        return Err(Error::io("unexpected manifest", &manifest_path)(format!(
+            "format {} id {:?}, expected format {FORMAT} id {id:?}",
+            manifest.format, manifest.id
+        )));
     }
     for f in &manifest.files {
         let path = dir.join(&f.name);
         let len = fs::metadata(&path)
-            .map_err(store_err("missing file of the generation:", &path))?
+            .map_err(Error::io("missing file of the generation:", &path))?
             .len();
         if len != f.len {
-            return Err(store_err("damaged file of the generation:", &path)(
-                io::Error::other(format!("{len} bytes, the manifest says {}", f.len)),
+            return Err(Error::io("damaged file of the generation:", &path)(
+                format!("{len} bytes, the manifest says {}", f.len),
             ));
         }
     }
@@ -401,14 +391,12 @@ fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, Error> 
     }
     let path = dir.join(DOCS_INDEX);
     let index =
-        super::keyed::Index::open(&path).map_err(store_err("damaged document index", &path))?;
+        super::keyed::Index::open(&path).map_err(Error::io("damaged document index", &path))?;
     if index.len() != count {
-        return Err(store_err("damaged document index", &path)(
-            io::Error::other(format!(
-                "{} entries, the manifest says {count}",
-                index.len()
-            )),
-        ));
+        return Err(Error::io("damaged document index", &path)(format!(
+            "{} entries, the manifest says {count}",
+            index.len()
+        )));
     }
     Ok(index)
 }
@@ -492,11 +480,11 @@ impl<'a> Writer<'a> {
     /// Starts a generation for the repository whose state folder is `repo_dir`; `previous` is the
     /// one being served, whose `Last-Modified` times carry over to unchanged files.
     pub(crate) fn new(repo_dir: &Path, previous: Option<&'a Generation>) -> Result<Self, Error> {
-        fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
+        fs::create_dir_all(repo_dir).map_err(Error::io("cannot create", repo_dir))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
             .tempdir_in(repo_dir)
-            .map_err(store_err("cannot create a staging folder in", repo_dir))?;
+            .map_err(Error::io("cannot create a staging folder in", repo_dir))?;
         Ok(Self {
             repo_dir: repo_dir.to_owned(),
             staging,
@@ -535,7 +523,7 @@ impl<'a> Writer<'a> {
         // Signmap and OCX shards into the page cache was the largest part of a refresh's
         // system time.
         crate::publish::write_file(&path, bytes, &mut self.aligned, true)
-            .map_err(store_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         let hash = content_hash(bytes);
         let last_modified = changed.unwrap_or_else(|| {
             let etag = etag_header(&hash);
@@ -617,7 +605,7 @@ impl<'a> Writer<'a> {
             if let Err(e) = fs::hard_link(previous.dir.join(&meta.name), &to) {
                 tracing::debug!(file = meta.name, "cannot link the file, writing it: {e}");
                 for path in &linked {
-                    fs::remove_file(path).map_err(store_err("cannot remove", path))?;
+                    fs::remove_file(path).map_err(Error::io("cannot remove", path))?;
                 }
                 return Ok(false);
             }
@@ -662,14 +650,14 @@ impl<'a> Writer<'a> {
             let pack = self.staging.path().join(DOCS_PACK);
             out.finish()
                 .and_then(|(file, _)| file.sync_all())
-                .map_err(store_err("cannot write", &pack))?;
+                .map_err(Error::io("cannot write", &pack))?;
         }
         let documents = match self.doc_index.take() {
             Some(sorter) => {
                 let index = self.staging.path().join(DOCS_INDEX);
                 sorter
                     .finish(&index)
-                    .map_err(store_err("cannot write", &index))?
+                    .map_err(Error::io("cannot write", &index))?
             }
             None => 0,
         };
@@ -698,7 +686,7 @@ impl<'a> Writer<'a> {
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| store_err("cannot encode", &manifest_path)(io::Error::other(e)))?;
+            .map_err(Error::io("cannot encode", &manifest_path))?;
         write_synced(&manifest_path, &json)?;
         sync_dir(self.staging.path())?;
         Ok(Finished {
@@ -744,12 +732,12 @@ impl Finished {
         let id = self.manifest.id.clone();
         let staged = self.staging.keep();
         let dir = self.repo_dir.join(&id);
-        fs::rename(&staged, &dir).map_err(store_err("cannot move into place", &dir))?;
+        fs::rename(&staged, &dir).map_err(Error::io("cannot move into place", &dir))?;
         // The pointer is replaced by a rename, so it always names a whole generation.
         let pointer = self.repo_dir.join(CURRENT);
         let tmp = self.repo_dir.join(format!(".{CURRENT}.tmp"));
         write_synced(&tmp, format!("{id}\n").as_bytes())?;
-        fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
+        fs::rename(&tmp, &pointer).map_err(Error::io("cannot replace", &pointer))?;
         sync_dir(&self.repo_dir)?;
         let documents = open_documents(&dir, self.manifest.documents)?;
         Ok(Generation::from_manifest(dir, self.manifest, documents))
@@ -790,7 +778,7 @@ impl Finished {
             out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &index)?);
             // The documents' keys, lengths and dates, for the other gateways of a fleet.
             let index = dir.join(DOCS_INDEX);
-            let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
+            let bytes = fs::read(&index).map_err(Error::io("cannot read", &index))?;
             out.push(Staged {
                 name: BUCKET_DOCS_INDEX.to_owned(),
                 path: index,
@@ -844,9 +832,7 @@ where
     let fetched = |name: &str| {
         let name = name.to_owned();
         move |e: Error| {
-            store_err("cannot fetch from the bucket", Path::new(&name))(io::Error::other(
-                crate::error::chain(&e),
-            ))
+            Error::io("cannot fetch from the bucket", Path::new(&name))(crate::error::chain(&e))
         }
     };
     let mut writer = Writer::new(repo_dir, previous)?;
@@ -896,7 +882,7 @@ where
                     bytes = Some(match gz {
                         true => pipeline::gzip(&b),
                         false => {
-                            gunzip(&b).map_err(store_err("cannot gunzip", Path::new(&name)))?
+                            gunzip(&b).map_err(Error::io("cannot gunzip", Path::new(&name)))?
                         }
                     });
                     break;
@@ -904,17 +890,17 @@ where
             }
         }
         let Some(bytes) = bytes else {
-            return Err(store_err("not in the bucket:", Path::new(&f.name))(
+            return Err(Error::io("not in the bucket:", Path::new(&f.name))(
                 io::Error::from(io::ErrorKind::NotFound),
             ));
         };
         if content_hash(&bytes) != f.hash {
-            return Err(store_err(
+            return Err(Error::io(
                 "not the bytes the manifest names:",
                 Path::new(&f.name),
-            )(io::Error::other(
+            )(
                 "another generation was published meanwhile, or the file was changed",
-            )));
+            ));
         }
         writer.store(&f.name, &bytes, Some(f.last_modified))?;
     }
@@ -923,7 +909,7 @@ where
             .await
             .map_err(fetched(BUCKET_DOCS_INDEX))?
             .ok_or_else(|| {
-                store_err("not in the bucket:", Path::new(BUCKET_DOCS_INDEX))(io::Error::from(
+                Error::io("not in the bucket:", Path::new(BUCKET_DOCS_INDEX))(io::Error::from(
                     io::ErrorKind::NotFound,
                 ))
             })?;
@@ -955,7 +941,7 @@ where
                             .await
                             .map_err(fetched(&name))?
                             .ok_or_else(|| {
-                                store_err("not in the bucket:", Path::new(&name))(io::Error::from(
+                                Error::io("not in the bucket:", Path::new(&name))(io::Error::from(
                                     io::ErrorKind::NotFound,
                                 ))
                             })?
@@ -992,17 +978,17 @@ fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
 /// its bytes, in the index's order.
 fn documents_for_bucket(pack: &Path, index: &super::keyed::Index) -> Result<Vec<Staged>, Error> {
     use std::os::unix::fs::FileExt as _;
-    let file = fs::File::open(pack).map_err(store_err("cannot read", pack))?;
+    let file = fs::File::open(pack).map_err(Error::io("cannot read", pack))?;
     let mut buf = Vec::new();
     let mut out = Vec::with_capacity(index.len() as usize);
     let entries = index
         .iter()
-        .map_err(store_err("cannot read the index of", pack))?;
+        .map_err(Error::io("cannot read the index of", pack))?;
     for d in entries {
-        let d = d.map_err(store_err("cannot read the index of", pack))?;
+        let d = d.map_err(Error::io("cannot read the index of", pack))?;
         buf.resize(d.len as usize, 0);
         file.read_exact_at(&mut buf, d.offset)
-            .map_err(store_err("cannot read", pack))?;
+            .map_err(Error::io("cannot read", pack))?;
         out.push(Staged {
             name: format!("cdif/{:016x}.jsonld", d.key),
             path: pack.to_owned(),
@@ -1034,24 +1020,21 @@ impl FileSink for Writer<'_> {
     ) -> Result<(), Error> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
-            store_err("not a document name:", Path::new(name))(io::Error::other(
-                "expected cdif/<16 hex>.jsonld",
-            ))
+            Error::io("not a document name:", Path::new(name))("expected cdif/<16 hex>.jsonld")
         })?;
         if self.documents.is_none() {
             let out = crate::publish::DirectWriter::create(&pack, true, self.aligned.take())
-                .map_err(store_err("cannot create", &pack))?;
+                .map_err(Error::io("cannot create", &pack))?;
             self.documents = Some((out, 0));
         }
         let (out, len) = self.documents.as_mut().expect("created above");
         out.write_all(bytes)
-            .map_err(store_err("cannot write", &pack))?;
+            .map_err(Error::io("cannot write", &pack))?;
         let entry = DocEntry {
             key,
             offset: *len,
-            len: u32::try_from(bytes.len()).map_err(|_| {
-                store_err("document too large:", Path::new(name))(io::Error::other("over 4 GiB"))
-            })?,
+            len: u32::try_from(bytes.len())
+                .map_err(|_| Error::io("document too large:", Path::new(name))("over 4 GiB"))?,
             time: lastmod.map_or(i64::MIN, |d| d.unix()),
         };
         let staging = self.staging.path();
@@ -1059,7 +1042,7 @@ impl FileSink for Writer<'_> {
             .doc_index
             .get_or_insert_with(|| super::keyed::Sorter::new(staging)))
         .push(entry)
-        .map_err(store_err("cannot write the document index in", staging))?;
+        .map_err(Error::io("cannot write the document index in", staging))?;
         *len += bytes.len() as u64;
         Ok(())
     }
@@ -1082,9 +1065,7 @@ impl FileSink for Writer<'_> {
             .find(|f| f.name == file)
             .map(|f| f.hash.clone())
             .ok_or_else(|| {
-                store_err("no such file to list:", Path::new(file))(io::Error::other(
-                    "the shard was not stored",
-                ))
+                Error::io("no such file to list:", Path::new(file))("the shard was not stored")
             })?;
         let content = crate::bucket::content_name(file, &hash);
         if file.ends_with(".xml") {
@@ -1126,13 +1107,13 @@ fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
             f.write_all(bytes)?;
             f.sync_all()
         })
-        .map_err(store_err("cannot write", path))
+        .map_err(Error::io("cannot write", path))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), Error> {
     fs::File::open(dir)
         .and_then(|f| f.sync_all())
-        .map_err(store_err("cannot sync", dir))
+        .map_err(Error::io("cannot sync", dir))
 }
 
 fn secs(t: SystemTime) -> u64 {
