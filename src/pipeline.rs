@@ -248,7 +248,7 @@ pub(crate) fn landing_of(
             };
             Landing::generic(scope, detected)
         }
-        Err(e) => return Err(Error::Scope(e.to_string())),
+        Err(why) => return Err(Error::Scope(why)),
     };
     Ok(internal_pages_said(landing).with_robots(settings.robots.clone(), settings.leave_out_files))
 }
