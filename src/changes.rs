@@ -234,11 +234,11 @@ impl Recorder {
 /// The change from `before` (what was published, in URL order) to `after` (what is, likewise),
 /// pushed into `recorder` in URL order: each URL only in `after` created, only in `before`
 /// deleted, in both with another lastmod updated. Either stream's error stops the merge.
-pub(crate) fn diff<S: AsRef<str> + Into<String>, E: From<Error>>(
-    before: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
-    after: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
+pub(crate) fn diff<S: AsRef<str> + Into<String>>(
+    before: impl IntoIterator<Item = Result<(S, Option<Datestamp>), Error>>,
+    after: impl IntoIterator<Item = Result<(S, Option<Datestamp>), Error>>,
     recorder: &mut Recorder,
-) -> Result<(), E> {
+) -> Result<(), Error> {
     let mut before = before.into_iter();
     let mut after = after.into_iter();
     let mut old = before.next().transpose()?;
