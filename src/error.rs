@@ -278,6 +278,9 @@ pub enum Error {
     /// follows the one that has the repository now.
     #[error("{0}; nothing made current (this gateway follows the fleet's generation)")]
     LeaseLost(String),
+    /// The gateway stopped before a reload ended (its runtime shut down).
+    #[error("the gateway stopped before the reload ended")]
+    Interrupted,
     /// The fleet's database (`[state] url` of a fleet of gateways) failed; named without its
     /// password, with what was being done.
     #[error("fleet state {url}: cannot {what}: {source}")]
@@ -346,10 +349,6 @@ pub enum Error {
         /// Who holds it.
         holder: String,
     },
-
-    /// The gateway stopped before a reload ended (its runtime shut down).
-    #[error("the gateway stopped before the reload ended")]
-    Interrupted,
 }
 
 impl Error {
@@ -382,12 +381,6 @@ impl Error {
             Error::Config(_) | Error::StateDirInUse { .. } => EXIT_CONFIG,
             _ => 1,
         }
-    }
-}
-
-impl From<std::convert::Infallible> for Error {
-    fn from(never: std::convert::Infallible) -> Self {
-        match never {}
     }
 }
 
