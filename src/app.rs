@@ -15,59 +15,28 @@ use crate::check::{self, CheckOptions};
 use crate::cli::{
     CheckArgs, Cli, CompletionsArgs, ExportArgs, MigrateStateArgs, ProbeArgs, PruneArgs, ServeArgs,
 };
-use crate::config::{Config, ConfigError, RepositoryConfig, default_public_url};
+use crate::config::{Config, RepositoryConfig, default_public_url};
+use crate::error::{ConfigError, EXIT_CONFIG, EXIT_USAGE, Error};
 use crate::export::{self, ExportOptions};
 use crate::migrate::{Done, MigrateOptions, Outcome};
 use crate::pipeline::Job;
 use crate::server::preflight::{self, Findings};
 use crate::settings::{Environment, Layers, Origin, Overrides, RepositorySettings};
 
-/// Exit code for a bad configuration (sysexits `EX_CONFIG`).
-pub const EXIT_CONFIG: u8 = 78;
-
-/// Exit code for a usage error, as clap's own: a flag the command needs was not given.
-pub const EXIT_USAGE: u8 = 2;
-
-/// Why a command's options could not be built.
-#[derive(Debug)]
-pub(crate) enum OptionsError {
-    /// A flag the command needs is missing and no other layer gives it: a usage error (exit 2).
-    Missing(ConfigError),
-    /// A value is bad, in the file, the environment or a flag (exit 78).
-    Invalid(ConfigError),
-}
-
-impl From<ConfigError> for OptionsError {
-    fn from(e: ConfigError) -> OptionsError {
-        OptionsError::Invalid(e)
+/// Prints the error of building `command`'s options (a usage error with where to read about the
+/// flags) and gives its exit code.
+fn report(e: Error, command: &str) -> ExitCode {
+    let code = e.exit_code();
+    if code == EXIT_USAGE {
+        eprintln!("error: {e}\n\nFor more information, try 'oai-bridge {command} --help'.");
+    } else {
+        eprintln!("error: {e}");
     }
-}
-
-impl OptionsError {
-    /// The error, whichever kind.
-    pub(crate) fn into_inner(self) -> ConfigError {
-        match self {
-            OptionsError::Missing(e) | OptionsError::Invalid(e) => e,
-        }
-    }
-
-    /// Prints the error (a usage error with where to read about the flags) and gives its exit
-    /// code.
-    fn report(self, command: &str) -> ExitCode {
-        let usage = matches!(self, OptionsError::Missing(_));
-        let e = self.into_inner();
-        if usage {
-            eprintln!("error: {e}\n\nFor more information, try 'oai-bridge {command} --help'.");
-            ExitCode::from(EXIT_USAGE)
-        } else {
-            eprintln!("error: {e}");
-            ExitCode::from(EXIT_CONFIG)
-        }
-    }
+    ExitCode::from(code)
 }
 
 /// Builds the export options from flags, environment and configuration.
-pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, OptionsError> {
+pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, Error> {
     export_options_in(args, &Environment::process()?)
 }
 
@@ -75,7 +44,7 @@ pub(crate) fn export_options(args: &ExportArgs) -> Result<ExportOptions, Options
 pub(crate) fn export_options_in(
     args: &ExportArgs,
     env: &Environment,
-) -> Result<ExportOptions, OptionsError> {
+) -> Result<ExportOptions, Error> {
     let mut file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -91,7 +60,7 @@ pub(crate) fn export_options_in(
         .clone()
         .or_else(|| repo.and_then(|r| layers.file().public_url_under_server(r)))
         .ok_or_else(|| {
-            OptionsError::Missing(
+            Error::Usage(
                 Origin::Flag("--public-url")
                     .error("is required: the URL where the folder will be served"),
             )
@@ -129,7 +98,7 @@ pub(crate) fn export_options_in(
 fn export_repository<'c>(
     config: &'c Config,
     args: &ExportArgs,
-) -> Result<Option<&'c RepositoryConfig>, OptionsError> {
+) -> Result<Option<&'c RepositoryConfig>, Error> {
     match (
         &args.repository,
         &args.settings.overrides.repository.base_url,
@@ -146,11 +115,11 @@ fn export_repository<'c>(
         (None, Some(_)) => Ok(None),
         (None, None) => match config.repositories.as_slice() {
             [only] => Ok(Some(only)),
-            [] => Err(OptionsError::Missing(
+            [] => Err(Error::Usage(
                 Origin::Flag("--base-url")
                     .error("give --base-url, or --config with a [[repository]]"),
             )),
-            _ => Err(OptionsError::Missing(Origin::Flag("--repository").error(
+            _ => Err(Error::Usage(Origin::Flag("--repository").error(
                 "the configuration has several repositories; choose one with --repository",
             ))),
         },
@@ -321,7 +290,7 @@ pub async fn run_check(args: &CheckArgs) -> ExitCode {
 pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
     let mut options = match export_options(args) {
         Ok(options) => options,
-        Err(e) => return e.report("export"),
+        Err(e) => return report(e, "export"),
     };
     if quiet {
         options.progress = false;
@@ -344,7 +313,7 @@ pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
         }
         Err(e) if !e.left_untouched() => {
             eprintln!("error: {}", error_chain(&e));
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
         Err(e) => {
             eprintln!(
@@ -353,7 +322,7 @@ pub async fn run_export(args: &ExportArgs, quiet: bool) -> ExitCode {
                 options.out,
                 error_chain(&e)
             );
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -627,15 +596,11 @@ pub async fn run_serve(args: &ServeArgs) -> ExitCode {
                 }
             })
         })),
-        // Another gateway on the state directory: a configuration that cannot start until
-        // it changes (or the other stops), not a failure a restart mends.
-        Err(e @ crate::server::ServeError::StateDirInUse { .. }) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(EXIT_CONFIG);
-        }
+        // Another gateway on the state directory is a configuration that cannot start until
+        // it changes (or the other stops), not a failure a restart mends: `Error::exit_code`.
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(e.exit_code());
         }
     };
     let admin_addr = admin.as_ref().and_then(|l| l.local_addr().ok());
@@ -878,7 +843,7 @@ pub fn run_prune(args: &PruneArgs) -> ExitCode {
 /// Builds the options of `migrate-state`: the state folder as `serve` and `prune` take it
 /// (`--state`, `OAI_BRIDGE_STATE_DIR`, `[server] state_dir`), the database as `serve` takes it
 /// (`--state-url`, `OAI_BRIDGE_STATE_URL`, `[state] url`).
-pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions, OptionsError> {
+pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions, Error> {
     migrate_options_in(args, &Environment::process()?)
 }
 
@@ -886,7 +851,7 @@ pub(crate) fn migrate_options(args: &MigrateStateArgs) -> Result<MigrateOptions,
 pub(crate) fn migrate_options_in(
     args: &MigrateStateArgs,
     env: &Environment,
-) -> Result<MigrateOptions, OptionsError> {
+) -> Result<MigrateOptions, Error> {
     let file = match &args.config {
         Some(path) => Config::load(path)?,
         None => Config::default(),
@@ -898,14 +863,14 @@ pub(crate) fn migrate_options_in(
         args.config.is_some() || env.server.state_dir.is_some() || flags.server.state_dir.is_some();
     let layers = Layers::new(file, env, flags);
     if !state_given {
-        return Err(OptionsError::Missing(Origin::Flag("--state").error(
+        return Err(Error::Usage(Origin::Flag("--state").error(
             "is required: the state folder to copy (a gateway's state_dir, or an export's \
              --state folder), or --config with [server] state_dir",
         )));
     }
     let state = layers.server()?.state_dir;
     let url = layers.state()?.url.ok_or_else(|| {
-        OptionsError::Missing(Origin::Flag("--state-url").error(
+        Error::Usage(Origin::Flag("--state-url").error(
             "is required: the PostgreSQL database to copy into (or OAI_BRIDGE_STATE_URL, or \
              [state] url in --config)",
         ))
@@ -931,7 +896,7 @@ pub(crate) fn migrate_options_in(
 pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
     let options = match migrate_options(args) {
         Ok(options) => options,
-        Err(e) => return e.report("migrate-state"),
+        Err(e) => return report(e, "migrate-state"),
     };
     if let Some(warning) = options.url.warning() {
         tracing::warn!("[state] url {warning}");
@@ -950,7 +915,7 @@ pub fn run_migrate_state(args: &MigrateStateArgs) -> ExitCode {
         Ok(totals) => totals,
         Err(e) => {
             eprintln!("error: {}", error_chain(&e));
-            return ExitCode::FAILURE;
+            return ExitCode::from(e.exit_code());
         }
     };
     let text = migrated_totals(&options, &totals);
@@ -1143,7 +1108,15 @@ from = "2020-01-01"
         let Command::Export(args) = command("export", config, &flags) else {
             unreachable!()
         };
-        export_options_in(&args, &env(vars)).map_err(OptionsError::into_inner)
+        export_options_in(&args, &env(vars)).map_err(config_error)
+    }
+
+    /// The configuration's error an options' error holds, whichever kind.
+    fn config_error(e: Error) -> ConfigError {
+        match e {
+            Error::Config(e) | Error::Usage(e) => e,
+            e => panic!("not a configuration error: {e}"),
+        }
     }
 
     fn check(
@@ -1314,7 +1287,7 @@ from = "2020-01-01"
         config: Option<&Path>,
         vars: &[(&str, &str)],
         flags: &[&str],
-    ) -> Result<MigrateOptions, OptionsError> {
+    ) -> Result<MigrateOptions, Error> {
         let config: Vec<&str> = match config {
             Some(path) => vec!["--config", path.to_str().unwrap()],
             None => Vec::new(),
@@ -1383,18 +1356,15 @@ from = "2020-01-01"
         // Neither a state folder nor a file to take it from; no database.
         let url_only = [(Environment::STATE_URL, "postgres://e:pw@env.example/oai")];
         let e = migrate(None, &url_only, &[]).unwrap_err();
-        assert!(
-            matches!(&e, OptionsError::Missing(e) if e.key == "--state"),
-            "{e:?}"
-        );
+        assert!(matches!(&e, Error::Usage(e) if e.key == "--state"), "{e:?}");
         let (_plain_dir, plain) = file();
         let e = migrate(Some(&plain), &[], &[]).unwrap_err();
         assert!(
-            matches!(&e, OptionsError::Missing(e) if e.key == "--state-url"),
+            matches!(&e, Error::Usage(e) if e.key == "--state-url"),
             "{e:?}"
         );
         let bad = [(Environment::STATE_URL, "mysql://e:s3cret@env.example/oai")];
-        let e = migrate(Some(&plain), &bad, &[]).unwrap_err().into_inner();
+        let e = config_error(migrate(Some(&plain), &bad, &[]).unwrap_err());
         assert_eq!(e.key, Environment::STATE_URL);
         assert!(!e.to_string().contains("s3cret"), "{e}");
     }

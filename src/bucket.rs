@@ -44,9 +44,10 @@ use object_store::{
 };
 use sha2::{Digest as _, Sha256};
 
+use crate::error::Error;
 use crate::pipeline::FileSink;
 pub(crate) use crate::profiles::files::content_name;
-use crate::publish::{BucketUrl, PublishError, Staging};
+use crate::publish::{BucketUrl, Staging};
 
 /// The object that records what is published, under the bucket URL's prefix.
 pub const MANIFEST: &str = ".oai-bridge/published.json";
@@ -55,55 +56,6 @@ pub const MANIFEST: &str = ".oai-bridge/published.json";
 /// would leave the line idle; more than this gains little and costs memory (a file is read
 /// whole before its upload).
 const PARALLEL_UPLOADS: usize = 8;
-
-/// A failure to publish to a bucket, naming the object.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BucketError {
-    /// The bucket could not be set up (a missing region, credentials, an unknown URL).
-    #[error("cannot use {url}: {source}")]
-    Open {
-        /// The bucket URL.
-        url: String,
-        /// Why.
-        source: object_store::Error,
-    },
-    /// A request to the bucket failed.
-    #[error("cannot {action} {url}: {source}")]
-    Request {
-        /// What was being done.
-        action: &'static str,
-        /// The object's URL.
-        url: String,
-        /// Why.
-        source: object_store::Error,
-    },
-    /// The manifest in the bucket cannot be read.
-    #[error("{url} is not a manifest of oai-bridge: {reason}")]
-    Manifest {
-        /// The manifest's URL.
-        url: String,
-        /// Why.
-        reason: String,
-    },
-    /// A publish under a fenced lease found that another holder has the repository: it
-    /// stopped before making anything current.
-    #[error("{url}: {reason}")]
-    Superseded {
-        /// The bucket's URL.
-        url: String,
-        /// Why, in words ("lost the lease: fence 41 was superseded by 42").
-        reason: String,
-    },
-    /// A staged file could not be read.
-    #[error("cannot read {}: {source}", path.display())]
-    Local {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
-}
 
 /// An opened bucket.
 pub(crate) struct Bucket {
@@ -124,8 +76,8 @@ impl fmt::Debug for Bucket {
 
 impl Bucket {
     /// Opens `url` with credentials and endpoint from the environment. Makes no request.
-    pub(crate) fn open(url: &BucketUrl) -> Result<Self, BucketError> {
-        let open = |source: object_store::Error| BucketError::Open {
+    pub(crate) fn open(url: &BucketUrl) -> Result<Self, Error> {
+        let open = |source: object_store::Error| Error::BucketOpen {
             url: url.to_string(),
             source,
         };
@@ -197,9 +149,9 @@ impl Bucket {
         &self,
         action: &'static str,
         name: &str,
-    ) -> impl FnOnce(object_store::Error) -> BucketError {
+    ) -> impl FnOnce(object_store::Error) -> Error {
         let url = self.url_of(name);
-        move |source| BucketError::Request {
+        move |source| Error::BucketRequest {
             action,
             url,
             source,
@@ -209,7 +161,7 @@ impl Bucket {
     /// Lists the prefix and reads the manifest: fails early on a bucket that does not exist,
     /// credentials it refuses, or a manifest that cannot be read (a missing object and a
     /// missing bucket answer a read alike; a list tells them apart).
-    pub(crate) async fn check(&self) -> Result<(), BucketError> {
+    pub(crate) async fn check(&self) -> Result<(), Error> {
         (self.store)
             .list_with_delimiter(Some(&self.prefix))
             .await
@@ -218,13 +170,13 @@ impl Bucket {
     }
 
     /// What the bucket says is published; empty when nothing is.
-    async fn manifest(&self) -> Result<Manifest, BucketError> {
+    async fn manifest(&self) -> Result<Manifest, Error> {
         Ok(self.versioned_manifest().await?.0)
     }
 
     /// What the bucket says is published, and the version of the object saying it (`None`
     /// when there is none).
-    async fn versioned_manifest(&self) -> Result<(Manifest, Option<UpdateVersion>), BucketError> {
+    async fn versioned_manifest(&self) -> Result<(Manifest, Option<UpdateVersion>), Error> {
         let key = self.key(MANIFEST);
         let (bytes, version) = match self.store.get(&key).await {
             Ok(got) => {
@@ -239,12 +191,12 @@ impl Bucket {
             Err(e) => return Err(self.request("read", MANIFEST)(e)),
         };
         let manifest: Manifest =
-            serde_json::from_slice(&bytes).map_err(|e| BucketError::Manifest {
+            serde_json::from_slice(&bytes).map_err(|e| Error::BucketManifest {
                 url: self.url_of(MANIFEST),
                 reason: e.to_string(),
             })?;
         if manifest.format != Manifest::FORMAT {
-            return Err(BucketError::Manifest {
+            return Err(Error::BucketManifest {
                 url: self.url_of(MANIFEST),
                 reason: format!(
                     "format {} (this oai-bridge writes {})",
@@ -256,7 +208,7 @@ impl Bucket {
         Ok((manifest, version))
     }
 
-    async fn write_manifest(&self, manifest: &Manifest) -> Result<(), BucketError> {
+    async fn write_manifest(&self, manifest: &Manifest) -> Result<(), Error> {
         self.write_manifest_over(manifest, None).await.map(drop)
     }
 
@@ -267,7 +219,7 @@ impl Bucket {
         &self,
         manifest: &Manifest,
         over: Option<Option<&UpdateVersion>>,
-    ) -> Result<Option<UpdateVersion>, BucketError> {
+    ) -> Result<Option<UpdateVersion>, Error> {
         let bytes =
             PutPayload::from(serde_json::to_vec(manifest).expect("the manifest serialises"));
         let key = self.key(MANIFEST);
@@ -307,8 +259,8 @@ impl Bucket {
         }))
     }
 
-    fn superseded(&self, reason: &str) -> BucketError {
-        BucketError::Superseded {
+    fn superseded(&self, reason: &str) -> Error {
+        Error::Superseded {
             url: self.url.to_string(),
             reason: reason.to_owned(),
         }
@@ -321,7 +273,7 @@ impl Bucket {
         &self,
         fenced: &Fenced<'_>,
         ours: Option<&UpdateVersion>,
-    ) -> Result<(), BucketError> {
+    ) -> Result<(), Error> {
         (fenced.still_held)()
             .await
             .map_err(|reason| self.superseded(&reason))?;
@@ -361,12 +313,12 @@ impl Bucket {
         files: &[Staged],
         settings: &PublishSettings,
         now: SystemTime,
-    ) -> Result<Uploaded, BucketError> {
+    ) -> Result<Uploaded, Error> {
         self.publish_fenced(files, settings, now, None).await
     }
 
     /// [`Bucket::publish`], under a fenced lease when `fenced` is given: refused
-    /// ([`BucketError::Superseded`]) before anything of a fixed name is written when the bucket
+    /// ([`Error::Superseded`]) before anything of a fixed name is written when the bucket
     /// holds a newer token, the lease was lost, or another publisher wrote the manifest since.
     pub(crate) async fn publish_fenced(
         &self,
@@ -374,7 +326,7 @@ impl Bucket {
         settings: &PublishSettings,
         now: SystemTime,
         fenced: Option<&Fenced<'_>>,
-    ) -> Result<Uploaded, BucketError> {
+    ) -> Result<Uploaded, Error> {
         let now = unix_secs(now);
         let (old, version) = self.versioned_manifest().await?;
         // An unfenced publish (an export) keeps the bucket's token: a fleet's holders still
@@ -479,7 +431,7 @@ impl Bucket {
         Ok(report)
     }
 
-    async fn upload(&self, file: &Staged, settings: &PublishSettings) -> Result<u64, BucketError> {
+    async fn upload(&self, file: &Staged, settings: &PublishSettings) -> Result<u64, Error> {
         let bytes = file.read().await?;
         let len = bytes.len() as u64;
         let cache_control = if file.rank == Rank::Shard {
@@ -497,7 +449,7 @@ impl Bucket {
         Ok(len)
     }
 
-    async fn delete(&self, name: &str) -> Result<(), BucketError> {
+    async fn delete(&self, name: &str) -> Result<(), Error> {
         match self.store.delete(&self.key(name)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(self.request("delete", name)(e)),
@@ -511,7 +463,7 @@ impl Bucket {
         name: &str,
         bytes: &[u8],
         settings: &PublishSettings,
-    ) -> Result<bool, BucketError> {
+    ) -> Result<bool, Error> {
         if self.read(name).await?.as_deref() == Some(bytes) {
             return Ok(false);
         }
@@ -529,7 +481,7 @@ impl Bucket {
     pub(crate) async fn read_dated(
         &self,
         name: &str,
-    ) -> Result<Option<(bytes::Bytes, std::time::SystemTime)>, BucketError> {
+    ) -> Result<Option<(bytes::Bytes, std::time::SystemTime)>, Error> {
         match self.store.get(&self.key(name)).await {
             Ok(got) => {
                 let modified = std::time::SystemTime::from(got.meta.last_modified);
@@ -542,7 +494,7 @@ impl Bucket {
     }
 
     /// Reads the file `name` from the bucket; `None` when there is none.
-    pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, BucketError> {
+    pub(crate) async fn read(&self, name: &str) -> Result<Option<bytes::Bytes>, Error> {
         Ok(self.read_dated(name).await?.map(|(bytes, _)| bytes))
     }
 }
@@ -643,12 +595,9 @@ pub(crate) struct Staged {
 
 impl Staged {
     /// Reads its bytes.
-    async fn read(&self) -> Result<Vec<u8>, BucketError> {
+    async fn read(&self) -> Result<Vec<u8>, Error> {
         use tokio::io::{AsyncReadExt as _, AsyncSeekExt as _};
-        let local = |source| BucketError::Local {
-            path: self.path.clone(),
-            source,
-        };
+        let local = |e: io::Error| Error::io("cannot read", &self.path)(e);
         let Some((offset, len)) = self.range else {
             return tokio::fs::read(&self.path).await.map_err(local);
         };
@@ -667,10 +616,10 @@ impl Staged {
 pub(crate) fn files_of(
     dir: &FsPath,
     staged: &HashMap<String, String>,
-) -> Result<Vec<Staged>, BucketError> {
+) -> Result<Vec<Staged>, Error> {
     let local = |path: &FsPath| {
         let path = path.to_owned();
-        move |source| BucketError::Local { path, source }
+        Error::io("cannot read", path)
     };
     let mut out = Vec::new();
     let mut folders = vec![(dir.to_owned(), String::new())];
@@ -772,14 +721,12 @@ pub(crate) struct Upload {
 }
 
 impl FileSink for Upload {
-    type Error = PublishError;
-
     /// An export to a bucket is never patched (its target reads no published shard).
     fn keeps_ledger(&self) -> bool {
         false
     }
 
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         self.staging.write(name, bytes)
     }
 
@@ -787,16 +734,9 @@ impl FileSink for Upload {
         self.staging.link(name, path)
     }
 
-    fn listed_name(&mut self, name: String) -> Result<String, PublishError> {
+    fn listed_name(&mut self, name: String) -> Result<String, Error> {
         let path = self.staging.path().join(&name);
-        let io = |action| {
-            let path = path.clone();
-            move |source| PublishError {
-                action,
-                path,
-                source,
-            }
-        };
+        let io = |action| Error::io(action, path.clone());
         let sha256 = sha256_of(&path).map_err(io("cannot read"))?;
         let renamed = content_name(&name, &sha256);
         std::fs::rename(&path, self.staging.path().join(&renamed)).map_err(io("cannot rename"))?;
@@ -961,7 +901,7 @@ mod tests {
             .await
             .unwrap_err();
         assert!(
-            matches!(&err, BucketError::Superseded { reason, .. }
+            matches!(&err, Error::Superseded { reason, .. }
                 if reason.contains("fence 42, newer than this publish's 41")),
             "{err}"
         );

@@ -18,7 +18,8 @@ use std::time::SystemTime;
 
 use oai_pmh::Datestamp;
 
-use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, SpillError};
+use crate::error::Error;
+use crate::spill::{Budget, Folder, Run, RunReader, RunWriter};
 
 /// Bytes of changes held in memory before they go to a spill file: some 50,000 changes, a 5%
 /// refresh of a million records.
@@ -117,7 +118,7 @@ impl Changes {
 
     /// The changes, in URL order; read from their spill file when they were many (a read
     /// error ends the iteration with it).
-    pub(crate) fn iter(&self) -> Result<Iter<'_>, SpillError> {
+    pub(crate) fn iter(&self) -> Result<Iter<'_>, Error> {
         Ok(match &self.held {
             Held::Memory(changes) => Iter::Memory(changes.iter()),
             Held::Spilled(run) => Iter::Spilled(Some(run.read()?)),
@@ -132,7 +133,7 @@ pub(crate) enum Iter<'a> {
 }
 
 impl Iterator for Iter<'_> {
-    type Item = Result<Change, SpillError>;
+    type Item = Result<Change, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match self {
@@ -148,7 +149,7 @@ impl Iterator for Iter<'_> {
     }
 }
 
-fn read_change(r: &mut RunReader) -> Result<Option<Change>, SpillError> {
+fn read_change(r: &mut RunReader) -> Result<Option<Change>, Error> {
     let Some(kind) = r.varint_or_end()? else {
         return Ok(None);
     };
@@ -161,7 +162,7 @@ fn read_change(r: &mut RunReader) -> Result<Option<Change>, SpillError> {
     Ok(Some(Change { url, kind, lastmod }))
 }
 
-fn write_change(w: &mut RunWriter, c: &Change) -> Result<(), SpillError> {
+fn write_change(w: &mut RunWriter, c: &Change) -> Result<(), Error> {
     w.varint(c.kind.index() as u64)?;
     w.fixed(Datestamp::pack_option(c.lastmod) as u64)?;
     w.varint(c.url.len() as u64)?;
@@ -197,7 +198,7 @@ impl Recorder {
     }
 
     /// Adds `change`, which comes after every change pushed before it.
-    pub(crate) fn push(&mut self, change: Change) -> Result<(), SpillError> {
+    pub(crate) fn push(&mut self, change: Change) -> Result<(), Error> {
         self.counts[change.kind.index()] += 1;
         if let Some(w) = &mut self.spilled {
             return write_change(w, &change);
@@ -216,7 +217,7 @@ impl Recorder {
     }
 
     /// The changes pushed, seen at `seen`.
-    pub(crate) fn finish(self, seen: SystemTime) -> Result<Changes, SpillError> {
+    pub(crate) fn finish(self, seen: SystemTime) -> Result<Changes, Error> {
         let held = match self.spilled {
             Some(w) => Held::Spilled(w.finish()?),
             None => Held::Memory(self.held),
@@ -233,11 +234,11 @@ impl Recorder {
 /// The change from `before` (what was published, in URL order) to `after` (what is, likewise),
 /// pushed into `recorder` in URL order: each URL only in `after` created, only in `before`
 /// deleted, in both with another lastmod updated. Either stream's error stops the merge.
-pub(crate) fn diff<S: AsRef<str> + Into<String>, E: From<SpillError>>(
-    before: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
-    after: impl IntoIterator<Item = Result<(S, Option<Datestamp>), E>>,
+pub(crate) fn diff<S: AsRef<str> + Into<String>>(
+    before: impl IntoIterator<Item = Result<(S, Option<Datestamp>), Error>>,
+    after: impl IntoIterator<Item = Result<(S, Option<Datestamp>), Error>>,
     recorder: &mut Recorder,
-) -> Result<(), E> {
+) -> Result<(), Error> {
     let mut before = before.into_iter();
     let mut after = after.into_iter();
     let mut old = before.next().transpose()?;
@@ -294,36 +295,10 @@ pub(crate) fn from_sorted<'a>(
     removed: &'a [(String, Option<Datestamp>)],
     added: &'a [(String, Option<Datestamp>)],
     recorder: &mut Recorder,
-) -> Result<(), SpillError> {
-    let entries = |list: &'a [(String, Option<Datestamp>)]| {
-        list.iter().map(|(u, d)| Ok::<_, SpillError>((u, *d)))
-    };
+) -> Result<(), Error> {
+    let entries =
+        |list: &'a [(String, Option<Datestamp>)]| list.iter().map(|(u, d)| Ok::<_, Error>((u, *d)));
     diff(entries(removed), entries(added), recorder)
-}
-
-/// Why a published sitemap could not be read for [`diff`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum ReadError {
-    /// A shard could not be read.
-    #[error("cannot read the sitemap shard {}: {source}", path.display())]
-    Io {
-        /// The shard.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A shard's entries were not in the order every shard of the stable layout has.
-    #[error("the sitemap shard {} lists {url} out of order", path.display())]
-    Unordered {
-        /// The shard.
-        path: PathBuf,
-        /// The URL out of order.
-        url: String,
-    },
-    /// A spill file of the changes failed.
-    #[error(transparent)]
-    Spill(#[from] SpillError),
 }
 
 /// The URLs and lastmods of a generation's plain sitemap shards (`paths`, in any order), in
@@ -332,7 +307,7 @@ pub(crate) enum ReadError {
 /// changes.
 pub(crate) fn published(
     paths: Vec<PathBuf>,
-) -> Result<impl Iterator<Item = Result<(String, Option<Datestamp>), ReadError>>, ReadError> {
+) -> Result<impl Iterator<Item = Result<(String, Option<Datestamp>), Error>>, Error> {
     let mut firsts = Vec::with_capacity(paths.len());
     for path in paths {
         let first = first_url(&path)?;
@@ -353,7 +328,7 @@ pub(crate) fn published(
             if let Some((url, lastmod)) = entries.next() {
                 if last.as_deref().is_some_and(|l| l >= url.as_str()) {
                     failed = true;
-                    return Some(Err(ReadError::Unordered {
+                    return Some(Err(Error::Unordered {
                         path: current.clone(),
                         url,
                     }));
@@ -373,15 +348,12 @@ pub(crate) fn published(
     }))
 }
 
-fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> ReadError + '_ {
-    move |source| ReadError::Io {
-        path: path.to_owned(),
-        source,
-    }
+fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    Error::io("cannot read the sitemap shard", path)
 }
 
 /// The first URL of a shard, from its first kilobytes.
-fn first_url(path: &Path) -> Result<String, ReadError> {
+fn first_url(path: &Path) -> Result<String, Error> {
     use std::io::Read;
     let mut head = Vec::with_capacity(8192);
     let file = std::fs::File::open(path).map_err(io_error(path))?;
@@ -401,7 +373,7 @@ fn loc_of(bytes: &[u8]) -> Option<String> {
 }
 
 /// Every entry of one plain sitemap shard, as written ([`crate::render::sitemap::write_url`]).
-fn read_shard(path: &Path) -> Result<Vec<(String, Option<Datestamp>)>, ReadError> {
+fn read_shard(path: &Path) -> Result<Vec<(String, Option<Datestamp>)>, Error> {
     let bytes = std::fs::read(path).map_err(io_error(path))?;
     let entries = crate::render::sitemap::entries(&bytes)
         .map(|entry| {
@@ -529,7 +501,7 @@ mod tests {
         let out_of_order = vec![shard("sitemap-3.xml", &["https://h/b", "https://h/a"])];
         let read: Vec<_> = published(out_of_order).unwrap().collect();
         assert!(
-            matches!(read.last(), Some(Err(ReadError::Unordered { .. }))),
+            matches!(read.last(), Some(Err(Error::Unordered { .. }))),
             "{read:?}"
         );
     }

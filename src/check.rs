@@ -17,6 +17,7 @@ use url::Url;
 
 use crate::advice::{self, Suggestion};
 use crate::classify::{self, Class, Drop};
+use crate::error::Error;
 use crate::platform::{Classes, Landing};
 use crate::scope::Scope;
 
@@ -322,7 +323,7 @@ fn signposts_of(
     landing: &Landing,
     page: &str,
 ) -> Result<Option<crate::server::linkset::Linkset>, String> {
-    use crate::profiles::signposts::{CollectError, Signposts};
+    use crate::profiles::signposts::Signposts;
     use crate::profiles::spill::ProfileShard;
     let text = |e: &dyn std::fmt::Display| e.to_string();
     let mut inventory = crate::inventory::Inventory::new(landing.scope().clone());
@@ -361,7 +362,7 @@ fn signposts_of(
                     "the Signmap made of the sample does not parse: {e}"
                 )),
             };
-            Ok::<_, CollectError>(())
+            Ok::<_, Error>(())
         })
         .map_err(|e| text(&e))?;
     found

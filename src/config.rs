@@ -1,6 +1,7 @@
 //! `bridge.toml` -> a validated [`Config`]: a raw serde layer that rejects unknown keys, then
 //! checks that turn strings into URLs, durations and limits, naming the key when one is wrong.
 
+use crate::error::ConfigError;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -71,19 +72,6 @@ pub(crate) const DEFAULT_LEARN_FROM_WEB: bool = true;
 /// Shortest refresh interval accepted (a refresh never starts before the previous one ended,
 /// so a short interval means back-to-back harvests, not overlapping ones).
 pub(crate) const MIN_REFRESH_INTERVAL: Duration = Duration::from_secs(1);
-
-/// A configuration error, naming the file and key.
-#[derive(Debug, thiserror::Error)]
-#[error("{file}: {key}: {message}")]
-pub struct ConfigError {
-    /// The configuration file (or `command line`, or `environment`).
-    pub file: String,
-    /// The key, e.g. `[harvest] max_attempts` or `[[repository]] #2 base_url`; or the flag
-    /// (`--max-attempts`) or the environment variable (`OAI_BRIDGE_LISTEN`).
-    pub key: String,
-    /// What is wrong with it.
-    pub message: String,
-}
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -15,10 +15,11 @@ use oai_pmh::Client;
 
 use crate::advice;
 use crate::changes::Changes;
+use crate::error::Error;
 use crate::incremental::{self, Policy, Publish, RunSummary};
 use crate::learn::Prepared;
 use crate::patch::{PreviousShards, ReadShard};
-use crate::pipeline::{self, Built, FileSink, Harvested, Job, PipelineError};
+use crate::pipeline::{self, Built, FileSink, Harvested, Job};
 use crate::progress::Progress;
 use crate::store::{Store, StoreError};
 
@@ -29,8 +30,6 @@ pub(crate) trait Target {
     /// What committing gives back: the generation made (the gateway's), the bytes written (an
     /// export's).
     type Committed;
-    /// The error of any step, the pipeline's included.
-    type Error: From<PipelineError>;
 
     /// Names the place published to ([`crate::patch::PublishedSitemap::place`]): a store
     /// patches only a sitemap published at the same place.
@@ -42,7 +41,7 @@ pub(crate) trait Target {
 
     /// A new, empty sink. A render given up part-way (a patch that does not fit) drops its sink
     /// and asks for another.
-    fn stage(&mut self) -> Result<Self::Sink, Self::Error>;
+    fn stage(&mut self) -> Result<Self::Sink, Error>;
 
     /// Makes what `sink` holds the published files; `built` and `run` say what they are, and
     /// `elapsed` how long it took until now; `changes`, after a patch, what it changed of the
@@ -55,7 +54,7 @@ pub(crate) trait Target {
         changes: Option<Changes>,
         run: Option<&RunSummary>,
         elapsed: Duration,
-    ) -> Result<Self::Committed, Self::Error>;
+    ) -> Result<Self::Committed, Error>;
 }
 
 /// The repository's store and how it is used: an incremental harvest.
@@ -107,7 +106,7 @@ pub(crate) async fn run<T: Target>(
     target: &mut T,
     progress: &mut Progress,
     seen: &mut Seen,
-) -> Result<Outcome<T::Committed>, T::Error> {
+) -> Result<Outcome<T::Committed>, Error> {
     let started = Instant::now();
     // Under `auto`, what the records alone cannot tell is asked of the web first.
     let store = stored.as_ref().map(|s| &*s.store);
@@ -151,23 +150,18 @@ pub(crate) async fn run<T: Target>(
             identify: &harvested.report.identify,
         };
         let advice = advice::advise(&sample, &setup, &harvested.landing);
-        return Err(PipelineError::NothingToPublish(pipeline::explain_empty(
+        return Err(Error::NothingToPublish(pipeline::explain_empty(
             &harvested.published.stats,
             &harvested.landing,
             advice.hint().as_deref(),
-        ))
-        .into());
+        )));
     }
     let (sink, rendered) = match &mut stored {
         Some(s) => {
-            let rendered = incremental::render(job, s.store, s.policy, &mut harvested, || {
-                target.stage().map_err(Failed::Target)
-            });
-            seen.shrink_held = Some(matches!(
-                rendered,
-                Err(Failed::Pipeline(PipelineError::ShrinkHeld { .. }))
-            ));
-            rendered.map_err(Failed::into_target)?
+            let rendered =
+                incremental::render(job, s.store, s.policy, &mut harvested, || target.stage());
+            seen.shrink_held = Some(matches!(rendered, Err(Error::ShrinkHeld { .. })));
+            rendered?
         }
         None => {
             let mut sink = target.stage()?;
@@ -224,7 +218,7 @@ async fn harvest<T: Target>(
     target: &T,
     progress: &mut Progress,
     seen: &mut Seen,
-) -> Result<(Harvested, Option<RunSummary>), PipelineError> {
+) -> Result<(Harvested, Option<RunSummary>), Error> {
     match stored {
         Some(s) => {
             let previous = target.published().map(|read| PreviousShards {
@@ -238,27 +232,6 @@ async fn harvest<T: Target>(
             Ok((harvested, Some(run)))
         }
         None => Ok((pipeline::harvest(client, job, progress).await?, None)),
-    }
-}
-
-/// A render's failure: the pipeline's (the shrink guard's among them), or the target's sink's.
-enum Failed<E> {
-    Pipeline(PipelineError),
-    Target(E),
-}
-
-impl<E> From<PipelineError> for Failed<E> {
-    fn from(e: PipelineError) -> Self {
-        Failed::Pipeline(e)
-    }
-}
-
-impl<E: From<PipelineError>> Failed<E> {
-    fn into_target(self) -> E {
-        match self {
-            Failed::Pipeline(e) => e.into(),
-            Failed::Target(e) => e,
-        }
     }
 }
 

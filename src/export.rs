@@ -9,15 +9,16 @@ use std::time::{Duration, Instant};
 
 use oai_pmh::{Client, HarvestSettings};
 
-use crate::bucket::{Bucket, BucketError, PublishSettings, Upload, Uploaded, files_of};
+use crate::bucket::{Bucket, PublishSettings, Upload, Uploaded, files_of};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
+use crate::error::Error;
 use crate::incremental::{Policy, RunSummary};
 use crate::patch::{self, ReadShard};
-use crate::pipeline::{Built, FileSink, Job, PipelineError, SpillDir, human_duration};
+use crate::pipeline::{Built, FileSink, Job, SpillDir, human_duration};
 use crate::profiles::Profile;
 use crate::progress::Progress;
-use crate::publish::{Output, PublishError, Staging};
+use crate::publish::{Output, Staging};
 use crate::store::{self, Store, StoreLocation};
 use crate::summary::Summary;
 
@@ -43,51 +44,6 @@ pub struct ExportOptions {
     pub policy: Policy,
 }
 
-/// Why an export failed; the output folder is then exactly as it was.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExportError {
-    /// Harvesting or rendering failed.
-    #[error(transparent)]
-    Pipeline(#[from] PipelineError),
-    /// Writing the folder failed.
-    #[error(transparent)]
-    Publish(#[from] PublishError),
-    /// Publishing to the bucket failed; what it published before is complete and in place.
-    #[error(transparent)]
-    Bucket(#[from] BucketError),
-    /// The HTTP client could not be built.
-    #[error("cannot set up the HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
-    /// The state folder cannot be used.
-    #[error("cannot use the state folder {}: {source}", path.display())]
-    StateDir {
-        /// The folder.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The folder was published, but the state store could not record it: the next export
-    /// through the store renders every record instead of patching.
-    #[error(
-        "{out} was published, but the state store could not record it (the next export renders in \
-         full): {source}"
-    )]
-    Unrecorded {
-        /// The folder or bucket published.
-        out: Output,
-        /// Why the store failed.
-        source: crate::store::StoreError,
-    },
-}
-
-impl ExportError {
-    /// Whether the output folder is as it was before the export (all but [`Self::Unrecorded`]).
-    pub fn left_untouched(&self) -> bool {
-        !matches!(self, ExportError::Unrecorded { .. })
-    }
-}
-
 /// What an export did.
 #[derive(Clone, Debug)]
 pub struct ExportSummary {
@@ -106,8 +62,7 @@ pub struct ExportSummary {
 }
 
 impl FileSink for Staging {
-    type Error = PublishError;
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         self.write(name, bytes)
     }
 
@@ -115,7 +70,7 @@ impl FileSink for Staging {
         self.link(name, path)
     }
 
-    fn stream(&mut self, name: &str) -> Result<Option<crate::publish::FileStream>, PublishError> {
+    fn stream(&mut self, name: &str) -> Result<Option<crate::publish::FileStream>, Error> {
         Staging::stream(self, name).map(Some)
     }
 
@@ -123,11 +78,11 @@ impl FileSink for Staging {
         &mut self,
         name: &str,
         stream: crate::publish::FileStream,
-    ) -> Result<(u64, u32), PublishError> {
+    ) -> Result<(u64, u32), Error> {
         Staging::end_stream(self, name, stream)
     }
 
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, PublishError> {
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         Staging::take_back(self, name, buf)
     }
 }
@@ -148,7 +103,6 @@ struct Folder<'a> {
 impl engine::Target for Folder<'_> {
     type Sink = Staging;
     type Committed = Written;
-    type Error = ExportError;
 
     fn place(&self) -> String {
         self.out.display().to_string()
@@ -161,8 +115,8 @@ impl engine::Target for Folder<'_> {
         }))
     }
 
-    fn stage(&mut self) -> Result<Staging, ExportError> {
-        Ok(Staging::new(self.out)?)
+    fn stage(&mut self) -> Result<Staging, Error> {
+        Staging::new(self.out)
     }
 
     async fn commit(
@@ -172,7 +126,7 @@ impl engine::Target for Folder<'_> {
         _: Option<crate::changes::Changes>,
         _: Option<&RunSummary>,
         _: Duration,
-    ) -> Result<Written, ExportError> {
+    ) -> Result<Written, Error> {
         let bytes = staging.bytes();
         staging.commit()?;
         Ok(Written {
@@ -193,7 +147,6 @@ struct ToBucket<'a> {
 impl engine::Target for ToBucket<'_> {
     type Sink = Upload;
     type Committed = Written;
-    type Error = ExportError;
 
     fn place(&self) -> String {
         self.place.clone()
@@ -206,7 +159,7 @@ impl engine::Target for ToBucket<'_> {
         None
     }
 
-    fn stage(&mut self) -> Result<Upload, ExportError> {
+    fn stage(&mut self) -> Result<Upload, Error> {
         Ok(Upload {
             staging: Staging::new(&self.scratch.join("generation"))?,
             staged: Default::default(),
@@ -220,7 +173,7 @@ impl engine::Target for ToBucket<'_> {
         _: Option<crate::changes::Changes>,
         _: Option<&RunSummary>,
         _: Duration,
-    ) -> Result<Written, ExportError> {
+    ) -> Result<Written, Error> {
         let uploaded = (self.bucket)
             .publish(
                 &files_of(upload.staging.path(), &upload.staged)?,
@@ -236,19 +189,16 @@ impl engine::Target for ToBucket<'_> {
 }
 
 /// Harvests, renders into a staging folder beside `out` and swaps it in, or uploads it to the
-/// bucket `out`. On any error but [`ExportError::Unrecorded`] `out` is as it was (a bucket:
+/// bucket `out`. On any error but [`Error::Unrecorded`] `out` is as it was (a bucket:
 /// every file its indexes name is there, as it was).
-pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportError> {
+pub async fn export(options: &ExportOptions) -> Result<ExportSummary, Error> {
     let started = Instant::now();
     let client = Client::new(options.harvest.clone())?;
     let mut store = match (&options.state_db, &options.state) {
-        (Some(location), _) => Some(Store::open_at(location).map_err(PipelineError::from)?),
+        (Some(location), _) => Some(Store::open_at(location).map_err(Error::from)?),
         (None, Some(dir)) => {
-            std::fs::create_dir_all(dir).map_err(|source| ExportError::StateDir {
-                path: dir.clone(),
-                source,
-            })?;
-            Some(Store::open(&dir.join(store::FILE)).map_err(PipelineError::from)?)
+            std::fs::create_dir_all(dir).map_err(Error::io("cannot use the state folder", dir))?;
+            Some(Store::open(&dir.join(store::FILE)).map_err(Error::from)?)
         }
         (None, None) => None,
     };
@@ -285,10 +235,10 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
             let scratch = tempfile::Builder::new()
                 .prefix(".oai-bridge-upload-")
                 .tempdir_in(&parent)
-                .map_err(|source| PublishError {
+                .map_err(|source| Error::Io {
                     action: "cannot create a staging folder in",
                     path: parent.clone(),
-                    source,
+                    source: source.into(),
                 })?;
             let job = with_spill_dir(&options.job, scratch.path().to_owned());
             let mut target = ToBucket {
@@ -309,9 +259,9 @@ pub async fn export(options: &ExportOptions) -> Result<ExportSummary, ExportErro
         }
     };
     if let Some(source) = outcome.unrecorded {
-        return Err(ExportError::Unrecorded {
-            out: options.out.clone(),
-            source,
+        return Err(Error::Unrecorded {
+            out: options.out.to_string(),
+            source: Box::new(source),
         });
     }
     Ok(ExportSummary {

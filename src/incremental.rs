@@ -36,9 +36,10 @@ use oai_pmh::{
     unix_secs,
 };
 
+use crate::error::Error;
 use crate::inventory::{Published, SharedUrl, Stats, contribution};
 use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
-use crate::pipeline::{self, Harvested, Job, PipelineError, Rendered};
+use crate::pipeline::{self, Harvested, Job, Rendered};
 use crate::platform::Landing;
 use crate::profiles::merge::{CategoryChanges, Changes, ProfilePatch};
 use crate::progress::Progress;
@@ -140,11 +141,11 @@ pub(crate) async fn harvest(
     policy: &Policy,
     progress: &mut Progress,
     previous: Option<PreviousShards>,
-) -> Result<(Harvested, RunSummary), PipelineError> {
+) -> Result<(Harvested, RunSummary), Error> {
     let now = unix_secs(SystemTime::now());
     let state = store.state()?;
     if let Some(t) = oai_pmh::pending(state.retry_not_before, now) {
-        return Err(PipelineError::NotBefore(
+        return Err(Error::NotBefore(
             SystemTime::UNIX_EPOCH + Duration::from_secs(t as u64),
         ));
     }
@@ -260,7 +261,7 @@ async fn harvest_or_full(
     run: &mut Run,
     now: i64,
     progress: &mut Progress,
-) -> Result<(oai_pmh::HarvestReport, Option<SelectiveRefused>), PipelineError> {
+) -> Result<(oai_pmh::HarvestReport, Option<SelectiveRefused>), Error> {
     // A repository that refuses `from` is harvested in full instead, once per refresh (OAI-53).
     let mut refusal: Option<SelectiveRefused> = None;
     let report = loop {
@@ -273,7 +274,7 @@ async fn harvest_or_full(
         store.save_state(state)?;
         let result = harvest_run(client, job, store, state, run, refusal.clone(), progress).await;
         match result {
-            Err(PipelineError::Harvest(e)) if !run.full => {
+            Err(Error::Harvest(e)) if !run.full => {
                 let Some(answer) = refuses_selective(&e) else {
                     return Err(e.into());
                 };
@@ -449,7 +450,7 @@ fn patch_stored(
     state: &State,
     report: &oai_pmh::HarvestReport,
     previous: PreviousShards,
-) -> Result<Result<Harvested, Unpatchable>, PipelineError> {
+) -> Result<Result<Harvested, Unpatchable>, Error> {
     let Some(published) = &state.sitemap else {
         return Ok(refuse("no published sitemap is recorded"));
     };
@@ -541,7 +542,7 @@ fn patch_stored(
         published: counted,
         signposts: None,
         diwoo: (crate::profiles::diwoo::categories(&job.profiles.diwoo))
-            .map_err(PipelineError::InvalidJob)?
+            .map_err(Error::InvalidJob)?
             .iter()
             .map(|c| c.number)
             .collect(),
@@ -566,7 +567,7 @@ fn patch_profiles(
     report: &oai_pmh::HarvestReport,
     published: &PublishedSitemap,
     read: patch::ReadShard,
-) -> Result<Result<ProfilePatch, Unpatchable>, PipelineError> {
+) -> Result<Result<ProfilePatch, Unpatchable>, Error> {
     use crate::profiles::ledger::{self, LEDGER};
     if job.profiles.cdif {
         // An export's folder is made anew: each of a million documents would be linked or
@@ -590,8 +591,8 @@ fn patch_profiles(
             "the profiles' ledger is not the published sitemap's",
         ));
     }
-    let categories = crate::profiles::diwoo::categories(&job.profiles.diwoo)
-        .map_err(PipelineError::InvalidJob)?;
+    let categories =
+        crate::profiles::diwoo::categories(&job.profiles.diwoo).map_err(Error::InvalidJob)?;
     // The changed records, by identifier.
     changed.sort_unstable_by(|a, b| a.0.identifier.cmp(&b.0.identifier));
     if changed
@@ -937,7 +938,7 @@ async fn harvest_run(
     run: &mut Run,
     mut refusal: Option<SelectiveRefused>,
     progress: &mut Progress,
-) -> Result<oai_pmh::HarvestReport, PipelineError> {
+) -> Result<oai_pmh::HarvestReport, Error> {
     let mut request = job.request.clone();
     // A configured lower bound still holds for an incremental harvest.
     request.from = run.from.map(Datestamp::unpack).max(job.request.from);
@@ -1155,7 +1156,7 @@ fn next_from(state: &State, policy: &Policy, now: i64) -> Result<Datestamp, Full
 /// share of the URLs published last, unless the operator accepts it or the previous complete
 /// harvest already showed the same shrink. A held shrink makes the next run a full harvest,
 /// which either brings the URLs back or confirms their removal.
-fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), PipelineError> {
+fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), Error> {
     let mut state = store.state()?;
     let Some(published) = state.published_urls.filter(|p| *p > 0) else {
         return Ok(());
@@ -1189,7 +1190,7 @@ fn guard_shrink(store: &mut Store, urls: u64, policy: &Policy) -> Result<(), Pip
     // The next run harvests in full, to confirm or undo the shrink.
     state.complete = None;
     store.save_state(&state)?;
-    Err(PipelineError::ShrinkHeld {
+    Err(Error::ShrinkHeld {
         published,
         harvested: urls,
         share: policy.shrink_guard,
@@ -1212,27 +1213,26 @@ fn publishing(store: &mut Store) -> Result<(), StoreError> {
 /// since the publish, a URL a changed record now shares with an unchanged record) is given up
 /// with its sink: `harvested` becomes every stored record, rendered into a fresh sink. Its
 /// count can differ from the patch's (a newly shared URL is counted once), so the shrink guard
-/// looks at it again. A held shrink is [`PipelineError::ShrinkHeld`], whichever look held it.
-pub(crate) fn render<S, E>(
+/// looks at it again. A held shrink is [`Error::ShrinkHeld`], whichever look held it.
+pub(crate) fn render<S>(
     job: &Job,
     store: &mut Store,
     policy: &Policy,
     harvested: &mut Harvested,
-    mut new_sink: impl FnMut() -> Result<S, E>,
-) -> Result<(S, Rendered), E>
+    mut new_sink: impl FnMut() -> Result<S, Error>,
+) -> Result<(S, Rendered), Error>
 where
     S: pipeline::FileSink,
-    E: From<PipelineError>,
 {
     guard_shrink(store, harvested.published.stats.urls, policy)?;
-    publishing(store).map_err(PipelineError::from)?;
+    publishing(store)?;
     let mut sink = new_sink()?;
     match pipeline::render(harvested, job, &mut sink) {
         Ok(rendered) => return Ok((sink, rendered)),
-        Err(PipelineError::Patch(why)) => {
+        Err(Error::Patch(why)) => {
             tracing::info!(%why, "rendering the sitemap from every stored record");
         }
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(e),
     }
     drop(sink);
     let counted = harvested.published.stats.urls;
@@ -1640,7 +1640,7 @@ mod tests {
         let err = guard_shrink(&mut store, 49, &policy).unwrap_err();
         assert!(matches!(
             err,
-            PipelineError::ShrinkHeld {
+            Error::ShrinkHeld {
                 published: 100,
                 harvested: 49,
                 ..
@@ -1805,7 +1805,7 @@ mod patch_equivalence {
                 patch_stored(&job, &store, &state, &report(), previous(&published_files)).unwrap();
             let (whole_files, whole_harvested, whole_rendered) = whole(&job, &store);
             let mut patched_files = Files::default();
-            let patched = outcome.map_err(PipelineError::from).and_then(|patched| {
+            let patched = outcome.map_err(Error::from).and_then(|patched| {
                 let rendered = pipeline::render(&patched, &job, &mut patched_files)?;
                 Ok((patched, rendered))
             });
@@ -1813,7 +1813,7 @@ mod patch_equivalence {
                 Ok(patched) => patched,
                 // A URL newly listed by two records or twice by one (found by the plan, or by
                 // the writing when the other record did not change): rendered whole.
-                Err(PipelineError::Patch(why)) if why.0.contains("now publish") => {
+                Err(Error::Patch(why)) if why.contains("now publish") => {
                     let publish = Publish::new("p", &job, &whole_harvested, &whole_rendered);
                     published(&mut store, publish).unwrap();
                     published_files = whole_files;
@@ -1910,7 +1910,7 @@ mod patch_equivalence {
         );
         let (rendered_files, _) =
             render(&job, &mut store, &Policy::default(), &mut patched, || {
-                Ok::<_, PipelineError>(Files::default())
+                Ok::<_, Error>(Files::default())
             })
             .unwrap();
         assert!(patched.patch.is_none(), "rendered from every record");
@@ -1946,13 +1946,13 @@ mod patch_equivalence {
             ..Policy::default()
         };
         let err = render(&job, &mut store, &policy, &mut patched, || {
-            Ok::<_, PipelineError>(Files::default())
+            Ok::<_, Error>(Files::default())
         })
         .unwrap_err();
         assert!(
             matches!(
                 err,
-                PipelineError::ShrinkHeld {
+                Error::ShrinkHeld {
                     published: 4,
                     harvested: 2,
                     ..

@@ -16,9 +16,10 @@ use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
 use oai_pmh::{Datestamp, Record};
 
 use crate::classify::{self, Class, Drop};
+use crate::error::Error;
 use crate::platform::Landing;
 use crate::scope::Scope;
-use crate::spill::{Budget, Run, Share, SpillError};
+use crate::spill::{Budget, Run, Share};
 
 /// Most examples [`DropSamples`] keeps of each reason.
 pub(crate) const SAMPLES_PER_REASON: usize = 3;
@@ -219,27 +220,6 @@ struct Collected {
     samples: DropSamples,
 }
 
-/// The inventory numbers its record occurrences with 32 bits and holds text in memory with 32-bit
-/// offsets; past this it refuses more rather than wrap around.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "the harvested URLs exceed {} bytes of text, more than one in-memory inventory holds",
-    u32::MAX
-)]
-pub struct InventoryFull;
-
-/// Why a record could not be added to the inventory, or the inventory not resolved.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InventoryError {
-    /// It is full.
-    #[error(transparent)]
-    Full(#[from] InventoryFull),
-    /// Its runs on disk could not be written or read.
-    #[error(transparent)]
-    Spill(#[from] SpillError),
-}
-
 impl Inventory {
     /// An empty inventory whose URLs must lie inside `scope`.
     pub fn new(scope: Scope) -> Self {
@@ -282,7 +262,7 @@ impl Inventory {
 
     /// Spills what it holds when that is past the budget, or past what the refreshes' pool
     /// leaves it.
-    fn keep_within_budget(&mut self) -> Result<(), InventoryError> {
+    fn keep_within_budget(&mut self) -> Result<(), Error> {
         if self.share.allows(self.collected.memory()) {
             return Ok(());
         }
@@ -290,8 +270,8 @@ impl Inventory {
         spilled.spill(&self.collected, self.spilled_occurrences)?;
         let c = &mut self.collected;
         self.spilled_occurrences = (self.spilled_occurrences)
-            .checked_add(u32::try_from(c.entries.len()).map_err(|_| InventoryFull)?)
-            .ok_or(InventoryFull)?;
+            .checked_add(u32::try_from(c.entries.len()).map_err(|_| Error::InventoryFull)?)
+            .ok_or(Error::InventoryFull)?;
         self.spilled_urls += c.urls.len() as u64;
         // The memory is used again: cleared, not freed; unless the pool holds it to less than
         // its cap, when the other refreshes need it.
@@ -312,7 +292,7 @@ impl Inventory {
     /// Adds one record occurrence: classifies its identifiers and keeps the publishable URLs.
     /// `groups` has a bit set for each group of records it is in (the DiWoo categories whose
     /// sets hold it, [`Published::iter_grouped`]); 0 when there are none.
-    pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), InventoryError> {
+    pub fn add(&mut self, record: &Record, groups: u32) -> Result<(), Error> {
         let scope = &self.scope;
         let urls = record
             .dc_identifiers
@@ -332,7 +312,7 @@ impl Inventory {
         record: &Record,
         classes: &[Class<'_>],
         groups: u32,
-    ) -> Result<(), InventoryError> {
+    ) -> Result<(), Error> {
         self.add_classes(record, classes, None, groups)
     }
 
@@ -345,7 +325,7 @@ impl Inventory {
         classes: &[Class<'_>],
         values: Option<&[String]>,
         groups: u32,
-    ) -> Result<(), InventoryError> {
+    ) -> Result<(), Error> {
         let urls = classes.iter().map(|c| c.publishable().map(Cow::Borrowed));
         self.collected.add(record, urls, values, groups)?;
         self.keep_within_budget()
@@ -375,7 +355,7 @@ impl Inventory {
     }
 
     /// [`Inventory::finish_with_superseded`], an error when its runs on disk fail.
-    pub(crate) fn resolve(self) -> Result<(Published, Superseded), InventoryError> {
+    pub(crate) fn resolve(self) -> Result<(Published, Superseded), Error> {
         let Some(spilled) = self.spilled else {
             let (mut published, superseded) = self.collected.finish();
             // The URLs stay in memory until the render has read them.
@@ -443,9 +423,9 @@ impl Collected {
         urls: impl Iterator<Item = Result<Cow<'a, str>, Drop>>,
         values: Option<&[String]>,
         groups: u32,
-    ) -> Result<(), InventoryFull> {
+    ) -> Result<(), Error> {
         self.stats.records_seen += 1;
-        let url_start = u32::try_from(self.urls.len()).map_err(|_| InventoryFull)?;
+        let url_start = u32::try_from(self.urls.len()).map_err(|_| Error::InventoryFull)?;
         let mut url_count = 0u16;
         let mut drops = [0u8; IDENTIFIER_DROPS];
         let samples = &mut self.samples;
@@ -467,7 +447,8 @@ impl Collected {
                     if url_count == u16::MAX {
                         break;
                     }
-                    let start = u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                    let start =
+                        u32::try_from(self.arena.len()).map_err(|_| Error::InventoryFull)?;
                     self.common = match self.urls.first() {
                         None => url.len(),
                         Some(first) => {
@@ -481,7 +462,7 @@ impl Collected {
                         }
                     };
                     self.arena.push_str(&url);
-                    u32::try_from(self.arena.len()).map_err(|_| InventoryFull)?;
+                    u32::try_from(self.arena.len()).map_err(|_| Error::InventoryFull)?;
                     self.urls.push(Span {
                         start,
                         len: url.len() as u32,
@@ -721,7 +702,7 @@ enum EntriesFrom<'a> {
 }
 
 impl<'a> Iterator for Entries<'a> {
-    type Item = Result<PublishedUrl<'a>, SpillError>;
+    type Item = Result<PublishedUrl<'a>, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
@@ -777,7 +758,7 @@ impl Published {
     /// [`Inventory::add`], is bit `1 << g`), from memory or, for an inventory that spilled,
     /// from its file on disk. A URL's lastmod is the newest datestamp among all records that
     /// publish it, in a group or not (the page is the same page).
-    pub fn entries(&self) -> Result<Entries<'_>, SpillError> {
+    pub fn entries(&self) -> Result<Entries<'_>, Error> {
         Ok(Entries(match &self.urls {
             Urls::Memory { arena, items } => EntriesFrom::Memory {
                 arena,

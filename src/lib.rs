@@ -52,25 +52,26 @@ mod summary;
 
 // The commands, as the binary runs them.
 pub use app::{
-    EXIT_CONFIG, EXIT_USAGE, error_chain, run_check, run_completions, run_export, run_man,
-    run_migrate_state, run_probe, run_prune, run_serve,
+    error_chain, run_check, run_completions, run_export, run_man, run_migrate_state, run_probe,
+    run_prune, run_serve,
 };
 pub use cli::{Cli, Command, CompletionsArgs, LogFormat, ProbeArgs};
 pub use memory::limit_arenas;
 
 // The commands as library calls, with their options and outcomes.
-pub use bucket::{BucketError, MANIFEST as BUCKET_MANIFEST, PublishSettings, Uploaded};
+pub use bucket::{MANIFEST as BUCKET_MANIFEST, PublishSettings, Uploaded};
 pub use check::{CheckOptions, CheckReport, check};
-pub use config::{Config, ConfigError, StateConfig};
-pub use export::{ExportError, ExportOptions, ExportSummary, export};
+pub use config::{Config, StateConfig};
+pub use error::{ConfigError, EXIT_CONFIG, EXIT_USAGE, Error};
+pub use export::{ExportOptions, ExportSummary, export};
 pub use incremental::{Kind, Policy};
 pub use indexnow::{IndexNowConfig, Key as IndexNowKey};
-pub use pipeline::{Job, PipelineError, fields_for};
+pub use pipeline::{Job, fields_for};
 pub use platform::{LandingSettings, Platform, Registry, Resolvers, Row, RowSpec, Setting};
 pub use profiles::ProfileSettings;
 pub use profiles::ocx::OcxConfig;
 pub use publish::{BucketUrl, MARKER, Output};
-pub use server::reload::{ReloadError, Reloaded};
+pub use server::reload::Reloaded;
 pub use server::slots::SlotCounts;
 pub use server::{Gateway, Listeners, Repo, serve};
 pub use store::{FILE as STORE_FILE, Place, StateUrl, Store, StoreError, StoreLocation};

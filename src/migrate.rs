@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::error::Error;
 use crate::store::copy::{Database, SqliteSource, Survey};
 use crate::store::{FILE, Place, State, StateUrl, StoreError};
 
@@ -59,7 +60,7 @@ pub(crate) struct Outcome {
     /// configured repository), for people.
     pub(crate) note: Option<String>,
     /// What was done, or why not.
-    pub(crate) result: Result<Done, MigrateError>,
+    pub(crate) result: Result<Done, Error>,
 }
 
 /// A repository done.
@@ -97,106 +98,21 @@ pub(crate) struct Totals {
     pub(crate) elapsed: Duration,
 }
 
-/// Why a repository, or the whole migration, failed.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum MigrateError {
-    /// The state folder cannot be read.
-    #[error("cannot read the state folder {}: {source}", path.display())]
-    StateDir {
-        /// The folder.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// The state folder holds no store.
-    #[error(
-        "{}: no store found (neither {FILE} in it, as an export's --state folder holds, nor in \
-         its folders, as a gateway's state_dir holds)",
-        path.display()
-    )]
-    NoStores {
-        /// The folder.
-        path: PathBuf,
-    },
-    /// `--repository` names a repository the state directory has no store of.
-    #[error("{}: no store of the repository {name:?} (no {name}/{FILE})", path.display())]
-    UnknownRepository {
-        /// The state directory.
-        path: PathBuf,
-        /// The name given.
-        name: String,
-    },
-    /// A gateway runs on the state directory: its stores would change after the copy.
-    #[error(
-        "{}: a gateway runs on this state directory (it holds {}): stop it first, or its \
-         stores change after they are copied",
-        path.display(),
-        path.join("gateway.lock").display()
-    )]
-    GatewayRuns {
-        /// The state directory.
-        path: PathBuf,
-    },
-    /// The database cannot be reached or prepared ([`StoreError::Database`]).
-    #[error(transparent)]
-    Database(StoreError),
-    /// An export's store whose name cannot be told.
-    #[error("{}: {message}", path.display())]
-    Name {
-        /// The store's file.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// Reading the SQLite store, or writing or reading the database, failed.
-    #[error(transparent)]
-    Store(StoreError),
-    /// The database holds rows of the repository already.
-    #[error(
-        "state store {0}: already holds rows of this repository: refused (--replace replaces \
-         them; stop the gateways that use the database first)"
-    )]
-    Occupied(Place),
-    /// A gateway (or another migration) holds a live lease on the repository now.
-    #[error(
-        "state store {place}: {holder:?} holds a live lease on this repository (a gateway of \
-         a fleet refreshing it, or another migrate-state copying it): refused; stop the \
-         gateways that use the database first"
-    )]
-    Leased {
-        /// The repository's store in the database.
-        place: Place,
-        /// Who holds it.
-        holder: String,
-    },
-    /// The copy failed otherwise: a mismatch (rolled back), a lease lost (rolled back), or a
-    /// read-back that differs (committed, reported).
-    #[error(transparent)]
-    Copy(StoreError),
-}
-
-impl From<StoreError> for MigrateError {
-    fn from(e: StoreError) -> MigrateError {
-        match e {
-            e @ StoreError::Database { .. } => MigrateError::Database(e),
-            StoreError::Occupied(place) => MigrateError::Occupied(place),
-            StoreError::Leased { place, holder } => MigrateError::Leased { place, holder },
-            e @ (StoreError::LeaseLost(_)
-            | StoreError::Mismatch { .. }
-            | StoreError::ReadBack { .. }) => MigrateError::Copy(e),
-            e => MigrateError::Store(e),
-        }
+/// A store's error as `migrate-state` tells it: a copy refused (rows there, a live lease) says
+/// what to do about it ([`Error::Occupied`], [`Error::Leased`]).
+fn refused(e: StoreError) -> Error {
+    match e {
+        StoreError::Occupied(place) => Error::Occupied(place),
+        StoreError::Leased { place, holder } => Error::Leased { place, holder },
+        e => Error::Store(e),
     }
 }
 
 /// The stores under `dir`: `dir/store.sqlite` alone when there is one (an export's state
 /// folder), else each `dir/NAME/store.sqlite` (a gateway's state directory), in name order;
 /// with `only`, those repositories alone, each of which must be found.
-pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateError> {
-    let unreadable = |source| MigrateError::StateDir {
-        path: dir.to_owned(),
-        source,
-    };
+pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, Error> {
+    let unreadable = |e: std::io::Error| Error::io("cannot read the state folder", dir)(e);
     let top = dir.join(FILE);
     if top.is_file() {
         return Ok(vec![Found {
@@ -229,13 +145,13 @@ pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateErr
         .iter()
         .find(|n| !found.iter().any(|f| f.name.as_ref() == Some(*n)))
     {
-        return Err(MigrateError::UnknownRepository {
+        return Err(Error::UnknownRepository {
             path: dir.to_owned(),
             name: missing.clone(),
         });
     }
     if found.is_empty() {
-        return Err(MigrateError::NoStores {
+        return Err(Error::NoStores {
             path: dir.to_owned(),
         });
     }
@@ -243,17 +159,14 @@ pub(crate) fn find(dir: &Path, only: &[String]) -> Result<Vec<Found>, MigrateErr
 }
 
 /// The gateway lock of `dir`, held, when a gateway ever ran there; an error while one runs.
-fn idle(dir: &Path) -> Result<Option<std::fs::File>, MigrateError> {
+fn idle(dir: &Path) -> Result<Option<std::fs::File>, Error> {
     crate::server::prune::hold_if_idle(dir, "migrate-state").map_err(|e| {
         if e.kind() == std::io::ErrorKind::WouldBlock {
-            MigrateError::GatewayRuns {
+            Error::GatewayRuns {
                 path: dir.to_owned(),
             }
         } else {
-            MigrateError::StateDir {
-                path: dir.to_owned(),
-                source: e,
-            }
+            Error::io("cannot read the state folder", dir)(e)
         }
     })
 }
@@ -316,12 +229,12 @@ pub(crate) fn export_name(
 pub(crate) fn migrate(
     options: &MigrateOptions,
     mut report: impl FnMut(&Outcome),
-) -> Result<Totals, MigrateError> {
+) -> Result<Totals, Error> {
     let started = Instant::now();
     let found = find(&options.state, &options.repositories)?;
     // Held to the end: a gateway that starts meanwhile waits, as it waits for a prune.
     let _idle = idle(&options.state)?;
-    let mut database = Database::connect(&options.url, options.dry_run)?;
+    let mut database = Database::connect(&options.url, options.dry_run).map_err(refused)?;
     let mut totals = Totals::default();
     for store in found {
         let outcome = one(options, &mut database, &store);
@@ -330,7 +243,7 @@ pub(crate) fn migrate(
                 totals.done += 1;
                 totals.records += survey.records.live + survey.records.deleted;
             }
-            Err(MigrateError::Copy(StoreError::ReadBack { .. })) => {
+            Err(Error::Store(StoreError::ReadBack { .. })) => {
                 totals.unverified.push(outcome.name.clone());
             }
             Err(_) => totals.failed.push(outcome.name.clone()),
@@ -353,7 +266,7 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
                     .clone()
                     .unwrap_or_else(|| found.path.display().to_string()),
                 note: None,
-                result: Err(e.into()),
+                result: Err(refused(e)),
             };
         }
     };
@@ -371,14 +284,14 @@ fn one(options: &MigrateOptions, database: &mut Database, found: &Found) -> Outc
                         .to_owned()
                 }),
         )),
-        None => source.survey().map_err(MigrateError::from).and_then(|s| {
+        None => source.survey().map_err(refused).and_then(|s| {
             export_name(
                 &options.repositories,
                 configured.unwrap_or_default(),
                 &s.state.source,
             )
             .map(|(name, how)| (name, Some(how)))
-            .map_err(|message| MigrateError::Name {
+            .map_err(|message| Error::StoreName {
                 path: found.path.clone(),
                 message,
             })
@@ -412,22 +325,22 @@ fn survey(
     source: &SqliteSource,
     database: &mut Database,
     name: &str,
-) -> Result<Done, MigrateError> {
-    let survey = source.survey()?;
-    let occupied = database.occupied(name)?;
+) -> Result<Done, Error> {
+    let survey = source.survey().map_err(refused)?;
+    let occupied = database.occupied(name).map_err(refused)?;
     let url = database.url().redacted();
     let place = || Place::Postgres {
         url: url.clone(),
         repository: name.to_owned(),
     };
     if let Some(holder) = occupied.lease {
-        return Err(MigrateError::Leased {
+        return Err(Error::Leased {
             place: place(),
             holder,
         });
     }
     if occupied.rows && !options.replace {
-        return Err(MigrateError::Occupied(place()));
+        return Err(Error::Occupied(place()));
     }
     Ok(Done::WouldCopy {
         survey,
@@ -442,8 +355,10 @@ fn copy(
     source: &SqliteSource,
     database: &mut Database,
     name: &str,
-) -> Result<Survey, MigrateError> {
-    Ok(database.copy(source, name, options.replace)?)
+) -> Result<Survey, Error> {
+    database
+        .copy(source, name, options.replace)
+        .map_err(refused)
 }
 
 /// A short account of a store's state, for people: its last complete harvest, a harvest under
@@ -528,7 +443,7 @@ mod tests {
             [some("a"), some("c d")]
         );
         let e = find(root, &["a".into(), "zz".into()]).unwrap_err();
-        assert!(matches!(&e, MigrateError::UnknownRepository { name, .. } if name == "zz"));
+        assert!(matches!(&e, Error::UnknownRepository { name, .. } if name == "zz"));
         assert_eq!(find(root, &[]).unwrap()[0].path, root.join("a").join(FILE));
 
         let export = root.join("a");
@@ -540,13 +455,13 @@ mod tests {
             }]
         );
         let empty = root.join("pg-only");
-        assert!(matches!(
-            find(&empty, &[]),
-            Err(MigrateError::NoStores { .. })
-        ));
+        assert!(matches!(find(&empty, &[]), Err(Error::NoStores { .. })));
         assert!(matches!(
             find(&root.join("nowhere"), &[]),
-            Err(MigrateError::StateDir { .. })
+            Err(Error::Io {
+                action: "cannot read the state folder",
+                ..
+            })
         ));
     }
 
@@ -558,7 +473,7 @@ mod tests {
         assert!(!dir.path().join("gateway.lock").exists(), "no lock made");
         let gateway = crate::server::prune::Hold::take(dir.path()).unwrap();
         let e = idle(dir.path()).unwrap_err();
-        assert!(matches!(e, MigrateError::GatewayRuns { .. }), "{e}");
+        assert!(matches!(e, Error::GatewayRuns { .. }), "{e}");
         drop(gateway);
         assert!(idle(dir.path()).unwrap().is_some(), "the gateway stopped");
     }

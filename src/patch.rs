@@ -16,6 +16,7 @@
 //! limits, scope or file names. What only the shards can tell is found while they are written;
 //! the caller then renders into a fresh place ([`crate::incremental::render`]).
 
+use crate::error::Error;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -70,10 +71,23 @@ impl std::fmt::Debug for PreviousShards {
     }
 }
 
-/// Why the published sitemap cannot be patched; the sitemap is then rendered whole.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("{0}")]
+/// Why the published sitemap cannot be patched: not a failure, an outcome; the sitemap is then
+/// rendered whole. Met while the shards are written, it ends the writing as
+/// [`Error::Patch`].
+#[derive(Debug, PartialEq, Eq)]
 pub struct Unpatchable(pub String);
+
+impl std::fmt::Display for Unpatchable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<Unpatchable> for Error {
+    fn from(why: Unpatchable) -> Self {
+        Error::Patch(why.0)
+    }
+}
 
 /// `Err` with why a patch cannot be made.
 pub(crate) fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {

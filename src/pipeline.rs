@@ -3,22 +3,23 @@
 
 use std::time::Duration;
 
-use oai_pmh::{Client, HarvestError, HarvestReport, HarvestRequest, Identify, Record, Source};
+use oai_pmh::{Client, HarvestReport, HarvestRequest, Identify, Record, Source};
 use url::Url;
 
 use crate::classify::Drop;
 use crate::dctype::TypeMap;
-use crate::inventory::{Inventory, InventoryFull, Published, Stats};
+use crate::error::Error;
+use crate::inventory::{Inventory, Published, Stats};
 use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::cdif;
 pub(crate) use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
+use crate::profiles::files::Shards;
 pub(crate) use crate::profiles::files::{FileSink, gzip};
-use crate::profiles::files::{Shards, WriteError};
 use crate::profiles::ledger::{self, Rows};
 use crate::profiles::merge::{self, ProfilePatch};
-use crate::profiles::signposts::{CollectError, Resolved, SignStats, Signposts, Written};
+use crate::profiles::signposts::{Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::robots::{Announced, render_robots};
@@ -80,76 +81,6 @@ impl Job {
         match &dir.account {
             Some(account) => budget.within(account),
             None => budget,
-        }
-    }
-}
-
-/// Why a generation could not be built.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PipelineError {
-    /// The harvest did not reach the end of its list.
-    #[error(transparent)]
-    Harvest(#[from] HarvestError),
-    /// No scope can be derived.
-    #[error("no scope: {0}")]
-    Scope(String),
-    /// The job asks for something that cannot be made; the message says what.
-    #[error("cannot build this job: {0}")]
-    InvalidJob(String),
-    /// Nothing would be published; the message says why.
-    #[error("nothing to publish: {0}")]
-    NothingToPublish(String),
-    /// The in-memory inventory is full.
-    #[error(transparent)]
-    Inventory(#[from] InventoryFull),
-    /// The inventory's runs on disk failed.
-    #[error(transparent)]
-    Spill(#[from] crate::spill::SpillError),
-    /// A profile's records could not be collected.
-    #[error(transparent)]
-    Collect(#[from] CollectError),
-    /// Rendering failed.
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    /// The repository's state store failed.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-    /// The published sitemap turned out not to be patchable while its shards were written (the
-    /// caller renders every record instead, [`crate::incremental::render`]).
-    #[error("the published sitemap cannot be patched: {0}")]
-    Patch(#[from] crate::patch::Unpatchable),
-    /// The upstream asked (`Retry-After`) not to be called before then.
-    #[error(
-        "the upstream asked (Retry-After) not to be called before {}; not harvesting until then",
-        httpdate::fmt_http_date(*.0)
-    )]
-    NotBefore(std::time::SystemTime),
-    /// A file could not be written.
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    /// The shrink guard held the publish back.
-    #[error(
-        "held back: this harvest would publish {harvested} URLs where {published} are published, \
-         removing more than {:.0}% of them; the next complete harvest publishes it if it shows the \
-         same, or pass --accept-shrink",
-        share * 100.0
-    )]
-    ShrinkHeld {
-        /// URLs published now.
-        published: u64,
-        /// URLs the harvest would publish.
-        harvested: u64,
-        /// The guard's share.
-        share: f64,
-    },
-}
-
-impl From<crate::inventory::InventoryError> for PipelineError {
-    fn from(e: crate::inventory::InventoryError) -> Self {
-        match e {
-            crate::inventory::InventoryError::Full(e) => Self::Inventory(e),
-            crate::inventory::InventoryError::Spill(e) => Self::Spill(e),
         }
     }
 }
@@ -217,7 +148,7 @@ impl Built {
 /// The scope of a job: explicit prefixes, or the directory of the baseURL (for a Static
 /// Repository file, of the baseURL its `Identify` states).
 #[cfg(test)]
-pub(crate) fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, PipelineError> {
+pub(crate) fn scope_for(job: &Job, identify_base: &str) -> Result<Scope, Error> {
     scope_of(&job.request.source, &job.scope, identify_base)
 }
 
@@ -226,19 +157,19 @@ pub(crate) fn scope_of(
     source: &Source,
     scope: &[Url],
     identify_base: &str,
-) -> Result<Scope, PipelineError> {
+) -> Result<Scope, Error> {
     if !scope.is_empty() {
         return Scope::from_prefixes(scope)
-            .ok_or_else(|| PipelineError::Scope("scope prefixes must be http(s) URLs".into()));
+            .ok_or_else(|| Error::Scope("scope prefixes must be http(s) URLs".into()));
     }
     match source {
-        Source::Oai(base) => Scope::from_base_url(base).ok_or_else(|| PipelineError::Scope(format!("baseURL {base} has no host"))),
+        Source::Oai(base) => Scope::from_base_url(base).ok_or_else(|| Error::Scope(format!("baseURL {base} has no host"))),
         Source::File(path) => Url::parse(identify_base)
             .ok()
             .filter(|u| matches!(u.scheme(), "http" | "https"))
             .and_then(|u| Scope::from_base_url(&u))
             .ok_or_else(|| {
-                PipelineError::Scope(format!(
+                Error::Scope(format!(
                     "the Static Repository {} states baseURL {identify_base:?}, which is no http(s) URL to derive a scope from; set the repository's scope (--scope)",
                     path.display()
                 ))
@@ -264,7 +195,7 @@ pub(crate) fn landing_for(
     job: &Job,
     identify: &Identify,
     sample: &[Record],
-) -> Result<Landing, PipelineError> {
+) -> Result<Landing, Error> {
     landing_of(
         &job.landing,
         &job.request.source,
@@ -281,7 +212,7 @@ pub(crate) fn landing_of(
     scope: &[Url],
     identify: &Identify,
     sample: &[Record],
-) -> Result<Landing, PipelineError> {
+) -> Result<Landing, Error> {
     let base = base_url(source, &identify.base_url);
     let explicit = if scope.is_empty() {
         None
@@ -317,7 +248,7 @@ pub(crate) fn landing_of(
             };
             Landing::generic(scope, detected)
         }
-        Err(e) => return Err(PipelineError::Scope(e.to_string())),
+        Err(why) => return Err(Error::Scope(why)),
     };
     Ok(internal_pages_said(landing).with_robots(settings.robots.clone(), settings.leave_out_files))
 }
@@ -348,7 +279,7 @@ pub(crate) fn landing_stored(
     job: &Job,
     store: &crate::store::Store,
     identify: &Identify,
-) -> Result<Landing, PipelineError> {
+) -> Result<Landing, Error> {
     // `auto` detects from it, and DSpace finds a UI under a path from it.
     let sample = if job.landing.template.is_none() {
         stored_sample(store)?
@@ -360,7 +291,7 @@ pub(crate) fn landing_stored(
 
 /// The first live records of `store`, at most [`crate::platform::SAMPLE`]: what the landing
 /// rule of a stored harvest is decided from ([`landing_stored`]).
-pub(crate) fn stored_sample(store: &crate::store::Store) -> Result<Vec<Record>, PipelineError> {
+pub(crate) fn stored_sample(store: &crate::store::Store) -> Result<Vec<Record>, Error> {
     let mut sample = Vec::new();
     let _ = store.for_each_live(|record| {
         sample.push(record);
@@ -450,8 +381,8 @@ struct Collectors {
 const SETS_REMEMBERED: usize = 16_384;
 
 impl Collectors {
-    fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, PipelineError> {
-        let diwoo = diwoo::categories(&job.profiles.diwoo).map_err(PipelineError::InvalidJob)?;
+    fn new(job: &Job, landing: Landing, identify_base: &str) -> Result<Self, Error> {
+        let diwoo = diwoo::categories(&job.profiles.diwoo).map_err(Error::InvalidJob)?;
         // The profiles' `describedby` links ask `GetRecord` of it.
         let metadata_base = base_url(&job.request.source, identify_base);
         let profiles = &job.profiles;
@@ -493,7 +424,7 @@ impl Collectors {
         })
     }
 
-    fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
+    fn finish(self, report: HarvestReport) -> Result<Harvested, Error> {
         let meter = self.inventory.meter();
         let (mut published, superseded) = self.inventory.resolve()?;
         let signposts = self.signposts.map(|s| s.finish(&superseded)).transpose()?;
@@ -544,7 +475,7 @@ impl Collectors {
         groups
     }
 
-    fn add(&mut self, record: &oai_pmh::Record) -> Result<(), CollectError> {
+    fn add(&mut self, record: &oai_pmh::Record) -> Result<(), Error> {
         if record.unreadable() {
             // Q-35: neither a version of the record nor its deletion (I-06).
             let at = self.rejected.entry(record.identifier.clone()).or_default();
@@ -613,7 +544,7 @@ pub(crate) async fn harvest(
     client: &Client,
     job: &Job,
     progress: &mut Progress,
-) -> Result<Harvested, PipelineError> {
+) -> Result<Harvested, Error> {
     let mut gathering = Gathering {
         job,
         collectors: None,
@@ -642,7 +573,7 @@ struct Gathering<'j> {
     waiting_live: usize,
     identify: Option<Identify>,
     /// Why the records can no longer be collected; the rest of the harvest is skipped.
-    failure: Option<PipelineError>,
+    failure: Option<Error>,
 }
 
 impl Gathering<'_> {
@@ -692,7 +623,7 @@ impl Gathering<'_> {
         let c = self.collectors.as_mut().expect("made above");
         for record in &records {
             if let Err(e) = c.add(record) {
-                self.failure = Some(e.into());
+                self.failure = Some(e);
                 return;
             }
         }
@@ -706,7 +637,7 @@ impl Gathering<'_> {
     }
 
     /// What was gathered, resolved, once the harvest completed with `report`.
-    fn finish(self, report: HarvestReport) -> Result<Harvested, PipelineError> {
+    fn finish(self, report: HarvestReport) -> Result<Harvested, Error> {
         if let Some(e) = self.failure {
             return Err(e);
         }
@@ -742,7 +673,7 @@ pub(crate) fn collect_stored(
     job: &Job,
     store: &crate::store::Store,
     report: HarvestReport,
-) -> Result<Harvested, PipelineError> {
+) -> Result<Harvested, Error> {
     let landing = landing_stored(job, store, &report.identify)?;
     let mut c = Collectors::new(job, landing, &report.identify.base_url)?;
     c.ledger = Some(Rows::default());
@@ -778,7 +709,7 @@ pub(crate) fn collect_changed(
     landing: Landing,
     report: &HarvestReport,
     records: &[Record],
-) -> Result<(Option<Resolved>, Rows), PipelineError> {
+) -> Result<(Option<Resolved>, Rows), Error> {
     let unlimited = Job {
         limits: Limits {
             max_urls: usize::MAX,
@@ -858,7 +789,7 @@ pub(crate) fn render<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<Rendered, PipelineError> {
+) -> Result<Rendered, Error> {
     let ledger = !job.sitemap_only()
         && !job.profiles.cdif
         && sink.keeps_ledger()
@@ -909,19 +840,14 @@ pub(crate) fn render<S: FileSink>(
         None => ledger::shared_claims(&harvested.published),
     };
     let parts = rows.encode_parts(head);
-    let sink_err = |e| WriteError::Sink(Box::new(e));
-    match sink.stream(ledger::LEDGER).map_err(sink_err)? {
+    match sink.stream(ledger::LEDGER)? {
         Some(mut stream) => {
             for part in &parts {
-                stream
-                    .write(part)
-                    .map_err(|e| WriteError::Sink(Box::new(e)))?;
+                stream.write(part).map_err(Error::Stream)?;
             }
-            sink.end_stream(ledger::LEDGER, stream).map_err(sink_err)?;
+            sink.end_stream(ledger::LEDGER, stream)?;
         }
-        None => sink
-            .put(ledger::LEDGER, &parts.concat())
-            .map_err(sink_err)?,
+        None => sink.put(ledger::LEDGER, &parts.concat())?,
     }
     Ok(rendered)
 }
@@ -931,7 +857,7 @@ fn render_into<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<(Rendered, Option<merge::Patched>), PipelineError> {
+) -> Result<(Rendered, Option<merge::Patched>), Error> {
     let published = &harvested.published;
     if published.is_empty() {
         return Err(RenderError::Empty.into());
@@ -955,7 +881,7 @@ fn render_into<S: FileSink>(
                 diwoo.add(sink, entry, lastmod, groups)?;
             }
         }
-        Ok::<(), PipelineError>(())
+        Ok::<(), Error>(())
     };
     match &harvested.patch {
         Some(patch) => {
@@ -987,7 +913,7 @@ fn render_into<S: FileSink>(
     let mut cdif = cdif::Published::default();
     let (signmap_index, ocx_index, patched) = match &harvested.profiles {
         Some(patch) => {
-            let patched = patch.write_landing::<_, PipelineError>(
+            let patched = patch.write_landing::<_, Error>(
                 &job.public_url,
                 job.limits,
                 &job.profiles,
@@ -1006,8 +932,7 @@ fn render_into<S: FileSink>(
     let mut adjust = None;
     match &harvested.profiles {
         Some(patch) => {
-            adjust =
-                Some(patch.write_diwoo::<_, PipelineError>(&harvested.diwoo, &mut diwoo, sink)?);
+            adjust = Some(patch.write_diwoo::<_, Error>(&harvested.diwoo, &mut diwoo, sink)?);
         }
         None if tap.is_none() => diwoo.add_all(sink, published)?,
         None => {}
@@ -1023,8 +948,7 @@ fn render_into<S: FileSink>(
             .map(Url::as_str)
             .collect(),
     }]);
-    sink.put("robots.txt", robots.as_bytes())
-        .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    sink.put("robots.txt", robots.as_bytes())?;
     let rendered = Rendered {
         shards: names,
         sitemap_shards,
@@ -1049,7 +973,7 @@ fn render_landing<S: FileSink>(
     job: &Job,
     sink: &mut S,
     cdif: &mut cdif::Published,
-) -> Result<(Option<Url>, Option<Url>), PipelineError> {
+) -> Result<(Option<Url>, Option<Url>), Error> {
     let landing_profile = |on: bool, profile, sink: &mut S| match &harvested.signposts {
         Some(signposts) if on => signposts.publish(profile, &job.public_url, sink),
         _ => Ok(None),
@@ -1314,8 +1238,7 @@ pub(crate) mod tests {
     pub(crate) struct Files(pub(crate) std::collections::BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Files {
-        type Error = std::convert::Infallible;
-        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
             self.0.insert(name.to_owned(), bytes.to_vec());
             Ok(())
         }

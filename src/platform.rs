@@ -1541,20 +1541,14 @@ enum RowAt {
     },
 }
 
-/// Why a landing rule cannot be made.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct LandingError(String);
-
-/// The error of `platform`'s rule without an http(s) baseURL.
-fn no_base(platform: &str) -> LandingError {
-    LandingError(format!(
-        "the {platform} rule needs an http(s) baseURL to find the repository's host"
-    ))
+/// Why `platform`'s rule cannot be made without an http(s) baseURL. (Why a landing rule cannot
+/// be made is a sentence: the pipeline says it as [`crate::error::Error::Scope`].)
+fn no_base(platform: &str) -> String {
+    format!("the {platform} rule needs an http(s) baseURL to find the repository's host")
 }
 
 /// The scope of everything under `path` on `url`'s host, for `platform`'s rule.
-fn origin_scope(url: &Url, path: &str, platform: &str) -> Result<Scope, LandingError> {
+fn origin_scope(url: &Url, path: &str, platform: &str) -> Result<Scope, String> {
     let mut at = url.clone();
     at.set_path(path);
     at.set_query(None);
@@ -1569,10 +1563,10 @@ impl Rule {
         template: &Template,
         base: Option<&Url>,
         platform: &str,
-    ) -> Result<(Self, Scope), LandingError> {
+    ) -> Result<(Self, Scope), String> {
         let origin_url = template
             .origin()
-            .ok_or_else(|| LandingError(format!("landing_template {template} has no host")))?;
+            .ok_or_else(|| format!("landing_template {template} has no host"))?;
         let mut prefixes = vec![origin_url];
         if let Some(dir) = base.and_then(Scope::from_base_url) {
             prefixes.extend(dir.prefixes().iter().filter_map(|p| Url::parse(p).ok()));
@@ -1590,7 +1584,7 @@ impl Rule {
         base: Option<&Url>,
         sample: &[Record],
         evidence: &mut String,
-    ) -> Result<(Self, Scope), LandingError> {
+    ) -> Result<(Self, Scope), String> {
         let ui = match ui_url {
             Some(ui) => {
                 let mut ui = ui.clone();
@@ -1699,7 +1693,7 @@ impl Rule {
         base: Option<&Url>,
         sample: &[Record],
         evidence: &mut String,
-    ) -> Result<(Self, Scope), LandingError> {
+    ) -> Result<(Self, Scope), String> {
         let base = base.ok_or_else(|| no_base(row.name()))?;
         let mut site = Site::of(row, base).ok_or_else(|| no_base(row.name()))?;
         if let Some(domain) = site.domain.take()
@@ -1776,14 +1770,15 @@ impl Landing {
     /// platform's own; `detected` the platform found or configured, to which what the rule
     /// finds is added; `sample` the first records, where a DSpace UI under a path shows
     /// ([`dspace_ui_in`]). Every platform's scope is on the baseURL's host (or `ui_url`'s, or
-    /// the template's): never on a host the operator did not name.
+    /// the template's): never on a host the operator did not name. `Err` says why no rule can
+    /// be made (the pipeline reports it as [`crate::error::Error::Scope`]).
     pub fn new(
         settings: &LandingSettings,
         base: Option<&Url>,
         explicit: Option<&Scope>,
         detected: &mut Detected,
         sample: &[Record],
-    ) -> Result<Option<Self>, LandingError> {
+    ) -> Result<Option<Self>, String> {
         let (rule, own_scope) = if let Some(template) = &settings.template {
             Rule::for_template(template, base, detected.platform.as_str())?
         } else {

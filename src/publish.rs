@@ -7,6 +7,7 @@ use std::fs;
 use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use object_store::ObjectStoreScheme;
 use url::Url;
 
@@ -112,26 +113,6 @@ impl fmt::Display for BucketUrl {
     }
 }
 
-/// A publishing error, naming the path.
-#[derive(Debug, thiserror::Error)]
-#[error("{action} {}: {source}", path.display())]
-pub struct PublishError {
-    /// What was being done.
-    pub action: &'static str,
-    /// Where.
-    pub path: PathBuf,
-    /// The OS error.
-    pub source: io::Error,
-}
-
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> PublishError + 'a {
-    move |source| PublishError {
-        action,
-        path: path.to_owned(),
-        source,
-    }
-}
-
 /// A folder being filled beside its target. Dropped without [`Staging::commit`], it is removed
 /// and the target is untouched.
 #[derive(Debug)]
@@ -148,9 +129,9 @@ pub(crate) struct Staging {
 impl Staging {
     /// Creates the staging folder next to `target` (same file system, so the swap is a rename).
     /// Fails up front when `target` exists, is not empty and was not written by the bridge.
-    pub(crate) fn new(target: &Path) -> Result<Self, PublishError> {
+    pub(crate) fn new(target: &Path) -> Result<Self, Error> {
         let parent = beside(target);
-        fs::create_dir_all(&parent).map_err(io_err("cannot create", &parent))?;
+        fs::create_dir_all(&parent).map_err(Error::io("cannot create", &parent))?;
         check_replaceable(target)?;
         let name = target
             .file_name()
@@ -159,8 +140,8 @@ impl Staging {
         let dir = tempfile::Builder::new()
             .prefix(&format!(".{name}.staging-"))
             .tempdir_in(&parent)
-            .map_err(io_err("cannot create a staging folder in", &parent))?;
-        set_mode(dir.path(), 0o755).map_err(io_err("cannot set permissions of", dir.path()))?;
+            .map_err(Error::io("cannot create a staging folder in", &parent))?;
+        set_mode(dir.path(), 0o755).map_err(Error::io("cannot set permissions of", dir.path()))?;
         Ok(Self {
             dir,
             target: target.to_owned(),
@@ -172,18 +153,18 @@ impl Staging {
 
     /// Writes one file into the staging folder. Large files bypass the page cache where the
     /// file system allows ([`DirectWriter`]); the rest are written as usual.
-    pub(crate) fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), PublishError> {
+    pub(crate) fn write(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         let path = self.dir.path().join(name);
         // Names may hold one folder level (`cdif/<hash>.jsonld`).
         if let Some(parent) = path
             .parent()
             .filter(|p| *p != self.dir.path() && !p.exists())
         {
-            fs::create_dir_all(parent).map_err(io_err("cannot create", parent))?;
-            set_mode(parent, 0o755).map_err(io_err("cannot set permissions of", parent))?;
+            fs::create_dir_all(parent).map_err(Error::io("cannot create", parent))?;
+            set_mode(parent, 0o755).map_err(Error::io("cannot set permissions of", parent))?;
         }
         write_file(&path, bytes, &mut self.aligned, false)
-            .map_err(io_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         self.bytes += bytes.len() as u64;
         Ok(())
     }
@@ -208,11 +189,11 @@ impl Staging {
     /// Opens `name` in the staging folder to be written front to back ([`FileStream`]), with
     /// direct I/O as [`Staging::write`] writes large files: a file made as it fills is never
     /// whole in memory, nor copied once more into the writer's chunk.
-    pub(crate) fn stream(&mut self, name: &str) -> Result<FileStream, PublishError> {
+    pub(crate) fn stream(&mut self, name: &str) -> Result<FileStream, Error> {
         let path = self.dir.path().join(name);
         let chunk = self.chunks.pop();
         let mut writer =
-            DirectWriter::create(&path, true, chunk).map_err(io_err("cannot write", &path))?;
+            DirectWriter::create(&path, true, chunk).map_err(Error::io("cannot write", &path))?;
         writer.hasher = Some(crc32fast::Hasher::new());
         Ok(FileStream { writer })
     }
@@ -222,13 +203,13 @@ impl Staging {
         &mut self,
         name: &str,
         stream: FileStream,
-    ) -> Result<(u64, u32), PublishError> {
+    ) -> Result<(u64, u32), Error> {
         let path = self.dir.path().join(name);
         let (len, crc) = (stream.writer.len(), stream.writer.crc());
         let (_, chunk) = stream
             .writer
             .finish()
-            .map_err(io_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         // A few streams are open at once (one per profile); their chunks are kept for the next.
         if self.chunks.len() < 4 {
             self.chunks.push(chunk);
@@ -239,14 +220,10 @@ impl Staging {
 
     /// Reads the file ended by [`Staging::end_stream`] back into `buf` (its bytes from the
     /// offset returned on) and takes it out of the staging folder.
-    pub(crate) fn take_back(
-        &mut self,
-        name: &str,
-        buf: &mut Vec<u8>,
-    ) -> Result<usize, PublishError> {
+    pub(crate) fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         let path = self.dir.path().join(name);
-        let start = read_whole(&path, buf).map_err(io_err("cannot read", &path))?;
-        fs::remove_file(&path).map_err(io_err("cannot remove", &path))?;
+        let start = read_whole(&path, buf).map_err(Error::io("cannot read", &path))?;
+        fs::remove_file(&path).map_err(Error::io("cannot remove", &path))?;
         self.bytes = self.bytes.saturating_sub((buf.len() - start) as u64);
         Ok(start)
     }
@@ -263,14 +240,14 @@ impl Staging {
 
     /// Makes the staged files durable, then puts the staging folder in the target's place: an
     /// atomic exchange where the file system supports it, else two renames.
-    pub(crate) fn commit(mut self) -> Result<(), PublishError> {
+    pub(crate) fn commit(mut self) -> Result<(), Error> {
         self.write(MARKER, b"This folder is written by oai-bridge export and replaced as a whole by the next export.\n")?;
         // One syncfs for every file and folder written (a CDIF export holds a file per record,
         // too many to fsync one by one).
         let dir = self.dir.path();
         fs::File::open(dir)
             .and_then(|f| rustix::fs::syncfs(&f).map_err(std::io::Error::from))
-            .map_err(io_err("cannot sync", dir))?;
+            .map_err(Error::io("cannot sync", dir))?;
         let staged = self.dir.keep();
         let target = self.target;
         if target.exists() {
@@ -285,24 +262,24 @@ impl Staging {
             match exchanged {
                 // `staged` now holds the previous generation.
                 Ok(()) => fs::remove_dir_all(&staged)
-                    .map_err(io_err("cannot remove the previous export", &staged))?,
+                    .map_err(Error::io("cannot remove the previous export", &staged))?,
                 Err(_) => {
                     let old = staged.with_extension("previous");
-                    fs::rename(&target, &old).map_err(io_err("cannot move aside", &target))?;
+                    fs::rename(&target, &old).map_err(Error::io("cannot move aside", &target))?;
                     fs::rename(&staged, &target)
-                        .map_err(io_err("cannot rename the staging folder to", &target))?;
+                        .map_err(Error::io("cannot rename the staging folder to", &target))?;
                     fs::remove_dir_all(&old)
-                        .map_err(io_err("cannot remove the previous export", &old))?;
+                        .map_err(Error::io("cannot remove the previous export", &old))?;
                 }
             }
         } else {
             fs::rename(&staged, &target)
-                .map_err(io_err("cannot rename the staging folder to", &target))?;
+                .map_err(Error::io("cannot rename the staging folder to", &target))?;
         }
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::File::open(parent)
                 .and_then(|f| f.sync_all())
-                .map_err(io_err("cannot sync", parent))?;
+                .map_err(Error::io("cannot sync", parent))?;
         }
         Ok(())
     }
@@ -627,24 +604,25 @@ fn aligned_window(buf: &mut Vec<u8>, len: usize) -> (usize, &mut [u8]) {
     (start, &mut buf[start..start + len])
 }
 
-fn check_replaceable(target: &Path) -> Result<(), PublishError> {
+fn check_replaceable(target: &Path) -> Result<(), Error> {
     match fs::read_dir(target) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(PublishError {
+        Err(e) => Err(Error::Io {
             action: "cannot read",
             path: target.to_owned(),
-            source: e,
+            source: e.into(),
         }),
         Ok(mut entries) => {
             if entries.next().is_none() || target.join(MARKER).exists() {
                 Ok(())
             } else {
-                Err(PublishError {
+                Err(Error::Io {
                     action: "refusing to replace",
                     path: target.to_owned(),
-                    source: io::Error::other(format!(
+                    source: format!(
                         "the folder is not empty and was not written by oai-bridge export (no {MARKER}); choose an empty or new folder"
-                    )),
+                    )
+                    .into(),
                 })
             }
         }

@@ -8,14 +8,13 @@
 //! them as it applies it over the file, an error naming that variable or flag. A value that a
 //! higher layer hides is never read, so a bad one there is no error.
 
+use crate::error::ConfigError;
 use oai_pmh::HarvestSettings;
 
 use crate::cli::{CheckArgs, ExportArgs, MigrateStateArgs, PruneArgs, ServeArgs};
 pub(crate) use crate::config::RepositorySettings;
 use crate::config::keys::At;
-use crate::config::{
-    self, Config, ConfigError, HarvestTarget, RepositoryConfig, ServerConfig, StateConfig,
-};
+use crate::config::{self, Config, HarvestTarget, RepositoryConfig, ServerConfig, StateConfig};
 
 pub(crate) use crate::config::keys::{CommandName, Environment, Given, Origin, Overrides};
 #[cfg(test)]

@@ -12,6 +12,7 @@
 //! spill, the gateway's or an export's, stops short of filling its file system
 //! ([`free_space`]).
 
+use crate::error::Error;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
@@ -32,19 +33,6 @@ pub(crate) const MIN_REFRESH_MEMORY: u64 = 16 << 20;
 
 /// The name of every spill folder starts so; the process id and a random part follow.
 pub(crate) const PREFIX: &str = ".oai-bridge-spill-";
-
-/// Why a temporary file of the harvest failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-#[error("cannot {action} the harvest's temporary file(s) in {}: {source}", path.display())]
-pub struct SpillError {
-    /// What was being done: create, write or read.
-    pub action: &'static str,
-    /// The folder or file.
-    pub path: PathBuf,
-    /// Why it failed.
-    pub source: std::io::Error,
-}
 
 /// Where a harvest spills, and how much memory it holds first.
 #[derive(Clone, Debug)]
@@ -594,11 +582,11 @@ impl Folder {
         }
     }
 
-    fn path(&mut self) -> Result<&Path, SpillError> {
+    fn path(&mut self) -> Result<&Path, Error> {
         if self.dir.is_none() {
             remove_abandoned(&self.parent);
             // Room for it, before the first byte.
-            (self.limit.check(&self.parent)).map_err(|source| SpillError {
+            (self.limit.check(&self.parent)).map_err(|source| Error::Spill {
                 action: "create a folder for",
                 path: self.parent.clone(),
                 source,
@@ -606,7 +594,7 @@ impl Folder {
             let dir = tempfile::Builder::new()
                 .prefix(&format!("{PREFIX}{}-", std::process::id()))
                 .tempdir_in(&self.parent)
-                .map_err(|source| SpillError {
+                .map_err(|source| Error::Spill {
                     action: "create a folder for",
                     path: self.parent.clone(),
                     source,
@@ -617,11 +605,11 @@ impl Folder {
     }
 
     /// A new file named after `what`, to write.
-    pub(crate) fn create(&mut self, what: &str) -> Result<RunWriter, SpillError> {
+    pub(crate) fn create(&mut self, what: &str) -> Result<RunWriter, Error> {
         self.files += 1;
         let name = format!("{what}-{}", self.files);
         let path = self.path()?.join(name);
-        let file = File::create(&path).map_err(|source| SpillError {
+        let file = File::create(&path).map_err(|source| Error::Spill {
             action: "create",
             path: path.clone(),
             source,
@@ -728,9 +716,9 @@ pub(crate) struct RunWriter {
 
 impl RunWriter {
     /// Appends `bytes`.
-    pub(crate) fn bytes(&mut self, bytes: &[u8]) -> Result<(), SpillError> {
+    pub(crate) fn bytes(&mut self, bytes: &[u8]) -> Result<(), Error> {
         self.bytes += bytes.len() as u64;
-        self.out.write_all(bytes).map_err(|source| SpillError {
+        self.out.write_all(bytes).map_err(|source| Error::Spill {
             action: "write",
             path: self.path.clone(),
             source,
@@ -742,10 +730,10 @@ impl RunWriter {
     }
 
     /// Counts what is written so far, and fails when that passes a limit on spill space.
-    fn look(&mut self) -> Result<(), SpillError> {
+    fn look(&mut self) -> Result<(), Error> {
         self.look_at = self.bytes + LOOK_EVERY;
         self.counted.to(self.bytes);
-        (self.limit.check(&self.path)).map_err(|source| SpillError {
+        (self.limit.check(&self.path)).map_err(|source| Error::Spill {
             action: "write",
             path: self.path.clone(),
             source,
@@ -753,7 +741,7 @@ impl RunWriter {
     }
 
     /// Appends `n`, seven bits a byte (LEB128): the run's lengths and numbers are mostly small.
-    pub(crate) fn varint(&mut self, mut n: u64) -> Result<(), SpillError> {
+    pub(crate) fn varint(&mut self, mut n: u64) -> Result<(), Error> {
         let mut buf = [0u8; 10];
         let mut len = 0;
         loop {
@@ -771,12 +759,12 @@ impl RunWriter {
     }
 
     /// Appends `n` as eight bytes.
-    pub(crate) fn fixed(&mut self, n: u64) -> Result<(), SpillError> {
+    pub(crate) fn fixed(&mut self, n: u64) -> Result<(), Error> {
         self.bytes(&n.to_le_bytes())
     }
 
     /// The file, written out, to read.
-    pub(crate) fn finish(mut self) -> Result<Run, SpillError> {
+    pub(crate) fn finish(mut self) -> Result<Run, Error> {
         self.look()?;
         let Self {
             out,
@@ -786,7 +774,7 @@ impl RunWriter {
             ..
         } = self;
         out.into_inner()
-            .map_err(|e| SpillError {
+            .map_err(|e| Error::Spill {
                 action: "write",
                 path: path.clone(),
                 source: e.into_error(),
@@ -813,8 +801,8 @@ pub(crate) struct Run {
 
 impl Run {
     /// A reader from its start.
-    pub(crate) fn read(&self) -> Result<RunReader, SpillError> {
-        let file = File::open(&self.path).map_err(|source| SpillError {
+    pub(crate) fn read(&self) -> Result<RunReader, Error> {
+        let file = File::open(&self.path).map_err(|source| Error::Spill {
             action: "read",
             path: self.path.clone(),
             source,
@@ -846,8 +834,8 @@ pub(crate) struct RunReader {
 }
 
 impl RunReader {
-    fn error(&self, source: std::io::Error) -> SpillError {
-        SpillError {
+    fn error(&self, source: std::io::Error) -> Error {
+        Error::Spill {
             action: "read",
             path: self.path.clone(),
             source,
@@ -855,7 +843,7 @@ impl RunReader {
     }
 
     /// The next varint; `None` at the end of the file (not inside a record).
-    pub(crate) fn varint_or_end(&mut self) -> Result<Option<u64>, SpillError> {
+    pub(crate) fn varint_or_end(&mut self) -> Result<Option<u64>, Error> {
         let mut n = 0u64;
         let mut shift = 0;
         loop {
@@ -879,13 +867,13 @@ impl RunReader {
     }
 
     /// The next varint, inside a record.
-    pub(crate) fn varint(&mut self) -> Result<u64, SpillError> {
+    pub(crate) fn varint(&mut self) -> Result<u64, Error> {
         self.varint_or_end()?
             .ok_or_else(|| self.error(std::io::ErrorKind::UnexpectedEof.into()))
     }
 
     /// The next eight-byte number; `None` at the end of the file (not inside a record).
-    pub(crate) fn fixed_or_end(&mut self) -> Result<Option<u64>, SpillError> {
+    pub(crate) fn fixed_or_end(&mut self) -> Result<Option<u64>, Error> {
         let mut bytes = [0u8; 8];
         match self.input.read_exact(&mut bytes) {
             Ok(()) => Ok(Some(u64::from_le_bytes(bytes))),
@@ -895,14 +883,14 @@ impl RunReader {
     }
 
     /// The next eight-byte number.
-    pub(crate) fn fixed(&mut self) -> Result<u64, SpillError> {
+    pub(crate) fn fixed(&mut self) -> Result<u64, Error> {
         let mut bytes = [0u8; 8];
         self.exact(&mut bytes)?;
         Ok(u64::from_le_bytes(bytes))
     }
 
     /// Fills `into`.
-    pub(crate) fn exact(&mut self, into: &mut [u8]) -> Result<(), SpillError> {
+    pub(crate) fn exact(&mut self, into: &mut [u8]) -> Result<(), Error> {
         self.input.read_exact(into).map_err(|e| self.error(e))
     }
 }
@@ -1099,7 +1087,10 @@ mod tests {
         let mut w = folder.create("urls").unwrap();
         w.bytes(b"x").unwrap();
         let e = w.finish().unwrap_err();
-        assert_eq!(e.source.kind(), std::io::ErrorKind::StorageFull);
+        let Error::Spill { source, .. } = &e else {
+            panic!("not a spill file's error: {e}")
+        };
+        assert_eq!(source.kind(), std::io::ErrorKind::StorageFull);
         let message = e.to_string();
         let said = [
             "spill_max_bytes = 10",

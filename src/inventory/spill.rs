@@ -15,11 +15,12 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
 use crate::classify::Drop;
-use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, SpillError};
+use crate::spill::{Budget, Folder, Run, RunReader, RunWriter};
 
 use super::{
     Collected, DropSamples, IDENTIFIER_DROPS, Key, SharedUrl, Span, Stats, Superseded, index, key,
 };
+use crate::error::Error;
 
 /// The runs spilled so far, in order.
 #[derive(Debug)]
@@ -55,7 +56,7 @@ impl Spilled {
 
     /// Writes what `chunk` holds as a run of each kind; its first occurrence is number `first`
     /// of the harvest. The caller empties it.
-    pub(super) fn spill(&mut self, chunk: &Collected, first: u32) -> Result<(), SpillError> {
+    pub(super) fn spill(&mut self, chunk: &Collected, first: u32) -> Result<(), Error> {
         let Collected {
             arena,
             entries,
@@ -125,7 +126,7 @@ impl Spilled {
         occurrences: usize,
         stats: &mut Stats,
         samples: &mut DropSamples,
-    ) -> Result<(Run, super::Shared, Superseded), SpillError> {
+    ) -> Result<(Run, super::Shared, Superseded), Error> {
         let superseded = self.resolve_records(occurrences, stats)?;
         let runs = std::mem::take(&mut self.urls);
         let runs = self.narrow(runs)?;
@@ -139,26 +140,24 @@ impl Spilled {
         let mut groups: Vec<u32> = Vec::new();
         let mut last = Vec::new();
         let mut urls = 0u64;
-        let mut flush = |kept: &UrlItem,
-                         claims: &mut Vec<i64>,
-                         groups: &mut Vec<u32>|
-         -> Result<(), SpillError> {
-            write_url(&mut out, &last, &kept.url)?;
-            out.fixed(kept.datestamp as u64)?;
-            out.varint(u64::from(kept.groups))?;
-            last.clone_from(&kept.url);
-            urls += 1;
-            if claims.len() > 1 {
-                shared.push(SharedUrl {
-                    url: String::from_utf8_lossy(&kept.url).into_owned(),
-                    claims: std::mem::take(claims),
-                });
-                shared_groups.push(std::mem::take(groups));
-            }
-            claims.clear();
-            groups.clear();
-            Ok(())
-        };
+        let mut flush =
+            |kept: &UrlItem, claims: &mut Vec<i64>, groups: &mut Vec<u32>| -> Result<(), Error> {
+                write_url(&mut out, &last, &kept.url)?;
+                out.fixed(kept.datestamp as u64)?;
+                out.varint(u64::from(kept.groups))?;
+                last.clone_from(&kept.url);
+                urls += 1;
+                if claims.len() > 1 {
+                    shared.push(SharedUrl {
+                        url: String::from_utf8_lossy(&kept.url).into_owned(),
+                        claims: std::mem::take(claims),
+                    });
+                    shared_groups.push(std::mem::take(groups));
+                }
+                claims.clear();
+                groups.clear();
+                Ok(())
+            };
         while let Some(item) = merge.next()? {
             if superseded.contains(item.seq as usize) {
                 continue;
@@ -194,7 +193,7 @@ impl Spilled {
     }
 
     /// Merges runs of URLs into at most [`FAN_IN`], [`FAN_IN`] at a time.
-    fn narrow(&mut self, mut runs: Vec<Run>) -> Result<Vec<Run>, SpillError> {
+    fn narrow(&mut self, mut runs: Vec<Run>) -> Result<Vec<Run>, Error> {
         while runs.len() > FAN_IN {
             let rest = runs.split_off(FAN_IN);
             let mut merge = Merge::new(&runs)?;
@@ -221,7 +220,7 @@ impl Spilled {
         &mut self,
         occurrences: usize,
         stats: &mut Stats,
-    ) -> Result<Superseded, SpillError> {
+    ) -> Result<Superseded, Error> {
         let mut bits = vec![0u64; occurrences.div_ceil(64)];
         let mut readers = (self.entries.iter())
             .map(Run::read)
@@ -271,7 +270,7 @@ impl Spilled {
 }
 
 /// Writes `url` front-coded after `last`: the length they share, the rest's length, the rest.
-fn write_url(out: &mut RunWriter, last: &[u8], url: &[u8]) -> Result<(), SpillError> {
+fn write_url(out: &mut RunWriter, last: &[u8], url: &[u8]) -> Result<(), Error> {
     let shared = last.iter().zip(url).take_while(|(a, b)| a == b).count();
     out.varint(shared as u64)?;
     out.varint((url.len() - shared) as u64)?;
@@ -279,7 +278,7 @@ fn write_url(out: &mut RunWriter, last: &[u8], url: &[u8]) -> Result<(), SpillEr
 }
 
 /// Reads a URL [`write_url`] wrote after `url`, into it; `false` at the end of the file.
-fn read_url(input: &mut RunReader, url: &mut Vec<u8>) -> Result<bool, SpillError> {
+fn read_url(input: &mut RunReader, url: &mut Vec<u8>) -> Result<bool, Error> {
     let Some(shared) = input.varint_or_end()? else {
         return Ok(false);
     };
@@ -303,12 +302,16 @@ struct RecordItem {
 }
 
 impl RecordItem {
-    fn read(input: &mut RunReader) -> Result<Option<Self>, SpillError> {
+    fn read(input: &mut RunReader) -> Result<Option<Self>, Error> {
         let mut hash = [0u8; 8];
         // The end of the file comes between records: a record starts with 8 bytes.
         match input.exact(&mut hash) {
             Ok(()) => {}
-            Err(e) if e.source.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(Error::Spill { source, .. })
+                if source.kind() == std::io::ErrorKind::UnexpectedEof =>
+            {
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         }
         let datestamp = input.fixed()? as i64;
@@ -371,7 +374,7 @@ struct UrlReader {
 }
 
 impl UrlReader {
-    fn next(&mut self) -> Result<Option<UrlItem>, SpillError> {
+    fn next(&mut self) -> Result<Option<UrlItem>, Error> {
         if !read_url(&mut self.input, &mut self.url)? {
             return Ok(None);
         }
@@ -391,7 +394,7 @@ struct Merge {
 }
 
 impl Merge {
-    fn new(runs: &[Run]) -> Result<Self, SpillError> {
+    fn new(runs: &[Run]) -> Result<Self, Error> {
         let mut readers = (runs.iter())
             .map(|run| {
                 Ok(UrlReader {
@@ -399,7 +402,7 @@ impl Merge {
                     url: Vec::new(),
                 })
             })
-            .collect::<Result<Vec<_>, SpillError>>()?;
+            .collect::<Result<Vec<_>, Error>>()?;
         let mut heap = BinaryHeap::with_capacity(readers.len());
         for (r, reader) in readers.iter_mut().enumerate() {
             if let Some(item) = reader.next()? {
@@ -409,7 +412,7 @@ impl Merge {
         Ok(Self { readers, heap })
     }
 
-    fn next(&mut self) -> Result<Option<UrlItem>, SpillError> {
+    fn next(&mut self) -> Result<Option<UrlItem>, Error> {
         let Some(Reverse((item, r))) = self.heap.pop() else {
             return Ok(None);
         };
@@ -428,7 +431,7 @@ pub(super) struct PublishedReader {
 }
 
 impl PublishedReader {
-    pub(super) fn new(run: &Run) -> Result<Self, SpillError> {
+    pub(super) fn new(run: &Run) -> Result<Self, Error> {
         Ok(Self {
             input: run.read()?,
             url: Vec::new(),
@@ -436,7 +439,7 @@ impl PublishedReader {
     }
 
     /// The next URL, its packed datestamp and groups.
-    pub(super) fn next(&mut self) -> Result<Option<(String, i64, u32)>, SpillError> {
+    pub(super) fn next(&mut self) -> Result<Option<(String, i64, u32)>, Error> {
         if !read_url(&mut self.input, &mut self.url)? {
             return Ok(None);
         }

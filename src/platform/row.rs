@@ -207,7 +207,9 @@ pub(super) enum PatternPart {
     Group(String),
 }
 
-/// Why a row cannot be used; names the key.
+/// Why a row cannot be used; names the key. Not a failure of its own but the pure check's
+/// answer: the configuration reports it as a [`crate::error::ConfigError`] naming the file
+/// ([`RowError::key_path`], [`RowError::message`]); the fuzz target reads its key.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("[[platform]] {name:?} {key}: {message}")]
 pub struct RowError {

@@ -30,7 +30,8 @@ use crate::render::sitemap::render_shards;
 use crate::render::{Limits, Shard};
 
 use super::Profile;
-use super::files::{FileSink, Shards, WriteError};
+use super::files::{FileSink, Shards};
+use crate::error::Error;
 
 /// Content-Type of one CDIF document.
 pub(crate) const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -289,17 +290,17 @@ impl ItemLists {
         sink: &mut S,
         files: &mut Shards<'_>,
         document: &[u8],
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         if self.full(document) {
             self.end_into(sink, files)?;
         }
         if self.list.urls == 0 && self.stream.is_none() {
             self.stream = files.open_next(sink)?;
             if let Some((_, stream)) = &mut self.stream {
-                stream.write(LIST_OPEN.as_bytes()).map_err(sink_error)?;
+                stream.write(LIST_OPEN.as_bytes()).map_err(Error::Stream)?;
             }
         }
-        self.append(document).map_err(sink_error)
+        self.append(document).map_err(Error::Stream)
     }
 
     /// Counts the next item and appends it, `document` in its head: to the list's file when
@@ -328,7 +329,7 @@ impl ItemLists {
         mut self,
         sink: &mut S,
         files: &mut Shards<'_>,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         if self.list.urls > 0 {
             self.end_into(sink, files)?;
         }
@@ -336,16 +337,12 @@ impl ItemLists {
     }
 
     /// Closes the list and stores it in `files`; the next one starts.
-    fn end_into<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        files: &mut Shards<'_>,
-    ) -> Result<(), WriteError> {
+    fn end_into<S: FileSink>(&mut self, sink: &mut S, files: &mut Shards<'_>) -> Result<(), Error> {
         match self.stream.take() {
             Some((name, mut stream)) => {
                 self.head.clear();
                 self.end_bytes();
-                stream.write(&self.head).map_err(sink_error)?;
+                stream.write(&self.head).map_err(Error::Stream)?;
                 files.end_next(sink, (name, stream), None)?;
             }
             None => {
@@ -426,10 +423,6 @@ fn decimal(out: &mut Vec<u8>, mut n: usize) {
         }
     }
     out.extend_from_slice(&digits[at..]);
-}
-
-fn sink_error(e: std::io::Error) -> WriteError {
-    WriteError::Sink(Box::new(e))
 }
 
 /// The items of a CDIF metadata list as [`ItemLists`] writes it: its body between the list's
@@ -528,21 +521,20 @@ impl<'a> Writer<'a> {
         &mut self,
         sink: &mut S,
         doc: CdifDocument<'_>,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         if let Some((files, lists)) = &mut self.lists {
             lists.add_into(sink, files, doc.bytes)?;
         }
         // Published one by one: it has a URL of its own.
         if let (Some(locs), Some(url)) = (&mut self.locs, doc.url) {
-            sink.put_document(doc.name, doc.bytes, doc.lastmod)
-                .map_err(|e| WriteError::Sink(Box::new(e)))?;
+            sink.put_document(doc.name, doc.bytes, doc.lastmod)?;
             locs.push((url.to_owned(), doc.lastmod));
         }
         Ok(())
     }
 
     /// The last list, and the sitemaps that list the documents and the lists.
-    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, WriteError> {
+    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, Error> {
         let mut published = Published::default();
         if let Some(locs) = self.locs {
             let mut shards = Shards::new(self.public_url, Profile::Cdif, "xml");

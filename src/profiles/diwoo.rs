@@ -10,8 +10,8 @@ use crate::render::Limits;
 use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::Profile;
-use super::files::{FileSink, Shards, WriteError};
-use super::spill::CollectError;
+use super::files::{FileSink, Shards};
+use crate::error::Error;
 
 /// Highest Woo information category (the DiWoo table has 17).
 pub(crate) const CATEGORIES: u8 = 17;
@@ -112,7 +112,7 @@ impl<'a> Writer<'a> {
         entry: &[u8],
         lastmod: Option<Datestamp>,
         groups: u32,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         if groups == 0 {
             return Ok(());
         }
@@ -145,15 +145,15 @@ impl<'a> Writer<'a> {
         &mut self,
         sink: &mut S,
         published: &Published,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         if self.outputs.is_empty() {
             return Ok(());
         }
         let mut entry = Vec::with_capacity(512);
         let mut date = String::with_capacity(32);
-        let urls = published.entries().map_err(CollectError::from)?;
+        let urls = published.entries()?;
         for url in urls {
-            let (url, lastmod, groups) = url.map_err(CollectError::from)?;
+            let (url, lastmod, groups) = url?;
             if groups == 0 {
                 continue;
             }
@@ -169,7 +169,7 @@ impl<'a> Writer<'a> {
         self,
         sink: &mut S,
         indexes: &mut Vec<Url>,
-    ) -> Result<Vec<DiwooStats>, WriteError> {
+    ) -> Result<Vec<DiwooStats>, Error> {
         let mut stats = Vec::with_capacity(self.outputs.len());
         for (urlsets, mut shards, counts) in self.outputs {
             urlsets.finish(|shard| shards.put(sink, shard))?;

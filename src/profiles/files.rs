@@ -10,19 +10,18 @@ use oai_pmh::Datestamp;
 use url::Url;
 
 use crate::publish::FileStream;
+use crate::render::Shard;
 use crate::render::sitemap::render_index;
-use crate::render::{RenderError, Shard};
 
 use super::Profile;
-use super::spill::{CollectError, ProfileShard};
+use super::spill::ProfileShard;
+use crate::error::Error;
 pub(crate) use oai_bridge_files::profiles::content_name;
 
 /// Receives the files of a generation.
 pub trait FileSink {
-    /// The error a write can fail with.
-    type Error: std::error::Error + Send + Sync + 'static;
     /// Stores one file.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error>;
 
     /// Stores one metadata document (`cdif/<hash>.jsonld`) with its record's datestamp. By
     /// default it is a file like any other; the server's sink packs them, as there is one per
@@ -32,7 +31,7 @@ pub trait FileSink {
         name: &str,
         bytes: &[u8],
         lastmod: Option<Datestamp>,
-    ) -> Result<(), Self::Error> {
+    ) -> Result<(), Error> {
         let _ = lastmod;
         self.put(name, bytes)
     }
@@ -53,7 +52,7 @@ pub trait FileSink {
     /// Returns when the shard last changed, if the sink knows (the server's, from the
     /// generation before): the index lists the shard with that `lastmod` (SM-10: when the file
     /// changed), not its newest entry's, which a deleted entry does not move. `None` here.
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Error> {
         if name.ends_with(".gz") {
             self.put(name, &gzip(xml))?;
         } else {
@@ -67,7 +66,7 @@ pub trait FileSink {
     /// after their content (`sitemap-1-<hash>.xml`, [`crate::bucket`]), so that a new shard
     /// never overwrites one that the index before it names: the index switches to the new
     /// shards at once, in one upload.
-    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
+    fn listed_name(&mut self, name: String) -> Result<String, Error> {
         Ok(name)
     }
 
@@ -75,21 +74,21 @@ pub trait FileSink {
     /// back, when this sink writes files as they come: a shard made as the files it comes from
     /// are read is then never whole in memory, nor copied again to be written. `None`: the
     /// caller gathers the bytes and puts them.
-    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Error> {
         let _ = name;
         Ok(None)
     }
 
     /// Ends the stream this sink opened as `name` ([`FileSink::stream`]); the file's length and
     /// CRC-32. Nothing is recorded of it ([`FileSink::shard_stored`]): the caller does.
-    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Error> {
         let _ = (name, stream);
         unreachable!("a sink ends only the streams it opened")
     }
 
     /// Reads the file ended as `name` ([`FileSink::end_stream`]) back into `buf` (its bytes
     /// from the offset returned on) and takes it out: it is not to be published as it stands.
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         let _ = (name, buf);
         unreachable!("a sink takes back only the streams it opened")
     }
@@ -130,9 +129,7 @@ impl<'s, S: FileSink> Recording<'s, S> {
 }
 
 impl<S: FileSink> FileSink for Recording<'_, S> {
-    type Error = S::Error;
-
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         self.inner.put(name, bytes)
     }
 
@@ -141,7 +138,7 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
         name: &str,
         bytes: &[u8],
         lastmod: Option<Datestamp>,
-    ) -> Result<(), Self::Error> {
+    ) -> Result<(), Error> {
         self.inner.put_document(name, bytes, lastmod)
     }
 
@@ -149,23 +146,23 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
         self.inner.link_shard(name, path)
     }
 
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Error> {
         self.inner.put_shard(name, xml)
     }
 
-    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
+    fn listed_name(&mut self, name: String) -> Result<String, Error> {
         self.inner.listed_name(name)
     }
 
-    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Error> {
         self.inner.stream(name)
     }
 
-    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Error> {
         self.inner.end_stream(name, stream)
     }
 
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
         self.inner.take_back(name, buf)
     }
 
@@ -180,21 +177,6 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
             hash,
         });
     }
-}
-
-/// Why a file could not be written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum WriteError {
-    /// Rendering failed.
-    #[error(transparent)]
-    Render(#[from] RenderError),
-    /// A profile's collected records could not be read back.
-    #[error(transparent)]
-    Collect(#[from] CollectError),
-    /// Storing a file failed.
-    #[error("{0}")]
-    Sink(Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
@@ -232,11 +214,7 @@ impl<'a> Shards<'a> {
     }
 
     /// Stores the next shard.
-    pub(crate) fn put<S: FileSink>(
-        &mut self,
-        sink: &mut S,
-        shard: &Shard,
-    ) -> Result<(), WriteError> {
+    pub(crate) fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), Error> {
         let number = self.names.len() as u32 + 1;
         self.put_numbered(sink, number, shard)
     }
@@ -255,11 +233,9 @@ impl<'a> Shards<'a> {
         sink: &mut S,
         number: u32,
         shard: &Shard,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         let name = self.name(number);
-        let changed = sink
-            .put_shard(&name, &shard.bytes)
-            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        let changed = sink.put_shard(&name, &shard.bytes)?;
         if sink.records_shards() {
             let hash = super::ledger::hash(&shard.bytes);
             sink.shard_stored(&name, shard.bytes.len() as u64, hash);
@@ -273,7 +249,7 @@ impl<'a> Shards<'a> {
         &mut self,
         sink: &mut S,
         shard: ProfileShard<'_>,
-    ) -> Result<(), WriteError> {
+    ) -> Result<(), Error> {
         let file = match shard {
             ProfileShard::Cut(shard) => return self.put(sink, shard),
             ProfileShard::File(file) => file,
@@ -284,8 +260,7 @@ impl<'a> Shards<'a> {
         let changed = if sink.link_shard(&name, file.path()) {
             None
         } else {
-            sink.put_shard(&name, &file.read()?)
-                .map_err(|e| WriteError::Sink(Box::new(e)))?
+            sink.put_shard(&name, &file.read()?)?
         };
         // Hashed as it was written (and blanked).
         if let (true, Some(hash)) = (sink.records_shards(), file.hash()) {
@@ -299,11 +274,9 @@ impl<'a> Shards<'a> {
     pub(crate) fn open_next<S: FileSink>(
         &self,
         sink: &mut S,
-    ) -> Result<Option<(String, FileStream)>, WriteError> {
+    ) -> Result<Option<(String, FileStream)>, Error> {
         let name = self.name(self.names.len() as u32 + 1);
-        let stream = sink
-            .stream(&name)
-            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        let stream = sink.stream(&name)?;
         Ok(stream.map(|stream| (name, stream)))
     }
 
@@ -314,10 +287,8 @@ impl<'a> Shards<'a> {
         sink: &mut S,
         (name, stream): (String, FileStream),
         newest: Option<Datestamp>,
-    ) -> Result<(), WriteError> {
-        let (len, crc) = sink
-            .end_stream(&name, stream)
-            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    ) -> Result<(), Error> {
+        let (len, crc) = sink.end_stream(&name, stream)?;
         if sink.records_shards() {
             sink.shard_stored(&name, len, u64::from(crc));
         }
@@ -330,10 +301,8 @@ impl<'a> Shards<'a> {
         sink: &mut S,
         name: String,
         newest: Option<Datestamp>,
-    ) -> Result<(), WriteError> {
-        let name = sink
-            .listed_name(name)
-            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+    ) -> Result<(), Error> {
+        let name = sink.listed_name(name)?;
         self.entries
             .push((join(self.public_url, &name).to_string(), newest));
         self.names.push(name);
@@ -341,7 +310,7 @@ impl<'a> Shards<'a> {
     }
 
     /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
-    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, WriteError> {
+    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, Error> {
         if self.entries.is_empty() {
             return Ok(None);
         }
@@ -350,8 +319,7 @@ impl<'a> Shards<'a> {
             .expect("the lists are listed in a sitemap, not an index")
             .index_name();
         let index = render_index(self.entries.iter().map(|(loc, d)| (loc.as_str(), *d)))?;
-        sink.put(index_name, &index)
-            .map_err(|e| WriteError::Sink(Box::new(e)))?;
+        sink.put(index_name, &index)?;
         Ok(Some(join(self.public_url, index_name)))
     }
 }

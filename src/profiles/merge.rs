@@ -31,11 +31,12 @@ use crate::render::{Limits, Shard};
 
 use super::cdif::{self, CdifDocument};
 use super::diwoo::{self, DiwooStats};
-use super::files::{FileSink, Shards, WriteError};
+use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, RowReader, Rows, SharedClaims};
 use super::signposts::SignStats;
 use super::spill::BLANK_SHARE;
 use super::{Profile, ProfileSettings, ocx, signmap};
+use crate::error::Error;
 use crate::publish::FileStream;
 
 /// Columns of a ledger row's lengths and of the entry streams.
@@ -195,7 +196,7 @@ impl<'a> Files<'a> {
         }
     }
 
-    fn push<S: FileSink>(&mut self, sink: &mut S, entry: Entry<'_>) -> Result<(), WriteError> {
+    fn push<S: FileSink>(&mut self, sink: &mut S, entry: Entry<'_>) -> Result<(), Error> {
         let len = match entry {
             Entry::Won(bytes, _) => bytes.len(),
             Entry::Lost(len) | Entry::Sized(len) => len,
@@ -215,7 +216,7 @@ impl<'a> Files<'a> {
         {
             self.stream = shards.open_next(sink)?;
             if let Some((_, stream)) = &mut self.stream {
-                stream.write(&self.file).map_err(sink_error)?;
+                stream.write(&self.file).map_err(Error::Stream)?;
             }
         }
         let at = self.size;
@@ -224,7 +225,7 @@ impl<'a> Files<'a> {
             Entry::Won(bytes, lastmod) => {
                 self.kept.push((at, len, lastmod));
                 match &mut self.stream {
-                    Some((_, stream)) => stream.write(bytes).map_err(sink_error)?,
+                    Some((_, stream)) => stream.write(bytes).map_err(Error::Stream)?,
                     None if self.shards.is_some() => self.file.extend_from_slice(bytes),
                     None => {}
                 }
@@ -239,10 +240,10 @@ impl<'a> Files<'a> {
                         let mut left = spaces;
                         while left > 0 {
                             let n = left.min(SPACES.len());
-                            stream.write(&SPACES[..n]).map_err(sink_error)?;
+                            stream.write(&SPACES[..n]).map_err(Error::Stream)?;
                             left -= n;
                         }
-                        stream.write(b"\n").map_err(sink_error)?;
+                        stream.write(b"\n").map_err(Error::Stream)?;
                     }
                     None if self.shards.is_some() => {
                         self.file.resize(self.file.len() + spaces, b' ');
@@ -257,7 +258,7 @@ impl<'a> Files<'a> {
     }
 
     /// Closes the file being filled, published, blanked or cut as a render settles it.
-    fn close<S: FileSink>(&mut self, sink: &mut S) -> Result<(), WriteError> {
+    fn close<S: FileSink>(&mut self, sink: &mut S) -> Result<(), Error> {
         if self.urls == 0 {
             return Ok(());
         }
@@ -271,15 +272,16 @@ impl<'a> Files<'a> {
             let mut from = None;
             if let Some((name, mut stream)) = self.stream.take() {
                 if !cut {
-                    stream.write(URLSET_CLOSE.as_bytes()).map_err(sink_error)?;
+                    stream
+                        .write(URLSET_CLOSE.as_bytes())
+                        .map_err(Error::Stream)?;
                     shards.end_next(sink, (name, stream), newest)?;
                     self.reset();
                     return Ok(());
                 }
                 // Its winners are cut again from the bytes as written.
-                let sink_err = |e| WriteError::Sink(Box::new(e));
-                sink.end_stream(&name, stream).map_err(sink_err)?;
-                from = Some(sink.take_back(&name, &mut self.back).map_err(sink_err)?);
+                sink.end_stream(&name, stream)?;
+                from = Some(sink.take_back(&name, &mut self.back)?);
             }
             if cut {
                 let urlsets = self
@@ -332,7 +334,7 @@ impl<'a> Files<'a> {
     }
 
     /// The last file and cut shards; the index's URL.
-    fn finish<S: FileSink>(mut self, sink: &mut S) -> Result<Option<Url>, WriteError> {
+    fn finish<S: FileSink>(mut self, sink: &mut S) -> Result<Option<Url>, Error> {
         self.close(sink)?;
         let Some(mut shards) = self.shards else {
             return Ok(None);
@@ -344,16 +346,11 @@ impl<'a> Files<'a> {
     }
 }
 
-fn sink_error(e: std::io::Error) -> WriteError {
-    WriteError::Sink(Box::new(e))
-}
-
 /// A sink that stores nothing, for a dry run of [`Files`].
 struct Nowhere;
 
 impl FileSink for Nowhere {
-    type Error = std::convert::Infallible;
-    fn put(&mut self, _: &str, _: &[u8]) -> Result<(), Self::Error> {
+    fn put(&mut self, _: &str, _: &[u8]) -> Result<(), Error> {
         Ok(())
     }
 }
@@ -402,7 +399,7 @@ impl BlankReplay {
 }
 
 /// A dry run writes nothing, so it cannot fail to.
-fn never(e: WriteError) -> Unpatchable {
+fn never(e: Error) -> Unpatchable {
     Unpatchable(e.to_string())
 }
 
@@ -411,7 +408,7 @@ impl ProfilePatch {
     /// the published entries merged with the changed records'. Fails, having written some,
     /// when a published file is not as the ledger recorded it or does not hold what the
     /// changes expect.
-    pub(crate) fn write_landing<S: FileSink, E: From<Unpatchable> + From<WriteError>>(
+    pub(crate) fn write_landing<S: FileSink, E: From<Unpatchable> + From<Error>>(
         &self,
         public_url: &Url,
         limits: Limits,
@@ -587,7 +584,7 @@ impl ProfilePatch {
     /// Writes the DiWoo categories' files (`categories`, in order) into `writer`: each
     /// category's published entries, with its changed URLs merged in by URL. What the counts
     /// that `writer` makes lack: the URLs each category counts without publishing them.
-    pub(crate) fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<WriteError>>(
+    pub(crate) fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<Error>>(
         &self,
         categories: &[u8],
         writer: &mut diwoo::Writer<'_>,
@@ -873,8 +870,7 @@ mod tests {
     struct Memory(BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Memory {
-        type Error = std::convert::Infallible;
-        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
             self.0.insert(name.to_owned(), bytes.to_vec());
             Ok(())
         }

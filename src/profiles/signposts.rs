@@ -28,19 +28,20 @@ use url::Url;
 
 use crate::classify::{Class, Pid};
 use crate::dctype::{Memo, TypeMap};
-use crate::inventory::{InventoryFull, Superseded};
+use crate::inventory::Superseded;
 use crate::render::Limits;
 use crate::render::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
 
 use super::Profile;
 use super::cdif::CdifDocument;
-use super::files::{FileSink, Shards, WriteError};
+use super::files::{FileSink, Shards};
 use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
-pub(crate) use super::spill::{CollectError, ProfileShard, ShardFile};
+pub(crate) use super::spill::{ProfileShard, ShardFile};
 use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, spill_error};
 use super::versions::{Occurrences, Resolution, State};
 use super::{cdif, ocx, signmap};
+use crate::error::Error;
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
 pub(crate) const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
@@ -432,14 +433,14 @@ impl Signposts {
     /// directory URL, which file names are joined onto), which the other profiles then link
     /// to; with no `documents`, only gathered into CDIF's metadata lists, and not linked. Call
     /// before [`Signposts::add`].
-    pub fn with_cdif(mut self, documents: Option<Url>) -> Result<Self, CollectError> {
+    pub fn with_cdif(mut self, documents: Option<Url>) -> Result<Self, Error> {
         if let Some(documents) = documents {
             if documents.cannot_be_a_base() {
-                return Err(CollectError::Documents(documents));
+                return Err(Error::Documents(documents));
             }
             let folder = documents
                 .join(CDIF_DIR)
-                .map_err(|_| CollectError::Documents(documents.clone()))?;
+                .map_err(|_| Error::Documents(documents.clone()))?;
             self.documents = Some(folder.into());
         }
         self.cdif = Some(Spill::new()?);
@@ -453,9 +454,9 @@ impl Signposts {
         &mut self,
         record: &Record,
         classes: &[Class<'_>],
-    ) -> Result<Option<Written>, CollectError> {
+    ) -> Result<Option<Written>, Error> {
         if self.occurrences.len() == u32::MAX {
-            return Err(InventoryFull.into());
+            return Err(Error::InventoryFull);
         }
         let mut state = State::Deleted;
         let mut hash = 0;
@@ -485,7 +486,7 @@ impl Signposts {
         found: &Classified<'_>,
         landing: &str,
         lens: &mut [u32; 3],
-    ) -> Result<bool, CollectError> {
+    ) -> Result<bool, Error> {
         // The license and schema.org type are the Signmap's and CDIF's, not OCX's, which has
         // its own table.
         let linked = self.shards[SIGNMAP].is_some() || self.cdif.is_some();
@@ -561,7 +562,7 @@ impl Signposts {
     ///
     /// When `superseded` does not cover exactly the occurrences added here: it must come from
     /// the inventory that was given the same records in the same order.
-    pub fn finish(self, superseded: &Superseded) -> Result<Resolved, CollectError> {
+    pub fn finish(self, superseded: &Superseded) -> Result<Resolved, Error> {
         assert_eq!(
             superseded.len(),
             self.occurrences.len() as usize,
@@ -668,19 +669,19 @@ pub struct Written {
 impl Resolved {
     /// `rows` (a ledger's, one for each occurrence collected, in order) with the entries that
     /// lost marked, and every row of a landing page several records give.
-    pub(crate) fn settle_ledger(&self, rows: Rows) -> Result<Rows, CollectError> {
+    pub(crate) fn settle_ledger(&self, rows: Rows) -> Result<Rows, Error> {
         if self.stats.duplicate == 0 {
             return Ok(rows);
         }
         let lost =
             |row: &super::ledger::Row<'_>, seq: usize| row.landing && !self.resolution.won(seq);
-        let each = |f: &mut dyn FnMut(usize, &super::ledger::Row<'_>)| -> Result<(), CollectError> {
-            let mut reader = RowReader::new(rows.as_bytes()).map_err(CollectError::Ledger)?;
+        let each = |f: &mut dyn FnMut(usize, &super::ledger::Row<'_>)| -> Result<(), Error> {
+            let mut reader = RowReader::new(rows.as_bytes()).map_err(|why| Error::Ledger(why.0))?;
             let mut seq = 0;
             while let Some(row) = reader.row() {
                 f(seq, &row);
                 seq += 1;
-                reader.advance().map_err(CollectError::Ledger)?;
+                reader.advance().map_err(|why| Error::Ledger(why.0))?;
             }
             Ok(())
         };
@@ -705,7 +706,7 @@ impl Resolved {
     /// Every entry written of each column (Signmap, OCX, CDIF), won or lost, one after another
     /// in the order collected; the CDIF documents with their name's hash in front. An entry that
     /// lost may be blanked out (its length kept).
-    pub(crate) fn entry_streams(&self) -> Result<[Vec<u8>; 3], CollectError> {
+    pub(crate) fn entry_streams(&self) -> Result<[Vec<u8>; 3], Error> {
         let mut streams: [Vec<u8>; 3] = Default::default();
         for (column, open) in [(SIGNMAP, signmap::URLSET_OPEN), (OCX, ocx::URLSET_OPEN)] {
             for file in &self.shards[column] {
@@ -744,7 +745,7 @@ impl Resolved {
         profile: Profile,
         public_url: &Url,
         sink: &mut S,
-    ) -> Result<Option<Url>, WriteError> {
+    ) -> Result<Option<Url>, Error> {
         let mut shards = Shards::new(public_url, profile, "xml");
         match profile {
             Profile::Signmap => self.render_signmap(|shard| shards.put_profile(sink, shard))?,
@@ -756,7 +757,7 @@ impl Resolved {
 
     /// The Signmap's shards, each handed to `emit` as soon as it is made, within the limits
     /// counting the links' bytes too (SP-14); their number.
-    pub fn render_signmap<E: From<CollectError>>(
+    pub fn render_signmap<E: From<Error>>(
         &self,
         emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
@@ -764,7 +765,7 @@ impl Resolved {
     }
 
     /// The OCX sitemap's shards (records with an OCX type), as [`Resolved::render_signmap`].
-    pub fn render_ocx<E: From<CollectError>>(
+    pub fn render_ocx<E: From<Error>>(
         &self,
         emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
@@ -773,7 +774,7 @@ impl Resolved {
 
     /// Each shard file of profile `column` as it stands, and the winners' entries of those
     /// marked to be cut again ([`ShardSpill::finish`]); in harvest order.
-    fn render<E: From<CollectError>>(
+    fn render<E: From<Error>>(
         &self,
         column: usize,
         open: &str,
@@ -804,7 +805,7 @@ impl Resolved {
     }
 
     /// Pushes the `kept` entries of `file` (offset, length, lastmod) into `urlsets`.
-    fn cut<E: From<CollectError>>(
+    fn cut<E: From<Error>>(
         file: &ShardFile,
         kept: &[(u64, u32, Option<Datestamp>)],
         urlsets: &mut Urlsets<'_>,
@@ -834,7 +835,7 @@ impl Resolved {
     fn read_entries(
         &self,
         column: usize,
-    ) -> Result<impl Iterator<Item = Result<EntryAt, CollectError>> + '_, CollectError> {
+    ) -> Result<impl Iterator<Item = Result<EntryAt, Error>> + '_, Error> {
         // The entries lie in `seq` order; the offset of one is the sum of the lengths before.
         let mut reader = self.resolution.read()?;
         let mut seq = 0usize;
@@ -844,7 +845,7 @@ impl Resolved {
                 let o = match reader.next() {
                     Ok(Some(o)) => o,
                     Ok(None) => return None,
-                    Err(e) => return Some(Err(e.into())),
+                    Err(e) => return Some(Err(e)),
                 };
                 let (at, len) = (seq, o.lens[column]);
                 let start = offset;
@@ -865,7 +866,7 @@ impl Resolved {
 
     /// Hands `each` the CDIF document of every record that has one, in harvest order. One
     /// buffer serves them all (a `Vec` and a name per document showed in an export's time).
-    pub fn for_each_cdif_document<E: From<CollectError>>(
+    pub fn for_each_cdif_document<E: From<Error>>(
         &self,
         mut each: impl FnMut(CdifDocument<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
@@ -970,7 +971,7 @@ mod tests {
                 }
                 ProfileShard::Cut(s) => (s.clone(), false),
             });
-            Ok::<_, CollectError>(())
+            Ok::<_, Error>(())
         };
         if ocx {
             r.render_ocx(emit).unwrap();
@@ -1331,7 +1332,7 @@ mod tests {
         r.for_each_cdif_document(|d| {
             docs.push((d.name.to_owned(), d.lastmod, d.bytes.to_vec()));
             urls.push(d.url.map(str::to_owned));
-            Ok::<(), CollectError>(())
+            Ok::<(), Error>(())
         })
         .unwrap();
         assert_eq!(docs.len(), 2);
@@ -1550,7 +1551,7 @@ mod tests {
             let mut names = Vec::new();
             r.for_each_cdif_document(|d| {
                 names.push(d.name.to_owned());
-                Ok::<(), CollectError>(())
+                Ok::<(), Error>(())
             })
             .unwrap();
             let want_names: Vec<String> = expected

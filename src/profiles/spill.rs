@@ -8,18 +8,17 @@ use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use oai_pmh::Datestamp;
-use url::Url;
 
-use crate::inventory::InventoryFull;
 use crate::publish::DirectWriter;
 use crate::render::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};
 use crate::render::{Limits, Shard};
 
 use super::versions::Resolution;
+use crate::error::Error;
 
 /// The error of the CDIF documents' temporary file, while doing `action` with it.
-pub(super) fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> CollectError {
-    move |source| CollectError::Spill { action, source }
+pub(super) fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::CdifSpill { action, source }
 }
 
 /// An append-only temporary file of the CDIF documents.
@@ -29,7 +28,7 @@ pub(super) struct Spill {
 }
 
 impl Spill {
-    pub(super) fn new() -> Result<Self, CollectError> {
+    pub(super) fn new() -> Result<Self, Error> {
         let file = tempfile::tempfile().map_err(spill_error("create"))?;
         Ok(Self {
             out: BufWriter::with_capacity(1 << 20, file),
@@ -37,14 +36,14 @@ impl Spill {
     }
 
     /// Appends `bytes`; their length.
-    pub(super) fn append(&mut self, bytes: &[u8]) -> Result<u32, CollectError> {
-        let len = u32::try_from(bytes.len()).map_err(|_| InventoryFull)?;
+    pub(super) fn append(&mut self, bytes: &[u8]) -> Result<u32, Error> {
+        let len = u32::try_from(bytes.len()).map_err(|_| Error::InventoryFull)?;
         self.out.write_all(bytes).map_err(spill_error("write"))?;
         Ok(len)
     }
 
     /// The file, written out.
-    pub(super) fn finish(self) -> Result<File, CollectError> {
+    pub(super) fn finish(self) -> Result<File, Error> {
         self.out
             .into_inner()
             .map_err(|e| spill_error("write")(e.into_error()))
@@ -64,15 +63,15 @@ pub(super) struct SpillFolder {
 }
 
 impl SpillFolder {
-    pub(super) fn path(&mut self) -> Result<&Path, CollectError> {
+    pub(super) fn path(&mut self) -> Result<&Path, Error> {
         if self.dir.is_none() {
             let dir = tempfile::Builder::new()
                 .prefix(".oai-bridge-shards-")
                 .tempdir_in(&self.parent)
-                .map_err(|source| CollectError::Folder {
-                    parent: self.parent.clone(),
-                    source,
-                })?;
+                .map_err(Error::io(
+                    "cannot make a folder for the profiles' shard files in",
+                    &self.parent,
+                ))?;
             self.dir = Some(dir);
         }
         Ok(self.dir.as_ref().expect("made above").path())
@@ -118,8 +117,8 @@ impl ShardSpill {
         limits: Limits,
         entry: &[u8],
         lastmod: Option<Datestamp>,
-    ) -> Result<u32, CollectError> {
-        let len = u32::try_from(entry.len()).map_err(|_| InventoryFull)?;
+    ) -> Result<u32, Error> {
+        let len = u32::try_from(entry.len()).map_err(|_| Error::InventoryFull)?;
         if let Some((_, file, _)) = &self.current
             && limits.overflows(file.urls, file.bytes + entry.len(), frame(self.open))
         {
@@ -141,7 +140,7 @@ impl ShardSpill {
     fn start(
         &mut self,
         folder: &mut SpillFolder,
-    ) -> Result<(DirectWriter, ShardFile, Hasher), CollectError> {
+    ) -> Result<(DirectWriter, ShardFile, Hasher), Error> {
         let name = format!(
             "{}-{}.xml",
             self.profile.to_ascii_lowercase(),
@@ -169,7 +168,7 @@ impl ShardSpill {
     }
 
     /// Closes the current file, if any: the close tag, written out.
-    fn close(&mut self) -> Result<(), CollectError> {
+    fn close(&mut self) -> Result<(), Error> {
         if let Some((mut out, mut file, mut hasher)) = self.current.take() {
             out.write_all(URLSET_CLOSE.as_bytes())
                 .map_err(file.error("write"))?;
@@ -187,17 +186,14 @@ impl ShardSpill {
     /// won stays as it is; one that lost a few has them blanked out (see
     /// [`ShardFile::settle`]); one that lost more is marked to be cut again from its winners'
     /// entries.
-    pub(super) fn finish(
-        mut self,
-        resolution: &Resolution,
-    ) -> Result<Vec<ShardFile>, CollectError> {
+    pub(super) fn finish(mut self, resolution: &Resolution) -> Result<Vec<ShardFile>, Error> {
         self.close()?;
         let column = self.column;
         let header = header(self.open) as u64;
         let mut occurrences = resolution.read()?;
         let mut seq = 0usize;
         // The next occurrence with an entry in this profile: its number, length and datestamp.
-        let mut next_entry = || -> Result<Option<(usize, u32, i64)>, CollectError> {
+        let mut next_entry = || -> Result<Option<(usize, u32, i64)>, Error> {
             while let Some(o) = occurrences.next()? {
                 seq += 1;
                 if o.lens[column] > 0 {
@@ -286,7 +282,7 @@ impl ShardFile {
     }
 
     /// Its bytes.
-    pub fn read(&self) -> Result<Vec<u8>, CollectError> {
+    pub fn read(&self) -> Result<Vec<u8>, Error> {
         std::fs::read(&self.path).map_err(self.error("read"))
     }
 
@@ -301,7 +297,7 @@ impl ShardFile {
         &mut self,
         kept: &[(u64, u32, Option<Datestamp>)],
         lost: &[(u64, u32)],
-    ) -> Result<(), CollectError> {
+    ) -> Result<(), Error> {
         if lost.is_empty() {
             return Ok(());
         }
@@ -334,11 +330,8 @@ impl ShardFile {
 
     /// The error of this file, while doing `action` with it (the path copied only then: an
     /// error made ready for every entry written cost more than writing it).
-    pub(super) fn error(
-        &self,
-        action: &'static str,
-    ) -> impl FnOnce(std::io::Error) -> CollectError + '_ {
-        move |source| CollectError::ShardFile {
+    pub(super) fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+        move |source| Error::ShardFile {
             profile: self.profile,
             action,
             path: self.path.clone(),
@@ -357,64 +350,6 @@ pub enum ProfileShard<'a> {
     /// Cut in memory from the published entries of a file some of whose entries lost to
     /// newer records.
     Cut(&'a Shard),
-}
-
-/// Why a record could not be collected.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum CollectError {
-    /// The in-memory table is full.
-    #[error(transparent)]
-    Full(#[from] InventoryFull),
-    /// The URL inventory's runs on disk failed.
-    #[error(transparent)]
-    Inventory(#[from] crate::spill::SpillError),
-    /// The folder of the shard files cannot be made.
-    #[error("cannot make a folder for the profiles' shard files in {}: {source}", parent.display())]
-    Folder {
-        /// Where it was to be made.
-        parent: PathBuf,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// A shard file of a profile failed.
-    #[error("cannot {action} the {profile} shard file {}: {source}", path.display())]
-    ShardFile {
-        /// The profile: Signmap or OCX.
-        profile: &'static str,
-        /// What was being done: create, write, open or read.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// The temporary file of the CDIF documents failed.
-    #[error(
-        "cannot {action} the temporary file of the CDIF documents (in {}): {source}",
-        std::env::temp_dir().display()
-    )]
-    Spill {
-        /// What was being done: create, write or read.
-        action: &'static str,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// The profiles' ledger being made is not as written.
-    #[error(transparent)]
-    Ledger(crate::patch::Unpatchable),
-    /// The URL the CDIF documents are published under cannot have file names joined onto it.
-    #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
-    Documents(Url),
-}
-
-impl From<crate::inventory::InventoryError> for CollectError {
-    fn from(e: crate::inventory::InventoryError) -> Self {
-        match e {
-            crate::inventory::InventoryError::Full(e) => Self::Full(e),
-            crate::inventory::InventoryError::Spill(e) => Self::Inventory(e),
-        }
-    }
 }
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.

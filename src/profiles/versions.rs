@@ -8,8 +8,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+use crate::error::Error;
 use crate::inventory::Superseded;
-use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, Share, SpillError};
+use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
 /// What resolving counted, as [`super::signposts::SignStats`] has it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -93,7 +94,7 @@ impl Occurrences {
         datestamp: i64,
         state: State,
         landing: u128,
-    ) -> Result<(), SpillError> {
+    ) -> Result<(), Error> {
         let file = match &mut self.file {
             Some(file) => file,
             None => self.file.insert(self.folder.create("occurrences")?),
@@ -123,7 +124,7 @@ impl Occurrences {
         Ok(())
     }
 
-    fn spill(&mut self) -> Result<(), SpillError> {
+    fn spill(&mut self) -> Result<(), Error> {
         self.versions.sort_unstable();
         let mut out = self.folder.create("versions")?;
         for v in &self.versions {
@@ -150,7 +151,7 @@ impl Occurrences {
         mut self,
         superseded: &Superseded,
         stats: &mut SignStats,
-    ) -> Result<Resolution, SpillError> {
+    ) -> Result<Resolution, Error> {
         let file = self.file.take().map(RunWriter::finish).transpose()?;
         let mut won = vec![0u64; (self.count as usize).div_ceil(64)];
         let mut group: Option<Version> = None;
@@ -220,7 +221,7 @@ impl Occurrences {
     }
 }
 
-fn read_version(input: &mut RunReader) -> Result<Option<Version>, SpillError> {
+fn read_version(input: &mut RunReader) -> Result<Option<Version>, Error> {
     let Some(high) = input.fixed_or_end()? else {
         return Ok(None);
     };
@@ -251,7 +252,7 @@ impl Resolution {
     }
 
     /// The occurrences in harvest order.
-    pub(super) fn read(&self) -> Result<OccurrenceReader, SpillError> {
+    pub(super) fn read(&self) -> Result<OccurrenceReader, Error> {
         Ok(OccurrenceReader {
             input: self.file.as_ref().map(Run::read).transpose()?,
             left: self.count,
@@ -275,7 +276,7 @@ pub(super) struct OccurrenceReader {
 }
 
 impl OccurrenceReader {
-    pub(super) fn next(&mut self) -> Result<Option<Occurrence>, SpillError> {
+    pub(super) fn next(&mut self) -> Result<Option<Occurrence>, Error> {
         let Some(input) = self.input.as_mut().filter(|_| self.left > 0) else {
             return Ok(None);
         };

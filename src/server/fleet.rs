@@ -26,6 +26,7 @@
 //! The leases run on the gateway's runtime with an asynchronous client of their own (one
 //! connection per gateway, opened again when it breaks), apart from the stores' connections.
 
+use crate::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -49,15 +50,6 @@ pub(crate) enum Claim {
         /// When that refresh ended.
         since: SystemTime,
     },
-}
-
-/// A failure of the fleet's database, naming it (without its password) and what was being done.
-#[derive(Debug, thiserror::Error)]
-#[error("fleet state {url}: cannot {what}: {source}")]
-pub(crate) struct FleetError {
-    url: String,
-    what: &'static str,
-    source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// What the fleet's database records of one repository, as the follow loop reads it every
@@ -123,7 +115,7 @@ impl Fleet {
     }
 
     /// The connection, opened (again) when there is none or it broke.
-    async fn client(&self) -> Result<Arc<tokio_postgres::Client>, FleetError> {
+    async fn client(&self) -> Result<Arc<tokio_postgres::Client>, Error> {
         let mut slot = self.client.lock().await;
         if let Some(client) = slot.as_ref().filter(|c| !c.is_closed()) {
             return Ok(Arc::clone(client));
@@ -134,7 +126,7 @@ impl Fleet {
             tokio::time::timeout(self.connect_bound, (self.config).connect(self.tls.clone()))
                 .await
                 .map_err(|_| {
-                    FleetError {
+                    Error::Fleet {
             url: self.url.clone(),
             what: "connect",
             source: format!(
@@ -156,9 +148,9 @@ impl Fleet {
         Ok(client)
     }
 
-    fn failed(&self, what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> FleetError {
+    fn failed(&self, what: &'static str) -> impl FnOnce(tokio_postgres::Error) -> Error {
         let url = self.url.clone();
-        move |source| FleetError {
+        move |source| Error::Fleet {
             url,
             what,
             source: Box::new(source),
@@ -172,7 +164,7 @@ impl Fleet {
         repository: &str,
         interval: Duration,
         asked: bool,
-    ) -> Result<Claim, FleetError> {
+    ) -> Result<Claim, Error> {
         let client = self.client().await?;
         let granted = client
             .query_opt(
@@ -217,7 +209,7 @@ impl Fleet {
 
     /// Renews this gateway's lease of token `fence` on `repository`; `false` when it holds
     /// none any more.
-    pub(crate) async fn renew(&self, repository: &str, fence: i64) -> Result<bool, FleetError> {
+    pub(crate) async fn renew(&self, repository: &str, fence: i64) -> Result<bool, Error> {
         let client = self.client().await?;
         let renewed = client
             .execute(
@@ -232,7 +224,7 @@ impl Fleet {
 
     /// Gives up this gateway's lease of token `fence` on `repository` (its refresh failed);
     /// changes nothing when a later claim has it.
-    pub(crate) async fn release(&self, repository: &str, fence: i64) -> Result<(), FleetError> {
+    pub(crate) async fn release(&self, repository: &str, fence: i64) -> Result<(), Error> {
         let client = self.client().await?;
         client
             .execute(
@@ -254,7 +246,7 @@ impl Fleet {
         fence: i64,
         id: &str,
         manifest: &[u8],
-    ) -> Result<bool, FleetError> {
+    ) -> Result<bool, Error> {
         let client = self.client().await?;
         let recorded = client
             .execute(
@@ -310,7 +302,7 @@ impl Fleet {
     }
 
     /// What is recorded of every repository: its lease and its generation.
-    pub(crate) async fn generations(&self) -> Result<Vec<Recorded>, FleetError> {
+    pub(crate) async fn generations(&self) -> Result<Vec<Recorded>, Error> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -344,7 +336,7 @@ impl Fleet {
     pub(crate) async fn manifest(
         &self,
         repository: &str,
-    ) -> Result<Option<(String, Vec<u8>, Option<i64>)>, FleetError> {
+    ) -> Result<Option<(String, Vec<u8>, Option<i64>)>, Error> {
         let client = self.client().await?;
         let row = client
             .query_opt(

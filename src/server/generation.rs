@@ -24,6 +24,7 @@ use sha2::{Digest, Sha256};
 
 use super::keyed::Pack;
 use crate::bucket::{Rank, Staged};
+use crate::error::Error;
 use crate::pipeline::{self, FileSink};
 
 /// Name of the file in a repository's state folder that names the current generation.
@@ -329,43 +330,19 @@ impl Drop for Generation {
 }
 
 /// Reads a file of a generation whole.
-pub(crate) fn read(path: &Path) -> Result<Vec<u8>, GenerationError> {
-    fs::read(path).map_err(store_err("cannot read", path))
+pub(crate) fn read(path: &Path) -> Result<Vec<u8>, Error> {
+    fs::read(path).map_err(Error::io("cannot read", path))
 }
 
 /// A file a generation should hold and does not.
-pub(crate) fn missing(path: &Path) -> GenerationError {
-    store_err("no such file in the generation:", path)(io::ErrorKind::NotFound.into())
-}
-
-/// An error of a repository's generations on disk (writing, loading, importing one), naming
-/// the path. (The state store's own errors are [`crate::store::StoreError`].)
-#[derive(Debug, thiserror::Error)]
-#[error("{action} {}: {source}", path.display())]
-pub struct GenerationError {
-    /// What was being done.
-    pub action: &'static str,
-    /// Where.
-    pub path: PathBuf,
-    /// The cause.
-    pub source: io::Error,
-}
-
-fn store_err<'a>(
-    action: &'static str,
-    path: &'a Path,
-) -> impl FnOnce(io::Error) -> GenerationError + 'a {
-    move |source| GenerationError {
-        action,
-        path: path.to_owned(),
-        source,
-    }
+pub(crate) fn missing(path: &Path) -> Error {
+    Error::io("no such file in the generation:", path)(io::Error::from(io::ErrorKind::NotFound))
 }
 
 /// Loads the current generation of the repository whose state folder is `repo_dir`, and removes
 /// whatever else is there (staging folders of interrupted refreshes, retired generations).
 /// `Ok(None)` when there is none yet.
-pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, GenerationError> {
+pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Error> {
     let pointer = repo_dir.join(CURRENT);
     let id = match fs::read_to_string(&pointer) {
         Ok(id) => id.trim().to_owned(),
@@ -373,34 +350,32 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Genera
             remove_all_but(repo_dir, None);
             return Ok(None);
         }
-        Err(e) => return Err(store_err("cannot read", &pointer)(e)),
+        Err(e) => return Err(Error::io("cannot read", &pointer)(e)),
     };
     if id.is_empty() || id.contains(['/', '\\']) || id.starts_with('.') {
-        return Err(store_err("not a generation id in", &pointer)(
-            io::Error::other(format!("{id:?}")),
-        ));
+        return Err(Error::io("not a generation id in", &pointer)(format!(
+            "{id:?}"
+        )));
     }
     let dir = repo_dir.join(&id);
     let manifest_path = dir.join(MANIFEST);
-    let text = fs::read(&manifest_path).map_err(store_err("cannot read", &manifest_path))?;
-    let manifest: Manifest = serde_json::from_slice(&text)
-        .map_err(|e| store_err("cannot parse", &manifest_path)(io::Error::other(e)))?;
+    let text = fs::read(&manifest_path).map_err(Error::io("cannot read", &manifest_path))?;
+    let manifest: Manifest =
+        serde_json::from_slice(&text).map_err(Error::io("cannot parse", &manifest_path))?;
     if manifest.format != FORMAT || manifest.id != id {
-        return Err(store_err("unexpected manifest", &manifest_path)(
-            io::Error::other(format!(
-                "format {} id {:?}, expected format {FORMAT} id {id:?}",
-                manifest.format, manifest.id
-            )),
-        ));
+        return Err(Error::io("unexpected manifest", &manifest_path)(format!(
+            "format {} id {:?}, expected format {FORMAT} id {id:?}",
+            manifest.format, manifest.id
+        )));
     }
     for f in &manifest.files {
         let path = dir.join(&f.name);
         let len = fs::metadata(&path)
-            .map_err(store_err("missing file of the generation:", &path))?
+            .map_err(Error::io("missing file of the generation:", &path))?
             .len();
         if len != f.len {
-            return Err(store_err("damaged file of the generation:", &path)(
-                io::Error::other(format!("{len} bytes, the manifest says {}", f.len)),
+            return Err(Error::io("damaged file of the generation:", &path)(
+                format!("{len} bytes, the manifest says {}", f.len),
             ));
         }
     }
@@ -410,20 +385,18 @@ pub(crate) fn load_current(repo_dir: &Path) -> Result<Option<Generation>, Genera
 }
 
 /// The document index in `dir`, which must have `count` entries (none: no index).
-fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, GenerationError> {
+fn open_documents(dir: &Path, count: u64) -> Result<super::keyed::Index, Error> {
     if count == 0 {
         return Ok(super::keyed::Index::default());
     }
     let path = dir.join(DOCS_INDEX);
     let index =
-        super::keyed::Index::open(&path).map_err(store_err("damaged document index", &path))?;
+        super::keyed::Index::open(&path).map_err(Error::io("damaged document index", &path))?;
     if index.len() != count {
-        return Err(store_err("damaged document index", &path)(
-            io::Error::other(format!(
-                "{} entries, the manifest says {count}",
-                index.len()
-            )),
-        ));
+        return Err(Error::io("damaged document index", &path)(format!(
+            "{} entries, the manifest says {count}",
+            index.len()
+        )));
     }
     Ok(index)
 }
@@ -506,15 +479,12 @@ pub(crate) struct Writer<'a> {
 impl<'a> Writer<'a> {
     /// Starts a generation for the repository whose state folder is `repo_dir`; `previous` is the
     /// one being served, whose `Last-Modified` times carry over to unchanged files.
-    pub(crate) fn new(
-        repo_dir: &Path,
-        previous: Option<&'a Generation>,
-    ) -> Result<Self, GenerationError> {
-        fs::create_dir_all(repo_dir).map_err(store_err("cannot create", repo_dir))?;
+    pub(crate) fn new(repo_dir: &Path, previous: Option<&'a Generation>) -> Result<Self, Error> {
+        fs::create_dir_all(repo_dir).map_err(Error::io("cannot create", repo_dir))?;
         let staging = tempfile::Builder::new()
             .prefix(".staging-")
             .tempdir_in(repo_dir)
-            .map_err(store_err("cannot create a staging folder in", repo_dir))?;
+            .map_err(Error::io("cannot create a staging folder in", repo_dir))?;
         Ok(Self {
             repo_dir: repo_dir.to_owned(),
             staging,
@@ -547,18 +517,13 @@ impl<'a> Writer<'a> {
         self
     }
 
-    fn store(
-        &mut self,
-        name: &str,
-        bytes: &[u8],
-        changed: Option<u64>,
-    ) -> Result<u64, GenerationError> {
+    fn store(&mut self, name: &str, bytes: &[u8], changed: Option<u64>) -> Result<u64, Error> {
         let path = self.staging.path().join(name);
         // A shard is written past the page cache, as an export writes it: copying a gigabyte of
         // Signmap and OCX shards into the page cache was the largest part of a refresh's
         // system time.
         crate::publish::write_file(&path, bytes, &mut self.aligned, true)
-            .map_err(store_err("cannot write", &path))?;
+            .map_err(Error::io("cannot write", &path))?;
         let hash = content_hash(bytes);
         let last_modified = changed.unwrap_or_else(|| {
             let etag = etag_header(&hash);
@@ -580,7 +545,7 @@ impl<'a> Writer<'a> {
 
     /// Stores a file, and an `.xml` file's gzipped sibling; when it last changed, in seconds
     /// since the Unix epoch (now, unless the previous generation has the same bytes).
-    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, GenerationError> {
+    fn put_file(&mut self, name: &str, bytes: &[u8]) -> Result<u64, Error> {
         if name.ends_with(".xml")
             && let Some(changed) = self.link_unchanged(name, bytes)?
         {
@@ -598,7 +563,7 @@ impl<'a> Writer<'a> {
     /// hard-linking both from there: not written, synced or compressed again, and with the same
     /// validators; returns when it last changed. `None` when the file changed or cannot be
     /// linked (it is then written).
-    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, GenerationError> {
+    fn link_unchanged(&mut self, name: &str, bytes: &[u8]) -> Result<Option<u64>, Error> {
         let Some(previous) = self.previous else {
             return Ok(None);
         };
@@ -620,13 +585,13 @@ impl<'a> Writer<'a> {
 
     /// Stores a file made by the gateway beside the harvest's ([`super::resourcesync`]): as
     /// [`Writer::put_file`], a plain `.xml` with its gzip, linked when unchanged.
-    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
+    pub(crate) fn put_derived(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         self.put_file(name, bytes).map(|_| ())
     }
 
     /// Takes the previous generation's file `name` (and its gzip sibling) as it is, by
     /// hard-linking, without reading it; `false` when there is none or it cannot be linked.
-    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, GenerationError> {
+    pub(crate) fn link_previous(&mut self, name: &str) -> Result<bool, Error> {
         let Some(previous) = self.previous else {
             return Ok(false);
         };
@@ -640,7 +605,7 @@ impl<'a> Writer<'a> {
             if let Err(e) = fs::hard_link(previous.dir.join(&meta.name), &to) {
                 tracing::debug!(file = meta.name, "cannot link the file, writing it: {e}");
                 for path in &linked {
-                    fs::remove_file(path).map_err(store_err("cannot remove", path))?;
+                    fs::remove_file(path).map_err(Error::io("cannot remove", path))?;
                 }
                 return Ok(false);
             }
@@ -673,26 +638,26 @@ impl<'a> Writer<'a> {
 
     /// Makes the generation durable and current; returns it, ready to serve.
     #[cfg(test)]
-    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, GenerationError> {
+    pub(crate) fn commit(self, summary: Summary) -> Result<Generation, Error> {
         self.finish(summary)?.install()
     }
 
     /// Makes the generation durable in its staging folder, not yet in place: what is served
     /// and what a restart serves are as they were until [`Finished::install`].
-    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, GenerationError> {
+    pub(crate) fn finish(mut self, summary: Summary) -> Result<Finished, Error> {
         let created = self.now;
         if let Some((out, _)) = self.documents.take() {
             let pack = self.staging.path().join(DOCS_PACK);
             out.finish()
                 .and_then(|(file, _)| file.sync_all())
-                .map_err(store_err("cannot write", &pack))?;
+                .map_err(Error::io("cannot write", &pack))?;
         }
         let documents = match self.doc_index.take() {
             Some(sorter) => {
                 let index = self.staging.path().join(DOCS_INDEX);
                 sorter
                     .finish(&index)
-                    .map_err(store_err("cannot write", &index))?
+                    .map_err(Error::io("cannot write", &index))?
             }
             None => 0,
         };
@@ -721,7 +686,7 @@ impl<'a> Writer<'a> {
         };
         let manifest_path = self.staging.path().join(MANIFEST);
         let json = serde_json::to_vec_pretty(&manifest)
-            .map_err(|e| store_err("cannot encode", &manifest_path)(io::Error::other(e)))?;
+            .map_err(Error::io("cannot encode", &manifest_path))?;
         write_synced(&manifest_path, &json)?;
         sync_dir(self.staging.path())?;
         Ok(Finished {
@@ -763,16 +728,16 @@ impl Finished {
     }
 
     /// Puts the generation in place and names it current; returns it, ready to serve.
-    pub(crate) fn install(self) -> Result<Generation, GenerationError> {
+    pub(crate) fn install(self) -> Result<Generation, Error> {
         let id = self.manifest.id.clone();
         let staged = self.staging.keep();
         let dir = self.repo_dir.join(&id);
-        fs::rename(&staged, &dir).map_err(store_err("cannot move into place", &dir))?;
+        fs::rename(&staged, &dir).map_err(Error::io("cannot move into place", &dir))?;
         // The pointer is replaced by a rename, so it always names a whole generation.
         let pointer = self.repo_dir.join(CURRENT);
         let tmp = self.repo_dir.join(format!(".{CURRENT}.tmp"));
         write_synced(&tmp, format!("{id}\n").as_bytes())?;
-        fs::rename(&tmp, &pointer).map_err(store_err("cannot replace", &pointer))?;
+        fs::rename(&tmp, &pointer).map_err(Error::io("cannot replace", &pointer))?;
         sync_dir(&self.repo_dir)?;
         let documents = open_documents(&dir, self.manifest.documents)?;
         Ok(Generation::from_manifest(dir, self.manifest, documents))
@@ -781,7 +746,7 @@ impl Finished {
     /// The generation's files as a bucket publishes them: the shards under the names their
     /// indexes list (named after their content, with a publish URL), the indexes, and each
     /// document out of the pack; not the gzipped siblings a gateway keeps for negotiation.
-    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, GenerationError> {
+    pub(crate) fn for_bucket(&self) -> Result<Vec<Staged>, Error> {
         let dir = self.staging.path();
         let aliases = &self.manifest.aliases;
         // Each listed file under the name its index lists; the other spelling of a listed
@@ -813,7 +778,7 @@ impl Finished {
             out.extend(documents_for_bucket(&dir.join(DOCS_PACK), &index)?);
             // The documents' keys, lengths and dates, for the other gateways of a fleet.
             let index = dir.join(DOCS_INDEX);
-            let bytes = fs::read(&index).map_err(store_err("cannot read", &index))?;
+            let bytes = fs::read(&index).map_err(Error::io("cannot read", &index))?;
             out.push(Staged {
                 name: BUCKET_DOCS_INDEX.to_owned(),
                 path: index,
@@ -859,17 +824,15 @@ pub(crate) async fn import<F, Fut>(
     previous: Option<&Generation>,
     manifest: Manifest,
     mut fetch: F,
-) -> Result<Finished, GenerationError>
+) -> Result<Finished, Error>
 where
     F: FnMut(String) -> Fut,
-    Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, crate::bucket::BucketError>>,
+    Fut: std::future::Future<Output = Result<Option<bytes::Bytes>, Error>>,
 {
     let fetched = |name: &str| {
         let name = name.to_owned();
-        move |e: crate::bucket::BucketError| {
-            store_err("cannot fetch from the bucket", Path::new(&name))(io::Error::other(
-                crate::error::chain(&e),
-            ))
+        move |e: Error| {
+            Error::io("cannot fetch from the bucket", Path::new(&name))(crate::error::chain(&e))
         }
     };
     let mut writer = Writer::new(repo_dir, previous)?;
@@ -919,7 +882,7 @@ where
                     bytes = Some(match gz {
                         true => pipeline::gzip(&b),
                         false => {
-                            gunzip(&b).map_err(store_err("cannot gunzip", Path::new(&name)))?
+                            gunzip(&b).map_err(Error::io("cannot gunzip", Path::new(&name)))?
                         }
                     });
                     break;
@@ -927,17 +890,17 @@ where
             }
         }
         let Some(bytes) = bytes else {
-            return Err(store_err("not in the bucket:", Path::new(&f.name))(
+            return Err(Error::io("not in the bucket:", Path::new(&f.name))(
                 io::Error::from(io::ErrorKind::NotFound),
             ));
         };
         if content_hash(&bytes) != f.hash {
-            return Err(store_err(
+            return Err(Error::io(
                 "not the bytes the manifest names:",
                 Path::new(&f.name),
-            )(io::Error::other(
+            )(
                 "another generation was published meanwhile, or the file was changed",
-            )));
+            ));
         }
         writer.store(&f.name, &bytes, Some(f.last_modified))?;
     }
@@ -946,7 +909,7 @@ where
             .await
             .map_err(fetched(BUCKET_DOCS_INDEX))?
             .ok_or_else(|| {
-                store_err("not in the bucket:", Path::new(BUCKET_DOCS_INDEX))(io::Error::from(
+                Error::io("not in the bucket:", Path::new(BUCKET_DOCS_INDEX))(io::Error::from(
                     io::ErrorKind::NotFound,
                 ))
             })?;
@@ -978,13 +941,13 @@ where
                             .await
                             .map_err(fetched(&name))?
                             .ok_or_else(|| {
-                                store_err("not in the bucket:", Path::new(&name))(io::Error::from(
+                                Error::io("not in the bucket:", Path::new(&name))(io::Error::from(
                                     io::ErrorKind::NotFound,
                                 ))
                             })?
                             .to_vec(),
                     };
-                    Ok::<_, GenerationError>((entry, name, bytes))
+                    Ok::<_, Error>((entry, name, bytes))
                 }
             })
             .buffered(IMPORT_CONCURRENCY);
@@ -1013,22 +976,19 @@ fn gunzip(bytes: &[u8]) -> io::Result<Vec<u8>> {
 
 /// The packed documents as files of a bucket (`cdif/<key>.jsonld`), each with the SHA-256 of
 /// its bytes, in the index's order.
-fn documents_for_bucket(
-    pack: &Path,
-    index: &super::keyed::Index,
-) -> Result<Vec<Staged>, GenerationError> {
+fn documents_for_bucket(pack: &Path, index: &super::keyed::Index) -> Result<Vec<Staged>, Error> {
     use std::os::unix::fs::FileExt as _;
-    let file = fs::File::open(pack).map_err(store_err("cannot read", pack))?;
+    let file = fs::File::open(pack).map_err(Error::io("cannot read", pack))?;
     let mut buf = Vec::new();
     let mut out = Vec::with_capacity(index.len() as usize);
     let entries = index
         .iter()
-        .map_err(store_err("cannot read the index of", pack))?;
+        .map_err(Error::io("cannot read the index of", pack))?;
     for d in entries {
-        let d = d.map_err(store_err("cannot read the index of", pack))?;
+        let d = d.map_err(Error::io("cannot read the index of", pack))?;
         buf.resize(d.len as usize, 0);
         file.read_exact_at(&mut buf, d.offset)
-            .map_err(store_err("cannot read", pack))?;
+            .map_err(Error::io("cannot read", pack))?;
         out.push(Staged {
             name: format!("cdif/{:016x}.jsonld", d.key),
             path: pack.to_owned(),
@@ -1042,11 +1002,9 @@ fn documents_for_bucket(
 }
 
 impl FileSink for Writer<'_> {
-    type Error = GenerationError;
-
     /// Stores the file; an `.xml` file also gets its gzipped sibling. The per-repository
     /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), GenerationError> {
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
         if name == "robots.txt" {
             return Ok(());
         }
@@ -1059,27 +1017,24 @@ impl FileSink for Writer<'_> {
         name: &str,
         bytes: &[u8],
         lastmod: Option<oai_pmh::Datestamp>,
-    ) -> Result<(), GenerationError> {
+    ) -> Result<(), Error> {
         let pack = self.staging.path().join(DOCS_PACK);
         let key = doc_key(name).ok_or_else(|| {
-            store_err("not a document name:", Path::new(name))(io::Error::other(
-                "expected cdif/<16 hex>.jsonld",
-            ))
+            Error::io("not a document name:", Path::new(name))("expected cdif/<16 hex>.jsonld")
         })?;
         if self.documents.is_none() {
             let out = crate::publish::DirectWriter::create(&pack, true, self.aligned.take())
-                .map_err(store_err("cannot create", &pack))?;
+                .map_err(Error::io("cannot create", &pack))?;
             self.documents = Some((out, 0));
         }
         let (out, len) = self.documents.as_mut().expect("created above");
         out.write_all(bytes)
-            .map_err(store_err("cannot write", &pack))?;
+            .map_err(Error::io("cannot write", &pack))?;
         let entry = DocEntry {
             key,
             offset: *len,
-            len: u32::try_from(bytes.len()).map_err(|_| {
-                store_err("document too large:", Path::new(name))(io::Error::other("over 4 GiB"))
-            })?,
+            len: u32::try_from(bytes.len())
+                .map_err(|_| Error::io("document too large:", Path::new(name))("over 4 GiB"))?,
             time: lastmod.map_or(i64::MIN, |d| d.unix()),
         };
         let staging = self.staging.path();
@@ -1087,25 +1042,21 @@ impl FileSink for Writer<'_> {
             .doc_index
             .get_or_insert_with(|| super::keyed::Sorter::new(staging)))
         .push(entry)
-        .map_err(store_err("cannot write the document index in", staging))?;
+        .map_err(Error::io("cannot write the document index in", staging))?;
         *len += bytes.len() as u64;
         Ok(())
     }
 
     /// Shards are kept plain under `.xml` (and gzipped beside), whatever the index calls them.
     /// The index lists each with the time it last changed, which its `Last-Modified` says too.
-    fn put_shard(
-        &mut self,
-        name: &str,
-        xml: &[u8],
-    ) -> Result<Option<oai_pmh::Datestamp>, GenerationError> {
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<oai_pmh::Datestamp>, Error> {
         let changed = self.put_file(name.strip_suffix(".gz").unwrap_or(name), xml)?;
         Ok(Some(oai_pmh::Datestamp::from_unix(changed as i64)))
     }
 
     /// With content names ([`Writer::with_content_names`]), the shard's name after its
     /// content, both spellings served; else its own.
-    fn listed_name(&mut self, name: String) -> Result<String, GenerationError> {
+    fn listed_name(&mut self, name: String) -> Result<String, Error> {
         if !self.content_names {
             return Ok(name);
         }
@@ -1114,9 +1065,7 @@ impl FileSink for Writer<'_> {
             .find(|f| f.name == file)
             .map(|f| f.hash.clone())
             .ok_or_else(|| {
-                store_err("no such file to list:", Path::new(file))(io::Error::other(
-                    "the shard was not stored",
-                ))
+                Error::io("no such file to list:", Path::new(file))("the shard was not stored")
             })?;
         let content = crate::bucket::content_name(file, &hash);
         if file.ends_with(".xml") {
@@ -1152,19 +1101,19 @@ pub(crate) fn date_header(t: SystemTime) -> HeaderValue {
     HeaderValue::from_str(&httpdate::fmt_http_date(t)).expect("an HTTP-date is a header value")
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), GenerationError> {
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), Error> {
     fs::File::create(path)
         .and_then(|mut f| {
             f.write_all(bytes)?;
             f.sync_all()
         })
-        .map_err(store_err("cannot write", path))
+        .map_err(Error::io("cannot write", path))
 }
 
-fn sync_dir(dir: &Path) -> Result<(), GenerationError> {
+fn sync_dir(dir: &Path) -> Result<(), Error> {
     fs::File::open(dir)
         .and_then(|f| f.sync_all())
-        .map_err(store_err("cannot sync", dir))
+        .map_err(Error::io("cannot sync", dir))
 }
 
 fn secs(t: SystemTime) -> u64 {

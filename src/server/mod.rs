@@ -29,9 +29,9 @@ pub(crate) mod sendfile;
 pub(crate) mod slots;
 pub(crate) mod status;
 
+use crate::error::ConfigError;
 use std::collections::HashMap;
 use std::future::Future;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime};
@@ -46,14 +46,13 @@ use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 use url::Url;
 
-use crate::config::{
-    AdminToken, Config, ConfigError, FleetSettings, RepositoryConfig, ServerConfig,
-};
+use crate::config::{AdminToken, Config, FleetSettings, RepositoryConfig, ServerConfig};
+use crate::error::Error;
 use crate::pipeline::Job;
 use crate::profiles::Profile;
 use crate::publish::BucketUrl;
 use crate::render::robots::Announced;
-use generation::{Generation, GenerationError};
+use generation::Generation;
 use metrics::Metrics;
 
 /// Largest request head (request line and headers): crawlers send a few hundred bytes; a larger
@@ -254,7 +253,7 @@ impl Setup {
     /// serving threads the first time; `None` without one.
     pub(crate) async fn bucket(
         &self,
-    ) -> Option<Result<&crate::bucket::Bucket, crate::bucket::BucketError>> {
+    ) -> Option<Result<&crate::bucket::Bucket, crate::error::Error>> {
         let url = self.publish.as_ref()?;
         let open = || async {
             let url = url.clone();
@@ -434,7 +433,7 @@ impl Repo {
         memory: &Remembered,
         metrics: &Metrics,
         gates_readiness: bool,
-    ) -> Result<Self, GenerationError> {
+    ) -> Result<Self, Error> {
         let dir = state_dir.join(&rc.name);
         let store = match memory {
             Remembered::Read { url, .. } => crate::store::StoreLocation::Postgres {
@@ -555,12 +554,12 @@ fn remembered(
     dir: &std::path::Path,
     store: &crate::store::StoreLocation,
     memory: &Remembered,
-) -> Result<crate::store::State, GenerationError> {
+) -> Result<crate::store::State, Error> {
     std::fs::create_dir_all(dir)
-        .map_err(|source| GenerationError {
+        .map_err(|source| Error::Io {
             action: "cannot create",
             path: dir.to_path_buf(),
-            source,
+            source: source.into(),
         })
         .and_then(|()| {
             if let (
@@ -580,10 +579,10 @@ fn remembered(
             }
             crate::store::Store::open_at(store)
                 .and_then(|s| s.state())
-                .map_err(|e| GenerationError {
+                .map_err(|e| Error::Io {
                     action: "cannot read the state store of",
                     path: dir.to_path_buf(),
-                    source: std::io::Error::other(e),
+                    source: e.into(),
                 })
         })
 }
@@ -608,7 +607,7 @@ impl Remembered {
         state_url: Option<&crate::store::StateUrl>,
         names: Vec<String>,
         state_dir: &std::path::Path,
-    ) -> Result<Self, GenerationError> {
+    ) -> Result<Self, Error> {
         let Some(url) = state_url else {
             return Ok(Self::Files);
         };
@@ -619,10 +618,10 @@ impl Remembered {
                 url: url.clone(),
                 states,
             })
-            .map_err(|e| GenerationError {
+            .map_err(|e| Error::Io {
                 action: "cannot read the state store of",
                 path: first,
-                source: std::io::Error::other(e),
+                source: e.into(),
             })
     }
 }
@@ -655,57 +654,18 @@ fn persisted_generation(name: &str, dir: &std::path::Path, job: &Job) -> Option<
     }
 }
 
-/// Why the gateway could not start.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ServeError {
-    /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address.
-        addr: SocketAddr,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// The state directory is unusable.
-    #[error(transparent)]
-    Store(#[from] GenerationError),
-    /// Another gateway runs on the state directory: it holds its lock.
-    #[error(
-        "[server] state_dir {}: another gateway runs on it ({} is held{}): two gateways on one \
-         state_dir would harvest into the same stores and replace each other's generations. \
-         Stop the other one, or give this one a state_dir of its own ([server] state_dir, \
-         OAI_BRIDGE_STATE_DIR, --state-dir)",
-        state_dir.display(),
-        lock.display(),
-        match holder {
-            Some(h) => format!(" by {h}"),
-            None => " by a process that does not say which (an oai-bridge older than this one?)"
-                .to_owned(),
-        }
-    )]
-    StateDirInUse {
-        /// The state directory.
-        state_dir: std::path::PathBuf,
-        /// Its lock file.
-        lock: std::path::PathBuf,
-        /// Who holds it (`oai-bridge serve`, its process id and host), when it said.
-        holder: Option<String>,
-    },
-}
-
 impl Gateway {
     /// Sets up the gateway for `config`, published at `public_url`, and loads the persisted
     /// generation of each repository. A generation that cannot be loaded is logged and left
     /// for the first refresh to replace.
-    pub fn new(config: &Config, public_url: Url) -> Result<Self, ServeError> {
+    pub fn new(config: &Config, public_url: Url) -> Result<Self, Error> {
         let state_dir = &config.server.state_dir;
-        std::fs::create_dir_all(state_dir).map_err(|source| GenerationError {
+        std::fs::create_dir_all(state_dir).map_err(|source| Error::Io {
             action: "cannot create the state directory",
             path: state_dir.clone(),
-            source,
+            source: source.into(),
         })?;
-        let hold = prune::Hold::take(state_dir).map_err(|in_use| ServeError::StateDirInUse {
+        let hold = prune::Hold::take(state_dir).map_err(|in_use| Error::StateDirInUse {
             state_dir: state_dir.clone(),
             lock: in_use.lock,
             holder: in_use.holder.map(|h| h.to_string()),

@@ -12,8 +12,8 @@ use oai_pmh::Source;
 
 use crate::config::{Config, listener_flags, repository_on_port_message};
 
-use super::ServeError;
 use super::prune;
+use crate::error::Error;
 
 /// What [`check`] found.
 #[derive(Debug, Default)]
@@ -115,7 +115,7 @@ pub(crate) fn before_binding(config: &Config) -> Vec<String> {
         && holder.command == "serve"
     {
         problems.push(
-            ServeError::StateDirInUse {
+            Error::StateDirInUse {
                 state_dir: state_dir.clone(),
                 lock: state_dir.join("gateway.lock"),
                 holder: Some(holder.to_string()),

@@ -14,18 +14,19 @@ use oai_pmh::Client;
 use tokio::sync::watch;
 
 use super::fleet::{Claim, Fleet, Lease};
-use super::generation::{Generation, GenerationError, Summary, Writer};
+use super::generation::{Generation, Summary, Writer};
 use super::history;
 use super::metrics::{self, DropLabels, HarvestLabels, Metrics};
 use super::{Gateway, Repo, Setup};
-use crate::bucket::{Bucket, BucketError, Fenced, PublishSettings, Uploaded};
+use crate::bucket::{Bucket, Fenced, PublishSettings, Uploaded};
 use crate::changes::{Changes, Recorder};
 use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
+use crate::error::Error;
 use crate::error::chain as error_chain;
 use crate::incremental::RunSummary;
 use crate::patch::ReadShard;
-use crate::pipeline::{Built, PipelineError};
+use crate::pipeline::Built;
 use crate::progress::Progress;
 use crate::spill::Account;
 use crate::store::Store;
@@ -55,41 +56,6 @@ impl RefreshBackoff {
             .saturating_mul(1 << failures.saturating_sub(1).min(16))
             .min(interval)
     }
-}
-
-/// Why a refresh failed; the current generation, if any, keeps serving.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub(crate) enum RefreshError {
-    /// Harvesting or rendering failed.
-    #[error(transparent)]
-    Pipeline(#[from] PipelineError),
-    /// Writing or storing the generation failed.
-    #[error(transparent)]
-    Generation(#[from] GenerationError),
-    /// The HTTP client could not be built.
-    #[error("cannot set up the HTTP client: {0}")]
-    Client(#[from] reqwest::Error),
-    /// Publishing to object storage failed; the bucket and the gateway keep the generation
-    /// before.
-    #[error(transparent)]
-    Bucket(#[from] BucketError),
-    /// The refresh thread ended without an answer (it panicked).
-    #[error("the refresh stopped unexpectedly: {0}")]
-    Aborted(String),
-    /// Its schedule was stopped: the gateway is shutting down, or a reload removed the
-    /// repository.
-    #[error("interrupted by shutdown or removal")]
-    Shutdown,
-    /// The fleet's lease on the refresh could not be renewed: it was stopped, as another
-    /// gateway may have claimed the repository meanwhile.
-    #[error("stopped: the claim on the refresh was lost: {0}; nothing made current")]
-    ClaimLost(String),
-    /// The fleet's lease was found lost, or superseded by another gateway's, before the
-    /// generation was made current: nothing was (here or in the bucket), and this gateway
-    /// follows the one that has the repository now.
-    #[error("{0}; nothing made current (this gateway follows the fleet's generation)")]
-    LeaseLost(String),
 }
 
 /// The schedule of `repo`: refresh when due, or at once when asked through `refresh_now`; stop
@@ -171,7 +137,7 @@ pub(crate) async fn schedule(
         let status = repo.status();
         due = match outcome {
             Ok(()) => SystemTime::now() + interval,
-            Err(RefreshError::Shutdown) => return,
+            Err(Error::Shutdown) => return,
             Err(_) => SystemTime::now() + FAILURE_RETRY.after(status.failures, interval),
         };
         // An upstream's Retry-After wins, even when it is longer than the schedule.
@@ -188,7 +154,7 @@ async fn claimed(
     fleet: &Fleet,
     lease: Lease,
     mut stop: watch::Receiver<bool>,
-) -> Result<(), RefreshError> {
+) -> Result<(), Error> {
     let fence = lease.fence;
     let (abort, aborted) = watch::channel(false);
     let run = refresh(gateway, repo, aborted, Some(lease));
@@ -252,10 +218,10 @@ async fn claimed(
         ),
     }
     match outcome {
-        Err(RefreshError::Shutdown) if lost.is_some() && !stopping => {
+        Err(Error::Shutdown) if lost.is_some() && !stopping => {
             // Stopped before its end, the refresh recorded nothing: said here, on the status
             // page and in the history.
-            let e = RefreshError::ClaimLost(lost.unwrap_or_default());
+            let e = Error::ClaimLost(lost.unwrap_or_default());
             let message = error_chain(&e);
             tracing::error!(repository = repo.name, "refresh failed: {message}");
             let started = repo.status().last_attempt.unwrap_or_else(SystemTime::now);
@@ -279,7 +245,7 @@ pub(crate) async fn refresh(
     repo: &Arc<Repo>,
     stop: watch::Receiver<bool>,
     lease: Option<Lease>,
-) -> Result<(), RefreshError> {
+) -> Result<(), Error> {
     let name = repo.name.clone();
     let started = SystemTime::now();
     repo.update(|s| {
@@ -315,7 +281,7 @@ pub(crate) async fn refresh(
             m.refreshed(&name, "success", started);
             "success"
         }
-        Err(RefreshError::Shutdown) => {
+        Err(Error::Shutdown) => {
             // Its schedule was stopped: by the gateway stopping, or by a reload that removed
             // the repository (which goes on serving the others); or the fleet's lease on it was
             // lost, which `claimed` says.
@@ -330,7 +296,7 @@ pub(crate) async fn refresh(
                 );
             }
             repo.update(|st| st.refreshing = false);
-            return Err(RefreshError::Shutdown);
+            return Err(Error::Shutdown);
         }
         Err(e) => {
             m.refreshed(&name, "failure", started);
@@ -364,7 +330,7 @@ async fn build_on_thread(
     account: &Arc<Account>,
     stop: watch::Receiver<bool>,
     lease: Option<Lease>,
-) -> Result<(Result<Refreshed, RefreshError>, UpstreamStats), RefreshError> {
+) -> Result<(Result<Refreshed, Error>, UpstreamStats), Error> {
     let (tx, rx) = tokio::sync::oneshot::channel();
     let worker = Arc::clone(gateway);
     let repo = Arc::clone(repo);
@@ -385,11 +351,11 @@ async fn build_on_thread(
             // refresh's own thread, not on a request worker, and after the swap is under way.
             crate::memory::release_free_memory();
         })
-        .map_err(|e| RefreshError::Aborted(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| Error::Aborted(format!("cannot start a thread: {e}")))?;
     Ok(match rx.await {
         Ok(answer) => answer,
         Err(_) => (
-            Err(RefreshError::Aborted("the refresh thread panicked".into())),
+            Err(Error::Aborted("the refresh thread panicked".into())),
             UpstreamStats::default(),
         ),
     })
@@ -472,7 +438,7 @@ fn record_failure(
     m: &Metrics,
     repo: &Repo,
     labels: &metrics::RepoLabels,
-    e: &RefreshError,
+    e: &Error,
     stats: &UpstreamStats,
 ) {
     let name = &repo.name;
@@ -596,14 +562,14 @@ fn build_on_own_runtime(
     account: &Arc<Account>,
     mut stop: watch::Receiver<bool>,
     lease: Option<&Lease>,
-) -> (Result<Refreshed, RefreshError>, UpstreamStats) {
+) -> (Result<Refreshed, Error>, UpstreamStats) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
         Ok(rt) => rt,
         Err(e) => {
-            let e = RefreshError::Aborted(format!("cannot start a runtime: {e}"));
+            let e = Error::Aborted(format!("cannot start a runtime: {e}"));
             return (Err(e), UpstreamStats::default());
         }
     };
@@ -618,7 +584,7 @@ fn build_on_own_runtime(
     let result = runtime.block_on(async {
         tokio::select! {
             r = build(repo, setup, account, &client, &gateway.metrics, &publish, lease) => r,
-            _ = stop.wait_for(|s| *s) => Err(RefreshError::Shutdown),
+            _ = stop.wait_for(|s| *s) => Err(Error::Shutdown),
         }
     });
     use std::sync::atomic::Ordering::Relaxed;
@@ -671,12 +637,12 @@ impl NextGeneration<'_> {
         let Some(previous) = self.previous else {
             return Some(Changes::baseline(seen));
         };
-        let compared = (|| -> Result<Changes, crate::changes::ReadError> {
+        let compared = (|| -> Result<Changes, Error> {
             let mut recorder = Recorder::new(&self.setup.job.budget());
             let before = crate::changes::published(previous.sitemap_shards())?;
             let after = crate::changes::published(writer.sitemap_shards())?;
             crate::changes::diff(before, after, &mut recorder)?;
-            Ok(recorder.finish(seen)?)
+            recorder.finish(seen)
         })();
         Some(compared.unwrap_or_else(|e| {
             tracing::error!(
@@ -693,7 +659,6 @@ impl<'a> engine::Target for NextGeneration<'a> {
     type Sink = Writer<'a>;
     /// The generation, and what it changed of the published landing pages.
     type Committed = Refreshed;
-    type Error = RefreshError;
 
     fn place(&self) -> String {
         GENERATION_PLACE.to_owned()
@@ -709,7 +674,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         }))
     }
 
-    fn stage(&mut self) -> Result<Writer<'a>, RefreshError> {
+    fn stage(&mut self) -> Result<Writer<'a>, Error> {
         let writer = Writer::new(&self.repo.dir, self.previous.map(|g| &**g))?
             .with_fence(self.lease.map(|l| l.fence));
         Ok(match self.setup.publish {
@@ -725,7 +690,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         patched: Option<Changes>,
         run: Option<&RunSummary>,
         elapsed: Duration,
-    ) -> Result<Refreshed, RefreshError> {
+    ) -> Result<Refreshed, Error> {
         let changes = self.changes(&writer, patched);
         let mut summary = Summary::new(
             &self.setup.job.request.source,
@@ -787,10 +752,10 @@ impl<'a> engine::Target for NextGeneration<'a> {
             });
             let uploaded = match published {
                 Ok(uploaded) => uploaded,
-                Err(BucketError::Superseded { reason, .. }) => {
-                    return Err(RefreshError::LeaseLost(reason));
+                Err(Error::Superseded { reason, .. }) => {
+                    return Err(Error::LeaseLost(reason));
                 }
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(e),
             };
             tracing::info!(
                 repository = self.repo.name,
@@ -805,7 +770,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         }
         // The last word before it is served here, and recorded for the fleet.
         if let Some(lease) = lease {
-            lease.check().await.map_err(RefreshError::LeaseLost)?;
+            lease.check().await.map_err(Error::LeaseLost)?;
         }
         Ok((finished.install()?, changes))
     }
@@ -821,9 +786,9 @@ async fn build(
     metrics: &Metrics,
     publish: &PublishSettings,
     lease: Option<&Lease>,
-) -> Result<Refreshed, RefreshError> {
+) -> Result<Refreshed, Error> {
     let job = counted(&setup.job, account);
-    let mut store = Store::open_at(&repo.store).map_err(PipelineError::from)?;
+    let mut store = Store::open_at(&repo.store).map_err(Error::from)?;
     let previous = repo.current();
     let mut target = NextGeneration {
         repo,
@@ -871,17 +836,12 @@ fn counted(job: &crate::pipeline::Job, account: &Arc<Account>) -> crate::pipelin
 
 /// Shows on the status page and in the metrics what a refresh found of the upstream, whatever
 /// came of the publish: a short list, a refused `from`, the records harvested, a held shrink.
-fn show_seen(
-    repo: &Repo,
-    metrics: &Metrics,
-    store: &Store,
-    seen: &Seen,
-) -> Result<(), RefreshError> {
+fn show_seen(repo: &Repo, metrics: &Metrics, store: &Store, seen: &Seen) -> Result<(), Error> {
     let Some(run) = &seen.run else {
         return Ok(());
     };
     repo.history.harvested(run.kind.as_str(), seen.records);
-    let state = store.state().map_err(PipelineError::from)?;
+    let state = store.state().map_err(Error::from)?;
     let short_list = state.short_list.is_some();
     repo.update(|s| {
         s.short_list = state.short_list;

@@ -17,9 +17,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::generation::GenerationError;
 use super::{Gateway, Live, Repo};
-use crate::config::{Config, ConfigError, ServerConfig};
+use crate::config::{Config, ServerConfig};
+use crate::error::{ConfigError, Error};
 
 /// Reads the configuration again: the file, with the environment and the flags of the start.
 pub(crate) struct Loader(pub(crate) Box<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>);
@@ -30,24 +30,6 @@ impl fmt::Debug for Loader {
     }
 }
 
-/// Why a reload changed nothing.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReloadError {
-    /// The gateway was started without a configuration file to read again.
-    #[error("no configuration file to reload")]
-    NoFile,
-    /// The configuration cannot be read or is invalid (the error names the key).
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// An added repository's state folder cannot be set up.
-    #[error(transparent)]
-    Store(#[from] GenerationError),
-    /// The gateway stopped before the reload ended (its runtime shut down).
-    #[error("the gateway stopped before the reload ended")]
-    Interrupted,
-}
-
 /// What the blocking part of a reload did ([`Gateway::swap_in`]).
 struct Swapped {
     reloaded: Reloaded,
@@ -56,13 +38,11 @@ struct Swapped {
 }
 
 /// The outcome of a task a reload waited for: a panic goes on unwinding in the caller.
-fn joined<T>(
-    outcome: Result<Result<T, ReloadError>, tokio::task::JoinError>,
-) -> Result<T, ReloadError> {
+fn joined<T>(outcome: Result<Result<T, Error>, tokio::task::JoinError>) -> Result<T, Error> {
     match outcome {
         Ok(outcome) => outcome,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(_) => Err(ReloadError::Interrupted),
+        Err(_) => Err(Error::Interrupted),
     }
 }
 
@@ -120,14 +100,14 @@ impl Gateway {
     /// Reads the configuration again and applies it ([module docs](self)); one reload at a
     /// time. On error the running configuration stays; either way the outcome is logged and
     /// counted (`oai_bridge_config_reloads_total`, `oai_bridge_config_reload_failed`).
-    pub async fn reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+    pub async fn reload(self: &Arc<Self>) -> Result<Reloaded, Error> {
         // A task of its own: a caller that goes away (a client hanging up on `POST /-/reload`
         // while a store opens) never leaves a reload half applied.
         let gateway = Arc::clone(self);
         joined(tokio::spawn(async move { gateway.reload_whole().await }).await)
     }
 
-    async fn reload_whole(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+    async fn reload_whole(self: &Arc<Self>) -> Result<Reloaded, Error> {
         let _one_at_a_time = self.reloading.lock().await;
         let outcome = self.apply_reload().await;
         let m = &self.metrics;
@@ -150,7 +130,7 @@ impl Gateway {
         outcome
     }
 
-    async fn apply_reload(self: &Arc<Self>) -> Result<Reloaded, ReloadError> {
+    async fn apply_reload(self: &Arc<Self>) -> Result<Reloaded, Error> {
         // Reading the file, opening the added repositories' stores (a SQLite file's schema; a
         // PostgreSQL connection, up to its connect_timeout, and its migrations) and recording
         // what is served block: on a blocking thread, not on the runtime that answers requests.
@@ -188,8 +168,8 @@ impl Gateway {
 
     /// The configuration read again, the added repositories opened, and the repository set
     /// and settings swapped in; nothing changes when any of it fails. Blocking.
-    fn swap_in(self: &Arc<Self>) -> Result<Swapped, ReloadError> {
-        let loader = self.loader.as_ref().ok_or(ReloadError::NoFile)?;
+    fn swap_in(self: &Arc<Self>) -> Result<Swapped, Error> {
+        let loader = self.loader.as_ref().ok_or(Error::NoConfigFile)?;
         let config = (loader.0)()?;
         let mut reloaded = Reloaded {
             needs_restart: needs_restart(&self.server, &config.server),
@@ -245,7 +225,7 @@ impl Gateway {
                             for repo in &added {
                                 super::refresh::forget_metrics(&self.metrics, repo);
                             }
-                            return Err(e.into());
+                            return Err(e);
                         }
                     };
                     added.push(Arc::clone(&repo));

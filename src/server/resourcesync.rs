@@ -21,8 +21,9 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use url::Url;
 
-use super::generation::{ChangeListFile, Generation, GenerationError, Writer};
+use super::generation::{ChangeListFile, Generation, Writer};
 use crate::changes::{Change, Changes};
+use crate::error::Error;
 use crate::render::sitemap::{self, Limits};
 
 /// ResourceSync's namespace.
@@ -164,7 +165,7 @@ pub(crate) fn write_changelists(
     days: u32,
     limits: Limits,
     public_url: &Url,
-) -> Result<(), GenerationError> {
+) -> Result<(), Error> {
     if days == 0 {
         return Ok(());
     }
@@ -192,7 +193,7 @@ pub(crate) fn write_changelists(
             newest: None,
         });
     }
-    let read_previous = |list: &ChangeListFile| -> Result<Vec<u8>, GenerationError> {
+    let read_previous = |list: &ChangeListFile| -> Result<Vec<u8>, Error> {
         let previous = previous.expect("a list carried forward has a previous generation");
         let name = changelist_name(list.number);
         let meta = previous
@@ -308,11 +309,17 @@ pub(crate) fn write_changelists(
     Ok(())
 }
 
-fn spill_error(e: crate::spill::SpillError) -> GenerationError {
-    GenerationError {
+/// A failure of the changes' spill file ([`Error::Spill`]), said as what the Change Lists were
+/// being made from.
+fn spill_error(e: Error) -> Error {
+    let path = match &e {
+        Error::Spill { path, .. } => path.clone(),
+        _ => std::path::PathBuf::new(),
+    };
+    Error::Io {
         action: "cannot read the refresh's changes from",
-        path: e.path.clone(),
-        source: std::io::Error::other(e),
+        path,
+        source: Box::new(e),
     }
 }
 
@@ -322,7 +329,7 @@ fn finish(
     open: Open,
     public_url: &Url,
     written: &mut Vec<ChangeListFile>,
-) -> Result<(), GenerationError> {
+) -> Result<(), Error> {
     let name = changelist_name(open.list.number);
     if open.changed || !writer.link_previous(&name)? {
         let mut bytes = head(URLSET_OPEN, public_url, &changelist_md(&open.list)).into_bytes();

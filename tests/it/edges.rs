@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use oai_bridge::Drop;
-use oai_bridge::{ExportError, ExportSummary};
+use oai_bridge::{Error, ExportSummary};
 use oai_bridge::{Kind, Policy};
 use oai_bridge::{STORE_FILE, Store};
 
@@ -18,7 +18,7 @@ async fn export_at(
     server: &TestServer,
     out: &Path,
     state: Option<&Path>,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, Error> {
     export_to(server, out, state, Policy::default()).await
 }
 

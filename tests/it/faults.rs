@@ -20,7 +20,7 @@ use oai_bridge::{
     harvest,
 };
 use oai_bridge::{DcElement, Fields, Record};
-use oai_bridge::{ExportError, ExportOptions, ExportSummary, export};
+use oai_bridge::{Error, ExportOptions, ExportSummary, export};
 use url::Url;
 
 use crate::server::{
@@ -1006,7 +1006,7 @@ pub(crate) fn job(server: &TestServer) -> Job {
     }
 }
 
-async fn export_to(server: &TestServer, out: &Path) -> Result<ExportSummary, ExportError> {
+async fn export_to(server: &TestServer, out: &Path) -> Result<ExportSummary, Error> {
     export(&ExportOptions {
         job: job(server),
         harvest: fast(),

@@ -8,8 +8,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use oai_bridge::Drop;
-use oai_bridge::PipelineError;
-use oai_bridge::{ExportError, ExportOptions, ExportSummary, export};
+use oai_bridge::{Error, ExportOptions, ExportSummary, export};
 use oai_bridge::{Kind, Policy};
 use oai_bridge::{STORE_FILE, Store};
 
@@ -21,7 +20,7 @@ async fn export_with(
     out: &Path,
     state: &Path,
     policy: Policy,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, Error> {
     export_to(server, out, Some(state), policy).await
 }
 
@@ -31,7 +30,7 @@ pub(crate) async fn export_to(
     out: &Path,
     state: Option<&Path>,
     policy: Policy,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, Error> {
     export_job(job(server), out, state, policy).await
 }
 
@@ -42,7 +41,7 @@ pub(crate) async fn export_job(
     out: &Path,
     state: Option<&Path>,
     policy: Policy,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, Error> {
     export(&ExportOptions {
         job,
         harvest: fast(),
@@ -298,11 +297,11 @@ async fn the_shrink_guard_holds_a_shrink_until_confirmed_or_accepted() {
     assert!(
         matches!(
             err,
-            ExportError::Pipeline(PipelineError::ShrinkHeld {
+            Error::ShrinkHeld {
                 published: 20,
                 harvested: 5,
                 ..
-            })
+            }
         ),
         "{err}"
     );
@@ -485,10 +484,7 @@ async fn a_stored_retry_after_keeps_the_next_export_from_calling_early() {
     let asked = server.requests().len();
     assert_eq!(asked, 1);
     let err = export(&options).await.unwrap_err();
-    assert!(
-        matches!(err, ExportError::Pipeline(PipelineError::NotBefore(_))),
-        "{err}"
-    );
+    assert!(matches!(err, Error::NotBefore(_)), "{err}");
     assert!(err.to_string().contains("Retry-After"), "{err}");
     assert_eq!(
         server.requests().len(),
@@ -724,11 +720,11 @@ async fn a_change_of_platform_renders_in_full_and_the_shrink_guard_still_holds()
 
     // Back to Google's rule: 2 of 12 URLs left, more than the guard's half removed.
     match export_as(&server, &out, &state, "generic").await {
-        Err(ExportError::Pipeline(PipelineError::ShrinkHeld {
+        Err(Error::ShrinkHeld {
             published,
             harvested,
             ..
-        })) => assert_eq!((published, harvested), (12, 2)),
+        }) => assert_eq!((published, harvested), (12, 2)),
         other => panic!("the shrink guard should hold this back: {other:?}"),
     }
     assert_eq!(published(&out), now, "what was published stays");
@@ -741,7 +737,7 @@ async fn export_as(
     out: &Path,
     state: &Path,
     platform: &str,
-) -> Result<ExportSummary, ExportError> {
+) -> Result<ExportSummary, Error> {
     let mut job = job(server);
     job.scope = Vec::new();
     job.landing.platform = oai_bridge::Setting::Fixed(platform.to_owned());
