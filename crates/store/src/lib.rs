@@ -31,6 +31,7 @@ use oai_bridge_files::published::SharedUrl;
 
 pub mod copy;
 mod error;
+mod page;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;
