@@ -51,6 +51,16 @@ pub(crate) struct Stored {
     pub(crate) body: Option<Vec<u8>>,
 }
 
+/// What the store holds of a page's records, read before the page is decided: other
+/// identifiers may be there too, and are ignored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Held {
+    /// Their stored versions.
+    pub(crate) stored: HashMap<String, Stored>,
+    /// Their rejections.
+    pub(crate) rejected: HashMap<String, Rejected>,
+}
+
 /// A record listed as rejected: the datestamp of its unreadable version, and the run that saw
 /// it last.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,8 +127,7 @@ struct Rejection {
     touched: bool,
 }
 
-/// Decides `page`, seen by `run`, given what the store holds of its records (`stored`, their
-/// `rejected` versions; other identifiers are ignored), listing changes and counting with
+/// Decides `page`, seen by `run`, given what the store holds of its records (`held`), listing changes and counting with
 /// `track` (an incremental run). The page's records apply in turn, as the upstream sent them:
 ///
 /// - a readable record replaces the stored version when [`newer`] than it, else marks it seen;
@@ -127,87 +136,122 @@ struct Rejection {
 /// - a readable record not older than a rejection settles it (whether it wins or not);
 /// - with `track`, a replaced record lists a change from the version stored before the page,
 ///   and moves the live and deleted counts.
-pub(crate) fn decide<'p>(
-    page: &'p [Incoming],
-    mut stored: HashMap<String, Stored>,
-    rejected: HashMap<String, Rejected>,
-    run: i64,
-    track: bool,
-) -> Decision<'p> {
-    let mut order: Vec<&str> = Vec::with_capacity(page.len());
-    let mut slots: HashMap<&str, Slot> = HashMap::with_capacity(page.len());
-    let mut rejections: HashMap<&str, Rejection> = HashMap::new();
-    let mut first_seen = HashSet::with_capacity(page.len());
-    for r in page {
-        let id = r.id.as_str();
-        if !first_seen.insert(id) {
-            continue;
-        }
-        order.push(id);
-        if let Some(s) = stored.get(id) {
-            let slot = Slot {
-                live: s.live,
-                datestamp: s.datestamp,
-                before: true,
-                replaced: None,
-            };
-            slots.insert(id, slot);
-        }
-        if let Some(was) = rejected.get(id) {
-            let rejection = Rejection {
-                now: Some(*was),
-                before: true,
-                touched: false,
-            };
-            rejections.insert(id, rejection);
+pub(crate) fn decide<'p>(page: &'p [Incoming], held: Held, run: i64, track: bool) -> Decision<'p> {
+    let mut deciding = Deciding::new(page, held);
+    for (i, r) in page.iter().enumerate() {
+        if r.unreadable {
+            deciding.reject(r, run);
+        } else {
+            deciding.apply(i, r, track);
         }
     }
-    let mut d = Decision::default();
-    let mut change_of: HashMap<&str, usize> = HashMap::new();
-    for (i, r) in page.iter().enumerate() {
-        let (id, at) = (r.id.as_str(), r.datestamp);
-        let slot = slots.get(id);
-        if r.unreadable {
-            // Older than the version stored: a repeat that the newest one wins anyway.
-            let stored_at = slot.and_then(|s| s.datestamp);
-            if !matches!((at, stored_at), (Some(a), Some(s)) if a < s) {
-                let entry = rejections.entry(id).or_insert(Rejection {
-                    now: None,
-                    before: false,
-                    touched: false,
-                });
-                let datestamp = match entry.now {
-                    Some(was) if !newer(at, was.datestamp) => was.datestamp,
-                    _ => at,
-                };
-                entry.now = Some(Rejected {
-                    datestamp,
-                    seen: run,
-                });
-                entry.touched = true;
+    deciding.finish()
+}
+
+/// A page being decided, record after record.
+struct Deciding<'p> {
+    /// The page's identifiers, each once, in the order of their first record.
+    order: Vec<&'p str>,
+    slots: HashMap<&'p str, Slot>,
+    rejections: HashMap<&'p str, Rejection>,
+    /// The stored versions, whose bodies a change takes.
+    stored: HashMap<String, Stored>,
+    /// The index in `decision.changes` of each record's change.
+    change_of: HashMap<&'p str, usize>,
+    decision: Decision<'p>,
+}
+
+impl<'p> Deciding<'p> {
+    /// Starts with what is stored of `page`'s records.
+    fn new(page: &'p [Incoming], held: Held) -> Self {
+        let Held { stored, rejected } = held;
+        let mut order = Vec::with_capacity(page.len());
+        let mut slots = HashMap::with_capacity(page.len());
+        let mut rejections = HashMap::new();
+        let mut first = HashSet::with_capacity(page.len());
+        for id in page.iter().map(|r| r.id.as_str()) {
+            if !first.insert(id) {
+                continue;
             }
-            continue;
+            order.push(id);
+            if let Some(s) = stored.get(id) {
+                let slot = Slot {
+                    live: s.live,
+                    datestamp: s.datestamp,
+                    before: true,
+                    replaced: None,
+                };
+                slots.insert(id, slot);
+            }
+            if let Some(was) = rejected.get(id) {
+                let rejection = Rejection {
+                    now: Some(*was),
+                    before: true,
+                    touched: false,
+                };
+                rejections.insert(id, rejection);
+            }
         }
-        if let Some(entry) = rejections.get_mut(id)
+        Self {
+            order,
+            slots,
+            rejections,
+            stored,
+            change_of: HashMap::new(),
+            decision: Decision::default(),
+        }
+    }
+
+    /// An unreadable record `r`: rejected unless older than the version stored, a repeat that
+    /// the newest one wins anyway.
+    fn reject(&mut self, r: &'p Incoming, run: i64) {
+        let (id, at) = (r.id.as_str(), r.datestamp);
+        let stored_at = self.slots.get(id).and_then(|s| s.datestamp);
+        if matches!((at, stored_at), (Some(a), Some(s)) if a < s) {
+            return;
+        }
+        let entry = self.rejections.entry(id).or_insert(Rejection {
+            now: None,
+            before: false,
+            touched: false,
+        });
+        let datestamp = match entry.now {
+            Some(was) if !newer(at, was.datestamp) => was.datestamp,
+            _ => at,
+        };
+        entry.now = Some(Rejected {
+            datestamp,
+            seen: run,
+        });
+        entry.touched = true;
+    }
+
+    /// A readable record `r`, the `i`th of the page: settles a rejection it is not older than,
+    /// and replaces the version stored when newer.
+    fn apply(&mut self, i: usize, r: &'p Incoming, track: bool) {
+        let (id, at) = (r.id.as_str(), r.datestamp);
+        if let Some(entry) = self.rejections.get_mut(id)
             && let Some(was) = entry.now
             && newer(at, was.datestamp)
         {
             entry.now = None;
             entry.touched = true;
         }
+        let slot = self.slots.get(id);
         if slot.is_some_and(|s| !newer(at, s.datestamp)) {
-            continue;
+            return;
         }
+        let d = &mut self.decision;
         if track {
             let (was_live, was_deleted) = slot.map_or((false, false), |s| (s.live, !s.live));
             d.live += i64::from(!r.deleted) - i64::from(was_live);
             d.deleted += i64::from(r.deleted) - i64::from(was_deleted);
-            match change_of.entry(id) {
+            match self.change_of.entry(id) {
                 Entry::Occupied(e) => d.changes[*e.get()].now = i,
                 Entry::Vacant(e) => {
                     // The first change of the page: the slot is the version stored before it.
                     let prev = slot.map(|s| {
-                        let body = stored.get_mut(id).and_then(|s| s.body.take());
+                        let body = self.stored.get_mut(id).and_then(|s| s.body.take());
                         (s.live, s.datestamp, body.unwrap_or_default())
                     });
                     e.insert(d.changes.len());
@@ -222,38 +266,43 @@ pub(crate) fn decide<'p>(
             before,
             replaced: Some(i),
         };
-        slots.insert(id, slot);
+        self.slots.insert(id, slot);
     }
-    for id in order {
-        match slots.get(id) {
-            Some(Slot {
-                replaced: Some(i),
-                before,
-                ..
-            }) => match before {
-                true => d.updated.push(*i),
-                false => d.inserted.push(*i),
-            },
-            Some(Slot { before: true, .. }) => d.kept.push(id),
-            _ => {}
+
+    /// The decision: what each identifier of the page came to.
+    fn finish(mut self) -> Decision<'p> {
+        let d = &mut self.decision;
+        for id in self.order {
+            match self.slots.get(id) {
+                Some(Slot {
+                    replaced: Some(i),
+                    before,
+                    ..
+                }) => match before {
+                    true => d.updated.push(*i),
+                    false => d.inserted.push(*i),
+                },
+                Some(Slot { before: true, .. }) => d.kept.push(id),
+                _ => {}
+            }
+            match self.rejections.get(id) {
+                Some(Rejection {
+                    now: Some(r),
+                    touched: true,
+                    ..
+                }) => d.rejected.push((id, *r)),
+                Some(Rejection {
+                    now: None,
+                    before: true,
+                    touched: true,
+                }) => d.settled.push(id),
+                _ => {}
+            }
         }
-        match rejections.get(id) {
-            Some(Rejection {
-                now: Some(r),
-                touched: true,
-                ..
-            }) => d.rejected.push((id, *r)),
-            Some(Rejection {
-                now: None,
-                before: true,
-                touched: true,
-            }) => d.settled.push(id),
-            _ => {}
-        }
+        d.inserted.sort_unstable();
+        d.updated.sort_unstable();
+        self.decision
     }
-    d.inserted.sort_unstable();
-    d.updated.sort_unstable();
-    d
 }
 
 #[cfg(test)]
@@ -288,11 +337,11 @@ mod tests {
     }
 
     /// What the store holds before the page: (id, live, datestamp); bodies as [`live`]'s.
-    type Held = &'static [(&'static str, bool, Option<i64>)];
+    type Rows = &'static [(&'static str, bool, Option<i64>)];
 
     struct Case {
         what: &'static str,
-        stored: Held,
+        stored: Rows,
         /// (id, datestamp, seen).
         rejected: &'static [(&'static str, Option<i64>, i64)],
         page: Vec<Incoming>,
@@ -581,7 +630,7 @@ mod tests {
             let rejected = (case.rejected.iter())
                 .map(|&(id, datestamp, seen)| (id.to_owned(), Rejected { datestamp, seen }))
                 .collect();
-            let got = decide(&case.page, stored, rejected, RUN, case.track);
+            let got = decide(&case.page, Held { stored, rejected }, RUN, case.track);
             assert_eq!(got, case.want, "{}", case.what);
         }
     }
@@ -592,7 +641,7 @@ mod tests {
         let stored = HashMap::from([("z".to_owned(), Stored::default())]);
         let rejected = HashMap::from([("y".to_owned(), reject(None))]);
         let page = [live("a", Some(1))];
-        let got = decide(&page, stored, rejected, RUN, false);
+        let got = decide(&page, Held { stored, rejected }, RUN, false);
         assert_eq!(
             got,
             Decision {

@@ -32,7 +32,7 @@ use oai_pmh::{Datestamp, Record};
 use postgres::config::Host;
 use postgres::{Client, Statement};
 
-use super::page::{self, Incoming, Rejected, Stored};
+use super::page::{self, Held, Incoming, Rejected, Stored};
 use super::tls::Tls;
 use super::{Counts, Place, State, StoreError, decode_body, persisted};
 use oai_bridge_files::published::SharedUrl;
@@ -1201,7 +1201,7 @@ impl Conn {
                 (row.get(0), r)
             })
             .collect();
-        let decision = page::decide(&page, stored, rejected, run, track);
+        let decision = page::decide(&page, Held { stored, rejected }, run, track);
         statements.write(&mut tx, &repository, run, &page, &decision)?;
         if track && (decision.live, decision.deleted) != (0, 0) {
             tx.execute(
@@ -1862,7 +1862,8 @@ mod tests {
 
     /// Random pages (repeats within a page and across pages, older versions, deletions,
     /// unreadable records, full and incremental runs, publishes) leave the PostgreSQL store
-    /// exactly as they leave the SQLite store, whose statements decide record by record.
+    /// exactly as they leave the SQLite store: both write `page::decide`'s decisions, each
+    /// with its own reads and statements.
     #[test]
     fn the_postgresql_store_decides_as_the_sqlite_store_does() {
         let Some(db) = TestDb::create("the_postgresql_store_decides_as_the_sqlite_store_does")
