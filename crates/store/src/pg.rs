@@ -32,6 +32,7 @@ use oai_pmh::{Datestamp, Record};
 use postgres::config::Host;
 use postgres::{Client, Statement};
 
+use super::backend::{Backend, Stopped, Visit};
 use super::page::{self, Held, Incoming, Rejected, Stored};
 use super::tls::Tls;
 use super::{Counts, Place, State, StoreError, decode_body, persisted};
@@ -495,11 +496,6 @@ impl Postgres {
         Ok(store)
     }
 
-    /// Where the store is.
-    pub(super) fn place(&self) -> Place {
-        self.place.clone()
-    }
-
     fn error(&self, failure: Failure) -> StoreError {
         StoreError::Failed {
             place: self.place.clone(),
@@ -559,8 +555,75 @@ impl Postgres {
         })
     }
 
+    /// Reads rows in batches of [`BATCH`] by key (`read`: those after the key given), asking
+    /// for the next batch before handing this one's rows, made into items by `make` (`None`:
+    /// damaged), to `f`; stops at `f`'s first error.
+    fn batches<Row: Send + 'static, Item, E>(
+        &self,
+        read: fn(&mut Conn, Option<String>) -> Result<Vec<Row>, Failure>,
+        key: impl Fn(&Row) -> String,
+        make: impl Fn(Row) -> Option<Item>,
+        mut f: impl FnMut(Item) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let mut pending = Some(self.send(move |c| read(c, None))?);
+        while let Some(answered) = pending.take() {
+            let rows = self.answer(&answered)?;
+            if rows.len() as i64 == BATCH
+                && let Some(last) = rows.last()
+            {
+                let after = key(last);
+                pending = Some(self.send(move |c| read(c, Some(after)))?);
+            }
+            for row in rows {
+                let id = key(&row);
+                let Some(item) = make(row) else {
+                    return Err(StoreError::Failed {
+                        place: self.place.clone(),
+                        what: "damaged record",
+                        source: format!("the body of {id:?} cannot be read").into(),
+                    });
+                };
+                if let Err(e) = f(item) {
+                    return Ok(Err(e));
+                }
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// The identifiers `sql` selects, given the repository as `$1` and a limit of `n` as `$2`.
+    fn ids(
+        &self,
+        sql: &'static str,
+        n: usize,
+        what: &'static str,
+    ) -> Result<Vec<String>, StoreError> {
+        let n = i64::try_from(n).unwrap_or(i64::MAX);
+        self.call(move |c| {
+            let stmt = c.prepared(sql)?;
+            let rows = c.client.query(&stmt, &[&c.repository, &n]).doing(what)?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
+        })
+    }
+
+    /// The one number `sql` selects, given the repository as `$1`.
+    fn number(&self, sql: &'static str, what: &'static str) -> Result<u64, StoreError> {
+        self.call(move |c| {
+            let stmt = c.prepared(sql)?;
+            let row = c.client.query_one(&stmt, &[&c.repository]).doing(what)?;
+            Ok(row.get::<_, i64>(0) as u64)
+        })
+    }
+}
+
+impl Backend for Postgres {
+    /// Where the store is.
+    fn place(&self) -> Place {
+        self.place.clone()
+    }
+
     /// [`super::Store::state`] on PostgreSQL.
-    pub(super) fn state(&self) -> Result<State, StoreError> {
+    fn state(&self) -> Result<State, StoreError> {
         let doc = self.call(|c| c.state_doc())?;
         match doc {
             None => Ok(State::default()),
@@ -573,7 +636,7 @@ impl Postgres {
     }
 
     /// [`super::Store::save_state`] on PostgreSQL.
-    pub(super) fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
         let doc = self.doc(state)?;
         self.call(move |c| {
             let save = c.prepared(SAVE_STATE)?;
@@ -585,7 +648,7 @@ impl Postgres {
     }
 
     /// [`super::Store::reset`] on PostgreSQL: this repository's rows alone.
-    pub(super) fn reset(&mut self, state: &State) -> Result<(), StoreError> {
+    fn reset(&mut self, state: &State) -> Result<(), StoreError> {
         let doc = self.doc(state)?;
         self.call(move |c| {
             let save = c.prepared(SAVE_STATE)?;
@@ -599,7 +662,7 @@ impl Postgres {
 
     /// [`super::Store::apply_page`] on PostgreSQL: the page's records are made ready here,
     /// written by the worker in a few statements.
-    pub(super) fn apply_page(
+    fn apply_page(
         &mut self,
         run: u64,
         records: &[Record],
@@ -612,7 +675,7 @@ impl Postgres {
     }
 
     /// [`super::Store::finish_run`] on PostgreSQL.
-    pub(super) fn finish_run(
+    fn finish_run(
         &mut self,
         full: bool,
         sweep: Option<u64>,
@@ -660,10 +723,10 @@ impl Postgres {
     }
 
     /// [`super::Store::dirty`] on PostgreSQL: in identifier order.
-    pub(super) fn dirty<E>(
+    fn dirty(
         &self,
-        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
+        f: Visit<'_, (Record, Option<Record>)>,
+    ) -> Result<Result<(), Stopped>, StoreError> {
         self.batches(
             |c, after| c.changes_after(after),
             |row: &ChangeRow| row.0.clone(),
@@ -689,15 +752,12 @@ impl Postgres {
                         .is_none_or(|b| decode_body(prev_body.as_deref().unwrap_or(&[]), b));
                 whole.then_some((now, before))
             },
-            |(now, before)| f(now, before),
+            f,
         )
     }
 
     /// [`super::Store::for_each_live`] on PostgreSQL.
-    pub(super) fn for_each_live<E>(
-        &self,
-        f: impl FnMut(Record) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
+    fn for_each_live(&self, f: Visit<'_, Record>) -> Result<Result<(), Stopped>, StoreError> {
         self.batches(
             |c, after| c.live_after(after),
             |row: &LiveRow| row.0.clone(),
@@ -715,44 +775,8 @@ impl Postgres {
         )
     }
 
-    /// Reads rows in batches of [`BATCH`] by key (`read`: those after the key given), asking
-    /// for the next batch before handing this one's rows, made into items by `make` (`None`:
-    /// damaged), to `f`; stops at `f`'s first error.
-    fn batches<Row: Send + 'static, Item, E>(
-        &self,
-        read: fn(&mut Conn, Option<String>) -> Result<Vec<Row>, Failure>,
-        key: impl Fn(&Row) -> String,
-        make: impl Fn(Row) -> Option<Item>,
-        mut f: impl FnMut(Item) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
-        let mut pending = Some(self.send(move |c| read(c, None))?);
-        while let Some(answered) = pending.take() {
-            let rows = self.answer(&answered)?;
-            if rows.len() as i64 == BATCH
-                && let Some(last) = rows.last()
-            {
-                let after = key(last);
-                pending = Some(self.send(move |c| read(c, Some(after)))?);
-            }
-            for row in rows {
-                let id = key(&row);
-                let Some(item) = make(row) else {
-                    return Err(StoreError::Failed {
-                        place: self.place.clone(),
-                        what: "damaged record",
-                        source: format!("the body of {id:?} cannot be read").into(),
-                    });
-                };
-                if let Err(e) = f(item) {
-                    return Ok(Err(e));
-                }
-            }
-        }
-        Ok(Ok(()))
-    }
-
     /// [`super::Store::rejected`] on PostgreSQL.
-    pub(super) fn rejected(&self) -> Result<u64, StoreError> {
+    fn rejected(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM oai_bridge_rejected WHERE repository = $1",
             "cannot count the rejected records",
@@ -760,7 +784,7 @@ impl Postgres {
     }
 
     /// [`super::Store::rejected_examples`] on PostgreSQL.
-    pub(super) fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM oai_bridge_rejected WHERE repository = $1 ORDER BY id LIMIT $2",
             n,
@@ -770,7 +794,7 @@ impl Postgres {
 
     /// [`super::Store::deleted_examples`] on PostgreSQL: from the partial index of deleted
     /// records.
-    pub(super) fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM oai_bridge_records WHERE repository = $1 AND deleted
              ORDER BY id LIMIT $2",
@@ -779,40 +803,16 @@ impl Postgres {
         )
     }
 
-    /// The identifiers `sql` selects, given the repository as `$1` and a limit of `n` as `$2`.
-    fn ids(
-        &self,
-        sql: &'static str,
-        n: usize,
-        what: &'static str,
-    ) -> Result<Vec<String>, StoreError> {
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
-        self.call(move |c| {
-            let stmt = c.prepared(sql)?;
-            let rows = c.client.query(&stmt, &[&c.repository, &n]).doing(what)?;
-            Ok(rows.iter().map(|r| r.get(0)).collect())
-        })
-    }
-
     /// [`super::Store::changed`] on PostgreSQL.
-    pub(super) fn changed(&self) -> Result<u64, StoreError> {
+    fn changed(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM oai_bridge_changes WHERE repository = $1",
             "cannot count the changed records",
         )
     }
 
-    /// The one number `sql` selects, given the repository as `$1`.
-    fn number(&self, sql: &'static str, what: &'static str) -> Result<u64, StoreError> {
-        self.call(move |c| {
-            let stmt = c.prepared(sql)?;
-            let row = c.client.query_one(&stmt, &[&c.repository]).doing(what)?;
-            Ok(row.get::<_, i64>(0) as u64)
-        })
-    }
-
     /// [`super::Store::shared_urls`] on PostgreSQL.
-    pub(super) fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
+    fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
         let asked = limit.saturating_add(1).min(i64::MAX as u64) as i64;
         self.call(move |c| {
             let stmt =
@@ -825,7 +825,7 @@ impl Postgres {
     }
 
     /// [`super::Store::shared`] on PostgreSQL.
-    pub(super) fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
+    fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
         let url = url.to_owned();
         self.call(move |c| {
             let stmt = c.prepared(
@@ -848,7 +848,7 @@ impl Postgres {
     }
 
     /// [`super::Store::published`] on PostgreSQL.
-    pub(super) fn published(
+    fn published(
         &mut self,
         state: &State,
         shared: &[SharedUrl],
@@ -912,7 +912,7 @@ impl Postgres {
 
     /// [`super::Store::verify`] on PostgreSQL: the database answers, and the state parses
     /// (PostgreSQL checks its own pages).
-    pub(super) fn verify(&self) -> Result<(), StoreError> {
+    fn verify(&self) -> Result<(), StoreError> {
         self.call(|c| {
             (c.client.simple_query("SELECT 1"))
                 .doing("cannot query the database")
@@ -922,7 +922,7 @@ impl Postgres {
     }
 
     /// [`super::Store::counts`] on PostgreSQL.
-    pub(super) fn counts(&self) -> Result<Counts, StoreError> {
+    fn counts(&self) -> Result<Counts, StoreError> {
         self.call(|c| {
             let stmt = c.prepared(
                 "SELECT count(*) FILTER (WHERE NOT deleted), count(*) FILTER (WHERE deleted)
@@ -938,7 +938,7 @@ impl Postgres {
     }
 
     /// [`super::Store::live`] on PostgreSQL.
-    pub(super) fn live(&self) -> Result<u64, StoreError> {
+    fn live(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT coalesce((SELECT live FROM oai_bridge_tally WHERE repository = $1), 0)",
             "cannot count the records",
@@ -946,7 +946,7 @@ impl Postgres {
     }
 
     /// [`super::Store::deleted`] on PostgreSQL.
-    pub(super) fn deleted(&self) -> Result<u64, StoreError> {
+    fn deleted(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT coalesce((SELECT deleted FROM oai_bridge_tally WHERE repository = $1), 0)",
             "cannot count the records",

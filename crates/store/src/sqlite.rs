@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use oai_pmh::{Datestamp, Record};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::backend::{Backend, Stopped, Visit};
 use super::page::{self, Held, Incoming, Rejected, Stored};
 use super::{Counts, Place, State, StoreError, decode_body, persisted};
 use oai_bridge_files::published::SharedUrl;
@@ -50,13 +51,42 @@ impl Sqlite {
         })
     }
 
+    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
+    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            stmt.query_map([n as i64], |r| r.get(0))?.collect()
+        };
+        read().map_err(fail(&self.path, what))
+    }
+
+    /// The one number `sql` selects.
+    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(fail(&self.path, what))
+    }
+}
+
+impl Backend for Sqlite {
+    #[cfg(test)]
+    fn sqlite(&self) -> Option<&Sqlite> {
+        Some(self)
+    }
+
+    /// Where the store is: its file.
+    fn place(&self) -> Place {
+        Place::File(self.path.clone())
+    }
+
     /// Moves the store onto pages of `size` bytes ([`super::page_size_for`]) when it is on smaller
     /// ones, or empty: only a rebuild (`VACUUM`, outside WAL mode) changes the page size, which
     /// costs little on an empty store and once on a full one (made by an earlier version, or
     /// before the profiles were on). A store with records is not moved onto smaller pages. Best
     /// effort: when the rebuild fails (it needs room for a copy) the store stays as it was,
     /// and works as before.
-    pub(super) fn fit_pages(&mut self, size: i64) {
+    fn fit_pages(&mut self, size: i64) {
         let conn = &self.conn;
         let page_size = || conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
         let Ok(current) = page_size() else {
@@ -90,13 +120,8 @@ impl Sqlite {
         }
     }
 
-    /// The store's file.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// [`super::Store::state`] on SQLite.
-    pub(super) fn state(&self) -> Result<State, StoreError> {
+    fn state(&self) -> Result<State, StoreError> {
         let doc: Option<String> = self
             .conn
             .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
@@ -113,7 +138,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::save_state`] on SQLite.
-    pub(super) fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction()
@@ -124,7 +149,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::reset`] on SQLite.
-    pub(super) fn reset(&mut self, state: &State) -> Result<(), StoreError> {
+    fn reset(&mut self, state: &State) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction()
@@ -141,7 +166,7 @@ impl Sqlite {
 
     /// [`super::Store::apply_page`] on SQLite: reads the stored versions and rejections of the
     /// page's records, decides the page ([`page::decide`]), and writes the decision.
-    pub(super) fn apply_page(
+    fn apply_page(
         &mut self,
         run: u64,
         records: &[Record],
@@ -170,7 +195,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::finish_run`] on SQLite.
-    pub(super) fn finish_run(
+    fn finish_run(
         &mut self,
         full: bool,
         sweep: Option<u64>,
@@ -210,10 +235,10 @@ impl Sqlite {
     }
 
     /// [`super::Store::dirty`] on SQLite.
-    pub(super) fn dirty<E>(
+    fn dirty(
         &self,
-        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
+        f: Visit<'_, (Record, Option<Record>)>,
+    ) -> Result<Result<(), Stopped>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -254,7 +279,45 @@ impl Sqlite {
                 Ok((now, before))
             };
             let (now, before) = read(row).map_err(fail(&self.path, "damaged record"))?;
-            if let Err(e) = f(now, before) {
+            if let Err(e) = f((now, before)) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// [`super::Store::for_each_live`] on SQLite.
+    fn for_each_live(&self, f: Visit<'_, Record>) -> Result<Result<(), Stopped>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a record"))?
+        {
+            let sets: String = row
+                .get(2)
+                .map_err(fail(&self.path, "cannot read a record"))?;
+            let mut record = Record {
+                identifier: row
+                    .get(0)
+                    .map_err(fail(&self.path, "cannot read a record"))?,
+                datestamp: row
+                    .get::<_, Option<i64>>(1)
+                    .map_err(fail(&self.path, "cannot read a record"))?
+                    .map(Datestamp::unpack),
+                deleted: false,
+                sets: super::split_sets(&sets),
+                dc_identifiers: Vec::new(),
+                dc: Default::default(),
+                empty_metadata: false,
+            };
+            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
+            if let Err(e) = f(record) {
                 return Ok(Err(e));
             }
         }
@@ -262,7 +325,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::rejected`] on SQLite.
-    pub(super) fn rejected(&self) -> Result<u64, StoreError> {
+    fn rejected(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM rejected",
             "cannot count the rejected records",
@@ -270,7 +333,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::rejected_examples`] on SQLite.
-    pub(super) fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM rejected ORDER BY id LIMIT ?1",
             n,
@@ -279,7 +342,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::deleted_examples`] on SQLite.
-    pub(super) fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM records WHERE deleted <> 0 ORDER BY id LIMIT ?1",
             n,
@@ -287,33 +350,16 @@ impl Sqlite {
         )
     }
 
-    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
-    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
-        let read = || -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.prepare(sql)?;
-            stmt.query_map([n as i64], |r| r.get(0))?.collect()
-        };
-        read().map_err(fail(&self.path, what))
-    }
-
     /// [`super::Store::changed`] on SQLite.
-    pub(super) fn changed(&self) -> Result<u64, StoreError> {
+    fn changed(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM changes",
             "cannot count the changed records",
         )
     }
 
-    /// The one number `sql` selects.
-    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
-        self.conn
-            .query_row(sql, [], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(fail(&self.path, what))
-    }
-
     /// [`super::Store::shared_urls`] on SQLite.
-    pub(super) fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
+    fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
         let read = || -> rusqlite::Result<Option<HashSet<String>>> {
             let mut stmt = self.conn.prepare("SELECT url FROM shared LIMIT ?1")?;
             let urls = stmt
@@ -327,7 +373,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::shared`] on SQLite.
-    pub(super) fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
+    fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
         self.conn
             .prepare_cached("SELECT claims FROM shared WHERE url = ?1")
             .and_then(|mut stmt| {
@@ -348,7 +394,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::published`] on SQLite.
-    pub(super) fn published(
+    fn published(
         &mut self,
         state: &State,
         shared: &[SharedUrl],
@@ -390,7 +436,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::verify`] on SQLite.
-    pub(super) fn verify(&self) -> Result<(), StoreError> {
+    fn verify(&self) -> Result<(), StoreError> {
         let verdict: String = self
             .conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -406,59 +452,18 @@ impl Sqlite {
     }
 
     /// [`super::Store::counts`] on SQLite.
-    pub(super) fn counts(&self) -> Result<Counts, StoreError> {
+    fn counts(&self) -> Result<Counts, StoreError> {
         count_records(&self.conn, &self.path)
     }
 
     /// [`super::Store::live`] on SQLite.
-    pub(super) fn live(&self) -> Result<u64, StoreError> {
+    fn live(&self) -> Result<u64, StoreError> {
         self.number("SELECT live FROM tally", "cannot count the records")
     }
 
     /// [`super::Store::deleted`] on SQLite.
-    pub(super) fn deleted(&self) -> Result<u64, StoreError> {
+    fn deleted(&self) -> Result<u64, StoreError> {
         self.number("SELECT deleted FROM tally", "cannot count the records")
-    }
-
-    /// [`super::Store::for_each_live`] on SQLite.
-    pub(super) fn for_each_live<E>(
-        &self,
-        mut f: impl FnMut(Record) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
-            .map_err(fail(&self.path, "cannot read the records"))?;
-        let mut rows = stmt
-            .query([])
-            .map_err(fail(&self.path, "cannot read the records"))?;
-        while let Some(row) = rows
-            .next()
-            .map_err(fail(&self.path, "cannot read a record"))?
-        {
-            let sets: String = row
-                .get(2)
-                .map_err(fail(&self.path, "cannot read a record"))?;
-            let mut record = Record {
-                identifier: row
-                    .get(0)
-                    .map_err(fail(&self.path, "cannot read a record"))?,
-                datestamp: row
-                    .get::<_, Option<i64>>(1)
-                    .map_err(fail(&self.path, "cannot read a record"))?
-                    .map(Datestamp::unpack),
-                deleted: false,
-                sets: super::split_sets(&sets),
-                dc_identifiers: Vec::new(),
-                dc: Default::default(),
-                empty_metadata: false,
-            };
-            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
-            if let Err(e) = f(record) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(Ok(()))
     }
 }
 
