@@ -3,7 +3,9 @@
 //! per-page checkpoint, and what was published. One SQLite file per repository
 //! (`store.sqlite`, `sqlite.rs`) by default; or one PostgreSQL database for every repository,
 //! each store its rows there (`pg.rs`, `[state] url`). [`Store`] is the one type callers
-//! use, the same methods meaning the same on both.
+//! use, the same methods meaning the same on both: each backend implements the crate's
+//! `Backend` trait (`backend.rs`), and what a harvested page does to the store is decided
+//! once, for both, by `page::decide` (`page.rs`).
 //!
 //! Each page is applied in one transaction together with the checkpoint that follows it, so a
 //! killed process leaves either the page and its checkpoint or neither. ARCHITECTURE.md says
