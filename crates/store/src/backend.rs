@@ -19,8 +19,8 @@ pub(crate) type Visit<'f, T> = &'f mut dyn FnMut(T) -> Result<(), Stopped>;
 
 /// One repository's store on a backend (SQLite's file, PostgreSQL's rows). Every method means
 /// what [`super::Store`]'s of the same name says, the same on every backend (the
-/// differential tests hold them to it).
-pub(crate) trait Backend: std::fmt::Debug + Send {
+/// differential tests hold them to it). `Any`, so that the tests of a backend's tables reach it.
+pub(crate) trait Backend: std::any::Any + std::fmt::Debug + Send {
     /// Where the store is, as errors and logs name it.
     fn place(&self) -> Place;
 
@@ -101,10 +101,4 @@ pub(crate) trait Backend: std::fmt::Debug + Send {
 
     /// [`super::Store::deleted`].
     fn deleted(&self) -> Result<u64, StoreError>;
-
-    /// The SQLite store, for the tests of its tables.
-    #[cfg(test)]
-    fn sqlite(&self) -> Option<&super::sqlite::Sqlite> {
-        None
-    }
 }

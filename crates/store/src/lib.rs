@@ -456,7 +456,8 @@ impl Store {
     /// The SQLite store, for the tests of its tables.
     #[cfg(test)]
     fn sqlite(&self) -> &sqlite::Sqlite {
-        self.backend.sqlite().expect("a SQLite store")
+        let backend: &dyn std::any::Any = &*self.backend;
+        backend.downcast_ref().expect("a SQLite store")
     }
 
     /// Where the store is, as errors and logs name it.

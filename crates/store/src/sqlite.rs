@@ -70,11 +70,6 @@ impl Sqlite {
 }
 
 impl Backend for Sqlite {
-    #[cfg(test)]
-    fn sqlite(&self) -> Option<&Sqlite> {
-        Some(self)
-    }
-
     /// Where the store is: its file.
     fn place(&self) -> Place {
         Place::File(self.path.clone())
