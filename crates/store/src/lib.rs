@@ -895,6 +895,36 @@ mod tests {
         }
     }
 
+    /// A first harvest (SQLite writes its pages without reading first while the proof holds)
+    /// that brings a record again in a later page decides it as any page does: an older repeat
+    /// marks it seen, a newer one replaces it, and the page's other records are stored.
+    #[test]
+    fn a_first_harvest_that_repeats_a_record_keeps_the_newest() {
+        for each in Each::all("a_first_harvest_that_repeats_a_record_keeps_the_newest") {
+            let mut store = each.open();
+            let state = State::default();
+            let a = record("oai:x:1", "2024-05-02", &["https://h/1"]);
+            let b = record("oai:x:2", "2024-05-02", &["https://h/2"]);
+            store.apply_page(1, &[a.clone(), b], &state, false).unwrap();
+            let a_old = record("oai:x:1", "2024-05-01", &["https://h/1old"]);
+            let c = record("oai:x:3", "2024-05-01", &["https://h/3"]);
+            store
+                .apply_page(1, &[c.clone(), a_old], &state, false)
+                .unwrap();
+            let b2 = record("oai:x:2", "2024-05-03", &["https://h/2b"]);
+            store
+                .apply_page(1, std::slice::from_ref(&b2), &state, false)
+                .unwrap();
+            assert_eq!(live(&store), [a, b2, c], "{each}");
+            assert_eq!(
+                store.finish_run(true, Some(1), &state).unwrap(),
+                0,
+                "{each}: all seen"
+            );
+            assert_eq!(store.counts().unwrap().live, 3, "{each}");
+        }
+    }
+
     /// The deleted records' examples come from their partial index, not from a scan of every
     /// record (bodies and all), in a store made now and in one made before the index.
     #[test]

@@ -22,6 +22,9 @@ pub(super) struct Sqlite {
     /// The connection (the tests of the SQLite layout read it).
     pub(super) conn: Connection,
     path: PathBuf,
+    /// The run of the last page applied, and whether it began on an empty store: its pages
+    /// are then tried without reading first ([`write_fresh`]).
+    run: Option<(u64, bool)>,
 }
 
 impl Sqlite {
@@ -48,6 +51,7 @@ impl Sqlite {
         Ok(Self {
             conn,
             path: path.to_owned(),
+            run: None,
         })
     }
 
@@ -66,6 +70,23 @@ impl Sqlite {
             .query_row(sql, [], |r| r.get::<_, i64>(0))
             .map(|n| n as u64)
             .map_err(fail(&self.path, what))
+    }
+
+    /// Whether `run` began on an empty store (asked at its first page here; a run resumed by
+    /// another process did not).
+    fn began_empty(&mut self, run: u64) -> Result<bool, StoreError> {
+        if let Some((known, empty)) = self.run
+            && known == run
+        {
+            return Ok(empty);
+        }
+        let empty: bool = (self.conn)
+            .query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |r| {
+                r.get(0)
+            })
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        self.run = Some((run, empty));
+        Ok(empty)
     }
 }
 
@@ -168,16 +189,29 @@ impl Backend for Sqlite {
         state: &State,
         track: bool,
     ) -> Result<(), StoreError> {
-        let path = &self.path;
         let page: Vec<Incoming> = records.iter().map(Incoming::of).collect();
+        let fresh = self.began_empty(run)?;
+        let path = &self.path;
         // Immediate: the page's writes follow its reads, and another writer waits meanwhile.
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(fail(path, "cannot begin a transaction"))?;
-        let held = read_page(&tx, path, &page, track)?;
-        let decision = page::decide(&page, held, run as i64, track);
-        write_page(&tx, path, run as i64, &page, &decision)?;
+        let tried = match fresh {
+            true => write_fresh(&tx, path, run as i64, &page, track)?,
+            false => None,
+        };
+        let decision = match tried {
+            Some(decision) => decision,
+            None => {
+                let held = read_page(&tx, path, &page, track)?;
+                let decision = page::decide(&page, held, run as i64, track);
+                insert(&tx, run as i64, &page, &decision.inserted)
+                    .map_err(fail(path, "cannot store a record"))?;
+                write_page(&tx, path, run as i64, &page, &decision)?;
+                decision
+            }
+        };
         if track {
             tx.execute(
                 "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
@@ -470,30 +504,35 @@ fn read_page(
     page: &[Incoming],
     track: bool,
 ) -> Result<Held, StoreError> {
-    let mut read_stored = tx
-        .prepare_cached(if track {
-            "SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1"
-        } else {
-            "SELECT deleted = 0, datestamp, NULL FROM records WHERE id = ?1"
-        })
-        .map_err(fail(path, "cannot prepare the record update"))?;
     let mut stored = HashMap::new();
-    for r in page {
-        if stored.contains_key(&r.id) {
-            continue;
-        }
-        let found = read_stored
-            .query_row([&r.id], |row| {
-                Ok(Stored {
-                    live: row.get(0)?,
-                    datestamp: row.get(1)?,
-                    body: row.get(2)?,
-                })
-            })
-            .optional()
+    let mut ids: Vec<&str> = page.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for chunk in ids.chunks(READ_CHUNK) {
+        let sql = format!(
+            "SELECT id, deleted = 0, datestamp, {} FROM records WHERE id IN ({})",
+            if track { "body" } else { "NULL" },
+            vec!["?"; chunk.len()].join(",")
+        );
+        let mut read_stored = tx
+            .prepare_cached(&sql)
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        let mut rows = read_stored
+            .query(rusqlite::params_from_iter(chunk))
             .map_err(fail(path, "cannot read a record"))?;
-        if let Some(found) = found {
-            stored.insert(r.id.clone(), found);
+        while let Some(row) = rows.next().map_err(fail(path, "cannot read a record"))? {
+            let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(String, Stored)> {
+                Ok((
+                    row.get(0)?,
+                    Stored {
+                        live: row.get(1)?,
+                        datestamp: row.get(2)?,
+                        body: row.get(3)?,
+                    },
+                ))
+            };
+            let (id, found) = read(row).map_err(fail(path, "cannot read a record"))?;
+            stored.insert(id, found);
         }
     }
     let mut rejected = HashMap::new();
@@ -523,7 +562,70 @@ fn read_page(
     Ok(Held { stored, rejected })
 }
 
-/// Writes `decision` of `page`, seen by `run`, in `tx`.
+/// Identifiers a page's read asks for in one statement (`IN`, one bound parameter each: well
+/// within SQLite's limit); a statement for each number of them, cached.
+const READ_CHUNK: usize = 250;
+
+/// The page of a run that began on an empty store (a first harvest), decided as if nothing
+/// were stored for its records and written without reading them first: the inserts prove it
+/// (an identifier stored refuses its insert). `None`, with nothing written, when the proof
+/// fails (an identifier an earlier page of the run brought), or cannot be made: a rejection
+/// stored, or an unreadable record, which inserts nothing. A choice of speed, not a rule: the
+/// decision is [`page::decide`]'s either way.
+fn write_fresh<'p>(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run: i64,
+    page: &'p [Incoming],
+    track: bool,
+) -> Result<Option<page::Decision<'p>>, StoreError> {
+    let any_rejected: bool = tx
+        .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+        .map_err(fail(path, "cannot read the rejected records"))?;
+    if any_rejected || page.iter().any(|r| r.unreadable) {
+        return Ok(None);
+    }
+    let decision = page::decide(page, Held::default(), run, track);
+    let savepoint = |sql| {
+        tx.execute_batch(sql)
+            .map_err(fail(path, "cannot store a record"))
+    };
+    savepoint("SAVEPOINT fresh")?;
+    match insert(tx, run, page, &decision.inserted) {
+        Ok(()) => savepoint("RELEASE fresh")?,
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            savepoint("ROLLBACK TO fresh; RELEASE fresh")?;
+            return Ok(None);
+        }
+        Err(e) => return Err(fail(path, "cannot store a record")(e)),
+    }
+    write_page(tx, path, run, page, &decision)?;
+    Ok(Some(decision))
+}
+
+/// Inserts the `rows` of `page`, records new to the store, seen by `run`.
+fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    run: i64,
+    page: &[Incoming],
+    rows: &[usize],
+) -> rusqlite::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for r in rows.iter().map(|&i| &page[i]) {
+        insert.execute(params![r.id, r.datestamp, r.deleted, r.sets, r.body, run])?;
+    }
+    Ok(())
+}
+
+/// Writes `decision` of `page`, seen by `run`, in `tx`, but for its inserts ([`insert`]).
 fn write_page(
     tx: &rusqlite::Transaction<'_>,
     path: &Path,
@@ -537,15 +639,6 @@ fn write_page(
     };
     let written =
         |r: rusqlite::Result<usize>| r.map(drop).map_err(fail(path, "cannot store a record"));
-    if !decision.inserted.is_empty() {
-        let mut insert = prepare(
-            "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        for r in decision.inserted.iter().map(|&i| &page[i]) {
-            written(insert.execute(params![r.id, r.datestamp, r.deleted, r.sets, r.body, run]))?;
-        }
-    }
     if !decision.updated.is_empty() {
         let mut update = prepare(
             "UPDATE records SET datestamp = ?2, deleted = ?3, sets = ?4, body = ?5, seen = ?6
