@@ -504,35 +504,30 @@ fn read_page(
     page: &[Incoming],
     track: bool,
 ) -> Result<Held, StoreError> {
+    let mut read_stored = tx
+        .prepare_cached(if track {
+            "SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1"
+        } else {
+            "SELECT deleted = 0, datestamp, NULL FROM records WHERE id = ?1"
+        })
+        .map_err(fail(path, "cannot prepare the record update"))?;
     let mut stored = HashMap::new();
-    let mut ids: Vec<&str> = page.iter().map(|r| r.id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for chunk in ids.chunks(READ_CHUNK) {
-        let sql = format!(
-            "SELECT id, deleted = 0, datestamp, {} FROM records WHERE id IN ({})",
-            if track { "body" } else { "NULL" },
-            vec!["?"; chunk.len()].join(",")
-        );
-        let mut read_stored = tx
-            .prepare_cached(&sql)
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        let mut rows = read_stored
-            .query(rusqlite::params_from_iter(chunk))
+    for r in page {
+        if stored.contains_key(&r.id) {
+            continue;
+        }
+        let found = read_stored
+            .query_row([&r.id], |row| {
+                Ok(Stored {
+                    live: row.get(0)?,
+                    datestamp: row.get(1)?,
+                    body: row.get(2)?,
+                })
+            })
+            .optional()
             .map_err(fail(path, "cannot read a record"))?;
-        while let Some(row) = rows.next().map_err(fail(path, "cannot read a record"))? {
-            let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(String, Stored)> {
-                Ok((
-                    row.get(0)?,
-                    Stored {
-                        live: row.get(1)?,
-                        datestamp: row.get(2)?,
-                        body: row.get(3)?,
-                    },
-                ))
-            };
-            let (id, found) = read(row).map_err(fail(path, "cannot read a record"))?;
-            stored.insert(id, found);
+        if let Some(found) = found {
+            stored.insert(r.id.clone(), found);
         }
     }
     let mut rejected = HashMap::new();
@@ -561,10 +556,6 @@ fn read_page(
     }
     Ok(Held { stored, rejected })
 }
-
-/// Identifiers a page's read asks for in one statement (`IN`, one bound parameter each: well
-/// within SQLite's limit); a statement for each number of them, cached.
-const READ_CHUNK: usize = 250;
 
 /// The page of a run that began on an empty store (a first harvest), decided as if nothing
 /// were stored for its records and written without reading them first: the inserts prove it
