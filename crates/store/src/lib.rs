@@ -3,7 +3,9 @@
 //! per-page checkpoint, and what was published. One SQLite file per repository
 //! (`store.sqlite`, `sqlite.rs`) by default; or one PostgreSQL database for every repository,
 //! each store its rows there (`pg.rs`, `[state] url`). [`Store`] is the one type callers
-//! use, the same methods meaning the same on both.
+//! use, the same methods meaning the same on both: each backend implements the crate's
+//! `Backend` trait (`backend.rs`), and what a harvested page does to the store is decided
+//! once, for both, by `page::decide` (`page.rs`).
 //!
 //! Each page is applied in one transaction together with the checkpoint that follows it, so a
 //! killed process leaves either the page and its checkpoint or neither. ARCHITECTURE.md says
@@ -29,13 +31,16 @@ use serde::{Deserialize, Serialize};
 
 use oai_bridge_files::published::SharedUrl;
 
+mod backend;
 pub mod copy;
 mod error;
+mod page;
 pub(crate) mod persisted;
 mod pg;
 mod sqlite;
 mod tls;
 
+use backend::{Backend, Stopped};
 pub use error::StoreError;
 pub use pg::LEASE_CLAIM;
 pub use pg::StateUrl;
@@ -400,16 +405,8 @@ impl StoreLocation {
 /// means the same on both.
 #[derive(Debug)]
 pub struct Store {
-    backend: Backend,
-}
-
-/// The two kinds of store behind [`Store`].
-#[derive(Debug)]
-enum Backend {
-    /// A SQLite file.
-    Sqlite(sqlite::Sqlite),
-    /// A repository's rows in PostgreSQL, through a worker thread.
-    Postgres(pg::Postgres),
+    /// A SQLite file, or a repository's rows in PostgreSQL through a worker thread.
+    backend: Box<dyn Backend>,
 }
 
 impl Store {
@@ -418,7 +415,7 @@ impl Store {
     /// version's, `persisted::FORMAT`), is emptied: the next harvest is a full one.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         sqlite::Sqlite::open(path).map(|s| Store {
-            backend: Backend::Sqlite(s),
+            backend: Box::new(s),
         })
     }
 
@@ -427,7 +424,7 @@ impl Store {
     /// read starts that repository's store anew, as [`Store::open`] does.
     pub fn open_postgres(url: &StateUrl, repository: &str) -> Result<Self, StoreError> {
         pg::Postgres::open(url, repository).map(|p| Store {
-            backend: Backend::Postgres(p),
+            backend: Box::new(p),
         })
     }
 
@@ -453,52 +450,35 @@ impl Store {
     /// Fits a SQLite store's page size to its records ([`page_size_for`]): a rebuild, best
     /// effort, on an empty store or once on a full one. PostgreSQL's pages are its own: nothing.
     pub fn fit_pages(&mut self, size: i64) {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.fit_pages(size),
-            Backend::Postgres(_) => {}
-        }
+        self.backend.fit_pages(size)
     }
 
     /// The SQLite store, for the tests of its tables.
     #[cfg(test)]
     fn sqlite(&self) -> &sqlite::Sqlite {
-        match &self.backend {
-            Backend::Sqlite(s) => s,
-            Backend::Postgres(_) => panic!("a PostgreSQL store"),
-        }
+        let backend: &dyn std::any::Any = &*self.backend;
+        backend.downcast_ref().expect("a SQLite store")
     }
 
     /// Where the store is, as errors and logs name it.
     pub fn place(&self) -> Place {
-        match &self.backend {
-            Backend::Sqlite(s) => Place::File(s.path().to_owned()),
-            Backend::Postgres(p) => p.place(),
-        }
+        self.backend.place()
     }
 
     /// The state; the default for a new store.
     pub fn state(&self) -> Result<State, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.state(),
-            Backend::Postgres(p) => p.state(),
-        }
+        self.backend.state()
     }
 
     /// Saves the state alone.
     pub fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.save_state(state),
-            Backend::Postgres(p) => p.save_state(state),
-        }
+        self.backend.save_state(state)
     }
 
     /// Removes every record and saves `state`, in one transaction (the store then follows a
     /// new source, or must be harvested again in full).
     pub fn reset(&mut self, state: &State) -> Result<(), StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.reset(state),
-            Backend::Postgres(p) => p.reset(state),
-        }
+        self.backend.reset(state)
     }
 
     /// Applies one page: each record replaces the stored one unless that one is newer (a repeat
@@ -524,10 +504,7 @@ impl Store {
         state: &State,
         track: bool,
     ) -> Result<(), StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.apply_page(run, records, state, track),
-            Backend::Postgres(p) => p.apply_page(run, records, state, track),
-        }
+        self.backend.apply_page(run, records, state, track)
     }
 
     /// Ends a run: with `sweep`, removes every record that run did not see (a complete full
@@ -540,10 +517,7 @@ impl Store {
         sweep: Option<u64>,
         state: &State,
     ) -> Result<u64, StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.finish_run(full, sweep, state),
-            Backend::Postgres(p) => p.finish_run(full, sweep, state),
-        }
+        self.backend.finish_run(full, sweep, state)
     }
 
     /// Calls `f` with every record changed since the last publish ([`Store::apply_page`] with
@@ -551,66 +525,53 @@ impl Store {
     /// published, if that one was live (without its sets, which the store does not keep).
     pub fn dirty<E>(
         &self,
-        f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
+        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.dirty(f),
-            Backend::Postgres(p) => p.dirty(f),
-        }
+        let mut stopped = None;
+        let read = self.backend.dirty(&mut |(now, before)| {
+            f(now, before).map_err(|e| {
+                stopped = Some(e);
+                Stopped
+            })
+        })?;
+        // Only the callback stops a reading, keeping its error.
+        Ok(read.map_err(|Stopped| stopped.expect("the callback's error")))
     }
 
     /// Records whose newest version the upstream sent was unreadable (empty metadata, Q-35;
     /// [`Store::apply_page`]): counted as [`oai_bridge_files::counts::Drop::EmptyMetadata`]. Those stored
     /// before keep their earlier version, published.
     pub fn rejected(&self) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.rejected(),
-            Backend::Postgres(p) => p.rejected(),
-        }
+        self.backend.rejected()
     }
 
     /// The identifiers of up to `n` rejected records ([`Store::rejected`]), as examples.
     pub fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.rejected_examples(n),
-            Backend::Postgres(p) => p.rejected_examples(n),
-        }
+        self.backend.rejected_examples(n)
     }
 
     /// The identifiers of up to `n` records whose newest version is deleted, as examples, in
     /// identifier order: read from the partial index of deleted records, so it costs as little
     /// when they are rare among millions as when they are many.
     pub fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.deleted_examples(n),
-            Backend::Postgres(p) => p.deleted_examples(n),
-        }
+        self.backend.deleted_examples(n)
     }
 
     /// How many records changed since the last publish ([`Store::dirty`]).
     pub fn changed(&self) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.changed(),
-            Backend::Postgres(p) => p.changed(),
-        }
+        self.backend.changed()
     }
 
     /// Every URL [`Store::shared`] knows, when there are at most `limit`; else `None`.
     pub fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.shared_urls(limit),
-            Backend::Postgres(p) => p.shared_urls(limit),
-        }
+        self.backend.shared_urls(limit)
     }
 
     /// How many times `url` is published and the newest datestamp among them, when more than
     /// one record publishes it (or one twice), as recorded by the last publishes
     /// ([`Store::published`]).
     pub fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.shared(url),
-            Backend::Postgres(p) => p.shared(url),
-        }
+        self.backend.shared(url)
     }
 
     /// Records a publish, in one transaction: saves `state`, marks every record clean, and
@@ -622,54 +583,44 @@ impl Store {
         shared: &[SharedUrl],
         replace: bool,
     ) -> Result<(), StoreError> {
-        match &mut self.backend {
-            Backend::Sqlite(s) => s.published(state, shared, replace),
-            Backend::Postgres(p) => p.published(state, shared, replace),
-        }
+        self.backend.published(state, shared, replace)
     }
 
     /// Checks the database (SQLite's `integrity_check`) and that the state parses.
     pub fn verify(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.verify(),
-            Backend::Postgres(p) => p.verify(),
-        }
+        self.backend.verify()
     }
 
     /// Live and deleted records.
     pub fn counts(&self) -> Result<Counts, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.counts(),
-            Backend::Postgres(p) => p.counts(),
-        }
+        self.backend.counts()
     }
 
     /// Live records, as kept by incremental runs and counted at the end of each full one:
     /// what [`Store::counts`] would count, without reading every record.
     pub fn live(&self) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.live(),
-            Backend::Postgres(p) => p.live(),
-        }
+        self.backend.live()
     }
 
     /// Records whose newest version is deleted (tombstones), kept like [`Store::live`].
     pub fn deleted(&self) -> Result<u64, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.deleted(),
-            Backend::Postgres(p) => p.deleted(),
-        }
+        self.backend.deleted()
     }
 
     /// Calls `f` with every live record, in identifier order; stops at `f`'s first error.
     pub fn for_each_live<E>(
         &self,
-        f: impl FnMut(Record) -> Result<(), E>,
+        mut f: impl FnMut(Record) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreError> {
-        match &self.backend {
-            Backend::Sqlite(s) => s.for_each_live(f),
-            Backend::Postgres(p) => p.for_each_live(f),
-        }
+        let mut stopped = None;
+        let read = self.backend.for_each_live(&mut |r| {
+            f(r).map_err(|e| {
+                stopped = Some(e);
+                Stopped
+            })
+        })?;
+        // Only the callback stops a reading, keeping its error.
+        Ok(read.map_err(|Stopped| stopped.expect("the callback's error")))
     }
 }
 
@@ -941,6 +892,36 @@ mod tests {
                 (1, 0),
                 "{each}: 1 new record tracked"
             );
+        }
+    }
+
+    /// A first harvest (SQLite writes its pages without reading first while the proof holds)
+    /// that brings a record again in a later page decides it as any page does: an older repeat
+    /// marks it seen, a newer one replaces it, and the page's other records are stored.
+    #[test]
+    fn a_first_harvest_that_repeats_a_record_keeps_the_newest() {
+        for each in Each::all("a_first_harvest_that_repeats_a_record_keeps_the_newest") {
+            let mut store = each.open();
+            let state = State::default();
+            let a = record("oai:x:1", "2024-05-02", &["https://h/1"]);
+            let b = record("oai:x:2", "2024-05-02", &["https://h/2"]);
+            store.apply_page(1, &[a.clone(), b], &state, false).unwrap();
+            let a_old = record("oai:x:1", "2024-05-01", &["https://h/1old"]);
+            let c = record("oai:x:3", "2024-05-01", &["https://h/3"]);
+            store
+                .apply_page(1, &[c.clone(), a_old], &state, false)
+                .unwrap();
+            let b2 = record("oai:x:2", "2024-05-03", &["https://h/2b"]);
+            store
+                .apply_page(1, std::slice::from_ref(&b2), &state, false)
+                .unwrap();
+            assert_eq!(live(&store), [a, b2, c], "{each}");
+            assert_eq!(
+                store.finish_run(true, Some(1), &state).unwrap(),
+                0,
+                "{each}: all seen"
+            );
+            assert_eq!(store.counts().unwrap().live, 3, "{each}");
         }
     }
 

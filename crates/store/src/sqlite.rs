@@ -2,13 +2,15 @@
 //! with `synchronous=NORMAL`. A crash of the process never loses a committed page; a power
 //! failure may lose the last pages, never consistency, and the next run re-asks for them.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use oai_pmh::{Datestamp, Record};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{Counts, Place, State, StoreError, decode_body, encode_body, persisted};
+use super::backend::{Backend, Stopped, Visit};
+use super::page::{self, Held, Incoming, Rejected, Stored};
+use super::{Counts, Place, State, StoreError, decode_body, persisted};
 use oai_bridge_files::published::SharedUrl;
 
 /// Version of the tables; a store of another version is started anew.
@@ -20,6 +22,9 @@ pub(super) struct Sqlite {
     /// The connection (the tests of the SQLite layout read it).
     pub(super) conn: Connection,
     path: PathBuf,
+    /// The run of the last page applied, and whether it began on an empty store: its pages
+    /// are then tried without reading first ([`write_fresh`]).
+    run: Option<(u64, bool)>,
 }
 
 impl Sqlite {
@@ -46,7 +51,49 @@ impl Sqlite {
         Ok(Self {
             conn,
             path: path.to_owned(),
+            run: None,
         })
+    }
+
+    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
+    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
+        let read = || -> rusqlite::Result<Vec<String>> {
+            let mut stmt = self.conn.prepare(sql)?;
+            stmt.query_map([n as i64], |r| r.get(0))?.collect()
+        };
+        read().map_err(fail(&self.path, what))
+    }
+
+    /// The one number `sql` selects.
+    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
+        self.conn
+            .query_row(sql, [], |r| r.get::<_, i64>(0))
+            .map(|n| n as u64)
+            .map_err(fail(&self.path, what))
+    }
+
+    /// Whether `run` began on an empty store (asked at its first page here; a run resumed by
+    /// another process did not).
+    fn began_empty(&mut self, run: u64) -> Result<bool, StoreError> {
+        if let Some((known, empty)) = self.run
+            && known == run
+        {
+            return Ok(empty);
+        }
+        let empty: bool = (self.conn)
+            .query_row("SELECT NOT EXISTS (SELECT 1 FROM records)", [], |r| {
+                r.get(0)
+            })
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        self.run = Some((run, empty));
+        Ok(empty)
+    }
+}
+
+impl Backend for Sqlite {
+    /// Where the store is: its file.
+    fn place(&self) -> Place {
+        Place::File(self.path.clone())
     }
 
     /// Moves the store onto pages of `size` bytes ([`super::page_size_for`]) when it is on smaller
@@ -55,7 +102,7 @@ impl Sqlite {
     /// before the profiles were on). A store with records is not moved onto smaller pages. Best
     /// effort: when the rebuild fails (it needs room for a copy) the store stays as it was,
     /// and works as before.
-    pub(super) fn fit_pages(&mut self, size: i64) {
+    fn fit_pages(&mut self, size: i64) {
         let conn = &self.conn;
         let page_size = || conn.pragma_query_value(None, "page_size", |r| r.get::<_, i64>(0));
         let Ok(current) = page_size() else {
@@ -89,13 +136,8 @@ impl Sqlite {
         }
     }
 
-    /// The store's file.
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// [`super::Store::state`] on SQLite.
-    pub(super) fn state(&self) -> Result<State, StoreError> {
+    fn state(&self) -> Result<State, StoreError> {
         let doc: Option<String> = self
             .conn
             .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
@@ -112,7 +154,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::save_state`] on SQLite.
-    pub(super) fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
+    fn save_state(&mut self, state: &State) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction()
@@ -123,7 +165,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::reset`] on SQLite.
-    pub(super) fn reset(&mut self, state: &State) -> Result<(), StoreError> {
+    fn reset(&mut self, state: &State) -> Result<(), StoreError> {
         let tx = self
             .conn
             .transaction()
@@ -138,31 +180,42 @@ impl Sqlite {
             .map_err(fail(&self.path, "cannot commit the reset"))
     }
 
-    /// [`super::Store::apply_page`] on SQLite.
-    pub(super) fn apply_page(
+    /// [`super::Store::apply_page`] on SQLite: reads the stored versions and rejections of the
+    /// page's records, decides the page ([`page::decide`]), and writes the decision.
+    fn apply_page(
         &mut self,
         run: u64,
         records: &[Record],
         state: &State,
         track: bool,
     ) -> Result<(), StoreError> {
+        let page: Vec<Incoming> = records.iter().map(Incoming::of).collect();
+        let fresh = self.began_empty(run)?;
         let path = &self.path;
+        // Immediate: the page's writes follow its reads, and another writer waits meanwhile.
         let tx = self
             .conn
-            .transaction()
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(fail(path, "cannot begin a transaction"))?;
-        // How the live and deleted counts change (kept by incremental runs).
-        let (live, deleted) = {
-            let mut page = PageWriter::prepare(&tx, path)?;
-            for r in records {
-                page.apply(r, run, track)?;
+        let tried = match fresh {
+            true => write_fresh(&tx, path, run as i64, &page, track)?,
+            false => None,
+        };
+        let decision = match tried {
+            Some(decision) => decision,
+            None => {
+                let held = read_page(&tx, path, &page, track)?;
+                let decision = page::decide(&page, held, run as i64, track);
+                insert(&tx, run as i64, &page, &decision.inserted)
+                    .map_err(fail(path, "cannot store a record"))?;
+                write_page(&tx, path, run as i64, &page, &decision)?;
+                decision
             }
-            (page.live, page.deleted)
         };
         if track {
             tx.execute(
                 "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
-                [live, deleted],
+                [decision.live, decision.deleted],
             )
             .map_err(fail(path, "cannot count the records"))?;
         }
@@ -171,7 +224,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::finish_run`] on SQLite.
-    pub(super) fn finish_run(
+    fn finish_run(
         &mut self,
         full: bool,
         sweep: Option<u64>,
@@ -211,10 +264,10 @@ impl Sqlite {
     }
 
     /// [`super::Store::dirty`] on SQLite.
-    pub(super) fn dirty<E>(
+    fn dirty(
         &self,
-        mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
+        f: Visit<'_, (Record, Option<Record>)>,
+    ) -> Result<Result<(), Stopped>, StoreError> {
         let mut stmt = self
             .conn
             .prepare(
@@ -255,7 +308,45 @@ impl Sqlite {
                 Ok((now, before))
             };
             let (now, before) = read(row).map_err(fail(&self.path, "damaged record"))?;
-            if let Err(e) = f(now, before) {
+            if let Err(e) = f((now, before)) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// [`super::Store::for_each_live`] on SQLite.
+    fn for_each_live(&self, f: Visit<'_, Record>) -> Result<Result<(), Stopped>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        let mut rows = stmt
+            .query([])
+            .map_err(fail(&self.path, "cannot read the records"))?;
+        while let Some(row) = rows
+            .next()
+            .map_err(fail(&self.path, "cannot read a record"))?
+        {
+            let sets: String = row
+                .get(2)
+                .map_err(fail(&self.path, "cannot read a record"))?;
+            let mut record = Record {
+                identifier: row
+                    .get(0)
+                    .map_err(fail(&self.path, "cannot read a record"))?,
+                datestamp: row
+                    .get::<_, Option<i64>>(1)
+                    .map_err(fail(&self.path, "cannot read a record"))?
+                    .map(Datestamp::unpack),
+                deleted: false,
+                sets: super::split_sets(&sets),
+                dc_identifiers: Vec::new(),
+                dc: Default::default(),
+                empty_metadata: false,
+            };
+            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
+            if let Err(e) = f(record) {
                 return Ok(Err(e));
             }
         }
@@ -263,7 +354,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::rejected`] on SQLite.
-    pub(super) fn rejected(&self) -> Result<u64, StoreError> {
+    fn rejected(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM rejected",
             "cannot count the rejected records",
@@ -271,7 +362,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::rejected_examples`] on SQLite.
-    pub(super) fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn rejected_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM rejected ORDER BY id LIMIT ?1",
             n,
@@ -280,7 +371,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::deleted_examples`] on SQLite.
-    pub(super) fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
+    fn deleted_examples(&self, n: usize) -> Result<Vec<String>, StoreError> {
         self.ids(
             "SELECT id FROM records WHERE deleted <> 0 ORDER BY id LIMIT ?1",
             n,
@@ -288,33 +379,16 @@ impl Sqlite {
         )
     }
 
-    /// The identifiers `sql` selects, given a limit of `n` as `?1`.
-    fn ids(&self, sql: &str, n: usize, what: &'static str) -> Result<Vec<String>, StoreError> {
-        let read = || -> rusqlite::Result<Vec<String>> {
-            let mut stmt = self.conn.prepare(sql)?;
-            stmt.query_map([n as i64], |r| r.get(0))?.collect()
-        };
-        read().map_err(fail(&self.path, what))
-    }
-
     /// [`super::Store::changed`] on SQLite.
-    pub(super) fn changed(&self) -> Result<u64, StoreError> {
+    fn changed(&self) -> Result<u64, StoreError> {
         self.number(
             "SELECT count(*) FROM changes",
             "cannot count the changed records",
         )
     }
 
-    /// The one number `sql` selects.
-    fn number(&self, sql: &str, what: &'static str) -> Result<u64, StoreError> {
-        self.conn
-            .query_row(sql, [], |r| r.get::<_, i64>(0))
-            .map(|n| n as u64)
-            .map_err(fail(&self.path, what))
-    }
-
     /// [`super::Store::shared_urls`] on SQLite.
-    pub(super) fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
+    fn shared_urls(&self, limit: u64) -> Result<Option<HashSet<String>>, StoreError> {
         let read = || -> rusqlite::Result<Option<HashSet<String>>> {
             let mut stmt = self.conn.prepare("SELECT url FROM shared LIMIT ?1")?;
             let urls = stmt
@@ -328,7 +402,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::shared`] on SQLite.
-    pub(super) fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
+    fn shared(&self, url: &str) -> Result<Option<SharedUrl>, StoreError> {
         self.conn
             .prepare_cached("SELECT claims FROM shared WHERE url = ?1")
             .and_then(|mut stmt| {
@@ -349,7 +423,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::published`] on SQLite.
-    pub(super) fn published(
+    fn published(
         &mut self,
         state: &State,
         shared: &[SharedUrl],
@@ -391,7 +465,7 @@ impl Sqlite {
     }
 
     /// [`super::Store::verify`] on SQLite.
-    pub(super) fn verify(&self) -> Result<(), StoreError> {
+    fn verify(&self) -> Result<(), StoreError> {
         let verdict: String = self
             .conn
             .query_row("PRAGMA integrity_check", [], |r| r.get(0))
@@ -407,260 +481,214 @@ impl Sqlite {
     }
 
     /// [`super::Store::counts`] on SQLite.
-    pub(super) fn counts(&self) -> Result<Counts, StoreError> {
+    fn counts(&self) -> Result<Counts, StoreError> {
         count_records(&self.conn, &self.path)
     }
 
     /// [`super::Store::live`] on SQLite.
-    pub(super) fn live(&self) -> Result<u64, StoreError> {
+    fn live(&self) -> Result<u64, StoreError> {
         self.number("SELECT live FROM tally", "cannot count the records")
     }
 
     /// [`super::Store::deleted`] on SQLite.
-    pub(super) fn deleted(&self) -> Result<u64, StoreError> {
+    fn deleted(&self) -> Result<u64, StoreError> {
         self.number("SELECT deleted FROM tally", "cannot count the records")
     }
-
-    /// [`super::Store::for_each_live`] on SQLite.
-    pub(super) fn for_each_live<E>(
-        &self,
-        mut f: impl FnMut(Record) -> Result<(), E>,
-    ) -> Result<Result<(), E>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare("SELECT id, datestamp, sets, body FROM records WHERE deleted = 0 ORDER BY id")
-            .map_err(fail(&self.path, "cannot read the records"))?;
-        let mut rows = stmt
-            .query([])
-            .map_err(fail(&self.path, "cannot read the records"))?;
-        while let Some(row) = rows
-            .next()
-            .map_err(fail(&self.path, "cannot read a record"))?
-        {
-            let sets: String = row
-                .get(2)
-                .map_err(fail(&self.path, "cannot read a record"))?;
-            let mut record = Record {
-                identifier: row
-                    .get(0)
-                    .map_err(fail(&self.path, "cannot read a record"))?,
-                datestamp: row
-                    .get::<_, Option<i64>>(1)
-                    .map_err(fail(&self.path, "cannot read a record"))?
-                    .map(Datestamp::unpack),
-                deleted: false,
-                sets: super::split_sets(&sets),
-                dc_identifiers: Vec::new(),
-                dc: Default::default(),
-                empty_metadata: false,
-            };
-            decode_column(row, 3, &mut record).map_err(fail(&self.path, "damaged record"))?;
-            if let Err(e) = f(record) {
-                return Ok(Err(e));
-            }
-        }
-        Ok(Ok(()))
-    }
 }
 
-/// The statements of [`super::Store::apply_page`], prepared in its transaction, and what it counts.
-struct PageWriter<'t> {
-    path: &'t Path,
-    track_change: rusqlite::CachedStatement<'t>,
-    upsert: rusqlite::CachedStatement<'t>,
-    stored: rusqlite::CachedStatement<'t>,
-    reject: rusqlite::CachedStatement<'t>,
-    keep: rusqlite::CachedStatement<'t>,
-    readable: rusqlite::CachedStatement<'t>,
-    /// Whether any record is listed as rejected.
-    any_rejected: bool,
-    /// How the live count changes (kept by incremental runs).
-    live: i64,
-    /// How the deleted count changes (kept by incremental runs).
-    deleted: i64,
-    /// The body of the record being applied, its allocation reused.
-    body: Vec<u8>,
-}
-
-impl<'t> PageWriter<'t> {
-    /// Prepares the statements in `tx`.
-    fn prepare(tx: &'t rusqlite::Transaction<'_>, path: &'t Path) -> Result<Self, StoreError> {
-        // A change: the version last published, before the first change since (NULLs for a
-        // record not stored then), kept as it is when the record changed before; and the
-        // record as it is now, beside it, so that the publish reads this small table alone.
-        let track_change = tx
-            .prepare_cached(
-                "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
-                   now_deleted, now_datestamp, now_body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-                 ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
-                   now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
-            )
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        // SET expressions all read the row as it was before the update.
-        let upsert = tx
-            .prepare_cached(
-                "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                 ON CONFLICT (id) DO UPDATE SET
-                   seen = excluded.seen,
-                   datestamp = iif(newer, excluded.datestamp, datestamp),
-                   deleted = iif(newer, excluded.deleted, deleted),
-                   sets = iif(newer, excluded.sets, sets),
-                   body = iif(newer, excluded.body, body)"
-                    .replace(
-                        "newer",
-                        "(excluded.datestamp IS NULL OR records.datestamp IS NULL \
-                         OR excluded.datestamp >= records.datestamp)",
-                    )
-                    .as_str(),
-            )
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        // What the record was: whether it changes, the live count an incremental run keeps,
-        // and the version a change keeps.
-        let stored = tx
-            .prepare_cached("SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1")
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        let reject = tx
-            .prepare_cached(
-                "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE SET seen = excluded.seen,
-                   datestamp = iif(excluded.datestamp IS NULL OR rejected.datestamp IS NULL
-                     OR excluded.datestamp >= rejected.datestamp,
-                     excluded.datestamp, rejected.datestamp)",
-            )
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        let keep = tx
-            .prepare_cached("UPDATE records SET seen = ?2 WHERE id = ?1")
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        let readable = tx
-            .prepare_cached(
-                "DELETE FROM rejected WHERE id = ?1
-                   AND (?2 IS NULL OR datestamp IS NULL OR ?2 >= datestamp)",
-            )
-            .map_err(fail(path, "cannot prepare the record update"))?;
-        // Rejections are rare: while there are none, a readable record has none to settle.
-        let any_rejected: bool = tx
-            .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
-            .map_err(fail(path, "cannot read the rejected records"))?;
-        Ok(Self {
-            path,
-            track_change,
-            upsert,
-            stored,
-            reject,
-            keep,
-            readable,
-            any_rejected,
-            live: 0,
-            deleted: 0,
-            body: Vec::new(),
+/// What the store holds of `page`'s records in `tx`: their stored versions (with their bodies
+/// when `track`) and their rejections ([`page::decide`]'s input).
+fn read_page(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    page: &[Incoming],
+    track: bool,
+) -> Result<Held, StoreError> {
+    let mut read_stored = tx
+        .prepare_cached(if track {
+            "SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1"
+        } else {
+            "SELECT deleted = 0, datestamp, NULL FROM records WHERE id = ?1"
         })
-    }
-
-    /// Applies one record seen by `run`, listing its change with `track` ([`super::Store::apply_page`]).
-    #[inline]
-    fn apply(&mut self, r: &Record, run: u64, track: bool) -> Result<(), StoreError> {
-        let path = self.path;
-        let datestamp = r.datestamp.map(Datestamp::pack);
-        if r.unreadable() {
-            return self.apply_unreadable(r, datestamp, run);
+        .map_err(fail(path, "cannot prepare the record update"))?;
+    let mut stored = HashMap::new();
+    for r in page {
+        if stored.contains_key(&r.id) {
+            continue;
         }
-        if self.any_rejected {
-            self.readable
-                .execute(params![r.identifier, datestamp])
-                .map_err(fail(path, "cannot store a record"))?;
-        }
-        self.body.clear();
-        if !r.deleted {
-            encode_body(r, &mut self.body);
-        }
-        if track {
-            self.note_change(r, datestamp)?;
-        }
-        self.upsert
-            .execute(params![
-                r.identifier,
-                datestamp,
-                r.deleted,
-                r.sets.join("\n"),
-                self.body,
-                run as i64,
-            ])
-            .map_err(fail(path, "cannot store a record"))?;
-        Ok(())
-    }
-
-    /// Marks the stored version of an unreadable record seen, and lists the record as rejected.
-    #[inline]
-    fn apply_unreadable(
-        &mut self,
-        r: &Record,
-        datestamp: Option<i64>,
-        run: u64,
-    ) -> Result<(), StoreError> {
-        let path = self.path;
-        // Older than the version stored: a repeat that the newest one wins anyway.
-        let stored_at = self
-            .stored
-            .query_row([&r.identifier], |row| row.get::<_, Option<i64>>(1))
-            .optional()
-            .map_err(fail(path, "cannot read a record"))?;
-        let older = matches!((datestamp, stored_at.flatten()), (Some(d), Some(s)) if d < s);
-        self.keep
-            .execute(params![r.identifier, run as i64])
-            .map_err(fail(path, "cannot store a record"))?;
-        if !older {
-            self.reject
-                .execute(params![r.identifier, datestamp, run as i64])
-                .map_err(fail(path, "cannot store a record"))?;
-            self.any_rejected = true;
-        }
-        Ok(())
-    }
-
-    /// Lists `r` in `changes` when it replaces the stored version, and counts it.
-    #[inline]
-    fn note_change(&mut self, r: &Record, datestamp: Option<i64>) -> Result<(), StoreError> {
-        let path = self.path;
-        let before = self
-            .stored
-            .query_row([&r.identifier], |row| {
-                Ok((
-                    row.get::<_, bool>(0)?,
-                    row.get::<_, Option<i64>>(1)?,
-                    row.get::<_, Vec<u8>>(2)?,
-                ))
+        let found = read_stored
+            .query_row([&r.id], |row| {
+                Ok(Stored {
+                    live: row.get(0)?,
+                    datestamp: row.get(1)?,
+                    body: row.get(2)?,
+                })
             })
             .optional()
             .map_err(fail(path, "cannot read a record"))?;
-        // The upsert's `newer` rule, decided here once for both.
-        let newer = before.as_ref().is_none_or(|(_, stored_at, _)| {
-            datestamp.is_none() || stored_at.is_none() || datestamp >= *stored_at
-        });
-        if newer {
-            let was_live = before.as_ref().is_some_and(|(live, _, _)| *live);
-            let was_deleted = before.as_ref().is_some_and(|(live, _, _)| !*live);
-            self.live += i64::from(!r.deleted) - i64::from(was_live);
-            self.deleted += i64::from(r.deleted) - i64::from(was_deleted);
-            let (prev_live, prev_datestamp, prev_body) = match before {
-                Some((live, at, body)) => (Some(live), at, Some(body)),
+        if let Some(found) = found {
+            stored.insert(r.id.clone(), found);
+        }
+    }
+    let mut rejected = HashMap::new();
+    // Rejections are rare: while there are none, a page has none to read.
+    let any_rejected: bool = tx
+        .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+        .map_err(fail(path, "cannot read the rejected records"))?;
+    if any_rejected {
+        let mut read_rejected = tx
+            .prepare_cached("SELECT datestamp, seen FROM rejected WHERE id = ?1")
+            .map_err(fail(path, "cannot prepare the record update"))?;
+        for r in page {
+            let found = read_rejected
+                .query_row([&r.id], |row| {
+                    Ok(Rejected {
+                        datestamp: row.get(0)?,
+                        seen: row.get(1)?,
+                    })
+                })
+                .optional()
+                .map_err(fail(path, "cannot read the rejected records"))?;
+            if let Some(found) = found {
+                rejected.insert(r.id.clone(), found);
+            }
+        }
+    }
+    Ok(Held { stored, rejected })
+}
+
+/// The page of a run that began on an empty store (a first harvest), decided as if nothing
+/// were stored for its records and written without reading them first: the inserts prove it
+/// (an identifier stored refuses its insert). `None`, with nothing written, when the proof
+/// fails (an identifier an earlier page of the run brought), or cannot be made: a rejection
+/// stored, or an unreadable record, which inserts nothing. A choice of speed, not a rule: the
+/// decision is [`page::decide`]'s either way.
+fn write_fresh<'p>(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run: i64,
+    page: &'p [Incoming],
+    track: bool,
+) -> Result<Option<page::Decision<'p>>, StoreError> {
+    let any_rejected: bool = tx
+        .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
+        .map_err(fail(path, "cannot read the rejected records"))?;
+    if any_rejected || page.iter().any(|r| r.unreadable) {
+        return Ok(None);
+    }
+    let decision = page::decide(page, Held::default(), run, track);
+    let savepoint = |sql| {
+        tx.execute_batch(sql)
+            .map_err(fail(path, "cannot store a record"))
+    };
+    savepoint("SAVEPOINT fresh")?;
+    match insert(tx, run, page, &decision.inserted) {
+        Ok(()) => savepoint("RELEASE fresh")?,
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            savepoint("ROLLBACK TO fresh; RELEASE fresh")?;
+            return Ok(None);
+        }
+        Err(e) => return Err(fail(path, "cannot store a record")(e)),
+    }
+    write_page(tx, path, run, page, &decision)?;
+    Ok(Some(decision))
+}
+
+/// Inserts the `rows` of `page`, records new to the store, seen by `run`.
+fn insert(
+    tx: &rusqlite::Transaction<'_>,
+    run: i64,
+    page: &[Incoming],
+    rows: &[usize],
+) -> rusqlite::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO records (id, datestamp, deleted, sets, body, seen)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+    )?;
+    for r in rows.iter().map(|&i| &page[i]) {
+        insert.execute(params![r.id, r.datestamp, r.deleted, r.sets, r.body, run])?;
+    }
+    Ok(())
+}
+
+/// Writes `decision` of `page`, seen by `run`, in `tx`, but for its inserts ([`insert`]).
+fn write_page(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    run: i64,
+    page: &[Incoming],
+    decision: &page::Decision<'_>,
+) -> Result<(), StoreError> {
+    let prepare = |sql| {
+        tx.prepare_cached(sql)
+            .map_err(fail(path, "cannot prepare the record update"))
+    };
+    let written =
+        |r: rusqlite::Result<usize>| r.map(drop).map_err(fail(path, "cannot store a record"));
+    if !decision.updated.is_empty() {
+        let mut update = prepare(
+            "UPDATE records SET datestamp = ?2, deleted = ?3, sets = ?4, body = ?5, seen = ?6
+             WHERE id = ?1",
+        )?;
+        for r in decision.updated.iter().map(|&i| &page[i]) {
+            written(update.execute(params![r.id, r.datestamp, r.deleted, r.sets, r.body, run]))?;
+        }
+    }
+    if !decision.kept.is_empty() {
+        let mut keep = prepare("UPDATE records SET seen = ?2 WHERE id = ?1")?;
+        for id in &decision.kept {
+            written(keep.execute(params![id, run]))?;
+        }
+    }
+    if !decision.rejected.is_empty() {
+        let mut reject = prepare(
+            "INSERT INTO rejected (id, datestamp, seen) VALUES (?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE SET datestamp = excluded.datestamp, seen = excluded.seen",
+        )?;
+        for (id, r) in &decision.rejected {
+            written(reject.execute(params![id, r.datestamp, r.seen]))?;
+        }
+    }
+    if !decision.settled.is_empty() {
+        let mut settle = prepare("DELETE FROM rejected WHERE id = ?1")?;
+        for id in &decision.settled {
+            written(settle.execute([id]))?;
+        }
+    }
+    if !decision.changes.is_empty() {
+        // A change: the version last published, before the first change since (NULLs for a
+        // record not stored then), kept as it is when the record changed before; and the
+        // record as it is now, beside it, so that the publish reads this small table alone.
+        let mut track_change = prepare(
+            "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+               now_deleted, now_datestamp, now_body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+        )?;
+        for change in &decision.changes {
+            let now = &page[change.now];
+            let (prev_live, prev_datestamp, prev_body) = match &change.prev {
+                Some((live, at, body)) => (Some(*live), *at, Some(body)),
                 None => (None, None, None),
             };
-            self.track_change
-                .execute(params![
-                    r.identifier,
-                    prev_live,
-                    prev_datestamp,
-                    prev_body,
-                    r.deleted,
-                    datestamp,
-                    self.body,
-                ])
-                .map_err(fail(path, "cannot store a record"))?;
+            written(track_change.execute(params![
+                change.id,
+                prev_live,
+                prev_datestamp,
+                prev_body,
+                now.deleted,
+                now.datestamp,
+                now.body,
+            ]))?;
         }
-        Ok(())
     }
+    Ok(())
 }
 
 /// Opens the database at `path` in WAL mode, waiting for a lock rather than failing at once.
