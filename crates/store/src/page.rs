@@ -127,8 +127,9 @@ struct Rejection {
     touched: bool,
 }
 
-/// Decides `page`, seen by `run`, given what the store holds of its records (`held`), listing changes and counting with
-/// `track` (an incremental run). The page's records apply in turn, as the upstream sent them:
+/// Decides `page`, seen by `run`, given what the store holds of its records (`held`), listing
+/// changes and counting with `track` (an incremental run). The page's records apply in turn,
+/// as the upstream sent them:
 ///
 /// - a readable record replaces the stored version when [`newer`] than it, else marks it seen;
 /// - an unreadable record (empty metadata) marks the stored version seen, and is listed as
