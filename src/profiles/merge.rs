@@ -32,7 +32,7 @@ use crate::render::{Limits, Shard};
 use super::cdif::{self, CdifDocument};
 use super::diwoo::{self, DiwooStats};
 use super::files::{FileSink, Shards};
-use super::ledger::{FileRecord, Head, RowReader, Rows, SharedClaims};
+use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::signposts::SignStats;
 use super::spill::BLANK_SHARE;
 use super::{Profile, ProfileSettings, ocx, signmap};
@@ -398,6 +398,203 @@ impl BlankReplay {
     }
 }
 
+impl Changes {
+    /// The entries of the changed record `f` (the CDIF document without its name's hash), the
+    /// next in each column's stream, whose cursor `at` moves past them.
+    fn fresh_entries(&self, f: &Row<'_>, at: &mut [usize; 3]) -> Result<[&[u8]; 3], Unpatchable> {
+        let mut entries: [&[u8]; 3] = [&[]; 3];
+        for (c, entry) in entries.iter_mut().enumerate() {
+            let len = f.lens[c] as usize;
+            *entry = (self.streams[c].get(at[c]..at[c] + len))
+                .ok_or_else(|| Unpatchable("a changed record's entry is missing".into()))?;
+            at[c] += len;
+        }
+        entries[CDIF] = entries[CDIF].get(CDIF_HASH_LEN..).unwrap_or_default();
+        Ok(entries)
+    }
+
+    /// Whether `row`'s entries win its landing page, as the change decided it for the pages it
+    /// touches (`fresh`: a changed record's row). A published record whose entries lost
+    /// cannot win now: they were blanked or cut out, and are not at hand.
+    fn settle(&self, row: &mut Row<'_>, fresh: bool) -> Result<(), Unpatchable> {
+        let Some((winner, records)) = self.decided.get(&row.hash).filter(|_| row.landing) else {
+            return Ok(());
+        };
+        let lost = winner != row.id;
+        if row.lost && !lost && !fresh {
+            return Err(Unpatchable(
+                "a record whose entries lost now wins its landing page".into(),
+            ));
+        }
+        row.lost = lost;
+        row.dup = *records > 1;
+        Ok(())
+    }
+}
+
+impl SignStats {
+    /// Counts one record's row of the patched files.
+    fn count(&mut self, row: &Row<'_>) {
+        if !row.landing {
+            self.no_landing_page += 1;
+        } else if row.lost {
+            self.duplicate += 1;
+        } else {
+            self.published += 1;
+            if row.lens[OCX] > 0 {
+                self.ocx_published += 1;
+            }
+        }
+    }
+}
+
+/// The published Signmap, OCX and CDIF lists, read in the ledger's order as a patch goes.
+struct PublishedLanding<'p> {
+    /// The Signmap's, OCX's and CDIF lists' files.
+    files: [Published<'p>; 3],
+    changes: &'p Changes,
+    /// Which lost entry of the published files is next, per column.
+    lost_at: [usize; 2],
+    /// Which of the changed records (`Changes::gone`) is next.
+    gone: usize,
+}
+
+impl<'p> PublishedLanding<'p> {
+    fn new(patch: &'p ProfilePatch) -> Self {
+        Self {
+            files: [
+                Published::urlsets(patch, Profile::Signmap, signmap::URLSET_OPEN),
+                Published::urlsets(patch, Profile::Ocx, ocx::URLSET_OPEN),
+                Published::lists(patch),
+            ],
+            changes: &patch.changes,
+            lost_at: [0; 2],
+            gone: 0,
+        }
+    }
+
+    /// The entries of the published record `o` (the CDIF document without its name's hash;
+    /// none for an entry that lost), read past in the files; `None` when the record changed
+    /// since, and its row and entries leave.
+    fn entries(&mut self, o: &Row<'_>) -> Result<Option<[&[u8]; 3]>, Unpatchable> {
+        let gone = &self.changes.gone;
+        while gone.get(self.gone).is_some_and(|g| g.as_str() < o.id) {
+            self.gone += 1;
+        }
+        let leaves = gone.get(self.gone).is_some_and(|g| g == o.id);
+        let mut entries: [&[u8]; 3] = [&[]; 3];
+        if o.landing {
+            let [signmap_file, ocx_file, list_file] = &mut self.files;
+            for (c, file) in [(SIGNMAP, signmap_file), (OCX, ocx_file)] {
+                let len = o.lens[c] as usize;
+                if len == 0 {
+                    continue;
+                }
+                if !o.lost {
+                    entries[c] = file.take(len)?;
+                    continue;
+                }
+                let blanked = self.changes.blanked[c].get(self.lost_at[c]).copied();
+                self.lost_at[c] += 1;
+                match blanked {
+                    Some(true) => file.take_blank(len)?,
+                    Some(false) => {}
+                    None => return refuse("the ledger's lost entries do not add up"),
+                }
+            }
+            if !o.lost {
+                let document = (o.lens[CDIF] as usize).saturating_sub(CDIF_HASH_LEN);
+                entries[CDIF] = list_file.take(document)?;
+            }
+        }
+        Ok((!leaves).then_some(entries))
+    }
+
+    /// Checks that every published entry was read.
+    fn finished(&mut self) -> Result<(), Unpatchable> {
+        self.files.iter_mut().try_for_each(Published::finished)
+    }
+}
+
+/// The Signmap's, OCX's and CDIF lists' files a patch writes, those the settings ask for.
+struct LandingFiles<'a> {
+    /// The Signmap's and OCX's.
+    urlsets: [Option<Files<'a>>; 2],
+    lists: Option<cdif::Writer<'a>>,
+}
+
+impl<'a> LandingFiles<'a> {
+    fn new(public_url: &'a Url, limits: Limits, settings: &ProfileSettings) -> Self {
+        let files = |profile: Profile, open: &'static str| {
+            let shards = Shards::new(public_url, profile, "xml");
+            Files::new(open, limits, Some(shards))
+        };
+        Self {
+            urlsets: [
+                (settings.signmap).then(|| files(Profile::Signmap, signmap::URLSET_OPEN)),
+                (settings.ocx.is_some()).then(|| files(Profile::Ocx, ocx::URLSET_OPEN)),
+            ],
+            lists: (settings.cdif_list).then(|| cdif::Writer::new(public_url, limits, false, true)),
+        }
+    }
+
+    /// Writes one record's `entries` (none but their lengths when they lost).
+    fn write<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        row: &Row<'_>,
+        entries: &[&[u8]; 3],
+    ) -> Result<(), Error> {
+        if !row.landing {
+            return Ok(());
+        }
+        let lastmod = Datestamp::unpack_option(row.datestamp);
+        for (c, files) in self.urlsets.iter_mut().enumerate() {
+            let len = row.lens[c] as usize;
+            let Some(files) = files.as_mut().filter(|_| len > 0) else {
+                continue;
+            };
+            let entry = match row.lost {
+                true => Entry::Lost(len),
+                false => Entry::Won(entries[c], lastmod),
+            };
+            files.push(sink, entry)?;
+        }
+        if let Some(lists) = self
+            .lists
+            .as_mut()
+            .filter(|_| !row.lost && row.lens[CDIF] > 0)
+        {
+            let document = CdifDocument {
+                name: "",
+                url: None,
+                lastmod,
+                bytes: entries[CDIF],
+            };
+            lists.add(sink, document)?;
+        }
+        Ok(())
+    }
+
+    /// The last files and the indexes: the Signmap's, OCX's, and the CDIF lists' with their
+    /// number.
+    #[allow(clippy::type_complexity)]
+    fn finish<S: FileSink>(
+        self,
+        sink: &mut S,
+    ) -> Result<(Option<Url>, Option<Url>, Option<(Url, usize)>), Error> {
+        let [signmap, ocx] = self.urlsets;
+        Ok((
+            signmap.map(|f| f.finish(sink)).transpose()?.flatten(),
+            ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
+            match self.lists {
+                Some(lists) => lists.finish(sink)?.lists,
+                None => None,
+            },
+        ))
+    }
+}
+
 /// A dry run writes nothing, so it cannot fail to.
 fn never(e: Error) -> Unpatchable {
     Unpatchable(e.to_string())
@@ -420,29 +617,11 @@ impl ProfilePatch {
         let changes = &self.changes;
         let mut fresh = RowReader::new(changes.fresh.as_bytes())?;
         let mut fresh_at = [0usize; 3];
-        let mut published = [
-            Published::urlsets(self, Profile::Signmap, signmap::URLSET_OPEN),
-            Published::urlsets(self, Profile::Ocx, ocx::URLSET_OPEN),
-            Published::lists(self),
-        ];
-        // Which lost entry of the published files is next, per column.
-        let mut lost_at = [0usize; 2];
-        let mut files = [
-            (settings.signmap).then(|| {
-                let shards = Shards::new(public_url, Profile::Signmap, "xml");
-                Files::new(signmap::URLSET_OPEN, limits, Some(shards))
-            }),
-            (settings.ocx.is_some()).then(|| {
-                let shards = Shards::new(public_url, Profile::Ocx, "xml");
-                Files::new(ocx::URLSET_OPEN, limits, Some(shards))
-            }),
-        ];
-        let mut lists = settings
-            .cdif_list
-            .then(|| cdif::Writer::new(public_url, limits, false, true));
+        let mut published = PublishedLanding::new(self);
+        let mut written = LandingFiles::new(public_url, limits, settings);
         let mut out = Rows::default();
         let mut stats = SignStats::default();
-        let mut gone = 0;
+        // The ledger's rows and the changed records', merged by identifier.
         loop {
             let take_fresh = match (old.row(), fresh.row()) {
                 (None, None) => break,
@@ -450,132 +629,43 @@ impl ProfilePatch {
                 (None, Some(_)) => true,
                 (Some(_), None) => false,
             };
-            // One record's entries (the CDIF document without its name's hash): from the
-            // changed records' streams, or the published files (none for an entry that lost).
-            let mut entries: [&[u8]; 3] = [&[]; 3];
-            let row = if take_fresh {
+            let (mut row, entries) = if take_fresh {
                 let f = fresh.row().expect("matched above");
-                for (c, entry) in entries.iter_mut().enumerate() {
-                    let len = f.lens[c] as usize;
-                    *entry = (changes.streams[c].get(fresh_at[c]..fresh_at[c] + len))
-                        .ok_or_else(|| Unpatchable("a changed record's entry is missing".into()))?;
-                    fresh_at[c] += len;
-                }
-                entries[CDIF] = entries[CDIF].get(CDIF_HASH_LEN..).unwrap_or_default();
-                f
+                (f, changes.fresh_entries(&f, &mut fresh_at)?)
             } else {
                 let o = old.row().expect("matched above");
-                while changes.gone.get(gone).is_some_and(|g| g.as_str() < o.id) {
-                    gone += 1;
-                }
-                let leaves = changes.gone.get(gone).is_some_and(|g| g == o.id);
-                if o.landing {
-                    let [signmap_file, ocx_file, list_file] = &mut published;
-                    for (c, file) in [(SIGNMAP, signmap_file), (OCX, ocx_file)] {
-                        let len = o.lens[c] as usize;
-                        if len == 0 {
-                            continue;
-                        }
-                        if !o.lost {
-                            entries[c] = file.take(len)?;
-                        } else {
-                            let blanked = changes.blanked[c].get(lost_at[c]).copied();
-                            lost_at[c] += 1;
-                            match blanked {
-                                Some(true) => file.take_blank(len)?,
-                                Some(false) => {}
-                                None => {
-                                    return Err(Unpatchable(
-                                        "the ledger's lost entries do not add up".into(),
-                                    )
-                                    .into());
-                                }
-                            }
-                        }
-                    }
-                    if !o.lost {
-                        let document = (o.lens[CDIF] as usize).saturating_sub(CDIF_HASH_LEN);
-                        entries[CDIF] = list_file.take(document)?;
-                    }
-                }
-                if leaves {
+                let Some(entries) = published.entries(&o)? else {
+                    // A changed record: its row and entries leave.
                     old.advance()?;
                     continue;
-                }
+                };
                 if fresh.row().is_some_and(|f| f.id == o.id) {
                     let why = "a changed record is in the ledger as unchanged";
                     return Err(Unpatchable(why.into()).into());
                 }
-                o
+                (o, entries)
             };
-            let mut row = row;
-            if let Some((winner, records)) = changes.decided.get(&row.hash).filter(|_| row.landing)
-            {
-                let lost = winner != row.id;
-                if row.lost && !lost && !take_fresh {
-                    // Its entries were blanked or cut out: they are not at hand.
-                    let why = "a record whose entries lost now wins its landing page";
-                    return Err(Unpatchable(why.into()).into());
-                }
-                row.lost = lost;
-                row.dup = *records > 1;
-            }
+            changes.settle(&mut row, take_fresh)?;
             out.push(&row);
-            if !row.landing {
-                stats.no_landing_page += 1;
-            } else if row.lost {
-                stats.duplicate += 1;
-            } else {
-                stats.published += 1;
-                if row.lens[OCX] > 0 {
-                    stats.ocx_published += 1;
-                }
-            }
-            if row.landing {
-                let lastmod = Datestamp::unpack_option(row.datestamp);
-                for (c, files) in files.iter_mut().enumerate() {
-                    let len = row.lens[c] as usize;
-                    let Some(files) = files.as_mut().filter(|_| len > 0) else {
-                        continue;
-                    };
-                    let entry = match row.lost {
-                        true => Entry::Lost(len),
-                        false => Entry::Won(entries[c], lastmod),
-                    };
-                    files.push(sink, entry)?;
-                }
-                if let Some(lists) = lists.as_mut().filter(|_| !row.lost && row.lens[CDIF] > 0) {
-                    let document = CdifDocument {
-                        name: "",
-                        url: None,
-                        lastmod,
-                        bytes: entries[CDIF],
-                    };
-                    lists.add(sink, document)?;
-                }
-            }
+            stats.count(&row);
+            written.write(sink, &row, &entries)?;
             if take_fresh {
                 fresh.advance()?;
             } else {
                 old.advance()?;
             }
         }
-        for file in &mut published {
-            file.finished()?;
-        }
+        published.finished()?;
         if settings.ocx.is_some() {
             stats.ocx_no_type = stats.published - stats.ocx_published;
         } else {
             stats.ocx_published = 0;
         }
-        let [signmap, ocx] = files;
+        let (signmap_index, ocx_index, cdif_lists) = written.finish(sink)?;
         Ok(Patched {
-            signmap_index: signmap.map(|f| f.finish(sink)).transpose()?.flatten(),
-            ocx_index: ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
-            cdif_lists: match lists {
-                Some(lists) => lists.finish(sink)?.lists,
-                None => None,
-            },
+            signmap_index,
+            ocx_index,
+            cdif_lists,
             stats,
             rows: out,
         })
