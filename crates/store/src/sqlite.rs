@@ -511,25 +511,19 @@ fn read_page(
             "SELECT deleted = 0, datestamp, NULL FROM records WHERE id = ?1"
         })
         .map_err(fail(path, "cannot prepare the record update"))?;
-    let mut stored = HashMap::new();
-    for r in page {
-        if stored.contains_key(&r.id) {
-            continue;
-        }
-        let found = read_stored
-            .query_row([&r.id], |row| {
-                Ok(Stored {
-                    live: row.get(0)?,
-                    datestamp: row.get(1)?,
-                    body: row.get(2)?,
-                })
+    let stored = by_id(
+        &mut read_stored,
+        path,
+        page,
+        "cannot read a record",
+        |row| {
+            Ok(Stored {
+                live: row.get(0)?,
+                datestamp: row.get(1)?,
+                body: row.get(2)?,
             })
-            .optional()
-            .map_err(fail(path, "cannot read a record"))?;
-        if let Some(found) = found {
-            stored.insert(r.id.clone(), found);
-        }
-    }
+        },
+    )?;
     let mut rejected = HashMap::new();
     // Rejections are rare: while there are none, a page has none to read.
     let any_rejected: bool = tx
@@ -539,22 +533,37 @@ fn read_page(
         let mut read_rejected = tx
             .prepare_cached("SELECT datestamp, seen FROM rejected WHERE id = ?1")
             .map_err(fail(path, "cannot prepare the record update"))?;
-        for r in page {
-            let found = read_rejected
-                .query_row([&r.id], |row| {
-                    Ok(Rejected {
-                        datestamp: row.get(0)?,
-                        seen: row.get(1)?,
-                    })
-                })
-                .optional()
-                .map_err(fail(path, "cannot read the rejected records"))?;
-            if let Some(found) = found {
-                rejected.insert(r.id.clone(), found);
-            }
-        }
+        let what = "cannot read the rejected records";
+        rejected = by_id(&mut read_rejected, path, page, what, |row| {
+            Ok(Rejected {
+                datestamp: row.get(0)?,
+                seen: row.get(1)?,
+            })
+        })?;
     }
     Ok(Held { stored, rejected })
+}
+
+/// The row `statement` finds for each of `page`'s identifiers (its one parameter), made into a
+/// value by `value`; an identifier found once is not asked again.
+fn by_id<T>(
+    statement: &mut rusqlite::CachedStatement<'_>,
+    path: &Path,
+    page: &[Incoming],
+    what: &'static str,
+    value: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<HashMap<String, T>, StoreError> {
+    let mut found = HashMap::new();
+    for r in page {
+        if found.contains_key(&r.id) {
+            continue;
+        }
+        let row = (statement.query_row([&r.id], &value).optional()).map_err(fail(path, what))?;
+        if let Some(row) = row {
+            found.insert(r.id.clone(), row);
+        }
+    }
+    Ok(found)
 }
 
 /// The page of a run that began on an empty store (a first harvest), decided as if nothing
