@@ -214,7 +214,9 @@ pub(crate) struct Setup {
     /// That bucket, opened by the first request that reads from it (a retired shard's,
     /// [`http`]) and kept: opening one builds an HTTP client and may read a credentials file,
     /// which a crawler's request should not pay for, or wait on, each time. A failed opening is
-    /// not kept: the next request tries again.
+    /// not kept: the next request tries again. Only the serving runtime uses it: a refresh runs
+    /// on a runtime of its own, which ends with it, and a client's pooled connections belong to
+    /// the runtime that opened them, so a refresh opens the bucket for its upload itself.
     pub(crate) bucket: tokio::sync::OnceCell<crate::bucket::Bucket>,
 }
 
