@@ -16,7 +16,6 @@ use crate::error::Error;
 use crate::incremental::{Policy, RunSummary};
 use crate::patch::{self, ReadShard};
 use crate::pipeline::{Built, FileSink, Job, SpillDir, human_duration};
-use crate::profiles::Profile;
 use crate::progress::Progress;
 use crate::publish::{Output, Staging};
 use crate::store::{self, Store, StoreLocation};
@@ -538,61 +537,10 @@ impl ExportSummary {
 
     /// What each profile beyond the sitemap published, and its index.
     fn profile_lines(&self) -> Vec<Line> {
-        let b = &self.built;
-        let mut lines = Vec::new();
-        if let Some((signmap, url)) = &b.signmap {
-            let what = format!(
-                "{} records; not published: no_landing_page {}, duplicate {}",
-                signmap.published, signmap.no_landing_page, signmap.duplicate
-            );
-            lines.extend([
-                Line::field("Signmap", what),
-                Line::field("Signmap index", url),
-            ]);
-        }
-        if let Some((stats, url)) = &b.ocx {
-            let what = format!(
-                "{} records; not published: ocx_no_type {}, no_landing_page {}",
-                stats.ocx_published, stats.ocx_no_type, stats.no_landing_page
-            );
-            lines.extend([Line::field("OCX", what), Line::field("OCX index", url)]);
-        }
-        if let Some(s) = &b.landing {
-            use crate::profiles::cdif::{CONTENT_TYPE, LIST_CONTENT_TYPE};
-            // CDIF's two forms: a document per record, and lists of them.
-            let forms = [
-                b.cdif_index.as_ref().map(|url| {
-                    let what = format!("{} JSON-LD documents in cdif/", s.published);
-                    ("CDIF", what, CONTENT_TYPE, "CDIF sitemap", url)
-                }),
-                b.cdif_lists.as_ref().map(|(url, lists)| {
-                    let what = format!(
-                        "{} documents in {lists} ItemList file(s), cdif-list-N.jsonld",
-                        s.published
-                    );
-                    let index = "CDIF list index";
-                    ("CDIF lists", what, LIST_CONTENT_TYPE, index, url)
-                }),
-            ];
-            for (label, what, media_type, index, url) in forms.into_iter().flatten() {
-                let what = format!(
-                    "{what} (serve them as {media_type}); not published: no_landing_page {}",
-                    s.no_landing_page
-                );
-                lines.extend([Line::field(label, what), Line::field(index, url)]);
-            }
-        }
-        for d in &b.diwoo {
-            let what = format!(
-                "{} URLs in {}; not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-                d.urls,
-                Profile::Diwoo(d.category).index_name(),
-                d.requires_https,
-                d.requires_lastmod
-            );
-            lines.push(Line::field(format!("DiWoo cat. {:03}", d.category), what));
-        }
-        lines
+        (self.built.profiles.iter())
+            .flat_map(|p| p.report().export_lines())
+            .map(|(label, what)| Line::field(label, what))
+            .collect()
     }
 
     /// Notes after the summary, on a public URL that search engines or crawlers will not take

@@ -19,6 +19,7 @@ use crate::profiles::files::Shards;
 pub(crate) use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::ledger::{self, Rows};
 use crate::profiles::merge::{self, ProfilePatch};
+use crate::profiles::registry::{self, ProfileSummary};
 use crate::profiles::signposts::{Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
@@ -102,23 +103,13 @@ pub struct Built {
     pub shards: Vec<String>,
     /// Absolute URL of the sitemap index.
     pub index_url: Url,
-    /// The Signmap's counts and index URL, when the job made one.
-    pub signmap: Option<(SignStats, Url)>,
-    /// The OCX sitemap's counts (`ocx_*` of [`SignStats`]) and index URL, when the job made one.
-    pub ocx: Option<(SignStats, Url)>,
-    /// The CDIF sitemap index, when the job made one.
-    pub cdif_index: Option<Url>,
-    /// The index of the CDIF lists' sitemap and the number of lists, when the job made them.
-    pub cdif_lists: Option<(Url, usize)>,
-    /// The counts of the landing-page profiles (Signmap, OCX, CDIF), when any is on.
-    pub landing: Option<SignStats>,
-    /// Each DiWoo category's counts.
-    pub diwoo: Vec<DiwooStats>,
+    /// What each profile beside the sitemap published.
+    pub profiles: Vec<ProfileSummary>,
     /// The most bytes the harvest's temporary files took on disk at once
     /// ([`Harvested::spill_bytes`]).
     pub spill_bytes: u64,
     /// Every index written for all crawlers, the sitemap index first, as robots.txt lists them
-    /// (CDIF's are apart: [`Built::cdif_index`], [`Built::cdif_lists`]).
+    /// (CDIF's are apart: [`crate::profiles::report::Report::jsonld_indexes`]).
     pub indexes: Vec<Url>,
 }
 
@@ -126,6 +117,12 @@ impl Built {
     /// Puts together what a finished build holds.
     pub fn new(harvested: Harvested, rendered: Rendered) -> Self {
         let landing = (harvested.signposts.map(|s| s.stats)).or(rendered.landing);
+        let indexes = registry::Indexes {
+            signmap: rendered.signmap_index,
+            ocx: rendered.ocx_index,
+            cdif: rendered.cdif_index,
+            cdif_lists: rendered.cdif_lists,
+        };
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
@@ -133,12 +130,7 @@ impl Built {
             platform: harvested.landing,
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
-            signmap: landing.clone().zip(rendered.signmap_index),
-            ocx: landing.clone().zip(rendered.ocx_index),
-            cdif_index: rendered.cdif_index,
-            cdif_lists: rendered.cdif_lists,
-            landing,
-            diwoo: rendered.diwoo,
+            profiles: ProfileSummary::of(landing.as_ref(), indexes, rendered.diwoo),
             indexes: rendered.indexes,
             spill_bytes: harvested.spill_bytes,
         }

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::profiles::Profile;
+use crate::profiles::registry::ProfileSummary;
+use crate::profiles::report::ProfileCounts;
 
 /// What a generation's harvest found, for the status page and metrics.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -32,18 +33,11 @@ pub struct Summary {
     pub build_ms: u64,
     /// Absolute URL of the sitemap index.
     pub index_url: String,
-    /// The Signmap, when the repository has one.
-    #[serde(default)]
-    pub signmap: Option<SignmapSummary>,
-    /// The OCX sitemap, when the repository has one.
-    #[serde(default)]
-    pub ocx: Option<OcxSummary>,
-    /// The CDIF documents, when the repository has them.
-    #[serde(default)]
-    pub cdif: Option<CdifSummary>,
-    /// The DiWoo categories, when the repository maps sets to them.
-    #[serde(default, with = "stored_diwoo")]
-    pub diwoo: Vec<crate::pipeline::DiwooStats>,
+    /// What each profile beside the sitemap published (Signmap, OCX, CDIF, each DiWoo
+    /// category), in that order; a manifest holds them as a field each (`signmap`, `ocx`,
+    /// `cdif`, `diwoo`).
+    #[serde(flatten, with = "crate::profiles::registry::stored")]
+    pub profiles: Vec<ProfileSummary>,
     /// The harvest that made it: `full`, or `incremental from <date>`, and the records it
     /// received.
     #[serde(default)]
@@ -117,30 +111,7 @@ impl Summary {
             shards: built.shards.len() as u64,
             build_ms: elapsed.as_millis() as u64,
             index_url: built.index_url.to_string(),
-            signmap: built.signmap.as_ref().map(|(s, url)| SignmapSummary {
-                index_url: url.to_string(),
-                published: s.published,
-                no_landing_page: s.no_landing_page,
-                duplicate: s.duplicate,
-            }),
-            ocx: built.ocx.as_ref().map(|(s, url)| OcxSummary {
-                index_url: url.to_string(),
-                published: s.ocx_published,
-                no_type: s.ocx_no_type,
-                no_landing_page: s.no_landing_page,
-            }),
-            cdif: built
-                .landing
-                .as_ref()
-                .filter(|_| built.cdif_index.is_some() || built.cdif_lists.is_some())
-                .map(|s| CdifSummary {
-                    index_url: built.cdif_index.as_ref().map(url::Url::to_string),
-                    lists_index_url: built.cdif_lists.as_ref().map(|(url, _)| url.to_string()),
-                    lists: built.cdif_lists.as_ref().map_or(0, |&(_, n)| n as u64),
-                    documents: s.published,
-                    no_landing_page: s.no_landing_page,
-                }),
-            diwoo: built.diwoo.clone(),
+            profiles: built.profiles.clone(),
             harvest: match run {
                 Some(run) => format!(
                     "{}: {} records received, {} of them deleted",
@@ -201,157 +172,20 @@ impl Summary {
     }
 }
 
-/// What one profile of a generation published: its entries, and what it did not publish, by
-/// reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ProfileCounts {
-    /// The profile.
-    pub(crate) profile: Profile,
-    /// Entries published.
-    pub(crate) entries: u64,
-    /// What it did not publish, by reason.
-    pub(crate) drops: Vec<(&'static str, u64)>,
-}
-
 impl Summary {
-    /// Each profile's counts besides the sitemap's: the Signmap, CDIF's documents and lists
-    /// (the same documents), OCX, each DiWoo category. The metrics read them from here.
-    pub(crate) fn profiles(&self) -> Vec<ProfileCounts> {
-        let counts = |profile, entries, drops: &[(&'static str, u64)]| ProfileCounts {
-            profile,
-            entries,
-            drops: drops.to_vec(),
-        };
-        let mut all = Vec::new();
-        if let Some(s) = &self.signmap {
-            let drops = [
-                ("no_landing_page", s.no_landing_page),
-                ("duplicate", s.duplicate),
-            ];
-            all.push(counts(Profile::Signmap, s.published, &drops));
-        }
-        if let Some(c) = &self.cdif {
-            let drops = [("no_landing_page", c.no_landing_page)];
-            if c.index_url.is_some() {
-                all.push(counts(Profile::Cdif, c.documents, &drops));
-            }
-            if c.lists_index_url.is_some() {
-                all.push(counts(Profile::CdifList, c.documents, &drops));
-            }
-        }
-        if let Some(o) = &self.ocx {
-            let drops = [
-                ("ocx_no_type", o.no_type),
-                ("no_landing_page", o.no_landing_page),
-            ];
-            all.push(counts(Profile::Ocx, o.published, &drops));
-        }
-        for d in &self.diwoo {
-            let drops = [
-                ("diwoo_requires_https", d.requires_https),
-                ("diwoo_requires_lastmod", d.requires_lastmod),
-            ];
-            all.push(counts(Profile::Diwoo(d.category), d.urls, &drops));
-        }
-        all
-    }
-}
-
-/// What a generation's CDIF documents are.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct CdifSummary {
-    /// Absolute URL of the CDIF sitemap index, when the documents are published one by one.
-    pub index_url: Option<String>,
-    /// Absolute URL of the index of the CDIF lists' sitemap, when there are lists.
-    #[serde(default)]
-    pub lists_index_url: Option<String>,
-    /// Metadata lists (`ItemList`s) published.
-    #[serde(default)]
-    pub lists: u64,
-    /// Documents published.
-    pub documents: u64,
-    /// Live records without a landing page inside the scope (no document).
-    pub no_landing_page: u64,
-}
-
-/// What a generation's OCX sitemap holds.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct OcxSummary {
-    /// Absolute URL of the OCX index.
-    pub index_url: String,
-    /// Entries published.
-    pub published: u64,
-    /// Records with a landing page whose type maps to no OCX type.
-    pub no_type: u64,
-    /// Live records without a landing page inside the scope.
-    pub no_landing_page: u64,
-}
-
-/// What a generation's Signmap holds.
-#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct SignmapSummary {
-    /// Absolute URL of the Signmap index.
-    pub index_url: String,
-    /// Entries published.
-    pub published: u64,
-    /// Live records without a landing page inside the scope.
-    pub no_landing_page: u64,
-    /// Records whose landing page a newer record has.
-    pub duplicate: u64,
-}
-
-/// [`Summary::diwoo`] in a manifest, through the manifest's own type: a change to the pipeline's
-/// [`crate::pipeline::DiwooStats`] changes no manifest on disk, it stops compiling here instead.
-mod stored_diwoo {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::pipeline::DiwooStats;
-
-    /// One DiWoo category's counts, as manifests hold them.
-    #[derive(Serialize, Deserialize)]
-    struct StoredDiwoo {
-        category: u8,
-        urls: u64,
-        requires_https: u64,
-        requires_lastmod: u64,
-    }
-
-    pub(super) fn serialize<S: Serializer>(diwoo: &[DiwooStats], s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(diwoo.iter().map(|d| {
-            let DiwooStats {
-                category,
-                urls,
-                requires_https,
-                requires_lastmod,
-            } = *d;
-            StoredDiwoo {
-                category,
-                urls,
-                requires_https,
-                requires_lastmod,
-            }
-        }))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Vec<DiwooStats>, D::Error> {
-        let stored = Vec::<StoredDiwoo>::deserialize(d)?;
-        Ok(stored
-            .into_iter()
-            .map(|s| DiwooStats {
-                category: s.category,
-                urls: s.urls,
-                requires_https: s.requires_https,
-                requires_lastmod: s.requires_lastmod,
-            })
-            .collect())
+    /// Each profile's counts besides the sitemap's, from which the metrics are set: the
+    /// Signmap, OCX, CDIF's documents and lists (the same documents), each DiWoo category.
+    pub(crate) fn profile_counts(&self) -> Vec<ProfileCounts> {
+        (self.profiles.iter())
+            .flat_map(|p| p.report().counts())
+            .collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profiles::Profile;
 
     /// A manifest written before the examples, the scope and the counted deleted records
     /// loads, without them; one written now keeps them.
@@ -455,25 +289,7 @@ mod tests {
     #[test]
     fn each_profile_is_counted_with_its_reasons() {
         let summary = Summary {
-            signmap: Some(SignmapSummary {
-                index_url: "https://p.example/signmap.xml".into(),
-                published: 7,
-                no_landing_page: 2,
-                duplicate: 1,
-            }),
-            cdif: Some(CdifSummary {
-                index_url: None,
-                lists_index_url: Some("https://p.example/cdif-list-sitemap.xml".into()),
-                lists: 1,
-                documents: 7,
-                no_landing_page: 2,
-            }),
-            diwoo: vec![crate::pipeline::DiwooStats {
-                category: 14,
-                urls: 3,
-                requires_https: 4,
-                requires_lastmod: 0,
-            }],
+            profiles: profiles(),
             ..Summary::default()
         };
         let counts = |profile, entries, drops: &[(&'static str, u64)]| ProfileCounts {
@@ -482,7 +298,7 @@ mod tests {
             drops: drops.to_vec(),
         };
         assert_eq!(
-            summary.profiles(),
+            summary.profile_counts(),
             [
                 counts(
                     Profile::Signmap,
@@ -497,6 +313,66 @@ mod tests {
                 ),
             ]
         );
-        assert!(Summary::default().profiles().is_empty());
+        assert!(Summary::default().profile_counts().is_empty());
+    }
+
+    /// A Signmap, CDIF's lists and a DiWoo category, as a generation's summary holds them.
+    fn profiles() -> Vec<ProfileSummary> {
+        use crate::profiles::cdif::CdifSummary;
+        use crate::profiles::signmap::SignmapSummary;
+        vec![
+            ProfileSummary::Signmap(SignmapSummary {
+                index_url: "https://p.example/signmap.xml".into(),
+                published: 7,
+                no_landing_page: 2,
+                duplicate: 1,
+            }),
+            ProfileSummary::Cdif(CdifSummary {
+                index_url: None,
+                lists_index_url: Some("https://p.example/cdif-list-sitemap.xml".into()),
+                lists: 1,
+                documents: 7,
+                no_landing_page: 2,
+            }),
+            ProfileSummary::Diwoo(crate::pipeline::DiwooStats {
+                category: 14,
+                urls: 3,
+                requires_https: 4,
+                requires_lastmod: 0,
+            }),
+        ]
+    }
+
+    /// The profiles are held as a list, but a manifest keeps a field each, as manifests
+    /// written before the list did: one of those loads into the same list, and the list is
+    /// written back in that form.
+    #[test]
+    fn a_manifest_holds_a_field_per_profile() {
+        let written_before = r#"{"source":"s","pages":1,"records_seen":7,"records":7,"deleted":0,
+            "urls":7,"drops":{},"shards":1,"build_ms":5,"index_url":"u",
+            "signmap":{"index_url":"https://p.example/signmap.xml","published":7,
+                       "no_landing_page":2,"duplicate":1},
+            "ocx":null,
+            "cdif":{"index_url":null,"lists_index_url":"https://p.example/cdif-list-sitemap.xml",
+                    "lists":1,"documents":7,"no_landing_page":2},
+            "diwoo":[{"category":14,"urls":3,"requires_https":4,"requires_lastmod":0}],
+            "harvest":"full"}"#;
+        let summary: Summary = serde_json::from_str(written_before).unwrap();
+        assert_eq!(summary.profiles, profiles());
+        assert_eq!(summary.harvest, "full");
+
+        let json: serde_json::Value = serde_json::to_value(&summary).unwrap();
+        let before: serde_json::Value = serde_json::from_str(written_before).unwrap();
+        for field in ["signmap", "ocx", "cdif", "diwoo"] {
+            assert_eq!(json[field], before[field], "{field}");
+        }
+        assert_eq!(serde_json::from_value::<Summary>(json).unwrap(), summary);
+
+        let none: Summary = serde_json::from_str(
+            r#"{"source":"s","pages":0,"records_seen":0,"records":0,"deleted":0,"urls":0,
+               "drops":{},"shards":0,"build_ms":0,"index_url":"u"}"#,
+        )
+        .unwrap();
+        assert!(none.profiles.is_empty());
     }
 }

@@ -21,7 +21,7 @@
 //! `ItemList`s ([`ItemLists`], `application/ld+json; profile="CDIF-list-1.0"`).
 
 use oai_pmh::Datestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use url::Url;
 
@@ -31,6 +31,7 @@ use crate::render::{Limits, Shard};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
+use super::report::{Piece, ProfileCounts, Report};
 use crate::error::Error;
 
 /// Content-Type of one CDIF document.
@@ -552,6 +553,99 @@ impl<'a> Writer<'a> {
             published.lists = shards.finish(sink)?.map(|url| (url, count));
         }
         Ok(published)
+    }
+}
+
+/// What a generation's CDIF documents are.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CdifSummary {
+    /// Absolute URL of the CDIF sitemap index, when the documents are published one by one.
+    pub index_url: Option<String>,
+    /// Absolute URL of the index of the CDIF lists' sitemap, when there are lists.
+    #[serde(default)]
+    pub lists_index_url: Option<String>,
+    /// Metadata lists (`ItemList`s) published.
+    #[serde(default)]
+    pub lists: u64,
+    /// Documents published.
+    pub documents: u64,
+    /// Live records without a landing page inside the scope (no document).
+    pub no_landing_page: u64,
+}
+
+impl Report for CdifSummary {
+    fn counts(&self) -> Vec<ProfileCounts> {
+        let drops = [("no_landing_page", self.no_landing_page)];
+        let forms = [
+            (self.index_url.is_some()).then_some(Profile::Cdif),
+            (self.lists_index_url.is_some()).then_some(Profile::CdifList),
+        ];
+        (forms.into_iter().flatten())
+            .map(|profile| ProfileCounts::new(profile, self.documents, &drops))
+            .collect()
+    }
+
+    fn export_lines(&self) -> Vec<(String, String)> {
+        // CDIF's two forms: a document per record, and lists of them.
+        let forms = [
+            self.index_url.as_ref().map(|url| {
+                let what = format!("{} JSON-LD documents in cdif/", self.documents);
+                ("CDIF", what, CONTENT_TYPE, "CDIF sitemap", url)
+            }),
+            self.lists_index_url.as_ref().map(|url| {
+                let what = format!(
+                    "{} documents in {} ItemList file(s), cdif-list-N.jsonld",
+                    self.documents, self.lists
+                );
+                (
+                    "CDIF lists",
+                    what,
+                    LIST_CONTENT_TYPE,
+                    "CDIF list index",
+                    url,
+                )
+            }),
+        ];
+        let mut lines = Vec::new();
+        for (label, what, media_type, index, url) in forms.into_iter().flatten() {
+            let what = format!(
+                "{what} (serve them as {media_type}); not published: no_landing_page {}",
+                self.no_landing_page
+            );
+            lines.extend([(label.into(), what), (index.into(), url.clone())]);
+        }
+        lines
+    }
+
+    fn status_line(&self, _: &Url) -> Vec<Piece> {
+        let mut line = vec![match &self.index_url {
+            Some(url) => Piece::Link("CDIF", url.clone()),
+            None => Piece::Text("CDIF".into()),
+        }];
+        line.push(Piece::Text(format!(
+            ": {} JSON-LD documents",
+            self.documents
+        )));
+        if let Some(url) = &self.lists_index_url {
+            line.push(Piece::Text(" in ".into()));
+            line.push(Piece::Link("lists", url.clone()));
+            line.push(Piece::Text(format!(": {}", self.lists)));
+        }
+        line.push(Piece::Text(format!(
+            "; not published: no_landing_page {}",
+            self.no_landing_page
+        )));
+        line
+    }
+
+    fn indexes(&self, _: &Url) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn jsonld_indexes(&self) -> Vec<String> {
+        (self.index_url.iter().chain(&self.lists_index_url))
+            .cloned()
+            .collect()
     }
 }
 

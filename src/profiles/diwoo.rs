@@ -11,6 +11,7 @@ use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
+use super::report::{Piece, ProfileCounts, Report};
 use crate::error::Error;
 
 /// Highest Woo information category (the DiWoo table has 17).
@@ -191,4 +192,59 @@ pub struct DiwooStats {
     pub requires_https: u64,
     /// URLs not published because their record has no datestamp (`diwoo_requires_lastmod`).
     pub requires_lastmod: u64,
+}
+
+impl DiwooStats {
+    /// The category's index, under `public_url`.
+    fn index_url(&self, public_url: &Url) -> String {
+        format!("{public_url}{}", Profile::Diwoo(self.category).index_name())
+    }
+
+    fn not_published(&self) -> String {
+        format!(
+            "not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
+            self.requires_https, self.requires_lastmod
+        )
+    }
+}
+
+impl Report for DiwooStats {
+    fn counts(&self) -> Vec<ProfileCounts> {
+        let drops = [
+            ("diwoo_requires_https", self.requires_https),
+            ("diwoo_requires_lastmod", self.requires_lastmod),
+        ];
+        let profile = Profile::Diwoo(self.category);
+        vec![ProfileCounts::new(profile, self.urls, &drops)]
+    }
+
+    fn export_lines(&self) -> Vec<(String, String)> {
+        let what = format!(
+            "{} URLs in {}; {}",
+            self.urls,
+            Profile::Diwoo(self.category).index_name(),
+            self.not_published()
+        );
+        vec![(format!("DiWoo cat. {:03}", self.category), what)]
+    }
+
+    fn status_line(&self, public_url: &Url) -> Vec<Piece> {
+        vec![
+            Piece::Link("DiWoo", self.index_url(public_url)),
+            Piece::Text(format!(
+                " category {:03}: {} URLs; {}",
+                self.category,
+                self.urls,
+                self.not_published()
+            )),
+        ]
+    }
+
+    /// Announced when it holds URLs: a category without any has no index.
+    fn indexes(&self, public_url: &Url) -> Vec<String> {
+        (self.urls > 0)
+            .then(|| self.index_url(public_url))
+            .into_iter()
+            .collect()
+    }
 }

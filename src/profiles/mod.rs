@@ -12,9 +12,13 @@ pub(crate) mod diwoo;
 pub(crate) mod files;
 pub(crate) mod ledger;
 pub(crate) mod merge;
+pub(crate) mod ocx;
+pub(crate) mod registry;
+pub(crate) mod report;
+pub(crate) mod signmap;
 pub(crate) mod signposts;
 pub(crate) mod spill;
 mod versions;
 
 pub use oai_bridge_files::profiles::ProfileSettings;
-pub(crate) use oai_bridge_files::profiles::{FileName, Profile, ocx, signmap};
+pub(crate) use oai_bridge_files::profiles::{FileName, Profile};

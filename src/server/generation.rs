@@ -1149,13 +1149,14 @@ mod tests {
     /// The DiWoo counts go into a manifest as they always did, through the manifest's own type.
     #[test]
     fn a_summary_keeps_its_diwoo_counts_in_the_manifest_format() {
+        let diwoo = crate::pipeline::DiwooStats {
+            category: 14,
+            urls: 3,
+            requires_https: 1,
+            requires_lastmod: 2,
+        };
         let summary = Summary {
-            diwoo: vec![crate::pipeline::DiwooStats {
-                category: 14,
-                urls: 3,
-                requires_https: 1,
-                requires_lastmod: 2,
-            }],
+            profiles: vec![crate::profiles::registry::ProfileSummary::Diwoo(diwoo)],
             ..Summary::default()
         };
         let json = serde_json::to_string(&summary).unwrap();
@@ -1171,7 +1172,7 @@ mod tests {
             "",
         ))
         .unwrap();
-        assert!(without.diwoo.is_empty());
+        assert!(without.profiles.is_empty());
     }
 
     #[test]

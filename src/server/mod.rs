@@ -406,17 +406,11 @@ impl Repo {
             };
         };
         let s = &g.summary;
-        let mut indexes = vec![s.index_url.clone()];
-        indexes.extend(s.signmap.iter().map(|m| m.index_url.clone()));
-        indexes.extend(s.ocx.iter().map(|o| o.index_url.clone()));
-        indexes.extend(
-            (s.diwoo.iter().filter(|d| d.urls > 0))
-                .map(|d| format!("{base}{}", Profile::Diwoo(d.category).index_name())),
-        );
-        let cdif = (s.cdif.iter())
-            .flat_map(|c| c.index_url.iter().chain(c.lists_index_url.iter()))
-            .cloned()
+        let reports = || s.profiles.iter().map(|p| p.report());
+        let indexes = std::iter::once(s.index_url.clone())
+            .chain(reports().flat_map(|r| r.indexes(base)))
             .collect();
+        let cdif = reports().flat_map(|r| r.jsonld_indexes()).collect();
         Announced { indexes, cdif }
     }
 

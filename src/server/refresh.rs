@@ -527,7 +527,7 @@ pub(crate) fn forget_metrics(m: &Metrics, repo: &Repo) {
         });
     }
     if let Some(generation) = repo.current() {
-        for counts in generation.summary.profiles() {
+        for counts in generation.summary.profile_counts() {
             let profile = counts.profile.label();
             for (reason, _) in counts.drops {
                 m.profile_dropped.remove(&metrics::ProfileDropLabels {

@@ -578,7 +578,7 @@ pub(crate) fn generation_series(s: &Summary, mut set: impl FnMut(GenerationSerie
         let n = s.drops.get(reason.as_str()).copied().unwrap_or(0);
         set(GenerationSeries::Dropped(reason.as_str()), n as i64);
     }
-    for counts in s.profiles() {
+    for counts in s.profile_counts() {
         let name = counts.profile.label();
         set(
             GenerationSeries::ProfileEntries(name.clone()),

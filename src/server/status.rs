@@ -10,6 +10,8 @@ use super::generation::{Generation, Summary};
 use super::{Gateway, Repo, RepoStatus, history};
 use crate::classify::Drop;
 use crate::pipeline::{human_bytes, human_duration};
+use crate::profiles::registry::ProfileSummary;
+use crate::profiles::report::Piece;
 use crate::spill::{Room, Usage};
 
 /// Rows of the status page shown at a time: a fleet of thousands of repositories is paged, so
@@ -600,60 +602,24 @@ fn records(s: &Summary) -> String {
     }
 }
 
-/// What each profile published beside the sitemap (Signmap, OCX, CDIF, DiWoo), a line each.
+/// What each profile published beside the sitemap (Signmap, OCX, CDIF, DiWoo), a line each,
+/// in its own words ([`crate::profiles::report::Report::status_line`]); under the Signmap's,
+/// what the Signposting made from it answered (the gateway's, not the profile's).
 fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
-    if let Some(m) = &s.signmap {
-        let _ = write!(
-            out,
-            "<br><a href=\"{}\">Signmap</a>: {} entries; not published: \
-             no_landing_page {}, duplicate {}",
-            escape(&m.index_url),
-            m.published,
-            m.no_landing_page,
-            m.duplicate
-        );
-    }
-    if s.signmap.is_some() {
-        signposting(out, &repo.signposting.now());
-    }
-    if let Some(o) = &s.ocx {
-        let _ = write!(
-            out,
-            "<br><a href=\"{}\">OCX</a>: {} entries; not published: ocx_no_type {}, \
-             no_landing_page {}",
-            escape(&o.index_url),
-            o.published,
-            o.no_type,
-            o.no_landing_page
-        );
-    }
-    if let Some(c) = &s.cdif {
-        let name = match &c.index_url {
-            Some(url) => format!("<a href=\"{}\">CDIF</a>", escape(url)),
-            None => "CDIF".to_owned(),
-        };
-        let lists = c.lists_index_url.as_ref().map_or_else(String::new, |url| {
-            format!(" in <a href=\"{}\">lists</a>: {}", escape(url), c.lists)
-        });
-        let _ = write!(
-            out,
-            "<br>{name}: {} JSON-LD documents{lists}; not published: \
-             no_landing_page {}",
-            c.documents, c.no_landing_page
-        );
-    }
-    for d in &s.diwoo {
-        let _ = write!(
-            out,
-            "<br><a href=\"{}{}\">DiWoo</a> category {:03}: {} URLs; not \
-             published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-            escape(repo.setup().job.public_url.as_str()),
-            crate::profiles::Profile::Diwoo(d.category).index_name(),
-            d.category,
-            d.urls,
-            d.requires_https,
-            d.requires_lastmod
-        );
+    let public_url = &repo.setup().job.public_url;
+    for profile in &s.profiles {
+        out.push_str("<br>");
+        for piece in profile.report().status_line(public_url) {
+            match piece {
+                Piece::Text(text) => out.push_str(&escape(&text)),
+                Piece::Link(text, href) => {
+                    let _ = write!(out, "<a href=\"{}\">{}</a>", escape(&href), escape(text));
+                }
+            }
+        }
+        if let ProfileSummary::Signmap(_) = profile {
+            signposting(out, &repo.signposting.now());
+        }
     }
 }
 

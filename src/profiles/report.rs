@@ -1,0 +1,63 @@
+//! What a profile says of what it published in a generation, wherever it is shown: the
+//! [`Report`] each profile's module implements for its part of the summary
+//! (`signmap::SignmapSummary`, `ocx::OcxSummary`, `cdif::CdifSummary`, `diwoo::DiwooStats`).
+//! The list of those parts, and how a profile registers in it, is [`super::registry`].
+
+use url::Url;
+
+use super::Profile;
+
+/// What a profile's part of a generation's summary says, wherever it is shown. The texts are
+/// the profile's own; the presenters only lay them out (the status page escapes and links).
+pub(crate) trait Report {
+    /// Its entries and what it did not publish, by reason, for the metrics: one per profile
+    /// it is (CDIF's documents and lists are two).
+    fn counts(&self) -> Vec<ProfileCounts>;
+
+    /// Its lines in `export`'s text summary: a label and what it says.
+    fn export_lines(&self) -> Vec<(String, String)>;
+
+    /// Its line on the status page; `public_url` is the repository's.
+    fn status_line(&self, public_url: &Url) -> Vec<Piece>;
+
+    /// The indexes it announces to every crawler (robots.txt's `Sitemap:` lines); `public_url`
+    /// is the repository's.
+    fn indexes(&self, public_url: &Url) -> Vec<String>;
+
+    /// The indexes it announces to JSON-LD crawlers alone (`User-agent: CDIF1.0`).
+    fn jsonld_indexes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A piece of a status line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// Text.
+    Text(String),
+    /// A link: its text and where it goes.
+    Link(&'static str, String),
+}
+
+/// What one profile of a generation published: its entries, and what it did not publish, by
+/// reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ProfileCounts {
+    /// The profile.
+    pub(crate) profile: Profile,
+    /// Entries published.
+    pub(crate) entries: u64,
+    /// What it did not publish, by reason.
+    pub(crate) drops: Vec<(&'static str, u64)>,
+}
+
+impl ProfileCounts {
+    /// `profile`'s `entries`, and what it did not publish, `drops`.
+    pub(crate) fn new(profile: Profile, entries: u64, drops: &[(&'static str, u64)]) -> Self {
+        ProfileCounts {
+            profile,
+            entries,
+            drops: drops.to_vec(),
+        }
+    }
+}
