@@ -47,7 +47,9 @@ impl Incoming {
 pub(crate) struct Stored {
     pub(crate) live: bool,
     pub(crate) datestamp: Option<i64>,
-    /// Its body, read only to track changes (`None` otherwise).
+    /// Its body, for a change's previous version, when the backend reads it out to track
+    /// changes (PostgreSQL; SQLite copies it inside the database): `None` otherwise, and the
+    /// change's body is then empty.
     pub(crate) body: Option<Vec<u8>>,
 }
 

@@ -504,12 +504,11 @@ fn read_page(
     page: &[Incoming],
     track: bool,
 ) -> Result<Held, StoreError> {
+    // Without the bodies, even to track changes: a change's previous body is copied inside
+    // the database ([`write_page`]), not read out and written back.
+    let _ = track;
     let mut read_stored = tx
-        .prepare_cached(if track {
-            "SELECT deleted = 0, datestamp, body FROM records WHERE id = ?1"
-        } else {
-            "SELECT deleted = 0, datestamp, NULL FROM records WHERE id = ?1"
-        })
+        .prepare_cached("SELECT deleted = 0, datestamp FROM records WHERE id = ?1")
         .map_err(fail(path, "cannot prepare the record update"))?;
     let stored = by_id(
         &mut read_stored,
@@ -520,7 +519,7 @@ fn read_page(
             Ok(Stored {
                 live: row.get(0)?,
                 datestamp: row.get(1)?,
-                body: row.get(2)?,
+                body: None,
             })
         },
     )?;
@@ -639,6 +638,34 @@ fn write_page(
     };
     let written =
         |r: rusqlite::Result<usize>| r.map(drop).map_err(fail(path, "cannot store a record"));
+    if !decision.changes.is_empty() {
+        // A change: the version last published, before the first change since (NULLs for a
+        // record not stored then), kept as it is when the record changed before; and the
+        // record as it is now, beside it, so that the publish reads this small table alone.
+        // The version stored before is copied from its row, before the row is written below.
+        let mut change_new = prepare(
+            "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+               now_deleted, now_datestamp, now_body)
+             VALUES (?1, NULL, NULL, NULL, ?2, ?3, ?4)
+             ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+        )?;
+        let mut change_stored = prepare(
+            "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
+               now_deleted, now_datestamp, now_body)
+             SELECT id, deleted = 0, datestamp, body, ?2, ?3, ?4 FROM records WHERE id = ?1
+             ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
+               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+        )?;
+        for change in &decision.changes {
+            let now = &page[change.now];
+            let statement = match change.prev {
+                Some(_) => &mut change_stored,
+                None => &mut change_new,
+            };
+            written(statement.execute(params![change.id, now.deleted, now.datestamp, now.body]))?;
+        }
+    }
     if !decision.updated.is_empty() {
         let mut update = prepare(
             "UPDATE records SET datestamp = ?2, deleted = ?3, sets = ?4, body = ?5, seen = ?6
@@ -667,34 +694,6 @@ fn write_page(
         let mut settle = prepare("DELETE FROM rejected WHERE id = ?1")?;
         for id in &decision.settled {
             written(settle.execute([id]))?;
-        }
-    }
-    if !decision.changes.is_empty() {
-        // A change: the version last published, before the first change since (NULLs for a
-        // record not stored then), kept as it is when the record changed before; and the
-        // record as it is now, beside it, so that the publish reads this small table alone.
-        let mut track_change = prepare(
-            "INSERT INTO changes (id, prev_live, prev_datestamp, prev_body,
-               now_deleted, now_datestamp, now_body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (id) DO UPDATE SET now_deleted = excluded.now_deleted,
-               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
-        )?;
-        for change in &decision.changes {
-            let now = &page[change.now];
-            let (prev_live, prev_datestamp, prev_body) = match &change.prev {
-                Some((live, at, body)) => (Some(*live), *at, Some(body)),
-                None => (None, None, None),
-            };
-            written(track_change.execute(params![
-                change.id,
-                prev_live,
-                prev_datestamp,
-                prev_body,
-                now.deleted,
-                now.datestamp,
-                now.body,
-            ]))?;
         }
     }
     Ok(())
