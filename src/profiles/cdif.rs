@@ -31,7 +31,7 @@ use crate::render::{Limits, Shard};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
-use super::report::{Piece, ProfileCounts, Report};
+use super::report::{self, Piece, ProfileCounts, Report};
 use crate::error::Error;
 
 /// Content-Type of one CDIF document.
@@ -573,9 +573,16 @@ pub struct CdifSummary {
     pub no_landing_page: u64,
 }
 
+impl CdifSummary {
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 1] {
+        [("no_landing_page", self.no_landing_page)]
+    }
+}
+
 impl Report for CdifSummary {
     fn counts(&self) -> Vec<ProfileCounts> {
-        let drops = [("no_landing_page", self.no_landing_page)];
+        let drops = self.drops();
         let forms = [
             (self.index_url.is_some()).then_some(Profile::Cdif),
             (self.lists_index_url.is_some()).then_some(Profile::CdifList),
@@ -609,8 +616,8 @@ impl Report for CdifSummary {
         let mut lines = Vec::new();
         for (label, what, media_type, index, url) in forms.into_iter().flatten() {
             let what = format!(
-                "{what} (serve them as {media_type}); not published: no_landing_page {}",
-                self.no_landing_page
+                "{what} (serve them as {media_type}); {}",
+                report::not_published(&self.drops())
             );
             lines.extend([(label.into(), what), (index.into(), url.clone())]);
         }
@@ -631,10 +638,8 @@ impl Report for CdifSummary {
             line.push(Piece::Link("lists", url.clone()));
             line.push(Piece::Text(format!(": {}", self.lists)));
         }
-        line.push(Piece::Text(format!(
-            "; not published: no_landing_page {}",
-            self.no_landing_page
-        )));
+        let drops = report::not_published(&self.drops());
+        line.push(Piece::Text(format!("; {drops}")));
         line
     }
 

@@ -11,7 +11,7 @@ use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
-use super::report::{Piece, ProfileCounts, Report};
+use super::report::{self, Piece, ProfileCounts, Report};
 use crate::error::Error;
 
 /// Highest Woo information category (the DiWoo table has 17).
@@ -200,22 +200,19 @@ impl DiwooStats {
         format!("{public_url}{}", Profile::Diwoo(self.category).index_name())
     }
 
-    fn not_published(&self) -> String {
-        format!(
-            "not published: diwoo_requires_https {}, diwoo_requires_lastmod {}",
-            self.requires_https, self.requires_lastmod
-        )
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 2] {
+        [
+            ("diwoo_requires_https", self.requires_https),
+            ("diwoo_requires_lastmod", self.requires_lastmod),
+        ]
     }
 }
 
 impl Report for DiwooStats {
     fn counts(&self) -> Vec<ProfileCounts> {
-        let drops = [
-            ("diwoo_requires_https", self.requires_https),
-            ("diwoo_requires_lastmod", self.requires_lastmod),
-        ];
         let profile = Profile::Diwoo(self.category);
-        vec![ProfileCounts::new(profile, self.urls, &drops)]
+        vec![ProfileCounts::new(profile, self.urls, &self.drops())]
     }
 
     fn export_lines(&self) -> Vec<(String, String)> {
@@ -223,7 +220,7 @@ impl Report for DiwooStats {
             "{} URLs in {}; {}",
             self.urls,
             Profile::Diwoo(self.category).index_name(),
-            self.not_published()
+            report::not_published(&self.drops())
         );
         vec![(format!("DiWoo cat. {:03}", self.category), what)]
     }
@@ -235,7 +232,7 @@ impl Report for DiwooStats {
                 " category {:03}: {} URLs; {}",
                 self.category,
                 self.urls,
-                self.not_published()
+                report::not_published(&self.drops())
             )),
         ]
     }

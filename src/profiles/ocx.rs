@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::Profile;
-use super::report::{Piece, ProfileCounts, Report};
+use super::report::{self, Piece, ProfileCounts, Report};
 
 /// What a generation's OCX sitemap holds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -23,40 +23,30 @@ pub struct OcxSummary {
 }
 
 impl OcxSummary {
-    fn not_published(&self) -> String {
-        format!(
-            "not published: ocx_no_type {}, no_landing_page {}",
-            self.no_type, self.no_landing_page
-        )
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 2] {
+        [
+            ("ocx_no_type", self.no_type),
+            ("no_landing_page", self.no_landing_page),
+        ]
     }
 }
 
 impl Report for OcxSummary {
     fn counts(&self) -> Vec<ProfileCounts> {
-        let drops = [
-            ("ocx_no_type", self.no_type),
-            ("no_landing_page", self.no_landing_page),
-        ];
-        vec![ProfileCounts::new(Profile::Ocx, self.published, &drops)]
+        vec![ProfileCounts::new(
+            Profile::Ocx,
+            self.published,
+            &self.drops(),
+        )]
     }
 
     fn export_lines(&self) -> Vec<(String, String)> {
-        let what = format!("{} records; {}", self.published, self.not_published());
-        vec![
-            ("OCX".into(), what),
-            ("OCX index".into(), self.index_url.clone()),
-        ]
+        report::one_index_lines("OCX", &self.index_url, self.published, &self.drops())
     }
 
     fn status_line(&self, _: &Url) -> Vec<Piece> {
-        vec![
-            Piece::Link("OCX", self.index_url.clone()),
-            Piece::Text(format!(
-                ": {} entries; {}",
-                self.published,
-                self.not_published()
-            )),
-        ]
+        report::one_index_status("OCX", &self.index_url, self.published, &self.drops())
     }
 
     fn indexes(&self, _: &Url) -> Vec<String> {

@@ -61,3 +61,39 @@ impl ProfileCounts {
         }
     }
 }
+
+/// What a profile left out, by reason, as its lines say it: `not published: a 1, b 2`.
+pub(crate) fn not_published(drops: &[(&str, u64)]) -> String {
+    let each: Vec<String> = drops
+        .iter()
+        .map(|(reason, n)| format!("{reason} {n}"))
+        .collect();
+    format!("not published: {}", each.join(", "))
+}
+
+/// `export`'s lines of a profile whose entries one index lists (the Signmap, OCX): `name`,
+/// its `published` entries and `drops`, and its index.
+pub(crate) fn one_index_lines(
+    name: &str,
+    index_url: &str,
+    published: u64,
+    drops: &[(&str, u64)],
+) -> Vec<(String, String)> {
+    let what = format!("{published} records; {}", not_published(drops));
+    vec![
+        (name.into(), what),
+        (format!("{name} index"), index_url.into()),
+    ]
+}
+
+/// The status line of a profile whose entries one index lists: its name linking the index,
+/// its `published` entries and `drops`.
+pub(crate) fn one_index_status(
+    name: &'static str,
+    index_url: &str,
+    published: u64,
+    drops: &[(&str, u64)],
+) -> Vec<Piece> {
+    let what = format!(": {published} entries; {}", not_published(drops));
+    vec![Piece::Link(name, index_url.into()), Piece::Text(what)]
+}

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::Profile;
-use super::report::{Piece, ProfileCounts, Report};
+use super::report::{self, Piece, ProfileCounts, Report};
 
 /// What a generation's Signmap holds.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -23,40 +23,30 @@ pub struct SignmapSummary {
 }
 
 impl SignmapSummary {
-    fn not_published(&self) -> String {
-        format!(
-            "not published: no_landing_page {}, duplicate {}",
-            self.no_landing_page, self.duplicate
-        )
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 2] {
+        [
+            ("no_landing_page", self.no_landing_page),
+            ("duplicate", self.duplicate),
+        ]
     }
 }
 
 impl Report for SignmapSummary {
     fn counts(&self) -> Vec<ProfileCounts> {
-        let drops = [
-            ("no_landing_page", self.no_landing_page),
-            ("duplicate", self.duplicate),
-        ];
-        vec![ProfileCounts::new(Profile::Signmap, self.published, &drops)]
+        vec![ProfileCounts::new(
+            Profile::Signmap,
+            self.published,
+            &self.drops(),
+        )]
     }
 
     fn export_lines(&self) -> Vec<(String, String)> {
-        let what = format!("{} records; {}", self.published, self.not_published());
-        vec![
-            ("Signmap".into(), what),
-            ("Signmap index".into(), self.index_url.clone()),
-        ]
+        report::one_index_lines("Signmap", &self.index_url, self.published, &self.drops())
     }
 
     fn status_line(&self, _: &Url) -> Vec<Piece> {
-        vec![
-            Piece::Link("Signmap", self.index_url.clone()),
-            Piece::Text(format!(
-                ": {} entries; {}",
-                self.published,
-                self.not_published()
-            )),
-        ]
+        report::one_index_status("Signmap", &self.index_url, self.published, &self.drops())
     }
 
     fn indexes(&self, _: &Url) -> Vec<String> {
