@@ -117,12 +117,6 @@ impl Built {
     /// Puts together what a finished build holds.
     pub fn new(harvested: Harvested, rendered: Rendered) -> Self {
         let landing = (harvested.signposts.map(|s| s.stats)).or(rendered.landing);
-        let indexes = registry::Indexes {
-            signmap: rendered.signmap_index,
-            ocx: rendered.ocx_index,
-            cdif: rendered.cdif_index,
-            cdif_lists: rendered.cdif_lists,
-        };
         Built {
             report: harvested.report,
             stats: harvested.published.stats,
@@ -130,7 +124,11 @@ impl Built {
             platform: harvested.landing,
             shards: rendered.shards,
             index_url: rendered.indexes[0].clone(),
-            profiles: ProfileSummary::of(landing.as_ref(), indexes, rendered.diwoo),
+            profiles: ProfileSummary::of(
+                landing.as_ref(),
+                rendered.profile_indexes,
+                rendered.diwoo,
+            ),
             indexes: rendered.indexes,
             spill_bytes: harvested.spill_bytes,
         }
@@ -945,10 +943,12 @@ fn render_into<S: FileSink>(
         shards: names,
         sitemap_shards,
         indexes,
-        signmap_index,
-        ocx_index,
-        cdif_index: cdif.index,
-        cdif_lists: cdif.lists,
+        profile_indexes: registry::Indexes {
+            signmap: signmap_index,
+            ocx: ocx_index,
+            cdif: cdif.index,
+            cdif_lists: cdif.lists,
+        },
         diwoo,
         layout,
         landing: (patched.as_ref())
@@ -1101,14 +1101,8 @@ pub struct Rendered {
     pub sitemap_shards: Vec<PublishedShard>,
     /// Every index's URL, the sitemap index first, as robots.txt lists them.
     pub indexes: Vec<Url>,
-    /// The Signmap index, when one was written.
-    pub signmap_index: Option<Url>,
-    /// The OCX index, when one was written.
-    pub ocx_index: Option<Url>,
-    /// The CDIF sitemap index, when one was written.
-    pub cdif_index: Option<Url>,
-    /// The index of the CDIF lists' sitemap and the number of lists, when lists were written.
-    pub cdif_lists: Option<(Url, usize)>,
+    /// The indexes the landing-page profiles wrote (the Signmap's, OCX's, CDIF's).
+    pub(crate) profile_indexes: registry::Indexes,
     /// Each DiWoo category's counts.
     pub diwoo: Vec<DiwooStats>,
     /// The sitemap's layout after this render, to follow next time.

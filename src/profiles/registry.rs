@@ -83,7 +83,7 @@ impl ProfileSummary {
 }
 
 /// The indexes a render wrote for the landing-page profiles.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Indexes {
     /// The Signmap's.
     pub signmap: Option<Url>,

@@ -204,7 +204,7 @@ impl Backend for Sqlite {
         let decision = match tried {
             Some(decision) => decision,
             None => {
-                let held = read_page(&tx, path, &page, track)?;
+                let held = read_page(&tx, path, &page)?;
                 let decision = page::decide(&page, held, run as i64, track);
                 insert(&tx, run as i64, &page, &decision.inserted)
                     .map_err(fail(path, "cannot store a record"))?;
@@ -496,17 +496,15 @@ impl Backend for Sqlite {
     }
 }
 
-/// What the store holds of `page`'s records in `tx`: their stored versions (with their bodies
-/// when `track`) and their rejections ([`page::decide`]'s input).
+/// What the store holds of `page`'s records in `tx`: their stored versions (without their
+/// bodies) and their rejections ([`page::decide`]'s input).
 fn read_page(
     tx: &rusqlite::Transaction<'_>,
     path: &Path,
     page: &[Incoming],
-    track: bool,
 ) -> Result<Held, StoreError> {
     // Without the bodies, even to track changes: a change's previous body is copied inside
     // the database ([`write_page`]), not read out and written back.
-    let _ = track;
     let mut read_stored = tx
         .prepare_cached("SELECT deleted = 0, datestamp FROM records WHERE id = ?1")
         .map_err(fail(path, "cannot prepare the record update"))?;
