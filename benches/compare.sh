@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Before/after comparison (issue 21, point 8: "behaviour unchanged, measured"): builds oai-bridge
 # as of two commits and runs the main workload of each benchmark (harvest, profiles, incremental,
-# serve, load) with the two binaries alternately, before, after, before, after..., ROUNDS times in
-# one run, against one upstream per benchmark (the same data for both). Reports the median of
+# serve, load) with the two binaries alternately, ROUNDS times in one run, which one goes first
+# changing from round to round (before, after; after, before; ...: the second run of a pair
+# found a warmer or a more loaded machine in past runs, and always running `before` first
+# turned that into a ratio), against one upstream per benchmark (the same data for both). Reports the median of
 # each figure for each binary, the ratio after/before, and flags every gated figure outside ±5%;
 # checks that both publish the same bytes. Writes benches/compare-RESULTS.md (and prints it).
 #
@@ -19,8 +21,9 @@
 #                DiWoo x5, + CDIF lists; the gateway's first refresh, plain and with those
 #                profiles (benches/profiles; the page cache is dropped before each run as root)
 #   incremental  RECORDS (1,000,000): a plain export, a full export through the store, the
-#                gateway's first refresh and its restart with the upstream stopped, then an
-#                incremental export after 1% of the records changed (benches/incremental)
+#                gateway's first refresh and its restart with the upstream stopped, an
+#                incremental export after 1% of the records changed (benches/incremental), then
+#                a full re-harvest onto the stored records (--full-harvest-interval)
 #   serve        wrk, 32 connections, on /robots.txt, a 50,000-URL shard (gzip negotiated) and
 #                the same shard as .xml.gz: requests/s at saturation and p99 under a fixed load
 #                (the delay set from the first `before` run), idle and while the gateway
@@ -83,7 +86,6 @@ install_missing "${tools[@]}"
 
 base=$(git rev-parse --verify "$1^{commit}")
 after=$(git rev-parse --verify "${2:-HEAD}^{commit}")
-sides=(before after)
 declare -A bin_of=([before]=$work/before/oai-bridge [after]=$work/after/oai-bridge)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 load_start=$(cut -d' ' -f1 /proc/loadavg)
@@ -96,6 +98,11 @@ first_round=1
 rounds=$(seq "$first_round" "$ROUNDS")
 # The round where the two binaries' outputs are compared: the uncounted one when there is one.
 verify_round=$first_round
+# sides_of ROUND: the two sides in the order they run in ROUND. The verifying round runs
+# `before` first (same_as_before keeps its digests); the counted rounds after it alternate.
+sides_of() {
+  if [ "$1" = "$verify_round" ] || [ $(($1 % 2)) = 0 ]; then echo before after; else echo after before; fi
+}
 : >"$work/figures.tsv"
 : >"$work/checks.tsv"
 
@@ -246,7 +253,7 @@ harvest_bench() {
   log "harvest: $records records, 500 a page"
   upstream harvest "$port" "" --records "$records"
   for round in $rounds; do
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       rm -rf "$work/out"
       export_run harvest export "$side" "$round" "$work/out" \
         --base-url "http://127.0.0.1:$port/oai/request" --public-url "http://127.0.0.1:$port/oai/"
@@ -280,7 +287,7 @@ profiles_bench() {
   for round in $rounds; do
     for kind in $PROFILE_RUNS; do
       [ -n "${labels[$kind]:-}" ] || { log "PROFILE_RUNS: unknown $kind"; exit 2; }
-      for side in "${sides[@]}"; do
+      for side in $(sides_of "$round"); do
         case $kind in
           gw-*)
             rm -rf "$work/gw"
@@ -333,20 +340,22 @@ incremental_bench() {
   public_url="http://127.0.0.1:$port/oai/"
   log "incremental: $records records, then every 100th changed"
   for round in $rounds; do
-    upstream incremental-1 "$port" "" --records "$records"
-    for side in "${sides[@]}"; do
+    # Identify says deletions are transient, so that a harvest in full comes due with
+    # --full-harvest-interval (the last run below); the earlier runs are as with persistent ones.
+    upstream incremental-1 "$port" "" --records "$records" --deleted-record transient
+    for side in $(sides_of "$round"); do
       rm -rf "$work/out"
       export_run incremental "plain export" "$side" "$round" "$work/out" --base-url "$base_url" \
         --public-url "$public_url"
       rm -rf "$work/out"
     done
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       rm -rf "$work/inc-$side"
       mkdir -p "$work/inc-$side"
       export_run incremental "full export through the store" "$side" "$round" "$work/inc-$side/out" \
         --base-url "$base_url" --public-url "$public_url" --state "$work/inc-$side/state"
     done
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       mkdir -p "$work/inc-$side/gw"
       cat >"$work/inc-$side/gw/bridge.toml" <<TOML
 [server]
@@ -361,7 +370,7 @@ TOML
         "$work/inc-$side/gw/bridge.toml" "http://127.0.0.1:$gw/readyz" "http://127.0.0.1:$gw/r" sitemap.xml
     done
     stop_all # the restarted gateway must not need the upstream to serve
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       start=$(date +%s.%N)
       gateway "$side" "$work/inc-$side/gw/bridge.toml" ""
       until_200 "http://127.0.0.1:$gw/r/sitemap.xml" "$gateway_pid" 30
@@ -372,9 +381,9 @@ TOML
       check incremental "the restarted gateway serves its first shard" "$((code == 200))" "$side round $round: $code"
       stop_gateway
     done
-    upstream incremental-2 "$port" "" --records "$records" --changed-every 100 \
+    upstream incremental-2 "$port" "" --records "$records" --changed-every 100 --deleted-record transient \
       --response-date 2025-10-01T00:00:00Z --expected-urls "$work/inc-expected.urls"
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       export_run incremental "incremental export through the store" "$side" "$round" \
         "$work/inc-$side/out" --base-url "$base_url" --public-url "$public_url" --state "$work/inc-$side/state"
       if [ "$round" = "$verify_round" ]; then
@@ -385,6 +394,13 @@ TOML
           check incremental "the incremental result is the changed repository's URL set" 0 "$side round $round differs"
         fi
       fi
+    done
+    # A full harvest onto the stored records (a week's full harvest of a repository without
+    # persistent deletions): every record is read and written back unchanged.
+    for side in $(sides_of "$round"); do
+      export_run incremental "full re-harvest onto the stored records" "$side" "$round" \
+        "$work/inc-$side/out" --base-url "$base_url" --public-url "$public_url" \
+        --state "$work/inc-$side/state" --full-harvest-interval 1
     done
     stop_all
     rm -rf "$work/inc-before" "$work/inc-after"
@@ -416,7 +432,7 @@ function delay() return ms end
 LUA
   rm -f "$work"/serve-*.delay
   for round in $rounds; do
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       rm -rf "$work/serve"
       mkdir -p "$work/serve"
       toml=$work/serve/bridge.toml
@@ -518,7 +534,7 @@ request = function()
 end
 LUA
   for round in $rounds; do
-    for side in "${sides[@]}"; do
+    for side in $(sides_of "$round"); do
       rm -rf "$work/load"
       mkdir -p "$work/load"
       toml=$work/load/bridge.toml
@@ -595,7 +611,7 @@ platforms_bench() {
     esac
     for round in $rounds; do
       for variant in $variants; do
-        for side in "${sides[@]}"; do
+        for side in $(sides_of "$round"); do
           rm -rf "$work/out"
           export_run platforms "$shape shape, --platform $variant" "$side" "$round" "$work/out" \
             --base-url "$base" --public-url "http://127.0.0.1:$port/" --platform "$variant"

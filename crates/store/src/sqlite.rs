@@ -213,11 +213,9 @@ impl Backend for Sqlite {
             }
         };
         if track {
-            tx.execute(
-                "UPDATE tally SET live = live + ?1, deleted = deleted + ?2",
-                [decision.live, decision.deleted],
-            )
-            .map_err(fail(path, "cannot count the records"))?;
+            (tx.prepare_cached("UPDATE tally SET live = live + ?1, deleted = deleted + ?2"))
+                .and_then(|mut s| s.execute([decision.live, decision.deleted]))
+                .map_err(fail(path, "cannot count the records"))?;
         }
         write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
         tx.commit().map_err(fail(path, "cannot commit a page"))
@@ -523,10 +521,7 @@ fn read_page(
     )?;
     let mut rejected = HashMap::new();
     // Rejections are rare: while there are none, a page has none to read.
-    let any_rejected: bool = tx
-        .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
-        .map_err(fail(path, "cannot read the rejected records"))?;
-    if any_rejected {
+    if any_rejected(tx, path)? {
         let mut read_rejected = tx
             .prepare_cached("SELECT datestamp, seen FROM rejected WHERE id = ?1")
             .map_err(fail(path, "cannot prepare the record update"))?;
@@ -539,6 +534,13 @@ fn read_page(
         })?;
     }
     Ok(Held { stored, rejected })
+}
+
+/// Whether any record is listed as rejected (a statement run for each page, so cached).
+fn any_rejected(tx: &rusqlite::Transaction<'_>, path: &Path) -> Result<bool, StoreError> {
+    (tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM rejected)"))
+        .and_then(|mut s| s.query_row([], |r| r.get(0)))
+        .map_err(fail(path, "cannot read the rejected records"))
 }
 
 /// The row `statement` finds for each of `page`'s identifiers (its one parameter), made into a
@@ -576,15 +578,14 @@ fn write_fresh<'p>(
     page: &'p [Incoming],
     track: bool,
 ) -> Result<Option<page::Decision<'p>>, StoreError> {
-    let any_rejected: bool = tx
-        .query_row("SELECT EXISTS (SELECT 1 FROM rejected)", [], |r| r.get(0))
-        .map_err(fail(path, "cannot read the rejected records"))?;
-    if any_rejected || page.iter().any(|r| r.unreadable) {
+    if any_rejected(tx, path)? || page.iter().any(|r| r.unreadable) {
         return Ok(None);
     }
     let decision = page::decide(page, Held::default(), run, track);
+    // Cached, as every statement run for each page: parsing one costs more than running it.
     let savepoint = |sql| {
-        tx.execute_batch(sql)
+        (tx.prepare_cached(sql).and_then(|mut s| s.execute([])))
+            .map(drop)
             .map_err(fail(path, "cannot store a record"))
     };
     savepoint("SAVEPOINT fresh")?;
@@ -593,7 +594,8 @@ fn write_fresh<'p>(
         Err(rusqlite::Error::SqliteFailure(e, _))
             if e.code == rusqlite::ErrorCode::ConstraintViolation =>
         {
-            savepoint("ROLLBACK TO fresh; RELEASE fresh")?;
+            savepoint("ROLLBACK TO fresh")?;
+            savepoint("RELEASE fresh")?;
             return Ok(None);
         }
         Err(e) => return Err(fail(path, "cannot store a record")(e)),
@@ -706,6 +708,9 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
         .map_err(fail(path, "cannot switch to WAL"))?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(fail(path, "cannot configure"))?;
+    // A page runs up to 16 cached statements (reads, savepoints, writes, the checkpoint), the
+    // cache's default size: room for them all and the run's others, so none is parsed again.
+    conn.set_prepared_statement_cache_capacity(32);
     Ok(conn)
 }
 
@@ -830,10 +835,11 @@ pub(super) fn fail<'a>(
 fn write_state(tx: &rusqlite::Transaction<'_>, state: &State) -> rusqlite::Result<()> {
     let doc = serde_json::to_string(state)
         .map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))?;
-    tx.execute(
+    // Cached: it runs for each page.
+    tx.prepare_cached(
         "INSERT INTO state (k, doc) VALUES (0, ?1) ON CONFLICT (k) DO UPDATE SET doc = excluded.doc",
-        [doc],
-    )?;
+    )?
+    .execute([doc])?;
     Ok(())
 }
 
