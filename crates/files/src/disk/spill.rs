@@ -38,15 +38,15 @@ pub const PREFIX: &str = ".oai-bridge-spill-";
 #[derive(Clone, Debug)]
 pub struct Budget {
     /// The folder spill folders are made in.
-    pub parent: PathBuf,
+    pub(crate) parent: PathBuf,
     /// Bytes of memory a sort holds before it spills a run.
     pub memory: u64,
     /// Bytes on disk so far, shared with whoever reports them.
     pub meter: Meter,
     /// Bytes of memory its collectors hold now ([`Share`]s), shared likewise.
-    pub held: Meter,
+    pub(crate) held: Meter,
     /// In the gateway: the refresh's account with the pool the refreshes share.
-    pub account: Option<Arc<Account>>,
+    pub(crate) account: Option<Arc<Account>>,
 }
 
 impl Budget {
@@ -121,7 +121,7 @@ impl Meter {
     }
 
     /// What it holds now.
-    pub fn now(&self) -> u64 {
+    pub(crate) fn now(&self) -> u64 {
         self.0.now.load(Ordering::Relaxed)
     }
 
@@ -180,7 +180,7 @@ struct PoolInner {
 #[derive(Debug)]
 pub struct Account {
     /// The repository.
-    pub name: String,
+    pub(crate) name: String,
     /// Its collectors' memory now, and the most.
     pub memory: Meter,
     /// Its spill files' bytes on disk now, and the most.
