@@ -727,7 +727,7 @@ impl FileSink for Upload {
     }
 
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
-        self.staging.write(name, bytes)
+        Ok(self.staging.write(name, bytes)?)
     }
 
     fn link_shard(&mut self, name: &str, path: &FsPath) -> bool {

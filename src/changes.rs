@@ -166,7 +166,7 @@ fn write_change(w: &mut RunWriter, c: &Change) -> Result<(), Error> {
     w.varint(c.kind.index() as u64)?;
     w.fixed(Datestamp::pack_option(c.lastmod) as u64)?;
     w.varint(c.url.len() as u64)?;
-    w.bytes(c.url.as_bytes())
+    Ok(w.bytes(c.url.as_bytes())?)
 }
 
 /// Gathers one refresh's changes, pushed in URL order: in memory, then in a spill file of

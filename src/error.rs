@@ -10,7 +10,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use oai_bridge_files::RenderError;
+use oai_bridge_files::FilesError;
 use oai_bridge_store::{FILE, Place, StoreError};
 use oai_pmh::HarvestError;
 use url::Url;
@@ -112,17 +112,6 @@ pub enum Error {
         u32::MAX
     )]
     InventoryFull,
-    /// A temporary file of the harvest (the inventory's sorted runs, the profiles' versions,
-    /// the refresh's changes) failed.
-    #[error("cannot {action} the harvest's temporary file(s) in {}: {source}", path.display())]
-    Spill {
-        /// What was being done: create, write or read.
-        action: &'static str,
-        /// The folder or file.
-        path: PathBuf,
-        /// Why it failed.
-        source: std::io::Error,
-    },
     /// A published sitemap shard's entries, read back to find what a refresh changed, were not
     /// in the order every shard of the stable layout has.
     #[error("the sitemap shard {} lists {url} out of order", path.display())]
@@ -158,9 +147,12 @@ pub enum Error {
     /// The URL the CDIF documents are published under cannot have file names joined onto it.
     #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
     Documents(Url),
-    /// Rendering failed.
+    /// The files crate failed: rendering (nothing to publish, too many shards), a temporary
+    /// file of the harvest (the inventory's sorted runs, the profiles' versions, the refresh's
+    /// changes: [`FilesError::Spill`]), or a file or folder of an export written on disk (the
+    /// staging folder, its files, the swap: [`FilesError::Io`]).
     #[error(transparent)]
-    Render(#[from] RenderError),
+    Files(#[from] FilesError),
     /// Appending to a file written as a stream failed: the OS's error, as the stream, which
     /// knows no path, gives it.
     #[error("{0}")]

@@ -62,7 +62,7 @@ pub struct ExportSummary {
 
 impl FileSink for Staging {
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
-        self.write(name, bytes)
+        Ok(self.write(name, bytes)?)
     }
 
     fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
@@ -70,7 +70,7 @@ impl FileSink for Staging {
     }
 
     fn stream(&mut self, name: &str) -> Result<Option<crate::publish::FileStream>, Error> {
-        Staging::stream(self, name).map(Some)
+        Ok(Some(Staging::stream(self, name)?))
     }
 
     fn end_stream(
@@ -78,11 +78,11 @@ impl FileSink for Staging {
         name: &str,
         stream: crate::publish::FileStream,
     ) -> Result<(u64, u32), Error> {
-        Staging::end_stream(self, name, stream)
+        Ok(Staging::end_stream(self, name, stream)?)
     }
 
     fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
-        Staging::take_back(self, name, buf)
+        Ok(Staging::take_back(self, name, buf)?)
     }
 }
 
@@ -115,7 +115,7 @@ impl engine::Target for Folder<'_> {
     }
 
     fn stage(&mut self) -> Result<Staging, Error> {
-        Staging::new(self.out)
+        Ok(Staging::new(self.out)?)
     }
 
     async fn commit(

@@ -21,6 +21,7 @@ use super::{
     Collected, DropSamples, IDENTIFIER_DROPS, Key, SharedUrl, Span, Stats, Superseded, index, key,
 };
 use crate::error::Error;
+use crate::render::FilesError;
 
 /// The runs spilled so far, in order.
 #[derive(Debug)]
@@ -274,7 +275,7 @@ fn write_url(out: &mut RunWriter, last: &[u8], url: &[u8]) -> Result<(), Error> 
     let shared = last.iter().zip(url).take_while(|(a, b)| a == b).count();
     out.varint(shared as u64)?;
     out.varint((url.len() - shared) as u64)?;
-    out.bytes(&url[shared..])
+    Ok(out.bytes(&url[shared..])?)
 }
 
 /// Reads a URL [`write_url`] wrote after `url`, into it; `false` at the end of the file.
@@ -307,12 +308,12 @@ impl RecordItem {
         // The end of the file comes between records: a record starts with 8 bytes.
         match input.exact(&mut hash) {
             Ok(()) => {}
-            Err(Error::Spill { source, .. })
+            Err(FilesError::Spill { source, .. })
                 if source.kind() == std::io::ErrorKind::UnexpectedEof =>
             {
                 return Ok(None);
             }
-            Err(e) => return Err(e),
+            Err(e) => return Err(e.into()),
         }
         let datestamp = input.fixed()? as i64;
         let seq = input.varint()? as u32;

@@ -24,6 +24,7 @@ use url::Url;
 use super::generation::{ChangeListFile, Generation, Writer};
 use crate::changes::{Change, Changes};
 use crate::error::Error;
+use crate::render::FilesError;
 use crate::render::sitemap::{self, Limits};
 
 /// ResourceSync's namespace.
@@ -309,11 +310,11 @@ pub(crate) fn write_changelists(
     Ok(())
 }
 
-/// A failure of the changes' spill file ([`Error::Spill`]), said as what the Change Lists were
+/// A failure of the changes' spill file ([`FilesError::Spill`]), said as what the Change Lists were
 /// being made from.
 fn spill_error(e: Error) -> Error {
     let path = match &e {
-        Error::Spill { path, .. } => path.clone(),
+        Error::Files(FilesError::Spill { path, .. }) => path.clone(),
         _ => std::path::PathBuf::new(),
     };
     Error::Io {

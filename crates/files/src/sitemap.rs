@@ -5,6 +5,8 @@ use std::borrow::Cow;
 
 use oai_pmh::Datestamp;
 
+use crate::FilesError;
+
 /// Most URLs one sitemap may hold, and most sitemaps one index may list (SM-09, SM-10).
 pub const MAX_URLS: usize = 50_000;
 /// Most bytes one sitemap or index may have, uncompressed (SM-09).
@@ -92,30 +94,6 @@ pub struct Shard {
     pub urls: usize,
     /// The newest lastmod in it: the index's `lastmod` for this shard.
     pub newest: Option<Datestamp>,
-}
-
-/// Nothing to publish, or more than one index can list: the files crate's one error type.
-///
-/// ```
-/// use oai_bridge_files::RenderError;
-/// use oai_bridge_files::sitemap::render_index;
-///
-/// let error = render_index(std::iter::empty()).unwrap_err();
-/// assert_eq!(error, RenderError::Empty);
-/// assert_eq!(error.to_string(), "no URLs to publish");
-/// ```
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum RenderError {
-    /// The schemas forbid an empty `urlset` or index (SM-15).
-    #[error("no URLs to publish")]
-    Empty,
-    /// A single index would need more than 50,000 entries; nested indexes are not used (SM-11).
-    #[error("{shards} sitemaps would be needed; one index lists at most {MAX_URLS}")]
-    TooManyShards {
-        /// Shards needed.
-        shards: usize,
-    },
 }
 
 /// Escapes `& ' " < >` in a value (SM-03), and a carriage return (which XML would otherwise
@@ -558,11 +536,11 @@ fn start_shard(shard: &mut Shard, open: &str) {
 ///
 /// # Errors
 ///
-/// [`RenderError::Empty`] without entries, [`RenderError::TooManyShards`] with more than
+/// [`FilesError::Empty`] without entries, [`FilesError::TooManyShards`] with more than
 /// 50,000.
 pub fn render_index<'a>(
     entries: impl IntoIterator<Item = (&'a str, Option<Datestamp>)>,
-) -> Result<Vec<u8>, RenderError> {
+) -> Result<Vec<u8>, FilesError> {
     let mut out = String::with_capacity(4096);
     out.push_str(XML_DECL);
     out.push_str(INDEX_OPEN);
@@ -580,10 +558,10 @@ pub fn render_index<'a>(
         out.push_str("</sitemap>\n");
     }
     if n == 0 {
-        return Err(RenderError::Empty);
+        return Err(FilesError::Empty);
     }
     if n > MAX_URLS {
-        return Err(RenderError::TooManyShards { shards: n });
+        return Err(FilesError::TooManyShards { shards: n });
     }
     out.push_str(INDEX_CLOSE);
     Ok(out.into_bytes())
@@ -763,7 +741,7 @@ mod tests {
             "<sitemap><loc>https://b/sitemap-1.xml</loc><lastmod>2021-01-01</lastmod></sitemap>"
         ));
         assert!(text.contains("<sitemap><loc>https://b/sitemap-2.xml</loc></sitemap>"));
-        assert_eq!(render_index(std::iter::empty()), Err(RenderError::Empty));
+        assert_eq!(render_index(std::iter::empty()), Err(FilesError::Empty));
     }
 
     #[test]
