@@ -679,7 +679,8 @@ def side(v):
 out = [f"# Before/after comparison: {meta['base'][:7]} vs {meta['after'][:7]}\n"]
 out.append(f"- before: `{meta['base']}` {meta['base_subject']}")
 out.append(f"- after: `{meta['after']}` {meta['after_subject']}")
-out.append(f"- {meta['rounds']} rounds, the two binaries alternating (before, after) in each"
+out.append(f"- {meta['rounds']} rounds, the two binaries alternating in each, `before` first in even"
+           " rounds and in the first, `after` in the others"
            + (", after one uncounted round" if meta["warmup"] == "1" else "")
            + "; medians, with the lowest and highest run in brackets")
 out.append(f"- machine: {meta['machine']}; load average {meta['load_start']} at the start, "
