@@ -130,7 +130,7 @@ pub struct ShardSpill {
     /// The root start tag of the profile's `urlset`s.
     open: &'static str,
     /// The file being filled: its writer, what it holds so far and the hash of its bytes.
-    current: Option<(DirectWriter, ShardFile, Hasher)>,
+    current: Option<(DirectWriter, ShardFile, published::Hasher)>,
     /// The writers' buffer, from one file to the next.
     spare: Option<Chunk>,
     /// The files filled, in order.
@@ -176,7 +176,7 @@ impl ShardSpill {
         }
         let (out, file, hasher) = self.current.as_mut().expect("started above");
         out.write_all(entry).map_err(file.error("write"))?;
-        hasher.0.update(entry);
+        hasher.update(entry);
         file.urls += 1;
         file.bytes += entry.len();
         file.newest = file.newest.max(lastmod);
@@ -187,7 +187,7 @@ impl ShardSpill {
     fn start(
         &mut self,
         folder: &mut SpillFolder,
-    ) -> Result<(DirectWriter, ShardFile, Hasher), Error> {
+    ) -> Result<(DirectWriter, ShardFile, published::Hasher), Error> {
         let name = format!(
             "{}-{}.xml",
             self.profile.to_ascii_lowercase(),
@@ -208,9 +208,9 @@ impl ShardSpill {
         out.write_all(XML_DECL.as_bytes())
             .and_then(|()| out.write_all(self.open.as_bytes()))
             .map_err(file.error("write"))?;
-        let mut hasher = Hasher(published::Hasher::new());
-        hasher.0.update(XML_DECL.as_bytes());
-        hasher.0.update(self.open.as_bytes());
+        let mut hasher = published::Hasher::new();
+        hasher.update(XML_DECL.as_bytes());
+        hasher.update(self.open.as_bytes());
         Ok((out, file, hasher))
     }
 
@@ -221,8 +221,8 @@ impl ShardSpill {
                 .map_err(file.error("write"))?;
             self.spare = Some(out.finish().map_err(file.error("write"))?.1);
             file.bytes += URLSET_CLOSE.len();
-            hasher.0.update(URLSET_CLOSE.as_bytes());
-            file.hash = Some(hasher.0.finish());
+            hasher.update(URLSET_CLOSE.as_bytes());
+            file.hash = Some(hasher.finish());
             self.done.push(file);
         }
         Ok(())
@@ -296,15 +296,6 @@ pub struct ShardFile {
     /// [`published::hash`] of its bytes, computed as they were written (again once
     /// entries are blanked out); `None` until it is closed.
     hash: Option<u64>,
-}
-
-/// The hash of a shard file's bytes as they are written.
-struct Hasher(published::Hasher);
-
-impl std::fmt::Debug for Hasher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Hasher")
-    }
 }
 
 impl ShardFile {
@@ -431,7 +422,7 @@ impl<'a> SpillReader<'a> {
     /// # Errors
     ///
     /// The OS's error when `file` cannot be rewound.
-    pub fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
+    pub(crate) fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
         // Readers of one file share its position: each starts over.
         let mut start = file;
         start.rewind()?;
