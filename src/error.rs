@@ -105,13 +105,6 @@ pub enum Error {
     /// The profiles' ledger being made is not as written; why.
     #[error("{0}")]
     Ledger(String),
-    /// The inventory numbers its record occurrences with 32 bits and holds text in memory with
-    /// 32-bit offsets: past this it refuses more rather than wrap around.
-    #[error(
-        "the harvested URLs exceed {} bytes of text, more than one in-memory inventory holds",
-        u32::MAX
-    )]
-    InventoryFull,
     /// A published sitemap shard's entries, read back to find what a refresh changed, were not
     /// in the order every shard of the stable layout has.
     #[error("the sitemap shard {} lists {url} out of order", path.display())]
@@ -121,35 +114,14 @@ pub enum Error {
         /// The URL out of order.
         url: String,
     },
-    /// A shard file of a profile failed.
-    #[error("cannot {action} the {profile} shard file {}: {source}", path.display())]
-    ShardFile {
-        /// The profile: Signmap or OCX.
-        profile: &'static str,
-        /// What was being done: create, write, open or read.
-        action: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Why it failed.
-        source: std::io::Error,
-    },
-    /// The temporary file of the CDIF documents failed.
-    #[error(
-        "cannot {action} the temporary file of the CDIF documents (in {}): {source}",
-        std::env::temp_dir().display()
-    )]
-    CdifSpill {
-        /// What was being done: create, write or read.
-        action: &'static str,
-        /// Why it failed.
-        source: std::io::Error,
-    },
     /// The URL the CDIF documents are published under cannot have file names joined onto it.
     #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
     Documents(Url),
     /// The files crate failed: rendering (nothing to publish, too many shards), a temporary
     /// file of the harvest (the inventory's sorted runs, the profiles' versions, the refresh's
-    /// changes: [`FilesError::Spill`]), or a file or folder of an export written on disk (the
+    /// changes: [`FilesError::Spill`]; the profiles' shard files and CDIF documents:
+    /// [`FilesError::ShardFile`], [`FilesError::CdifSpill`]), an inventory past 32 bits
+    /// ([`FilesError::InventoryFull`]), or a file or folder of an export written on disk (the
     /// staging folder, its files, the swap: [`FilesError::Io`]).
     #[error(transparent)]
     Files(#[from] FilesError),

@@ -20,6 +20,7 @@ use crate::error::Error;
 use crate::platform::Landing;
 use crate::scope::Scope;
 use crate::spill::{Budget, Run, Share};
+use oai_bridge_files::FilesError;
 
 /// Most examples [`DropSamples`] keeps of each reason.
 pub(crate) const SAMPLES_PER_REASON: usize = 3;
@@ -101,6 +102,9 @@ impl DropSamples {
 // The counts moved to the files crate with the published sitemap that holds them; named here
 // for the callers of before.
 pub(crate) use oai_bridge_files::counts::Stats;
+// Which occurrences lost to a newer version: the files crate's, which resolves the profiles'
+// versions with it.
+pub(crate) use oai_bridge_files::counts::Superseded;
 
 /// What one live record adds to the counts of an inventory that holds it alone among records
 /// publishing other URLs, and its publishable URLs in order, a URL it lists twice twice (a
@@ -270,8 +274,8 @@ impl Inventory {
         spilled.spill(&self.collected, self.spilled_occurrences)?;
         let c = &mut self.collected;
         self.spilled_occurrences = (self.spilled_occurrences)
-            .checked_add(u32::try_from(c.entries.len()).map_err(|_| Error::InventoryFull)?)
-            .ok_or(Error::InventoryFull)?;
+            .checked_add(u32::try_from(c.entries.len()).map_err(|_| FilesError::InventoryFull)?)
+            .ok_or(FilesError::InventoryFull)?;
         self.spilled_urls += c.urls.len() as u64;
         // The memory is used again: cleared, not freed; unless the pool holds it to less than
         // its cap, when the other refreshes need it.
@@ -383,28 +387,6 @@ impl Inventory {
     }
 }
 
-/// The record occurrences, by the order they were added, that a newer version of the same
-/// record replaces (OAI-38).
-#[derive(Clone, Debug)]
-pub struct Superseded {
-    bits: Vec<u64>,
-    len: usize,
-}
-
-impl Superseded {
-    /// Whether occurrence `i` (counted from 0 in the order added) lost to a newer version.
-    pub fn contains(&self, i: usize) -> bool {
-        self.bits
-            .get(i / 64)
-            .is_some_and(|w| w & (1 << (i % 64)) != 0)
-    }
-
-    /// The number of occurrences it covers.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-}
-
 impl Collected {
     /// The memory it holds, and will hold to resolve: the text, the occurrences, and for each
     /// URL its span and its sort item.
@@ -425,7 +407,7 @@ impl Collected {
         groups: u32,
     ) -> Result<(), Error> {
         self.stats.records_seen += 1;
-        let url_start = u32::try_from(self.urls.len()).map_err(|_| Error::InventoryFull)?;
+        let url_start = u32::try_from(self.urls.len()).map_err(|_| FilesError::InventoryFull)?;
         let mut url_count = 0u16;
         let mut drops = [0u8; IDENTIFIER_DROPS];
         let samples = &mut self.samples;
@@ -448,7 +430,7 @@ impl Collected {
                         break;
                     }
                     let start =
-                        u32::try_from(self.arena.len()).map_err(|_| Error::InventoryFull)?;
+                        u32::try_from(self.arena.len()).map_err(|_| FilesError::InventoryFull)?;
                     self.common = match self.urls.first() {
                         None => url.len(),
                         Some(first) => {
@@ -462,7 +444,7 @@ impl Collected {
                         }
                     };
                     self.arena.push_str(&url);
-                    u32::try_from(self.arena.len()).map_err(|_| Error::InventoryFull)?;
+                    u32::try_from(self.arena.len()).map_err(|_| FilesError::InventoryFull)?;
                     self.urls.push(Span {
                         start,
                         len: url.len() as u32,
@@ -648,10 +630,7 @@ fn superseded(entries: &[Entry]) -> Superseded {
             }
         }
     }
-    Superseded {
-        bits: superseded,
-        len: entries.len(),
-    }
+    Superseded::new(superseded, entries.len())
 }
 
 /// The resolved inventory: sorted, distinct URLs with their lastmod.

@@ -263,10 +263,7 @@ impl Spilled {
             count(&p);
         }
         self.entries.clear();
-        Ok(Superseded {
-            bits,
-            len: occurrences,
-        })
+        Ok(Superseded::new(bits, occurrences))
     }
 }
 

@@ -99,30 +99,9 @@ pub(crate) struct FileRecord {
     pub hash: u64,
 }
 
-/// The hash a ledger records of a file: its CRC-32, as the store records the sitemap's shards
-/// (a patch checks every byte it reads of the published files; crc32fast runs on the CPU's
-/// carry-less multiplication, where XXH3 as built ran at a third of its speed and took a sixth
-/// of a patch).
-pub(crate) fn hash(bytes: &[u8]) -> u64 {
-    u64::from(crc32fast::hash(bytes))
-}
-
-/// The same hash, of bytes given in parts.
-pub(crate) struct Hasher(crc32fast::Hasher);
-
-impl Hasher {
-    pub(crate) fn new() -> Self {
-        Self(crc32fast::Hasher::new())
-    }
-
-    pub(crate) fn update(&mut self, bytes: &[u8]) {
-        self.0.update(bytes);
-    }
-
-    pub(crate) fn finish(self) -> u64 {
-        u64::from(self.0.finalize())
-    }
-}
+// The hash a ledger records of a file, and of bytes given in parts: the files crate's, whose
+// profiles' shard files are hashed as they are written.
+pub(crate) use oai_bridge_files::published::{Hasher, hash};
 
 /// Names the sitemap a ledger was published with: its shards as the store records them.
 pub(crate) fn sitemap_fingerprint(shards: &[PublishedShard]) -> u64 {

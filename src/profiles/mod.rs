@@ -17,8 +17,10 @@ pub(crate) mod registry;
 pub(crate) mod report;
 pub(crate) mod signmap;
 pub(crate) mod signposts;
-pub(crate) mod spill;
-mod versions;
+// The profiles' temporary files and which version of a record's entries wins: the files
+// crate's, named here at their old paths.
+pub(crate) use oai_bridge_files::disk::profiles as spill;
+use oai_bridge_files::profiles::versions;
 
 pub use oai_bridge_files::profiles::ProfileSettings;
 pub(crate) use oai_bridge_files::profiles::{FileName, Profile};

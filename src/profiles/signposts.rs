@@ -42,6 +42,7 @@ use super::spill::{ShardSpill, Spill, SpillFolder, SpillReader, spill_error};
 use super::versions::{Occurrences, Resolution, State};
 use super::{cdif, ocx, signmap};
 use crate::error::Error;
+use oai_bridge_files::FilesError;
 
 /// Profile of the `describedby` link to a record's oai_dc metadata.
 pub(crate) const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
@@ -379,11 +380,7 @@ impl Signposts {
             get_record: metadata_base.map(GetRecord::new),
             documents: None,
             limits,
-            folder: SpillFolder {
-                parent: std::env::temp_dir(),
-                dir: None,
-                direct: false,
-            },
+            folder: SpillFolder::new(std::env::temp_dir()),
             shards: [None, None],
             cdif: None,
             occurrences: Occurrences::new(&crate::spill::Budget::default()),
@@ -456,7 +453,7 @@ impl Signposts {
         classes: &[Class<'_>],
     ) -> Result<Option<Written>, Error> {
         if self.occurrences.len() == u32::MAX {
-            return Err(Error::InventoryFull);
+            return Err(FilesError::InventoryFull.into());
         }
         let mut state = State::Deleted;
         let mut hash = 0;
@@ -814,13 +811,20 @@ impl Resolved {
         if kept.is_empty() {
             return Ok(());
         }
-        let source = File::open(file.path()).map_err(file.error("open"))?;
-        let mut reader = SpillReader::new(&source).map_err(file.error("read"))?;
+        let source = File::open(file.path())
+            .map_err(file.error("open"))
+            .map_err(Error::from)?;
+        let mut reader = SpillReader::new(&source)
+            .map_err(file.error("read"))
+            .map_err(Error::from)?;
         for &(at, len, lastmod) in kept {
             // A failed read stops the rendering before the shard it spoilt is emitted.
             urlsets.try_push(
                 |bytes| {
-                    reader.read(at, len, bytes).map_err(file.error("read"))?;
+                    reader
+                        .read(at, len, bytes)
+                        .map_err(file.error("read"))
+                        .map_err(Error::from)?;
                     Ok(lastmod)
                 },
                 |shard| emit(ProfileShard::Cut(shard)),
@@ -842,10 +846,10 @@ impl Resolved {
         let mut offset = 0u64;
         Ok(std::iter::from_fn(move || {
             loop {
-                let o = match reader.next() {
+                let o = match reader.next_occurrence() {
                     Ok(Some(o)) => o,
                     Ok(None) => return None,
-                    Err(e) => return Some(Err(e)),
+                    Err(e) => return Some(Err(e.into())),
                 };
                 let (at, len) = (seq, o.lens[column]);
                 let start = offset;
@@ -873,7 +877,9 @@ impl Resolved {
         let Some(file) = &self.cdif else {
             return Ok(());
         };
-        let mut reader = SpillReader::new(file).map_err(spill_error("read"))?;
+        let mut reader = SpillReader::new(file)
+            .map_err(spill_error("read"))
+            .map_err(Error::from)?;
         let mut bytes = Vec::new();
         let mut name = String::from(CDIF_DIR);
         // The folder's URL and the name's hash part, as the Signmap and OCX link the document.
@@ -884,7 +890,8 @@ impl Resolved {
             bytes.clear();
             reader
                 .read(at, len, &mut bytes)
-                .map_err(spill_error("read"))?;
+                .map_err(spill_error("read"))
+                .map_err(Error::from)?;
             // The name's hash part first, then the document (as `Signposts::add` wrote them).
             let (hash, document) = bytes.split_at(CDIF_HASH_LEN);
             let hash = String::from_utf8_lossy(hash);

@@ -298,8 +298,6 @@ const LAYERS: &[(&str, &[&str])] = &[
             "profiles::report",
             "profiles::signmap",
             "profiles::signposts",
-            "profiles::spill",
-            "profiles::versions",
         ],
     ),
     (

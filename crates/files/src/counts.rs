@@ -1,5 +1,6 @@
 //! What a publish counts: the reasons something was not published ([`Drop`]) and the counts
-//! of what was seen and published ([`Stats`]), as summaries, metrics and the store keep them.
+//! of what was seen and published ([`Stats`]), as summaries, metrics and the store keep them;
+//! and which record occurrences a newer version of their record replaced ([`Superseded`]).
 
 /// Why an identifier, URL or record was not published. Every drop is counted under one of these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -259,5 +260,38 @@ mod tests {
         assert!(Drop::PersistentId.meaning().contains("rightly not a <loc>"));
         assert!(Drop::PersistentId.expected() && Drop::Deleted.expected());
         assert!(!Drop::OutOfScope.expected() && !Drop::NoUrl.expected());
+    }
+}
+
+/// The record occurrences, by the order they were added, that a newer version of the same
+/// record replaces (OAI-38).
+#[derive(Clone, Debug)]
+pub struct Superseded {
+    bits: Vec<u64>,
+    len: usize,
+}
+
+impl Superseded {
+    /// Of `len` occurrences, those whose bit is set in `bits` (occurrence `i` is bit `i % 64`
+    /// of word `i / 64`).
+    pub fn new(bits: Vec<u64>, len: usize) -> Self {
+        Self { bits, len }
+    }
+
+    /// Whether occurrence `i` (counted from 0 in the order added) lost to a newer version.
+    pub fn contains(&self, i: usize) -> bool {
+        self.bits
+            .get(i / 64)
+            .is_some_and(|w| w & (1 << (i % 64)) != 0)
+    }
+
+    /// The number of occurrences it covers.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it covers no occurrence.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }

@@ -53,6 +53,38 @@ pub enum FilesError {
         /// Why.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The inventory numbers its record occurrences with 32 bits and holds text in memory with
+    /// 32-bit offsets (as do the profiles' temporary files): past this it refuses more rather
+    /// than wrap around.
+    #[error(
+        "the harvested URLs exceed {} bytes of text, more than one in-memory inventory holds",
+        u32::MAX
+    )]
+    InventoryFull,
+    /// A shard file of a profile failed ([`disk::profiles`](crate::disk::profiles)).
+    #[error("cannot {action} the {profile} shard file {}: {source}", path.display())]
+    ShardFile {
+        /// The profile: Signmap or OCX.
+        profile: &'static str,
+        /// What was being done: create, write, open or read.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Why it failed.
+        source: std::io::Error,
+    },
+    /// The temporary file of the CDIF documents failed
+    /// ([`disk::profiles`](crate::disk::profiles)).
+    #[error(
+        "cannot {action} the temporary file of the CDIF documents (in {}): {source}",
+        crate::disk::profiles::temp_dir().display()
+    )]
+    CdifSpill {
+        /// What was being done: create, write or read.
+        action: &'static str,
+        /// Why it failed.
+        source: std::io::Error,
+    },
 }
 
 impl FilesError {
@@ -104,6 +136,26 @@ impl PartialEq for FilesError {
                 E::Io { action: a, path: p, source: s }
                     if (a, p) == (action, path) && s.to_string() == source.to_string()
             ),
+            E::InventoryFull => matches!(other, E::InventoryFull),
+            E::ShardFile {
+                profile,
+                action,
+                path,
+                source,
+            } => matches!(
+                other,
+                E::ShardFile { profile: f, action: a, path: p, source: s }
+                    if (f, a, p) == (profile, action, path)
+                        && s.kind() == source.kind()
+                        && s.to_string() == source.to_string()
+            ),
+            E::CdifSpill { action, source } => matches!(
+                other,
+                E::CdifSpill { action: a, source: s }
+                    if a == action
+                        && s.kind() == source.kind()
+                        && s.to_string() == source.to_string()
+            ),
         }
     }
 }
@@ -134,5 +186,41 @@ mod tests {
         assert_eq!(cause.as_deref(), Some("denied"));
         assert_eq!(io, FilesError::io("cannot write", "/out/a.xml")("denied"));
         assert_ne!(io, spill);
+    }
+
+    /// The profiles' errors keep the texts and causes they had in the root.
+    #[test]
+    fn profile_errors_keep_their_texts_and_causes() {
+        let shard = FilesError::ShardFile {
+            profile: "OCX",
+            action: "write",
+            path: PathBuf::from("/tmp/d/ocx-1.xml"),
+            source: std::io::Error::other("no room"),
+        };
+        assert_eq!(
+            shard.to_string(),
+            "cannot write the OCX shard file /tmp/d/ocx-1.xml: no room"
+        );
+        let cause = std::error::Error::source(&shard).map(ToString::to_string);
+        assert_eq!(cause.as_deref(), Some("no room"));
+        let cdif = FilesError::CdifSpill {
+            action: "read",
+            source: std::io::Error::other("gone"),
+        };
+        assert_eq!(
+            cdif.to_string(),
+            format!(
+                "cannot read the temporary file of the CDIF documents (in {}): gone",
+                std::env::temp_dir().display()
+            )
+        );
+        let cause = std::error::Error::source(&cdif).map(ToString::to_string);
+        assert_eq!(cause.as_deref(), Some("gone"));
+        assert_eq!(
+            FilesError::InventoryFull.to_string(),
+            "the harvested URLs exceed 4294967295 bytes of text, more than one in-memory \
+             inventory holds"
+        );
+        assert_ne!(shard, cdif);
     }
 }

@@ -3,7 +3,9 @@
 //! Signmap's and OCX's entries, and the `dc:type` vocabulary they map records' types with.
 //! Pure: they produce bytes and never touch the file system. Beside them, in [`disk`], the
 //! crate's one part that does: the spill folders a harvest's temporary files go in
-//! ([`disk::spill`]) and the on-disk writers a publish puts its files with ([`disk::write`]).
+//! ([`disk::spill`]), the profiles' temporary files ([`disk::profiles`]) and the on-disk
+//! writers a publish puts its files with ([`disk::write`]). Which version of a record's
+//! profile entries wins is [`profiles::versions`]'s, over the spill folders' runs.
 //!
 //! Invariant: every shard written holds at least one URL and stays within [`Limits`] (at most
 //! 50,000 URLs and 52,428,800 bytes uncompressed, SM-09); every value is escaped (SM-03). A

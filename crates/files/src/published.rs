@@ -1,6 +1,7 @@
 //! The record of what was published, from which the next publish is patched rather than
 //! rendered whole: each shard as written ([`PublishedShard`]), the sitemap as a whole
-//! ([`PublishedSitemap`]), and the URLs several records publish ([`SharedUrl`]).
+//! ([`PublishedSitemap`]), and the URLs several records publish ([`SharedUrl`]); the hash a
+//! profiles' ledger records of each file ([`hash`], [`Hasher`]).
 
 use oai_pmh::Datestamp;
 
@@ -94,5 +95,34 @@ impl SharedUrl {
             self.claims.remove(at);
         }
         found
+    }
+}
+
+/// The hash a ledger records of a file: its CRC-32, as the store records the sitemap's shards
+/// (a patch checks every byte it reads of the published files; crc32fast runs on the CPU's
+/// carry-less multiplication, where XXH3 as built ran at a third of its speed and took a sixth
+/// of a patch).
+pub fn hash(bytes: &[u8]) -> u64 {
+    u64::from(crc32fast::hash(bytes))
+}
+
+/// The same hash, of bytes given in parts.
+#[derive(Debug, Default)]
+pub struct Hasher(crc32fast::Hasher);
+
+impl Hasher {
+    /// The hash of no bytes yet.
+    pub fn new() -> Self {
+        Self(crc32fast::Hasher::new())
+    }
+
+    /// Adds `bytes`.
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    /// The hash of the bytes added, as [`hash`] has it.
+    pub fn finish(self) -> u64 {
+        u64::from(self.0.finalize())
     }
 }

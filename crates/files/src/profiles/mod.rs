@@ -2,12 +2,14 @@
 //! pure about them: [`Profile`], which names every file a profile publishes (formatted and
 //! parsed here only, [`FileName`]), the settings a repository turns them on with
 //! ([`ProfileSettings`]), and the entry writers of the Signmap ([`signmap`]) and OCX
-//! ([`ocx`]). How a harvest's records are collected for them, the CDIF documents and DiWoo's
+//! ([`ocx`]), and which version of a record's entries wins, over runs on disk ([`versions`]).
+//! How a harvest's records are collected for them, the CDIF documents and DiWoo's
 //! categories, the ledger and the patch of published files are the `oai-bridge` package's
 //! (`src/profiles/`).
 
 pub mod ocx;
 pub mod signmap;
+pub mod versions;
 
 use oai_pmh::{DcElement, Fields};
 

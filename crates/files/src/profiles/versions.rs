@@ -4,34 +4,41 @@
 //! outgrow their share of the memory budget, and merged to decide which record lists each
 //! landing page. A record occurrence costs no memory here past the budget (it cost 44 bytes,
 //! 2.2 GB for 50 million records).
+//!
+//! No file-system IO of its own: its files are [`crate::disk::spill`]'s runs, and its errors
+//! theirs ([`FilesError::Spill`](crate::FilesError::Spill)). The profiles' shard files are
+//! settled with its [`Resolution`] ([`crate::disk::profiles`]).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::error::Error;
-use crate::inventory::Superseded;
-use crate::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
+use crate::FilesError as Error;
+use crate::counts::Superseded;
+use crate::disk::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
-/// What resolving counted, as [`super::signposts::SignStats`] has it.
+/// What resolving counted, as the `oai-bridge` package's `profiles::signposts::SignStats` has it.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct SignStats {
+pub struct SignStats {
     /// Landing pages published, once each.
-    pub(super) published: u64,
+    pub published: u64,
     /// Live records without a landing page.
-    pub(super) no_landing_page: u64,
+    pub no_landing_page: u64,
     /// Live records whose landing page a newer record has.
-    pub(super) duplicate: u64,
+    pub duplicate: u64,
     /// Published ones with an OCX entry.
-    pub(super) typed: u64,
+    pub typed: u64,
 }
 
 /// What became of one record occurrence.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum State {
+pub enum State {
+    /// A deleted record.
     Deleted,
+    /// A live record without a landing page.
     NoLandingPage,
     /// Published with a landing page; `typed`: with an OCX entry.
     Landing {
+        /// With an OCX entry.
         typed: bool,
     },
 }
@@ -39,7 +46,7 @@ pub(super) enum State {
 /// A version with a landing page, as resolving needs it; ordered by landing page first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Version {
-    /// [`super::signposts::hash128`] of the landing page.
+    /// The 128-bit hash of the landing page (the `oai-bridge` package's `signposts::hash128`).
     landing: u128,
     datestamp: i64,
     /// Its place in the harvest, and in the temporary files.
@@ -49,7 +56,7 @@ struct Version {
 
 /// The record occurrences of one harvest, as they come.
 #[derive(Debug)]
-pub(super) struct Occurrences {
+pub struct Occurrences {
     folder: Folder,
     /// Each occurrence, in order: its entries' lengths, datestamp and state.
     file: Option<RunWriter>,
@@ -68,7 +75,8 @@ pub(super) struct Occurrences {
 const SHARE: u64 = 4;
 
 impl Occurrences {
-    pub(super) fn new(budget: &Budget) -> Self {
+    /// None yet, their files in a folder of `budget`, and their memory within it.
+    pub fn new(budget: &Budget) -> Self {
         let cap = budget.memory / SHARE;
         Self {
             folder: Folder::new(budget),
@@ -82,13 +90,22 @@ impl Occurrences {
     }
 
     /// The occurrences added.
-    pub(super) fn len(&self) -> u32 {
+    pub fn len(&self) -> u32 {
         self.count
+    }
+
+    /// Whether none was added.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
     }
 
     /// Adds the next occurrence: its entries' `lens` by profile, its packed `datestamp`, its
     /// `state` and, with a landing page, the page's hash.
-    pub(super) fn push(
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Spill`] when the occurrences' file or a run of versions cannot be written.
+    pub fn push(
         &mut self,
         lens: [u32; 3],
         datestamp: i64,
@@ -147,7 +164,11 @@ impl Occurrences {
 
     /// Keeps the newest version of each record (those `superseded` does not hold) and the
     /// newest record of each landing page (a tie: the later), counted into `stats`.
-    pub(super) fn finish(
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Spill`] when a run cannot be written or read back.
+    pub fn finish(
         mut self,
         superseded: &Superseded,
         stats: &mut SignStats,
@@ -211,7 +232,7 @@ impl Occurrences {
         // The live records without a landing page that won, from the file.
         let mut reader = resolution.read()?;
         let mut seq = 0usize;
-        while let Some(o) = reader.next()? {
+        while let Some(o) = reader.next_occurrence()? {
             if o.state == 1 && !superseded.contains(seq) {
                 stats.no_landing_page += 1;
             }
@@ -236,7 +257,7 @@ fn read_version(input: &mut RunReader) -> Result<Option<Version>, Error> {
 
 /// Which occurrences won, and the file of every occurrence.
 #[derive(Debug)]
-pub(super) struct Resolution {
+pub struct Resolution {
     file: Option<Run>,
     /// A bit per occurrence: whether its entries are published.
     won: Vec<u64>,
@@ -245,14 +266,18 @@ pub(super) struct Resolution {
 
 impl Resolution {
     /// Whether occurrence `seq` won.
-    pub(super) fn won(&self, seq: usize) -> bool {
+    pub fn won(&self, seq: usize) -> bool {
         self.won
             .get(seq / 64)
             .is_some_and(|w| w & (1 << (seq % 64)) != 0)
     }
 
     /// The occurrences in harvest order.
-    pub(super) fn read(&self) -> Result<OccurrenceReader, Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Spill`] when their file cannot be read.
+    pub fn read(&self) -> Result<OccurrenceReader, Error> {
         Ok(OccurrenceReader {
             input: self.file.as_ref().map(Run::read).transpose()?,
             left: self.count,
@@ -263,20 +288,27 @@ impl Resolution {
 /// One occurrence as read back: its entries' lengths by profile, packed datestamp and state
 /// (0 deleted, 1 without a landing page, 2 with one).
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Occurrence {
-    pub(super) lens: [u32; 3],
-    pub(super) datestamp: i64,
+pub struct Occurrence {
+    /// Its entries' lengths by profile (0: none).
+    pub lens: [u32; 3],
+    /// Its datestamp, packed.
+    pub datestamp: i64,
     state: u64,
 }
 
 /// Reads the occurrences front to back.
-pub(super) struct OccurrenceReader {
+pub struct OccurrenceReader {
     input: Option<RunReader>,
     left: u32,
 }
 
 impl OccurrenceReader {
-    pub(super) fn next(&mut self) -> Result<Option<Occurrence>, Error> {
+    /// The next occurrence; `None` after the last.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Spill`] when their file cannot be read.
+    pub fn next_occurrence(&mut self) -> Result<Option<Occurrence>, Error> {
         let Some(input) = self.input.as_mut().filter(|_| self.left > 0) else {
             return Ok(None);
         };

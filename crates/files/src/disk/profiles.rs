@@ -1,7 +1,13 @@
 //! The profiles' temporary files, apart from any one profile: shard files written as entries
 //! come (with direct I/O when they will be linked into place, not read back), settled once the
 //! winners are known (kept as they stand, a few lost entries blanked out, or marked to be cut
-//! again), append-only spill files and a reader that skips what it is not asked for.
+//! again), append-only spill files and a reader that skips what it is not asked for. Which
+//! entries won is [`crate::profiles::versions`]'s; what the entries are, the `oai-bridge`
+//! package's, whose `profiles::spill` names this module.
+//!
+//! Errors: [`FilesError::ShardFile`](crate::FilesError::ShardFile) for a shard file,
+//! [`FilesError::CdifSpill`](crate::FilesError::CdifSpill) for the CDIF documents' file,
+//! [`FilesError::InventoryFull`](crate::FilesError::InventoryFull) for an entry past 32 bits.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
@@ -9,26 +15,38 @@ use std::path::{Path, PathBuf};
 
 use oai_pmh::Datestamp;
 
-use crate::publish::DirectWriter;
-use crate::render::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};
-use crate::render::{Limits, Shard};
+use crate::FilesError as Error;
+use crate::disk::write::{Chunk, DirectWriter};
+use crate::profiles::versions::Resolution;
+use crate::published;
+use crate::sitemap::{URLSET_CLOSE, XML_DECL, frame, header};
+use crate::{Limits, Shard};
 
-use super::versions::Resolution;
-use crate::error::Error;
+/// The folder the CDIF documents' temporary file is made in (the OS's temporary folder), as
+/// [`Error::CdifSpill`] names it.
+pub(crate) fn temp_dir() -> PathBuf {
+    std::env::temp_dir()
+}
 
-/// The error of the CDIF documents' temporary file, while doing `action` with it.
-pub(super) fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
+/// The error of the CDIF documents' temporary file, while doing `action` with it: a
+/// [`Error::CdifSpill`].
+pub fn spill_error(action: &'static str) -> impl FnOnce(std::io::Error) -> Error {
     move |source| Error::CdifSpill { action, source }
 }
 
 /// An append-only temporary file of the CDIF documents.
 #[derive(Debug)]
-pub(super) struct Spill {
+pub struct Spill {
     out: BufWriter<File>,
 }
 
 impl Spill {
-    pub(super) fn new() -> Result<Self, Error> {
+    /// A new, empty file.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CdifSpill`] when the file cannot be made.
+    pub fn new() -> Result<Self, Error> {
         let file = tempfile::tempfile().map_err(spill_error("create"))?;
         Ok(Self {
             out: BufWriter::with_capacity(1 << 20, file),
@@ -36,14 +54,22 @@ impl Spill {
     }
 
     /// Appends `bytes`; their length.
-    pub(super) fn append(&mut self, bytes: &[u8]) -> Result<u32, Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InventoryFull`] past 4 GiB, [`Error::CdifSpill`] when the write fails.
+    pub fn append(&mut self, bytes: &[u8]) -> Result<u32, Error> {
         let len = u32::try_from(bytes.len()).map_err(|_| Error::InventoryFull)?;
         self.out.write_all(bytes).map_err(spill_error("write"))?;
         Ok(len)
     }
 
     /// The file, written out.
-    pub(super) fn finish(self) -> Result<File, Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::CdifSpill`] when the last write fails.
+    pub fn finish(self) -> Result<File, Error> {
         self.out
             .into_inner()
             .map_err(|e| spill_error("write")(e.into_error()))
@@ -53,17 +79,32 @@ impl Spill {
 /// The folder of the shard files: a new hidden folder in `parent`, made when the first file is,
 /// and removed with what is left in it when dropped (files linked elsewhere stay there).
 #[derive(Debug)]
-pub(super) struct SpillFolder {
-    pub(super) parent: PathBuf,
-    pub(super) dir: Option<tempfile::TempDir>,
+pub struct SpillFolder {
+    /// The folder the hidden folder is made in.
+    pub parent: PathBuf,
+    dir: Option<tempfile::TempDir>,
     /// Write the files with direct I/O, not through the page cache: they are published as they
     /// are (linked into place) and can be large, as the export writes its other large files.
     /// Files that will be read back, and small ones, are written through it.
-    pub(super) direct: bool,
+    pub direct: bool,
 }
 
 impl SpillFolder {
-    pub(super) fn path(&mut self) -> Result<&Path, Error> {
+    /// A folder to be made in `parent` when the first file is, written through the page cache.
+    pub fn new(parent: PathBuf) -> Self {
+        Self {
+            parent,
+            dir: None,
+            direct: false,
+        }
+    }
+
+    /// The folder, made now if it is not yet.
+    ///
+    /// # Errors
+    ///
+    /// [`FilesError::Io`](crate::FilesError::Io) when it cannot be made.
+    pub fn path(&mut self) -> Result<&Path, Error> {
         if self.dir.is_none() {
             let dir = tempfile::Builder::new()
                 .prefix(".oai-bridge-shards-")
@@ -79,18 +120,19 @@ impl SpillFolder {
 }
 
 /// The Signmap's or OCX's entries, written into shard files as they come: a file is closed
-/// when the next entry would take it past the limits (the rule of [`Urlsets`]).
+/// when the next entry would take it past the limits (the rule of the sitemap's shards,
+/// [`Limits::overflows`]).
 #[derive(Debug)]
-pub(super) struct ShardSpill {
+pub struct ShardSpill {
     /// The profile's column of the entries' lengths (`lens`), and its name.
     column: usize,
     profile: &'static str,
     /// The root start tag of the profile's `urlset`s.
     open: &'static str,
     /// The file being filled: its writer, what it holds so far and the hash of its bytes.
-    current: Option<(DirectWriter, ShardFile, Hasher)>,
+    current: Option<(DirectWriter, ShardFile, published::Hasher)>,
     /// The writers' buffer, from one file to the next.
-    spare: Option<crate::publish::Chunk>,
+    spare: Option<Chunk>,
     /// The files filled, in order.
     done: Vec<ShardFile>,
 }
@@ -98,7 +140,7 @@ pub(super) struct ShardSpill {
 impl ShardSpill {
     /// The shard files of the profile of `column` (named `profile` in files and errors), each a
     /// `urlset` opened by `open`.
-    pub(super) fn new(column: usize, profile: &'static str, open: &'static str) -> Self {
+    pub fn new(column: usize, profile: &'static str, open: &'static str) -> Self {
         Self {
             column,
             profile,
@@ -111,7 +153,12 @@ impl ShardSpill {
 
     /// Writes an entry (with `lastmod`) into the current file, or into a new one when it would
     /// take the current one past `limits`; its length.
-    pub(super) fn append(
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InventoryFull`] for an entry past 4 GiB, [`Error::Io`] when the folder cannot
+    /// be made, [`Error::ShardFile`] when a file cannot be made or written.
+    pub fn append(
         &mut self,
         folder: &mut SpillFolder,
         limits: Limits,
@@ -129,7 +176,7 @@ impl ShardSpill {
         }
         let (out, file, hasher) = self.current.as_mut().expect("started above");
         out.write_all(entry).map_err(file.error("write"))?;
-        hasher.0.update(entry);
+        hasher.update(entry);
         file.urls += 1;
         file.bytes += entry.len();
         file.newest = file.newest.max(lastmod);
@@ -140,7 +187,7 @@ impl ShardSpill {
     fn start(
         &mut self,
         folder: &mut SpillFolder,
-    ) -> Result<(DirectWriter, ShardFile, Hasher), Error> {
+    ) -> Result<(DirectWriter, ShardFile, published::Hasher), Error> {
         let name = format!(
             "{}-{}.xml",
             self.profile.to_ascii_lowercase(),
@@ -161,9 +208,9 @@ impl ShardSpill {
         out.write_all(XML_DECL.as_bytes())
             .and_then(|()| out.write_all(self.open.as_bytes()))
             .map_err(file.error("write"))?;
-        let mut hasher = Hasher(super::ledger::Hasher::new());
-        hasher.0.update(XML_DECL.as_bytes());
-        hasher.0.update(self.open.as_bytes());
+        let mut hasher = published::Hasher::new();
+        hasher.update(XML_DECL.as_bytes());
+        hasher.update(self.open.as_bytes());
         Ok((out, file, hasher))
     }
 
@@ -174,8 +221,8 @@ impl ShardSpill {
                 .map_err(file.error("write"))?;
             self.spare = Some(out.finish().map_err(file.error("write"))?.1);
             file.bytes += URLSET_CLOSE.len();
-            hasher.0.update(URLSET_CLOSE.as_bytes());
-            file.hash = Some(hasher.0.finish());
+            hasher.update(URLSET_CLOSE.as_bytes());
+            file.hash = Some(hasher.finish());
             self.done.push(file);
         }
         Ok(())
@@ -184,9 +231,14 @@ impl ShardSpill {
     /// Every file, closed and settled now that the winners are known (the entries' lengths
     /// are column `self.column` of each occurrence's in `resolution`): a file whose entries all
     /// won stays as it is; one that lost a few has them blanked out (see
-    /// [`ShardFile::settle`]); one that lost more is marked to be cut again from its winners'
+    /// `ShardFile::settle`); one that lost more is marked to be cut again from its winners'
     /// entries.
-    pub(super) fn finish(mut self, resolution: &Resolution) -> Result<Vec<ShardFile>, Error> {
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardFile`] when a file cannot be written, read or opened, or what reading
+    /// the occurrences back from `resolution` failed with ([`Error::Spill`]).
+    pub fn finish(mut self, resolution: &Resolution) -> Result<Vec<ShardFile>, Error> {
         self.close()?;
         let column = self.column;
         let header = header(self.open) as u64;
@@ -194,7 +246,7 @@ impl ShardSpill {
         let mut seq = 0usize;
         // The next occurrence with an entry in this profile: its number, length and datestamp.
         let mut next_entry = || -> Result<Option<(usize, u32, i64)>, Error> {
-            while let Some(o) = occurrences.next()? {
+            while let Some(o) = occurrences.next_occurrence()? {
                 seq += 1;
                 if o.lens[column] > 0 {
                     return Ok(Some((seq - 1, o.lens[column], o.datestamp)));
@@ -227,7 +279,7 @@ impl ShardSpill {
 
 /// A shard file whose lost entries take at most this share of its bytes has them blanked out;
 /// more, and it is cut again.
-pub(super) const BLANK_SHARE: u64 = 16;
+pub const BLANK_SHARE: u64 = 16;
 
 /// A shard file of the Signmap or OCX written during the harvest: a whole `urlset`.
 #[derive(Debug)]
@@ -240,19 +292,10 @@ pub struct ShardFile {
     bytes: usize,
     newest: Option<Datestamp>,
     /// Set when it is to be cut again: the winners' entries in it (offset, length, lastmod).
-    pub(super) cut: Option<Vec<(u64, u32, Option<Datestamp>)>>,
-    /// [`super::ledger::hash`] of its bytes, computed as they were written (again once
+    pub cut: Option<Vec<(u64, u32, Option<Datestamp>)>>,
+    /// [`published::hash`] of its bytes, computed as they were written (again once
     /// entries are blanked out); `None` until it is closed.
     hash: Option<u64>,
-}
-
-/// The hash of a shard file's bytes as they are written.
-struct Hasher(super::ledger::Hasher);
-
-impl std::fmt::Debug for Hasher {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Hasher")
-    }
 }
 
 impl ShardFile {
@@ -276,12 +319,16 @@ impl ShardFile {
         self.bytes
     }
 
-    /// [`super::ledger::hash`] of its bytes, once it is closed.
+    /// [`published::hash`] of its bytes, once it is closed.
     pub fn hash(&self) -> Option<u64> {
         self.hash
     }
 
     /// Its bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardFile`] when it cannot be read.
     pub fn read(&self) -> Result<Vec<u8>, Error> {
         std::fs::read(&self.path).map_err(self.error("read"))
     }
@@ -324,13 +371,14 @@ impl ShardFile {
         }
         drop(out);
         // Hashed again as it is now (few files lose an entry).
-        self.hash = Some(super::ledger::hash(&self.read()?));
+        self.hash = Some(published::hash(&self.read()?));
         Ok(())
     }
 
     /// The error of this file, while doing `action` with it (the path copied only then: an
-    /// error made ready for every entry written cost more than writing it).
-    pub(super) fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    /// error made ready for every entry written cost more than writing it): a
+    /// [`Error::ShardFile`].
+    pub fn error(&self, action: &'static str) -> impl FnOnce(std::io::Error) -> Error + '_ {
         move |source| Error::ShardFile {
             profile: self.profile,
             action,
@@ -340,8 +388,8 @@ impl ShardFile {
     }
 }
 
-/// A shard of the Signmap or OCX, as [`Resolved::render_signmap`] and
-/// [`Resolved::render_ocx`] hand it over.
+/// A shard of the Signmap or OCX, as the `oai-bridge` package's `Resolved::render_signmap` and
+/// `Resolved::render_ocx` hand it over.
 #[derive(Debug)]
 pub enum ProfileShard<'a> {
     /// A file written during the harvest, published as it stands (the few entries of it that
@@ -353,7 +401,7 @@ pub enum ProfileShard<'a> {
 }
 
 /// Reads entries from a temporary file front to back, skipping those not asked for.
-pub(super) struct SpillReader<'a> {
+pub struct SpillReader<'a> {
     reader: BufReader<&'a File>,
     /// The file offset `reader` is at.
     at: u64,
@@ -361,11 +409,20 @@ pub(super) struct SpillReader<'a> {
 
 impl<'a> SpillReader<'a> {
     /// Reads `file` from its start.
-    pub(super) fn new(file: &'a File) -> std::io::Result<Self> {
+    ///
+    /// # Errors
+    ///
+    /// The OS's error when `file` cannot be rewound.
+    pub fn new(file: &'a File) -> std::io::Result<Self> {
         Self::with_capacity(file, 1 << 20)
     }
 
-    pub(super) fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
+    /// Reads `file` from its start through a buffer of `capacity` bytes.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error when `file` cannot be rewound.
+    pub(crate) fn with_capacity(file: &'a File, capacity: usize) -> std::io::Result<Self> {
         // Readers of one file share its position: each starts over.
         let mut start = file;
         start.rewind()?;
@@ -376,7 +433,12 @@ impl<'a> SpillReader<'a> {
     }
 
     /// Appends the `len` bytes at offset `at` (not before the last read's end) to `into`.
-    pub(super) fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
+    ///
+    /// # Errors
+    ///
+    /// The OS's error when reading fails, an error when `at` is before the last read's end or
+    /// the file ends before `len` bytes.
+    pub fn read(&mut self, at: u64, len: u32, into: &mut Vec<u8>) -> std::io::Result<()> {
         let skip = at
             .checked_sub(self.at)
             .and_then(|s| i64::try_from(s).ok())
