@@ -4,9 +4,9 @@
 # serve, load) with the two binaries alternately, ROUNDS times in one run, which one goes first
 # changing from round to round (before, after; after, before; ...: the second run of a pair
 # found a warmer or a more loaded machine in past runs, and always running `before` first
-# turned that into a ratio), against one upstream per benchmark (the same data for both). Reports the median of
-# each figure for each binary, the ratio after/before, and flags every gated figure outside ±5%;
-# checks that both publish the same bytes. Writes benches/compare-RESULTS.md (and prints it).
+# turned that into a ratio), against one upstream per benchmark (the same data for both).
+# Reports the median of each figure for each binary, the ratio after/before, and flags every
+# gated figure outside ±5%; checks that both publish the same bytes. Writes benches/compare-RESULTS.md (and prints it).
 #
 #   bash benches/compare.sh BASE [AFTER]         # AFTER defaults to HEAD (committed, not the working tree)
 #   bash benches/compare.sh c04404c              # the refactor of issue 21 against main's HEAD
