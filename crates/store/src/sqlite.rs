@@ -213,9 +213,9 @@ impl Backend for Sqlite {
             }
         };
         if track {
-            (tx.prepare_cached("UPDATE tally SET live = live + ?1, deleted = deleted + ?2"))
-                .and_then(|mut s| s.execute([decision.live, decision.deleted]))
-                .map_err(fail(path, "cannot count the records"))?;
+            let counts = [decision.live, decision.deleted];
+            let sql = "UPDATE tally SET live = live + ?1, deleted = deleted + ?2";
+            execute_cached(&tx, path, sql, counts, "cannot count the records")?;
         }
         write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
         tx.commit().map_err(fail(path, "cannot commit a page"))
@@ -536,6 +536,18 @@ fn read_page(
     Ok(Held { stored, rejected })
 }
 
+/// Runs `sql` with `params` in `tx` from the statement cache, as every statement run for each
+/// page is (parsing one costs more than running it); `what` names a failure.
+fn execute_cached(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    sql: &str,
+    params: impl rusqlite::Params,
+    what: &'static str,
+) -> Result<usize, StoreError> {
+    (tx.prepare_cached(sql).and_then(|mut s| s.execute(params))).map_err(fail(path, what))
+}
+
 /// Whether any record is listed as rejected (a statement run for each page, so cached).
 fn any_rejected(tx: &rusqlite::Transaction<'_>, path: &Path) -> Result<bool, StoreError> {
     (tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM rejected)"))
@@ -582,12 +594,7 @@ fn write_fresh<'p>(
         return Ok(None);
     }
     let decision = page::decide(page, Held::default(), run, track);
-    // Cached, as every statement run for each page: parsing one costs more than running it.
-    let savepoint = |sql| {
-        (tx.prepare_cached(sql).and_then(|mut s| s.execute([])))
-            .map(drop)
-            .map_err(fail(path, "cannot store a record"))
-    };
+    let savepoint = |sql| execute_cached(tx, path, sql, (), "cannot store a record").map(drop);
     savepoint("SAVEPOINT fresh")?;
     match insert(tx, run, page, &decision.inserted) {
         Ok(()) => savepoint("RELEASE fresh")?,
