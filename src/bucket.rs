@@ -46,8 +46,8 @@ use sha2::{Digest as _, Sha256};
 
 use crate::error::Error;
 use crate::pipeline::FileSink;
-pub(crate) use crate::profiles::files::content_name;
 use crate::publish::{BucketUrl, Staging};
+pub(crate) use oai_bridge_files::profiles::content_name;
 
 /// The object that records what is published, under the bucket URL's prefix.
 pub const MANIFEST: &str = ".oai-bridge/published.json";
@@ -721,6 +721,8 @@ pub(crate) struct Upload {
 }
 
 impl FileSink for Upload {
+    type Error = Error;
+
     /// An export to a bucket is never patched (its target reads no published shard).
     fn keeps_ledger(&self) -> bool {
         false

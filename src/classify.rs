@@ -33,6 +33,10 @@ pub(crate) enum Identifier {
 // The reasons are counted in the files crate's `Stats`, so they are its type; named here, where
 // they are decided.
 pub use oai_bridge_files::counts::Drop;
+/// What a value is, borrowed ([`class`]), and the persistent identifier in it: the files
+/// crate's types, as the profiles' collectors read them.
+pub use oai_bridge_files::identifier::Class;
+pub(crate) use oai_bridge_files::identifier::{NOT_IN_PATH, Pid};
 
 /// Content-file extensions and their media types: a URL names a content file by its extension.
 const CONTENT_TYPES: &[(&str, &str)] = &[
@@ -313,37 +317,6 @@ pub(crate) fn classify(value: &str, scope: &Scope) -> Identifier {
     }
 }
 
-/// What [`classify`] says, borrowed from the value where it can be: for a harvest that looks at
-/// each value for several files (the sitemap and the landing-page profiles) and classifies it
-/// once.
-#[derive(Debug)]
-pub enum Class<'a> {
-    /// See [`Identifier::LandingPage`].
-    LandingPage(Cow<'a, str>),
-    /// See [`Identifier::ContentFile`].
-    ContentFile {
-        /// The file's URL, in normal form.
-        url: Cow<'a, str>,
-        /// Media type from the extension.
-        media_type: &'static str,
-    },
-    /// A DOI or Handle, not yet spelled as its resolver URL.
-    PersistentId(Pid<'a>),
-    /// Not published, for this reason.
-    Dropped(Drop),
-}
-
-impl Class<'_> {
-    /// What the sitemap makes of it: [`publishable`].
-    pub fn publishable(&self) -> Result<&str, Drop> {
-        match self {
-            Class::LandingPage(url) | Class::ContentFile { url, .. } => Ok(url),
-            Class::PersistentId(_) => Err(Drop::PersistentId),
-            Class::Dropped(reason) => Err(*reason),
-        }
-    }
-}
-
 /// [`classify`] without copying the value.
 pub fn class<'a>(value: &'a str, scope: &Scope) -> Class<'a> {
     match find(value, scope) {
@@ -460,32 +433,6 @@ pub(crate) fn pid_of(value: &str) -> Option<Pid<'_>> {
     pid(value.trim_matches(|c| matches!(c, ' ' | '\t' | '\n' | '\r')))
 }
 
-/// A persistent identifier found in a value, not yet spelled as a URL.
-#[derive(Debug)]
-pub enum Pid<'a> {
-    /// The DOI, from `10.` on.
-    Doi(&'a str),
-    /// The Handle, `prefix/suffix`.
-    Handle(&'a str),
-}
-
-impl Pid<'_> {
-    /// Its resolver URL: `https://doi.org/...` or `https://hdl.handle.net/...`.
-    pub fn resolver_url(&self) -> String {
-        let mut url = String::new();
-        self.write_resolver_url(&mut url);
-        url
-    }
-
-    /// [`Pid::resolver_url`] appended to `url`.
-    pub fn write_resolver_url(&self, url: &mut String) {
-        match self {
-            Pid::Doi(doi) => encode_pid(url, "https://doi.org/", doi),
-            Pid::Handle(handle) => encode_pid(url, "https://hdl.handle.net/", handle),
-        }
-    }
-}
-
 /// Hosts that resolve an identifier to a page elsewhere: a DOI's or Handle's proxy, URN, ARK and
 /// PURL resolvers. A subdomain counts too (`www.purl.org`).
 const RESOLVER_HOSTS: &[&str] = &[
@@ -566,29 +513,6 @@ fn is_doi(s: &str) -> bool {
         && registrant.bytes().all(|b| b.is_ascii_digit() || b == b'.')
         && !suffix.is_empty()
         && !s.chars().any(char::is_whitespace)
-}
-
-/// What may not stand raw in a URL path, when an identifier is written into one: `/` and
-/// existing escapes are kept.
-pub(crate) const NOT_IN_PATH: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'<')
-    .add(b'>')
-    .add(b'`')
-    .add(b'#')
-    .add(b'?')
-    .add(b'{')
-    .add(b'}');
-
-/// Appends `resolver` followed by `pid`, with [`NOT_IN_PATH`] percent-encoded, to `url`.
-fn encode_pid(url: &mut String, resolver: &str, pid: &str) {
-    url.push_str(resolver);
-    // Borrowed when nothing needs escaping, as in most identifiers.
-    url.push_str(&Cow::from(percent_encoding::utf8_percent_encode(
-        pid,
-        NOT_IN_PATH,
-    )));
 }
 
 #[cfg(test)]

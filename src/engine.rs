@@ -106,7 +106,10 @@ pub(crate) async fn run<T: Target>(
     target: &mut T,
     progress: &mut Progress,
     seen: &mut Seen,
-) -> Result<Outcome<T::Committed>, Error> {
+) -> Result<Outcome<T::Committed>, Error>
+where
+    Error: From<<T::Sink as FileSink>::Error>,
+{
     let started = Instant::now();
     // Under `auto`, what the records alone cannot tell is asked of the web first.
     let store = stored.as_ref().map(|s| &*s.store);

@@ -13,7 +13,6 @@ use std::time::SystemTime;
 use oai_bridge_files::FilesError;
 use oai_bridge_store::{FILE, Place, StoreError};
 use oai_pmh::HarvestError;
-use url::Url;
 
 /// Exit code for a bad configuration (sysexits `EX_CONFIG`).
 pub const EXIT_CONFIG: u8 = 78;
@@ -97,14 +96,6 @@ pub enum Error {
         /// The guard's share.
         share: f64,
     },
-    /// The published sitemap turned out not to be patchable while its shards were written (the
-    /// caller renders every record instead, `incremental::render`); why
-    /// ([`crate::patch::Unpatchable`]).
-    #[error("the published sitemap cannot be patched: {0}")]
-    Patch(String),
-    /// The profiles' ledger being made is not as written; why.
-    #[error("{0}")]
-    Ledger(String),
     /// A published sitemap shard's entries, read back to find what a refresh changed, were not
     /// in the order every shard of the stable layout has.
     #[error("the sitemap shard {} lists {url} out of order", path.display())]
@@ -114,9 +105,6 @@ pub enum Error {
         /// The URL out of order.
         url: String,
     },
-    /// The URL the CDIF documents are published under cannot have file names joined onto it.
-    #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
-    Documents(Url),
     /// The files crate failed: rendering (nothing to publish, too many shards), a temporary
     /// file of the harvest (the inventory's sorted runs, the profiles' versions, the refresh's
     /// changes: [`FilesError::Spill`]; the profiles' shard files and CDIF documents:
@@ -125,10 +113,6 @@ pub enum Error {
     /// staging folder, its files, the swap: [`FilesError::Io`]).
     #[error(transparent)]
     Files(#[from] FilesError),
-    /// Appending to a file written as a stream failed: the OS's error, as the stream, which
-    /// knows no path, gives it.
-    #[error("{0}")]
-    Stream(std::io::Error),
     /// A state store failed: the repository's, or in `migrate-state` a SQLite store, the
     /// database (reached, prepared) or a copy into it (rolled back, or read back different).
     #[error(transparent)]
@@ -313,6 +297,14 @@ pub enum Error {
         /// Who holds it.
         holder: String,
     },
+}
+
+/// A patch found it cannot be made, in the files crate's code or the root's: the files crate's
+/// [`FilesError::Patch`], which the caller matches to render every record instead.
+impl From<oai_bridge_files::patch::Unpatchable> for Error {
+    fn from(why: oai_bridge_files::patch::Unpatchable) -> Self {
+        Error::Files(why.into())
+    }
 }
 
 impl Error {

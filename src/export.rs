@@ -14,8 +14,8 @@ use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::Error;
 use crate::incremental::{Policy, RunSummary};
-use crate::patch::{self, ReadShard};
-use crate::pipeline::{Built, FileSink, Job, SpillDir, human_duration};
+use crate::patch::ReadShard;
+use crate::pipeline::{Built, Job, SpillDir, human_duration};
 use crate::progress::Progress;
 use crate::publish::{Output, Staging};
 use crate::store::{self, Store, StoreLocation};
@@ -60,32 +60,6 @@ pub struct ExportSummary {
     pub run: Option<RunSummary>,
 }
 
-impl FileSink for Staging {
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
-        Ok(self.write(name, bytes)?)
-    }
-
-    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
-        self.link(name, path)
-    }
-
-    fn stream(&mut self, name: &str) -> Result<Option<crate::publish::FileStream>, Error> {
-        Ok(Some(Staging::stream(self, name)?))
-    }
-
-    fn end_stream(
-        &mut self,
-        name: &str,
-        stream: crate::publish::FileStream,
-    ) -> Result<(u64, u32), Error> {
-        Ok(Staging::end_stream(self, name, stream)?)
-    }
-
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
-        Ok(Staging::take_back(self, name, buf)?)
-    }
-}
-
 /// What an export's target gives back on commit.
 struct Written {
     /// Bytes written (locally: into the folder, or staged for the bucket).
@@ -110,7 +84,7 @@ impl engine::Target for Folder<'_> {
     fn published(&self) -> Option<ReadShard> {
         let out = self.out.to_owned();
         Some(Box::new(move |name, buf| {
-            patch::read_file(&out.join(name), buf)
+            crate::publish::read_file(&out.join(name), buf)
         }))
     }
 

@@ -38,11 +38,13 @@ use oai_pmh::{
 
 use crate::error::Error;
 use crate::inventory::{Published, SharedUrl, Stats, contribution};
-use crate::patch::{self, PreviousShards, PublishedSitemap, Unpatchable, refuse};
+use crate::patch::{self, PreviousShards, Unpatchable, refuse};
 use crate::pipeline::{self, Harvested, Job, Rendered};
 use crate::platform::Landing;
 use crate::profiles::merge::{CategoryChanges, Changes, ProfilePatch};
 use crate::progress::Progress;
+use crate::render::FilesError;
+use crate::render::published::PublishedSitemap;
 use crate::render::sitemap::Layout;
 pub(crate) use crate::store::FullReason;
 use crate::store::{
@@ -1223,13 +1225,14 @@ pub(crate) fn render<S>(
 ) -> Result<(S, Rendered), Error>
 where
     S: pipeline::FileSink,
+    Error: From<S::Error>,
 {
     guard_shrink(store, harvested.published.stats.urls, policy)?;
     publishing(store)?;
     let mut sink = new_sink()?;
     match pipeline::render(harvested, job, &mut sink) {
         Ok(rendered) => return Ok((sink, rendered)),
-        Err(Error::Patch(why)) => {
+        Err(Error::Files(FilesError::Patch(why))) => {
             tracing::info!(%why, "rendering the sitemap from every stored record");
         }
         Err(e) => return Err(e),
@@ -1813,7 +1816,7 @@ mod patch_equivalence {
                 Ok(patched) => patched,
                 // A URL newly listed by two records or twice by one (found by the plan, or by
                 // the writing when the other record did not change): rendered whole.
-                Err(Error::Patch(why)) if why.contains("now publish") => {
+                Err(Error::Files(FilesError::Patch(why))) if why.contains("now publish") => {
                     let publish = Publish::new("p", &job, &whole_harvested, &whole_rendered);
                     published(&mut store, publish).unwrap();
                     published_files = whole_files;

@@ -6,8 +6,9 @@
 //! are private (but `fuzzing`, the fuzz targets' checks), and what those need is re-exported
 //! here, grouped by what it is for. The flow, one module per step, is in ARCHITECTURE.md: the
 //! `oai_pmh` crate (`crates/oai-pmh`: client, paging, parsing, datestamps) -> `platform`,
-//! `classify` and `scope` -> `inventory` and `profiles` -> `render` (the `oai_bridge_files`
-//! crate, `crates/files`), tied together by `pipeline`, kept across runs by `store` (the
+//! `classify` and `scope` -> `inventory`, and the profiles' collectors, and the writers of
+//! every file (the `oai_bridge_files` crate, `crates/files`, named here `render`, `profiles`
+//! and `patch`), tied together by `pipeline`, kept across runs by `store` (the
 //! `oai_bridge_store` crate, `crates/store`), and run by `engine` for `export` (once, into a
 //! folder) and `server` (the gateway, on a schedule).
 
@@ -30,7 +31,6 @@ mod inventory;
 mod learn;
 mod memory;
 mod migrate;
-mod patch;
 mod pipeline;
 mod platform;
 mod probe;
@@ -39,9 +39,10 @@ mod progress;
 mod publish;
 // The files' writers, a crate of their own (crates/files); `crate::render` names it here.
 use oai_bridge_files as render;
-// The dc:type vocabulary and the memo moved to the files crate with the profiles they serve;
-// the root names them at their old paths.
-use oai_bridge_files::{dctype, memo};
+// The dc:type vocabulary and the memo moved to the files crate with the profiles they serve,
+// and the patch of a published sitemap with the writers it shares; the root names them at their
+// old paths.
+use oai_bridge_files::{dctype, memo, patch};
 mod scope;
 mod server;
 mod settings;

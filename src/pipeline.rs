@@ -10,7 +10,6 @@ use crate::classify::Drop;
 use crate::dctype::TypeMap;
 use crate::error::Error;
 use crate::inventory::{Inventory, Published, Stats};
-use crate::patch::PublishedShard;
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
 use crate::profiles::cdif;
 pub(crate) use crate::profiles::diwoo::DiwooStats;
@@ -23,9 +22,10 @@ use crate::profiles::registry::{self, ProfileSummary};
 use crate::profiles::signposts::{Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
+use crate::render::published::PublishedShard;
 use crate::render::robots::{Announced, render_robots};
 use crate::render::sitemap::{Layout, entries as sitemap_entries, try_render_laid_out};
-use crate::render::{Limits, RenderError, Shard};
+use crate::render::{FilesError, Limits, Shard};
 use crate::scope::Scope;
 
 /// What to build.
@@ -779,7 +779,10 @@ pub(crate) fn render<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<Rendered, Error> {
+) -> Result<Rendered, Error>
+where
+    Error: From<S::Error>,
+{
     let ledger = !job.sitemap_only()
         && !job.profiles.cdif
         && sink.keeps_ledger()
@@ -827,13 +830,16 @@ pub(crate) fn render<S: FileSink>(
     }
     head.shared = match &harvested.profiles {
         Some(patch) => patch.shared().to_vec(),
-        None => ledger::shared_claims(&harvested.published),
+        None => ledger::shared_claims(
+            &harvested.published.shared,
+            &harvested.published.shared_groups,
+        ),
     };
     let parts = rows.encode_parts(head);
     match sink.stream(ledger::LEDGER)? {
         Some(mut stream) => {
             for part in &parts {
-                stream.write(part).map_err(Error::Stream)?;
+                stream.write(part).map_err(FilesError::Stream)?;
             }
             sink.end_stream(ledger::LEDGER, stream)?;
         }
@@ -847,10 +853,13 @@ fn render_into<S: FileSink>(
     harvested: &Harvested,
     job: &Job,
     sink: &mut S,
-) -> Result<(Rendered, Option<merge::Patched>), Error> {
+) -> Result<(Rendered, Option<merge::Patched>), Error>
+where
+    Error: From<S::Error>,
+{
     let published = &harvested.published;
     if published.is_empty() {
-        return Err(RenderError::Empty.into());
+        return Err(FilesError::Empty.into());
     }
     let mut sitemap = Shards::new(&job.public_url, Profile::Sitemap, job.shard_ext());
     let mut layout = harvested.layout.clone();
@@ -924,7 +933,7 @@ fn render_into<S: FileSink>(
         Some(patch) => {
             adjust = Some(patch.write_diwoo::<_, Error>(&harvested.diwoo, &mut diwoo, sink)?);
         }
-        None if tap.is_none() => diwoo.add_all(sink, published)?,
+        None if tap.is_none() && !diwoo.is_empty() => diwoo.add_all(sink, published.entries()?)?,
         None => {}
     }
     let mut diwoo = diwoo.finish(sink, &mut indexes)?;
@@ -965,7 +974,10 @@ fn render_landing<S: FileSink>(
     job: &Job,
     sink: &mut S,
     cdif: &mut cdif::Published,
-) -> Result<(Option<Url>, Option<Url>), Error> {
+) -> Result<(Option<Url>, Option<Url>), Error>
+where
+    Error: From<S::Error>,
+{
     let landing_profile = |on: bool, profile, sink: &mut S| match &harvested.signposts {
         Some(signposts) if on => signposts.publish(profile, &job.public_url, sink),
         _ => Ok(None),
@@ -1224,6 +1236,8 @@ pub(crate) mod tests {
     pub(crate) struct Files(pub(crate) std::collections::BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Files {
+        type Error = Error;
+
         fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
             self.0.insert(name.to_owned(), bytes.to_vec());
             Ok(())
@@ -1391,7 +1405,9 @@ pub(crate) mod tests {
         // inventory (after a patch): the same files and counts.
         let mut own_pass = Files::default();
         let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
-        diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
+        diwoo
+            .add_all::<_, Error>(&mut own_pass, harvested.published.entries().unwrap())
+            .unwrap();
         let stats = diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
         assert_eq!(stats, rendered.diwoo);
         let taken: std::collections::BTreeMap<_, _> = (files.0.iter())
@@ -1450,7 +1466,9 @@ pub(crate) mod tests {
             let rendered = render(&harvested, &job, &mut files).unwrap();
             let mut own_pass = Files::default();
             let mut diwoo = diwoo::Writer::new(&job.public_url, job.limits, &harvested.diwoo);
-            diwoo.add_all(&mut own_pass, &harvested.published).unwrap();
+            diwoo
+                .add_all::<_, Error>(&mut own_pass, harvested.published.entries().unwrap())
+                .unwrap();
             diwoo.finish(&mut own_pass, &mut Vec::new()).unwrap();
             let signposts = harvested.signposts.as_ref().map(|s| s.stats.clone());
             let built = (

@@ -11,7 +11,7 @@ use url::Url;
 
 pub use oai_bridge_files::disk::write::MARKER;
 pub(crate) use oai_bridge_files::disk::write::{
-    Chunk, DIRECT_MIN, DirectWriter, FileStream, Staging, beside, read_whole, write_file,
+    Chunk, DirectWriter, Staging, beside, read_file, write_file,
 };
 
 /// The URL schemes of object storage, as `object_store` reads them.

@@ -1002,6 +1002,8 @@ fn documents_for_bucket(pack: &Path, index: &super::keyed::Index) -> Result<Vec<
 }
 
 impl FileSink for Writer<'_> {
+    type Error = Error;
+
     /// Stores the file; an `.xml` file also gets its gzipped sibling. The per-repository
     /// robots.txt of an export is not kept: the gateway answers one robots.txt for all.
     fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {

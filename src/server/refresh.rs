@@ -670,7 +670,7 @@ impl<'a> engine::Target for NextGeneration<'a> {
         Some(Box::new(move |name: &str, buf: &mut Vec<u8>| {
             generation
                 .file(name.strip_suffix(".gz").unwrap_or(name))
-                .and_then(|(_, meta)| crate::patch::read_file(&generation.path(meta), buf))
+                .and_then(|(_, meta)| crate::publish::read_file(&generation.path(meta), buf))
         }))
     }
 

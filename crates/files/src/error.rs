@@ -85,6 +85,20 @@ pub enum FilesError {
         /// Why it failed.
         source: std::io::Error,
     },
+    /// The published sitemap turned out not to be patchable while its shards were written (the
+    /// caller renders every record instead); why ([`crate::patch::Unpatchable`]).
+    #[error("the published sitemap cannot be patched: {0}")]
+    Patch(String),
+    /// The profiles' ledger being made is not as written; why.
+    #[error("{0}")]
+    Ledger(String),
+    /// The URL the CDIF documents are published under cannot have file names joined onto it.
+    #[error("the CDIF documents cannot be published under {0}: not a URL file names join onto")]
+    Documents(url::Url),
+    /// Appending to a file written as a stream ([`disk::write::FileStream`](crate::disk::write::FileStream))
+    /// failed: the OS's error, as the stream, which knows no path, gives it.
+    #[error("{0}")]
+    Stream(std::io::Error),
 }
 
 impl FilesError {
@@ -155,6 +169,13 @@ impl PartialEq for FilesError {
                     if a == action
                         && s.kind() == source.kind()
                         && s.to_string() == source.to_string()
+            ),
+            E::Patch(why) => matches!(other, E::Patch(w) if w == why),
+            E::Ledger(why) => matches!(other, E::Ledger(w) if w == why),
+            E::Documents(url) => matches!(other, E::Documents(u) if u == url),
+            E::Stream(source) => matches!(
+                other,
+                E::Stream(s) if s.kind() == source.kind() && s.to_string() == source.to_string()
             ),
         }
     }

@@ -2,8 +2,8 @@
 //! come (with direct I/O when they will be linked into place, not read back), settled once the
 //! winners are known (kept as they stand, a few lost entries blanked out, or marked to be cut
 //! again), append-only spill files and a reader that skips what it is not asked for. Which
-//! entries won is [`crate::profiles::versions`]'s; what the entries are, the `oai-bridge`
-//! package's, whose `profiles::spill` names this module.
+//! entries won is [`crate::profiles::versions`]'s; what the entries are,
+//! [`crate::profiles::signposts`]'s.
 //!
 //! Errors: [`FilesError::ShardFile`](crate::FilesError::ShardFile) for a shard file,
 //! [`FilesError::CdifSpill`](crate::FilesError::CdifSpill) for the CDIF documents' file,
@@ -24,7 +24,7 @@ use crate::{Limits, Shard};
 
 /// The folder the CDIF documents' temporary file is made in (the OS's temporary folder), as
 /// [`Error::CdifSpill`] names it.
-pub(crate) fn temp_dir() -> PathBuf {
+pub fn temp_dir() -> PathBuf {
     std::env::temp_dir()
 }
 
@@ -69,10 +69,38 @@ impl Spill {
     /// # Errors
     ///
     /// [`Error::CdifSpill`] when the last write fails.
-    pub fn finish(self) -> Result<File, Error> {
+    pub fn finish(self) -> Result<Spilled, Error> {
         self.out
             .into_inner()
+            .map(Spilled)
             .map_err(|e| spill_error("write")(e.into_error()))
+    }
+}
+
+/// A temporary file written out ([`Spill::finish`], [`ShardFile::open`]), to be read back.
+#[derive(Debug)]
+pub struct Spilled(File);
+
+impl Spilled {
+    /// A reader from its start ([`SpillReader`]).
+    ///
+    /// # Errors
+    ///
+    /// The OS's error when the file cannot be rewound.
+    pub fn reader(&self) -> std::io::Result<SpillReader<'_>> {
+        SpillReader::new(&self.0)
+    }
+
+    /// Appends its bytes, all of them, to `into`.
+    ///
+    /// # Errors
+    ///
+    /// The OS's error when the file cannot be rewound or read.
+    pub fn read_all(&self, into: &mut Vec<u8>) -> std::io::Result<usize> {
+        use std::io::Read;
+        let mut file = &self.0;
+        file.rewind()?;
+        file.read_to_end(into)
     }
 }
 
@@ -333,6 +361,17 @@ impl ShardFile {
         std::fs::read(&self.path).map_err(self.error("read"))
     }
 
+    /// The file opened, to be read back ([`Spilled::reader`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::ShardFile`] when it cannot be opened.
+    pub fn open(&self) -> Result<Spilled, Error> {
+        File::open(&self.path)
+            .map(Spilled)
+            .map_err(self.error("open"))
+    }
+
     /// Takes out the `lost` entries (offset, length) of those written, the `kept` ones (offset,
     /// length, lastmod) staying. When they are few (at most 1/[`BLANK_SHARE`] of the bytes),
     /// they are overwritten in place with spaces and a newline, which XML allows between
@@ -388,8 +427,11 @@ impl ShardFile {
     }
 }
 
-/// A shard of the Signmap or OCX, as the `oai-bridge` package's `Resolved::render_signmap` and
-/// `Resolved::render_ocx` hand it over.
+/// A shard of the Signmap or OCX, as [`Resolved::render_signmap`] and [`Resolved::render_ocx`]
+/// hand it over.
+///
+/// [`Resolved::render_signmap`]: crate::profiles::signposts::Resolved::render_signmap
+/// [`Resolved::render_ocx`]: crate::profiles::signposts::Resolved::render_ocx
 #[derive(Debug)]
 pub enum ProfileShard<'a> {
     /// A file written during the harvest, published as it stands (the few entries of it that
@@ -473,14 +515,14 @@ mod tests {
         }
         let file = spill.finish().unwrap();
         for _ in 0..2 {
-            let mut reader = SpillReader::with_capacity(&file, 4).unwrap();
+            let mut reader = SpillReader::with_capacity(&file.0, 4).unwrap();
             let mut out = Vec::new();
             reader.read(0, 6, &mut out).unwrap();
             reader.read(19, 5, &mut out).unwrap();
             assert_eq!(out, b"first-third");
             let err = reader.read(0, 1, &mut out).unwrap_err().to_string();
             assert!(err.contains("entries are read front to back"), "{err}");
-            let mut past = SpillReader::with_capacity(&file, 4).unwrap();
+            let mut past = SpillReader::with_capacity(&file.0, 4).unwrap();
             assert!(past.read(20, 10, &mut Vec::new()).is_err(), "past the end");
         }
     }

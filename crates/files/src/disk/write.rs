@@ -508,6 +508,21 @@ pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
     Ok(0)
 }
 
+/// Reads a published shard's file into `buf` (a [`ReadShard`](crate::patch::ReadShard) for a
+/// folder of them), uncompressed when its name ends in `.gz`.
+pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Option<usize> {
+    use std::io::Read;
+    if path.extension().is_some_and(|e| e == "gz") {
+        buf.clear();
+        let file = fs::File::open(path).ok()?;
+        flate2::read::GzDecoder::new(io::BufReader::new(file))
+            .read_to_end(buf)
+            .ok()?;
+        return Some(0);
+    }
+    read_whole(path, buf).ok()
+}
+
 /// Turns direct I/O on or off for an open file.
 fn set_direct(file: &fs::File, on: bool) -> io::Result<()> {
     use rustix::fs::OFlags;

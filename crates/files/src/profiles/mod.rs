@@ -1,14 +1,28 @@
-//! The profiles: each kind of file set a job can publish beside the sitemap. Here, what is
-//! pure about them: [`Profile`], which names every file a profile publishes (formatted and
-//! parsed here only, [`FileName`]), the settings a repository turns them on with
-//! ([`ProfileSettings`]), and the entry writers of the Signmap ([`signmap`]) and OCX
-//! ([`ocx`]), and which version of a record's entries wins, over runs on disk ([`versions`]).
-//! How a harvest's records are collected for them, the CDIF documents and DiWoo's
-//! categories, the ledger and the patch of published files are the `oai-bridge` package's
-//! (`src/profiles/`).
+//! The profiles: each kind of file set a job can publish beside the sitemap. [`Profile`] names
+//! every file a profile publishes (formatted and parsed here only, [`FileName`]);
+//! [`ProfileSettings`] are the settings a repository turns them on with. Each profile's module
+//! holds its entries and what a generation says of it (its [`report::Report`]): the Signmap
+//! ([`signmap`]), OCX ([`ocx`]), CDIF's documents and lists ([`cdif`]) and DiWoo's categories
+//! ([`diwoo`]); [`registry`] lists them for the summary, the status page and the metrics.
+//!
+//! A harvest's records are collected for the landing-page profiles (Signmap, OCX, CDIF) by
+//! [`signposts`], which works out once per record what they share; which version of a
+//! record's entries wins is [`versions`]'s, over runs on disk. The files go to a
+//! [`files::FileSink`], whatever it is (an export's staging folder, the gateway's next
+//! generation, a bucket's upload). What was published is recorded in the profiles' ledger
+//! ([`ledger`]), with which a refresh patches them ([`merge`]) instead of rendering every
+//! record again.
 
+pub mod cdif;
+pub mod diwoo;
+pub mod files;
+pub mod ledger;
+pub mod merge;
 pub mod ocx;
+pub mod registry;
+pub mod report;
 pub mod signmap;
+pub mod signposts;
 pub mod versions;
 
 use oai_pmh::{DcElement, Fields};
@@ -139,7 +153,7 @@ impl Profile {
     }
 
     /// Whether it describes each record's landing page, so that the records are collected for
-    /// it as they arrive (the `oai-bridge` package's `profiles::signposts`), rather than
+    /// it as they arrive ([`signposts`]), rather than
     /// listing the inventory's URLs.
     pub fn describes_records(self) -> bool {
         match self {

@@ -3,6 +3,11 @@
 //! `ocx:type` is required. Validates with `schemas/ocx-sitemap.xsd`.
 
 use crate::sitemap::{push_escaped, write_url_open};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::Profile;
+use super::report::{self, Piece, ProfileCounts, Report};
 
 /// The OCX namespace.
 pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
@@ -88,7 +93,7 @@ impl<'a> From<&'a str> for Text<'a> {
 
 /// Appends one entry, `<url>` to `</url>` and a line feed, with `lastmod` (the record's
 /// datestamp, written out). The profiles' collector writes entries as records arrive
-/// (the `oai-bridge` package's `profiles::signposts`); the shards are cut from them later.
+/// ([`super::signposts`]); the shards are cut from them later.
 pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     write_url_open(bytes, e.loc, lastmod);
     bytes.extend_from_slice(b"<ocx:ocx>");
@@ -243,6 +248,51 @@ fn cut(text: &str, max: usize) -> String {
         }
     }
     out
+}
+
+/// What a generation's OCX sitemap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct OcxSummary {
+    /// Absolute URL of the OCX index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Records with a landing page whose type maps to no OCX type.
+    pub no_type: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
+}
+
+impl OcxSummary {
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 2] {
+        [
+            ("ocx_no_type", self.no_type),
+            ("no_landing_page", self.no_landing_page),
+        ]
+    }
+}
+
+impl Report for OcxSummary {
+    fn counts(&self) -> Vec<ProfileCounts> {
+        vec![ProfileCounts::new(
+            Profile::Ocx,
+            self.published,
+            &self.drops(),
+        )]
+    }
+
+    fn export_lines(&self) -> Vec<(String, String)> {
+        report::one_index_lines("OCX", &self.index_url, self.published, &self.drops())
+    }
+
+    fn status_line(&self, _: &Url) -> Vec<Piece> {
+        report::one_index_status("OCX", &self.index_url, self.published, &self.drops())
+    }
+
+    fn indexes(&self, _: &Url) -> Vec<String> {
+        vec![self.index_url.clone()]
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,11 @@
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
 use crate::sitemap::push_escaped;
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use super::Profile;
+use super::report::{self, Piece, ProfileCounts, Report};
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
 #[cfg(test)]
@@ -15,7 +20,7 @@ pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/s
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
 /// The media type of the `describedby` link to a record's `GetRecord` response (with
-/// `OAI_DC_PROFILE` (the `oai-bridge` package's `profiles::signposts`) as its profile, SP-07).
+/// [`OAI_DC_PROFILE`](super::signposts::OAI_DC_PROFILE) as its profile, SP-07).
 pub const XML: &str = "application/xml";
 
 /// The relations a landing page's Signposting `Link` header may carry (the Signmap's, and the
@@ -43,9 +48,10 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
 /// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
-/// ([`XML`], [`JSON_LD`], `OAI_DC_PROFILE` (the `oai-bridge` package's `profiles::signposts`), and the media types of its table
-/// of file extensions, the package's `classify::media_types`), written as they are: a test holds each
-/// a valid `rs:ln` type free of characters to escape, which spares checking them in every entry.
+/// ([`XML`], [`JSON_LD`], [`OAI_DC_PROFILE`](super::signposts::OAI_DC_PROFILE), and the media
+/// types of the `oai-bridge` package's table of file extensions), written as they are: a test
+/// holds each a valid `rs:ln` type free of characters to escape, which spares checking them in
+/// every entry.
 pub fn link_end(
     bytes: &mut Vec<u8>,
     media_type: Option<&'static str>,
@@ -89,6 +95,51 @@ pub fn rs_ln_type(value: &str) -> Option<&str> {
                 .all(|b| b.is_ascii_alphanumeric() || b"!#$&-^_.+".contains(&b))
     };
     (name(top) && name(sub)).then_some(value)
+}
+
+/// What a generation's Signmap holds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SignmapSummary {
+    /// Absolute URL of the Signmap index.
+    pub index_url: String,
+    /// Entries published.
+    pub published: u64,
+    /// Live records without a landing page inside the scope.
+    pub no_landing_page: u64,
+    /// Records whose landing page a newer record has.
+    pub duplicate: u64,
+}
+
+impl SignmapSummary {
+    /// What it left out, by reason.
+    fn drops(&self) -> [(&'static str, u64); 2] {
+        [
+            ("no_landing_page", self.no_landing_page),
+            ("duplicate", self.duplicate),
+        ]
+    }
+}
+
+impl Report for SignmapSummary {
+    fn counts(&self) -> Vec<ProfileCounts> {
+        vec![ProfileCounts::new(
+            Profile::Signmap,
+            self.published,
+            &self.drops(),
+        )]
+    }
+
+    fn export_lines(&self) -> Vec<(String, String)> {
+        report::one_index_lines("Signmap", &self.index_url, self.published, &self.drops())
+    }
+
+    fn status_line(&self, _: &Url) -> Vec<Piece> {
+        report::one_index_status("Signmap", &self.index_url, self.published, &self.drops())
+    }
+
+    fn indexes(&self, _: &Url) -> Vec<String> {
+        vec![self.index_url.clone()]
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::FilesError as Error;
 use crate::counts::Superseded;
 use crate::disk::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
-/// What resolving counted, as the `oai-bridge` package's `profiles::signposts::SignStats` has it.
+/// What resolving counted, as [`SignStats`](super::signposts::SignStats) has it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SignStats {
     /// Landing pages published, once each.
@@ -46,7 +46,7 @@ pub enum State {
 /// A version with a landing page, as resolving needs it; ordered by landing page first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Version {
-    /// The 128-bit hash of the landing page (the `oai-bridge` package's `signposts::hash128`).
+    /// The 128-bit hash of the landing page ([`super::signposts`]'s `hash128`).
     landing: u128,
     datestamp: i64,
     /// Its place in the harvest, and in the temporary files.

@@ -2,7 +2,7 @@
 //! costs in proportion to K and to the shards holding them, not to the repository.
 //!
 //! The store lists each record an incremental harvest changes, with the version last published
-//! ([`crate::store::Store::dirty`]). From those, [`patch`] knows which URLs leave the sitemap
+//! (the store crate's `Store::dirty`). From those, [`patch`] knows which URLs leave the sitemap
 //! and which come in (with their lastmod), and merges them into the published shards of the
 //! ranges they fall in ([`Layout`]): only the entries around a change are read, the runs of
 //! entries between are copied byte for byte, and shards none of whose URLs changed are taken
@@ -14,26 +14,22 @@
 //! wrong: a URL that a changed record now publishes beside an unchanged one (a newly shared
 //! URL, whose other claim is not at hand), a shard that is missing or not as recorded, changed
 //! limits, scope or file names. What only the shards can tell is found while they are written;
-//! the caller then renders into a fresh place ([`crate::incremental::render`]).
+//! the caller then renders into a fresh place (the `oai-bridge` package's `incremental::render`).
 
-use crate::error::Error;
 use std::borrow::Cow;
 use std::collections::HashMap;
 
 use oai_pmh::Datestamp;
 
-use crate::render::Shard;
-use crate::render::sitemap::{
+use crate::published::{PublishedShard, PublishedSitemap};
+use crate::sitemap::{
     Layout, Limits, URLSET_CLOSE, URLSET_OPEN, XML_DECL, render_range, write_url,
 };
-
-// The record of the published sitemap is the files crate's (the store keeps it); named here for
-// the callers of before.
-pub(crate) use oai_bridge_files::published::{PublishedShard, PublishedSitemap};
+use crate::{FilesError, Shard};
 
 /// Where the previous sitemap's shards are read: the export folder or the generation being
 /// served.
-pub(crate) struct PreviousShards {
+pub struct PreviousShards {
     /// Names the place ([`PublishedSitemap::place`]).
     pub place: String,
     /// Reads a shard's plain bytes, given its published name (`sitemap-3.xml.gz`).
@@ -43,22 +39,7 @@ pub(crate) struct PreviousShards {
 /// Reads a published shard's plain bytes by its name into the buffer, which it may reuse as it
 /// likes (its old contents are overwritten); `Some(start)` when the shard was read whole: its
 /// bytes are then the buffer from `start` on.
-pub(crate) type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
-
-/// Reads a published shard's file into `buf` (a [`ReadShard`] for a folder of them),
-/// uncompressed when its name ends in `.gz`.
-pub(crate) fn read_file(path: &std::path::Path, buf: &mut Vec<u8>) -> Option<usize> {
-    use std::io::Read;
-    if path.extension().is_some_and(|e| e == "gz") {
-        buf.clear();
-        let file = std::fs::File::open(path).ok()?;
-        flate2::read::GzDecoder::new(std::io::BufReader::new(file))
-            .read_to_end(buf)
-            .ok()?;
-        return Some(0);
-    }
-    crate::publish::read_whole(path, buf).ok()
-}
+pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
 
 /// A URL and its lastmod, as read from a shard.
 type Item<'a> = (Cow<'a, str>, Option<Datestamp>);
@@ -73,7 +54,7 @@ impl std::fmt::Debug for PreviousShards {
 
 /// Why the published sitemap cannot be patched: not a failure, an outcome; the sitemap is then
 /// rendered whole. Met while the shards are written, it ends the writing as
-/// [`Error::Patch`].
+/// [`FilesError::Patch`].
 #[derive(Debug, PartialEq, Eq)]
 pub struct Unpatchable(pub String);
 
@@ -83,14 +64,18 @@ impl std::fmt::Display for Unpatchable {
     }
 }
 
-impl From<Unpatchable> for Error {
+impl From<Unpatchable> for FilesError {
     fn from(why: Unpatchable) -> Self {
-        Error::Patch(why.0)
+        FilesError::Patch(why.0)
     }
 }
 
 /// `Err` with why a patch cannot be made.
-pub(crate) fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
+///
+/// # Errors
+///
+/// Always: that is what it is for.
+pub fn refuse<T>(why: impl Into<String>) -> Result<T, Unpatchable> {
     Err(Unpatchable(why.into()))
 }
 
@@ -112,7 +97,7 @@ pub struct Patched {
 /// buffers it reuses: a refresh holds a shard or two of the sitemap, never all of it. Whatever
 /// the shards themselves refuse (one edited since the publish, a URL a changed record now
 /// shares with an unchanged one) fails the writing with [`Unpatchable`]; the caller then renders
-/// every record into a fresh place ([`crate::incremental::render`]).
+/// every record into a fresh place (the `oai-bridge` package's `incremental::render`).
 pub struct Patch {
     shards: Vec<PublishedShard>,
     ext: String,
@@ -136,7 +121,12 @@ impl std::fmt::Debug for Patch {
 /// A patch of the published sitemap: `removed` are the URLs the changed records published,
 /// `added` those they publish now with their lastmod (a URL in both is replaced); `read` gives
 /// the published shards, which are read only when the patch is written.
-pub(crate) fn patch(
+///
+/// # Errors
+///
+/// When the published sitemap cannot be patched ([`Unpatchable`]): no layout or no checksums
+/// recorded for it, or a changed URL that two records give.
+pub fn patch(
     published: &PublishedSitemap,
     layout: &Layout,
     limits: Limits,
@@ -171,13 +161,18 @@ pub(crate) fn patch(
 
 impl Patch {
     /// The URLs the patch puts into the sitemap, in order.
-    pub(crate) fn added(&self) -> impl Iterator<Item = &str> {
+    pub fn added(&self) -> impl Iterator<Item = &str> {
         self.added.iter().map(|(url, _)| url.as_str())
     }
 
     /// Makes the patched shards and gives each to `emit`, in layout order. Fails, having
     /// emitted some, when a published shard is not as it was published or does not hold what
     /// the change expects.
+    ///
+    /// # Errors
+    ///
+    /// What `emit` fails with; or when a published shard read back is not as it was published, or
+    /// does not hold what the change expects ([`Unpatchable`]).
     pub fn write<E: From<Unpatchable>>(
         &self,
         mut emit: impl FnMut(u32, &Shard) -> Result<(), E>,
@@ -456,7 +451,7 @@ fn entries_of(number: u32, bytes: &[u8]) -> Result<Vec<Item<'_>>, Unpatchable> {
         .collect()
 }
 
-/// One `<url>` entry as [`crate::render::sitemap::render_shards`] writes it.
+/// One `<url>` entry as [`crate::sitemap::render_shards`] writes it.
 pub(crate) struct Entry<'a> {
     number: u32,
     /// The whole entry, its newline included.

@@ -9,7 +9,7 @@ use super::Profile;
 
 /// What a profile's part of a generation's summary says, wherever it is shown. The texts are
 /// the profile's own; the presenters only lay them out (the status page escapes and links).
-pub(crate) trait Report {
+pub trait Report {
     /// Its entries and what it did not publish, by reason, for the metrics: one per profile
     /// it is (CDIF's documents and lists are two).
     fn counts(&self) -> Vec<ProfileCounts>;
@@ -32,7 +32,7 @@ pub(crate) trait Report {
 
 /// A piece of a status line.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Piece {
+pub enum Piece {
     /// Text.
     Text(String),
     /// A link: its text and where it goes.
@@ -42,13 +42,13 @@ pub(crate) enum Piece {
 /// What one profile of a generation published: its entries, and what it did not publish, by
 /// reason.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct ProfileCounts {
+pub struct ProfileCounts {
     /// The profile.
-    pub(crate) profile: Profile,
+    pub profile: Profile,
     /// Entries published.
-    pub(crate) entries: u64,
+    pub entries: u64,
     /// What it did not publish, by reason.
-    pub(crate) drops: Vec<(&'static str, u64)>,
+    pub drops: Vec<(&'static str, u64)>,
 }
 
 impl ProfileCounts {

@@ -2,24 +2,24 @@
 //! records in the sets mapped to it. DiWoo reads only https locations, and every entry needs a
 //! lastmod.
 
+use std::borrow::Cow;
+
 use oai_pmh::Datestamp;
 use url::Url;
 
-use crate::inventory::Published;
-use crate::render::Limits;
-use crate::render::sitemap::{URLSET_OPEN, Urlsets, write_url};
+use crate::Limits;
+use crate::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
 use super::report::{self, Piece, ProfileCounts, Report};
-use crate::error::Error;
 
 /// Highest Woo information category (the DiWoo table has 17).
-pub(crate) const CATEGORIES: u8 = 17;
+pub const CATEGORIES: u8 = 17;
 
 /// One DiWoo category: the records of its sets, a group of the inventory.
 #[derive(Debug)]
-pub(crate) struct Category {
+pub struct Category {
     /// The Woo information category, 1-17.
     pub number: u8,
     /// The sets whose records it holds.
@@ -38,13 +38,13 @@ impl Category {
 
 /// The categories (bits, as the inventory's groups: bit `i` is `categories[i]`) of a record in
 /// `sets`.
-pub(crate) fn groups(categories: &[Category], sets: &[String]) -> u32 {
+pub fn groups(categories: &[Category], sets: &[String]) -> u32 {
     sets.iter()
         .fold(0, |groups, set| groups | set_groups(categories, set))
 }
 
 /// The categories (bits) a record in set `set` is in.
-pub(crate) fn set_groups(categories: &[Category], set: &str) -> u32 {
+pub fn set_groups(categories: &[Category], set: &str) -> u32 {
     (categories.iter().enumerate())
         .filter(|(_, c)| c.holds(set))
         .fold(0u32, |g, (i, _)| g | 1 << i)
@@ -52,7 +52,11 @@ pub(crate) fn set_groups(categories: &[Category], set: &str) -> u32 {
 
 /// The categories of a mapping of sets to categories (`setSpec -> category`), in ascending order,
 /// each with its sets; an error names a category outside the table.
-pub(crate) fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
+///
+/// # Errors
+///
+/// A category outside 1-17, named in the message.
+pub fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, String> {
     let mut categories: Vec<Category> = Vec::new();
     for (set, number) in mapping {
         // A category is a bit of the inventory's groups; the table has 17.
@@ -80,14 +84,14 @@ pub(crate) fn categories(mapping: &[(String, u8)]) -> Result<Vec<Category>, Stri
 /// The shards of different categories reach the sink interleaved (with the sitemap's, when
 /// taken from them), the indexes last, and up to one shard per category is in memory at once
 /// (a few MB each for URLs of usual length; `max_bytes` each at most).
-pub(crate) struct Writer<'a> {
+pub struct Writer<'a> {
     /// Each category's splitter, files and counts.
     outputs: Vec<(Urlsets<'a>, Shards<'a>, DiwooStats)>,
 }
 
 impl<'a> Writer<'a> {
     /// The writers of `categories`, their files named under `public_url`.
-    pub(crate) fn new(public_url: &'a Url, limits: Limits, categories: &[u8]) -> Self {
+    pub fn new(public_url: &'a Url, limits: Limits, categories: &[u8]) -> Self {
         debug_assert!(categories.len() <= 32, "a category is one of 32 group bits");
         let outputs = categories
             .iter()
@@ -107,13 +111,17 @@ impl<'a> Writer<'a> {
 
     /// One URL of the `groups` given, as its sitemap entry (`<url>` to the line feed, as
     /// [`write_url`] writes it) with its lastmod.
-    pub(crate) fn add<S: FileSink>(
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with, storing a shard the entry closes.
+    pub fn add<S: FileSink>(
         &mut self,
         sink: &mut S,
         entry: &[u8],
         lastmod: Option<Datestamp>,
         groups: u32,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         if groups == 0 {
             return Ok(());
         }
@@ -140,19 +148,32 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// Every grouped URL of `published`, in one pass over the inventory (when the sitemap's
-    /// shards were not all written: a patch).
-    pub(crate) fn add_all<S: FileSink>(
+    /// Whether no category is published: [`Writer::add_all`] has nothing to do.
+    pub fn is_empty(&self) -> bool {
+        self.outputs.is_empty()
+    }
+
+    /// Every grouped URL of the published inventory (`urls`, in URL order, each with its
+    /// lastmod and groups), in one pass (when the sitemap's shards were not all written: a
+    /// patch).
+    ///
+    /// # Errors
+    ///
+    /// An entry that `urls` fails to read, or what the sink fails with.
+    pub fn add_all<'u, S, E>(
         &mut self,
         sink: &mut S,
-        published: &Published,
-    ) -> Result<(), Error> {
+        urls: impl IntoIterator<Item = Result<(Cow<'u, str>, Option<Datestamp>, u32), E>>,
+    ) -> Result<(), E>
+    where
+        S: FileSink,
+        E: From<S::Error>,
+    {
         if self.outputs.is_empty() {
             return Ok(());
         }
         let mut entry = Vec::with_capacity(512);
         let mut date = String::with_capacity(32);
-        let urls = published.entries()?;
         for url in urls {
             let (url, lastmod, groups) = url?;
             if groups == 0 {
@@ -166,11 +187,15 @@ impl<'a> Writer<'a> {
     }
 
     /// The last shards and the indexes (their URLs go to `indexes`); the counts.
-    pub(crate) fn finish<S: FileSink>(
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with, storing the last shards or the indexes.
+    pub fn finish<S: FileSink>(
         self,
         sink: &mut S,
         indexes: &mut Vec<Url>,
-    ) -> Result<Vec<DiwooStats>, Error> {
+    ) -> Result<Vec<DiwooStats>, S::Error> {
         let mut stats = Vec::with_capacity(self.outputs.len());
         for (urlsets, mut shards, counts) in self.outputs {
             urlsets.finish(|shard| shards.put(sink, shard))?;

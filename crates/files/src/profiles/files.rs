@@ -9,29 +9,40 @@ use flate2::write::GzEncoder;
 use oai_pmh::Datestamp;
 use url::Url;
 
-use crate::publish::FileStream;
-use crate::render::Shard;
-use crate::render::sitemap::render_index;
+use crate::Shard;
+use crate::disk::write::{FileStream, Staging};
+use crate::sitemap::render_index;
 
 use super::Profile;
-use super::spill::ProfileShard;
-use crate::error::Error;
-pub(crate) use oai_bridge_files::profiles::content_name;
+use crate::FilesError;
+use crate::disk::profiles::ProfileShard;
 
 /// Receives the files of a generation.
 pub trait FileSink {
+    /// What storing a file fails with: the files crate's own errors (a shard's index, a
+    /// profile's temporary file) convert into it, so a collector's error is its sink's.
+    type Error: From<FilesError>;
+
     /// Stores one file.
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error>;
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be stored: the sink says why.
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error>;
 
     /// Stores one metadata document (`cdif/<hash>.jsonld`) with its record's datestamp. By
     /// default it is a file like any other; the server's sink packs them, as there is one per
     /// record.
+    ///
+    /// # Errors
+    ///
+    /// As [`FileSink::put`].
     fn put_document(
         &mut self,
         name: &str,
         bytes: &[u8],
         lastmod: Option<Datestamp>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Self::Error> {
         let _ = lastmod;
         self.put(name, bytes)
     }
@@ -52,7 +63,11 @@ pub trait FileSink {
     /// Returns when the shard last changed, if the sink knows (the server's, from the
     /// generation before): the index lists the shard with that `lastmod` (SM-10: when the file
     /// changed), not its newest entry's, which a deleted entry does not move. `None` here.
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Error> {
+    ///
+    /// # Errors
+    ///
+    /// As [`FileSink::put`].
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
         if name.ends_with(".gz") {
             self.put(name, &gzip(xml))?;
         } else {
@@ -63,10 +78,14 @@ pub trait FileSink {
 
     /// The name the shard just stored as `name` is listed under in its index: `name` itself,
     /// unless the sink publishes shards under names of their own. A bucket's sink names them
-    /// after their content (`sitemap-1-<hash>.xml`, [`crate::bucket`]), so that a new shard
+    /// after their content (`sitemap-1-<hash>.xml`, [`content_name`](crate::profiles::content_name)), so that a new shard
     /// never overwrites one that the index before it names: the index switches to the new
     /// shards at once, in one upload.
-    fn listed_name(&mut self, name: String) -> Result<String, Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the sink cannot name the shard after its content (it cannot read it back).
+    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
         Ok(name)
     }
 
@@ -74,21 +93,33 @@ pub trait FileSink {
     /// back, when this sink writes files as they come: a shard made as the files it comes from
     /// are read is then never whole in memory, nor copied again to be written. `None`: the
     /// caller gathers the bytes and puts them.
-    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be created.
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
         let _ = name;
         Ok(None)
     }
 
     /// Ends the stream this sink opened as `name` ([`FileSink::stream`]); the file's length and
     /// CRC-32. Nothing is recorded of it ([`FileSink::shard_stored`]): the caller does.
-    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the stream cannot be flushed or the file closed.
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
         let _ = (name, stream);
         unreachable!("a sink ends only the streams it opened")
     }
 
     /// Reads the file ended as `name` ([`FileSink::end_stream`]) back into `buf` (its bytes
     /// from the offset returned on) and takes it out: it is not to be published as it stands.
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read back or removed.
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
         let _ = (name, buf);
         unreachable!("a sink takes back only the streams it opened")
     }
@@ -112,15 +143,44 @@ pub trait FileSink {
     }
 }
 
+/// An export's staging folder ([`Staging`]): every file written into it as it comes; a shard
+/// file linked rather than copied, a file streamed rather than gathered.
+impl FileSink for Staging {
+    type Error = FilesError;
+
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
+        self.write(name, bytes)
+    }
+
+    fn link_shard(&mut self, name: &str, path: &std::path::Path) -> bool {
+        self.link(name, path)
+    }
+
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, FilesError> {
+        Staging::stream(self, name).map(Some)
+    }
+
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), FilesError> {
+        Staging::end_stream(self, name, stream)
+    }
+
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, FilesError> {
+        Staging::take_back(self, name, buf)
+    }
+}
+
 /// A sink that records every shard stored through it ([`FileSink::shard_stored`]), for the
 /// profiles' ledger; everything else is the inner sink's.
-pub(crate) struct Recording<'s, S> {
-    pub(crate) inner: &'s mut S,
-    pub(crate) files: Vec<super::ledger::FileRecord>,
+pub struct Recording<'s, S> {
+    /// The sink the files go to.
+    pub inner: &'s mut S,
+    /// Each shard stored, in the order stored.
+    pub files: Vec<super::ledger::FileRecord>,
 }
 
 impl<'s, S: FileSink> Recording<'s, S> {
-    pub(crate) fn new(inner: &'s mut S) -> Self {
+    /// A sink recording what is stored through it into `inner`.
+    pub fn new(inner: &'s mut S) -> Self {
         Self {
             inner,
             files: Vec::new(),
@@ -129,7 +189,9 @@ impl<'s, S: FileSink> Recording<'s, S> {
 }
 
 impl<S: FileSink> FileSink for Recording<'_, S> {
-    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
+    type Error = S::Error;
+
+    fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Self::Error> {
         self.inner.put(name, bytes)
     }
 
@@ -138,7 +200,7 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
         name: &str,
         bytes: &[u8],
         lastmod: Option<Datestamp>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), Self::Error> {
         self.inner.put_document(name, bytes, lastmod)
     }
 
@@ -146,23 +208,23 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
         self.inner.link_shard(name, path)
     }
 
-    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Error> {
+    fn put_shard(&mut self, name: &str, xml: &[u8]) -> Result<Option<Datestamp>, Self::Error> {
         self.inner.put_shard(name, xml)
     }
 
-    fn listed_name(&mut self, name: String) -> Result<String, Error> {
+    fn listed_name(&mut self, name: String) -> Result<String, Self::Error> {
         self.inner.listed_name(name)
     }
 
-    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Error> {
+    fn stream(&mut self, name: &str) -> Result<Option<FileStream>, Self::Error> {
         self.inner.stream(name)
     }
 
-    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Error> {
+    fn end_stream(&mut self, name: &str, stream: FileStream) -> Result<(u64, u32), Self::Error> {
         self.inner.end_stream(name, stream)
     }
 
-    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Error> {
+    fn take_back(&mut self, name: &str, buf: &mut Vec<u8>) -> Result<usize, Self::Error> {
         self.inner.take_back(name, buf)
     }
 
@@ -180,7 +242,7 @@ impl<S: FileSink> FileSink for Recording<'_, S> {
 }
 
 /// The shards of one index, named `{prefix}-{n}.{ext}` as they are written; then the index.
-pub(crate) struct Shards<'a> {
+pub struct Shards<'a> {
     public_url: &'a Url,
     /// The profile whose shards they are; `None` for CDIF's metadata lists.
     profile: Option<Profile>,
@@ -194,7 +256,7 @@ pub(crate) struct Shards<'a> {
 impl<'a> Shards<'a> {
     /// The shards of `profile`'s index, with extension `ext` (`xml`; the sitemap's may be
     /// `xml.gz`).
-    pub(crate) fn new(public_url: &'a Url, profile: Profile, ext: &'a str) -> Self {
+    pub fn new(public_url: &'a Url, profile: Profile, ext: &'a str) -> Self {
         Self {
             public_url,
             profile: Some(profile),
@@ -214,7 +276,11 @@ impl<'a> Shards<'a> {
     }
 
     /// Stores the next shard.
-    pub(crate) fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), Error> {
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with.
+    pub fn put<S: FileSink>(&mut self, sink: &mut S, shard: &Shard) -> Result<(), S::Error> {
         let number = self.names.len() as u32 + 1;
         self.put_numbered(sink, number, shard)
     }
@@ -228,12 +294,16 @@ impl<'a> Shards<'a> {
     }
 
     /// Stores shard `number`.
-    pub(crate) fn put_numbered<S: FileSink>(
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with.
+    pub fn put_numbered<S: FileSink>(
         &mut self,
         sink: &mut S,
         number: u32,
         shard: &Shard,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         let name = self.name(number);
         let changed = sink.put_shard(&name, &shard.bytes)?;
         if sink.records_shards() {
@@ -249,7 +319,7 @@ impl<'a> Shards<'a> {
         &mut self,
         sink: &mut S,
         shard: ProfileShard<'_>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         let file = match shard {
             ProfileShard::Cut(shard) => return self.put(sink, shard),
             ProfileShard::File(file) => file,
@@ -274,7 +344,7 @@ impl<'a> Shards<'a> {
     pub(crate) fn open_next<S: FileSink>(
         &self,
         sink: &mut S,
-    ) -> Result<Option<(String, FileStream)>, Error> {
+    ) -> Result<Option<(String, FileStream)>, S::Error> {
         let name = self.name(self.names.len() as u32 + 1);
         let stream = sink.stream(&name)?;
         Ok(stream.map(|stream| (name, stream)))
@@ -287,7 +357,7 @@ impl<'a> Shards<'a> {
         sink: &mut S,
         (name, stream): (String, FileStream),
         newest: Option<Datestamp>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         let (len, crc) = sink.end_stream(&name, stream)?;
         if sink.records_shards() {
             sink.shard_stored(&name, len, u64::from(crc));
@@ -301,7 +371,7 @@ impl<'a> Shards<'a> {
         sink: &mut S,
         name: String,
         newest: Option<Datestamp>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         let name = sink.listed_name(name)?;
         self.entries
             .push((join(self.public_url, &name).to_string(), newest));
@@ -310,7 +380,12 @@ impl<'a> Shards<'a> {
     }
 
     /// Writes the index of the shards as `index_name`, if there is any shard; its URL.
-    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, Error> {
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with; an index of more shards than one index lists
+    /// ([`FilesError::TooManyShards`]).
+    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Option<Url>, S::Error> {
         if self.entries.is_empty() {
             return Ok(None);
         }
@@ -325,7 +400,7 @@ impl<'a> Shards<'a> {
 }
 
 /// Gzips a file deterministically (no name, zero mtime), so equal input gives equal bytes.
-pub(crate) fn gzip(bytes: &[u8]) -> Vec<u8> {
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::new(6));
     encoder
         .write_all(bytes)

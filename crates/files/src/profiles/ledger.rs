@@ -18,18 +18,20 @@ use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
-use crate::patch::{PublishedShard, Unpatchable, refuse};
+use crate::patch::{Unpatchable, refuse};
+use crate::published::{PublishedShard, SharedUrl};
 
 /// The ledger's file name, beside the profiles' files.
-pub(crate) const LEDGER: &str = ".oai-bridge-ledger";
+pub const LEDGER: &str = ".oai-bridge-ledger";
 
 /// The first line of a ledger, with its format's version.
 const MAGIC: &[u8] = b"oai-bridge profiles ledger 1\n";
 
 /// What a ledger says besides its rows: the conditions of the publish and its counts.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct Head {
-    /// The job's [`crate::pipeline::Job::settings_key`]: every setting that shapes the files.
+pub struct Head {
+    /// The job's settings key (the `oai-bridge` package's `Job::settings_key`): every setting
+    /// that shapes the files.
     pub key: String,
     /// [`sitemap_fingerprint`] of the sitemap published with the ledger.
     pub sitemap: u64,
@@ -55,18 +57,19 @@ impl Head {
 
 /// A URL several records give, and the claims: (packed datestamp, DiWoo categories as bits).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct SharedClaims {
+pub struct SharedClaims {
     /// The URL.
     pub url: String,
     /// Each record's claim, newest first.
     pub claims: Vec<(i64, u32)>,
 }
 
-/// The URLs several records give in `published`, with their claims, in the ledger's order (by
-/// URL; claims newest first, then by categories).
-pub(crate) fn shared_claims(published: &crate::inventory::Published) -> Vec<SharedClaims> {
-    let mut shared: Vec<SharedClaims> = (published.shared.iter())
-        .zip(&published.shared_groups)
+/// The URLs several records give (`shared`, the published inventory's, with each claim's
+/// groups in `groups`), with their claims, in the ledger's order (by URL; claims newest first,
+/// then by categories).
+pub fn shared_claims(shared: &[SharedUrl], groups: &[Vec<u32>]) -> Vec<SharedClaims> {
+    let mut shared: Vec<SharedClaims> = (shared.iter())
+        .zip(groups)
         .map(|(s, groups)| SharedClaims {
             url: s.url.clone(),
             claims: sorted_claims(
@@ -83,14 +86,14 @@ pub(crate) fn shared_claims(published: &crate::inventory::Published) -> Vec<Shar
 }
 
 /// Claims in the ledger's order: newest first, then by categories.
-pub(crate) fn sorted_claims(mut claims: Vec<(i64, u32)>) -> Vec<(i64, u32)> {
+pub fn sorted_claims(mut claims: Vec<(i64, u32)>) -> Vec<(i64, u32)> {
     claims.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     claims
 }
 
 /// A file as it was stored: its plain bytes' length and hash.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub(crate) struct FileRecord {
+pub struct FileRecord {
     /// Its name as stored (not as listed: a bucket's sink lists shards under other names).
     pub name: String,
     /// Its length, uncompressed.
@@ -101,10 +104,10 @@ pub(crate) struct FileRecord {
 
 // The hash a ledger records of a file, and of bytes given in parts: the files crate's, whose
 // profiles' shard files are hashed as they are written.
-pub(crate) use oai_bridge_files::published::{Hasher, hash};
+pub use crate::published::{Hasher, hash};
 
 /// Names the sitemap a ledger was published with: its shards as the store records them.
-pub(crate) fn sitemap_fingerprint(shards: &[PublishedShard]) -> u64 {
+pub fn sitemap_fingerprint(shards: &[PublishedShard]) -> u64 {
     let mut text = Vec::with_capacity(shards.len() * 24);
     for s in shards {
         text.extend_from_slice(&s.number.to_le_bytes());
@@ -116,7 +119,7 @@ pub(crate) fn sitemap_fingerprint(shards: &[PublishedShard]) -> u64 {
 
 /// One record's row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub(crate) struct Row<'a> {
+pub struct Row<'a> {
     /// The record's identifier.
     pub id: &'a str,
     /// Its DiWoo categories, as bits (bit `i`: the job's `i`-th category).
@@ -147,7 +150,7 @@ pub struct Rows {
 
 impl Rows {
     /// Appends a row; identifiers must come in order.
-    pub(crate) fn push(&mut self, row: &Row<'_>) {
+    pub fn push(&mut self, row: &Row<'_>) {
         let id = row.id;
         let shared = (self.last.bytes().zip(id.bytes()))
             .take_while(|(a, b)| a == b)
@@ -182,21 +185,21 @@ impl Rows {
     }
 
     /// The rows' bytes, as [`RowReader`] reads them.
-    pub(crate) fn as_bytes(&self) -> &[u8] {
+    pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
     }
 
     /// The ledger of these rows under `head` (whose `rows` it sets), with a hash of it all at
     /// its end.
     #[cfg(test)]
-    pub(crate) fn encode(&self, head: Head) -> Vec<u8> {
+    pub fn encode(&self, head: Head) -> Vec<u8> {
         let [start, rows, end] = self.encode_parts(head);
         [&*start, &*rows, &*end].concat()
     }
 
-    /// [`Rows::encode`] in its three parts, one after another: what comes before the rows, the
+    /// The ledger of these rows under `head`, in its three parts, one after another: what comes before the rows, the
     /// rows (not copied: a million records' rows are tens of megabytes), and the hash.
-    pub(crate) fn encode_parts(&self, mut head: Head) -> [Cow<'_, [u8]>; 3] {
+    pub fn encode_parts(&self, mut head: Head) -> [Cow<'_, [u8]>; 3] {
         head.rows = self.count;
         let json = serde_json::to_vec(&head).expect("a ledger's head serializes");
         let mut start = Vec::with_capacity(MAGIC.len() + json.len() + 1);
@@ -216,7 +219,12 @@ impl Rows {
 }
 
 /// A ledger read back: its head, and its rows' bytes (read with [`RowReader`]).
-pub(crate) fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
+///
+/// # Errors
+///
+/// When `bytes` are not a ledger this version writes: its checksum, version or head do not
+/// read ([`Unpatchable`]).
+pub fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
     let Some((body, sum)) = bytes.split_last_chunk::<8>() else {
         return refuse("the profiles' ledger is cut short");
     };
@@ -235,7 +243,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
 /// Reads rows front to back, the current one held ([`RowReader::row`]) until
 /// [`RowReader::advance`]; identifiers must come in strictly ascending order.
 #[derive(Debug)]
-pub(crate) struct RowReader<'a> {
+pub struct RowReader<'a> {
     rest: &'a [u8],
     id: String,
     /// The row held, but its identifier (`id`).
@@ -248,7 +256,11 @@ pub(crate) struct RowReader<'a> {
 
 impl<'a> RowReader<'a> {
     /// A reader of `rows` ([`Rows::as_bytes`]), holding the first.
-    pub(crate) fn new(rows: &'a [u8]) -> Result<Self, Unpatchable> {
+    ///
+    /// # Errors
+    ///
+    /// When the first row does not read ([`Unpatchable`]).
+    pub fn new(rows: &'a [u8]) -> Result<Self, Unpatchable> {
         let mut reader = Self {
             rest: rows,
             id: String::new(),
@@ -261,7 +273,7 @@ impl<'a> RowReader<'a> {
     }
 
     /// The row held, `None` past the last.
-    pub(crate) fn row(&self) -> Option<Row<'_>> {
+    pub fn row(&self) -> Option<Row<'_>> {
         self.held.then_some(Row {
             id: &self.id,
             ..self.row
@@ -269,7 +281,11 @@ impl<'a> RowReader<'a> {
     }
 
     /// Holds the next row.
-    pub(crate) fn advance(&mut self) -> Result<(), Unpatchable> {
+    ///
+    /// # Errors
+    ///
+    /// When the next row does not read ([`Unpatchable`]).
+    pub fn advance(&mut self) -> Result<(), Unpatchable> {
         self.held = false;
         if self.rest.is_empty() {
             return Ok(());

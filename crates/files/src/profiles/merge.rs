@@ -8,7 +8,7 @@
 //! cannot keep shards apart as the sitemap's does ([`crate::patch`]). It streams instead: the
 //! published files are read one after another (checked against the length and hash the ledger
 //! recorded), their entries taken in order and the changed records' merged in, and the result
-//! cut into shards again by the rule every render uses ([`Urlsets`], [`cdif::ItemLists`]).
+//! cut into shards again by the rule every render uses ([`Urlsets`], `cdif::ItemLists`).
 //! The Signmap's, OCX's and the lists' entries are in identifier order, which only the ledger
 //! knows ([`super::ledger`]); the DiWoo categories' are in URL order, and say their URL.
 //! Copying bytes costs a fraction of reading every record back, classifying it and writing
@@ -26,18 +26,18 @@ use oai_pmh::Datestamp;
 use url::Url;
 
 use crate::patch::{Entries, ReadShard, Unpatchable, refuse};
-use crate::render::sitemap::{URLSET_CLOSE, URLSET_OPEN, Urlsets, frame, header, write_url};
-use crate::render::{Limits, Shard};
+use crate::sitemap::{URLSET_CLOSE, URLSET_OPEN, Urlsets, frame, header, write_url};
+use crate::{Limits, Shard};
 
 use super::cdif::{self, CdifDocument};
 use super::diwoo::{self, DiwooStats};
 use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::signposts::SignStats;
-use super::spill::BLANK_SHARE;
 use super::{Profile, ProfileSettings, ocx, signmap};
-use crate::error::Error;
-use crate::publish::FileStream;
+use crate::FilesError;
+use crate::disk::profiles::BLANK_SHARE;
+use crate::disk::write::FileStream;
 
 /// Columns of a ledger row's lengths and of the entry streams.
 const SIGNMAP: usize = 0;
@@ -47,7 +47,7 @@ const CDIF: usize = 2;
 const CDIF_HASH_LEN: usize = 16;
 
 /// The changed records, as the patch merges them.
-pub(crate) struct Changes {
+pub struct Changes {
     /// Every changed record's identifier, sorted: their published rows and entries leave.
     pub gone: Vec<String>,
     /// The rows of the changed records live now, by identifier (their entries that lost among
@@ -70,7 +70,7 @@ pub(crate) struct Changes {
 
 /// The changes of one DiWoo category.
 #[derive(Debug, Default)]
-pub(crate) struct CategoryChanges {
+pub struct CategoryChanges {
     /// URLs that leave its files, sorted, each once.
     pub removed: Vec<String>,
     /// URLs that come, with their lastmod, sorted, each once.
@@ -100,7 +100,7 @@ impl std::fmt::Debug for ProfilePatch {
 impl ProfilePatch {
     /// A patch of the files the ledger `ledger` describes (its head `head`), with `changes`;
     /// `read` reads the published files by name.
-    pub(crate) fn new(ledger: Vec<u8>, head: Head, changes: Changes, read: ReadShard) -> Self {
+    pub fn new(ledger: Vec<u8>, head: Head, changes: Changes, read: ReadShard) -> Self {
         Self {
             ledger,
             head,
@@ -110,14 +110,14 @@ impl ProfilePatch {
     }
 
     /// The URLs several records give, after the change.
-    pub(crate) fn shared(&self) -> &[SharedClaims] {
+    pub fn shared(&self) -> &[SharedClaims] {
         &self.changes.shared
     }
 }
 
 /// What a patch of the profiles wrote.
 #[derive(Debug)]
-pub(crate) struct Patched {
+pub struct Patched {
     /// The Signmap's index, when it has a shard.
     pub signmap_index: Option<Url>,
     /// The OCX sitemap's index, when it has a shard.
@@ -141,7 +141,7 @@ enum Entry<'e> {
 }
 
 /// The shard files a collection writes entries into and how they are settled once the winners
-/// are known ([`super::spill::ShardSpill`], [`super::signposts::Resolved`]'s render), replayed:
+/// are known ([`crate::disk::profiles::ShardSpill`], [`super::signposts::Resolved`]'s render), replayed:
 /// a file closes when the next entry, won or lost, would take it past the limits; a file
 /// without a lost entry is published as it stands, one whose lost entries are at most
 /// 1/[`BLANK_SHARE`] of its bytes with them blanked out, and the winners of the others are cut
@@ -177,7 +177,7 @@ impl<'a> Files<'a> {
     fn new(open: &'a str, limits: Limits, shards: Option<Shards<'a>>) -> Self {
         let mut file = Vec::new();
         if shards.is_some() {
-            file.extend_from_slice(crate::render::sitemap::XML_DECL.as_bytes());
+            file.extend_from_slice(crate::sitemap::XML_DECL.as_bytes());
             file.extend_from_slice(open.as_bytes());
         }
         Self {
@@ -196,7 +196,7 @@ impl<'a> Files<'a> {
         }
     }
 
-    fn push<S: FileSink>(&mut self, sink: &mut S, entry: Entry<'_>) -> Result<(), Error> {
+    fn push<S: FileSink>(&mut self, sink: &mut S, entry: Entry<'_>) -> Result<(), S::Error> {
         let len = match entry {
             Entry::Won(bytes, _) => bytes.len(),
             Entry::Lost(len) | Entry::Sized(len) => len,
@@ -216,7 +216,7 @@ impl<'a> Files<'a> {
         {
             self.stream = shards.open_next(sink)?;
             if let Some((_, stream)) = &mut self.stream {
-                stream.write(&self.file).map_err(Error::Stream)?;
+                stream.write(&self.file).map_err(FilesError::Stream)?;
             }
         }
         let at = self.size;
@@ -225,7 +225,7 @@ impl<'a> Files<'a> {
             Entry::Won(bytes, lastmod) => {
                 self.kept.push((at, len, lastmod));
                 match &mut self.stream {
-                    Some((_, stream)) => stream.write(bytes).map_err(Error::Stream)?,
+                    Some((_, stream)) => stream.write(bytes).map_err(FilesError::Stream)?,
                     None if self.shards.is_some() => self.file.extend_from_slice(bytes),
                     None => {}
                 }
@@ -240,10 +240,10 @@ impl<'a> Files<'a> {
                         let mut left = spaces;
                         while left > 0 {
                             let n = left.min(SPACES.len());
-                            stream.write(&SPACES[..n]).map_err(Error::Stream)?;
+                            stream.write(&SPACES[..n]).map_err(FilesError::Stream)?;
                             left -= n;
                         }
-                        stream.write(b"\n").map_err(Error::Stream)?;
+                        stream.write(b"\n").map_err(FilesError::Stream)?;
                     }
                     None if self.shards.is_some() => {
                         self.file.resize(self.file.len() + spaces, b' ');
@@ -258,7 +258,7 @@ impl<'a> Files<'a> {
     }
 
     /// Closes the file being filled, published, blanked or cut as a render settles it.
-    fn close<S: FileSink>(&mut self, sink: &mut S) -> Result<(), Error> {
+    fn close<S: FileSink>(&mut self, sink: &mut S) -> Result<(), S::Error> {
         if self.urls == 0 {
             return Ok(());
         }
@@ -274,7 +274,7 @@ impl<'a> Files<'a> {
                 if !cut {
                     stream
                         .write(URLSET_CLOSE.as_bytes())
-                        .map_err(Error::Stream)?;
+                        .map_err(FilesError::Stream)?;
                     shards.end_next(sink, (name, stream), newest)?;
                     self.reset();
                     return Ok(());
@@ -324,7 +324,7 @@ impl<'a> Files<'a> {
         if self.shards.is_some() {
             self.file.clear();
             self.file
-                .extend_from_slice(crate::render::sitemap::XML_DECL.as_bytes());
+                .extend_from_slice(crate::sitemap::XML_DECL.as_bytes());
             self.file.extend_from_slice(self.open.as_bytes());
         }
         self.size = header(self.open);
@@ -334,7 +334,7 @@ impl<'a> Files<'a> {
     }
 
     /// The last file and cut shards; the index's URL.
-    fn finish<S: FileSink>(mut self, sink: &mut S) -> Result<Option<Url>, Error> {
+    fn finish<S: FileSink>(mut self, sink: &mut S) -> Result<Option<Url>, S::Error> {
         self.close(sink)?;
         let Some(mut shards) = self.shards else {
             return Ok(None);
@@ -350,7 +350,9 @@ impl<'a> Files<'a> {
 struct Nowhere;
 
 impl FileSink for Nowhere {
-    fn put(&mut self, _: &str, _: &[u8]) -> Result<(), Error> {
+    type Error = FilesError;
+
+    fn put(&mut self, _: &str, _: &[u8]) -> Result<(), FilesError> {
         Ok(())
     }
 }
@@ -358,13 +360,13 @@ impl FileSink for Nowhere {
 /// Which of the entries that lost in the files a ledger's rows describe (in order, for the
 /// Signmap and OCX) are there blanked out, rather than cut out with their file: the rows given
 /// one after another ([`BlankReplay::row`]), as the ledger is read for other ends too.
-pub(crate) struct BlankReplay {
+pub struct BlankReplay {
     files: [Files<'static>; 2],
 }
 
 impl BlankReplay {
     /// A replay of files cut within `limits`.
-    pub(crate) fn new(limits: Limits) -> Self {
+    pub fn new(limits: Limits) -> Self {
         Self {
             files: [
                 Files::new(signmap::URLSET_OPEN, limits, None),
@@ -374,7 +376,12 @@ impl BlankReplay {
     }
 
     /// The next row.
-    pub(crate) fn row(&mut self, row: &super::ledger::Row<'_>) -> Result<(), Unpatchable> {
+    ///
+    /// # Errors
+    ///
+    /// When the row's entries cannot be replayed into the files the ledger describes
+    /// ([`Unpatchable`]).
+    pub fn row(&mut self, row: &super::ledger::Row<'_>) -> Result<(), Unpatchable> {
         for (c, files) in self.files.iter_mut().enumerate() {
             let len = row.lens[c] as usize;
             if row.landing && len > 0 {
@@ -390,7 +397,11 @@ impl BlankReplay {
     }
 
     /// Of each lost entry of the Signmap and OCX, whether it is blanked out.
-    pub(crate) fn finish(self) -> Result<[Vec<bool>; 2], Unpatchable> {
+    ///
+    /// # Errors
+    ///
+    /// When the files replayed do not end as the ledger describes them ([`Unpatchable`]).
+    pub fn finish(self) -> Result<[Vec<bool>; 2], Unpatchable> {
         let [mut signmap, mut ocx] = self.files;
         signmap.close(&mut Nowhere).map_err(never)?;
         ocx.close(&mut Nowhere).map_err(never)?;
@@ -544,7 +555,7 @@ impl<'a> LandingFiles<'a> {
         sink: &mut S,
         row: &Row<'_>,
         entries: &[&[u8]; 3],
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         if !row.landing {
             return Ok(());
         }
@@ -582,7 +593,7 @@ impl<'a> LandingFiles<'a> {
     fn finish<S: FileSink>(
         self,
         sink: &mut S,
-    ) -> Result<(Option<Url>, Option<Url>, Option<(Url, usize)>), Error> {
+    ) -> Result<(Option<Url>, Option<Url>, Option<(Url, usize)>), S::Error> {
         let [signmap, ocx] = self.urlsets;
         Ok((
             signmap.map(|f| f.finish(sink)).transpose()?.flatten(),
@@ -596,7 +607,7 @@ impl<'a> LandingFiles<'a> {
 }
 
 /// A dry run writes nothing, so it cannot fail to.
-fn never(e: Error) -> Unpatchable {
+fn never(e: FilesError) -> Unpatchable {
     Unpatchable(e.to_string())
 }
 
@@ -605,7 +616,12 @@ impl ProfilePatch {
     /// the published entries merged with the changed records'. Fails, having written some,
     /// when a published file is not as the ledger recorded it or does not hold what the
     /// changes expect.
-    pub(crate) fn write_landing<S: FileSink, E: From<Unpatchable> + From<Error>>(
+    ///
+    /// # Errors
+    ///
+    /// When a published file is not as the ledger recorded it or does not hold what the changes
+    /// expect ([`Unpatchable`]); what the sink fails with.
+    pub fn write_landing<S: FileSink, E: From<Unpatchable> + From<FilesError> + From<S::Error>>(
         &self,
         public_url: &Url,
         limits: Limits,
@@ -674,7 +690,12 @@ impl ProfilePatch {
     /// Writes the DiWoo categories' files (`categories`, in order) into `writer`: each
     /// category's published entries, with its changed URLs merged in by URL. What the counts
     /// that `writer` makes lack: the URLs each category counts without publishing them.
-    pub(crate) fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<Error>>(
+    ///
+    /// # Errors
+    ///
+    /// When a category is not in the ledger, or its published files are not as recorded
+    /// ([`Unpatchable`]); what the sink fails with.
+    pub fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<FilesError> + From<S::Error>>(
         &self,
         categories: &[u8],
         writer: &mut diwoo::Writer<'_>,
@@ -846,7 +867,7 @@ impl<'p> Published<'p> {
             Some(open) => bytes
                 .get(header(open)..)
                 .and_then(|b| b.strip_suffix(URLSET_CLOSE.as_bytes()))
-                .filter(|_| bytes.starts_with(crate::render::sitemap::XML_DECL.as_bytes())),
+                .filter(|_| bytes.starts_with(crate::sitemap::XML_DECL.as_bytes())),
             None => cdif::list_body(bytes),
         };
         let Some(body) = body else {
@@ -940,7 +961,7 @@ impl<'p> Published<'p> {
 
 /// The counts of the DiWoo categories after a patch: the writer's (of what went through it)
 /// with what it did not see, `adjust` ([`ProfilePatch::write_diwoo`]).
-pub(crate) fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> Vec<DiwooStats> {
+pub fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> Vec<DiwooStats> {
     for (s, [https, lastmod]) in stats.iter_mut().zip(adjust) {
         s.requires_https += https;
         s.requires_lastmod += lastmod;
@@ -953,14 +974,16 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::publish::Staging;
+    use crate::disk::write::Staging;
 
     /// A sink that keeps every file in memory, and never streams.
     #[derive(Default)]
     struct Memory(BTreeMap<String, Vec<u8>>);
 
     impl FileSink for Memory {
-        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), Error> {
+        type Error = FilesError;
+
+        fn put(&mut self, name: &str, bytes: &[u8]) -> Result<(), FilesError> {
             self.0.insert(name.to_owned(), bytes.to_vec());
             Ok(())
         }
@@ -989,7 +1012,7 @@ mod tests {
 
     /// `entries` (those `lost` says lost) pushed into the Signmap's files in `sink`: the entries
     /// blanked out, the index, and the records of the files written.
-    fn fill<S: FileSink>(
+    fn fill<S: FileSink<Error = FilesError>>(
         sink: &mut S,
         url: &Url,
         limits: Limits,

@@ -30,7 +30,7 @@ pub enum ProfileSummary {
 
 impl ProfileSummary {
     /// What the profile says of itself.
-    pub(crate) fn report(&self) -> &dyn Report {
+    pub fn report(&self) -> &dyn Report {
         match self {
             ProfileSummary::Signmap(s) => s,
             ProfileSummary::Ocx(s) => s,
@@ -42,11 +42,7 @@ impl ProfileSummary {
     /// The profiles a render published, in the order they are shown (Signmap, OCX, CDIF, each
     /// DiWoo category): `landing` the landing-page profiles' counts (none when none is on),
     /// with the indexes they wrote, and DiWoo's categories.
-    pub(crate) fn of(
-        landing: Option<&SignStats>,
-        indexes: Indexes,
-        diwoo: Vec<DiwooStats>,
-    ) -> Vec<Self> {
+    pub fn of(landing: Option<&SignStats>, indexes: Indexes, diwoo: Vec<DiwooStats>) -> Vec<Self> {
         let mut all = Vec::new();
         if let Some(stats) = landing {
             all.extend(indexes.signmap.map(|url| {
@@ -84,7 +80,7 @@ impl ProfileSummary {
 
 /// The indexes a render wrote for the landing-page profiles.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Indexes {
+pub struct Indexes {
     /// The Signmap's.
     pub signmap: Option<Url>,
     /// OCX's.
@@ -95,11 +91,11 @@ pub(crate) struct Indexes {
     pub cdif_lists: Option<(Url, usize)>,
 }
 
-/// [`crate::summary::Summary::profiles`] in a manifest: a field per profile (`signmap`, `ocx`,
+/// The `oai-bridge` package's `Summary::profiles` in a manifest: a field per profile (`signmap`, `ocx`,
 /// `cdif`, `diwoo`), as manifests held them before the list, through the manifest's own types
 /// where the in-memory one is the pipeline's (DiWoo's): a change to it changes no manifest on
 /// disk, it stops compiling here instead.
-pub(crate) mod stored {
+pub mod stored {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use super::{CdifSummary, DiwooStats, OcxSummary, ProfileSummary, SignmapSummary};
@@ -126,10 +122,12 @@ pub(crate) mod stored {
         requires_lastmod: u64,
     }
 
-    pub(crate) fn serialize<S: Serializer>(
-        profiles: &[ProfileSummary],
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    /// The profiles' summaries as a manifest holds them.
+    ///
+    /// # Errors
+    ///
+    /// As the serializer's.
+    pub fn serialize<S: Serializer>(profiles: &[ProfileSummary], s: S) -> Result<S::Ok, S::Error> {
         let mut stored = Stored::default();
         for p in profiles {
             match p {
@@ -155,9 +153,12 @@ pub(crate) mod stored {
         stored.serialize(s)
     }
 
-    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Vec<ProfileSummary>, D::Error> {
+    /// The profiles' summaries from a manifest.
+    ///
+    /// # Errors
+    ///
+    /// As the deserializer's: not a manifest's summaries.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ProfileSummary>, D::Error> {
         let stored = Stored::deserialize(d)?;
         let diwoo = stored.diwoo.into_iter().map(|s| {
             ProfileSummary::Diwoo(DiwooStats {

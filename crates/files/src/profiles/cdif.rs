@@ -18,30 +18,30 @@
 //! | `subjectOf` | the oai_dc record (`GetRecord`), as `DataDownload` with `encodingFormat` |
 //!
 //! CDIF's metadata list form (its option 3) gathers the same documents into schema.org
-//! `ItemList`s ([`ItemLists`], `application/ld+json; profile="CDIF-list-1.0"`).
+//! `ItemList`s (`ItemLists`, `application/ld+json; profile="CDIF-list-1.0"`).
 
 use oai_pmh::Datestamp;
 use serde::{Deserialize, Serialize};
 
 use url::Url;
 
-use crate::publish::FileStream;
-use crate::render::sitemap::render_shards;
-use crate::render::{Limits, Shard};
+use crate::disk::write::FileStream;
+use crate::sitemap::render_shards;
+use crate::{Limits, Shard};
 
 use super::Profile;
 use super::files::{FileSink, Shards};
 use super::report::{self, Piece, ProfileCounts, Report};
-use crate::error::Error;
+use crate::FilesError;
 
 /// Content-Type of one CDIF document.
-pub(crate) const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
+pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
 /// The profile of one CDIF document, as a Signmap's `describedby` link to it names it (CDIF's
 /// "Metadata publication": `rel='describedby'`, `type='application/ld+json'` and
 /// `profile='CDIF1.0'`).
-pub(crate) const PROFILE: &str = "CDIF1.0";
+pub const PROFILE: &str = "CDIF1.0";
 /// Content-Type of a CDIF metadata list: an `ItemList` of documents.
-pub(crate) const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
+pub const LIST_CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF-list-1.0\"";
 
 /// What one document is made of.
 #[derive(Clone, Debug, Default)]
@@ -291,17 +291,19 @@ impl ItemLists {
         sink: &mut S,
         files: &mut Shards<'_>,
         document: &[u8],
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         if self.full(document) {
             self.end_into(sink, files)?;
         }
         if self.list.urls == 0 && self.stream.is_none() {
             self.stream = files.open_next(sink)?;
             if let Some((_, stream)) = &mut self.stream {
-                stream.write(LIST_OPEN.as_bytes()).map_err(Error::Stream)?;
+                stream
+                    .write(LIST_OPEN.as_bytes())
+                    .map_err(FilesError::Stream)?;
             }
         }
-        self.append(document).map_err(Error::Stream)
+        Ok(self.append(document).map_err(FilesError::Stream)?)
     }
 
     /// Counts the next item and appends it, `document` in its head: to the list's file when
@@ -330,7 +332,7 @@ impl ItemLists {
         mut self,
         sink: &mut S,
         files: &mut Shards<'_>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         if self.list.urls > 0 {
             self.end_into(sink, files)?;
         }
@@ -338,12 +340,16 @@ impl ItemLists {
     }
 
     /// Closes the list and stores it in `files`; the next one starts.
-    fn end_into<S: FileSink>(&mut self, sink: &mut S, files: &mut Shards<'_>) -> Result<(), Error> {
+    fn end_into<S: FileSink>(
+        &mut self,
+        sink: &mut S,
+        files: &mut Shards<'_>,
+    ) -> Result<(), S::Error> {
         match self.stream.take() {
             Some((name, mut stream)) => {
                 self.head.clear();
                 self.end_bytes();
-                stream.write(&self.head).map_err(Error::Stream)?;
+                stream.write(&self.head).map_err(FilesError::Stream)?;
                 files.end_next(sink, (name, stream), None)?;
             }
             None => {
@@ -487,7 +493,7 @@ pub struct CdifDocument<'a> {
 /// Publishes the CDIF documents handed to it: each on its own (`cdif/{hash}.jsonld`, listed
 /// in `cdif-sitemap.xml`), in metadata lists (`cdif-list-{n}.jsonld`, listed in
 /// `cdif-list-sitemap.xml`), or both, from one pass over them.
-pub(crate) struct Writer<'a> {
+pub struct Writer<'a> {
     public_url: &'a Url,
     limits: Limits,
     /// Each document's URL and lastmod, when they are published one by one.
@@ -498,7 +504,7 @@ pub(crate) struct Writer<'a> {
 
 /// Where [`Writer`] published the documents.
 #[derive(Debug, Default)]
-pub(crate) struct Published {
+pub struct Published {
     /// The CDIF sitemap's index, when the documents were published one by one.
     pub index: Option<Url>,
     /// The index of the lists' sitemap and the number of lists, when there are lists.
@@ -508,7 +514,7 @@ pub(crate) struct Published {
 impl<'a> Writer<'a> {
     /// Publishes each document on its own (`documents`), in lists (`lists`), or both, under
     /// `public_url`, within `limits`.
-    pub(crate) fn new(public_url: &'a Url, limits: Limits, documents: bool, lists: bool) -> Self {
+    pub fn new(public_url: &'a Url, limits: Limits, documents: bool, lists: bool) -> Self {
         Self {
             public_url,
             limits,
@@ -518,11 +524,15 @@ impl<'a> Writer<'a> {
     }
 
     /// Publishes one document.
-    pub(crate) fn add<S: FileSink>(
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with, storing the document or a list it closes.
+    pub fn add<S: FileSink>(
         &mut self,
         sink: &mut S,
         doc: CdifDocument<'_>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), S::Error> {
         if let Some((files, lists)) = &mut self.lists {
             lists.add_into(sink, files, doc.bytes)?;
         }
@@ -535,7 +545,11 @@ impl<'a> Writer<'a> {
     }
 
     /// The last list, and the sitemaps that list the documents and the lists.
-    pub(crate) fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, Error> {
+    ///
+    /// # Errors
+    ///
+    /// What the sink fails with; an index that cannot be rendered ([`FilesError`]).
+    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, S::Error> {
         let mut published = Published::default();
         if let Some(locs) = self.locs {
             let mut shards = Shards::new(self.public_url, Profile::Cdif, "xml");
@@ -832,7 +846,7 @@ mod tests {
             .unwrap();
 
             let dir = tempfile::tempdir().unwrap();
-            let mut staging = crate::publish::Staging::new(&dir.path().join("out")).unwrap();
+            let mut staging = crate::disk::write::Staging::new(&dir.path().join("out")).unwrap();
             let mut sink = super::super::files::Recording::new(&mut staging);
             let mut files = Shards::lists(&url);
             let mut l = ItemLists::new(limits);
