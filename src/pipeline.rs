@@ -11,7 +11,6 @@ use crate::dctype::TypeMap;
 use crate::error::Error;
 use crate::inventory::{Inventory, Published, Stats};
 use crate::platform::{Classes, Detected, Landing, LandingSettings, Setting};
-use crate::profiles::cdif;
 pub(crate) use crate::profiles::diwoo::DiwooStats;
 use crate::profiles::diwoo::{self, Category};
 use crate::profiles::files::Shards;
@@ -19,6 +18,7 @@ pub(crate) use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::ledger::{self, Rows};
 use crate::profiles::merge::{self, ProfilePatch};
 use crate::profiles::registry::{self, ProfileSummary};
+use crate::profiles::render::{LandingSource, render as render_profiles};
 use crate::profiles::signposts::{Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
@@ -909,102 +909,41 @@ where
     }
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink)?.into_iter().collect();
-    let mut cdif = cdif::Published::default();
-    let (signmap_index, ocx_index, patched) = match &harvested.profiles {
-        Some(patch) => {
-            let patched = patch.write_landing::<_, Error>(
-                &job.public_url,
-                job.limits,
-                &job.profiles,
-                sink,
-            )?;
-            cdif.lists = patched.cdif_lists.clone();
-            let (signmap, ocx) = (patched.signmap_index.clone(), patched.ocx_index.clone());
-            (signmap, ocx, Some(patched))
-        }
-        None => {
-            let (signmap, ocx) = render_landing(harvested, job, sink, &mut cdif)?;
-            (signmap, ocx, None)
-        }
+    let landing = match &harvested.profiles {
+        Some(patch) => LandingSource::Patched(patch),
+        None => LandingSource::Collected(harvested.signposts.as_ref()),
     };
-    indexes.extend(signmap_index.iter().chain(&ocx_index).cloned());
-    let mut adjust = None;
-    match &harvested.profiles {
-        Some(patch) => {
-            adjust = Some(patch.write_diwoo::<_, Error>(&harvested.diwoo, &mut diwoo, sink)?);
-        }
-        None if tap.is_none() && !diwoo.is_empty() => diwoo.add_all(sink, published.entries()?)?,
-        None => {}
-    }
-    let mut diwoo = diwoo.finish(sink, &mut indexes)?;
-    if let Some(adjust) = &adjust {
-        diwoo = merge::diwoo_counts(diwoo, adjust);
-    }
+    // The categories not fed by the sitemap's shards as they were written: from the inventory.
+    let inventory = (harvested.profiles.is_none() && tap.is_none() && !diwoo.is_empty())
+        .then(|| published.entries())
+        .transpose()?;
+    let profiles = render_profiles(
+        &job.profiles,
+        &job.public_url,
+        job.limits,
+        landing,
+        (diwoo, &harvested.diwoo),
+        inventory,
+        sink,
+        &mut indexes,
+    )?;
     let robots = render_robots(&[Announced {
         indexes: indexes.iter().map(Url::as_str).collect(),
-        cdif: (cdif.index.iter())
-            .chain(cdif.lists.iter().map(|(url, _)| url))
-            .map(Url::as_str)
-            .collect(),
+        cdif: profiles.jsonld_indexes().map(Url::as_str).collect(),
     }]);
     sink.put("robots.txt", robots.as_bytes())?;
     let rendered = Rendered {
         shards: names,
         sitemap_shards,
         indexes,
-        profile_indexes: registry::Indexes {
-            signmap: signmap_index,
-            ocx: ocx_index,
-            cdif: cdif.index,
-            cdif_lists: cdif.lists,
-        },
-        diwoo,
+        profile_indexes: profiles.indexes,
+        diwoo: profiles.diwoo,
         layout,
-        landing: (patched.as_ref())
+        landing: (profiles.patched.as_ref())
             .filter(|_| job.profiles.describes_records())
             .map(|p| p.stats.clone()),
     };
-    Ok((rendered, patched))
-}
-
-/// The landing-page profiles' files from the entries collected (Signmap, OCX, CDIF into
-/// `cdif`): their indexes.
-fn render_landing<S: FileSink>(
-    harvested: &Harvested,
-    job: &Job,
-    sink: &mut S,
-    cdif: &mut cdif::Published,
-) -> Result<(Option<Url>, Option<Url>), Error>
-where
-    Error: From<S::Error>,
-{
-    let landing_profile = |on: bool, profile, sink: &mut S| match &harvested.signposts {
-        Some(signposts) if on => signposts.publish(profile, &job.public_url, sink),
-        _ => Ok(None),
-    };
-    let signposts = harvested.signposts.as_ref();
-    let signmap_index = landing_profile(
-        job.profiles.signmap && signposts.is_some_and(|s| !s.is_empty()),
-        Profile::Signmap,
-        sink,
-    )?;
-    let ocx_index = landing_profile(
-        job.profiles.ocx.is_some() && signposts.is_some_and(Resolved::has_ocx),
-        Profile::Ocx,
-        sink,
-    )?;
-    let ProfileSettings {
-        cdif: documents,
-        cdif_list: lists,
-        ..
-    } = job.profiles;
-    if let Some(signposts) = signposts.filter(|_| documents || lists) {
-        // One pass over the documents for both forms: each on its own, and in lists.
-        let mut writer = cdif::Writer::new(&job.public_url, job.limits, documents, lists);
-        signposts.for_each_cdif_document(|doc| writer.add(sink, doc))?;
-        *cdif = writer.finish(sink)?;
-    }
-    Ok((signmap_index, ocx_index))
+    Ok((rendered, profiles.patched))
 }
 
 impl Job {

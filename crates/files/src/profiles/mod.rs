@@ -20,6 +20,7 @@ pub mod ledger;
 pub mod merge;
 pub mod ocx;
 pub mod registry;
+pub mod render;
 pub mod report;
 pub mod signmap;
 pub mod signposts;
