@@ -26,6 +26,7 @@ use super::keyed::Pack;
 use crate::bucket::{Rank, Staged};
 use crate::error::Error;
 use crate::pipeline::{self, FileSink};
+use crate::profiles::{FileName, Profile};
 
 /// Name of the file in a repository's state folder that names the current generation.
 pub(crate) const CURRENT: &str = "current";
@@ -40,15 +41,12 @@ pub(crate) const DOCS_INDEX: &str = "documents.index";
 /// number), where it is in the pack, and its record's datestamp (`time`, `i64::MIN` for none).
 pub(crate) type DocEntry = super::keyed::Entry;
 
-/// The key of a document name, `cdif/<16 hex digits>.jsonld`.
-pub(crate) fn doc_key(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("cdif/")?.strip_suffix(".jsonld")?;
-    (hex.len() == 16
-        && hex
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()))
-    .then(|| u64::from_str_radix(hex, 16).ok())
-    .flatten()
+/// The key of a document name, `cdif/<16 hex digits>.jsonld` ([`FileName::Document`]).
+fn doc_key(name: &str) -> Option<u64> {
+    match FileName::parse(name)? {
+        FileName::Document(key) => Some(key),
+        _ => None,
+    }
 }
 
 /// Version of the manifest format; another version is not loaded.
@@ -296,7 +294,6 @@ impl Generation {
 /// The plain sitemap shards among a generation's file `names` (every shard is kept plain
 /// beside its gzip; content names are aliases, not files).
 fn sitemap_shards<'a>(names: impl Iterator<Item = &'a str>) -> impl Iterator<Item = &'a str> {
-    use crate::profiles::{FileName, Profile};
     names.filter(|n| {
         n.ends_with(".xml")
             && matches!(
@@ -919,7 +916,7 @@ where
         // dropped with it.
         let mut documents = futures_util::stream::iter(super::keyed::entries(&index))
             .map(|entry| {
-                let name = format!("cdif/{:016x}.jsonld", entry.key);
+                let name = Profile::document_name(entry.key);
                 let same = kept.as_ref().and_then(|(p, pack)| {
                     use std::os::unix::fs::FileExt as _;
                     let (_, old) = p.document(entry.key).ok()??;
@@ -990,7 +987,7 @@ fn documents_for_bucket(pack: &Path, index: &super::keyed::Index) -> Result<Vec<
         file.read_exact_at(&mut buf, d.offset)
             .map_err(Error::io("cannot read", pack))?;
         out.push(Staged {
-            name: format!("cdif/{:016x}.jsonld", d.key),
+            name: Profile::document_name(d.key),
             path: pack.to_owned(),
             range: Some((d.offset, u64::from(d.len))),
             size: u64::from(d.len),

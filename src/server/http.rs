@@ -19,7 +19,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
-use super::generation::{FileMeta, Generation, content_hash, date_header, doc_key, etag_header};
+use super::generation::{FileMeta, Generation, content_hash, date_header, etag_header};
 use super::keyed::{self, Pack};
 use super::linkset::Asked;
 use super::metrics::Route;
@@ -178,9 +178,6 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
             let Some((repo, name)) = rest.strip_prefix('/').and_then(|r| r.split_once('/')) else {
                 return Target::NotFound;
             };
-            if let Some(key) = doc_key(name) {
-                return Target::Document { repo, key };
-            }
             match name {
                 "linkset" => return Target::Linkset { repo },
                 "signposting" => return Target::Signposting { repo },
@@ -204,6 +201,7 @@ fn route<'a>(prefix: &str, path: &'a str) -> Target<'a> {
                     name,
                     shard: true,
                 },
+                Some(FileName::Document(key)) => Target::Document { repo, key },
                 None => Target::NotFound,
             }
         }

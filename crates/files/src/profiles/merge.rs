@@ -34,7 +34,7 @@ use super::diwoo::{self, DiwooStats};
 use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::signposts::SignStats;
-use super::{Profile, ProfileSettings, ocx, signmap};
+use super::{DOCUMENT_KEY_LEN, Profile, ProfileSettings, ocx, signmap};
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
 use crate::disk::write::FileStream;
@@ -43,8 +43,6 @@ use crate::disk::write::FileStream;
 const SIGNMAP: usize = 0;
 const OCX: usize = 1;
 const CDIF: usize = 2;
-/// Length of the hash part of a CDIF document's name, written before each document.
-const CDIF_HASH_LEN: usize = 16;
 
 /// The changed records, as the patch merges them.
 pub struct Changes {
@@ -420,7 +418,7 @@ impl Changes {
                 .ok_or_else(|| Unpatchable("a changed record's entry is missing".into()))?;
             at[c] += len;
         }
-        entries[CDIF] = entries[CDIF].get(CDIF_HASH_LEN..).unwrap_or_default();
+        entries[CDIF] = entries[CDIF].get(DOCUMENT_KEY_LEN..).unwrap_or_default();
         Ok(entries)
     }
 
@@ -514,7 +512,7 @@ impl<'p> PublishedLanding<'p> {
                 }
             }
             if !o.lost {
-                let document = (o.lens[CDIF] as usize).saturating_sub(CDIF_HASH_LEN);
+                let document = (o.lens[CDIF] as usize).saturating_sub(DOCUMENT_KEY_LEN);
                 entries[CDIF] = list_file.take(document)?;
             }
         }

@@ -100,6 +100,9 @@ pub enum FileName {
     Shard(Profile, u32),
     /// CDIF metadata list `n` (`cdif-list-4.jsonld`), listed by [`Profile::CdifList`]'s shards.
     List(u32),
+    /// A record's CDIF document (`cdif/00ff00ff00ff00ff.jsonld`), by its key
+    /// ([`Profile::document_name`]), listed by [`Profile::Cdif`]'s shards.
+    Document(u64),
 }
 
 impl Profile {
@@ -200,6 +203,17 @@ impl Profile {
         format!("{CDIF_LIST_PREFIX}-{n}.jsonld")
     }
 
+    /// The name of the CDIF document whose key is `key`: [`DOCUMENT_DIR`], the key in 16
+    /// lower-case hex digits, [`DOCUMENT_EXT`] (`cdif/00ff00ff00ff00ff.jsonld`). A record's key
+    /// is the first 64 bits of its identifier's SHA-256, so its document keeps its URL from one
+    /// harvest to the next.
+    pub fn document_name(key: u64) -> String {
+        format!(
+            "{DOCUMENT_DIR}{key:0width$x}{DOCUMENT_EXT}",
+            width = DOCUMENT_KEY_LEN
+        )
+    }
+
     /// The Dublin Core elements it writes from, besides the identifiers.
     pub fn fields(self) -> Fields {
         use DcElement::*;
@@ -235,6 +249,14 @@ const FIXED: [(Profile, &str); 5] = [
 /// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
 pub const CDIF_LIST_PREFIX: &str = "cdif-list";
 
+/// The folder of the CDIF documents ([`Profile::document_name`]), which a collector writing
+/// many names joins with the key and [`DOCUMENT_EXT`] itself.
+pub const DOCUMENT_DIR: &str = "cdif/";
+/// The extension of a CDIF document's name.
+pub const DOCUMENT_EXT: &str = ".jsonld";
+/// The hex digits of a CDIF document's key in its name.
+pub const DOCUMENT_KEY_LEN: usize = 16;
+
 /// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`, from
 /// the first 16 hex digits of `hash`.
 pub fn content_name(name: &str, hash: &str) -> String {
@@ -249,11 +271,22 @@ pub fn content_name(name: &str, hash: &str) -> String {
 
 impl FileName {
     /// Reads a published file's name: an index, a shard (`.xml`, or `.xml.gz` for the sitemap
-    /// and its kin, which a gateway serves both ways) or a CDIF list; `None` for any other name.
+    /// and its kin, which a gateway serves both ways), a CDIF list or a CDIF document (its key
+    /// in lower-case hex only); `None` for any other name.
     /// Numbers are positive decimals without leading zeros, DiWoo categories three digits. A
     /// shard or list named after its content, as published to object storage
     /// (`sitemap-2-3fa2c91b0d4e5a67.xml`, [`content_name`]), is the same shard.
     pub fn parse(name: &str) -> Option<FileName> {
+        if let Some(hex) = name
+            .strip_prefix(DOCUMENT_DIR)
+            .and_then(|rest| rest.strip_suffix(DOCUMENT_EXT))
+        {
+            let lower_hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
+            return (hex.len() == DOCUMENT_KEY_LEN && hex.bytes().all(lower_hex))
+                .then(|| u64::from_str_radix(hex, 16).ok())
+                .flatten()
+                .map(FileName::Document);
+        }
         if let Some(n) = name
             .strip_prefix(CDIF_LIST_PREFIX)
             .and_then(|rest| rest.strip_prefix('-')?.strip_suffix(".jsonld"))
@@ -352,6 +385,15 @@ mod tests {
             FileName::parse(&Profile::list_name(12)),
             Some(FileName::List(12))
         );
+        for key in [0, 0xff, 0x00ff_00ff_00ff_00ff, u64::MAX] {
+            let name = Profile::document_name(key);
+            assert_eq!(
+                FileName::parse(&name),
+                Some(FileName::Document(key)),
+                "{name}"
+            );
+        }
+        assert_eq!(Profile::document_name(0xff), "cdif/00000000000000ff.jsonld");
         // Named after their content, as in a bucket.
         let hash = "0123456789abcdef";
         for (name, parsed) in [
@@ -434,6 +476,12 @@ mod tests {
             "sitemap-1-0123456789abcdef0.xml",
             "sitemap-1-x123456789abcdef.xml",
             "sitemap--0123456789abcdef.xml",
+            "cdif/00000000000000FF.jsonld",
+            "cdif/0000000000000ff.jsonld",
+            "cdif/000000000000000ff.jsonld",
+            "cdif/00000000000000fg.jsonld",
+            "cdif/+0000000000000ff.jsonld",
+            "cdif/00000000000000ff.json",
         ] {
             assert_eq!(FileName::parse(name), None, "{name:?}");
         }

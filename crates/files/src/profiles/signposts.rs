@@ -31,12 +31,12 @@ use crate::dctype::{Memo, TypeMap};
 use crate::identifier::{Class, Pid};
 use crate::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
 
-use super::Profile;
 use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards};
 use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
 use super::versions::{Occurrences, Resolution, State};
+use super::{DOCUMENT_DIR, DOCUMENT_EXT, DOCUMENT_KEY_LEN, Profile};
 use super::{cdif, ocx, signmap};
 use crate::FilesError;
 pub use crate::disk::profiles::{ProfileShard, ShardFile};
@@ -439,7 +439,7 @@ impl Signposts {
                 return Err(FilesError::Documents(documents));
             }
             let folder = documents
-                .join(CDIF_DIR)
+                .join(DOCUMENT_DIR)
                 .map_err(|_| FilesError::Documents(documents.clone()))?;
             self.documents = Some(folder.into());
         }
@@ -519,7 +519,7 @@ impl Signposts {
             .as_ref()
             .zip(hash.as_ref())
             .filter(|_| self.shards.iter().any(Option::is_some))
-            .map(|(folder, hash)| format!("{folder}{hash}{CDIF_EXT}"));
+            .map(|(folder, hash)| format!("{folder}{hash}{DOCUMENT_EXT}"));
         // The lastmod, written out once for every profile.
         let lastmod = lastmod_text(record.datestamp, &mut self.date);
         let shared = Shared {
@@ -607,26 +607,26 @@ impl Signposts {
     }
 }
 
-/// The file name of a record's CDIF document: a hash of its header identifier, so that the URL
-/// stays the same from one harvest to the next.
+/// The file name of a record's CDIF document ([`Profile::document_name`]): a hash of its header
+/// identifier, so that the URL stays the same from one harvest to the next.
 pub fn cdif_name(identifier: &str) -> String {
-    format!("{CDIF_DIR}{}{CDIF_EXT}", cdif_hash(identifier))
+    Profile::document_name(cdif_key(identifier))
 }
 
-const CDIF_DIR: &str = "cdif/";
-const CDIF_EXT: &str = ".jsonld";
-/// Length of the hash part of [`cdif_name`].
-const CDIF_HASH_LEN: usize = 16;
-
-/// The hash part of [`cdif_name`]: the first 8 bytes of the identifier's SHA-256, in hex.
-fn cdif_hash(identifier: &str) -> String {
+/// The key of a record's CDIF document: the first 64 bits of its identifier's SHA-256.
+fn cdif_key(identifier: &str) -> u64 {
     use sha2::{Digest, Sha256};
-    use std::fmt::Write;
-    let mut hex = String::with_capacity(CDIF_HASH_LEN);
-    for b in &Sha256::digest(identifier.as_bytes())[..CDIF_HASH_LEN / 2] {
-        write!(hex, "{b:02x}").expect("writing to a String cannot fail");
-    }
-    hex
+    let digest = Sha256::digest(identifier.as_bytes());
+    u64::from_be_bytes(digest[..8].try_into().expect("a SHA-256 has 32 bytes"))
+}
+
+/// The key part of [`cdif_name`], in hex.
+fn cdif_hash(identifier: &str) -> String {
+    format!(
+        "{:0width$x}",
+        cdif_key(identifier),
+        width = DOCUMENT_KEY_LEN
+    )
 }
 
 /// A `dc:rights` value that is a license URL (`https://creativecommons.org/licenses/by/4.0/`),
@@ -911,7 +911,7 @@ impl Resolved {
         };
         let mut reader = file.reader().map_err(spill_error("read"))?;
         let mut bytes = Vec::new();
-        let mut name = String::from(CDIF_DIR);
+        let mut name = String::from(DOCUMENT_DIR);
         // The folder's URL and the name's hash part, as the Signmap and OCX link the document.
         let mut url = self.documents.clone();
         let folder = url.as_ref().map_or(0, String::len);
@@ -922,15 +922,15 @@ impl Resolved {
                 .read(at, len, &mut bytes)
                 .map_err(spill_error("read"))?;
             // The name's hash part first, then the document (as `Signposts::add` wrote them).
-            let (hash, document) = bytes.split_at(CDIF_HASH_LEN);
+            let (hash, document) = bytes.split_at(DOCUMENT_KEY_LEN);
             let hash = String::from_utf8_lossy(hash);
-            name.truncate(CDIF_DIR.len());
+            name.truncate(DOCUMENT_DIR.len());
             name.push_str(&hash);
-            name.push_str(CDIF_EXT);
+            name.push_str(DOCUMENT_EXT);
             if let Some(url) = &mut url {
                 url.truncate(folder);
                 url.push_str(&hash);
-                url.push_str(CDIF_EXT);
+                url.push_str(DOCUMENT_EXT);
             }
             each(CdifDocument {
                 name: &name,
