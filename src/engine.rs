@@ -31,7 +31,7 @@ pub(crate) trait Target {
     /// export's).
     type Committed;
 
-    /// Names the place published to ([`crate::patch::PublishedSitemap::place`]): a store
+    /// Names the place published to ([`crate::render::published::PublishedSitemap::place`]): a store
     /// patches only a sitemap published at the same place.
     fn place(&self) -> String;
 

@@ -109,8 +109,13 @@ pub enum Error {
     /// file of the harvest (the inventory's sorted runs, the profiles' versions, the refresh's
     /// changes: [`FilesError::Spill`]; the profiles' shard files and CDIF documents:
     /// [`FilesError::ShardFile`], [`FilesError::CdifSpill`]), an inventory past 32 bits
-    /// ([`FilesError::InventoryFull`]), or a file or folder of an export written on disk (the
-    /// staging folder, its files, the swap: [`FilesError::Io`]).
+    /// ([`FilesError::InventoryFull`]), a file or folder of an export written on disk (the
+    /// staging folder, its files, the swap: [`FilesError::Io`]), a file written as a stream
+    /// ([`FilesError::Stream`]), the CDIF documents' URL ([`FilesError::Documents`]), the
+    /// profiles' ledger ([`FilesError::Ledger`]); or a patch of the published files that cannot
+    /// be made ([`FilesError::Patch`]), which `incremental::render` matches to render every
+    /// record instead (a sink whose error type is not this enum must convert `FilesError` into
+    /// it whole, or that fallback would become a failure).
     #[error(transparent)]
     Files(#[from] FilesError),
     /// A state store failed: the repository's, or in `migrate-state` a SQLite store, the

@@ -18,7 +18,7 @@ pub(crate) use crate::profiles::files::{FileSink, gzip};
 use crate::profiles::ledger::{self, Rows};
 use crate::profiles::merge::{self, ProfilePatch};
 use crate::profiles::registry::{self, ProfileSummary};
-use crate::profiles::render::{LandingSource, render as render_profiles};
+use crate::profiles::render as profiles_render;
 use crate::profiles::signposts::{Resolved, SignStats, Signposts, Written};
 use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
@@ -909,24 +909,24 @@ where
     }
     let names = sitemap.names.clone();
     let mut indexes: Vec<Url> = sitemap.finish(sink)?.into_iter().collect();
-    let landing = match &harvested.profiles {
-        Some(patch) => LandingSource::Patched(patch),
-        None => LandingSource::Collected(harvested.signposts.as_ref()),
+    let source = match &harvested.profiles {
+        Some(patch) => profiles_render::Source::Patched(patch),
+        None => profiles_render::Source::Collected {
+            resolved: harvested.signposts.as_ref(),
+            // The categories the sitemap's shards did not feed as they were written.
+            inventory: (tap.is_none() && !diwoo.is_empty())
+                .then(|| published.entries())
+                .transpose()?,
+        },
     };
-    // The categories not fed by the sitemap's shards as they were written: from the inventory.
-    let inventory = (harvested.profiles.is_none() && tap.is_none() && !diwoo.is_empty())
-        .then(|| published.entries())
-        .transpose()?;
-    let profiles = render_profiles(
+    let profiles = profiles_render::render::<_, Error, _>(
         &job.profiles,
-        &job.public_url,
-        job.limits,
-        landing,
-        (diwoo, &harvested.diwoo),
-        inventory,
+        (&job.public_url, job.limits),
+        source,
+        diwoo,
         sink,
-        &mut indexes,
     )?;
+    indexes.extend(profiles.announced.iter().cloned());
     let robots = render_robots(&[Announced {
         indexes: indexes.iter().map(Url::as_str).collect(),
         cdif: profiles.jsonld_indexes().map(Url::as_str).collect(),

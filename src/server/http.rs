@@ -925,7 +925,7 @@ async fn retired(
 }
 
 /// Whether `name` is the content name of a shard or a CDIF list:
-/// `{stem}-{16 hex digits}.{extension}`, the shape [`crate::profiles::files::content_name`]
+/// `{stem}-{16 hex digits}.{extension}`, the shape [`oai_bridge_files::profiles::content_name`]
 /// gives.
 fn is_content_name(name: &str) -> bool {
     let Some((stem, ext)) = name.split_once('.') else {

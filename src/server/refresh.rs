@@ -598,7 +598,7 @@ fn build_on_own_runtime(
     (result, stats)
 }
 
-/// [`crate::patch::PublishedSitemap::place`] of a gateway's sitemaps: the generation being served.
+/// [`crate::render::published::PublishedSitemap::place`] of a gateway's sitemaps: the generation being served.
 const GENERATION_PLACE: &str = "generation";
 
 /// A refresh's new generation, and what it changed of the landing pages (`None`: not sought,

@@ -61,7 +61,7 @@ impl Pid<'_> {
     }
 
     /// [`Pid::resolver_url`] appended to `url`.
-    pub fn write_resolver_url(&self, url: &mut String) {
+    pub(crate) fn write_resolver_url(&self, url: &mut String) {
         match self {
             Pid::Doi(doi) => encode_pid(url, "https://doi.org/", doi),
             Pid::Handle(handle) => encode_pid(url, "https://hdl.handle.net/", handle),

@@ -96,7 +96,7 @@ impl Spilled {
     /// # Errors
     ///
     /// The OS's error when the file cannot be rewound or read.
-    pub fn read_all(&self, into: &mut Vec<u8>) -> std::io::Result<usize> {
+    pub(crate) fn read_all(&self, into: &mut Vec<u8>) -> std::io::Result<usize> {
         use std::io::Read;
         let mut file = &self.0;
         file.rewind()?;

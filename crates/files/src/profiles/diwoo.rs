@@ -148,6 +148,13 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
+    /// The categories written, in order.
+    pub(crate) fn categories(&self) -> Vec<u8> {
+        (self.outputs.iter())
+            .map(|(.., stats)| stats.category)
+            .collect()
+    }
+
     /// Whether no category is published: [`Writer::add_all`] has nothing to do.
     pub fn is_empty(&self) -> bool {
         self.outputs.is_empty()

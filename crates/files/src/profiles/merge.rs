@@ -619,7 +619,10 @@ impl ProfilePatch {
     ///
     /// When a published file is not as the ledger recorded it or does not hold what the changes
     /// expect ([`Unpatchable`]); what the sink fails with.
-    pub fn write_landing<S: FileSink, E: From<Unpatchable> + From<FilesError> + From<S::Error>>(
+    pub(crate) fn write_landing<
+        S: FileSink,
+        E: From<Unpatchable> + From<FilesError> + From<S::Error>,
+    >(
         &self,
         public_url: &Url,
         limits: Limits,
@@ -693,7 +696,10 @@ impl ProfilePatch {
     ///
     /// When a category is not in the ledger, or its published files are not as recorded
     /// ([`Unpatchable`]); what the sink fails with.
-    pub fn write_diwoo<S: FileSink, E: From<Unpatchable> + From<FilesError> + From<S::Error>>(
+    pub(crate) fn write_diwoo<
+        S: FileSink,
+        E: From<Unpatchable> + From<FilesError> + From<S::Error>,
+    >(
         &self,
         categories: &[u8],
         writer: &mut diwoo::Writer<'_>,
@@ -959,7 +965,7 @@ impl<'p> Published<'p> {
 
 /// The counts of the DiWoo categories after a patch: the writer's (of what went through it)
 /// with what it did not see, `adjust` ([`ProfilePatch::write_diwoo`]).
-pub fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> Vec<DiwooStats> {
+pub(crate) fn diwoo_counts(mut stats: Vec<DiwooStats>, adjust: &[[u64; 2]]) -> Vec<DiwooStats> {
     for (s, [https, lastmod]) in stats.iter_mut().zip(adjust) {
         s.requires_https += https;
         s.requires_lastmod += lastmod;

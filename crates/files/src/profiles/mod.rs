@@ -9,9 +9,13 @@
 //! [`signposts`], which works out once per record what they share; which version of a
 //! record's entries wins is [`versions`]'s, over runs on disk. The files go to a
 //! [`files::FileSink`], whatever it is (an export's staging folder, the gateway's next
-//! generation, a bucket's upload). What was published is recorded in the profiles' ledger
-//! ([`ledger`]), with which a refresh patches them ([`merge`]) instead of rendering every
-//! record again.
+//! generation, a bucket's upload); a render writes every profile's files in one place,
+//! [`render`]. What was published is recorded in the profiles' ledger ([`ledger`]), with which
+//! a refresh patches them ([`merge`]) instead of rendering every record again.
+//!
+//! The collector's tests that need a harvest's classifier and URL inventory are the
+//! `oai-bridge` package's (`src/profiles/signposts_tests.rs`): `cargo test -p oai-bridge-files`
+//! does not run them; `cargo test` at the workspace's root does.
 
 pub mod cdif;
 pub mod diwoo;
@@ -203,10 +207,9 @@ impl Profile {
         format!("{CDIF_LIST_PREFIX}-{n}.jsonld")
     }
 
-    /// The name of the CDIF document whose key is `key`: [`DOCUMENT_DIR`], the key in 16
-    /// lower-case hex digits, [`DOCUMENT_EXT`] (`cdif/00ff00ff00ff00ff.jsonld`). A record's key
-    /// is the first 64 bits of its identifier's SHA-256, so its document keeps its URL from one
-    /// harvest to the next.
+    /// The name of the CDIF document whose key is `key`: `cdif/`, the key in 16 lower-case hex
+    /// digits, `.jsonld` (`cdif/00ff00ff00ff00ff.jsonld`). A record's key is the first 64 bits
+    /// of its identifier's SHA-256, so its document keeps its URL from one harvest to the next.
     pub fn document_name(key: u64) -> String {
         format!(
             "{DOCUMENT_DIR}{key:0width$x}{DOCUMENT_EXT}",
@@ -251,11 +254,11 @@ pub const CDIF_LIST_PREFIX: &str = "cdif-list";
 
 /// The folder of the CDIF documents ([`Profile::document_name`]), which a collector writing
 /// many names joins with the key and [`DOCUMENT_EXT`] itself.
-pub const DOCUMENT_DIR: &str = "cdif/";
+pub(crate) const DOCUMENT_DIR: &str = "cdif/";
 /// The extension of a CDIF document's name.
-pub const DOCUMENT_EXT: &str = ".jsonld";
+pub(crate) const DOCUMENT_EXT: &str = ".jsonld";
 /// The hex digits of a CDIF document's key in its name.
-pub const DOCUMENT_KEY_LEN: usize = 16;
+pub(crate) const DOCUMENT_KEY_LEN: usize = 16;
 
 /// The name of a shard after its content: `sitemap-1.xml` -> `sitemap-1-<16 hex>.xml`, from
 /// the first 16 hex digits of `hash`.

@@ -1,8 +1,8 @@
 //! The profiles' files of one render, written after the sitemap's: the landing-page profiles'
 //! (Signmap, OCX, CDIF), from the records collected ([`Resolved`]) or from the published files
-//! patched with the changed records ([`ProfilePatch`]), then the DiWoo categories'. The one
-//! place a render names the profiles: the caller writes the sitemap, hands its DiWoo writer
-//! here, and announces what comes back. A new profile's files are written here.
+//! patched with the changed records ([`ProfilePatch`]), then the DiWoo categories'. The caller
+//! writes the sitemap (feeding the DiWoo writer as its shards are written), hands its DiWoo
+//! writer here, and announces what comes back; a new profile's files are written here.
 
 use std::borrow::Cow;
 
@@ -19,18 +19,30 @@ use super::{Profile, ProfileSettings};
 use crate::patch::Unpatchable;
 use crate::{FilesError, Limits};
 
-/// Where a render takes the landing-page profiles' entries from.
-#[derive(Clone, Copy, Debug)]
-pub enum LandingSource<'a> {
-    /// The records harvested, collected and resolved; `None` when no profile collected them.
-    Collected(Option<&'a Resolved>),
-    /// The published files and the records changed since ([`ProfilePatch`]).
+/// Where a render takes the profiles' entries from.
+#[derive(Debug)]
+pub enum Source<'a, I> {
+    /// The records harvested: the landing-page profiles' entries collected and resolved
+    /// (`None` when no profile collected them), and, when the sitemap's shards did not feed the
+    /// DiWoo categories as they were written, the published URLs to fill them from (in URL
+    /// order, with their lastmod and groups).
+    Collected {
+        /// The landing-page profiles' entries.
+        resolved: Option<&'a Resolved>,
+        /// The inventory's URLs, for the DiWoo categories.
+        inventory: Option<I>,
+    },
+    /// The published files and the records changed since ([`ProfilePatch`]): each file merged
+    /// with the changes, the DiWoo categories' too.
     Patched(&'a ProfilePatch),
 }
 
 /// What the profiles' files of a render are.
 #[derive(Debug)]
-pub struct Written {
+pub struct ProfileFiles {
+    /// The indexes every crawler is told of, in robots.txt's order after the sitemap's: the
+    /// Signmap's, OCX's, then each DiWoo category's.
+    pub announced: Vec<Url>,
     /// The indexes the landing-page profiles wrote.
     pub indexes: Indexes,
     /// Each DiWoo category's counts, in the categories' order.
@@ -39,7 +51,7 @@ pub struct Written {
     pub patched: Option<Patched>,
 }
 
-impl Written {
+impl ProfileFiles {
     /// The indexes robots.txt announces to JSON-LD crawlers alone (`User-agent: CDIF1.0`):
     /// CDIF's sitemap and its lists' sitemap.
     pub fn jsonld_indexes(&self) -> impl Iterator<Item = &Url> {
@@ -48,65 +60,60 @@ impl Written {
 }
 
 /// Writes the profiles' files that `settings` ask for into `sink`, after the sitemap's, under
-/// `public_url` and within `limits`: the landing-page profiles' from `landing`, then the DiWoo
-/// categories' (`categories`, in order) through `diwoo`. `diwoo` has the entries the sitemap's
-/// shards fed it while they were written; when they did not (`inventory`, the published URLs
-/// in URL order with their lastmod and groups), the categories are filled from the inventory;
-/// a patch merges each category's changed URLs into its published files instead. The indexes
-/// every crawler is told of (the Signmap's, OCX's, then each category's) are appended to
-/// `indexes`, in robots.txt's order.
+/// `public_url` and within `limits`, from `source`: the landing-page profiles', then the DiWoo
+/// categories' through `diwoo`, which holds the entries the sitemap's shards fed it while they
+/// were written.
 ///
 /// # Errors
 ///
-/// What the sink fails with; an entry `inventory` fails to read; a patch that finds the
+/// What the sink fails with; an entry the inventory fails to read; a patch that finds the
 /// published files not as the ledger recorded them ([`Unpatchable`], after which the caller
 /// renders every record); a temporary file that cannot be read.
-#[allow(clippy::too_many_arguments)] // One render's parts, each used once; a struct of them would be built for one call.
-pub fn render<'u, S, E>(
+pub fn render<'u, S, E, I>(
     settings: &ProfileSettings,
-    public_url: &Url,
-    limits: Limits,
-    landing: LandingSource<'_>,
-    (mut diwoo, categories): (diwoo::Writer<'_>, &[u8]),
-    inventory: Option<impl IntoIterator<Item = Result<(Cow<'u, str>, Option<Datestamp>, u32), E>>>,
+    (public_url, limits): (&Url, Limits),
+    source: Source<'_, I>,
+    mut diwoo: diwoo::Writer<'_>,
     sink: &mut S,
-    indexes: &mut Vec<Url>,
-) -> Result<Written, E>
+) -> Result<ProfileFiles, E>
 where
     S: FileSink,
     E: From<S::Error> + From<FilesError> + From<Unpatchable>,
+    I: IntoIterator<Item = Result<(Cow<'u, str>, Option<Datestamp>, u32), E>>,
 {
-    let (written, patched) = match landing {
-        LandingSource::Patched(patch) => {
+    let mut announced = Vec::new();
+    let (indexes, patched, adjust) = match source {
+        Source::Patched(patch) => {
             let patched = patch.write_landing::<_, E>(public_url, limits, settings, sink)?;
-            let written = Indexes {
+            let indexes = Indexes {
                 signmap: patched.signmap_index.clone(),
                 ocx: patched.ocx_index.clone(),
                 cdif: None,
                 cdif_lists: patched.cdif_lists.clone(),
             };
-            (written, Some(patched))
+            announced.extend(indexes.signmap.iter().chain(&indexes.ocx).cloned());
+            let adjust = patch.write_diwoo::<_, E>(&diwoo.categories(), &mut diwoo, sink)?;
+            (indexes, Some(patched), Some(adjust))
         }
-        LandingSource::Collected(resolved) => (
-            collected(settings, public_url, limits, resolved, sink)?,
-            None,
-        ),
+        Source::Collected {
+            resolved,
+            inventory,
+        } => {
+            let indexes = collected(settings, (public_url, limits), resolved, sink)?;
+            announced.extend(indexes.signmap.iter().chain(&indexes.ocx).cloned());
+            if let Some(urls) = inventory {
+                diwoo.add_all(sink, urls)?;
+            }
+            (indexes, None, None)
+        }
     };
-    indexes.extend(written.signmap.iter().chain(&written.ocx).cloned());
-    let mut adjust = None;
-    match (landing, inventory) {
-        (LandingSource::Patched(patch), _) => {
-            adjust = Some(patch.write_diwoo::<_, E>(categories, &mut diwoo, sink)?);
-        }
-        (LandingSource::Collected(_), Some(urls)) => diwoo.add_all(sink, urls)?,
-        (LandingSource::Collected(_), None) => {}
-    }
-    let mut stats = diwoo.finish(sink, indexes)?;
+    let mut stats = diwoo.finish(sink, &mut announced)?;
     if let Some(adjust) = &adjust {
         stats = merge::diwoo_counts(stats, adjust);
     }
-    Ok(Written {
-        indexes: written,
+    Ok(ProfileFiles {
+        announced,
+        indexes,
         diwoo: stats,
         patched,
     })
@@ -116,8 +123,7 @@ where
 /// and indexes, CDIF's documents and lists with their sitemaps.
 fn collected<S: FileSink>(
     settings: &ProfileSettings,
-    public_url: &Url,
-    limits: Limits,
+    (public_url, limits): (&Url, Limits),
     resolved: Option<&Resolved>,
     sink: &mut S,
 ) -> Result<Indexes, S::Error> {

@@ -747,7 +747,7 @@ impl Resolved {
     }
 
     /// With OCX: is there any OCX entry.
-    pub fn has_ocx(&self) -> bool {
+    pub(crate) fn has_ocx(&self) -> bool {
         self.stats.ocx_published > 0
     }
 
