@@ -1175,7 +1175,7 @@ impl Conn {
             .client
             .transaction()
             .doing("cannot begin a transaction")?;
-        let stored: HashMap<String, Stored> = tx
+        let stored: page::HashMap<String, Stored> = tx
             .query(&read_stored, &[&repository, &ids])
             .doing("cannot read a record")?
             .iter()
@@ -1189,7 +1189,7 @@ impl Conn {
                 (row.get(0), stored)
             })
             .collect();
-        let rejected: HashMap<String, Rejected> = tx
+        let rejected: page::HashMap<String, Rejected> = tx
             .query(&read_rejected, &[&repository, &ids])
             .doing("cannot read the rejected records")?
             .iter()

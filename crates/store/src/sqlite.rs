@@ -2,7 +2,7 @@
 //! with `synchronous=NORMAL`. A crash of the process never loses a committed page; a power
 //! failure may lose the last pages, never consistency, and the next run re-asks for them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use oai_pmh::{Datestamp, Record};
@@ -496,11 +496,11 @@ impl Backend for Sqlite {
 
 /// What the store holds of `page`'s records in `tx`: their stored versions (without their
 /// bodies) and their rejections ([`page::decide`]'s input).
-fn read_page(
+fn read_page<'p>(
     tx: &rusqlite::Transaction<'_>,
     path: &Path,
-    page: &[Incoming],
-) -> Result<Held, StoreError> {
+    page: &'p [Incoming],
+) -> Result<Held<&'p str>, StoreError> {
     // Without the bodies, even to track changes: a change's previous body is copied inside
     // the database ([`write_page`]), not read out and written back.
     let mut read_stored = tx
@@ -519,7 +519,7 @@ fn read_page(
             })
         },
     )?;
-    let mut rejected = HashMap::new();
+    let mut rejected = page::HashMap::default();
     // Rejections are rare: while there are none, a page has none to read.
     if any_rejected(tx, path)? {
         let mut read_rejected = tx
@@ -556,22 +556,23 @@ fn any_rejected(tx: &rusqlite::Transaction<'_>, path: &Path) -> Result<bool, Sto
 }
 
 /// The row `statement` finds for each of `page`'s identifiers (its one parameter), made into a
-/// value by `value`; an identifier found once is not asked again.
-fn by_id<T>(
+/// value by `value`, keyed by the page's identifiers; an identifier found once is not asked
+/// again.
+fn by_id<'p, T>(
     statement: &mut rusqlite::CachedStatement<'_>,
     path: &Path,
-    page: &[Incoming],
+    page: &'p [Incoming],
     what: &'static str,
     value: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<HashMap<String, T>, StoreError> {
-    let mut found = HashMap::new();
-    for r in page {
-        if found.contains_key(&r.id) {
+) -> Result<page::HashMap<&'p str, T>, StoreError> {
+    let mut found = page::HashMap::default();
+    for id in page.iter().map(|r| r.id.as_str()) {
+        if found.contains_key(id) {
             continue;
         }
-        let row = (statement.query_row([&r.id], &value).optional()).map_err(fail(path, what))?;
+        let row = (statement.query_row([id], &value).optional()).map_err(fail(path, what))?;
         if let Some(row) = row {
-            found.insert(r.id.clone(), row);
+            found.insert(id, row);
         }
     }
     Ok(found)
@@ -593,7 +594,7 @@ fn write_fresh<'p>(
     if any_rejected(tx, path)? || page.iter().any(|r| r.unreadable) {
         return Ok(None);
     }
-    let decision = page::decide(page, Held::default(), run, track);
+    let decision = page::decide(page, Held::<&str>::default(), run, track);
     let savepoint = |sql| execute_cached(tx, path, sql, (), "cannot store a record").map(drop);
     savepoint("SAVEPOINT fresh")?;
     match insert(tx, run, page, &decision.inserted) {
