@@ -3,8 +3,14 @@
 //! Both backends read what they hold of the page's records, call [`decide`], and write the
 //! [`Decision`] with their own statements: the rules live here alone.
 
+use std::borrow::Borrow;
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+
+// foldhash rather than std's SipHash: looked up for every record of every page, keyed by the
+// upstream's identifiers but never exposed to it, where SipHash's resistance to chosen keys buys
+// nothing.
+pub(crate) use foldhash::HashMap;
 
 use oai_pmh::{Datestamp, Record};
 
@@ -54,13 +60,23 @@ pub(crate) struct Stored {
 }
 
 /// What the store holds of a page's records, read before the page is decided: other
-/// identifiers may be there too, and are ignored.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Held {
+/// identifiers may be there too, and are ignored. Keyed by `K`, the identifiers as the backend
+/// has them: read out of PostgreSQL (`String`), or borrowed from the page (`&str`, SQLite).
+#[derive(Clone, Debug)]
+pub(crate) struct Held<K = String> {
     /// Their stored versions.
-    pub(crate) stored: HashMap<String, Stored>,
+    pub(crate) stored: HashMap<K, Stored>,
     /// Their rejections.
-    pub(crate) rejected: HashMap<String, Rejected>,
+    pub(crate) rejected: HashMap<K, Rejected>,
+}
+
+impl<K> Default for Held<K> {
+    fn default() -> Self {
+        Self {
+            stored: HashMap::default(),
+            rejected: HashMap::default(),
+        }
+    }
 }
 
 /// A record listed as rejected: the datestamp of its unreadable version, and the run that saw
@@ -111,6 +127,7 @@ pub(crate) fn newer(at: Option<i64>, stored: Option<i64>) -> bool {
 }
 
 /// A record of the page as the decision goes: what is stored for it after the records before.
+#[derive(Clone, Copy)]
 struct Slot {
     live: bool,
     datestamp: Option<i64>,
@@ -121,6 +138,7 @@ struct Slot {
 }
 
 /// A rejection as the decision goes.
+#[derive(Clone, Copy)]
 struct Rejection {
     now: Option<Rejected>,
     /// It was stored before the page.
@@ -139,81 +157,62 @@ struct Rejection {
 /// - a readable record not older than a rejection settles it (whether it wins or not);
 /// - with `track`, a replaced record lists a change from the version stored before the page,
 ///   and moves the live and deleted counts.
-pub(crate) fn decide<'p>(page: &'p [Incoming], held: Held, run: i64, track: bool) -> Decision<'p> {
-    let mut deciding = Deciding::new(page, held);
+pub(crate) fn decide<'p, K>(
+    page: &'p [Incoming],
+    held: Held<K>,
+    run: i64,
+    track: bool,
+) -> Decision<'p>
+where
+    K: Borrow<str> + Hash + Eq,
+{
+    let mut deciding = Deciding::new(page.len(), held);
     for (i, r) in page.iter().enumerate() {
+        let at = deciding.of(&r.id);
         if r.unreadable {
-            deciding.reject(r, run);
+            deciding.ids[at].reject(r, run);
         } else {
-            deciding.apply(i, r, track);
+            deciding.apply(at, i, r, track);
         }
     }
     deciding.finish()
 }
 
 /// A page being decided, record after record.
-struct Deciding<'p> {
-    /// The page's identifiers, each once, in the order of their first record.
-    order: Vec<&'p str>,
-    slots: HashMap<&'p str, Slot>,
-    rejections: HashMap<&'p str, Rejection>,
+struct Deciding<'p, K> {
+    /// The page's identifiers, each once, in the order of their first record, with what the
+    /// page made of each so far.
+    ids: Vec<Decided<'p>>,
+    /// The index in `ids` of each identifier: the one lookup of a record.
+    index: HashMap<&'p str, usize>,
     /// The stored versions, whose bodies a change takes.
-    stored: HashMap<String, Stored>,
-    /// The index in `decision.changes` of each record's change.
-    change_of: HashMap<&'p str, usize>,
+    stored: HashMap<K, Stored>,
+    /// The rejections stored before the page.
+    rejected: HashMap<K, Rejected>,
     decision: Decision<'p>,
 }
 
-impl<'p> Deciding<'p> {
-    /// Starts with what is stored of `page`'s records.
-    fn new(page: &'p [Incoming], held: Held) -> Self {
-        let Held { stored, rejected } = held;
-        let mut order = Vec::with_capacity(page.len());
-        let mut slots = HashMap::with_capacity(page.len());
-        let mut rejections = HashMap::new();
-        let mut first = HashSet::with_capacity(page.len());
-        for id in page.iter().map(|r| r.id.as_str()) {
-            if !first.insert(id) {
-                continue;
-            }
-            order.push(id);
-            if let Some(s) = stored.get(id) {
-                let slot = Slot {
-                    live: s.live,
-                    datestamp: s.datestamp,
-                    before: true,
-                    replaced: None,
-                };
-                slots.insert(id, slot);
-            }
-            if let Some(was) = rejected.get(id) {
-                let rejection = Rejection {
-                    now: Some(*was),
-                    before: true,
-                    touched: false,
-                };
-                rejections.insert(id, rejection);
-            }
-        }
-        Self {
-            order,
-            slots,
-            rejections,
-            stored,
-            change_of: HashMap::new(),
-            decision: Decision::default(),
-        }
-    }
+/// An identifier of the page as the decision goes.
+struct Decided<'p> {
+    id: &'p str,
+    /// What is stored for it after the records before, if anything.
+    slot: Option<Slot>,
+    /// Its rejection, if it has one or had one.
+    rejection: Option<Rejection>,
+    /// The index in `decision.changes` of its change, if it has one.
+    change: Option<usize>,
+}
 
+impl<'p> Decided<'p> {
     /// An unreadable record `r`: rejected unless older than the version stored, a repeat that
     /// the newest one wins anyway.
     fn reject(&mut self, r: &'p Incoming, run: i64) {
-        let (id, at) = (r.id.as_str(), r.datestamp);
-        let stored_at = self.slots.get(id).and_then(|s| s.datestamp);
+        let at = r.datestamp;
+        let stored_at = self.slot.as_ref().and_then(|s| s.datestamp);
         if matches!((at, stored_at), (Some(a), Some(s)) if a < s) {
             return;
         }
-        let entry = self.rejections.entry(id).or_insert(Rejection {
+        let entry = self.rejection.get_or_insert(Rejection {
             now: None,
             before: false,
             touched: false,
@@ -228,20 +227,66 @@ impl<'p> Deciding<'p> {
         });
         entry.touched = true;
     }
+}
 
-    /// A readable record `r`, the `i`th of the page: settles a rejection it is not older than,
-    /// and replaces the version stored when newer.
-    fn apply(&mut self, i: usize, r: &'p Incoming, track: bool) {
-        let (id, at) = (r.id.as_str(), r.datestamp);
-        if let Some(entry) = self.rejections.get_mut(id)
+impl<'p, K> Deciding<'p, K>
+where
+    K: Borrow<str> + Hash + Eq,
+{
+    /// Starts on a page of `len` records with what is stored of its records.
+    fn new(len: usize, held: Held<K>) -> Self {
+        let Held { stored, rejected } = held;
+        Self {
+            ids: Vec::with_capacity(len),
+            index: HashMap::with_capacity_and_hasher(len, Default::default()),
+            stored,
+            rejected,
+            decision: Decision::default(),
+        }
+    }
+
+    /// The index in `ids` of `id`, added with what is stored for it at its first record.
+    fn of(&mut self, id: &'p str) -> usize {
+        match self.index.entry(id) {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let slot = self.stored.get(id).map(|s| Slot {
+                    live: s.live,
+                    datestamp: s.datestamp,
+                    before: true,
+                    replaced: None,
+                });
+                let rejection = self.rejected.get(id).map(|was| Rejection {
+                    now: Some(*was),
+                    before: true,
+                    touched: false,
+                });
+                e.insert(self.ids.len());
+                self.ids.push(Decided {
+                    id,
+                    slot,
+                    rejection,
+                    change: None,
+                });
+                self.ids.len() - 1
+            }
+        }
+    }
+
+    /// A readable record `r`, the `i`th of the page, of the identifier at `at` in `ids`:
+    /// settles a rejection it is not older than, and replaces the version stored when newer.
+    fn apply(&mut self, at: usize, i: usize, r: &'p Incoming, track: bool) {
+        let this = &mut self.ids[at];
+        let (id, datestamp) = (this.id, r.datestamp);
+        if let Some(entry) = &mut this.rejection
             && let Some(was) = entry.now
-            && newer(at, was.datestamp)
+            && newer(datestamp, was.datestamp)
         {
             entry.now = None;
             entry.touched = true;
         }
-        let slot = self.slots.get(id);
-        if slot.is_some_and(|s| !newer(at, s.datestamp)) {
+        let slot = this.slot;
+        if slot.is_some_and(|s| !newer(datestamp, s.datestamp)) {
             return;
         }
         let d = &mut self.decision;
@@ -249,34 +294,39 @@ impl<'p> Deciding<'p> {
             let (was_live, was_deleted) = slot.map_or((false, false), |s| (s.live, !s.live));
             d.live += i64::from(!r.deleted) - i64::from(was_live);
             d.deleted += i64::from(r.deleted) - i64::from(was_deleted);
-            match self.change_of.entry(id) {
-                Entry::Occupied(e) => d.changes[*e.get()].now = i,
-                Entry::Vacant(e) => {
+            match this.change {
+                Some(c) => d.changes[c].now = i,
+                None => {
                     // The first change of the page: the slot is the version stored before it.
                     let prev = slot.map(|s| {
                         let body = self.stored.get_mut(id).and_then(|s| s.body.take());
                         (s.live, s.datestamp, body.unwrap_or_default())
                     });
-                    e.insert(d.changes.len());
+                    this.change = Some(d.changes.len());
                     d.changes.push(Change { id, prev, now: i });
                 }
             }
         }
         let before = slot.is_some_and(|s| s.before);
-        let slot = Slot {
+        this.slot = Some(Slot {
             live: !r.deleted,
-            datestamp: at,
+            datestamp,
             before,
             replaced: Some(i),
-        };
-        self.slots.insert(id, slot);
+        });
     }
 
     /// The decision: what each identifier of the page came to.
     fn finish(mut self) -> Decision<'p> {
         let d = &mut self.decision;
-        for id in self.order {
-            match self.slots.get(id) {
+        for Decided {
+            id,
+            slot,
+            rejection,
+            ..
+        } in &self.ids
+        {
+            match slot {
                 Some(Slot {
                     replaced: Some(i),
                     before,
@@ -288,7 +338,7 @@ impl<'p> Deciding<'p> {
                 Some(Slot { before: true, .. }) => d.kept.push(id),
                 _ => {}
             }
-            match self.rejections.get(id) {
+            match rejection {
                 Some(Rejection {
                     now: Some(r),
                     touched: true,
@@ -641,8 +691,8 @@ mod tests {
     /// Identifiers the store holds that the page does not name are not the page's business.
     #[test]
     fn records_the_page_does_not_name_are_left_alone() {
-        let stored = HashMap::from([("z".to_owned(), Stored::default())]);
-        let rejected = HashMap::from([("y".to_owned(), reject(None))]);
+        let stored = [("z".to_owned(), Stored::default())].into_iter().collect();
+        let rejected = [("y".to_owned(), reject(None))].into_iter().collect();
         let page = [live("a", Some(1))];
         let got = decide(&page, Held { stored, rejected }, RUN, false);
         assert_eq!(

@@ -1175,7 +1175,7 @@ impl Conn {
             .client
             .transaction()
             .doing("cannot begin a transaction")?;
-        let stored: HashMap<String, Stored> = tx
+        let stored: page::HashMap<String, Stored> = tx
             .query(&read_stored, &[&repository, &ids])
             .doing("cannot read a record")?
             .iter()
@@ -1189,7 +1189,7 @@ impl Conn {
                 (row.get(0), stored)
             })
             .collect();
-        let rejected: HashMap<String, Rejected> = tx
+        let rejected: page::HashMap<String, Rejected> = tx
             .query(&read_rejected, &[&repository, &ids])
             .doing("cannot read the rejected records")?
             .iter()
@@ -1878,7 +1878,8 @@ mod tests {
         for run in 1..=12u64 {
             let full = run % 4 == 1;
             for _ in 0..3 {
-                let page: Vec<Record> = (0..rng.usize(0..40))
+                // Up to past two of the SQLite store's read chunks (sqlite.rs, CHUNK).
+                let page: Vec<Record> = (0..rng.usize(0..150))
                     .map(|_| {
                         let id = format!("oai:x:{}", rng.u8(..30));
                         let day = rng.u8(1..20);

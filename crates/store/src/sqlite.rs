@@ -2,8 +2,9 @@
 //! with `synchronous=NORMAL`. A crash of the process never loses a committed page; a power
 //! failure may lose the last pages, never consistency, and the next run re-asks for them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 use oai_pmh::{Datestamp, Record};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -496,44 +497,88 @@ impl Backend for Sqlite {
 
 /// What the store holds of `page`'s records in `tx`: their stored versions (without their
 /// bodies) and their rejections ([`page::decide`]'s input).
-fn read_page(
+fn read_page<'p>(
     tx: &rusqlite::Transaction<'_>,
     path: &Path,
-    page: &[Incoming],
-) -> Result<Held, StoreError> {
+    page: &'p [Incoming],
+) -> Result<Held<&'p str>, StoreError> {
     // Without the bodies, even to track changes: a change's previous body is copied inside
     // the database ([`write_page`]), not read out and written back.
-    let mut read_stored = tx
-        .prepare_cached("SELECT deleted = 0, datestamp FROM records WHERE id = ?1")
-        .map_err(fail(path, "cannot prepare the record update"))?;
+    static READ_STORED: LazyLock<String> =
+        LazyLock::new(|| by_chunk("records", "deleted = 0, datestamp"));
     let stored = by_id(
-        &mut read_stored,
+        tx,
         path,
+        &READ_STORED,
         page,
         "cannot read a record",
         |row| {
             Ok(Stored {
-                live: row.get(0)?,
-                datestamp: row.get(1)?,
+                live: row.get(1)?,
+                datestamp: row.get(2)?,
                 body: None,
             })
         },
     )?;
-    let mut rejected = HashMap::new();
+    let mut rejected = page::HashMap::default();
     // Rejections are rare: while there are none, a page has none to read.
     if any_rejected(tx, path)? {
-        let mut read_rejected = tx
-            .prepare_cached("SELECT datestamp, seen FROM rejected WHERE id = ?1")
-            .map_err(fail(path, "cannot prepare the record update"))?;
+        static READ_REJECTED: LazyLock<String> =
+            LazyLock::new(|| by_chunk("rejected", "datestamp, seen"));
         let what = "cannot read the rejected records";
-        rejected = by_id(&mut read_rejected, path, page, what, |row| {
+        rejected = by_id(tx, path, &READ_REJECTED, page, what, |row| {
             Ok(Rejected {
-                datestamp: row.get(0)?,
-                seen: row.get(1)?,
+                datestamp: row.get(1)?,
+                seen: row.get(2)?,
             })
         })?;
     }
     Ok(Held { stored, rejected })
+}
+
+/// How many identifiers one statement of [`by_id`] asks for: a page's go in chunks of this
+/// many, the last one padded with NULLs (which match no row), so that one cached statement
+/// serves pages of every size. One statement per chunk rather than per record: running a
+/// statement costs more than the lookup it makes.
+const CHUNK: usize = 64;
+
+/// The statement that reads `columns` of `table`'s rows for a chunk of [`CHUNK`] identifiers
+/// (`?1` to `?64`), each row led by its identifier's index in the chunk.
+fn by_chunk(table: &str, columns: &str) -> String {
+    let ids: Vec<String> = (0..CHUNK).map(|i| format!("({i}, ?{})", i + 1)).collect();
+    format!(
+        "WITH chunk (i, id) AS (VALUES {}) SELECT chunk.i, {columns} FROM chunk JOIN {table} t
+         ON t.id = chunk.id",
+        ids.join(", ")
+    )
+}
+
+/// The rows `sql` ([`by_chunk`]) finds for `page`'s identifiers, made into values by `value`
+/// (column 0 is the index, the columns asked for follow), keyed by the page's identifiers.
+fn by_id<'p, T>(
+    tx: &rusqlite::Transaction<'_>,
+    path: &Path,
+    sql: &str,
+    page: &'p [Incoming],
+    what: &'static str,
+    value: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
+) -> Result<page::HashMap<&'p str, T>, StoreError> {
+    let mut statement =
+        (tx.prepare_cached(sql)).map_err(fail(path, "cannot prepare the record update"))?;
+    let mut found = page::HashMap::with_capacity_and_hasher(page.len(), Default::default());
+    for chunk in page.chunks(CHUNK) {
+        let ids = (0..CHUNK).map(|i| chunk.get(i).map(|r| r.id.as_str()));
+        let read = || -> rusqlite::Result<()> {
+            let mut rows = statement.query(rusqlite::params_from_iter(ids))?;
+            while let Some(row) = rows.next()? {
+                let id = chunk[usize::from(row.get::<_, u8>(0)?)].id.as_str();
+                found.insert(id, value(row)?);
+            }
+            Ok(())
+        };
+        read().map_err(fail(path, what))?;
+    }
+    Ok(found)
 }
 
 /// Runs `sql` with `params` in `tx` from the statement cache, as every statement run for each
@@ -555,28 +600,6 @@ fn any_rejected(tx: &rusqlite::Transaction<'_>, path: &Path) -> Result<bool, Sto
         .map_err(fail(path, "cannot read the rejected records"))
 }
 
-/// The row `statement` finds for each of `page`'s identifiers (its one parameter), made into a
-/// value by `value`; an identifier found once is not asked again.
-fn by_id<T>(
-    statement: &mut rusqlite::CachedStatement<'_>,
-    path: &Path,
-    page: &[Incoming],
-    what: &'static str,
-    value: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<T>,
-) -> Result<HashMap<String, T>, StoreError> {
-    let mut found = HashMap::new();
-    for r in page {
-        if found.contains_key(&r.id) {
-            continue;
-        }
-        let row = (statement.query_row([&r.id], &value).optional()).map_err(fail(path, what))?;
-        if let Some(row) = row {
-            found.insert(r.id.clone(), row);
-        }
-    }
-    Ok(found)
-}
-
 /// The page of a run that began on an empty store (a first harvest), decided as if nothing
 /// were stored for its records and written without reading them first: the inserts prove it
 /// (an identifier stored refuses its insert). `None`, with nothing written, when the proof
@@ -593,7 +616,7 @@ fn write_fresh<'p>(
     if any_rejected(tx, path)? || page.iter().any(|r| r.unreadable) {
         return Ok(None);
     }
-    let decision = page::decide(page, Held::default(), run, track);
+    let decision = page::decide(page, Held::<&str>::default(), run, track);
     let savepoint = |sql| execute_cached(tx, path, sql, (), "cannot store a record").map(drop);
     savepoint("SAVEPOINT fresh")?;
     match insert(tx, run, page, &decision.inserted) {
