@@ -81,7 +81,6 @@ where
     E: From<S::Error> + From<FilesError> + From<Unpatchable>,
     I: IntoIterator<Item = Result<(Cow<'u, str>, Option<Datestamp>, u32), E>>,
 {
-    let mut announced = Vec::new();
     let (indexes, patched, adjust) = match source {
         Source::Patched(patch) => {
             let patched = patch.write_landing::<_, E>(public_url, limits, settings, sink)?;
@@ -91,7 +90,6 @@ where
                 cdif: None,
                 cdif_lists: patched.cdif_lists.clone(),
             };
-            announced.extend(indexes.signmap.iter().chain(&indexes.ocx).cloned());
             let adjust = patch.write_diwoo::<_, E>(&diwoo.categories(), &mut diwoo, sink)?;
             (indexes, Some(patched), Some(adjust))
         }
@@ -100,13 +98,13 @@ where
             inventory,
         } => {
             let indexes = collected(settings, (public_url, limits), resolved, sink)?;
-            announced.extend(indexes.signmap.iter().chain(&indexes.ocx).cloned());
             if let Some(urls) = inventory {
                 diwoo.add_all(sink, urls)?;
             }
             (indexes, None, None)
         }
     };
+    let mut announced: Vec<Url> = (indexes.signmap.iter().chain(&indexes.ocx).cloned()).collect();
     let mut stats = diwoo.finish(sink, &mut announced)?;
     if let Some(adjust) = &adjust {
         stats = merge::diwoo_counts(stats, adjust);
@@ -130,9 +128,12 @@ fn collected<S: FileSink>(
     let Some(resolved) = resolved else {
         return Ok(Indexes::default());
     };
-    let publish = |on: bool, profile, sink: &mut S| match on {
-        true => resolved.publish(profile, public_url, sink),
-        false => Ok(None),
+    let publish = |on: bool, profile, sink: &mut S| {
+        if on {
+            resolved.publish(profile, public_url, sink)
+        } else {
+            Ok(None)
+        }
     };
     let signmap = publish(
         settings.signmap && !resolved.is_empty(),
