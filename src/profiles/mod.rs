@@ -6,8 +6,8 @@
 
 pub(crate) use oai_bridge_files::disk::profiles as spill;
 pub(crate) use oai_bridge_files::profiles::{
-    FileName, Profile, cdif, diwoo, files, ledger, merge, ocx, registry, render, report, signmap,
-    signposts,
+    FileName, Profile, cdif, diwoo, files, ledger, merge, ocx, record, registry, render, report,
+    signmap, signposts,
 };
 
 pub use oai_bridge_files::profiles::ProfileSettings;

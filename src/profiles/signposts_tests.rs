@@ -657,7 +657,7 @@ fn the_bridges_media_types_are_written_as_they_are() {
         assert_eq!(signmap::rs_ln_type(t), Some(t), "{t} is not an rs:ln type");
     }
     for value in types().chain([
-        crate::profiles::signposts::OAI_DC_PROFILE,
+        crate::profiles::signmap::OAI_DC_PROFILE,
         crate::profiles::cdif::PROFILE,
     ]) {
         let escaped = oai_bridge_files::sitemap::escape(value);

@@ -20,7 +20,7 @@
 //! CDIF's metadata list form (its option 3) gathers the same documents into schema.org
 //! `ItemList`s (`ItemLists`, `application/ld+json; profile="CDIF-list-1.0"`).
 
-use oai_pmh::Datestamp;
+use oai_pmh::{Datestamp, DcElement};
 use serde::{Deserialize, Serialize};
 
 use url::Url;
@@ -29,10 +29,43 @@ use crate::disk::write::FileStream;
 use crate::sitemap::render_shards;
 use crate::{Limits, Shard};
 
-use super::Profile;
 use super::files::{FileSink, Shards};
+use super::record::{GetRecord, Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
+use super::{Audience, Entries, Kind, Profile};
 use crate::FilesError;
+
+/// CDIF's documents, as the profiles' list knows them ([`super::Kind`]): `cdif-sitemap.xml`
+/// lists each record's document, announced to JSON-LD crawlers alone; a document is written
+/// from every element of `DOCUMENT_FIELDS`.
+pub const KIND: Kind = Kind {
+    label: "cdif",
+    prefix: "cdif-sitemap",
+    audience: Audience::JsonLd,
+    source: Entries::Records,
+    fields: DOCUMENT_FIELDS,
+};
+
+/// CDIF's metadata lists, as the profiles' list knows them: `cdif-list-sitemap.xml` lists the
+/// lists of the same documents as [`KIND`]'s.
+pub const LIST_KIND: Kind = Kind {
+    label: "cdif_list",
+    prefix: "cdif-list-sitemap",
+    ..KIND
+};
+
+/// The Dublin Core elements a CDIF document is written from (the table above).
+const DOCUMENT_FIELDS: oai_pmh::Fields = oai_pmh::Fields::of(&[
+    DcElement::Type,
+    DcElement::Title,
+    DcElement::Description,
+    DcElement::Creator,
+    DcElement::Date,
+    DcElement::Subject,
+    DcElement::Publisher,
+    DcElement::Language,
+    DcElement::Rights,
+]);
 
 /// Content-Type of one CDIF document.
 pub const CONTENT_TYPE: &str = "application/ld+json; profile=\"CDIF1.0\"";
@@ -78,6 +111,52 @@ pub(crate) fn document(f: &Fields<'_>) -> String {
     let mut out = Vec::new();
     write_document(&mut out, f);
     String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// Writes a record's CDIF document into `bytes`, from what its entries share, after its name
+/// (`hash`, the part of it that is not fixed); it links the oai_dc record when there is a
+/// `get_record` URL.
+#[inline]
+pub(crate) fn write_record(
+    bytes: &mut Vec<u8>,
+    shared: &Shared<'_>,
+    hash: &str,
+    get_record: Option<&GetRecord>,
+) {
+    let record = shared.record;
+    let metadata = get_record.map(|g| g.url(&record.identifier));
+    // On the stack for a record's usual few values of each.
+    let values = |e| {
+        record
+            .dc_values(e)
+            .collect::<smallvec::SmallVec<[&str; 4]>>()
+    };
+    let titles = values(DcElement::Title);
+    let descriptions = values(DcElement::Description);
+    let creators = values(DcElement::Creator);
+    let dates = values(DcElement::Date);
+    let subjects = values(DcElement::Subject);
+    let publishers = values(DcElement::Publisher);
+    let languages = values(DcElement::Language);
+    bytes.clear();
+    bytes.extend_from_slice(hash.as_bytes());
+    write_document(
+        bytes,
+        &Fields {
+            url: shared.landing,
+            kind: shared.kind,
+            titles: &titles,
+            descriptions: &descriptions,
+            creators: &creators,
+            dates: &dates,
+            subjects: &subjects,
+            publishers: &publishers,
+            languages: &languages,
+            license: shared.license,
+            identifier: shared.cite_as,
+            metadata: metadata.as_deref(),
+        },
+    );
 }
 
 /// Appends [`document`] to `out`. Serialised from borrowed structs (no intermediate map or
@@ -588,6 +667,23 @@ pub struct CdifSummary {
 }
 
 impl CdifSummary {
+    /// What CDIF published, as the collector counted it: its documents one by one (`index`,
+    /// their sitemap's URL), in lists (`lists`, their sitemap's URL and their number), or both;
+    /// none when neither.
+    pub(crate) fn of(
+        index: Option<&Url>,
+        lists: Option<&(Url, usize)>,
+        stats: &SignStats,
+    ) -> Option<Self> {
+        (index.is_some() || lists.is_some()).then(|| CdifSummary {
+            index_url: index.map(Url::to_string),
+            lists_index_url: lists.map(|(url, _)| url.to_string()),
+            lists: lists.map_or(0, |&(_, n)| n as u64),
+            documents: stats.published,
+            no_landing_page: stats.no_landing_page,
+        })
+    }
+
     /// What it left out, by reason.
     fn drops(&self) -> [(&'static str, u64); 1] {
         [("no_landing_page", self.no_landing_page)]

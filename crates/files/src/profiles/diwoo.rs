@@ -4,15 +4,26 @@
 
 use std::borrow::Cow;
 
-use oai_pmh::Datestamp;
+use oai_pmh::{Datestamp, Fields};
 use url::Url;
 
 use crate::Limits;
 use crate::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
-use super::Profile;
 use super::files::{FileSink, Shards};
 use super::report::{self, Piece, ProfileCounts, Report};
+use super::{Audience, Entries, Kind, Profile};
+
+/// A DiWoo category, as the profiles' list knows it ([`super::Kind`]): the label and names are
+/// followed by the category's three digits (`diwoo-infocat014`, `diwoo-infocat014-1.xml`, the
+/// index `sitemapindex-diwoo-infocat014.xml`); the inventory's URLs, to every crawler.
+pub const KIND: Kind = Kind {
+    label: "diwoo-infocat",
+    prefix: "diwoo-infocat",
+    audience: Audience::Crawlers,
+    source: Entries::Urls,
+    fields: Fields::of(&[]),
+};
 
 /// Highest Woo information category (the DiWoo table has 17).
 pub const CATEGORIES: u8 = 17;

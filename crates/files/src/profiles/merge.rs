@@ -33,7 +33,7 @@ use super::cdif::{self, CdifDocument};
 use super::diwoo::{self, DiwooStats};
 use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
-use super::signposts::SignStats;
+use super::record::SignStats;
 use super::{DOCUMENT_KEY_LEN, Profile, ProfileSettings, ocx, signmap};
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;

@@ -1,6 +1,8 @@
-//! The profiles: each kind of file set a job can publish beside the sitemap. [`Profile`] names
-//! every file a profile publishes (formatted and parsed here only, [`FileName`]);
-//! [`ProfileSettings`] are the settings a repository turns them on with. Each profile's module
+//! The profiles: each kind of file set a job can publish beside the sitemap. Each profile's
+//! module declares what it is, its [`Kind`] (label, file names, robots.txt's audience, what its
+//! entries are written from and the fields they read), and [`Profile::kind`] registers it; from
+//! the kinds, [`Profile`] names every file a profile publishes (formatted and parsed here only,
+//! [`FileName`]). [`ProfileSettings`] are the settings a repository turns them on with. Each profile's module
 //! holds its entries and what a generation says of it (its [`report::Report`]): the Signmap
 //! ([`signmap`]), OCX ([`ocx`]), CDIF's documents and lists ([`cdif`]) and DiWoo's categories
 //! ([`diwoo`]); [`registry`] lists them for the summary, the status page and the metrics.
@@ -23,6 +25,7 @@ pub mod files;
 pub mod ledger;
 pub mod merge;
 pub mod ocx;
+pub mod record;
 pub mod registry;
 pub mod render;
 pub mod report;
@@ -30,7 +33,7 @@ pub mod signmap;
 pub mod signposts;
 pub mod versions;
 
-use oai_pmh::{DcElement, Fields};
+use oai_pmh::Fields;
 
 /// A kind of file set a job publishes: the sitemap itself, or a profile beside it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -67,15 +70,27 @@ pub struct ProfileSettings {
 }
 
 impl ProfileSettings {
-    /// The profiles on, the sitemap first, in robots.txt order ([`Profile::all`]).
+    /// The profiles on, in robots.txt order: the sitemap, Signmap, OCX, the DiWoo categories in
+    /// ascending order, then CDIF's documents and lists (which robots.txt announces to their own
+    /// user agent, [`Audience::JsonLd`]).
     pub fn profiles(&self) -> Vec<Profile> {
-        Profile::all(
-            self.signmap,
-            self.ocx.is_some(),
-            &self.diwoo,
-            self.cdif,
-            self.cdif_list,
-        )
+        let mut all = vec![Profile::Sitemap];
+        if self.signmap {
+            all.push(Profile::Signmap);
+        }
+        if self.ocx.is_some() {
+            all.push(Profile::Ocx);
+        }
+        let categories: std::collections::BTreeSet<u8> =
+            self.diwoo.iter().map(|(_, n)| *n).collect();
+        all.extend(categories.into_iter().map(Profile::Diwoo));
+        if self.cdif {
+            all.push(Profile::Cdif);
+        }
+        if self.cdif_list {
+            all.push(Profile::CdifList);
+        }
+        all
     }
 
     /// The Dublin Core elements the profiles on write from, besides the identifiers.
@@ -95,6 +110,54 @@ impl ProfileSettings {
     }
 }
 
+/// What a profile is, for everything that iterates the profiles (file names, robots.txt, the
+/// harvest's fields, the metrics): declared once, in the profile's own module (`signmap::KIND`),
+/// and registered in [`Profile::kind`].
+#[derive(Debug)]
+pub struct Kind {
+    /// Its name in metrics and logs (`signmap`); a DiWoo category's is followed by its number.
+    pub label: &'static str,
+    /// What its files' names start with: the index is `{prefix}.xml`, shard n
+    /// `{prefix}-{n}.xml` (a DiWoo category's prefix is followed by its number, and its index
+    /// is `sitemapindex-{prefix}{number}.xml`).
+    pub prefix: &'static str,
+    /// Which crawlers robots.txt announces its index to.
+    pub audience: Audience,
+    /// What its entries are written from.
+    pub source: Entries,
+    /// The Dublin Core elements its entries are written from, besides the identifiers.
+    pub fields: Fields,
+}
+
+/// Which crawlers robots.txt announces a profile's index to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Audience {
+    /// Every crawler: the index lists pages.
+    Crawlers,
+    /// JSON-LD crawlers alone (`User-agent: CDIF1.0`): the index lists JSON-LD documents, or
+    /// lists of them.
+    JsonLd,
+}
+
+/// What a profile's entries are written from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entries {
+    /// The URLs published, from the URL inventory (the sitemap, DiWoo).
+    Urls,
+    /// Each record's landing page and what describes it, collected as the records arrive
+    /// ([`signposts`]).
+    Records,
+}
+
+/// The sitemap's kind: the published URLs, to every crawler.
+const SITEMAP: Kind = Kind {
+    label: "sitemap",
+    prefix: "sitemap",
+    audience: Audience::Crawlers,
+    source: Entries::Urls,
+    fields: Fields::of(&[]),
+};
+
 /// What a file name of a published profile is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileName {
@@ -110,90 +173,55 @@ pub enum FileName {
 }
 
 impl Profile {
-    /// The profiles `job`-like settings ask for, in robots.txt order: the sitemap, Signmap, OCX,
-    /// the DiWoo categories in ascending order, then CDIF's documents and lists (which
-    /// robots.txt announces to their own user agent).
-    pub fn all(
-        signmap: bool,
-        ocx: bool,
-        diwoo: &[(String, u8)],
-        cdif: bool,
-        cdif_list: bool,
-    ) -> Vec<Profile> {
-        let mut all = vec![Profile::Sitemap];
-        if signmap {
-            all.push(Profile::Signmap);
+    /// What it is: the one place a profile registers, with the [`Kind`] its module declares
+    /// (and, if its names do not vary, a row in `NAMED`).
+    pub fn kind(self) -> &'static Kind {
+        match self {
+            Profile::Sitemap => &SITEMAP,
+            Profile::Signmap => &signmap::KIND,
+            Profile::Ocx => &ocx::KIND,
+            Profile::Cdif => &cdif::KIND,
+            Profile::CdifList => &cdif::LIST_KIND,
+            Profile::Diwoo(_) => &diwoo::KIND,
         }
-        if ocx {
-            all.push(Profile::Ocx);
-        }
-        let categories: std::collections::BTreeSet<u8> = diwoo.iter().map(|(_, n)| *n).collect();
-        all.extend(categories.into_iter().map(Profile::Diwoo));
-        if cdif {
-            all.push(Profile::Cdif);
-        }
-        if cdif_list {
-            all.push(Profile::CdifList);
-        }
-        all
     }
 
     /// Its name in metrics and logs: `sitemap`, `signmap`, `ocx`, `cdif`, `cdif_list`,
     /// `diwoo-infocat014`.
     pub fn label(self) -> String {
         match self {
-            Profile::Sitemap => "sitemap".to_owned(),
-            Profile::Signmap => "signmap".to_owned(),
-            Profile::Ocx => "ocx".to_owned(),
-            Profile::Cdif => "cdif".to_owned(),
-            Profile::CdifList => "cdif_list".to_owned(),
-            Profile::Diwoo(category) => format!("diwoo-infocat{category:03}"),
+            Profile::Diwoo(category) => format!("{}{category:03}", self.kind().label),
+            _ => self.kind().label.to_owned(),
         }
     }
 
     /// Whether robots.txt announces it to CDIF's user agent rather than to every crawler: its
     /// locations are JSON-LD documents (or lists of them), not pages.
     pub fn for_cdif(self) -> bool {
-        match self {
-            Profile::Cdif | Profile::CdifList => true,
-            Profile::Sitemap | Profile::Signmap | Profile::Ocx | Profile::Diwoo(_) => false,
-        }
+        self.kind().audience == Audience::JsonLd
     }
 
     /// Whether it describes each record's landing page, so that the records are collected for
-    /// it as they arrive ([`signposts`]), rather than
-    /// listing the inventory's URLs.
+    /// it as they arrive ([`signposts`]), rather than listing the inventory's URLs.
     pub fn describes_records(self) -> bool {
-        match self {
-            Profile::Signmap | Profile::Ocx | Profile::Cdif | Profile::CdifList => true,
-            Profile::Sitemap | Profile::Diwoo(_) => false,
-        }
+        self.kind().source == Entries::Records
     }
 
     /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
     /// `cdif-list-sitemap.xml`, `sitemapindex-diwoo-infocat014.xml`.
     pub fn index_name(self) -> String {
-        match self.fixed_prefix() {
-            Some(prefix) => format!("{prefix}.xml"),
-            None => format!("sitemapindex-{}.xml", self.shard_prefix()),
+        match self {
+            Profile::Diwoo(_) => format!("sitemapindex-{}.xml", self.shard_prefix()),
+            _ => format!("{}.xml", self.kind().prefix),
         }
     }
 
     /// What its shards' names start with, before `-{n}.xml`.
     pub fn shard_prefix(self) -> String {
-        match (self, self.fixed_prefix()) {
-            (_, Some(prefix)) => prefix.to_owned(),
-            (Profile::Diwoo(category), None) => format!("diwoo-infocat{category:03}"),
-            (_, None) => unreachable!("every profile but DiWoo's has a fixed prefix"),
+        match self {
+            Profile::Diwoo(category) => format!("{}{category:03}", self.kind().prefix),
+            _ => self.kind().prefix.to_owned(),
         }
-    }
-
-    /// The prefix of a profile whose names do not vary ([`FIXED`]); `None` for a DiWoo category.
-    fn fixed_prefix(self) -> Option<&'static str> {
-        FIXED
-            .iter()
-            .find(|(p, _)| *p == self)
-            .map(|&(_, prefix)| prefix)
     }
 
     /// The name of shard `n` (from 1) with extension `ext` (`xml`; the sitemap's may be
@@ -219,34 +247,18 @@ impl Profile {
 
     /// The Dublin Core elements it writes from, besides the identifiers.
     pub fn fields(self) -> Fields {
-        use DcElement::*;
-        match self {
-            Profile::Sitemap | Profile::Diwoo(_) => Fields::default(),
-            Profile::Signmap => Fields::of(&[Type, Rights]),
-            Profile::Ocx => Fields::of(&[Type, Title, Description]),
-            Profile::Cdif | Profile::CdifList => Fields::of(&[
-                Type,
-                Title,
-                Description,
-                Creator,
-                Date,
-                Subject,
-                Publisher,
-                Language,
-                Rights,
-            ]),
-        }
+        self.kind().fields
     }
 }
 
-/// The profiles whose file names do not vary, with what their names start with: the index is
-/// `{prefix}.xml`, shard n `{prefix}-{n}.xml`. Names are formatted and parsed from this table.
-const FIXED: [(Profile, &str); 5] = [
-    (Profile::Sitemap, "sitemap"),
-    (Profile::Signmap, "signmap"),
-    (Profile::Ocx, "ocx"),
-    (Profile::Cdif, "cdif-sitemap"),
-    (Profile::CdifList, "cdif-list-sitemap"),
+/// The profiles whose file names do not vary (all but DiWoo's categories): names are parsed
+/// by their kinds' prefixes.
+const NAMED: [Profile; 5] = [
+    Profile::Sitemap,
+    Profile::Signmap,
+    Profile::Ocx,
+    Profile::Cdif,
+    Profile::CdifList,
 ];
 
 /// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
@@ -297,7 +309,8 @@ impl FileName {
             return number(n).map(FileName::List);
         }
         if let Some(category) = name
-            .strip_prefix("sitemapindex-diwoo-infocat")
+            .strip_prefix("sitemapindex-")
+            .and_then(|rest| rest.strip_prefix(diwoo::KIND.prefix))
             .and_then(|rest| rest.strip_suffix(".xml"))
         {
             return self::category(category).map(|c| FileName::Index(Profile::Diwoo(c)));
@@ -305,11 +318,11 @@ impl FileName {
         // Read without allocating: the gateway parses the name of every request.
         let fixed = name
             .strip_suffix(".xml")
-            .and_then(|stem| FIXED.iter().find(|&&(_, prefix)| stem == prefix));
-        if let Some(&(p, _)) = fixed {
+            .and_then(|stem| NAMED.into_iter().find(|p| stem == p.kind().prefix));
+        if let Some(p) = fixed {
             return Some(FileName::Index(p));
         }
-        let (profile, rest) = match name.strip_prefix("diwoo-infocat") {
+        let (profile, rest) = match name.strip_prefix(diwoo::KIND.prefix) {
             Some(rest) => {
                 let (category, rest) = rest.split_at_checked(3)?;
                 (
@@ -317,9 +330,9 @@ impl FileName {
                     rest.strip_prefix('-')?,
                 )
             }
-            None => FIXED.iter().find_map(|&(p, prefix)| {
-                Some((p, name.strip_prefix(prefix)?.strip_prefix('-')?))
-            })?,
+            None => NAMED
+                .into_iter()
+                .find_map(|p| Some((p, name.strip_prefix(p.kind().prefix)?.strip_prefix('-')?)))?,
         };
         let n = rest
             .strip_suffix(".xml.gz")
@@ -421,7 +434,7 @@ mod tests {
     /// the sitemap and DiWoo, the union of each profile's fields otherwise.
     #[test]
     fn the_profiles_on_decide_the_fields_read() {
-        use DcElement::*;
+        use oai_pmh::DcElement::*;
         let plain = ProfileSettings::default();
         assert!(plain.sitemap_only() && !plain.describes_records());
         assert_eq!(plain.fields(), Fields::default());

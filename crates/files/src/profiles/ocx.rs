@@ -3,11 +3,24 @@
 //! `ocx:type` is required. Validates with `schemas/ocx-sitemap.xsd`.
 
 use crate::sitemap::{push_escaped, write_url_open};
+use oai_pmh::{DcElement, Fields};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::Profile;
+use super::record::{Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
+use super::{Audience, Entries, Kind, Profile};
+
+/// OCX, as the profiles' list knows it ([`super::Kind`]): `ocx.xml`, one entry per record's
+/// landing page with an OCX type, to every crawler; written from `dc:type`, `dc:title` and
+/// `dc:description`.
+pub const KIND: Kind = Kind {
+    label: "ocx",
+    prefix: "ocx",
+    audience: Audience::Crawlers,
+    source: Entries::Records,
+    fields: Fields::of(&[DcElement::Type, DcElement::Title, DcElement::Description]),
+};
 
 /// The OCX namespace.
 pub const OCX_NS: &str = "http://sitemap.ocx.org/v/1.0";
@@ -120,6 +133,49 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     element("teaser", e.teaser);
     element("image", e.image.map(Text::from));
     bytes.extend_from_slice(b"</ocx:ocx></url>\n");
+}
+
+/// Writes a record's OCX `<url>` of type `kind` into `bytes`, from what its entries share: its
+/// name and teaser (written out in `bufs` when they must be changed), its image, and where its
+/// metadata is.
+#[inline]
+pub(crate) fn write_record(
+    bytes: &mut Vec<u8>,
+    shared: &Shared<'_>,
+    (name_buf, teaser_buf): (&mut String, &mut String),
+    config: &OcxConfig,
+    kind: &str,
+) {
+    let record = shared.record;
+    let name = record
+        .dc_values(DcElement::Title)
+        .next()
+        .map(|t| teaser_in(t, usize::MAX, name_buf));
+    let teaser = record
+        .dc_values(DcElement::Description)
+        .next()
+        .map(|d| teaser_in(d, config.teaser_chars, teaser_buf));
+    // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
+    // for HTML); else what the configuration says.
+    let (format, meta, xpath) = match shared.document {
+        Some(url) => (Some("JSON-LD"), Some(url), None),
+        None => (config.format.as_deref(), None, config.xpath.as_deref()),
+    };
+    bytes.clear();
+    write_entry(
+        bytes,
+        &Entry {
+            loc: shared.landing,
+            kind,
+            format,
+            meta,
+            xpath,
+            name,
+            teaser,
+            image: shared.found.image(),
+        },
+        shared.lastmod,
+    );
 }
 
 /// [`teaser_in`] as a string of its own.
@@ -264,6 +320,16 @@ pub struct OcxSummary {
 }
 
 impl OcxSummary {
+    /// What the OCX sitemap whose index is `index_url` published, as the collector counted it.
+    pub(crate) fn of(index_url: &Url, stats: &SignStats) -> Self {
+        OcxSummary {
+            index_url: index_url.to_string(),
+            published: stats.ocx_published,
+            no_type: stats.ocx_no_type,
+            no_landing_page: stats.no_landing_page,
+        }
+    }
+
     /// What it left out, by reason.
     fn drops(&self) -> [(&'static str, u64); 2] {
         [

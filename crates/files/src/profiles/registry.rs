@@ -11,9 +11,9 @@ use url::Url;
 use super::cdif::CdifSummary;
 use super::diwoo::DiwooStats;
 use super::ocx::OcxSummary;
+use super::record::SignStats;
 use super::report::Report;
 use super::signmap::SignmapSummary;
-use super::signposts::SignStats;
 
 /// What one profile published in a generation.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,33 +45,12 @@ impl ProfileSummary {
     pub fn of(landing: Option<&SignStats>, indexes: Indexes, diwoo: Vec<DiwooStats>) -> Vec<Self> {
         let mut all = Vec::new();
         if let Some(stats) = landing {
-            all.extend(indexes.signmap.map(|url| {
-                ProfileSummary::Signmap(SignmapSummary {
-                    index_url: url.to_string(),
-                    published: stats.published,
-                    no_landing_page: stats.no_landing_page,
-                    duplicate: stats.duplicate,
-                })
-            }));
-            all.extend(indexes.ocx.map(|url| {
-                ProfileSummary::Ocx(OcxSummary {
-                    index_url: url.to_string(),
-                    published: stats.ocx_published,
-                    no_type: stats.ocx_no_type,
-                    no_landing_page: stats.no_landing_page,
-                })
-            }));
-            // CDIF's documents, listed one by one, in lists, or both.
-            let (index, lists) = (indexes.cdif, indexes.cdif_lists);
-            if index.is_some() || lists.is_some() {
-                all.push(ProfileSummary::Cdif(CdifSummary {
-                    index_url: index.as_ref().map(Url::to_string),
-                    lists_index_url: lists.as_ref().map(|(url, _)| url.to_string()),
-                    lists: lists.as_ref().map_or(0, |&(_, n)| n as u64),
-                    documents: stats.published,
-                    no_landing_page: stats.no_landing_page,
-                }));
-            }
+            let signmap = indexes.signmap.map(|url| SignmapSummary::of(&url, stats));
+            let ocx = indexes.ocx.map(|url| OcxSummary::of(&url, stats));
+            let cdif = CdifSummary::of(indexes.cdif.as_ref(), indexes.cdif_lists.as_ref(), stats);
+            all.extend(signmap.map(ProfileSummary::Signmap));
+            all.extend(ocx.map(ProfileSummary::Ocx));
+            all.extend(cdif.map(ProfileSummary::Cdif));
         }
         all.extend(diwoo.into_iter().map(ProfileSummary::Diwoo));
         all

@@ -4,12 +4,24 @@
 //! agree on that place; the Signmap prose that puts them inside `<loc>` cannot validate, SP-04).
 //! No `rs:md`: a Signmap is not a ResourceSync Resource List (SP-12).
 
-use crate::sitemap::push_escaped;
+use crate::sitemap::{push_escaped, write_url_open};
+use oai_pmh::{DcElement, Fields};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::Profile;
+use super::record::{GetRecord, Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
+use super::{Audience, Entries, Kind, Profile};
+
+/// The Signmap, as the profiles' list knows it ([`super::Kind`]): `signmap.xml`, one entry per
+/// record's landing page, to every crawler; its links come from `dc:type` and `dc:rights`.
+pub const KIND: Kind = Kind {
+    label: "signmap",
+    prefix: "signmap",
+    audience: Audience::Crawlers,
+    source: Entries::Records,
+    fields: Fields::of(&[DcElement::Type, DcElement::Rights]),
+};
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
 #[cfg(test)]
@@ -19,8 +31,11 @@ pub const RS_NS: &str = "http://www.openarchives.org/rs/terms/";
 pub const URLSET_OPEN: &str = "<urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\" \
                                xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\n";
 
+/// Profile of the `describedby` link to a record's oai_dc metadata.
+pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
+
 /// The media type of the `describedby` link to a record's `GetRecord` response (with
-/// [`OAI_DC_PROFILE`](super::signposts::OAI_DC_PROFILE) as its profile, SP-07).
+/// [`OAI_DC_PROFILE`] as its profile, SP-07).
 pub const XML: &str = "application/xml";
 
 /// The relations a landing page's Signposting `Link` header may carry (the Signmap's, and the
@@ -48,7 +63,7 @@ pub fn link_start(bytes: &mut Vec<u8>, rel: &str) {
 
 /// Closes a link begun with [`link_start`]: its media type (without parameters) and the profile
 /// URI of a generic media type such as `application/xml` (SP-07). Both are the bridge's own
-/// ([`XML`], [`JSON_LD`], [`OAI_DC_PROFILE`](super::signposts::OAI_DC_PROFILE), and the media
+/// ([`XML`], [`JSON_LD`], [`OAI_DC_PROFILE`], and the media
 /// types of the `oai-bridge` package's table of file extensions), written as they are: a test
 /// holds each a valid `rs:ln` type free of characters to escape, which spares checking them in
 /// every entry.
@@ -82,6 +97,46 @@ pub fn write_link(
     link_end(bytes, media_type, profile);
 }
 
+/// Writes a record's Signmap `<url>` into `bytes`, from what its entries share: its links to
+/// the CDIF document, the oai_dc record (when there is a `get_record` URL), the content files,
+/// the persistent identifier, the license and the type.
+#[inline]
+pub(crate) fn write_record(
+    bytes: &mut Vec<u8>,
+    shared: &Shared<'_>,
+    get_record: Option<&mut GetRecord>,
+) {
+    bytes.clear();
+    write_url_open(bytes, shared.landing, shared.lastmod);
+    if let Some(url) = shared.document {
+        write_link(
+            bytes,
+            "describedby",
+            url,
+            Some(JSON_LD),
+            Some(super::cdif::PROFILE),
+        );
+    }
+    if let Some(get_record) = get_record {
+        link_start(bytes, "describedby");
+        get_record.write_xml(bytes, &shared.record.identifier);
+        link_end(bytes, Some(XML), Some(OAI_DC_PROFILE));
+    }
+    for (url, media_type) in shared.found.items() {
+        write_link(bytes, "item", url, Some(media_type), None);
+    }
+    if let Some(url) = shared.cite_as {
+        write_link(bytes, "cite-as", url, None, None);
+    }
+    if let Some(url) = shared.license {
+        write_link(bytes, "license", url, None, None);
+    }
+    if let Some(url) = shared.kind {
+        write_link(bytes, "type", url, None, None);
+    }
+    bytes.extend_from_slice(b"</url>\n");
+}
+
 /// A media type as `rs:ln type` accepts it: `type/subtype` of RFC 6838 name characters (dots
 /// and `+` included: `application/vnd.datacite.datacite+xml`), parameters cut off (SP-11).
 pub fn rs_ln_type(value: &str) -> Option<&str> {
@@ -111,6 +166,16 @@ pub struct SignmapSummary {
 }
 
 impl SignmapSummary {
+    /// What the Signmap whose index is `index_url` published, as the collector counted it.
+    pub(crate) fn of(index_url: &Url, stats: &SignStats) -> Self {
+        SignmapSummary {
+            index_url: index_url.to_string(),
+            published: stats.published,
+            no_landing_page: stats.no_landing_page,
+            duplicate: stats.duplicate,
+        }
+    }
+
     /// What it left out, by reason.
     fn drops(&self) -> [(&'static str, u64); 2] {
         [

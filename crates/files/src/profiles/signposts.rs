@@ -22,31 +22,26 @@
 
 use std::path::PathBuf;
 
-use oai_pmh::{Datestamp, DcElement, OaiRequest, Record, push_query_value, push_query_value_str};
+use oai_pmh::{Datestamp, DcElement, Record};
 use url::Url;
 
 use crate::Limits;
 use crate::counts::Superseded;
 use crate::dctype::{Memo, TypeMap};
-use crate::identifier::{Class, Pid};
-use crate::sitemap::{Urlsets, escape, lastmod_text, write_url_open};
+use crate::identifier::Class;
+use crate::sitemap::{Urlsets, lastmod_text};
 
 use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards};
 use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
+use super::record::{Classified, GetRecord, Shared, SignStats};
 use super::versions::{Occurrences, Resolution, State};
 use super::{DOCUMENT_DIR, DOCUMENT_EXT, DOCUMENT_KEY_LEN, Profile};
 use super::{cdif, ocx, signmap};
 use crate::FilesError;
 pub use crate::disk::profiles::{ProfileShard, ShardFile};
 use crate::disk::profiles::{ShardSpill, Spill, SpillFolder, Spilled, spill_error};
-
-/// Profile of the `describedby` link to a record's oai_dc metadata.
-pub const OAI_DC_PROFILE: &str = "http://www.openarchives.org/OAI/2.0/oai_dc/";
-/// Most `item` links one entry carries; a record with more files lists the first ones, so that
-/// one entry can never outgrow a shard.
-pub(crate) const MAX_ITEMS: usize = 50;
 
 /// The profiles, as columns of [`Signposts::lens`] (Signmap and OCX also of
 /// [`Signposts::shards`]).
@@ -60,21 +55,6 @@ const PROFILES: [&str; 3] = ["Signmap", "OCX", "CDIF"];
 /// kept); two of a million texts collide with a chance of about 10^-27.
 fn hash128(text: &str) -> u128 {
     xxhash_rust::xxh3::xxh3_128(text.as_bytes())
-}
-
-/// Counts of the Signmap, by outcome.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SignStats {
-    /// Entries published.
-    pub published: u64,
-    /// Live records without a landing page inside the scope (not published).
-    pub no_landing_page: u64,
-    /// Live records whose landing page another, newer record already has (published once).
-    pub duplicate: u64,
-    /// OCX entries published.
-    pub ocx_published: u64,
-    /// Records with a landing page but no OCX type (`ocx_no_type`), not in the OCX sitemap.
-    pub ocx_no_type: u64,
 }
 
 /// Collects the landing-page profiles' records during a harvest.
@@ -108,261 +88,6 @@ pub struct Signposts {
     cite_as: String,
     name: String,
     teaser: String,
-}
-
-/// A record's `GetRecord` URL is `{before}{percent-encoded identifier}{after}`.
-#[derive(Debug)]
-struct GetRecord {
-    before: String,
-    after: String,
-    /// `before` and `after` escaped for XML (the `&`s).
-    xml: (String, String),
-    /// The last identifier written up to its last `:`, and that part percent-encoded: an
-    /// identifier that starts the same has only the rest encoded. A repository's identifiers
-    /// mostly share all but what follows the last colon (`oai:repo.org:` + a number); one whose
-    /// local part holds colons too (`oai:h:10.1/x:v2`) just finds it less often. Encoding all
-    /// of each was a twentieth of writing a Signmap entry.
-    shared: (String, Vec<u8>),
-}
-
-impl GetRecord {
-    /// Spelled by [`OaiRequest`] itself, around a marker that percent-encoding leaves alone.
-    fn new(base: &Url) -> Self {
-        const MARK: &str = "IDENTIFIER";
-        let url = OaiRequest::new(
-            base,
-            &[
-                ("verb", "GetRecord"),
-                ("identifier", MARK),
-                ("metadataPrefix", "oai_dc"),
-            ],
-        )
-        .into_url();
-        let at = url.rfind(MARK).expect("the marker was just written");
-        let (before, after) = (&url[..at], &url[at + MARK.len()..]);
-        Self {
-            xml: (escape(before).into_owned(), escape(after).into_owned()),
-            before: before.to_owned(),
-            after: after.to_owned(),
-            shared: (String::new(), Vec::new()),
-        }
-    }
-
-    fn url(&self, id: &str) -> String {
-        let mut url = self.before.clone();
-        push_query_value_str(&mut url, id);
-        url.push_str(&self.after);
-        url
-    }
-
-    /// Appends the URL for `id`, escaped for XML (percent-encoding leaves nothing to escape in
-    /// the identifier: it encodes each byte on its own, so its parts can be encoded apart).
-    fn write_xml(&mut self, bytes: &mut Vec<u8>, id: &str) {
-        bytes.extend_from_slice(self.xml.0.as_bytes());
-        let (prefix, encoded) = &mut self.shared;
-        let rest = match id.strip_prefix(prefix.as_str()) {
-            Some(rest) if !prefix.is_empty() => rest,
-            _ => {
-                let end = id.rfind(':').map_or(0, |colon| colon + 1);
-                prefix.clear();
-                prefix.push_str(&id[..end]);
-                encoded.clear();
-                push_query_value(encoded, prefix);
-                &id[end..]
-            }
-        };
-        bytes.extend_from_slice(encoded);
-        push_query_value(bytes, rest);
-        bytes.extend_from_slice(self.xml.1.as_bytes());
-    }
-}
-
-/// What one record's identifiers are to the profiles (found without allocating: there is one
-/// for every record).
-#[derive(Debug)]
-struct Classified<'a> {
-    classes: &'a [Class<'a>],
-    landing: Option<&'a str>,
-    cite_as: Option<&'a Pid<'a>>,
-}
-
-impl<'a> Classified<'a> {
-    fn of(classes: &'a [Class<'a>]) -> Self {
-        let mut found = Self {
-            classes,
-            landing: None,
-            cite_as: None,
-        };
-        for class in classes {
-            match class {
-                Class::LandingPage(url) if found.landing.is_none() => {
-                    found.landing = Some(url);
-                }
-                Class::PersistentId(pid) if found.cite_as.is_none() => {
-                    found.cite_as = Some(pid);
-                }
-                _ => {}
-            }
-        }
-        found
-    }
-
-    /// Content files, with their media types, at most [`MAX_ITEMS`].
-    fn items(&self) -> impl Iterator<Item = (&'a str, &'static str)> + use<'a> {
-        let classes: &'a [Class<'a>] = self.classes;
-        classes
-            .iter()
-            .filter_map(|class| match class {
-                Class::ContentFile { url, media_type } => Some((url.as_ref(), *media_type)),
-                _ => None,
-            })
-            .take(MAX_ITEMS)
-    }
-
-    /// The first image among the content files: OCX's `ocx:image`.
-    fn image(&self) -> Option<&'a str> {
-        self.items()
-            .find(|(_, t)| t.starts_with("image/"))
-            .map(|(url, _)| url)
-    }
-}
-
-/// What the entries of one live record with a landing page share, spelled out once for every
-/// profile; borrowed, so that nothing is copied per record.
-struct Shared<'r> {
-    record: &'r Record,
-    found: &'r Classified<'r>,
-    landing: &'r str,
-    lastmod: Option<&'r str>,
-    /// The URL of the record's CDIF document, when the documents are published one by one.
-    document: Option<&'r str>,
-    /// For the Signmap and CDIF: the persistent identifier's resolver URL, the license URL and
-    /// the schema.org type.
-    cite_as: Option<&'r str>,
-    license: Option<&'r str>,
-    kind: Option<&'r str>,
-}
-
-impl Shared<'_> {
-    /// Writes the record's Signmap `<url>` into `bytes`: its links to the CDIF document, the
-    /// oai_dc record (when there is a `get_record` URL), the content files, the persistent
-    /// identifier, the license and the type.
-    #[inline]
-    fn write_signmap(&self, bytes: &mut Vec<u8>, get_record: Option<&mut GetRecord>) {
-        bytes.clear();
-        write_url_open(bytes, self.landing, self.lastmod);
-        if let Some(url) = self.document {
-            signmap::write_link(
-                bytes,
-                "describedby",
-                url,
-                Some(signmap::JSON_LD),
-                Some(crate::profiles::cdif::PROFILE),
-            );
-        }
-        if let Some(get_record) = get_record {
-            signmap::link_start(bytes, "describedby");
-            get_record.write_xml(bytes, &self.record.identifier);
-            signmap::link_end(bytes, Some(signmap::XML), Some(OAI_DC_PROFILE));
-        }
-        for (url, media_type) in self.found.items() {
-            signmap::write_link(bytes, "item", url, Some(media_type), None);
-        }
-        if let Some(url) = self.cite_as {
-            signmap::write_link(bytes, "cite-as", url, None, None);
-        }
-        if let Some(url) = self.license {
-            signmap::write_link(bytes, "license", url, None, None);
-        }
-        if let Some(url) = self.kind {
-            signmap::write_link(bytes, "type", url, None, None);
-        }
-        bytes.extend_from_slice(b"</url>\n");
-    }
-
-    /// Writes the record's OCX `<url>` of type `kind` into `bytes`: its name and teaser (written
-    /// out in `name_buf` and `teaser_buf` when they must be changed), its image, and where its
-    /// metadata is.
-    #[inline]
-    fn write_ocx(
-        &self,
-        bytes: &mut Vec<u8>,
-        name_buf: &mut String,
-        teaser_buf: &mut String,
-        config: &OcxConfig,
-        kind: &str,
-    ) {
-        let record = self.record;
-        let name = record
-            .dc_values(DcElement::Title)
-            .next()
-            .map(|t| ocx::teaser_in(t, usize::MAX, name_buf));
-        let teaser = record
-            .dc_values(DcElement::Description)
-            .next()
-            .map(|d| ocx::teaser_in(d, config.teaser_chars, teaser_buf));
-        // With CDIF, `ocx:loc` is the record's document, in JSON-LD (no `ocx:xpath`, which is
-        // for HTML); else what the configuration says.
-        let (format, meta, xpath) = match self.document {
-            Some(url) => (Some("JSON-LD"), Some(url), None),
-            None => (config.format.as_deref(), None, config.xpath.as_deref()),
-        };
-        bytes.clear();
-        ocx::write_entry(
-            bytes,
-            &ocx::Entry {
-                loc: self.landing,
-                kind,
-                format,
-                meta,
-                xpath,
-                name,
-                teaser,
-                image: self.found.image(),
-            },
-            self.lastmod,
-        );
-    }
-
-    /// Writes the record's CDIF document into `bytes`, after its name (`hash`, the part of it
-    /// that is not fixed); it links the oai_dc record when there is a `get_record` URL.
-    #[inline]
-    fn write_cdif(&self, bytes: &mut Vec<u8>, hash: &str, get_record: Option<&GetRecord>) {
-        let record = self.record;
-        let metadata = get_record.map(|g| g.url(&record.identifier));
-        // On the stack for a record's usual few values of each.
-        let values = |e| {
-            record
-                .dc_values(e)
-                .collect::<smallvec::SmallVec<[&str; 4]>>()
-        };
-        let titles = values(DcElement::Title);
-        let descriptions = values(DcElement::Description);
-        let creators = values(DcElement::Creator);
-        let dates = values(DcElement::Date);
-        let subjects = values(DcElement::Subject);
-        let publishers = values(DcElement::Publisher);
-        let languages = values(DcElement::Language);
-        bytes.clear();
-        bytes.extend_from_slice(hash.as_bytes());
-        cdif::write_document(
-            bytes,
-            &cdif::Fields {
-                url: self.landing,
-                kind: self.kind,
-                titles: &titles,
-                descriptions: &descriptions,
-                creators: &creators,
-                dates: &dates,
-                subjects: &subjects,
-                publishers: &publishers,
-                languages: &languages,
-                license: self.license,
-                identifier: self.cite_as,
-                metadata: metadata.as_deref(),
-            },
-        );
-    }
 }
 
 impl Signposts {
@@ -533,7 +258,7 @@ impl Signposts {
             kind,
         };
         if let Some(spill) = &mut self.shards[SIGNMAP] {
-            shared.write_signmap(&mut self.entry, self.get_record.as_mut());
+            signmap::write_record(&mut self.entry, &shared, self.get_record.as_mut());
             lens[SIGNMAP] =
                 spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
         }
@@ -542,10 +267,10 @@ impl Signposts {
             && let Some(ocx_kind) = ocx_kind.or(config.default_type.as_deref())
         {
             typed = true;
-            shared.write_ocx(
+            ocx::write_record(
                 &mut self.entry,
-                &mut self.name,
-                &mut self.teaser,
+                &shared,
+                (&mut self.name, &mut self.teaser),
                 config,
                 ocx_kind,
             );
@@ -553,7 +278,7 @@ impl Signposts {
                 spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
         }
         if let (Some(hash), Some(spill)) = (&hash, &mut self.cdif) {
-            shared.write_cdif(&mut self.entry, hash, self.get_record.as_ref());
+            cdif::write_record(&mut self.entry, &shared, hash, self.get_record.as_ref());
             lens[CDIF] = spill.append(&self.entry)?;
         }
         Ok(typed)
@@ -943,49 +668,5 @@ impl Resolved {
     }
 }
 
-// The collector's tests with a harvest's classifier and inventory are the root's
-// (`src/profiles/signposts_tests.rs`); here, what needs neither.
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The `GetRecord` link is spelled as `OaiRequest` spells it, after an existing query too
-    /// (OAI-04), and escaped in the XML; it carries both arguments GetRecord requires,
-    /// identifier and metadataPrefix (OAI-02).
-    #[test]
-    fn the_describedby_link_is_the_get_record_request() {
-        for base in ["https://h/oai/request", "https://h/oai/request?repo=a&x=1"] {
-            let base = Url::parse(base).unwrap();
-            let mut get_record = GetRecord::new(&base);
-            // One writer for identifiers that share what comes before their last colon, and
-            // for others: the same URLs as each encoded whole.
-            for id in [
-                "oai:h:a b/é&<",
-                "oai:h:a b/é&<:2",
-                "oai:h:a b/é&<:3",
-                "oai:h:1",
-                "oai:h:",
-                "oai:h:",
-                "no-colon&",
-                "oai:h:2",
-                "oai:other:2",
-                ":",
-                "",
-            ] {
-                let expected = OaiRequest::new(
-                    &base,
-                    &[
-                        ("verb", "GetRecord"),
-                        ("identifier", id),
-                        ("metadataPrefix", "oai_dc"),
-                    ],
-                )
-                .into_url();
-                assert_eq!(get_record.url(id), expected);
-                let mut xml = Vec::new();
-                get_record.write_xml(&mut xml, id);
-                assert_eq!(String::from_utf8(xml).unwrap(), escape(&expected), "{id}");
-            }
-        }
-    }
-}
+// The collector's tests, which need a harvest's classifier and inventory, are the root's
+// (`src/profiles/signposts_tests.rs`).

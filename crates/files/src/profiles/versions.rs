@@ -16,7 +16,7 @@ use crate::FilesError as Error;
 use crate::counts::Superseded;
 use crate::disk::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
-/// What resolving counted, as [`SignStats`](super::signposts::SignStats) has it.
+/// What resolving counted, as [`SignStats`](super::record::SignStats) has it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SignStats {
     /// Landing pages published, once each.
