@@ -32,26 +32,26 @@ use crate::{Limits, Shard};
 use super::files::{FileSink, Shards};
 use super::record::{GetRecord, Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Entries, Kind, Profile};
+use super::{Audience, Feed, Profile, Spec};
 use crate::FilesError;
 
-/// CDIF's documents, as the profiles' list knows them ([`super::Kind`]): `cdif-sitemap.xml`
+/// CDIF's documents, as the profiles' list knows them ([`super::Spec`]): `cdif-sitemap.xml`
 /// lists each record's document, announced to JSON-LD crawlers alone; a document is written
 /// from every element of `DOCUMENT_FIELDS`.
-pub const KIND: Kind = Kind {
+pub const SPEC: Spec = Spec {
     label: "cdif",
     prefix: "cdif-sitemap",
-    audience: Audience::JsonLd,
-    source: Entries::Records,
+    audience: Audience::Cdif,
+    feed: Feed::Records,
     fields: DOCUMENT_FIELDS,
 };
 
 /// CDIF's metadata lists, as the profiles' list knows them: `cdif-list-sitemap.xml` lists the
-/// lists of the same documents as [`KIND`]'s.
-pub const LIST_KIND: Kind = Kind {
+/// lists of the same documents as [`SPEC`]'s.
+pub const LIST_SPEC: Spec = Spec {
     label: "cdif_list",
     prefix: "cdif-list-sitemap",
-    ..KIND
+    ..SPEC
 };
 
 /// The Dublin Core elements a CDIF document is written from (the table above).

@@ -12,16 +12,16 @@ use crate::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::files::{FileSink, Shards};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Entries, Kind, Profile};
+use super::{Audience, Feed, Profile, Spec};
 
-/// A DiWoo category, as the profiles' list knows it ([`super::Kind`]): the label and names are
+/// A DiWoo category, as the profiles' list knows it ([`super::Spec`]): the label and names are
 /// followed by the category's three digits (`diwoo-infocat014`, `diwoo-infocat014-1.xml`, the
 /// index `sitemapindex-diwoo-infocat014.xml`); the inventory's URLs, to every crawler.
-pub const KIND: Kind = Kind {
+pub const SPEC: Spec = Spec {
     label: "diwoo-infocat",
     prefix: "diwoo-infocat",
-    audience: Audience::Crawlers,
-    source: Entries::Urls,
+    audience: Audience::AllCrawlers,
+    feed: Feed::Inventory,
     fields: Fields::of(&[]),
 };
 

@@ -1,11 +1,12 @@
 //! The profiles: each kind of file set a job can publish beside the sitemap. Each profile's
-//! module declares what it is, its [`Kind`] (label, file names, robots.txt's audience, what its
-//! entries are written from and the fields they read), and [`Profile::kind`] registers it; from
-//! the kinds, [`Profile`] names every file a profile publishes (formatted and parsed here only,
-//! [`FileName`]). [`ProfileSettings`] are the settings a repository turns them on with. Each profile's module
-//! holds its entries and what a generation says of it (its [`report::Report`]): the Signmap
-//! ([`signmap`]), OCX ([`ocx`]), CDIF's documents and lists ([`cdif`]) and DiWoo's categories
-//! ([`diwoo`]); [`registry`] lists them for the summary, the status page and the metrics.
+//! module declares what it is, its [`Spec`] (label, file names, robots.txt's audience, what its
+//! entries are written from and the fields they read), and [`Profile::spec`] registers it; from
+//! the specs, [`Profile`] names every file a profile publishes (formatted and parsed here only,
+//! [`FileName`]). [`ProfileSettings`] are the settings a repository turns them on with. Each
+//! profile's module holds its entries and what a generation says of it (its
+//! [`report::Report`]): the Signmap ([`signmap`]), OCX ([`ocx`]), CDIF's documents and lists
+//! ([`cdif`]) and DiWoo's categories ([`diwoo`]); [`registry`] lists them for the summary, the
+//! status page and the metrics.
 //!
 //! A harvest's records are collected for the landing-page profiles (Signmap, OCX, CDIF) by
 //! [`signposts`], which works out once per record what they share; which version of a
@@ -72,7 +73,7 @@ pub struct ProfileSettings {
 impl ProfileSettings {
     /// The profiles on, in robots.txt order: the sitemap, Signmap, OCX, the DiWoo categories in
     /// ascending order, then CDIF's documents and lists (which robots.txt announces to their own
-    /// user agent, [`Audience::JsonLd`]).
+    /// user agent, [`Audience::Cdif`]).
     pub fn profiles(&self) -> Vec<Profile> {
         let mut all = vec![Profile::Sitemap];
         if self.signmap {
@@ -111,20 +112,22 @@ impl ProfileSettings {
 }
 
 /// What a profile is, for everything that iterates the profiles (file names, robots.txt, the
-/// harvest's fields, the metrics): declared once, in the profile's own module (`signmap::KIND`),
-/// and registered in [`Profile::kind`].
+/// harvest's fields, the metrics): declared once, in the profile's own module (`signmap::SPEC`;
+/// the sitemap's, which has no module of its own, is here), and registered in
+/// [`Profile::spec`].
 #[derive(Debug)]
-pub struct Kind {
+pub struct Spec {
     /// Its name in metrics and logs (`signmap`); a DiWoo category's is followed by its number.
     pub label: &'static str,
     /// What its files' names start with: the index is `{prefix}.xml`, shard n
     /// `{prefix}-{n}.xml` (a DiWoo category's prefix is followed by its number, and its index
-    /// is `sitemapindex-{prefix}{number}.xml`).
+    /// is `sitemapindex-{prefix}{number}.xml`). No prefix followed by `-` may start another
+    /// profile's, so that a name is read back as one profile's only (a test holds it).
     pub prefix: &'static str,
     /// Which crawlers robots.txt announces its index to.
     pub audience: Audience,
     /// What its entries are written from.
-    pub source: Entries,
+    pub feed: Feed,
     /// The Dublin Core elements its entries are written from, besides the identifiers.
     pub fields: Fields,
 }
@@ -133,30 +136,33 @@ pub struct Kind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Audience {
     /// Every crawler: the index lists pages.
-    Crawlers,
-    /// JSON-LD crawlers alone (`User-agent: CDIF1.0`): the index lists JSON-LD documents, or
+    AllCrawlers,
+    /// CDIF's crawlers alone (`User-agent: CDIF1.0`): the index lists JSON-LD documents, or
     /// lists of them.
-    JsonLd,
+    Cdif,
 }
 
 /// What a profile's entries are written from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Entries {
+pub enum Feed {
     /// The URLs published, from the URL inventory (the sitemap, DiWoo).
-    Urls,
+    Inventory,
     /// Each record's landing page and what describes it, collected as the records arrive
     /// ([`signposts`]).
     Records,
 }
 
-/// The sitemap's kind: the published URLs, to every crawler.
-const SITEMAP: Kind = Kind {
+/// The sitemap's spec: the published URLs, to every crawler.
+const SITEMAP: Spec = Spec {
     label: "sitemap",
     prefix: "sitemap",
-    audience: Audience::Crawlers,
-    source: Entries::Urls,
+    audience: Audience::AllCrawlers,
+    feed: Feed::Inventory,
     fields: Fields::of(&[]),
 };
+
+/// What a DiWoo category's index name starts with, before its prefix and number.
+const DIWOO_INDEX: &str = "sitemapindex-";
 
 /// What a file name of a published profile is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,16 +179,18 @@ pub enum FileName {
 }
 
 impl Profile {
-    /// What it is: the one place a profile registers, with the [`Kind`] its module declares
-    /// (and, if its names do not vary, a row in `NAMED`).
-    pub fn kind(self) -> &'static Kind {
+    /// What it is: where a profile registers, with the [`Spec`] its module declares. A profile
+    /// whose names do not vary also needs its row in `NAMED` and its `if` in
+    /// [`ProfileSettings::profiles`]; the name tests go through every profile the settings can
+    /// turn on, so a missing row fails them.
+    pub fn spec(self) -> &'static Spec {
         match self {
             Profile::Sitemap => &SITEMAP,
-            Profile::Signmap => &signmap::KIND,
-            Profile::Ocx => &ocx::KIND,
-            Profile::Cdif => &cdif::KIND,
-            Profile::CdifList => &cdif::LIST_KIND,
-            Profile::Diwoo(_) => &diwoo::KIND,
+            Profile::Signmap => &signmap::SPEC,
+            Profile::Ocx => &ocx::SPEC,
+            Profile::Cdif => &cdif::SPEC,
+            Profile::CdifList => &cdif::LIST_SPEC,
+            Profile::Diwoo(_) => &diwoo::SPEC,
         }
     }
 
@@ -190,37 +198,37 @@ impl Profile {
     /// `diwoo-infocat014`.
     pub fn label(self) -> String {
         match self {
-            Profile::Diwoo(category) => format!("{}{category:03}", self.kind().label),
-            _ => self.kind().label.to_owned(),
+            Profile::Diwoo(category) => format!("{}{category:03}", self.spec().label),
+            _ => self.spec().label.to_owned(),
         }
     }
 
     /// Whether robots.txt announces it to CDIF's user agent rather than to every crawler: its
     /// locations are JSON-LD documents (or lists of them), not pages.
     pub fn for_cdif(self) -> bool {
-        self.kind().audience == Audience::JsonLd
+        self.spec().audience == Audience::Cdif
     }
 
     /// Whether it describes each record's landing page, so that the records are collected for
     /// it as they arrive ([`signposts`]), rather than listing the inventory's URLs.
     pub fn describes_records(self) -> bool {
-        self.kind().source == Entries::Records
+        self.spec().feed == Feed::Records
     }
 
     /// The name of its index: `sitemap.xml`, `signmap.xml`, `ocx.xml`, `cdif-sitemap.xml`,
     /// `cdif-list-sitemap.xml`, `sitemapindex-diwoo-infocat014.xml`.
     pub fn index_name(self) -> String {
         match self {
-            Profile::Diwoo(_) => format!("sitemapindex-{}.xml", self.shard_prefix()),
-            _ => format!("{}.xml", self.kind().prefix),
+            Profile::Diwoo(_) => format!("{DIWOO_INDEX}{}.xml", self.shard_prefix()),
+            _ => format!("{}.xml", self.spec().prefix),
         }
     }
 
     /// What its shards' names start with, before `-{n}.xml`.
     pub fn shard_prefix(self) -> String {
         match self {
-            Profile::Diwoo(category) => format!("{}{category:03}", self.kind().prefix),
-            _ => self.kind().prefix.to_owned(),
+            Profile::Diwoo(category) => format!("{}{category:03}", self.spec().prefix),
+            _ => self.spec().prefix.to_owned(),
         }
     }
 
@@ -247,12 +255,12 @@ impl Profile {
 
     /// The Dublin Core elements it writes from, besides the identifiers.
     pub fn fields(self) -> Fields {
-        self.kind().fields
+        self.spec().fields
     }
 }
 
 /// The profiles whose file names do not vary (all but DiWoo's categories): names are parsed
-/// by their kinds' prefixes.
+/// by their specs' prefixes.
 const NAMED: [Profile; 5] = [
     Profile::Sitemap,
     Profile::Signmap,
@@ -309,8 +317,8 @@ impl FileName {
             return number(n).map(FileName::List);
         }
         if let Some(category) = name
-            .strip_prefix("sitemapindex-")
-            .and_then(|rest| rest.strip_prefix(diwoo::KIND.prefix))
+            .strip_prefix(DIWOO_INDEX)
+            .and_then(|rest| rest.strip_prefix(diwoo::SPEC.prefix))
             .and_then(|rest| rest.strip_suffix(".xml"))
         {
             return self::category(category).map(|c| FileName::Index(Profile::Diwoo(c)));
@@ -318,11 +326,11 @@ impl FileName {
         // Read without allocating: the gateway parses the name of every request.
         let fixed = name
             .strip_suffix(".xml")
-            .and_then(|stem| NAMED.into_iter().find(|p| stem == p.kind().prefix));
+            .and_then(|stem| NAMED.into_iter().find(|p| stem == p.spec().prefix));
         if let Some(p) = fixed {
             return Some(FileName::Index(p));
         }
-        let (profile, rest) = match name.strip_prefix(diwoo::KIND.prefix) {
+        let (profile, rest) = match name.strip_prefix(diwoo::SPEC.prefix) {
             Some(rest) => {
                 let (category, rest) = rest.split_at_checked(3)?;
                 (
@@ -332,7 +340,7 @@ impl FileName {
             }
             None => NAMED
                 .into_iter()
-                .find_map(|p| Some((p, name.strip_prefix(p.kind().prefix)?.strip_prefix('-')?)))?,
+                .find_map(|p| Some((p, name.strip_prefix(p.spec().prefix)?.strip_prefix('-')?)))?,
         };
         let n = rest
             .strip_suffix(".xml.gz")
@@ -371,19 +379,39 @@ fn category(n: &str) -> Option<u8> {
 mod tests {
     use super::*;
 
+    /// Every profile the settings can turn on (DiWoo's categories 1, 14 and 17 of them). Every
+    /// field is named, so a new profile's setting does not compile until it is on here too.
+    fn every_profile() -> Vec<Profile> {
+        ProfileSettings {
+            signmap: true,
+            ocx: Some(ocx::OcxConfig::default()),
+            cdif: true,
+            cdif_list: true,
+            diwoo: vec![("a".into(), 1), ("b".into(), 14), ("c".into(), 17)],
+        }
+        .profiles()
+    }
+
+    /// A name is read back as one profile's only: no profile's prefix and `-` starts another's
+    /// prefix (which `FileName::parse`, trying the prefixes in turn, would then read wrongly).
+    #[test]
+    fn no_profile_prefix_starts_another() {
+        let profiles = every_profile();
+        assert_eq!(profiles.len(), 8);
+        for a in &profiles {
+            for b in profiles
+                .iter()
+                .filter(|b| b.spec().prefix != a.spec().prefix)
+            {
+                let (a, b) = (a.spec().prefix, b.spec().prefix);
+                assert!(!b.starts_with(&format!("{a}-")), "{a} starts {b}");
+            }
+        }
+    }
+
     #[test]
     fn every_name_a_profile_formats_parses_back_to_it() {
-        let profiles = [
-            Profile::Sitemap,
-            Profile::Signmap,
-            Profile::Ocx,
-            Profile::Cdif,
-            Profile::CdifList,
-            Profile::Diwoo(1),
-            Profile::Diwoo(14),
-            Profile::Diwoo(17),
-        ];
-        for p in profiles {
+        for p in every_profile() {
             assert_eq!(FileName::parse(&p.index_name()), Some(FileName::Index(p)));
             for n in [1, 9, 10, 4711] {
                 assert_eq!(

@@ -9,16 +9,16 @@ use url::Url;
 
 use super::record::{Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Entries, Kind, Profile};
+use super::{Audience, Feed, Profile, Spec};
 
-/// OCX, as the profiles' list knows it ([`super::Kind`]): `ocx.xml`, one entry per record's
+/// OCX, as the profiles' list knows it ([`super::Spec`]): `ocx.xml`, one entry per record's
 /// landing page with an OCX type, to every crawler; written from `dc:type`, `dc:title` and
 /// `dc:description`.
-pub const KIND: Kind = Kind {
+pub const SPEC: Spec = Spec {
     label: "ocx",
     prefix: "ocx",
-    audience: Audience::Crawlers,
-    source: Entries::Records,
+    audience: Audience::AllCrawlers,
+    feed: Feed::Records,
     fields: Fields::of(&[DcElement::Type, DcElement::Title, DcElement::Description]),
 };
 
@@ -135,16 +135,17 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"</ocx:ocx></url>\n");
 }
 
-/// Writes a record's OCX `<url>` of type `kind` into `bytes`, from what its entries share: its
-/// name and teaser (written out in `bufs` when they must be changed), its image, and where its
-/// metadata is.
+/// Writes a record's OCX `<url>` of type `ocx_type` into `bytes`, from what its entries share:
+/// its name and teaser (written out in `name_buf` and `teaser_buf` when they must be changed),
+/// its image, and where its metadata is.
 #[inline]
 pub(crate) fn write_record(
     bytes: &mut Vec<u8>,
     shared: &Shared<'_>,
-    (name_buf, teaser_buf): (&mut String, &mut String),
+    name_buf: &mut String,
+    teaser_buf: &mut String,
     config: &OcxConfig,
-    kind: &str,
+    ocx_type: &str,
 ) {
     let record = shared.record;
     let name = record
@@ -166,7 +167,7 @@ pub(crate) fn write_record(
         bytes,
         &Entry {
             loc: shared.landing,
-            kind,
+            kind: ocx_type,
             format,
             meta,
             xpath,

@@ -14,7 +14,8 @@ use crate::sitemap::escape;
 /// one entry can never outgrow a shard.
 pub(crate) const MAX_ITEMS: usize = 50;
 
-/// Counts of the Signmap, by outcome.
+/// What the landing-page profiles' collector counted, by outcome: the Signmap's entries and
+/// records left out (which CDIF's documents share), and OCX's.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SignStats {
     /// Entries published.

@@ -11,15 +11,15 @@ use url::Url;
 
 use super::record::{GetRecord, Shared, SignStats};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Entries, Kind, Profile};
+use super::{Audience, Feed, Profile, Spec};
 
-/// The Signmap, as the profiles' list knows it ([`super::Kind`]): `signmap.xml`, one entry per
+/// The Signmap, as the profiles' list knows it ([`super::Spec`]): `signmap.xml`, one entry per
 /// record's landing page, to every crawler; its links come from `dc:type` and `dc:rights`.
-pub const KIND: Kind = Kind {
+pub const SPEC: Spec = Spec {
     label: "signmap",
     prefix: "signmap",
-    audience: Audience::Crawlers,
-    source: Entries::Records,
+    audience: Audience::AllCrawlers,
+    feed: Feed::Records,
     fields: Fields::of(&[DcElement::Type, DcElement::Rights]),
 };
 

@@ -270,7 +270,8 @@ impl Signposts {
             ocx::write_record(
                 &mut self.entry,
                 &shared,
-                (&mut self.name, &mut self.teaser),
+                &mut self.name,
+                &mut self.teaser,
                 config,
                 ocx_kind,
             );
@@ -301,7 +302,7 @@ impl Signposts {
             self.occurrences.len() as usize,
             "the inventory and the profiles saw different record occurrences"
         );
-        let mut counts = super::versions::SignStats::default();
+        let mut counts = super::versions::Counts::default();
         let resolution = self.occurrences.finish(superseded, &mut counts)?;
         let mut stats = SignStats {
             published: counts.published,

@@ -18,7 +18,7 @@ use crate::disk::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
 /// What resolving counted, as [`SignStats`](super::record::SignStats) has it.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct SignStats {
+pub struct Counts {
     /// Landing pages published, once each.
     pub published: u64,
     /// Live records without a landing page.
@@ -171,19 +171,19 @@ impl Occurrences {
     pub fn finish(
         mut self,
         superseded: &Superseded,
-        stats: &mut SignStats,
+        stats: &mut Counts,
     ) -> Result<Resolution, Error> {
         let file = self.file.take().map(RunWriter::finish).transpose()?;
         let mut won = vec![0u64; (self.count as usize).div_ceil(64)];
         let mut group: Option<Version> = None;
-        let mut settle = |winner: Option<Version>, stats: &mut SignStats| {
+        let mut settle = |winner: Option<Version>, stats: &mut Counts| {
             if let Some(w) = winner {
                 stats.published += 1;
                 stats.typed += u64::from(w.typed);
                 won[w.seq as usize / 64] |= 1 << (w.seq % 64);
             }
         };
-        let mut each = |v: Version, stats: &mut SignStats| {
+        let mut each = |v: Version, stats: &mut Counts| {
             if superseded.contains(v.seq as usize) {
                 return;
             }
