@@ -197,9 +197,14 @@ impl Profile {
     /// Its name in metrics and logs: `sitemap`, `signmap`, `ocx`, `cdif`, `cdif_list`,
     /// `diwoo-infocat014`.
     pub fn label(self) -> String {
+        self.numbered(self.spec().label)
+    }
+
+    /// `base` (its spec's label or prefix), followed by a DiWoo category's three digits.
+    fn numbered(self, base: &str) -> String {
         match self {
-            Profile::Diwoo(category) => format!("{}{category:03}", self.spec().label),
-            _ => self.spec().label.to_owned(),
+            Profile::Diwoo(category) => format!("{base}{category:03}"),
+            _ => base.to_owned(),
         }
     }
 
@@ -226,10 +231,7 @@ impl Profile {
 
     /// What its shards' names start with, before `-{n}.xml`.
     pub fn shard_prefix(self) -> String {
-        match self {
-            Profile::Diwoo(category) => format!("{}{category:03}", self.spec().prefix),
-            _ => self.spec().prefix.to_owned(),
-        }
+        self.numbered(self.spec().prefix)
     }
 
     /// The name of shard `n` (from 1) with extension `ext` (`xml`; the sitemap's may be
