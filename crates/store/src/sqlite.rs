@@ -29,6 +29,52 @@ pub(super) struct Sqlite {
 }
 
 impl Sqlite {
+    /// A page read, decided and written in one transaction: [`Backend::apply_page`], `fresh`
+    /// when the run began on an empty store (the page is then tried unread).
+    fn apply_page_in(
+        &mut self,
+        run: u64,
+        page: &[Incoming],
+        fresh: bool,
+        state: &State,
+        track: bool,
+    ) -> Result<(), StoreError> {
+        let path = &self.path;
+        // Immediate: the page's writes follow its reads, and another writer waits meanwhile.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(fail(path, "cannot begin a transaction"))?;
+        let tried = match fresh {
+            true => write_fresh(&tx, path, run as i64, page, track)?,
+            false => None,
+        };
+        let decision = match tried {
+            Some(decision) => decision,
+            None => {
+                let held = read_page(&tx, path, page)?;
+                let decision = page::decide(page, held, run as i64, track);
+                insert(&tx, run as i64, page, &decision.inserted)
+                    .map_err(fail(path, "cannot store a record"))?;
+                write_page(&tx, path, run as i64, page, &decision)?;
+                decision
+            }
+        };
+        if track {
+            let counts = [decision.live, decision.deleted];
+            let sql = "UPDATE tally SET live = live + ?1, deleted = deleted + ?2";
+            execute_cached(&tx, path, sql, counts, "cannot count the records")?;
+        }
+        write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
+        tx.commit().map_err(fail(path, "cannot commit a page"))
+    }
+
+    /// Where SQLite keeps its temporary files (`temp_store`), set between transactions.
+    fn set_temp_store(&self, to: &str) -> Result<(), StoreError> {
+        (self.conn.pragma_update(None, "temp_store", to))
+            .map_err(fail(&self.path, "cannot configure"))
+    }
+
     /// Opens (or creates) the store at `path`. A store whose tables are of another schema
     /// version, or whose state is of a format this version does not read (a newer version's,
     /// [`super::persisted::FORMAT`]), is emptied: the next harvest is a full one.
@@ -192,34 +238,18 @@ impl Backend for Sqlite {
     ) -> Result<(), StoreError> {
         let page: Vec<Incoming> = records.iter().map(Incoming::of).collect();
         let fresh = self.began_empty(run)?;
-        let path = &self.path;
-        // Immediate: the page's writes follow its reads, and another writer waits meanwhile.
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-            .map_err(fail(path, "cannot begin a transaction"))?;
-        let tried = match fresh {
-            true => write_fresh(&tx, path, run as i64, &page, track)?,
-            false => None,
-        };
-        let decision = match tried {
-            Some(decision) => decision,
-            None => {
-                let held = read_page(&tx, path, &page)?;
-                let decision = page::decide(&page, held, run as i64, track);
-                insert(&tx, run as i64, &page, &decision.inserted)
-                    .map_err(fail(path, "cannot store a record"))?;
-                write_page(&tx, path, run as i64, &page, &decision)?;
-                decision
-            }
-        };
-        if track {
-            let counts = [decision.live, decision.deleted];
-            let sql = "UPDATE tally SET live = live + ?1, deleted = deleted + ?2";
-            execute_cached(&tx, path, sql, counts, "cannot count the records")?;
+        if !fresh {
+            return self.apply_page_in(run, &page, false, state, track);
         }
-        write_state(&tx, state).map_err(fail(path, "cannot save the checkpoint"))?;
-        tx.commit().map_err(fail(path, "cannot commit a page"))
+        // A fresh page's savepoint makes SQLite journal every database page its inserts change,
+        // past 64 KiB in a temporary file of its own: a file per page, and a tenth more bytes
+        // written by a first harvest (benches/compare-RESULTS.md). Kept in memory for this
+        // transaction alone, the journal is bounded by what one page of records changes; the
+        // connection's other statements keep their temporary files (sorts) on disk.
+        self.set_temp_store("MEMORY")?;
+        let applied = self.apply_page_in(run, &page, true, state, track);
+        self.set_temp_store("DEFAULT")?;
+        applied
     }
 
     /// [`super::Store::finish_run`] on SQLite.
