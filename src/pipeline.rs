@@ -127,8 +127,8 @@ impl Built {
             index_url: rendered.indexes[0].clone(),
             profiles: ProfileSummary::of(
                 landing.as_ref(),
-                rendered.profile_indexes,
-                rendered.diwoo,
+                &rendered.profile_indexes,
+                rendered.diwoo.into_iter().map(ProfileSummary::new),
             ),
             indexes: rendered.indexes,
             spill_bytes: harvested.spill_bytes,

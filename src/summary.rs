@@ -321,20 +321,20 @@ mod tests {
         use crate::profiles::cdif::CdifSummary;
         use crate::profiles::signmap::SignmapSummary;
         vec![
-            ProfileSummary::Signmap(SignmapSummary {
+            ProfileSummary::new(SignmapSummary {
                 index_url: "https://p.example/signmap.xml".into(),
                 published: 7,
                 no_landing_page: 2,
                 duplicate: 1,
             }),
-            ProfileSummary::Cdif(CdifSummary {
+            ProfileSummary::new(CdifSummary {
                 index_url: None,
                 lists_index_url: Some("https://p.example/cdif-list-sitemap.xml".into()),
                 lists: 1,
                 documents: 7,
                 no_landing_page: 2,
             }),
-            ProfileSummary::Diwoo(crate::pipeline::DiwooStats {
+            ProfileSummary::new(crate::pipeline::DiwooStats {
                 category: 14,
                 urls: 3,
                 requires_https: 4,

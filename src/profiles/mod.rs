@@ -6,11 +6,11 @@
 
 pub(crate) use oai_bridge_files::disk::profiles as spill;
 pub(crate) use oai_bridge_files::profiles::{
-    FileName, Profile, cdif, diwoo, files, ledger, merge, ocx, record, registry, render, report,
-    signmap, signposts,
+    FileName, cdif, diwoo, files, ledger, merge, ocx, record, registry, render, report, signmap,
+    signposts,
 };
 
-pub use oai_bridge_files::profiles::ProfileSettings;
+pub use oai_bridge_files::profiles::{Profile, ProfileSettings};
 
 #[cfg(test)]
 mod signposts_tests;

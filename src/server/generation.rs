@@ -1155,7 +1155,7 @@ mod tests {
             requires_lastmod: 2,
         };
         let summary = Summary {
-            profiles: vec![crate::profiles::registry::ProfileSummary::Diwoo(diwoo)],
+            profiles: vec![crate::profiles::registry::ProfileSummary::new(diwoo)],
             ..Summary::default()
         };
         let json = serde_json::to_string(&summary).unwrap();

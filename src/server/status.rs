@@ -10,7 +10,7 @@ use super::generation::{Generation, Summary};
 use super::{Gateway, Repo, RepoStatus, history};
 use crate::classify::Drop;
 use crate::pipeline::{human_bytes, human_duration};
-use crate::profiles::registry::ProfileSummary;
+use crate::profiles::Profile;
 use crate::profiles::report::Piece;
 use crate::spill::{Room, Usage};
 
@@ -617,7 +617,7 @@ fn profiles(out: &mut String, s: &Summary, repo: &Repo) {
                 }
             }
         }
-        if let ProfileSummary::Signmap(_) = profile {
+        if profile.profile() == Profile::Signmap {
             signposting(out, &repo.signposting.now());
         }
     }

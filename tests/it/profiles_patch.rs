@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use oai_bridge::{
-    Job, Limits, OcxConfig, Policy, ProfileSettings, ProfileSummary, TypeMap, fields_for,
-};
+use oai_bridge::{Job, Limits, OcxConfig, Policy, Profile, ProfileSettings, TypeMap, fields_for};
 
 use crate::faults::{job, snapshot};
 use crate::incremental::{edit_a_lastmod, export_job, folders};
@@ -236,10 +234,8 @@ async fn a_patch_of_every_profile_gives_the_bytes_of_a_whole_render() {
             .collect();
         let p = Published::new(&repository).await;
         let profiles = &p.full.built.profiles;
-        let signmap = profiles
-            .iter()
-            .any(|p| matches!(p, ProfileSummary::Signmap(_)));
-        let ocx = profiles.iter().any(|p| matches!(p, ProfileSummary::Ocx(_)));
+        let signmap = profiles.iter().any(|p| p.profile() == Profile::Signmap);
+        let ocx = profiles.iter().any(|p| p.profile() == Profile::Ocx);
         assert!(signmap && ocx, "seed {seed}");
         assert!(p.out.join(LEDGER).exists(), "seed {seed}: no ledger");
         for (round, day) in [(1, 2), (2, 3)] {

@@ -31,8 +31,9 @@ use crate::{Limits, Shard};
 
 use super::files::{FileSink, Shards};
 use super::record::{GetRecord, Shared, SignStats};
+use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec};
+use super::{Audience, Feed, Profile, Spec, SummarySpec};
 use crate::FilesError;
 
 /// CDIF's documents, as the profiles' list knows them ([`super::Spec`]): `cdif-sitemap.xml`
@@ -44,6 +45,12 @@ pub const SPEC: Spec = Spec {
     audience: Audience::Cdif,
     feed: Feed::Records,
     fields: DOCUMENT_FIELDS,
+    summary: Some(SummarySpec {
+        field: "cdif",
+        list: false,
+        load: registry::load::<CdifSummary>,
+        of: Some(CdifSummary::of),
+    }),
 };
 
 /// CDIF's metadata lists, as the profiles' list knows them: `cdif-list-sitemap.xml` lists the
@@ -51,6 +58,7 @@ pub const SPEC: Spec = Spec {
 pub const LIST_SPEC: Spec = Spec {
     label: "cdif_list",
     prefix: "cdif-list-sitemap",
+    summary: None,
     ..SPEC
 };
 
@@ -590,6 +598,17 @@ pub struct Published {
     pub lists: Option<(Url, usize)>,
 }
 
+impl Published {
+    /// Records its indexes among a render's (the lists' with their number).
+    pub fn add_to(self, indexes: &mut Indexes) {
+        indexes.add(Profile::Cdif, self.index);
+        if let Some((url, lists)) = self.lists {
+            indexes.add(Profile::CdifList, Some(url));
+            indexes.cdif_lists = lists;
+        }
+    }
+}
+
 impl<'a> Writer<'a> {
     /// Publishes each document on its own (`documents`), in lists (`lists`), or both, under
     /// `public_url`, within `limits`.
@@ -667,20 +686,20 @@ pub struct CdifSummary {
 }
 
 impl CdifSummary {
-    /// What CDIF published, as the collector counted it: its documents one by one (`index`,
-    /// their sitemap's URL), in lists (`lists`, their sitemap's URL and their number), or both;
-    /// none when neither.
-    pub(crate) fn of(
-        index: Option<&Url>,
-        lists: Option<&(Url, usize)>,
-        stats: &SignStats,
-    ) -> Option<Self> {
-        (index.is_some() || lists.is_some()).then(|| CdifSummary {
-            index_url: index.map(Url::to_string),
-            lists_index_url: lists.map(|(url, _)| url.to_string()),
-            lists: lists.map_or(0, |&(_, n)| n as u64),
-            documents: stats.published,
-            no_landing_page: stats.no_landing_page,
+    /// What CDIF published, as the collector counted it: its documents one by one (when the
+    /// render wrote [`Profile::Cdif`]'s index), in lists ([`Profile::CdifList`]'s, with their
+    /// number), or both; none when neither.
+    fn of(indexes: &Indexes, stats: &SignStats) -> Option<ProfileSummary> {
+        let index = indexes.get(Profile::Cdif);
+        let lists = indexes.get(Profile::CdifList);
+        (index.is_some() || lists.is_some()).then(|| {
+            ProfileSummary::new(CdifSummary {
+                index_url: index.map(Url::to_string),
+                lists_index_url: lists.map(Url::to_string),
+                lists: lists.map_or(0, |_| indexes.cdif_lists as u64),
+                documents: stats.published,
+                no_landing_page: stats.no_landing_page,
+            })
         })
     }
 
@@ -691,6 +710,10 @@ impl CdifSummary {
 }
 
 impl Report for CdifSummary {
+    fn profile(&self) -> Profile {
+        Profile::Cdif
+    }
+
     fn counts(&self) -> Vec<ProfileCounts> {
         let drops = self.drops();
         let forms = [

@@ -5,24 +5,33 @@
 use std::borrow::Cow;
 
 use oai_pmh::{Datestamp, Fields};
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::Limits;
 use crate::sitemap::{URLSET_OPEN, Urlsets, write_url};
 
 use super::files::{FileSink, Shards};
+use super::registry;
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec};
+use super::{Audience, Feed, Profile, Spec, SummarySpec};
 
 /// A DiWoo category, as the profiles' list knows it ([`super::Spec`]): the label and names are
 /// followed by the category's three digits (`diwoo-infocat014`, `diwoo-infocat014-1.xml`, the
-/// index `sitemapindex-diwoo-infocat014.xml`); the inventory's URLs, to every crawler.
+/// index `sitemapindex-diwoo-infocat014.xml`); the inventory's URLs, to every crawler; a
+/// manifest holds the categories' parts in a list, `diwoo`.
 pub const SPEC: Spec = Spec {
     label: "diwoo-infocat",
     prefix: "diwoo-infocat",
     audience: Audience::AllCrawlers,
     feed: Feed::Inventory,
     fields: Fields::of(&[]),
+    summary: Some(SummarySpec {
+        field: "diwoo",
+        list: true,
+        load: registry::load::<DiwooStats>,
+        of: None,
+    }),
 };
 
 /// Highest Woo information category (the DiWoo table has 17).
@@ -224,8 +233,8 @@ impl<'a> Writer<'a> {
     }
 }
 
-/// What one DiWoo category published.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What one DiWoo category published, as a manifest holds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DiwooStats {
     /// The Woo information category, 1-17.
     pub category: u8,
@@ -253,6 +262,10 @@ impl DiwooStats {
 }
 
 impl Report for DiwooStats {
+    fn profile(&self) -> Profile {
+        Profile::Diwoo(self.category)
+    }
+
     fn counts(&self) -> Vec<ProfileCounts> {
         let profile = Profile::Diwoo(self.category);
         vec![ProfileCounts::new(profile, self.urls, &self.drops())]

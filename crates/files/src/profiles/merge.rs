@@ -34,6 +34,7 @@ use super::diwoo::{self, DiwooStats};
 use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::record::SignStats;
+use super::registry::Indexes;
 use super::{DOCUMENT_KEY_LEN, Profile, ProfileSettings, ocx, signmap};
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
@@ -116,12 +117,9 @@ impl ProfilePatch {
 /// What a patch of the profiles wrote.
 #[derive(Debug)]
 pub struct Patched {
-    /// The Signmap's index, when it has a shard.
-    pub signmap_index: Option<Url>,
-    /// The OCX sitemap's index, when it has a shard.
-    pub ocx_index: Option<Url>,
-    /// The index of CDIF lists' sitemap and the number of lists, when there are lists.
-    pub cdif_lists: Option<(Url, usize)>,
+    /// The indexes written: the Signmap's and OCX's, when they have a shard; CDIF lists'
+    /// sitemap's, with the number of lists, when there are lists.
+    pub indexes: Indexes,
     /// The landing-page profiles' counts after the patch.
     pub stats: SignStats,
     /// The ledger's rows after the patch.
@@ -587,20 +585,19 @@ impl<'a> LandingFiles<'a> {
 
     /// The last files and the indexes: the Signmap's, OCX's, and the CDIF lists' with their
     /// number.
-    #[allow(clippy::type_complexity)]
-    fn finish<S: FileSink>(
-        self,
-        sink: &mut S,
-    ) -> Result<(Option<Url>, Option<Url>, Option<(Url, usize)>), S::Error> {
+    fn finish<S: FileSink>(self, sink: &mut S) -> Result<Indexes, S::Error> {
         let [signmap, ocx] = self.urlsets;
-        Ok((
-            signmap.map(|f| f.finish(sink)).transpose()?.flatten(),
+        let mut indexes = Indexes::default();
+        let signmap = signmap.map(|f| f.finish(sink)).transpose()?.flatten();
+        indexes.add(Profile::Signmap, signmap);
+        indexes.add(
+            Profile::Ocx,
             ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
-            match self.lists {
-                Some(lists) => lists.finish(sink)?.lists,
-                None => None,
-            },
-        ))
+        );
+        if let Some(lists) = self.lists {
+            lists.finish(sink)?.add_to(&mut indexes);
+        }
+        Ok(indexes)
     }
 }
 
@@ -678,11 +675,8 @@ impl ProfilePatch {
         } else {
             stats.ocx_published = 0;
         }
-        let (signmap_index, ocx_index, cdif_lists) = written.finish(sink)?;
         Ok(Patched {
-            signmap_index,
-            ocx_index,
-            cdif_lists,
+            indexes: written.finish(sink)?,
             stats,
             rows: out,
         })

@@ -130,6 +130,26 @@ pub struct Spec {
     pub feed: Feed,
     /// The Dublin Core elements its entries are written from, besides the identifiers.
     pub fields: Fields,
+    /// How its part of a generation's summary is made and kept, when it has one (the sitemap's
+    /// is the summary itself; CDIF's lists share CDIF's part).
+    pub summary: Option<SummarySpec>,
+}
+
+/// How a profile's part of a generation's summary ([`registry::ProfileSummary`]) is made and
+/// kept in a manifest ([`registry::stored`]).
+#[derive(Debug)]
+pub struct SummarySpec {
+    /// Its field in a manifest (`signmap`): one part or `null`, or a list of parts.
+    pub field: &'static str,
+    /// Whether the field holds a list of parts (a DiWoo category's each).
+    pub list: bool,
+    /// Its part from the field (or an item of its list): [`registry::load`] for a part held
+    /// as its type serializes.
+    pub load: fn(serde_json::Value) -> Result<registry::ProfileSummary, serde_json::Error>,
+    /// Its part from what a render of the records wrote (the indexes, and the collector's
+    /// counts), or `None` when it is not fed by the records (DiWoo's parts come from its
+    /// writer).
+    pub of: Option<fn(&registry::Indexes, &record::SignStats) -> Option<registry::ProfileSummary>>,
 }
 
 /// Which crawlers robots.txt announces a profile's index to.
@@ -159,6 +179,7 @@ const SITEMAP: Spec = Spec {
     audience: Audience::AllCrawlers,
     feed: Feed::Inventory,
     fields: Fields::of(&[]),
+    summary: None,
 };
 
 /// What a DiWoo category's index name starts with, before its prefix and number.
@@ -179,9 +200,15 @@ pub enum FileName {
 }
 
 impl Profile {
-    /// What it is: where a profile registers, with the [`Spec`] its module declares. A profile
-    /// whose names do not vary also needs its row in `NAMED` and its `if` in
-    /// [`ProfileSettings::profiles`]; the name tests go through every profile the settings can
+    /// Every kind of profile, in the order their parts of a summary are shown and kept
+    /// (`REGISTERED`; DiWoo's categories share a spec and stand there as one, the first).
+    pub fn registered() -> impl Iterator<Item = Profile> {
+        REGISTERED.into_iter()
+    }
+
+    /// What it is: the [`Spec`] its module declares. A profile registers with its arm here
+    /// (the compiler asks for it) and its row in `REGISTERED`; its setting turns it on in
+    /// [`ProfileSettings::profiles`]. The name tests go through every profile the settings can
     /// turn on, so a missing row fails them.
     pub fn spec(self) -> &'static Spec {
         match self {
@@ -261,15 +288,23 @@ impl Profile {
     }
 }
 
-/// The profiles whose file names do not vary (all but DiWoo's categories): names are parsed
-/// by their specs' prefixes.
-const NAMED: [Profile; 5] = [
+/// Every kind of profile, a row each, in the order their parts of a summary are shown and kept
+/// in a manifest: with its arm in [`Profile::spec`], a profile's registration. DiWoo's
+/// categories share a spec and stand here as one, the first.
+const REGISTERED: [Profile; 6] = [
     Profile::Sitemap,
     Profile::Signmap,
     Profile::Ocx,
     Profile::Cdif,
     Profile::CdifList,
+    Profile::Diwoo(1),
 ];
+
+/// The registered profiles whose file names do not vary (all but DiWoo's categories): names
+/// are parsed by their specs' prefixes.
+fn named() -> impl Iterator<Item = Profile> {
+    Profile::registered().filter(|p| !matches!(p, Profile::Diwoo(_)))
+}
 
 /// What CDIF's metadata lists' names start with (`cdif-list-1.jsonld`).
 pub const CDIF_LIST_PREFIX: &str = "cdif-list";
@@ -328,7 +363,7 @@ impl FileName {
         // Read without allocating: the gateway parses the name of every request.
         let fixed = name
             .strip_suffix(".xml")
-            .and_then(|stem| NAMED.into_iter().find(|p| stem == p.spec().prefix));
+            .and_then(|stem| named().find(|p| stem == p.spec().prefix));
         if let Some(p) = fixed {
             return Some(FileName::Index(p));
         }
@@ -340,8 +375,7 @@ impl FileName {
                     rest.strip_prefix('-')?,
                 )
             }
-            None => NAMED
-                .into_iter()
+            None => named()
                 .find_map(|p| Some((p, name.strip_prefix(p.spec().prefix)?.strip_prefix('-')?)))?,
         };
         let n = rest

@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::record::{Shared, SignStats};
+use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec};
+use super::{Audience, Feed, Profile, Spec, SummarySpec};
 
 /// OCX, as the profiles' list knows it ([`super::Spec`]): `ocx.xml`, one entry per record's
 /// landing page with an OCX type, to every crawler; written from `dc:type`, `dc:title` and
@@ -20,6 +21,12 @@ pub const SPEC: Spec = Spec {
     audience: Audience::AllCrawlers,
     feed: Feed::Records,
     fields: Fields::of(&[DcElement::Type, DcElement::Title, DcElement::Description]),
+    summary: Some(SummarySpec {
+        field: "ocx",
+        list: false,
+        load: registry::load::<OcxSummary>,
+        of: Some(OcxSummary::of),
+    }),
 };
 
 /// The OCX namespace.
@@ -321,14 +328,16 @@ pub struct OcxSummary {
 }
 
 impl OcxSummary {
-    /// What the OCX sitemap whose index is `index_url` published, as the collector counted it.
-    pub(crate) fn of(index_url: &Url, stats: &SignStats) -> Self {
-        OcxSummary {
+    /// What the OCX sitemap published, as the collector counted it, when the render wrote its
+    /// index.
+    fn of(indexes: &Indexes, stats: &SignStats) -> Option<ProfileSummary> {
+        let index_url = indexes.get(Profile::Ocx)?;
+        Some(ProfileSummary::new(OcxSummary {
             index_url: index_url.to_string(),
             published: stats.ocx_published,
             no_type: stats.ocx_no_type,
             no_landing_page: stats.no_landing_page,
-        }
+        }))
     }
 
     /// What it left out, by reason.
@@ -341,6 +350,10 @@ impl OcxSummary {
 }
 
 impl Report for OcxSummary {
+    fn profile(&self) -> Profile {
+        Profile::Ocx
+    }
+
     fn counts(&self) -> Vec<ProfileCounts> {
         vec![ProfileCounts::new(
             Profile::Ocx,

@@ -1,104 +1,137 @@
 //! What each profile beside the sitemap published in a generation, in the one list its
 //! presenters iterate: the summary (`export --json`, the gateway's manifest), `export`'s text
 //! summary, the status page, the metrics and the indexes the gateway's robots.txt announces.
-//! Each profile's module holds its own part and what it says of it ([`super::report::Report`]);
-//! a new profile registers here: a [`ProfileSummary`] variant, its arm in
-//! [`ProfileSummary::report`], its part in [`ProfileSummary::of`] and its field in the
-//! manifest's form ([`stored`]).
+//! Each profile's module holds its own part and what it says of it ([`super::report::Report`]),
+//! and says in its [`super::Spec`] how its part is made and kept ([`super::SummarySpec`]): this
+//! module names no profile; it goes through the registered profiles' specs.
 
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
 use url::Url;
 
-use super::cdif::CdifSummary;
-use super::diwoo::DiwooStats;
-use super::ocx::OcxSummary;
 use super::record::SignStats;
 use super::report::Report;
-use super::signmap::SignmapSummary;
+use super::{Audience, Profile, SummarySpec};
 
-/// What one profile published in a generation.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ProfileSummary {
-    /// The Signmap.
-    Signmap(SignmapSummary),
-    /// The OCX sitemap.
-    Ocx(OcxSummary),
-    /// CDIF's documents and lists.
-    Cdif(CdifSummary),
-    /// One DiWoo category.
-    Diwoo(DiwooStats),
-}
+/// What one profile published in a generation: its part of the summary, as its module made it.
+#[derive(Clone)]
+pub struct ProfileSummary(Arc<dyn Report>);
 
 impl ProfileSummary {
+    /// A profile's part of the summary.
+    pub fn new(part: impl Report + 'static) -> Self {
+        ProfileSummary(Arc::new(part))
+    }
+
     /// What the profile says of itself.
     pub fn report(&self) -> &dyn Report {
-        match self {
-            ProfileSummary::Signmap(s) => s,
-            ProfileSummary::Ocx(s) => s,
-            ProfileSummary::Cdif(s) => s,
-            ProfileSummary::Diwoo(s) => s,
-        }
+        &*self.0
     }
 
-    /// The profiles a render published, in the order they are shown (Signmap, OCX, CDIF, each
-    /// DiWoo category): `landing` the landing-page profiles' counts (none when none is on),
-    /// with the indexes they wrote, and DiWoo's categories.
-    pub fn of(landing: Option<&SignStats>, indexes: Indexes, diwoo: Vec<DiwooStats>) -> Vec<Self> {
-        let mut all = Vec::new();
-        if let Some(stats) = landing {
-            let signmap = indexes.signmap.map(|url| SignmapSummary::of(&url, stats));
-            let ocx = indexes.ocx.map(|url| OcxSummary::of(&url, stats));
-            let cdif = CdifSummary::of(indexes.cdif.as_ref(), indexes.cdif_lists.as_ref(), stats);
-            all.extend(signmap.map(ProfileSummary::Signmap));
-            all.extend(ocx.map(ProfileSummary::Ocx));
-            all.extend(cdif.map(ProfileSummary::Cdif));
-        }
-        all.extend(diwoo.into_iter().map(ProfileSummary::Diwoo));
-        all
+    /// Which profile it is (CDIF's documents and lists share one part, [`Profile::Cdif`]'s).
+    pub fn profile(&self) -> Profile {
+        self.0.profile()
+    }
+
+    /// The profiles a render published, in the order they are shown (the registered profiles',
+    /// [`Profile::registered`]; DiWoo's categories last, in their order): `landing` the
+    /// landing-page profiles' counts (none when none is on), with the indexes they wrote, and
+    /// DiWoo's parts.
+    pub fn of(
+        landing: Option<&SignStats>,
+        indexes: &Indexes,
+        diwoo: impl IntoIterator<Item = ProfileSummary>,
+    ) -> Vec<Self> {
+        let made = |stats| {
+            Profile::registered()
+                .filter_map(|p| p.spec().summary.as_ref()?.of)
+                .filter_map(move |of| of(indexes, stats))
+        };
+        (landing.into_iter().flat_map(made)).chain(diwoo).collect()
+    }
+
+    /// Its spec's summary, which every profile with a part has.
+    fn spec(&self) -> Option<&'static SummarySpec> {
+        self.profile().spec().summary.as_ref()
     }
 }
 
-/// The indexes a render wrote for the landing-page profiles.
-#[derive(Clone, Debug, Default)]
+impl fmt::Debug for ProfileSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Two parts are equal when they are the same profile's and a manifest holds them alike.
+impl PartialEq for ProfileSummary {
+    fn eq(&self, other: &Self) -> bool {
+        let held = |p: &Self| serde_json::to_value(&*p.0).ok();
+        self.profile() == other.profile() && held(self) == held(other)
+    }
+}
+
+impl Eq for ProfileSummary {}
+
+/// Reads a profile's part of a summary from a manifest's field, for a profile whose part is
+/// held as its type serializes ([`SummarySpec::load`]).
+///
+/// # Errors
+///
+/// When the field does not hold such a part.
+pub fn load<T: Report + DeserializeOwned + 'static>(
+    field: serde_json::Value,
+) -> Result<ProfileSummary, serde_json::Error> {
+    serde_json::from_value::<T>(field).map(ProfileSummary::new)
+}
+
+/// The indexes a render wrote for the landing-page profiles, by profile.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Indexes {
-    /// The Signmap's.
-    pub signmap: Option<Url>,
-    /// OCX's.
-    pub ocx: Option<Url>,
-    /// The CDIF sitemap's, when the documents are published one by one.
-    pub cdif: Option<Url>,
-    /// The CDIF lists' sitemap's, and the number of lists.
-    pub cdif_lists: Option<(Url, usize)>,
+    written: BTreeMap<Profile, Url>,
+    /// The number of CDIF's metadata lists, which its lists' index lists (the one profile
+    /// whose part counts its files).
+    pub cdif_lists: usize,
 }
 
-/// The `oai-bridge` package's `Summary::profiles` in a manifest: a field per profile (`signmap`, `ocx`,
-/// `cdif`, `diwoo`), as manifests held them before the list, through the manifest's own types
-/// where the in-memory one is the pipeline's (DiWoo's): a change to it changes no manifest on
-/// disk, it stops compiling here instead.
-pub mod stored {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use super::{CdifSummary, DiwooStats, OcxSummary, ProfileSummary, SignmapSummary};
-
-    /// The profiles' fields of a manifest.
-    #[derive(Default, Serialize, Deserialize)]
-    struct Stored {
-        #[serde(default)]
-        signmap: Option<SignmapSummary>,
-        #[serde(default)]
-        ocx: Option<OcxSummary>,
-        #[serde(default)]
-        cdif: Option<CdifSummary>,
-        #[serde(default)]
-        diwoo: Vec<StoredDiwoo>,
+impl Indexes {
+    /// Records `profile`'s index, when it wrote one.
+    pub fn add(&mut self, profile: Profile, index: Option<Url>) {
+        if let Some(url) = index {
+            self.written.insert(profile, url);
+        }
     }
 
-    /// One DiWoo category's counts, as manifests hold them.
-    #[derive(Serialize, Deserialize)]
-    struct StoredDiwoo {
-        category: u8,
-        urls: u64,
-        requires_https: u64,
-        requires_lastmod: u64,
+    /// `profile`'s index, when it wrote one.
+    pub fn get(&self, profile: Profile) -> Option<&Url> {
+        self.written.get(&profile)
+    }
+
+    /// The indexes robots.txt announces to `audience`, in the profiles' order.
+    pub fn for_audience(&self, audience: Audience) -> impl Iterator<Item = &Url> {
+        (self.written.iter())
+            .filter(move |(p, _)| p.spec().audience == audience)
+            .map(|(_, url)| url)
+    }
+}
+
+/// The `oai-bridge` package's `Summary::profiles` in a manifest: a field per registered profile
+/// with a part ([`SummarySpec::field`]: `signmap`, `ocx`, `cdif`, `diwoo`), in the registered
+/// order, each holding its part or `null` (or a list of parts, for DiWoo's categories), as
+/// manifests held them before the list.
+pub mod stored {
+    use serde::de::Error as _;
+    use serde::ser::SerializeMap;
+    use serde::{Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+
+    use super::{Profile, ProfileSummary, SummarySpec};
+
+    /// The registered profiles' summary specs, in order.
+    fn specs() -> impl Iterator<Item = &'static SummarySpec> {
+        Profile::registered().filter_map(|p| p.spec().summary.as_ref())
     }
 
     /// The profiles' summaries as a manifest holds them.
@@ -107,50 +140,150 @@ pub mod stored {
     ///
     /// As the serializer's.
     pub fn serialize<S: Serializer>(profiles: &[ProfileSummary], s: S) -> Result<S::Ok, S::Error> {
-        let mut stored = Stored::default();
-        for p in profiles {
-            match p {
-                ProfileSummary::Signmap(m) => stored.signmap = Some(m.clone()),
-                ProfileSummary::Ocx(o) => stored.ocx = Some(o.clone()),
-                ProfileSummary::Cdif(c) => stored.cdif = Some(c.clone()),
-                ProfileSummary::Diwoo(d) => {
-                    let DiwooStats {
-                        category,
-                        urls,
-                        requires_https,
-                        requires_lastmod,
-                    } = *d;
-                    stored.diwoo.push(StoredDiwoo {
-                        category,
-                        urls,
-                        requires_https,
-                        requires_lastmod,
-                    });
-                }
+        let mut map = s.serialize_map(None)?;
+        for spec in specs() {
+            let mut parts = (profiles.iter())
+                .filter(|p| p.spec().is_some_and(|s| s.field == spec.field))
+                .map(|p| p.report());
+            if spec.list {
+                map.serialize_entry(spec.field, &parts.collect::<Vec<_>>())?;
+            } else {
+                map.serialize_entry(spec.field, &parts.next())?;
             }
         }
-        stored.serialize(s)
+        map.end()
     }
 
-    /// The profiles' summaries from a manifest.
+    /// The profiles' summaries from a manifest: its fields not those of a registered profile's
+    /// part are left to the manifest.
     ///
     /// # Errors
     ///
-    /// As the deserializer's: not a manifest's summaries.
+    /// As the deserializer's; a field that does not hold its profile's part, named.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<ProfileSummary>, D::Error> {
-        let stored = Stored::deserialize(d)?;
-        let diwoo = stored.diwoo.into_iter().map(|s| {
-            ProfileSummary::Diwoo(DiwooStats {
-                category: s.category,
-                urls: s.urls,
-                requires_https: s.requires_https,
-                requires_lastmod: s.requires_lastmod,
-            })
-        });
-        Ok((stored.signmap.map(ProfileSummary::Signmap).into_iter())
-            .chain(stored.ocx.map(ProfileSummary::Ocx))
-            .chain(stored.cdif.map(ProfileSummary::Cdif))
-            .chain(diwoo)
-            .collect())
+        let mut fields = std::collections::BTreeMap::<String, Value>::deserialize(d)?;
+        let mut all = Vec::new();
+        for spec in specs() {
+            let parts = match fields.remove(spec.field) {
+                None | Some(Value::Null) => continue,
+                Some(Value::Array(list)) if spec.list => list,
+                Some(one) if !spec.list => vec![one],
+                Some(_) => {
+                    let why = format!("`{}` is not a list of its profile's parts", spec.field);
+                    return Err(D::Error::custom(why));
+                }
+            };
+            for part in parts {
+                let part = (spec.load)(part)
+                    .map_err(|e| D::Error::custom(format!("`{}`: {e}", spec.field)))?;
+                all.push(part);
+            }
+        }
+        Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::profiles::diwoo::DiwooStats;
+    use crate::profiles::signmap::SignmapSummary;
+
+    /// A manifest's profiles, as `Summary` flattens them into its fields.
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Manifest {
+        source: String,
+        #[serde(flatten, with = "stored")]
+        profiles: Vec<ProfileSummary>,
+    }
+
+    /// A Signmap and a DiWoo category.
+    fn parts() -> Vec<ProfileSummary> {
+        let signmap = SignmapSummary {
+            index_url: "https://p.example/signmap.xml".into(),
+            published: 7,
+            no_landing_page: 2,
+            duplicate: 1,
+        };
+        let diwoo = DiwooStats {
+            category: 14,
+            urls: 3,
+            requires_https: 4,
+            requires_lastmod: 0,
+        };
+        vec![ProfileSummary::new(signmap), ProfileSummary::new(diwoo)]
+    }
+
+    /// The fields come in the registered order, each part's in its type's order, the parts
+    /// not published as `null` (or an empty list), as manifests written before the list hold
+    /// them; and they load back.
+    #[test]
+    fn a_manifest_keeps_the_fields_it_always_had() {
+        let manifest = Manifest {
+            source: "s".into(),
+            profiles: parts(),
+        };
+        let json = serde_json::to_string(&manifest).unwrap();
+        assert_eq!(
+            json,
+            r#"{"source":"s","signmap":{"index_url":"https://p.example/signmap.xml","published":7,"no_landing_page":2,"duplicate":1},"ocx":null,"cdif":null,"diwoo":[{"category":14,"urls":3,"requires_https":4,"requires_lastmod":0}]}"#
+        );
+        let back: Manifest = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.profiles, parts());
+        assert_eq!(back.source, "s");
+    }
+
+    /// A field that does not hold its profile's part is refused, named.
+    #[test]
+    fn a_part_that_does_not_load_is_named() {
+        let bad = r#"{"source":"s","signmap":{"index_url":3}}"#;
+        let e = serde_json::from_str::<Manifest>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`signmap`"), "{e}");
+        let bad = r#"{"source":"s","diwoo":{"category":1}}"#;
+        let e = serde_json::from_str::<Manifest>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`diwoo` is not a list"), "{e}");
+    }
+
+    /// The parts a render's counts make follow the registered order, whatever the indexes'
+    /// order, and a profile that wrote no index has none.
+    #[test]
+    fn parts_are_made_in_the_registered_order() {
+        let url = |name: &str| Url::parse(&format!("https://p.example/{name}")).ok();
+        let mut indexes = Indexes::default();
+        indexes.add(Profile::CdifList, url("cdif-list-sitemap.xml"));
+        indexes.cdif_lists = 2;
+        indexes.add(Profile::Signmap, url("signmap.xml"));
+        indexes.add(Profile::Ocx, None);
+        let stats = SignStats {
+            published: 5,
+            ..SignStats::default()
+        };
+        let made = ProfileSummary::of(Some(&stats), &indexes, parts().split_off(1));
+        let profiles: Vec<Profile> = made.iter().map(ProfileSummary::profile).collect();
+        assert_eq!(
+            profiles,
+            [Profile::Signmap, Profile::Cdif, Profile::Diwoo(14)]
+        );
+        let lines = made[1].report().export_lines();
+        assert!(
+            lines[0].1.starts_with("5 documents in 2 ItemList"),
+            "{lines:?}"
+        );
+        let announced: Vec<&str> = indexes
+            .for_audience(Audience::AllCrawlers)
+            .map(Url::as_str)
+            .collect();
+        assert_eq!(announced, ["https://p.example/signmap.xml"]);
+        let jsonld: Vec<&str> = indexes
+            .for_audience(Audience::Cdif)
+            .map(Url::as_str)
+            .collect();
+        assert_eq!(jsonld, ["https://p.example/cdif-list-sitemap.xml"]);
     }
 }

@@ -15,7 +15,7 @@ use super::files::FileSink;
 use super::merge::{self, Patched, ProfilePatch};
 use super::registry::Indexes;
 use super::signposts::Resolved;
-use super::{Profile, ProfileSettings};
+use super::{Audience, Profile, ProfileSettings};
 use crate::patch::Unpatchable;
 use crate::{FilesError, Limits};
 
@@ -55,7 +55,7 @@ impl ProfileFiles {
     /// The indexes robots.txt announces to JSON-LD crawlers alone (`User-agent: CDIF1.0`):
     /// CDIF's sitemap and its lists' sitemap.
     pub fn jsonld_indexes(&self) -> impl Iterator<Item = &Url> {
-        (self.indexes.cdif.iter()).chain(self.indexes.cdif_lists.iter().map(|(url, _)| url))
+        self.indexes.for_audience(Audience::Cdif)
     }
 }
 
@@ -84,12 +84,7 @@ where
     let (indexes, patched, adjust) = match source {
         Source::Patched(patch) => {
             let patched = patch.write_landing::<_, E>(public_url, limits, settings, sink)?;
-            let indexes = Indexes {
-                signmap: patched.signmap_index.clone(),
-                ocx: patched.ocx_index.clone(),
-                cdif: None,
-                cdif_lists: patched.cdif_lists.clone(),
-            };
+            let indexes = patched.indexes.clone();
             let adjust = patch.write_diwoo::<_, E>(&diwoo.categories(), &mut diwoo, sink)?;
             (indexes, Some(patched), Some(adjust))
         }
@@ -104,7 +99,10 @@ where
             (indexes, None, None)
         }
     };
-    let mut announced: Vec<Url> = (indexes.signmap.iter().chain(&indexes.ocx).cloned()).collect();
+    let mut announced: Vec<Url> = indexes
+        .for_audience(Audience::AllCrawlers)
+        .cloned()
+        .collect();
     let mut stats = diwoo.finish(sink, &mut announced)?;
     if let Some(adjust) = &adjust {
         stats = merge::diwoo_counts(stats, adjust);
@@ -135,27 +133,16 @@ fn collected<S: FileSink>(
             Ok(None)
         }
     };
-    let signmap = publish(
-        settings.signmap && !resolved.is_empty(),
-        Profile::Signmap,
-        sink,
-    )?;
-    let ocx = publish(
-        settings.ocx.is_some() && resolved.has_ocx(),
-        Profile::Ocx,
-        sink,
-    )?;
-    let mut cdif = cdif::Published::default();
+    let mut indexes = Indexes::default();
+    let signmap = settings.signmap && !resolved.is_empty();
+    indexes.add(Profile::Signmap, publish(signmap, Profile::Signmap, sink)?);
+    let ocx = settings.ocx.is_some() && resolved.has_ocx();
+    indexes.add(Profile::Ocx, publish(ocx, Profile::Ocx, sink)?);
     if settings.cdif || settings.cdif_list {
         // One pass over the documents for both forms: each on its own, and in lists.
         let mut writer = cdif::Writer::new(public_url, limits, settings.cdif, settings.cdif_list);
         resolved.for_each_cdif_document(|doc| writer.add(sink, doc))?;
-        cdif = writer.finish(sink)?;
+        writer.finish(sink)?.add_to(&mut indexes);
     }
-    Ok(Indexes {
-        signmap,
-        ocx,
-        cdif: cdif.index,
-        cdif_lists: cdif.lists,
-    })
+    Ok(indexes)
 }

@@ -3,13 +3,20 @@
 //! (`signmap::SignmapSummary`, `ocx::OcxSummary`, `cdif::CdifSummary`, `diwoo::DiwooStats`).
 //! The list of those parts, and how a profile registers in it, is [`super::registry`].
 
+use std::fmt::Debug;
+
 use url::Url;
 
 use super::Profile;
 
 /// What a profile's part of a generation's summary says, wherever it is shown. The texts are
-/// the profile's own; the presenters only lay them out (the status page escapes and links).
-pub trait Report {
+/// the profile's own; the presenters only lay them out (the status page escapes and links). A
+/// manifest holds the part as it serializes (`registry::stored`), and its spec reads it back
+/// (`SummarySpec::load`).
+pub trait Report: erased_serde::Serialize + Debug + Send + Sync {
+    /// The profile whose part it is (its spec names the part's field in a manifest).
+    fn profile(&self) -> Profile;
+
     /// Its entries and what it did not publish, by reason, for the metrics: one per profile
     /// it is (CDIF's documents and lists are two).
     fn counts(&self) -> Vec<ProfileCounts>;
@@ -29,6 +36,11 @@ pub trait Report {
         Vec::new()
     }
 }
+
+// A part serializes as its type does, through the trait: `dyn Report` is `serde::Serialize`.
+// (erased-serde: a generic method cannot be called through `dyn`, and writing the parts
+// through `serde_json::Value` instead would sort their fields.)
+erased_serde::serialize_trait_object!(Report);
 
 /// A piece of a status line.
 #[derive(Clone, Debug, PartialEq, Eq)]

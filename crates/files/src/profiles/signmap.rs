@@ -10,8 +10,9 @@ use serde::{Deserialize, Serialize};
 use url::Url;
 
 use super::record::{GetRecord, Shared, SignStats};
+use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec};
+use super::{Audience, Feed, Profile, Spec, SummarySpec};
 
 /// The Signmap, as the profiles' list knows it ([`super::Spec`]): `signmap.xml`, one entry per
 /// record's landing page, to every crawler; its links come from `dc:type` and `dc:rights`.
@@ -21,6 +22,12 @@ pub const SPEC: Spec = Spec {
     audience: Audience::AllCrawlers,
     feed: Feed::Records,
     fields: Fields::of(&[DcElement::Type, DcElement::Rights]),
+    summary: Some(SummarySpec {
+        field: "signmap",
+        list: false,
+        load: registry::load::<SignmapSummary>,
+        of: Some(SignmapSummary::of),
+    }),
 };
 
 /// The ResourceSync namespace of `rs:ln` (SP-02).
@@ -166,14 +173,16 @@ pub struct SignmapSummary {
 }
 
 impl SignmapSummary {
-    /// What the Signmap whose index is `index_url` published, as the collector counted it.
-    pub(crate) fn of(index_url: &Url, stats: &SignStats) -> Self {
-        SignmapSummary {
+    /// What the Signmap published, as the collector counted it, when the render wrote its
+    /// index.
+    fn of(indexes: &Indexes, stats: &SignStats) -> Option<ProfileSummary> {
+        let index_url = indexes.get(Profile::Signmap)?;
+        Some(ProfileSummary::new(SignmapSummary {
             index_url: index_url.to_string(),
             published: stats.published,
             no_landing_page: stats.no_landing_page,
             duplicate: stats.duplicate,
-        }
+        }))
     }
 
     /// What it left out, by reason.
@@ -186,6 +195,10 @@ impl SignmapSummary {
 }
 
 impl Report for SignmapSummary {
+    fn profile(&self) -> Profile {
+        Profile::Signmap
+    }
+
     fn counts(&self) -> Vec<ProfileCounts> {
         vec![ProfileCounts::new(
             Profile::Signmap,
