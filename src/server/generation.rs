@@ -1145,7 +1145,7 @@ mod tests {
         w.commit(Summary::default()).unwrap()
     }
 
-    /// The DiWoo counts go into a manifest as they always did, through the manifest's own type.
+    /// The DiWoo counts go into a manifest as they always did (`DiwooStats` is that format).
     #[test]
     fn a_summary_keeps_its_diwoo_counts_in_the_manifest_format() {
         let diwoo = crate::pipeline::DiwooStats {

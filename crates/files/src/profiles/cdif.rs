@@ -49,7 +49,7 @@ pub const SPEC: Spec = Spec {
         field: "cdif",
         list: false,
         load: registry::load::<CdifSummary>,
-        of: Some(CdifSummary::of),
+        from_render: Some(CdifSummary::of),
     }),
 };
 
@@ -603,8 +603,7 @@ impl Published {
     pub fn add_to(self, indexes: &mut Indexes) {
         indexes.add(Profile::Cdif, self.index);
         if let Some((url, lists)) = self.lists {
-            indexes.add(Profile::CdifList, Some(url));
-            indexes.cdif_lists = lists;
+            indexes.add_counted(Profile::CdifList, url, lists);
         }
     }
 }
@@ -691,12 +690,12 @@ impl CdifSummary {
     /// number), or both; none when neither.
     fn of(indexes: &Indexes, stats: &SignStats) -> Option<ProfileSummary> {
         let index = indexes.get(Profile::Cdif);
-        let lists = indexes.get(Profile::CdifList);
+        let lists = indexes.counted(Profile::CdifList);
         (index.is_some() || lists.is_some()).then(|| {
             ProfileSummary::new(CdifSummary {
                 index_url: index.map(Url::to_string),
-                lists_index_url: lists.map(Url::to_string),
-                lists: lists.map_or(0, |_| indexes.cdif_lists as u64),
+                lists_index_url: lists.map(|(url, _)| url.to_string()),
+                lists: lists.map_or(0, |(_, n)| n as u64),
                 documents: stats.published,
                 no_landing_page: stats.no_landing_page,
             })

@@ -30,7 +30,7 @@ pub const SPEC: Spec = Spec {
         field: "diwoo",
         list: true,
         load: registry::load::<DiwooStats>,
-        of: None,
+        from_render: None,
     }),
 };
 

@@ -1,6 +1,7 @@
 //! The profiles: each kind of file set a job can publish beside the sitemap. Each profile's
 //! module declares what it is, its [`Spec`] (label, file names, robots.txt's audience, what its
-//! entries are written from and the fields they read), and [`Profile::spec`] registers it; from
+//! entries are written from, the fields they read, its part of a summary), and it registers in
+//! [`Profile::spec`] and the `REGISTERED` table; from
 //! the specs, [`Profile`] names every file a profile publishes (formatted and parsed here only,
 //! [`FileName`]). [`ProfileSettings`] are the settings a repository turns them on with. Each
 //! profile's module holds its entries and what a generation says of it (its
@@ -114,7 +115,7 @@ impl ProfileSettings {
 /// What a profile is, for everything that iterates the profiles (file names, robots.txt, the
 /// harvest's fields, the metrics): declared once, in the profile's own module (`signmap::SPEC`;
 /// the sitemap's, which has no module of its own, is here), and registered in
-/// [`Profile::spec`].
+/// [`Profile::spec`] and the `REGISTERED` table.
 #[derive(Debug)]
 pub struct Spec {
     /// Its name in metrics and logs (`signmap`); a DiWoo category's is followed by its number.
@@ -131,15 +132,20 @@ pub struct Spec {
     /// The Dublin Core elements its entries are written from, besides the identifiers.
     pub fields: Fields,
     /// How its part of a generation's summary is made and kept, when it has one (the sitemap's
-    /// is the summary itself; CDIF's lists share CDIF's part).
+    /// is the summary itself; CDIF's lists share CDIF's part). A spec made from another with
+    /// `..OTHER` inherits this too: say `summary: None` unless it has a part of its own.
     pub summary: Option<SummarySpec>,
 }
 
 /// How a profile's part of a generation's summary ([`registry::ProfileSummary`]) is made and
-/// kept in a manifest ([`registry::stored`]).
+/// kept in a manifest ([`registry::stored`]). The part's type is the manifest's format: fields
+/// are added with `#[serde(default)]`, never renamed, so that manifests written before still
+/// load.
 #[derive(Debug)]
 pub struct SummarySpec {
-    /// Its field in a manifest (`signmap`): one part or `null`, or a list of parts.
+    /// Its field in a manifest (`signmap`): one part or `null`, or a list of parts. One
+    /// profile's only (a test holds it), and none of the manifest's own fields (`source`,
+    /// `urls`...), which the manifest would read first.
     pub field: &'static str,
     /// Whether the field holds a list of parts (a DiWoo category's each).
     pub list: bool,
@@ -149,7 +155,8 @@ pub struct SummarySpec {
     /// Its part from what a render of the records wrote (the indexes, and the collector's
     /// counts), or `None` when it is not fed by the records (DiWoo's parts come from its
     /// writer).
-    pub of: Option<fn(&registry::Indexes, &record::SignStats) -> Option<registry::ProfileSummary>>,
+    pub from_render:
+        Option<fn(&registry::Indexes, &record::SignStats) -> Option<registry::ProfileSummary>>,
 }
 
 /// Which crawlers robots.txt announces a profile's index to.
@@ -200,16 +207,17 @@ pub enum FileName {
 }
 
 impl Profile {
-    /// Every kind of profile, in the order their parts of a summary are shown and kept
-    /// (`REGISTERED`; DiWoo's categories share a spec and stand there as one, the first).
-    pub fn registered() -> impl Iterator<Item = Profile> {
+    /// Every kind of profile, in the order their parts of a summary are shown and kept, and
+    /// their indexes announced (`REGISTERED`; DiWoo's categories share a spec and stand there
+    /// as one, the first: only its spec is to be read).
+    pub(crate) fn registered() -> impl Iterator<Item = Profile> {
         REGISTERED.into_iter()
     }
 
     /// What it is: the [`Spec`] its module declares. A profile registers with its arm here
     /// (the compiler asks for it) and its row in `REGISTERED`; its setting turns it on in
     /// [`ProfileSettings::profiles`]. The name tests go through every profile the settings can
-    /// turn on, so a missing row fails them.
+    /// turn on, so a missing row fails them when its names do not vary.
     pub fn spec(self) -> &'static Spec {
         match self {
             Profile::Sitemap => &SITEMAP,
@@ -426,6 +434,19 @@ mod tests {
             diwoo: vec![("a".into(), 1), ("b".into(), 14), ("c".into(), 17)],
         }
         .profiles()
+    }
+
+    /// Each registered part of a summary has a manifest field of its own: a spec made from
+    /// another (`..SPEC`) that kept its summary would write the field twice, and count its
+    /// part twice.
+    #[test]
+    fn every_summary_field_is_one_profiles() {
+        let fields: Vec<&str> = Profile::registered()
+            .filter_map(|p| Some(p.spec().summary.as_ref()?.field))
+            .collect();
+        let unique: std::collections::BTreeSet<&str> = fields.iter().copied().collect();
+        assert_eq!(unique.len(), fields.len(), "{fields:?}");
+        assert_eq!(fields, ["signmap", "ocx", "cdif", "diwoo"]);
     }
 
     /// A name is read back as one profile's only: no profile's prefix and `-` starts another's

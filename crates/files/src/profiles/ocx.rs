@@ -25,7 +25,7 @@ pub const SPEC: Spec = Spec {
         field: "ocx",
         list: false,
         load: registry::load::<OcxSummary>,
-        of: Some(OcxSummary::of),
+        from_render: Some(OcxSummary::of),
     }),
 };
 

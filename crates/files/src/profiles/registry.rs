@@ -36,25 +36,35 @@ impl ProfileSummary {
         self.0.profile()
     }
 
-    /// The profiles a render published, in the order they are shown (the registered profiles',
-    /// [`Profile::registered`]; DiWoo's categories last, in their order): `landing` the
-    /// landing-page profiles' counts (none when none is on), with the indexes they wrote, and
-    /// DiWoo's parts.
+    /// The profiles a render published, in the registered order (the profiles' table,
+    /// the order a manifest keeps them in, so that a generation shows them alike before and
+    /// after a restart): `landing` the landing-page profiles' counts (none when none is on),
+    /// with the indexes they wrote, and `from_writers` the parts the profiles not fed by the
+    /// records made themselves (DiWoo's categories, in their order).
     pub fn of(
         landing: Option<&SignStats>,
         indexes: &Indexes,
-        diwoo: impl IntoIterator<Item = ProfileSummary>,
+        from_writers: impl IntoIterator<Item = ProfileSummary>,
     ) -> Vec<Self> {
         let made = |stats| {
             Profile::registered()
-                .filter_map(|p| p.spec().summary.as_ref()?.of)
-                .filter_map(move |of| of(indexes, stats))
+                .filter_map(|p| p.spec().summary.as_ref()?.from_render)
+                .filter_map(move |from_render| from_render(indexes, stats))
         };
-        (landing.into_iter().flat_map(made)).chain(diwoo).collect()
+        let mut all: Vec<Self> = (landing.into_iter().flat_map(made))
+            .chain(from_writers)
+            .collect();
+        // Stable: a profile's parts (DiWoo's categories) keep their order.
+        all.sort_by_key(|part| {
+            let field = part.summary_spec().map(|s| s.field);
+            stored::specs().position(|s| Some(s.field) == field)
+        });
+        all
     }
 
-    /// Its spec's summary, which every profile with a part has.
-    fn spec(&self) -> Option<&'static SummarySpec> {
+    /// How its profile's part is made and kept, which every registered profile with a part
+    /// has.
+    fn summary_spec(&self) -> Option<&'static SummarySpec> {
         self.profile().spec().summary.as_ref()
     }
 }
@@ -65,11 +75,13 @@ impl fmt::Debug for ProfileSummary {
     }
 }
 
-/// Two parts are equal when they are the same profile's and a manifest holds them alike.
+/// Two parts are equal when they are the same profile's and a manifest holds them alike (a
+/// part that does not serialize equals none).
 impl PartialEq for ProfileSummary {
     fn eq(&self, other: &Self) -> bool {
-        let held = |p: &Self| serde_json::to_value(&*p.0).ok();
-        self.profile() == other.profile() && held(self) == held(other)
+        let held = |p: &Self| serde_json::to_value(&*p.0);
+        self.profile() == other.profile()
+            && matches!((held(self), held(other)), (Ok(a), Ok(b)) if a == b)
     }
 }
 
@@ -87,33 +99,41 @@ pub fn load<T: Report + DeserializeOwned + 'static>(
     serde_json::from_value::<T>(field).map(ProfileSummary::new)
 }
 
-/// The indexes a render wrote for the landing-page profiles, by profile.
+/// The indexes a render wrote for the landing-page profiles, by profile, each with the number
+/// of files it lists when its profile counts them (CDIF's lists).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Indexes {
-    written: BTreeMap<Profile, Url>,
-    /// The number of CDIF's metadata lists, which its lists' index lists (the one profile
-    /// whose part counts its files).
-    pub cdif_lists: usize,
+    written: BTreeMap<Profile, (Url, usize)>,
 }
 
 impl Indexes {
     /// Records `profile`'s index, when it wrote one.
     pub fn add(&mut self, profile: Profile, index: Option<Url>) {
         if let Some(url) = index {
-            self.written.insert(profile, url);
+            self.written.insert(profile, (url, 0));
         }
+    }
+
+    /// Records `profile`'s index and the number of files it lists (CDIF's lists).
+    pub fn add_counted(&mut self, profile: Profile, index: Url, files: usize) {
+        self.written.insert(profile, (index, files));
     }
 
     /// `profile`'s index, when it wrote one.
     pub fn get(&self, profile: Profile) -> Option<&Url> {
-        self.written.get(&profile)
+        self.written.get(&profile).map(|(url, _)| url)
     }
 
-    /// The indexes robots.txt announces to `audience`, in the profiles' order.
+    /// `profile`'s index and the number of files it lists, when it wrote one and counted them.
+    pub fn counted(&self, profile: Profile) -> Option<(&Url, usize)> {
+        self.written.get(&profile).map(|(url, files)| (url, *files))
+    }
+
+    /// The indexes robots.txt announces to `audience`, in the registered order.
     pub fn for_audience(&self, audience: Audience) -> impl Iterator<Item = &Url> {
-        (self.written.iter())
-            .filter(move |(p, _)| p.spec().audience == audience)
-            .map(|(_, url)| url)
+        (Profile::registered())
+            .filter(move |p| p.spec().audience == audience)
+            .filter_map(|p| self.get(p))
     }
 }
 
@@ -130,7 +150,7 @@ pub mod stored {
     use super::{Profile, ProfileSummary, SummarySpec};
 
     /// The registered profiles' summary specs, in order.
-    fn specs() -> impl Iterator<Item = &'static SummarySpec> {
+    pub(super) fn specs() -> impl Iterator<Item = &'static SummarySpec> {
         Profile::registered().filter_map(|p| p.spec().summary.as_ref())
     }
 
@@ -140,15 +160,20 @@ pub mod stored {
     ///
     /// As the serializer's.
     pub fn serialize<S: Serializer>(profiles: &[ProfileSummary], s: S) -> Result<S::Ok, S::Error> {
+        debug_assert!(
+            profiles.iter().all(|p| p.summary_spec().is_some()),
+            "a part of a profile with no summary spec would not be kept: {profiles:?}"
+        );
         let mut map = s.serialize_map(None)?;
         for spec in specs() {
             let mut parts = (profiles.iter())
-                .filter(|p| p.spec().is_some_and(|s| s.field == spec.field))
+                .filter(|p| p.summary_spec().is_some_and(|s| s.field == spec.field))
                 .map(|p| p.report());
             if spec.list {
                 map.serialize_entry(spec.field, &parts.collect::<Vec<_>>())?;
             } else {
                 map.serialize_entry(spec.field, &parts.next())?;
+                debug_assert!(parts.next().is_none(), "two parts for `{}`", spec.field);
             }
         }
         map.end()
@@ -256,8 +281,8 @@ mod tests {
     fn parts_are_made_in_the_registered_order() {
         let url = |name: &str| Url::parse(&format!("https://p.example/{name}")).ok();
         let mut indexes = Indexes::default();
-        indexes.add(Profile::CdifList, url("cdif-list-sitemap.xml"));
-        indexes.cdif_lists = 2;
+        let lists = url("cdif-list-sitemap.xml").unwrap();
+        indexes.add_counted(Profile::CdifList, lists, 2);
         indexes.add(Profile::Signmap, url("signmap.xml"));
         indexes.add(Profile::Ocx, None);
         let stats = SignStats {
@@ -285,5 +310,21 @@ mod tests {
             .map(Url::as_str)
             .collect();
         assert_eq!(jsonld, ["https://p.example/cdif-list-sitemap.xml"]);
+    }
+
+    /// A part a writer made takes its spec's place among the parts a render made, as a
+    /// manifest would read them back.
+    #[test]
+    fn a_writers_part_takes_its_registered_place() {
+        let mut indexes = Indexes::default();
+        let lists = Url::parse("https://p.example/cdif-list-sitemap.xml").unwrap();
+        indexes.add_counted(Profile::CdifList, lists, 1);
+        let [signmap, diwoo] = <[ProfileSummary; 2]>::try_from(parts()).unwrap();
+        let made = ProfileSummary::of(Some(&SignStats::default()), &indexes, [diwoo, signmap]);
+        let profiles: Vec<Profile> = made.iter().map(ProfileSummary::profile).collect();
+        assert_eq!(
+            profiles,
+            [Profile::Signmap, Profile::Cdif, Profile::Diwoo(14)]
+        );
     }
 }

@@ -1,7 +1,8 @@
 //! What a profile says of what it published in a generation, wherever it is shown: the
 //! [`Report`] each profile's module implements for its part of the summary
 //! (`signmap::SignmapSummary`, `ocx::OcxSummary`, `cdif::CdifSummary`, `diwoo::DiwooStats`).
-//! The list of those parts, and how a profile registers in it, is [`super::registry`].
+//! The list of those parts is [`super::registry`]; how a profile's part is made and kept, its
+//! spec's [`super::SummarySpec`].
 
 use std::fmt::Debug;
 

@@ -26,7 +26,7 @@ pub const SPEC: Spec = Spec {
         field: "signmap",
         list: false,
         load: registry::load::<SignmapSummary>,
-        of: Some(SignmapSummary::of),
+        from_render: Some(SignmapSummary::of),
     }),
 };
 
