@@ -589,25 +589,6 @@ pub struct Writer<'a> {
     lists: Option<(Shards<'a>, ItemLists)>,
 }
 
-/// Where [`Writer`] published the documents.
-#[derive(Debug, Default)]
-pub struct Published {
-    /// The CDIF sitemap's index, when the documents were published one by one.
-    pub index: Option<Url>,
-    /// The index of the lists' sitemap and the number of lists, when there are lists.
-    pub lists: Option<(Url, usize)>,
-}
-
-impl Published {
-    /// Records its indexes among a render's (the lists' with their number).
-    pub fn add_to(self, indexes: &mut Indexes) {
-        indexes.add(Profile::Cdif, self.index);
-        if let Some((url, lists)) = self.lists {
-            indexes.add_counted(Profile::CdifList, url, lists);
-        }
-    }
-}
-
 impl<'a> Writer<'a> {
     /// Publishes each document on its own (`documents`), in lists (`lists`), or both, under
     /// `public_url`, within `limits`.
@@ -641,18 +622,18 @@ impl<'a> Writer<'a> {
         Ok(())
     }
 
-    /// The last list, and the sitemaps that list the documents and the lists.
+    /// The last list, and the sitemaps that list the documents and the lists, whose indexes
+    /// it adds to a render's `indexes` (the lists' with their number).
     ///
     /// # Errors
     ///
     /// What the sink fails with; an index that cannot be rendered ([`FilesError`]).
-    pub fn finish<S: FileSink>(self, sink: &mut S) -> Result<Published, S::Error> {
-        let mut published = Published::default();
+    pub fn finish<S: FileSink>(self, sink: &mut S, indexes: &mut Indexes) -> Result<(), S::Error> {
         if let Some(locs) = self.locs {
             let mut shards = Shards::new(self.public_url, Profile::Cdif, "xml");
             let items = locs.iter().map(|(u, d)| (u.as_str(), *d));
             render_shards(items, self.limits, |shard| shards.put(sink, shard))?;
-            published.index = shards.finish(sink)?;
+            indexes.add(Profile::Cdif, shards.finish(sink)?);
         }
         if let Some((mut files, lists)) = self.lists {
             lists.finish_into(sink, &mut files)?;
@@ -660,10 +641,11 @@ impl<'a> Writer<'a> {
             let mut shards = Shards::new(self.public_url, Profile::CdifList, "xml");
             let items = files.entries.iter().map(|(u, d)| (u.as_str(), *d));
             render_shards(items, self.limits, |shard| shards.put(sink, shard))?;
-            let count = files.names.len();
-            published.lists = shards.finish(sink)?.map(|url| (url, count));
+            if let Some(index) = shards.finish(sink)? {
+                indexes.add_counted(Profile::CdifList, index, files.names.len());
+            }
         }
-        Ok(published)
+        Ok(())
     }
 }
 

@@ -595,7 +595,7 @@ impl<'a> LandingFiles<'a> {
             ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
         );
         if let Some(lists) = self.lists {
-            lists.finish(sink)?.add_to(&mut indexes);
+            lists.finish(sink, &mut indexes)?;
         }
         Ok(indexes)
     }

@@ -142,7 +142,7 @@ fn collected<S: FileSink>(
         // One pass over the documents for both forms: each on its own, and in lists.
         let mut writer = cdif::Writer::new(public_url, limits, settings.cdif, settings.cdif_list);
         resolved.for_each_cdif_document(|doc| writer.add(sink, doc))?;
-        writer.finish(sink)?.add_to(&mut indexes);
+        writer.finish(sink, &mut indexes)?;
     }
     Ok(indexes)
 }
