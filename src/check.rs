@@ -348,7 +348,7 @@ fn signposts_of(
     let resolved = signposts.finish(&superseded).map_err(|e| text(&e))?;
     let mut found: Result<Option<_>, String> = Ok(None);
     resolved
-        .render_signmap(|shard| {
+        .render(crate::profiles::Profile::Signmap, |shard| {
             if !matches!(found, Ok(None)) {
                 return Ok(());
             }

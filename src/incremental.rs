@@ -684,7 +684,7 @@ struct Scanned {
     before_groups: Vec<Option<u32>>,
     /// Which entries that lost in the published files are blanked out there
     /// ([`crate::profiles::merge::BlankReplay`]).
-    blanked: [Vec<bool>; 2],
+    blanked: [Vec<bool>; crate::profiles::COLUMNS],
 }
 
 /// What the published rows (`rows`, of files cut within `limits`) say of the changed records

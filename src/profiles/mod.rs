@@ -10,6 +10,7 @@ pub(crate) use oai_bridge_files::profiles::{
     signposts,
 };
 
+pub(crate) use oai_bridge_files::profiles::{COLUMNS, ColumnKind};
 pub use oai_bridge_files::profiles::{Profile, ProfileSettings};
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use oai_bridge_files::dctype::TypeMap;
 use oai_bridge_files::disk::profiles::ProfileShard;
+use oai_bridge_files::profiles::Profile;
 use oai_bridge_files::profiles::ocx::{self, OcxConfig};
 use oai_bridge_files::{FilesError, Limits, Shard};
 use oai_pmh::{Datestamp, DcElement, Record};
@@ -74,11 +75,8 @@ fn shards(r: &Resolved, ocx: bool) -> Vec<(Shard, bool)> {
         });
         Ok::<_, FilesError>(())
     };
-    if ocx {
-        r.render_ocx(emit).unwrap();
-    } else {
-        r.render_signmap(emit).unwrap();
-    }
+    let profile = if ocx { Profile::Ocx } else { Profile::Signmap };
+    r.render(profile, emit).unwrap();
     out
 }
 
@@ -266,7 +264,7 @@ fn the_newest_version_wins_and_deleted_records_publish_nothing() {
         shards.iter().all(|(_, whole)| !whole),
         "entries lost: the file is cut again"
     );
-    let lastmods: Vec<Option<Datestamp>> = r.signmap_lastmods().unwrap();
+    let lastmods: Vec<Option<Datestamp>> = r.lastmods(Profile::Signmap).unwrap();
     assert_eq!(
         lastmods,
         [

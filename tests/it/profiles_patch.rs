@@ -287,3 +287,46 @@ async fn an_edited_profile_file_is_not_patched_but_rendered_whole() {
     );
     assert_same(&profile_files(&p.out), &p.afresh().await, "after an edit");
 }
+
+/// A ledger of other columns than this version's (written by a version with a profile fed by
+/// the records added or removed since) is never the base of a patch: the refresh renders every
+/// record, and publishes a ledger of this version's columns.
+#[tokio::test]
+async fn a_ledger_of_other_columns_is_not_patched_but_rendered_whole() {
+    let mut rng = Rng(7);
+    let mut repository: Repository = (0..60)
+        .map(|i| (format!("{i:03}"), (i, "2024-05-01".to_owned())))
+        .collect();
+    let p = Published::new(&repository).await;
+    let ledger = p.out.join(LEDGER);
+    let listed = r#""columns":["signmap","ocx","cdif"]"#;
+    let other = r#""columns":["signmap","ocx","cdif","new"]"#;
+    let bytes = std::fs::read(&ledger).unwrap();
+    // Its head's JSON is the second line; the checksum of all before it is its last 8 bytes.
+    let body = &bytes[..bytes.len() - 8];
+    let text = String::from_utf8_lossy(body).into_owned();
+    assert!(text.contains(listed), "the ledger lists no columns");
+    let (magic, rest) = body.split_at(body.iter().position(|&b| b == b'\n').unwrap() + 1);
+    let end = rest.iter().position(|&b| b == b'\n').unwrap();
+    let head = std::str::from_utf8(&rest[..end])
+        .unwrap()
+        .replace(listed, other);
+    let mut edited = [magic, head.as_bytes(), &rest[end..]].concat();
+    let sum = xxhash_rust::xxh3::xxh3_64(&edited);
+    edited.extend_from_slice(&sum.to_le_bytes());
+    std::fs::write(&ledger, edited).unwrap();
+
+    p.change(&mut repository, &mut rng, 2);
+    let second = p.refresh().await;
+    assert!(
+        second.built.samples.is_some(),
+        "patched from a ledger of other columns"
+    );
+    assert_same(
+        &profile_files(&p.out),
+        &p.afresh().await,
+        "after other columns",
+    );
+    let written = String::from_utf8_lossy(&std::fs::read(&ledger).unwrap()).into_owned();
+    assert!(written.contains(listed) && !written.contains(other));
+}

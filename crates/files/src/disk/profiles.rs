@@ -427,11 +427,10 @@ impl ShardFile {
     }
 }
 
-/// A shard of the Signmap or OCX, as [`Resolved::render_signmap`] and [`Resolved::render_ocx`]
-/// hand it over.
+/// A shard of a profile with a column of shards (the Signmap, OCX), as [`Resolved::render`]
+/// hands it over.
 ///
-/// [`Resolved::render_signmap`]: crate::profiles::signposts::Resolved::render_signmap
-/// [`Resolved::render_ocx`]: crate::profiles::signposts::Resolved::render_ocx
+/// [`Resolved::render`]: crate::profiles::signposts::Resolved::render
 #[derive(Debug)]
 pub enum ProfileShard<'a> {
     /// A file written during the harvest, published as it stands (the few entries of it that

@@ -30,10 +30,10 @@ use crate::sitemap::render_shards;
 use crate::{Limits, Shard};
 
 use super::files::{FileSink, Shards};
-use super::record::{GetRecord, Shared, SignStats};
+use super::record::{GetRecord, Shared, SignStats, Writers};
 use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec, SummarySpec};
+use super::{Audience, Column, ColumnKind, Feed, Profile, ProfileSettings, Spec, SummarySpec};
 use crate::FilesError;
 
 /// CDIF's documents, as the profiles' list knows them ([`super::Spec`]): `cdif-sitemap.xml`
@@ -51,6 +51,11 @@ pub const SPEC: Spec = Spec {
         load: registry::load::<CdifSummary>,
         from_render: Some(CdifSummary::of),
     }),
+    column: Some(Column {
+        name: "CDIF",
+        kind: ColumnKind::Documents,
+        write: write_column,
+    }),
 };
 
 /// CDIF's metadata lists, as the profiles' list knows them: `cdif-list-sitemap.xml` lists the
@@ -59,6 +64,7 @@ pub const LIST_SPEC: Spec = Spec {
     label: "cdif_list",
     prefix: "cdif-list-sitemap",
     summary: None,
+    column: None,
     ..SPEC
 };
 
@@ -121,11 +127,26 @@ pub(crate) fn document(f: &Fields<'_>) -> String {
     String::from_utf8(out).expect("JSON is UTF-8")
 }
 
+/// Writes a record's CDIF document into `bytes`, after its name's key, when the documents are
+/// made: CDIF's [`super::Column`] writer.
+pub(crate) fn write_column(
+    bytes: &mut Vec<u8>,
+    shared: &Shared<'_>,
+    _: &ProfileSettings,
+    writers: &mut Writers,
+) -> bool {
+    let Some(key) = shared.document_key else {
+        return false;
+    };
+    write_record(bytes, shared, key, writers.get_record.as_ref());
+    true
+}
+
 /// Writes a record's CDIF document into `bytes`, from what its entries share, after its name
 /// (`hash`, the part of it that is not fixed); it links the oai_dc record when there is a
 /// `get_record` URL.
 #[inline]
-pub(crate) fn write_record(
+fn write_record(
     bytes: &mut Vec<u8>,
     shared: &Shared<'_>,
     hash: &str,

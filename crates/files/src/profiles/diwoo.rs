@@ -32,6 +32,7 @@ pub const SPEC: Spec = Spec {
         load: registry::load::<DiwooStats>,
         from_render: None,
     }),
+    column: None,
 };
 
 /// Highest Woo information category (the DiWoo table has 17).

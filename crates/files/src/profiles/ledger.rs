@@ -1,6 +1,6 @@
 //! The ledger of the profiles: a row for every live record, in the order a render from the store
 //! reads them (by identifier): its DiWoo categories and, with a landing page, its entries'
-//! lengths (Signmap, OCX, CDIF), datestamp, the landing page's hash and whether its entries lost
+//! lengths (one for each column of the collection, [`super::COLUMN_PROFILES`]), datestamp, the landing page's hash and whether its entries lost
 //! to another record's of the same landing page; the claims of the URLs several records give,
 //! with their categories; the counts the files were made with; and the length and hash of every
 //! file published beside them. An incremental refresh merges the
@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::patch::{Unpatchable, refuse};
 use crate::published::{PublishedShard, SharedUrl};
+
+use super::Lens;
 
 /// The ledger's file name, beside the profiles' files.
 pub const LEDGER: &str = ".oai-bridge-ledger";
@@ -46,6 +48,23 @@ pub struct Head {
     pub shared: Vec<SharedClaims>,
     /// Rows that follow.
     pub rows: u64,
+    /// The labels of the columns whose lengths each row carries, in order
+    /// ([`super::COLUMN_PROFILES`]). A ledger written before they were listed has the three
+    /// it was written with.
+    #[serde(default = "first_columns")]
+    pub columns: Vec<String>,
+}
+
+/// The columns of the ledgers written before their head listed them.
+fn first_columns() -> Vec<String> {
+    ["signmap", "ocx", "cdif"].map(String::from).to_vec()
+}
+
+/// The labels of this version's columns, as a head lists them.
+pub fn columns() -> Vec<String> {
+    (super::COLUMN_PROFILES.iter())
+        .map(|p| p.spec().label.to_owned())
+        .collect()
 }
 
 impl Head {
@@ -130,9 +149,9 @@ pub struct Row<'a> {
     pub lost: bool,
     /// Another record gives the same landing page.
     pub dup: bool,
-    /// Its entries' lengths (Signmap, OCX, CDIF document with its name's hash in front, as the
+    /// Its entries' lengths by column (the CDIF document with its name's hash in front, as the
     /// collection writes them; 0 for none).
-    pub lens: [u32; 3],
+    pub lens: Lens,
     /// Its packed datestamp ([`oai_pmh::Datestamp::pack_option`]).
     pub datestamp: i64,
     /// The hash of its landing page (the one the collection tells pages apart by).
@@ -201,6 +220,7 @@ impl Rows {
     /// rows (not copied: a million records' rows are tens of megabytes), and the hash.
     pub fn encode_parts(&self, mut head: Head) -> [Cow<'_, [u8]>; 3] {
         head.rows = self.count;
+        head.columns = columns();
         let json = serde_json::to_vec(&head).expect("a ledger's head serializes");
         let mut start = Vec::with_capacity(MAGIC.len() + json.len() + 1);
         start.extend_from_slice(MAGIC);
@@ -223,7 +243,8 @@ impl Rows {
 /// # Errors
 ///
 /// When `bytes` are not a ledger this version writes: its checksum, version or head do not
-/// read ([`Unpatchable`]).
+/// read, or its rows have other columns than this version's profiles ([`Unpatchable`]: a
+/// profile was added or removed since, and every record is rendered again).
 pub fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
     let Some((body, sum)) = bytes.split_last_chunk::<8>() else {
         return refuse("the profiles' ledger is cut short");
@@ -237,6 +258,13 @@ pub fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
     let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
     let head: Head = serde_json::from_slice(&rest[..end])
         .map_err(|e| Unpatchable(format!("the profiles' ledger cannot be read: {e}")))?;
+    if head.columns != columns() {
+        return refuse(format!(
+            "the profiles' ledger has the columns {} and this version {}",
+            head.columns.join(", "),
+            columns().join(", ")
+        ));
+    }
     Ok((head, rest.get(end + 1..).unwrap_or_default()))
 }
 
@@ -357,13 +385,60 @@ mod tests {
 
     use super::*;
 
+    /// `ledger` with its head's JSON edited by `edit`, its checksum made again.
+    fn with_head(ledger: &[u8], edit: impl Fn(&str) -> String) -> Vec<u8> {
+        let body = &ledger[MAGIC.len()..ledger.len() - 8];
+        let end = memchr::memchr(b'\n', body).unwrap();
+        let head = edit(std::str::from_utf8(&body[..end]).unwrap());
+        let mut out = [MAGIC, head.as_bytes(), &body[end..]].concat();
+        let sum = xxhash_rust::xxh3::xxh3_64(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        out
+    }
+
+    /// A ledger lists its rows' columns; one written before they were listed has the three of
+    /// then, which are this version's; one of other columns (a profile with a column added or
+    /// removed since) is refused, and the refusal names both.
+    #[test]
+    fn a_ledger_of_other_columns_is_refused() {
+        assert_eq!(columns(), ["signmap", "ocx", "cdif"]);
+        let mut rows = Rows::default();
+        rows.push(&Row {
+            id: "oai:r:1",
+            landing: true,
+            lens: [10; super::super::COLUMNS],
+            ..Row::default()
+        });
+        let ledger = rows.encode(Head::default());
+        let listed = r#","columns":["signmap","ocx","cdif"]"#;
+        let text = std::str::from_utf8(&ledger).unwrap_or_default();
+        assert!(String::from_utf8_lossy(&ledger).contains(listed), "{text}");
+
+        let unlisted = with_head(&ledger, |head| head.replace(listed, ""));
+        let (head, body) = decode(&unlisted).unwrap();
+        assert_eq!(head.columns, columns());
+        assert_eq!(RowReader::new(body).unwrap().row().unwrap().lens, [10; 3]);
+
+        let added = with_head(&ledger, |head| {
+            head.replace(r#""cdif"]"#, r#""cdif","new"]"#)
+        });
+        let why = decode(&added).unwrap_err().0;
+        assert_eq!(
+            why,
+            "the profiles' ledger has the columns signmap, ocx, cdif, new and this version \
+             signmap, ocx, cdif"
+        );
+        let removed = with_head(&ledger, |head| head.replace(r#","ocx""#, ""));
+        assert!(decode(&removed).is_err());
+    }
+
     proptest! {
         /// Rows read back as written, whatever their identifiers share; a changed byte is found.
         #[test]
         fn rows_round_trip(
             mut ids in prop::collection::btree_set("(oai:r:|é|a)[0-9é:/]{0,12}", 0..60),
             fields in prop::collection::vec(
-                (any::<[u32; 3]>(), any::<i64>(), any::<u128>(), any::<u32>(), 0u8..8),
+                (any::<Lens>(), any::<i64>(), any::<u128>(), any::<u32>(), 0u8..8),
                 60,
             ),
             flip in any::<prop::sample::Index>(),
@@ -381,7 +456,7 @@ mod tests {
                         lost: flags & 2 != 0,
                         dup: flags & 4 != 0,
                         // Only a row with a landing page has them.
-                        lens: if landing { lens } else { [0; 3] },
+                        lens: if landing { lens } else { [0; super::super::COLUMNS] },
                         datestamp: if landing { datestamp } else { 0 },
                         hash: if landing { hash } else { 0 },
                     }
@@ -394,7 +469,7 @@ mod tests {
             let head = Head { key: "k".into(), sitemap: 7, ..Head::default() };
             let bytes = written.encode(head.clone());
             let (read, body) = decode(&bytes).unwrap();
-            prop_assert_eq!(read, Head { rows: ids.len() as u64, ..head });
+            prop_assert_eq!(read, Head { rows: ids.len() as u64, columns: columns(), ..head });
             let mut reader = RowReader::new(body).unwrap();
             for row in &rows {
                 prop_assert_eq!(reader.row(), Some(*row));

@@ -35,15 +35,18 @@ use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::record::SignStats;
 use super::registry::Indexes;
-use super::{DOCUMENT_KEY_LEN, Profile, ProfileSettings, ocx, signmap};
+use super::{COLUMN_PROFILES, COLUMNS, ColumnKind, DOCUMENT_KEY_LEN, Profile, ProfileSettings};
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
 use crate::disk::write::FileStream;
 
-/// Columns of a ledger row's lengths and of the entry streams.
-const SIGNMAP: usize = 0;
-const OCX: usize = 1;
-const CDIF: usize = 2;
+/// OCX's column, whose entries are counted apart.
+const OCX: usize = Profile::Ocx.column().0;
+
+/// The kind of column `c`.
+fn kind(c: usize) -> ColumnKind {
+    COLUMN_PROFILES[c].column().1.kind
+}
 
 /// The changed records, as the patch merges them.
 pub struct Changes {
@@ -52,15 +55,15 @@ pub struct Changes {
     /// The rows of the changed records live now, by identifier (their entries that lost among
     /// themselves not marked: [`Changes::decided`] decides).
     pub fresh: Rows,
-    /// Their entries one after another in each column (Signmap, OCX, CDIF document with its
-    /// name's hash in front: [`super::signposts::Resolved::entry_streams`]), lost ones too.
-    pub streams: [Vec<u8>; 3],
+    /// Their entries one after another in each column (a document with its name's hash in
+    /// front: [`super::signposts::Resolved::entry_streams`]), lost ones too.
+    pub streams: [Vec<u8>; COLUMNS],
     /// The landing pages (hashes) the change touches, each with the identifier of the record
     /// whose entries win it and how many records give it.
     pub decided: HashMap<u128, (String, usize)>,
-    /// For the Signmap and OCX, whether each entry that lost in the published files (in
-    /// order) is there, blanked out, or was cut out with its file.
-    pub blanked: [Vec<bool>; 2],
+    /// For each column of shards, whether each entry that lost in the published files (in
+    /// order) is there, blanked out, or was cut out with its file ([`BlankReplay`]).
+    pub blanked: [Vec<bool>; COLUMNS],
     /// Each DiWoo category's changes, in the categories' order.
     pub diwoo: Vec<CategoryChanges>,
     /// The URLs several records give, after the change.
@@ -353,21 +356,22 @@ impl FileSink for Nowhere {
     }
 }
 
-/// Which of the entries that lost in the files a ledger's rows describe (in order, for the
-/// Signmap and OCX) are there blanked out, rather than cut out with their file: the rows given
-/// one after another ([`BlankReplay::row`]), as the ledger is read for other ends too.
+/// Which of the entries that lost in the files a ledger's rows describe (in order, for each
+/// column of shards) are there blanked out, rather than cut out with their file: the rows
+/// given one after another ([`BlankReplay::row`]), as the ledger is read for other ends too.
 pub struct BlankReplay {
-    files: [Files<'static>; 2],
+    /// A dry run of each column of shards' files.
+    files: [Option<Files<'static>>; COLUMNS],
 }
 
 impl BlankReplay {
     /// A replay of files cut within `limits`.
     pub fn new(limits: Limits) -> Self {
         Self {
-            files: [
-                Files::new(signmap::URLSET_OPEN, limits, None),
-                Files::new(ocx::URLSET_OPEN, limits, None),
-            ],
+            files: std::array::from_fn(|c| match kind(c) {
+                ColumnKind::Urlset { open } => Some(Files::new(open, limits, None)),
+                ColumnKind::Documents => None,
+            }),
         }
     }
 
@@ -378,8 +382,10 @@ impl BlankReplay {
     /// When the row's entries cannot be replayed into the files the ledger describes
     /// ([`Unpatchable`]).
     pub fn row(&mut self, row: &super::ledger::Row<'_>) -> Result<(), Unpatchable> {
-        for (c, files) in self.files.iter_mut().enumerate() {
-            let len = row.lens[c] as usize;
+        for (files, &len) in self.files.iter_mut().zip(&row.lens) {
+            let (Some(files), len) = (files, len as usize) else {
+                continue;
+            };
             if row.landing && len > 0 {
                 let entry = if row.lost {
                     Entry::Lost(len)
@@ -392,31 +398,42 @@ impl BlankReplay {
         Ok(())
     }
 
-    /// Of each lost entry of the Signmap and OCX, whether it is blanked out.
+    /// Of each lost entry of each column of shards, whether it is blanked out (none for
+    /// another column).
     ///
     /// # Errors
     ///
     /// When the files replayed do not end as the ledger describes them ([`Unpatchable`]).
-    pub fn finish(self) -> Result<[Vec<bool>; 2], Unpatchable> {
-        let [mut signmap, mut ocx] = self.files;
-        signmap.close(&mut Nowhere).map_err(never)?;
-        ocx.close(&mut Nowhere).map_err(never)?;
-        Ok([signmap.blanked, ocx.blanked])
+    pub fn finish(self) -> Result<[Vec<bool>; COLUMNS], Unpatchable> {
+        let mut blanked: [Vec<bool>; COLUMNS] = Default::default();
+        for (blanked, files) in blanked.iter_mut().zip(self.files) {
+            if let Some(mut files) = files {
+                files.close(&mut Nowhere).map_err(never)?;
+                *blanked = files.blanked;
+            }
+        }
+        Ok(blanked)
     }
 }
 
 impl Changes {
-    /// The entries of the changed record `f` (the CDIF document without its name's hash), the
-    /// next in each column's stream, whose cursor `at` moves past them.
-    fn fresh_entries(&self, f: &Row<'_>, at: &mut [usize; 3]) -> Result<[&[u8]; 3], Unpatchable> {
-        let mut entries: [&[u8]; 3] = [&[]; 3];
+    /// The entries of the changed record `f` (a document without its name's hash), the next
+    /// in each column's stream, whose cursor `at` moves past them.
+    fn fresh_entries(
+        &self,
+        f: &Row<'_>,
+        at: &mut [usize; COLUMNS],
+    ) -> Result<[&[u8]; COLUMNS], Unpatchable> {
+        let mut entries: [&[u8]; COLUMNS] = [&[]; COLUMNS];
         for (c, entry) in entries.iter_mut().enumerate() {
             let len = f.lens[c] as usize;
             *entry = (self.streams[c].get(at[c]..at[c] + len))
                 .ok_or_else(|| Unpatchable("a changed record's entry is missing".into()))?;
             at[c] += len;
+            if kind(c) == ColumnKind::Documents {
+                *entry = entry.get(DOCUMENT_KEY_LEN..).unwrap_or_default();
+            }
         }
-        entries[CDIF] = entries[CDIF].get(DOCUMENT_KEY_LEN..).unwrap_or_default();
         Ok(entries)
     }
 
@@ -455,13 +472,14 @@ impl SignStats {
     }
 }
 
-/// The published Signmap, OCX and CDIF lists, read in the ledger's order as a patch goes.
+/// The published files of each column (a column of documents': CDIF's lists), read in the
+/// ledger's order as a patch goes.
 struct PublishedLanding<'p> {
-    /// The Signmap's, OCX's and CDIF lists' files.
-    files: [Published<'p>; 3],
+    /// Each column's files.
+    files: [Published<'p>; COLUMNS],
     changes: &'p Changes,
     /// Which lost entry of the published files is next, per column.
-    lost_at: [usize; 2],
+    lost_at: [usize; COLUMNS],
     /// Which of the changed records (`Changes::gone`) is next.
     gone: usize,
 }
@@ -469,49 +487,51 @@ struct PublishedLanding<'p> {
 impl<'p> PublishedLanding<'p> {
     fn new(patch: &'p ProfilePatch) -> Self {
         Self {
-            files: [
-                Published::urlsets(patch, Profile::Signmap, signmap::URLSET_OPEN),
-                Published::urlsets(patch, Profile::Ocx, ocx::URLSET_OPEN),
-                Published::lists(patch),
-            ],
+            files: std::array::from_fn(|c| match kind(c) {
+                ColumnKind::Urlset { open } => Published::urlsets(patch, COLUMN_PROFILES[c], open),
+                ColumnKind::Documents => Published::lists(patch),
+            }),
             changes: &patch.changes,
-            lost_at: [0; 2],
+            lost_at: [0; COLUMNS],
             gone: 0,
         }
     }
 
-    /// The entries of the published record `o` (the CDIF document without its name's hash;
-    /// none for an entry that lost), read past in the files; `None` when the record changed
-    /// since, and its row and entries leave.
-    fn entries(&mut self, o: &Row<'_>) -> Result<Option<[&[u8]; 3]>, Unpatchable> {
+    /// The entries of the published record `o` (a document without its name's hash; none for
+    /// an entry that lost), read past in the files; `None` when the record changed since, and
+    /// its row and entries leave.
+    fn entries(&mut self, o: &Row<'_>) -> Result<Option<[&[u8]; COLUMNS]>, Unpatchable> {
         let gone = &self.changes.gone;
         while gone.get(self.gone).is_some_and(|g| g.as_str() < o.id) {
             self.gone += 1;
         }
         let leaves = gone.get(self.gone).is_some_and(|g| g == o.id);
-        let mut entries: [&[u8]; 3] = [&[]; 3];
-        if o.landing {
-            let [signmap_file, ocx_file, list_file] = &mut self.files;
-            for (c, file) in [(SIGNMAP, signmap_file), (OCX, ocx_file)] {
-                let len = o.lens[c] as usize;
-                if len == 0 {
-                    continue;
-                }
+        let mut entries: [&[u8]; COLUMNS] = [&[]; COLUMNS];
+        if !o.landing {
+            return Ok((!leaves).then_some(entries));
+        }
+        for (c, (file, entry)) in self.files.iter_mut().zip(&mut entries).enumerate() {
+            let len = o.lens[c] as usize;
+            if kind(c) == ColumnKind::Documents {
+                // A document that lost is in no list.
                 if !o.lost {
-                    entries[c] = file.take(len)?;
-                    continue;
+                    *entry = file.take(len.saturating_sub(DOCUMENT_KEY_LEN))?;
                 }
-                let blanked = self.changes.blanked[c].get(self.lost_at[c]).copied();
-                self.lost_at[c] += 1;
-                match blanked {
-                    Some(true) => file.take_blank(len)?,
-                    Some(false) => {}
-                    None => return refuse("the ledger's lost entries do not add up"),
-                }
+                continue;
+            }
+            if len == 0 {
+                continue;
             }
             if !o.lost {
-                let document = (o.lens[CDIF] as usize).saturating_sub(DOCUMENT_KEY_LEN);
-                entries[CDIF] = list_file.take(document)?;
+                *entry = file.take(len)?;
+                continue;
+            }
+            let blanked = self.changes.blanked[c].get(self.lost_at[c]).copied();
+            self.lost_at[c] += 1;
+            match blanked {
+                Some(true) => file.take_blank(len)?,
+                Some(false) => {}
+                None => return refuse("the ledger's lost entries do not add up"),
             }
         }
         Ok((!leaves).then_some(entries))
@@ -523,25 +543,31 @@ impl<'p> PublishedLanding<'p> {
     }
 }
 
-/// The Signmap's, OCX's and CDIF lists' files a patch writes, those the settings ask for.
+/// The files of each column a patch writes, those the settings ask for: a column of shards'
+/// shards, a column of documents' lists (CDIF's; its documents one by one are not patched).
 struct LandingFiles<'a> {
-    /// The Signmap's and OCX's.
-    urlsets: [Option<Files<'a>>; 2],
-    lists: Option<cdif::Writer<'a>>,
+    columns: [Option<ColumnFiles<'a>>; COLUMNS],
+}
+
+/// The files a patch writes of one column.
+enum ColumnFiles<'a> {
+    Shards(Files<'a>),
+    Lists(cdif::Writer<'a>),
 }
 
 impl<'a> LandingFiles<'a> {
     fn new(public_url: &'a Url, limits: Limits, settings: &ProfileSettings) -> Self {
-        let files = |profile: Profile, open: &'static str| {
-            let shards = Shards::new(public_url, profile, "xml");
-            Files::new(open, limits, Some(shards))
-        };
+        let on = settings.profiles();
         Self {
-            urlsets: [
-                (settings.signmap).then(|| files(Profile::Signmap, signmap::URLSET_OPEN)),
-                (settings.ocx.is_some()).then(|| files(Profile::Ocx, ocx::URLSET_OPEN)),
-            ],
-            lists: (settings.cdif_list).then(|| cdif::Writer::new(public_url, limits, false, true)),
+            columns: std::array::from_fn(|c| match kind(c) {
+                ColumnKind::Urlset { open } => on.contains(&COLUMN_PROFILES[c]).then(|| {
+                    let shards = Shards::new(public_url, COLUMN_PROFILES[c], "xml");
+                    ColumnFiles::Shards(Files::new(open, limits, Some(shards)))
+                }),
+                ColumnKind::Documents => (on.contains(&Profile::CdifList)).then(|| {
+                    ColumnFiles::Lists(cdif::Writer::new(public_url, limits, false, true))
+                }),
+            }),
         }
     }
 
@@ -550,52 +576,48 @@ impl<'a> LandingFiles<'a> {
         &mut self,
         sink: &mut S,
         row: &Row<'_>,
-        entries: &[&[u8]; 3],
+        entries: &[&[u8]; COLUMNS],
     ) -> Result<(), S::Error> {
         if !row.landing {
             return Ok(());
         }
         let lastmod = Datestamp::unpack_option(row.datestamp);
-        for (c, files) in self.urlsets.iter_mut().enumerate() {
-            let len = row.lens[c] as usize;
-            let Some(files) = files.as_mut().filter(|_| len > 0) else {
-                continue;
-            };
-            let entry = match row.lost {
-                true => Entry::Lost(len),
-                false => Entry::Won(entries[c], lastmod),
-            };
-            files.push(sink, entry)?;
-        }
-        if let Some(lists) = self
-            .lists
-            .as_mut()
-            .filter(|_| !row.lost && row.lens[CDIF] > 0)
-        {
-            let document = CdifDocument {
-                name: "",
-                url: None,
-                lastmod,
-                bytes: entries[CDIF],
-            };
-            lists.add(sink, document)?;
+        for ((files, &entry), &len) in self.columns.iter_mut().zip(entries).zip(&row.lens) {
+            let len = len as usize;
+            match files {
+                Some(_) if len == 0 => {}
+                Some(ColumnFiles::Shards(files)) => {
+                    let entry = match row.lost {
+                        true => Entry::Lost(len),
+                        false => Entry::Won(entry, lastmod),
+                    };
+                    files.push(sink, entry)?;
+                }
+                Some(ColumnFiles::Lists(lists)) if !row.lost => {
+                    let document = CdifDocument {
+                        name: "",
+                        url: None,
+                        lastmod,
+                        bytes: entry,
+                    };
+                    lists.add(sink, document)?;
+                }
+                Some(ColumnFiles::Lists(_)) | None => {}
+            }
         }
         Ok(())
     }
 
-    /// The last files and the indexes: the Signmap's, OCX's, and the CDIF lists' with their
+    /// The last files and the indexes: each column of shards', and the lists' with their
     /// number.
     fn finish<S: FileSink>(self, sink: &mut S) -> Result<Indexes, S::Error> {
-        let [signmap, ocx] = self.urlsets;
         let mut indexes = Indexes::default();
-        let signmap = signmap.map(|f| f.finish(sink)).transpose()?.flatten();
-        indexes.add(Profile::Signmap, signmap);
-        indexes.add(
-            Profile::Ocx,
-            ocx.map(|f| f.finish(sink)).transpose()?.flatten(),
-        );
-        if let Some(lists) = self.lists {
-            lists.finish(sink, &mut indexes)?;
+        for (files, profile) in self.columns.into_iter().zip(COLUMN_PROFILES) {
+            match files {
+                Some(ColumnFiles::Shards(files)) => indexes.add(profile, files.finish(sink)?),
+                Some(ColumnFiles::Lists(lists)) => lists.finish(sink, &mut indexes)?,
+                None => {}
+            }
         }
         Ok(indexes)
     }
@@ -630,7 +652,7 @@ impl ProfilePatch {
         let mut old = RowReader::new(rows)?;
         let changes = &self.changes;
         let mut fresh = RowReader::new(changes.fresh.as_bytes())?;
-        let mut fresh_at = [0usize; 3];
+        let mut fresh_at = [0usize; COLUMNS];
         let mut published = PublishedLanding::new(self);
         let mut written = LandingFiles::new(public_url, limits, settings);
         let mut out = Rows::default();
@@ -973,6 +995,7 @@ mod tests {
 
     use super::*;
     use crate::disk::write::Staging;
+    use crate::profiles::signmap;
 
     /// A sink that keeps every file in memory, and never streams.
     #[derive(Default)]

@@ -135,6 +135,43 @@ pub struct Spec {
     /// is the summary itself; CDIF's lists share CDIF's part). A spec made from another with
     /// `..OTHER` inherits this too: say `summary: None` unless it has a part of its own.
     pub summary: Option<SummarySpec>,
+    /// For a profile fed by the records: its column of the collection, when it writes an entry
+    /// of its own for each record (CDIF's lists read CDIF's). As with `summary`, a spec made
+    /// with `..OTHER` must say `column: None` unless it has one of its own.
+    pub column: Option<Column>,
+}
+
+/// A column of the records' collection ([`signposts`]): the entry a profile fed by the records
+/// writes of each live record with a landing page. The collection keeps each column's entries
+/// in its own files, the ledger ([`ledger`]) one length a record for each, and a patch
+/// ([`merge`]) merges the changed records' entries into each column's published files. The
+/// columns are the registered profiles' that have one, in the registered order ([`COLUMNS`]).
+#[derive(Debug)]
+pub struct Column {
+    /// Its name in the collection's files and errors (`Signmap`).
+    pub name: &'static str,
+    /// What its entries are, and how they are published.
+    pub kind: ColumnKind,
+    /// Writes a record's entry into the buffer (cleared first), with the settings of the
+    /// profiles on; `false` when the record has none in this profile (an OCX entry needs an
+    /// OCX type).
+    #[allow(clippy::type_complexity)]
+    pub(crate) write:
+        fn(&mut Vec<u8>, &record::Shared<'_>, &ProfileSettings, &mut record::Writers) -> bool,
+}
+
+/// What a column's entries are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// `<url>` entries of `urlset`s opened by `open`: written into shard files as they come,
+    /// published as they stand or cut again, patched by merging entries into the shards.
+    Urlset {
+        /// The `urlset`'s start tag, with the profile's namespaces.
+        open: &'static str,
+    },
+    /// JSON-LD documents, each with its name's key in front: published one by one and in
+    /// lists ([`cdif`]); a patch merges them into the lists only.
+    Documents,
 }
 
 /// How a profile's part of a generation's summary ([`registry::ProfileSummary`]) is made and
@@ -187,6 +224,7 @@ const SITEMAP: Spec = Spec {
     feed: Feed::Inventory,
     fields: Fields::of(&[]),
     summary: None,
+    column: None,
 };
 
 /// What a DiWoo category's index name starts with, before its prefix and number.
@@ -218,7 +256,7 @@ impl Profile {
     /// (the compiler asks for it) and its row in `REGISTERED`; its setting turns it on in
     /// [`ProfileSettings::profiles`]. The name tests go through every profile the settings can
     /// turn on, so a missing row fails them when its names do not vary.
-    pub fn spec(self) -> &'static Spec {
+    pub const fn spec(self) -> &'static Spec {
         match self {
             Profile::Sitemap => &SITEMAP,
             Profile::Signmap => &signmap::SPEC,
@@ -307,6 +345,85 @@ const REGISTERED: [Profile; 6] = [
     Profile::CdifList,
     Profile::Diwoo(1),
 ];
+
+/// How many columns the records' collection has: one for each registered profile with a
+/// [`Column`].
+pub const COLUMNS: usize = {
+    let mut n = 0;
+    let mut i = 0;
+    while i < REGISTERED.len() {
+        if REGISTERED[i].spec().column.is_some() {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+};
+
+/// The profiles of the columns, in order: the registered profiles with a [`Column`].
+pub const COLUMN_PROFILES: [Profile; COLUMNS] = {
+    let mut out = [Profile::Sitemap; COLUMNS];
+    let (mut n, mut i) = (0, 0);
+    while i < REGISTERED.len() {
+        if REGISTERED[i].spec().column.is_some() {
+            out[n] = REGISTERED[i];
+            n += 1;
+        }
+        i += 1;
+    }
+    out
+};
+
+/// A record's entries' lengths, one for each column ([`COLUMN_PROFILES`]; 0 for none).
+pub type Lens = [u32; COLUMNS];
+
+impl Profile {
+    /// Its column of the records' collection; `None` for a profile without one.
+    pub const fn column_index(self) -> Option<usize> {
+        let mut c = 0;
+        while c < COLUMNS {
+            // Specs are told apart by their labels (each is one profile's).
+            if same_text(COLUMN_PROFILES[c].spec().label, self.spec().label) {
+                return Some(c);
+            }
+            c += 1;
+        }
+        None
+    }
+
+    /// What its column's entries are, for a profile with a column.
+    pub fn column_kind(self) -> Option<ColumnKind> {
+        self.spec().column.as_ref().map(|c| c.kind)
+    }
+
+    /// Its [`Column`] and that column's number, for a profile registered with one.
+    ///
+    /// # Panics
+    ///
+    /// When it has none: the callers name a profile that does.
+    pub(crate) const fn column(self) -> (usize, &'static Column) {
+        match (self.column_index(), &self.spec().column) {
+            (Some(c), Some(column)) => (c, column),
+            _ => panic!("the profile has no column of the records' collection"),
+        }
+    }
+}
+
+/// Whether two texts are the same (`==` is not for constants).
+const fn same_text(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 /// The registered profiles whose file names do not vary (all but DiWoo's categories): names
 /// are parsed by their specs' prefixes.
@@ -447,6 +564,32 @@ mod tests {
         let unique: std::collections::BTreeSet<&str> = fields.iter().copied().collect();
         assert_eq!(unique.len(), fields.len(), "{fields:?}");
         assert_eq!(fields, ["signmap", "ocx", "cdif", "diwoo"]);
+    }
+
+    /// The collection's columns are the registered profiles with a [`Column`], in the
+    /// registered order, each fed by the records; a profile's column number is its place among
+    /// them, and their names (which name their files in the collection's folder) differ.
+    #[test]
+    fn the_columns_follow_the_registered_profiles() {
+        assert_eq!(
+            COLUMN_PROFILES,
+            [Profile::Signmap, Profile::Ocx, Profile::Cdif]
+        );
+        for (c, p) in COLUMN_PROFILES.into_iter().enumerate() {
+            assert_eq!(p.column_index(), Some(c));
+            assert_eq!(p.column().0, c);
+            assert!(p.describes_records(), "{p:?}");
+        }
+        for p in every_profile()
+            .into_iter()
+            .filter(|p| !COLUMN_PROFILES.contains(p))
+        {
+            assert_eq!(p.column_index(), None, "{p:?}");
+        }
+        let names: std::collections::BTreeSet<String> = (COLUMN_PROFILES.iter())
+            .map(|p| p.column().1.name.to_ascii_lowercase())
+            .collect();
+        assert_eq!(names.len(), COLUMNS);
     }
 
     /// A name is read back as one profile's only: no profile's prefix and `-` starts another's

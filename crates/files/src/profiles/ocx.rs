@@ -7,10 +7,10 @@ use oai_pmh::{DcElement, Fields};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::record::{Shared, SignStats};
+use super::record::{Shared, SignStats, Writers};
 use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec, SummarySpec};
+use super::{Audience, Column, ColumnKind, Feed, Profile, ProfileSettings, Spec, SummarySpec};
 
 /// OCX, as the profiles' list knows it ([`super::Spec`]): `ocx.xml`, one entry per record's
 /// landing page with an OCX type, to every crawler; written from `dc:type`, `dc:title` and
@@ -26,6 +26,11 @@ pub const SPEC: Spec = Spec {
         list: false,
         load: registry::load::<OcxSummary>,
         from_render: Some(OcxSummary::of),
+    }),
+    column: Some(Column {
+        name: "OCX",
+        kind: ColumnKind::Urlset { open: URLSET_OPEN },
+        write: write_column,
     }),
 };
 
@@ -142,11 +147,27 @@ pub fn write_entry(bytes: &mut Vec<u8>, e: &Entry<'_>, lastmod: Option<&str>) {
     bytes.extend_from_slice(b"</ocx:ocx></url>\n");
 }
 
+/// Writes a record's OCX `<url>` into `bytes`, from what its entries share, when OCX is on
+/// and the record has an OCX type: OCX's [`super::Column`] writer.
+pub(crate) fn write_column(
+    bytes: &mut Vec<u8>,
+    shared: &Shared<'_>,
+    settings: &ProfileSettings,
+    writers: &mut Writers,
+) -> bool {
+    let (Some(config), Some(kind)) = (settings.ocx.as_ref(), shared.ocx_kind) else {
+        return false;
+    };
+    let Writers { name, teaser, .. } = writers;
+    write_record(bytes, shared, name, teaser, config, kind);
+    true
+}
+
 /// Writes a record's OCX `<url>` of type `ocx_type` into `bytes`, from what its entries share:
 /// its name and teaser (written out in `name_buf` and `teaser_buf` when they must be changed),
 /// its image, and where its metadata is.
 #[inline]
-pub(crate) fn write_record(
+fn write_record(
     bytes: &mut Vec<u8>,
     shared: &Shared<'_>,
     name_buf: &mut String,

@@ -98,6 +98,17 @@ impl GetRecord {
     }
 }
 
+/// What the columns' writers ([`super::Column`]) keep from one record to the next.
+#[derive(Debug, Default)]
+pub(crate) struct Writers {
+    /// The `GetRecord` URL around the percent-encoded identifier (none for a Static
+    /// Repository without an http(s) baseURL).
+    pub(crate) get_record: Option<GetRecord>,
+    /// Scratch text: a name and a teaser written out.
+    pub(crate) name: String,
+    pub(crate) teaser: String,
+}
+
 /// What one record's identifiers are to the profiles (found without allocating: there is one
 /// for every record).
 #[derive(Debug)]
@@ -165,6 +176,10 @@ pub(crate) struct Shared<'r> {
     pub(crate) cite_as: Option<&'r str>,
     pub(crate) license: Option<&'r str>,
     pub(crate) kind: Option<&'r str>,
+    /// Its OCX type, when OCX is on and the record has one (or OCX's default).
+    pub(crate) ocx_kind: Option<&'r str>,
+    /// The key part of its CDIF document's name, in hex, when CDIF's documents are made.
+    pub(crate) document_key: Option<&'r str>,
 }
 
 #[cfg(test)]

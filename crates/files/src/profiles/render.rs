@@ -15,7 +15,7 @@ use super::files::FileSink;
 use super::merge::{self, Patched, ProfilePatch};
 use super::registry::Indexes;
 use super::signposts::Resolved;
-use super::{Audience, Profile, ProfileSettings};
+use super::{Audience, ColumnKind, ProfileSettings};
 use crate::patch::Unpatchable;
 use crate::{FilesError, Limits};
 
@@ -126,18 +126,13 @@ fn collected<S: FileSink>(
     let Some(resolved) = resolved else {
         return Ok(Indexes::default());
     };
-    let publish = |on: bool, profile, sink: &mut S| {
-        if on {
-            resolved.publish(profile, public_url, sink)
-        } else {
-            Ok(None)
-        }
-    };
     let mut indexes = Indexes::default();
-    let signmap = settings.signmap && !resolved.is_empty();
-    indexes.add(Profile::Signmap, publish(signmap, Profile::Signmap, sink)?);
-    let ocx = settings.ocx.is_some() && resolved.has_ocx();
-    indexes.add(Profile::Ocx, publish(ocx, Profile::Ocx, sink)?);
+    // Each column of shards whose profile is on (an index only when it has an entry).
+    for profile in settings.profiles() {
+        if let Some(ColumnKind::Urlset { .. }) = profile.column_kind() {
+            indexes.add(profile, resolved.publish(profile, public_url, sink)?);
+        }
+    }
     if settings.cdif || settings.cdif_list {
         // One pass over the documents for both forms: each on its own, and in lists.
         let mut writer = cdif::Writer::new(public_url, limits, settings.cdif, settings.cdif_list);

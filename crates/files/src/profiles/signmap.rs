@@ -9,10 +9,10 @@ use oai_pmh::{DcElement, Fields};
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::record::{GetRecord, Shared, SignStats};
+use super::record::{GetRecord, Shared, SignStats, Writers};
 use super::registry::{self, Indexes, ProfileSummary};
 use super::report::{self, Piece, ProfileCounts, Report};
-use super::{Audience, Feed, Profile, Spec, SummarySpec};
+use super::{Audience, Column, ColumnKind, Feed, Profile, ProfileSettings, Spec, SummarySpec};
 
 /// The Signmap, as the profiles' list knows it ([`super::Spec`]): `signmap.xml`, one entry per
 /// record's landing page, to every crawler; its links come from `dc:type` and `dc:rights`.
@@ -27,6 +27,11 @@ pub const SPEC: Spec = Spec {
         list: false,
         load: registry::load::<SignmapSummary>,
         from_render: Some(SignmapSummary::of),
+    }),
+    column: Some(Column {
+        name: "Signmap",
+        kind: ColumnKind::Urlset { open: URLSET_OPEN },
+        write: write_column,
     }),
 };
 
@@ -105,14 +110,22 @@ pub fn write_link(
 }
 
 /// Writes a record's Signmap `<url>` into `bytes`, from what its entries share: its links to
-/// the CDIF document, the oai_dc record (when there is a `get_record` URL), the content files,
-/// the persistent identifier, the license and the type.
-#[inline]
-pub(crate) fn write_record(
+/// the CDIF document, the oai_dc record (when there is a `GetRecord` URL), the content files,
+/// the persistent identifier, the license and the type. Every record with a landing page has
+/// one: the Signmap's [`super::Column`] writer.
+pub(crate) fn write_column(
     bytes: &mut Vec<u8>,
     shared: &Shared<'_>,
-    get_record: Option<&mut GetRecord>,
-) {
+    _: &ProfileSettings,
+    writers: &mut Writers,
+) -> bool {
+    write_record(bytes, shared, writers.get_record.as_mut());
+    true
+}
+
+/// [`write_column`], with the `GetRecord` URL's writer.
+#[inline]
+fn write_record(bytes: &mut Vec<u8>, shared: &Shared<'_>, get_record: Option<&mut GetRecord>) {
     bytes.clear();
     write_url_open(bytes, shared.landing, shared.lastmod);
     if let Some(url) = shared.document {

@@ -35,21 +35,19 @@ use super::cdif::CdifDocument;
 use super::files::{FileSink, Shards};
 use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
-use super::record::{Classified, GetRecord, Shared, SignStats};
+use super::record::{Classified, GetRecord, Shared, SignStats, Writers};
 use super::versions::{Occurrences, Resolution, State};
-use super::{DOCUMENT_DIR, DOCUMENT_EXT, DOCUMENT_KEY_LEN, Profile};
-use super::{cdif, ocx, signmap};
+use super::{COLUMN_PROFILES, COLUMNS, ColumnKind, Lens, Profile, ProfileSettings};
+use super::{DOCUMENT_DIR, DOCUMENT_EXT, DOCUMENT_KEY_LEN};
 use crate::FilesError;
 pub use crate::disk::profiles::{ProfileShard, ShardFile};
 use crate::disk::profiles::{ShardSpill, Spill, SpillFolder, Spilled, spill_error};
 
-/// The profiles, as columns of [`Signposts::lens`] (Signmap and OCX also of
-/// [`Signposts::shards`]).
-const SIGNMAP: usize = 0;
-const OCX: usize = 1;
-const CDIF: usize = 2;
-/// Their names, by column, for errors.
-const PROFILES: [&str; 3] = ["Signmap", "OCX", "CDIF"];
+/// The columns whose entries the collector's shared work is for (the Signmap's and CDIF's
+/// links, OCX's type, CDIF's document names).
+const SIGNMAP: usize = Profile::Signmap.column().0;
+const OCX: usize = Profile::Ocx.column().0;
+const CDIF: usize = Profile::Cdif.column().0;
 
 /// A 128-bit hash of a text (XXH3-128). Landing pages are told apart by it alone (no text is
 /// kept); two of a million texts collide with a chance of about 10^-27.
@@ -63,31 +61,38 @@ pub struct Signposts {
     types: TypeMap,
     /// The entries of each `dc:type` value seen in `types` and OCX's table.
     type_memo: Memo,
-    ocx: Option<OcxConfig>,
-    /// The `GetRecord` URL around the percent-encoded identifier, escaped for XML (none for a
-    /// Static Repository without an http(s) baseURL), and its plain form for CDIF.
-    get_record: Option<GetRecord>,
+    /// The settings the columns' writers write with (OCX's).
+    settings: ProfileSettings,
+    /// What the writers keep from one record to the next: the `GetRecord` URL's writer (none
+    /// for a Static Repository without an http(s) baseURL), scratch text.
+    writers: Writers,
     /// The URL of the CDIF documents' folder (`{documents}cdif/`), when they are published one
     /// by one: each Signmap entry links its record's document, and OCX points at it.
     documents: Option<String>,
-    /// Shard limits of the Signmap and OCX.
+    /// Shard limits of the columns of shards.
     limits: Limits,
     /// Where their shard files are written.
     folder: SpillFolder,
-    /// The shard files of the Signmap and OCX when on, by column ([`SIGNMAP`], [`OCX`]).
-    shards: [Option<ShardSpill>; 2],
-    /// The CDIF documents, when on.
-    cdif: Option<Spill>,
+    /// Each column's files, for the profiles on ([`COLUMN_PROFILES`]).
+    columns: [Option<ColumnSpill>; COLUMNS],
     /// Each occurrence's entries' lengths, datestamp and state, and the versions with a landing
     /// page, on disk past their share of the memory budget.
     occurrences: Occurrences,
-    /// Scratch space: the entry being written, its lastmod, persistent identifier's URL, OCX
-    /// name and teaser written out.
+    /// Scratch space: the entry being written, its lastmod, persistent identifier's URL.
     entry: Vec<u8>,
     date: String,
     cite_as: String,
-    name: String,
-    teaser: String,
+}
+
+/// A column's files during the harvest.
+// One of each column, for a whole harvest: boxing the larger variant would save nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+enum ColumnSpill {
+    /// `urlset` shard files ([`ColumnKind::Urlset`]).
+    Shards(ShardSpill),
+    /// Documents, one after another in a temporary file ([`ColumnKind::Documents`]).
+    Documents(Spill),
 }
 
 impl Signposts {
@@ -99,19 +104,19 @@ impl Signposts {
         Self {
             types,
             type_memo: Memo::default(),
-            ocx: None,
-            get_record: metadata_base.map(GetRecord::new),
+            settings: ProfileSettings::default(),
+            writers: Writers {
+                get_record: metadata_base.map(GetRecord::new),
+                ..Writers::default()
+            },
             documents: None,
             limits,
             folder: SpillFolder::new(crate::disk::profiles::temp_dir()),
-            shards: [None, None],
-            cdif: None,
+            columns: std::array::from_fn(|_| None),
             occurrences: Occurrences::new(&crate::disk::spill::Budget::default()),
             entry: Vec::new(),
             date: String::new(),
             cite_as: String::new(),
-            name: String::new(),
-            teaser: String::new(),
         }
     }
 
@@ -132,21 +137,36 @@ impl Signposts {
         self
     }
 
-    /// Also write the Signmap's entries.
-    pub fn with_signmap(mut self) -> Self {
-        self.shards[SIGNMAP] = Some(ShardSpill::new(
-            SIGNMAP,
-            PROFILES[SIGNMAP],
-            signmap::URLSET_OPEN,
-        ));
+    /// Also write the entries of `profile`, one registered with a column of shards
+    /// ([`ColumnKind::Urlset`]), with the settings `settings` give it (OCX's).
+    ///
+    /// # Panics
+    ///
+    /// When `profile` has no column of shards.
+    pub fn with_shards(mut self, profile: Profile, settings: &ProfileSettings) -> Self {
+        let (c, column) = profile.column();
+        let ColumnKind::Urlset { open } = column.kind else {
+            panic!("{profile:?}'s column is not of shards");
+        };
+        self.columns[c] = Some(ColumnSpill::Shards(ShardSpill::new(c, column.name, open)));
+        if profile == Profile::Ocx {
+            self.settings.ocx.clone_from(&settings.ocx);
+        }
         self
     }
 
+    /// Also write the Signmap's entries.
+    pub fn with_signmap(self) -> Self {
+        self.with_shards(Profile::Signmap, &ProfileSettings::default())
+    }
+
     /// Also write OCX entries, as `config` says.
-    pub fn with_ocx(mut self, config: OcxConfig) -> Self {
-        self.ocx = Some(config);
-        self.shards[OCX] = Some(ShardSpill::new(OCX, PROFILES[OCX], ocx::URLSET_OPEN));
-        self
+    pub fn with_ocx(self, config: OcxConfig) -> Self {
+        let settings = ProfileSettings {
+            ocx: Some(config),
+            ..ProfileSettings::default()
+        };
+        self.with_shards(Profile::Ocx, &settings)
     }
 
     /// Also make each record's CDIF document: to be published each under `documents` (a
@@ -168,7 +188,7 @@ impl Signposts {
                 .map_err(|_| FilesError::Documents(documents.clone()))?;
             self.documents = Some(folder.into());
         }
-        self.cdif = Some(Spill::new()?);
+        self.columns[CDIF] = Some(ColumnSpill::Documents(Spill::new()?));
         Ok(self)
     }
 
@@ -189,7 +209,7 @@ impl Signposts {
         }
         let mut state = State::Deleted;
         let mut hash = 0;
-        let mut lens = [0u32; 3];
+        let mut lens: Lens = [0; COLUMNS];
         if !record.deleted {
             let found = Classified::of(classes);
             state = match found.landing {
@@ -207,18 +227,18 @@ impl Signposts {
         Ok(written)
     }
 
-    /// Writes each profile's entry of a live record with a landing page; whether it has an OCX
+    /// Writes each column's entry of a live record with a landing page; whether it has an OCX
     /// entry.
     fn write_entries(
         &mut self,
         record: &Record,
         found: &Classified<'_>,
         landing: &str,
-        lens: &mut [u32; 3],
+        lens: &mut Lens,
     ) -> Result<bool, FilesError> {
         // The license and schema.org type are the Signmap's and CDIF's, not OCX's, which has
         // its own table.
-        let linked = self.shards[SIGNMAP].is_some() || self.cdif.is_some();
+        let linked = self.columns[SIGNMAP].is_some() || self.columns[CDIF].is_some();
         let license = linked
             .then(|| record.dc_values(DcElement::Rights).find_map(license_url))
             .flatten();
@@ -229,21 +249,27 @@ impl Signposts {
             .filter(|_| linked)
             .map(|pid| pid.write_resolver_url(&mut self.cite_as))
             .map(|()| self.cite_as.as_str());
+        let ocx = self
+            .settings
+            .ocx
+            .as_ref()
+            .filter(|_| self.columns[OCX].is_some());
         let [kind, ocx_kind] = self.type_memo.lookup(
-            [
-                linked.then_some(&self.types),
-                self.ocx.as_ref().map(|c| &c.types),
-            ],
+            [linked.then_some(&self.types), ocx.map(|c| &c.types)],
             record.dc_values(DcElement::Type),
         );
-        let hash = self.cdif.is_some().then(|| cdif_hash(&record.identifier));
+        let ocx_kind = ocx.and_then(|c| ocx_kind.or(c.default_type.as_deref()));
+        let hash = self.columns[CDIF]
+            .is_some()
+            .then(|| cdif_hash(&record.identifier));
         // The document's URL, for the other profiles to link: the folder's URL and the name
         // (what joining the name onto the documents' URL gives).
+        let shards = (self.columns.iter()).any(|c| matches!(c, Some(ColumnSpill::Shards(_))));
         let document = self
             .documents
             .as_ref()
             .zip(hash.as_ref())
-            .filter(|_| self.shards.iter().any(Option::is_some))
+            .filter(|_| shards)
             .map(|(folder, hash)| format!("{folder}{hash}{DOCUMENT_EXT}"));
         // The lastmod, written out once for every profile.
         let lastmod = lastmod_text(record.datestamp, &mut self.date);
@@ -256,33 +282,30 @@ impl Signposts {
             cite_as,
             license: license.as_deref(),
             kind,
+            ocx_kind,
+            document_key: hash.as_deref(),
         };
-        if let Some(spill) = &mut self.shards[SIGNMAP] {
-            signmap::write_record(&mut self.entry, &shared, self.get_record.as_mut());
-            lens[SIGNMAP] =
-                spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
-        }
-        let mut typed = false;
-        if let (Some(config), Some(spill)) = (&self.ocx, &mut self.shards[OCX])
-            && let Some(ocx_kind) = ocx_kind.or(config.default_type.as_deref())
+        for ((spill, len), profile) in self
+            .columns
+            .iter_mut()
+            .zip(lens.iter_mut())
+            .zip(COLUMN_PROFILES)
         {
-            typed = true;
-            ocx::write_record(
-                &mut self.entry,
-                &shared,
-                &mut self.name,
-                &mut self.teaser,
-                config,
-                ocx_kind,
-            );
-            lens[OCX] =
-                spill.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?;
+            let Some(spill) = spill else {
+                continue;
+            };
+            let (_, column) = profile.column();
+            if !(column.write)(&mut self.entry, &shared, &self.settings, &mut self.writers) {
+                continue;
+            }
+            *len = match spill {
+                ColumnSpill::Shards(shards) => {
+                    shards.append(&mut self.folder, self.limits, &self.entry, record.datestamp)?
+                }
+                ColumnSpill::Documents(documents) => documents.append(&self.entry)?,
+            };
         }
-        if let (Some(hash), Some(spill)) = (&hash, &mut self.cdif) {
-            cdif::write_record(&mut self.entry, &shared, hash, self.get_record.as_ref());
-            lens[CDIF] = spill.append(&self.entry)?;
-        }
-        Ok(typed)
+        Ok(lens[OCX] > 0)
     }
 
     /// Keeps the newest version of each record (those `superseded` does not hold) and the newest
@@ -310,20 +333,20 @@ impl Signposts {
             duplicate: counts.duplicate,
             ..SignStats::default()
         };
-        if self.ocx.is_some() {
+        if self.columns[OCX].is_some() {
             stats.ocx_published = counts.typed;
             stats.ocx_no_type = counts.published - counts.typed;
         }
-        let [signmap, ocx] = self.shards;
-        let files = |spill: Option<ShardSpill>| {
-            spill
-                .map(|s| s.finish(&resolution))
-                .transpose()
-                .map(Option::unwrap_or_default)
-        };
+        let mut columns: [ColumnFiles; COLUMNS] = std::array::from_fn(|_| ColumnFiles::Off);
+        for (files, spill) in columns.iter_mut().zip(self.columns) {
+            *files = match spill {
+                None => ColumnFiles::Off,
+                Some(ColumnSpill::Shards(s)) => ColumnFiles::Shards(s.finish(&resolution)?),
+                Some(ColumnSpill::Documents(s)) => ColumnFiles::Documents(s.finish()?),
+            };
+        }
         Ok(Resolved {
-            shards: [files(signmap)?, files(ocx)?],
-            cdif: self.cdif.map(Spill::finish).transpose()?,
+            columns,
             documents: self.documents,
             _folder: self.folder,
             limits: self.limits,
@@ -371,13 +394,22 @@ fn license_url(value: &str) -> Option<String> {
 /// Where an entry is in its profile's file (offset, length), and its lastmod.
 type EntryAt = (u64, u32, Option<Datestamp>);
 
+/// A column's files once the winners are known.
+#[derive(Debug)]
+enum ColumnFiles {
+    /// Its profile is off.
+    Off,
+    /// The shard files, settled ([`ShardSpill::finish`]).
+    Shards(Vec<ShardFile>),
+    /// The documents' temporary file.
+    Documents(Spilled),
+}
+
 /// The profiles' entries, resolved.
 #[derive(Debug)]
 pub struct Resolved {
-    /// The shard files of the Signmap and OCX, by column (none for a profile that is off).
-    shards: [Vec<ShardFile>; 2],
-    /// The CDIF documents' temporary file, when CDIF is on.
-    cdif: Option<Spilled>,
+    /// Each column's files ([`COLUMN_PROFILES`]).
+    columns: [ColumnFiles; COLUMNS],
     /// The URL of the CDIF documents' folder, when they are published one by one.
     documents: Option<String>,
     /// The folder of the shard files, kept for them (it is removed when dropped).
@@ -392,9 +424,9 @@ pub struct Resolved {
 /// What [`Signposts::add`] wrote of a record with a landing page.
 #[derive(Clone, Copy, Debug)]
 pub struct Written {
-    /// Its entries' lengths by profile (Signmap, OCX, CDIF document with its name's hash in
-    /// front); 0 for none.
-    pub lens: [u32; 3],
+    /// Its entries' lengths by column (the CDIF document with its name's hash in front); 0 for
+    /// none.
+    pub lens: Lens,
     /// The hash of its landing page (entries of one landing page are one record's).
     pub hash: u128,
 }
@@ -442,27 +474,35 @@ impl Resolved {
         Ok(settled)
     }
 
-    /// Every entry written of each column (Signmap, OCX, CDIF), won or lost, one after another
-    /// in the order collected; the CDIF documents with their name's hash in front. An entry that
-    /// lost may be blanked out (its length kept).
+    /// Every entry written of each column, won or lost, one after another in the order
+    /// collected; the CDIF documents with their name's hash in front. An entry that lost may be
+    /// blanked out (its length kept).
     ///
     /// # Errors
     ///
     /// When a profile's temporary file cannot be read.
-    pub fn entry_streams(&self) -> Result<[Vec<u8>; 3], FilesError> {
-        let mut streams: [Vec<u8>; 3] = Default::default();
-        for (column, open) in [(SIGNMAP, signmap::URLSET_OPEN), (OCX, ocx::URLSET_OPEN)] {
-            for file in &self.shards[column] {
-                let bytes = file.read()?;
-                let body = bytes
-                    .get(crate::sitemap::header(open)..)
-                    .and_then(|b| b.strip_suffix(crate::sitemap::URLSET_CLOSE.as_bytes()));
-                streams[column].extend_from_slice(body.unwrap_or_default());
+    pub fn entry_streams(&self) -> Result<[Vec<u8>; COLUMNS], FilesError> {
+        let mut streams: [Vec<u8>; COLUMNS] = Default::default();
+        for ((stream, files), profile) in streams.iter_mut().zip(&self.columns).zip(COLUMN_PROFILES)
+        {
+            match files {
+                ColumnFiles::Off => {}
+                ColumnFiles::Shards(files) => {
+                    let ColumnKind::Urlset { open } = profile.column().1.kind else {
+                        unreachable!("a column of shards is a column of `urlset`s");
+                    };
+                    for file in files {
+                        let bytes = file.read()?;
+                        let body = bytes
+                            .get(crate::sitemap::header(open)..)
+                            .and_then(|b| b.strip_suffix(crate::sitemap::URLSET_CLOSE.as_bytes()));
+                        stream.extend_from_slice(body.unwrap_or_default());
+                    }
+                }
+                ColumnFiles::Documents(file) => {
+                    file.read_all(stream).map_err(spill_error("read"))?;
+                }
             }
-        }
-        if let Some(file) = &self.cdif {
-            file.read_all(&mut streams[CDIF])
-                .map_err(spill_error("read"))?;
         }
         Ok(streams)
     }
@@ -472,14 +512,9 @@ impl Resolved {
         self.stats.published == 0
     }
 
-    /// With OCX: is there any OCX entry.
-    pub(crate) fn has_ocx(&self) -> bool {
-        self.stats.ocx_published > 0
-    }
-
-    /// Writes the shards and the index of `profile`, the Signmap or OCX, into `sink`, files
-    /// written during the harvest linked into place where the sink can; the index's URL (none
-    /// without an entry).
+    /// Writes the shards and the index of `profile`, one with a column of shards, into `sink`,
+    /// files written during the harvest linked into place where the sink can; the index's URL
+    /// (none without an entry, or when the profile was not collected).
     ///
     /// # Errors
     ///
@@ -491,51 +526,39 @@ impl Resolved {
         sink: &mut S,
     ) -> Result<Option<Url>, S::Error> {
         let mut shards = Shards::new(public_url, profile, "xml");
-        match profile {
-            Profile::Signmap => self.render_signmap(|shard| shards.put_profile(sink, shard))?,
-            Profile::Ocx => self.render_ocx(|shard| shards.put_profile(sink, shard))?,
-            _ => unreachable!("{profile:?} is not written from shard files"),
-        };
+        self.render(profile, |shard| shards.put_profile(sink, shard))?;
         shards.finish(sink)
     }
 
-    /// The Signmap's shards, each handed to `emit` as soon as it is made, within the limits
-    /// counting the links' bytes too (SP-14); their number.
+    /// The shards of `profile`, one with a column of shards (the Signmap, OCX), each handed to
+    /// `emit` as soon as it is made, within the limits counting every byte of the entries
+    /// (the Signmap's links too, SP-14); their number. Each shard file is handed as it stands,
+    /// and the winners' entries of those marked to be cut again ([`ShardSpill::finish`]) in
+    /// new shards; in harvest order.
     ///
     /// # Errors
     ///
     /// What `emit` fails with; a temporary file that cannot be read.
-    pub fn render_signmap<E: From<FilesError>>(
-        &self,
-        emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
-    ) -> Result<usize, E> {
-        self.render(SIGNMAP, signmap::URLSET_OPEN, emit)
-    }
-
-    /// The OCX sitemap's shards (records with an OCX type), as [`Resolved::render_signmap`].
     ///
-    /// # Errors
+    /// # Panics
     ///
-    /// As [`Resolved::render_signmap`].
-    pub fn render_ocx<E: From<FilesError>>(
+    /// When `profile` has no column of shards.
+    pub fn render<E: From<FilesError>>(
         &self,
-        emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
-    ) -> Result<usize, E> {
-        self.render(OCX, ocx::URLSET_OPEN, emit)
-    }
-
-    /// Each shard file of profile `column` as it stands, and the winners' entries of those
-    /// marked to be cut again ([`ShardSpill::finish`]); in harvest order.
-    fn render<E: From<FilesError>>(
-        &self,
-        column: usize,
-        open: &str,
+        profile: Profile,
         mut emit: impl FnMut(ProfileShard<'_>) -> Result<(), E>,
     ) -> Result<usize, E> {
+        let (c, column) = profile.column();
+        let ColumnKind::Urlset { open } = column.kind else {
+            panic!("{profile:?}'s column is not of shards");
+        };
+        let ColumnFiles::Shards(files) = &self.columns[c] else {
+            return Ok(0);
+        };
         let mut count = 0;
         // The winners of consecutive files cut again fill shards together, not a shard each.
         let mut cut: Option<Urlsets<'_>> = None;
-        for file in &self.shards[column] {
+        for file in files {
             match &file.cut {
                 None => {
                     if let Some(urlsets) = cut.take() {
@@ -581,7 +604,7 @@ impl Resolved {
         Ok(())
     }
 
-    /// Where each winner's entry of profile `column` is among all its entries (offset, length),
+    /// Where each winner's entry of column `column` is among all its entries (offset, length),
     /// with its lastmod, in harvest order; winners without one (no OCX type) are left out.
     /// Read from the occurrences' file, front to back.
     fn read_entries(
@@ -610,14 +633,14 @@ impl Resolved {
         }))
     }
 
-    /// The lastmod of each Signmap entry that won, in harvest order: what the Signmap's
-    /// shards list, before they are cut.
+    /// The lastmod of each entry of `profile` (one with a column) that won, in harvest order:
+    /// what its shards list, before they are cut.
     ///
     /// # Errors
     ///
     /// When the occurrences' temporary file cannot be read.
-    pub fn signmap_lastmods(&self) -> Result<Vec<Option<Datestamp>>, FilesError> {
-        (self.read_entries(SIGNMAP)?)
+    pub fn lastmods(&self, profile: Profile) -> Result<Vec<Option<Datestamp>>, FilesError> {
+        (self.read_entries(profile.column().0)?)
             .map(|entry| entry.map(|(_, _, lastmod)| lastmod))
             .collect()
     }
@@ -632,7 +655,7 @@ impl Resolved {
         &self,
         mut each: impl FnMut(CdifDocument<'_>) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(file) = &self.cdif else {
+        let ColumnFiles::Documents(file) = &self.columns[CDIF] else {
             return Ok(());
         };
         let mut reader = file.reader().map_err(spill_error("read"))?;

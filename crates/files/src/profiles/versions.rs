@@ -16,6 +16,8 @@ use crate::FilesError as Error;
 use crate::counts::Superseded;
 use crate::disk::spill::{Budget, Folder, Run, RunReader, RunWriter, Share};
 
+use super::{COLUMNS, Lens};
+
 /// What resolving counted, as [`SignStats`](super::record::SignStats) has it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Counts {
@@ -107,7 +109,7 @@ impl Occurrences {
     /// [`Error::Spill`] when the occurrences' file or a run of versions cannot be written.
     pub fn push(
         &mut self,
-        lens: [u32; 3],
+        lens: Lens,
         datestamp: i64,
         state: State,
         landing: u128,
@@ -289,8 +291,8 @@ impl Resolution {
 /// (0 deleted, 1 without a landing page, 2 with one).
 #[derive(Clone, Copy, Debug)]
 pub struct Occurrence {
-    /// Its entries' lengths by profile (0: none).
-    pub lens: [u32; 3],
+    /// Its entries' lengths by column (0: none).
+    pub lens: Lens,
     /// Its datestamp, packed.
     pub datestamp: i64,
     state: u64,
@@ -313,7 +315,7 @@ impl OccurrenceReader {
             return Ok(None);
         };
         self.left -= 1;
-        let mut lens = [0u32; 3];
+        let mut lens: Lens = [0; COLUMNS];
         for len in &mut lens {
             *len = input.varint()? as u32;
         }
