@@ -21,7 +21,7 @@ use crate::profiles::record::SignStats;
 use crate::profiles::registry::{self, ProfileSummary};
 use crate::profiles::render as profiles_render;
 use crate::profiles::signposts::{Resolved, Signposts, Written};
-use crate::profiles::{ColumnKind, Profile, ProfileSettings};
+use crate::profiles::{Profile, ProfileSettings};
 use crate::progress::Progress;
 use crate::render::published::PublishedShard;
 use crate::render::robots::{Announced, render_robots};
@@ -390,15 +390,7 @@ impl Collectors {
             {
                 s = s.spill_in(parent.clone(), *linked);
             }
-            // Each profile on with a column of shards; CDIF's documents serve its lists too.
-            for profile in profiles.profiles() {
-                if let Some(ColumnKind::Urlset { .. }) = profile.column_kind() {
-                    s = s.with_shards(profile, profiles);
-                }
-            }
-            if profiles.cdif || profiles.cdif_list {
-                s = s.with_cdif(profiles.cdif.then(|| job.public_url.clone()))?;
-            }
+            s = s.with_profiles(profiles, Some(job.public_url.clone()))?;
             Some(s)
         } else {
             None

@@ -10,7 +10,7 @@ pub(crate) use oai_bridge_files::profiles::{
     signposts,
 };
 
-pub(crate) use oai_bridge_files::profiles::{COLUMNS, ColumnKind};
+pub(crate) use oai_bridge_files::profiles::COLUMNS;
 pub use oai_bridge_files::profiles::{Profile, ProfileSettings};
 
 #[cfg(test)]

@@ -1,7 +1,8 @@
 //! The ledger of the profiles: a row for every live record, in the order a render from the store
 //! reads them (by identifier): its DiWoo categories and, with a landing page, its entries'
-//! lengths (one for each column of the collection, [`super::COLUMN_PROFILES`]), datestamp, the landing page's hash and whether its entries lost
-//! to another record's of the same landing page; the claims of the URLs several records give,
+//! lengths (one for each column of the collection, [`super::COLUMN_PROFILES`], which its head
+//! lists), datestamp, the landing page's hash and whether its entries lost to another record's
+//! of the same landing page; the claims of the URLs several records give,
 //! with their categories; the counts the files were made with; and the length and hash of every
 //! file published beside them. An incremental refresh merges the
 //! changed records into the published files with it ([`super::merge`]) instead of reading every

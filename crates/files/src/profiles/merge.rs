@@ -35,7 +35,9 @@ use super::files::{FileSink, Shards};
 use super::ledger::{FileRecord, Head, Row, RowReader, Rows, SharedClaims};
 use super::record::SignStats;
 use super::registry::Indexes;
-use super::{COLUMN_PROFILES, COLUMNS, ColumnKind, DOCUMENT_KEY_LEN, Profile, ProfileSettings};
+use super::{
+    COLUMN_PROFILES, COLUMN_SPECS, COLUMNS, ColumnKind, DOCUMENT_KEY_LEN, Profile, ProfileSettings,
+};
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
 use crate::disk::write::FileStream;
@@ -45,7 +47,7 @@ const OCX: usize = Profile::Ocx.column().0;
 
 /// The kind of column `c`.
 fn kind(c: usize) -> ColumnKind {
-    COLUMN_PROFILES[c].column().1.kind
+    COLUMN_SPECS[c].kind
 }
 
 /// The changed records, as the patch merges them.
@@ -564,6 +566,7 @@ impl<'a> LandingFiles<'a> {
                     let shards = Shards::new(public_url, COLUMN_PROFILES[c], "xml");
                     ColumnFiles::Shards(Files::new(open, limits, Some(shards)))
                 }),
+                // CDIF's documents, patched in its lists only (the one column of documents).
                 ColumnKind::Documents => (on.contains(&Profile::CdifList)).then(|| {
                     ColumnFiles::Lists(cdif::Writer::new(public_url, limits, false, true))
                 }),

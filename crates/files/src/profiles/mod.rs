@@ -374,6 +374,26 @@ pub const COLUMN_PROFILES: [Profile; COLUMNS] = {
     out
 };
 
+/// The columns, in order: each of [`COLUMN_PROFILES`]'s [`Column`].
+pub const COLUMN_SPECS: [&Column; COLUMNS] = {
+    // Filled below; a constant array needs a value to start from.
+    const UNSET: Column = Column {
+        name: "",
+        kind: ColumnKind::Documents,
+        write: |_, _, _, _| false,
+    };
+    let mut out = [&UNSET; COLUMNS];
+    let mut c = 0;
+    while c < COLUMNS {
+        out[c] = match &COLUMN_PROFILES[c].spec().column {
+            Some(column) => column,
+            None => panic!("a column's profile has a column"),
+        };
+        c += 1;
+    }
+    out
+};
+
 /// A record's entries' lengths, one for each column ([`COLUMN_PROFILES`]; 0 for none).
 pub type Lens = [u32; COLUMNS];
 
@@ -382,7 +402,8 @@ impl Profile {
     pub const fn column_index(self) -> Option<usize> {
         let mut c = 0;
         while c < COLUMNS {
-            // Specs are told apart by their labels (each is one profile's).
+            // Specs are told apart by their labels (each spec's is its own; DiWoo's categories
+            // share one spec, which has no column).
             if same_text(COLUMN_PROFILES[c].spec().label, self.spec().label) {
                 return Some(c);
             }
@@ -578,6 +599,7 @@ mod tests {
         for (c, p) in COLUMN_PROFILES.into_iter().enumerate() {
             assert_eq!(p.column_index(), Some(c));
             assert_eq!(p.column().0, c);
+            assert!(std::ptr::eq(COLUMN_SPECS[c], p.column().1), "{p:?}");
             assert!(p.describes_records(), "{p:?}");
         }
         for p in every_profile()

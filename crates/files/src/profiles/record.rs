@@ -1,6 +1,6 @@
 //! What the entries of one record are written from, shared by the landing-page profiles'
 //! collector ([`super::signposts`]) and each profile's writer of one entry
-//! (`signmap::write_record`, `ocx::write_record`, `cdif::write_record`): the record's
+//! (its column's writer, `signmap::write_column`, `ocx::write_column`, `cdif::write_column`): the record's
 //! identifiers as the profiles read them, its `GetRecord` URL, and what its entries share; and
 //! what the collector counted.
 
@@ -163,7 +163,7 @@ impl<'a> Classified<'a> {
 
 /// What the entries of one live record with a landing page share, spelled out once for every
 /// profile; borrowed, so that nothing is copied per record. Each profile's module writes its
-/// entry from it (`signmap::write_record`, `ocx::write_record`, `cdif::write_record`).
+/// entry from it (`signmap::write_column`, `ocx::write_column`, `cdif::write_column`).
 pub(crate) struct Shared<'r> {
     pub(crate) record: &'r Record,
     pub(crate) found: &'r Classified<'r>,

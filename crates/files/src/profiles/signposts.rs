@@ -37,7 +37,7 @@ use super::ledger::{RowReader, Rows};
 use super::ocx::OcxConfig;
 use super::record::{Classified, GetRecord, Shared, SignStats, Writers};
 use super::versions::{Occurrences, Resolution, State};
-use super::{COLUMN_PROFILES, COLUMNS, ColumnKind, Lens, Profile, ProfileSettings};
+use super::{COLUMN_SPECS, COLUMNS, ColumnKind, Lens, Profile, ProfileSettings};
 use super::{DOCUMENT_DIR, DOCUMENT_EXT, DOCUMENT_KEY_LEN};
 use crate::FilesError;
 pub use crate::disk::profiles::{ProfileShard, ShardFile};
@@ -61,7 +61,7 @@ pub struct Signposts {
     types: TypeMap,
     /// The entries of each `dc:type` value seen in `types` and OCX's table.
     type_memo: Memo,
-    /// The settings the columns' writers write with (OCX's).
+    /// The settings the columns' writers write with (they read their own: OCX's).
     settings: ProfileSettings,
     /// What the writers keep from one record to the next: the `GetRecord` URL's writer (none
     /// for a Static Repository without an http(s) baseURL), scratch text.
@@ -73,7 +73,7 @@ pub struct Signposts {
     limits: Limits,
     /// Where their shard files are written.
     folder: SpillFolder,
-    /// Each column's files, for the profiles on ([`COLUMN_PROFILES`]).
+    /// Each column's files, for the profiles on ([`super::COLUMN_PROFILES`]).
     columns: [Option<ColumnSpill>; COLUMNS],
     /// Each occurrence's entries' lengths, datestamp and state, and the versions with a landing
     /// page, on disk past their share of the memory budget.
@@ -137,36 +137,61 @@ impl Signposts {
         self
     }
 
-    /// Also write the entries of `profile`, one registered with a column of shards
-    /// ([`ColumnKind::Urlset`]), with the settings `settings` give it (OCX's).
+    /// Also write the entries of every profile `settings` turn on that has a column of the
+    /// collection, with those settings (its writer reads its own, as OCX's does): a column of
+    /// shards' entries, and CDIF's documents for CDIF or its lists, published each under
+    /// `documents` as [`Signposts::with_cdif`] says. Call before [`Signposts::add`].
     ///
-    /// # Panics
+    /// # Errors
     ///
-    /// When `profile` has no column of shards.
-    pub fn with_shards(mut self, profile: Profile, settings: &ProfileSettings) -> Self {
-        let (c, column) = profile.column();
-        let ColumnKind::Urlset { open } = column.kind else {
-            panic!("{profile:?}'s column is not of shards");
-        };
-        self.columns[c] = Some(ColumnSpill::Shards(ShardSpill::new(c, column.name, open)));
-        if profile == Profile::Ocx {
-            self.settings.ocx.clone_from(&settings.ocx);
+    /// As [`Signposts::with_cdif`].
+    pub fn with_profiles(
+        mut self,
+        settings: &ProfileSettings,
+        documents: Option<Url>,
+    ) -> Result<Self, FilesError> {
+        self.settings.clone_from(settings);
+        for profile in settings.profiles() {
+            if let Some(ColumnKind::Urlset { open }) = profile.column_kind() {
+                let (c, column) = profile.column();
+                self.columns[c] = Some(ColumnSpill::Shards(ShardSpill::new(c, column.name, open)));
+            }
         }
-        self
+        if settings.cdif || settings.cdif_list {
+            self = self.with_cdif(documents.filter(|_| settings.cdif))?;
+        }
+        Ok(self)
     }
 
-    /// Also write the Signmap's entries.
+    /// Also write the Signmap's entries (what [`Signposts::with_profiles`] does with the
+    /// Signmap on).
     pub fn with_signmap(self) -> Self {
-        self.with_shards(Profile::Signmap, &ProfileSettings::default())
+        let settings = ProfileSettings {
+            signmap: true,
+            ..self.settings.clone()
+        };
+        self.with_shards_of(&settings)
     }
 
     /// Also write OCX entries, as `config` says.
     pub fn with_ocx(self, config: OcxConfig) -> Self {
         let settings = ProfileSettings {
             ocx: Some(config),
-            ..ProfileSettings::default()
+            ..self.settings.clone()
         };
-        self.with_shards(Profile::Ocx, &settings)
+        self.with_shards_of(&settings)
+    }
+
+    /// [`Signposts::with_profiles`] for `settings` that turn no documents on beyond those
+    /// already on (so nothing is created, and nothing can fail).
+    fn with_shards_of(self, settings: &ProfileSettings) -> Self {
+        let settings = ProfileSettings {
+            cdif: false,
+            cdif_list: false,
+            ..settings.clone()
+        };
+        self.with_profiles(&settings, None)
+            .expect("columns of shards create nothing before their first entry")
     }
 
     /// Also make each record's CDIF document: to be published each under `documents` (a
@@ -236,8 +261,9 @@ impl Signposts {
         landing: &str,
         lens: &mut Lens,
     ) -> Result<bool, FilesError> {
-        // The license and schema.org type are the Signmap's and CDIF's, not OCX's, which has
-        // its own table.
+        // The license, persistent identifier and schema.org type are the Signmap's and CDIF's
+        // (OCX has its own table of types): spelled out only when one of them is on. A new
+        // column whose writer reads them is added here.
         let linked = self.columns[SIGNMAP].is_some() || self.columns[CDIF].is_some();
         let license = linked
             .then(|| record.dc_values(DcElement::Rights).find_map(license_url))
@@ -285,16 +311,13 @@ impl Signposts {
             ocx_kind,
             document_key: hash.as_deref(),
         };
-        for ((spill, len), profile) in self
-            .columns
-            .iter_mut()
+        for ((spill, len), column) in (self.columns.iter_mut())
             .zip(lens.iter_mut())
-            .zip(COLUMN_PROFILES)
+            .zip(COLUMN_SPECS)
         {
             let Some(spill) = spill else {
                 continue;
             };
-            let (_, column) = profile.column();
             if !(column.write)(&mut self.entry, &shared, &self.settings, &mut self.writers) {
                 continue;
             }
@@ -408,7 +431,7 @@ enum ColumnFiles {
 /// The profiles' entries, resolved.
 #[derive(Debug)]
 pub struct Resolved {
-    /// Each column's files ([`COLUMN_PROFILES`]).
+    /// Each column's files ([`super::COLUMN_PROFILES`]).
     columns: [ColumnFiles; COLUMNS],
     /// The URL of the CDIF documents' folder, when they are published one by one.
     documents: Option<String>,
@@ -483,12 +506,11 @@ impl Resolved {
     /// When a profile's temporary file cannot be read.
     pub fn entry_streams(&self) -> Result<[Vec<u8>; COLUMNS], FilesError> {
         let mut streams: [Vec<u8>; COLUMNS] = Default::default();
-        for ((stream, files), profile) in streams.iter_mut().zip(&self.columns).zip(COLUMN_PROFILES)
-        {
+        for ((stream, files), column) in streams.iter_mut().zip(&self.columns).zip(COLUMN_SPECS) {
             match files {
                 ColumnFiles::Off => {}
                 ColumnFiles::Shards(files) => {
-                    let ColumnKind::Urlset { open } = profile.column().1.kind else {
+                    let ColumnKind::Urlset { open } = column.kind else {
                         unreachable!("a column of shards is a column of `urlset`s");
                     };
                     for file in files {
