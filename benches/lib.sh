@@ -58,10 +58,17 @@ build_server() {
 
 # build_rev REV DEST: oai-bridge (release) as of commit REV, not the working tree, copied to DEST
 # (a copy, so that a later build cannot change what is measured). The commit's files come from
-# `git archive` into target/bench-rev/<commit>/, kept (a commit's files never change, so building
-# it again is a no-op); every commit builds into one target dir, target/bench-rev/target, apart
-# from target/release, so the dependencies are built once. The build and the copy hold a lock:
-# two scripts building two commits at once would otherwise copy each other's binary.
+# `git archive` into target/bench-rev/<commit>/, kept; every commit builds into one target dir,
+# target/bench-rev/target, apart from target/release, so the dependencies are built once. The
+# build and the copy hold a lock: two scripts building two commits at once would otherwise copy
+# each other's binary.
+# Cargo names the workspace's units by their place in the workspace, not by the tree's path, and
+# judges them fresh by their files' times, which `git archive` sets to the commit's: built after
+# a newer commit, an older one looked fresh and the newer commit's binary was copied in its
+# place (found 2026-11-30: a "before" binary held the "after" tree's paths). So a tree other than
+# the one built last has its files' times set to now, and cargo builds it again; the binary
+# must then hold the tree's path (its debug info names the folder it was built in), or the build
+# stops. Each commit's binary is kept (target/bench-rev/bin/<commit>), so it is built once.
 build_rev() {
   local sha tree
   sha=$(git rev-parse --verify "$1^{commit}")
@@ -69,16 +76,31 @@ build_rev() {
   mkdir -p target/bench-rev "$(dirname "$2")"
   (
     flock 8
+    if [ -x "target/bench-rev/bin/$sha" ]; then
+      log "oai-bridge ${sha:0:7}: built before (target/bench-rev/bin)"
+      cp "target/bench-rev/bin/$sha" "$2"
+      exit 0
+    fi
     if [ ! -f "$tree/Cargo.toml" ]; then
       rm -rf "$tree.tmp"
       mkdir -p "$tree.tmp"
       git archive "$sha" | tar -x -C "$tree.tmp"
       mv "$tree.tmp" "$tree"
     fi
+    if [ "$(cat target/bench-rev/last 2>/dev/null)" != "$sha" ]; then
+      find "$tree" -type f -exec touch {} +
+    fi
     log "building oai-bridge ${sha:0:7} (release, from git archive)"
     timeout 1800 cargo build --release --locked --bin oai-bridge --manifest-path "$tree/Cargo.toml" \
       --target-dir target/bench-rev/target
-    cp target/bench-rev/target/release/oai-bridge "$2"
+    echo "$sha" >target/bench-rev/last
+    grep -qaF "bench-rev/$sha" target/bench-rev/target/release/oai-bridge || {
+      log "the binary built is not ${sha:0:7}'s"
+      exit 1
+    }
+    mkdir -p target/bench-rev/bin
+    cp target/bench-rev/target/release/oai-bridge "target/bench-rev/bin/$sha"
+    cp "target/bench-rev/bin/$sha" "$2"
   ) 8>target/bench-rev/lock
 }
 
