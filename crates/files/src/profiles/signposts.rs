@@ -152,10 +152,7 @@ impl Signposts {
     ) -> Result<Self, FilesError> {
         self.settings.clone_from(settings);
         for profile in settings.profiles() {
-            if let Some(ColumnKind::Urlset { open }) = profile.column_kind() {
-                let (c, column) = profile.column();
-                self.columns[c] = Some(ColumnSpill::Shards(ShardSpill::new(c, column.name, open)));
-            }
+            self.open_shards(profile);
         }
         if settings.cdif || settings.cdif_list {
             self = self.with_cdif(documents.filter(|_| settings.cdif))?;
@@ -165,33 +162,26 @@ impl Signposts {
 
     /// Also write the Signmap's entries (what [`Signposts::with_profiles`] does with the
     /// Signmap on).
-    pub fn with_signmap(self) -> Self {
-        let settings = ProfileSettings {
-            signmap: true,
-            ..self.settings.clone()
-        };
-        self.with_shards_of(&settings)
+    pub fn with_signmap(mut self) -> Self {
+        self.settings.signmap = true;
+        self.open_shards(Profile::Signmap);
+        self
     }
 
     /// Also write OCX entries, as `config` says.
-    pub fn with_ocx(self, config: OcxConfig) -> Self {
-        let settings = ProfileSettings {
-            ocx: Some(config),
-            ..self.settings.clone()
-        };
-        self.with_shards_of(&settings)
+    pub fn with_ocx(mut self, config: OcxConfig) -> Self {
+        self.settings.ocx = Some(config);
+        self.open_shards(Profile::Ocx);
+        self
     }
 
-    /// [`Signposts::with_profiles`] for `settings` that turn no documents on beyond those
-    /// already on (so nothing is created, and nothing can fail).
-    fn with_shards_of(self, settings: &ProfileSettings) -> Self {
-        let settings = ProfileSettings {
-            cdif: false,
-            cdif_list: false,
-            ..settings.clone()
-        };
-        self.with_profiles(&settings, None)
-            .expect("columns of shards create nothing before their first entry")
+    /// Opens the shard files of `profile`'s column, when its column is one of shards.
+    fn open_shards(&mut self, profile: Profile) {
+        if let (Some(c), Some(column)) = (profile.column_index(), &profile.spec().column)
+            && let ColumnKind::Urlset { open } = column.kind
+        {
+            self.columns[c] = Some(ColumnSpill::Shards(ShardSpill::new(c, column.name, open)));
+        }
     }
 
     /// Also make each record's CDIF document: to be published each under `documents` (a
