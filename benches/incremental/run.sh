@@ -13,6 +13,8 @@
 # harvest through the store, the incremental refresh after the same change, and the same
 # refresh once more with the profiles' ledger removed, which renders every stored record as a
 # refresh did before the profiles were patched; its files must be byte for byte the patch's.
+# Between the full harvest and the refresh, the floor under a patch that must rewrite every file
+# (floor.py): the profiles' published bytes read and written again, and copied in the kernel.
 #
 #   bash benches/incremental/run.sh        # about 8 minutes; writes benches/incremental/RESULTS.md
 #
@@ -141,6 +143,18 @@ if [ "$PROFILES" = 1 ]; then
   start_server --https-identifiers
   timed profiles-full --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
   stop_server
+  # The floor under a patch that rewrites every file (floor.py): the profiles' published files
+  # (all but the sitemap's, robots.txt and the hidden ledger) read and written again, nothing
+  # else. Read once beforehand, so that the floors and the patch all find them in the page cache.
+  mapfile -t profile_files < <(find "$work/out-p" -type f ! -name '.*' ! -name robots.txt \
+    -regextype posix-extended ! -regex '.*/sitemap(-[0-9]+)?\.xml(\.gz)?' | sort)
+  cat "${profile_files[@]}" >/dev/null
+  for mode in user kernel; do
+    /usr/bin/time -v -o "$work/floor-$mode.time" python3 benches/incremental/floor.py "$mode" \
+      "$work/floor.out" "${profile_files[@]}" >"$work/floor-$mode.bytes"
+    rm -f "$work/floor.out"
+  done
+  echo "${#profile_files[@]}" >"$work/floor.files"
   start_server --https-identifiers --changed-every "$CHANGED_EVERY" \
     --response-date 2025-10-01T00:00:00Z
   timed profiles-incremental --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
