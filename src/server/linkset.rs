@@ -191,23 +191,20 @@ fn build(dir: &Path, shards: &[(&str, SystemTime)]) -> io::Result<Index> {
     let mut pack = BufWriter::new(fs::File::create(&tmp_pack)?);
     let mut sorter = Sorter::new(dir);
     let mut offset = 0u64;
-    let mut record = Vec::new();
     for &(name, last_modified) in shards {
         let path = dir.join(name);
         let bytes = fs::read(&path)?;
         let last_modified = last_modified
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
-        for linkset in parse_signmap(&bytes)
-            .map_err(|e| io::Error::other(format!("{}: {e}", path.display())))?
-        {
-            record.clear();
-            encode(&linkset, &mut record);
-            pack.write_all(&record)?;
+        let mut records = SignmapRecords::new(&bytes);
+        let damaged = |e| io::Error::other(format!("{}: {e}", path.display()));
+        while let Some((anchor, record)) = records.next().map_err(damaged)? {
+            pack.write_all(record)?;
             // A landing URL that two entries carry is found at its first: the sort keeps
             // equal keys in order.
             sorter.push(Entry {
-                key: key(&linkset.anchor),
+                key: key(anchor),
                 offset,
                 len: record.len() as u32,
                 time: last_modified,
@@ -223,80 +220,128 @@ fn build(dir: &Path, shards: &[(&str, SystemTime)]) -> io::Result<Index> {
     Index::open(&dir.join(INDEX))
 }
 
-/// A Signmap's entries as linksets: `<loc>` and the `rs:ln` links of each `<url>`. A value
-/// holding a tab or a line break (which no URL the bridge writes does) leaves its link or entry
-/// out, as the pack could not keep it.
+/// A Signmap's entries as linksets: `<loc>` and the `rs:ln` links of each `<url>`, as the pack
+/// keeps them ([`SignmapRecords`], read back by [`decode_record`]).
 pub(crate) fn parse_signmap(xml: &[u8]) -> Result<Vec<Linkset>, quick_xml::Error> {
-    use quick_xml::events::Event;
-    let mut reader = quick_xml::Reader::from_reader(xml);
+    let mut records = SignmapRecords::new(xml);
     let mut out = Vec::new();
-    let mut current: Option<Linkset> = None;
-    let mut in_loc = false;
-    let mut buf = Vec::new();
-    loop {
-        match reader.read_event_into(&mut buf)? {
-            Event::Start(e) if e.name().as_ref() == "url" => {
-                current = Some(Linkset {
-                    anchor: String::new(),
-                    links: Vec::new(),
-                });
-            }
-            Event::Start(e) if e.name().as_ref() == "loc" => in_loc = true,
-            Event::End(e) if e.name().as_ref() == "loc" => in_loc = false,
-            Event::Text(t) if in_loc => {
-                if let Some(c) = current.as_mut() {
-                    c.anchor.push_str(&t);
-                }
-            }
-            Event::GeneralRef(r) if in_loc => {
-                if let (Some(c), Some(ch)) = (current.as_mut(), resolve(&r)) {
-                    c.anchor.push_str(&ch);
-                }
-            }
-            Event::Empty(e) | Event::Start(e) if e.name().as_ref() == "rs:ln" => {
-                let Some(c) = current.as_mut() else { continue };
-                let mut link = Link {
-                    rel: String::new(),
-                    href: String::new(),
-                    media_type: None,
-                    profile: None,
-                };
-                for a in e.attributes() {
-                    let a = a.map_err(quick_xml::Error::from)?;
-                    let value = a
-                        .normalized_value(quick_xml::XmlVersion::Implicit1_0)?
-                        .into_owned();
-                    match a.key.as_ref() {
-                        "rel" => link.rel = value,
-                        "href" => link.href = value,
-                        "type" => link.media_type = Some(value),
-                        "profile" => link.profile = Some(value),
-                        _ => {}
-                    }
-                }
-                let clean_fields = [&link.rel, &link.href]
-                    .into_iter()
-                    .chain(link.media_type.as_ref())
-                    .chain(link.profile.as_ref())
-                    .all(|v| clean(v));
-                if !link.rel.is_empty() && !link.href.is_empty() && clean_fields {
-                    c.links.push(link);
-                }
-            }
-            Event::End(e) if e.name().as_ref() == "url" => {
-                if let Some(c) = current.take()
-                    && !c.anchor.is_empty()
-                    && clean(&c.anchor)
-                {
-                    out.push(c);
-                }
-            }
-            Event::Eof => break,
-            _ => {}
-        }
-        buf.clear();
+    while let Some((_, record)) = records.next()? {
+        out.extend(decode_record(record));
     }
     Ok(out)
+}
+
+/// A Signmap's entries read one after another, each as the pack's record of its landing page:
+/// the landing URL (`<loc>`) on a line, then a line per `rs:ln` link, `rel \t href \t type \t
+/// profile` (empty when absent). A value holding a tab or a line break (which no URL the bridge
+/// writes does) leaves its link or entry out, as the pack could not keep it.
+///
+/// Every gateway reads every Signmap shard so at each refresh; the entry, its links and the
+/// attributes' values are written into buffers kept from one entry to the next, not made into
+/// strings of their own (a million entries read into [`Linkset`]s first cost a tenth of a
+/// gateway's first refresh with the Signmap on, a third of it in the allocator).
+struct SignmapRecords<'a> {
+    reader: quick_xml::Reader<&'a [u8]>,
+    buf: Vec<u8>,
+    /// Inside a `<url>`, inside its `<loc>`.
+    in_url: bool,
+    in_loc: bool,
+    /// The entry's landing URL, and its links as the record's lines.
+    anchor: String,
+    links: Vec<u8>,
+    /// An `rs:ln`'s rel, href, type and profile.
+    fields: [String; 4],
+    /// The last entry's record.
+    record: Vec<u8>,
+}
+
+impl<'a> SignmapRecords<'a> {
+    fn new(xml: &'a [u8]) -> Self {
+        Self {
+            reader: quick_xml::Reader::from_reader(xml),
+            buf: Vec::new(),
+            in_url: false,
+            in_loc: false,
+            anchor: String::new(),
+            links: Vec::new(),
+            fields: Default::default(),
+            record: Vec::new(),
+        }
+    }
+
+    /// The next entry with a landing page: its landing URL and its record; `None` at the end.
+    fn next(&mut self) -> Result<Option<(&str, &[u8])>, quick_xml::Error> {
+        use quick_xml::events::Event;
+        loop {
+            self.buf.clear();
+            match self.reader.read_event_into(&mut self.buf)? {
+                Event::Start(e) if e.name().as_ref() == "url" => {
+                    self.in_url = true;
+                    self.anchor.clear();
+                    self.links.clear();
+                }
+                Event::Start(e) if e.name().as_ref() == "loc" => self.in_loc = true,
+                Event::End(e) if e.name().as_ref() == "loc" => self.in_loc = false,
+                Event::Text(t) if self.in_loc && self.in_url => self.anchor.push_str(&t),
+                Event::GeneralRef(r) if self.in_loc && self.in_url => {
+                    if let Some(c) = resolve(&r) {
+                        self.anchor.push_str(&c);
+                    }
+                }
+                Event::Empty(e) | Event::Start(e)
+                    if self.in_url && e.name().as_ref() == "rs:ln" =>
+                {
+                    push_link(&e, &mut self.fields, &mut self.links)?;
+                }
+                Event::End(e) if e.name().as_ref() == "url" => {
+                    let in_url = std::mem::take(&mut self.in_url);
+                    if in_url && !self.anchor.is_empty() && clean(&self.anchor) {
+                        self.record.clear();
+                        self.record.extend_from_slice(self.anchor.as_bytes());
+                        self.record.push(b'\n');
+                        self.record.extend_from_slice(&self.links);
+                        return Ok(Some((&self.anchor, &self.record)));
+                    }
+                }
+                Event::Eof => return Ok(None),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Appends `link`'s line to `links` when it has a relation and a target and no value holds a
+/// tab or a line break; `fields` are the buffers its values are read into.
+fn push_link(
+    link: &quick_xml::events::BytesStart<'_>,
+    fields: &mut [String; 4],
+    links: &mut Vec<u8>,
+) -> Result<(), quick_xml::Error> {
+    fields.iter_mut().for_each(String::clear);
+    for a in link.attributes() {
+        let a = a.map_err(quick_xml::Error::from)?;
+        let field = match a.key.as_ref() {
+            "rel" => 0,
+            "href" => 1,
+            "type" => 2,
+            "profile" => 3,
+            _ => continue,
+        };
+        let value = a.normalized_value(quick_xml::XmlVersion::Implicit1_0)?;
+        fields[field].clear();
+        fields[field].push_str(&value);
+    }
+    if fields[0].is_empty() || fields[1].is_empty() || !fields.iter().all(|f| clean(f)) {
+        return Ok(());
+    }
+    for (i, field) in fields.iter().enumerate() {
+        if i > 0 {
+            links.push(b'\t');
+        }
+        links.extend_from_slice(field.as_bytes());
+    }
+    links.push(b'\n');
+    Ok(())
 }
 
 /// A character or predefined entity reference in text (the bridge escapes `&`, `<` and the
@@ -312,29 +357,7 @@ fn clean(value: &str) -> bool {
     !value.contains(['\t', '\n', '\r'])
 }
 
-fn encode(linkset: &Linkset, out: &mut Vec<u8>) {
-    out.extend_from_slice(linkset.anchor.as_bytes());
-    out.push(b'\n');
-    for l in &linkset.links {
-        for (i, field) in [
-            l.rel.as_str(),
-            &l.href,
-            l.media_type.as_deref().unwrap_or(""),
-            l.profile.as_deref().unwrap_or(""),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            if i > 0 {
-                out.push(b'\t');
-            }
-            out.extend_from_slice(field.as_bytes());
-        }
-        out.push(b'\n');
-    }
-}
-
-/// A record of the pack, as [`encode`] wrote it; `None` when it is not one.
+/// A record of the pack, as [`SignmapRecords`] makes it; `None` when it is not one.
 pub(crate) fn decode_record(bytes: &[u8]) -> Option<Linkset> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut lines = text.lines();
@@ -507,9 +530,44 @@ mod tests {
         );
         assert_eq!(sets[0].links.len(), 3);
         assert!(sets[1].links.is_empty());
-        let mut bytes = Vec::new();
-        encode(&sets[0], &mut bytes);
-        assert_eq!(decode_record(&bytes).as_ref(), Some(&sets[0]));
+    }
+
+    #[test]
+    fn the_pack_keeps_each_entry_as_lines_of_tab_separated_fields() {
+        let mut records = SignmapRecords::new(SIGNMAP.as_bytes());
+        let (anchor, record) = records.next().unwrap().unwrap();
+        assert_eq!(anchor, "https://repo.example/record/1?a=1&b=2");
+        assert_eq!(
+            std::str::from_utf8(record).unwrap(),
+            "https://repo.example/record/1?a=1&b=2\n\
+             describedby\thttps://repo.example/oai?verb=GetRecord&id=1\tapplication/xml\t\
+             http://www.openarchives.org/OAI/2.0/oai_dc/\n\
+             item\thttps://repo.example/files/a,b;c d.pdf\tapplication/pdf\t\n\
+             cite-as\thttps://doi.org/10.1234/1\t\t\n"
+        );
+        let (anchor, record) = records.next().unwrap().unwrap();
+        assert_eq!(anchor, "https://repo.example/record/2");
+        assert_eq!(record, b"https://repo.example/record/2\n");
+        assert!(records.next().unwrap().is_none());
+    }
+
+    #[test]
+    fn a_link_or_entry_the_pack_cannot_keep_is_left_out() {
+        let xml = "<urlset xmlns:rs=\"http://www.openarchives.org/rs/terms/\">\
+            <url><loc>https://r.example/1</loc>\
+            <rs:ln rel=\"item\" href=\"https://r.example/a&#9;b\"/>\
+            <rs:ln rel=\"item\"/>\
+            <rs:ln href=\"https://r.example/c\"/>\
+            <rs:ln rel=\"cite-as\" href=\"https://doi.org/10.1/x\" other=\"ignored\"/></url>\
+            <url><loc>https://r.example/&#10;2</loc><rs:ln rel=\"item\" href=\"https://r.example/d\"/></url>\
+            <url><rs:ln rel=\"item\" href=\"https://r.example/e\"/></url>\
+            <url><loc>https://r.example/3</loc></url></urlset>";
+        let sets = parse_signmap(xml.as_bytes()).unwrap();
+        let anchors: Vec<&str> = sets.iter().map(|s| s.anchor.as_str()).collect();
+        assert_eq!(anchors, ["https://r.example/1", "https://r.example/3"]);
+        assert_eq!(sets[0].links.len(), 1, "{:?}", sets[0].links);
+        assert_eq!(sets[0].links[0].href, "https://doi.org/10.1/x");
+        assert!(sets[1].links.is_empty(), "{:?}", sets[1].links);
     }
 
     #[test]

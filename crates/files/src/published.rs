@@ -106,6 +106,40 @@ pub fn hash(bytes: &[u8]) -> u64 {
     u64::from(crc32fast::hash(bytes))
 }
 
+/// [`hash`] of `len` bytes whose `hash` was known, after some ranges of them were overwritten:
+/// each change is the range's offset, its old bytes and its new ones (as many). Only the
+/// changed bytes are read: CRC-32 without its two inversions is linear, so the hash moves by
+/// that CRC of old XOR new, carried to the end of the bytes as if zeros followed (what
+/// `crc32fast`'s `combine` does to a CRC). A shard file that blanks out a few entries after
+/// it was written is hashed again this way rather than read back whole.
+///
+/// # Panics
+///
+/// When a change's old and new bytes differ in length, or it reaches past `len`.
+pub fn rehash<'a>(
+    hash: u64,
+    len: u64,
+    changes: impl IntoIterator<Item = (u64, &'a [u8], &'a [u8])>,
+) -> u64 {
+    let mut crc = hash as u32;
+    let (mut diff, mut zeros) = (Vec::new(), Vec::new());
+    for (at, old, new) in changes {
+        assert_eq!(old.len(), new.len(), "a change keeps its length");
+        let n = old.len() as u64;
+        let after = len.checked_sub(at + n).expect("a change within the bytes");
+        diff.clear();
+        diff.extend(old.iter().zip(new).map(|(o, n)| o ^ n));
+        zeros.clear();
+        zeros.resize(diff.len(), 0);
+        // The CRC's linear part: the CRC of the bytes less that of as many zeros.
+        let linear = crc32fast::hash(&diff) ^ crc32fast::hash(&zeros);
+        let mut moved = crc32fast::Hasher::new_with_initial_len(linear, n);
+        moved.combine(&crc32fast::Hasher::new_with_initial_len(0, after));
+        crc ^= moved.finalize();
+    }
+    u64::from(crc)
+}
+
 /// The same hash, of bytes given in parts.
 #[derive(Debug, Default)]
 pub struct Hasher(crc32fast::Hasher);
@@ -124,5 +158,50 @@ impl Hasher {
     /// The hash of the bytes added, as [`hash`] has it.
     pub fn finish(self) -> u64 {
         u64::from(self.0.finalize())
+    }
+}
+
+#[cfg(test)]
+mod rehash_tests {
+    use proptest::prelude::*;
+
+    use super::{hash, rehash};
+
+    proptest! {
+        #[test]
+        fn a_rehash_is_the_hash_of_the_changed_bytes(
+            bytes in proptest::collection::vec(any::<u8>(), 1..2000),
+            cuts in proptest::collection::vec((any::<prop::sample::Index>(), 0usize..40, any::<u8>()), 0..6),
+        ) {
+            // Ranges that do not overlap, in order, each overwritten with one byte repeated.
+            let mut ranges: Vec<(usize, usize, u8)> = cuts
+                .iter()
+                .map(|(at, n, fill)| {
+                    let at = at.index(bytes.len());
+                    (at, (*n).min(bytes.len() - at), *fill)
+                })
+                .collect();
+            ranges.sort();
+            let mut end = 0;
+            ranges.retain(|&(at, n, _)| {
+                let keep = at >= end;
+                end = end.max(at + n);
+                keep
+            });
+            let mut changed = bytes.clone();
+            let olds: Vec<Vec<u8>> = ranges.iter().map(|&(at, n, _)| bytes[at..at + n].to_vec()).collect();
+            let news: Vec<Vec<u8>> = ranges.iter().map(|&(_, n, fill)| vec![fill; n]).collect();
+            for (&(at, n, _), new) in ranges.iter().zip(&news) {
+                changed[at..at + n].copy_from_slice(new);
+            }
+            let changes = ranges
+                .iter()
+                .zip(olds.iter().zip(&news))
+                .map(|(&(at, ..), (old, new))| (at as u64, old.as_slice(), new.as_slice()));
+            prop_assert_eq!(
+                rehash(hash(&bytes), bytes.len() as u64, changes),
+                hash(&changed)
+            );
+        }
     }
 }

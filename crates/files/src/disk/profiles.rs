@@ -11,6 +11,7 @@
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use oai_pmh::Datestamp;
@@ -395,22 +396,37 @@ impl ShardFile {
             self.cut = Some(kept.to_vec());
             return Ok(());
         }
-        let mut out = std::fs::OpenOptions::new()
+        let file = std::fs::OpenOptions::new()
+            .read(true)
             .write(true)
             .open(&self.path)
             .map_err(self.error("open"))?;
-        let mut blank = Vec::new();
+        // The lost entries' bytes are read before they are blanked: the file's hash moves by
+        // them alone (published::rehash), so the file is not read back whole to be hashed again.
+        let (mut old, mut blanks) = (vec![0; lost_bytes as usize], Vec::new());
+        let mut from = 0;
         for &(at, len) in lost {
-            blank.clear();
-            blank.resize(len as usize - 1, b' ');
-            blank.push(b'\n');
-            out.seek(std::io::SeekFrom::Start(at))
-                .and_then(|_| out.write_all(&blank))
+            let range = from..from + len as usize;
+            file.read_exact_at(&mut old[range.clone()], at)
+                .map_err(self.error("read"))?;
+            blanks.resize(range.end - 1, b' ');
+            blanks.push(b'\n');
+            file.write_all_at(&blanks[range.clone()], at)
                 .map_err(self.error("write"))?;
+            from = range.end;
         }
-        drop(out);
-        // Hashed again as it is now (few files lose an entry).
-        self.hash = Some(published::hash(&self.read()?));
+        drop(file);
+        let mut from = 0;
+        let changes = lost.iter().map(|&(at, len)| {
+            let range = from..from + len as usize;
+            from = range.end;
+            (at, &old[range.clone()], &blanks[range])
+        });
+        self.hash = Some(match self.hash {
+            Some(hash) => published::rehash(hash, self.bytes as u64, changes),
+            None => published::hash(&self.read()?),
+        });
+        debug_assert_eq!(self.hash, Some(published::hash(&self.read()?)));
         Ok(())
     }
 
