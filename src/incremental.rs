@@ -880,7 +880,9 @@ fn url_changes(
     // URLs several records publish: their claims and lastmod change instead.
     let mut shared = Claims::new(store)?;
     let mut unknown_claim = false;
-    store.dirty(|now, before| {
+    // The records' sets only for the profiles' patch (DiWoo's categories): reading them costs a
+    // read of each changed record's row.
+    store.dirty(keep.is_some(), |now, before| {
         if let Some(before) = &before {
             let (urls, counts) = contribution(before, landing);
             stats.remove(&counts);

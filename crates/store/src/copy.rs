@@ -961,7 +961,7 @@ mod tests {
         .unwrap()
         .unwrap();
         let mut dirty = Vec::new();
-        s.dirty(|now, before| {
+        s.dirty(true, |now, before| {
             dirty.push((now, before));
             Ok::<_, ()>(())
         })

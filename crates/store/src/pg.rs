@@ -725,10 +725,17 @@ impl Backend for Postgres {
     /// [`super::Store::dirty`] on PostgreSQL: in identifier order.
     fn dirty(
         &self,
+        sets: bool,
         f: Visit<'_, (Record, Option<Record>)>,
     ) -> Result<Result<(), Stopped>, StoreError> {
+        // `batches` reads with a function (it is sent to the connection's thread).
+        type Read = fn(&mut Conn, Option<String>) -> Result<Vec<ChangeRow>, Failure>;
+        let read: Read = match sets {
+            true => |c, after| c.changes_after(after, true),
+            false => |c, after| c.changes_after(after, false),
+        };
         self.batches(
-            |c, after| c.changes_after(after),
+            read,
             |row: &ChangeRow| row.0.clone(),
             |(id, datestamp, deleted, body, prev_live, prev_body, prev_datestamp, sets)| {
                 let mut now = Record {
@@ -1098,30 +1105,46 @@ impl Conn {
     }
 
     /// Up to [`BATCH`] changes after `after`, in identifier order.
-    fn changes_after(&mut self, after: Option<String>) -> Result<Vec<ChangeRow>, Failure> {
-        let rows = match after {
-            None => {
-                let stmt = self.prepared(
+    fn changes_after(
+        &mut self,
+        after: Option<String>,
+        sets: bool,
+    ) -> Result<Vec<ChangeRow>, Failure> {
+        // The records' sets only when asked: the join reads each changed record's row.
+        macro_rules! changes {
+            ($sets:literal, $join:literal, $after:literal) => {
+                concat!(
                     "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                       prev_datestamp, COALESCE(r.sets, '')
-                     FROM oai_bridge_changes c LEFT JOIN oai_bridge_records r
-                       ON r.repository = c.repository AND r.id = c.id
-                     WHERE c.repository = $1 ORDER BY c.id LIMIT $2",
-                )?;
-                self.client.query(&stmt, &[&self.repository, &BATCH])
-            }
-            Some(after) => {
-                let stmt = self.prepared(
-                    "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                       prev_datestamp, COALESCE(r.sets, '')
-                     FROM oai_bridge_changes c LEFT JOIN oai_bridge_records r
-                       ON r.repository = c.repository AND r.id = c.id
-                     WHERE c.repository = $1 AND c.id > $3
-                     ORDER BY c.id LIMIT $2",
-                )?;
-                self.client
-                    .query(&stmt, &[&self.repository, &BATCH, &after])
-            }
+                       prev_datestamp, ",
+                    $sets,
+                    " FROM oai_bridge_changes c ",
+                    $join,
+                    " WHERE c.repository = $1 ",
+                    $after,
+                    " ORDER BY c.id LIMIT $2"
+                )
+            };
+            (sets, $after:literal) => {
+                changes!(
+                    "COALESCE(r.sets, '')",
+                    "LEFT JOIN oai_bridge_records r ON r.repository = c.repository AND r.id = c.id",
+                    $after
+                )
+            };
+            (no sets, $after:literal) => {
+                changes!("''::text", "", $after)
+            };
+        }
+        let sql = match (sets, after.is_some()) {
+            (true, false) => changes!(sets, ""),
+            (true, true) => changes!(sets, "AND c.id > $3"),
+            (false, false) => changes!(no sets, ""),
+            (false, true) => changes!(no sets, "AND c.id > $3"),
+        };
+        let stmt = self.prepared(sql)?;
+        let rows = match &after {
+            None => self.client.query(&stmt, &[&self.repository, &BATCH]),
+            Some(after) => self.client.query(&stmt, &[&self.repository, &BATCH, after]),
         }
         .doing("cannot read the changed records")?;
         Ok(rows
@@ -1921,7 +1944,7 @@ mod tests {
                 .unwrap()
                 .unwrap();
                 let mut dirty = Vec::new();
-                s.dirty(|now, before| {
+                s.dirty(true, |now, before| {
                     dirty.push((now, before));
                     Ok::<_, ()>(())
                 })

@@ -295,15 +295,26 @@ impl Backend for Sqlite {
     /// [`super::Store::dirty`] on SQLite.
     fn dirty(
         &self,
+        sets: bool,
         f: Visit<'_, (Record, Option<Record>)>,
     ) -> Result<Result<(), Stopped>, StoreError> {
-        let mut stmt = self
-            .conn
-            .prepare(
+        // The records' sets only when asked: the join reads each changed record's row (a
+        // tenth of an incremental refresh's CPU at a million records, 1% changed).
+        let sql = match sets {
+            true => {
                 "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
                    prev_datestamp, coalesce(r.sets, '')
-                 FROM changes c LEFT JOIN records r ON r.id = c.id",
-            )
+                 FROM changes c LEFT JOIN records r ON r.id = c.id"
+            }
+            false => {
+                "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                   prev_datestamp, ''
+                 FROM changes"
+            }
+        };
+        let mut stmt = self
+            .conn
+            .prepare(sql)
             .map_err(fail(&self.path, "cannot read the changed records"))?;
         let mut rows = stmt
             .query([])
