@@ -160,13 +160,16 @@ async fn answer(mut stream: TcpStream, host: String, log: Arc<HostLog>, fleet: A
         body.len()
     );
     // The answer's end, as late as the server can be sure the client has not yet read it all:
-    // the client counts the delay from the moment it has, which is later.
+    // the client counts the delay from the moment it has, which is later. The request leaves
+    // the count then too: once the answer is on its way the client may send its next request,
+    // which a server task slow to count this one's end (a loaded machine) took for a second
+    // one in flight.
     let ended = Instant::now();
+    log.in_flight.fetch_sub(1, Ordering::SeqCst);
+    fleet.in_flight.fetch_sub(1, Ordering::SeqCst);
     let _ = stream.write_all(reply.as_bytes()).await;
     let _ = stream.flush().await;
     log.requests.lock().unwrap().push((arrived, ended));
-    log.in_flight.fetch_sub(1, Ordering::SeqCst);
-    fleet.in_flight.fetch_sub(1, Ordering::SeqCst);
 }
 
 /// The OAI-PMH answer to `url` for `journal` of `host`: `Identify`, or a `ListRecords` page.
