@@ -164,12 +164,13 @@ async fn answer(mut stream: TcpStream, host: String, log: Arc<HostLog>, fleet: A
     // the count then too: once the answer is on its way the client may send its next request,
     // which a server task slow to count this one's end (a loaded machine) took for a second
     // one in flight.
+    // It is logged then for the same reason: logged after the write, it could follow the next.
     let ended = Instant::now();
+    log.requests.lock().unwrap().push((arrived, ended));
     log.in_flight.fetch_sub(1, Ordering::SeqCst);
     fleet.in_flight.fetch_sub(1, Ordering::SeqCst);
     let _ = stream.write_all(reply.as_bytes()).await;
     let _ = stream.flush().await;
-    log.requests.lock().unwrap().push((arrived, ended));
 }
 
 /// The OAI-PMH answer to `url` for `journal` of `host`: `Identify`, or a `ListRecords` page.
