@@ -401,31 +401,25 @@ impl ShardFile {
             .write(true)
             .open(&self.path)
             .map_err(self.error("open"))?;
-        // The lost entries' bytes are read before they are blanked: the file's hash moves by
-        // them alone (published::rehash), so the file is not read back whole to be hashed again.
-        let (mut old, mut blanks) = (vec![0; lost_bytes as usize], Vec::new());
-        let mut from = 0;
+        // Each lost entry's bytes are read before it is blanked: the file's hash moves by them
+        // alone (published::rehash), so the file is not read back whole to be hashed again.
+        let (mut old, mut blank) = (Vec::new(), Vec::new());
         for &(at, len) in lost {
-            let range = from..from + len as usize;
-            file.read_exact_at(&mut old[range.clone()], at)
+            old.resize(len as usize, 0);
+            file.read_exact_at(&mut old, at)
                 .map_err(self.error("read"))?;
-            blanks.resize(range.end - 1, b' ');
-            blanks.push(b'\n');
-            file.write_all_at(&blanks[range.clone()], at)
-                .map_err(self.error("write"))?;
-            from = range.end;
+            blank.clear();
+            blank.resize(len as usize - 1, b' ');
+            blank.push(b'\n');
+            file.write_all_at(&blank, at).map_err(self.error("write"))?;
+            self.hash = (self.hash).map(|hash| {
+                published::rehash(hash, self.bytes as u64, [(at, &old[..], &blank[..])])
+            });
         }
         drop(file);
-        let mut from = 0;
-        let changes = lost.iter().map(|&(at, len)| {
-            let range = from..from + len as usize;
-            from = range.end;
-            (at, &old[range.clone()], &blanks[range])
-        });
-        self.hash = Some(match self.hash {
-            Some(hash) => published::rehash(hash, self.bytes as u64, changes),
-            None => published::hash(&self.read()?),
-        });
+        if self.hash.is_none() {
+            self.hash = Some(published::hash(&self.read()?));
+        }
         debug_assert_eq!(self.hash, Some(published::hash(&self.read()?)));
         Ok(())
     }
