@@ -14,7 +14,7 @@ use crate::classify::Drop;
 use crate::engine::{self, Seen, Stored};
 use crate::error::Error;
 use crate::incremental::{Policy, RunSummary};
-use crate::patch::ReadShard;
+use crate::patch::{PublishedFile, ReadShard};
 use crate::pipeline::{Built, Job, SpillDir, human_duration};
 use crate::progress::Progress;
 use crate::publish::{Output, Staging};
@@ -83,8 +83,8 @@ impl engine::Target for Folder<'_> {
 
     fn published(&self) -> Option<ReadShard> {
         let out = self.out.to_owned();
-        Some(Box::new(move |name, buf| {
-            crate::publish::read_file(&out.join(name), buf)
+        Some(Box::new(move |name| {
+            Some(PublishedFile::Path(out.join(name)))
         }))
     }
 

@@ -494,7 +494,7 @@ fn patch_stored(
     let read = std::sync::Arc::new(previous.read);
     let reader = || -> patch::ReadShard {
         let read = std::sync::Arc::clone(&read);
-        Box::new(move |name, buf| read(name, buf))
+        Box::new(move |name| read(name))
     };
     let profiles = match changed {
         None => None,
@@ -577,7 +577,7 @@ fn patch_profiles(
         return Ok(refuse("CDIF's documents are rendered with every record"));
     }
     let mut buf = Vec::new();
-    let Some(start) = read(LEDGER, &mut buf) else {
+    let Some(start) = read(LEDGER).and_then(|file| file.read(&mut buf)) else {
         return Ok(refuse("no profiles' ledger was published"));
     };
     buf.drain(..start);
@@ -1670,7 +1670,6 @@ mod tests {
 /// small enough to split.
 #[cfg(test)]
 mod patch_equivalence {
-    use std::collections::BTreeMap;
 
     use proptest::prelude::*;
 
@@ -1680,6 +1679,8 @@ mod patch_equivalence {
     use oai_pmh::HarvestReport;
     use oai_pmh::{Identify, Record};
 
+    use crate::patch::PublishedFile;
+
     const BASE: &str = "https://r.example/oai/request";
 
     /// The published files at place "p", as a patch reads them.
@@ -1687,19 +1688,10 @@ mod patch_equivalence {
         let files = files.0.clone();
         PreviousShards {
             place: "p".into(),
-            read: Box::new(move |name, buf| read_from(&files, name, buf)),
+            read: Box::new(move |name| {
+                (files.get(name)).map(|bytes| PublishedFile::Bytes(bytes.clone()))
+            }),
         }
-    }
-
-    /// A [`crate::patch::ReadShard`] over files in memory.
-    fn read_from(
-        files: &BTreeMap<String, Vec<u8>>,
-        name: &str,
-        buf: &mut Vec<u8>,
-    ) -> Option<usize> {
-        buf.clear();
-        buf.extend_from_slice(files.get(name)?);
-        Some(0)
     }
 
     fn job(max_urls: usize) -> Job {
@@ -2032,7 +2024,7 @@ mod patch_equivalence {
         // Elsewhere, or with other limits, the published files are not the ones to patch.
         let elsewhere = PreviousShards {
             place: "q".into(),
-            read: Box::new(|_, _| None),
+            read: Box::new(|_| None),
         };
         assert!(
             patch_stored(&job, &store, &state, &report(), elsewhere)

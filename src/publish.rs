@@ -10,9 +10,7 @@ use object_store::ObjectStoreScheme;
 use url::Url;
 
 pub use oai_bridge_files::disk::write::MARKER;
-pub(crate) use oai_bridge_files::disk::write::{
-    Chunk, DirectWriter, Staging, beside, read_file, write_file,
-};
+pub(crate) use oai_bridge_files::disk::write::{Chunk, DirectWriter, Staging, beside, write_file};
 
 /// The URL schemes of object storage, as `object_store` reads them.
 const SCHEMES: &[&str] = &[

@@ -6,8 +6,11 @@ writes about as many; this does only that, with nothing parsed, merged or hashed
 
 Usage: floor.py MODE OUT FILE...
 
-  user    reads the FILEs through user space, 1 MiB at a time, and writes the same bytes to OUT
-          with direct I/O, as the bridge writes its large files, then fsyncs OUT
+  user    reads the FILEs into user space with direct I/O, 2 MiB at a time, as the bridge reads
+          them back, and writes the same bytes to OUT with direct I/O, as the bridge writes its
+          large files, then fsyncs OUT
+  drop    nothing timed: asks the kernel to drop the FILEs' pages from its cache (after `kernel`
+          read them through it), as an export leaves its files (written with direct I/O)
   kernel  copies the FILEs into OUT with copy_file_range(2): the bytes never reach user space
           (on ext4 the kernel copies them between page-cache pages; a reflink on btrfs or XFS)
 
@@ -19,22 +22,33 @@ import os
 import sys
 
 BLOCK = 1 << 20
+WINDOW = 2 << 20  # the bridge's reading window (a huge page)
 ALIGN = 4096  # direct I/O's alignment of buffer, offset and length on the usual file systems
 
 
 def user(out, files):
-    buf = mmap.mmap(-1, BLOCK)  # anonymous pages: aligned as direct I/O requires
-    view = memoryview(buf)
+    # Anonymous pages: aligned as direct I/O requires.
+    buf, window = mmap.mmap(-1, BLOCK), mmap.mmap(-1, WINDOW)
+    view, read = memoryview(buf), memoryview(window)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_DIRECT, 0o644)
     fill = total = 0
     for name in files:
-        with open(name, "rb", buffering=0) as f:
-            while n := f.readinto(view[fill:]):
-                fill += n
-                total += n
+        src = os.open(name, os.O_RDONLY | os.O_DIRECT)
+        while n := os.readv(src, [read]):
+            total += n
+            # Copied from the window into the writer's buffer, as the bridge copies entries.
+            at = 0
+            while at < n:
+                k = min(n - at, BLOCK - fill)
+                view[fill:fill + k] = read[at:at + k]
+                fill += k
+                at += k
                 if fill == BLOCK:
                     os.write(fd, view)
                     fill = 0
+            if n % ALIGN:
+                break  # the file's end: another direct read would start unaligned
+        os.close(src)
     if fill:
         # The last block padded to the alignment, then the file cut back to its length.
         padded = -(-fill // ALIGN) * ALIGN
@@ -44,6 +58,14 @@ def user(out, files):
     os.fsync(fd)
     os.close(fd)
     return total
+
+
+def drop(_out, files):
+    for name in files:
+        fd = os.open(name, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+    return 0
 
 
 def kernel(out, files):
@@ -64,7 +86,7 @@ def kernel(out, files):
 
 def main():
     mode, out, files = sys.argv[1], sys.argv[2], sys.argv[3:]
-    moved = {"user": user, "kernel": kernel}[mode](out, files)
+    moved = {"user": user, "kernel": kernel, "drop": drop}[mode](out, files)
     print(moved)
 
 

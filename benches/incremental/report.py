@@ -137,11 +137,13 @@ def floor(w, fmt, full, inc, plain_inc):
            f"With one record in a hundred changed, every shard of every profile changes, so the patch "
            f"reads all {files:,} published files of the profiles ({fmt(moved / 1e9)} GB) and writes as "
            f"many bytes again. `floor.py` does only that, with nothing parsed, merged or hashed "
-           f"(its Python start, a few hundredths of a second, counted), right after the full harvest:\n",
+           f"(its Python start, a few hundredths of a second, counted), right after the full harvest. "
+           f"The files are not in the page cache, as the export left them (written with direct "
+           f"I/O), for the floors and the patch alike:\n",
            "| | CPU-seconds | share of the full harvest with every profile |",
            "| --- | ---: | ---: |",
-           f"| the profiles' files read and their bytes written again with direct I/O, as the bridge "
-           f"writes (`floor.py user`) | {fmt(user)} | {share(user)} |",
+           f"| the profiles' files read and their bytes written again, both with direct I/O, as the "
+           f"bridge reads and writes them (`floor.py user`) | {fmt(user)} | {share(user)} |",
            f"| the same bytes copied inside the kernel (`copy_file_range`, `floor.py kernel`) | "
            f"{fmt(kernel)} | {share(kernel)} |",
            f"| the incremental refresh without profiles (the first table) | {fmt(plain_inc['cpu'])} | "

@@ -25,7 +25,7 @@ use crate::engine::{self, Seen, Stored};
 use crate::error::Error;
 use crate::error::chain as error_chain;
 use crate::incremental::RunSummary;
-use crate::patch::ReadShard;
+use crate::patch::{PublishedFile, ReadShard};
 use crate::pipeline::Built;
 use crate::progress::Progress;
 use crate::spill::Account;
@@ -667,10 +667,9 @@ impl<'a> engine::Target for NextGeneration<'a> {
     fn published(&self) -> Option<ReadShard> {
         let generation = Arc::clone(self.previous?);
         // The generation keeps every shard plain beside its gzip.
-        Some(Box::new(move |name: &str, buf: &mut Vec<u8>| {
-            generation
-                .file(name.strip_suffix(".gz").unwrap_or(name))
-                .and_then(|(_, meta)| crate::publish::read_file(&generation.path(meta), buf))
+        Some(Box::new(move |name: &str| {
+            (generation.file(name.strip_suffix(".gz").unwrap_or(name)))
+                .map(|(_, meta)| PublishedFile::Path(generation.path(meta)))
         }))
     }
 

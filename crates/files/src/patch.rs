@@ -21,6 +21,7 @@ use std::collections::HashMap;
 
 use oai_pmh::Datestamp;
 
+pub use crate::disk::read::PublishedFile;
 use crate::published::{PublishedShard, PublishedSitemap};
 use crate::sitemap::{
     Layout, Limits, URLSET_CLOSE, URLSET_OPEN, XML_DECL, render_range, write_url,
@@ -36,10 +37,11 @@ pub struct PreviousShards {
     pub read: ReadShard,
 }
 
-/// Reads a published shard's plain bytes by its name into the buffer, which it may reuse as it
-/// likes (its old contents are overwritten); `Some(start)` when the shard was read whole: its
-/// bytes are then the buffer from `start` on.
-pub type ReadShard = Box<dyn Fn(&str, &mut Vec<u8>) -> Option<usize> + Send + Sync>;
+/// Finds a published file by its name (`sitemap-3.xml.gz`, `signmap-2.xml`): where its plain
+/// bytes are read from, `None` when there is no such file. A patch reads a shard whole
+/// ([`PublishedFile::read`]), the profiles' files a window at a time
+/// ([`Windows`](crate::disk::read::Windows)).
+pub type ReadShard = Box<dyn Fn(&str) -> Option<PublishedFile> + Send + Sync>;
 
 /// A URL and its lastmod, as read from a shard.
 type Item<'a> = (Cow<'a, str>, Option<Datestamp>);
@@ -237,7 +239,8 @@ impl Patch {
         buf: &mut Vec<u8>,
     ) -> Result<usize, Unpatchable> {
         let number = info.number;
-        let Some(start) = (self.read)(&format!("sitemap-{number}.{}", self.ext), buf) else {
+        let name = format!("sitemap-{number}.{}", self.ext);
+        let Some(start) = (self.read)(&name).and_then(|file| file.read(buf)) else {
             return Err(Unpatchable(format!("shard {number} cannot be read")));
         };
         let old = &buf[start..];

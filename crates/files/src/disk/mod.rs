@@ -11,5 +11,6 @@
 //! [`FilesError::CdifSpill`](crate::FilesError::CdifSpill) for the profiles' files.
 
 pub mod profiles;
+pub mod read;
 pub mod spill;
 pub mod write;

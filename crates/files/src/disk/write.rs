@@ -252,7 +252,7 @@ pub fn write_file(
 
 /// Alignment of buffer, offset and length that direct I/O requires (a page covers every
 /// logical block size in use).
-const BLOCK: usize = 4096;
+pub(crate) const BLOCK: usize = 4096;
 
 /// A new file written front to back with `O_DIRECT`: the device reads the bytes from a
 /// block-aligned buffer (reused from file to file), so they are neither copied into the page
@@ -302,7 +302,7 @@ impl std::fmt::Debug for FileStream {
 const CHUNK: usize = 1 << 20;
 
 /// A transparent huge page's size (x86-64's, and what arm64 has with 4 KiB pages).
-const HUGE_PAGE: usize = 2 << 20;
+pub(crate) const HUGE_PAGE: usize = 2 << 20;
 
 /// The room a [`DirectWriter`] gathers a chunk in: anonymous memory mapped for it, the chunk at
 /// the start of a stretch aligned to a huge page and advised to the kernel as one. Direct I/O
@@ -524,7 +524,7 @@ pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Option<usize> {
 }
 
 /// Turns direct I/O on or off for an open file.
-fn set_direct(file: &fs::File, on: bool) -> io::Result<()> {
+pub(crate) fn set_direct(file: &fs::File, on: bool) -> io::Result<()> {
     use rustix::fs::OFlags;
     let flags = rustix::fs::fcntl_getfl(file)?;
     let flags = if on {

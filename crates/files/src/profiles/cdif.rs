@@ -315,7 +315,7 @@ impl<'a> Doc<'a> {
 }
 
 /// A list's start: the documents' context is the list's too.
-const LIST_OPEN: &str =
+pub(crate) const LIST_OPEN: &str =
     "{\"@context\":\"https://schema.org/\",\"@type\":\"ItemList\",\"itemListElement\":[\n";
 /// An item's start, before its position.
 const ITEM_OPEN: &str = "{\"@type\":\"ListItem\",\"position\":";
@@ -326,7 +326,7 @@ const ITEM_DOCUMENT: &str = ",\"item\":";
 const LIST_COUNT: &str = "\n],\"numberOfItems\":";
 const LIST_CLOSE: &str = "}\n";
 /// The longest end: the number of items has at most five digits (`max_urls` <= 50,000).
-const LIST_END_MAX: usize = LIST_COUNT.len() + 5 + LIST_CLOSE.len();
+pub(crate) const LIST_END_MAX: usize = LIST_COUNT.len() + 5 + LIST_CLOSE.len();
 
 /// Splits documents, added one at a time, into CDIF metadata lists: schema.org `ItemList`s of
 /// at most `limits.max_urls` items and `limits.max_bytes` bytes, one item a line, each item a
@@ -540,29 +540,32 @@ fn decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[at..]);
 }
 
-/// The items of a CDIF metadata list as [`ItemLists`] writes it: its body between the list's
-/// start and its end; `None` when it is not such a list.
-pub(crate) fn list_body(list: &[u8]) -> Option<&[u8]> {
-    let body = list.strip_prefix(LIST_OPEN.as_bytes())?;
-    let end = memchr::memmem::rfind(body, LIST_COUNT.as_bytes())?;
-    let digits = body[end + LIST_COUNT.len()..].strip_suffix(LIST_CLOSE.as_bytes())?;
-    (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit)).then_some(&body[..end])
+/// The most bytes of an item besides its document: the `,\n` before it, its start with its
+/// position, and the brace after the document.
+pub(crate) const ITEM_FRAME_MAX: usize = 2 + ITEM_OPEN.len() + 20 + ITEM_DOCUMENT.len() + 1;
+
+/// Where the items end in `tail`, a list's last bytes from the end of an item (or the list's
+/// start) on; `None` when they do not end as [`ItemLists`] ends a list.
+pub(crate) fn list_end(tail: &[u8]) -> Option<usize> {
+    let end = memchr::memmem::rfind(tail, LIST_COUNT.as_bytes())?;
+    let digits = tail[end + LIST_COUNT.len()..].strip_suffix(LIST_CLOSE.as_bytes())?;
+    (!digits.is_empty() && digits.iter().all(u8::is_ascii_digit)).then_some(end)
 }
 
-/// The document, `len` bytes long, of the item at `at` of a list's body (`at` is 0 or just
-/// after the item before, a `,\n` away), and where the next item starts; `None` when there is
-/// no such item there.
-pub(crate) fn list_item(body: &[u8], at: usize, len: usize) -> Option<(&[u8], usize)> {
-    let mut rest = body.get(at..)?;
-    if at > 0 {
-        rest = rest.strip_prefix(b",\n")?;
+/// The document, `len` bytes long, of the item `rest` starts with (after a `,\n` unless it is
+/// the list's `first`), and how many bytes of `rest` the item takes; `None` when there is no
+/// such item there.
+pub(crate) fn list_item(rest: &[u8], first: bool, len: usize) -> Option<(&[u8], usize)> {
+    let mut item = rest;
+    if !first {
+        item = item.strip_prefix(b",\n")?;
     }
-    rest = rest.strip_prefix(ITEM_OPEN.as_bytes())?;
-    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-    rest = rest[digits..].strip_prefix(ITEM_DOCUMENT.as_bytes())?;
-    let document = rest.get(..len)?;
-    let after = rest[len..].strip_prefix(b"}")?;
-    Some((document, body.len() - after.len()))
+    item = item.strip_prefix(ITEM_OPEN.as_bytes())?;
+    let digits = item.iter().take_while(|b| b.is_ascii_digit()).count();
+    item = item[digits..].strip_prefix(ITEM_DOCUMENT.as_bytes())?;
+    let document = item.get(..len)?;
+    let after = item[len..].strip_prefix(b"}")?;
+    Some((document, rest.len() - after.len()))
 }
 
 /// A `dc:date` as schema.org `Date` when it starts with `YYYY`, `YYYY-MM` or `YYYY-MM-DD`.

@@ -40,6 +40,7 @@ use super::{
 };
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
+use crate::disk::read::Windows;
 use crate::disk::write::FileStream;
 
 /// OCX's column, whose entries are counted apart.
@@ -791,23 +792,26 @@ impl ProfilePatch {
 }
 
 /// A series of published files read one after another, each checked against its record in the
-/// ledger, and the entries taken from them in order: `urlset` shards or CDIF lists.
+/// ledger, and the entries taken from them in order: `urlset` shards or CDIF lists. A file is
+/// read a window at a time ([`Windows`]), hashed a little ahead of what is taken from it (while
+/// those bytes are in the cache anyway) and checked once it has been read to its end (before
+/// the next is read); what was made of a file that is not as recorded then fails the writing.
 struct Published<'p> {
-    patch: &'p ProfilePatch,
+    read: &'p ReadShard,
     /// The files, in order.
     names: Vec<&'p FileRecord>,
     next: usize,
     /// `open` for `urlset` shards, `None` for lists.
     open: Option<&'static str>,
-    buf: Vec<u8>,
-    /// The current file's entries: `buf[body..end]`, read up to `at`.
-    body: usize,
+    file: Windows,
+    /// Where the next entry starts in `file.bytes()`.
     at: usize,
-    end: usize,
-    /// The current file's record, and its CRC-32 so far: of `buf[..hashed]` from its start.
-    /// A file is hashed a little ahead of what is taken from it, while those bytes are in the
-    /// cache anyway, and checked once it has been read to its end (before the next is read);
-    /// what was made of a file that is not as recorded then fails the writing.
+    /// Where the current file's entries end in `file.bytes()`, once its last bytes are read.
+    end: Option<usize>,
+    /// Whether the next item of a list is its first.
+    first: bool,
+    /// The current file's record, and its CRC-32 so far: of what was read of it up to
+    /// `hashed` in `file.bytes()`.
     record: Option<&'p FileRecord>,
     hasher: super::ledger::Hasher,
     hashed: usize,
@@ -816,43 +820,99 @@ struct Published<'p> {
 /// How far ahead of what is taken a published file is hashed.
 const HASH_AHEAD: usize = 256 * 1024;
 
+/// The most bytes a file's closing takes (a `urlset`'s end tag, a list's end): until a file's
+/// last bytes are read, its entries are taken only before as many bytes.
+const CLOSING_MAX: usize = if URLSET_CLOSE.len() > cdif::LIST_END_MAX {
+    URLSET_CLOSE.len()
+} else {
+    cdif::LIST_END_MAX
+};
+
 impl<'p> Published<'p> {
     /// The shards of `profile` whose root start tag is `open`.
     fn urlsets(patch: &'p ProfilePatch, profile: Profile, open: &'static str) -> Self {
-        Self::of(patch, |n| profile.shard_name(n, "xml"), Some(open))
+        let name = |n| profile.shard_name(n, "xml");
+        Self::of(&patch.head, &patch.read, name, Some(open))
     }
 
     /// CDIF's metadata lists.
     fn lists(patch: &'p ProfilePatch) -> Self {
-        Self::of(patch, Profile::list_name, None)
+        Self::of(&patch.head, &patch.read, Profile::list_name, None)
     }
 
+    /// The files `head` records under the names `name` gives from 1 on, read through `read`.
     fn of(
-        patch: &'p ProfilePatch,
+        head: &'p Head,
+        read: &'p ReadShard,
         name: impl Fn(u32) -> String,
         open: Option<&'static str>,
     ) -> Self {
-        let names = (1..).map_while(|n| patch.head.file(&name(n))).collect();
+        let names = (1..).map_while(|n| head.file(&name(n))).collect();
         Self {
-            patch,
+            read,
             names,
             next: 0,
             open,
-            buf: Vec::new(),
-            body: 0,
+            file: Windows::new(),
             at: 0,
-            end: 0,
+            // No file yet: the first is read at the first entry.
+            end: Some(0),
+            first: true,
             record: None,
             hasher: super::ledger::Hasher::new(),
             hashed: 0,
         }
     }
 
-    /// Hashes the current file up to `to` at least (a window ahead of it, within the file).
+    /// The current file's name, for what is said of it.
+    fn name(&self) -> &str {
+        self.record.map_or("", |r| r.name.as_str())
+    }
+
+    /// Where the entries that may be taken end in `file.bytes()`: before the bytes that may be
+    /// the file's closing, until its end is read.
+    fn limit(&self) -> usize {
+        (self.end).unwrap_or_else(|| self.file.bytes().len().saturating_sub(CLOSING_MAX))
+    }
+
+    /// Reads the current file's next window, keeping its bytes from `at` on, and hashes it; once
+    /// the file's end is read, finds where its entries end.
+    fn fill(&mut self) -> Result<(), Unpatchable> {
+        // What goes is hashed (everything before `at`); what is kept moves.
+        self.hash_to(self.at);
+        let (at, _) = (self.file.fill(self.at))
+            .map_err(|e| Unpatchable(format!("{} cannot be read: {e}", self.name())))?;
+        self.hashed = at + (self.hashed - self.at);
+        self.at = at;
+        if self.file.eof() {
+            let tail = &self.file.bytes()[at..];
+            let entries = match self.open {
+                Some(_) => (tail.strip_suffix(URLSET_CLOSE.as_bytes())).map(<[u8]>::len),
+                None => cdif::list_end(tail),
+            };
+            let Some(len) = entries else {
+                return refuse(format!("{} is not as the bridge writes it", self.name()));
+            };
+            self.end = Some(at + len);
+        }
+        Ok(())
+    }
+
+    /// Reads on until `n` bytes from `at` on may be taken, or the file's end is read.
+    fn ensure(&mut self, n: usize) -> Result<(), Unpatchable> {
+        while self.end.is_none() && self.at + n > self.limit() {
+            self.fill()?;
+        }
+        Ok(())
+    }
+
+    /// Hashes the current file up to `to` at least (a stretch ahead of it, within what was
+    /// read).
     fn hash_to(&mut self, to: usize) {
         if to > self.hashed {
-            let end = (to.max(self.hashed + HASH_AHEAD)).min(self.buf.len());
-            self.hasher.update(&self.buf[self.hashed..end]);
+            let bytes = self.file.bytes();
+            let end = (to.max(self.hashed + HASH_AHEAD)).min(bytes.len());
+            self.hasher.update(&bytes[self.hashed..end]);
             self.hashed = end;
         }
     }
@@ -862,15 +922,15 @@ impl<'p> Published<'p> {
         let Some(record) = self.record.take() else {
             return Ok(());
         };
-        self.hash_to(self.buf.len());
+        self.hash_to(self.file.bytes().len());
         let hasher = std::mem::replace(&mut self.hasher, super::ledger::Hasher::new());
-        if hasher.finish() != record.hash {
+        if self.file.read() != record.len || hasher.finish() != record.hash {
             return refuse(format!("{} is not as it was published", record.name));
         }
         Ok(())
     }
 
-    /// Reads the next file; `false` past the last.
+    /// Reads the next file's start; `false` past the last.
     fn load(&mut self) -> Result<bool, Unpatchable> {
         self.check()?;
         let Some(&record) = self.names.get(self.next) else {
@@ -878,29 +938,47 @@ impl<'p> Published<'p> {
         };
         self.next += 1;
         let name = &record.name;
-        let Some(start) = (self.patch.read)(name, &mut self.buf) else {
+        let Some(file) = (self.read)(name) else {
             return refuse(format!("{name} cannot be read"));
         };
-        let bytes = &self.buf[start..];
-        if bytes.len() as u64 != record.len {
+        let len = (self.file.start(&file))
+            .map_err(|e| Unpatchable(format!("{name} cannot be read: {e}")))?;
+        if len != record.len && len != u64::MAX {
             return refuse(format!("{name} is not as it was published"));
         }
-        (self.record, self.hashed) = (Some(record), start);
-        let body = match self.open {
-            Some(open) => bytes
-                .get(header(open)..)
-                .and_then(|b| b.strip_suffix(URLSET_CLOSE.as_bytes()))
-                .filter(|_| bytes.starts_with(crate::sitemap::XML_DECL.as_bytes())),
-            None => cdif::list_body(bytes),
+        (self.record, self.at, self.end, self.first) = (Some(record), self.file.kept(), None, true);
+        self.hashed = self.at;
+        let start = match self.open {
+            Some(open) => header(open),
+            None => cdif::LIST_OPEN.len(),
         };
-        let Some(body) = body else {
+        self.ensure(start)?;
+        let bytes = &self.file.bytes()[self.at..self.limit()];
+        let started = match self.open {
+            Some(open) => (bytes.strip_prefix(crate::sitemap::XML_DECL.as_bytes()))
+                .is_some_and(|b| b.starts_with(open.as_bytes())),
+            None => bytes.starts_with(cdif::LIST_OPEN.as_bytes()),
+        };
+        if !started {
             return refuse(format!("{name} is not as the bridge writes it"));
-        };
-        // Offsets into `buf`: `body` is a slice of it.
-        self.body = body.as_ptr() as usize - self.buf.as_ptr() as usize;
-        self.at = self.body;
-        self.end = self.body + body.len();
+        }
+        self.at += start;
+        self.hash_to(self.at);
         Ok(true)
+    }
+
+    /// Reads on to the next file while every entry of the current one was taken; `false` past
+    /// the last file.
+    fn next_file(&mut self) -> Result<bool, Unpatchable> {
+        loop {
+            self.ensure(1)?;
+            if self.end != Some(self.at) {
+                return Ok(true);
+            }
+            if !self.load()? {
+                return Ok(false);
+            }
+        }
     }
 
     /// The next entry, `len` bytes long (a CDIF list's document without its item's frame);
@@ -909,10 +987,8 @@ impl<'p> Published<'p> {
         if len == 0 {
             return Ok(&[]);
         }
-        while self.at == self.end {
-            if !self.load()? {
-                return refuse("the published files hold fewer entries than the ledger");
-            }
+        if !self.next_file()? {
+            return refuse("the published files hold fewer entries than the ledger");
         }
         let damaged = || Unpatchable("a published file does not hold the ledger's entries".into());
         match self.open {
@@ -924,13 +1000,15 @@ impl<'p> Published<'p> {
                 Ok(entry)
             }
             None => {
-                let body = &self.buf[self.body..self.end];
-                let (_, next) =
-                    cdif::list_item(body, self.at - self.body, len).ok_or_else(damaged)?;
-                self.at = self.body + next;
+                self.ensure(len + cdif::ITEM_FRAME_MAX)?;
+                let rest = &self.file.bytes()[self.at..self.limit()];
+                let (document, used) =
+                    cdif::list_item(rest, self.first, len).ok_or_else(damaged)?;
+                let start = self.at + (document.as_ptr().addr() - rest.as_ptr().addr());
+                self.at += used;
+                self.first = false;
                 self.hash_to(self.at);
-                // The item's document: `len` bytes before its closing brace.
-                Ok(&self.buf[self.at - 1 - len..self.at - 1])
+                Ok(&self.file.bytes()[start..start + len])
             }
         }
     }
@@ -946,36 +1024,44 @@ impl<'p> Published<'p> {
 
     /// The next `len` bytes of a `urlset` file's entries, in the file they are in.
     fn take_bytes(&mut self, len: usize) -> Result<&[u8], Unpatchable> {
-        while self.at == self.end {
-            if !self.load()? {
-                return refuse("the published files hold fewer entries than the ledger");
-            }
+        if !self.next_file()? {
+            return refuse("the published files hold fewer entries than the ledger");
         }
-        if self.at + len > self.end {
+        self.ensure(len)?;
+        if self.at + len > self.limit() {
             return refuse("a published file does not hold the ledger's entries");
         }
         self.at += len;
         self.hash_to(self.at);
-        Ok(&self.buf[self.at - len..self.at])
+        Ok(&self.file.bytes()[self.at - len..self.at])
     }
 
     /// The next `urlset` entry, to its line feed; `None` past the last file's.
     fn next_entry(&mut self) -> Result<Option<&[u8]>, Unpatchable> {
-        while self.at == self.end {
-            if !self.load()? {
+        loop {
+            if !self.next_file()? {
                 return Ok(None);
             }
+            let rest = &self.file.bytes()[self.at..self.limit()];
+            let len = match memchr::memchr(b'\n', rest) {
+                Some(i) => i + 1,
+                // The last entry of the last file, without its line feed.
+                None if self.end.is_some() => rest.len(),
+                None => {
+                    self.fill()?;
+                    continue;
+                }
+            };
+            self.at += len;
+            self.hash_to(self.at);
+            return Ok(Some(&self.file.bytes()[self.at - len..self.at]));
         }
-        let rest = &self.buf[self.at..self.end];
-        let len = memchr::memchr(b'\n', rest).map_or(rest.len(), |i| i + 1);
-        self.at += len;
-        self.hash_to(self.at);
-        Ok(Some(&self.buf[self.at - len..self.at]))
     }
 
     /// Checks that every entry of every file was taken, and the last file read.
     fn finished(&mut self) -> Result<(), Unpatchable> {
-        if self.at != self.end || self.next != self.names.len() {
+        self.ensure(1)?;
+        if self.end != Some(self.at) || self.next != self.names.len() {
             return refuse("the published files hold more entries than the ledger");
         }
         self.check()
@@ -998,6 +1084,7 @@ mod tests {
 
     use super::*;
     use crate::disk::write::Staging;
+    use crate::patch::PublishedFile;
     use crate::profiles::signmap;
 
     /// A sink that keeps every file in memory, and never streams.
@@ -1066,6 +1153,129 @@ mod tests {
         let blanked = files.blanked.clone();
         let index = files.finish(&mut recording).unwrap();
         (blanked, index, recording.files)
+    }
+
+    /// Files in memory, as a patch finds them.
+    fn reader(files: &BTreeMap<String, Vec<u8>>) -> ReadShard {
+        let files = files.clone();
+        Box::new(move |name| (files.get(name)).map(|b| PublishedFile::Bytes(b.clone())))
+    }
+
+    /// `files` with one byte of `name`'s at `at` changed to `to`.
+    fn edited(
+        files: &BTreeMap<String, Vec<u8>>,
+        name: &str,
+        at: usize,
+        to: u8,
+    ) -> BTreeMap<String, Vec<u8>> {
+        let mut files = files.clone();
+        files.get_mut(name).unwrap()[at] = to;
+        files
+    }
+
+    /// Entries of lengths `lens` (`y`s inside): mostly short, some longer than the room a
+    /// window keeps before it.
+    fn long_entries(lens: &[usize]) -> Vec<Vec<u8>> {
+        let entry = |(i, &len): (usize, &usize)| {
+            format!(
+                "<url><loc>https://r.example/{i}</loc><x>{}</x></url>\n",
+                "y".repeat(len)
+            )
+        };
+        lens.iter()
+            .enumerate()
+            .map(entry)
+            .map(String::into_bytes)
+            .collect()
+    }
+
+    fn lens() -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
+        use proptest::prelude::*;
+        let len = prop_oneof![9 => 0usize..400, 1 => 60_000usize..140_000];
+        proptest::collection::vec(len, 1..60)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// The Signmap's files read a window at a time give back every entry written, in
+        /// order, taken by their lengths (as the ledger gives them) or to their line feeds,
+        /// whatever the windows' size; a file changed since it was written is refused once
+        /// it has been read.
+        #[test]
+        fn shards_read_a_window_at_a_time_give_their_entries(
+            lens in lens(),
+            blocks in 1usize..4,
+            max_urls in 1usize..30,
+            edit in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let url = Url::parse("https://r.example/").unwrap();
+            let limits = Limits { max_urls, max_bytes: 50_000_000 };
+            let entries = long_entries(&lens);
+            let mut memory = Memory::default();
+            let (_, _, files) = fill(&mut memory, &url, limits, &entries, &vec![false; lens.len()]);
+            let head = Head { files, ..Head::default() };
+            let name = |n| Profile::Signmap.shard_name(n, "xml");
+            let published = |read| {
+                let mut p = Published::of(&head, read, name, Some(signmap::URLSET_OPEN));
+                p.file = Windows::with_window(blocks * 4096);
+                p
+            };
+            let read = reader(&memory.0);
+            let mut by_len = published(&read);
+            for e in &entries {
+                proptest::prop_assert_eq!(by_len.take(e.len()).unwrap(), &e[..]);
+            }
+            by_len.finished().unwrap();
+            let mut by_line = published(&read);
+            for e in &entries {
+                proptest::prop_assert_eq!(by_line.next_entry().unwrap(), Some(&e[..]));
+            }
+            proptest::prop_assert_eq!(by_line.next_entry().unwrap(), None);
+            by_line.finished().unwrap();
+
+            // One `y` of one file made a `z`: the file is read, and refused at its end.
+            let file = &head.files[edit.index(head.files.len())];
+            let bytes = &memory.0[&file.name];
+            if let Some(at) = bytes.iter().position(|&b| b == b'y') {
+                let read = reader(&edited(&memory.0, &file.name, at, b'z'));
+                let mut edited = published(&read);
+                let why = entries.iter().find_map(|e| edited.take(e.len()).err())
+                    .or_else(|| edited.finished().err())
+                    .expect("refused");
+                proptest::prop_assert!(why.0.contains("is not as it was published"), "{why}");
+            }
+        }
+
+        /// CDIF's lists read a window at a time give back every document, whatever the windows'
+        /// size.
+        #[test]
+        fn lists_read_a_window_at_a_time_give_their_documents(
+            lens in lens(),
+            blocks in 1usize..4,
+            max_urls in 1usize..30,
+        ) {
+            let url = Url::parse("https://r.example/").unwrap();
+            let limits = Limits { max_urls, max_bytes: 50_000_000 };
+            let documents: Vec<String> =
+                lens.iter().map(|&len| format!("{{\"n\":\"{}\"}}", "y".repeat(len))).collect();
+            let mut memory = Memory::default();
+            let mut recording = crate::profiles::files::Recording::new(&mut memory);
+            let mut lists = cdif::Writer::new(&url, limits, false, true);
+            for d in &documents {
+                let document = CdifDocument { name: "", url: None, lastmod: None, bytes: d.as_bytes() };
+                lists.add(&mut recording, document).unwrap();
+            }
+            lists.finish(&mut recording, &mut Indexes::default()).unwrap();
+            let head = Head { files: recording.files, ..Head::default() };
+            let read = reader(&memory.0);
+            let mut published = Published::of(&head, &read, Profile::list_name, None);
+            published.file = Windows::with_window(blocks * 4096);
+            for d in &documents {
+                proptest::prop_assert_eq!(published.take(d.len()).unwrap(), d.as_bytes());
+            }
+            published.finished().unwrap();
+        }
     }
 
     proptest::proptest! {
