@@ -112,14 +112,18 @@ impl Default for Windows {
     }
 }
 
-/// Anonymous memory with `carry` bytes of room before a window of `size` aligned to a huge
-/// page (advised as one: only advice, memory as usual where refused), and where the window
-/// starts in it.
+/// Anonymous memory with at least `carry` bytes of room before a window of `size` aligned to a
+/// huge page (advised as one: only advice, memory as usual where refused), and where the window
+/// starts in it. A test's smaller window is aligned to a block only, so that the room is
+/// `carry` exactly.
 fn room(carry: usize, size: usize) -> io::Result<(memmap2::MmapMut, usize)> {
-    let map = memmap2::MmapMut::map_anon(carry + size + HUGE_PAGE)?;
+    let align = if size >= HUGE_PAGE { HUGE_PAGE } else { BLOCK };
+    let map = memmap2::MmapMut::map_anon(carry + size + align)?;
     let base = map.as_ptr().addr();
-    let window = (base + carry).next_multiple_of(HUGE_PAGE) - base;
-    let _ = map.advise_range(memmap2::Advice::HugePage, window, size);
+    let window = (base + carry).next_multiple_of(align) - base;
+    if align == HUGE_PAGE {
+        let _ = map.advise_range(memmap2::Advice::HugePage, window, size);
+    }
     Ok((map, window))
 }
 
@@ -184,6 +188,12 @@ impl Windows {
     /// Bytes read of the file so far.
     pub fn read(&self) -> u64 {
         self.read
+    }
+
+    /// Whether the file is being read with direct I/O.
+    #[cfg(test)]
+    fn direct(&self) -> bool {
+        matches!(self.source, Some(Source::File { direct: true, .. }))
     }
 
     /// Reads the next window of the file, keeping the bytes from `keep` on (a position in
@@ -293,17 +303,57 @@ mod tests {
         (0..len).map(|i| (i * 7 % 251) as u8).collect()
     }
 
+    /// Whether files in `dir` can be opened for direct I/O (not on tmpfs, for one).
+    fn direct_io(dir: &std::path::Path) -> bool {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = dir.join("probe");
+        fs::write(&path, [0; BLOCK]).unwrap();
+        let direct = rustix::fs::OFlags::DIRECT.bits() as i32;
+        fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(direct)
+            .open(&path)
+            .is_ok()
+    }
+
     #[test]
     fn files_on_disk_read_in_windows_are_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
+        let direct = direct_io(dir.path());
         let mut windows = Windows::new();
-        // Small (read as usual), large (directly), of whole blocks and not, and empty.
+        // Small (read as usual), large (directly where the file system allows), of whole
+        // blocks and not (a last direct read short of a block), of whole windows, and empty.
         for len in [0, 10, BLOCK, DIRECT_MIN + 5, 3 * WINDOW, 3 * WINDOW + 4097] {
             let path = dir.path().join(format!("f{len}.xml"));
             fs::write(&path, pattern(len)).unwrap();
             let file = PublishedFile::Path(path);
             assert_eq!(read_through(&mut windows, &file, 0), pattern(len), "{len}");
+            if len >= DIRECT_MIN {
+                assert_eq!(windows.direct(), direct, "{len}");
+            }
         }
+    }
+
+    #[test]
+    fn a_file_that_refuses_direct_reads_is_read_as_usual_from_where_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = pattern(2 * WINDOW + 100);
+        let path = dir.path().join("f.xml");
+        fs::write(&path, &bytes).unwrap();
+        let mut windows = Windows::with_window(BLOCK);
+        windows.start(&PublishedFile::Path(path)).unwrap();
+        assert_eq!(windows.direct(), direct_io(dir.path()));
+        let mut read = windows.bytes()[windows.kept()..].to_vec();
+        let (_, new) = windows.fill(windows.bytes().len()).unwrap();
+        read.extend_from_slice(&windows.bytes()[new..]);
+        // The window moved off its alignment: a direct read there is refused (EINVAL).
+        windows.window += 1;
+        while !windows.eof() {
+            let (_, new) = windows.fill(windows.bytes().len()).unwrap();
+            read.extend_from_slice(&windows.bytes()[new..]);
+        }
+        assert!(!windows.direct());
+        assert_eq!(read, bytes);
     }
 
     #[test]

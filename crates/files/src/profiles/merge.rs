@@ -1174,7 +1174,7 @@ mod tests {
     }
 
     /// Entries of lengths `lens` (`y`s inside): mostly short, some longer than the room a
-    /// window keeps before it.
+    /// window keeps before it (64 KiB, with a test's window).
     fn long_entries(lens: &[usize]) -> Vec<Vec<u8>> {
         let entry = |(i, &len): (usize, &usize)| {
             format!(
@@ -1187,6 +1187,106 @@ mod tests {
             .map(entry)
             .map(String::into_bytes)
             .collect()
+    }
+
+    /// Whether reading `takes` entries of these lengths from `files` (as `head` records
+    /// them, the files `name` gives, of root `open`) is refused somewhere, or at the end.
+    fn refused(
+        head: &Head,
+        files: &BTreeMap<String, Vec<u8>>,
+        name: impl Fn(u32) -> String,
+        open: Option<&'static str>,
+        takes: &[usize],
+    ) -> bool {
+        let read = reader(files);
+        let mut published = Published::of(head, &read, name, open);
+        published.file = Windows::with_window(4096);
+        takes.iter().any(|&len| published.take(len).is_err()) || published.finished().is_err()
+    }
+
+    /// Every way a file can differ from what the ledger recorded, made of one published file:
+    /// a byte of an entry (the first `y`), of its start, of its closing, a byte more, one less.
+    fn edits(bytes: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+        let mut edits = vec![(bytes.to_vec(), "nothing changed")];
+        let y = bytes.iter().position(|&b| b == b'y').unwrap();
+        for (at, what) in [
+            (y, "an entry"),
+            (1, "its start"),
+            (bytes.len() - 3, "its closing"),
+        ] {
+            let mut edited = bytes.to_vec();
+            edited[at] ^= 1;
+            edits.push((edited, what));
+        }
+        edits.push(([bytes, b" "].concat(), "a byte more"));
+        edits.push((bytes[..bytes.len() - 1].to_vec(), "a byte less"));
+        edits.into_iter().map(|(b, what)| (what, b)).collect()
+    }
+
+    #[test]
+    fn shards_and_lists_not_as_recorded_are_refused() {
+        let url = Url::parse("https://r.example/").unwrap();
+        let limits = Limits {
+            max_urls: 3,
+            max_bytes: 50_000_000,
+        };
+        let lens = [5, 70_000, 10, 300, 0, 90_000, 7];
+        let entries = long_entries(&lens);
+        let mut shards = Memory::default();
+        let (_, _, files) = fill(&mut shards, &url, limits, &entries, &[false; 7]);
+        let shards_head = Head {
+            files,
+            ..Head::default()
+        };
+        let mut lists = Memory::default();
+        let mut recording = crate::profiles::files::Recording::new(&mut lists);
+        let mut writer = cdif::Writer::new(&url, limits, false, true);
+        let documents: Vec<String> = lens
+            .iter()
+            .map(|&n| format!("\"{}\"", "y".repeat(n)))
+            .collect();
+        for d in &documents {
+            let document = CdifDocument {
+                name: "",
+                url: None,
+                lastmod: None,
+                bytes: d.as_bytes(),
+            };
+            writer.add(&mut recording, document).unwrap();
+        }
+        writer
+            .finish(&mut recording, &mut Indexes::default())
+            .unwrap();
+        let lists_head = Head {
+            files: recording.files,
+            ..Head::default()
+        };
+        let shard = |n| Profile::Signmap.shard_name(n, "xml");
+        let entry_lens: Vec<usize> = entries.iter().map(Vec::len).collect();
+        let document_lens: Vec<usize> = documents.iter().map(String::len).collect();
+        // The second file of each, whose entries run across windows.
+        let columns = [
+            (
+                &shards_head,
+                &shards.0,
+                Some(signmap::URLSET_OPEN),
+                &entry_lens,
+            ),
+            (&lists_head, &lists.0, None, &document_lens),
+        ];
+        for (head, files, open, takes) in columns {
+            let names = |n| match open {
+                Some(_) => shard(n),
+                None => Profile::list_name(n),
+            };
+            let name = names(2);
+            for (what, bytes) in edits(&files[&name]) {
+                let mut edited = files.clone();
+                edited.insert(name.clone(), bytes);
+                let refused = refused(head, &edited, names, open, takes);
+                assert_eq!(refused, what != "nothing changed", "{name}: {what}");
+            }
+        }
     }
 
     fn lens() -> impl proptest::strategy::Strategy<Value = Vec<usize>> {
