@@ -5,7 +5,9 @@
 //! million records: read whole, each column's largest file (up to 50 MB) was memory the
 //! process touched for the first time, and the kernel's zeroing of those pages cost more than
 //! reading the files. A window of [`WINDOW`] is reused instead; the memory does not grow with
-//! the files.
+//! the files. Written here, not `std::io::BufReader`: a patch borrows entries from the buffer
+//! where they lie, an entry must stay whole across a refill (carried before the next window),
+//! and direct I/O needs the window aligned.
 
 use std::fs;
 use std::io::{self, Read};
