@@ -1670,7 +1670,6 @@ mod tests {
 /// small enough to split.
 #[cfg(test)]
 mod patch_equivalence {
-
     use proptest::prelude::*;
 
     use super::*;

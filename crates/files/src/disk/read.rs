@@ -13,7 +13,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::PathBuf;
 
-use super::write::{BLOCK, DIRECT_MIN, HUGE_PAGE, read_file, set_direct};
+use super::write::{BLOCK, DIRECT_MIN, HUGE_PAGE, compressed, read_file, set_direct};
 
 /// A file of the last publish, as a patch finds it by its published name
 /// ([`ReadShard`](crate::patch::ReadShard)).
@@ -49,7 +49,7 @@ impl PublishedFile {
             Self::Path(path) => path,
         };
         let file = fs::File::open(path)?;
-        if path.extension().is_some_and(|e| e == "gz") {
+        if compressed(path) {
             let plain = flate2::read::GzDecoder::new(io::BufReader::new(file));
             return Ok((Source::Other(Box::new(plain)), u64::MAX));
         }

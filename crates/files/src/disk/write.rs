@@ -512,7 +512,7 @@ pub fn read_whole(path: &Path, buf: &mut Vec<u8>) -> io::Result<usize> {
 /// folder of them), uncompressed when its name ends in `.gz`.
 pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Option<usize> {
     use std::io::Read;
-    if path.extension().is_some_and(|e| e == "gz") {
+    if compressed(path) {
         buf.clear();
         let file = fs::File::open(path).ok()?;
         flate2::read::GzDecoder::new(io::BufReader::new(file))
@@ -521,6 +521,12 @@ pub fn read_file(path: &Path, buf: &mut Vec<u8>) -> Option<usize> {
         return Some(0);
     }
     read_whole(path, buf).ok()
+}
+
+/// Whether a published file's name says it is compressed (`sitemap-3.xml.gz`): its plain bytes
+/// are read through gzip.
+pub(crate) fn compressed(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "gz")
 }
 
 /// Turns direct I/O on or off for an open file.

@@ -987,9 +987,6 @@ impl<'p> Published<'p> {
         if len == 0 {
             return Ok(&[]);
         }
-        if !self.next_file()? {
-            return refuse("the published files hold fewer entries than the ledger");
-        }
         let damaged = || Unpatchable("a published file does not hold the ledger's entries".into());
         match self.open {
             Some(_) => {
@@ -1000,6 +997,9 @@ impl<'p> Published<'p> {
                 Ok(entry)
             }
             None => {
+                if !self.next_file()? {
+                    return refuse("the published files hold fewer entries than the ledger");
+                }
                 self.ensure(len + cdif::ITEM_FRAME_MAX)?;
                 let rest = &self.file.bytes()[self.at..self.limit()];
                 let (document, used) =
