@@ -817,8 +817,9 @@ struct Published<'p> {
     hashed: usize,
 }
 
-/// How far ahead of what is taken a published file is hashed.
-const HASH_AHEAD: usize = 256 * 1024;
+/// How far ahead of what is taken a published file is hashed: what the core's own cache holds,
+/// as a [`crate::disk::write::DirectWriter`] hashes what it is given.
+const HASH_AHEAD: usize = 32 * 1024;
 
 /// The most bytes a file's closing takes (a `urlset`'s end tag, a list's end): until a file's
 /// last bytes are read, its entries are taken only before as many bytes.
