@@ -159,6 +159,20 @@ pub struct Row<'a> {
     pub hash: u128,
 }
 
+/// How many bytes `a` and `b` start with alike: 16 at a time while they match (identifiers share
+/// most of theirs: writing a patch's million rows took 4.2% of its samples comparing byte by
+/// byte, 3.0% this way).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 16 <= n && a[i..i + 16] == b[i..i + 16] {
+        i += 16;
+    }
+    i + (a[i..n].iter().zip(&b[i..n]))
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 /// Rows written one after another, identifiers front-coded against the one before (a
 /// repository's identifiers mostly share all but their last digits), numbers as varints.
 #[derive(Clone, Debug, Default)]
@@ -169,12 +183,20 @@ pub struct Rows {
 }
 
 impl Rows {
+    /// No rows yet, with room for `bytes` of them (a patch's new ledger is about its old one's
+    /// size: grown from nothing, the 30 MB of a million records' rows were copied at each
+    /// doubling, into memory touched anew: 1,900 more page faults).
+    pub(crate) fn with_capacity(bytes: usize) -> Self {
+        Self {
+            bytes: Vec::with_capacity(bytes),
+            ..Self::default()
+        }
+    }
+
     /// Appends a row; identifiers must come in order.
     pub fn push(&mut self, row: &Row<'_>) {
         let id = row.id;
-        let shared = (self.last.bytes().zip(id.bytes()))
-            .take_while(|(a, b)| a == b)
-            .count();
+        let shared = common_prefix(self.last.as_bytes(), id.as_bytes());
         // A cut inside a character would leave a suffix that is not UTF-8.
         let shared = (0..=shared)
             .rev()
@@ -434,10 +456,14 @@ mod tests {
     }
 
     proptest! {
-        /// Rows read back as written, whatever their identifiers share; a changed byte is found.
+        /// Rows read back as written, whatever their identifiers share (less than 16 bytes, and
+        /// more: [`common_prefix`] compares 16 at a time); a changed byte is found.
         #[test]
         fn rows_round_trip(
-            mut ids in prop::collection::btree_set("(oai:r:|é|a)[0-9é:/]{0,12}", 0..60),
+            mut ids in prop::collection::btree_set(
+                "(oai:r:|oai:repository.example.org:|é|a)[0-9é:/]{0,24}",
+                0..60,
+            ),
             fields in prop::collection::vec(
                 (any::<Lens>(), any::<i64>(), any::<u128>(), any::<u32>(), 0u8..8),
                 60,

@@ -659,7 +659,7 @@ impl ProfilePatch {
         let mut fresh_at = [0usize; COLUMNS];
         let mut published = PublishedLanding::new(self);
         let mut written = LandingFiles::new(public_url, limits, settings);
-        let mut out = Rows::default();
+        let mut out = Rows::with_capacity(rows.len() + changes.fresh.as_bytes().len());
         let mut stats = SignStats::default();
         // The ledger's rows and the changed records', merged by identifier.
         loop {
