@@ -244,13 +244,14 @@ impl Backend for Sqlite {
         // that was a temporary file per page and, at a million records with 1% changed, 430 MiB
         // written to them (55,000 writes) for 190 MiB of changed pages; on a first harvest a
         // tenth more bytes written (benches/compare-RESULTS.md). Kept in memory for this
-        // transaction alone, the journal is bounded by what one page of records changes (and
-        // SQLite empties it after each statement); the connection's other statements keep
-        // their temporary files (sorts) on disk.
+        // transaction alone, the journal is bounded by what one statement changes (under a
+        // fresh page's savepoint, by what the page changes); the connection's other statements
+        // keep their temporary files (sorts) on disk.
         self.set_temp_store("MEMORY")?;
         let applied = self.apply_page_in(run, &page, fresh, state, track);
-        self.set_temp_store("DEFAULT")?;
-        applied
+        // The page's own error first, if any.
+        let restored = self.set_temp_store("DEFAULT");
+        applied.and(restored)
     }
 
     /// [`super::Store::finish_run`] on SQLite.
@@ -789,7 +790,8 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
     // file again for each statement of the transaction that touches it: at a million records
     // with 1% changed, 76,600 reads of 17,500 pages (1.2 GB copied), and 92,000 reads with the
     // WAL's. Room for 16 MiB, taken only as pages are read and given back when the store closes
-    // after its run, makes that 55,700 in all.
+    // after its run, makes that 55,700 in all. (SQLite's sorts size their runs in memory from
+    // it too: up to 16 MiB before one goes to a temporary file.)
     conn.pragma_update(None, "cache_size", -16 * 1024)
         .map_err(fail(path, "cannot configure"))?;
     Ok(conn)
