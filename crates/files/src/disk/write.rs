@@ -277,10 +277,11 @@ pub struct DirectWriter {
     hashed: usize,
 }
 
-/// How many bytes copied into a [`DirectWriter`]'s chunk are hashed at a time: few enough that
-/// they are still in the core's own cache. Folded in a whole chunk at a time, the CRC read the
-/// chunk back from the shared cache and was a tenth of a profiles' patch.
-const HASH_STRETCH: usize = 32 * 1024;
+/// How many bytes are hashed at a time just after they were copied or read: few enough that they
+/// are still in the core's own cache. A [`DirectWriter`] hashes its chunk so (folded in a whole
+/// chunk at a time, the CRC read the chunk back from the shared cache and was a tenth of a
+/// profiles' patch), and a patch the published files it reads.
+pub(crate) const HASH_STRETCH: usize = 32 * 1024;
 
 /// A file of the staging folder written front to back ([`Staging::stream`]).
 pub struct FileStream {
@@ -316,9 +317,10 @@ pub(crate) const HUGE_PAGE: usize = 2 << 20;
 /// The room a [`DirectWriter`] gathers a chunk in: anonymous memory mapped for it, the chunk at
 /// the start of a stretch aligned to a huge page and advised to the kernel as one. Direct I/O
 /// pins the chunk's pages for every write and hands them to the device one segment each: for
-/// the megabyte chunks of then, one huge page instead of 256 small ones took 0.13 CPU-s off an export of a million records with
-/// the XML profiles (2.84 -> 2.71 s, medians of six alternated runs; a little of it user time,
-/// fewer TLB misses in filling the chunk) and 0.06 s off the plain export. Without huge pages
+/// the megabyte chunks of then, one huge page instead of 256 small ones took 0.13 CPU-s off an
+/// export of a million records with the XML profiles (2.84 -> 2.71 s, medians of six alternated
+/// runs; a little of it user time, fewer TLB misses in filling the chunk) and 0.06 s off the
+/// plain export. Without huge pages
 /// (`never`), it is memory as usual. Reused from writer to writer ([`DirectWriter::finish`]), so
 /// mapped a few times per export.
 pub struct Chunk {

@@ -41,7 +41,7 @@ use super::{
 use crate::FilesError;
 use crate::disk::profiles::BLANK_SHARE;
 use crate::disk::read::Windows;
-use crate::disk::write::FileStream;
+use crate::disk::write::{FileStream, HASH_STRETCH};
 
 /// OCX's column, whose entries are counted apart.
 const OCX: usize = Profile::Ocx.column().0;
@@ -817,10 +817,6 @@ struct Published<'p> {
     hashed: usize,
 }
 
-/// How far ahead of what is taken a published file is hashed: what the core's own cache holds,
-/// as a [`crate::disk::write::DirectWriter`] hashes what it is given.
-const HASH_AHEAD: usize = 32 * 1024;
-
 /// The most bytes a file's closing takes (a `urlset`'s end tag, a list's end): until a file's
 /// last bytes are read, its entries are taken only before as many bytes.
 const CLOSING_MAX: usize = if URLSET_CLOSE.len() > cdif::LIST_END_MAX {
@@ -907,12 +903,12 @@ impl<'p> Published<'p> {
         Ok(())
     }
 
-    /// Hashes the current file up to `to` at least (a stretch ahead of it, within what was
-    /// read).
+    /// Hashes the current file up to `to` at least ([`HASH_STRETCH`] ahead of what was hashed,
+    /// within what was read).
     fn hash_to(&mut self, to: usize) {
         if to > self.hashed {
             let bytes = self.file.bytes();
-            let end = (to.max(self.hashed + HASH_AHEAD)).min(bytes.len());
+            let end = (to.max(self.hashed + HASH_STRETCH)).min(bytes.len());
             self.hasher.update(&bytes[self.hashed..end]);
             self.hashed = end;
         }
