@@ -522,8 +522,8 @@ impl Store {
 
     /// Calls `f` with every record changed since the last publish ([`Store::apply_page`] with
     /// `track`): as it is now (a tombstone when deleted; with its sets when `sets` asks for
-    /// them, which costs a read of the record's row) and the version last published, if that
-    /// one was live (without its sets, which the store does not keep).
+    /// them, kept with the change) and the version last published, if that one was live
+    /// (without its sets, which the store does not keep).
     pub fn dirty<E>(
         &self,
         sets: bool,
@@ -1354,6 +1354,71 @@ mod tests {
             .apply_page(1, &[a.clone(), b.clone()], &state, false)
             .unwrap();
         (store, state, a, b)
+    }
+
+    /// A change keeps the record's sets beside it, so a publish reads the changes alone; one
+    /// listed before they were kept (a store of an earlier version, its column added when it
+    /// opens) has them read from the record's row.
+    #[test]
+    fn changes_listed_without_their_sets_have_the_records() {
+        for each in Each::all("changes_listed_without_their_sets_have_the_records") {
+            let (mut store, state, _, _) = store_of_two(&each);
+            let mut a2 = record("oai:x:1", "2024-05-02", &["https://h/1b"]);
+            a2.sets = vec!["moved".into()];
+            let b2 = record("oai:x:2", "2024-05-02", &["https://h/2b"]);
+            store
+                .apply_page(2, &[a2.clone(), b2], &state, true)
+                .unwrap();
+            let listed = dirty(&store);
+            assert_eq!(listed[0].0.sets, a2.sets, "{each}");
+            // The sets are the change's: what the record's row holds is not read.
+            let unread = "SET sets = 'elsewhere' WHERE id = 'oai:x:2'";
+            match &each.db {
+                Some(db) => {
+                    let sql = format!("UPDATE oai_bridge_records {unread} AND repository = 'r'");
+                    db.client().execute(&sql, &[]).unwrap();
+                }
+                None => {
+                    let sql = format!("UPDATE records {unread}");
+                    store.sqlite().conn.execute(&sql, []).unwrap();
+                }
+            };
+            assert_eq!(dirty(&store), listed, "{each}");
+            // Listed without them (record 1's), the sets are the row's.
+            match &each.db {
+                Some(db) => {
+                    let sql = "UPDATE oai_bridge_changes SET now_sets = NULL WHERE id = 'oai:x:1'";
+                    db.client().execute(sql, &[]).unwrap();
+                }
+                None => {
+                    let sql = "ALTER TABLE changes DROP COLUMN now_sets";
+                    store.sqlite().conn.execute(sql, []).unwrap();
+                    drop(store);
+                    store = each.open();
+                }
+            }
+            let read = dirty(&store);
+            assert_eq!(read[0], listed[0], "{each}");
+            // Record 2's: its row's on SQLite, whose column was dropped for every change.
+            let two = match &each.db {
+                Some(_) => listed[1].0.sets.clone(),
+                None => vec!["elsewhere".to_owned()],
+            };
+            assert_eq!(read[1].0.sets, two, "{each}");
+            // A change listed again keeps them.
+            let mut a3 = record("oai:x:1", "2024-05-03", &["https://h/1c"]);
+            a3.sets = vec!["again".into()];
+            store.apply_page(3, &[a3.clone()], &state, true).unwrap();
+            let again = "UPDATE records SET sets = '' WHERE id = 'oai:x:1'";
+            match &each.db {
+                Some(db) => {
+                    let sql = again.replace("records", "oai_bridge_records");
+                    db.client().execute(&sql, &[]).unwrap();
+                }
+                None => drop(store.sqlite().conn.execute(again, []).unwrap()),
+            }
+            assert_eq!(dirty(&store)[0].0.sets, a3.sets, "{each}");
+        }
     }
 
     #[test]

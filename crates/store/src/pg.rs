@@ -114,6 +114,13 @@ const MIGRATIONS: &[&str] = &[
         ADD COLUMN generation_fence BIGINT,
         ADD COLUMN published BIGINT NOT NULL DEFAULT 0;
     "#,
+    // 4: a change keeps the record's sets beside it, so that the publish reads the changes
+    // alone (`Conn::changes_after`); one listed before has none (NULL), and its sets are read
+    // from the record. (A gateway of a version before refuses the schema, so none lists
+    // changes without them after.)
+    r#"
+    ALTER TABLE oai_bridge_changes ADD COLUMN now_sets TEXT;
+    "#,
 ];
 
 /// The key of the advisory lock that migrations hold ("oaibrdg1").
@@ -359,7 +366,8 @@ impl Drop for Postgres {
 type LiveRow = (String, Option<i64>, String, Vec<u8>);
 
 /// A row of the changes, read back: identifier, datestamp, deleted, body; the version
-/// published: live, body, datestamp; and the record's sets now.
+/// published: live, body, datestamp; and the record's sets now (`None` until they are read
+/// from the record's row: [`Conn::changes_after`]).
 type ChangeRow = (
     String,
     Option<i64>,
@@ -368,7 +376,7 @@ type ChangeRow = (
     Option<bool>,
     Option<Vec<u8>>,
     Option<i64>,
-    String,
+    Option<String>,
 );
 
 impl Postgres {
@@ -742,7 +750,7 @@ impl Backend for Postgres {
                     identifier: id,
                     datestamp: datestamp.map(Datestamp::unpack),
                     deleted,
-                    sets: super::split_sets(&sets),
+                    sets: super::split_sets(sets.as_deref().unwrap_or_default()),
                     ..Record::default()
                 };
                 let mut before = match prev_live.unwrap_or(false) {
@@ -1110,36 +1118,21 @@ impl Conn {
         after: Option<String>,
         sets: bool,
     ) -> Result<Vec<ChangeRow>, Failure> {
-        // The records' sets only when asked: the join reads each changed record's row.
+        // Each change keeps the record's sets beside it (`now_sets`, migration 4), so this reads
+        // the changes alone, not each changed record's row too.
         macro_rules! changes {
-            ($sets:literal, $join:literal, $after:literal) => {
+            ($after:literal) => {
                 concat!(
-                    "SELECT c.id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
-                       prev_datestamp, ",
-                    $sets,
-                    " FROM oai_bridge_changes c ",
-                    $join,
-                    " WHERE c.repository = $1 ",
+                    "SELECT id, now_datestamp, now_deleted, now_body, prev_live, prev_body,
+                       prev_datestamp, now_sets FROM oai_bridge_changes WHERE repository = $1 ",
                     $after,
-                    " ORDER BY c.id LIMIT $2"
+                    " ORDER BY id LIMIT $2"
                 )
-            };
-            (sets, $after:literal) => {
-                changes!(
-                    "COALESCE(r.sets, '')",
-                    "LEFT JOIN oai_bridge_records r ON r.repository = c.repository AND r.id = c.id",
-                    $after
-                )
-            };
-            (no sets, $after:literal) => {
-                changes!("''::text", "", $after)
             };
         }
-        let sql = match (sets, after.is_some()) {
-            (true, false) => changes!(sets, ""),
-            (true, true) => changes!(sets, "AND c.id > $3"),
-            (false, false) => changes!(no sets, ""),
-            (false, true) => changes!(no sets, "AND c.id > $3"),
+        let sql = match after.is_some() {
+            false => changes!(""),
+            true => changes!("AND id > $3"),
         };
         let stmt = self.prepared(sql)?;
         let rows = match &after {
@@ -1147,21 +1140,44 @@ impl Conn {
             Some(after) => self.client.query(&stmt, &[&self.repository, &BATCH, after]),
         }
         .doing("cannot read the changed records")?;
-        Ok(rows
-            .iter()
+        let mut read: Vec<ChangeRow> = (rows.iter())
             .map(|r| {
+                // Not asked for: none to read.
+                let listed: Option<String> = match sets {
+                    true => r.get(7),
+                    false => Some(String::new()),
+                };
+                let (id, datestamp, deleted, body) = (r.get(0), r.get(1), r.get(2), r.get(3));
                 (
-                    r.get(0),
-                    r.get(1),
-                    r.get(2),
-                    r.get(3),
+                    id,
+                    datestamp,
+                    deleted,
+                    body,
                     r.get(4),
                     r.get(5),
                     r.get(6),
-                    r.get(7),
+                    listed,
                 )
             })
-            .collect())
+            .collect();
+        // A change listed before the column has no sets: the records' rows are read for those.
+        let unlisted: Vec<&str> = (read.iter())
+            .filter(|r| r.7.is_none())
+            .map(|r| r.0.as_str())
+            .collect();
+        if !unlisted.is_empty() {
+            let stmt = self.prepared(
+                "SELECT id, sets FROM oai_bridge_records WHERE repository = $1 AND id = ANY($2)",
+            )?;
+            let found = (self.client.query(&stmt, &[&self.repository, &unlisted]))
+                .doing("cannot read the changed records")?;
+            let found: HashMap<String, String> =
+                found.iter().map(|r| (r.get(0), r.get(1))).collect();
+            for row in read.iter_mut().filter(|r| r.7.is_none()) {
+                row.7 = Some(found.get(&row.0).cloned().unwrap_or_default());
+            }
+        }
+        Ok(read)
     }
 
     /// Applies a page in one transaction: reads the stored versions and rejections of its
@@ -1287,11 +1303,12 @@ impl PageStatements {
         // A change keeps the version of an earlier one: the version last published.
         let track_change = c.prepared(
             "INSERT INTO oai_bridge_changes (repository, id, prev_live, prev_datestamp,
-               prev_body, now_deleted, now_datestamp, now_body)
+               prev_body, now_deleted, now_datestamp, now_body, now_sets)
              SELECT $1, * FROM unnest($2::text[], $3::bool[], $4::int8[], $5::bytea[],
-               $6::bool[], $7::int8[], $8::bytea[])
+               $6::bool[], $7::int8[], $8::bytea[], $9::text[])
              ON CONFLICT (repository, id) DO UPDATE SET now_deleted = excluded.now_deleted,
-               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body",
+               now_datestamp = excluded.now_datestamp, now_body = excluded.now_body,
+               now_sets = excluded.now_sets",
         )?;
         let save = c.prepared(SAVE_STATE)?;
         Ok(Self {
@@ -1391,6 +1408,7 @@ impl PageStatements {
         let now_deleted: Vec<bool> = now().map(|r| r.deleted).collect();
         let now_datestamp: Vec<Option<i64>> = now().map(|r| r.datestamp).collect();
         let now_body: Vec<&[u8]> = now().map(|r| r.body.as_slice()).collect();
+        let now_sets: Vec<&str> = now().map(|r| r.sets.as_str()).collect();
         tx.execute(
             &self.track_change,
             &[
@@ -1402,6 +1420,7 @@ impl PageStatements {
                 &now_deleted,
                 &now_datestamp,
                 &now_body,
+                &now_sets,
             ],
         )
         .doing("cannot store a record")?;
