@@ -626,7 +626,7 @@ fn patch_profiles(
         Err(why) => return Ok(Err(why)),
     };
     // Who wins each landing page touched: the newest record (a tie: the later identifier).
-    let mut decided = HashMap::new();
+    let mut decided = foldhash::HashMap::default();
     for hash in &touched {
         let unchanged = pages.get(hash).into_iter().flatten();
         let mut records: Vec<(i64, &str, bool)> = unchanged
@@ -669,8 +669,10 @@ fn patch_profiles(
 }
 
 /// The records of a landing page, with their packed datestamps (and, published, whether their
-/// entries lost it), by the page's hash.
-type Pages<T> = HashMap<u128, Vec<(String, i64, T)>>;
+/// entries lost it), by the page's hash. (foldhash, here and for the pages touched: they are
+/// looked up for every row of the ledger, where std's SipHash took 2% of a patch's
+/// instructions.)
+type Pages<T> = foldhash::HashMap<u128, Vec<(String, i64, T)>>;
 
 /// What the published rows say of the changed records ([`scan_rows`]).
 struct Scanned {
@@ -679,7 +681,7 @@ struct Scanned {
     /// The unchanged records that give a landing page a changed record gives or gave.
     pages: Pages<bool>,
     /// Those landing pages.
-    touched: HashSet<u128>,
+    touched: foldhash::HashSet<u128>,
     /// The categories of each changed record when last published.
     before_groups: Vec<Option<u32>>,
     /// Which entries that lost in the published files are blanked out there
@@ -696,7 +698,7 @@ fn scan_rows(
     limits: crate::render::Limits,
 ) -> Result<Scanned, Unpatchable> {
     use crate::profiles::ledger::RowReader;
-    let mut fresh_pages: Pages<()> = HashMap::new();
+    let mut fresh_pages: Pages<()> = Pages::default();
     let mut reader = RowReader::new(fresh)?;
     while let Some(row) = reader.row() {
         if row.landing {
@@ -706,8 +708,8 @@ fn scan_rows(
         reader.advance()?;
     }
     let mut before_groups: Vec<Option<u32>> = vec![None; gone.len()];
-    let mut pages: Pages<bool> = HashMap::new();
-    let mut touched: HashSet<u128> = fresh_pages.keys().copied().collect();
+    let mut pages: Pages<bool> = Pages::default();
+    let mut touched: foldhash::HashSet<u128> = fresh_pages.keys().copied().collect();
     let mut replay = crate::profiles::merge::BlankReplay::new(limits);
     let mut reader = RowReader::new(rows)?;
     let mut g = 0;

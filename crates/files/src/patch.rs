@@ -468,10 +468,20 @@ pub(crate) struct Entry<'a> {
 impl<'a> Entry<'a> {
     pub(crate) fn url(&self) -> Result<Cow<'a, str>, Unpatchable> {
         let loc = std::str::from_utf8(self.loc).map_err(|_| self.damaged())?;
-        if loc.contains('&') {
+        if memchr::memchr(b'&', self.loc).is_some() {
             quick_xml::escape::unescape(loc).map_err(|_| self.damaged())
         } else {
             Ok(Cow::Borrowed(loc))
+        }
+    }
+
+    /// [`Entry::url`] as bytes, which order URLs as their text does, not checked for UTF-8
+    /// unless it holds an escape: for a file whose hash is checked once it is read, where
+    /// checking each URL took 1.7% of a patch's instructions.
+    pub(crate) fn url_bytes(&self) -> Result<Cow<'a, [u8]>, Unpatchable> {
+        match memchr::memchr(b'&', self.loc) {
+            None => Ok(Cow::Borrowed(self.loc)),
+            Some(_) => Ok(Cow::Owned(self.url()?.into_owned().into_bytes())),
         }
     }
 

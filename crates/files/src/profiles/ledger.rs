@@ -221,6 +221,29 @@ impl Rows {
         self.count += 1;
     }
 
+    /// Appends `row` as a ledger had it: `encoded` ([`RowReader::encoded`]), front-coded
+    /// against the row before it there, which must be the row pushed last. A patch keeps
+    /// most rows as they were: copied, they are not coded again (encoding took 3% of a
+    /// patch's samples at a million records).
+    pub(crate) fn push_encoded(&mut self, row: &Row<'_>, encoded: &[u8]) {
+        debug_assert!(*encoded == *Self::one(&self.last, row), "{row:?}");
+        self.bytes.extend_from_slice(encoded);
+        self.last.clear();
+        self.last.push_str(row.id);
+        self.count += 1;
+    }
+
+    /// `row` coded after a row of the identifier `last` (what [`Rows::push_encoded`] checks
+    /// in debug builds).
+    fn one(last: &str, row: &Row<'_>) -> Vec<u8> {
+        let mut rows = Self {
+            last: last.to_owned(),
+            ..Self::default()
+        };
+        rows.push(row);
+        rows.bytes
+    }
+
     /// Rows pushed.
     pub(crate) fn count(&self) -> u64 {
         self.count
@@ -296,6 +319,8 @@ pub fn decode(bytes: &[u8]) -> Result<(Head, &[u8]), Unpatchable> {
 #[derive(Debug)]
 pub struct RowReader<'a> {
     rest: &'a [u8],
+    /// The row held, as coded.
+    encoded: &'a [u8],
     id: String,
     /// The row held, but its identifier (`id`).
     row: Row<'static>,
@@ -314,6 +339,7 @@ impl<'a> RowReader<'a> {
     pub fn new(rows: &'a [u8]) -> Result<Self, Unpatchable> {
         let mut reader = Self {
             rest: rows,
+            encoded: &[],
             id: String::new(),
             row: Row::default(),
             held: false,
@@ -331,6 +357,12 @@ impl<'a> RowReader<'a> {
         })
     }
 
+    /// The row held, as its ledger codes it: against the row before it there
+    /// ([`Rows::push_encoded`]).
+    pub(crate) fn encoded(&self) -> &'a [u8] {
+        self.encoded
+    }
+
     /// Holds the next row.
     ///
     /// # Errors
@@ -341,6 +373,7 @@ impl<'a> RowReader<'a> {
         if self.rest.is_empty() {
             return Ok(());
         }
+        let start = self.rest;
         let damaged = || Unpatchable("the profiles' ledger holds a damaged row".into());
         let shared = self.varint().ok_or_else(damaged)? as usize;
         let len = self.varint().ok_or_else(damaged)? as usize;
@@ -350,8 +383,15 @@ impl<'a> RowReader<'a> {
             return Err(damaged());
         }
         // Byte order, as the store reads its records: past the shared prefix, the new suffix
-        // must be above the old one.
-        if self.read > 0 && suffix.as_bytes() <= &self.id.as_bytes()[shared..] {
+        // must be above the old one. Their first bytes mostly tell (the prefix is as long as
+        // the identifiers share), without a call to compare the rest: 2% of a patch's
+        // instructions went to comparing whole suffixes.
+        let was = &self.id.as_bytes()[shared..];
+        let ascending = match (suffix.as_bytes().first(), was.first()) {
+            (Some(new), Some(old)) if new != old => new > old,
+            _ => suffix.as_bytes() > was,
+        };
+        if self.read > 0 && !ascending {
             return refuse("the profiles' ledger is not in identifier order");
         }
         self.id.truncate(shared);
@@ -376,17 +416,26 @@ impl<'a> RowReader<'a> {
             self.rest = rest;
         }
         self.row = row;
+        self.encoded = &start[..start.len() - self.rest.len()];
         self.held = true;
         self.read += 1;
         Ok(())
     }
 
+    /// The next varint: at most 10 bytes, the last without its high bit.
+    #[inline]
     fn varint(&mut self) -> Option<u64> {
-        let mut value = 0u64;
-        for (i, &b) in self.rest.iter().enumerate().take(10) {
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b & 0x80 == 0 {
-                self.rest = &self.rest[i + 1..];
+        // A byte alone is most of them (a prefix's and a suffix's lengths, the flags).
+        let (&first, rest) = self.rest.split_first()?;
+        if first < 0x80 {
+            self.rest = rest;
+            return Some(u64::from(first));
+        }
+        let mut value = u64::from(first & 0x7f);
+        for (i, &b) in rest.iter().enumerate().take(9) {
+            value |= u64::from(b & 0x7f) << (7 * (i + 1));
+            if b < 0x80 {
+                self.rest = &rest[i + 1..];
                 return Some(value);
             }
         }
@@ -453,6 +502,43 @@ mod tests {
         );
         let removed = with_head(&ledger, |head| head.replace(r#","ocx""#, ""));
         assert!(decode(&removed).is_err());
+    }
+
+    /// Identifiers must come in strictly ascending byte order: one below, equal to or a
+    /// prefix of the one before is refused, one the one before is a prefix of is read.
+    #[test]
+    fn rows_out_of_order_are_refused() {
+        let read = |ids: &[&str]| -> Result<Vec<String>, Unpatchable> {
+            let mut rows = Rows::default();
+            for id in ids {
+                rows.push(&Row {
+                    id,
+                    ..Row::default()
+                });
+            }
+            let mut reader = RowReader::new(rows.as_bytes())?;
+            let mut read = Vec::new();
+            while let Some(row) = reader.row() {
+                read.push(row.id.to_owned());
+                reader.advance()?;
+            }
+            Ok(read)
+        };
+        let order = "the profiles' ledger is not in identifier order";
+        for ids in [["oai:b", "oai:a"], ["oai:a", "oai:a"], ["oai:ab", "oai:a"]] {
+            assert_eq!(read(&ids).unwrap_err().0, order, "{ids:?}");
+        }
+        for ids in [
+            ["oai:a", "oai:ab"],
+            ["oai:a", "oai:b"],
+            ["oai:éa", "oai:éb"],
+        ] {
+            assert_eq!(read(&ids).unwrap(), ids, "{ids:?}");
+        }
+        // Past the shared prefix, cut back to a character boundary, the first bytes are alike
+        // (é and ê both start with 0xC3): the rest compares.
+        assert_eq!(read(&["oai:é", "oai:ê"]).unwrap(), ["oai:é", "oai:ê"]);
+        assert_eq!(read(&["oai:ê", "oai:é"]).unwrap_err().0, order);
     }
 
     proptest! {

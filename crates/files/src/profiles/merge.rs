@@ -20,8 +20,6 @@
 //! record, and such a URL's entry is decided among records not at hand), and anything the
 //! published files or the ledger do not confirm.
 
-use std::collections::HashMap;
-
 use oai_pmh::Datestamp;
 use url::Url;
 
@@ -62,8 +60,9 @@ pub struct Changes {
     /// front: [`super::signposts::Resolved::entry_streams`]), lost ones too.
     pub streams: [Vec<u8>; COLUMNS],
     /// The landing pages (hashes) the change touches, each with the identifier of the record
-    /// whose entries win it and how many records give it.
-    pub decided: HashMap<u128, (String, usize)>,
+    /// whose entries win it and how many records give it. (foldhash: looked up for every row;
+    /// std's SipHash showed.)
+    pub decided: foldhash::HashMap<u128, (String, usize)>,
     /// For each column of shards, whether each entry that lost in the published files (in
     /// order) is there, blanked out, or was cut out with its file ([`BlankReplay`]).
     pub blanked: [Vec<bool>; COLUMNS],
@@ -661,6 +660,9 @@ impl ProfilePatch {
         let mut written = LandingFiles::new(public_url, limits, settings);
         let mut out = Rows::with_capacity(rows.len() + changes.fresh.as_bytes().len());
         let mut stats = SignStats::default();
+        // Whether the row written last is the one before the old reader's in the ledger: an
+        // unchanged row after it is copied as the ledger codes it.
+        let mut after_old = true;
         // The ledger's rows and the changed records', merged by identifier.
         loop {
             let take_fresh = match (old.row(), fresh.row()) {
@@ -677,6 +679,7 @@ impl ProfilePatch {
                 let Some(entries) = published.entries(&o)? else {
                     // A changed record: its row and entries leave.
                     old.advance()?;
+                    after_old = false;
                     continue;
                 };
                 if fresh.row().is_some_and(|f| f.id == o.id) {
@@ -685,10 +688,15 @@ impl ProfilePatch {
                 }
                 (o, entries)
             };
+            let was = row;
             changes.settle(&mut row, take_fresh)?;
-            out.push(&row);
+            match !take_fresh && after_old && row == was {
+                true => out.push_encoded(&row, old.encoded()),
+                false => out.push(&row),
+            }
             stats.count(&row);
             written.write(sink, &row, &entries)?;
+            after_old = !take_fresh;
             if take_fresh {
                 fresh.advance()?;
             } else {
@@ -758,21 +766,23 @@ impl ProfilePatch {
                 let Some(old) = Entries::new(0, bytes).next().transpose()? else {
                     break;
                 };
-                let url = old.url()?;
+                // Compared as bytes: the file is checked once read ([`Published::finished`]).
+                let url = old.url_bytes()?;
                 let url = url.as_ref();
-                while let Some(new) = added.get(a).filter(|(u, _)| u.as_str() < url) {
+                while let Some(new) = added.get(a).filter(|(u, _)| u.as_bytes() < url) {
                     add(writer, sink, bit, new)?;
                     a += 1;
                 }
-                if removed.get(r).is_some_and(|u| u.as_str() < url) {
+                if removed.get(r).is_some_and(|u| u.as_bytes() < url) {
                     let why = format!("{} is not in DiWoo category {category}", removed[r]);
                     return Err(Unpatchable(why).into());
                 }
-                if removed.get(r).is_some_and(|u| u == url) {
+                if removed.get(r).is_some_and(|u| u.as_bytes() == url) {
                     r += 1;
                     continue;
                 }
-                if added.get(a).is_some_and(|(u, _)| u == url) {
+                if added.get(a).is_some_and(|(u, _)| u.as_bytes() == url) {
+                    let url = String::from_utf8_lossy(url);
                     let why = format!("{url} is now published by two records");
                     return Err(Unpatchable(why).into());
                 }
