@@ -408,19 +408,40 @@ impl SqliteSource {
             bool,
             Option<i64>,
             Vec<u8>,
+            Option<String>,
         );
         let insert = tx
             .prepare(
                 "INSERT INTO oai_bridge_changes (repository, id, prev_live, prev_datestamp,
-                   prev_body, now_deleted, now_datestamp, now_body)
+                   prev_body, now_deleted, now_datestamp, now_body, now_sets)
                  SELECT $1, * FROM unnest($2::text[], $3::bool[], $4::int8[], $5::bytea[],
-                   $6::bool[], $7::int8[], $8::bytea[])",
+                   $6::bool[], $7::int8[], $8::bytea[], $9::text[])",
             )
             .doing("cannot prepare the copy")?;
+        // A store this version has not opened yet has no sets with its changes (NULL: read
+        // from the records' rows when published).
+        let keeps_sets: bool = (self.conn)
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM pragma_table_info('changes')
+                   WHERE name = 'now_sets')",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(fail(&self.path, "cannot read the schema"))?;
+        let sql = match keeps_sets {
+            true => {
+                "SELECT id, prev_live, prev_datestamp, prev_body, now_deleted, now_datestamp,
+                   now_body, now_sets
+                 FROM changes ORDER BY id"
+            }
+            false => {
+                "SELECT id, prev_live, prev_datestamp, prev_body, now_deleted, now_datestamp,
+                   now_body, NULL
+                 FROM changes ORDER BY id"
+            }
+        };
         self.batches(
-            "SELECT id, prev_live, prev_datestamp, prev_body, now_deleted, now_datestamp,
-               now_body
-             FROM changes ORDER BY id",
+            sql,
             "cannot read the changed records",
             |r| -> rusqlite::Result<Row> {
                 Ok((
@@ -431,6 +452,7 @@ impl SqliteSource {
                     r.get(4)?,
                     r.get(5)?,
                     r.get(6)?,
+                    r.get(7)?,
                 ))
             },
             |r| r.0.len() + r.3.as_ref().map_or(0, Vec::len) + r.6.len(),
@@ -442,6 +464,7 @@ impl SqliteSource {
                 let now_deleted: Vec<bool> = rows.iter().map(|r| r.4).collect();
                 let now_datestamp: Vec<Option<i64>> = rows.iter().map(|r| r.5).collect();
                 let now_body: Vec<&[u8]> = rows.iter().map(|r| r.6.as_slice()).collect();
+                let now_sets: Vec<Option<&str>> = rows.iter().map(|r| r.7.as_deref()).collect();
                 tx.execute(
                     &insert,
                     &[
@@ -453,6 +476,7 @@ impl SqliteSource {
                         &now_deleted,
                         &now_datestamp,
                         &now_body,
+                        &now_sets,
                     ],
                 )
                 .doing("cannot copy the changed records")
@@ -1000,6 +1024,7 @@ mod tests {
             bool,
             Option<i64>,
             Vec<u8>,
+            Option<String>,
         )>,
         shared: Vec<(String, Vec<u8>)>,
         rejected: Vec<(String, Option<i64>, i64)>,
@@ -1009,7 +1034,7 @@ mod tests {
 
     const RECORDS: &str = "SELECT id, datestamp, deleted, sets, body, seen FROM {t}records";
     const CHANGES: &str = "SELECT id, prev_live, prev_datestamp, prev_body, now_deleted, \
-                           now_datestamp, now_body FROM {t}changes";
+                           now_datestamp, now_body, now_sets FROM {t}changes";
     const SHARED: &str = "SELECT url, claims FROM {t}shared";
     const REJECTED: &str = "SELECT id, datestamp, seen FROM {t}rejected";
 
@@ -1050,6 +1075,7 @@ mod tests {
                     r.get(4)?,
                     r.get(5)?,
                     r.get(6)?,
+                    r.get(7)?,
                 ))
             }),
             shared: all(&conn, &sql(SHARED, "url"), |r| Ok((r.get(0)?, r.get(1)?))),
@@ -1092,6 +1118,7 @@ mod tests {
                     r.get(4),
                     r.get(5),
                     r.get(6),
+                    r.get(7),
                 )
             })
             .collect();

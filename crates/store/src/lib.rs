@@ -1029,17 +1029,22 @@ mod tests {
     }
 
     /// A state written now is the one earlier versions wrote, byte for byte, with its format
-    /// in front: earlier versions, which ignore fields they do not know, read it as before.
+    /// in front and the mark of changes that keep their sets at its end: earlier versions,
+    /// which ignore fields they do not know, read it as before.
     #[test]
     fn a_state_is_written_as_earlier_versions_wrote_it_with_its_format() {
         let doc = include_str!("../../../fixtures/store/state-v1.json");
         let written = serde_json::to_string(&state_of(doc)).unwrap();
         let earlier = compact(doc);
+        let fields = (written.strip_prefix(r#"{"format":1,"#))
+            .and_then(|w| w.strip_suffix(r#","changes_keep_sets":true}"#));
         assert_eq!(
-            written.strip_prefix(r#"{"format":1,"#),
-            earlier.strip_prefix('{'),
+            fields,
+            earlier.strip_prefix('{').and_then(|e| e.strip_suffix('}')),
             "{written}"
         );
+        assert!(persisted::keeps_change_sets(&written));
+        assert!(!persisted::keeps_change_sets(doc));
     }
 
     /// Every field of the state, set, comes back from the store as it was saved.
@@ -1418,6 +1423,25 @@ mod tests {
                 None => drop(store.sqlite().conn.execute(again, []).unwrap()),
             }
             assert_eq!(dirty(&store)[0].0.sets, a3.sets, "{each}");
+            // A version before the column, run on a SQLite store (a rollback), writes the
+            // record's row, not the change's sets, and saves the state without the mark: opened
+            // again, the store reads the sets from the row. The state saved again is marked.
+            if each.db.is_none() {
+                let conn = &store.sqlite().conn;
+                let row = "UPDATE records SET sets = 'rolled back' WHERE id = 'oai:x:1'";
+                conn.execute(row, []).unwrap();
+                assert_eq!(dirty(&store)[0].0.sets, a3.sets);
+                store.save_state(&state).unwrap();
+                let doc = each.doc(&store);
+                let unmarked = doc.replace(r#","changes_keep_sets":true"#, "");
+                assert_ne!(doc, unmarked);
+                each.set_doc(&store, &unmarked);
+                drop(store);
+                let mut store = each.open();
+                assert_eq!(dirty(&store)[0].0.sets, ["rolled back"]);
+                store.save_state(&state).unwrap();
+                assert!(persisted::keeps_change_sets(&each.doc(&store)));
+            }
         }
     }
 

@@ -83,6 +83,22 @@ pub struct StoredState {
     /// (so such a state is written as before; earlier versions ignore the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     learned: Option<LearnedRule>,
+    /// Written by the versions whose changes keep the records' sets (the SQLite store's
+    /// `changes.now_sets`); absent when a version before saved the state, which it does with
+    /// each page, listing changes without their sets ([`keeps_change_sets`]).
+    #[serde(default)]
+    changes_keep_sets: bool,
+}
+
+/// Whether state document `doc` was saved by a version whose changes keep the records' sets:
+/// when not, one before them ran on the store since, and the sets its changes hold may be old.
+pub(crate) fn keeps_change_sets(doc: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Mark {
+        #[serde(default)]
+        changes_keep_sets: bool,
+    }
+    serde_json::from_str::<Mark>(doc).is_ok_and(|m| m.changes_keep_sets)
 }
 
 /// [`Layout`] on disk.
@@ -168,6 +184,7 @@ impl From<State> for StoredState {
             layout: layout.into(),
             sitemap: sitemap.map(Into::into),
             learned,
+            changes_keep_sets: true,
         }
     }
 }
@@ -194,6 +211,8 @@ impl TryFrom<StoredState> for State {
             layout,
             sitemap,
             learned,
+            // The SQLite store's to read, at its opening.
+            changes_keep_sets: _,
         } = stored;
         if !(1..=FORMAT).contains(&format) {
             return Err(StoreError::UnknownFormat(format));

@@ -323,24 +323,17 @@ impl Backend for Sqlite {
             .next()
             .map_err(fail(&self.path, "cannot read a changed record"))?
         {
-            let mut read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<(Record, Option<Record>)> {
-                let identifier: String = row.get(0)?;
+            type Read = (Record, Option<Record>, Option<String>);
+            let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Read> {
                 let listed = match sets {
                     true => row.get::<_, Option<String>>(7)?,
                     false => Some(String::new()),
                 };
-                let sets = match listed {
-                    Some(sets) => sets,
-                    None => (record_sets
-                        .query_row([&identifier], |r| r.get(0))
-                        .optional())?
-                    .unwrap_or_default(),
-                };
                 let mut now = Record {
-                    identifier,
+                    identifier: row.get(0)?,
                     datestamp: row.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
                     deleted: row.get(2)?,
-                    sets: super::split_sets(&sets),
+                    sets: super::split_sets(listed.as_deref().unwrap_or_default()),
                     dc_identifiers: Vec::new(),
                     dc: Default::default(),
                     empty_metadata: false,
@@ -357,9 +350,17 @@ impl Backend for Sqlite {
                 if let Some(before) = &mut before {
                     decode_column(row, 5, before)?;
                 }
-                Ok((now, before))
+                Ok((now, before, listed))
             };
-            let (now, before) = read(row).map_err(fail(&self.path, "damaged record"))?;
+            let (mut now, before, listed) =
+                read(row).map_err(fail(&self.path, "damaged record"))?;
+            if listed.is_none() {
+                let row_sets: Option<String> = (record_sets
+                    .query_row([&now.identifier], |r| r.get(0)))
+                .optional()
+                .map_err(fail(&self.path, "cannot read the changed records"))?;
+                now.sets = super::split_sets(&row_sets.unwrap_or_default());
+            }
             if let Err(e) = f((now, before)) {
                 return Ok(Err(e));
             }
@@ -899,6 +900,21 @@ fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     if !changes_keep_sets {
         conn.execute_batch("ALTER TABLE changes ADD COLUMN now_sets TEXT;")
             .map_err(fail(path, "cannot create the tables"))?;
+    }
+    // A version before the column, run on this store (a rollback), lists a change again
+    // without its sets, leaving those this version wrote there, the sets of before; and it saves
+    // the state without the mark this version writes ([`persisted::keeps_change_sets`]). The
+    // sets listed are forgotten then, and read from the records' rows when published.
+    let doc: Option<String> = conn
+        .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+        .optional()
+        .map_err(fail(path, "cannot read the state"))?;
+    if doc.is_some_and(|doc| !persisted::keeps_change_sets(&doc)) {
+        conn.execute(
+            "UPDATE changes SET now_sets = NULL WHERE now_sets IS NOT NULL",
+            [],
+        )
+        .map_err(fail(path, "cannot create the tables"))?;
     }
     if !counts_deleted {
         conn.execute_batch(
