@@ -487,12 +487,7 @@ impl<'a> Entry<'a> {
 
     pub(crate) fn lastmod(&self) -> Result<Option<Datestamp>, Unpatchable> {
         self.lastmod
-            .map(|text| {
-                std::str::from_utf8(text)
-                    .ok()
-                    .and_then(Datestamp::parse)
-                    .ok_or_else(|| self.damaged())
-            })
+            .map(|text| Datestamp::parse_bytes(text).ok_or_else(|| self.damaged()))
             .transpose()
     }
 

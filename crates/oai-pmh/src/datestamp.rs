@@ -66,7 +66,15 @@ impl Datestamp {
     /// `2026-11-25 21:46:58+00`), and an unread `responseDate` leaves an incremental harvester
     /// nothing to start its next harvest from. The two UTC forms stay on the fixed-width path: one datestamp per record.
     pub fn parse(text: &str) -> Option<Self> {
-        let b = text.trim().as_bytes();
+        Self::parse_bytes(text.trim().as_bytes())
+    }
+
+    /// [`Datestamp::parse`] of bytes not known to be UTF-8 (what is read is ASCII), around which
+    /// only ASCII whitespace is allowed: for text the bridge wrote itself, such as a sitemap's
+    /// `lastmod`, read back a million times in a patch, where checking it for UTF-8 first
+    /// cost as much as the parse.
+    pub fn parse_bytes(b: &[u8]) -> Option<Self> {
+        let b = b.trim_ascii();
         if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
             return None;
         }
@@ -322,6 +330,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 mod tests {
     use super::*;
 
+    /// `input` parses to `expected`, as text and as bytes.
     #[track_caller]
     fn check(input: &str, expected: Option<&str>) {
         assert_eq!(
@@ -329,6 +338,24 @@ mod tests {
             expected,
             "{input:?}"
         );
+        let bytes = Datestamp::parse_bytes(input.as_bytes());
+        assert_eq!(bytes, Datestamp::parse(input), "{input:?} as bytes");
+    }
+
+    /// Bytes are read as ASCII: anything else, whitespace included, is refused.
+    #[test]
+    fn bytes_that_are_not_ascii_are_no_datestamp() {
+        assert!(Datestamp::parse_bytes(b"2011-07-18T16:31:00Z").is_some());
+        for bad in [
+            &b"2011-07-18T16:31:00\xff"[..],
+            b"2011-07-18T16:31:00.\xc3\xa9Z",
+            b"\xc2\xa02011-07-18",
+            b"2011\xe2\x80\x9107-18",
+        ] {
+            assert_eq!(Datestamp::parse_bytes(bad), None, "{bad:?}");
+        }
+        // As text, Unicode's whitespace around it is allowed (a no-break space).
+        assert!(Datestamp::parse("\u{a0}2011-07-18").is_some());
     }
 
     #[test]
