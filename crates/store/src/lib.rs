@@ -764,6 +764,23 @@ mod tests {
             }
         }
 
+        /// Writes `sets` into the row of the test's store's record `id`, as it is (behind the
+        /// store's back).
+        fn set_row_sets(&self, store: &Store, id: &str, sets: &str) {
+            let updated = match &self.db {
+                Some(db) => (db.client())
+                    .execute(
+                        "UPDATE oai_bridge_records SET sets = $1 WHERE repository = 'r' AND id = $2",
+                        &[&sets, &id],
+                    )
+                    .unwrap(),
+                None => (store.sqlite().conn)
+                    .execute("UPDATE records SET sets = ?1 WHERE id = ?2", [sets, id])
+                    .unwrap() as u64,
+            };
+            assert_eq!(updated, 1, "{id}");
+        }
+
         /// Saves `doc` as the test's store's state, as it is.
         fn set_doc(&self, store: &Store, doc: &str) {
             match &self.db {
@@ -1377,17 +1394,7 @@ mod tests {
             let listed = dirty(&store);
             assert_eq!(listed[0].0.sets, a2.sets, "{each}");
             // The sets are the change's: what the record's row holds is not read.
-            let unread = "SET sets = 'elsewhere' WHERE id = 'oai:x:2'";
-            match &each.db {
-                Some(db) => {
-                    let sql = format!("UPDATE oai_bridge_records {unread} AND repository = 'r'");
-                    db.client().execute(&sql, &[]).unwrap();
-                }
-                None => {
-                    let sql = format!("UPDATE records {unread}");
-                    store.sqlite().conn.execute(&sql, []).unwrap();
-                }
-            };
+            each.set_row_sets(&store, "oai:x:2", "elsewhere");
             assert_eq!(dirty(&store), listed, "{each}");
             // Listed without them (record 1's), the sets are the row's.
             match &each.db {
@@ -1414,22 +1421,13 @@ mod tests {
             let mut a3 = record("oai:x:1", "2024-05-03", &["https://h/1c"]);
             a3.sets = vec!["again".into()];
             store.apply_page(3, &[a3.clone()], &state, true).unwrap();
-            let again = "UPDATE records SET sets = '' WHERE id = 'oai:x:1'";
-            match &each.db {
-                Some(db) => {
-                    let sql = again.replace("records", "oai_bridge_records");
-                    db.client().execute(&sql, &[]).unwrap();
-                }
-                None => drop(store.sqlite().conn.execute(again, []).unwrap()),
-            }
+            each.set_row_sets(&store, "oai:x:1", "");
             assert_eq!(dirty(&store)[0].0.sets, a3.sets, "{each}");
             // A version before the column, run on a SQLite store (a rollback), writes the
             // record's row, not the change's sets, and saves the state without the mark: opened
             // again, the store reads the sets from the row. The state saved again is marked.
             if each.db.is_none() {
-                let conn = &store.sqlite().conn;
-                let row = "UPDATE records SET sets = 'rolled back' WHERE id = 'oai:x:1'";
-                conn.execute(row, []).unwrap();
+                each.set_row_sets(&store, "oai:x:1", "rolled back");
                 assert_eq!(dirty(&store)[0].0.sets, a3.sets);
                 store.save_state(&state).unwrap();
                 let doc = each.doc(&store);

@@ -185,12 +185,7 @@ impl Backend for Sqlite {
 
     /// [`super::Store::state`] on SQLite.
     fn state(&self) -> Result<State, StoreError> {
-        let doc: Option<String> = self
-            .conn
-            .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
-            .optional()
-            .map_err(fail(&self.path, "cannot read the state"))?;
-        match doc {
+        match state_doc(&self.conn, &self.path)? {
             None => Ok(State::default()),
             Some(doc) => serde_json::from_str(&doc).map_err(|e| StoreError::Failed {
                 place: Place::File(self.path.clone()),
@@ -812,11 +807,15 @@ fn connect(path: &Path) -> Result<Connection, StoreError> {
 
 /// Whether the saved state is of a format this version does not read ([`super::persisted::FORMAT`]).
 fn state_of_unknown_format(conn: &Connection, path: &Path) -> Result<bool, StoreError> {
-    let doc: Option<String> = conn
-        .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
-        .optional()
-        .map_err(fail(path, "cannot read the state"))?;
+    let doc = state_doc(conn, path)?;
     Ok(doc.as_deref().is_some_and(persisted::of_unknown_format))
+}
+
+/// The state document saved in the database at `path`, open as `conn`, if any.
+fn state_doc(conn: &Connection, path: &Path) -> Result<Option<String>, StoreError> {
+    conn.query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
+        .optional()
+        .map_err(fail(path, "cannot read the state"))
 }
 
 /// Drops every table and creates those of [`SCHEMA`], empty, in one transaction.
@@ -879,43 +878,32 @@ fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         "CREATE INDEX IF NOT EXISTS deleted_records ON records (id) WHERE deleted <> 0;",
     )
     .map_err(fail(path, "cannot create the tables"))?;
-    // Added to version 5 without a rebuild: a store made before counts its deleted records
-    // once.
-    let counts_deleted: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('tally') WHERE name = 'deleted')",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(fail(path, "cannot read the schema"))?;
     // Added to version 5 without a rebuild: a change keeps the record's sets
     // ([`super::Store::dirty`]); one listed before has none (NULL).
-    let changes_keep_sets: bool = conn
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM pragma_table_info('changes') WHERE name = 'now_sets')",
-            [],
-            |r| r.get(0),
-        )
-        .map_err(fail(path, "cannot read the schema"))?;
-    if !changes_keep_sets {
+    if !has_column(conn, path, "changes", "now_sets")? {
         conn.execute_batch("ALTER TABLE changes ADD COLUMN now_sets TEXT;")
             .map_err(fail(path, "cannot create the tables"))?;
     }
     // A version before the column, run on this store (a rollback), lists a change again
     // without its sets, leaving those this version wrote there, the sets of before; and it saves
     // the state without the mark this version writes ([`persisted::keeps_change_sets`]). The
-    // sets listed are forgotten then, and read from the records' rows when published.
-    let doc: Option<String> = conn
-        .query_row("SELECT doc FROM state WHERE k = 0", [], |r| r.get(0))
-        .optional()
-        .map_err(fail(path, "cannot read the state"))?;
-    if doc.is_some_and(|doc| !persisted::keeps_change_sets(&doc)) {
-        conn.execute(
-            "UPDATE changes SET now_sets = NULL WHERE now_sets IS NOT NULL",
+    // sets listed are forgotten then, and read from the records' rows when published. The
+    // state is read for it only when a change lists sets: mostly none is (a publish empties
+    // the changes), and a fleet opens every store at its start.
+    let listed: bool = conn
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM changes WHERE now_sets IS NOT NULL)",
             [],
+            |r| r.get(0),
         )
-        .map_err(fail(path, "cannot create the tables"))?;
+        .map_err(fail(path, "cannot read the changed records"))?;
+    if listed && state_doc(conn, path)?.is_some_and(|doc| !persisted::keeps_change_sets(&doc)) {
+        conn.execute("UPDATE changes SET now_sets = NULL", [])
+            .map_err(fail(path, "cannot write the changed records"))?;
     }
+    // Added to version 5 without a rebuild: a store made before counts its deleted records
+    // once.
+    let counts_deleted = has_column(conn, path, "tally", "deleted")?;
     if !counts_deleted {
         conn.execute_batch(
             "BEGIN;
@@ -926,6 +914,21 @@ fn add_later_tables(conn: &Connection, path: &Path) -> Result<(), StoreError> {
         .map_err(fail(path, "cannot create the tables"))?;
     }
     Ok(())
+}
+
+/// Whether `table` of the database at `path`, open as `conn`, has `column` (one added in place).
+fn has_column(
+    conn: &Connection,
+    path: &Path,
+    table: &str,
+    column: &str,
+) -> Result<bool, StoreError> {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2)",
+        [table, column],
+        |r| r.get(0),
+    )
+    .map_err(fail(path, "cannot read the schema"))
 }
 
 /// The live and deleted records of the SQLite store at `path`, open as `conn`, counted (not the
