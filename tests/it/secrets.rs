@@ -764,8 +764,11 @@ async fn serve(
         ],
     )
     .await;
-    // The admin endpoints refuse no token and a wrong one, and take the file's.
-    assert_eq!(statuses[3..8], [401, 401, 202, 401, 200], "{label}");
+    // The admin endpoints refuse no token and a wrong one, and take the file's. With the
+    // file's, a refresh is started (202) or, when a retry of the refusing upstream is running
+    // at that moment, said to be running (409): an answer given only past the token's check.
+    let refresh = if statuses[5] == 409 { 409 } else { 202 };
+    assert_eq!(statuses[3..8], [401, 401, refresh, 401, 200], "{label}");
     ask(
         seen,
         &label,
