@@ -882,9 +882,7 @@ fn url_changes(
     // URLs several records publish: their claims and lastmod change instead.
     let mut shared = Claims::new(store)?;
     let mut unknown_claim = false;
-    // The records' sets only for the profiles' patch (DiWoo's categories): each change keeps
-    // them, but one listed before it did has them read from the record's row.
-    store.dirty(keep.is_some(), |now, before| {
+    store.dirty(|now, before| {
         if let Some(before) = &before {
             let (urls, counts) = contribution(before, landing);
             stats.remove(&counts);

@@ -55,11 +55,9 @@ pub(crate) trait Backend: std::any::Any + std::fmt::Debug + Send {
         state: &State,
     ) -> Result<u64, StoreError>;
 
-    /// [`super::Store::dirty`], each change handed to `f` as (now, before); the changed
-    /// records' sets only when `sets`.
+    /// [`super::Store::dirty`], each change handed to `f` as (now, before).
     fn dirty(
         &self,
-        sets: bool,
         f: Visit<'_, (Record, Option<Record>)>,
     ) -> Result<Result<(), Stopped>, StoreError>;
 

@@ -985,7 +985,7 @@ mod tests {
         .unwrap()
         .unwrap();
         let mut dirty = Vec::new();
-        s.dirty(true, |now, before| {
+        s.dirty(|now, before| {
             dirty.push((now, before));
             Ok::<_, ()>(())
         })

@@ -521,16 +521,15 @@ impl Store {
     }
 
     /// Calls `f` with every record changed since the last publish ([`Store::apply_page`] with
-    /// `track`): as it is now (a tombstone when deleted; with its sets when `sets` asks for
-    /// them, kept with the change) and the version last published, if that one was live
-    /// (without its sets, which the store does not keep).
+    /// `track`): as it is now (a tombstone when deleted; with its sets, kept with the change)
+    /// and the version last published, if that one was live (without its sets, which the store
+    /// does not keep).
     pub fn dirty<E>(
         &self,
-        sets: bool,
         mut f: impl FnMut(Record, Option<Record>) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreError> {
         let mut stopped = None;
-        let read = self.backend.dirty(sets, &mut |(now, before)| {
+        let read = self.backend.dirty(&mut |(now, before)| {
             f(now, before).map_err(|e| {
                 stopped = Some(e);
                 Stopped
@@ -1356,7 +1355,7 @@ mod tests {
     fn dirty(store: &Store) -> Vec<(Record, Option<Record>)> {
         let mut out = Vec::new();
         store
-            .dirty(true, |now, before| {
+            .dirty(|now, before| {
                 out.push((now, before));
                 Ok::<_, ()>(())
             })
@@ -1476,18 +1475,6 @@ mod tests {
             let changes = dirty(&store);
             assert_eq!(changes.len(), 3);
             assert_eq!(changes[0].0.sets, a3.sets, "{each}");
-            // Not asked for their sets, the same changes without them.
-            let mut without = Vec::new();
-            (store.dirty(false, |now, before| {
-                without.push((now, before));
-                Ok::<_, ()>(())
-            }))
-            .unwrap()
-            .unwrap();
-            without.sort_by(|a, b| a.0.identifier.cmp(&b.0.identifier));
-            let mut expected = changes.clone();
-            expected.iter_mut().for_each(|(now, _)| now.sets.clear());
-            assert_eq!(without, expected, "{each}");
             assert_eq!(changes[0].0.dc_identifiers, a3.dc_identifiers);
             assert_eq!(
                 changes[0].1.as_ref().unwrap().dc_identifiers,

@@ -733,17 +733,10 @@ impl Backend for Postgres {
     /// [`super::Store::dirty`] on PostgreSQL: in identifier order.
     fn dirty(
         &self,
-        sets: bool,
         f: Visit<'_, (Record, Option<Record>)>,
     ) -> Result<Result<(), Stopped>, StoreError> {
-        // `batches` reads with a function (it is sent to the connection's thread).
-        type Read = fn(&mut Conn, Option<String>) -> Result<Vec<ChangeRow>, Failure>;
-        let read: Read = match sets {
-            true => |c, after| c.changes_after(after, true),
-            false => |c, after| c.changes_after(after, false),
-        };
         self.batches(
-            read,
+            |c, after| c.changes_after(after),
             |row: &ChangeRow| row.0.clone(),
             |(id, datestamp, deleted, body, prev_live, prev_body, prev_datestamp, sets)| {
                 let mut now = Record {
@@ -1113,11 +1106,7 @@ impl Conn {
     }
 
     /// Up to [`BATCH`] changes after `after`, in identifier order.
-    fn changes_after(
-        &mut self,
-        after: Option<String>,
-        sets: bool,
-    ) -> Result<Vec<ChangeRow>, Failure> {
+    fn changes_after(&mut self, after: Option<String>) -> Result<Vec<ChangeRow>, Failure> {
         // Each change keeps the record's sets beside it (`now_sets`, migration 4), so this reads
         // the changes alone, not each changed record's row too.
         macro_rules! changes {
@@ -1142,11 +1131,6 @@ impl Conn {
         .doing("cannot read the changed records")?;
         let mut read: Vec<ChangeRow> = (rows.iter())
             .map(|r| {
-                // Not asked for: none to read.
-                let listed: Option<String> = match sets {
-                    true => r.get(7),
-                    false => Some(String::new()),
-                };
                 let (id, datestamp, deleted, body) = (r.get(0), r.get(1), r.get(2), r.get(3));
                 (
                     id,
@@ -1156,7 +1140,7 @@ impl Conn {
                     r.get(4),
                     r.get(5),
                     r.get(6),
-                    listed,
+                    r.get(7),
                 )
             })
             .collect();
@@ -1963,7 +1947,7 @@ mod tests {
                 .unwrap()
                 .unwrap();
                 let mut dirty = Vec::new();
-                s.dirty(true, |now, before| {
+                s.dirty(|now, before| {
                     dirty.push((now, before));
                     Ok::<_, ()>(())
                 })

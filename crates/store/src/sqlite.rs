@@ -292,7 +292,6 @@ impl Backend for Sqlite {
     /// [`super::Store::dirty`] on SQLite.
     fn dirty(
         &self,
-        sets: bool,
         f: Visit<'_, (Record, Option<Record>)>,
     ) -> Result<Result<(), Stopped>, StoreError> {
         // Each change keeps the record's sets beside it (`now_sets`), so the publish reads this
@@ -320,10 +319,7 @@ impl Backend for Sqlite {
         {
             type Read = (Record, Option<Record>, Option<String>);
             let read = |row: &rusqlite::Row<'_>| -> rusqlite::Result<Read> {
-                let listed = match sets {
-                    true => row.get::<_, Option<String>>(7)?,
-                    false => Some(String::new()),
-                };
+                let listed = row.get::<_, Option<String>>(7)?;
                 let mut now = Record {
                     identifier: row.get(0)?,
                     datestamp: row.get::<_, Option<i64>>(1)?.map(Datestamp::unpack),
