@@ -16,9 +16,13 @@
 # Between the full harvest and the refresh, the floor under a patch that must rewrite every file
 # (floor.py): the profiles' published bytes read and written again, and copied in the kernel.
 #
-#   bash benches/incremental/run.sh        # about 8 minutes; writes benches/incremental/RESULTS.md
+# Every export but the reference render is run RUNS times (each refresh from a copy of the same
+# full harvest's output and state) and the report takes each one's median: on this kind of
+# machine one full harvest's CPU time scatters by 15% from run to run, mostly system time.
 #
-# Knobs: RECORDS (1000000), PAGE_SIZE (500), CHANGED_EVERY (100: 1%), PORT (18777),
+#   bash benches/incremental/run.sh        # about 20 minutes; writes benches/incremental/RESULTS.md
+#
+# Knobs: RECORDS (1000000), PAGE_SIZE (500), CHANGED_EVERY (100: 1%), RUNS (3), PORT (18777),
 # GATEWAY_PORT (18778), PROFILES (1; 0 leaves the profiles out). Loopback only; everything it
 # writes stays under target/bench-incremental/.
 set -euo pipefail
@@ -27,6 +31,7 @@ cd "$(dirname "$0")/../.."
 RECORDS=${RECORDS:-1000000}
 PAGE_SIZE=${PAGE_SIZE:-500}
 CHANGED_EVERY=${CHANGED_EVERY:-100}
+RUNS=${RUNS:-3}
 PORT=${PORT:-18777}
 GATEWAY_PORT=${GATEWAY_PORT:-18778}
 PROFILES=${PROFILES:-1}
@@ -84,18 +89,49 @@ timed() {
   echo $(($(requests) - before - 0)) >"$work/$name.requests"
 }
 
+# repeated NAME OUT [STATE] -- ARGS...: `timed NAME-K ARGS...` for K = 1..RUNS, each from what
+# the folders held before the first (copied aside and back). The output's files are then dropped
+# from the page cache, where an export leaves none (it writes them with direct I/O); the state is
+# left cached, as the export that wrote it leaves it.
+repeated() {
+  local name=$1 dirs=() run d
+  shift
+  while [ "$1" != -- ]; do dirs+=("$1"); shift; done
+  shift
+  for d in "${dirs[@]}"; do
+    rm -rf "$d.before"
+    [ "$RUNS" = 1 ] || [ ! -e "$d" ] || cp -a "$d" "$d.before"
+  done
+  for run in $(seq 1 "$RUNS"); do
+    if [ "$run" -gt 1 ]; then
+      for d in "${dirs[@]}"; do
+        rm -rf "$d"
+        [ ! -e "$d.before" ] || cp -a "$d.before" "$d"
+      done
+    fi
+    sync # the copy's pages are dirty, and the kernel drops only clean ones
+    [ ! -d "${dirs[0]}" ] || find "${dirs[0]}" -type f -print0 \
+      | xargs -0 -r python3 benches/incremental/floor.py drop "$work/drop.tmp" >/dev/null
+    timed "$name-$run" "$@"
+    after_run "$name-$run"
+  done
+  for d in "${dirs[@]}"; do rm -rf "$d.before"; done
+}
+after_run() { :; } # NAME: what a run's output is checked for, before the next run replaces it
+
 log "state 1: $RECORDS records"
 start_server
-timed plain --out "$work/plain-out"
+repeated plain "$work/plain-out" -- --out "$work/plain-out"
 rm -rf "$work/plain-out"
-timed full --out "$work/out" --state "$work/state"
+repeated full "$work/out" "$work/state" -- --out "$work/out" --state "$work/state"
 stop_server
 
 log "state 2: every ${CHANGED_EVERY}th record changed (half of them deleted)"
 start_server --changed-every "$CHANGED_EVERY" --response-date 2025-10-01T00:00:00Z \
   --expected-urls "$work/expected.urls"
-timed incremental --out "$work/out" --state "$work/state"
-python3 benches/harvest/sitemap_urls.py "$work/out" "$work/incremental.urls" >/dev/null
+after_run() { python3 benches/harvest/sitemap_urls.py "$work/out" "$work/$1.urls" >/dev/null; }
+repeated incremental "$work/out" "$work/state" -- --out "$work/out" --state "$work/state"
+after_run() { :; }
 
 log "the gateway: a full refresh through its store, then a restart"
 cat >"$work/bridge.toml" <<EOF
@@ -141,7 +177,8 @@ if [ "$PROFILES" = 1 ]; then
   # sha256 of every file of the profiles' export, by name.
   sums() { (cd "$work/out-p" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$1"; }
   start_server --https-identifiers
-  timed profiles-full --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
+  repeated profiles-full "$work/out-p" "$work/state-p" -- \
+    --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
   stop_server
   # The floor under a patch that rewrites every file (floor.py): the profiles' published files
   # (all but the sitemap's, robots.txt and the hidden ledger) read and written again, nothing
@@ -158,8 +195,10 @@ if [ "$PROFILES" = 1 ]; then
   echo "${#profile_files[@]}" >"$work/floor.files"
   start_server --https-identifiers --changed-every "$CHANGED_EVERY" \
     --response-date 2025-10-01T00:00:00Z
-  timed profiles-incremental --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
-  sums "$work/profiles-incremental.sums"
+  after_run() { sums "$work/$1.sums"; }
+  repeated profiles-incremental "$work/out-p" "$work/state-p" -- \
+    --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
+  after_run() { :; }
   # Without the ledger the refresh renders every stored record: the reference bytes, and the
   # cost of a refresh before the profiles were patched.
   rm "$work/out-p/.oai-bridge-ledger"
