@@ -943,6 +943,31 @@ mod tests {
         }
     }
 
+    /// SQLite's page cache is the larger one for an incremental run's pages alone: a full
+    /// harvest's come in order and keep SQLite's default, and so does a store just opened.
+    #[test]
+    fn the_page_cache_grows_for_scattered_pages_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let mut store = Store::open(&path).unwrap();
+        let cache = |store: &Store| -> i64 {
+            (store.sqlite().conn)
+                .pragma_query_value(None, "cache_size", |r| r.get(0))
+                .unwrap()
+        };
+        let state = State::default();
+        assert_eq!(cache(&store), -2000, "SQLite's default when opened");
+        let a = record("oai:x:1", "2024-01-01", &["https://h/1"]);
+        store.apply_page(1, &[a], &state, false).unwrap();
+        assert_eq!(cache(&store), -2000, "a full harvest's page");
+        let b = record("oai:x:2", "2024-01-02", &["https://h/2"]);
+        store.apply_page(2, &[b], &state, true).unwrap();
+        assert_eq!(cache(&store), -16 * 1024, "an incremental run's page");
+        let c = record("oai:x:3", "2024-01-03", &["https://h/3"]);
+        store.apply_page(3, &[c], &state, false).unwrap();
+        assert_eq!(cache(&store), -2000, "a full harvest again");
+    }
+
     /// The deleted records' examples come from their partial index, not from a scan of every
     /// record (bodies and all), in a store made now and in one made before the index.
     #[test]
