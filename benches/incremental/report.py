@@ -96,7 +96,7 @@ def main():
         "refresh (a full harvest of the same repository through its store) is served; its cache "
         "is empty then."
     )
-    if os.path.exists(w("profiles-full.time")):
+    if os.path.exists(w(run_names(w, "profiles-full")[0] + ".time")):
         out.append("")
         out.extend(profiles(w, measured, fmt, verdict, inc))
     print("\n".join(out))
