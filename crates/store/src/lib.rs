@@ -943,10 +943,11 @@ mod tests {
         }
     }
 
-    /// SQLite's page cache is the larger one for an incremental run's pages alone: a full
-    /// harvest's come in order and keep SQLite's default, and so does a store just opened.
+    /// SQLite's page cache is the larger one for pages over records already stored (an
+    /// incremental run's, a full harvest's over an earlier one) and SQLite's default for a
+    /// first harvest's into an empty store, and when the store was just opened.
     #[test]
-    fn the_page_cache_grows_for_scattered_pages_alone() {
+    fn the_page_cache_grows_for_pages_over_stored_records_alone() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(FILE);
         let mut store = Store::open(&path).unwrap();
@@ -956,16 +957,31 @@ mod tests {
                 .unwrap()
         };
         let state = State::default();
+        let page = |n: u64| {
+            [record(
+                &format!("oai:x:{n}"),
+                "2024-01-01",
+                &["https://h/1"],
+            )]
+        };
         assert_eq!(cache(&store), -2000, "SQLite's default when opened");
-        let a = record("oai:x:1", "2024-01-01", &["https://h/1"]);
-        store.apply_page(1, &[a], &state, false).unwrap();
-        assert_eq!(cache(&store), -2000, "a full harvest's page");
-        let b = record("oai:x:2", "2024-01-02", &["https://h/2"]);
-        store.apply_page(2, &[b], &state, true).unwrap();
+        store.apply_page(1, &page(1), &state, false).unwrap();
+        assert_eq!(cache(&store), -2000, "a first harvest into an empty store");
+        store.apply_page(2, &page(2), &state, true).unwrap();
         assert_eq!(cache(&store), -16 * 1024, "an incremental run's page");
-        let c = record("oai:x:3", "2024-01-03", &["https://h/3"]);
-        store.apply_page(3, &[c], &state, false).unwrap();
-        assert_eq!(cache(&store), -2000, "a full harvest again");
+        store.apply_page(3, &page(3), &state, false).unwrap();
+        assert_eq!(
+            cache(&store),
+            -16 * 1024,
+            "a full harvest over stored records"
+        );
+        store.reset(&state).unwrap();
+        store.apply_page(4, &page(4), &state, false).unwrap();
+        assert_eq!(
+            cache(&store),
+            -2000,
+            "a full harvest into the emptied store"
+        );
     }
 
     /// The deleted records' examples come from their partial index, not from a scan of every

@@ -26,7 +26,7 @@ pub(super) struct Sqlite {
     /// The run of the last page applied, and whether it began on an empty store: its pages
     /// are then tried without reading first ([`write_fresh`]).
     run: Option<(u64, bool)>,
-    /// Whether SQLite's page cache is the larger one, for pages of scattered changes
+    /// Whether SQLite's page cache is the larger one, for pages of records already stored
     /// ([`Sqlite::fit_cache`]).
     scattered: bool,
 }
@@ -106,18 +106,20 @@ impl Sqlite {
         })
     }
 
-    /// Sizes SQLite's page cache for the pages to come: the larger for an incremental run's
-    /// (`scattered`), SQLite's default (2 MiB) for a full harvest's.
+    /// Sizes SQLite's page cache for the pages to come: the larger when they update records
+    /// already stored (`scattered`: an incremental run's, or a full harvest's over an earlier
+    /// one), SQLite's default (2 MiB) when a first harvest fills an empty store.
     ///
-    /// An incremental page's records are scattered over the store: with the default, fewer
-    /// than a page of records' rows stayed cached on 16 KiB pages ([`super::page_size_for`]),
-    /// and each changed record's page was read from the file again for each statement of the
-    /// transaction that touches it: at a million records with 1% changed, 76,600 reads of
-    /// 17,500 pages (1.2 GB copied), and 92,000 reads with the WAL's. Room for 16 MiB, taken
-    /// only as pages are read and given back when the store closes after its run, makes that
-    /// 55,700 in all. A full harvest's pages come in identifier order and touch the pages
-    /// next to each other: the larger cache only filled up, and was 14.5 MiB of a gateway's
-    /// 204 MiB peak after a first refresh of a million records.
+    /// A page's records may be anywhere in the store (OAI-PMH sets no order on a list, and an
+    /// incremental one lists what changed): with the default, fewer than a page of records'
+    /// rows stayed cached on 16 KiB pages ([`super::page_size_for`]), and each changed
+    /// record's page was read from the file again for each statement of the transaction that
+    /// touches it: at a million records with 1% changed, 76,600 reads of 17,500 pages (1.2 GB
+    /// copied), and 92,000 reads with the WAL's. Room for 16 MiB, taken only as pages are read
+    /// and given back when the store closes after its run, makes that 55,700 in all. A page
+    /// that fills an empty store ([`write_fresh`]) reads nothing back: the larger cache only
+    /// filled up with what it wrote, 14.5 MiB of a gateway's 204 MiB peak after a first
+    /// refresh of a million records.
     fn fit_cache(&mut self, scattered: bool) -> Result<(), StoreError> {
         if scattered != self.scattered {
             let kib: i64 = if scattered { 16 * 1024 } else { 2000 };
@@ -268,8 +270,8 @@ impl Backend for Sqlite {
         // transaction alone, the journal is bounded by what one statement changes (under a
         // fresh page's savepoint, by what the page changes); the connection's other statements
         // keep their temporary files (sorts) on disk.
+        self.fit_cache(track || !fresh)?;
         self.set_temp_store("MEMORY")?;
-        self.fit_cache(track)?;
         let applied = self.apply_page_in(run, &page, fresh, state, track);
         // The page's own error first, if any.
         let restored = self.set_temp_store("DEFAULT");
