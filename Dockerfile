@@ -9,6 +9,8 @@ FROM rust:1.95-slim-bookworm AS build
 RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
+# The build's settings (AWS-LC seeded without CPU jitter), as every build from the repository.
+COPY .cargo ./.cargo
 COPY crates ./crates
 COPY src ./src
 COPY benches ./benches
