@@ -16,9 +16,10 @@
 # Between the full harvest and the refresh, the floor under a patch that must rewrite every file
 # (floor.py): the profiles' published bytes read and written again, and copied in the kernel.
 #
-# Every export but the reference render is run RUNS times (each refresh from a copy of the same
-# full harvest's output and state) and the report takes each one's median: on this kind of
-# machine one full harvest's CPU time scatters by 15% from run to run, mostly system time.
+# Every export but the whole render after the profiles' refresh is run RUNS times, each full harvest followed by the
+# refresh after the change, and the report takes each one's median and judges the ratios by the
+# median of the pairs' own: on this kind of machine one run's CPU time moves by 15-30% from one
+# minute to the next, and the two runs of a pair see the machine alike.
 #
 #   bash benches/incremental/run.sh        # about 20 minutes; writes benches/incremental/RESULTS.md
 #
@@ -32,6 +33,7 @@ RECORDS=${RECORDS:-1000000}
 PAGE_SIZE=${PAGE_SIZE:-500}
 CHANGED_EVERY=${CHANGED_EVERY:-100}
 RUNS=${RUNS:-3}
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "RUNS must be a positive number, not '$RUNS'" >&2; exit 1; }
 PORT=${PORT:-18777}
 GATEWAY_PORT=${GATEWAY_PORT:-18778}
 PROFILES=${PROFILES:-1}
@@ -89,49 +91,54 @@ timed() {
   echo $(($(requests) - before - 0)) >"$work/$name.requests"
 }
 
-# repeated NAME OUT [STATE] -- ARGS...: `timed NAME-K ARGS...` for K = 1..RUNS, each from what
-# the folders held before the first (copied aside and back). The output's files are then dropped
-# from the page cache, where an export leaves none (it writes them with direct I/O); the state is
-# left cached, as the export that wrote it leaves it.
-repeated() {
-  local name=$1 dirs=() run d
-  shift
-  while [ "$1" != -- ]; do dirs+=("$1"); shift; done
-  shift
-  for d in "${dirs[@]}"; do
-    rm -rf "$d.before"
-    [ "$RUNS" = 1 ] || [ ! -e "$d" ] || cp -a "$d" "$d.before"
-  done
-  for run in $(seq 1 "$RUNS"); do
-    if [ "$run" -gt 1 ]; then
-      for d in "${dirs[@]}"; do
-        rm -rf "$d"
-        [ ! -e "$d.before" ] || cp -a "$d.before" "$d"
-      done
-    fi
-    sync # the copy's pages are dirty, and the kernel drops only clean ones
-    [ ! -d "${dirs[0]}" ] || find "${dirs[0]}" -type f -print0 \
-      | xargs -0 -r python3 benches/incremental/floor.py drop "$work/drop.tmp" >/dev/null
-    timed "$name-$run" "$@"
-    after_run "$name-$run"
-  done
-  for d in "${dirs[@]}"; do rm -rf "$d.before"; done
+# drop_cached DIR: drops DIR's files from the page cache, where an export leaves none of what it
+# wrote (with direct I/O); `sync` first, as the kernel drops only clean pages.
+drop_cached() {
+  sync
+  find "$1" -type f -print0 | xargs -0 -r python3 benches/incremental/floor.py drop \
+    "$work/drop.tmp" >/dev/null
 }
-after_run() { :; } # NAME: what a run's output is checked for, before the next run replaces it
 
-log "state 1: $RECORDS records"
+# alternated FULL REFRESH OUT STATE ARGS...: RUNS pairs of a full harvest from nothing of the
+# repository as it was (the server started with `before`'s arguments), `timed FULL-K`, then the
+# refresh after the change from that harvest (`after`'s arguments), `timed REFRESH-K`. Full
+# harvest and refresh alternate, so that each pair sees the machine alike: on a shared machine
+# one run's CPU time moves by 15-30% from one minute to the next. The hooks `after_full NAME`
+# and `after_refresh NAME` check or measure a run's output before the next run replaces it. The
+# server is left running with the changed repository.
+alternated() {
+  local full=$1 refresh=$2 out=$3 state=$4 run
+  shift 4
+  for run in $(seq 1 "$RUNS"); do
+    [ "$run" = 1 ] || stop_server
+    rm -rf "$out" "$state"
+    start_server "${before[@]}"
+    timed "$full-$run" --out "$out" --state "$state" "$@"
+    stop_server
+    after_full "$full-$run"
+    start_server "${after[@]}"
+    drop_cached "$out"
+    timed "$refresh-$run" --out "$out" --state "$state" "$@"
+    after_refresh "$refresh-$run"
+  done
+}
+after_full() { :; }
+
+log "a plain export of $RECORDS records (the reference), $RUNS times"
 start_server
-repeated plain "$work/plain-out" -- --out "$work/plain-out"
+for run in $(seq 1 "$RUNS"); do
+  rm -rf "$work/plain-out"
+  timed "plain-$run" --out "$work/plain-out"
+done
 rm -rf "$work/plain-out"
-repeated full "$work/out" "$work/state" -- --out "$work/out" --state "$work/state"
 stop_server
 
-log "state 2: every ${CHANGED_EVERY}th record changed (half of them deleted)"
-start_server --changed-every "$CHANGED_EVERY" --response-date 2025-10-01T00:00:00Z \
-  --expected-urls "$work/expected.urls"
-after_run() { python3 benches/harvest/sitemap_urls.py "$work/out" "$work/$1.urls" >/dev/null; }
-repeated incremental "$work/out" "$work/state" -- --out "$work/out" --state "$work/state"
-after_run() { :; }
+log "$RUNS times: a full harvest through the store, then the refresh after every ${CHANGED_EVERY}th record changed (half of them deleted)"
+before=()
+after=(--changed-every "$CHANGED_EVERY" --response-date 2025-10-01T00:00:00Z
+  --expected-urls "$work/expected.urls")
+after_refresh() { python3 benches/harvest/sitemap_urls.py "$work/out" "$work/$1.urls" >/dev/null; }
+alternated full incremental "$work/out" "$work/state"
 
 log "the gateway: a full refresh through its store, then a restart"
 cat >"$work/bridge.toml" <<EOF
@@ -171,34 +178,30 @@ kill -TERM "$gateway_pid"
 wait "$gateway_pid" 2>/dev/null || true
 
 if [ "$PROFILES" = 1 ]; then
-  log "profiles: a full harvest with every patchable profile, then the refresh after the change"
+  log "profiles, $RUNS times: a full harvest with every patchable profile, then the refresh after the change"
   profiles=(--signmap --ocx --cdif-list --scope "https://127.0.0.1:$PORT/oai/")
   for i in 0 1 2 3 4; do profiles+=(--diwoo "com_$i=$((i + 1))"); done
   # sha256 of every file of the profiles' export, by name.
   sums() { (cd "$work/out-p" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$1"; }
-  start_server --https-identifiers
-  repeated profiles-full "$work/out-p" "$work/state-p" -- \
-    --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
-  stop_server
-  # The floor under a patch that rewrites every file (floor.py): the profiles' published files
-  # (all but the sitemap's, robots.txt and the hidden ledger) read and written again, nothing
-  # else. The export wrote them past the page cache, and the patch finds them so: the kernel
-  # copy reads them through it, so their pages are dropped again afterwards (not timed).
-  mapfile -t profile_files < <(find "$work/out-p" -type f ! -name '.*' ! -name robots.txt \
-    -regextype posix-extended ! -regex '.*/sitemap(-[0-9]+)?\.xml(\.gz)?' | sort)
-  for mode in user kernel; do
-    /usr/bin/time -v -o "$work/floor-$mode.time" python3 benches/incremental/floor.py "$mode" \
-      "$work/floor.out" "${profile_files[@]}" >"$work/floor-$mode.bytes"
-    rm -f "$work/floor.out"
-  done
-  python3 benches/incremental/floor.py drop "$work/floor.out" "${profile_files[@]}" >/dev/null
-  echo "${#profile_files[@]}" >"$work/floor.files"
-  start_server --https-identifiers --changed-every "$CHANGED_EVERY" \
-    --response-date 2025-10-01T00:00:00Z
-  after_run() { sums "$work/$1.sums"; }
-  repeated profiles-incremental "$work/out-p" "$work/state-p" -- \
-    --out "$work/out-p" --state "$work/state-p" "${profiles[@]}"
-  after_run() { :; }
+  # The floor under a patch that rewrites every file (floor.py), after the first full harvest:
+  # the profiles' published files (all but the sitemap's, robots.txt and the hidden ledger) read
+  # and written again, nothing else. The export wrote them past the page cache, and the patch
+  # finds them so (`alternated` drops them again after the kernel copy read them through it).
+  after_full() {
+    [ "$1" = profiles-full-1 ] || return 0
+    mapfile -t profile_files < <(find "$work/out-p" -type f ! -name '.*' ! -name robots.txt \
+      -regextype posix-extended ! -regex '.*/sitemap(-[0-9]+)?\.xml(\.gz)?' | sort)
+    for mode in user kernel; do
+      /usr/bin/time -v -o "$work/floor-$mode.time" python3 benches/incremental/floor.py "$mode" \
+        "$work/floor.out" "${profile_files[@]}" >"$work/floor-$mode.bytes"
+      rm -f "$work/floor.out"
+    done
+    echo "${#profile_files[@]}" >"$work/floor.files"
+  }
+  after_refresh() { sums "$work/$1.sums"; }
+  before=(--https-identifiers)
+  after=(--https-identifiers --changed-every "$CHANGED_EVERY" --response-date 2025-10-01T00:00:00Z)
+  alternated profiles-full profiles-incremental "$work/out-p" "$work/state-p" "${profiles[@]}"
   # Without the ledger the refresh renders every stored record: the reference bytes, and the
   # cost of a refresh before the profiles were patched.
   rm "$work/out-p/.oai-bridge-ledger"
