@@ -188,6 +188,9 @@ where
             if let Some(rule) = remember {
                 crate::learn::remember(s.store, rule);
             }
+            if let Some(robots) = &job.landing.robots {
+                crate::learn::keep_robots(s.store, robots);
+            }
             unrecorded
         }
         _ => None,
@@ -208,7 +211,11 @@ async fn learn(client: &Client, job: &Job, store: Option<&Store>) -> (Job, Prepa
         return (learned, Prepared::Untouched);
     }
     let prepared = crate::learn::prepare(client, &mut learned, store).await;
-    crate::learn::robots(client, &mut learned).await;
+    let kept = store
+        .and_then(|s| s.state().ok())
+        .map(|state| state.robots)
+        .unwrap_or_default();
+    crate::learn::robots(client, &mut learned, &kept).await;
     (learned, prepared)
 }
 

@@ -41,7 +41,7 @@ use url::Url;
 use crate::classify::{self, Class, Pid};
 use crate::pipeline::Job;
 use crate::platform::{Classes, LandingSettings, Resolvers, Robots, Setting, Template, same_site};
-use crate::store::{LearnedRule, Store};
+use crate::store::{LearnedRule, RobotsCopy, Store};
 
 /// Records looked up at most, per question.
 pub(crate) const SAMPLES: usize = 3;
@@ -93,9 +93,7 @@ pub(crate) async fn prepare(client: &Client, job: &mut Job, store: Option<&Store
         resolvers.handle,
         resolvers.doi
     );
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64);
+    let now = unix_now();
     if let Some(remembered) = store
         .and_then(|s| s.state().ok())
         .and_then(|state| state.learned)
@@ -641,10 +639,13 @@ fn pages_of(landing: &crate::platform::Landing, live: &[&Record]) -> Vec<String>
 /// Reads, once per run, the robots.txt of the sites the job's pages may be on (the baseURL's
 /// origin, and `ui_url`'s, the template's and the public URL's when they are others), so that
 /// what it disallows for the major crawlers is left out ([`Robots`]). A robots.txt that is
-/// missing (4xx) allows everything; one that does not answer, or answers 5xx, is left out (the
+/// missing (4xx) allows everything. One that does not answer, or answers 5xx, is taken from
+/// `kept` (the copy the state keeps, [`keep_robots`]), as RFC 9309 (section 2.4) lets a crawler
+/// use its copy of an unreachable robots.txt: a site down for one refresh changes neither what
+/// is published nor what the next refresh may patch. Without a copy the site is left out (its
 /// pages are then not judged: a failed fetch must not empty a sitemap). Asked only when
 /// learning is on (`job.landing.web`).
-pub(crate) async fn robots(client: &Client, job: &mut Job) {
+pub(crate) async fn robots(client: &Client, job: &mut Job, kept: &[RobotsCopy]) {
     if job.landing.web.is_none() {
         return;
     }
@@ -681,25 +682,79 @@ pub(crate) async fn robots(client: &Client, job: &mut Job) {
     let Some(http) = http_client(client, reqwest::redirect::Policy::limited(5)) else {
         return;
     };
+    let now = unix_now();
     let mut bodies = Vec::new();
+    let mut copies = Vec::new();
     for origin in origins.into_iter().take(4) {
         let url = format!("{origin}/robots.txt");
-        let Ok(response) = http.get(&url).send().await else {
-            continue;
+        let read = match http.get(&url).send().await {
+            Ok(response) if response.status().is_success() => {
+                // A robots.txt is small; 500 KiB is the most RFC 9309 asks a crawler to read.
+                response
+                    .bytes()
+                    .await
+                    .map(|body| body[..body.len().min(500 * 1024)].to_vec())
+                    .map_err(|e| e.to_string())
+            }
+            Ok(response) if response.status().is_client_error() => Ok(Vec::new()),
+            Ok(response) => Err(format!("HTTP {}", response.status().as_u16())),
+            Err(e) => Err(e.to_string()),
         };
-        let status = response.status();
-        if status.is_success() {
-            // A robots.txt is small; 500 KiB is the most RFC 9309 asks a crawler to read.
-            let Ok(body) = response.bytes().await else {
-                continue;
-            };
-            let body = body[..body.len().min(500 * 1024)].to_vec();
-            bodies.push((origin, body));
-        } else if status.is_client_error() {
-            bodies.push((origin, Vec::new()));
+        match read {
+            Ok(body) => {
+                // Kept when it is text and short (`RobotsCopy::MAX_LEN`); RFC 9309 has it UTF-8.
+                if let Ok(text) = std::str::from_utf8(&body)
+                    && body.len() <= RobotsCopy::MAX_LEN
+                {
+                    copies.push(RobotsCopy {
+                        origin: origin.clone(),
+                        body: text.to_owned(),
+                        at: now,
+                    });
+                }
+                bodies.push((origin, body));
+            }
+            Err(why) => match kept.iter().find(|k| k.origin == origin) {
+                Some(copy) => {
+                    tracing::warn!(
+                        %url, error = %why, read_at = copy.at,
+                        "robots.txt could not be read; the copy read before is used"
+                    );
+                    bodies.push((origin, copy.body.clone().into_bytes()));
+                    copies.push(copy.clone());
+                }
+                None => tracing::warn!(
+                    %url, error = %why,
+                    "robots.txt could not be read, and no copy is kept: the site's pages are not judged by it"
+                ),
+            },
         }
     }
     if !bodies.is_empty() {
-        job.landing.robots = Some(std::sync::Arc::new(Robots::new(&bodies)));
+        let robots = Robots::new(&bodies).read_as(copies);
+        job.landing.robots = Some(std::sync::Arc::new(robots));
     }
+}
+
+/// Keeps in `store`'s state the robots.txt copies `robots` was made of, for a later run whose
+/// read fails ([`robots`]); saved only when they changed, after a publish made with them.
+pub(crate) fn keep_robots(store: &mut Store, robots: &Robots) {
+    let copies = robots.copies();
+    let saved = store.state().and_then(|mut state| {
+        if state.robots == copies {
+            return Ok(());
+        }
+        state.robots = copies.to_vec();
+        store.save_state(&state)
+    });
+    if let Err(e) = saved {
+        tracing::warn!(error = %e, "the sites' robots.txt could not be kept");
+    }
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
 }

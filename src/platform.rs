@@ -157,6 +157,8 @@ pub struct Robots {
     sites: Vec<(String, Vec<texting_robots::Robot>)>,
     /// The robots.txt bodies' digest: a change of them re-renders (part of the rule's key).
     digest: String,
+    /// The bodies as read, for the state to keep ([`Robots::read_as`]).
+    copies: Vec<crate::store::RobotsCopy>,
 }
 
 impl Robots {
@@ -183,7 +185,23 @@ impl Robots {
             .map(|(origin, body)| format!("{origin}:{:016x}", xxhash_rust::xxh3::xxh3_64(body)))
             .collect::<Vec<_>>()
             .join(",");
-        Self { sites, digest }
+        Self {
+            sites,
+            digest,
+            copies: Vec::new(),
+        }
+    }
+
+    /// These rules, made of `copies` (what each site's robots.txt said, and when it was read),
+    /// which the state keeps for a run whose read fails ([`crate::learn::keep_robots`]).
+    pub(crate) fn read_as(mut self, copies: Vec<crate::store::RobotsCopy>) -> Self {
+        self.copies = copies;
+        self
+    }
+
+    /// The robots.txt bodies these rules were made of, as the state keeps them.
+    pub(crate) fn copies(&self) -> &[crate::store::RobotsCopy] {
+        &self.copies
     }
 
     /// Whether `url` (in normal form, as the landing rules give it) is disallowed for one of

@@ -637,3 +637,78 @@ fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
+
+/// A site whose robots.txt does not answer at a refresh (503) is judged by the copy read
+/// before, as RFC 9309 (section 2.4) lets a crawler: what it disallows stays out, and the
+/// sitemap is patched with the change, not rendered from every record because the rules
+/// seemed to change. With no copy kept (no state), the site's pages are not judged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_robots_txt_that_does_not_answer_is_read_from_the_copy_kept() {
+    use crate::server::{TestRecord, TestServer};
+    let server = TestServer::builder(Vec::new())
+        .page_size(5)
+        .pages("/record/")
+        .robots("User-agent: *\nDisallow: /record/2\n")
+        .start();
+    let origin = server.url().trim_end_matches("/oai").to_owned();
+    let record = |n: u32, date: &str| {
+        TestRecord::new(&format!("oai:t:{n}"), date).url(&format!("{origin}/record/{n}"))
+    };
+    let mut records: Vec<TestRecord> = (1..=6).map(|n| record(n, "2024-05-01")).collect();
+    server.set_records(records.clone());
+    let tmp = tempfile::tempdir().unwrap();
+    let base = server.url();
+    let root = tmp.path().to_owned();
+    // An export into `out`, through the store in `state` when given: its stderr and `<loc>`s.
+    let run = move |out: &str, state: Option<&str>| {
+        let (base, out) = (base.clone(), root.join(out));
+        let state = state.map(|s| root.join(s));
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let mut command = crate::golden::bridge();
+                command
+                    .env_remove("OAI_BRIDGE_CONFIG")
+                    .env_remove("RUST_LOG")
+                    .env("OAI_BRIDGE_LEARN", "on")
+                    .args(["export", "--base-url", &base, "--no-progress"])
+                    .args(["--public-url", "https://sitemaps.example.org/", "--out"])
+                    .arg(&out);
+                if let Some(state) = &state {
+                    command.arg("--state").arg(state);
+                }
+                let output = command.output().unwrap();
+                let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+                assert!(output.status.success(), "{stderr}");
+                (stderr, locs_of(&files(&out)["sitemap-1.xml"]))
+            })
+            .await
+            .unwrap()
+        }
+    };
+    let pages = |numbers: &[u32]| -> Vec<String> {
+        numbers
+            .iter()
+            .map(|n| format!("{origin}/record/{n}"))
+            .collect()
+    };
+    let (_, first) = run("out", Some("state")).await;
+    assert_eq!(first, pages(&[1, 3, 4, 5, 6]));
+
+    // The site is down for robots.txt; a record is added.
+    server.set_robots_status(Some(503));
+    records.push(record(7, "2024-06-02"));
+    server.set_records(records);
+    server.set_response_date("2024-06-03T08:00:00Z");
+    let (said, second) = run("out", Some("state")).await;
+    assert_eq!(second, pages(&[1, 3, 4, 5, 6, 7]), "{said}");
+    assert!(said.contains("the copy read before is used"), "{said}");
+    assert!(
+        said.contains("sitemap patched with the changed records"),
+        "{said}"
+    );
+
+    // Without a store nothing is kept: the site's pages are not judged.
+    let (said, alone) = run("alone", None).await;
+    assert_eq!(alone, pages(&[1, 2, 3, 4, 5, 6, 7]), "{said}");
+    assert!(said.contains("no copy is kept"), "{said}");
+}

@@ -445,6 +445,7 @@ impl Builder {
             repo,
             records,
             response_date,
+            robots_status: Mutex::new(None),
             state: Mutex::new(State::default()),
         });
         let task = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
@@ -563,6 +564,15 @@ impl TestServer {
             .unwrap_or_else(|e| e.into_inner()) = date.to_owned();
     }
 
+    /// Has `/robots.txt` answer `status` from now on (`None`: its text again).
+    pub(crate) fn set_robots_status(&self, status: Option<u16>) {
+        *self
+            .shared
+            .robots_status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = status;
+    }
+
     /// Forgets every fault not yet applied.
     pub(crate) fn clear_faults(&self) {
         self.shared.state().rules.clear();
@@ -585,6 +595,8 @@ struct Shared {
     records: RwLock<Vec<TestRecord>>,
     /// The server's clock as `responseDate` says it; a test moves it on.
     response_date: RwLock<String>,
+    /// A status `/robots.txt` answers instead of its text (a site down for a while).
+    robots_status: Mutex<Option<u16>>,
     state: Mutex<State>,
 }
 
@@ -828,6 +840,10 @@ impl Shared {
             }
         }
         if request.path == "/robots.txt" {
+            let status = *self.robots_status.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(status) = status {
+                return Reply::new(status, "text/plain", reason(status));
+            }
             return match &self.repo.robots {
                 Some(text) => Reply::new(200, "text/plain", text.clone()),
                 None => Reply::new(404, "text/plain", "Not Found"),

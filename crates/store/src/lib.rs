@@ -138,6 +138,28 @@ pub struct State {
     /// The landing rule learned from the web (the gateway's `learn`), so that later runs decide the
     /// same without asking again.
     pub learned: Option<LearnedRule>,
+    /// The robots.txt of the sites the pages are on, as last read, for a run whose read of one
+    /// fails: RFC 9309 (section 2.4) lets a crawler keep using its copy of a robots.txt that is
+    /// unreachable, and so a site that does not answer once neither changes what is published
+    /// nor makes the next refresh render every record.
+    pub robots: Vec<RobotsCopy>,
+}
+
+/// A site's robots.txt as read ([`State::robots`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RobotsCopy {
+    /// The site (its origin: `https://host[:port]`).
+    pub origin: String,
+    /// The body; empty when the site answered that it has none (4xx).
+    pub body: String,
+    /// When it was read (Unix seconds).
+    pub at: i64,
+}
+
+impl RobotsCopy {
+    /// The longest body kept: the state is saved with every page harvested, and a robots.txt is
+    /// a few KiB (DSpace's own, 5; Wikipedia's, 30). A longer one is read at each run, unkept.
+    pub const MAX_LEN: usize = 32 * 1024;
 }
 
 /// What learning from the web found for a repository (the gateway's `learn`): a UI or a template,

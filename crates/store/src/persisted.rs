@@ -17,7 +17,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{
-    Complete, HeldShrink, LearnedRule, Run, SelectiveRefused, ShortList, State, StoreError,
+    Complete, HeldShrink, LearnedRule, RobotsCopy, Run, SelectiveRefused, ShortList, State,
+    StoreError,
 };
 use oai_bridge_files::counts::Drop;
 use oai_bridge_files::counts::Stats;
@@ -83,6 +84,9 @@ pub struct StoredState {
     /// (so such a state is written as before; earlier versions ignore the field).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     learned: Option<LearnedRule>,
+    /// Absent in a state recorded before robots.txt copies were kept, and when none is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    robots: Vec<RobotsCopy>,
     /// Written by the versions whose changes keep the records' sets (the SQLite store's
     /// `changes.now_sets`); absent when a version before saved the state, which it does with
     /// each page, listing changes without their sets ([`keeps_change_sets`]).
@@ -165,6 +169,7 @@ impl From<State> for StoredState {
             layout,
             sitemap,
             learned,
+            robots,
         } = state;
         Self {
             format: FORMAT,
@@ -184,6 +189,7 @@ impl From<State> for StoredState {
             layout: layout.into(),
             sitemap: sitemap.map(Into::into),
             learned,
+            robots,
             changes_keep_sets: true,
         }
     }
@@ -211,6 +217,7 @@ impl TryFrom<StoredState> for State {
             layout,
             sitemap,
             learned,
+            robots,
             // The SQLite store's to read, at its opening.
             changes_keep_sets: _,
         } = stored;
@@ -234,6 +241,7 @@ impl TryFrom<StoredState> for State {
             layout: layout.into(),
             sitemap: sitemap.map(TryInto::try_into).transpose()?,
             learned,
+            robots,
         })
     }
 }
