@@ -210,6 +210,8 @@ fn follow_settings(
         held_shrink: state.held_shrink,
         selective_refused: refused,
         learned,
+        // The sites' robots.txt, by origin: whatever is harvested, what they said holds.
+        robots: state.robots,
         ..State::default()
     };
     store.reset(&state)?;

@@ -696,34 +696,45 @@ pub(crate) async fn robots(client: &Client, job: &mut Job, kept: &[RobotsCopy]) 
                     .map(|body| body[..body.len().min(500 * 1024)].to_vec())
                     .map_err(|e| e.to_string())
             }
-            Ok(response) if response.status().is_client_error() => Ok(Vec::new()),
+            // A missing robots.txt allows everything (RFC 9309 section 2.3.1.3); a 408 or a 429
+            // says the site is busy, not that it has none, as Google's crawlers read them.
+            Ok(response)
+                if response.status().is_client_error()
+                    && !matches!(response.status().as_u16(), 408 | 429) =>
+            {
+                Ok(Vec::new())
+            }
             Ok(response) => Err(format!("HTTP {}", response.status().as_u16())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.without_url().to_string()),
         };
         match read {
             Ok(body) => {
-                // Kept when it is text and short (`RobotsCopy::MAX_LEN`); RFC 9309 has it UTF-8.
+                // Kept when it is text (RFC 9309 has it UTF-8) and the copies stay within
+                // `RobotsCopy::MAX_TOTAL`. A body as kept keeps its copy, time and all, so that
+                // the state is saved again only when a body changes.
+                let kept_len: usize = copies.iter().map(|c: &RobotsCopy| c.body.len()).sum();
                 if let Ok(text) = std::str::from_utf8(&body)
-                    && body.len() <= RobotsCopy::MAX_LEN
+                    && kept_len + body.len() <= RobotsCopy::MAX_TOTAL
                 {
-                    copies.push(RobotsCopy {
+                    let same = kept.iter().find(|k| k.origin == origin && k.body == text);
+                    copies.push(same.cloned().unwrap_or_else(|| RobotsCopy {
                         origin: origin.clone(),
                         body: text.to_owned(),
                         at: now,
-                    });
+                    }));
                 }
                 bodies.push((origin, body));
             }
             Err(why) => match kept.iter().find(|k| k.origin == origin) {
                 Some(copy) => {
                     tracing::warn!(
-                        %url, error = %why, read_at = copy.at,
+                        %url, error = %why, first_read_secs_ago = now - copy.at,
                         "robots.txt could not be read; the copy read before is used"
                     );
                     bodies.push((origin, copy.body.clone().into_bytes()));
                     copies.push(copy.clone());
                 }
-                None => tracing::warn!(
+                None => tracing::info!(
                     %url, error = %why,
                     "robots.txt could not be read, and no copy is kept: the site's pages are not judged by it"
                 ),

@@ -641,7 +641,8 @@ fn free_port() -> u16 {
 /// A site whose robots.txt does not answer at a refresh (503) is judged by the copy read
 /// before, as RFC 9309 (section 2.4) lets a crawler: what it disallows stays out, and the
 /// sitemap is patched with the change, not rendered from every record because the rules
-/// seemed to change. With no copy kept (no state), the site's pages are not judged.
+/// seemed to change; a 429 is read so too (busy, not missing). With no copy kept (no state),
+/// the site's pages are not judged.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_robots_txt_that_does_not_answer_is_read_from_the_copy_kept() {
     use crate::server::{TestRecord, TestServer};
@@ -658,10 +659,11 @@ async fn a_robots_txt_that_does_not_answer_is_read_from_the_copy_kept() {
     server.set_records(records.clone());
     let tmp = tempfile::tempdir().unwrap();
     let base = server.url();
+    let public = format!("{origin}/sitemaps/");
     let root = tmp.path().to_owned();
     // An export into `out`, through the store in `state` when given: its stderr and `<loc>`s.
     let run = move |out: &str, state: Option<&str>| {
-        let (base, out) = (base.clone(), root.join(out));
+        let (base, public, out) = (base.clone(), public.clone(), root.join(out));
         let state = state.map(|s| root.join(s));
         async move {
             tokio::task::spawn_blocking(move || {
@@ -671,7 +673,7 @@ async fn a_robots_txt_that_does_not_answer_is_read_from_the_copy_kept() {
                     .env_remove("RUST_LOG")
                     .env("OAI_BRIDGE_LEARN", "on")
                     .args(["export", "--base-url", &base, "--no-progress"])
-                    .args(["--public-url", "https://sitemaps.example.org/", "--out"])
+                    .args(["--public-url", &public, "--out"])
                     .arg(&out);
                 if let Some(state) = &state {
                     command.arg("--state").arg(state);
@@ -703,9 +705,21 @@ async fn a_robots_txt_that_does_not_answer_is_read_from_the_copy_kept() {
     assert_eq!(second, pages(&[1, 3, 4, 5, 6, 7]), "{said}");
     assert!(said.contains("the copy read before is used"), "{said}");
     assert!(
+        said.contains(&format!("url={origin}/robots.txt error=HTTP 503")),
+        "{said}"
+    );
+    assert!(
         said.contains("sitemap patched with the changed records"),
         "{said}"
     );
+
+    // A 429 is a busy site, not one without a robots.txt.
+    server.set_robots_status(Some(429));
+    let (said, third) = run("out", Some("state")).await;
+    assert_eq!(third, pages(&[1, 3, 4, 5, 6, 7]), "{said}");
+    assert!(said.contains("error=HTTP 429"), "{said}");
+    assert!(said.contains("the copy read before is used"), "{said}");
+    server.set_robots_status(Some(503));
 
     // Without a store nothing is kept: the site's pages are not judged.
     let (said, alone) = run("alone", None).await;

@@ -152,14 +152,15 @@ pub struct RobotsCopy {
     pub origin: String,
     /// The body; empty when the site answered that it has none (4xx).
     pub body: String,
-    /// When it was read (Unix seconds).
+    /// When this body was first read (Unix seconds).
     pub at: i64,
 }
 
 impl RobotsCopy {
-    /// The longest body kept: the state is saved with every page harvested, and a robots.txt is
-    /// a few KiB (DSpace's own, 5; Wikipedia's, 30). A longer one is read at each run, unkept.
-    pub const MAX_LEN: usize = 32 * 1024;
+    /// The most the copies' bodies hold together: the state is saved with every page harvested,
+    /// and a repository's robots.txt is a few KiB (DSpace 7's own about 5, EPrints' and Invenio's
+    /// one or less). What does not fit is read at each run, unkept.
+    pub const MAX_TOTAL: usize = 16 * 1024;
 }
 
 /// What learning from the web found for a repository (the gateway's `learn`): a UI or a template,
