@@ -210,12 +210,11 @@ async fn learn(client: &Client, job: &Job, store: Option<&Store>) -> (Job, Prepa
     if job.landing.web.is_none() {
         return (learned, Prepared::Untouched);
     }
-    let prepared = crate::learn::prepare(client, &mut learned, store).await;
-    let kept = store
-        .and_then(|s| s.state().ok())
-        .map(|state| state.robots)
-        .unwrap_or_default();
-    crate::learn::robots(client, &mut learned, &kept).await;
+    // What the store remembers of the web, read once for both.
+    let state = store.and_then(|s| s.state().ok());
+    let prepared = crate::learn::prepare(client, &mut learned, state.as_ref()).await;
+    let kept = state.as_ref().map_or(&[][..], |s| &s.robots);
+    crate::learn::robots(client, &mut learned, kept).await;
     (learned, prepared)
 }
 

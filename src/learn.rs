@@ -41,7 +41,7 @@ use url::Url;
 use crate::classify::{self, Class, Pid};
 use crate::pipeline::Job;
 use crate::platform::{Classes, LandingSettings, Resolvers, Robots, Setting, Template, same_site};
-use crate::store::{LearnedRule, RobotsCopy, Store};
+use crate::store::{LearnedRule, RobotsCopy, State, Store};
 
 /// Records looked up at most, per question.
 pub(crate) const SAMPLES: usize = 3;
@@ -77,11 +77,11 @@ pub(crate) enum Prepared {
 }
 
 /// Before a harvest: when the job is `auto` with nothing configured that learning would
-/// replace, and learning is on (`job.landing.web`), decides from what `store` remembers, or else
-/// reads the upstream's first page and, if the rule it gives needs the web, learns. Sets
-/// `ui_url` or `landing_template` on the job, the sites its pages were seen on, and says what
-/// was found in `job.landing.learned`.
-pub(crate) async fn prepare(client: &Client, job: &mut Job, store: Option<&Store>) -> Prepared {
+/// replace, and learning is on (`job.landing.web`), decides from what the store's `state`
+/// remembers, or else reads the upstream's first page and, if the rule it gives needs the web,
+/// learns. Sets `ui_url` or `landing_template` on the job, the sites its pages were seen on,
+/// and says what was found in `job.landing.learned`.
+pub(crate) async fn prepare(client: &Client, job: &mut Job, state: Option<&State>) -> Prepared {
     let settings = &job.landing;
     let Some(resolvers) = applies(settings, &job.scope) else {
         return Prepared::Untouched;
@@ -93,10 +93,9 @@ pub(crate) async fn prepare(client: &Client, job: &mut Job, store: Option<&Store
         resolvers.handle,
         resolvers.doi
     );
-    let now = unix_now();
-    if let Some(remembered) = store
-        .and_then(|s| s.state().ok())
-        .and_then(|state| state.learned)
+    let now = oai_pmh::unix_secs(std::time::SystemTime::now());
+    if let Some(remembered) = state
+        .and_then(|state| state.learned.clone())
         .filter(|l| l.key == key && now - l.at < KEEP_SECS)
     {
         apply(job, &remembered);
@@ -682,7 +681,7 @@ pub(crate) async fn robots(client: &Client, job: &mut Job, kept: &[RobotsCopy]) 
     let Some(http) = http_client(client, reqwest::redirect::Policy::limited(5)) else {
         return;
     };
-    let now = unix_now();
+    let now = oai_pmh::unix_secs(std::time::SystemTime::now());
     let mut bodies = Vec::new();
     let mut copies = Vec::new();
     for origin in origins.into_iter().take(4) {
@@ -761,11 +760,4 @@ pub(crate) fn keep_robots(store: &mut Store, robots: &Robots) {
     if let Err(e) = saved {
         tracing::warn!(error = %e, "the sites' robots.txt could not be kept");
     }
-}
-
-/// Now, in Unix seconds.
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64)
 }
